@@ -1,0 +1,36 @@
+// The `muster` command line: one binary, subcommands. Each command takes argv starting at its
+// own name ("submit", "queue", ...) and returns the process exit code: 0 ok, 1 failed, 2 usage.
+#pragma once
+
+#include <string>
+
+#include "muster/client/controller_client.h"
+#include "muster/common/status.h"
+
+namespace muster::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+int Main(int argc, char** argv);
+
+int CmdSubmit(int argc, char** argv);
+int CmdQueue(int argc, char** argv);
+int CmdCancel(int argc, char** argv);
+int CmdJob(int argc, char** argv);
+int CmdNodes(int argc, char** argv);
+int CmdNode(int argc, char** argv);
+int CmdRun(int argc, char** argv);
+int CmdInfo(int argc, char** argv);
+int CmdLocal(int argc, char** argv);
+
+// The controller of the cluster named by $MUSTER_CONF (or /etc/muster/muster.toml).
+Result<client::ControllerClient> ConnectController();
+
+// "muster submit: <message>" on stderr; returns kExitFailed (or kExitUsage for INVALID_ARGUMENT
+// when usage is true).
+int Fail(const std::string& cmd, const Status& s);
+int Usage(const std::string& cmd, const std::string& message);
+
+}  // namespace muster::cli

@@ -1,0 +1,249 @@
+// muster queue, muster job show, muster cancel.
+#include <getopt.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "cli.h"
+#include "muster/common/clock.h"
+#include "muster/common/duration.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+#include "output.h"
+
+namespace muster::cli {
+namespace {
+
+std::string NodeList(const v1::JobInfo& j) {
+  return CompressHostlist({j.nodes().begin(), j.nodes().end()});
+}
+
+int64_t ElapsedMs(const v1::JobInfo& j, int64_t now) {
+  if (j.start_time_ms() <= 0 || j.state() == v1::PENDING) return 0;
+  int64_t end = j.end_time_ms() > 0 && j.state() != v1::RUNNING ? j.end_time_ms() : now;
+  return end - j.start_time_ms();
+}
+
+std::string TimeLimit(int64_t ms) { return ms <= 0 ? "UNLIMITED" : FormatDuration(ms); }
+
+void JobJson(JsonWriter& w, const v1::JobInfo& j) {
+  w.BeginObject();
+  w.Field("id", j.id()).Field("name", j.name()).Field("user", j.user()).Field("uid", j.uid());
+  w.Field("state", JobStateName(j.state(), false)).Field("completing", j.completing());
+  w.Field("reason", j.reason()).Field("reason_detail", j.reason_detail());
+  w.Field("partition", j.partition());
+  w.Key("nodes").BeginArray();
+  for (const auto& n : j.nodes()) w.String(n);
+  w.EndArray();
+  w.Field("nodelist", NodeList(j));
+  w.Field("num_nodes", j.num_nodes()).Field("num_tasks", j.num_tasks());
+  w.Field("cpus_per_task", j.cpus_per_task()).Field("gpus_per_node", j.gpus_per_node());
+  w.Field("gpu_type", j.gpu_type()).Field("mem_per_node_mb", j.mem_per_node_mb());
+  w.Field("submit_time", j.submit_time_ms() / 1000).Field("start_time", j.start_time_ms() / 1000);
+  w.Field("end_time", j.end_time_ms() / 1000).Field("time_limit_s", j.time_limit_ms() / 1000);
+  w.Field("exit_code", j.exit_code()).Field("exit_signal", j.exit_signal());
+  w.Field("requeue_count", j.requeue_count()).Field("priority", j.priority());
+  w.Field("hold", j.hold()).Field("no_requeue", j.no_requeue());
+  w.Field("work_dir", j.work_dir()).Field("stdout", j.stdout_path()).Field("stderr", j.stderr_path());
+  w.Key("allocation").BeginArray();
+  for (const auto& na : j.allocation().nodes()) {
+    w.BeginObject().Field("node", na.node()).Field("ntasks", na.ntasks()).Field("mem_mb", na.mem_mb());
+    w.Key("cpus").BeginArray();
+    for (uint32_t c : na.cpu_ids()) w.Uint(c);
+    w.EndArray().Key("gpus").BeginArray();
+    for (uint32_t g : na.gpu_indices()) w.Uint(g);
+    w.EndArray().EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+Result<std::vector<uint64_t>> ParseIds(const std::vector<std::string>& items) {
+  std::vector<uint64_t> ids;
+  for (const auto& it : items) {
+    for (const auto& p : Split(it, ',', true)) {
+      auto id = ParseUint(p);
+      if (!id || *id == 0) return InvalidArgument("invalid job id '" + p + "'");
+      ids.push_back(*id);
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+int CmdQueue(int argc, char** argv) {
+  v1::ListJobsRequest req;
+  bool json = false, header = true;
+  const struct option opts[] = {{"user", required_argument, nullptr, 'u'},
+                                {"states", required_argument, nullptr, 't'},
+                                {"partition", required_argument, nullptr, 'p'},
+                                {"jobs", required_argument, nullptr, 'j'},
+                                {"all", no_argument, nullptr, 'a'},
+                                {"json", no_argument, nullptr, 'J'},
+                                {"noheader", no_argument, nullptr, 'H'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {nullptr, 0, nullptr, 0}};
+  optind = 0;
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:aHh", opts, nullptr)) != -1;) {
+    switch (c) {
+      case 'u':
+        for (const auto& u : Split(optarg, ',', true)) req.add_users(u);
+        break;
+      case 't':
+        for (const auto& st : Split(optarg, ',', true)) {
+          if (ToLower(st) == "all") {
+            req.set_include_finished(true);
+            continue;
+          }
+          v1::JobState js;
+          if (!ParseJobState(st, &js)) return Usage("queue", "unknown job state '" + st + "'");
+          req.add_states(js);
+        }
+        break;
+      case 'p':
+        for (const auto& p : Split(optarg, ',', true)) req.add_partitions(p);
+        break;
+      case 'j': {
+        auto ids = ParseIds(Split(optarg, ',', true));
+        if (!ids.ok()) return Usage("queue", ids.status().message());
+        for (uint64_t id : *ids) req.add_job_ids(id);
+        break;
+      }
+      case 'a': req.set_include_finished(true); break;
+      case 'J': json = true; break;
+      case 'H': header = false; break;
+      case 'h':
+        std::printf(
+            "Usage: muster queue [-u USERS] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
+            "[--noheader] [--json]\n"
+            "Pending and running jobs (with --all also those finished recently).\n");
+        return kExitOk;
+      default:
+        return Usage("queue", "unknown or incomplete option '" + std::string(argv[optind - 1]) + "'");
+    }
+  }
+  if (optind < argc) return Usage("queue", "unexpected argument '" + std::string(argv[optind]) + "'");
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("queue", controller.status());
+  auto resp = controller->ListJobs(req);
+  if (!resp.ok()) return Fail("queue", resp.status());
+  if (json) {
+    JsonWriter w;
+    w.BeginObject().Key("jobs").BeginArray();
+    for (const auto& j : resp->jobs()) JobJson(w, j);
+    w.EndArray().EndObject();
+    std::printf("%s\n", w.str().c_str());
+    return kExitOk;
+  }
+  int64_t now = SystemClock::Get()->NowMs();
+  std::string out;
+  if (header) out += "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n";
+  // Like squeue: pending first, then the rest.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& j : resp->jobs()) {
+      if ((j.state() == v1::PENDING) != (pass == 0)) continue;
+      std::string where = j.state() == v1::PENDING ? "(" + j.reason() + ")" : NodeList(j);
+      uint32_t nodes = j.state() == v1::PENDING ? j.num_nodes() : static_cast<uint32_t>(j.nodes_size());
+      out += Right(std::to_string(j.id()), 18) + " " + Right(j.partition(), 9) + " " +
+             Right(j.name(), 8) + " " + Right(j.user(), 8) + " " +
+             Right(JobStateCode(j.state(), j.completing()), 2) + " " +
+             Right(FormatDuration(ElapsedMs(j, now)), 10) + " " + Right(std::to_string(nodes), 6) +
+             " " + where + "\n";
+    }
+  }
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+int CmdJob(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "show") {
+    return Usage("job", "expected 'muster job show ID [--json]'");
+  }
+  bool json = false;
+  std::vector<std::string> ids;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json") {
+      json = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage("job", "unknown option '" + a + "'");
+    } else {
+      ids.push_back(a);
+    }
+  }
+  auto parsed = ParseIds(ids);
+  if (!parsed.ok() || parsed->size() != 1) return Usage("job", "expected exactly one job id");
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("job", controller.status());
+  auto resp = controller->GetJob((*parsed)[0]);
+  if (!resp.ok()) return Fail("job", resp.status());
+  const v1::JobInfo& j = resp->job();
+  if (json) {
+    JsonWriter w;
+    JobJson(w, j);
+    std::printf("%s\n", w.str().c_str());
+    return kExitOk;
+  }
+  int64_t now = SystemClock::Get()->NowMs();
+  std::printf("JobId=%llu JobName=%s\n", static_cast<unsigned long long>(j.id()), j.name().c_str());
+  std::printf("   UserId=%s(%u) Priority=%lld\n", j.user().c_str(), j.uid(),
+              static_cast<long long>(j.priority()));
+  std::printf("   JobState=%s Reason=%s%s%s\n", JobStateName(j.state(), j.completing()).c_str(),
+              j.reason().c_str(), j.reason_detail().empty() ? "" : " Detail=",
+              j.reason_detail().c_str());
+  std::printf("   Requeue=%d Restarts=%u ExitCode=%d:%d\n", j.no_requeue() ? 0 : 1, j.requeue_count(),
+              j.exit_code(), j.exit_signal());
+  std::printf("   RunTime=%s TimeLimit=%s\n", FormatDuration(ElapsedMs(j, now)).c_str(),
+              TimeLimit(j.time_limit_ms()).c_str());
+  std::printf("   SubmitTime=%s StartTime=%s EndTime=%s\n", FormatTimestamp(j.submit_time_ms()).c_str(),
+              FormatTimestamp(j.start_time_ms()).c_str(), FormatTimestamp(j.end_time_ms()).c_str());
+  std::printf("   Partition=%s NodeList=%s\n", j.partition().c_str(),
+              j.nodes().empty() ? "(null)" : NodeList(j).c_str());
+  std::printf("   NumNodes=%u NumTasks=%u CPUs/Task=%u Mem/Node=%lluM GPUs/Node=%u%s%s\n", j.num_nodes(),
+              j.num_tasks(), j.cpus_per_task(), static_cast<unsigned long long>(j.mem_per_node_mb()),
+              j.gpus_per_node(), j.gpu_type().empty() ? "" : " GpuType=", j.gpu_type().c_str());
+  for (const auto& na : j.allocation().nodes()) {
+    std::vector<std::string> g;
+    for (uint32_t i : na.gpu_indices()) g.push_back(std::to_string(i));
+    std::printf("     Node=%s Tasks=%u CPUs=%d Mem=%lluM GPUs=%s\n", na.node().c_str(), na.ntasks(),
+                na.cpu_ids_size(), static_cast<unsigned long long>(na.mem_mb()),
+                g.empty() ? "none" : Join(g, ",").c_str());
+  }
+  std::printf("   WorkDir=%s\n   StdOut=%s\n   StdErr=%s\n", j.work_dir().c_str(),
+              j.stdout_path().c_str(), j.stderr_path().c_str());
+  return kExitOk;
+}
+
+int CmdCancel(int argc, char** argv) {
+  std::vector<std::string> items;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::printf("Usage: muster cancel JOBID...\n");
+      return kExitOk;
+    }
+    if (!a.empty() && a[0] == '-') return Usage("cancel", "unknown option '" + a + "'");
+    items.push_back(a);
+  }
+  auto ids = ParseIds(items);
+  if (!ids.ok()) return Usage("cancel", ids.status().message());
+  if (ids->empty()) return Usage("cancel", "no job id given");
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("cancel", controller.status());
+  v1::CancelJobRequest req;
+  for (uint64_t id : *ids) req.add_job_ids(id);
+  auto resp = controller->CancelJob(req);
+  if (!resp.ok()) return Fail("cancel", resp.status());
+  int rc = kExitOk;
+  for (const auto& r : resp->results()) {
+    if (r.code() != 0) {
+      std::fprintf(stderr, "muster cancel: %s\n", r.message().c_str());
+      rc = kExitFailed;
+    }
+  }
+  return rc;
+}
+
+}  // namespace muster::cli

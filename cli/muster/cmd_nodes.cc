@@ -1,0 +1,161 @@
+// muster nodes, muster node drain|resume, muster info.
+#include <cstdio>
+
+#include "cli.h"
+#include "muster/common/duration.h"
+#include "muster/common/strings.h"
+#include "output.h"
+
+namespace muster::cli {
+namespace {
+
+// sinfo's lower-case state names, with Slurm's suffixes for drain.
+std::string NodeStateText(const v1::NodeInfo& n) {
+  std::string base;
+  switch (n.state()) {
+    case v1::NODE_IDLE: base = "idle"; break;
+    case v1::NODE_MIXED: base = "mixed"; break;
+    case v1::NODE_ALLOCATED: base = "allocated"; break;
+    case v1::NODE_NOT_RESPONDING: base = "not_responding"; break;
+    case v1::NODE_DOWN: base = "down"; break;
+    default: base = "unknown"; break;
+  }
+  if (n.drain()) {
+    bool busy = n.state() == v1::NODE_MIXED || n.state() == v1::NODE_ALLOCATED;
+    if (n.state() == v1::NODE_DOWN) return "down+drain";
+    return busy ? "draining" : "drained";
+  }
+  return base;
+}
+
+const char* LinkName(v1::GpuLinkType t) {
+  switch (t) {
+    case v1::GPU_LINK_NVLINK: return "nvlink";
+    case v1::GPU_LINK_NVSWITCH: return "nvswitch";
+    case v1::GPU_LINK_PCIE_SWITCH: return "pcie_switch";
+    case v1::GPU_LINK_PCIE_HOST: return "pcie_host";
+    case v1::GPU_LINK_SYSTEM: return "system";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+int CmdNodes(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json") {
+      json = true;
+    } else if (a == "-h" || a == "--help") {
+      std::printf("Usage: muster nodes [--json]\n");
+      return kExitOk;
+    } else {
+      return Usage("nodes", "unknown argument '" + a + "'");
+    }
+  }
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("nodes", controller.status());
+  auto resp = controller->ListNodes(v1::ListNodesRequest());
+  if (!resp.ok()) return Fail("nodes", resp.status());
+  if (json) {
+    JsonWriter w;
+    w.BeginObject().Key("nodes").BeginArray();
+    for (const auto& n : resp->nodes()) {
+      w.BeginObject().Field("name", n.name()).Field("state", NodeStateText(n));
+      w.Field("drain", n.drain()).Field("reason", n.reason()).Field("reason_user", n.reason_user());
+      w.Key("partitions").BeginArray();
+      for (const auto& p : n.partitions()) w.String(p);
+      w.EndArray();
+      w.Field("cpus", n.cpus()).Field("cpus_allocated", n.cpus_allocated());
+      w.Field("memory_mb", n.memory_mb()).Field("memory_allocated_mb", n.memory_allocated_mb());
+      w.Field("gpus", n.gpus()).Field("gpus_allocated", n.gpus_allocated());
+      w.Field("gpu_type", n.gpu_type()).Field("topology", n.topology());
+      w.Field("last_heartbeat", n.last_heartbeat_ms() / 1000).Field("step_address", n.agent_address());
+      w.Key("jobs").BeginArray();
+      for (uint64_t id : n.job_ids()) w.Uint(id);
+      w.EndArray();
+      w.Key("gpu_devices").BeginArray();
+      for (const auto& g : n.gpu_devices()) {
+        w.BeginObject().Field("index", g.index()).Field("uuid", g.uuid()).Field("model", g.model());
+        w.Field("type", g.type()).Field("memory_mb", g.memory_mb()).Field("numa_node", g.numa_node());
+        w.Field("pci_bus_id", g.pci_bus_id()).Key("links").BeginArray();
+        for (const auto& l : g.links()) {
+          w.BeginObject().Field("peer", l.peer_index()).Field("type", std::string(LinkName(l.type())));
+          w.Field("count", l.count()).EndObject();
+        }
+        w.EndArray().EndObject();
+      }
+      w.EndArray();
+      w.EndObject();
+    }
+    w.EndArray().EndObject();
+    std::printf("%s\n", w.str().c_str());
+    return kExitOk;
+  }
+  std::printf("%-12s %-14s %10s %14s %8s %-6s %-14s %-10s %s\n", "NODE", "STATE", "CPUS(A/T)",
+              "MEM_MB(A/T)", "GPUS(A/T)", "TYPE", "TOPOLOGY", "PARTITION", "REASON");
+  for (const auto& n : resp->nodes()) {
+    std::string cpus = std::to_string(n.cpus_allocated()) + "/" + std::to_string(n.cpus());
+    std::string mem = std::to_string(n.memory_allocated_mb()) + "/" + std::to_string(n.memory_mb());
+    std::string gpus = std::to_string(n.gpus_allocated()) + "/" + std::to_string(n.gpus());
+    std::printf("%-12s %-14s %10s %14s %8s %-6s %-14s %-10s %s\n", n.name().c_str(),
+                NodeStateText(n).c_str(), cpus.c_str(), mem.c_str(), gpus.c_str(),
+                n.gpu_type().empty() ? "-" : n.gpu_type().c_str(), n.topology().c_str(),
+                Join({n.partitions().begin(), n.partitions().end()}, ",").c_str(),
+                n.reason().c_str());
+  }
+  return kExitOk;
+}
+
+int CmdNode(int argc, char** argv) {
+  if (argc < 3) return Usage("node", "expected 'muster node drain NODES --reason TEXT' or 'muster node resume NODES'");
+  std::string action = argv[1];
+  v1::UpdateNodeRequest req;
+  if (action == "drain") {
+    req.set_action(v1::UpdateNodeRequest::DRAIN);
+  } else if (action == "resume") {
+    req.set_action(v1::UpdateNodeRequest::RESUME);
+  } else {
+    return Usage("node", "unknown action '" + action + "' (drain or resume)");
+  }
+  std::vector<std::string> names;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--reason" && i + 1 < argc) {
+      req.set_reason(argv[++i]);
+    } else if (StartsWith(a, "--reason=")) {
+      req.set_reason(a.substr(9));
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage("node", "unknown option '" + a + "'");
+    } else {
+      names.push_back(a);
+    }
+  }
+  if (names.empty()) return Usage("node", "no node names given");
+  if (req.action() == v1::UpdateNodeRequest::DRAIN && Trim(req.reason()).empty()) {
+    return Usage("node", "a reason is required to drain a node (--reason TEXT)");
+  }
+  req.set_nodes(Join(names, ","));
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("node", controller.status());
+  auto resp = controller->UpdateNode(req);
+  if (!resp.ok()) return Fail("node " + action, resp.status());
+  return kExitOk;
+}
+
+int CmdInfo(int argc, char**) {
+  if (argc > 1) return Usage("info", "takes no arguments");
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("info", controller.status());
+  auto r = controller->ControllerInfo();
+  if (!r.ok()) return Fail("info", r.status());
+  std::printf("cluster=%s version=%s epoch=%llu started=%s nodes=%u pending=%u running=%u next_job_id=%llu\n",
+              r->cluster_name().c_str(), r->version().c_str(),
+              static_cast<unsigned long long>(r->epoch()), FormatTimestamp(r->start_time_ms()).c_str(),
+              r->nodes(), r->jobs_pending(), r->jobs_running(),
+              static_cast<unsigned long long>(r->next_job_id()));
+  return kExitOk;
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,88 @@
+// muster submit: sbatch's options, #SBATCH directives, and the job spec sent to the controller.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "muster/client/submit_options.h"
+
+extern char** environ;
+
+namespace muster::cli {
+
+int CmdSubmit(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  client::SubmitOptions cli_opts;
+  Status s = client::ParseSubmitArgs(args, "command line", &cli_opts);
+  if (!s.ok()) return Usage("submit", s.message());
+  if (cli_opts.help) {
+    std::fputs(client::SubmitUsage("muster submit").c_str(), stdout);
+    return kExitOk;
+  }
+
+  client::SubmitContext ctx;
+  if (cli_opts.wrap) {
+    if (!cli_opts.positional.empty()) {
+      return Usage("submit", "give either a script or --wrap, not both");
+    }
+    ctx.script = "#!/bin/sh\n# This script was created by muster submit --wrap.\n\n" +
+                 *cli_opts.wrap + "\n";
+  } else if (!cli_opts.positional.empty()) {
+    ctx.script_name = cli_opts.positional[0];
+    std::ifstream in(ctx.script_name);
+    if (!in) return Fail("submit", NotFound("cannot read script " + ctx.script_name));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    ctx.script = ss.str();
+  } else {
+    if (::isatty(0)) return Usage("submit", "no script given (a file, --wrap, or a script on stdin)");
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    ctx.script = ss.str();
+  }
+
+  // Directives first, then the command line on top of them.
+  client::SubmitOptions opts;
+  if (!cli_opts.wrap) {
+    auto directives = client::ParseDirectives(ctx.script);
+    if (!directives.ok()) return Usage("submit", directives.status().message());
+    for (const auto& d : *directives) {
+      s = client::ParseSubmitArgs(d.args, "script line " + std::to_string(d.line), &opts);
+      if (!s.ok()) return Usage("submit", s.message());
+      if (!opts.positional.empty()) {
+        return Usage("submit", "script line " + std::to_string(d.line) +
+                                   ": unexpected argument '" + opts.positional[0] + "' in #SBATCH");
+      }
+    }
+  }
+  s = client::ParseSubmitArgs(args, "command line", &opts);
+  if (!s.ok()) return Usage("submit", s.message());
+
+  for (char** e = environ; e && *e; ++e) ctx.environment.emplace_back(*e);
+  char cwd[4096];
+  if (!::getcwd(cwd, sizeof cwd)) return Fail("submit", ErrnoStatus("getcwd", errno));
+  ctx.cwd = cwd;
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  ctx.hostname = host;
+
+  auto spec = client::BuildJobSpec(opts, ctx);
+  if (!spec.ok()) return Fail("submit", spec.status());
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("submit", controller.status());
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = std::move(*spec);
+  auto resp = controller->SubmitJob(req);
+  if (!resp.ok()) return Fail("submit", resp.status());
+  if (opts.parsable) {
+    std::printf("%llu\n", static_cast<unsigned long long>(resp->job_id()));
+  } else {
+    std::printf("Submitted batch job %llu\n", static_cast<unsigned long long>(resp->job_id()));
+  }
+  return kExitOk;
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,90 @@
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cli.h"
+#include "muster/common/config.h"
+#include "muster/common/version.h"
+
+namespace muster::cli {
+
+Result<client::ControllerClient> ConnectController() {
+  std::string path = ResolveConfigPath("");
+  MUSTER_ASSIGN_OR_RETURN(Config c, LoadConfig(path));
+  return client::ControllerClient::Connect(c.controller.socket_path);
+}
+
+int Fail(const std::string& cmd, const Status& s) {
+  std::fprintf(stderr, "muster %s: %s\n", cmd.c_str(), s.message().c_str());
+  return kExitFailed;
+}
+
+int Usage(const std::string& cmd, const std::string& message) {
+  std::fprintf(stderr, "muster %s: %s\nTry 'muster %s --help'.\n", cmd.c_str(), message.c_str(),
+               cmd.c_str());
+  return kExitUsage;
+}
+
+namespace {
+
+void PrintHelp() {
+  std::printf(R"(muster %s: GPU cluster batch scheduler.
+
+Usage: muster COMMAND [OPTIONS]
+
+Jobs:
+  submit [OPTIONS] [SCRIPT [ARGS]]   submit a batch job (sbatch options and #SBATCH lines)
+  queue [OPTIONS]                    list pending and running jobs
+  job show ID [--json]               one job in detail
+  cancel ID...                       cancel jobs
+  run [-l] COMMAND [ARGS]            inside a job: run COMMAND as a step on every task slot
+
+Nodes:
+  nodes [--json]                     list nodes
+  node drain NODES --reason TEXT     stop placing work on nodes (admin)
+  node resume NODES                  undo a drain (admin)
+
+Cluster:
+  info                               controller version, epoch and counts
+  local up [--nodes N] [--gpus-per-node G] [--dir DIR]
+                                     start a local test cluster (fake GPUs) and wait for it
+  local down [--dir DIR] [--purge]   stop it
+
+The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
+'muster COMMAND --help' shows a command's options.
+)",
+              kVersion);
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintHelp();
+    return kExitUsage;
+  }
+  std::string cmd = argv[1];
+  int sub_argc = argc - 1;
+  char** sub_argv = argv + 1;
+  if (cmd == "submit") return CmdSubmit(sub_argc, sub_argv);
+  if (cmd == "queue") return CmdQueue(sub_argc, sub_argv);
+  if (cmd == "cancel") return CmdCancel(sub_argc, sub_argv);
+  if (cmd == "job") return CmdJob(sub_argc, sub_argv);
+  if (cmd == "nodes") return CmdNodes(sub_argc, sub_argv);
+  if (cmd == "node") return CmdNode(sub_argc, sub_argv);
+  if (cmd == "run") return CmdRun(sub_argc, sub_argv);
+  if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
+  if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
+  if (cmd == "version" || cmd == "--version" || cmd == "-V") {
+    std::printf("muster %s\n", kVersion);
+    return kExitOk;
+  }
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    PrintHelp();
+    return kExitOk;
+  }
+  std::fprintf(stderr, "muster: unknown command '%s'\nTry 'muster --help'.\n", cmd.c_str());
+  return kExitUsage;
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,63 @@
+// Presentation helpers for the CLI: Slurm-style fixed-width columns and a small JSON writer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "muster/v1/common.pb.h"
+
+namespace muster::cli {
+
+// Right-aligned in `width`, cut to `width` (squeue's %.Nx).
+std::string Right(const std::string& s, size_t width);
+std::string Left(const std::string& s, size_t width);
+
+// Slurm's names and short codes: RUNNING / R, PENDING / PD, COMPLETING / CG, ...
+std::string JobStateName(v1::JobState s, bool completing);
+std::string JobStateCode(v1::JobState s, bool completing);
+// Parses "PD", "pending", "R", "running", ... INVALID when unknown.
+bool ParseJobState(const std::string& s, v1::JobState* out);
+
+// Builds JSON text with commas handled. Not validating: callers nest correctly.
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject();
+  JsonWriter& EndObject();
+  JsonWriter& BeginArray();
+  JsonWriter& EndArray();
+  JsonWriter& Key(const std::string& k);
+  JsonWriter& String(const std::string& v);
+  JsonWriter& Int(int64_t v);
+  JsonWriter& Uint(uint64_t v);
+  JsonWriter& Bool(bool v);
+  JsonWriter& Null();
+  template <typename T>
+  JsonWriter& Field(const std::string& k, const T& v);
+  const std::string& str() const { return out_; }
+
+ private:
+  void Sep();
+  std::string out_;
+  std::vector<bool> first_{true};
+  bool after_key_ = false;
+};
+
+template <>
+inline JsonWriter& JsonWriter::Field(const std::string& k, const std::string& v) {
+  return Key(k).String(v);
+}
+template <>
+inline JsonWriter& JsonWriter::Field(const std::string& k, const bool& v) {
+  return Key(k).Bool(v);
+}
+template <typename T>
+JsonWriter& JsonWriter::Field(const std::string& k, const T& v) {
+  if constexpr (std::is_signed_v<T>) {
+    return Key(k).Int(static_cast<int64_t>(v));
+  } else {
+    return Key(k).Uint(static_cast<uint64_t>(v));
+  }
+}
+
+}  // namespace muster::cli

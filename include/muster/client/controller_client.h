@@ -1,0 +1,42 @@
+// The controller client of the CLI and the tests: framed protobuf on the controller's Unix socket.
+// Links protobuf only, never gRPC (a CLI process starts in ~2 ms instead of ~17 ms).
+#pragma once
+
+#include <google/protobuf/message_lite.h>
+
+#include <string>
+
+#include "muster/common/config.h"
+#include "muster/common/status.h"
+#include "muster/v1/controller.pb.h"
+
+namespace muster::client {
+
+// Thread-compatible. One connection; calls are sequential.
+class ControllerClient {
+ public:
+  // UNAVAILABLE when the controller does not answer on the socket.
+  static Result<ControllerClient> Connect(const std::string& socket_path);
+  ControllerClient(ControllerClient&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  ControllerClient& operator=(ControllerClient&& o) noexcept;
+  ~ControllerClient();
+
+  // Sends one request and waits for the reply. The controller's error comes back as the Status.
+  Status Call(v1::Method method, const google::protobuf::MessageLite& request,
+              google::protobuf::MessageLite* response, int timeout_ms = 60'000);
+
+  Result<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& r);
+  Result<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest& r);
+  Result<v1::GetJobResponse> GetJob(uint64_t job_id);
+  Result<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& r);
+  Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& r);
+  Result<v1::UpdateNodeResponse> UpdateNode(const v1::UpdateNodeRequest& r);
+  Result<v1::ControllerInfoResponse> ControllerInfo();
+  Result<v1::CreateStepResponse> CreateStep(uint64_t job_id);
+
+ private:
+  explicit ControllerClient(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace muster::client

@@ -1,0 +1,36 @@
+// `muster local up|down`: a whole cluster on this machine for trying Muster out and for system
+// tests: one controller and N agents on loopback with fake H100s (NVSwitch fixture) under two leaf
+// switches. Daemons are started in the background; their pids are kept in DIR/run/*.pid and only
+// those processes are ever stopped.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "muster/common/status.h"
+
+namespace muster::client {
+
+struct LocalClusterOptions {
+  std::string dir;                 // default: DefaultLocalDir()
+  uint32_t nodes = 4;
+  uint32_t gpus_per_node = 8;
+  uint32_t cpus_per_node = 16;
+  uint64_t memory_mb = 64000;
+  std::string bin_dir;             // where musterctld/musterd are; default: next to this program
+  int wait_s = 60;                 // how long to wait for every node to be up
+};
+
+std::string DefaultLocalDir();
+
+// Starts whatever is not running yet (so it also restarts a crashed controller) and waits until
+// the controller answers and every node is up. Returns the config path (for MUSTER_CONF).
+// FAILED_PRECONDITION when a cluster of another shape runs in dir; DEADLINE_EXCEEDED (with the
+// daemons' log files named) when it does not come up in time.
+Result<std::string> LocalUp(const LocalClusterOptions& options, FILE* progress);
+
+// Stops the agents, then the controller (SIGTERM, SIGKILL after 10 s), by the pids recorded in
+// dir/run. purge: also delete dir (only when it holds a muster.toml written by LocalUp).
+Status LocalDown(const std::string& dir, bool purge, FILE* progress);
+
+}  // namespace muster::client

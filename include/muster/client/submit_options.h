@@ -1,0 +1,64 @@
+// sbatch-compatible submission options: the command line and #SBATCH directives in the script
+// (the command line wins), turned into a v1::JobSpec.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "muster/common/status.h"
+#include "muster/v1/common.pb.h"
+
+namespace muster::client {
+
+struct SubmitOptions {
+  std::optional<std::string> job_name, partition, output, error, chdir, export_vars, wrap;
+  std::optional<uint32_t> nodes, ntasks, ntasks_per_node, cpus_per_task;
+  std::optional<uint32_t> gpus, gpus_per_node;
+  std::optional<std::string> gpu_type;
+  std::optional<uint64_t> mem_mb;
+  std::optional<int64_t> time_limit_ms;
+  bool hold = false;
+  bool parsable = false;
+  bool no_requeue = false;
+  bool exclusive = false;
+  bool help = false;
+  // Everything after the options: the script path and its arguments (command line only).
+  std::vector<std::string> positional;
+};
+
+// Applies options from `args` (no program name) on top of `opts`. Stops at the first
+// non-option (the script). `origin` names where they came from in error messages
+// ("command line", "script line 3"). INVALID_ARGUMENT for an unknown option or a bad value;
+// UNIMPLEMENTED for a Slurm option this version does not support (named in the message).
+Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& origin,
+                       SubmitOptions* opts);
+
+// The #SBATCH lines at the top of a script (before the first command), each split into words.
+struct Directive {
+  int line = 0;
+  std::vector<std::string> args;
+};
+Result<std::vector<Directive>> ParseDirectives(const std::string& script);
+
+// Splits a line into words the way a shell would for simple cases: whitespace, single and double
+// quotes, backslash escapes. INVALID_ARGUMENT for an unterminated quote.
+Result<std::vector<std::string>> SplitWords(const std::string& line);
+
+// Everything a submission needs from the caller's context.
+struct SubmitContext {
+  std::string script;            // the script text (from the file, stdin or --wrap)
+  std::string script_name;       // for the default job name
+  std::vector<std::string> environment;
+  std::string cwd;
+  std::string hostname;
+};
+
+// Builds the job spec. INVALID_ARGUMENT for a script without #! and for contradictory options.
+Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& opts, const SubmitContext& ctx);
+
+// sbatch's usage text for the options this version supports.
+std::string SubmitUsage(const std::string& program);
+
+}  // namespace muster::client

@@ -1,0 +1,84 @@
+// The one configuration file shared by musterctld, musterd and the CLI (TOML,
+// /etc/muster/muster.toml by default). Every key is documented in docs/config.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "muster/common/status.h"
+
+namespace muster {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/muster/muster.toml";
+
+struct ControllerConfig {
+  std::string socket_path = "/run/muster/musterctld.sock";  // user API (framed protobuf)
+  std::string agent_address = "127.0.0.1:6817";              // where agents connect
+  std::string state_dir = "/var/lib/muster";
+  std::string log_level = "info";
+  std::string log_file;  // empty: stderr (journald under systemd)
+};
+
+struct SchedulingConfig {
+  uint32_t sched_min_interval_ms = 5;        // coalesces bursts of events into one pass
+  uint32_t sched_max_interval_ms = 1000;     // a pass at least this often
+  uint32_t kill_grace_ms = 30'000;           // SIGTERM -> SIGKILL (Slurm's KillWait)
+  uint32_t heartbeat_interval_ms = 5'000;
+  uint32_t node_not_responding_ms = 15'000;  // silence before NOT_RESPONDING
+  uint32_t node_down_ms = 60'000;            // silence before DOWN (jobs requeued)
+  uint32_t finished_job_retention_ms = 300'000;  // finished jobs stay visible (Slurm's MinJobAge)
+  uint32_t max_job_count = 1'000'000;        // pending + running jobs
+};
+
+struct AgentConfig {
+  std::string spool_dir = "/var/spool/muster";
+  std::string step_address = "127.0.0.1:0";  // `muster run` connects here; port 0 = any
+  std::string log_level = "info";
+};
+
+struct PartitionConfig {
+  std::string name;
+  std::string nodes_expr;
+  std::vector<std::string> nodes;
+  bool is_default = false;
+  int64_t max_time_ms = 0;      // 0: unlimited
+  int64_t default_time_ms = 0;  // 0: max_time_ms
+  uint32_t priority_tier = 1;
+};
+
+struct NodeConfig {
+  std::string name;
+  uint32_t cpus = 1;
+  uint64_t memory_mb = 1024;
+  uint32_t gpus = 0;
+  std::string gpu_type;  // e.g. "h100"; empty when the node has no GPUs
+  std::string topology;  // tiers above the node, e.g. "spine1/leaf3"
+  std::vector<std::string> features;
+};
+
+struct Config {
+  std::string source;  // file the config came from
+  std::string cluster_name = "muster";
+  std::vector<std::string> admins;  // user names or numeric uids; root is always an admin
+  ControllerConfig controller;
+  SchedulingConfig scheduling;
+  AgentConfig agent;
+  std::vector<PartitionConfig> partitions;
+  std::vector<NodeConfig> nodes;  // in configuration order
+
+  const NodeConfig* FindNode(const std::string& name) const;
+  const PartitionConfig* FindPartition(const std::string& name) const;
+  const PartitionConfig* DefaultPartition() const;
+};
+
+// Parses TOML text. Errors are INVALID_ARGUMENT with "source:line: key: problem".
+Result<Config> ParseConfig(const std::string& text, const std::string& source);
+
+// Reads and parses a file. NOT_FOUND when it does not exist.
+Result<Config> LoadConfig(const std::string& path);
+
+// The config path to use: explicit (a --config flag) if given, else $MUSTER_CONF, else the default.
+std::string ResolveConfigPath(const std::string& explicit_path);
+
+}  // namespace muster

@@ -1,0 +1,38 @@
+// The framed protocol used on the controller's Unix socket (the CLI's fast path) and on the agents'
+// step port: [u32 length][u32 type][payload], big-endian, length = 4 + payload size.
+// In a request, type is the method; in a reply, type is the status code (0 = OK, payload = the
+// response message; otherwise payload = an error message). Plain blocking POSIX I/O for clients.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "muster/common/status.h"
+
+namespace muster {
+
+inline constexpr uint32_t kMaxFramePayload = 64u << 20;
+
+struct Frame {
+  uint32_t type = 0;
+  std::string payload;
+};
+
+// Encodes a frame into bytes.
+std::string EncodeFrame(uint32_t type, const std::string& payload);
+// Decodes the 8-byte header. INVALID_ARGUMENT for a length that is too small or too large.
+Status DecodeFrameHeader(const char header[8], uint32_t* payload_len, uint32_t* type);
+
+// Blocking helpers. UNAVAILABLE when the peer went away (EOF, reset); DEADLINE_EXCEEDED when
+// timeout_ms (>= 0) passes first.
+Status WriteFrame(int fd, uint32_t type, const std::string& payload);
+Result<Frame> ReadFrame(int fd, int timeout_ms = -1);
+
+// Connects to a Unix socket. UNAVAILABLE (with the path) when nobody listens there.
+Result<int> ConnectUnix(const std::string& path);
+// Connects to host:port over TCP (numeric IPv4/IPv6 or a resolvable name).
+Result<int> ConnectTcp(const std::string& host_port, int timeout_ms);
+// Splits "host:port" / "[v6]:port". INVALID_ARGUMENT when malformed.
+Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port);
+
+}  // namespace muster

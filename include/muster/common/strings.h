@@ -1,0 +1,28 @@
+// Small string helpers used across modules.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace muster {
+
+std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty = false);
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+std::string_view Trim(std::string_view s);
+bool StartsWith(std::string_view s, std::string_view prefix);
+std::string ToLower(std::string_view s);
+
+// Strict unsigned parse: digits only, no sign, no trailing junk, no overflow.
+std::optional<uint64_t> ParseUint(std::string_view s);
+std::optional<int64_t> ParseInt(std::string_view s);
+
+// Quotes a string as a JSON string literal (with the quotes).
+std::string JsonQuote(std::string_view s);
+
+// A random 128-bit hex token from /dev/urandom (for credentials and instance ids).
+std::string RandomHex(size_t bytes);
+
+}  // namespace muster

@@ -1,0 +1,179 @@
+// The controller's state and logic: jobs, nodes, partitions and the scheduling loop.
+//
+// Deterministic: it consumes events (user requests, agent messages, Tick(now)) and produces replies
+// plus effects (commands for agents, taken with TakeOutgoing()). It reads no clock, opens no socket
+// and knows no gRPC, so the daemon, the in-process tests and the simulator all drive the same code.
+// Every state change is committed to the StateStore before the reply or command that depends on it
+// leaves the engine (write-ahead).
+//
+// Strand-confined: call every method from one thread (the controller strand) at a time.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "muster/common/clock.h"
+#include "muster/common/config.h"
+#include "muster/common/status.h"
+#include "muster/core/types.h"
+#include "muster/store/state_store.h"
+#include "muster/v1/controller.pb.h"
+#include "muster/v1/node.pb.h"
+#include "muster/v1/records.pb.h"
+
+namespace muster::controller {
+
+// Who is asking, as established by the transport (SO_PEERCRED on the Unix socket).
+struct Caller {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::string user;
+  bool is_admin = false;  // root or listed in the config's admins
+};
+
+// A command for one node's agent.
+struct Outgoing {
+  std::string node;
+  v1::ControllerMessage message;
+};
+
+struct EngineOptions {
+  Config config;
+  // Produces job credentials; tests and the simulator inject a deterministic one.
+  std::function<std::string()> make_credential;
+};
+
+class Engine {
+ public:
+  // Loads the durable state, starts a new epoch (persisted before returning) and rebuilds
+  // allocations of running jobs. Corrupt records are reported in recovery_problems().
+  static Result<std::unique_ptr<Engine>> Create(EngineOptions options, store::StateStore* store,
+                                                TimeMs now);
+
+  // ---- User and admin API: one handler layer for every transport. ----
+  // Errors: INVALID_ARGUMENT (malformed request), NOT_FOUND (unknown partition),
+  // FAILED_PRECONDITION (can never run here, with what to change), RESOURCE_EXHAUSTED (queue
+  // full), INTERNAL (the state store failed; nothing was accepted).
+  Result<v1::SubmitJobResponse> SubmitJob(const Caller& caller, const v1::SubmitJobRequest& req,
+                                          TimeMs now);
+  // Per-job results: NOT_FOUND, PERMISSION_DENIED (not your job), or OK.
+  Result<v1::CancelJobResponse> CancelJob(const Caller& caller, const v1::CancelJobRequest& req,
+                                          TimeMs now);
+  Result<v1::GetJobResponse> GetJob(const v1::GetJobRequest& req) const;
+  Result<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& req) const;
+  Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& req, TimeMs now) const;
+  // PERMISSION_DENIED for non-admins; INVALID_ARGUMENT for a drain without reason or a resume of a
+  // node that is neither drained nor down; NOT_FOUND for unknown nodes.
+  Result<v1::UpdateNodeResponse> UpdateNode(const Caller& caller, const v1::UpdateNodeRequest& req,
+                                            TimeMs now);
+  Result<v1::ControllerInfoResponse> ControllerInfo() const;
+  // FAILED_PRECONDITION unless the job is running; PERMISSION_DENIED unless it is the caller's.
+  Result<v1::CreateStepResponse> CreateStep(const Caller& caller, const v1::CreateStepRequest& req);
+
+  // ---- Agents. ----
+  // NOT_FOUND for a node the config does not define.
+  Result<v1::RegisterResponse> RegisterNode(const v1::RegisterRequest& req, TimeMs now);
+  // Binds a Session stream to a registered node; reconciles the jobs it reported at Register.
+  // FAILED_PRECONDITION when the node has not registered with this instance id.
+  Status AttachSession(const v1::Hello& hello, TimeMs now);
+  void DetachSession(const std::string& node, const std::string& instance_id);
+  void OnAgentMessage(const std::string& node, const v1::AgentMessage& msg, TimeMs now);
+
+  // ---- Time. ----
+  // Liveness sweep (NOT_RESPONDING, DOWN and the requeue of their jobs) and the retention purge.
+  void Tick(TimeMs now);
+  // True when something happened that a scheduling pass should look at.
+  bool schedule_requested() const { return schedule_requested_; }
+  void RunSchedulePass(TimeMs now);
+
+  std::vector<Outgoing> TakeOutgoing();
+
+  uint64_t epoch() const { return meta_.epoch(); }
+  const std::vector<std::string>& recovery_problems() const { return recovery_problems_; }
+  const Config& config() const { return options_.config; }
+
+  // Invariant check for tests: no CPU or GPU is held by two jobs, and the free maps agree with
+  // the allocations of the jobs holding each node. Returns a description of the first violation.
+  Status CheckInvariantsForTest() const;
+
+ private:
+  struct JobEntry {
+    v1::JobRecord rec;
+    core::JobRequest request;           // derived from rec.spec
+    std::set<std::string> started_nodes;  // nodes that acknowledged the launch (this run)
+  };
+
+  struct NodeEntry {
+    NodeConfig config;
+    v1::NodeRecord rec;                 // admin state (persisted)
+    core::NodeView view;                // capacity and free resources
+    bool registered = false;
+    bool session = false;
+    bool down = false;                  // declared lost; cleared by a new registration
+    bool not_responding = false;
+    TimeMs last_heard_ms = 0;
+    std::string instance_id;
+    std::string step_address;
+    v1::NodeInventory inventory;
+    std::set<uint64_t> jobs;            // jobs holding resources here (running or cleaning up)
+    std::set<uint64_t> stale_jobs;      // reported by the agent but not ours: terminate first
+    std::vector<uint64_t> reported_jobs;  // from the last Register, reconciled at AttachSession
+  };
+
+  Engine(EngineOptions options, store::StateStore* store);
+
+  Status Recover(TimeMs now);
+  Status Commit(const store::Mutation& m);
+  // For transitions the engine starts itself (a job ended, a node was lost): memory must never run
+  // ahead of the store, so a failed write stops the controller; restart recovers the last durable
+  // state and the agents report again.
+  void CommitOrDie(const store::Mutation& m);
+
+  // Submission.
+  Status Normalize(v1::JobSpec& spec, int64_t* time_limit_ms) const;
+  core::JobRequest BuildRequest(const v1::JobRecord& rec) const;
+
+  // Job state machine.
+  void FinishJob(JobEntry& job, v1::JobState state, const std::string& reason, TimeMs now,
+                 store::Mutation& m);
+  void TerminateOnNodes(JobEntry& job, const std::string& reason);
+  void NodeLost(NodeEntry& node, const std::string& why, TimeMs now);
+  void JobLostOnNode(JobEntry& job, NodeEntry& node, const std::string& why, TimeMs now,
+                     store::Mutation& m);
+  void ReleaseNode(JobEntry& job, NodeEntry& node);
+  void HoldResources(const v1::JobRecord& rec);
+  void OnBatchExited(NodeEntry& node, const v1::BatchExited& e, TimeMs now);
+  void OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs now);
+  void OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs now);
+  void OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, TimeMs now);
+  void SendLaunch(const JobEntry& job, size_t node_pos);
+  void Send(const std::string& node, v1::ControllerMessage msg);
+
+  // Views.
+  NodeEntry* FindNode(const std::string& name);
+  JobEntry* FindJob(uint64_t id);
+  v1::JobInfo ToJobInfo(const JobEntry& job) const;
+  v1::NodeInfo ToNodeInfo(const NodeEntry& node, TimeMs now) const;
+  v1::NodeState NodeStateOf(const NodeEntry& node) const;
+  bool Schedulable(const NodeEntry& node) const;
+  bool IsActive(const v1::JobRecord& rec) const;  // pending, running or cleaning up
+
+  EngineOptions options_;
+  store::StateStore* store_;
+  v1::MetaRecord meta_;
+  TimeMs start_time_ms_ = 0;
+  std::map<uint64_t, JobEntry> jobs_;         // live and recently finished jobs, by id
+  std::vector<NodeEntry> nodes_;              // configuration order
+  std::map<std::string, size_t> node_index_;
+  core::ClusterView base_view_;               // partitions (node lists); nodes filled per pass
+  core::ClusterView capacity_view_;           // every node empty: for "can it ever run"
+  std::vector<Outgoing> outgoing_;
+  std::vector<std::string> recovery_problems_;
+  bool schedule_requested_ = true;
+};
+
+}  // namespace muster::controller

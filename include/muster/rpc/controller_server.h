@@ -1,0 +1,46 @@
+// musterctld as a library: the Engine on an Asio strand, the framed user API on a Unix socket and
+// the agents' gRPC service (NodeRegistry) on TCP. The daemon's main() and the in-process test
+// cluster run this same class.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "muster/common/clock.h"
+#include "muster/common/config.h"
+#include "muster/common/status.h"
+
+namespace muster::rpc {
+
+struct ControllerServerOptions {
+  Config config;
+  int threads = 2;                          // io_context threads (one strand owns the engine)
+  Clock* clock = SystemClock::Get();
+};
+
+// Thread-safe: Start/Shutdown/Wait may be called from any thread (once each).
+class ControllerServer {
+ public:
+  // Validates options only; no I/O.
+  static Result<std::unique_ptr<ControllerServer>> Create(ControllerServerOptions options);
+  ~ControllerServer();
+
+  // Opens the state store, recovers, binds the agent port and the Unix socket, starts serving.
+  // FAILED_PRECONDITION when the state dir is in use or another controller owns the socket.
+  Status Start();
+  // Stops serving and closes the store. Idempotent.
+  void Shutdown();
+  // Blocks until Shutdown() was called.
+  void Wait();
+
+  int agent_port() const;         // the bound TCP port (useful with port 0)
+  uint64_t epoch() const;
+  const std::string& socket_path() const;
+
+ private:
+  class Impl;
+  explicit ControllerServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace muster::rpc

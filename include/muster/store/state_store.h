@@ -1,0 +1,105 @@
+// Durable controller state. Every change the controller acknowledges goes through Commit() first
+// (write-ahead). Records are the protobuf messages of proto/muster/v1/records.proto.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "muster/common/status.h"
+#include "muster/v1/records.pb.h"
+
+namespace muster::store {
+
+enum class Family { kMeta, kJobs, kNodes, kJobHistory, kQuarantine };
+inline constexpr int kNumFamilies = 5;
+const char* FamilyName(Family f);
+
+// A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
+class Mutation {
+ public:
+  struct Op {
+    Family family;
+    std::string key;
+    std::optional<std::string> value;  // nullopt: delete
+  };
+
+  void PutMeta(const v1::MetaRecord& meta);
+  void PutJob(const v1::JobRecord& job);
+  void DeleteJob(uint64_t id);
+  void PutNode(const v1::NodeRecord& node);
+  // Moves a finished job out of the live set into the history (accounting) family.
+  void ArchiveJob(const v1::JobRecord& job);
+
+  bool empty() const { return ops_.empty(); }
+  size_t size() const { return ops_.size(); }
+  const std::vector<Op>& ops() const { return ops_; }
+  void Append(const Mutation& other);
+
+  static std::string JobKey(uint64_t id);  // big-endian, so keys sort by id
+
+ private:
+  std::vector<Op> ops_;
+};
+
+struct LoadedState {
+  std::optional<v1::MetaRecord> meta;
+  std::vector<v1::JobRecord> jobs;     // live (not yet archived) jobs, by id
+  std::vector<v1::NodeRecord> nodes;
+  uint64_t max_history_job_id = 0;     // so ids are never reused even if meta is lost
+  std::vector<std::string> problems;   // corrupt records found, reported and quarantined
+};
+
+// Thread-compatible: the controller calls it from its strand only.
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+
+  // Applies the mutation atomically and durably (synced) before returning OK.
+  // Errors: INTERNAL / DATA_LOSS / RESOURCE_EXHAUSTED (disk full) from the storage engine; nothing
+  // of the mutation is applied then.
+  virtual Status Commit(const Mutation& mutation) = 0;
+
+  // Reads everything for recovery. A record that does not parse is moved to the quarantine family
+  // and reported in `problems`; it never stops recovery.
+  virtual Result<LoadedState> LoadAll() = 0;
+
+  // Reads archived jobs (accounting), newest first, at most `limit`.
+  virtual Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) = 0;
+};
+
+// Opens (creating if needed) a RocksDB store in `dir`. FAILED_PRECONDITION when another process
+// holds it, INTERNAL for other storage errors.
+Result<std::unique_ptr<StateStore>> OpenRocksDbStateStore(const std::string& dir);
+
+// Volatile store for tests and the simulator.
+class InMemoryStateStore : public StateStore {
+ public:
+  Status Commit(const Mutation& mutation) override;
+  Result<LoadedState> LoadAll() override;
+  Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override;
+
+  // Overwrites a stored value with bytes that do not parse.
+  void CorruptForTest(Family family, const std::string& key);
+  // Makes the next `n` commits fail with INTERNAL (a full or failing disk).
+  void FailNextCommitsForTest(int n) { fail_commits_ = n; }
+  size_t commits() const { return commits_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>>& Fam(Family f);
+  std::vector<std::pair<std::string, std::string>> data_[kNumFamilies];  // sorted by key
+  int fail_commits_ = 0;
+  size_t commits_ = 0;
+};
+
+// Shared by both stores: decode what was read, quarantining what does not parse.
+// `quarantine` receives (family, key, raw value) of every bad record.
+struct RawRecord {
+  Family family;
+  std::string key;
+  std::string value;
+};
+LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>* quarantine);
+
+}  // namespace muster::store

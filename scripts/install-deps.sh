@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The one list of Debian 12 packages Muster needs to build, test and run.
+# Idempotent and fast when everything is present: apt-get runs only for what is missing.
+# Nothing is ever downloaded from anywhere but the configured Debian mirrors.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  g++ cmake ninja-build pkg-config git ca-certificates procps
+  # libraries
+  libboost-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the package lists only when apt has never fetched them (fresh machines) or a package is
+# unknown to the cache; a used machine installs without touching the network for lists.
+if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/tmp/muster-install-deps.log 2>&1; then
+  $SUDO apt-get update -q >>/tmp/muster-install-deps.log 2>&1
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >>/tmp/muster-install-deps.log 2>&1 || {
+    cat /tmp/muster-install-deps.log >&2; exit 1; }
+fi

@@ -1,0 +1,790 @@
+// musterd's logic. All job and step state is confined to the agent's single io thread; the
+// controller link runs its own thread and posts what it receives here.
+#include "muster/agent/agent.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "controller_link.h"
+#include "inventory.h"
+#include "job_env.h"
+#include "launcher.h"
+#include "muster/common/clock.h"
+#include "muster/common/framing.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/output_pattern.h"
+#include "muster/common/strings.h"
+#include "muster/common/version.h"
+#include "muster/v1/agent.pb.h"
+
+namespace muster::agent {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using asio::ip::tcp;
+
+namespace {
+constexpr uint32_t kAnyRun = 0xffffffffu;
+constexpr int kPollCleanMs = 50;
+// After SIGKILL, processes that outlived their parent may linger as zombies of another reaper;
+// give up waiting for them after this long (cgroups make this exact in a later version).
+constexpr int kAfterKillMs = 1000;
+}  // namespace
+
+class Agent::Impl {
+ public:
+  explicit Impl(AgentOptions o)
+      : options_(std::move(o)), step_acceptor_(io_), hb_timer_(io_), instance_id_(RandomHex(8)) {}
+
+  Status Start();
+  void Shutdown();
+
+  std::string step_address() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return step_address_;
+  }
+  size_t num_jobs() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return job_ids_.size();
+  }
+
+  AgentOptions options_;
+  std::unique_ptr<ControllerLink> link_;
+
+ private:
+  class StepSession;
+
+  struct LocalJob {
+    v1::LaunchJob launch;
+    std::string dir;
+    std::set<pid_t> children;   // our direct children still running
+    std::set<pid_t> pgids;      // process groups to signal (a group outlives its leader)
+    bool started = false;
+    bool exited = false;
+    v1::BatchExited exit;
+    bool timed_out = false;
+    bool terminating = false;
+    int64_t killed_at_ms = 0;   // monotonic time SIGKILL was sent
+    std::unique_ptr<asio::steady_timer> limit_timer, kill_timer, poll_timer;
+    uint32_t run() const { return launch.requeue_count(); }
+  };
+
+  // On the io thread.
+  void OnMessage(const v1::ControllerMessage& msg);
+  void OnConnected(const v1::RegisterResponse& resp);
+  void Launch(const v1::LaunchJob& l);
+  void Terminate(const v1::TerminateJob& t);
+  void StartKill(LocalJob& job, uint32_t grace_ms);
+  void CheckClean(uint64_t job_id);
+  void SignalJob(LocalJob& job, int sig);
+  void WatchExit(pid_t pid, int pidfd, std::function<void(int status)> cb);
+  void OnTimeLimit(uint64_t job_id);
+  void Heartbeat();
+  void AcceptSteps();
+  void Send(const v1::AgentMessage& msg) {
+    if (link_) link_->Send(msg);
+  }
+  void PublishJobIds();
+  LocalJob* FindJob(uint64_t id) {
+    auto it = jobs_.find(id);
+    return it == jobs_.end() ? nullptr : it->second.get();
+  }
+
+  asio::io_context io_;
+  std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
+  tcp::acceptor step_acceptor_;
+  asio::steady_timer hb_timer_;
+  std::string instance_id_;
+  v1::NodeInventory inventory_;
+  std::map<uint64_t, std::unique_ptr<LocalJob>> jobs_;  // io thread
+  uint64_t epoch_ = 0;                                  // io thread
+  uint32_t hb_interval_ms_ = 5000;                      // io thread
+  uint64_t hb_seq_ = 0;                                 // io thread
+  bool shutting_down_ = false;                          // io thread
+  std::mt19937 rng_{std::random_device{}()};
+
+  mutable std::mutex mu_;
+  std::string step_address_;       // mu_
+  std::vector<uint64_t> job_ids_;  // mu_: snapshot for Register from the link thread
+  bool started_ = false;           // mu_
+  bool stopped_ = false;           // mu_
+};
+
+// ---------------------------------------------------------------------------------------------
+// A `muster run` connection: one request, then task output and exits streamed back.
+class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession> {
+ public:
+  StepSession(Impl* agent, tcp::socket socket) : agent_(agent), socket_(std::move(socket)) {}
+
+  void Start() {
+    auto self = shared_from_this();
+    asio::async_read(socket_, asio::buffer(header_, 8), [this, self](auto ec, size_t) {
+      if (ec) return;
+      uint32_t len = 0, type = 0;
+      if (!DecodeFrameHeader(header_, &len, &type).ok()) return;
+      body_.resize(len);
+      asio::async_read(socket_, asio::buffer(body_), [this, self](auto ec2, size_t) {
+        if (ec2) return;
+        v1::StepLaunchRequest req;
+        if (!req.ParseFromString(body_)) return Fail(InvalidArgument("bad step request"));
+        Status s = Launch(req);
+        if (!s.ok()) return Fail(s);
+        WatchClient();
+      });
+    });
+  }
+
+ private:
+  struct Task {
+    uint32_t id = 0;
+    pid_t pid = -1;
+    int open_pipes = 0;
+    bool exited = false;
+    int status = 0;
+    bool reported = false;
+  };
+
+  Status Launch(const v1::StepLaunchRequest& req) {
+    LocalJob* job = agent_->FindJob(req.job_id());
+    if (!job || job->terminating || job->exited) {
+      return FailedPrecondition("job " + std::to_string(req.job_id()) + " does not run on " +
+                                agent_->options_.node_name);
+    }
+    if (req.credential() != job->launch.credential()) {
+      return PermissionDenied("bad credential for job " + std::to_string(req.job_id()));
+    }
+    if (req.argv().empty()) return InvalidArgument("no command given");
+    job_id_ = req.job_id();
+    const v1::JobSpec& spec = job->launch.spec();
+    bool root = ::geteuid() == 0;
+    for (uint32_t local = 0; local < req.ntasks(); ++local) {
+      Task t;
+      t.id = req.first_task() + local;
+      int out[2], err[2];
+      if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+      if (::pipe2(err, O_CLOEXEC) != 0) {
+        ::close(out[0]);
+        ::close(out[1]);
+        return ErrnoStatus("pipe", errno);
+      }
+      SpawnSpec sp;
+      sp.argv.assign(req.argv().begin(), req.argv().end());
+      sp.env = BuildTaskEnv(job->launch, agent_->options_.node_name, agent_->options_.config_path,
+                            req, local);
+      sp.cwd = req.work_dir().empty() ? spec.work_dir() : req.work_dir();
+      sp.change_user = root && spec.uid() != 0;
+      sp.uid = spec.uid();
+      sp.gid = spec.gid();
+      if (sp.change_user) sp.groups = GroupsOf(spec.user(), spec.gid());
+      sp.stdout_fd = out[1];
+      sp.stderr_fd = err[1];
+      auto spawned = Spawn(sp);
+      ::close(out[1]);
+      ::close(err[1]);
+      if (!spawned.ok()) {
+        ::close(out[0]);
+        ::close(err[0]);
+        // Like srun: say why on the task's stderr and give it exit code 127.
+        SendOutput(t.id, 2, "muster: task " + std::to_string(t.id) + ": " +
+                                spawned.status().message() + "\n");
+        t.exited = true;
+        t.status = 127 << 8;
+        tasks_.push_back(t);
+        continue;
+      }
+      t.pid = spawned->pid;
+      t.open_pipes = 2;
+      tasks_.push_back(t);
+      size_t idx = tasks_.size() - 1;
+      job->children.insert(t.pid);
+      job->pgids.insert(t.pid);
+      ReadPipe(idx, out[0], 1);
+      ReadPipe(idx, err[0], 2);
+      auto self = shared_from_this();
+      agent_->WatchExit(t.pid, spawned->pidfd, [this, self, idx](int status) {
+        tasks_[idx].exited = true;
+        tasks_[idx].status = status;
+        MaybeReport(idx);
+      });
+    }
+    for (size_t i = 0; i < tasks_.size(); ++i) MaybeReport(i);
+    return Status::Ok();
+  }
+
+  void ReadPipe(size_t idx, int fd, uint32_t stream) {
+    auto sd = std::make_shared<asio::posix::stream_descriptor>(agent_->io_, fd);
+    auto buf = std::make_shared<std::array<char, 16384>>();
+    auto self = shared_from_this();
+    auto read = std::make_shared<std::function<void()>>();
+    *read = [this, self, sd, buf, idx, stream, read] {
+      sd->async_read_some(asio::buffer(*buf), [this, self, sd, buf, idx, stream, read](
+                                                  boost::system::error_code ec, size_t n) {
+        if (n > 0) SendOutput(tasks_[idx].id, stream, std::string(buf->data(), n));
+        if (ec) {
+          --tasks_[idx].open_pipes;
+          MaybeReport(idx);
+          *read = nullptr;  // break the self-reference
+          return;
+        }
+        (*read)();
+      });
+    };
+    (*read)();
+  }
+
+  void MaybeReport(size_t idx) {
+    Task& t = tasks_[idx];
+    if (t.reported || !t.exited || t.open_pipes > 0) return;
+    t.reported = true;
+    if (t.pid > 0) {
+      if (LocalJob* job = agent_->FindJob(job_id_)) {
+        job->children.erase(t.pid);
+        agent_->CheckClean(job_id_);
+      }
+    }
+    v1::StepEvent ev;
+    int code, sig;
+    DecodeWaitStatus(t.status, &code, &sig);
+    ev.mutable_exit()->set_task(t.id);
+    ev.mutable_exit()->set_exit_code(code);
+    ev.mutable_exit()->set_signal(sig);
+    Write(0, ev.SerializeAsString());
+    if (++reported_ == tasks_.size()) done_ = true;
+    if (done_ && !writing_) Close();
+  }
+
+  void SendOutput(uint32_t task, uint32_t stream, std::string data) {
+    v1::StepEvent ev;
+    ev.mutable_output()->set_task(task);
+    ev.mutable_output()->set_stream(stream);
+    ev.mutable_output()->set_data(std::move(data));
+    Write(0, ev.SerializeAsString());
+  }
+
+  void Fail(const Status& s) {
+    Write(static_cast<uint32_t>(s.code()), s.message());
+    done_ = true;
+  }
+
+  void Write(uint32_t type, const std::string& payload) {
+    queue_.push_back(EncodeFrame(type, payload));
+    if (!writing_) WriteNext();
+  }
+
+  void WriteNext() {
+    if (queue_.empty()) {
+      writing_ = false;
+      if (done_) Close();
+      return;
+    }
+    writing_ = true;
+    auto self = shared_from_this();
+    asio::async_write(socket_, asio::buffer(queue_.front()), [this, self](auto ec, size_t) {
+      queue_.pop_front();
+      if (ec) {
+        KillTasks();  // the client went away: so does the step
+        queue_.clear();
+        writing_ = false;
+        return;
+      }
+      WriteNext();
+    });
+  }
+
+  // A read on the socket returns only when the client closes it (or sends junk): then the step
+  // ends, as when srun is killed.
+  void WatchClient() {
+    auto self = shared_from_this();
+    socket_.async_read_some(asio::buffer(probe_), [this, self](auto ec, size_t) {
+      if (ec && !done_) KillTasks();
+    });
+  }
+
+  void KillTasks() {
+    for (const Task& t : tasks_) {
+      if (t.pid > 0 && !t.exited) ::kill(-t.pid, SIGKILL);
+    }
+  }
+
+  void Close() {
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  Impl* agent_;
+  tcp::socket socket_;
+  char header_[8];
+  std::string body_;
+  char probe_[64];
+  uint64_t job_id_ = 0;
+  std::vector<Task> tasks_;
+  size_t reported_ = 0;
+  bool done_ = false;
+  std::deque<std::string> queue_;
+  bool writing_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+void Agent::Impl::WatchExit(pid_t pid, int pidfd, std::function<void(int)> cb) {
+  auto sd = std::make_shared<asio::posix::stream_descriptor>(io_, pidfd);
+  sd->async_wait(asio::posix::stream_descriptor::wait_read,
+                 [sd, pid, cb = std::move(cb)](boost::system::error_code) {
+                   int status = 0;
+                   pid_t r;
+                   do {
+                     r = ::waitpid(pid, &status, 0);
+                   } while (r < 0 && errno == EINTR);
+                   cb(status);
+                 });
+}
+
+void Agent::Impl::PublishJobIds() {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  std::lock_guard<std::mutex> l(mu_);
+  job_ids_ = std::move(ids);
+}
+
+void Agent::Impl::SignalJob(LocalJob& job, int sig) {
+  for (pid_t g : job.pgids) ::kill(-g, sig);
+}
+
+void Agent::Impl::OnMessage(const v1::ControllerMessage& msg) {
+  if (msg.epoch() < epoch_) {
+    spdlog::warn("node={} refuses a command from an older controller epoch {} (current {})",
+                 options_.node_name, msg.epoch(), epoch_);
+    return;
+  }
+  switch (msg.msg_case()) {
+    case v1::ControllerMessage::kLaunchJob:
+      Launch(msg.launch_job());
+      break;
+    case v1::ControllerMessage::kTerminateJob:
+      Terminate(msg.terminate_job());
+      break;
+    default:
+      spdlog::warn("node={} got an unknown command; ignored", options_.node_name);
+  }
+}
+
+void Agent::Impl::OnConnected(const v1::RegisterResponse& resp) {
+  epoch_ = resp.epoch();
+  hb_interval_ms_ = std::max<uint32_t>(50, resp.heartbeat_interval_ms());
+  // Events sent while the controller was away are sent again; it ignores what it already knows.
+  for (const auto& [id, job] : jobs_) {
+    if (job->started && !job->terminating) {
+      v1::AgentMessage m;
+      m.mutable_job_started()->set_job_id(id);
+      m.mutable_job_started()->set_run(job->run());
+      Send(m);
+    }
+    if (job->exited) {
+      v1::AgentMessage m;
+      *m.mutable_batch_exited() = job->exit;
+      Send(m);
+    }
+  }
+  Heartbeat();
+}
+
+void Agent::Impl::Heartbeat() {
+  hb_timer_.cancel();
+  if (shutting_down_) return;
+  v1::AgentMessage m;
+  m.mutable_heartbeat()->set_seq(++hb_seq_);
+  for (const auto& [id, j] : jobs_) m.mutable_heartbeat()->add_running_job_ids(id);
+  Send(m);
+  // +-10% jitter so a cluster's heartbeats do not arrive in lockstep.
+  int jitter = static_cast<int>(hb_interval_ms_ / 10);
+  int ms = static_cast<int>(hb_interval_ms_) + std::uniform_int_distribution<int>(-jitter, jitter)(rng_);
+  hb_timer_.expires_after(std::chrono::milliseconds(ms));
+  hb_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) Heartbeat();
+  });
+}
+
+void Agent::Impl::Launch(const v1::LaunchJob& l) {
+  if (shutting_down_) return;
+  const uint64_t id = l.job_id();
+  std::string created_dir;
+  auto fail = [&](const std::string& why) {
+    if (!created_dir.empty()) {
+      std::error_code ignored;
+      fs::remove_all(created_dir, ignored);
+    }
+    spdlog::warn("job={} node={} launch failed: {}", id, options_.node_name, why);
+    v1::AgentMessage m;
+    m.mutable_job_launch_failed()->set_job_id(id);
+    m.mutable_job_launch_failed()->set_run(l.requeue_count());
+    m.mutable_job_launch_failed()->set_message(why);
+    Send(m);
+  };
+  if (LocalJob* existing = FindJob(id)) {
+    if (existing->run() == l.requeue_count()) {
+      if (existing->started) {  // a repeated launch: confirm again
+        v1::AgentMessage m;
+        m.mutable_job_started()->set_job_id(id);
+        m.mutable_job_started()->set_run(l.requeue_count());
+        Send(m);
+      }
+      return;
+    }
+    spdlog::warn("job={} node={} new run {} while run {} is still here; killing the old one", id,
+                 options_.node_name, l.requeue_count(), existing->run());
+    SignalJob(*existing, SIGKILL);
+    jobs_.erase(id);
+  }
+  const v1::JobSpec& spec = l.spec();
+  const bool root = ::geteuid() == 0;
+  if (!root && spec.uid() != ::geteuid()) {
+    return fail("musterd runs as uid " + std::to_string(::geteuid()) +
+                ", not root, so it cannot run jobs of uid " + std::to_string(spec.uid()));
+  }
+  auto job = std::make_unique<LocalJob>();
+  job->launch = l;
+  job->dir = options_.spool_dir + "/job" + std::to_string(id);
+  std::error_code ec;
+  fs::create_directories(job->dir, ec);
+  if (ec) return fail("cannot create spool dir " + job->dir + ": " + ec.message());
+  created_dir = job->dir;
+  ::chmod(job->dir.c_str(), 0700);
+  if (root && ::chown(job->dir.c_str(), spec.uid(), spec.gid()) != 0) {
+    return fail("cannot hand spool dir " + job->dir + " to uid " + std::to_string(spec.uid()));
+  }
+
+  if (l.batch_node()) {
+    std::string script = job->dir + "/script";
+    {
+      std::ofstream f(script, std::ios::trunc);
+      f << spec.script();
+      if (!f) return fail("cannot write the batch script to " + script);
+    }
+    ::chmod(script.c_str(), 0700);
+    if (root) {
+      if (::chown(script.c_str(), spec.uid(), spec.gid()) != 0) {
+        return fail("cannot hand the batch script to uid " + std::to_string(spec.uid()));
+      }
+    }
+    PatternVars vars;
+    vars.job_id = id;
+    vars.job_name = spec.name();
+    vars.user = spec.user();
+    vars.node = options_.node_name;
+    SpawnSpec sp;
+    sp.argv.push_back(script);
+    for (const auto& a : spec.script_args()) sp.argv.push_back(a);
+    sp.env = BuildBatchEnv(l, options_.node_name, options_.config_path);
+    sp.cwd = spec.work_dir();
+    sp.change_user = root && spec.uid() != 0;
+    sp.uid = spec.uid();
+    sp.gid = spec.gid();
+    if (sp.change_user) sp.groups = GroupsOf(spec.user(), spec.gid());
+    sp.stdout_path = ExpandOutputPattern(spec.stdout_pattern(), vars, spec.work_dir());
+    sp.stderr_path = spec.stderr_pattern().empty()
+                         ? sp.stdout_path
+                         : ExpandOutputPattern(spec.stderr_pattern(), vars, spec.work_dir());
+    auto spawned = Spawn(sp);
+    if (!spawned.ok()) return fail(spawned.status().message());
+    pid_t pid = spawned->pid;
+    job->children.insert(pid);
+    job->pgids.insert(pid);
+    WatchExit(pid, spawned->pidfd, [this, id, pid](int status) {
+      LocalJob* j = FindJob(id);
+      if (!j) return;
+      j->children.erase(pid);
+      int code, sig;
+      DecodeWaitStatus(status, &code, &sig);
+      j->exited = true;
+      j->exit.set_job_id(id);
+      j->exit.set_exit_code(code);
+      j->exit.set_signal(sig);
+      j->exit.set_timed_out(j->timed_out);
+      j->exit.set_run(j->run());
+      spdlog::info("job={} node={} batch script exited code={} signal={}{}", id,
+                   options_.node_name, code, sig, j->timed_out ? " (time limit)" : "");
+      v1::AgentMessage m;
+      *m.mutable_batch_exited() = j->exit;
+      Send(m);
+      CheckClean(id);
+    });
+    spdlog::info("job={} node={} batch script started pid={} user={}", id, options_.node_name, pid,
+                 spec.user());
+  }
+  job->started = true;
+  if (l.time_limit_ms() > 0) {
+    int64_t remaining = l.start_time_ms() + l.time_limit_ms() - SystemClock::Get()->NowMs();
+    job->limit_timer = std::make_unique<asio::steady_timer>(io_);
+    job->limit_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, remaining)));
+    job->limit_timer->async_wait([this, id](boost::system::error_code e) {
+      if (!e) OnTimeLimit(id);
+    });
+  }
+  jobs_[id] = std::move(job);
+  PublishJobIds();
+  v1::AgentMessage m;
+  m.mutable_job_started()->set_job_id(id);
+  m.mutable_job_started()->set_run(l.requeue_count());
+  Send(m);
+}
+
+void Agent::Impl::OnTimeLimit(uint64_t id) {
+  LocalJob* job = FindJob(id);
+  if (!job || job->exited || job->terminating) return;
+  spdlog::info("job={} node={} reached its time limit; SIGTERM, SIGKILL after {} ms", id,
+               options_.node_name, job->launch.kill_grace_ms());
+  job->timed_out = true;
+  StartKill(*job, job->launch.kill_grace_ms());
+}
+
+void Agent::Impl::StartKill(LocalJob& job, uint32_t grace_ms) {
+  SignalJob(job, SIGCONT);  // a stopped process cannot act on SIGTERM
+  SignalJob(job, SIGTERM);
+  if (job.kill_timer) return;
+  const uint64_t id = job.launch.job_id();
+  job.kill_timer = std::make_unique<asio::steady_timer>(io_);
+  job.kill_timer->expires_after(std::chrono::milliseconds(grace_ms));
+  job.kill_timer->async_wait([this, id](boost::system::error_code e) {
+    if (e) return;
+    if (LocalJob* j = FindJob(id)) {
+      SignalJob(*j, SIGKILL);
+      j->killed_at_ms = MonotonicMs();
+      CheckClean(id);
+    }
+  });
+}
+
+void Agent::Impl::Terminate(const v1::TerminateJob& t) {
+  LocalJob* job = FindJob(t.job_id());
+  if (!job) {
+    v1::AgentMessage m;
+    m.mutable_job_cleaned()->set_job_id(t.job_id());
+    m.mutable_job_cleaned()->set_run(t.run());
+    Send(m);
+    return;
+  }
+  if (t.run() != kAnyRun && job->run() > t.run()) return;  // aimed at an older run
+  if (!job->terminating) {
+    spdlog::info("job={} node={} terminating: {}", t.job_id(), options_.node_name, t.reason());
+    job->terminating = true;
+    if (job->limit_timer) job->limit_timer->cancel();
+    StartKill(*job, t.kill_grace_ms());
+  }
+  CheckClean(t.job_id());
+}
+
+void Agent::Impl::CheckClean(uint64_t id) {
+  LocalJob* job = FindJob(id);
+  if (!job || !job->terminating) return;
+  bool groups_empty = true;
+  for (pid_t g : job->pgids) {
+    if (::kill(-g, 0) == 0) groups_empty = false;
+  }
+  bool gave_up = job->killed_at_ms && MonotonicMs() - job->killed_at_ms > kAfterKillMs;
+  if (!job->children.empty() || (!groups_empty && !gave_up)) {
+    if (!job->poll_timer) {
+      job->poll_timer = std::make_unique<asio::steady_timer>(io_);
+    }
+    job->poll_timer->expires_after(std::chrono::milliseconds(kPollCleanMs));
+    job->poll_timer->async_wait([this, id](boost::system::error_code e) {
+      if (!e) CheckClean(id);
+    });
+    return;
+  }
+  if (!groups_empty) {
+    spdlog::warn("job={} node={} some processes survived SIGKILL (zombies?); releasing anyway",
+                 id, options_.node_name);
+  }
+  std::error_code ec;
+  fs::remove_all(job->dir, ec);
+  v1::AgentMessage m;
+  m.mutable_job_cleaned()->set_job_id(id);
+  m.mutable_job_cleaned()->set_run(job->run());
+  jobs_.erase(id);
+  PublishJobIds();
+  Send(m);
+  spdlog::info("job={} node={} cleaned up", id, options_.node_name);
+}
+
+void Agent::Impl::AcceptSteps() {
+  step_acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec != asio::error::operation_aborted) AcceptSteps();
+      return;
+    }
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    std::make_shared<StepSession>(this, std::move(socket))->Start();
+    AcceptSteps();
+  });
+}
+
+Status Agent::Impl::Start() {
+  AgentOptions& o = options_;
+  OsInventory os = ProbeOs();
+  if (o.node_name.empty()) o.node_name = os.hostname;
+  if (o.spool_dir.empty()) o.spool_dir = o.config.agent.spool_dir + "/" + o.node_name;
+  if (o.step_address.empty()) o.step_address = o.config.agent.step_address;
+  if (o.controller_address.empty()) o.controller_address = o.config.controller.agent_address;
+  std::error_code ec;
+  fs::create_directories(o.spool_dir, ec);
+  if (ec) return Internal("cannot create spool dir " + o.spool_dir + ": " + ec.message());
+
+  inventory_.set_name(o.node_name);
+  inventory_.set_hostname(os.hostname);
+  inventory_.set_cpus(os.cpus);
+  inventory_.set_memory_mb(os.memory_mb);
+  inventory_.set_agent_version(kVersion);
+  if (!o.gpu_fixture.empty()) {
+    MUSTER_ASSIGN_OR_RETURN(GpuFixture f, LoadGpuFixture(o.gpu_fixture));
+    if (f.cpus) inventory_.set_cpus(f.cpus);
+    if (f.memory_mb) inventory_.set_memory_mb(f.memory_mb);
+    for (auto& g : f.gpus) *inventory_.add_gpus() = std::move(g);
+    inventory_.set_gpu_source("fixture");
+  } else {
+    auto gpus = ProbeNvml();
+    if (gpus.ok()) {
+      for (auto& g : *gpus) *inventory_.add_gpus() = std::move(g);
+      inventory_.set_gpu_source("nvml");
+    } else {
+      spdlog::info("node={} no GPUs: {}", o.node_name, gpus.status().message());
+      inventory_.set_gpu_source("none");
+    }
+  }
+
+  std::string host;
+  uint16_t port = 0;
+  MUSTER_RETURN_IF_ERROR_PREPEND(SplitHostPort(o.step_address, &host, &port), "agent.step_address");
+  boost::system::error_code bec;
+  auto addr = asio::ip::make_address(host, bec);
+  if (bec) return InvalidArgument("agent.step_address: '" + host + "' is not an IP address");
+  tcp::endpoint ep(addr, port);
+  step_acceptor_.open(ep.protocol(), bec);
+  if (!bec) step_acceptor_.set_option(tcp::acceptor::reuse_address(true), bec);
+  if (!bec) step_acceptor_.bind(ep, bec);
+  if (!bec) step_acceptor_.listen(asio::socket_base::max_listen_connections, bec);
+  if (bec) return FailedPrecondition("cannot listen for steps on " + o.step_address + ": " + bec.message());
+  uint16_t bound = step_acceptor_.local_endpoint().port();
+  std::string advertised = addr.is_unspecified() ? os.hostname : host;
+  if (addr.is_v6() && !addr.is_unspecified()) advertised = "[" + host + "]";
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    step_address_ = advertised + ":" + std::to_string(bound);
+    started_ = true;
+  }
+  inventory_.set_step_address(step_address_);
+
+  ControllerLink::Callbacks cb;
+  cb.make_register = [this] {
+    v1::RegisterRequest r;
+    *r.mutable_inventory() = inventory_;  // immutable after Start
+    r.set_instance_id(instance_id_);
+    std::lock_guard<std::mutex> l(mu_);
+    for (uint64_t id : job_ids_) r.add_running_job_ids(id);
+    return r;
+  };
+  cb.on_connected = [this](const v1::RegisterResponse& resp) {
+    asio::post(io_, [this, resp] { OnConnected(resp); });
+  };
+  cb.on_message = [this](v1::ControllerMessage m) {
+    asio::post(io_, [this, m = std::move(m)] { OnMessage(m); });
+  };
+  cb.on_disconnected = [this] { asio::post(io_, [this] { hb_timer_.cancel(); }); };
+  link_ = std::make_unique<ControllerLink>(o.controller_address, o.node_name, instance_id_, cb);
+
+  work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io_.get_executor());
+  AcceptSteps();
+  io_thread_ = std::thread([this] { io_.run(); });
+  link_->Start();
+  spdlog::info("musterd node={} started: cpus={} memory_mb={} gpus={} ({}) steps={} controller={}",
+               o.node_name, inventory_.cpus(), inventory_.memory_mb(), inventory_.gpus_size(),
+               inventory_.gpu_source(), step_address_, o.controller_address);
+  return Status::Ok();
+}
+
+void Agent::Impl::Shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    if (!started_) return;
+  }
+  // Stop talking first: job ends caused by our own shutdown are not job results.
+  link_->Stop();
+  auto on_io = [this](std::function<size_t()> fn) {
+    std::promise<size_t> p;
+    asio::post(io_, [&] { p.set_value(fn()); });
+    return p.get_future().get();
+  };
+  size_t live = on_io([this] {
+    shutting_down_ = true;
+    hb_timer_.cancel();
+    boost::system::error_code ignored;
+    step_acceptor_.close(ignored);
+    size_t n = 0;
+    for (auto& [id, job] : jobs_) {
+      SignalJob(*job, SIGCONT);
+      SignalJob(*job, SIGTERM);
+      n += job->children.size();
+    }
+    return n;
+  });
+  for (int i = 0; i < 40 && live > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    live = on_io([this] {
+      size_t n = 0;
+      for (auto& [id, job] : jobs_) n += job->children.size();
+      return n;
+    });
+  }
+  on_io([this] {
+    for (auto& [id, job] : jobs_) {
+      SignalJob(*job, SIGKILL);
+      std::error_code ec;
+      fs::remove_all(job->dir, ec);
+    }
+    return size_t{0};
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the exit watchers reap
+  work_.reset();
+  io_.stop();
+  if (io_thread_.joinable()) io_thread_.join();
+  spdlog::info("musterd node={} stopped", options_.node_name);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Agent::~Agent() { Shutdown(); }
+
+Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
+  return std::unique_ptr<Agent>(new Agent(std::make_unique<Impl>(std::move(options))));
+}
+
+Status Agent::Start() { return impl_->Start(); }
+void Agent::Shutdown() { impl_->Shutdown(); }
+const std::string& Agent::node_name() const { return impl_->options_.node_name; }
+std::string Agent::step_address() const { return impl_->step_address(); }
+bool Agent::connected() const { return impl_->link_ && impl_->link_->connected(); }
+size_t Agent::num_jobs() const { return impl_->num_jobs(); }
+void Agent::SetSilentForTest(bool silent) {
+  if (impl_->link_) impl_->link_->SetPausedForTest(silent);
+}
+
+}  // namespace muster::agent

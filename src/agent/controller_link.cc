@@ -1,0 +1,132 @@
+#include "controller_link.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+namespace muster::agent {
+
+ControllerLink::ControllerLink(std::string address, std::string node, std::string instance_id,
+                               Callbacks cb)
+    : address_(std::move(address)), node_(std::move(node)), instance_id_(std::move(instance_id)),
+      cb_(std::move(cb)) {}
+
+ControllerLink::~ControllerLink() { Stop(); }
+
+void ControllerLink::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void ControllerLink::Stop() {
+  stop_ = true;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (ctx_) ctx_->TryCancel();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ControllerLink::SetPausedForTest(bool paused) {
+  paused_ = paused;
+  std::lock_guard<std::mutex> l(mu_);
+  if (paused && ctx_) ctx_->TryCancel();
+  cv_.notify_all();
+}
+
+bool ControllerLink::Send(const v1::AgentMessage& msg) {
+  std::lock_guard<std::mutex> wl(write_mu_);
+  grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>* s;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    s = stream_;
+  }
+  return s && s->Write(msg);
+}
+
+void ControllerLink::SleepBackoff(int* backoff_ms) {
+  static thread_local std::mt19937 rng(std::random_device{}());
+  // Full jitter: a restarted controller is not hit by every agent at the same instant.
+  int ms = std::uniform_int_distribution<int>(*backoff_ms / 2, *backoff_ms)(rng);
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return stop_.load(); });
+  *backoff_ms = std::min(*backoff_ms * 2, 5000);
+}
+
+void ControllerLink::Run() {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::NodeRegistry::NewStub(channel);
+  int backoff_ms = 100;
+  int failures = 0;
+  while (!stop_) {
+    if (paused_) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return stop_.load() || !paused_.load(); });
+      continue;
+    }
+    v1::RegisterRequest req = cb_.make_register();
+    v1::RegisterResponse resp;
+    grpc::ClientContext rctx;
+    rctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::Status st = stub->Register(&rctx, req, &resp);
+    if (!st.ok()) {
+      if (failures++ % 20 == 0) {
+        spdlog::warn("node={} cannot register with {}: {} (retrying)", node_, address_,
+                     st.error_message());
+      }
+      SleepBackoff(&backoff_ms);
+      continue;
+    }
+    grpc::ClientContext ctx;
+    auto stream = stub->Session(&ctx);
+    v1::AgentMessage hello;
+    hello.mutable_hello()->set_node(node_);
+    hello.mutable_hello()->set_instance_id(instance_id_);
+    hello.mutable_hello()->set_epoch(resp.epoch());
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) break;
+      ctx_ = &ctx;
+    }
+    if (!stream->Write(hello)) {
+      std::lock_guard<std::mutex> l(mu_);
+      ctx_ = nullptr;
+      stream->Finish().error_message();
+      SleepBackoff(&backoff_ms);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stream_ = stream.get();
+    }
+    connected_ = true;
+    failures = 0;
+    backoff_ms = 100;
+    spdlog::info("node={} connected to controller {} (epoch {})", node_, address_, resp.epoch());
+    cb_.on_connected(resp);
+    v1::ControllerMessage msg;
+    while (stream->Read(&msg)) cb_.on_message(std::move(msg));
+    connected_ = false;
+    {
+      std::lock_guard<std::mutex> wl(write_mu_);
+      std::lock_guard<std::mutex> l(mu_);
+      stream_ = nullptr;
+      ctx_ = nullptr;
+    }
+    grpc::Status fin = stream->Finish();
+    if (!stop_ && !paused_) {
+      spdlog::warn("node={} lost the controller session: {}", node_,
+                   fin.ok() ? std::string("closed") : fin.error_message());
+      cb_.on_disconnected();
+      SleepBackoff(&backoff_ms);
+    } else {
+      cb_.on_disconnected();
+    }
+  }
+}
+
+}  // namespace muster::agent

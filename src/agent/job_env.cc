@@ -1,0 +1,155 @@
+#include "job_env.h"
+
+#include <map>
+
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+
+namespace muster::agent {
+namespace {
+
+// Ordered KEY -> VALUE with last-writer-wins, kept in first-insertion order for stable output.
+class EnvBuilder {
+ public:
+  explicit EnvBuilder(const google::protobuf::RepeatedPtrField<std::string>& base) {
+    for (const auto& kv : base) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) continue;
+      Set(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+  }
+  void Set(const std::string& k, const std::string& v) {
+    auto [it, inserted] = index_.try_emplace(k, entries_.size());
+    if (inserted) {
+      entries_.push_back({k, v});
+    } else {
+      entries_[it->second].second = v;
+    }
+  }
+  // SLURM_X=v and MUSTER_X=v (SLURMD_NODENAME -> MUSTER_NODENAME).
+  void Slurm(const std::string& suffix, const std::string& v) {
+    Set("SLURM_" + suffix, v);
+    Set("MUSTER_" + suffix, v);
+  }
+  void SetIfMissing(const std::string& k, const std::string& v) {
+    if (!index_.count(k)) Set(k, v);
+  }
+  std::vector<std::string> Build() const {
+    std::vector<std::string> out;
+    out.reserve(entries_.size());
+    for (const auto& [k, v] : entries_) out.push_back(k + "=" + v);
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> entries_;
+  std::map<std::string, size_t> index_;
+};
+
+const v1::NodeAllocation& ThisNode(const v1::LaunchJob& l) {
+  static const v1::NodeAllocation kEmpty;
+  const auto& nodes = l.allocation().nodes();
+  return l.node_id() < static_cast<uint32_t>(nodes.size()) ? nodes[static_cast<int>(l.node_id())] : kEmpty;
+}
+
+void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node_name,
+                const std::string& config_path) {
+  const v1::JobSpec& s = l.spec();
+  std::vector<std::string> names;
+  std::vector<uint32_t> tasks, cpus;
+  for (const auto& na : l.allocation().nodes()) {
+    names.push_back(na.node());
+    tasks.push_back(na.ntasks());
+    cpus.push_back(static_cast<uint32_t>(na.cpu_ids_size()));
+  }
+  const std::string id = std::to_string(l.job_id());
+  const std::string nodelist = CompressHostlist(names);
+  const v1::NodeAllocation& me = ThisNode(l);
+  const std::string gpus = GpuList(l);
+  env.Slurm("JOB_ID", id);
+  env.Slurm("JOBID", id);
+  env.Slurm("JOB_NAME", s.name());
+  env.Slurm("JOB_NODELIST", nodelist);
+  env.Slurm("NODELIST", nodelist);
+  env.Slurm("JOB_NUM_NODES", std::to_string(names.size()));
+  env.Slurm("NNODES", std::to_string(names.size()));
+  env.Slurm("NTASKS", std::to_string(s.ntasks()));
+  env.Slurm("NPROCS", std::to_string(s.ntasks()));
+  env.Slurm("TASKS_PER_NODE", CompressCounts(tasks));
+  env.Slurm("JOB_CPUS_PER_NODE", CompressCounts(cpus));
+  env.Slurm("CPUS_ON_NODE", std::to_string(me.cpu_ids_size()));
+  if (s.cpus_per_task() > 1) env.Slurm("CPUS_PER_TASK", std::to_string(s.cpus_per_task()));
+  env.Slurm("SUBMIT_DIR", s.submit_dir().empty() ? s.work_dir() : s.submit_dir());
+  env.Slurm("SUBMIT_HOST", s.submit_host());
+  env.Slurm("JOB_PARTITION", l.allocation().partition());
+  env.Slurm("CLUSTER_NAME", l.cluster_name());
+  env.Slurm("JOB_USER", s.user());
+  env.Slurm("JOB_UID", std::to_string(s.uid()));
+  env.Slurm("JOB_GID", std::to_string(s.gid()));
+  env.Slurm("NODEID", std::to_string(l.node_id()));
+  env.Slurm("RESTART_COUNT", std::to_string(l.requeue_count()));
+  if (s.mem_per_node_mb() > 0) env.Slurm("MEM_PER_NODE", std::to_string(s.mem_per_node_mb()));
+  env.Set("SLURMD_NODENAME", node_name);
+  env.Set("MUSTER_NODENAME", node_name);
+  if (me.gpu_indices_size() > 0) {
+    env.Slurm("GPUS_ON_NODE", std::to_string(me.gpu_indices_size()));
+    env.Slurm("JOB_GPUS", gpus);
+    if (s.gpus_per_node() > 0) env.Slurm("GPUS_PER_NODE", std::to_string(s.gpus_per_node()));
+    if (s.gpus_total() > 0) env.Slurm("GPUS", std::to_string(s.gpus_total()));
+    env.Set("CUDA_VISIBLE_DEVICES", gpus);
+    env.Set("GPU_DEVICE_ORDINAL", gpus);
+  } else {
+    // A job without GPUs must not see the node's GPUs through an inherited variable.
+    env.Set("CUDA_VISIBLE_DEVICES", "");
+  }
+  // So that `muster run` inside the job finds this cluster's controller.
+  if (!config_path.empty()) env.SetIfMissing("MUSTER_CONF", config_path);
+}
+
+}  // namespace
+
+std::string GpuList(const v1::LaunchJob& launch) {
+  std::vector<std::string> ids;
+  for (uint32_t g : ThisNode(launch).gpu_indices()) ids.push_back(std::to_string(g));
+  return Join(ids, ",");
+}
+
+std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::string& node_name,
+                                       const std::string& config_path) {
+  EnvBuilder env(launch.spec().environment());
+  AddJobVars(env, launch, node_name, config_path);
+  env.Slurm("PROCID", "0");
+  env.Slurm("LOCALID", "0");
+  env.Slurm("GTIDS", "0");
+  env.SetIfMissing("PATH", "/usr/local/bin:/usr/bin:/bin");
+  return env.Build();
+}
+
+std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::string& node_name,
+                                      const std::string& config_path,
+                                      const v1::StepLaunchRequest& step, uint32_t local_id) {
+  EnvBuilder env(step.environment());
+  AddJobVars(env, launch, node_name, config_path);
+  const uint32_t procid = step.first_task() + local_id;
+  std::vector<std::string> gtids;
+  for (uint32_t t = 0; t < step.ntasks(); ++t) gtids.push_back(std::to_string(step.first_task() + t));
+  env.Slurm("STEP_ID", std::to_string(step.step_id()));
+  env.Slurm("STEPID", std::to_string(step.step_id()));
+  env.Slurm("PROCID", std::to_string(procid));
+  env.Slurm("LOCALID", std::to_string(local_id));
+  env.Slurm("NODEID", std::to_string(step.node_id()));
+  env.Slurm("GTIDS", Join(gtids, ","));
+  env.Slurm("NTASKS", std::to_string(step.total_tasks()));
+  env.Slurm("NPROCS", std::to_string(step.total_tasks()));
+  env.Slurm("STEP_NUM_TASKS", std::to_string(step.total_tasks()));
+  env.Slurm("STEP_NUM_NODES", std::to_string(step.total_nodes()));
+  env.Slurm("STEP_NODELIST", step.step_nodelist());
+  env.Slurm("STEP_TASKS_PER_NODE", step.tasks_per_node());
+  env.Slurm("DISTRIBUTION", "block");
+  const std::string gpus = GpuList(launch);
+  if (!gpus.empty()) env.Slurm("STEP_GPUS", gpus);
+  env.SetIfMissing("PATH", "/usr/local/bin:/usr/bin:/bin");
+  return env.Build();
+}
+
+}  // namespace muster::agent

@@ -1,0 +1,325 @@
+#include "muster/client/local_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "muster/client/controller_client.h"
+#include "muster/common/config.h"
+#include "muster/common/strings.h"
+
+namespace muster::client {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kMarker = "# Written by `muster local up`.";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string LastLine(const std::string& path) {
+  std::string text(Trim(ReadFile(path)));
+  size_t nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+// The daemon a pid file names, if that process still runs the expected program.
+bool Alive(pid_t pid, const std::string& program) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = stat.rfind(')');
+  if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') return false;
+  std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+  return argv0.size() >= program.size() &&
+         argv0.compare(argv0.size() - program.size(), program.size(), program) == 0;
+}
+
+pid_t ReadPid(const std::string& path) {
+  auto v = ParseUint(std::string(Trim(ReadFile(path))));
+  return v ? static_cast<pid_t>(*v) : 0;
+}
+
+Result<uint16_t> FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus("socket", errno);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoStatus("cannot find a free port", err);
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string FindBinary(const std::string& bin_dir, const std::string& name) {
+  std::vector<std::string> candidates;
+  if (!bin_dir.empty()) {
+    candidates.push_back(bin_dir + "/" + name);
+    candidates.push_back(bin_dir + "/../sbin/" + name);
+  }
+  for (const auto& p : Split(std::getenv("PATH") ? std::getenv("PATH") : "", ':', true)) {
+    candidates.push_back(p + "/" + name);
+  }
+  for (const auto& c : candidates) {
+    if (::access(c.c_str(), X_OK) == 0) return fs::weakly_canonical(c).string();
+  }
+  return "";
+}
+
+Result<pid_t> StartDaemon(const std::vector<std::string>& argv, const std::string& log,
+                          const std::string& pid_file) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus("fork", errno);
+  if (pid == 0) {
+    ::setsid();
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int in = ::open("/dev/null", O_RDONLY);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    if (in >= 0) ::dup2(in, 0);
+    ::execv(args[0], args.data());
+    _exit(127);
+  }
+  std::ofstream(pid_file) << pid << "\n";
+  return pid;
+}
+
+std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uint16_t port) {
+  std::ostringstream c;
+  c << kMarker << " Edit freely; `muster local up` reuses it.\n"
+    << "cluster_name = \"local\"\n\n"
+    << "[controller]\n"
+    << "socket = \"" << dir << "/run/musterctld.sock\"\n"
+    << "agent_address = \"127.0.0.1:" << port << "\"\n"
+    << "state_dir = \"" << dir << "/state\"\n\n"
+    << "[scheduling]\n"
+    << "heartbeat_interval_ms = 1000\n"
+    << "node_not_responding_ms = 5000\n"
+    << "node_down_ms = 15000\n"
+    << "kill_grace_ms = 5000\n\n"
+    << "[agent]\n"
+    << "spool_dir = \"" << dir << "/spool\"\n"
+    << "step_address = \"127.0.0.1:0\"\n\n";
+  // Two leaf switches under one spine, so gang placement has a topology to respect.
+  uint32_t half = o.nodes > 1 ? (o.nodes + 1) / 2 : 1;
+  auto group = [&](uint32_t lo, uint32_t hi, const char* leaf) {
+    c << "[[nodes]]\n"
+      << "names = \"node[" << lo << "-" << hi << "]\"\n"
+      << "cpus = " << o.cpus_per_node << "\n"
+      << "memory_mb = " << o.memory_mb << "\n"
+      << "gpus = " << o.gpus_per_node << "\n"
+      << "gpu_type = \"h100\"\n"
+      << "topology = \"spine1/" << leaf << "\"\n\n";
+  };
+  group(1, half, "leaf1");
+  if (o.nodes > half) group(half + 1, o.nodes, "leaf2");
+  c << "[[partition]]\n"
+    << "name = \"gpu\"\n"
+    << "nodes = \"node[1-" << o.nodes << "]\"\n"
+    << "default = true\n"
+    << "max_time = \"UNLIMITED\"\n";
+  return c.str();
+}
+
+std::string Fixture(const LocalClusterOptions& o) {
+  std::ostringstream f;
+  f << "# Fake hardware for `muster local`: " << o.gpus_per_node
+    << " H100 SXM5 behind NVSwitch (all-to-all NV18), 2 NUMA nodes.\n"
+    << "[node]\ncpus = " << o.cpus_per_node << "\nmemory_mb = " << o.memory_mb << "\n\n"
+    << "[gpus]\ncount = " << o.gpus_per_node << "\nmodel = \"NVIDIA H100 80GB HBM3\"\n"
+    << "type = \"h100\"\nmemory_mb = 81559\nnuma_nodes = 2\ninterconnect = \"nvswitch\"\n";
+  return f.str();
+}
+
+}  // namespace
+
+std::string DefaultLocalDir() {
+  const char* env = std::getenv("MUSTER_LOCAL_DIR");
+  if (env && *env) return env;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.muster/local";
+}
+
+Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
+  LocalClusterOptions o = opts;
+  if (o.nodes == 0 || o.nodes > 256) return InvalidArgument("--nodes must be between 1 and 256");
+  if (o.gpus_per_node > 64) return InvalidArgument("--gpus-per-node must be at most 64");
+  std::string dir = fs::absolute(o.dir.empty() ? DefaultLocalDir() : o.dir).lexically_normal().string();
+  if (dir.size() > 80) {
+    return InvalidArgument("directory path " + dir + " is too long for a Unix socket; use a shorter --dir");
+  }
+  std::error_code ec;
+  for (const char* sub : {"run", "log", "state", "spool"}) fs::create_directories(dir + "/" + sub, ec);
+  if (ec) return Internal("cannot create " + dir + ": " + ec.message());
+
+  const std::string conf = dir + "/muster.toml";
+  const std::string ctld_pid = dir + "/run/musterctld.pid";
+  bool ctld_alive = Alive(ReadPid(ctld_pid), "musterctld");
+  if (fs::exists(conf)) {
+    auto existing = LoadConfig(conf);
+    if (!existing.ok()) return existing.status().Prepend("existing local cluster config");
+    if (existing->nodes.size() != o.nodes) {
+      if (ctld_alive) {
+        return FailedPrecondition("a local cluster with " + std::to_string(existing->nodes.size()) +
+                                  " nodes runs in " + dir + "; run `muster local down` first");
+      }
+      fs::remove(conf, ec);
+    }
+  }
+  if (!fs::exists(conf)) {
+    MUSTER_ASSIGN_OR_RETURN(uint16_t port, FreePort());
+    std::ofstream(conf) << ConfigText(o, dir, port);
+    fs::remove_all(dir + "/state", ec);  // a new shape starts with an empty state
+    fs::create_directories(dir + "/state", ec);
+  }
+  std::ofstream(dir + "/gpus.toml") << Fixture(o);
+  MUSTER_ASSIGN_OR_RETURN(muster::Config config, LoadConfig(conf));
+
+  std::string bin_dir = o.bin_dir;
+  if (bin_dir.empty()) {
+    bin_dir = fs::read_symlink("/proc/self/exe", ec).parent_path().string();
+  }
+  std::string ctld = FindBinary(bin_dir, "musterctld");
+  std::string agentd = FindBinary(bin_dir, "musterd");
+  if (ctld.empty() || agentd.empty()) {
+    return NotFound("cannot find musterctld and musterd next to this program or on PATH");
+  }
+
+  pid_t started_ctld = 0;
+  if (!ctld_alive) {
+    if (progress) std::fprintf(progress, "starting musterctld (log: %s/log/musterctld.log)\n", dir.c_str());
+    MUSTER_ASSIGN_OR_RETURN(started_ctld,
+                            StartDaemon({ctld, "--config", conf}, dir + "/log/musterctld.log", ctld_pid));
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.wait_s);
+  // The controller first: agents would only retry until it answers.
+  while (true) {
+    auto c = ControllerClient::Connect(config.controller.socket_path);
+    if (c.ok() && c->ControllerInfo().ok()) break;
+    // Our own child is checked with waitpid (it may not have exec'd yet); an older one by pid.
+    int status;
+    bool gone = started_ctld ? ::waitpid(started_ctld, &status, WNOHANG) == started_ctld
+                             : !Alive(ReadPid(ctld_pid), "musterctld");
+    if (gone) {
+      std::string log = dir + "/log/musterctld.log";
+      return FailedPrecondition("musterctld exited: " + LastLine(log) + " (" + log + ")");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return DeadlineExceeded("musterctld did not answer; see " + dir + "/log/musterctld.log");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::vector<std::pair<pid_t, std::string>> started_agents;
+  for (const auto& n : config.nodes) {
+    std::string pid_file = dir + "/run/musterd-" + n.name + ".pid";
+    if (Alive(ReadPid(pid_file), "musterd")) continue;
+    if (progress) std::fprintf(progress, "starting musterd %s\n", n.name.c_str());
+    std::string log = dir + "/log/musterd-" + n.name + ".log";
+    MUSTER_ASSIGN_OR_RETURN(pid_t pid, StartDaemon({agentd, "--config", conf, "--name", n.name,
+                                                    "--gpu-fixture", dir + "/gpus.toml", "--spool",
+                                                    dir + "/spool/" + n.name},
+                                                   log, pid_file));
+    started_agents.emplace_back(pid, log);
+  }
+  // Up = every node registered and responding (idle, or busy with jobs from before a restart).
+  std::string last;
+  while (true) {
+    auto c = ControllerClient::Connect(config.controller.socket_path);
+    if (c.ok()) {
+      auto nodes = c->ListNodes(v1::ListNodesRequest());
+      if (nodes.ok()) {
+        std::vector<std::string> waiting;
+        for (const auto& n : nodes->nodes()) {
+          bool up = n.state() == v1::NODE_IDLE || n.state() == v1::NODE_MIXED ||
+                    n.state() == v1::NODE_ALLOCATED;
+          if (!up) waiting.push_back(n.name());
+        }
+        if (waiting.empty()) break;
+        last = Join(waiting, ",");
+      }
+    }
+    for (const auto& [pid, log] : started_agents) {
+      int status;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        return FailedPrecondition("musterd exited: " + LastLine(log) + " (" + log + ")");
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return DeadlineExceeded("nodes not up after " + std::to_string(o.wait_s) + " s: " + last +
+                              "; see " + dir + "/log/");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return conf;
+}
+
+Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
+  std::string dir = fs::absolute(dir_in.empty() ? DefaultLocalDir() : dir_in).lexically_normal().string();
+  if (!fs::exists(dir + "/run")) return NotFound("no local cluster in " + dir);
+  std::vector<std::pair<std::string, std::string>> agents, ctld;  // (pid file, program)
+  for (const auto& e : fs::directory_iterator(dir + "/run")) {
+    std::string name = e.path().filename().string();
+    if (StartsWith(name, "musterd-") && e.path().extension() == ".pid") {
+      agents.emplace_back(e.path().string(), "musterd");
+    } else if (name == "musterctld.pid") {
+      ctld.emplace_back(e.path().string(), "musterctld");
+    }
+  }
+  auto stop = [&](const std::vector<std::pair<std::string, std::string>>& which) {
+    std::vector<std::pair<pid_t, std::string>> running;
+    for (const auto& [file, prog] : which) {
+      pid_t pid = ReadPid(file);
+      if (Alive(pid, prog)) {
+        ::kill(pid, SIGTERM);
+        running.emplace_back(pid, prog);
+        if (progress) std::fprintf(progress, "stopping %s (pid %d)\n", prog.c_str(), pid);
+      }
+      std::error_code ec;
+      fs::remove(file, ec);
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (const auto& [pid, prog] : running) {
+      while (Alive(pid, prog) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (Alive(pid, prog)) ::kill(pid, SIGKILL);
+    }
+  };
+  stop(agents);
+  stop(ctld);
+  if (purge) {
+    if (ReadFile(dir + "/muster.toml").rfind(kMarker, 0) != 0) {
+      return FailedPrecondition(dir + " does not look like a `muster local` directory; not deleting it");
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (ec) return Internal("cannot delete " + dir + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace muster::client

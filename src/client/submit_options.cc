@@ -1,0 +1,404 @@
+#include "muster/client/submit_options.h"
+
+#include <getopt.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "muster/common/duration.h"
+#include "muster/common/strings.h"
+
+namespace muster::client {
+namespace {
+
+enum LongOnly {
+  kGpusPerNode = 1000,
+  kGres,
+  kMem,
+  kNtasksPerNode,
+  kExport,
+  kWrap,
+  kParsable,
+  kNoRequeue,
+  kRequeue,
+  kExclusive,
+};
+
+const struct option kLongOptions[] = {
+    {"job-name", required_argument, nullptr, 'J'},
+    {"partition", required_argument, nullptr, 'p'},
+    {"nodes", required_argument, nullptr, 'N'},
+    {"ntasks", required_argument, nullptr, 'n'},
+    {"ntasks-per-node", required_argument, nullptr, kNtasksPerNode},
+    {"cpus-per-task", required_argument, nullptr, 'c'},
+    {"mem", required_argument, nullptr, kMem},
+    {"gpus", required_argument, nullptr, 'G'},
+    {"gpus-per-node", required_argument, nullptr, kGpusPerNode},
+    {"gres", required_argument, nullptr, kGres},
+    {"time", required_argument, nullptr, 't'},
+    {"output", required_argument, nullptr, 'o'},
+    {"error", required_argument, nullptr, 'e'},
+    {"chdir", required_argument, nullptr, 'D'},
+    {"export", required_argument, nullptr, kExport},
+    {"wrap", required_argument, nullptr, kWrap},
+    {"hold", no_argument, nullptr, 'H'},
+    {"parsable", no_argument, nullptr, kParsable},
+    {"no-requeue", no_argument, nullptr, kNoRequeue},
+    {"requeue", no_argument, nullptr, kRequeue},
+    {"exclusive", no_argument, nullptr, kExclusive},
+    {"help", no_argument, nullptr, 'h'},
+    {nullptr, 0, nullptr, 0},
+};
+constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:Hh";
+
+// Slurm options that scripts use but this version does not implement: refused by name.
+const std::set<std::string> kKnownUnsupported = {
+    "account", "qos", "array", "dependency", "constraint", "nodelist", "exclude", "mail-type",
+    "mail-user", "comment", "signal", "begin", "deadline", "reservation", "mem-per-cpu",
+    "mem-per-gpu", "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu", "switches", "licenses",
+    "open-mode", "input", "nice", "priority", "test-only", "uid", "gid", "wait", "kill-on-invalid-dep",
+    "distribution", "threads-per-core", "hint", "overcommit", "oversubscribe", "propagate",
+    "get-user-env", "container", "cluster", "clusters", "wckey", "reboot", "spread-job"};
+
+Result<uint32_t> Count(const std::string& opt, const std::string& v, uint32_t min = 1) {
+  auto n = ParseUint(v);
+  if (!n || *n < min || *n > 10'000'000) {
+    return InvalidArgument("invalid value for " + opt + ": '" + v + "' (expected a number" +
+                           (min ? " >= " + std::to_string(min) : "") + ")");
+  }
+  return static_cast<uint32_t>(*n);
+}
+
+// "[type:]N" as --gpus and --gpus-per-node take it.
+Status TypedCount(const std::string& opt, const std::string& v, SubmitOptions* o, uint32_t* out) {
+  size_t colon = v.rfind(':');
+  std::string count = colon == std::string::npos ? v : v.substr(colon + 1);
+  if (colon != std::string::npos) {
+    std::string type = v.substr(0, colon);
+    if (type.empty() || type.find(':') != std::string::npos) {
+      return InvalidArgument("invalid value for " + opt + ": '" + v + "' (expected [type:]count)");
+    }
+    o->gpu_type = type;
+  }
+  MUSTER_ASSIGN_OR_RETURN(*out, Count(opt, count));
+  return Status::Ok();
+}
+
+// --gres=gpu[:type][:count][,...]
+Status ParseGres(const std::string& v, SubmitOptions* o) {
+  for (const std::string& item : Split(v, ',', true)) {
+    std::vector<std::string> f = Split(item, ':');
+    if (f[0] != "gpu") {
+      return Unimplemented("--gres=" + item + ": only gpu GRES are supported in this version");
+    }
+    uint32_t count = 1;
+    if (f.size() == 2) {
+      // gpu:N or gpu:type
+      if (auto n = ParseUint(f[1])) {
+        count = static_cast<uint32_t>(*n);
+      } else {
+        o->gpu_type = f[1];
+      }
+    } else if (f.size() == 3) {
+      o->gpu_type = f[1];
+      MUSTER_ASSIGN_OR_RETURN(count, Count("--gres", f[2]));
+    } else if (f.size() > 3) {
+      return InvalidArgument("invalid --gres '" + item + "' (expected gpu[:type][:count])");
+    }
+    if (count == 0) return InvalidArgument("--gres=" + item + ": count must be at least 1");
+    o->gpus_per_node = count;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& origin,
+                       SubmitOptions* o) {
+  std::vector<std::string> storage;
+  storage.push_back("sbatch");
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(storage.size());
+  optind = 0;  // full re-initialisation of getopt for every parse
+  opterr = 0;
+  auto err = [&](const std::string& m) { return InvalidArgument(origin + ": " + m); };
+  while (true) {
+    int idx = -1;
+    int c = getopt_long(argc, argv.data(), kShortOptions, kLongOptions, &idx);
+    if (c == -1) break;
+    std::string val = optarg ? optarg : "";
+    Status s;
+    switch (c) {
+      case 'J': o->job_name = val; break;
+      case 'p': o->partition = val; break;
+      case 'N': {
+        // --nodes=min[-max]: a range is accepted only when min == max for now.
+        size_t dash = val.find('-');
+        std::string lo = val.substr(0, dash);
+        auto n = Count("--nodes", lo);
+        if (!n.ok()) return err(n.status().message());
+        if (dash != std::string::npos && val.substr(dash + 1) != lo) {
+          return Unimplemented(origin + ": --nodes=" + val +
+                               ": node count ranges are not supported yet; give one count");
+        }
+        o->nodes = *n;
+        break;
+      }
+      case 'n': {
+        auto n = Count("--ntasks", val);
+        if (!n.ok()) return err(n.status().message());
+        o->ntasks = *n;
+        break;
+      }
+      case kNtasksPerNode: {
+        auto n = Count("--ntasks-per-node", val);
+        if (!n.ok()) return err(n.status().message());
+        o->ntasks_per_node = *n;
+        break;
+      }
+      case 'c': {
+        auto n = Count("--cpus-per-task", val);
+        if (!n.ok()) return err(n.status().message());
+        o->cpus_per_task = *n;
+        break;
+      }
+      case kMem: {
+        auto m = ParseMemoryMb(val);
+        if (!m.ok()) return err("--mem: " + m.status().message());
+        o->mem_mb = *m;
+        break;
+      }
+      case 'G': {
+        uint32_t n = 0;
+        s = TypedCount("--gpus", val, o, &n);
+        if (!s.ok()) return err(s.message());
+        o->gpus = n;
+        o->gpus_per_node.reset();
+        break;
+      }
+      case kGpusPerNode: {
+        uint32_t n = 0;
+        s = TypedCount("--gpus-per-node", val, o, &n);
+        if (!s.ok()) return err(s.message());
+        o->gpus_per_node = n;
+        o->gpus.reset();
+        break;
+      }
+      case kGres:
+        s = ParseGres(val, o);
+        if (!s.ok()) return s.Prepend(origin);
+        o->gpus.reset();
+        break;
+      case 't': {
+        auto t = ParseTimeLimit(val);
+        if (!t.ok()) return err("--time: " + t.status().message());
+        o->time_limit_ms = *t;
+        break;
+      }
+      case 'o': o->output = val; break;
+      case 'e': o->error = val; break;
+      case 'D': o->chdir = val; break;
+      case kExport: o->export_vars = val; break;
+      case kWrap: o->wrap = val; break;
+      case 'H': o->hold = true; break;
+      case kParsable: o->parsable = true; break;
+      case kNoRequeue: o->no_requeue = true; break;
+      case kRequeue: o->no_requeue = false; break;
+      case kExclusive: o->exclusive = true; break;
+      case 'h': o->help = true; break;
+      case ':':
+        return err("option " + std::string(argv[static_cast<size_t>(optind) - 1]) + " needs a value");
+      case '?':
+      default: {
+        std::string bad = argv[static_cast<size_t>(optind) - 1] ? argv[static_cast<size_t>(optind) - 1] : "";
+        if (optopt && bad.size() > 2 && bad[0] == '-' && bad[1] != '-') bad = std::string("-") + static_cast<char>(optopt);
+        std::string name = bad;
+        while (!name.empty() && name[0] == '-') name.erase(0, 1);
+        name = name.substr(0, name.find('='));
+        if (kKnownUnsupported.count(name)) {
+          return Unimplemented(origin + ": option " + bad.substr(0, bad.find('=')) +
+                               " is not supported yet (see docs/user-guide.md)");
+        }
+        return err("unknown option " + bad.substr(0, bad.find('=')));
+      }
+    }
+  }
+  for (int i = optind; i < argc; ++i) o->positional.push_back(argv[static_cast<size_t>(i)]);
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> SplitWords(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quote) {
+      if (c == quote) {
+        quote = 0;
+      } else if (c == '\\' && quote == '"' && i + 1 < line.size()) {
+        cur += line[++i];
+      } else {
+        cur += c;
+      }
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < line.size()) {
+      cur += line[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t') {
+      if (in_word) out.push_back(cur);
+      cur.clear();
+      in_word = false;
+    } else if (c == '#' && !in_word) {
+      break;  // a comment after the directive
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  if (quote) return InvalidArgument("unterminated quote");
+  if (in_word) out.push_back(cur);
+  return out;
+}
+
+Result<std::vector<Directive>> ParseDirectives(const std::string& script) {
+  std::vector<Directive> out;
+  std::vector<std::string> lines = Split(script, '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view l = Trim(lines[i]);
+    if (i == 0 && StartsWith(l, "#!")) continue;
+    if (l.empty()) continue;
+    if (l[0] != '#') break;  // Slurm stops reading directives at the first command
+    if (!StartsWith(l, "#SBATCH")) continue;
+    std::string rest(l.substr(7));
+    if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // e.g. #SBATCHX
+    auto words = SplitWords(rest);
+    if (!words.ok()) {
+      return InvalidArgument("script line " + std::to_string(i + 1) + ": " + words.status().message());
+    }
+    out.push_back({static_cast<int>(i + 1), std::move(*words)});
+  }
+  return out;
+}
+
+Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ctx) {
+  if (!StartsWith(ctx.script, "#!")) {
+    return InvalidArgument(
+        "this does not look like a batch script: the first line must start with #! "
+        "(e.g. #!/bin/bash)");
+  }
+  v1::JobSpec s;
+  std::string name = o.job_name.value_or("");
+  if (name.empty()) {
+    if (o.wrap) {
+      name = "wrap";
+    } else {
+      name = ctx.script_name.empty() ? "sbatch" : ctx.script_name.substr(ctx.script_name.rfind('/') + 1);
+    }
+  }
+  s.set_name(name);
+  if (o.partition) {
+    for (const auto& p : Split(*o.partition, ',', true)) s.add_partitions(p);
+  }
+  s.set_nodes(o.nodes.value_or(0));
+  s.set_ntasks(o.ntasks.value_or(0));
+  s.set_ntasks_per_node(o.ntasks_per_node.value_or(0));
+  s.set_cpus_per_task(o.cpus_per_task.value_or(0));
+  s.set_mem_per_node_mb(o.mem_mb.value_or(0));
+  s.set_gpus_per_node(o.gpus_per_node.value_or(0));
+  s.set_gpus_total(o.gpus.value_or(0));
+  s.set_gpu_type(o.gpu_type.value_or(""));
+  s.set_exclusive(o.exclusive);
+  s.set_time_limit_ms(o.time_limit_ms.value_or(0));
+  s.set_script(ctx.script);
+  if (o.positional.size() > 1) {
+    for (size_t i = 1; i < o.positional.size(); ++i) s.add_script_args(o.positional[i]);
+  }
+  std::string wd = o.chdir.value_or(ctx.cwd);
+  if (!wd.empty() && wd[0] != '/') wd = ctx.cwd + "/" + wd;
+  s.set_work_dir(wd);
+  s.set_submit_dir(ctx.cwd);
+  s.set_submit_host(ctx.hostname);
+  if (o.output) s.set_stdout_pattern(*o.output);
+  if (o.error) s.set_stderr_pattern(*o.error);
+  s.set_hold(o.hold);
+  s.set_no_requeue(o.no_requeue);
+
+  // --export: ALL (default), NONE, or a list of names and NAME=value, optionally with ALL.
+  std::map<std::string, std::string> env;
+  std::vector<std::string> order;
+  auto put = [&](const std::string& k, const std::string& v) {
+    if (!env.count(k)) order.push_back(k);
+    env[k] = v;
+  };
+  std::map<std::string, std::string> caller;
+  for (const auto& kv : ctx.environment) {
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos && eq > 0) caller[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::vector<std::string> items = Split(o.export_vars.value_or("ALL"), ',', true);
+  bool all = items.empty();
+  for (const auto& it : items) all |= it == "ALL";
+  if (all) {
+    for (const auto& kv : ctx.environment) {
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos && eq > 0) put(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+  }
+  bool none = false;
+  for (const auto& it : items) {
+    if (it == "ALL") continue;
+    if (it == "NONE") {
+      none = true;
+      continue;
+    }
+    size_t eq = it.find('=');
+    if (eq != std::string::npos) {
+      put(it.substr(0, eq), it.substr(eq + 1));
+    } else if (caller.count(it)) {
+      put(it, caller[it]);
+    }
+  }
+  s.set_export_none(none && !all);
+  for (const auto& k : order) s.add_environment(k + "=" + env[k]);
+  return s;
+}
+
+std::string SubmitUsage(const std::string& program) {
+  return "Usage: " + program + R"( [OPTIONS] [SCRIPT [ARGS...]]
+Submit a batch script (or --wrap a command). #SBATCH lines at the top of the script are read
+first; options on the command line override them.
+
+  -J, --job-name=NAME        job name (default: the script's file name)
+  -p, --partition=P[,P2]     partition(s) to run in (default: the cluster's default)
+  -N, --nodes=N              number of nodes (a gang: all start together or none)
+  -n, --ntasks=N             number of tasks
+      --ntasks-per-node=N    tasks on every node
+  -c, --cpus-per-task=N      CPUs per task
+      --mem=SIZE             memory per node (MiB, or with K/M/G/T)
+  -G, --gpus=[TYPE:]N        GPUs for the whole job
+      --gpus-per-node=[TYPE:]N
+      --gres=gpu[:TYPE]:N    GPUs per node, Slurm's GRES form
+      --exclusive            whole nodes
+  -t, --time=TIME            time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
+  -o, --output=PATTERN       stdout file (default slurm-%j.out); %j %x %u %N %A %a %%
+  -e, --error=PATTERN        stderr file (default: with stdout)
+  -D, --chdir=DIR            working directory (default: the current one)
+      --export=ALL|NONE|VARS environment to pass (default ALL)
+      --wrap=COMMAND         run COMMAND under /bin/sh instead of a script
+  -H, --hold                 submit held
+      --no-requeue           fail instead of requeueing after a node failure
+      --parsable             print only the job id
+)";
+}
+
+}  // namespace muster::client

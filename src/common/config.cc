@@ -1,0 +1,314 @@
+#include "muster/common/config.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "muster/common/duration.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+
+namespace muster {
+namespace {
+
+// Reads one TOML table, remembering which keys were used so unknown ones can be reported with
+// their line. Every error names the file, line and key.
+class TableReader {
+ public:
+  TableReader(const toml::table& t, std::string path, const std::string& source)
+      : t_(t), path_(std::move(path)), source_(source) {}
+
+  Status Error(const toml::node* n, const std::string& key, const std::string& problem) const {
+    int line = n ? static_cast<int>(n->source().begin.line) : static_cast<int>(t_.source().begin.line);
+    return InvalidArgument(source_ + ":" + std::to_string(line) + ": " + Qualified(key) + ": " +
+                           problem);
+  }
+
+  std::string Qualified(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  const toml::node* Get(const std::string& key) {
+    used_.insert(key);
+    return t_.get(key);
+  }
+
+  Status String(const std::string& key, std::string* out) {
+    const toml::node* n = Get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_string()) return Error(n, key, "expected a string");
+    *out = *n->value<std::string>();
+    return Status::Ok();
+  }
+
+  Status Bool(const std::string& key, bool* out) {
+    const toml::node* n = Get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_boolean()) return Error(n, key, "expected true or false");
+    *out = *n->value<bool>();
+    return Status::Ok();
+  }
+
+  template <typename T>
+  Status Uint(const std::string& key, T* out, uint64_t min = 0,
+              uint64_t max = std::numeric_limits<T>::max()) {
+    const toml::node* n = Get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_integer()) return Error(n, key, "expected a whole number");
+    int64_t v = *n->value<int64_t>();
+    if (v < 0 || static_cast<uint64_t>(v) < min || static_cast<uint64_t>(v) > max) {
+      return Error(n, key, "value " + std::to_string(v) + " is out of range [" +
+                               std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    *out = static_cast<T>(v);
+    return Status::Ok();
+  }
+
+  // A time limit in Slurm's format ("1-00:00:00", "UNLIMITED") or a number of minutes.
+  Status TimeLimit(const std::string& key, int64_t* out) {
+    const toml::node* n = Get(key);
+    if (!n) return Status::Ok();
+    if (n->is_integer()) {
+      int64_t v = *n->value<int64_t>();
+      if (v < 0) return Error(n, key, "must not be negative");
+      *out = v * 60'000;
+      return Status::Ok();
+    }
+    if (!n->is_string()) return Error(n, key, "expected a time such as \"1-00:00:00\"");
+    auto r = ParseTimeLimit(*n->value<std::string>());
+    if (!r.ok()) return Error(n, key, r.status().message());
+    *out = *r;
+    return Status::Ok();
+  }
+
+  Status StringList(const std::string& key, std::vector<std::string>* out) {
+    const toml::node* n = Get(key);
+    if (!n) return Status::Ok();
+    const toml::array* a = n->as_array();
+    if (!a) return Error(n, key, "expected a list of strings");
+    out->clear();
+    for (const toml::node& e : *a) {
+      if (!e.is_string()) return Error(&e, key, "expected a list of strings");
+      out->push_back(*e.value<std::string>());
+    }
+    return Status::Ok();
+  }
+
+  Status CheckNoUnknownKeys() const {
+    for (auto&& [k, v] : t_) {
+      std::string key(k.str());
+      if (!used_.count(key)) {
+        int line = static_cast<int>(k.source().begin.line);
+        if (line == 0) line = static_cast<int>(v.source().begin.line);
+        return InvalidArgument(source_ + ":" + std::to_string(line) + ": unknown key '" +
+                               Qualified(key) + "'");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const toml::table& t_;
+  std::string path_;
+  const std::string& source_;
+  std::set<std::string> used_;
+};
+
+Status SubTable(TableReader& parent, const std::string& key,
+                const std::function<Status(TableReader&)>& fn, const std::string& source) {
+  const toml::node* n = parent.Get(key);
+  if (!n) return Status::Ok();
+  const toml::table* t = n->as_table();
+  if (!t) return parent.Error(n, key, "expected a table [" + key + "]");
+  TableReader r(*t, key, source);
+  MUSTER_RETURN_IF_ERROR(fn(r));
+  return r.CheckNoUnknownKeys();
+}
+
+// [[name]] arrays of tables.
+Status TableArray(TableReader& parent, const std::string& key,
+                  const std::function<Status(TableReader&, const toml::table&)>& fn,
+                  const std::string& source) {
+  const toml::node* n = parent.Get(key);
+  if (!n) return Status::Ok();
+  const toml::array* a = n->as_array();
+  if (!a) return parent.Error(n, key, "expected [[" + key + "]] tables");
+  for (const toml::node& e : *a) {
+    const toml::table* t = e.as_table();
+    if (!t) return parent.Error(&e, key, "expected [[" + key + "]] tables");
+    TableReader r(*t, key, source);
+    MUSTER_RETURN_IF_ERROR(fn(r, *t));
+    MUSTER_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+  }
+  return Status::Ok();
+}
+
+Status Validate(Config& c, const std::string& source) {
+  std::set<std::string> node_names;
+  for (const auto& n : c.nodes) {
+    if (!node_names.insert(n.name).second) {
+      return InvalidArgument(source + ": node '" + n.name + "' is defined twice");
+    }
+  }
+  std::set<std::string> part_names;
+  int defaults = 0;
+  for (const auto& p : c.partitions) {
+    if (!part_names.insert(p.name).second) {
+      return InvalidArgument(source + ": partition '" + p.name + "' is defined twice");
+    }
+    for (const auto& n : p.nodes) {
+      if (!node_names.count(n)) {
+        return InvalidArgument(source + ": partition '" + p.name + "' names node '" + n +
+                               "', which no [[nodes]] entry defines");
+      }
+    }
+    if (p.is_default) ++defaults;
+    if (p.max_time_ms && p.default_time_ms > p.max_time_ms) {
+      return InvalidArgument(source + ": partition '" + p.name +
+                             "': default_time is longer than max_time");
+    }
+  }
+  if (defaults > 1) return InvalidArgument(source + ": more than one partition has default = true");
+  if (defaults == 0 && !c.partitions.empty()) c.partitions.front().is_default = true;
+  const auto& s = c.scheduling;
+  if (s.node_not_responding_ms < s.heartbeat_interval_ms) {
+    return InvalidArgument(source +
+                           ": scheduling.node_not_responding_ms must be at least heartbeat_interval_ms");
+  }
+  if (s.node_down_ms < s.node_not_responding_ms) {
+    return InvalidArgument(source + ": scheduling.node_down_ms must be at least node_not_responding_ms");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const NodeConfig* Config::FindNode(const std::string& name) const {
+  for (const auto& n : nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+const PartitionConfig* Config::FindPartition(const std::string& name) const {
+  for (const auto& p : partitions) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+const PartitionConfig* Config::DefaultPartition() const {
+  for (const auto& p : partitions) {
+    if (p.is_default) return &p;
+  }
+  return nullptr;
+}
+
+Result<Config> ParseConfig(const std::string& text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(source + ":" + std::to_string(e.source().begin.line) + ": " +
+                           std::string(e.description()));
+  }
+  Config c;
+  c.source = source;
+  TableReader r(root, "", source);
+  MUSTER_RETURN_IF_ERROR(r.String("cluster_name", &c.cluster_name));
+  MUSTER_RETURN_IF_ERROR(r.StringList("admins", &c.admins));
+
+  MUSTER_RETURN_IF_ERROR(SubTable(r, "controller", [&](TableReader& t) {
+    MUSTER_RETURN_IF_ERROR(t.String("socket", &c.controller.socket_path));
+    MUSTER_RETURN_IF_ERROR(t.String("agent_address", &c.controller.agent_address));
+    MUSTER_RETURN_IF_ERROR(t.String("state_dir", &c.controller.state_dir));
+    MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
+    return t.String("log_file", &c.controller.log_file);
+  }, source));
+
+  MUSTER_RETURN_IF_ERROR(SubTable(r, "scheduling", [&](TableReader& t) {
+    auto& s = c.scheduling;
+    MUSTER_RETURN_IF_ERROR(t.Uint("sched_min_interval_ms", &s.sched_min_interval_ms, 0, 60'000));
+    MUSTER_RETURN_IF_ERROR(t.Uint("sched_max_interval_ms", &s.sched_max_interval_ms, 1, 600'000));
+    MUSTER_RETURN_IF_ERROR(t.Uint("kill_grace_ms", &s.kill_grace_ms, 0, 3'600'000));
+    MUSTER_RETURN_IF_ERROR(t.Uint("heartbeat_interval_ms", &s.heartbeat_interval_ms, 50, 600'000));
+    MUSTER_RETURN_IF_ERROR(t.Uint("node_not_responding_ms", &s.node_not_responding_ms, 100, 3'600'000));
+    MUSTER_RETURN_IF_ERROR(t.Uint("node_down_ms", &s.node_down_ms, 100, 86'400'000));
+    MUSTER_RETURN_IF_ERROR(
+        t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
+    return t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000);
+  }, source));
+
+  MUSTER_RETURN_IF_ERROR(SubTable(r, "agent", [&](TableReader& t) {
+    MUSTER_RETURN_IF_ERROR(t.String("spool_dir", &c.agent.spool_dir));
+    MUSTER_RETURN_IF_ERROR(t.String("step_address", &c.agent.step_address));
+    return t.String("log_level", &c.agent.log_level);
+  }, source));
+
+  MUSTER_RETURN_IF_ERROR(TableArray(r, "nodes", [&](TableReader& t, const toml::table& tbl) {
+    std::string names;
+    MUSTER_RETURN_IF_ERROR(t.String("names", &names));
+    if (names.empty()) return t.Error(&tbl, "names", "every [[nodes]] entry needs names = \"...\"");
+    NodeConfig proto;
+    MUSTER_RETURN_IF_ERROR(t.Uint("cpus", &proto.cpus, 1, 1'000'000));
+    MUSTER_RETURN_IF_ERROR(t.Uint("memory_mb", &proto.memory_mb, 1));
+    MUSTER_RETURN_IF_ERROR(t.Uint("gpus", &proto.gpus, 0, 1024));
+    MUSTER_RETURN_IF_ERROR(t.String("gpu_type", &proto.gpu_type));
+    MUSTER_RETURN_IF_ERROR(t.String("topology", &proto.topology));
+    MUSTER_RETURN_IF_ERROR(t.StringList("features", &proto.features));
+    if (proto.gpus > 0 && proto.gpu_type.empty()) proto.gpu_type = "gpu";
+    auto expanded = ExpandHostlist(names);
+    if (!expanded.ok()) return t.Error(t.Get("names"), "names", expanded.status().message());
+    for (const auto& n : *expanded) {
+      NodeConfig nc = proto;
+      nc.name = n;
+      c.nodes.push_back(std::move(nc));
+    }
+    return Status::Ok();
+  }, source));
+
+  MUSTER_RETURN_IF_ERROR(TableArray(r, "partition", [&](TableReader& t, const toml::table& tbl) {
+    PartitionConfig p;
+    MUSTER_RETURN_IF_ERROR(t.String("name", &p.name));
+    if (p.name.empty()) return t.Error(&tbl, "name", "every [[partition]] needs name = \"...\"");
+    MUSTER_RETURN_IF_ERROR(t.String("nodes", &p.nodes_expr));
+    MUSTER_RETURN_IF_ERROR(t.Bool("default", &p.is_default));
+    MUSTER_RETURN_IF_ERROR(t.TimeLimit("max_time", &p.max_time_ms));
+    MUSTER_RETURN_IF_ERROR(t.TimeLimit("default_time", &p.default_time_ms));
+    MUSTER_RETURN_IF_ERROR(t.Uint("priority_tier", &p.priority_tier, 0, 65'535));
+    auto expanded = ExpandHostlist(p.nodes_expr);
+    if (!expanded.ok()) return t.Error(t.Get("nodes"), "nodes", expanded.status().message());
+    p.nodes = std::move(*expanded);
+    c.partitions.push_back(std::move(p));
+    return Status::Ok();
+  }, source));
+
+  MUSTER_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+  MUSTER_RETURN_IF_ERROR(Validate(c, source));
+  return c;
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return NotFound("cannot read config file " + path +
+                    " (set MUSTER_CONF or --config to the cluster's muster.toml)");
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseConfig(ss.str(), path);
+}
+
+std::string ResolveConfigPath(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  const char* env = std::getenv("MUSTER_CONF");
+  if (env && *env) return env;
+  return kDefaultConfigPath;
+}
+
+}  // namespace muster

@@ -1,0 +1,134 @@
+#include "muster/common/duration.h"
+
+#include <ctime>
+
+#include "muster/common/strings.h"
+
+namespace muster {
+namespace {
+
+constexpr int64_t kSec = 1000, kMin = 60 * kSec, kHour = 60 * kMin, kDay = 24 * kHour;
+
+Status BadTime(std::string_view text) {
+  return InvalidArgument("invalid time '" + std::string(text) +
+                         "': use M, M:S, H:M:S, D-H, D-H:M or D-H:M:S");
+}
+
+}  // namespace
+
+Result<int64_t> ParseTimeLimit(std::string_view text) {
+  std::string t = ToLower(Trim(text));
+  if (t == "unlimited" || t == "infinite" || t == "-1") return int64_t{0};
+  if (t.empty()) return BadTime(text);
+  int64_t days = 0;
+  std::string rest = t;
+  size_t dash = t.find('-');
+  bool has_days = dash != std::string::npos;
+  if (has_days) {
+    auto d = ParseUint(t.substr(0, dash));
+    if (!d) return BadTime(text);
+    days = static_cast<int64_t>(*d);
+    rest = t.substr(dash + 1);
+  }
+  std::vector<std::string> f = Split(rest, ':');
+  std::vector<int64_t> v;
+  for (const auto& s : f) {
+    auto n = ParseUint(s);
+    if (!n || *n > 10'000'000) return BadTime(text);
+    v.push_back(static_cast<int64_t>(*n));
+  }
+  int64_t ms = 0;
+  if (has_days) {
+    // D-H, D-H:M, D-H:M:S
+    if (v.empty() || v.size() > 3) return BadTime(text);
+    ms = days * kDay + v[0] * kHour;
+    if (v.size() > 1) ms += v[1] * kMin;
+    if (v.size() > 2) ms += v[2] * kSec;
+  } else {
+    switch (v.size()) {
+      case 1: ms = v[0] * kMin; break;                             // M
+      case 2: ms = v[0] * kMin + v[1] * kSec; break;               // M:S
+      case 3: ms = v[0] * kHour + v[1] * kMin + v[2] * kSec; break; // H:M:S
+      default: return BadTime(text);
+    }
+  }
+  if (ms == 0) return InvalidArgument("time limit '" + std::string(text) + "' is zero");
+  return ms;
+}
+
+std::string FormatDuration(int64_t ms) {
+  if (ms < 0) ms = 0;
+  int64_t s = ms / 1000;
+  int64_t d = s / 86400, h = (s / 3600) % 24, m = (s / 60) % 60, sec = s % 60;
+  char buf[64];
+  if (d > 0) {
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(d),
+                  static_cast<long long>(h), static_cast<long long>(m), static_cast<long long>(sec));
+  } else if (h > 0) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(h),
+                  static_cast<long long>(m), static_cast<long long>(sec));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(m),
+                  static_cast<long long>(sec));
+  }
+  return buf;
+}
+
+Result<uint64_t> ParseMemoryMb(std::string_view text) {
+  std::string t(Trim(text));
+  if (t.empty()) return InvalidArgument("empty memory size");
+  char unit = 'M';
+  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
+  if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
+    unit = last;
+    t.pop_back();
+    if (!t.empty() && (t.back() == 'i' || t.back() == 'I')) t.pop_back();  // tolerate "Gi"
+  } else if (last == 'B' && t.size() >= 2) {
+    char u = static_cast<char>(std::toupper(static_cast<unsigned char>(t[t.size() - 2])));
+    if (u == 'K' || u == 'M' || u == 'G' || u == 'T') {
+      unit = u;
+      t.resize(t.size() - 2);
+    }
+  }
+  auto n = ParseUint(t);
+  if (!n) {
+    return InvalidArgument("invalid memory size '" + std::string(text) +
+                           "': use a number of MiB or a suffix K, M, G, T");
+  }
+  uint64_t v = *n;
+  switch (unit) {
+    case 'K': return (v + 1023) / 1024;
+    case 'M': return v;
+    case 'G': return v * 1024;
+    case 'T': return v * 1024 * 1024;
+  }
+  return v;
+}
+
+Result<int64_t> ParseDurationMs(std::string_view text) {
+  std::string t(Trim(text));
+  size_t i = 0;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+  auto n = ParseUint(t.substr(0, i));
+  std::string unit = t.substr(i);
+  if (!n) return InvalidArgument("invalid duration '" + t + "': use e.g. 500ms, 30s, 5m, 2h, 1d");
+  int64_t v = static_cast<int64_t>(*n);
+  if (unit == "ms") return v;
+  if (unit == "s" || unit.empty()) return v * kSec;
+  if (unit == "m") return v * kMin;
+  if (unit == "h") return v * kHour;
+  if (unit == "d") return v * kDay;
+  return InvalidArgument("invalid duration unit in '" + t + "': use ms, s, m, h or d");
+}
+
+std::string FormatTimestamp(int64_t unix_ms) {
+  if (unix_ms <= 0) return "N/A";
+  time_t t = static_cast<time_t>(unix_ms / 1000);
+  struct tm tm;
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+}  // namespace muster

@@ -1,0 +1,57 @@
+#include "muster/common/output_pattern.h"
+
+#include <cctype>
+
+namespace muster {
+
+std::string ExpandOutputPattern(const std::string& pattern, const PatternVars& v,
+                                const std::string& work_dir) {
+  const std::string& p = pattern.empty() ? std::string("slurm-%j.out") : pattern;
+  std::string out;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] != '%' || i + 1 >= p.size()) {
+      out += p[i];
+      continue;
+    }
+    // Slurm allows a zero-padding width: %5j.
+    size_t j = i + 1;
+    int width = 0;
+    while (j < p.size() && std::isdigit(static_cast<unsigned char>(p[j]))) {
+      width = width * 10 + (p[j] - '0');
+      ++j;
+    }
+    if (j >= p.size()) {
+      out += p.substr(i);
+      break;
+    }
+    auto num = [&](uint64_t n) {
+      std::string s = std::to_string(n);
+      if (static_cast<int>(s.size()) < width) s.insert(0, static_cast<size_t>(width) - s.size(), '0');
+      return s;
+    };
+    char c = p[j];
+    switch (c) {
+      case '%': out += '%'; break;
+      case 'j': out += num(v.job_id); break;
+      case 'A': out += num(v.array_job_id ? v.array_job_id : v.job_id); break;
+      case 'a':
+        out += v.array_task_id < 0 ? std::string("4294967294")
+                                   : num(static_cast<uint64_t>(v.array_task_id));
+        break;
+      case 'x': out += v.job_name; break;
+      case 'u': out += v.user; break;
+      case 'N': out += v.node; break;
+      case 'n': out += num(v.node_id); break;
+      case 't': out += num(v.task_id); break;
+      case 's': out += v.step; break;
+      default: out += p.substr(i, j - i + 1); break;
+    }
+    i = j;
+  }
+  if (!out.empty() && out[0] != '/' && !work_dir.empty()) {
+    out = work_dir + (work_dir.back() == '/' ? "" : "/") + out;
+  }
+  return out;
+}
+
+}  // namespace muster

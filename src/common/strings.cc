@@ -1,0 +1,122 @@
+#include "muster/common/strings.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+namespace muster {
+
+std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    std::string_view part = s.substr(start, pos == std::string_view::npos ? s.npos : pos - start);
+    if (!(skip_empty && part.empty())) out.emplace_back(part);
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::optional<uint64_t> ParseUint(std::string_view s) {
+  if (s.empty() || s.size() > 20) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (std::numeric_limits<uint64_t>::max() - d) / 10) return std::nullopt;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+std::optional<int64_t> ParseInt(std::string_view s) {
+  bool neg = !s.empty() && s.front() == '-';
+  if (neg) s.remove_prefix(1);
+  auto u = ParseUint(s);
+  if (!u || *u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+  return neg ? -static_cast<int64_t>(*u) : static_cast<int64_t>(*u);
+}
+
+std::string JsonQuote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  size_t got = 0;
+  if (fd >= 0) {
+    while (got < bytes) {
+      ssize_t n = ::read(fd, raw.data() + got, bytes - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  }
+  if (got < bytes) {  // no /dev/urandom: fall back to the library's random device
+    std::random_device rd;
+    for (auto& c : raw) c = static_cast<char>(rd());
+  }
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes * 2);
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+}  // namespace muster

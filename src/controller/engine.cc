@@ -1,0 +1,571 @@
+// Engine: creation, recovery, the user API and the scheduling pass. Agent events and the job state
+// machine are in engine_agents.cc; views for clients in engine_views.cc.
+#include "muster/controller/engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "job_spec.h"
+#include "muster/common/check.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+#include "muster/common/version.h"
+#include "muster/core/scheduler.h"
+
+namespace muster::controller {
+namespace {
+
+constexpr size_t kMaxScriptBytes = 4 << 20;
+
+}  // namespace
+
+Engine::Engine(EngineOptions options, store::StateStore* store)
+    : options_(std::move(options)), store_(store) {
+  if (!options_.make_credential) options_.make_credential = [] { return RandomHex(16); };
+  const Config& c = options_.config;
+  for (const NodeConfig& nc : c.nodes) {
+    NodeEntry e;
+    e.config = nc;
+    e.rec.set_name(nc.name);
+    e.view = core::NodeView::Empty(nc.name, nc.cpus, nc.memory_mb, nc.gpus, nc.gpu_type,
+                                   nc.topology);
+    e.view.schedulable = false;
+    node_index_[nc.name] = nodes_.size();
+    nodes_.push_back(std::move(e));
+  }
+  for (const PartitionConfig& pc : c.partitions) {
+    core::PartitionView pv;
+    pv.name = pc.name;
+    pv.max_time_ms = pc.max_time_ms;
+    pv.priority_tier = pc.priority_tier;
+    for (const std::string& n : pc.nodes) {
+      pv.nodes.push_back(static_cast<core::NodeIndex>(node_index_.at(n)));
+    }
+    base_view_.partitions.push_back(std::move(pv));
+  }
+  capacity_view_ = base_view_;
+  for (const auto& n : nodes_) capacity_view_.nodes.push_back(n.view);
+}
+
+Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options, store::StateStore* store,
+                                               TimeMs now) {
+  auto engine = std::unique_ptr<Engine>(new Engine(std::move(options), store));
+  MUSTER_RETURN_IF_ERROR(engine->Recover(now));
+  return engine;
+}
+
+Status Engine::Recover(TimeMs now) {
+  MUSTER_ASSIGN_OR_RETURN(store::LoadedState state, store_->LoadAll());
+  recovery_problems_ = state.problems;
+  for (const auto& p : recovery_problems_) spdlog::error("recovery: {}", p);
+
+  uint64_t max_id = state.max_history_job_id;
+  for (const auto& j : state.jobs) max_id = std::max(max_id, j.id());
+  if (state.meta) meta_ = *state.meta;
+  meta_.set_next_job_id(std::max<uint64_t>({meta_.next_job_id(), max_id + 1, 1}));
+  meta_.set_epoch(meta_.epoch() + 1);
+  store::Mutation m;
+  m.PutMeta(meta_);
+  MUSTER_RETURN_IF_ERROR_PREPEND(store_->Commit(m), "cannot record the new controller epoch");
+
+  for (const auto& nr : state.nodes) {
+    auto it = node_index_.find(nr.name());
+    if (it == node_index_.end()) {
+      spdlog::warn("recovery: node record for '{}', which the config no longer defines; ignored",
+                   nr.name());
+      continue;
+    }
+    nodes_[it->second].rec = nr;
+  }
+  for (auto& rec : state.jobs) {
+    JobEntry e;
+    e.rec = std::move(rec);
+    e.request = ToCoreRequest(e.rec);
+    JobEntry& job = jobs_.emplace(e.rec.id(), std::move(e)).first->second;
+    // Jobs whose nodes were removed from the config cannot be held; they end as NODE_FAIL below.
+    HoldResources(job.rec);
+    if (job.rec.state() == v1::RUNNING && job.rec.batch_started()) {
+      for (const auto& na : job.rec.allocation().nodes()) job.started_nodes.insert(na.node());
+    }
+  }
+  start_time_ms_ = now;
+  for (auto& n : nodes_) n.last_heard_ms = now;  // nodes get node_down_ms to register
+  spdlog::info("recovered epoch={} jobs={} next_job_id={} problems={}", meta_.epoch(), jobs_.size(),
+               meta_.next_job_id(), recovery_problems_.size());
+  schedule_requested_ = true;
+  return Status::Ok();
+}
+
+Status Engine::Commit(const store::Mutation& m) {
+  if (m.empty()) return Status::Ok();
+  return store_->Commit(m);
+}
+
+bool Engine::IsActive(const v1::JobRecord& rec) const {
+  return rec.state() == v1::PENDING || rec.state() == v1::RUNNING ||
+         rec.completing_nodes_size() > 0;
+}
+
+Engine::NodeEntry* Engine::FindNode(const std::string& name) {
+  auto it = node_index_.find(name);
+  return it == node_index_.end() ? nullptr : &nodes_[it->second];
+}
+
+Engine::JobEntry* Engine::FindJob(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void Engine::HoldResources(const v1::JobRecord& rec) {
+  std::set<std::string> holding;
+  if (rec.state() == v1::RUNNING) {
+    for (const auto& na : rec.allocation().nodes()) holding.insert(na.node());
+  }
+  for (const auto& n : rec.completing_nodes()) holding.insert(n);
+  for (const auto& na : rec.allocation().nodes()) {
+    if (!holding.count(na.node())) continue;
+    NodeEntry* node = FindNode(na.node());
+    if (!node) continue;
+    core::NodeView& v = node->view;
+    for (uint32_t c : na.cpu_ids()) {
+      if (c >= v.cpus || !v.cpu_free[c]) {
+        spdlog::error("job={} node={} cpu {} is out of range or already held; not held twice",
+                      rec.id(), na.node(), c);
+        continue;
+      }
+      v.cpu_free[c] = false;
+    }
+    for (uint32_t g : na.gpu_indices()) {
+      if (g >= v.gpus || !v.gpu_free[g]) {
+        spdlog::error("job={} node={} gpu {} is out of range or already held; not held twice",
+                      rec.id(), na.node(), g);
+        continue;
+      }
+      v.gpu_free[g] = false;
+    }
+    v.memory_free_mb -= std::min(v.memory_free_mb, na.mem_mb());
+    node->jobs.insert(rec.id());
+  }
+}
+
+void Engine::ReleaseNode(JobEntry& job, NodeEntry& node) {
+  if (!node.jobs.erase(job.rec.id())) return;
+  for (const auto& na : job.rec.allocation().nodes()) {
+    if (na.node() != node.config.name) continue;
+    core::NodeView& v = node.view;
+    for (uint32_t c : na.cpu_ids()) {
+      if (c < v.cpus) v.cpu_free[c] = true;
+    }
+    for (uint32_t g : na.gpu_indices()) {
+      if (g < v.gpus) v.gpu_free[g] = true;
+    }
+    v.memory_free_mb = std::min(v.memory_mb, v.memory_free_mb + na.mem_mb());
+  }
+  schedule_requested_ = true;
+}
+
+void Engine::Send(const std::string& node, v1::ControllerMessage msg) {
+  msg.set_epoch(meta_.epoch());
+  outgoing_.push_back({node, std::move(msg)});
+}
+
+std::vector<Outgoing> Engine::TakeOutgoing() {
+  std::vector<Outgoing> out;
+  out.swap(outgoing_);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// User API
+
+Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
+                                                const v1::SubmitJobRequest& req, TimeMs now) {
+  v1::JobSpec spec = req.spec();
+  // The transport's credentials decide who the job runs as; only root may submit for others.
+  bool on_behalf = caller.uid == 0 && spec.uid() != 0 && !spec.user().empty();
+  if (!on_behalf) {
+    spec.set_uid(caller.uid);
+    spec.set_gid(caller.gid);
+    spec.set_user(caller.user);
+  }
+  if (spec.script().size() > kMaxScriptBytes) {
+    return InvalidArgument("batch script is larger than 4 MiB");
+  }
+  if (!StartsWith(spec.script(), "#!")) {
+    return InvalidArgument(
+        "this does not look like a batch script: the first line must start with #! "
+        "(e.g. #!/bin/bash)");
+  }
+  if (spec.work_dir().empty() || spec.work_dir()[0] != '/') {
+    return InvalidArgument("working directory must be an absolute path");
+  }
+  size_t active = 0;
+  for (const auto& [id, j] : jobs_) active += IsActive(j.rec) ? 1 : 0;
+  if (active >= options_.config.scheduling.max_job_count) {
+    return ResourceExhausted("the queue is full (" + std::to_string(active) +
+                             " jobs; scheduling.max_job_count)");
+  }
+  int64_t time_limit = 0;
+  MUSTER_RETURN_IF_ERROR(NormalizeJobSpec(spec, options_.config, &time_limit));
+
+  v1::JobRecord rec;
+  rec.set_id(meta_.next_job_id());
+  *rec.mutable_spec() = spec;
+  rec.set_state(v1::PENDING);
+  rec.set_submit_time_ms(now);
+  rec.set_time_limit_ms(time_limit);
+  if (spec.hold()) {
+    rec.set_reason("JobHeldUser");
+    rec.set_reason_detail("held at submission (--hold)");
+  } else {
+    rec.set_reason("None");
+  }
+  const PartitionConfig* first = options_.config.FindPartition(spec.partitions(0));
+  rec.set_priority(first ? first->priority_tier : 1);
+
+  core::JobRequest request = ToCoreRequest(rec);
+  auto ever = core::Place(request, capacity_view_, core::PlaceMode::kEver);
+  if (!ever.ok()) {
+    return Status(ever.status().code(),
+                  "job can never run: " + ever.status().message());
+  }
+
+  v1::MetaRecord next_meta = meta_;
+  next_meta.set_next_job_id(meta_.next_job_id() + 1);
+  store::Mutation m;
+  m.PutJob(rec);
+  m.PutMeta(next_meta);
+  MUSTER_RETURN_IF_ERROR_PREPEND(Commit(m), "job not accepted: cannot persist it");
+  meta_ = next_meta;
+  JobEntry e;
+  e.rec = std::move(rec);
+  e.request = std::move(request);
+  uint64_t id = e.rec.id();
+  spdlog::info("submit job={} user={} nodes={} gpus_per_node={} partition={}", id,
+               e.rec.spec().user(), e.rec.spec().nodes(), e.rec.spec().gpus_per_node(),
+               Join({e.rec.spec().partitions().begin(), e.rec.spec().partitions().end()}, ","));
+  jobs_.emplace(id, std::move(e));
+  schedule_requested_ = true;
+  v1::SubmitJobResponse resp;
+  resp.set_job_id(id);
+  return resp;
+}
+
+Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
+                                                const v1::CancelJobRequest& req, TimeMs now) {
+  v1::CancelJobResponse resp;
+  for (uint64_t id : req.job_ids()) {
+    v1::CancelJobResult* r = resp.add_results();
+    r->set_job_id(id);
+    JobEntry* job = FindJob(id);
+    if (!job) {
+      r->set_code(static_cast<int>(StatusCode::kNotFound));
+      r->set_message("job " + std::to_string(id) + " does not exist");
+      continue;
+    }
+    if (!caller.is_admin && caller.uid != job->rec.spec().uid()) {
+      r->set_code(static_cast<int>(StatusCode::kPermissionDenied));
+      r->set_message("job " + std::to_string(id) + " belongs to " + job->rec.spec().user() +
+                     "; you may cancel only your own jobs");
+      continue;
+    }
+    v1::JobState st = job->rec.state();
+    if (st == v1::PENDING) {
+      v1::JobRecord next = job->rec;
+      next.set_state(v1::CANCELLED);
+      next.set_end_time_ms(now);
+      next.set_reason("None");
+      next.set_reason_detail("cancelled by " + caller.user + " while pending");
+      store::Mutation m;
+      m.PutJob(next);
+      Status s = Commit(m);
+      if (!s.ok()) {
+        r->set_code(static_cast<int>(s.code()));
+        r->set_message(s.message());
+        continue;
+      }
+      job->rec = std::move(next);
+      spdlog::info("cancel job={} user={} state=PENDING", id, caller.user);
+      schedule_requested_ = true;  // it may have held back lower-priority jobs
+    } else if (st == v1::RUNNING) {
+      if (job->rec.cancel_requested()) continue;  // already on its way down
+      v1::JobRecord next = job->rec;
+      next.set_cancel_requested(true);
+      store::Mutation m;
+      m.PutJob(next);
+      Status s = Commit(m);
+      if (!s.ok()) {
+        r->set_code(static_cast<int>(s.code()));
+        r->set_message(s.message());
+        continue;
+      }
+      job->rec = std::move(next);
+      spdlog::info("cancel job={} user={} state=RUNNING: terminating on {} nodes", id, caller.user,
+                   job->rec.allocation().nodes_size());
+      for (const auto& na : job->rec.allocation().nodes()) {
+        v1::ControllerMessage msg;
+        auto* t = msg.mutable_terminate_job();
+        t->set_job_id(id);
+        t->set_reason("cancelled");
+        t->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
+        t->set_run(job->rec.requeue_count());
+        Send(na.node(), std::move(msg));
+      }
+    }
+    // Finished jobs: nothing to do (Slurm's scancel is silent too).
+  }
+  return resp;
+}
+
+Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
+                                                  const v1::UpdateNodeRequest& req, TimeMs now) {
+  if (!caller.is_admin) {
+    return PermissionDenied("draining and resuming nodes needs an admin (root or listed in admins)");
+  }
+  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(req.nodes()));
+  if (names.empty()) return InvalidArgument("no node names given");
+  std::vector<std::string> unknown;
+  for (const auto& n : names) {
+    if (!FindNode(n)) unknown.push_back(n);
+  }
+  if (!unknown.empty()) return NotFound("unknown node(s): " + CompressHostlist(unknown));
+  store::Mutation m;
+  std::vector<v1::NodeRecord> next;
+  for (const auto& n : names) {
+    NodeEntry* node = FindNode(n);
+    v1::NodeRecord r = node->rec;
+    if (req.action() == v1::UpdateNodeRequest::DRAIN) {
+      if (Trim(req.reason()).empty()) {
+        return InvalidArgument("a reason is required to drain a node (--reason)");
+      }
+      r.set_drain(true);
+      r.set_reason(req.reason());
+      r.set_reason_user(caller.user);
+      r.set_reason_time_ms(now);
+    } else if (req.action() == v1::UpdateNodeRequest::RESUME) {
+      if (!r.drain() && !node->down) {
+        return InvalidArgument("node " + n + " is not drained or down; nothing to resume");
+      }
+      r.set_drain(false);
+      r.clear_reason();
+      r.clear_reason_user();
+      r.clear_reason_time_ms();
+    } else {
+      return InvalidArgument("unknown node update action");
+    }
+    m.PutNode(r);
+    next.push_back(std::move(r));
+  }
+  MUSTER_RETURN_IF_ERROR(Commit(m));
+  v1::UpdateNodeResponse resp;
+  for (auto& r : next) {
+    NodeEntry* node = FindNode(r.name());
+    if (req.action() == v1::UpdateNodeRequest::RESUME && node->down) {
+      // Give a node that was declared lost another chance; liveness decides again.
+      node->down = false;
+      node->not_responding = false;
+      node->last_heard_ms = now;
+    }
+    spdlog::info("node={} {} by user={} reason='{}'", r.name(),
+                 r.drain() ? "drained" : "resumed", caller.user, r.reason());
+    node->rec = std::move(r);
+    resp.add_updated(node->config.name);
+  }
+  schedule_requested_ = true;
+  return resp;
+}
+
+Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
+                                                  const v1::CreateStepRequest& req) {
+  JobEntry* job = FindJob(req.job_id());
+  if (!job) return NotFound("job " + std::to_string(req.job_id()) + " does not exist");
+  if (!caller.is_admin && caller.uid != job->rec.spec().uid()) {
+    return PermissionDenied("job " + std::to_string(req.job_id()) + " is not yours");
+  }
+  if (job->rec.state() != v1::RUNNING || job->rec.cancel_requested()) {
+    return FailedPrecondition("job " + std::to_string(req.job_id()) + " is not running");
+  }
+  v1::JobRecord next = job->rec;
+  uint32_t step_id = next.next_step_id();
+  next.set_next_step_id(step_id + 1);
+  store::Mutation m;
+  m.PutJob(next);
+  MUSTER_RETURN_IF_ERROR(Commit(m));
+  job->rec = std::move(next);
+
+  v1::CreateStepResponse resp;
+  resp.set_job_id(job->rec.id());
+  resp.set_step_id(step_id);
+  resp.set_credential(job->rec.credential());
+  uint32_t first = 0;
+  uint32_t node_id = 0;
+  for (const auto& na : job->rec.allocation().nodes()) {
+    v1::StepNode* sn = resp.add_nodes();
+    sn->set_node(na.node());
+    const NodeEntry* node = FindNode(na.node());
+    if (node) sn->set_step_address(node->step_address);
+    sn->set_node_id(node_id++);
+    sn->set_ntasks(na.ntasks());
+    sn->set_first_task(first);
+    *sn->mutable_gpu_indices() = na.gpu_indices();
+    first += na.ntasks();
+  }
+  resp.set_total_tasks(first);
+  return resp;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling
+
+bool Engine::Schedulable(const NodeEntry& node) const {
+  return node.registered && node.session && !node.down && !node.not_responding &&
+         !node.rec.drain() && node.stale_jobs.empty();
+}
+
+void Engine::RunSchedulePass(TimeMs now) {
+  schedule_requested_ = false;
+  std::vector<core::PendingJob> queue;
+  for (const auto& [id, job] : jobs_) {
+    const v1::JobRecord& r = job.rec;
+    // A requeued job waits until its old run has left every node.
+    if (r.state() != v1::PENDING || r.spec().hold() || r.completing_nodes_size() > 0) continue;
+    queue.push_back({id, r.priority(), r.submit_time_ms(), job.request});
+  }
+  if (queue.empty()) return;
+  core::ClusterView view = base_view_;
+  view.nodes.reserve(nodes_.size());
+  for (const auto& n : nodes_) {
+    view.nodes.push_back(n.view);
+    view.nodes.back().schedulable = Schedulable(n);
+  }
+  core::SchedulePass pass = core::Schedule(view, queue, now, core::SchedulerConfig{});
+
+  // Persist every start of the pass in one batch, then apply and launch.
+  store::Mutation m;
+  std::vector<v1::JobRecord> started;
+  for (const core::JobStart& s : pass.starts) {
+    JobEntry* job = FindJob(s.job);
+    v1::JobRecord next = job->rec;
+    next.set_state(v1::RUNNING);
+    next.set_start_time_ms(now);
+    next.set_reason("None");
+    next.clear_reason_detail();
+    next.set_batch_started(false);
+    next.set_credential(options_.make_credential());
+    next.set_next_step_id(0);
+    v1::Allocation* a = next.mutable_allocation();
+    a->Clear();
+    a->set_partition(s.placement.partition);
+    for (const core::NodePlacement& np : s.placement.nodes) {
+      v1::NodeAllocation* na = a->add_nodes();
+      na->set_node(nodes_[np.node].config.name);
+      for (uint32_t c : np.cpus) na->add_cpu_ids(c);
+      for (uint32_t g : np.gpus) na->add_gpu_indices(g);
+      na->set_mem_mb(np.mem_mb);
+      na->set_ntasks(np.ntasks);
+    }
+    m.PutJob(next);
+    started.push_back(std::move(next));
+  }
+  if (!started.empty()) {
+    Status s = Commit(m);
+    if (!s.ok()) {
+      spdlog::error("scheduling pass: cannot persist {} job starts, retrying next pass: {}",
+                    started.size(), s.ToString());
+      schedule_requested_ = true;
+      return;
+    }
+  }
+  for (auto& rec : started) {
+    JobEntry* job = FindJob(rec.id());
+    job->rec = std::move(rec);
+    job->started_nodes.clear();
+    HoldResources(job->rec);
+    spdlog::info("start job={} nodes={} partition={}", job->rec.id(),
+                 job->rec.allocation().nodes_size(), job->rec.allocation().partition());
+    for (int i = 0; i < job->rec.allocation().nodes_size(); ++i) SendLaunch(*job, static_cast<size_t>(i));
+  }
+  for (const core::PendingReason& p : pass.pending) {
+    JobEntry* job = FindJob(p.job);
+    job->rec.set_reason(p.reason);
+    job->rec.set_reason_detail(p.detail);
+  }
+}
+
+void Engine::SendLaunch(const JobEntry& job, size_t pos) {
+  const v1::JobRecord& r = job.rec;
+  v1::ControllerMessage msg;
+  v1::LaunchJob* l = msg.mutable_launch_job();
+  l->set_job_id(r.id());
+  *l->mutable_spec() = r.spec();
+  *l->mutable_allocation() = r.allocation();
+  l->set_node_id(static_cast<uint32_t>(pos));
+  l->set_batch_node(pos == 0);
+  if (pos != 0) {
+    // Only the first node runs the script; the others need the allocation and the identity.
+    l->mutable_spec()->clear_script();
+    l->mutable_spec()->clear_environment();
+  }
+  l->set_time_limit_ms(r.time_limit_ms());
+  l->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
+  l->set_credential(r.credential());
+  l->set_cluster_name(options_.config.cluster_name);
+  l->set_start_time_ms(r.start_time_ms());
+  l->set_requeue_count(r.requeue_count());
+  Send(r.allocation().nodes(static_cast<int>(pos)).node(), std::move(msg));
+}
+
+Status Engine::CheckInvariantsForTest() const {
+  for (const auto& node : nodes_) {
+    std::vector<int> cpu_use(node.view.cpus, 0), gpu_use(node.view.gpus, 0);
+    uint64_t mem = 0;
+    for (uint64_t id : node.jobs) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) return Internal("node " + node.config.name + " holds unknown job");
+      for (const auto& na : it->second.rec.allocation().nodes()) {
+        if (na.node() != node.config.name) continue;
+        for (uint32_t c : na.cpu_ids()) {
+          if (c >= cpu_use.size() || ++cpu_use[c] > 1) {
+            return Internal("cpu " + std::to_string(c) + " on " + node.config.name +
+                            " is held twice");
+          }
+        }
+        for (uint32_t g : na.gpu_indices()) {
+          if (g >= gpu_use.size() || ++gpu_use[g] > 1) {
+            return Internal("gpu " + std::to_string(g) + " on " + node.config.name +
+                            " is held twice");
+          }
+        }
+        mem += na.mem_mb();
+      }
+    }
+    for (size_t c = 0; c < cpu_use.size(); ++c) {
+      if ((cpu_use[c] == 0) != static_cast<bool>(node.view.cpu_free[c])) {
+        return Internal("cpu free map of " + node.config.name + " disagrees with its jobs");
+      }
+    }
+    for (size_t g = 0; g < gpu_use.size(); ++g) {
+      if ((gpu_use[g] == 0) != static_cast<bool>(node.view.gpu_free[g])) {
+        return Internal("gpu free map of " + node.config.name + " disagrees with its jobs");
+      }
+    }
+    if (node.view.memory_free_mb != node.view.memory_mb - std::min(mem, node.view.memory_mb)) {
+      return Internal("memory of " + node.config.name + " disagrees with its jobs");
+    }
+  }
+  // Every running job holds all of its nodes.
+  for (const auto& [id, job] : jobs_) {
+    if (job.rec.state() != v1::RUNNING) continue;
+    for (const auto& na : job.rec.allocation().nodes()) {
+      auto it = node_index_.find(na.node());
+      if (it != node_index_.end() && !nodes_[it->second].jobs.count(id) &&
+          !nodes_[it->second].down) {
+        return Internal("running job " + std::to_string(id) + " does not hold node " + na.node());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,393 @@
+// Engine: node agents (registration, sessions, liveness) and the running-job state machine.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "muster/common/check.h"
+#include "muster/common/strings.h"
+#include "muster/controller/engine.h"
+
+namespace muster::controller {
+namespace {
+
+constexpr uint32_t kAnyRun = 0xffffffffu;
+
+bool Contains(const google::protobuf::RepeatedPtrField<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void Remove(google::protobuf::RepeatedPtrField<std::string>* v, const std::string& s) {
+  auto it = std::find(v->begin(), v->end(), s);
+  if (it != v->end()) v->erase(it);
+}
+
+std::string Seconds(TimeMs ms) { return std::to_string(ms / 1000) + "s"; }
+
+}  // namespace
+
+void Engine::CommitOrDie(const store::Mutation& m) {
+  Status s = Commit(m);
+  if (!s.ok()) {
+    spdlog::critical("state store write failed: {}; exiting so that recovery restarts from the "
+                     "last durable state",
+                     s.ToString());
+    spdlog::default_logger()->flush();
+    std::abort();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration and sessions
+
+Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req, TimeMs now) {
+  const v1::NodeInventory& inv = req.inventory();
+  NodeEntry* node = FindNode(inv.name());
+  if (!node) {
+    return NotFound("node '" + inv.name() + "' is not in the controller's configuration (" +
+                    options_.config.source + ")");
+  }
+  if (req.instance_id().empty()) return InvalidArgument("register without an instance id");
+  bool restarted = node->registered && node->instance_id != req.instance_id();
+  node->registered = true;
+  node->session = false;  // until the new stream says Hello
+  node->instance_id = req.instance_id();
+  node->step_address = inv.step_address();
+  node->inventory = inv;
+  node->last_heard_ms = now;
+  if (node->down || node->not_responding) {
+    spdlog::info("node={} is back ({})", inv.name(), node->down ? "was DOWN" : "was not responding");
+  }
+  node->down = false;
+  node->not_responding = false;
+  node->reported_jobs.assign(req.running_job_ids().begin(), req.running_job_ids().end());
+  const NodeConfig& c = node->config;
+  if (inv.gpus_size() < static_cast<int>(c.gpus) || inv.cpus() < c.cpus) {
+    spdlog::warn("node={} reports {} CPUs and {} GPUs; the config says {} and {} (scheduling the "
+                 "configured amounts)",
+                 inv.name(), inv.cpus(), inv.gpus_size(), c.cpus, c.gpus);
+  }
+  spdlog::info("register node={} instance={} gpus={} ({}) step_address={} restarted={} jobs={}",
+               inv.name(), req.instance_id(), inv.gpus_size(), inv.gpu_source(),
+               inv.step_address(), restarted, req.running_job_ids_size());
+  v1::RegisterResponse resp;
+  resp.set_epoch(meta_.epoch());
+  resp.set_cpus(c.cpus);
+  resp.set_memory_mb(c.memory_mb);
+  resp.set_gpus(c.gpus);
+  resp.set_gpu_type(c.gpu_type);
+  for (const auto& p : options_.config.partitions) {
+    if (std::find(p.nodes.begin(), p.nodes.end(), c.name) != p.nodes.end()) {
+      resp.add_partitions(p.name);
+    }
+  }
+  resp.set_topology(c.topology);
+  resp.set_heartbeat_interval_ms(options_.config.scheduling.heartbeat_interval_ms);
+  resp.set_cluster_name(options_.config.cluster_name);
+  return resp;
+}
+
+Status Engine::AttachSession(const v1::Hello& hello, TimeMs now) {
+  NodeEntry* node = FindNode(hello.node());
+  if (!node || !node->registered || node->instance_id != hello.instance_id()) {
+    return FailedPrecondition("node '" + hello.node() +
+                              "' has not registered with this instance id; register first");
+  }
+  node->session = true;
+  node->last_heard_ms = now;
+
+  // Reconcile what the agent holds with what this controller believes.
+  std::set<uint64_t> reported(node->reported_jobs.begin(), node->reported_jobs.end());
+  for (uint64_t id : reported) {
+    if (node->jobs.count(id)) continue;
+    node->stale_jobs.insert(id);
+    spdlog::warn("node={} runs job={}, which does not hold resources there; terminating it",
+                 node->config.name, id);
+    v1::ControllerMessage msg;
+    auto* t = msg.mutable_terminate_job();
+    t->set_job_id(id);
+    t->set_reason("unknown to the controller");
+    t->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
+    t->set_run(kAnyRun);
+    Send(node->config.name, std::move(msg));
+  }
+  store::Mutation m;
+  std::vector<uint64_t> held(node->jobs.begin(), node->jobs.end());
+  for (uint64_t id : held) {
+    if (reported.count(id)) continue;
+    JobEntry* job = FindJob(id);
+    if (!job) continue;
+    if (job->rec.state() == v1::RUNNING) {
+      if (!job->started_nodes.count(node->config.name)) {
+        // The launch never arrived (or the controller restarted before sending it): send again.
+        auto& nodes = job->rec.allocation().nodes();
+        for (int i = 0; i < nodes.size(); ++i) {
+          if (nodes[i].node() == node->config.name) SendLaunch(*job, static_cast<size_t>(i));
+        }
+      } else {
+        JobLostOnNode(*job, *node, "the agent on " + node->config.name + " no longer runs it", now,
+                      m);
+      }
+    } else {
+      // Finished (or requeued) and the agent has nothing left of it: it is clean there.
+      Remove(job->rec.mutable_completing_nodes(), node->config.name);
+      ReleaseNode(*job, *node);
+      if (job->rec.completing_nodes_size() == 0) m.PutJob(job->rec);
+    }
+  }
+  CommitOrDie(m);
+  node->reported_jobs.clear();
+  schedule_requested_ = true;
+  return Status::Ok();
+}
+
+void Engine::DetachSession(const std::string& name, const std::string& instance_id) {
+  NodeEntry* node = FindNode(name);
+  if (node && node->instance_id == instance_id && node->session) {
+    node->session = false;
+    spdlog::info("node={} session closed; liveness decides what happens next", name);
+  }
+}
+
+void Engine::OnAgentMessage(const std::string& name, const v1::AgentMessage& msg, TimeMs now) {
+  NodeEntry* node = FindNode(name);
+  if (!node) return;
+  node->last_heard_ms = now;
+  if (node->not_responding && !node->down) {
+    node->not_responding = false;
+    schedule_requested_ = true;
+    spdlog::info("node={} is responding again", name);
+  }
+  switch (msg.msg_case()) {
+    case v1::AgentMessage::kHeartbeat:
+      break;
+    case v1::AgentMessage::kJobStarted:
+      OnJobStarted(*node, msg.job_started(), now);
+      break;
+    case v1::AgentMessage::kJobLaunchFailed:
+      OnLaunchFailed(*node, msg.job_launch_failed(), now);
+      break;
+    case v1::AgentMessage::kBatchExited:
+      OnBatchExited(*node, msg.batch_exited(), now);
+      break;
+    case v1::AgentMessage::kJobCleaned:
+      OnJobCleaned(*node, msg.job_cleaned(), now);
+      break;
+    case v1::AgentMessage::kHello:
+    case v1::AgentMessage::MSG_NOT_SET:
+      spdlog::warn("node={} sent an unexpected message ({}); ignored", name,
+                   static_cast<int>(msg.msg_case()));
+      break;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Job events from agents
+
+void Engine::OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs) {
+  JobEntry* job = FindJob(e.job_id());
+  if (!job || job->rec.state() != v1::RUNNING || e.run() != job->rec.requeue_count()) return;
+  job->started_nodes.insert(node.config.name);
+  const auto& nodes = job->rec.allocation().nodes();
+  if (!nodes.empty() && nodes[0].node() == node.config.name && !job->rec.batch_started()) {
+    job->rec.set_batch_started(true);
+    store::Mutation m;
+    m.PutJob(job->rec);
+    CommitOrDie(m);
+  }
+}
+
+void Engine::OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, TimeMs now) {
+  JobEntry* job = FindJob(e.job_id());
+  if (!job || job->rec.state() != v1::RUNNING || e.run() != job->rec.requeue_count()) return;
+  spdlog::warn("job={} failed to launch on node={}: {}", e.job_id(), node.config.name, e.message());
+  job->rec.set_exit_code(1);
+  store::Mutation m;
+  FinishJob(*job, v1::FAILED, "JobLaunchFailure", now, m);
+  job->rec.set_reason_detail(node.config.name + ": " + e.message());
+  m.PutJob(job->rec);
+  CommitOrDie(m);
+}
+
+void Engine::OnBatchExited(NodeEntry& node, const v1::BatchExited& e, TimeMs now) {
+  JobEntry* job = FindJob(e.job_id());
+  if (!job || job->rec.state() != v1::RUNNING || e.run() != job->rec.requeue_count()) return;
+  const auto& nodes = job->rec.allocation().nodes();
+  if (nodes.empty() || nodes[0].node() != node.config.name) return;
+  job->rec.set_exit_code(e.exit_code());
+  job->rec.set_exit_signal(e.signal());
+  v1::JobState state;
+  std::string reason = "None";
+  if (job->rec.cancel_requested()) {
+    state = v1::CANCELLED;
+  } else if (e.timed_out()) {
+    state = v1::TIMEOUT;
+    reason = "TimeLimit";
+    job->rec.set_timed_out(true);
+  } else if (e.exit_code() == 0 && e.signal() == 0) {
+    state = v1::COMPLETED;
+  } else {
+    state = v1::FAILED;
+    reason = e.signal() ? "Signal" : "NonZeroExitCode";
+  }
+  store::Mutation m;
+  FinishJob(*job, state, reason, now, m);
+  CommitOrDie(m);
+  spdlog::info("end job={} state={} exit={}:{}", e.job_id(), v1::JobState_Name(state),
+               e.exit_code(), e.signal());
+}
+
+void Engine::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs) {
+  if (node.stale_jobs.erase(e.job_id())) {
+    spdlog::info("node={} cleaned stale job={}", node.config.name, e.job_id());
+    schedule_requested_ = true;
+  }
+  JobEntry* job = FindJob(e.job_id());
+  // Only nodes still cleaning up are released; a requeued job cannot run again before all of its
+  // old nodes are clean, so a running job never has completing nodes.
+  if (!job || !Contains(job->rec.completing_nodes(), node.config.name)) return;
+  Remove(job->rec.mutable_completing_nodes(), node.config.name);
+  ReleaseNode(*job, node);
+  if (job->rec.completing_nodes_size() == 0) {
+    store::Mutation m;
+    m.PutJob(job->rec);
+    CommitOrDie(m);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The job state machine
+
+void Engine::FinishJob(JobEntry& job, v1::JobState state, const std::string& reason, TimeMs now,
+                       store::Mutation& m) {
+  v1::JobRecord& r = job.rec;
+  r.set_state(state);
+  r.set_reason(reason);
+  r.set_end_time_ms(now);
+  r.clear_completing_nodes();
+  for (const auto& na : r.allocation().nodes()) {
+    NodeEntry* node = FindNode(na.node());
+    if (node && node->jobs.count(r.id())) r.add_completing_nodes(na.node());
+  }
+  m.PutJob(r);
+  TerminateOnNodes(job, state == v1::CANCELLED ? "cancelled" : "job finished");
+  schedule_requested_ = true;
+}
+
+void Engine::TerminateOnNodes(JobEntry& job, const std::string& reason) {
+  for (const auto& n : job.rec.completing_nodes()) {
+    v1::ControllerMessage msg;
+    auto* t = msg.mutable_terminate_job();
+    t->set_job_id(job.rec.id());
+    t->set_reason(reason);
+    t->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
+    t->set_run(job.rec.requeue_count());
+    Send(n, std::move(msg));
+  }
+}
+
+void Engine::JobLostOnNode(JobEntry& job, NodeEntry& node, const std::string& why, TimeMs now,
+                           store::Mutation& m) {
+  v1::JobRecord& r = job.rec;
+  // The lost node's share is gone with it: if the node comes back still running something of
+  // this job, it is stale there and is terminated before the node takes new work.
+  Remove(r.mutable_completing_nodes(), node.config.name);
+  ReleaseNode(job, node);
+  if (r.state() != v1::RUNNING) {
+    m.PutJob(r);
+    return;
+  }
+  if (r.cancel_requested()) {
+    FinishJob(job, v1::CANCELLED, "None", now, m);
+    return;
+  }
+  if (r.spec().no_requeue()) {
+    FinishJob(job, v1::NODE_FAIL, "NodeFail", now, m);
+    r.set_reason_detail(why);
+    m.PutJob(r);
+    spdlog::warn("job={} NODE_FAIL: {}", r.id(), why);
+    return;
+  }
+  // Requeue the whole gang: stop it everywhere, then it pends until every node is clean.
+  r.set_state(v1::PENDING);
+  r.set_requeue_count(r.requeue_count() + 1);
+  r.set_reason("NodeFail");
+  r.set_reason_detail("requeued: " + why);
+  r.set_batch_started(false);
+  r.clear_completing_nodes();
+  for (const auto& na : r.allocation().nodes()) {
+    NodeEntry* other = FindNode(na.node());
+    if (other && other->jobs.count(r.id())) r.add_completing_nodes(na.node());
+  }
+  m.PutJob(r);
+  // Old-run processes are terminated by run number, so the new run is never touched.
+  for (const auto& n : r.completing_nodes()) {
+    v1::ControllerMessage msg;
+    auto* t = msg.mutable_terminate_job();
+    t->set_job_id(r.id());
+    t->set_reason("requeued after a node failure");
+    t->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
+    t->set_run(r.requeue_count() - 1);
+    Send(n, std::move(msg));
+  }
+  job.started_nodes.clear();
+  schedule_requested_ = true;
+  spdlog::warn("job={} requeued (count={}): {}", r.id(), r.requeue_count(), why);
+}
+
+void Engine::NodeLost(NodeEntry& node, const std::string& why, TimeMs now) {
+  node.down = true;
+  node.not_responding = true;
+  spdlog::warn("node={} DOWN: {}; {} job(s) affected", node.config.name, why, node.jobs.size());
+  store::Mutation m;
+  std::vector<uint64_t> ids(node.jobs.begin(), node.jobs.end());
+  for (uint64_t id : ids) {
+    JobEntry* job = FindJob(id);
+    if (job) JobLostOnNode(*job, node, "node " + node.config.name + " " + why, now, m);
+  }
+  node.stale_jobs.clear();  // whatever ran there is re-examined when it registers again
+  CommitOrDie(m);
+}
+
+void Engine::Tick(TimeMs now) {
+  const SchedulingConfig& s = options_.config.scheduling;
+  for (auto& node : nodes_) {
+    if (node.down) continue;
+    TimeMs silent = now - node.last_heard_ms;
+    if (!node.registered) {
+      // Never registered since this controller started.
+      if (silent > static_cast<TimeMs>(s.node_down_ms)) {
+        NodeLost(node, "did not register within " + Seconds(s.node_down_ms) +
+                           " of the controller start", now);
+      }
+      continue;
+    }
+    if (silent > static_cast<TimeMs>(s.node_down_ms)) {
+      NodeLost(node, "not responding for " + Seconds(silent), now);
+    } else if (silent > static_cast<TimeMs>(s.node_not_responding_ms) && !node.not_responding) {
+      node.not_responding = true;
+      spdlog::warn("node={} NOT_RESPONDING: silent for {}", node.config.name, Seconds(silent));
+    }
+  }
+  // Finished jobs leave the live set after the retention time; their records move to history.
+  store::Mutation m;
+  std::vector<uint64_t> purge;
+  for (const auto& [id, job] : jobs_) {
+    if (IsActive(job.rec)) continue;
+    if (now - job.rec.end_time_ms() >= static_cast<TimeMs>(s.finished_job_retention_ms)) {
+      m.ArchiveJob(job.rec);
+      purge.push_back(id);
+      if (purge.size() >= 10'000) break;  // bound one write
+    }
+  }
+  if (!purge.empty()) {
+    Status st = Commit(m);
+    if (st.ok()) {
+      for (uint64_t id : purge) jobs_.erase(id);
+    } else {
+      spdlog::error("cannot archive {} finished jobs (will retry): {}", purge.size(), st.ToString());
+    }
+  }
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,159 @@
+// Engine: read-only views for clients (jobs, nodes, controller info).
+#include <algorithm>
+#include <set>
+
+#include "muster/common/output_pattern.h"
+#include "muster/common/version.h"
+#include "muster/controller/engine.h"
+
+namespace muster::controller {
+
+v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
+  const v1::JobRecord& r = job.rec;
+  const v1::JobSpec& s = r.spec();
+  v1::JobInfo info;
+  info.set_id(r.id());
+  info.set_name(s.name());
+  info.set_user(s.user());
+  info.set_uid(s.uid());
+  info.set_state(r.state());
+  info.set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
+  info.set_reason(r.reason());
+  info.set_reason_detail(r.reason_detail());
+  info.set_partition(r.allocation().partition().empty() ? s.partitions(0)
+                                                        : r.allocation().partition());
+  for (const auto& na : r.allocation().nodes()) info.add_nodes(na.node());
+  info.set_submit_time_ms(r.submit_time_ms());
+  info.set_start_time_ms(r.start_time_ms());
+  info.set_end_time_ms(r.end_time_ms());
+  info.set_time_limit_ms(r.time_limit_ms());
+  info.set_exit_code(r.exit_code());
+  info.set_exit_signal(r.exit_signal());
+  info.set_requeue_count(r.requeue_count());
+  info.set_num_nodes(s.nodes());
+  info.set_num_tasks(s.ntasks());
+  info.set_cpus_per_task(s.cpus_per_task());
+  info.set_gpus_per_node(s.gpus_per_node());
+  info.set_gpu_type(s.gpu_type());
+  info.set_mem_per_node_mb(s.mem_per_node_mb());
+  info.set_work_dir(s.work_dir());
+  PatternVars vars;
+  vars.job_id = r.id();
+  vars.job_name = s.name();
+  vars.user = s.user();
+  vars.node = r.allocation().nodes().empty() ? "%N" : r.allocation().nodes(0).node();
+  info.set_stdout_path(ExpandOutputPattern(s.stdout_pattern(), vars, s.work_dir()));
+  info.set_stderr_path(s.stderr_pattern().empty()
+                           ? info.stdout_path()
+                           : ExpandOutputPattern(s.stderr_pattern(), vars, s.work_dir()));
+  if (r.state() == v1::RUNNING || r.completing_nodes_size() > 0) {
+    *info.mutable_allocation() = r.allocation();
+  }
+  info.set_priority(r.priority());
+  info.set_no_requeue(s.no_requeue());
+  info.set_hold(s.hold());
+  return info;
+}
+
+Result<v1::GetJobResponse> Engine::GetJob(const v1::GetJobRequest& req) const {
+  auto it = jobs_.find(req.job_id());
+  if (it == jobs_.end()) {
+    return NotFound("job " + std::to_string(req.job_id()) +
+                    " does not exist (or finished longer ago than the retention time)");
+  }
+  v1::GetJobResponse resp;
+  *resp.mutable_job() = ToJobInfo(it->second);
+  return resp;
+}
+
+Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) const {
+  std::set<std::string> users(req.users().begin(), req.users().end());
+  std::set<int> states(req.states().begin(), req.states().end());
+  std::set<std::string> parts(req.partitions().begin(), req.partitions().end());
+  std::set<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
+  v1::ListJobsResponse resp;
+  for (const auto& [id, job] : jobs_) {
+    const v1::JobRecord& r = job.rec;
+    if (!ids.empty() && !ids.count(id)) continue;
+    if (!users.empty() && !users.count(r.spec().user())) continue;
+    if (!states.empty()) {
+      if (!states.count(r.state())) continue;
+    } else if (!req.include_finished() && !IsActive(r) && ids.empty()) {
+      continue;
+    }
+    if (!parts.empty()) {
+      bool match = false;
+      for (const auto& p : r.spec().partitions()) match |= parts.count(p) > 0;
+      if (!match) continue;
+    }
+    *resp.add_jobs() = ToJobInfo(job);
+  }
+  return resp;
+}
+
+v1::NodeState Engine::NodeStateOf(const NodeEntry& n) const {
+  if (n.down) return v1::NODE_DOWN;
+  if (!n.registered) return v1::NODE_UNKNOWN;
+  if (n.not_responding) return v1::NODE_NOT_RESPONDING;
+  if (n.jobs.empty()) return v1::NODE_IDLE;
+  return n.view.FreeCpus() == 0 ? v1::NODE_ALLOCATED : v1::NODE_MIXED;
+}
+
+v1::NodeInfo Engine::ToNodeInfo(const NodeEntry& n, TimeMs) const {
+  v1::NodeInfo info;
+  info.set_name(n.config.name);
+  info.set_state(NodeStateOf(n));
+  info.set_drain(n.rec.drain());
+  info.set_reason(n.rec.reason());
+  info.set_reason_user(n.rec.reason_user());
+  info.set_reason_time_ms(n.rec.reason_time_ms());
+  if (!n.rec.drain() && n.down) info.set_reason("Not responding");
+  for (const auto& p : options_.config.partitions) {
+    if (std::find(p.nodes.begin(), p.nodes.end(), n.config.name) != p.nodes.end()) {
+      info.add_partitions(p.name);
+    }
+  }
+  info.set_cpus(n.view.cpus);
+  info.set_cpus_allocated(n.view.cpus - n.view.FreeCpus());
+  info.set_memory_mb(n.view.memory_mb);
+  info.set_memory_allocated_mb(n.view.memory_mb - n.view.memory_free_mb);
+  info.set_gpus(n.view.gpus);
+  info.set_gpus_allocated(n.view.gpus - n.view.FreeGpus());
+  info.set_gpu_type(n.view.gpu_type);
+  info.set_topology(n.config.topology);
+  for (uint64_t id : n.jobs) info.add_job_ids(id);
+  info.set_last_heartbeat_ms(n.registered ? n.last_heard_ms : 0);
+  info.set_agent_address(n.step_address);
+  *info.mutable_gpu_devices() = n.inventory.gpus();
+  return info;
+}
+
+Result<v1::ListNodesResponse> Engine::ListNodes(const v1::ListNodesRequest& req, TimeMs now) const {
+  std::set<std::string> names(req.names().begin(), req.names().end());
+  v1::ListNodesResponse resp;
+  for (const auto& n : nodes_) {
+    if (!names.empty() && !names.count(n.config.name)) continue;
+    *resp.add_nodes() = ToNodeInfo(n, now);
+  }
+  return resp;
+}
+
+Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {
+  v1::ControllerInfoResponse resp;
+  resp.set_version(kVersion);
+  resp.set_cluster_name(options_.config.cluster_name);
+  resp.set_epoch(meta_.epoch());
+  resp.set_start_time_ms(start_time_ms_);
+  resp.set_nodes(static_cast<uint32_t>(nodes_.size()));
+  uint32_t pending = 0, running = 0;
+  for (const auto& [id, j] : jobs_) {
+    if (j.rec.state() == v1::PENDING) ++pending;
+    if (j.rec.state() == v1::RUNNING) ++running;
+  }
+  resp.set_jobs_pending(pending);
+  resp.set_jobs_running(running);
+  resp.set_next_job_id(meta_.next_job_id());
+  return resp;
+}
+
+}  // namespace muster::controller

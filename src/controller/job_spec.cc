@@ -1,0 +1,114 @@
+#include "job_spec.h"
+
+#include <algorithm>
+
+#include "muster/common/strings.h"
+
+namespace muster::controller {
+
+Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, int64_t* time_limit_ms) {
+  // Partitions: empty means the default partition.
+  if (spec.partitions().empty()) {
+    const PartitionConfig* def = config.DefaultPartition();
+    if (!def) return FailedPrecondition("no partition given and the cluster has no default partition");
+    spec.add_partitions(def->name);
+  }
+  uint32_t max_cpus = 0, max_gpus = 0;
+  int64_t limit = -1;  // the most generous default/max time over the named partitions
+  for (const std::string& name : spec.partitions()) {
+    const PartitionConfig* p = config.FindPartition(name);
+    if (!p) {
+      std::vector<std::string> names;
+      for (const auto& q : config.partitions) names.push_back(q.name);
+      return NotFound("partition '" + name + "' does not exist (partitions: " + Join(names, ", ") +
+                      ")");
+    }
+    for (const std::string& n : p->nodes) {
+      const NodeConfig* nc = config.FindNode(n);
+      max_cpus = std::max(max_cpus, nc->cpus);
+      if (spec.gpu_type().empty() || ToLower(nc->gpu_type) == ToLower(spec.gpu_type())) {
+        max_gpus = std::max(max_gpus, nc->gpus);
+      }
+    }
+    int64_t part_default = p->default_time_ms ? p->default_time_ms : p->max_time_ms;
+    if (limit != 0) limit = part_default == 0 ? 0 : std::max(limit, part_default);
+  }
+  if (spec.time_limit_ms() < 0) return InvalidArgument("time limit must not be negative");
+  *time_limit_ms = spec.time_limit_ms() > 0 ? spec.time_limit_ms() : std::max<int64_t>(limit, 0);
+
+  spec.set_gpu_type(ToLower(spec.gpu_type()));
+  if (spec.cpus_per_task() == 0) spec.set_cpus_per_task(1);
+  const uint32_t cpt = spec.cpus_per_task();
+  uint32_t nodes = spec.nodes(), ntasks = spec.ntasks(), tpn = spec.ntasks_per_node();
+  const bool nodes_given = nodes > 0;
+
+  if (spec.gpus_total() > 0 && spec.gpus_per_node() > 0) {
+    return InvalidArgument("give either --gpus or --gpus-per-node (--gres=gpu:N), not both");
+  }
+  // Nodes needed for the tasks when -N was not given.
+  if (!nodes_given) {
+    if (tpn > 0) {
+      nodes = ntasks > 0 ? (ntasks + tpn - 1) / tpn : 1;
+    } else if (ntasks > 0 && max_cpus > 0) {
+      uint64_t cpus = static_cast<uint64_t>(ntasks) * cpt;
+      nodes = static_cast<uint32_t>(std::max<uint64_t>(1, (cpus + max_cpus - 1) / max_cpus));
+      nodes = std::min(nodes, ntasks);
+    } else {
+      nodes = 1;
+    }
+  }
+  // --gpus=G is a total: split evenly over the nodes.
+  if (spec.gpus_total() > 0) {
+    uint32_t g = spec.gpus_total();
+    if (!nodes_given && max_gpus > 0 && g > max_gpus) {
+      nodes = std::max(nodes, (g + max_gpus - 1) / max_gpus);
+    }
+    if (g % nodes != 0) {
+      return Status(StatusCode::kUnimplemented,
+                    "--gpus=" + std::to_string(g) + " cannot be split evenly over " +
+                        std::to_string(nodes) + " nodes; uneven GPU counts per node are not " +
+                        "supported yet: use -N with --gpus-per-node");
+    }
+    spec.set_gpus_per_node(g / nodes);
+  }
+  if (ntasks == 0) {
+    ntasks = tpn > 0 ? nodes * tpn : nodes;
+  }
+  if (ntasks < nodes) {
+    if (nodes_given && spec.ntasks() > 0) {
+      return InvalidArgument("asks for " + std::to_string(ntasks) + " tasks on " +
+                             std::to_string(nodes) + " nodes; every node needs at least one task");
+    }
+    if (!nodes_given) nodes = ntasks;
+  }
+  if (tpn > 0 && ntasks > static_cast<uint64_t>(nodes) * tpn) {
+    return InvalidArgument("asks for " + std::to_string(ntasks) + " tasks but " +
+                           std::to_string(nodes) + " nodes x " + std::to_string(tpn) +
+                           " tasks per node hold only " + std::to_string(nodes * tpn));
+  }
+  if (nodes > 100'000 || ntasks > 10'000'000) return InvalidArgument("node or task count is too large");
+  spec.set_nodes(nodes);
+  spec.set_ntasks(ntasks);
+  spec.clear_tasks_per_node();
+  uint32_t base = ntasks / nodes, extra = ntasks % nodes;
+  for (uint32_t i = 0; i < nodes; ++i) spec.add_tasks_per_node(base + (i < extra ? 1 : 0));
+  if (spec.name().empty()) spec.set_name("job");
+  return Status::Ok();
+}
+
+core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
+  const v1::JobSpec& s = rec.spec();
+  core::JobRequest r;
+  r.partitions.assign(s.partitions().begin(), s.partitions().end());
+  r.nodes = s.nodes();
+  r.tasks_per_node.assign(s.tasks_per_node().begin(), s.tasks_per_node().end());
+  r.cpus_per_task = std::max<uint32_t>(1, s.cpus_per_task());
+  r.mem_per_node_mb = s.mem_per_node_mb();
+  r.gpus_per_node = s.gpus_per_node();
+  r.gpu_type = s.gpu_type();
+  r.exclusive = s.exclusive();
+  r.time_limit_ms = rec.time_limit_ms();
+  return r;
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,76 @@
+#include "muster/rpc/api_dispatch.h"
+
+#include <pwd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "muster/v1/controller.pb.h"
+
+namespace muster::rpc {
+namespace {
+
+template <typename Req, typename Fn>
+ApiReply Handle(const std::string& payload, Fn&& fn) {
+  Req req;
+  if (!req.ParseFromString(payload)) {
+    return {InvalidArgument("request does not parse as " + Req::descriptor()->full_name()), ""};
+  }
+  auto result = fn(req);
+  if (!result.ok()) return {result.status(), ""};
+  return {Status::Ok(), result->SerializeAsString()};
+}
+
+}  // namespace
+
+ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& caller, uint32_t method,
+                     const std::string& payload, TimeMs now) {
+  switch (static_cast<v1::Method>(method)) {
+    case v1::METHOD_SUBMIT_JOB:
+      return Handle<v1::SubmitJobRequest>(
+          payload, [&](const auto& r) { return engine.SubmitJob(caller, r, now); });
+    case v1::METHOD_CANCEL_JOB:
+      return Handle<v1::CancelJobRequest>(
+          payload, [&](const auto& r) { return engine.CancelJob(caller, r, now); });
+    case v1::METHOD_GET_JOB:
+      return Handle<v1::GetJobRequest>(payload, [&](const auto& r) { return engine.GetJob(r); });
+    case v1::METHOD_LIST_JOBS:
+      return Handle<v1::ListJobsRequest>(payload, [&](const auto& r) { return engine.ListJobs(r); });
+    case v1::METHOD_LIST_NODES:
+      return Handle<v1::ListNodesRequest>(
+          payload, [&](const auto& r) { return engine.ListNodes(r, now); });
+    case v1::METHOD_UPDATE_NODE:
+      return Handle<v1::UpdateNodeRequest>(
+          payload, [&](const auto& r) { return engine.UpdateNode(caller, r, now); });
+    case v1::METHOD_CONTROLLER_INFO:
+      return Handle<v1::ControllerInfoRequest>(payload,
+                                               [&](const auto&) { return engine.ControllerInfo(); });
+    case v1::METHOD_CREATE_STEP:
+      return Handle<v1::CreateStepRequest>(
+          payload, [&](const auto& r) { return engine.CreateStep(caller, r); });
+    default:
+      return {Unimplemented("unknown method " + std::to_string(method) +
+                            " (client newer than the controller?)"),
+              ""};
+  }
+}
+
+controller::Caller ResolveCaller(uint32_t uid, uint32_t gid, const Config& config) {
+  controller::Caller c;
+  c.uid = uid;
+  c.gid = gid;
+  struct passwd pw;
+  struct passwd* out = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &out) == 0 && out) {
+    c.user = out->pw_name;
+  } else {
+    c.user = std::to_string(uid);
+  }
+  const auto& a = config.admins;
+  c.is_admin = uid == 0 || std::find(a.begin(), a.end(), c.user) != a.end() ||
+               std::find(a.begin(), a.end(), std::to_string(uid)) != a.end();
+  return c;
+}
+
+}  // namespace muster::rpc

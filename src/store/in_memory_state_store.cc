@@ -1,0 +1,69 @@
+#include <algorithm>
+
+#include "muster/store/state_store.h"
+
+namespace muster::store {
+
+std::vector<std::pair<std::string, std::string>>& InMemoryStateStore::Fam(Family f) {
+  return data_[static_cast<int>(f)];
+}
+
+Status InMemoryStateStore::Commit(const Mutation& mutation) {
+  if (fail_commits_ > 0) {
+    --fail_commits_;
+    return Internal("injected commit failure");
+  }
+  for (const auto& op : mutation.ops()) {
+    auto& fam = Fam(op.family);
+    auto it = std::lower_bound(fam.begin(), fam.end(), op.key,
+                               [](const auto& kv, const std::string& k) { return kv.first < k; });
+    bool found = it != fam.end() && it->first == op.key;
+    if (op.value) {
+      if (found) {
+        it->second = *op.value;
+      } else {
+        fam.insert(it, {op.key, *op.value});
+      }
+    } else if (found) {
+      fam.erase(it);
+    }
+  }
+  ++commits_;
+  return Status::Ok();
+}
+
+Result<LoadedState> InMemoryStateStore::LoadAll() {
+  std::vector<RawRecord> raw;
+  for (int f = 0; f < kNumFamilies; ++f) {
+    for (const auto& [k, v] : data_[f]) raw.push_back({static_cast<Family>(f), k, v});
+  }
+  std::vector<RawRecord> quarantine;
+  LoadedState state = DecodeAll(raw, &quarantine);
+  for (const auto& q : quarantine) {
+    auto& fam = Fam(q.family);
+    fam.erase(std::remove_if(fam.begin(), fam.end(), [&](const auto& kv) { return kv.first == q.key; }),
+              fam.end());
+    auto& qf = Fam(Family::kQuarantine);
+    qf.push_back({std::string(FamilyName(q.family)) + "/" + q.key, q.value});
+    std::sort(qf.begin(), qf.end());
+  }
+  return state;
+}
+
+Result<std::vector<v1::JobRecord>> InMemoryStateStore::ReadHistory(size_t limit) {
+  std::vector<v1::JobRecord> out;
+  auto& fam = Fam(Family::kJobHistory);
+  for (auto it = fam.rbegin(); it != fam.rend() && out.size() < limit; ++it) {
+    v1::JobRecord j;
+    if (j.ParseFromString(it->second)) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+void InMemoryStateStore::CorruptForTest(Family family, const std::string& key) {
+  for (auto& kv : Fam(family)) {
+    if (kv.first == key) kv.second = std::string("\xff\xff\xff\xff garbage", 12);
+  }
+}
+
+}  // namespace muster::store

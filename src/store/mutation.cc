@@ -1,0 +1,106 @@
+#include "muster/store/state_store.h"
+
+namespace muster::store {
+
+const char* FamilyName(Family f) {
+  switch (f) {
+    case Family::kMeta: return "meta";
+    case Family::kJobs: return "jobs";
+    case Family::kNodes: return "nodes";
+    case Family::kJobHistory: return "job_history";
+    case Family::kQuarantine: return "quarantine";
+  }
+  return "?";
+}
+
+std::string Mutation::JobKey(uint64_t id) {
+  std::string k(8, '\0');
+  for (int i = 7; i >= 0; --i) {
+    k[static_cast<size_t>(i)] = static_cast<char>(id & 0xff);
+    id >>= 8;
+  }
+  return k;
+}
+
+void Mutation::PutMeta(const v1::MetaRecord& meta) {
+  ops_.push_back({Family::kMeta, "meta", meta.SerializeAsString()});
+}
+
+void Mutation::PutJob(const v1::JobRecord& job) {
+  ops_.push_back({Family::kJobs, JobKey(job.id()), job.SerializeAsString()});
+}
+
+void Mutation::DeleteJob(uint64_t id) { ops_.push_back({Family::kJobs, JobKey(id), std::nullopt}); }
+
+void Mutation::PutNode(const v1::NodeRecord& node) {
+  ops_.push_back({Family::kNodes, node.name(), node.SerializeAsString()});
+}
+
+void Mutation::ArchiveJob(const v1::JobRecord& job) {
+  DeleteJob(job.id());
+  ops_.push_back({Family::kJobHistory, JobKey(job.id()), job.SerializeAsString()});
+}
+
+void Mutation::Append(const Mutation& other) {
+  ops_.insert(ops_.end(), other.ops_.begin(), other.ops_.end());
+}
+
+namespace {
+uint64_t KeyToId(const std::string& k) {
+  uint64_t id = 0;
+  for (unsigned char c : k) id = (id << 8) | c;
+  return id;
+}
+}  // namespace
+
+LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>* quarantine) {
+  LoadedState out;
+  auto bad = [&](const RawRecord& r, const std::string& why) {
+    out.problems.push_back(std::string(FamilyName(r.family)) + " record (key " +
+                           (r.family == Family::kJobs || r.family == Family::kJobHistory
+                                ? "job " + std::to_string(KeyToId(r.key))
+                                : "'" + r.key + "'") +
+                           "): " + why + "; moved to quarantine");
+    quarantine->push_back(r);
+  };
+  for (const RawRecord& r : raw) {
+    switch (r.family) {
+      case Family::kMeta: {
+        v1::MetaRecord m;
+        if (r.key != "meta" || !m.ParseFromString(r.value)) {
+          bad(r, "does not parse");
+        } else {
+          out.meta = m;
+        }
+        break;
+      }
+      case Family::kJobs: {
+        v1::JobRecord j;
+        if (r.key.size() != 8 || !j.ParseFromString(r.value) || j.id() != KeyToId(r.key) ||
+            j.id() == 0) {
+          bad(r, "does not parse or its id does not match its key");
+        } else {
+          out.jobs.push_back(std::move(j));
+        }
+        break;
+      }
+      case Family::kNodes: {
+        v1::NodeRecord n;
+        if (!n.ParseFromString(r.value) || n.name() != r.key) {
+          bad(r, "does not parse or its name does not match its key");
+        } else {
+          out.nodes.push_back(std::move(n));
+        }
+        break;
+      }
+      case Family::kJobHistory:
+        if (r.key.size() == 8) out.max_history_job_id = std::max(out.max_history_job_id, KeyToId(r.key));
+        break;
+      case Family::kQuarantine:
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace muster::store

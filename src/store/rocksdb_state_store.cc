@@ -1,0 +1,131 @@
+// RocksDB-backed StateStore: one column family per record kind, one synced WriteBatch per commit.
+// rocksdb::Status is converted here and nowhere else.
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <filesystem>
+
+#include "muster/store/state_store.h"
+
+namespace muster::store {
+namespace {
+
+Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  std::string m = what + ": " + s.ToString();
+  if (s.IsIOError() && s.ToString().find("No space") != std::string::npos) {
+    return ResourceExhausted(m);
+  }
+  if (s.IsCorruption()) return DataLoss(m);
+  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
+    return FailedPrecondition(m + " (is another musterctld using this state_dir?)");
+  }
+  return Internal(m);
+}
+
+class RocksDbStateStore final : public StateStore {
+ public:
+  static Result<std::unique_ptr<StateStore>> Open(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Internal("cannot create state_dir " + dir + ": " + ec.message());
+    rocksdb::DBOptions opts;
+    opts.create_if_missing = true;
+    opts.create_missing_column_families = true;
+    opts.keep_log_file_num = 5;
+    opts.max_manifest_file_size = 64 << 20;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+    cfs.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
+    for (int f = 0; f < kNumFamilies; ++f) {
+      cfs.emplace_back(FamilyName(static_cast<Family>(f)), rocksdb::ColumnFamilyOptions());
+    }
+    auto store = std::unique_ptr<RocksDbStateStore>(new RocksDbStateStore());
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(opts, dir, cfs, &store->handles_, &db);
+    MUSTER_RETURN_IF_ERROR(FromRocks(s, "cannot open state store in " + dir));
+    store->db_.reset(db);
+    return std::unique_ptr<StateStore>(std::move(store));
+  }
+
+  ~RocksDbStateStore() override {
+    for (auto* h : handles_) {
+      if (db_) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    }
+    if (db_) db_->Close().PermitUncheckedError();
+  }
+
+  Status Commit(const Mutation& mutation) override {
+    rocksdb::WriteBatch batch;
+    for (const auto& op : mutation.ops()) {
+      auto* cf = Handle(op.family);
+      rocksdb::Status s = op.value ? batch.Put(cf, op.key, *op.value) : batch.Delete(cf, op.key);
+      MUSTER_RETURN_IF_ERROR(FromRocks(s, "cannot build write batch"));
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    return FromRocks(db_->Write(wo, &batch), "cannot commit state change");
+  }
+
+  Result<LoadedState> LoadAll() override {
+    std::vector<RawRecord> raw;
+    for (int f = 0; f < kNumFamilies; ++f) {
+      Family fam = static_cast<Family>(f);
+      if (fam == Family::kQuarantine) continue;
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), Handle(fam)));
+      if (fam == Family::kJobHistory) {
+        // Only the newest id matters for recovery; the history is read on demand.
+        it->SeekToLast();
+        if (it->Valid()) raw.push_back({fam, it->key().ToString(), ""});
+      } else {
+        for (it->SeekToFirst(); it->Valid(); it->Next()) {
+          raw.push_back({fam, it->key().ToString(), it->value().ToString()});
+        }
+      }
+      MUSTER_RETURN_IF_ERROR(FromRocks(it->status(), std::string("cannot read ") + FamilyName(fam)));
+    }
+    std::vector<RawRecord> quarantine;
+    LoadedState state = DecodeAll(raw, &quarantine);
+    if (!quarantine.empty()) {
+      rocksdb::WriteBatch batch;
+      for (const auto& q : quarantine) {
+        batch.Put(Handle(Family::kQuarantine), std::string(FamilyName(q.family)) + "/" + q.key, q.value)
+            .PermitUncheckedError();
+        batch.Delete(Handle(q.family), q.key).PermitUncheckedError();
+      }
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      MUSTER_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "cannot quarantine bad records"));
+    }
+    return state;
+  }
+
+  Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override {
+    std::vector<v1::JobRecord> out;
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), Handle(Family::kJobHistory)));
+    for (it->SeekToLast(); it->Valid() && out.size() < limit; it->Prev()) {
+      v1::JobRecord j;
+      if (j.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+        out.push_back(std::move(j));
+      }
+    }
+    MUSTER_RETURN_IF_ERROR(FromRocks(it->status(), "cannot read job history"));
+    return out;
+  }
+
+ private:
+  RocksDbStateStore() = default;
+  rocksdb::ColumnFamilyHandle* Handle(Family f) { return handles_[1 + static_cast<int>(f)]; }
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StateStore>> OpenRocksDbStateStore(const std::string& dir) {
+  return RocksDbStateStore::Open(dir);
+}
+
+}  // namespace muster::store
