@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -43,6 +44,27 @@ constexpr int kPollCleanMs = 50;
 // After SIGKILL, processes that outlived their parent may linger as zombies of another reaper;
 // give up waiting for them after this long (cgroups make this exact in a later version).
 constexpr int kAfterKillMs = 1000;
+// Whether a process group has a member that is not a zombie. Orphans are reaped by init, which
+// may take its time; a zombie holds no resources and must not delay the cleanup.
+bool GroupHasLiveProcess(pid_t pgid) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    // After the command: " S ppid pgrp ..."
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (rest >> state >> ppid >> pgrp && pgrp == pgid && state != 'Z' && state != 'X') return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 class Agent::Impl {
@@ -594,7 +616,7 @@ void Agent::Impl::CheckClean(uint64_t id) {
   if (!job || !job->terminating) return;
   bool groups_empty = true;
   for (pid_t g : job->pgids) {
-    if (::kill(-g, 0) == 0) groups_empty = false;
+    if (::kill(-g, 0) == 0 && GroupHasLiveProcess(g)) groups_empty = false;
   }
   bool gave_up = job->killed_at_ms && MonotonicMs() - job->killed_at_ms > kAfterKillMs;
   if (!job->children.empty() || (!groups_empty && !gave_up)) {

@@ -48,7 +48,7 @@ void ControllerLink::SleepBackoff(int* backoff_ms) {
   int ms = std::uniform_int_distribution<int>(*backoff_ms / 2, *backoff_ms)(rng);
   std::unique_lock<std::mutex> l(mu_);
   cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return stop_.load(); });
-  *backoff_ms = std::min(*backoff_ms * 2, 5000);
+  *backoff_ms = std::min(*backoff_ms * 2, 2000);
 }
 
 void ControllerLink::Run() {
@@ -56,8 +56,10 @@ void ControllerLink::Run() {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Reconnect quickly after a controller restart; the link adds its own jittered backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
   auto stub = v1::NodeRegistry::NewStub(channel);
   int backoff_ms = 100;
@@ -72,6 +74,7 @@ void ControllerLink::Run() {
     v1::RegisterResponse resp;
     grpc::ClientContext rctx;
     rctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    rctx.set_wait_for_ready(true);  // wait for the channel to connect instead of failing fast
     grpc::Status st = stub->Register(&rctx, req, &resp);
     if (!st.ok()) {
       if (failures++ % 20 == 0) {

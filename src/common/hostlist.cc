@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "muster/common/strings.h"
 
@@ -124,15 +125,26 @@ std::string CompressHostlist(const std::vector<std::string>& names) {
   std::vector<Group> groups;
   std::vector<std::pair<int, std::string>> order;  // (group index or -1, plain name)
   std::map<std::pair<std::string, size_t>, size_t> index;
-  for (const std::string& n : names) {
+  auto split = [](const std::string& n) {
     size_t d = n.size();
     while (d > 0 && n[d - 1] >= '0' && n[d - 1] <= '9') --d;
+    return d;
+  };
+  // Padded widths seen per prefix: "gpu099" and "gpu100" both belong to the width-3 group.
+  std::map<std::string, std::set<size_t>> padded;
+  for (const std::string& n : names) {
+    size_t d = split(n);
+    if (n.size() - d > 1 && n[d] == '0') padded[n.substr(0, d)].insert(n.size() - d);
+  }
+  for (const std::string& n : names) {
+    size_t d = split(n);
     std::string digits = n.substr(d);
     if (digits.empty() || digits.size() > 18) {
       order.emplace_back(-1, n);
       continue;
     }
     size_t width = digits.size() > 1 && digits[0] == '0' ? digits.size() : 0;
+    if (width == 0 && padded[n.substr(0, d)].count(digits.size())) width = digits.size();
     auto key = std::make_pair(n.substr(0, d), width);
     auto it = index.find(key);
     if (it == index.end()) {

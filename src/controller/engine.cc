@@ -303,15 +303,7 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
       job->rec = std::move(next);
       spdlog::info("cancel job={} user={} state=RUNNING: terminating on {} nodes", id, caller.user,
                    job->rec.allocation().nodes_size());
-      for (const auto& na : job->rec.allocation().nodes()) {
-        v1::ControllerMessage msg;
-        auto* t = msg.mutable_terminate_job();
-        t->set_job_id(id);
-        t->set_reason("cancelled");
-        t->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
-        t->set_run(job->rec.requeue_count());
-        Send(na.node(), std::move(msg));
-      }
+      for (const auto& na : job->rec.allocation().nodes()) SendTerminate(na.node(), *job, "cancelled");
     }
     // Finished jobs: nothing to do (Slurm's scancel is silent too).
   }

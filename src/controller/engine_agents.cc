@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "muster/common/check.h"
@@ -22,7 +23,11 @@ void Remove(google::protobuf::RepeatedPtrField<std::string>* v, const std::strin
   if (it != v->end()) v->erase(it);
 }
 
-std::string Seconds(TimeMs ms) { return std::to_string(ms / 1000) + "s"; }
+std::string Seconds(TimeMs ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
 
 }  // namespace
 
@@ -99,7 +104,14 @@ Status Engine::AttachSession(const v1::Hello& hello, TimeMs now) {
   // Reconcile what the agent holds with what this controller believes.
   std::set<uint64_t> reported(node->reported_jobs.begin(), node->reported_jobs.end());
   for (uint64_t id : reported) {
-    if (node->jobs.count(id)) continue;
+    if (node->jobs.count(id)) {
+      // Ours. A terminate sent while the node had no session was lost: send it again.
+      JobEntry* job = FindJob(id);
+      if (job && (job->rec.state() != v1::RUNNING || job->rec.cancel_requested())) {
+        SendTerminate(node->config.name, *job, job->rec.cancel_requested() ? "cancelled" : "job finished");
+      }
+      continue;
+    }
     node->stale_jobs.insert(id);
     spdlog::warn("node={} runs job={}, which does not hold resources there; terminating it",
                  node->config.name, id);
@@ -152,6 +164,12 @@ void Engine::DetachSession(const std::string& name, const std::string& instance_
 void Engine::OnAgentMessage(const std::string& name, const v1::AgentMessage& msg, TimeMs now) {
   NodeEntry* node = FindNode(name);
   if (!node) return;
+  if (node->down) {
+    // Declared lost, but talking again on its old session: it must register anew so that what
+    // it still runs is reconciled (its jobs were requeued meanwhile).
+    outgoing_.push_back({name, {}, true});
+    return;
+  }
   node->last_heard_ms = now;
   if (node->not_responding && !node->down) {
     node->not_responding = false;
@@ -275,15 +293,20 @@ void Engine::FinishJob(JobEntry& job, v1::JobState state, const std::string& rea
 }
 
 void Engine::TerminateOnNodes(JobEntry& job, const std::string& reason) {
-  for (const auto& n : job.rec.completing_nodes()) {
-    v1::ControllerMessage msg;
-    auto* t = msg.mutable_terminate_job();
-    t->set_job_id(job.rec.id());
-    t->set_reason(reason);
-    t->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
-    t->set_run(job.rec.requeue_count());
-    Send(n, std::move(msg));
-  }
+  for (const auto& n : job.rec.completing_nodes()) SendTerminate(n, job, reason);
+}
+
+void Engine::SendTerminate(const std::string& node, const JobEntry& job, const std::string& reason) {
+  const v1::JobRecord& r = job.rec;
+  v1::ControllerMessage msg;
+  auto* t = msg.mutable_terminate_job();
+  t->set_job_id(r.id());
+  t->set_reason(reason);
+  t->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
+  // A requeued job pends with its old run still cleaning up: that run is the one to stop.
+  t->set_run(r.state() == v1::PENDING && r.requeue_count() > 0 ? r.requeue_count() - 1
+                                                               : r.requeue_count());
+  Send(node, std::move(msg));
 }
 
 void Engine::JobLostOnNode(JobEntry& job, NodeEntry& node, const std::string& why, TimeMs now,
@@ -320,16 +343,8 @@ void Engine::JobLostOnNode(JobEntry& job, NodeEntry& node, const std::string& wh
     if (other && other->jobs.count(r.id())) r.add_completing_nodes(na.node());
   }
   m.PutJob(r);
-  // Old-run processes are terminated by run number, so the new run is never touched.
-  for (const auto& n : r.completing_nodes()) {
-    v1::ControllerMessage msg;
-    auto* t = msg.mutable_terminate_job();
-    t->set_job_id(r.id());
-    t->set_reason("requeued after a node failure");
-    t->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);
-    t->set_run(r.requeue_count() - 1);
-    Send(n, std::move(msg));
-  }
+  // Old-run processes are terminated by run number, so a new run is never touched.
+  TerminateOnNodes(job, "requeued after a node failure");
   job.started_nodes.clear();
   schedule_requested_ = true;
   spdlog::warn("job={} requeued (count={}): {}", r.id(), r.requeue_count(), why);
@@ -347,6 +362,7 @@ void Engine::NodeLost(NodeEntry& node, const std::string& why, TimeMs now) {
   }
   node.stale_jobs.clear();  // whatever ran there is re-examined when it registers again
   CommitOrDie(m);
+  outgoing_.push_back({node.config.name, {}, true});
 }
 
 void Engine::Tick(TimeMs now) {

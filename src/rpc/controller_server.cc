@@ -294,7 +294,12 @@ void ControllerServer::Impl::AfterEvent() {
                     out.node);
       continue;
     }
-    it->second->Send(std::move(out.message));
+    if (out.close_session) {
+      it->second->End(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   "node was declared down; register again"));
+    } else {
+      it->second->Send(std::move(out.message));
+    }
   }
   if (engine_->schedule_requested() && !sched_armed_) {
     sched_armed_ = true;

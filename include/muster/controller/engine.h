@@ -35,10 +35,12 @@ struct Caller {
   bool is_admin = false;  // root or listed in the config's admins
 };
 
-// A command for one node's agent.
+// A command for one node's agent, or (close_session) an order to drop its session so that the
+// agent registers again and reports what it still runs.
 struct Outgoing {
   std::string node;
   v1::ControllerMessage message;
+  bool close_session = false;
 };
 
 struct EngineOptions {
@@ -141,6 +143,7 @@ class Engine {
   void FinishJob(JobEntry& job, v1::JobState state, const std::string& reason, TimeMs now,
                  store::Mutation& m);
   void TerminateOnNodes(JobEntry& job, const std::string& reason);
+  void SendTerminate(const std::string& node, const JobEntry& job, const std::string& reason);
   void NodeLost(NodeEntry& node, const std::string& why, TimeMs now);
   void JobLostOnNode(JobEntry& job, NodeEntry& node, const std::string& why, TimeMs now,
                      store::Mutation& m);

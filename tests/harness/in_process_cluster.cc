@@ -1,0 +1,179 @@
+#include "harness/in_process_cluster.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/test_util.h"
+
+namespace muster::testing {
+namespace fs = std::filesystem;
+
+namespace {
+std::atomic<int> g_counter{0};
+
+// The controller must come back on the same port after a restart, so pick one up front.
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+}  // namespace
+
+Result<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(InProcessClusterOptions o) {
+  // Quiet unless asked: MUSTER_TEST_LOG=debug|info shows what the daemons do.
+  const char* level = std::getenv("MUSTER_TEST_LOG");
+  spdlog::set_level(spdlog::level::from_str(level ? level : "warn"));
+  auto c = std::unique_ptr<InProcessCluster>(new InProcessCluster());
+  c->options_ = o;
+  c->dir_ = (fs::temp_directory_path() /
+             ("muster-it-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter++)))
+                .string();
+  fs::remove_all(c->dir_);
+  fs::create_directories(c->dir_ + "/jobs");
+  std::ostringstream t;
+  t << "cluster_name = \"itest\"\n"
+    << "[controller]\nsocket = \"" << c->dir_ << "/ctld.sock\"\n"
+    << "agent_address = \"127.0.0.1:" << FreePort() << "\"\n"
+    << "state_dir = \"" << c->dir_ << "/state\"\nlog_level = \"warn\"\n"
+    << "[scheduling]\nsched_min_interval_ms = 2\n"
+    << "heartbeat_interval_ms = " << o.heartbeat_interval_ms << "\n"
+    << "node_not_responding_ms = " << o.node_not_responding_ms << "\n"
+    << "node_down_ms = " << o.node_down_ms << "\n"
+    << "kill_grace_ms = " << o.kill_grace_ms << "\n"
+    << "[agent]\nspool_dir = \"" << c->dir_ << "/spool\"\nstep_address = \"127.0.0.1:0\"\n";
+  int half = (o.nodes + 1) / 2;
+  for (int i = 1; i <= o.nodes; ++i) {
+    t << "[[nodes]]\nnames = \"node" << i << "\"\ncpus = 16\nmemory_mb = 64000\n"
+      << "gpus = " << o.gpus_per_node << "\ngpu_type = \"h100\"\n"
+      << "topology = \"spine1/leaf" << (i <= half ? 1 : 2) << "\"\n";
+  }
+  t << "[[partition]]\nname = \"gpu\"\nnodes = \"node[1-" << o.nodes << "]\"\ndefault = true\n";
+  c->config_path_ = c->dir_ + "/muster.toml";
+  std::ofstream(c->config_path_) << t.str();
+  std::ofstream(c->dir_ + "/gpus.toml")
+      << "[node]\ncpus = 16\nmemory_mb = 64000\n[gpus]\ncount = " << o.gpus_per_node
+      << "\nmodel = \"NVIDIA H100 80GB HBM3\"\nmemory_mb = 81559\n";
+  MUSTER_ASSIGN_OR_RETURN(c->config_, LoadConfig(c->config_path_));
+  MUSTER_RETURN_IF_ERROR(c->StartController());
+  c->agents_.resize(static_cast<size_t>(o.nodes));
+  for (int i = 0; i < o.nodes; ++i) MUSTER_RETURN_IF_ERROR(c->StartAgent(i));
+  MUSTER_RETURN_IF_ERROR(c->WaitForNodesUp(10'000));
+  return c;
+}
+
+InProcessCluster::~InProcessCluster() {
+  for (auto& a : agents_) {
+    if (a) a->Shutdown();
+  }
+  agents_.clear();
+  StopController();
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+Status InProcessCluster::StartController() {
+  MUSTER_ASSIGN_OR_RETURN(controller_, rpc::ControllerServer::Create({config_}));
+  return controller_->Start();
+}
+
+void InProcessCluster::StopController() {
+  if (controller_) controller_->Shutdown();
+  controller_.reset();
+}
+
+Status InProcessCluster::RestartController() {
+  StopController();
+  return StartController();
+}
+
+Status InProcessCluster::StartAgent(int i) {
+  agent::AgentOptions a;
+  a.config = config_;
+  a.config_path = config_path_;
+  a.node_name = "node" + std::to_string(i + 1);
+  a.gpu_fixture = dir_ + "/gpus.toml";
+  a.spool_dir = dir_ + "/spool/" + a.node_name;
+  MUSTER_ASSIGN_OR_RETURN(agents_[static_cast<size_t>(i)], agent::Agent::Create(a));
+  return agents_[static_cast<size_t>(i)]->Start();
+}
+
+void InProcessCluster::StopAgent(int i) {
+  auto& a = agents_[static_cast<size_t>(i)];
+  if (a) a->Shutdown();
+  a.reset();
+}
+
+void InProcessCluster::SilenceAgent(int i, bool silent) {
+  agents_[static_cast<size_t>(i)]->SetSilentForTest(silent);
+}
+
+Status InProcessCluster::WaitForNodesUp(int timeout_ms) {
+  bool up = WaitFor(
+      [&] {
+        auto c = Client();
+        if (!c.ok()) return false;
+        auto n = c->ListNodes(v1::ListNodesRequest());
+        if (!n.ok()) return false;
+        for (const auto& node : n->nodes()) {
+          if (node.state() != v1::NODE_IDLE && node.state() != v1::NODE_MIXED &&
+              node.state() != v1::NODE_ALLOCATED) {
+            return false;
+          }
+        }
+        return true;
+      },
+      timeout_ms);
+  return up ? Status::Ok() : DeadlineExceeded("nodes did not come up");
+}
+
+Result<client::ControllerClient> InProcessCluster::Client() const {
+  return client::ControllerClient::Connect(config_.controller.socket_path);
+}
+
+Result<uint64_t> InProcessCluster::Submit(const std::string& script, v1::JobSpec spec) {
+  spec.set_script(script);
+  if (spec.work_dir().empty()) spec.set_work_dir(dir_ + "/jobs");
+  if (spec.name().empty()) spec.set_name("itest");
+  MUSTER_ASSIGN_OR_RETURN(auto c, Client());
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  MUSTER_ASSIGN_OR_RETURN(auto resp, c.SubmitJob(req));
+  return resp.job_id();
+}
+
+Result<v1::JobInfo> InProcessCluster::Job(uint64_t id) const {
+  MUSTER_ASSIGN_OR_RETURN(auto c, Client());
+  MUSTER_ASSIGN_OR_RETURN(auto r, c.GetJob(id));
+  return r.job();
+}
+
+v1::JobState InProcessCluster::State(uint64_t id) const {
+  auto j = Job(id);
+  return j.ok() ? j->state() : v1::JOB_STATE_UNSPECIFIED;
+}
+
+Result<v1::NodeInfo> InProcessCluster::Node(const std::string& name) const {
+  MUSTER_ASSIGN_OR_RETURN(auto c, Client());
+  v1::ListNodesRequest r;
+  r.add_names(name);
+  MUSTER_ASSIGN_OR_RETURN(auto resp, c.ListNodes(r));
+  if (resp.nodes_size() != 1) return NotFound("no node " + name);
+  return resp.nodes(0);
+}
+
+}  // namespace muster::testing

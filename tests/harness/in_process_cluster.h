@@ -1,0 +1,64 @@
+// A real controller and N real agents in one process, on loopback with port 0 and fake GPUs
+// (Kudu's InternalMiniCluster). Jobs run as real processes. Tests drive it through the same client
+// the CLI uses.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "muster/agent/agent.h"
+#include "muster/client/controller_client.h"
+#include "muster/common/status.h"
+#include "muster/rpc/controller_server.h"
+
+namespace muster::testing {
+
+struct InProcessClusterOptions {
+  int nodes = 4;
+  int gpus_per_node = 8;
+  uint32_t heartbeat_interval_ms = 100;
+  uint32_t node_not_responding_ms = 400;
+  uint32_t node_down_ms = 1200;
+  uint32_t kill_grace_ms = 500;
+};
+
+class InProcessCluster {
+ public:
+  // Starts the controller and every agent and waits until all nodes are up.
+  static Result<std::unique_ptr<InProcessCluster>> Start(InProcessClusterOptions options = {});
+  ~InProcessCluster();
+
+  Result<client::ControllerClient> Client() const;
+  const std::string& dir() const { return dir_; }
+  const std::string& config_path() const { return config_path_; }
+
+  // Submits a batch script (as the test's own user) with the given spec fields filled in.
+  Result<uint64_t> Submit(const std::string& script, v1::JobSpec spec = {});
+  Result<v1::JobInfo> Job(uint64_t id) const;
+  v1::JobState State(uint64_t id) const;
+  Result<v1::NodeInfo> Node(const std::string& name) const;
+
+  // Agents are numbered from 0; agent i is node<i+1>.
+  agent::Agent* agent(int i) { return agents_[static_cast<size_t>(i)].get(); }
+  void StopAgent(int i);
+  Status StartAgent(int i);
+  // A silent agent sends nothing and drops its session: to the controller it looks dead.
+  void SilenceAgent(int i, bool silent);
+  // Stops the controller and starts a new one on the same state dir (a new epoch).
+  Status RestartController();
+  void StopController();
+  Status WaitForNodesUp(int timeout_ms);
+
+ private:
+  InProcessCluster() = default;
+  Status StartController();
+
+  InProcessClusterOptions options_;
+  std::string dir_, config_path_;
+  Config config_;
+  std::unique_ptr<rpc::ControllerServer> controller_;
+  std::vector<std::unique_ptr<agent::Agent>> agents_;
+};
+
+}  // namespace muster::testing

@@ -1,0 +1,246 @@
+// The in-process cluster: a real controller and 4 real agents; jobs are real processes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "harness/in_process_cluster.h"
+#include "harness/test_util.h"
+#include "muster/client/step_client.h"
+
+namespace muster::testing {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+v1::JobSpec Gang(uint32_t nodes, uint32_t gpus_per_node) {
+  v1::JobSpec s;
+  s.set_nodes(nodes);
+  s.set_gpus_per_node(gpus_per_node);
+  s.add_environment("PATH=/usr/bin:/bin");
+  return s;
+}
+
+bool ProcessGone(const std::string& pid_file) {
+  std::string text = Read(pid_file);
+  if (text.empty()) return false;
+  pid_t pid = std::stoi(text);
+  if (::kill(pid, 0) != 0) return true;
+  // A zombie (its reaper is elsewhere) is gone too.
+  std::string stat = Read("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && stat[close + 2] == 'Z';
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = InProcessCluster::Start();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_ = std::move(*c);
+    jobs_ = cluster_->dir() + "/jobs/";
+  }
+  std::unique_ptr<InProcessCluster> cluster_;
+  std::string jobs_;
+};
+
+TEST_F(ClusterTest, GangJobRunsOnTwoNodesWithItsGpusAndSlurmEnvironment) {
+  auto id = cluster_->Submit("#!/bin/sh\nenv > " + jobs_ + "env.$SLURMD_NODENAME\necho hello\n",
+                             Gang(2, 8));
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::COMPLETED, 10'000);
+  auto job = cluster_->Job(*id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->nodes_size(), 2);
+  EXPECT_EQ(job->exit_code(), 0);
+  EXPECT_EQ(Read(jobs_ + "slurm-" + std::to_string(*id) + ".out"), "hello\n");
+  std::string env = Read(jobs_ + "env.node1");
+  EXPECT_NE(env.find("SLURM_JOB_ID=" + std::to_string(*id) + "\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("SLURM_JOB_NODELIST=node[1-2]\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n"), std::string::npos);
+  EXPECT_NE(env.find("SLURM_JOB_NUM_NODES=2\n"), std::string::npos);
+  ASSERT_EVENTUALLY(!cluster_->Job(*id)->completing(), 5'000);
+  auto n = cluster_->Node("node1");
+  EXPECT_EQ(n->gpus_allocated(), 0u);
+}
+
+TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", [] {
+    v1::JobSpec s = Gang(2, 4);
+    s.set_ntasks_per_node(2);
+    return s;
+  }());
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  auto c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  client::StepOptions o;
+  o.job_id = *id;
+  o.argv = {"sh", "-c",
+            "echo \"$SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES\"; "
+            "echo err$SLURM_PROCID >&2; exit $SLURM_PROCID"};
+  o.environment = {"PATH=/usr/bin:/bin"};
+  o.work_dir = "/";
+  char* out_buf = nullptr;
+  char* err_buf = nullptr;
+  size_t out_len = 0, err_len = 0;
+  FILE* out = open_memstream(&out_buf, &out_len);
+  FILE* err = open_memstream(&err_buf, &err_len);
+  auto rc = client::RunStep(*c, o, out, err);
+  std::fclose(out);
+  std::fclose(err);
+  std::string stdout_text(out_buf, out_len), stderr_text(err_buf, err_len);
+  free(out_buf);
+  free(err_buf);
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  EXPECT_EQ(*rc, 3) << "the step's exit code is the highest task exit code";
+  std::multiset<std::string> lines;
+  std::istringstream ss(stdout_text);
+  for (std::string l; std::getline(ss, l);) lines.insert(l);
+  EXPECT_EQ(lines, (std::multiset<std::string>{"0 0 0 node1 0,1,2,3", "1 1 0 node1 0,1,2,3",
+                                               "2 0 1 node2 0,1,2,3", "3 1 1 node2 0,1,2,3"}))
+      << stdout_text;
+  EXPECT_NE(stderr_text.find("err2\n"), std::string::npos);
+  // A wrong credential is refused by the agent.
+  ASSERT_TRUE(c->CancelJob([&] {
+                 v1::CancelJobRequest r;
+                 r.add_job_ids(*id);
+                 return r;
+               }())
+                  .ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::CANCELLED, 10'000);
+}
+
+TEST_F(ClusterTest, DrainBlocksPlacementUntilResumed) {
+  auto c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  v1::UpdateNodeRequest drain;
+  drain.set_nodes("node[1-3]");
+  drain.set_action(v1::UpdateNodeRequest::DRAIN);
+  drain.set_reason("test");
+  ASSERT_TRUE(c->UpdateNode(drain).ok());
+  auto id = cluster_->Submit("#!/bin/sh\ntrue\n", Gang(2, 8));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->Job(*id)->reason() == "ReqNodeNotAvail", 5'000);
+  EXPECT_EQ(cluster_->State(*id), v1::PENDING);
+  v1::UpdateNodeRequest resume;
+  resume.set_nodes("node1");
+  resume.set_action(v1::UpdateNodeRequest::RESUME);
+  ASSERT_TRUE(c->UpdateNode(resume).ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::COMPLETED, 10'000);
+  auto job = cluster_->Job(*id);
+  EXPECT_EQ(std::set<std::string>(job->nodes().begin(), job->nodes().end()),
+            (std::set<std::string>{"node1", "node4"}));
+}
+
+TEST_F(ClusterTest, CancelKillsTheWholeProcessTree) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 60 &\necho $! > " + jobs_ + "child.pid\necho $$ > " +
+                                 jobs_ + "batch.pid\nwait\n",
+                             Gang(1, 1));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(!Read(jobs_ + "child.pid").empty() && !Read(jobs_ + "batch.pid").empty(), 10'000);
+  auto c = cluster_->Client();
+  v1::CancelJobRequest r;
+  r.add_job_ids(*id);
+  auto resp = c->CancelJob(r);
+  ASSERT_TRUE(resp.ok());
+  ASSERT_EQ(resp->results(0).code(), 0);
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::CANCELLED, 10'000);
+  ASSERT_EVENTUALLY(!cluster_->Job(*id)->completing(), 10'000);
+  EXPECT_TRUE(ProcessGone(jobs_ + "batch.pid"));
+  EXPECT_TRUE(ProcessGone(jobs_ + "child.pid"));
+  EXPECT_EQ(cluster_->Job(*id)->exit_signal(), SIGTERM);
+}
+
+TEST_F(ClusterTest, TimeLimitEndsTheJobAsTimeout) {
+  v1::JobSpec s = Gang(1, 0);
+  s.set_time_limit_ms(700);
+  // The script ignores SIGTERM, so only SIGKILL after the grace period stops it.
+  auto id = cluster_->Submit("#!/bin/sh\ntrap '' TERM\necho $$ > " + jobs_ + "t.pid\nsleep 60\n", s);
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::TIMEOUT, 10'000);
+  auto job = cluster_->Job(*id);
+  EXPECT_EQ(job->reason(), "TimeLimit");
+  EXPECT_EQ(job->exit_signal(), SIGKILL);
+  EXPECT_GE(job->end_time_ms() - job->start_time_ms(), 700 + 400);
+  EXPECT_TRUE(ProcessGone(jobs_ + "t.pid"));
+}
+
+TEST_F(ClusterTest, NonZeroExitFailsAndLaunchErrorsAreReported) {
+  auto failed = cluster_->Submit("#!/bin/sh\nexit 7\n", Gang(1, 0));
+  ASSERT_TRUE(failed.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*failed) == v1::FAILED, 10'000);
+  EXPECT_EQ(cluster_->Job(*failed)->exit_code(), 7);
+  v1::JobSpec s = Gang(1, 0);
+  s.set_stdout_pattern("/nonexistent/dir/out");
+  auto bad = cluster_->Submit("#!/bin/sh\ntrue\n", s);
+  ASSERT_TRUE(bad.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*bad) == v1::FAILED, 10'000);
+  auto job = cluster_->Job(*bad);
+  EXPECT_EQ(job->reason(), "JobLaunchFailure");
+  EXPECT_NE(job->reason_detail().find("cannot open output file /nonexistent/dir/out"), std::string::npos)
+      << job->reason_detail();
+}
+
+TEST_F(ClusterTest, LostAgentRequeuesTheWholeGang) {
+  auto id = cluster_->Submit("#!/bin/sh\necho run $SLURM_RESTART_COUNT >> " + jobs_ +
+                                 "runs\nsleep 60\n",
+                             Gang(2, 8));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  auto first = cluster_->Job(*id);
+  ASSERT_EQ(first->nodes(1), "node2");
+  cluster_->SilenceAgent(1, true);  // node2 stops talking
+  ASSERT_EVENTUALLY(cluster_->Node("node2")->state() == v1::NODE_DOWN, 10'000);
+  ASSERT_EVENTUALLY(cluster_->Job(*id)->requeue_count() == 1 && cluster_->State(*id) == v1::RUNNING,
+                    10'000);
+  auto second = cluster_->Job(*id);
+  EXPECT_EQ(std::set<std::string>(second->nodes().begin(), second->nodes().end()),
+            (std::set<std::string>{"node3", "node4"}));
+  ASSERT_EVENTUALLY(Read(jobs_ + "runs") == "run 0\nrun 1\n", 5'000);
+  // node2 comes back still holding the old run: it is terminated there, then node2 is usable.
+  cluster_->SilenceAgent(1, false);
+  ASSERT_EVENTUALLY(cluster_->Node("node2")->state() == v1::NODE_IDLE, 10'000);
+  ASSERT_EVENTUALLY(cluster_->agent(1)->num_jobs() == 0, 10'000);
+}
+
+TEST_F(ClusterTest, ControllerRestartLosesNoAcknowledgedJob) {
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 6; ++i) {
+    auto id = cluster_->Submit("#!/bin/sh\nsleep 0.5\n", Gang(2, 8));
+    ASSERT_TRUE(id.ok());
+    ids.push_back(*id);
+  }
+  ASSERT_EVENTUALLY(cluster_->State(ids[0]) == v1::RUNNING, 10'000);
+  ASSERT_TRUE(cluster_->RestartController().ok());
+  for (uint64_t id : ids) {
+    ASSERT_EVENTUALLY(cluster_->State(id) == v1::COMPLETED, 20'000) << "job " << id;
+  }
+  auto next = cluster_->Submit("#!/bin/sh\ntrue\n", Gang(1, 0));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next, ids.back() + 1);
+}
+
+TEST_F(ClusterTest, JobsFinishedWhileTheControllerWasDownAreReported) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 0.3\nexit 4\n", Gang(1, 0));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  cluster_->StopController();
+  ::usleep(600'000);  // the job ends while nobody listens (this wait is the scenario, not a sync)
+  ASSERT_TRUE(cluster_->RestartController().ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::FAILED, 10'000);
+  EXPECT_EQ(cluster_->Job(*id)->exit_code(), 4);
+}
+
+}  // namespace
+}  // namespace muster::testing

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# System test: the real binaries and the real CLI, as a newcomer would use them.
+#   usage: local_cluster_stest.sh BIN_DIR
+# Starts `muster local up` (4 nodes x 8 fake H100), runs a 2-node gang job whose script uses
+# `muster run`, kills the controller with SIGKILL while jobs run and wait, restarts it, and checks
+# that every acknowledged job finishes. Stops exactly the processes it started (pid files).
+set -euo pipefail
+BIN=$(cd "${1:?usage: $0 BIN_DIR}" && pwd)
+export PATH="$BIN:$PATH"
+DIR=$(mktemp -d /tmp/muster-stest.XXXXXX)
+WORK="$DIR/work"
+mkdir -p "$WORK"
+cd "$WORK"
+cleanup() {
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "--- FAILED (rc=$rc); logs:" >&2
+    tail -n 30 "$DIR"/cluster/log/*.log >&2 || true
+  fi
+  muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+  local deadline=$(( $(date +%s) + $1 )); shift
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "timed out waiting for: $*"
+    sleep 0.1
+  done
+}
+state() { muster job show "$1" --json | sed -n 's/.*"state":"\([A-Z_]*\)".*/\1/p'; }
+is_state() { [ "$(state "$1")" = "$2" ]; }
+json_field() { sed -n "s/.*\"$2\":\\([^,}]*\\).*/\\1/p" <<<"$1"; }
+
+echo "== local up"
+eval "$(muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8)"
+[ -n "${MUSTER_CONF:-}" ] || fail "local up printed no MUSTER_CONF"
+[ "$(muster nodes | grep -c ' idle ')" = 4 ] || { muster nodes; fail "expected 4 idle nodes"; }
+
+echo "== usage errors"
+set +e
+muster submit --no-such-option --wrap true 2>/dev/null; rc=$?
+set -e
+[ $rc = 2 ] || fail "unknown option should exit 2, got $rc"
+set +e
+out=$(muster submit --gres=gpu:9 --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "asks for 9 GPUs per node" <<<"$out" || fail "impossible request not refused: $out"
+
+echo "== 2-node gang job with muster run"
+cat > gang.sh <<'SCRIPT'
+#!/bin/bash
+#SBATCH -J gang
+#SBATCH -N 2
+#SBATCH --gpus-per-node=8
+muster run env
+SCRIPT
+id=$(muster submit --parsable gang.sh)
+wait_for 60 is_state "$id" COMPLETED
+out="slurm-$id.out"
+[ -f "$out" ] || fail "no output file $out"
+[ "$(grep -c '^SLURM_PROCID=' "$out")" = 2 ] || { cat "$out"; fail "expected 2 tasks"; }
+grep -q '^SLURM_PROCID=0$' "$out" && grep -q '^SLURM_PROCID=1$' "$out" || fail "task ids"
+[ "$(grep -c '^CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7$' "$out")" = 2 ] || fail "GPU binding"
+grep -q '^SLURMD_NODENAME=node1$' "$out" && grep -q '^SLURMD_NODENAME=node2$' "$out" || fail "nodes"
+grep -q '^SLURM_JOB_NODELIST=node\[1-2\]$' "$out" || fail "nodelist"
+json=$(muster job show "$id" --json)
+for f in '"id":' '"name":"gang"' '"user":' '"state":"COMPLETED"' '"reason":' '"nodes":\["node1","node2"\]' '"exit_code":0'; do
+  grep -q "$f" <<<"$json" || fail "job JSON lacks $f: $json"
+done
+muster queue --all | grep -qE "^ +$id +gpu +gang" || fail "queue does not show job $id"
+
+echo "== cancel and time limit"
+long=$(muster submit --parsable --wrap 'sleep 300')
+limited=$(muster submit --parsable -t 0:01 --wrap 'sleep 300')
+wait_for 30 is_state "$long" RUNNING
+muster cancel "$long"
+wait_for 30 is_state "$long" CANCELLED
+wait_for 30 is_state "$limited" TIMEOUT
+
+echo "== controller killed with SIGKILL while jobs run and queue"
+ids=()
+for i in 1 2 3 4 5 6; do ids+=("$(muster submit --parsable -N 2 --gpus-per-node=8 --wrap 'sleep 1')"); done
+wait_for 30 is_state "${ids[0]}" RUNNING
+ctld=$(cat "$DIR/cluster/run/musterctld.pid")
+kill -9 "$ctld"
+wait_for 10 bash -c "! kill -0 $ctld"
+muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 >/dev/null
+for id in "${ids[@]}"; do wait_for 60 is_state "$id" COMPLETED; done
+next=$(muster submit --parsable --wrap true)
+[ "$next" -gt "${ids[5]}" ] || fail "job id $next reused"
+
+echo "== local down stops exactly its processes"
+pids=$(cat "$DIR"/cluster/run/*.pid)
+muster local down --dir "$DIR/cluster"
+for p in $pids; do
+  if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' /proc/"$p"/status; then fail "pid $p still runs"; fi
+done
+echo "PASS"

@@ -1,0 +1,267 @@
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "agent/inventory.h"
+#include "agent/job_env.h"
+#include "agent/launcher.h"
+
+namespace muster::agent {
+namespace {
+
+std::map<std::string, std::string> EnvMap(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> m;
+  for (const auto& kv : env) {
+    size_t eq = kv.find('=');
+    m[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return m;
+}
+
+TEST(GpuFixtureTest, GeneratesAnNvSwitchNode) {
+  auto f = ParseGpuFixture(R"(
+[node]
+cpus = 16
+memory_mb = 64000
+[gpus]
+count = 8
+model = "NVIDIA H100 80GB HBM3"
+memory_mb = 81559
+numa_nodes = 2
+)", "f.toml");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->cpus, 16u);
+  ASSERT_EQ(f->gpus.size(), 8u);
+  EXPECT_EQ(f->gpus[3].type(), "h100");
+  EXPECT_EQ(f->gpus[3].numa_node(), 0);
+  EXPECT_EQ(f->gpus[4].numa_node(), 1);
+  ASSERT_EQ(f->gpus[0].links_size(), 7);
+  EXPECT_EQ(f->gpus[0].links(0).type(), v1::GPU_LINK_NVSWITCH);
+}
+
+TEST(GpuFixtureTest, ReadsAnNvidiaSmiStyleMatrix) {
+  // DGX-1-like: NVLink pairs inside a quad, system links across sockets.
+  auto f = ParseGpuFixture(R"(
+[gpus]
+count = 4
+model = "Tesla V100-SXM2-16GB"
+topo = ["X NV1 NV2 SYS", "NV1 X PIX SYS", "NV2 PIX X NODE", "SYS SYS NODE X"]
+)", "f.toml");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->gpus[0].type(), "v100");
+  EXPECT_EQ(f->gpus[0].links(1).type(), v1::GPU_LINK_NVLINK);
+  EXPECT_EQ(f->gpus[0].links(1).count(), 2u);
+  EXPECT_EQ(f->gpus[1].links(1).type(), v1::GPU_LINK_PCIE_SWITCH);
+  EXPECT_EQ(f->gpus[3].links(0).type(), v1::GPU_LINK_SYSTEM);
+}
+
+TEST(GpuFixtureTest, ErrorsNameFileLineAndKey) {
+  auto f = ParseGpuFixture("[gpus]\ncount = 2\ntopo = [\"X NV4\", \"NV4 Y\"]\n", "bad.toml");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("bad.toml:3: gpus.topo"), std::string::npos) << f.status().message();
+  f = ParseGpuFixture("[gpus]\ncount = 2\ncolour = \"green\"\n", "bad.toml");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("bad.toml:3: gpus.colour"), std::string::npos);
+}
+
+TEST(GpuTypeTest, FromModelNames) {
+  EXPECT_EQ(GpuTypeFromModel("NVIDIA H100 80GB HBM3"), "h100");
+  EXPECT_EQ(GpuTypeFromModel("NVIDIA A100-SXM4-80GB"), "a100");
+  EXPECT_EQ(GpuTypeFromModel("Tesla V100-SXM2-16GB"), "v100");
+  EXPECT_EQ(GpuTypeFromModel("NVIDIA GeForce RTX 4090"), "rtx4090");
+  EXPECT_EQ(GpuTypeFromModel(""), "gpu");
+}
+
+TEST(NvmlTest, WithoutADriverItSaysSoInsteadOfFailing) {
+  auto g = ProbeNvml();
+  if (g.ok()) GTEST_SKIP() << "this machine has NVML; tests/gpu covers it";
+  EXPECT_EQ(g.status().code(), StatusCode::kUnavailable);
+}
+
+v1::LaunchJob TwoNodeLaunch() {
+  v1::LaunchJob l;
+  l.set_job_id(42);
+  l.set_cluster_name("local");
+  auto* s = l.mutable_spec();
+  s->set_name("train");
+  s->set_user("alice");
+  s->set_uid(1000);
+  s->set_ntasks(4);
+  s->set_gpus_per_node(8);
+  s->set_work_dir("/home/alice");
+  s->set_submit_dir("/home/alice/src");
+  s->add_environment("HOME=/home/alice");
+  s->add_environment("CUDA_VISIBLE_DEVICES=9");  // the submitter's own: must be overridden
+  auto* a = l.mutable_allocation();
+  a->set_partition("gpu");
+  for (const char* n : {"node1", "node2"}) {
+    auto* na = a->add_nodes();
+    na->set_node(n);
+    na->set_ntasks(2);
+    for (uint32_t c = 0; c < 2; ++c) na->add_cpu_ids(c);
+    for (uint32_t g = 0; g < 8; ++g) na->add_gpu_indices(g);
+  }
+  return l;
+}
+
+TEST(JobEnvTest, BatchEnvironmentHasSlurmAndMusterVariables) {
+  v1::LaunchJob l = TwoNodeLaunch();
+  auto env = EnvMap(BuildBatchEnv(l, "node1", "/etc/muster/muster.toml"));
+  EXPECT_EQ(env["HOME"], "/home/alice");
+  EXPECT_EQ(env["SLURM_JOB_ID"], "42");
+  EXPECT_EQ(env["SLURM_JOBID"], "42");
+  EXPECT_EQ(env["MUSTER_JOB_ID"], "42");
+  EXPECT_EQ(env["SLURM_JOB_NAME"], "train");
+  EXPECT_EQ(env["SLURM_JOB_NODELIST"], "node[1-2]");
+  EXPECT_EQ(env["SLURM_NODELIST"], "node[1-2]");
+  EXPECT_EQ(env["SLURM_JOB_NUM_NODES"], "2");
+  EXPECT_EQ(env["SLURM_NNODES"], "2");
+  EXPECT_EQ(env["SLURM_NTASKS"], "4");
+  EXPECT_EQ(env["SLURM_TASKS_PER_NODE"], "2(x2)");
+  EXPECT_EQ(env["SLURM_JOB_CPUS_PER_NODE"], "2(x2)");
+  EXPECT_EQ(env["SLURM_NODEID"], "0");
+  EXPECT_EQ(env["SLURM_PROCID"], "0");
+  EXPECT_EQ(env["SLURM_LOCALID"], "0");
+  EXPECT_EQ(env["SLURM_SUBMIT_DIR"], "/home/alice/src");
+  EXPECT_EQ(env["SLURM_JOB_PARTITION"], "gpu");
+  EXPECT_EQ(env["SLURM_GPUS_ON_NODE"], "8");
+  EXPECT_EQ(env["SLURM_JOB_GPUS"], "0,1,2,3,4,5,6,7");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
+  EXPECT_EQ(env["GPU_DEVICE_ORDINAL"], "0,1,2,3,4,5,6,7");
+  EXPECT_EQ(env["SLURMD_NODENAME"], "node1");
+  EXPECT_EQ(env["SLURM_CLUSTER_NAME"], "local");
+  EXPECT_EQ(env["MUSTER_CONF"], "/etc/muster/muster.toml");
+}
+
+TEST(JobEnvTest, TaskEnvironmentIsPerTask) {
+  v1::LaunchJob l = TwoNodeLaunch();
+  l.set_node_id(1);
+  v1::StepLaunchRequest step;
+  step.set_step_id(3);
+  step.set_node_id(1);
+  step.set_first_task(2);
+  step.set_ntasks(2);
+  step.set_total_tasks(4);
+  step.set_total_nodes(2);
+  step.set_step_nodelist("node[1-2]");
+  step.set_tasks_per_node("2(x2)");
+  step.add_environment("SLURM_PROCID=0");  // inherited from the batch script: replaced
+  auto env = EnvMap(BuildTaskEnv(l, "node2", "", step, 1));
+  EXPECT_EQ(env["SLURM_PROCID"], "3");
+  EXPECT_EQ(env["SLURM_LOCALID"], "1");
+  EXPECT_EQ(env["SLURM_NODEID"], "1");
+  EXPECT_EQ(env["SLURM_STEP_ID"], "3");
+  EXPECT_EQ(env["SLURM_GTIDS"], "2,3");
+  EXPECT_EQ(env["SLURMD_NODENAME"], "node2");
+  EXPECT_EQ(env["MUSTER_PROCID"], "3");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
+}
+
+TEST(JobEnvTest, JobWithoutGpusSeesNone) {
+  v1::LaunchJob l = TwoNodeLaunch();
+  for (auto& na : *l.mutable_allocation()->mutable_nodes()) na.clear_gpu_indices();
+  auto env = EnvMap(BuildBatchEnv(l, "node1", ""));
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env.count("SLURM_JOB_GPUS"), 0u);
+}
+
+class LauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("muster-launch-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  int Wait(const Spawned& s) {
+    int status = 0;
+    ::waitpid(s.pid, &status, 0);
+    ::close(s.pidfd);
+    return status;
+  }
+  std::string Read(const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(LauncherTest, RunsInItsDirWithItsEnvAndOutputFiles) {
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "echo out:$FOO:$(pwd); echo err >&2; exit 3"};
+  s.env = {"FOO=bar", "PATH=/usr/bin:/bin"};
+  s.cwd = dir_.string();
+  s.stdout_path = (dir_ / "out.txt").string();
+  s.stderr_path = (dir_ / "err.txt").string();
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  int code, sig;
+  DecodeWaitStatus(Wait(*sp), &code, &sig);
+  EXPECT_EQ(code, 3);
+  EXPECT_EQ(sig, 0);
+  EXPECT_EQ(Read(s.stdout_path), "out:bar:" + dir_.string() + "\n");
+  EXPECT_EQ(Read(s.stderr_path), "err\n");
+}
+
+TEST_F(LauncherTest, OwnSessionSoTheWholeTreeCanBeSignalled) {
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "sleep 30 & sleep 30; echo never"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.stdout_path = (dir_ / "o").string();
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok());
+  EXPECT_EQ(::getpgid(sp->pid), sp->pid);
+  ::kill(-sp->pid, SIGKILL);
+  int code, sig;
+  DecodeWaitStatus(Wait(*sp), &code, &sig);
+  EXPECT_EQ(sig, SIGKILL);
+}
+
+TEST_F(LauncherTest, ReportsWhyItCouldNotStart) {
+  SpawnSpec s;
+  s.argv = {"/nonexistent/program"};
+  s.stdout_path = (dir_ / "o").string();
+  auto sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("execve(/nonexistent/program)"), std::string::npos);
+
+  s.argv = {"true"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.cwd = "/nonexistent/dir";
+  sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("cannot change to directory /nonexistent/dir"), std::string::npos);
+
+  s.cwd = "";
+  s.stdout_path = "/nonexistent/dir/out";
+  sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("cannot open output file /nonexistent/dir/out"), std::string::npos);
+}
+
+TEST_F(LauncherTest, DropsPrivilegesWhenAskedTo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "id -u; id -g"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.change_user = true;
+  s.uid = 65534;
+  s.gid = 65534;
+  s.groups = {65534};
+  s.stdout_fd = -1;
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);
+  s.stdout_path = (dir_ / "id.txt").string();
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  Wait(*sp);
+  EXPECT_EQ(Read(s.stdout_path), "65534\n65534\n");
+}
+
+}  // namespace
+}  // namespace muster::agent

@@ -1,0 +1,131 @@
+#include "muster/client/submit_options.h"
+
+#include <gtest/gtest.h>
+
+namespace muster::client {
+namespace {
+
+SubmitOptions Parse(const std::vector<std::string>& args) {
+  SubmitOptions o;
+  Status s = ParseSubmitArgs(args, "command line", &o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return o;
+}
+
+TEST(SubmitArgsTest, ShortLongAndAttachedForms) {
+  SubmitOptions o = Parse({"-N2", "--ntasks=4", "-c", "2", "--mem=4G", "-t", "1-00:30", "-J", "x",
+                           "--gpus-per-node=h100:8", "-p", "gpu,debug", "--parsable",
+                           "script.sh", "arg1", "--not-an-option"});
+  EXPECT_EQ(*o.nodes, 2u);
+  EXPECT_EQ(*o.ntasks, 4u);
+  EXPECT_EQ(*o.cpus_per_task, 2u);
+  EXPECT_EQ(*o.mem_mb, 4096u);
+  EXPECT_EQ(*o.time_limit_ms, (24 * 60 + 30) * 60'000LL);
+  EXPECT_EQ(*o.job_name, "x");
+  EXPECT_EQ(*o.gpus_per_node, 8u);
+  EXPECT_EQ(*o.gpu_type, "h100");
+  EXPECT_EQ(*o.partition, "gpu,debug");
+  EXPECT_TRUE(o.parsable);
+  EXPECT_EQ(o.positional, (std::vector<std::string>{"script.sh", "arg1", "--not-an-option"}));
+}
+
+TEST(SubmitArgsTest, GresForms) {
+  EXPECT_EQ(*Parse({"--gres=gpu:4"}).gpus_per_node, 4u);
+  SubmitOptions o = Parse({"--gres=gpu:a100:2"});
+  EXPECT_EQ(*o.gpus_per_node, 2u);
+  EXPECT_EQ(*o.gpu_type, "a100");
+  EXPECT_EQ(*Parse({"--gres=gpu"}).gpus_per_node, 1u);
+  o = Parse({"-G", "16"});
+  EXPECT_EQ(*o.gpus, 16u);
+  EXPECT_FALSE(o.gpus_per_node);
+}
+
+TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
+  SubmitOptions o;
+  Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
+  s = ParseSubmitArgs({"--account=abc"}, "script line 3", &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("script line 3: option --account is not supported"), std::string::npos) << s.message();
+  s = ParseSubmitArgs({"--gres=license:2"}, "command line", &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_FALSE(ParseSubmitArgs({"-N", "zero"}, "command line", &o).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"-t", "soon"}, "command line", &o).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"-N"}, "command line", &o).ok());
+  EXPECT_EQ(ParseSubmitArgs({"-N2-4"}, "command line", &o).code(), StatusCode::kUnimplemented);
+}
+
+TEST(DirectivesTest, ReadsSbatchLinesUntilTheFirstCommand) {
+  auto d = ParseDirectives(R"(#!/bin/bash
+# a comment
+#SBATCH -N 2
+#SBATCH --job-name="my job"   # trailing comment
+#SBATCHX not a directive
+
+#SBATCH --gres=gpu:8
+echo hello
+#SBATCH -N 9
+)");
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 3u);
+  EXPECT_EQ((*d)[0].line, 3);
+  EXPECT_EQ((*d)[0].args, (std::vector<std::string>{"-N", "2"}));
+  EXPECT_EQ((*d)[1].args, (std::vector<std::string>{"--job-name=my job"}));
+  EXPECT_EQ((*d)[2].line, 7);
+}
+
+TEST(DirectivesTest, CommandLineOverridesDirectives) {
+  SubmitOptions o;
+  auto d = ParseDirectives("#!/bin/sh\n#SBATCH -N 2 -J fromscript -t 10\n");
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(ParseSubmitArgs((*d)[0].args, "script", &o).ok());
+  ASSERT_TRUE(ParseSubmitArgs({"-J", "fromcli", "x.sh"}, "cli", &o).ok());
+  EXPECT_EQ(*o.nodes, 2u);
+  EXPECT_EQ(*o.job_name, "fromcli");
+  EXPECT_EQ(*o.time_limit_ms, 600'000);
+}
+
+TEST(SplitWordsTest, Quotes) {
+  EXPECT_EQ(*SplitWords(R"(a "b c" 'd e' f\ g)"), (std::vector<std::string>{"a", "b c", "d e", "f g"}));
+  EXPECT_FALSE(SplitWords("\"open").ok());
+}
+
+TEST(BuildJobSpecTest, ScriptWithoutShebangIsRefused) {
+  SubmitContext ctx;
+  ctx.script = "echo hi\n";
+  auto s = BuildJobSpec(SubmitOptions(), ctx);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("#!"), std::string::npos);
+}
+
+TEST(BuildJobSpecTest, FillsNameDirsAndExport) {
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  ctx.script_name = "/home/a/train.sh";
+  ctx.cwd = "/home/a";
+  ctx.environment = {"A=1", "B=2", "PATH=/bin"};
+  SubmitOptions o;
+  o.chdir = "work";
+  o.positional = {"/home/a/train.sh", "x", "y"};
+  auto s = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->name(), "train.sh");
+  EXPECT_EQ(s->work_dir(), "/home/a/work");
+  EXPECT_EQ(s->submit_dir(), "/home/a");
+  EXPECT_EQ(s->script_args_size(), 2);
+  EXPECT_EQ(s->environment_size(), 3);
+  o.export_vars = "NONE";
+  EXPECT_EQ(BuildJobSpec(o, ctx)->environment_size(), 0);
+  o.export_vars = "A,C=3";
+  auto e = BuildJobSpec(o, ctx);
+  ASSERT_EQ(e->environment_size(), 2);
+  EXPECT_EQ(e->environment(0), "A=1");
+  EXPECT_EQ(e->environment(1), "C=3");
+  o.export_vars = "ALL,B=9";
+  e = BuildJobSpec(o, ctx);
+  EXPECT_EQ(e->environment(1), "B=9");
+}
+
+}  // namespace
+}  // namespace muster::client

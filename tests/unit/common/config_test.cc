@@ -1,0 +1,116 @@
+#include "muster/common/config.h"
+
+#include <gtest/gtest.h>
+
+namespace muster {
+namespace {
+
+constexpr const char* kGood = R"(
+cluster_name = "test"
+admins = ["alice"]
+
+[controller]
+socket = "/tmp/x.sock"
+agent_address = "127.0.0.1:0"
+state_dir = "/tmp/state"
+
+[scheduling]
+kill_grace_ms = 2000
+heartbeat_interval_ms = 500
+node_not_responding_ms = 2000
+node_down_ms = 4000
+
+[[nodes]]
+names = "gpu[01-04]"
+cpus = 64
+memory_mb = 512000
+gpus = 8
+gpu_type = "h100"
+topology = "spine1/leaf1"
+
+[[nodes]]
+names = "cpu1"
+cpus = 32
+
+[[partition]]
+name = "gpu"
+nodes = "gpu[01-04]"
+default = true
+max_time = "2-00:00:00"
+
+[[partition]]
+name = "all"
+nodes = "gpu[01-04],cpu1"
+max_time = 60
+)";
+
+TEST(ConfigTest, ParsesAFullConfig) {
+  auto c = ParseConfig(kGood, "test.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster_name, "test");
+  EXPECT_EQ(c->admins, std::vector<std::string>{"alice"});
+  EXPECT_EQ(c->controller.socket_path, "/tmp/x.sock");
+  EXPECT_EQ(c->scheduling.kill_grace_ms, 2000u);
+  ASSERT_EQ(c->nodes.size(), 5u);
+  EXPECT_EQ(c->nodes[0].name, "gpu01");
+  EXPECT_EQ(c->nodes[3].gpus, 8u);
+  EXPECT_EQ(c->nodes[3].topology, "spine1/leaf1");
+  EXPECT_EQ(c->nodes[4].name, "cpu1");
+  EXPECT_EQ(c->nodes[4].gpus, 0u);
+  ASSERT_EQ(c->partitions.size(), 2u);
+  EXPECT_EQ(c->DefaultPartition()->name, "gpu");
+  EXPECT_EQ(c->partitions[0].max_time_ms, 2 * 24 * 3600 * 1000LL);
+  EXPECT_EQ(c->partitions[1].max_time_ms, 60 * 60 * 1000LL);
+  EXPECT_EQ(c->partitions[1].nodes.size(), 5u);
+}
+
+// Every error names the file, the line and the key.
+void ExpectError(const std::string& text, const std::string& want_line, const std::string& want) {
+  auto c = ParseConfig(text, "bad.toml");
+  ASSERT_FALSE(c.ok()) << "accepted:\n" << text;
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("bad.toml:" + want_line), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find(want), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigTest, UnknownKeysAreErrorsWithTheirLine) {
+  ExpectError("cluster_name = \"x\"\nfrobnicate = 1\n", "2", "unknown key 'frobnicate'");
+  ExpectError("[controller]\nsocket = \"/x\"\nsockett = \"/y\"\n", "3", "controller.sockett");
+  ExpectError("[[nodes]]\nnames = \"n1\"\ncpu = 4\n", "3", "nodes.cpu");
+}
+
+TEST(ConfigTest, BadValuesAreErrorsWithTheirLine) {
+  ExpectError("[[nodes]]\nnames = \"n1\"\ncpus = \"four\"\n", "3", "nodes.cpus: expected a whole number");
+  ExpectError("[[nodes]]\nnames = \"n1\"\ncpus = -4\n", "3", "out of range");
+  ExpectError("[[nodes]]\nnames = \"n[1-\"\n", "2", "missing ']'");
+  ExpectError("[[partition]]\nname = \"p\"\nmax_time = \"forever\"\n", "3", "partition.max_time");
+  ExpectError("[scheduling]\nkill_grace_ms = 1.5\n", "2", "scheduling.kill_grace_ms");
+  ExpectError("cluster_name = \n", "1", "");  // TOML syntax error
+}
+
+TEST(ConfigTest, CrossChecks) {
+  auto c = ParseConfig("[[nodes]]\nnames = \"n1\"\n[[partition]]\nname = \"p\"\nnodes = \"n2\"\n", "x");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("names node 'n2'"), std::string::npos);
+  c = ParseConfig("[[nodes]]\nnames = \"n1\"\n[[nodes]]\nnames = \"n1\"\n", "x");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("defined twice"), std::string::npos);
+  c = ParseConfig("[scheduling]\nheartbeat_interval_ms = 5000\nnode_not_responding_ms = 1000\n", "x");
+  ASSERT_FALSE(c.ok());
+}
+
+TEST(ConfigTest, FirstPartitionIsDefaultWhenNoneSaysSo) {
+  auto c = ParseConfig("[[nodes]]\nnames = \"n1\"\n[[partition]]\nname = \"a\"\nnodes = \"n1\"\n", "x");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->DefaultPartition()->name, "a");
+}
+
+TEST(ConfigTest, MissingFileIsNotFound) {
+  auto c = LoadConfig("/nonexistent/muster.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace muster

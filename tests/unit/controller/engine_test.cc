@@ -1,0 +1,577 @@
+#include "muster/controller/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace muster::controller {
+namespace {
+
+constexpr const char* kConfig = R"(
+cluster_name = "t"
+admins = ["ops"]
+[scheduling]
+heartbeat_interval_ms = 1000
+node_not_responding_ms = 3000
+node_down_ms = 10000
+kill_grace_ms = 100
+finished_job_retention_ms = 60000
+[[nodes]]
+names = "node[1-2]"
+cpus = 16
+memory_mb = 64000
+gpus = 8
+gpu_type = "h100"
+topology = "spine1/leaf1"
+[[nodes]]
+names = "node[3-4]"
+cpus = 16
+memory_mb = 64000
+gpus = 8
+gpu_type = "h100"
+topology = "spine1/leaf2"
+[[partition]]
+name = "gpu"
+nodes = "node[1-4]"
+default = true
+)";
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = ParseConfig(kConfig, "test.toml");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    config_ = *c;
+    Restart();
+  }
+
+  void Restart() {
+    engine_.reset();
+    EngineOptions o;
+    o.config = config_;
+    o.make_credential = [this] { return "cred" + std::to_string(++creds_); };
+    auto e = Engine::Create(o, &store_, now_);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(*e);
+  }
+
+  // Registers and attaches a node, optionally reporting jobs it holds.
+  void Up(const std::string& node, std::vector<uint64_t> jobs = {}, std::string instance = "") {
+    v1::RegisterRequest r;
+    r.mutable_inventory()->set_name(node);
+    r.mutable_inventory()->set_cpus(16);
+    r.mutable_inventory()->set_step_address("127.0.0.1:1");
+    if (instance.empty()) instance = node + "-i" + std::to_string(engine_->epoch());
+    r.set_instance_id(instance);
+    for (auto id : jobs) r.add_running_job_ids(id);
+    ASSERT_TRUE(engine_->RegisterNode(r, now_).ok());
+    v1::Hello h;
+    h.set_node(node);
+    h.set_instance_id(instance);
+    ASSERT_TRUE(engine_->AttachSession(h, now_).ok());
+  }
+
+  void AllUp() {
+    for (const char* n : {"node1", "node2", "node3", "node4"}) Up(n);
+  }
+
+  Result<uint64_t> Submit(v1::JobSpec spec, Caller who = Root()) {
+    if (spec.script().empty()) spec.set_script("#!/bin/sh\ntrue\n");
+    if (spec.work_dir().empty()) spec.set_work_dir("/tmp");
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    auto r = engine_->SubmitJob(who, req, now_);
+    if (!r.ok()) return r.status();
+    return r->job_id();
+  }
+
+  static v1::JobSpec Gang(uint32_t nodes, uint32_t gpus) {
+    v1::JobSpec s;
+    s.set_nodes(nodes);
+    s.set_gpus_per_node(gpus);
+    return s;
+  }
+
+  static Caller Root() { return {0, 0, "root", true}; }
+  static Caller Alice() { return {1000, 1000, "alice", false}; }
+  static Caller Bob() { return {1001, 1001, "bob", false}; }
+
+  v1::JobInfo Job(uint64_t id) {
+    v1::GetJobRequest r;
+    r.set_job_id(id);
+    auto j = engine_->GetJob(r);
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    return j.ok() ? j->job() : v1::JobInfo();
+  }
+
+  v1::NodeInfo Node(const std::string& name) {
+    auto r = engine_->ListNodes(v1::ListNodesRequest(), now_);
+    for (const auto& n : r->nodes()) {
+      if (n.name() == name) return n;
+    }
+    ADD_FAILURE() << "no node " << name;
+    return {};
+  }
+
+  void Pass() {
+    engine_->RunSchedulePass(now_);
+    ASSERT_TRUE(engine_->CheckInvariantsForTest().ok()) << engine_->CheckInvariantsForTest().ToString();
+  }
+
+  void Agent(const std::string& node, v1::AgentMessage m) {
+    engine_->OnAgentMessage(node, m, now_);
+    ASSERT_TRUE(engine_->CheckInvariantsForTest().ok()) << engine_->CheckInvariantsForTest().ToString();
+  }
+
+  void Exited(uint64_t id, const std::string& node, int code, int sig = 0, bool timeout = false) {
+    v1::AgentMessage m;
+    m.mutable_batch_exited()->set_job_id(id);
+    m.mutable_batch_exited()->set_exit_code(code);
+    m.mutable_batch_exited()->set_signal(sig);
+    m.mutable_batch_exited()->set_timed_out(timeout);
+    m.mutable_batch_exited()->set_run(Job(id).requeue_count());
+    Agent(node, m);
+  }
+
+  void Cleaned(uint64_t id, const std::string& node, uint32_t run = 0) {
+    v1::AgentMessage m;
+    m.mutable_job_cleaned()->set_job_id(id);
+    m.mutable_job_cleaned()->set_run(run);
+    Agent(node, m);
+  }
+
+  void Started(uint64_t id, const std::string& node) {
+    v1::AgentMessage m;
+    m.mutable_job_started()->set_job_id(id);
+    m.mutable_job_started()->set_run(Job(id).requeue_count());
+    Agent(node, m);
+  }
+
+  void Flush() {
+    engine_->TakeOutgoing();
+    outbox_.clear();
+  }
+
+  // Commands sent to `node` since the last call.
+  std::vector<v1::ControllerMessage> Sent(const std::string& node) {
+    for (auto& o : engine_->TakeOutgoing()) outbox_.push_back(std::move(o));
+    std::vector<v1::ControllerMessage> out;
+    auto it = std::stable_partition(outbox_.begin(), outbox_.end(),
+                                    [&](const Outgoing& o) { return o.node != node; });
+    for (auto i = it; i != outbox_.end(); ++i) {
+      if (!i->close_session) out.push_back(i->message);
+    }
+    outbox_.erase(it, outbox_.end());
+    return out;
+  }
+
+  Config config_;
+  store::InMemoryStateStore store_;
+  std::unique_ptr<Engine> engine_;
+  TimeMs now_ = 1'700'000'000'000;
+  int creds_ = 0;
+  std::vector<Outgoing> outbox_;
+};
+
+TEST_F(EngineTest, GangStartsWholeWithGpusByIndexAndLaunchesEveryNode) {
+  AllUp();
+  auto id = Submit(Gang(2, 8));
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(Job(*id).state(), v1::PENDING);
+  Pass();
+  v1::JobInfo j = Job(*id);
+  ASSERT_EQ(j.state(), v1::RUNNING);
+  ASSERT_EQ(j.nodes_size(), 2);
+  EXPECT_EQ(j.nodes(0), "node1");
+  EXPECT_EQ(j.nodes(1), "node2");  // same leaf
+  for (const auto& na : j.allocation().nodes()) {
+    EXPECT_EQ(na.gpu_indices_size(), 8);
+    EXPECT_EQ(na.gpu_indices(7), 7u);
+  }
+  auto l1 = Sent("node1");
+  auto l2 = Sent("node2");
+  ASSERT_EQ(l1.size(), 1u);
+  ASSERT_EQ(l2.size(), 1u);
+  EXPECT_TRUE(l1[0].launch_job().batch_node());
+  EXPECT_FALSE(l2[0].launch_job().batch_node());
+  EXPECT_EQ(l2[0].launch_job().node_id(), 1u);
+  EXPECT_TRUE(l2[0].launch_job().spec().script().empty()) << "only the first node gets the script";
+  EXPECT_EQ(l1[0].epoch(), engine_->epoch());
+  EXPECT_EQ(Node("node1").gpus_allocated(), 8u);
+  EXPECT_EQ(Node("node1").state(), v1::NODE_MIXED);
+  EXPECT_EQ(Node("node3").state(), v1::NODE_IDLE);
+}
+
+TEST_F(EngineTest, NothingStartsOnNodesThatNeverRegistered) {
+  Up("node1");
+  auto id = Submit(Gang(2, 8));
+  ASSERT_TRUE(id.ok());
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::PENDING);
+  EXPECT_EQ(Job(*id).reason(), "ReqNodeNotAvail");
+  Up("node2");
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::RUNNING);
+}
+
+TEST_F(EngineTest, RefusesWhatCanNeverRunAndPersistsNothing) {
+  size_t commits = store_.commits();
+  auto id = Submit(Gang(1, 9));
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(id.status().message().find("asks for 9 GPUs per node; the largest node in partition gpu has 8"),
+            std::string::npos);
+  v1::JobSpec bad;
+  bad.add_partitions("nosuch");
+  EXPECT_EQ(Submit(bad).status().code(), StatusCode::kNotFound);
+  v1::JobSpec noshebang;
+  noshebang.set_script("echo hi\n");
+  EXPECT_EQ(Submit(noshebang).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_.commits(), commits);
+  EXPECT_EQ(*Submit(v1::JobSpec()), 1u) << "refused submissions use no job id";
+}
+
+TEST_F(EngineTest, FailedCommitRefusesTheSubmission) {
+  store_.FailNextCommitsForTest(1);
+  auto id = Submit(Gang(1, 1));
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), StatusCode::kInternal);
+  v1::ListJobsRequest all;
+  all.set_include_finished(true);
+  EXPECT_EQ(engine_->ListJobs(all)->jobs_size(), 0);
+  EXPECT_EQ(*Submit(Gang(1, 1)), 1u);
+}
+
+TEST_F(EngineTest, JobIdsAreNeverReusedAndEpochGrowsAcrossRestarts) {
+  uint64_t epoch = engine_->epoch();
+  ASSERT_EQ(*Submit(Gang(1, 1)), 1u);
+  ASSERT_EQ(*Submit(Gang(1, 1)), 2u);
+  Restart();
+  EXPECT_EQ(engine_->epoch(), epoch + 1);
+  EXPECT_EQ(Job(1).state(), v1::PENDING);
+  EXPECT_EQ(Job(2).state(), v1::PENDING);
+  EXPECT_EQ(*Submit(Gang(1, 1)), 3u);
+}
+
+TEST_F(EngineTest, CompletesFailsAndHoldsResourcesUntilEveryNodeIsClean) {
+  AllUp();
+  auto ok = *Submit(Gang(2, 8));
+  auto bad = *Submit(Gang(2, 8));
+  Pass();
+  Flush();
+  Exited(ok, "node1", 0);
+  v1::JobInfo j = Job(ok);
+  EXPECT_EQ(j.state(), v1::COMPLETED);
+  EXPECT_TRUE(j.completing());
+  // Every node of the job is told to clean up.
+  auto t1 = Sent("node1");
+  auto t2 = Sent("node2");
+  ASSERT_EQ(t1.size(), 1u);
+  ASSERT_EQ(t2.size(), 1u);
+  EXPECT_TRUE(t2[0].has_terminate_job());
+  // A third job needing node1/node2 cannot start before both are clean.
+  auto next = *Submit(Gang(4, 8));
+  Pass();
+  EXPECT_EQ(Job(next).state(), v1::PENDING);
+  Cleaned(ok, "node1");
+  Pass();
+  EXPECT_EQ(Job(next).state(), v1::PENDING);
+  Cleaned(ok, "node2");
+  EXPECT_FALSE(Job(ok).completing());
+  Exited(bad, "node3", 3);
+  EXPECT_EQ(Job(bad).state(), v1::FAILED);
+  EXPECT_EQ(Job(bad).exit_code(), 3);
+  EXPECT_EQ(Job(bad).reason(), "NonZeroExitCode");
+  Cleaned(bad, "node3");
+  Cleaned(bad, "node4");
+  Pass();
+  EXPECT_EQ(Job(next).state(), v1::RUNNING);
+}
+
+TEST_F(EngineTest, ExitFromTheWrongNodeOrAnOldRunIsIgnored) {
+  AllUp();
+  auto id = *Submit(Gang(2, 1));
+  Pass();
+  Exited(id, "node2", 0);  // not the batch node
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  v1::AgentMessage m;
+  m.mutable_batch_exited()->set_job_id(id);
+  m.mutable_batch_exited()->set_run(5);
+  Agent("node1", m);
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+}
+
+TEST_F(EngineTest, TimeoutAndSignals) {
+  AllUp();
+  auto a = *Submit(Gang(1, 1));
+  auto b = *Submit(Gang(1, 1));
+  Pass();
+  Exited(a, Job(a).nodes(0), 0, 15, true);
+  EXPECT_EQ(Job(a).state(), v1::TIMEOUT);
+  EXPECT_EQ(Job(a).exit_signal(), 15);
+  Exited(b, Job(b).nodes(0), 0, 9);
+  EXPECT_EQ(Job(b).state(), v1::FAILED);
+}
+
+TEST_F(EngineTest, CancelPendingRunningAndOthersJobs) {
+  AllUp();
+  auto running = *Submit(Gang(4, 8), Alice());
+  auto pending = *Submit(Gang(1, 1), Alice());
+  Pass();
+  Flush();
+  v1::CancelJobRequest byBob;
+  byBob.add_job_ids(running);
+  auto r = engine_->CancelJob(Bob(), byBob, now_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results(0).code(), static_cast<int>(StatusCode::kPermissionDenied));
+  EXPECT_EQ(Job(running).state(), v1::RUNNING);
+
+  v1::CancelJobRequest req;
+  req.add_job_ids(pending);
+  req.add_job_ids(running);
+  req.add_job_ids(999);
+  r = engine_->CancelJob(Alice(), req, now_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results(0).code(), 0);
+  EXPECT_EQ(r->results(1).code(), 0);
+  EXPECT_EQ(r->results(2).code(), static_cast<int>(StatusCode::kNotFound));
+  EXPECT_EQ(Job(pending).state(), v1::CANCELLED);
+  // Running: still running until the batch script is gone, and every node was told.
+  EXPECT_EQ(Job(running).state(), v1::RUNNING);
+  for (const char* n : {"node1", "node2", "node3", "node4"}) {
+    auto s = Sent(n);
+    ASSERT_EQ(s.size(), 1u) << n;
+    EXPECT_EQ(s[0].terminate_job().reason(), "cancelled");
+  }
+  Exited(running, "node1", 0, 15);
+  EXPECT_EQ(Job(running).state(), v1::CANCELLED);
+  // An admin may cancel anyone's job.
+  auto other = *Submit(Gang(1, 1), Bob());
+  v1::CancelJobRequest ops;
+  ops.add_job_ids(other);
+  r = engine_->CancelJob({5, 5, "ops", true}, ops, now_);
+  EXPECT_EQ(r->results(0).code(), 0);
+}
+
+TEST_F(EngineTest, DrainBlocksPlacementAndNeedsAnAdminAndAReason) {
+  AllUp();
+  v1::UpdateNodeRequest drain;
+  drain.set_nodes("node[1-3]");
+  drain.set_action(v1::UpdateNodeRequest::DRAIN);
+  EXPECT_EQ(engine_->UpdateNode(Alice(), drain, now_).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(engine_->UpdateNode(Root(), drain, now_).status().code(), StatusCode::kInvalidArgument);
+  drain.set_reason("maintenance");
+  ASSERT_TRUE(engine_->UpdateNode(Root(), drain, now_).ok());
+  EXPECT_TRUE(Node("node2").drain());
+  EXPECT_EQ(Node("node2").reason(), "maintenance");
+  auto id = *Submit(Gang(2, 1));
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+  EXPECT_EQ(Job(id).reason(), "ReqNodeNotAvail");
+  auto one = *Submit(Gang(1, 1));
+  Pass();
+  EXPECT_EQ(Job(one).nodes(0), "node4");
+
+  v1::UpdateNodeRequest resume;
+  resume.set_nodes("node4");
+  resume.set_action(v1::UpdateNodeRequest::RESUME);
+  EXPECT_EQ(engine_->UpdateNode(Root(), resume, now_).status().code(), StatusCode::kInvalidArgument);
+  resume.set_nodes("node9");
+  EXPECT_EQ(engine_->UpdateNode(Root(), resume, now_).status().code(), StatusCode::kNotFound);
+  resume.set_nodes("node1");
+  ASSERT_TRUE(engine_->UpdateNode({7, 7, "ops", true}, resume, now_).ok());
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  // The drain survives a restart.
+  Restart();
+  AllUp();
+  EXPECT_TRUE(Node("node2").drain());
+  EXPECT_FALSE(Node("node1").drain());
+}
+
+TEST_F(EngineTest, SilentNodeGoesNotRespondingThenDownAndItsGangIsRequeued) {
+  AllUp();
+  auto id = *Submit(Gang(2, 8));
+  Pass();
+  Started(id, "node1");
+  Started(id, "node2");
+  Sent("node1");
+  Sent("node2");
+  // node1, node3 and node4 keep talking; node2 goes silent.
+  auto beat = [&](TimeMs dt) {
+    now_ += dt;
+    v1::AgentMessage hb;
+    hb.mutable_heartbeat()->set_seq(1);
+    for (const char* n : {"node1", "node3", "node4"}) engine_->OnAgentMessage(n, hb, now_);
+    engine_->Tick(now_);
+  };
+  beat(2000);
+  EXPECT_EQ(Node("node2").state(), v1::NODE_MIXED);
+  beat(2000);
+  EXPECT_EQ(Node("node2").state(), v1::NODE_NOT_RESPONDING);
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  for (int i = 0; i < 4; ++i) beat(2000);
+  EXPECT_EQ(Node("node2").state(), v1::NODE_DOWN);
+  v1::JobInfo j = Job(id);
+  EXPECT_EQ(j.state(), v1::PENDING);
+  EXPECT_EQ(j.reason(), "NodeFail");
+  EXPECT_EQ(j.requeue_count(), 1u);
+  // Killed on its surviving node; the gang waits until that node is clean.
+  auto t = Sent("node1");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].terminate_job().run(), 0u);
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+  Cleaned(id, "node1", 0);
+  Pass();
+  j = Job(id);
+  EXPECT_EQ(j.state(), v1::RUNNING);
+  EXPECT_EQ(j.nodes(0), "node3");  // node1's leaf has only one node left
+  auto l = Sent("node3");
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].launch_job().requeue_count(), 1u);
+  // node2 comes back still running the old run: it is terminated there before node2 takes work.
+  Up("node2", {id}, "node2-new");
+  auto stale = Sent("node2");
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_TRUE(stale[0].has_terminate_job());
+  auto other = *Submit(Gang(2, 8));
+  Pass();
+  EXPECT_EQ(Job(other).state(), v1::PENDING);
+  Cleaned(id, "node2", 0);
+  Pass();
+  EXPECT_EQ(Job(other).state(), v1::RUNNING);
+}
+
+TEST_F(EngineTest, NoRequeueJobEndsNodeFail) {
+  AllUp();
+  v1::JobSpec s = Gang(2, 8);
+  s.set_no_requeue(true);
+  auto id = *Submit(s);
+  Pass();
+  for (int i = 0; i < 12; ++i) {
+    now_ += 1000;
+    v1::AgentMessage hb;
+    hb.mutable_heartbeat();
+    for (const char* n : {"node1", "node3", "node4"}) engine_->OnAgentMessage(n, hb, now_);
+    engine_->Tick(now_);
+  }
+  EXPECT_EQ(Job(id).state(), v1::NODE_FAIL);
+  ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+TEST_F(EngineTest, RecoveryKeepsRunningJobsAndReconcilesWhatAgentsReport) {
+  AllUp();
+  auto kept = *Submit(Gang(2, 8));
+  auto lost = *Submit(Gang(2, 8));
+  auto queued = *Submit(Gang(1, 1));
+  Pass();
+  for (const char* n : {"node1", "node2"}) Started(kept, n);
+  for (const char* n : {"node3", "node4"}) Started(lost, n);
+  Restart();  // the controller dies and comes back with the same store
+  // Resources of running jobs are held from the start: nothing else lands there.
+  EXPECT_EQ(Job(kept).state(), v1::RUNNING);
+  EXPECT_EQ(Node("node1").gpus_allocated(), 8u);
+  EXPECT_EQ(Job(queued).state(), v1::PENDING);
+  // node1 and node2 still run `kept`; node3's agent restarted and lost `lost`.
+  Up("node1", {kept});
+  Up("node2", {kept});
+  Up("node3", {});
+  Up("node4", {lost});
+  EXPECT_EQ(Job(kept).state(), v1::RUNNING);
+  EXPECT_EQ(Job(lost).state(), v1::PENDING);
+  EXPECT_EQ(Job(lost).requeue_count(), 1u);
+  Pass();
+  ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+TEST_F(EngineTest, LaunchNeverAcknowledgedIsSentAgainOnReconnect) {
+  AllUp();
+  auto id = *Submit(Gang(1, 1));
+  Pass();
+  std::string node = Job(id).nodes(0);
+  Sent(node);  // pretend it was lost on the wire
+  engine_->DetachSession(node, node + "-i" + std::to_string(engine_->epoch()));
+  Up(node, {}, node + "-again");
+  auto again = Sent(node);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(again[0].has_launch_job());
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+}
+
+TEST_F(EngineTest, CorruptRecordIsReportedAndTheRestRecovers) {
+  ASSERT_TRUE(Submit(Gang(1, 1)).ok());
+  ASSERT_TRUE(Submit(Gang(1, 1)).ok());
+  store_.CorruptForTest(store::Family::kJobs, store::Mutation::JobKey(1));
+  Restart();
+  ASSERT_EQ(engine_->recovery_problems().size(), 1u);
+  EXPECT_EQ(Job(2).state(), v1::PENDING);
+  EXPECT_EQ(*Submit(Gang(1, 1)), 3u);
+}
+
+TEST_F(EngineTest, FinishedJobsAreArchivedAfterRetention) {
+  AllUp();
+  auto id = *Submit(Gang(1, 1));
+  Pass();
+  std::string n = Job(id).nodes(0);
+  Exited(id, n, 0);
+  Cleaned(id, n);
+  now_ += 59'000;
+  engine_->Tick(now_);
+  EXPECT_EQ(Job(id).state(), v1::COMPLETED);
+  now_ += 2'000;
+  AllUp();
+  engine_->Tick(now_);
+  v1::GetJobRequest g;
+  g.set_job_id(id);
+  EXPECT_EQ(engine_->GetJob(g).status().code(), StatusCode::kNotFound);
+  auto h = store_.ReadHistory(10);
+  ASSERT_EQ(h->size(), 1u);
+  EXPECT_EQ((*h)[0].id(), id);
+}
+
+TEST_F(EngineTest, NormalisesTasksAndGpus) {
+  AllUp();
+  v1::JobSpec s;
+  s.set_nodes(2);
+  s.set_ntasks(3);
+  s.set_gpus_total(16);
+  auto id = Submit(s);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  v1::JobInfo j = Job(*id);
+  EXPECT_EQ(j.num_tasks(), 3u);
+  EXPECT_EQ(j.gpus_per_node(), 8u);
+  Pass();
+  j = Job(*id);
+  EXPECT_EQ(j.allocation().nodes(0).ntasks(), 2u);
+  EXPECT_EQ(j.allocation().nodes(1).ntasks(), 1u);
+  v1::JobSpec uneven;
+  uneven.set_nodes(2);
+  uneven.set_gpus_total(3);
+  EXPECT_EQ(Submit(uneven).status().code(), StatusCode::kUnimplemented);
+  v1::JobSpec big;
+  big.set_gpus_total(16);  // no -N: spread over the fewest nodes
+  auto b = Submit(big);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(Job(*b).num_nodes(), 2u);
+}
+
+TEST_F(EngineTest, StepsOnlyForTheOwnerOfARunningJob) {
+  AllUp();
+  auto id = *Submit(Gang(2, 8), Alice());
+  v1::CreateStepRequest r;
+  r.set_job_id(id);
+  EXPECT_EQ(engine_->CreateStep(Alice(), r).status().code(), StatusCode::kFailedPrecondition);
+  Pass();
+  EXPECT_EQ(engine_->CreateStep(Bob(), r).status().code(), StatusCode::kPermissionDenied);
+  auto s = engine_->CreateStep(Alice(), r);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->step_id(), 0u);
+  EXPECT_EQ(s->nodes_size(), 2);
+  EXPECT_EQ(s->nodes(1).first_task(), 1u);
+  EXPECT_EQ(s->credential(), Sent("node1")[0].launch_job().credential());
+  EXPECT_EQ(engine_->CreateStep(Alice(), r)->step_id(), 1u);
+}
+
+}  // namespace
+}  // namespace muster::controller

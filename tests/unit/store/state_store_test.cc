@@ -1,0 +1,172 @@
+#include "muster/store/state_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <rocksdb/db.h>
+
+namespace muster::store {
+namespace {
+
+v1::JobRecord Job(uint64_t id, v1::JobState state = v1::PENDING) {
+  v1::JobRecord j;
+  j.set_id(id);
+  j.set_state(state);
+  j.mutable_spec()->set_name("job" + std::to_string(id));
+  return j;
+}
+
+// One contract, two implementations.
+class StoreFactory {
+ public:
+  virtual ~StoreFactory() = default;
+  virtual std::unique_ptr<StateStore> Open() = 0;
+  // Simulates a restart: the next Open() sees what was committed.
+  virtual void Close(std::unique_ptr<StateStore>& s) = 0;
+  virtual void Corrupt(std::unique_ptr<StateStore>& s, Family f, const std::string& key) = 0;
+};
+
+class RocksFactory : public StoreFactory {
+ public:
+  RocksFactory() {
+    dir_ = std::filesystem::temp_directory_path() / ("muster-store-test-" + std::to_string(::getpid()) +
+                                                     "-" + std::to_string(counter_++));
+    std::filesystem::remove_all(dir_);
+  }
+  ~RocksFactory() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<StateStore> Open() override {
+    auto s = OpenRocksDbStateStore(dir_.string());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  void Close(std::unique_ptr<StateStore>& s) override { s.reset(); }
+  void Corrupt(std::unique_ptr<StateStore>& s, Family f, const std::string& key) override {
+    s.reset();
+    // Write junk with RocksDB directly, as a torn or foreign write would leave it.
+    rocksdb::DBOptions o;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs{{rocksdb::kDefaultColumnFamilyName, {}}};
+    for (int i = 0; i < kNumFamilies; ++i) cfs.push_back({FamilyName(static_cast<Family>(i)), {}});
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir_.string(), cfs, &h, &db).ok());
+    ASSERT_TRUE(db->Put({}, h[1 + static_cast<int>(f)], key, "\xff\xfe garbage").ok());
+    for (auto* x : h) db->DestroyColumnFamilyHandle(x).PermitUncheckedError();
+    delete db;
+    s = Open();
+  }
+
+ private:
+  std::filesystem::path dir_;
+  static inline int counter_ = 0;
+};
+
+class MemoryFactory : public StoreFactory {
+ public:
+  std::unique_ptr<StateStore> Open() override {
+    if (!kept_) kept_ = std::make_unique<InMemoryStateStore>();
+    return std::move(kept_);
+  }
+  void Close(std::unique_ptr<StateStore>& s) override { kept_.reset(static_cast<InMemoryStateStore*>(s.release())); }
+  void Corrupt(std::unique_ptr<StateStore>& s, Family f, const std::string& key) override {
+    static_cast<InMemoryStateStore*>(s.get())->CorruptForTest(f, key);
+  }
+
+ private:
+  std::unique_ptr<InMemoryStateStore> kept_;
+};
+
+template <typename F>
+class StateStoreTest : public ::testing::Test {
+ protected:
+  F factory_;
+};
+using Factories = ::testing::Types<RocksFactory, MemoryFactory>;
+TYPED_TEST_SUITE(StateStoreTest, Factories);
+
+TYPED_TEST(StateStoreTest, CommitCloseReopenRecover) {
+  auto s = this->factory_.Open();
+  ASSERT_TRUE(s);
+  Mutation m;
+  v1::MetaRecord meta;
+  meta.set_next_job_id(4);
+  meta.set_epoch(7);
+  m.PutMeta(meta);
+  m.PutJob(Job(1));
+  m.PutJob(Job(2, v1::RUNNING));
+  m.PutJob(Job(3));
+  v1::NodeRecord n;
+  n.set_name("node1");
+  n.set_drain(true);
+  n.set_reason("maint");
+  m.PutNode(n);
+  ASSERT_TRUE(s->Commit(m).ok());
+  Mutation m2;
+  m2.DeleteJob(3);
+  m2.ArchiveJob(Job(2, v1::COMPLETED));
+  ASSERT_TRUE(s->Commit(m2).ok());
+
+  this->factory_.Close(s);
+  s = this->factory_.Open();
+  auto loaded = s->LoadAll();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_TRUE(loaded->meta.has_value());
+  EXPECT_EQ(loaded->meta->next_job_id(), 4u);
+  EXPECT_EQ(loaded->meta->epoch(), 7u);
+  ASSERT_EQ(loaded->jobs.size(), 1u);
+  EXPECT_EQ(loaded->jobs[0].id(), 1u);
+  EXPECT_EQ(loaded->jobs[0].spec().name(), "job1");
+  ASSERT_EQ(loaded->nodes.size(), 1u);
+  EXPECT_EQ(loaded->nodes[0].reason(), "maint");
+  EXPECT_EQ(loaded->max_history_job_id, 2u);
+  EXPECT_TRUE(loaded->problems.empty());
+  auto history = s->ReadHistory(10);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 1u);
+  EXPECT_EQ((*history)[0].state(), v1::COMPLETED);
+}
+
+TYPED_TEST(StateStoreTest, JobsComeBackInIdOrder) {
+  auto s = this->factory_.Open();
+  Mutation m;
+  for (uint64_t id : {300, 2, 70000, 1}) m.PutJob(Job(id));
+  ASSERT_TRUE(s->Commit(m).ok());
+  auto loaded = s->LoadAll();
+  ASSERT_TRUE(loaded.ok());
+  std::vector<uint64_t> ids;
+  for (const auto& j : loaded->jobs) ids.push_back(j.id());
+  EXPECT_EQ(ids, (std::vector<uint64_t>{1, 2, 300, 70000}));
+}
+
+TYPED_TEST(StateStoreTest, CorruptRecordIsReportedAndQuarantinedNotFatal) {
+  auto s = this->factory_.Open();
+  Mutation m;
+  m.PutJob(Job(1));
+  m.PutJob(Job(2));
+  ASSERT_TRUE(s->Commit(m).ok());
+  this->factory_.Corrupt(s, Family::kJobs, Mutation::JobKey(2));
+  auto loaded = s->LoadAll();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->jobs.size(), 1u);
+  EXPECT_EQ(loaded->jobs[0].id(), 1u);
+  ASSERT_EQ(loaded->problems.size(), 1u);
+  EXPECT_NE(loaded->problems[0].find("job 2"), std::string::npos) << loaded->problems[0];
+  // Quarantined: a second recovery is clean.
+  auto again = s->LoadAll();
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->problems.empty());
+  EXPECT_EQ(again->jobs.size(), 1u);
+}
+
+TEST(RocksDbStateStoreTest, SecondOpenOfTheSameDirIsRefused) {
+  auto dir = std::filesystem::temp_directory_path() / ("muster-lock-" + std::to_string(::getpid()));
+  auto a = OpenRocksDbStateStore(dir.string());
+  ASSERT_TRUE(a.ok());
+  auto b = OpenRocksDbStateStore(dir.string());
+  EXPECT_FALSE(b.ok());
+  a->reset();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace muster::store
