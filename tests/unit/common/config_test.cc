@@ -114,3 +114,16 @@ TEST(ConfigTest, MissingFileIsNotFound) {
 
 }  // namespace
 }  // namespace muster
+
+namespace muster {
+namespace {
+
+TEST(ConfigTest, ShippedExampleConfigIsValid) {
+  auto c = LoadConfig(std::string(MUSTER_SOURCE_DIR) + "/packaging/config/muster.toml.example");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->nodes.size(), 128u);
+  EXPECT_EQ(c->DefaultPartition()->name, "gpu");
+}
+
+}  // namespace
+}  // namespace muster
