@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,22 +15,101 @@
 namespace muster::agent {
 namespace {
 
-// What the child reports through the close-on-exec pipe when it cannot exec.
-struct ChildError {
-  int stage;
-  int err;
-};
 enum Stage { kSetsid = 1, kGroups, kGid, kUid, kChdir, kStdin, kStdout, kStderr, kExec };
 
-[[noreturn]] void ChildFail(int fd, int stage) {
-  ChildError e{stage, errno};
-  ssize_t ignored = ::write(fd, &e, sizeof e);
-  (void)ignored;
-  _exit(127);
+// Everything the child needs, prepared by the parent. The child shares the parent's memory
+// (CLONE_VM | CLONE_VFORK, as posix_spawn does), so it never copies the agent's address space;
+// it may only make raw system calls, and reports a failure by writing stage/err here.
+struct ChildArgs {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;
+  bool change_user;
+  uid_t uid;
+  gid_t gid;
+  const gid_t* groups;
+  size_t ngroups;
+  const char* stdout_path;
+  const char* stderr_path;  // nullptr: same as stdout
+  int stdout_fd, stderr_fd;
+  volatile int stage = 0;
+  volatile int err = 0;
+};
+
+// The kernel's sigaction layout (glibc's differs).
+struct KernelSigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+
+long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
+  long r = ::syscall(nr, a, b, c, d);
+  return r;
 }
 
-int OpenOutput(const std::string& path) {
-  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+[[noreturn]] void ChildFail(ChildArgs* a, int stage) {
+  a->err = errno;
+  a->stage = stage;
+  ::syscall(SYS_exit_group, 127);
+  __builtin_unreachable();
+}
+
+int OpenOutput(const char* path) {
+  return static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+}
+
+int ChildMain(void* arg) {
+  auto* a = static_cast<ChildArgs*>(arg);
+  // Default dispositions and an empty mask: the job must not inherit the agent's signal setup.
+  KernelSigaction dfl{SIG_DFL, 0, nullptr, 0};
+  for (long sig = 1; sig < 65; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    Sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
+  }
+  uint64_t empty = 0;
+  Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty), 0, 8);
+  if (Sys(SYS_setsid) < 0) ChildFail(a, kSetsid);
+  if (a->change_user) {
+    // Raw calls: glibc's wrappers would try to change the credentials of every thread.
+    if (Sys(SYS_setgroups, static_cast<long>(a->ngroups), reinterpret_cast<long>(a->groups)) != 0) {
+      ChildFail(a, kGroups);
+    }
+    if (Sys(SYS_setresgid, a->gid, a->gid, a->gid) != 0) ChildFail(a, kGid);
+    if (Sys(SYS_setresuid, a->uid, a->uid, a->uid) != 0) ChildFail(a, kUid);
+  }
+  if (a->cwd && *a->cwd && Sys(SYS_chdir, reinterpret_cast<long>(a->cwd)) != 0) ChildFail(a, kChdir);
+  int in = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDONLY | O_CLOEXEC));
+  if (in < 0 || Sys(SYS_dup2, in, 0) < 0) ChildFail(a, kStdin);
+  int out = a->stdout_fd >= 0 ? a->stdout_fd : OpenOutput(a->stdout_path);
+  if (out < 0 || Sys(SYS_dup2, out, 1) < 0) ChildFail(a, kStdout);
+  int err = a->stderr_fd >= 0 ? a->stderr_fd : a->stderr_path ? OpenOutput(a->stderr_path) : out;
+  if (err < 0 || Sys(SYS_dup2, err, 2) < 0) ChildFail(a, kStderr);
+  Sys(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
+      reinterpret_cast<long>(a->envp));
+  ChildFail(a, kExec);
+}
+
+// argv[0] looked up in the task's PATH (the agent's own PATH is not the job's).
+std::string ResolveProgram(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& kv : env) {
+    if (kv.rfind("PATH=", 0) == 0) path = kv.substr(5);
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return name;  // execve fails with ENOENT, which is the message the user needs
 }
 
 }  // namespace
@@ -53,61 +134,42 @@ void DecodeWaitStatus(int status, int* exit_code, int* signal) {
 
 Result<Spawned> Spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return InvalidArgument("nothing to run");
-  // Everything the child needs is prepared here: after fork it may only make system calls.
   std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& x : spec.argv) argv.push_back(const_cast<char*>(x.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  const std::string path = ResolveProgram(spec.argv[0], spec.env);
   const bool same_file = spec.stderr_path.empty() || spec.stderr_path == spec.stdout_path;
 
-  int errpipe[2];
-  if (::pipe2(errpipe, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+  ChildArgs a;
+  a.path = path.c_str();
+  a.argv = argv.data();
+  a.envp = envp.data();
+  a.cwd = spec.cwd.c_str();
+  a.change_user = spec.change_user;
+  a.uid = spec.uid;
+  a.gid = spec.gid;
+  a.groups = spec.groups.data();
+  a.ngroups = spec.groups.size();
+  a.stdout_path = spec.stdout_path.c_str();
+  a.stderr_path = same_file ? nullptr : spec.stderr_path.c_str();
+  a.stdout_fd = spec.stdout_fd;
+  a.stderr_fd = spec.stderr_fd;
 
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int err = errno;
-    ::close(errpipe[0]);
-    ::close(errpipe[1]);
-    return ErrnoStatus("fork", err, StatusCode::kResourceExhausted);
-  }
-  if (pid == 0) {
-    int efd = errpipe[1];
-    // Undo what the agent set up for itself: signal mask and ignored signals.
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, nullptr);
-    for (int s : {SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP}) ::signal(s, SIG_DFL);
-    if (::setsid() < 0) ChildFail(efd, kSetsid);
-    if (spec.change_user) {
-      if (::setgroups(spec.groups.size(), spec.groups.data()) != 0) ChildFail(efd, kGroups);
-      if (::setgid(spec.gid) != 0) ChildFail(efd, kGid);
-      if (::setuid(spec.uid) != 0) ChildFail(efd, kUid);
-    }
-    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) ChildFail(efd, kChdir);
-    int in = ::open("/dev/null", O_RDONLY);
-    if (in < 0 || ::dup2(in, 0) < 0) ChildFail(efd, kStdin);
-    int out = spec.stdout_fd >= 0 ? spec.stdout_fd : OpenOutput(spec.stdout_path);
-    if (out < 0 || ::dup2(out, 1) < 0) ChildFail(efd, kStdout);
-    int err = spec.stderr_fd >= 0 ? spec.stderr_fd
-              : same_file     ? out
-                              : OpenOutput(spec.stderr_path);
-    if (err < 0 || ::dup2(err, 2) < 0) ChildFail(efd, kStderr);
-    ::execvpe(argv[0], argv.data(), envp.data());
-    ChildFail(efd, kExec);
-  }
-  ::close(errpipe[1]);
-  ChildError ce{};
-  ssize_t n;
-  do {
-    n = ::read(errpipe[0], &ce, sizeof ce);
-  } while (n < 0 && errno == EINTR);
-  ::close(errpipe[0]);
-  if (n == static_cast<ssize_t>(sizeof ce)) {
+  constexpr size_t kStack = 64 * 1024;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
+  // The parent thread waits (CLONE_VFORK) until the child has exec'd or exited.
+  pid_t pid = ::clone(ChildMain, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+  int clone_err = errno;
+  ::munmap(stack, kStack);
+  if (pid < 0) return ErrnoStatus("clone", clone_err, StatusCode::kResourceExhausted);
+  if (a.stage != 0) {
     int status;
     ::waitpid(pid, &status, 0);
-    std::string why = std::strerror(ce.err);
-    switch (ce.stage) {
+    std::string why = std::strerror(a.err);
+    switch (a.stage) {
       case kChdir: return FailedPrecondition("cannot change to directory " + spec.cwd + ": " + why);
       case kStdout:
         return FailedPrecondition("cannot open output file " + spec.stdout_path + ": " + why);
@@ -116,7 +178,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
       case kExec: return FailedPrecondition("execve(" + spec.argv[0] + "): " + why);
       case kGroups: case kGid: case kUid:
         return PermissionDenied("cannot switch to uid " + std::to_string(spec.uid) + ": " + why);
-      default: return Internal("cannot start the process (stage " + std::to_string(ce.stage) + "): " + why);
+      default: return Internal("cannot start the process (stage " + std::to_string(a.stage) + "): " + why);
     }
   }
   Spawned s;

@@ -83,6 +83,10 @@ Status Engine::Recover(TimeMs now) {
     e.rec = std::move(rec);
     e.request = ToCoreRequest(e.rec);
     JobEntry& job = jobs_.emplace(e.rec.id(), std::move(e)).first->second;
+    if (job.rec.state() == v1::PENDING) pending_.insert(job.rec.id());
+    if (job.rec.state() != v1::PENDING && job.rec.state() != v1::RUNNING) {
+      finished_.insert({job.rec.end_time_ms(), job.rec.id()});
+    }
     // Jobs whose nodes were removed from the config cannot be held; they end as NODE_FAIL below.
     HoldResources(job.rec);
     if (job.rec.state() == v1::RUNNING && job.rec.batch_started()) {
@@ -97,9 +101,9 @@ Status Engine::Recover(TimeMs now) {
   return Status::Ok();
 }
 
-Status Engine::Commit(const store::Mutation& m) {
+Status Engine::Commit(const store::Mutation& m, store::Durability durability) {
   if (m.empty()) return Status::Ok();
-  return store_->Commit(m);
+  return store_->Commit(m, durability);
 }
 
 bool Engine::IsActive(const v1::JobRecord& rec) const {
@@ -200,11 +204,10 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   if (spec.work_dir().empty() || spec.work_dir()[0] != '/') {
     return InvalidArgument("working directory must be an absolute path");
   }
-  size_t active = 0;
-  for (const auto& [id, j] : jobs_) active += IsActive(j.rec) ? 1 : 0;
-  if (active >= options_.config.scheduling.max_job_count) {
-    return ResourceExhausted("the queue is full (" + std::to_string(active) +
-                             " jobs; scheduling.max_job_count)");
+  // Like Slurm's MaxJobCount, recently finished jobs still count until they are archived.
+  if (jobs_.size() >= options_.config.scheduling.max_job_count) {
+    return ResourceExhausted("the controller tracks " + std::to_string(jobs_.size()) +
+                             " jobs, its limit (scheduling.max_job_count); try again later");
   }
   int64_t time_limit = 0;
   MUSTER_RETURN_IF_ERROR(NormalizeJobSpec(spec, options_.config, &time_limit));
@@ -246,6 +249,7 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
                e.rec.spec().user(), e.rec.spec().nodes(), e.rec.spec().gpus_per_node(),
                Join({e.rec.spec().partitions().begin(), e.rec.spec().partitions().end()}, ","));
   jobs_.emplace(id, std::move(e));
+  pending_.insert(id);
   schedule_requested_ = true;
   v1::SubmitJobResponse resp;
   resp.set_job_id(id);
@@ -286,6 +290,8 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
         continue;
       }
       job->rec = std::move(next);
+      pending_.erase(id);
+      finished_.insert({now, id});
       spdlog::info("cancel job={} user={} state=PENDING", id, caller.user);
       schedule_requested_ = true;  // it may have held back lower-priority jobs
     } else if (st == v1::RUNNING) {
@@ -418,7 +424,8 @@ bool Engine::Schedulable(const NodeEntry& node) const {
 void Engine::RunSchedulePass(TimeMs now) {
   schedule_requested_ = false;
   std::vector<core::PendingJob> queue;
-  for (const auto& [id, job] : jobs_) {
+  for (uint64_t id : pending_) {
+    const JobEntry& job = jobs_.at(id);
     const v1::JobRecord& r = job.rec;
     // A requeued job waits until its old run has left every node.
     if (r.state() != v1::PENDING || r.spec().hold() || r.completing_nodes_size() > 0) continue;
@@ -472,6 +479,7 @@ void Engine::RunSchedulePass(TimeMs now) {
   for (auto& rec : started) {
     JobEntry* job = FindJob(rec.id());
     job->rec = std::move(rec);
+    pending_.erase(job->rec.id());
     job->started_nodes.clear();
     HoldResources(job->rec);
     spdlog::info("start job={} nodes={} partition={}", job->rec.id(),

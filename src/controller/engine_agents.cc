@@ -31,8 +31,8 @@ std::string Seconds(TimeMs ms) {
 
 }  // namespace
 
-void Engine::CommitOrDie(const store::Mutation& m) {
-  Status s = Commit(m);
+void Engine::CommitOrDie(const store::Mutation& m, store::Durability durability) {
+  Status s = Commit(m, durability);
   if (!s.ok()) {
     spdlog::critical("state store write failed: {}; exiting so that recovery restarts from the "
                      "last durable state",
@@ -211,7 +211,9 @@ void Engine::OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs) {
     job->rec.set_batch_started(true);
     store::Mutation m;
     m.PutJob(job->rec);
-    CommitOrDie(m);
+    // Buffered: if a crash loses it, reconciliation relaunches (or requeues) instead; nothing that
+    // was acknowledged depends on it.
+    CommitOrDie(m, store::Durability::kBuffered);
   }
 }
 
@@ -269,7 +271,8 @@ void Engine::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs) {
   if (job->rec.completing_nodes_size() == 0) {
     store::Mutation m;
     m.PutJob(job->rec);
-    CommitOrDie(m);
+    // Buffered: after a crash the node's next registration tells again that it is clean.
+    CommitOrDie(m, store::Durability::kBuffered);
   }
 }
 
@@ -282,6 +285,7 @@ void Engine::FinishJob(JobEntry& job, v1::JobState state, const std::string& rea
   r.set_state(state);
   r.set_reason(reason);
   r.set_end_time_ms(now);
+  finished_.insert({now, r.id()});
   r.clear_completing_nodes();
   for (const auto& na : r.allocation().nodes()) {
     NodeEntry* node = FindNode(na.node());
@@ -333,6 +337,7 @@ void Engine::JobLostOnNode(JobEntry& job, NodeEntry& node, const std::string& wh
   }
   // Requeue the whole gang: stop it everywhere, then it pends until every node is clean.
   r.set_state(v1::PENDING);
+  pending_.insert(r.id());
   r.set_requeue_count(r.requeue_count() + 1);
   r.set_reason("NodeFail");
   r.set_reason_detail("requeued: " + why);
@@ -387,19 +392,23 @@ void Engine::Tick(TimeMs now) {
   }
   // Finished jobs leave the live set after the retention time; their records move to history.
   store::Mutation m;
-  std::vector<uint64_t> purge;
-  for (const auto& [id, job] : jobs_) {
-    if (IsActive(job.rec)) continue;
-    if (now - job.rec.end_time_ms() >= static_cast<TimeMs>(s.finished_job_retention_ms)) {
-      m.ArchiveJob(job.rec);
-      purge.push_back(id);
-      if (purge.size() >= 10'000) break;  // bound one write
-    }
+  std::vector<std::pair<TimeMs, uint64_t>> purge;
+  for (const auto& entry : finished_) {
+    if (now - entry.first < static_cast<TimeMs>(s.finished_job_retention_ms)) break;
+    const JobEntry& job = jobs_.at(entry.second);
+    if (IsActive(job.rec)) continue;  // still cleaning up somewhere
+    m.ArchiveJob(job.rec);
+    purge.push_back(entry);
+    if (purge.size() >= 10'000) break;  // bound one write
   }
   if (!purge.empty()) {
-    Status st = Commit(m);
+    // Buffered: a lost archive write only means the jobs are archived again later.
+    Status st = Commit(m, store::Durability::kBuffered);
     if (st.ok()) {
-      for (uint64_t id : purge) jobs_.erase(id);
+      for (const auto& entry : purge) {
+        jobs_.erase(entry.second);
+        finished_.erase(entry);
+      }
     } else {
       spdlog::error("cannot archive {} finished jobs (will retry): {}", purge.size(), st.ToString());
     }

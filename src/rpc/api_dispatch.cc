@@ -14,7 +14,7 @@ template <typename Req, typename Fn>
 ApiReply Handle(const std::string& payload, Fn&& fn) {
   Req req;
   if (!req.ParseFromString(payload)) {
-    return {InvalidArgument("request does not parse as " + Req::descriptor()->full_name()), ""};
+    return {InvalidArgument("request does not parse as " + Req().GetTypeName()), ""};
   }
   auto result = fn(req);
   if (!result.ok()) return {result.status(), ""};

@@ -8,7 +8,7 @@ std::vector<std::pair<std::string, std::string>>& InMemoryStateStore::Fam(Family
   return data_[static_cast<int>(f)];
 }
 
-Status InMemoryStateStore::Commit(const Mutation& mutation) {
+Status InMemoryStateStore::Commit(const Mutation& mutation, Durability durability) {
   if (fail_commits_ > 0) {
     --fail_commits_;
     return Internal("injected commit failure");
@@ -29,6 +29,7 @@ Status InMemoryStateStore::Commit(const Mutation& mutation) {
     }
   }
   ++commits_;
+  if (durability == Durability::kSync) ++synced_commits_;
   return Status::Ok();
 }
 

@@ -55,7 +55,7 @@ class RocksDbStateStore final : public StateStore {
     if (db_) db_->Close().PermitUncheckedError();
   }
 
-  Status Commit(const Mutation& mutation) override {
+  Status Commit(const Mutation& mutation, Durability durability) override {
     rocksdb::WriteBatch batch;
     for (const auto& op : mutation.ops()) {
       auto* cf = Handle(op.family);
@@ -63,7 +63,7 @@ class RocksDbStateStore final : public StateStore {
       MUSTER_RETURN_IF_ERROR(FromRocks(s, "cannot build write batch"));
     }
     rocksdb::WriteOptions wo;
-    wo.sync = true;
+    wo.sync = durability == Durability::kSync;
     return FromRocks(db_->Write(wo, &batch), "cannot commit state change");
   }
 

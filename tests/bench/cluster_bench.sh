@@ -16,6 +16,14 @@ eval "$(muster local up --dir "$DIR/cluster" --nodes "$NODES" --gpus-per-node 8 
 cd "$DIR"
 
 now() { echo "${EPOCHREALTIME/./}"; }  # microseconds
+# wait_file FILE LINES: until FILE has LINES lines (60 s at most).
+wait_file() {
+  local deadline=$(( $(date +%s) + 60 ))
+  until [ "$( (wc -l < "$1") 2>/dev/null || echo 0)" -ge "$2" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "timed out waiting for $1" >&2; exit 1; }
+    sleep 0.005
+  done
+}
 queue_empty() { [ -z "$(muster queue --noheader)" ]; }
 wait_empty() { until queue_empty; do sleep 0.2; done; }
 median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f", m}'; }
@@ -36,8 +44,8 @@ sleep 0.5
 : > lat.txt
 for ((i = 0; i < LAT_N; i++)); do
   s=$(now)
-  id=$(muster submit --parsable -o /dev/null --wrap "echo \${EPOCHREALTIME/./} > $DIR/start.$i")
-  until [ -s "$DIR/start.$i" ]; do sleep 0.005; done
+  id=$(muster submit --parsable -o /dev/null --wrap "date +%s%6N > $DIR/start.$i")
+  wait_file "$DIR/start.$i" 1
   e=$(cat "$DIR/start.$i")
   echo $(( (e - s) / 1000 )) >> lat.txt
   wait_empty
@@ -49,8 +57,8 @@ echo "latency: submit -> start, $LAT_N jobs: p50 $(median < lat.txt) ms, p90 $(p
 for ((i = 0; i < 10; i++)); do
   s=$(now)
   muster submit -N "$NODES" --gpus-per-node 8 -o /dev/null \
-    --wrap "muster run bash -c 'echo \${EPOCHREALTIME/./} >> $DIR/gang.$i'" >/dev/null
-  until [ "$(wc -l < "$DIR/gang.$i" 2>/dev/null || echo 0)" -ge "$NODES" ]; do sleep 0.01; done
+    --wrap "muster run date +%s%6N >> $DIR/gang.$i" >/dev/null
+  wait_file "$DIR/gang.$i" "$NODES"
   e=$(sort -n "$DIR/gang.$i" | tail -1)
   echo $(( (e - s) / 1000 )) >> gang.txt
   wait_empty

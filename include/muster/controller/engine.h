@@ -129,11 +129,13 @@ class Engine {
   Engine(EngineOptions options, store::StateStore* store);
 
   Status Recover(TimeMs now);
-  Status Commit(const store::Mutation& m);
+  Status Commit(const store::Mutation& m,
+                store::Durability durability = store::Durability::kSync);
   // For transitions the engine starts itself (a job ended, a node was lost): memory must never run
   // ahead of the store, so a failed write stops the controller; restart recovers the last durable
   // state and the agents report again.
-  void CommitOrDie(const store::Mutation& m);
+  void CommitOrDie(const store::Mutation& m,
+                   store::Durability durability = store::Durability::kSync);
 
   // Submission.
   Status Normalize(v1::JobSpec& spec, int64_t* time_limit_ms) const;
@@ -170,6 +172,8 @@ class Engine {
   v1::MetaRecord meta_;
   TimeMs start_time_ms_ = 0;
   std::map<uint64_t, JobEntry> jobs_;         // live and recently finished jobs, by id
+  std::set<uint64_t> pending_;                // ids of PENDING jobs (the scheduler's input)
+  std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
   std::vector<NodeEntry> nodes_;              // configuration order
   std::map<std::string, size_t> node_index_;
   core::ClusterView base_view_;               // partitions (node lists); nodes filled per pass

@@ -13,6 +13,12 @@
 namespace muster::store {
 
 enum class Family { kMeta, kJobs, kNodes, kJobHistory, kQuarantine };
+
+// kSync: durable when Commit returns (the write-ahead rule for anything acknowledged or sent).
+// kBuffered: written, made durable by the next synced commit or by the OS; for facts that recovery
+// can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
+// is harmless and they need not pay for an fsync.
+enum class Durability { kSync, kBuffered };
 inline constexpr int kNumFamilies = 5;
 const char* FamilyName(Family f);
 
@@ -59,7 +65,7 @@ class StateStore {
   // Applies the mutation atomically and durably (synced) before returning OK.
   // Errors: INTERNAL / DATA_LOSS / RESOURCE_EXHAUSTED (disk full) from the storage engine; nothing
   // of the mutation is applied then.
-  virtual Status Commit(const Mutation& mutation) = 0;
+  virtual Status Commit(const Mutation& mutation, Durability durability = Durability::kSync) = 0;
 
   // Reads everything for recovery. A record that does not parse is moved to the quarantine family
   // and reported in `problems`; it never stops recovery.
@@ -76,7 +82,7 @@ Result<std::unique_ptr<StateStore>> OpenRocksDbStateStore(const std::string& dir
 // Volatile store for tests and the simulator.
 class InMemoryStateStore : public StateStore {
  public:
-  Status Commit(const Mutation& mutation) override;
+  Status Commit(const Mutation& mutation, Durability durability = Durability::kSync) override;
   Result<LoadedState> LoadAll() override;
   Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override;
 
@@ -85,12 +91,14 @@ class InMemoryStateStore : public StateStore {
   // Makes the next `n` commits fail with INTERNAL (a full or failing disk).
   void FailNextCommitsForTest(int n) { fail_commits_ = n; }
   size_t commits() const { return commits_; }
+  size_t synced_commits() const { return synced_commits_; }
 
  private:
   std::vector<std::pair<std::string, std::string>>& Fam(Family f);
   std::vector<std::pair<std::string, std::string>> data_[kNumFamilies];  // sorted by key
   int fail_commits_ = 0;
   size_t commits_ = 0;
+  size_t synced_commits_ = 0;
 };
 
 // Shared by both stores: decode what was read, quarantining what does not parse.
