@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  g++ cmake ninja-build pkg-config git ca-certificates procps
+  g++ cmake ninja-build pkg-config git ca-certificates procps clang-format
   # libraries
   libboost-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev

@@ -44,10 +44,15 @@ void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   w.Field("exit_code", j.exit_code()).Field("exit_signal", j.exit_signal());
   w.Field("requeue_count", j.requeue_count()).Field("priority", j.priority());
   w.Field("hold", j.hold()).Field("no_requeue", j.no_requeue());
-  w.Field("work_dir", j.work_dir()).Field("stdout", j.stdout_path()).Field("stderr", j.stderr_path());
+  w.Field("work_dir", j.work_dir())
+      .Field("stdout", j.stdout_path())
+      .Field("stderr", j.stderr_path());
   w.Key("allocation").BeginArray();
   for (const auto& na : j.allocation().nodes()) {
-    w.BeginObject().Field("node", na.node()).Field("ntasks", na.ntasks()).Field("mem_mb", na.mem_mb());
+    w.BeginObject()
+        .Field("node", na.node())
+        .Field("ntasks", na.ntasks())
+        .Field("mem_mb", na.mem_mb());
     w.Key("cpus").BeginArray();
     for (uint32_t c : na.cpu_ids()) w.Uint(c);
     w.EndArray().Key("gpus").BeginArray();
@@ -111,9 +116,15 @@ int CmdQueue(int argc, char** argv) {
         for (uint64_t id : *ids) req.add_job_ids(id);
         break;
       }
-      case 'a': req.set_include_finished(true); break;
-      case 'J': json = true; break;
-      case 'H': header = false; break;
+      case 'a':
+        req.set_include_finished(true);
+        break;
+      case 'J':
+        json = true;
+        break;
+      case 'H':
+        header = false;
+        break;
       case 'h':
         std::printf(
             "Usage: muster queue [-u USERS] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
@@ -121,10 +132,12 @@ int CmdQueue(int argc, char** argv) {
             "Pending and running jobs (with --all also those finished recently).\n");
         return kExitOk;
       default:
-        return Usage("queue", "unknown or incomplete option '" + std::string(argv[optind - 1]) + "'");
+        return Usage("queue",
+                     "unknown or incomplete option '" + std::string(argv[optind - 1]) + "'");
     }
   }
-  if (optind < argc) return Usage("queue", "unexpected argument '" + std::string(argv[optind]) + "'");
+  if (optind < argc)
+    return Usage("queue", "unexpected argument '" + std::string(argv[optind]) + "'");
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("queue", controller.status());
   auto resp = controller->ListJobs(req);
@@ -139,13 +152,15 @@ int CmdQueue(int argc, char** argv) {
   }
   int64_t now = SystemClock::Get()->NowMs();
   std::string out;
-  if (header) out += "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n";
+  if (header)
+    out += "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n";
   // Like squeue: pending first, then the rest.
   for (int pass = 0; pass < 2; ++pass) {
     for (const auto& j : resp->jobs()) {
       if ((j.state() == v1::PENDING) != (pass == 0)) continue;
       std::string where = j.state() == v1::PENDING ? "(" + j.reason() + ")" : NodeList(j);
-      uint32_t nodes = j.state() == v1::PENDING ? j.num_nodes() : static_cast<uint32_t>(j.nodes_size());
+      uint32_t nodes =
+          j.state() == v1::PENDING ? j.num_nodes() : static_cast<uint32_t>(j.nodes_size());
       out += Right(std::to_string(j.id()), 18) + " " + Right(j.partition(), 9) + " " +
              Right(j.name(), 8) + " " + Right(j.user(), 8) + " " +
              Right(JobStateCode(j.state(), j.completing()), 2) + " " +
@@ -191,19 +206,21 @@ int CmdJob(int argc, char** argv) {
   std::printf("   UserId=%s(%u) Priority=%lld\n", j.user().c_str(), j.uid(),
               static_cast<long long>(j.priority()));
   std::printf("   JobState=%s Reason=%s%s%s\n", JobStateName(j.state(), j.completing()).c_str(),
-              j.reason().c_str(), j.reason_detail().empty() ? "" : " Detail=",
-              j.reason_detail().c_str());
-  std::printf("   Requeue=%d Restarts=%u ExitCode=%d:%d\n", j.no_requeue() ? 0 : 1, j.requeue_count(),
-              j.exit_code(), j.exit_signal());
+              j.reason().c_str(),
+              j.reason_detail().empty() ? "" : " Detail=", j.reason_detail().c_str());
+  std::printf("   Requeue=%d Restarts=%u ExitCode=%d:%d\n", j.no_requeue() ? 0 : 1,
+              j.requeue_count(), j.exit_code(), j.exit_signal());
   std::printf("   RunTime=%s TimeLimit=%s\n", FormatDuration(ElapsedMs(j, now)).c_str(),
               TimeLimit(j.time_limit_ms()).c_str());
-  std::printf("   SubmitTime=%s StartTime=%s EndTime=%s\n", FormatTimestamp(j.submit_time_ms()).c_str(),
+  std::printf("   SubmitTime=%s StartTime=%s EndTime=%s\n",
+              FormatTimestamp(j.submit_time_ms()).c_str(),
               FormatTimestamp(j.start_time_ms()).c_str(), FormatTimestamp(j.end_time_ms()).c_str());
   std::printf("   Partition=%s NodeList=%s\n", j.partition().c_str(),
               j.nodes().empty() ? "(null)" : NodeList(j).c_str());
-  std::printf("   NumNodes=%u NumTasks=%u CPUs/Task=%u Mem/Node=%lluM GPUs/Node=%u%s%s\n", j.num_nodes(),
-              j.num_tasks(), j.cpus_per_task(), static_cast<unsigned long long>(j.mem_per_node_mb()),
-              j.gpus_per_node(), j.gpu_type().empty() ? "" : " GpuType=", j.gpu_type().c_str());
+  std::printf("   NumNodes=%u NumTasks=%u CPUs/Task=%u Mem/Node=%lluM GPUs/Node=%u%s%s\n",
+              j.num_nodes(), j.num_tasks(), j.cpus_per_task(),
+              static_cast<unsigned long long>(j.mem_per_node_mb()), j.gpus_per_node(),
+              j.gpu_type().empty() ? "" : " GpuType=", j.gpu_type().c_str());
   for (const auto& na : j.allocation().nodes()) {
     std::vector<std::string> g;
     for (uint32_t i : na.gpu_indices()) g.push_back(std::to_string(i));

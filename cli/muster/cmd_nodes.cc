@@ -13,12 +13,24 @@ namespace {
 std::string NodeStateText(const v1::NodeInfo& n) {
   std::string base;
   switch (n.state()) {
-    case v1::NODE_IDLE: base = "idle"; break;
-    case v1::NODE_MIXED: base = "mixed"; break;
-    case v1::NODE_ALLOCATED: base = "allocated"; break;
-    case v1::NODE_NOT_RESPONDING: base = "not_responding"; break;
-    case v1::NODE_DOWN: base = "down"; break;
-    default: base = "unknown"; break;
+    case v1::NODE_IDLE:
+      base = "idle";
+      break;
+    case v1::NODE_MIXED:
+      base = "mixed";
+      break;
+    case v1::NODE_ALLOCATED:
+      base = "allocated";
+      break;
+    case v1::NODE_NOT_RESPONDING:
+      base = "not_responding";
+      break;
+    case v1::NODE_DOWN:
+      base = "down";
+      break;
+    default:
+      base = "unknown";
+      break;
   }
   if (n.drain()) {
     bool busy = n.state() == v1::NODE_MIXED || n.state() == v1::NODE_ALLOCATED;
@@ -30,12 +42,18 @@ std::string NodeStateText(const v1::NodeInfo& n) {
 
 const char* LinkName(v1::GpuLinkType t) {
   switch (t) {
-    case v1::GPU_LINK_NVLINK: return "nvlink";
-    case v1::GPU_LINK_NVSWITCH: return "nvswitch";
-    case v1::GPU_LINK_PCIE_SWITCH: return "pcie_switch";
-    case v1::GPU_LINK_PCIE_HOST: return "pcie_host";
-    case v1::GPU_LINK_SYSTEM: return "system";
-    default: return "unknown";
+    case v1::GPU_LINK_NVLINK:
+      return "nvlink";
+    case v1::GPU_LINK_NVSWITCH:
+      return "nvswitch";
+    case v1::GPU_LINK_PCIE_SWITCH:
+      return "pcie_switch";
+    case v1::GPU_LINK_PCIE_HOST:
+      return "pcie_host";
+    case v1::GPU_LINK_SYSTEM:
+      return "system";
+    default:
+      return "unknown";
   }
 }
 
@@ -71,17 +89,22 @@ int CmdNodes(int argc, char** argv) {
       w.Field("memory_mb", n.memory_mb()).Field("memory_allocated_mb", n.memory_allocated_mb());
       w.Field("gpus", n.gpus()).Field("gpus_allocated", n.gpus_allocated());
       w.Field("gpu_type", n.gpu_type()).Field("topology", n.topology());
-      w.Field("last_heartbeat", n.last_heartbeat_ms() / 1000).Field("step_address", n.agent_address());
+      w.Field("last_heartbeat", n.last_heartbeat_ms() / 1000)
+          .Field("step_address", n.agent_address());
       w.Key("jobs").BeginArray();
       for (uint64_t id : n.job_ids()) w.Uint(id);
       w.EndArray();
       w.Key("gpu_devices").BeginArray();
       for (const auto& g : n.gpu_devices()) {
         w.BeginObject().Field("index", g.index()).Field("uuid", g.uuid()).Field("model", g.model());
-        w.Field("type", g.type()).Field("memory_mb", g.memory_mb()).Field("numa_node", g.numa_node());
+        w.Field("type", g.type())
+            .Field("memory_mb", g.memory_mb())
+            .Field("numa_node", g.numa_node());
         w.Field("pci_bus_id", g.pci_bus_id()).Key("links").BeginArray();
         for (const auto& l : g.links()) {
-          w.BeginObject().Field("peer", l.peer_index()).Field("type", std::string(LinkName(l.type())));
+          w.BeginObject()
+              .Field("peer", l.peer_index())
+              .Field("type", std::string(LinkName(l.type())));
           w.Field("count", l.count()).EndObject();
         }
         w.EndArray().EndObject();
@@ -109,7 +132,9 @@ int CmdNodes(int argc, char** argv) {
 }
 
 int CmdNode(int argc, char** argv) {
-  if (argc < 3) return Usage("node", "expected 'muster node drain NODES --reason TEXT' or 'muster node resume NODES'");
+  if (argc < 3)
+    return Usage("node",
+                 "expected 'muster node drain NODES --reason TEXT' or 'muster node resume NODES'");
   std::string action = argv[1];
   v1::UpdateNodeRequest req;
   if (action == "drain") {
@@ -150,11 +175,12 @@ int CmdInfo(int argc, char**) {
   if (!controller.ok()) return Fail("info", controller.status());
   auto r = controller->ControllerInfo();
   if (!r.ok()) return Fail("info", r.status());
-  std::printf("cluster=%s version=%s epoch=%llu started=%s nodes=%u pending=%u running=%u next_job_id=%llu\n",
-              r->cluster_name().c_str(), r->version().c_str(),
-              static_cast<unsigned long long>(r->epoch()), FormatTimestamp(r->start_time_ms()).c_str(),
-              r->nodes(), r->jobs_pending(), r->jobs_running(),
-              static_cast<unsigned long long>(r->next_job_id()));
+  std::printf(
+      "cluster=%s version=%s epoch=%llu started=%s nodes=%u pending=%u running=%u "
+      "next_job_id=%llu\n",
+      r->cluster_name().c_str(), r->version().c_str(), static_cast<unsigned long long>(r->epoch()),
+      FormatTimestamp(r->start_time_ms()).c_str(), r->nodes(), r->jobs_pending(), r->jobs_running(),
+      static_cast<unsigned long long>(r->next_job_id()));
   return kExitOk;
 }
 

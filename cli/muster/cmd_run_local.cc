@@ -26,8 +26,9 @@ int CmdRun(int argc, char** argv) {
     if (a == "-l" || a == "--label") {
       o.label = true;
     } else if (a == "-h" || a == "--help") {
-      std::printf("Usage: muster run [-l|--label] COMMAND [ARGS...]\n"
-                  "Inside a job: run COMMAND once per task slot on every node of the job.\n");
+      std::printf(
+          "Usage: muster run [-l|--label] COMMAND [ARGS...]\n"
+          "Inside a job: run COMMAND once per task slot on every node of the job.\n");
       return kExitOk;
     } else if (!a.empty() && a[0] == '-') {
       return Usage("run", "unknown option '" + a + "'");
@@ -96,18 +97,25 @@ int CmdLocal(int argc, char** argv) {
         o.cpus_per_node = *v;
         break;
       }
-      case 'd': o.dir = optarg; break;
-      case 'P': purge = true; break;
+      case 'd':
+        o.dir = optarg;
+        break;
+      case 'P':
+        purge = true;
+        break;
       case 'h':
-        std::printf("Usage: muster local up [--nodes N] [--gpus-per-node G] [--cpus-per-node C] [--dir DIR]\n"
-                    "       muster local down [--dir DIR] [--purge]\n"
-                    "DIR defaults to $MUSTER_LOCAL_DIR or ~/.muster/local.\n");
+        std::printf(
+            "Usage: muster local up [--nodes N] [--gpus-per-node G] [--cpus-per-node C] [--dir "
+            "DIR]\n"
+            "       muster local down [--dir DIR] [--purge]\n"
+            "DIR defaults to $MUSTER_LOCAL_DIR or ~/.muster/local.\n");
         return kExitOk;
       default:
         return Usage("local", "unknown or incomplete option");
     }
   }
-  if (optind + 1 < argc) return Usage("local", "unexpected argument '" + std::string(argv[optind + 1]) + "'");
+  if (optind + 1 < argc)
+    return Usage("local", "unexpected argument '" + std::string(argv[optind + 1]) + "'");
   if (action == "up") {
     auto conf = client::LocalUp(o, stderr);
     if (!conf.ok()) return Fail("local up", conf.status());

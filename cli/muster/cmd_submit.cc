@@ -28,8 +28,8 @@ int CmdSubmit(int argc, char** argv) {
     if (!cli_opts.positional.empty()) {
       return Usage("submit", "give either a script or --wrap, not both");
     }
-    ctx.script = "#!/bin/sh\n# This script was created by muster submit --wrap.\n\n" +
-                 *cli_opts.wrap + "\n";
+    ctx.script =
+        "#!/bin/sh\n# This script was created by muster submit --wrap.\n\n" + *cli_opts.wrap + "\n";
   } else if (!cli_opts.positional.empty()) {
     ctx.script_name = cli_opts.positional[0];
     std::ifstream in(ctx.script_name);
@@ -38,7 +38,8 @@ int CmdSubmit(int argc, char** argv) {
     ss << in.rdbuf();
     ctx.script = ss.str();
   } else {
-    if (::isatty(0)) return Usage("submit", "no script given (a file, --wrap, or a script on stdin)");
+    if (::isatty(0))
+      return Usage("submit", "no script given (a file, --wrap, or a script on stdin)");
     std::stringstream ss;
     ss << std::cin.rdbuf();
     ctx.script = ss.str();
@@ -53,8 +54,8 @@ int CmdSubmit(int argc, char** argv) {
       s = client::ParseSubmitArgs(d.args, "script line " + std::to_string(d.line), &opts);
       if (!s.ok()) return Usage("submit", s.message());
       if (!opts.positional.empty()) {
-        return Usage("submit", "script line " + std::to_string(d.line) +
-                                   ": unexpected argument '" + opts.positional[0] + "' in #SBATCH");
+        return Usage("submit", "script line " + std::to_string(d.line) + ": unexpected argument '" +
+                                   opts.positional[0] + "' in #SBATCH");
       }
     }
   }

@@ -17,41 +17,61 @@ std::string Left(const std::string& s, size_t width) {
 std::string JobStateName(v1::JobState s, bool completing) {
   if (completing) return "COMPLETING";
   switch (s) {
-    case v1::PENDING: return "PENDING";
-    case v1::RUNNING: return "RUNNING";
-    case v1::COMPLETED: return "COMPLETED";
-    case v1::FAILED: return "FAILED";
-    case v1::CANCELLED: return "CANCELLED";
-    case v1::TIMEOUT: return "TIMEOUT";
-    case v1::NODE_FAIL: return "NODE_FAIL";
-    case v1::PREEMPTED: return "PREEMPTED";
-    default: return "UNKNOWN";
+    case v1::PENDING:
+      return "PENDING";
+    case v1::RUNNING:
+      return "RUNNING";
+    case v1::COMPLETED:
+      return "COMPLETED";
+    case v1::FAILED:
+      return "FAILED";
+    case v1::CANCELLED:
+      return "CANCELLED";
+    case v1::TIMEOUT:
+      return "TIMEOUT";
+    case v1::NODE_FAIL:
+      return "NODE_FAIL";
+    case v1::PREEMPTED:
+      return "PREEMPTED";
+    default:
+      return "UNKNOWN";
   }
 }
 
 std::string JobStateCode(v1::JobState s, bool completing) {
   if (completing) return "CG";
   switch (s) {
-    case v1::PENDING: return "PD";
-    case v1::RUNNING: return "R";
-    case v1::COMPLETED: return "CD";
-    case v1::FAILED: return "F";
-    case v1::CANCELLED: return "CA";
-    case v1::TIMEOUT: return "TO";
-    case v1::NODE_FAIL: return "NF";
-    case v1::PREEMPTED: return "PR";
-    default: return "?";
+    case v1::PENDING:
+      return "PD";
+    case v1::RUNNING:
+      return "R";
+    case v1::COMPLETED:
+      return "CD";
+    case v1::FAILED:
+      return "F";
+    case v1::CANCELLED:
+      return "CA";
+    case v1::TIMEOUT:
+      return "TO";
+    case v1::NODE_FAIL:
+      return "NF";
+    case v1::PREEMPTED:
+      return "PR";
+    default:
+      return "?";
   }
 }
 
 bool ParseJobState(const std::string& in, v1::JobState* out) {
   static const std::pair<const char*, v1::JobState> kMap[] = {
-      {"pd", v1::PENDING},     {"pending", v1::PENDING},     {"r", v1::RUNNING},
-      {"running", v1::RUNNING}, {"cd", v1::COMPLETED},       {"completed", v1::COMPLETED},
-      {"f", v1::FAILED},        {"failed", v1::FAILED},      {"ca", v1::CANCELLED},
-      {"cancelled", v1::CANCELLED}, {"to", v1::TIMEOUT},     {"timeout", v1::TIMEOUT},
-      {"nf", v1::NODE_FAIL},    {"node_fail", v1::NODE_FAIL}, {"pr", v1::PREEMPTED},
-      {"preempted", v1::PREEMPTED}};
+      {"pd", v1::PENDING},   {"pending", v1::PENDING},
+      {"r", v1::RUNNING},    {"running", v1::RUNNING},
+      {"cd", v1::COMPLETED}, {"completed", v1::COMPLETED},
+      {"f", v1::FAILED},     {"failed", v1::FAILED},
+      {"ca", v1::CANCELLED}, {"cancelled", v1::CANCELLED},
+      {"to", v1::TIMEOUT},   {"timeout", v1::TIMEOUT},
+      {"nf", v1::NODE_FAIL}, {"node_fail", v1::NODE_FAIL},
+      {"pr", v1::PREEMPTED}, {"preempted", v1::PREEMPTED}};
   std::string s = ToLower(in);
   for (const auto& [k, v] : kMap) {
     if (s == k) {

@@ -20,14 +20,23 @@ int main(int argc, char** argv) {
                                 {nullptr, 0, nullptr, 0}};
   for (int c; (c = getopt_long(argc, argv, "c:l:Vh", opts, nullptr)) != -1;) {
     switch (c) {
-      case 'c': config_path = optarg; break;
-      case 'l': log_level = optarg; break;
-      case 'V': std::printf("musterctld %s\n", muster::kVersion); return 0;
-      case 'h':
-        std::printf("Usage: musterctld [--config FILE] [--log-level LEVEL]\n"
-                    "Config: --config, else $MUSTER_CONF, else %s\n", muster::kDefaultConfigPath);
+      case 'c':
+        config_path = optarg;
+        break;
+      case 'l':
+        log_level = optarg;
+        break;
+      case 'V':
+        std::printf("musterctld %s\n", muster::kVersion);
         return 0;
-      default: return 2;
+      case 'h':
+        std::printf(
+            "Usage: musterctld [--config FILE] [--log-level LEVEL]\n"
+            "Config: --config, else $MUSTER_CONF, else %s\n",
+            muster::kDefaultConfigPath);
+        return 0;
+      default:
+        return 2;
     }
   }
   auto config = muster::LoadConfig(muster::ResolveConfigPath(config_path));
@@ -36,7 +45,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& cc = config->controller;
-  auto log = muster::InitLogging("musterctld", log_level.empty() ? cc.log_level : log_level, cc.log_file);
+  auto log =
+      muster::InitLogging("musterctld", log_level.empty() ? cc.log_level : log_level, cc.log_file);
   if (!log.ok()) {
     std::fprintf(stderr, "musterctld: %s\n", log.message().c_str());
     return 1;

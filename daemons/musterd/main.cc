@@ -27,21 +27,41 @@ int main(int argc, char** argv) {
                                 {nullptr, 0, nullptr, 0}};
   for (int c; (c = getopt_long(argc, argv, "c:n:g:s:a:C:l:L:Vh", opts, nullptr)) != -1;) {
     switch (c) {
-      case 'c': config_path = optarg; break;
-      case 'n': o.node_name = optarg; break;
-      case 'g': o.gpu_fixture = optarg; break;
-      case 's': o.spool_dir = optarg; break;
-      case 'a': o.step_address = optarg; break;
-      case 'C': o.controller_address = optarg; break;
-      case 'l': log_level = optarg; break;
-      case 'L': log_file = optarg; break;
-      case 'V': std::printf("musterd %s\n", muster::kVersion); return 0;
-      case 'h':
-        std::printf("Usage: musterd [--config FILE] [--name NODE] [--gpu-fixture FILE] [--spool DIR]\n"
-                    "               [--step-address HOST:PORT] [--controller HOST:PORT]\n"
-                    "               [--log-level LEVEL] [--log-file FILE]\n");
+      case 'c':
+        config_path = optarg;
+        break;
+      case 'n':
+        o.node_name = optarg;
+        break;
+      case 'g':
+        o.gpu_fixture = optarg;
+        break;
+      case 's':
+        o.spool_dir = optarg;
+        break;
+      case 'a':
+        o.step_address = optarg;
+        break;
+      case 'C':
+        o.controller_address = optarg;
+        break;
+      case 'l':
+        log_level = optarg;
+        break;
+      case 'L':
+        log_file = optarg;
+        break;
+      case 'V':
+        std::printf("musterd %s\n", muster::kVersion);
         return 0;
-      default: return 2;
+      case 'h':
+        std::printf(
+            "Usage: musterd [--config FILE] [--name NODE] [--gpu-fixture FILE] [--spool DIR]\n"
+            "               [--step-address HOST:PORT] [--controller HOST:PORT]\n"
+            "               [--log-level LEVEL] [--log-file FILE]\n");
+        return 0;
+      default:
+        return 2;
     }
   }
   o.config_path = muster::ResolveConfigPath(config_path);
@@ -51,7 +71,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   o.config = *config;
-  auto log = muster::InitLogging("musterd", log_level.empty() ? config->agent.log_level : log_level, log_file);
+  auto log = muster::InitLogging("musterd", log_level.empty() ? config->agent.log_level : log_level,
+                                 log_file);
   if (!log.ok()) {
     std::fprintf(stderr, "musterd: %s\n", log.message().c_str());
     return 1;

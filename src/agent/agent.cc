@@ -2,6 +2,7 @@
 // controller link runs its own thread and posts what it receives here.
 #include "muster/agent/agent.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -9,15 +10,16 @@
 #include <unistd.h>
 
 #include <boost/asio.hpp>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <future>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "controller_link.h"
@@ -65,6 +67,24 @@ bool GroupHasLiveProcess(pid_t pgid) {
   return false;
 }
 
+bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return false;
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      errno = err;
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  return ::close(fd) == 0;
+}
+
 }  // namespace
 
 class Agent::Impl {
@@ -93,14 +113,14 @@ class Agent::Impl {
   struct LocalJob {
     v1::LaunchJob launch;
     std::string dir;
-    std::set<pid_t> children;   // our direct children still running
-    std::set<pid_t> pgids;      // process groups to signal (a group outlives its leader)
+    std::set<pid_t> children;  // our direct children still running
+    std::set<pid_t> pgids;     // process groups to signal (a group outlives its leader)
     bool started = false;
     bool exited = false;
     v1::BatchExited exit;
     bool timed_out = false;
     bool terminating = false;
-    int64_t killed_at_ms = 0;   // monotonic time SIGKILL was sent
+    int64_t killed_at_ms = 0;  // monotonic time SIGKILL was sent
     std::unique_ptr<asio::steady_timer> limit_timer, kill_timer, poll_timer;
     uint32_t run() const { return launch.requeue_count(); }
   };
@@ -222,8 +242,9 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
         ::close(out[0]);
         ::close(err[0]);
         // Like srun: say why on the task's stderr and give it exit code 127.
-        SendOutput(t.id, 2, "muster: task " + std::to_string(t.id) + ": " +
-                                spawned.status().message() + "\n");
+        SendOutput(
+            t.id, 2,
+            "muster: task " + std::to_string(t.id) + ": " + spawned.status().message() + "\n");
         t.exited = true;
         t.status = 127 << 8;
         tasks_.push_back(t);
@@ -435,7 +456,8 @@ void Agent::Impl::Heartbeat() {
   Send(m);
   // +-10% jitter so a cluster's heartbeats do not arrive in lockstep.
   int jitter = static_cast<int>(hb_interval_ms_ / 10);
-  int ms = static_cast<int>(hb_interval_ms_) + std::uniform_int_distribution<int>(-jitter, jitter)(rng_);
+  int ms =
+      static_cast<int>(hb_interval_ms_) + std::uniform_int_distribution<int>(-jitter, jitter)(rng_);
   hb_timer_.expires_after(std::chrono::milliseconds(ms));
   hb_timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) Heartbeat();
@@ -493,12 +515,11 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
 
   if (l.batch_node()) {
     std::string script = job->dir + "/script";
-    {
-      std::ofstream f(script, std::ios::trunc);
-      f << spec.script();
-      if (!f) return fail("cannot write the batch script to " + script);
+    // Close-on-exec, so a process started meanwhile never holds it open for writing (which
+    // would make executing it fail with ETXTBSY).
+    if (!WriteFileCloexec(script, spec.script(), 0700)) {
+      return fail("cannot write the batch script to " + script + ": " + std::strerror(errno));
     }
-    ::chmod(script.c_str(), 0700);
     if (root) {
       if (::chown(script.c_str(), spec.uid(), spec.gid()) != 0) {
         return fail("cannot hand the batch script to uid " + std::to_string(spec.uid()));
@@ -539,8 +560,8 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
       j->exit.set_signal(sig);
       j->exit.set_timed_out(j->timed_out);
       j->exit.set_run(j->run());
-      spdlog::info("job={} node={} batch script exited code={} signal={}{}", id,
-                   options_.node_name, code, sig, j->timed_out ? " (time limit)" : "");
+      spdlog::info("job={} node={} batch script exited code={} signal={}{}", id, options_.node_name,
+                   code, sig, j->timed_out ? " (time limit)" : "");
       v1::AgentMessage m;
       *m.mutable_batch_exited() = j->exit;
       Send(m);
@@ -630,8 +651,8 @@ void Agent::Impl::CheckClean(uint64_t id) {
     return;
   }
   if (!groups_empty) {
-    spdlog::warn("job={} node={} some processes survived SIGKILL (zombies?); releasing anyway",
-                 id, options_.node_name);
+    spdlog::warn("job={} node={} some processes survived SIGKILL (zombies?); releasing anyway", id,
+                 options_.node_name);
   }
   std::error_code ec;
   fs::remove_all(job->dir, ec);
@@ -701,7 +722,9 @@ Status Agent::Impl::Start() {
   if (!bec) step_acceptor_.set_option(tcp::acceptor::reuse_address(true), bec);
   if (!bec) step_acceptor_.bind(ep, bec);
   if (!bec) step_acceptor_.listen(asio::socket_base::max_listen_connections, bec);
-  if (bec) return FailedPrecondition("cannot listen for steps on " + o.step_address + ": " + bec.message());
+  if (bec)
+    return FailedPrecondition("cannot listen for steps on " + o.step_address + ": " +
+                              bec.message());
   uint16_t bound = step_acceptor_.local_endpoint().port();
   std::string advertised = addr.is_unspecified() ? os.hostname : host;
   if (addr.is_v6() && !addr.is_unspecified()) advertised = "[" + host + "]";
@@ -730,7 +753,8 @@ Status Agent::Impl::Start() {
   cb.on_disconnected = [this] { asio::post(io_, [this] { hb_timer_.cancel(); }); };
   link_ = std::make_unique<ControllerLink>(o.controller_address, o.node_name, instance_id_, cb);
 
-  work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io_.get_executor());
+  work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
+      io_.get_executor());
   AcceptSteps();
   io_thread_ = std::thread([this] { io_.run(); });
   link_->Start();

@@ -8,12 +8,16 @@ namespace muster::agent {
 
 ControllerLink::ControllerLink(std::string address, std::string node, std::string instance_id,
                                Callbacks cb)
-    : address_(std::move(address)), node_(std::move(node)), instance_id_(std::move(instance_id)),
+    : address_(std::move(address)),
+      node_(std::move(node)),
+      instance_id_(std::move(instance_id)),
       cb_(std::move(cb)) {}
 
 ControllerLink::~ControllerLink() { Stop(); }
 
-void ControllerLink::Start() { thread_ = std::thread([this] { Run(); }); }
+void ControllerLink::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void ControllerLink::Stop() {
   stop_ = true;

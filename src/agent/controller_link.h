@@ -2,6 +2,8 @@
 // jittered exponential backoff. Runs its own thread (gRPC's blocking API); callbacks run on it.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -9,8 +11,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "muster/v1/node.grpc.pb.h"
 

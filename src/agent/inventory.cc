@@ -1,13 +1,12 @@
 #include "inventory.h"
 
 #include <dlfcn.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <fstream>
 #include <sstream>
-
-#include <toml++/toml.h>
 
 #include "muster/common/strings.h"
 
@@ -29,8 +28,8 @@ OsInventory ProbeOs() {
 std::string GpuTypeFromModel(const std::string& model) {
   std::vector<std::string> words = Split(model, ' ', true);
   size_t i = 0;
-  while (i < words.size() && (words[i] == "NVIDIA" || words[i] == "Tesla" || words[i] == "GeForce" ||
-                              words[i] == "Quadro")) {
+  while (i < words.size() && (words[i] == "NVIDIA" || words[i] == "Tesla" ||
+                              words[i] == "GeForce" || words[i] == "Quadro")) {
     ++i;
   }
   if (i >= words.size()) return "gpu";
@@ -54,14 +53,17 @@ Status ApplyTopoMatrix(const std::vector<std::vector<std::string>>& cells,
   for (size_t i = 0; i < n; ++i) {
     if (cells[i].size() != n) {
       return InvalidArgument("topology row " + std::to_string(i) + " has " +
-                             std::to_string(cells[i].size()) + " cells; expected " + std::to_string(n));
+                             std::to_string(cells[i].size()) + " cells; expected " +
+                             std::to_string(n));
     }
     auto* g = &(*gpus)[i];
     g->clear_links();
     for (size_t j = 0; j < n; ++j) {
       const std::string& c = cells[i][j];
       if (i == j) {
-        if (c != "X") return InvalidArgument("topology cell (" + std::to_string(i) + "," + std::to_string(j) + ") must be X");
+        if (c != "X")
+          return InvalidArgument("topology cell (" + std::to_string(i) + "," + std::to_string(j) +
+                                 ") must be X");
         continue;
       }
       v1::GpuLink link;
@@ -79,7 +81,8 @@ Status ApplyTopoMatrix(const std::vector<std::vector<std::string>>& cells,
       } else if (c == "SYS") {
         link.set_type(v1::GPU_LINK_SYSTEM);
       } else {
-        return InvalidArgument("unknown topology cell '" + c + "' (use X, NV<n>, PIX, PXB, PHB, NODE, SYS)");
+        return InvalidArgument("unknown topology cell '" + c +
+                               "' (use X, NV<n>, PIX, PXB, PHB, NODE, SYS)");
       }
       *g->add_links() = link;
     }

@@ -23,8 +23,8 @@ OsInventory ProbeOs();
 //   [gpus]  count, model, type, memory_mb, numa_nodes, interconnect = "nvswitch"|"nvlink"|"pcie",
 //           or topo = ["X NV18 ...", ...] rows as `nvidia-smi topo -m` prints them.
 struct GpuFixture {
-  uint32_t cpus = 0;        // 0: use the OS value
-  uint64_t memory_mb = 0;   // 0: use the OS value
+  uint32_t cpus = 0;       // 0: use the OS value
+  uint64_t memory_mb = 0;  // 0: use the OS value
   std::vector<v1::GpuDevice> gpus;
 };
 // INVALID_ARGUMENT naming file, line and key for a malformed fixture.

@@ -49,7 +49,8 @@ class EnvBuilder {
 const v1::NodeAllocation& ThisNode(const v1::LaunchJob& l) {
   static const v1::NodeAllocation kEmpty;
   const auto& nodes = l.allocation().nodes();
-  return l.node_id() < static_cast<uint32_t>(nodes.size()) ? nodes[static_cast<int>(l.node_id())] : kEmpty;
+  return l.node_id() < static_cast<uint32_t>(nodes.size()) ? nodes[static_cast<int>(l.node_id())]
+                                                           : kEmpty;
 }
 
 void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node_name,
@@ -132,7 +133,8 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
   AddJobVars(env, launch, node_name, config_path);
   const uint32_t procid = step.first_task() + local_id;
   std::vector<std::string> gtids;
-  for (uint32_t t = 0; t < step.ntasks(); ++t) gtids.push_back(std::to_string(step.first_task() + t));
+  for (uint32_t t = 0; t < step.ntasks(); ++t)
+    gtids.push_back(std::to_string(step.first_task() + t));
   env.Slurm("STEP_ID", std::to_string(step.step_id()));
   env.Slurm("STEPID", std::to_string(step.step_id()));
   env.Slurm("PROCID", std::to_string(procid));

@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -58,8 +58,8 @@ long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
 }
 
 int OpenOutput(const char* path) {
-  return static_cast<int>(
-      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  return static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+                              O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
 }
 
 int ChildMain(void* arg) {
@@ -81,8 +81,10 @@ int ChildMain(void* arg) {
     if (Sys(SYS_setresgid, a->gid, a->gid, a->gid) != 0) ChildFail(a, kGid);
     if (Sys(SYS_setresuid, a->uid, a->uid, a->uid) != 0) ChildFail(a, kUid);
   }
-  if (a->cwd && *a->cwd && Sys(SYS_chdir, reinterpret_cast<long>(a->cwd)) != 0) ChildFail(a, kChdir);
-  int in = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDONLY | O_CLOEXEC));
+  if (a->cwd && *a->cwd && Sys(SYS_chdir, reinterpret_cast<long>(a->cwd)) != 0)
+    ChildFail(a, kChdir);
+  int in = static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDONLY | O_CLOEXEC));
   if (in < 0 || Sys(SYS_dup2, in, 0) < 0) ChildFail(a, kStdin);
   int out = a->stdout_fd >= 0 ? a->stdout_fd : OpenOutput(a->stdout_path);
   if (out < 0 || Sys(SYS_dup2, out, 1) < 0) ChildFail(a, kStdout);
@@ -103,7 +105,8 @@ std::string ResolveProgram(const std::string& name, const std::vector<std::strin
   size_t start = 0;
   while (start <= path.size()) {
     size_t colon = path.find(':', start);
-    std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string dir =
+        path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     if (colon == std::string::npos) break;
@@ -158,10 +161,24 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   a.stderr_fd = spec.stderr_fd;
 
   constexpr size_t kStack = 64 * 1024;
-  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
-  // The parent thread waits (CLONE_VFORK) until the child has exec'd or exited.
-  pid_t pid = ::clone(ChildMain, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+  pid_t pid = -1;
+  for (int attempt = 0;; ++attempt) {
+    a.stage = 0;
+    a.err = 0;
+    // The parent thread waits (CLONE_VFORK) until the child has exec'd or exited.
+    pid = ::clone(ChildMain, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                  &a);
+    if (pid < 0) break;
+    // ETXTBSY: another thread's child briefly inherited a write handle on the program (a freshly
+    // written batch script) and has not exec'd yet. It goes away by itself; try again.
+    if (a.stage != kExec || a.err != ETXTBSY || attempt >= 20) break;
+    int status;
+    ::waitpid(pid, &status, 0);
+    ::usleep(5000);
+  }
   int clone_err = errno;
   ::munmap(stack, kStack);
   if (pid < 0) return ErrnoStatus("clone", clone_err, StatusCode::kResourceExhausted);
@@ -170,15 +187,20 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
     ::waitpid(pid, &status, 0);
     std::string why = std::strerror(a.err);
     switch (a.stage) {
-      case kChdir: return FailedPrecondition("cannot change to directory " + spec.cwd + ": " + why);
+      case kChdir:
+        return FailedPrecondition("cannot change to directory " + spec.cwd + ": " + why);
       case kStdout:
         return FailedPrecondition("cannot open output file " + spec.stdout_path + ": " + why);
       case kStderr:
         return FailedPrecondition("cannot open error file " + spec.stderr_path + ": " + why);
-      case kExec: return FailedPrecondition("execve(" + spec.argv[0] + "): " + why);
-      case kGroups: case kGid: case kUid:
+      case kExec:
+        return FailedPrecondition("execve(" + spec.argv[0] + "): " + why);
+      case kGroups:
+      case kGid:
+      case kUid:
         return PermissionDenied("cannot switch to uid " + std::to_string(spec.uid) + ": " + why);
-      default: return Internal("cannot start the process (stage " + std::to_string(a.stage) + "): " + why);
+      default:
+        return Internal("cannot start the process (stage " + std::to_string(a.stage) + "): " + why);
     }
   }
   Spawned s;

@@ -15,13 +15,13 @@ struct SpawnSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in the task's PATH when it has no '/'
   std::vector<std::string> env;   // KEY=VALUE, the whole environment
   std::string cwd;
-  bool change_user = false;       // setgroups/setgid/setuid (the agent runs as root)
+  bool change_user = false;  // setgroups/setgid/setuid (the agent runs as root)
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
   // Output: either paths the child opens after dropping privileges, or fds it inherits.
   std::string stdout_path;
-  std::string stderr_path;        // empty: same as stdout
+  std::string stderr_path;  // empty: same as stdout
   int stdout_fd = -1;
   int stderr_fd = -1;
 };

@@ -27,7 +27,8 @@ ControllerClient::~ControllerClient() {
 Status ControllerClient::Call(v1::Method method, const google::protobuf::MessageLite& request,
                               google::protobuf::MessageLite* response, int timeout_ms) {
   if (fd_ < 0) return Unavailable("not connected");
-  MUSTER_RETURN_IF_ERROR(WriteFrame(fd_, static_cast<uint32_t>(method), request.SerializeAsString()));
+  MUSTER_RETURN_IF_ERROR(
+      WriteFrame(fd_, static_cast<uint32_t>(method), request.SerializeAsString()));
   auto reply = ReadFrame(fd_, timeout_ms);
   if (!reply.ok()) return reply.status().Prepend("controller did not answer");
   if (reply->type != 0) {
@@ -71,7 +72,8 @@ Result<v1::UpdateNodeResponse> ControllerClient::UpdateNode(const v1::UpdateNode
   return Do<v1::UpdateNodeResponse>(*this, v1::METHOD_UPDATE_NODE, r);
 }
 Result<v1::ControllerInfoResponse> ControllerClient::ControllerInfo() {
-  return Do<v1::ControllerInfoResponse>(*this, v1::METHOD_CONTROLLER_INFO, v1::ControllerInfoRequest());
+  return Do<v1::ControllerInfoResponse>(*this, v1::METHOD_CONTROLLER_INFO,
+                                        v1::ControllerInfoRequest());
 }
 Result<v1::CreateStepResponse> ControllerClient::CreateStep(uint64_t job_id) {
   v1::CreateStepRequest r;

@@ -168,12 +168,15 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
   LocalClusterOptions o = opts;
   if (o.nodes == 0 || o.nodes > 256) return InvalidArgument("--nodes must be between 1 and 256");
   if (o.gpus_per_node > 64) return InvalidArgument("--gpus-per-node must be at most 64");
-  std::string dir = fs::absolute(o.dir.empty() ? DefaultLocalDir() : o.dir).lexically_normal().string();
+  std::string dir =
+      fs::absolute(o.dir.empty() ? DefaultLocalDir() : o.dir).lexically_normal().string();
   if (dir.size() > 80) {
-    return InvalidArgument("directory path " + dir + " is too long for a Unix socket; use a shorter --dir");
+    return InvalidArgument("directory path " + dir +
+                           " is too long for a Unix socket; use a shorter --dir");
   }
   std::error_code ec;
-  for (const char* sub : {"run", "log", "state", "spool"}) fs::create_directories(dir + "/" + sub, ec);
+  for (const char* sub : {"run", "log", "state", "spool"})
+    fs::create_directories(dir + "/" + sub, ec);
   if (ec) return Internal("cannot create " + dir + ": " + ec.message());
 
   const std::string conf = dir + "/muster.toml";
@@ -211,9 +214,10 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
 
   pid_t started_ctld = 0;
   if (!ctld_alive) {
-    if (progress) std::fprintf(progress, "starting musterctld (log: %s/log/musterctld.log)\n", dir.c_str());
-    MUSTER_ASSIGN_OR_RETURN(started_ctld,
-                            StartDaemon({ctld, "--config", conf}, dir + "/log/musterctld.log", ctld_pid));
+    if (progress)
+      std::fprintf(progress, "starting musterctld (log: %s/log/musterctld.log)\n", dir.c_str());
+    MUSTER_ASSIGN_OR_RETURN(
+        started_ctld, StartDaemon({ctld, "--config", conf}, dir + "/log/musterctld.log", ctld_pid));
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.wait_s);
   // The controller first: agents would only retry until it answers.
@@ -239,10 +243,10 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
     if (Alive(ReadPid(pid_file), "musterd")) continue;
     if (progress) std::fprintf(progress, "starting musterd %s\n", n.name.c_str());
     std::string log = dir + "/log/musterd-" + n.name + ".log";
-    MUSTER_ASSIGN_OR_RETURN(pid_t pid, StartDaemon({agentd, "--config", conf, "--name", n.name,
-                                                    "--gpu-fixture", dir + "/gpus.toml", "--spool",
-                                                    dir + "/spool/" + n.name},
-                                                   log, pid_file));
+    MUSTER_ASSIGN_OR_RETURN(
+        pid_t pid, StartDaemon({agentd, "--config", conf, "--name", n.name, "--gpu-fixture",
+                                dir + "/gpus.toml", "--spool", dir + "/spool/" + n.name},
+                               log, pid_file));
     started_agents.emplace_back(pid, log);
   }
   // Up = every node registered and responding (idle, or busy with jobs from before a restart).
@@ -278,7 +282,8 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
 }
 
 Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
-  std::string dir = fs::absolute(dir_in.empty() ? DefaultLocalDir() : dir_in).lexically_normal().string();
+  std::string dir =
+      fs::absolute(dir_in.empty() ? DefaultLocalDir() : dir_in).lexically_normal().string();
   if (!fs::exists(dir + "/run")) return NotFound("no local cluster in " + dir);
   std::vector<std::pair<std::string, std::string>> agents, ctld;  // (pid file, program)
   for (const auto& e : fs::directory_iterator(dir + "/run")) {
@@ -313,7 +318,8 @@ Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
   stop(ctld);
   if (purge) {
     if (ReadFile(dir + "/muster.toml").rfind(kMarker, 0) != 0) {
-      return FailedPrecondition(dir + " does not look like a `muster local` directory; not deleting it");
+      return FailedPrecondition(dir +
+                                " does not look like a `muster local` directory; not deleting it");
     }
     std::error_code ec;
     fs::remove_all(dir, ec);

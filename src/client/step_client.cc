@@ -80,7 +80,8 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   for (const v1::StepNode& n : step.nodes()) {
     if (n.ntasks() == 0) continue;
     if (n.step_address().empty()) {
-      return give_up(Unavailable("node " + n.node() + " has no step address (agent not registered?)"));
+      return give_up(
+          Unavailable("node " + n.node() + " has no step address (agent not registered?)"));
     }
     auto fd = ConnectTcp(n.step_address(), 5000);
     if (!fd.ok()) return give_up(fd.status().Prepend("node " + n.node()));
@@ -107,7 +108,8 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   size_t open = conns.size();
   while (open > 0) {
     std::vector<pollfd> pfds;
-    for (const auto& c : conns) pfds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
+    for (const auto& c : conns)
+      pfds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
     int r = ::poll(pfds.data(), pfds.size(), -1);
     if (r < 0) {
       if (errno == EINTR) continue;

@@ -53,13 +53,49 @@ const struct option kLongOptions[] = {
 constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:Hh";
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {
-    "account", "qos", "array", "dependency", "constraint", "nodelist", "exclude", "mail-type",
-    "mail-user", "comment", "signal", "begin", "deadline", "reservation", "mem-per-cpu",
-    "mem-per-gpu", "gpus-per-task", "cpus-per-gpu", "ntasks-per-gpu", "switches", "licenses",
-    "open-mode", "input", "nice", "priority", "test-only", "uid", "gid", "wait", "kill-on-invalid-dep",
-    "distribution", "threads-per-core", "hint", "overcommit", "oversubscribe", "propagate",
-    "get-user-env", "container", "cluster", "clusters", "wckey", "reboot", "spread-job"};
+const std::set<std::string> kKnownUnsupported = {"account",
+                                                 "qos",
+                                                 "array",
+                                                 "dependency",
+                                                 "constraint",
+                                                 "nodelist",
+                                                 "exclude",
+                                                 "mail-type",
+                                                 "mail-user",
+                                                 "comment",
+                                                 "signal",
+                                                 "begin",
+                                                 "deadline",
+                                                 "reservation",
+                                                 "mem-per-cpu",
+                                                 "mem-per-gpu",
+                                                 "gpus-per-task",
+                                                 "cpus-per-gpu",
+                                                 "ntasks-per-gpu",
+                                                 "switches",
+                                                 "licenses",
+                                                 "open-mode",
+                                                 "input",
+                                                 "nice",
+                                                 "priority",
+                                                 "test-only",
+                                                 "uid",
+                                                 "gid",
+                                                 "wait",
+                                                 "kill-on-invalid-dep",
+                                                 "distribution",
+                                                 "threads-per-core",
+                                                 "hint",
+                                                 "overcommit",
+                                                 "oversubscribe",
+                                                 "propagate",
+                                                 "get-user-env",
+                                                 "container",
+                                                 "cluster",
+                                                 "clusters",
+                                                 "wckey",
+                                                 "reboot",
+                                                 "spread-job"};
 
 Result<uint32_t> Count(const std::string& opt, const std::string& v, uint32_t min = 1) {
   auto n = ParseUint(v);
@@ -133,8 +169,12 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
     std::string val = optarg ? optarg : "";
     Status s;
     switch (c) {
-      case 'J': o->job_name = val; break;
-      case 'p': o->partition = val; break;
+      case 'J':
+        o->job_name = val;
+        break;
+      case 'p':
+        o->partition = val;
+        break;
       case 'N': {
         // --nodes=min[-max]: a range is accepted only when min == max for now.
         size_t dash = val.find('-');
@@ -199,23 +239,48 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         o->time_limit_ms = *t;
         break;
       }
-      case 'o': o->output = val; break;
-      case 'e': o->error = val; break;
-      case 'D': o->chdir = val; break;
-      case kExport: o->export_vars = val; break;
-      case kWrap: o->wrap = val; break;
-      case 'H': o->hold = true; break;
-      case kParsable: o->parsable = true; break;
-      case kNoRequeue: o->no_requeue = true; break;
-      case kRequeue: o->no_requeue = false; break;
-      case kExclusive: o->exclusive = true; break;
-      case 'h': o->help = true; break;
+      case 'o':
+        o->output = val;
+        break;
+      case 'e':
+        o->error = val;
+        break;
+      case 'D':
+        o->chdir = val;
+        break;
+      case kExport:
+        o->export_vars = val;
+        break;
+      case kWrap:
+        o->wrap = val;
+        break;
+      case 'H':
+        o->hold = true;
+        break;
+      case kParsable:
+        o->parsable = true;
+        break;
+      case kNoRequeue:
+        o->no_requeue = true;
+        break;
+      case kRequeue:
+        o->no_requeue = false;
+        break;
+      case kExclusive:
+        o->exclusive = true;
+        break;
+      case 'h':
+        o->help = true;
+        break;
       case ':':
-        return err("option " + std::string(argv[static_cast<size_t>(optind) - 1]) + " needs a value");
+        return err("option " + std::string(argv[static_cast<size_t>(optind) - 1]) +
+                   " needs a value");
       case '?':
       default: {
-        std::string bad = argv[static_cast<size_t>(optind) - 1] ? argv[static_cast<size_t>(optind) - 1] : "";
-        if (optopt && bad.size() > 2 && bad[0] == '-' && bad[1] != '-') bad = std::string("-") + static_cast<char>(optopt);
+        std::string bad =
+            argv[static_cast<size_t>(optind) - 1] ? argv[static_cast<size_t>(optind) - 1] : "";
+        if (optopt && bad.size() > 2 && bad[0] == '-' && bad[1] != '-')
+          bad = std::string("-") + static_cast<char>(optopt);
         std::string name = bad;
         while (!name.empty() && name[0] == '-') name.erase(0, 1);
         name = name.substr(0, name.find('='));
@@ -283,7 +348,8 @@ Result<std::vector<Directive>> ParseDirectives(const std::string& script) {
     if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // e.g. #SBATCHX
     auto words = SplitWords(rest);
     if (!words.ok()) {
-      return InvalidArgument("script line " + std::to_string(i + 1) + ": " + words.status().message());
+      return InvalidArgument("script line " + std::to_string(i + 1) + ": " +
+                             words.status().message());
     }
     out.push_back({static_cast<int>(i + 1), std::move(*words)});
   }
@@ -302,7 +368,8 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
     if (o.wrap) {
       name = "wrap";
     } else {
-      name = ctx.script_name.empty() ? "sbatch" : ctx.script_name.substr(ctx.script_name.rfind('/') + 1);
+      name = ctx.script_name.empty() ? "sbatch"
+                                     : ctx.script_name.substr(ctx.script_name.rfind('/') + 1);
     }
   }
   s.set_name(name);

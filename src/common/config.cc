@@ -1,13 +1,13 @@
 #include "muster/common/config.h"
 
+#include <toml++/toml.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
-
-#include <toml++/toml.h>
 
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
@@ -24,7 +24,8 @@ class TableReader {
       : t_(t), path_(std::move(path)), source_(source) {}
 
   Status Error(const toml::node* n, const std::string& key, const std::string& problem) const {
-    int line = n ? static_cast<int>(n->source().begin.line) : static_cast<int>(t_.source().begin.line);
+    int line =
+        n ? static_cast<int>(n->source().begin.line) : static_cast<int>(t_.source().begin.line);
     return InvalidArgument(source_ + ":" + std::to_string(line) + ": " + Qualified(key) + ": " +
                            problem);
   }
@@ -62,8 +63,9 @@ class TableReader {
     if (!n->is_integer()) return Error(n, key, "expected a whole number");
     int64_t v = *n->value<int64_t>();
     if (v < 0 || static_cast<uint64_t>(v) < min || static_cast<uint64_t>(v) > max) {
-      return Error(n, key, "value " + std::to_string(v) + " is out of range [" +
-                               std::to_string(min) + ", " + std::to_string(max) + "]");
+      return Error(n, key,
+                   "value " + std::to_string(v) + " is out of range [" + std::to_string(min) +
+                       ", " + std::to_string(max) + "]");
     }
     *out = static_cast<T>(v);
     return Status::Ok();
@@ -177,11 +179,12 @@ Status Validate(Config& c, const std::string& source) {
   if (defaults == 0 && !c.partitions.empty()) c.partitions.front().is_default = true;
   const auto& s = c.scheduling;
   if (s.node_not_responding_ms < s.heartbeat_interval_ms) {
-    return InvalidArgument(source +
-                           ": scheduling.node_not_responding_ms must be at least heartbeat_interval_ms");
+    return InvalidArgument(
+        source + ": scheduling.node_not_responding_ms must be at least heartbeat_interval_ms");
   }
   if (s.node_down_ms < s.node_not_responding_ms) {
-    return InvalidArgument(source + ": scheduling.node_down_ms must be at least node_not_responding_ms");
+    return InvalidArgument(source +
+                           ": scheduling.node_down_ms must be at least node_not_responding_ms");
   }
   return Status::Ok();
 }
@@ -223,70 +226,91 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   MUSTER_RETURN_IF_ERROR(r.String("cluster_name", &c.cluster_name));
   MUSTER_RETURN_IF_ERROR(r.StringList("admins", &c.admins));
 
-  MUSTER_RETURN_IF_ERROR(SubTable(r, "controller", [&](TableReader& t) {
-    MUSTER_RETURN_IF_ERROR(t.String("socket", &c.controller.socket_path));
-    MUSTER_RETURN_IF_ERROR(t.String("agent_address", &c.controller.agent_address));
-    MUSTER_RETURN_IF_ERROR(t.String("state_dir", &c.controller.state_dir));
-    MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
-    return t.String("log_file", &c.controller.log_file);
-  }, source));
+  MUSTER_RETURN_IF_ERROR(SubTable(
+      r, "controller",
+      [&](TableReader& t) {
+        MUSTER_RETURN_IF_ERROR(t.String("socket", &c.controller.socket_path));
+        MUSTER_RETURN_IF_ERROR(t.String("agent_address", &c.controller.agent_address));
+        MUSTER_RETURN_IF_ERROR(t.String("state_dir", &c.controller.state_dir));
+        MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
+        return t.String("log_file", &c.controller.log_file);
+      },
+      source));
 
-  MUSTER_RETURN_IF_ERROR(SubTable(r, "scheduling", [&](TableReader& t) {
-    auto& s = c.scheduling;
-    MUSTER_RETURN_IF_ERROR(t.Uint("sched_min_interval_ms", &s.sched_min_interval_ms, 0, 60'000));
-    MUSTER_RETURN_IF_ERROR(t.Uint("sched_max_interval_ms", &s.sched_max_interval_ms, 1, 600'000));
-    MUSTER_RETURN_IF_ERROR(t.Uint("kill_grace_ms", &s.kill_grace_ms, 0, 3'600'000));
-    MUSTER_RETURN_IF_ERROR(t.Uint("heartbeat_interval_ms", &s.heartbeat_interval_ms, 50, 600'000));
-    MUSTER_RETURN_IF_ERROR(t.Uint("node_not_responding_ms", &s.node_not_responding_ms, 100, 3'600'000));
-    MUSTER_RETURN_IF_ERROR(t.Uint("node_down_ms", &s.node_down_ms, 100, 86'400'000));
-    MUSTER_RETURN_IF_ERROR(
-        t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
-    return t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000);
-  }, source));
+  MUSTER_RETURN_IF_ERROR(SubTable(
+      r, "scheduling",
+      [&](TableReader& t) {
+        auto& s = c.scheduling;
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("sched_min_interval_ms", &s.sched_min_interval_ms, 0, 60'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("sched_max_interval_ms", &s.sched_max_interval_ms, 1, 600'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("kill_grace_ms", &s.kill_grace_ms, 0, 3'600'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("heartbeat_interval_ms", &s.heartbeat_interval_ms, 50, 600'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("node_not_responding_ms", &s.node_not_responding_ms, 100, 3'600'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("node_down_ms", &s.node_down_ms, 100, 86'400'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
+        return t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000);
+      },
+      source));
 
-  MUSTER_RETURN_IF_ERROR(SubTable(r, "agent", [&](TableReader& t) {
-    MUSTER_RETURN_IF_ERROR(t.String("spool_dir", &c.agent.spool_dir));
-    MUSTER_RETURN_IF_ERROR(t.String("step_address", &c.agent.step_address));
-    return t.String("log_level", &c.agent.log_level);
-  }, source));
+  MUSTER_RETURN_IF_ERROR(SubTable(
+      r, "agent",
+      [&](TableReader& t) {
+        MUSTER_RETURN_IF_ERROR(t.String("spool_dir", &c.agent.spool_dir));
+        MUSTER_RETURN_IF_ERROR(t.String("step_address", &c.agent.step_address));
+        return t.String("log_level", &c.agent.log_level);
+      },
+      source));
 
-  MUSTER_RETURN_IF_ERROR(TableArray(r, "nodes", [&](TableReader& t, const toml::table& tbl) {
-    std::string names;
-    MUSTER_RETURN_IF_ERROR(t.String("names", &names));
-    if (names.empty()) return t.Error(&tbl, "names", "every [[nodes]] entry needs names = \"...\"");
-    NodeConfig proto;
-    MUSTER_RETURN_IF_ERROR(t.Uint("cpus", &proto.cpus, 1, 1'000'000));
-    MUSTER_RETURN_IF_ERROR(t.Uint("memory_mb", &proto.memory_mb, 1));
-    MUSTER_RETURN_IF_ERROR(t.Uint("gpus", &proto.gpus, 0, 1024));
-    MUSTER_RETURN_IF_ERROR(t.String("gpu_type", &proto.gpu_type));
-    MUSTER_RETURN_IF_ERROR(t.String("topology", &proto.topology));
-    MUSTER_RETURN_IF_ERROR(t.StringList("features", &proto.features));
-    if (proto.gpus > 0 && proto.gpu_type.empty()) proto.gpu_type = "gpu";
-    auto expanded = ExpandHostlist(names);
-    if (!expanded.ok()) return t.Error(t.Get("names"), "names", expanded.status().message());
-    for (const auto& n : *expanded) {
-      NodeConfig nc = proto;
-      nc.name = n;
-      c.nodes.push_back(std::move(nc));
-    }
-    return Status::Ok();
-  }, source));
+  MUSTER_RETURN_IF_ERROR(TableArray(
+      r, "nodes",
+      [&](TableReader& t, const toml::table& tbl) {
+        std::string names;
+        MUSTER_RETURN_IF_ERROR(t.String("names", &names));
+        if (names.empty())
+          return t.Error(&tbl, "names", "every [[nodes]] entry needs names = \"...\"");
+        NodeConfig proto;
+        MUSTER_RETURN_IF_ERROR(t.Uint("cpus", &proto.cpus, 1, 1'000'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("memory_mb", &proto.memory_mb, 1));
+        MUSTER_RETURN_IF_ERROR(t.Uint("gpus", &proto.gpus, 0, 1024));
+        MUSTER_RETURN_IF_ERROR(t.String("gpu_type", &proto.gpu_type));
+        MUSTER_RETURN_IF_ERROR(t.String("topology", &proto.topology));
+        MUSTER_RETURN_IF_ERROR(t.StringList("features", &proto.features));
+        if (proto.gpus > 0 && proto.gpu_type.empty()) proto.gpu_type = "gpu";
+        auto expanded = ExpandHostlist(names);
+        if (!expanded.ok()) return t.Error(t.Get("names"), "names", expanded.status().message());
+        for (const auto& n : *expanded) {
+          NodeConfig nc = proto;
+          nc.name = n;
+          c.nodes.push_back(std::move(nc));
+        }
+        return Status::Ok();
+      },
+      source));
 
-  MUSTER_RETURN_IF_ERROR(TableArray(r, "partition", [&](TableReader& t, const toml::table& tbl) {
-    PartitionConfig p;
-    MUSTER_RETURN_IF_ERROR(t.String("name", &p.name));
-    if (p.name.empty()) return t.Error(&tbl, "name", "every [[partition]] needs name = \"...\"");
-    MUSTER_RETURN_IF_ERROR(t.String("nodes", &p.nodes_expr));
-    MUSTER_RETURN_IF_ERROR(t.Bool("default", &p.is_default));
-    MUSTER_RETURN_IF_ERROR(t.TimeLimit("max_time", &p.max_time_ms));
-    MUSTER_RETURN_IF_ERROR(t.TimeLimit("default_time", &p.default_time_ms));
-    MUSTER_RETURN_IF_ERROR(t.Uint("priority_tier", &p.priority_tier, 0, 65'535));
-    auto expanded = ExpandHostlist(p.nodes_expr);
-    if (!expanded.ok()) return t.Error(t.Get("nodes"), "nodes", expanded.status().message());
-    p.nodes = std::move(*expanded);
-    c.partitions.push_back(std::move(p));
-    return Status::Ok();
-  }, source));
+  MUSTER_RETURN_IF_ERROR(TableArray(
+      r, "partition",
+      [&](TableReader& t, const toml::table& tbl) {
+        PartitionConfig p;
+        MUSTER_RETURN_IF_ERROR(t.String("name", &p.name));
+        if (p.name.empty())
+          return t.Error(&tbl, "name", "every [[partition]] needs name = \"...\"");
+        MUSTER_RETURN_IF_ERROR(t.String("nodes", &p.nodes_expr));
+        MUSTER_RETURN_IF_ERROR(t.Bool("default", &p.is_default));
+        MUSTER_RETURN_IF_ERROR(t.TimeLimit("max_time", &p.max_time_ms));
+        MUSTER_RETURN_IF_ERROR(t.TimeLimit("default_time", &p.default_time_ms));
+        MUSTER_RETURN_IF_ERROR(t.Uint("priority_tier", &p.priority_tier, 0, 65'535));
+        auto expanded = ExpandHostlist(p.nodes_expr);
+        if (!expanded.ok()) return t.Error(t.Get("nodes"), "nodes", expanded.status().message());
+        p.nodes = std::move(*expanded);
+        c.partitions.push_back(std::move(p));
+        return Status::Ok();
+      },
+      source));
 
   MUSTER_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   MUSTER_RETURN_IF_ERROR(Validate(c, source));

@@ -46,10 +46,17 @@ Result<int64_t> ParseTimeLimit(std::string_view text) {
     if (v.size() > 2) ms += v[2] * kSec;
   } else {
     switch (v.size()) {
-      case 1: ms = v[0] * kMin; break;                             // M
-      case 2: ms = v[0] * kMin + v[1] * kSec; break;               // M:S
-      case 3: ms = v[0] * kHour + v[1] * kMin + v[2] * kSec; break; // H:M:S
-      default: return BadTime(text);
+      case 1:
+        ms = v[0] * kMin;
+        break;  // M
+      case 2:
+        ms = v[0] * kMin + v[1] * kSec;
+        break;  // M:S
+      case 3:
+        ms = v[0] * kHour + v[1] * kMin + v[2] * kSec;
+        break;  // H:M:S
+      default:
+        return BadTime(text);
     }
   }
   if (ms == 0) return InvalidArgument("time limit '" + std::string(text) + "' is zero");
@@ -63,7 +70,8 @@ std::string FormatDuration(int64_t ms) {
   char buf[64];
   if (d > 0) {
     std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(d),
-                  static_cast<long long>(h), static_cast<long long>(m), static_cast<long long>(sec));
+                  static_cast<long long>(h), static_cast<long long>(m),
+                  static_cast<long long>(sec));
   } else if (h > 0) {
     std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(h),
                   static_cast<long long>(m), static_cast<long long>(sec));
@@ -97,10 +105,14 @@ Result<uint64_t> ParseMemoryMb(std::string_view text) {
   }
   uint64_t v = *n;
   switch (unit) {
-    case 'K': return (v + 1023) / 1024;
-    case 'M': return v;
-    case 'G': return v * 1024;
-    case 'T': return v * 1024 * 1024;
+    case 'K':
+      return (v + 1023) / 1024;
+    case 'M':
+      return v;
+    case 'G':
+      return v * 1024;
+    case 'T':
+      return v * 1024 * 1024;
   }
   return v;
 }

@@ -54,7 +54,9 @@ Status ReadAll(int fd, char* p, size_t n, int timeout_ms, bool* eof_at_start) {
   size_t got = 0;
   while (got < n) {
     if (timeout_ms >= 0) {
-      struct pollfd pfd {fd, POLLIN, 0};
+      struct pollfd pfd {
+        fd, POLLIN, 0
+      };
       int r = ::poll(&pfd, 1, timeout_ms);
       if (r < 0 && errno == EINTR) continue;
       if (r == 0) return DeadlineExceeded("no reply within " + std::to_string(timeout_ms) + " ms");
@@ -129,7 +131,8 @@ Result<int> ConnectUnix(const std::string& path) {
 
 Status SplitHostPort(const std::string& hp, std::string* host, uint16_t* port) {
   size_t colon = hp.rfind(':');
-  if (colon == std::string::npos || colon == 0) return InvalidArgument("expected host:port, got '" + hp + "'");
+  if (colon == std::string::npos || colon == 0)
+    return InvalidArgument("expected host:port, got '" + hp + "'");
   std::string h = hp.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   auto p = ParseUint(hp.substr(colon + 1));
@@ -150,11 +153,14 @@ Result<int> ConnectTcp(const std::string& host_port, int timeout_ms) {
   if (rc != 0) return Unavailable("cannot resolve " + host + ": " + ::gai_strerror(rc));
   Status last = Unavailable("no address for " + host_port);
   for (auto* ai = res; ai; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+    int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) continue;
     int r = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
     if (r != 0 && errno == EINPROGRESS) {
-      struct pollfd pfd {fd, POLLOUT, 0};
+      struct pollfd pfd {
+        fd, POLLOUT, 0
+      };
       r = ::poll(&pfd, 1, timeout_ms) == 1 ? 0 : -1;
       int err = 0;
       socklen_t len = sizeof err;

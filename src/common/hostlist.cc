@@ -18,7 +18,8 @@ struct Range {
 Result<std::vector<Range>> ParseRanges(std::string_view body, std::string_view expr) {
   std::vector<Range> out;
   for (const std::string& part : Split(body, ',')) {
-    if (part.empty()) return InvalidArgument("empty range in host list '" + std::string(expr) + "'");
+    if (part.empty())
+      return InvalidArgument("empty range in host list '" + std::string(expr) + "'");
     size_t dash = part.find('-');
     std::string lo_s = part.substr(0, dash);
     std::string hi_s = dash == std::string::npos ? lo_s : part.substr(dash + 1);
@@ -52,7 +53,8 @@ Status ExpandItem(std::string_view item, std::string_view expr, size_t max_names
   size_t i = 0;
   while (i < item.size()) {
     size_t open = item.find('[', i);
-    std::string_view literal = item.substr(i, open == std::string_view::npos ? item.npos : open - i);
+    std::string_view literal =
+        item.substr(i, open == std::string_view::npos ? item.npos : open - i);
     if (literal.find(']') != std::string_view::npos) {
       return InvalidArgument("unbalanced ']' in host list '" + std::string(expr) + "'");
     }
@@ -62,7 +64,8 @@ Status ExpandItem(std::string_view item, std::string_view expr, size_t max_names
     if (close == std::string_view::npos) {
       return InvalidArgument("missing ']' in host list '" + std::string(expr) + "'");
     }
-    MUSTER_ASSIGN_OR_RETURN(auto ranges, ParseRanges(item.substr(open + 1, close - open - 1), expr));
+    MUSTER_ASSIGN_OR_RETURN(auto ranges,
+                            ParseRanges(item.substr(open + 1, close - open - 1), expr));
     std::vector<std::string> next;
     for (const auto& p : partial) {
       for (const Range& r : ranges) {
@@ -77,7 +80,8 @@ Status ExpandItem(std::string_view item, std::string_view expr, size_t max_names
     i = close + 1;
   }
   for (auto& p : partial) {
-    if (p.empty()) return InvalidArgument("empty host name in host list '" + std::string(expr) + "'");
+    if (p.empty())
+      return InvalidArgument("empty host name in host list '" + std::string(expr) + "'");
     out->push_back(std::move(p));
   }
   if (out->size() > max_names) {
@@ -98,17 +102,21 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view expr, size_t ma
   for (size_t i = 0; i <= s.size(); ++i) {
     char c = i < s.size() ? s[i] : ',';
     if (c == '[') {
-      if (++depth > 1) return InvalidArgument("nested '[' in host list '" + std::string(expr) + "'");
+      if (++depth > 1)
+        return InvalidArgument("nested '[' in host list '" + std::string(expr) + "'");
     } else if (c == ']') {
-      if (--depth < 0) return InvalidArgument("unbalanced ']' in host list '" + std::string(expr) + "'");
+      if (--depth < 0)
+        return InvalidArgument("unbalanced ']' in host list '" + std::string(expr) + "'");
     } else if (c == ',' && depth == 0) {
       std::string_view item = Trim(s.substr(start, i - start));
-      if (item.empty()) return InvalidArgument("empty item in host list '" + std::string(expr) + "'");
+      if (item.empty())
+        return InvalidArgument("empty item in host list '" + std::string(expr) + "'");
       MUSTER_RETURN_IF_ERROR(ExpandItem(item, expr, max_names, &out));
       start = i + 1;
     } else if (c == ' ' || c == '\t') {
       // Slurm accepts whitespace-free lists only; be strict so typos show up.
-      if (depth > 0) return InvalidArgument("space inside brackets in host list '" + std::string(expr) + "'");
+      if (depth > 0)
+        return InvalidArgument("space inside brackets in host list '" + std::string(expr) + "'");
     }
   }
   if (depth != 0) return InvalidArgument("missing ']' in host list '" + std::string(expr) + "'");

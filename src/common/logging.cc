@@ -6,11 +6,11 @@
 
 namespace muster {
 
-Status InitLogging(const std::string& program, const std::string& level,
-                   const std::string& file) {
+Status InitLogging(const std::string& program, const std::string& level, const std::string& file) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") {
-    return InvalidArgument("unknown log level '" + level + "': use trace, debug, info, warn, error");
+    return InvalidArgument("unknown log level '" + level +
+                           "': use trace, debug, info, warn, error");
   }
   std::shared_ptr<spdlog::logger> logger;
   try {

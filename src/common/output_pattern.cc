@@ -26,25 +26,46 @@ std::string ExpandOutputPattern(const std::string& pattern, const PatternVars& v
     }
     auto num = [&](uint64_t n) {
       std::string s = std::to_string(n);
-      if (static_cast<int>(s.size()) < width) s.insert(0, static_cast<size_t>(width) - s.size(), '0');
+      if (static_cast<int>(s.size()) < width)
+        s.insert(0, static_cast<size_t>(width) - s.size(), '0');
       return s;
     };
     char c = p[j];
     switch (c) {
-      case '%': out += '%'; break;
-      case 'j': out += num(v.job_id); break;
-      case 'A': out += num(v.array_job_id ? v.array_job_id : v.job_id); break;
+      case '%':
+        out += '%';
+        break;
+      case 'j':
+        out += num(v.job_id);
+        break;
+      case 'A':
+        out += num(v.array_job_id ? v.array_job_id : v.job_id);
+        break;
       case 'a':
         out += v.array_task_id < 0 ? std::string("4294967294")
                                    : num(static_cast<uint64_t>(v.array_task_id));
         break;
-      case 'x': out += v.job_name; break;
-      case 'u': out += v.user; break;
-      case 'N': out += v.node; break;
-      case 'n': out += num(v.node_id); break;
-      case 't': out += num(v.task_id); break;
-      case 's': out += v.step; break;
-      default: out += p.substr(i, j - i + 1); break;
+      case 'x':
+        out += v.job_name;
+        break;
+      case 'u':
+        out += v.user;
+        break;
+      case 'N':
+        out += v.node;
+        break;
+      case 'n':
+        out += num(v.node_id);
+        break;
+      case 't':
+        out += num(v.task_id);
+        break;
+      case 's':
+        out += v.step;
+        break;
+      default:
+        out += p.substr(i, j - i + 1);
+        break;
     }
     i = j;
   }

@@ -28,8 +28,8 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
     NodeEntry e;
     e.config = nc;
     e.rec.set_name(nc.name);
-    e.view = core::NodeView::Empty(nc.name, nc.cpus, nc.memory_mb, nc.gpus, nc.gpu_type,
-                                   nc.topology);
+    e.view =
+        core::NodeView::Empty(nc.name, nc.cpus, nc.memory_mb, nc.gpus, nc.gpu_type, nc.topology);
     e.view.schedulable = false;
     node_index_[nc.name] = nodes_.size();
     nodes_.push_back(std::move(e));
@@ -230,8 +230,7 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   core::JobRequest request = ToCoreRequest(rec);
   auto ever = core::Place(request, capacity_view_, core::PlaceMode::kEver);
   if (!ever.ok()) {
-    return Status(ever.status().code(),
-                  "job can never run: " + ever.status().message());
+    return Status(ever.status().code(), "job can never run: " + ever.status().message());
   }
 
   v1::MetaRecord next_meta = meta_;
@@ -309,7 +308,8 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
       job->rec = std::move(next);
       spdlog::info("cancel job={} user={} state=RUNNING: terminating on {} nodes", id, caller.user,
                    job->rec.allocation().nodes_size());
-      for (const auto& na : job->rec.allocation().nodes()) SendTerminate(na.node(), *job, "cancelled");
+      for (const auto& na : job->rec.allocation().nodes())
+        SendTerminate(na.node(), *job, "cancelled");
     }
     // Finished jobs: nothing to do (Slurm's scancel is silent too).
   }
@@ -319,7 +319,8 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
 Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
                                                   const v1::UpdateNodeRequest& req, TimeMs now) {
   if (!caller.is_admin) {
-    return PermissionDenied("draining and resuming nodes needs an admin (root or listed in admins)");
+    return PermissionDenied(
+        "draining and resuming nodes needs an admin (root or listed in admins)");
   }
   MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(req.nodes()));
   if (names.empty()) return InvalidArgument("no node names given");
@@ -365,8 +366,8 @@ Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
       node->not_responding = false;
       node->last_heard_ms = now;
     }
-    spdlog::info("node={} {} by user={} reason='{}'", r.name(),
-                 r.drain() ? "drained" : "resumed", caller.user, r.reason());
+    spdlog::info("node={} {} by user={} reason='{}'", r.name(), r.drain() ? "drained" : "resumed",
+                 caller.user, r.reason());
     node->rec = std::move(r);
     resp.add_updated(node->config.name);
   }
@@ -484,7 +485,8 @@ void Engine::RunSchedulePass(TimeMs now) {
     HoldResources(job->rec);
     spdlog::info("start job={} nodes={} partition={}", job->rec.id(),
                  job->rec.allocation().nodes_size(), job->rec.allocation().partition());
-    for (int i = 0; i < job->rec.allocation().nodes_size(); ++i) SendLaunch(*job, static_cast<size_t>(i));
+    for (int i = 0; i < job->rec.allocation().nodes_size(); ++i)
+      SendLaunch(*job, static_cast<size_t>(i));
   }
   for (const core::PendingReason& p : pass.pending) {
     JobEntry* job = FindJob(p.job);

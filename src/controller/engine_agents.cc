@@ -34,9 +34,10 @@ std::string Seconds(TimeMs ms) {
 void Engine::CommitOrDie(const store::Mutation& m, store::Durability durability) {
   Status s = Commit(m, durability);
   if (!s.ok()) {
-    spdlog::critical("state store write failed: {}; exiting so that recovery restarts from the "
-                     "last durable state",
-                     s.ToString());
+    spdlog::critical(
+        "state store write failed: {}; exiting so that recovery restarts from the "
+        "last durable state",
+        s.ToString());
     spdlog::default_logger()->flush();
     std::abort();
   }
@@ -61,20 +62,22 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
   node->inventory = inv;
   node->last_heard_ms = now;
   if (node->down || node->not_responding) {
-    spdlog::info("node={} is back ({})", inv.name(), node->down ? "was DOWN" : "was not responding");
+    spdlog::info("node={} is back ({})", inv.name(),
+                 node->down ? "was DOWN" : "was not responding");
   }
   node->down = false;
   node->not_responding = false;
   node->reported_jobs.assign(req.running_job_ids().begin(), req.running_job_ids().end());
   const NodeConfig& c = node->config;
   if (inv.gpus_size() < static_cast<int>(c.gpus) || inv.cpus() < c.cpus) {
-    spdlog::warn("node={} reports {} CPUs and {} GPUs; the config says {} and {} (scheduling the "
-                 "configured amounts)",
-                 inv.name(), inv.cpus(), inv.gpus_size(), c.cpus, c.gpus);
+    spdlog::warn(
+        "node={} reports {} CPUs and {} GPUs; the config says {} and {} (scheduling the "
+        "configured amounts)",
+        inv.name(), inv.cpus(), inv.gpus_size(), c.cpus, c.gpus);
   }
   spdlog::info("register node={} instance={} gpus={} ({}) step_address={} restarted={} jobs={}",
-               inv.name(), req.instance_id(), inv.gpus_size(), inv.gpu_source(),
-               inv.step_address(), restarted, req.running_job_ids_size());
+               inv.name(), req.instance_id(), inv.gpus_size(), inv.gpu_source(), inv.step_address(),
+               restarted, req.running_job_ids_size());
   v1::RegisterResponse resp;
   resp.set_epoch(meta_.epoch());
   resp.set_cpus(c.cpus);
@@ -108,7 +111,8 @@ Status Engine::AttachSession(const v1::Hello& hello, TimeMs now) {
       // Ours. A terminate sent while the node had no session was lost: send it again.
       JobEntry* job = FindJob(id);
       if (job && (job->rec.state() != v1::RUNNING || job->rec.cancel_requested())) {
-        SendTerminate(node->config.name, *job, job->rec.cancel_requested() ? "cancelled" : "job finished");
+        SendTerminate(node->config.name, *job,
+                      job->rec.cancel_requested() ? "cancelled" : "job finished");
       }
       continue;
     }
@@ -300,7 +304,8 @@ void Engine::TerminateOnNodes(JobEntry& job, const std::string& reason) {
   for (const auto& n : job.rec.completing_nodes()) SendTerminate(n, job, reason);
 }
 
-void Engine::SendTerminate(const std::string& node, const JobEntry& job, const std::string& reason) {
+void Engine::SendTerminate(const std::string& node, const JobEntry& job,
+                           const std::string& reason) {
   const v1::JobRecord& r = job.rec;
   v1::ControllerMessage msg;
   auto* t = msg.mutable_terminate_job();
@@ -378,8 +383,9 @@ void Engine::Tick(TimeMs now) {
     if (!node.registered) {
       // Never registered since this controller started.
       if (silent > static_cast<TimeMs>(s.node_down_ms)) {
-        NodeLost(node, "did not register within " + Seconds(s.node_down_ms) +
-                           " of the controller start", now);
+        NodeLost(node,
+                 "did not register within " + Seconds(s.node_down_ms) + " of the controller start",
+                 now);
       }
       continue;
     }
@@ -410,7 +416,8 @@ void Engine::Tick(TimeMs now) {
         finished_.erase(entry);
       }
     } else {
-      spdlog::error("cannot archive {} finished jobs (will retry): {}", purge.size(), st.ToString());
+      spdlog::error("cannot archive {} finished jobs (will retry): {}", purge.size(),
+                    st.ToString());
     }
   }
 }

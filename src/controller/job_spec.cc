@@ -10,7 +10,8 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, int64_t* time_l
   // Partitions: empty means the default partition.
   if (spec.partitions().empty()) {
     const PartitionConfig* def = config.DefaultPartition();
-    if (!def) return FailedPrecondition("no partition given and the cluster has no default partition");
+    if (!def)
+      return FailedPrecondition("no partition given and the cluster has no default partition");
     spec.add_partitions(def->name);
   }
   uint32_t max_cpus = 0, max_gpus = 0;
@@ -86,7 +87,8 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, int64_t* time_l
                            std::to_string(nodes) + " nodes x " + std::to_string(tpn) +
                            " tasks per node hold only " + std::to_string(nodes * tpn));
   }
-  if (nodes > 100'000 || ntasks > 10'000'000) return InvalidArgument("node or task count is too large");
+  if (nodes > 100'000 || ntasks > 10'000'000)
+    return InvalidArgument("node or task count is too large");
   spec.set_nodes(nodes);
   spec.set_ntasks(ntasks);
   spec.clear_tasks_per_node();

@@ -92,8 +92,8 @@ std::vector<uint32_t> TakeFree(const std::vector<bool>& free, uint32_t count) {
   return out;
 }
 
-PlaceOutcome PlaceInPartition(const JobRequest& r, const ClusterView& view,
-                                   const PartitionView& p, PlaceMode mode) {
+PlaceOutcome PlaceInPartition(const JobRequest& r, const ClusterView& view, const PartitionView& p,
+                              PlaceMode mode) {
   const uint32_t slot_cpus = MaxSlotCpus(r);
   std::vector<NodeIndex> fit_now, fit_up, fit_capacity;
   for (NodeIndex i : p.nodes) {
@@ -106,7 +106,8 @@ PlaceOutcome PlaceInPartition(const JobRequest& r, const ClusterView& view,
 
   if (mode == PlaceMode::kEver) {
     if (r.nodes > p.nodes.size()) {
-      return PlaceOutcome::Success({p.name, {}});  // accepted; pends with PartitionNodeLimit, as in Slurm
+      return PlaceOutcome::Success(
+          {p.name, {}});  // accepted; pends with PartitionNodeLimit, as in Slurm
     }
     if (fit_capacity.size() >= r.nodes) return PlaceOutcome::Success({p.name, {}});
     // Say which resource no node has enough of, measured on the largest node.
@@ -124,47 +125,55 @@ PlaceOutcome PlaceInPartition(const JobRequest& r, const ClusterView& view,
     }
     const std::string where = " in partition " + p.name;
     if (r.gpus_per_node && !r.gpu_type.empty() && max_gpus == 0) {
-      return PlaceOutcome::Fail(StatusCode::kFailedPrecondition, "BadConstraints", "asks for GPU type '" + r.gpu_type + "'; partition " + p.name +
-                                (types.empty() ? " has no GPUs" : " has " + Join(types, ", ")));
+      return PlaceOutcome::Fail(StatusCode::kFailedPrecondition, "BadConstraints",
+                                "asks for GPU type '" + r.gpu_type + "'; partition " + p.name +
+                                    (types.empty() ? " has no GPUs" : " has " + Join(types, ", ")));
     }
     if (r.gpus_per_node > max_gpus) {
-      return PlaceOutcome::Fail(StatusCode::kFailedPrecondition, "BadConstraints", "asks for " + std::to_string(r.gpus_per_node) +
-                                " GPUs per node; the largest node" + where + " has " +
-                                std::to_string(max_gpus));
+      return PlaceOutcome::Fail(StatusCode::kFailedPrecondition, "BadConstraints",
+                                "asks for " + std::to_string(r.gpus_per_node) +
+                                    " GPUs per node; the largest node" + where + " has " +
+                                    std::to_string(max_gpus));
     }
     if (slot_cpus > max_cpus) {
-      return PlaceOutcome::Fail(StatusCode::kFailedPrecondition, "BadConstraints", "asks for " + std::to_string(slot_cpus) +
-                                " CPUs on one node; the largest node" + where + " has " +
-                                std::to_string(max_cpus) + " (spread the tasks over more nodes with -N)");
+      return PlaceOutcome::Fail(
+          StatusCode::kFailedPrecondition, "BadConstraints",
+          "asks for " + std::to_string(slot_cpus) + " CPUs on one node; the largest node" + where +
+              " has " + std::to_string(max_cpus) + " (spread the tasks over more nodes with -N)");
     }
     if (r.mem_per_node_mb > max_mem) {
-      return PlaceOutcome::Fail(StatusCode::kFailedPrecondition, "BadConstraints", "asks for " + std::to_string(r.mem_per_node_mb) +
-                                " MB of memory per node; the largest node" + where + " has " +
-                                std::to_string(max_mem) + " MB");
+      return PlaceOutcome::Fail(StatusCode::kFailedPrecondition, "BadConstraints",
+                                "asks for " + std::to_string(r.mem_per_node_mb) +
+                                    " MB of memory per node; the largest node" + where + " has " +
+                                    std::to_string(max_mem) + " MB");
     }
-    return PlaceOutcome::Fail(StatusCode::kFailedPrecondition, "BadConstraints", "needs " + Shape(r) + "; only " + std::to_string(fit_capacity.size()) +
-                              " of " + std::to_string(p.nodes.size()) + " nodes" + where +
-                              " can hold that");
+    return PlaceOutcome::Fail(
+        StatusCode::kFailedPrecondition, "BadConstraints",
+        "needs " + Shape(r) + "; only " + std::to_string(fit_capacity.size()) + " of " +
+            std::to_string(p.nodes.size()) + " nodes" + where + " can hold that");
   }
 
   if (r.nodes > p.nodes.size()) {
-    return PlaceOutcome::Fail(StatusCode::kUnavailable, "PartitionNodeLimit", "needs " + std::to_string(r.nodes) +
-                       " nodes; partition " + p.name + " has " + std::to_string(p.nodes.size()));
+    return PlaceOutcome::Fail(StatusCode::kUnavailable, "PartitionNodeLimit",
+                              "needs " + std::to_string(r.nodes) + " nodes; partition " + p.name +
+                                  " has " + std::to_string(p.nodes.size()));
   }
   if (r.time_limit_ms > 0 && p.max_time_ms > 0 && r.time_limit_ms > p.max_time_ms) {
-    return PlaceOutcome::Fail(StatusCode::kUnavailable, "PartitionTimeLimit", "time limit is longer than partition " + p.name +
-                       "'s maximum");
+    return PlaceOutcome::Fail(StatusCode::kUnavailable, "PartitionTimeLimit",
+                              "time limit is longer than partition " + p.name + "'s maximum");
   }
   if (fit_now.size() < r.nodes) {
     if (fit_up.size() < r.nodes) {
-      return PlaceOutcome::Fail(StatusCode::kUnavailable, "ReqNodeNotAvail", "needs " + Shape(r) + "; only " +
-                         std::to_string(fit_up.size()) + " of the " +
-                         std::to_string(fit_capacity.size()) + " nodes in partition " + p.name +
-                         " that could hold it are up and not drained");
+      return PlaceOutcome::Fail(StatusCode::kUnavailable, "ReqNodeNotAvail",
+                                "needs " + Shape(r) + "; only " + std::to_string(fit_up.size()) +
+                                    " of the " + std::to_string(fit_capacity.size()) +
+                                    " nodes in partition " + p.name +
+                                    " that could hold it are up and not drained");
     }
-    return PlaceOutcome::Fail(StatusCode::kUnavailable, "Resources", "needs " + Shape(r) + "; " + std::to_string(fit_now.size()) +
-                       " of " + std::to_string(fit_up.size()) + " usable nodes in partition " +
-                       p.name + " have that free now");
+    return PlaceOutcome::Fail(StatusCode::kUnavailable, "Resources",
+                              "needs " + Shape(r) + "; " + std::to_string(fit_now.size()) + " of " +
+                                  std::to_string(fit_up.size()) + " usable nodes in partition " +
+                                  p.name + " have that free now");
   }
 
   Placement out;
@@ -180,8 +189,8 @@ PlaceOutcome PlaceInPartition(const JobRequest& r, const ClusterView& view,
       np.gpus = TakeFree(n.gpu_free, n.gpus);
       np.mem_mb = n.memory_free_mb;
     } else {
-      np.cpus = TakeFree(n.cpu_free, std::max<uint32_t>(1, np.ntasks) *
-                                         std::max<uint32_t>(1, r.cpus_per_task));
+      np.cpus = TakeFree(n.cpu_free,
+                         std::max<uint32_t>(1, np.ntasks) * std::max<uint32_t>(1, r.cpus_per_task));
       np.gpus = TakeFree(n.gpu_free, r.gpus_per_node);
       np.mem_mb = r.mem_per_node_mb;
     }
@@ -229,10 +238,12 @@ const PartitionView* ClusterView::FindPartition(const std::string& name) const {
 
 PlaceOutcome TryPlace(const JobRequest& request, const ClusterView& view, PlaceMode mode) {
   if (request.partitions.empty()) {
-    return PlaceOutcome::Fail(StatusCode::kInvalidArgument, "BadConstraints", "request names no partition");
+    return PlaceOutcome::Fail(StatusCode::kInvalidArgument, "BadConstraints",
+                              "request names no partition");
   }
   if (request.nodes == 0) {
-    return PlaceOutcome::Fail(StatusCode::kInvalidArgument, "BadConstraints", "request asks for zero nodes");
+    return PlaceOutcome::Fail(StatusCode::kInvalidArgument, "BadConstraints",
+                              "request asks for zero nodes");
   }
   PlaceOutcome first_failure;
   for (const std::string& name : request.partitions) {
@@ -240,9 +251,9 @@ PlaceOutcome TryPlace(const JobRequest& request, const ClusterView& view, PlaceM
     if (!p) {
       std::vector<std::string> names;
       for (const auto& q : view.partitions) names.push_back(q.name);
-      return PlaceOutcome::Fail(StatusCode::kNotFound, "BadConstraints",
-                                "partition '" + name + "' does not exist (partitions: " +
-                                    Join(names, ", ") + ")");
+      return PlaceOutcome::Fail(
+          StatusCode::kNotFound, "BadConstraints",
+          "partition '" + name + "' does not exist (partitions: " + Join(names, ", ") + ")");
     }
     PlaceOutcome r = PlaceInPartition(request, view, *p, mode);
     if (r.ok) return r;

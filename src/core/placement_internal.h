@@ -11,8 +11,8 @@ struct PlaceOutcome {
   bool ok = false;
   Placement placement;  // when ok
   StatusCode code = StatusCode::kOk;
-  std::string reason;   // Slurm-style reason name when !ok (Resources, ReqNodeNotAvail, ...)
-  std::string detail;   // a sentence for people
+  std::string reason;  // Slurm-style reason name when !ok (Resources, ReqNodeNotAvail, ...)
+  std::string detail;  // a sentence for people
 
   static PlaceOutcome Success(Placement p) { return {true, std::move(p), StatusCode::kOk, "", ""}; }
   static PlaceOutcome Fail(StatusCode c, std::string reason, std::string detail) {

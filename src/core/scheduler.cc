@@ -3,10 +3,10 @@
 // behind the same Schedule() signature.
 #include "muster/core/scheduler.h"
 
-#include "placement_internal.h"
-
 #include <algorithm>
 #include <set>
+
+#include "placement_internal.h"
 
 namespace muster::core {
 
@@ -23,7 +23,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
     return a->id < b->id;
   });
 
-  ClusterView work = view;  // free resources consumed as jobs start in this pass
+  ClusterView work = view;        // free resources consumed as jobs start in this pass
   std::set<std::string> blocked;  // partitions where a higher-priority job waits for resources
   SchedulePass pass;
   for (const PendingJob* job : order) {
@@ -32,9 +32,9 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
                        std::all_of(r.partitions.begin(), r.partitions.end(),
                                    [&](const std::string& p) { return blocked.count(p) > 0; });
     if (all_blocked) {
-      pass.pending.push_back({job->id, "Priority",
-                              "a higher-priority job is waiting for resources in partition " +
-                                  r.partitions.front()});
+      pass.pending.push_back(
+          {job->id, "Priority",
+           "a higher-priority job is waiting for resources in partition " + r.partitions.front()});
       continue;
     }
     // Only the partitions not held back by a higher-priority job are open to this one.

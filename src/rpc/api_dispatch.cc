@@ -35,16 +35,17 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_GET_JOB:
       return Handle<v1::GetJobRequest>(payload, [&](const auto& r) { return engine.GetJob(r); });
     case v1::METHOD_LIST_JOBS:
-      return Handle<v1::ListJobsRequest>(payload, [&](const auto& r) { return engine.ListJobs(r); });
+      return Handle<v1::ListJobsRequest>(payload,
+                                         [&](const auto& r) { return engine.ListJobs(r); });
     case v1::METHOD_LIST_NODES:
-      return Handle<v1::ListNodesRequest>(
-          payload, [&](const auto& r) { return engine.ListNodes(r, now); });
+      return Handle<v1::ListNodesRequest>(payload,
+                                          [&](const auto& r) { return engine.ListNodes(r, now); });
     case v1::METHOD_UPDATE_NODE:
       return Handle<v1::UpdateNodeRequest>(
           payload, [&](const auto& r) { return engine.UpdateNode(caller, r, now); });
     case v1::METHOD_CONTROLLER_INFO:
-      return Handle<v1::ControllerInfoRequest>(payload,
-                                               [&](const auto&) { return engine.ControllerInfo(); });
+      return Handle<v1::ControllerInfoRequest>(
+          payload, [&](const auto&) { return engine.ControllerInfo(); });
     case v1::METHOD_CREATE_STEP:
       return Handle<v1::CreateStepRequest>(
           payload, [&](const auto& r) { return engine.CreateStep(caller, r); });

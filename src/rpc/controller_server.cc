@@ -30,8 +30,11 @@ using controller::Engine;
 class ControllerServer::Impl final : public v1::NodeRegistry::CallbackService {
  public:
   explicit Impl(ControllerServerOptions options)
-      : options_(std::move(options)), strand_(asio::make_strand(io_)),
-        tick_timer_(strand_), sched_timer_(strand_), acceptor_(io_) {}
+      : options_(std::move(options)),
+        strand_(asio::make_strand(io_)),
+        tick_timer_(strand_),
+        sched_timer_(strand_),
+        acceptor_(io_) {}
 
   ~Impl() override { Shutdown(); }
 
@@ -188,8 +191,8 @@ class ControllerServer::Impl::AgentSession final
 };
 
 grpc::ServerUnaryReactor* ControllerServer::Impl::Register(grpc::CallbackServerContext* ctx,
-                                                            const v1::RegisterRequest* req,
-                                                            v1::RegisterResponse* resp) {
+                                                           const v1::RegisterRequest* req,
+                                                           v1::RegisterResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   asio::post(strand_, [this, reactor, req, resp] {
     auto r = engine_->RegisterNode(*req, Now());
@@ -197,16 +200,16 @@ grpc::ServerUnaryReactor* ControllerServer::Impl::Register(grpc::CallbackServerC
       *resp = std::move(*r);
       reactor->Finish(grpc::Status::OK);
     } else {
-      reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(r.status().code()),
-                                   r.status().message()));
+      reactor->Finish(
+          grpc::Status(static_cast<grpc::StatusCode>(r.status().code()), r.status().message()));
     }
     AfterEvent();
   });
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>*
-ControllerServer::Impl::Session(grpc::CallbackServerContext*) {
+grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* ControllerServer::Impl::Session(
+    grpc::CallbackServerContext*) {
   return new AgentSession(this);
 }
 
@@ -270,18 +273,18 @@ class ControllerServer::Impl::LocalConnection final
 };
 
 void ControllerServer::Impl::DoAccept() {
-  acceptor_.async_accept([this](boost::system::error_code ec,
-                                asio::local::stream_protocol::socket socket) {
-    if (ec) {
-      if (ec != asio::error::operation_aborted) {
-        spdlog::error("local api accept: {}", ec.message());
+  acceptor_.async_accept(
+      [this](boost::system::error_code ec, asio::local::stream_protocol::socket socket) {
+        if (ec) {
+          if (ec != asio::error::operation_aborted) {
+            spdlog::error("local api accept: {}", ec.message());
+            DoAccept();
+          }
+          return;
+        }
+        std::make_shared<LocalConnection>(this, std::move(socket))->Start();
         DoAccept();
-      }
-      return;
-    }
-    std::make_shared<LocalConnection>(this, std::move(socket))->Start();
-    DoAccept();
-  });
+      });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,8 +298,8 @@ void ControllerServer::Impl::AfterEvent() {
       continue;
     }
     if (out.close_session) {
-      it->second->End(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                   "node was declared down; register again"));
+      it->second->End(
+          grpc::Status(grpc::StatusCode::UNAVAILABLE, "node was declared down; register again"));
     } else {
       it->second->Send(std::move(out.message));
     }
@@ -437,7 +440,8 @@ void ControllerServer::Impl::Shutdown() {
 ControllerServer::ControllerServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ControllerServer::~ControllerServer() = default;
 
-Result<std::unique_ptr<ControllerServer>> ControllerServer::Create(ControllerServerOptions options) {
+Result<std::unique_ptr<ControllerServer>> ControllerServer::Create(
+    ControllerServerOptions options) {
   if (options.config.nodes.empty()) {
     return InvalidArgument(options.config.source + ": no [[nodes]] configured");
   }

@@ -42,8 +42,9 @@ Result<LoadedState> InMemoryStateStore::LoadAll() {
   LoadedState state = DecodeAll(raw, &quarantine);
   for (const auto& q : quarantine) {
     auto& fam = Fam(q.family);
-    fam.erase(std::remove_if(fam.begin(), fam.end(), [&](const auto& kv) { return kv.first == q.key; }),
-              fam.end());
+    fam.erase(
+        std::remove_if(fam.begin(), fam.end(), [&](const auto& kv) { return kv.first == q.key; }),
+        fam.end());
     auto& qf = Fam(Family::kQuarantine);
     qf.push_back({std::string(FamilyName(q.family)) + "/" + q.key, q.value});
     std::sort(qf.begin(), qf.end());

@@ -4,11 +4,16 @@ namespace muster::store {
 
 const char* FamilyName(Family f) {
   switch (f) {
-    case Family::kMeta: return "meta";
-    case Family::kJobs: return "jobs";
-    case Family::kNodes: return "nodes";
-    case Family::kJobHistory: return "job_history";
-    case Family::kQuarantine: return "quarantine";
+    case Family::kMeta:
+      return "meta";
+    case Family::kJobs:
+      return "jobs";
+    case Family::kNodes:
+      return "nodes";
+    case Family::kJobHistory:
+      return "job_history";
+    case Family::kQuarantine:
+      return "quarantine";
   }
   return "?";
 }
@@ -94,7 +99,8 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
         break;
       }
       case Family::kJobHistory:
-        if (r.key.size() == 8) out.max_history_job_id = std::max(out.max_history_job_id, KeyToId(r.key));
+        if (r.key.size() == 8)
+          out.max_history_job_id = std::max(out.max_history_job_id, KeyToId(r.key));
         break;
       case Family::kQuarantine:
         break;

@@ -82,14 +82,17 @@ class RocksDbStateStore final : public StateStore {
           raw.push_back({fam, it->key().ToString(), it->value().ToString()});
         }
       }
-      MUSTER_RETURN_IF_ERROR(FromRocks(it->status(), std::string("cannot read ") + FamilyName(fam)));
+      MUSTER_RETURN_IF_ERROR(
+          FromRocks(it->status(), std::string("cannot read ") + FamilyName(fam)));
     }
     std::vector<RawRecord> quarantine;
     LoadedState state = DecodeAll(raw, &quarantine);
     if (!quarantine.empty()) {
       rocksdb::WriteBatch batch;
       for (const auto& q : quarantine) {
-        batch.Put(Handle(Family::kQuarantine), std::string(FamilyName(q.family)) + "/" + q.key, q.value)
+        batch
+            .Put(Handle(Family::kQuarantine), std::string(FamilyName(q.family)) + "/" + q.key,
+                 q.value)
             .PermitUncheckedError();
         batch.Delete(Handle(q.family), q.key).PermitUncheckedError();
       }

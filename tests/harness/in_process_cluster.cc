@@ -1,10 +1,9 @@
 #include "harness/in_process_cluster.h"
 
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cstdlib>

@@ -86,9 +86,10 @@ TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
   ASSERT_TRUE(c.ok());
   client::StepOptions o;
   o.job_id = *id;
-  o.argv = {"sh", "-c",
-            "echo \"$SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES\"; "
-            "echo err$SLURM_PROCID >&2; exit $SLURM_PROCID"};
+  o.argv = {
+      "sh", "-c",
+      "echo \"$SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES\"; "
+      "echo err$SLURM_PROCID >&2; exit $SLURM_PROCID"};
   o.environment = {"PATH=/usr/bin:/bin"};
   o.work_dir = "/";
   char* out_buf = nullptr;
@@ -148,7 +149,8 @@ TEST_F(ClusterTest, CancelKillsTheWholeProcessTree) {
                                  jobs_ + "batch.pid\nwait\n",
                              Gang(1, 1));
   ASSERT_TRUE(id.ok());
-  ASSERT_EVENTUALLY(!Read(jobs_ + "child.pid").empty() && !Read(jobs_ + "batch.pid").empty(), 10'000);
+  ASSERT_EVENTUALLY(!Read(jobs_ + "child.pid").empty() && !Read(jobs_ + "batch.pid").empty(),
+                    10'000);
   auto c = cluster_->Client();
   v1::CancelJobRequest r;
   r.add_job_ids(*id);
@@ -166,7 +168,8 @@ TEST_F(ClusterTest, TimeLimitEndsTheJobAsTimeout) {
   v1::JobSpec s = Gang(1, 0);
   s.set_time_limit_ms(700);
   // The script ignores SIGTERM, so only SIGKILL after the grace period stops it.
-  auto id = cluster_->Submit("#!/bin/sh\ntrap '' TERM\necho $$ > " + jobs_ + "t.pid\nsleep 60\n", s);
+  auto id =
+      cluster_->Submit("#!/bin/sh\ntrap '' TERM\necho $$ > " + jobs_ + "t.pid\nsleep 60\n", s);
   ASSERT_TRUE(id.ok());
   ASSERT_EVENTUALLY(cluster_->State(*id) == v1::TIMEOUT, 10'000);
   auto job = cluster_->Job(*id);
@@ -188,14 +191,14 @@ TEST_F(ClusterTest, NonZeroExitFailsAndLaunchErrorsAreReported) {
   ASSERT_EVENTUALLY(cluster_->State(*bad) == v1::FAILED, 10'000);
   auto job = cluster_->Job(*bad);
   EXPECT_EQ(job->reason(), "JobLaunchFailure");
-  EXPECT_NE(job->reason_detail().find("cannot open output file /nonexistent/dir/out"), std::string::npos)
+  EXPECT_NE(job->reason_detail().find("cannot open output file /nonexistent/dir/out"),
+            std::string::npos)
       << job->reason_detail();
 }
 
 TEST_F(ClusterTest, LostAgentRequeuesTheWholeGang) {
-  auto id = cluster_->Submit("#!/bin/sh\necho run $SLURM_RESTART_COUNT >> " + jobs_ +
-                                 "runs\nsleep 60\n",
-                             Gang(2, 8));
+  auto id = cluster_->Submit(
+      "#!/bin/sh\necho run $SLURM_RESTART_COUNT >> " + jobs_ + "runs\nsleep 60\n", Gang(2, 8));
   ASSERT_TRUE(id.ok());
   ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
   auto first = cluster_->Job(*id);

@@ -12,13 +12,13 @@
 namespace muster::client {
 
 struct LocalClusterOptions {
-  std::string dir;                 // default: DefaultLocalDir()
+  std::string dir;  // default: DefaultLocalDir()
   uint32_t nodes = 4;
   uint32_t gpus_per_node = 8;
   uint32_t cpus_per_node = 16;
   uint64_t memory_mb = 64000;
-  std::string bin_dir;             // where musterctld/musterd are; default: next to this program
-  int wait_s = 60;                 // how long to wait for every node to be up
+  std::string bin_dir;  // where musterctld/musterd are; default: next to this program
+  int wait_s = 60;      // how long to wait for every node to be up
 };
 
 std::string DefaultLocalDir();

@@ -48,8 +48,8 @@ Result<std::vector<std::string>> SplitWords(const std::string& line);
 
 // Everything a submission needs from the caller's context.
 struct SubmitContext {
-  std::string script;            // the script text (from the file, stdin or --wrap)
-  std::string script_name;       // for the default job name
+  std::string script;       // the script text (from the file, stdin or --wrap)
+  std::string script_name;  // for the default job name
   std::vector<std::string> environment;
   std::string cwd;
   std::string hostname;

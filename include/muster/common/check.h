@@ -6,13 +6,13 @@ namespace muster::internal {
 [[noreturn]] void CheckFailed(const char* file, int line, const char* expr, const char* msg);
 }
 
-#define MUSTER_CHECK(cond)                                                  \
-  do {                                                                      \
+#define MUSTER_CHECK(cond)                                                       \
+  do {                                                                           \
     if (!(cond)) ::muster::internal::CheckFailed(__FILE__, __LINE__, #cond, ""); \
   } while (0)
 
-#define MUSTER_CHECK_MSG(cond, msg)                                            \
-  do {                                                                         \
+#define MUSTER_CHECK_MSG(cond, msg)                                               \
+  do {                                                                            \
     if (!(cond)) ::muster::internal::CheckFailed(__FILE__, __LINE__, #cond, msg); \
   } while (0)
 

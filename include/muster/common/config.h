@@ -14,21 +14,21 @@ inline constexpr const char* kDefaultConfigPath = "/etc/muster/muster.toml";
 
 struct ControllerConfig {
   std::string socket_path = "/run/muster/musterctld.sock";  // user API (framed protobuf)
-  std::string agent_address = "127.0.0.1:6817";              // where agents connect
+  std::string agent_address = "127.0.0.1:6817";             // where agents connect
   std::string state_dir = "/var/lib/muster";
   std::string log_level = "info";
   std::string log_file;  // empty: stderr (journald under systemd)
 };
 
 struct SchedulingConfig {
-  uint32_t sched_min_interval_ms = 5;        // coalesces bursts of events into one pass
-  uint32_t sched_max_interval_ms = 1000;     // a pass at least this often
-  uint32_t kill_grace_ms = 30'000;           // SIGTERM -> SIGKILL (Slurm's KillWait)
+  uint32_t sched_min_interval_ms = 5;     // coalesces bursts of events into one pass
+  uint32_t sched_max_interval_ms = 1000;  // a pass at least this often
+  uint32_t kill_grace_ms = 30'000;        // SIGTERM -> SIGKILL (Slurm's KillWait)
   uint32_t heartbeat_interval_ms = 5'000;
-  uint32_t node_not_responding_ms = 15'000;  // silence before NOT_RESPONDING
-  uint32_t node_down_ms = 60'000;            // silence before DOWN (jobs requeued)
+  uint32_t node_not_responding_ms = 15'000;      // silence before NOT_RESPONDING
+  uint32_t node_down_ms = 60'000;                // silence before DOWN (jobs requeued)
   uint32_t finished_job_retention_ms = 300'000;  // finished jobs stay visible (Slurm's MinJobAge)
-  uint32_t max_job_count = 1'000'000;        // pending + running jobs
+  uint32_t max_job_count = 1'000'000;            // pending + running jobs
 };
 
 struct AgentConfig {

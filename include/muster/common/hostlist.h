@@ -12,7 +12,8 @@ namespace muster {
 // Expands an expression into names, in order. Ranges keep their zero padding ("gpu[01-03]" ->
 // gpu01 gpu02 gpu03). Returns INVALID_ARGUMENT naming the problem for a malformed expression, and
 // RESOURCE_EXHAUSTED beyond max_names (a guard against "n[0-999999999]").
-Result<std::vector<std::string>> ExpandHostlist(std::string_view expr, size_t max_names = 1'000'000);
+Result<std::vector<std::string>> ExpandHostlist(std::string_view expr,
+                                                size_t max_names = 1'000'000);
 
 // The shortest Slurm form of a list of names: node1,node2,node3,node5 -> node[1-3,5]. Names are
 // grouped by prefix and zero-padding width; the order of first appearance of each group is kept.

@@ -8,14 +8,14 @@ namespace muster {
 
 struct PatternVars {
   uint64_t job_id = 0;
-  uint64_t array_job_id = 0;      // 0: not an array job (%A = %j)
-  int64_t array_task_id = -1;     // -1: not an array job (%a = 4294967294, as Slurm prints)
+  uint64_t array_job_id = 0;   // 0: not an array job (%A = %j)
+  int64_t array_task_id = -1;  // -1: not an array job (%a = 4294967294, as Slurm prints)
   std::string job_name;
   std::string user;
-  std::string node;               // %N: the node running the batch script
-  uint32_t node_id = 0;           // %n
-  uint32_t task_id = 0;           // %t
-  std::string step = "batch";     // %s
+  std::string node;            // %N: the node running the batch script
+  uint32_t node_id = 0;        // %n
+  uint32_t task_id = 0;        // %t
+  std::string step = "batch";  // %s
 };
 
 // Expands the pattern; unknown %X sequences are kept literally. Relative results are joined to

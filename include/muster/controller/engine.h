@@ -105,32 +105,31 @@ class Engine {
  private:
   struct JobEntry {
     v1::JobRecord rec;
-    core::JobRequest request;           // derived from rec.spec
+    core::JobRequest request;             // derived from rec.spec
     std::set<std::string> started_nodes;  // nodes that acknowledged the launch (this run)
   };
 
   struct NodeEntry {
     NodeConfig config;
-    v1::NodeRecord rec;                 // admin state (persisted)
-    core::NodeView view;                // capacity and free resources
+    v1::NodeRecord rec;   // admin state (persisted)
+    core::NodeView view;  // capacity and free resources
     bool registered = false;
     bool session = false;
-    bool down = false;                  // declared lost; cleared by a new registration
+    bool down = false;  // declared lost; cleared by a new registration
     bool not_responding = false;
     TimeMs last_heard_ms = 0;
     std::string instance_id;
     std::string step_address;
     v1::NodeInventory inventory;
-    std::set<uint64_t> jobs;            // jobs holding resources here (running or cleaning up)
-    std::set<uint64_t> stale_jobs;      // reported by the agent but not ours: terminate first
+    std::set<uint64_t> jobs;              // jobs holding resources here (running or cleaning up)
+    std::set<uint64_t> stale_jobs;        // reported by the agent but not ours: terminate first
     std::vector<uint64_t> reported_jobs;  // from the last Register, reconciled at AttachSession
   };
 
   Engine(EngineOptions options, store::StateStore* store);
 
   Status Recover(TimeMs now);
-  Status Commit(const store::Mutation& m,
-                store::Durability durability = store::Durability::kSync);
+  Status Commit(const store::Mutation& m, store::Durability durability = store::Durability::kSync);
   // For transitions the engine starts itself (a job ended, a node was lost): memory must never run
   // ahead of the store, so a failed write stops the controller; restart recovers the last durable
   // state and the agents report again.
@@ -171,13 +170,13 @@ class Engine {
   store::StateStore* store_;
   v1::MetaRecord meta_;
   TimeMs start_time_ms_ = 0;
-  std::map<uint64_t, JobEntry> jobs_;         // live and recently finished jobs, by id
-  std::set<uint64_t> pending_;                // ids of PENDING jobs (the scheduler's input)
+  std::map<uint64_t, JobEntry> jobs_;               // live and recently finished jobs, by id
+  std::set<uint64_t> pending_;                      // ids of PENDING jobs (the scheduler's input)
   std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
-  std::vector<NodeEntry> nodes_;              // configuration order
+  std::vector<NodeEntry> nodes_;                    // configuration order
   std::map<std::string, size_t> node_index_;
-  core::ClusterView base_view_;               // partitions (node lists); nodes filled per pass
-  core::ClusterView capacity_view_;           // every node empty: for "can it ever run"
+  core::ClusterView base_view_;      // partitions (node lists); nodes filled per pass
+  core::ClusterView capacity_view_;  // every node empty: for "can it ever run"
   std::vector<Outgoing> outgoing_;
   std::vector<std::string> recovery_problems_;
   bool schedule_requested_ = true;

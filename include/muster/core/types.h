@@ -18,13 +18,13 @@ struct NodeView {
   std::string topology;  // tiers above the node, outermost first: "spine1/leaf3"
   uint32_t cpus = 0;
   uint64_t memory_mb = 0;
-  uint32_t gpus = 0;     // GPU indices 0 .. gpus-1
+  uint32_t gpus = 0;  // GPU indices 0 .. gpus-1
   std::string gpu_type;
   bool schedulable = false;  // registered, responding, not drained, nothing stale to clean up
 
-  std::vector<bool> cpu_free;   // size cpus
+  std::vector<bool> cpu_free;  // size cpus
   uint64_t memory_free_mb = 0;
-  std::vector<bool> gpu_free;   // size gpus
+  std::vector<bool> gpu_free;  // size gpus
 
   // Builds a node with everything free.
   static NodeView Empty(std::string name, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
@@ -51,14 +51,14 @@ struct ClusterView {
 
 // A normalised resource request: how many nodes, and what each node must give.
 struct JobRequest {
-  std::vector<std::string> partitions;   // candidates in order of preference; never empty
+  std::vector<std::string> partitions;  // candidates in order of preference; never empty
   uint32_t nodes = 1;
   std::vector<uint32_t> tasks_per_node;  // size == nodes (block distribution)
   uint32_t cpus_per_task = 1;
-  uint64_t mem_per_node_mb = 0;          // 0: memory not reserved
+  uint64_t mem_per_node_mb = 0;  // 0: memory not reserved
   uint32_t gpus_per_node = 0;
-  std::string gpu_type;                  // empty: any
-  bool exclusive = false;                // whole nodes
+  std::string gpu_type;    // empty: any
+  bool exclusive = false;  // whole nodes
   int64_t time_limit_ms = 0;
 };
 

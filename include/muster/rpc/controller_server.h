@@ -14,7 +14,7 @@ namespace muster::rpc {
 
 struct ControllerServerOptions {
   Config config;
-  int threads = 2;                          // io_context threads (one strand owns the engine)
+  int threads = 2;  // io_context threads (one strand owns the engine)
   Clock* clock = SystemClock::Get();
 };
 
@@ -33,7 +33,7 @@ class ControllerServer {
   // Blocks until Shutdown() was called.
   void Wait();
 
-  int agent_port() const;         // the bound TCP port (useful with port 0)
+  int agent_port() const;  // the bound TCP port (useful with port 0)
   uint64_t epoch() const;
   const std::string& socket_path() const;
 

@@ -51,10 +51,10 @@ class Mutation {
 
 struct LoadedState {
   std::optional<v1::MetaRecord> meta;
-  std::vector<v1::JobRecord> jobs;     // live (not yet archived) jobs, by id
+  std::vector<v1::JobRecord> jobs;  // live (not yet archived) jobs, by id
   std::vector<v1::NodeRecord> nodes;
-  uint64_t max_history_job_id = 0;     // so ids are never reused even if meta is lost
-  std::vector<std::string> problems;   // corrupt records found, reported and quarantined
+  uint64_t max_history_job_id = 0;    // so ids are never reused even if meta is lost
+  std::vector<std::string> problems;  // corrupt records found, reported and quarantined
 };
 
 // Thread-compatible: the controller calls it from its strand only.

@@ -33,7 +33,8 @@ count = 8
 model = "NVIDIA H100 80GB HBM3"
 memory_mb = 81559
 numa_nodes = 2
-)", "f.toml");
+)",
+                           "f.toml");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->cpus, 16u);
   ASSERT_EQ(f->gpus.size(), 8u);
@@ -51,7 +52,8 @@ TEST(GpuFixtureTest, ReadsAnNvidiaSmiStyleMatrix) {
 count = 4
 model = "Tesla V100-SXM2-16GB"
 topo = ["X NV1 NV2 SYS", "NV1 X PIX SYS", "NV2 PIX X NODE", "SYS SYS NODE X"]
-)", "f.toml");
+)",
+                           "f.toml");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->gpus[0].type(), "v100");
   EXPECT_EQ(f->gpus[0].links(1).type(), v1::GPU_LINK_NVLINK);
@@ -63,7 +65,8 @@ topo = ["X NV1 NV2 SYS", "NV1 X PIX SYS", "NV2 PIX X NODE", "SYS SYS NODE X"]
 TEST(GpuFixtureTest, ErrorsNameFileLineAndKey) {
   auto f = ParseGpuFixture("[gpus]\ncount = 2\ntopo = [\"X NV4\", \"NV4 Y\"]\n", "bad.toml");
   ASSERT_FALSE(f.ok());
-  EXPECT_NE(f.status().message().find("bad.toml:3: gpus.topo"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find("bad.toml:3: gpus.topo"), std::string::npos)
+      << f.status().message();
   f = ParseGpuFixture("[gpus]\ncount = 2\ncolour = \"green\"\n", "bad.toml");
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.status().message().find("bad.toml:3: gpus.colour"), std::string::npos);
@@ -236,13 +239,15 @@ TEST_F(LauncherTest, ReportsWhyItCouldNotStart) {
   s.cwd = "/nonexistent/dir";
   sp = Spawn(s);
   ASSERT_FALSE(sp.ok());
-  EXPECT_NE(sp.status().message().find("cannot change to directory /nonexistent/dir"), std::string::npos);
+  EXPECT_NE(sp.status().message().find("cannot change to directory /nonexistent/dir"),
+            std::string::npos);
 
   s.cwd = "";
   s.stdout_path = "/nonexistent/dir/out";
   sp = Spawn(s);
   ASSERT_FALSE(sp.ok());
-  EXPECT_NE(sp.status().message().find("cannot open output file /nonexistent/dir/out"), std::string::npos);
+  EXPECT_NE(sp.status().message().find("cannot open output file /nonexistent/dir/out"),
+            std::string::npos);
 }
 
 TEST_F(LauncherTest, DropsPrivilegesWhenAskedTo) {

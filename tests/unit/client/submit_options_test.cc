@@ -14,8 +14,8 @@ SubmitOptions Parse(const std::vector<std::string>& args) {
 
 TEST(SubmitArgsTest, ShortLongAndAttachedForms) {
   SubmitOptions o = Parse({"-N2", "--ntasks=4", "-c", "2", "--mem=4G", "-t", "1-00:30", "-J", "x",
-                           "--gpus-per-node=h100:8", "-p", "gpu,debug", "--parsable",
-                           "script.sh", "arg1", "--not-an-option"});
+                           "--gpus-per-node=h100:8", "-p", "gpu,debug", "--parsable", "script.sh",
+                           "arg1", "--not-an-option"});
   EXPECT_EQ(*o.nodes, 2u);
   EXPECT_EQ(*o.ntasks, 4u);
   EXPECT_EQ(*o.cpus_per_task, 2u);
@@ -47,7 +47,8 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
   s = ParseSubmitArgs({"--account=abc"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --account is not supported"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("script line 3: option --account is not supported"), std::string::npos)
+      << s.message();
   s = ParseSubmitArgs({"--gres=license:2"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_FALSE(ParseSubmitArgs({"-N", "zero"}, "command line", &o).ok());
@@ -87,7 +88,8 @@ TEST(DirectivesTest, CommandLineOverridesDirectives) {
 }
 
 TEST(SplitWordsTest, Quotes) {
-  EXPECT_EQ(*SplitWords(R"(a "b c" 'd e' f\ g)"), (std::vector<std::string>{"a", "b c", "d e", "f g"}));
+  EXPECT_EQ(*SplitWords(R"(a "b c" 'd e' f\ g)"),
+            (std::vector<std::string>{"a", "b c", "d e", "f g"}));
   EXPECT_FALSE(SplitWords("\"open").ok());
 }
 

@@ -81,7 +81,8 @@ TEST(ConfigTest, UnknownKeysAreErrorsWithTheirLine) {
 }
 
 TEST(ConfigTest, BadValuesAreErrorsWithTheirLine) {
-  ExpectError("[[nodes]]\nnames = \"n1\"\ncpus = \"four\"\n", "3", "nodes.cpus: expected a whole number");
+  ExpectError("[[nodes]]\nnames = \"n1\"\ncpus = \"four\"\n", "3",
+              "nodes.cpus: expected a whole number");
   ExpectError("[[nodes]]\nnames = \"n1\"\ncpus = -4\n", "3", "out of range");
   ExpectError("[[nodes]]\nnames = \"n[1-\"\n", "2", "missing ']'");
   ExpectError("[[partition]]\nname = \"p\"\nmax_time = \"forever\"\n", "3", "partition.max_time");
@@ -90,18 +91,21 @@ TEST(ConfigTest, BadValuesAreErrorsWithTheirLine) {
 }
 
 TEST(ConfigTest, CrossChecks) {
-  auto c = ParseConfig("[[nodes]]\nnames = \"n1\"\n[[partition]]\nname = \"p\"\nnodes = \"n2\"\n", "x");
+  auto c =
+      ParseConfig("[[nodes]]\nnames = \"n1\"\n[[partition]]\nname = \"p\"\nnodes = \"n2\"\n", "x");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("names node 'n2'"), std::string::npos);
   c = ParseConfig("[[nodes]]\nnames = \"n1\"\n[[nodes]]\nnames = \"n1\"\n", "x");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("defined twice"), std::string::npos);
-  c = ParseConfig("[scheduling]\nheartbeat_interval_ms = 5000\nnode_not_responding_ms = 1000\n", "x");
+  c = ParseConfig("[scheduling]\nheartbeat_interval_ms = 5000\nnode_not_responding_ms = 1000\n",
+                  "x");
   ASSERT_FALSE(c.ok());
 }
 
 TEST(ConfigTest, FirstPartitionIsDefaultWhenNoneSaysSo) {
-  auto c = ParseConfig("[[nodes]]\nnames = \"n1\"\n[[partition]]\nname = \"a\"\nnodes = \"n1\"\n", "x");
+  auto c =
+      ParseConfig("[[nodes]]\nnames = \"n1\"\n[[partition]]\nname = \"a\"\nnodes = \"n1\"\n", "x");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->DefaultPartition()->name, "a");
 }

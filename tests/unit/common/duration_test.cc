@@ -10,12 +10,12 @@ namespace {
 constexpr int64_t kS = 1000, kM = 60 * kS, kH = 60 * kM, kD = 24 * kH;
 
 TEST(TimeLimitTest, AcceptsEverySlurmForm) {
-  EXPECT_EQ(*ParseTimeLimit("10"), 10 * kM);                          // M
-  EXPECT_EQ(*ParseTimeLimit("10:30"), 10 * kM + 30 * kS);             // M:S
-  EXPECT_EQ(*ParseTimeLimit("2:03:04"), 2 * kH + 3 * kM + 4 * kS);    // H:M:S
-  EXPECT_EQ(*ParseTimeLimit("1-12"), kD + 12 * kH);                   // D-H
-  EXPECT_EQ(*ParseTimeLimit("1-2:30"), kD + 2 * kH + 30 * kM);        // D-H:M
-  EXPECT_EQ(*ParseTimeLimit("2-0:0:5"), 2 * kD + 5 * kS);             // D-H:M:S
+  EXPECT_EQ(*ParseTimeLimit("10"), 10 * kM);                        // M
+  EXPECT_EQ(*ParseTimeLimit("10:30"), 10 * kM + 30 * kS);           // M:S
+  EXPECT_EQ(*ParseTimeLimit("2:03:04"), 2 * kH + 3 * kM + 4 * kS);  // H:M:S
+  EXPECT_EQ(*ParseTimeLimit("1-12"), kD + 12 * kH);                 // D-H
+  EXPECT_EQ(*ParseTimeLimit("1-2:30"), kD + 2 * kH + 30 * kM);      // D-H:M
+  EXPECT_EQ(*ParseTimeLimit("2-0:0:5"), 2 * kD + 5 * kS);           // D-H:M:S
   EXPECT_EQ(*ParseTimeLimit("0:02"), 2 * kS);
   EXPECT_EQ(*ParseTimeLimit("UNLIMITED"), 0);
   EXPECT_EQ(*ParseTimeLimit("infinite"), 0);

@@ -23,8 +23,8 @@ TEST(HostlistTest, ExpandsRangesListsAndPadding) {
 }
 
 TEST(HostlistTest, RejectsMalformedExpressions) {
-  for (const char* bad : {"node[1-", "node]1[", "node[3-1]", "node[a-b]", "node[1-2", "a,,b",
-                          "n[[1]]", "n[1-2 ]"}) {
+  for (const char* bad :
+       {"node[1-", "node]1[", "node[3-1]", "node[a-b]", "node[1-2", "a,,b", "n[[1]]", "n[1-2 ]"}) {
     auto r = ExpandHostlist(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

@@ -115,12 +115,14 @@ class EngineTest : public ::testing::Test {
 
   void Pass() {
     engine_->RunSchedulePass(now_);
-    ASSERT_TRUE(engine_->CheckInvariantsForTest().ok()) << engine_->CheckInvariantsForTest().ToString();
+    ASSERT_TRUE(engine_->CheckInvariantsForTest().ok())
+        << engine_->CheckInvariantsForTest().ToString();
   }
 
   void Agent(const std::string& node, v1::AgentMessage m) {
     engine_->OnAgentMessage(node, m, now_);
-    ASSERT_TRUE(engine_->CheckInvariantsForTest().ok()) << engine_->CheckInvariantsForTest().ToString();
+    ASSERT_TRUE(engine_->CheckInvariantsForTest().ok())
+        << engine_->CheckInvariantsForTest().ToString();
   }
 
   void Exited(uint64_t id, const std::string& node, int code, int sig = 0, bool timeout = false) {
@@ -219,7 +221,8 @@ TEST_F(EngineTest, RefusesWhatCanNeverRunAndPersistsNothing) {
   auto id = Submit(Gang(1, 9));
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(id.status().message().find("asks for 9 GPUs per node; the largest node in partition gpu has 8"),
+  EXPECT_NE(id.status().message().find(
+                "asks for 9 GPUs per node; the largest node in partition gpu has 8"),
             std::string::npos);
   v1::JobSpec bad;
   bad.add_partitions("nosuch");
@@ -358,7 +361,8 @@ TEST_F(EngineTest, DrainBlocksPlacementAndNeedsAnAdminAndAReason) {
   v1::UpdateNodeRequest drain;
   drain.set_nodes("node[1-3]");
   drain.set_action(v1::UpdateNodeRequest::DRAIN);
-  EXPECT_EQ(engine_->UpdateNode(Alice(), drain, now_).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(engine_->UpdateNode(Alice(), drain, now_).status().code(),
+            StatusCode::kPermissionDenied);
   EXPECT_EQ(engine_->UpdateNode(Root(), drain, now_).status().code(), StatusCode::kInvalidArgument);
   drain.set_reason("maintenance");
   ASSERT_TRUE(engine_->UpdateNode(Root(), drain, now_).ok());
@@ -375,7 +379,8 @@ TEST_F(EngineTest, DrainBlocksPlacementAndNeedsAnAdminAndAReason) {
   v1::UpdateNodeRequest resume;
   resume.set_nodes("node4");
   resume.set_action(v1::UpdateNodeRequest::RESUME);
-  EXPECT_EQ(engine_->UpdateNode(Root(), resume, now_).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine_->UpdateNode(Root(), resume, now_).status().code(),
+            StatusCode::kInvalidArgument);
   resume.set_nodes("node9");
   EXPECT_EQ(engine_->UpdateNode(Root(), resume, now_).status().code(), StatusCode::kNotFound);
   resume.set_nodes("node1");

@@ -79,7 +79,8 @@ TEST(PlaceTest, NeverPlacesPartOfAGang) {
   auto p = Place(Gang(4, 8), v, PlaceMode::kNow);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(p.status().message().find("ReqNodeNotAvail"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("ReqNodeNotAvail"), std::string::npos)
+      << p.status().message();
 }
 
 TEST(PlaceTest, ExplainsWhyARequestCanNeverRun) {
@@ -87,7 +88,8 @@ TEST(PlaceTest, ExplainsWhyARequestCanNeverRun) {
   auto p = Place(Gang(1, 16), v, PlaceMode::kEver);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(p.status().message(), "asks for 16 GPUs per node; the largest node in partition gpu has 8");
+  EXPECT_EQ(p.status().message(),
+            "asks for 16 GPUs per node; the largest node in partition gpu has 8");
 
   JobRequest r = Gang(1, 0, 17);
   p = Place(r, v, PlaceMode::kEver);
@@ -98,7 +100,8 @@ TEST(PlaceTest, ExplainsWhyARequestCanNeverRun) {
   r.gpu_type = "a100";
   p = Place(r, v, PlaceMode::kEver);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("GPU type 'a100'; partition gpu has h100"), std::string::npos);
+  EXPECT_NE(p.status().message().find("GPU type 'a100'; partition gpu has h100"),
+            std::string::npos);
 
   r = Gang(1, 0);
   r.mem_per_node_mb = 100000;

@@ -1,10 +1,10 @@
 #include "muster/store/state_store.h"
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <rocksdb/db.h>
 
 namespace muster::store {
 namespace {
@@ -30,8 +30,8 @@ class StoreFactory {
 class RocksFactory : public StoreFactory {
  public:
   RocksFactory() {
-    dir_ = std::filesystem::temp_directory_path() / ("muster-store-test-" + std::to_string(::getpid()) +
-                                                     "-" + std::to_string(counter_++));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("muster-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
     std::filesystem::remove_all(dir_);
   }
   ~RocksFactory() override { std::filesystem::remove_all(dir_); }
@@ -67,7 +67,9 @@ class MemoryFactory : public StoreFactory {
     if (!kept_) kept_ = std::make_unique<InMemoryStateStore>();
     return std::move(kept_);
   }
-  void Close(std::unique_ptr<StateStore>& s) override { kept_.reset(static_cast<InMemoryStateStore*>(s.release())); }
+  void Close(std::unique_ptr<StateStore>& s) override {
+    kept_.reset(static_cast<InMemoryStateStore*>(s.release()));
+  }
   void Corrupt(std::unique_ptr<StateStore>& s, Family f, const std::string& key) override {
     static_cast<InMemoryStateStore*>(s.get())->CorruptForTest(f, key);
   }
