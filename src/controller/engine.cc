@@ -273,45 +273,38 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
                      "; you may cancel only your own jobs");
       continue;
     }
-    v1::JobState st = job->rec.state();
+    const v1::JobState st = job->rec.state();
+    if (st != v1::PENDING && (st != v1::RUNNING || job->rec.cancel_requested())) {
+      continue;  // finished or already on its way down: nothing to do (Slurm is silent too)
+    }
+    v1::JobRecord next = job->rec;
     if (st == v1::PENDING) {
-      v1::JobRecord next = job->rec;
       next.set_state(v1::CANCELLED);
       next.set_end_time_ms(now);
       next.set_reason("None");
       next.set_reason_detail("cancelled by " + caller.user + " while pending");
-      store::Mutation m;
-      m.PutJob(next);
-      Status s = Commit(m);
-      if (!s.ok()) {
-        r->set_code(static_cast<int>(s.code()));
-        r->set_message(s.message());
-        continue;
-      }
-      job->rec = std::move(next);
+    } else {
+      next.set_cancel_requested(true);  // it ends CANCELLED when its batch script is gone
+    }
+    store::Mutation m;
+    m.PutJob(next);
+    Status s = Commit(m);
+    if (!s.ok()) {
+      r->set_code(static_cast<int>(s.code()));
+      r->set_message(s.message());
+      continue;
+    }
+    job->rec = std::move(next);
+    spdlog::info("cancel job={} user={} state={}", id, caller.user, v1::JobState_Name(st));
+    if (st == v1::PENDING) {
       pending_.erase(id);
       finished_.insert({now, id});
-      spdlog::info("cancel job={} user={} state=PENDING", id, caller.user);
       schedule_requested_ = true;  // it may have held back lower-priority jobs
-    } else if (st == v1::RUNNING) {
-      if (job->rec.cancel_requested()) continue;  // already on its way down
-      v1::JobRecord next = job->rec;
-      next.set_cancel_requested(true);
-      store::Mutation m;
-      m.PutJob(next);
-      Status s = Commit(m);
-      if (!s.ok()) {
-        r->set_code(static_cast<int>(s.code()));
-        r->set_message(s.message());
-        continue;
-      }
-      job->rec = std::move(next);
-      spdlog::info("cancel job={} user={} state=RUNNING: terminating on {} nodes", id, caller.user,
-                   job->rec.allocation().nodes_size());
-      for (const auto& na : job->rec.allocation().nodes())
+    } else {
+      for (const auto& na : job->rec.allocation().nodes()) {
         SendTerminate(na.node(), *job, "cancelled");
+      }
     }
-    // Finished jobs: nothing to do (Slurm's scancel is silent too).
   }
   return resp;
 }
