@@ -235,11 +235,16 @@ TEST_F(ClusterTest, ControllerRestartLosesNoAcknowledgedJob) {
 }
 
 TEST_F(ClusterTest, JobsFinishedWhileTheControllerWasDownAreReported) {
-  auto id = cluster_->Submit("#!/bin/sh\nsleep 0.3\nexit 4\n", Gang(1, 0));
+  // The job waits for the controller to be gone, then ends: its result must not be lost.
+  const std::string go = jobs_ + "go", done = jobs_ + "done";
+  auto id = cluster_->Submit(
+      "#!/bin/sh\nwhile [ ! -e " + go + " ]; do sleep 0.05; done\ntouch " + done + "\nexit 4\n",
+      Gang(1, 0));
   ASSERT_TRUE(id.ok());
   ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
   cluster_->StopController();
-  ::usleep(600'000);  // the job ends while nobody listens (this wait is the scenario, not a sync)
+  std::ofstream(go).put('\n');
+  ASSERT_EVENTUALLY(std::filesystem::exists(done), 10'000);
   ASSERT_TRUE(cluster_->RestartController().ok());
   ASSERT_EVENTUALLY(cluster_->State(*id) == v1::FAILED, 10'000);
   EXPECT_EQ(cluster_->Job(*id)->exit_code(), 4);
