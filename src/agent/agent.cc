@@ -320,6 +320,7 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
   }
 
   void Fail(const Status& s) {
+    KillTasks();  // tasks started before the failure must not outlive the step
     Write(static_cast<uint32_t>(s.code()), s.message());
     done_ = true;
   }

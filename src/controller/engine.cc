@@ -87,12 +87,30 @@ Status Engine::Recover(TimeMs now) {
     if (job.rec.state() != v1::PENDING && job.rec.state() != v1::RUNNING) {
       finished_.insert({job.rec.end_time_ms(), job.rec.id()});
     }
-    // Jobs whose nodes were removed from the config cannot be held; they end as NODE_FAIL below.
     HoldResources(job.rec);
     if (job.rec.state() == v1::RUNNING && job.rec.batch_started()) {
       for (const auto& na : job.rec.allocation().nodes()) job.started_nodes.insert(na.node());
     }
   }
+  // A node removed from the config while it held a job is lost to that job: a running job is
+  // requeued (or ends NODE_FAIL), a finished one stops waiting for that node to clean up.
+  store::Mutation lost;
+  for (auto& [id, job] : jobs_) {
+    std::set<std::string> gone;
+    for (const auto& na : job.rec.allocation().nodes()) {
+      if (!FindNode(na.node()) &&
+          (job.rec.state() == v1::RUNNING ||
+           std::find(job.rec.completing_nodes().begin(), job.rec.completing_nodes().end(),
+                     na.node()) != job.rec.completing_nodes().end())) {
+        gone.insert(na.node());
+      }
+    }
+    for (const auto& n : gone) {
+      spdlog::warn("recovery: job={} held node {}, which the config no longer defines", id, n);
+      JobLostOnNode(job, n, "node " + n + " is no longer in the configuration", now, lost);
+    }
+  }
+  MUSTER_RETURN_IF_ERROR_PREPEND(Commit(lost), "cannot record jobs of removed nodes");
   start_time_ms_ = now;
   for (auto& n : nodes_) n.last_heard_ms = now;  // nodes get node_down_ms to register
   spdlog::info("recovered epoch={} jobs={} next_job_id={} problems={}", meta_.epoch(), jobs_.size(),

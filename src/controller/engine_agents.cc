@@ -141,8 +141,8 @@ Status Engine::AttachSession(const v1::Hello& hello, TimeMs now) {
           if (nodes[i].node() == node->config.name) SendLaunch(*job, static_cast<size_t>(i));
         }
       } else {
-        JobLostOnNode(*job, *node, "the agent on " + node->config.name + " no longer runs it", now,
-                      m);
+        JobLostOnNode(*job, node->config.name,
+                      "the agent on " + node->config.name + " no longer runs it", now, m);
       }
     } else {
       // Finished (or requeued) and the agent has nothing left of it: it is clean there.
@@ -318,13 +318,13 @@ void Engine::SendTerminate(const std::string& node, const JobEntry& job,
   Send(node, std::move(msg));
 }
 
-void Engine::JobLostOnNode(JobEntry& job, NodeEntry& node, const std::string& why, TimeMs now,
-                           store::Mutation& m) {
+void Engine::JobLostOnNode(JobEntry& job, const std::string& node_name, const std::string& why,
+                           TimeMs now, store::Mutation& m) {
   v1::JobRecord& r = job.rec;
   // The lost node's share is gone with it: if the node comes back still running something of
   // this job, it is stale there and is terminated before the node takes new work.
-  Remove(r.mutable_completing_nodes(), node.config.name);
-  ReleaseNode(job, node);
+  Remove(r.mutable_completing_nodes(), node_name);
+  if (NodeEntry* node = FindNode(node_name)) ReleaseNode(job, *node);
   if (r.state() != v1::RUNNING) {
     m.PutJob(r);
     return;
@@ -368,7 +368,7 @@ void Engine::NodeLost(NodeEntry& node, const std::string& why, TimeMs now) {
   std::vector<uint64_t> ids(node.jobs.begin(), node.jobs.end());
   for (uint64_t id : ids) {
     JobEntry* job = FindJob(id);
-    if (job) JobLostOnNode(*job, node, "node " + node.config.name + " " + why, now, m);
+    if (job) JobLostOnNode(*job, node.config.name, "node " + node.config.name + " " + why, now, m);
   }
   node.stale_jobs.clear();  // whatever ran there is re-examined when it registers again
   CommitOrDie(m);

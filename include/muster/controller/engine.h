@@ -146,8 +146,8 @@ class Engine {
   void TerminateOnNodes(JobEntry& job, const std::string& reason);
   void SendTerminate(const std::string& node, const JobEntry& job, const std::string& reason);
   void NodeLost(NodeEntry& node, const std::string& why, TimeMs now);
-  void JobLostOnNode(JobEntry& job, NodeEntry& node, const std::string& why, TimeMs now,
-                     store::Mutation& m);
+  void JobLostOnNode(JobEntry& job, const std::string& node_name, const std::string& why,
+                     TimeMs now, store::Mutation& m);
   void ReleaseNode(JobEntry& job, NodeEntry& node);
   void HoldResources(const v1::JobRecord& rec);
   void OnBatchExited(NodeEntry& node, const v1::BatchExited& e, TimeMs now);

@@ -1,6 +1,7 @@
 #include "muster/controller/engine.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -39,6 +40,7 @@ default = true
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    spdlog::set_level(spdlog::level::warn);
     auto c = ParseConfig(kConfig, "test.toml");
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     config_ = *c;
@@ -488,6 +490,32 @@ TEST_F(EngineTest, RecoveryKeepsRunningJobsAndReconcilesWhatAgentsReport) {
   EXPECT_EQ(Job(lost).requeue_count(), 1u);
   Pass();
   ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+TEST_F(EngineTest, RunningJobOnANodeRemovedFromTheConfigIsRequeuedAtRecovery) {
+  AllUp();
+  auto id = *Submit(Gang(2, 8));
+  Pass();
+  ASSERT_EQ(Job(id).nodes(0), "node1");
+  // node2 disappears from the configuration while the job runs; the controller restarts.
+  std::string text = kConfig;
+  text.replace(text.find("names = \"node[1-2]\""), 19, "names = \"node1\"");
+  text.replace(text.find("nodes = \"node[1-4]\""), 19, "nodes = \"node1,node[3-4]\"");
+  auto c = ParseConfig(text, "test.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  config_ = *c;
+  Restart();
+  v1::JobInfo j = Job(id);
+  EXPECT_EQ(j.state(), v1::PENDING);
+  EXPECT_EQ(j.requeue_count(), 1u);
+  EXPECT_NE(j.reason_detail().find("node2 is no longer in the configuration"), std::string::npos);
+  // It still waits for node1 to clean up its old run, then runs on the nodes that remain.
+  Up("node1", {id});
+  Up("node3");
+  Up("node4");
+  Cleaned(id, "node1", 0);
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
 }
 
 TEST_F(EngineTest, LaunchNeverAcknowledgedIsSentAgainOnReconnect) {
