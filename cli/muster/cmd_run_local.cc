@@ -72,27 +72,26 @@ int CmdLocal(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   for (int c; (c = getopt_long(argc - 1, argv + 1, ":n:g:c:d:h", opts, nullptr)) != -1;) {
-    auto num = [&](const char* what) -> std::optional<uint32_t> {
+    auto num = [&]() -> std::optional<uint32_t> {
       auto v = ParseUint(optarg);
       if (!v || *v > 100000) return std::nullopt;
-      (void)what;
       return static_cast<uint32_t>(*v);
     };
     switch (c) {
       case 'n': {
-        auto v = num("nodes");
+        auto v = num();
         if (!v) return Usage("local", "bad --nodes");
         o.nodes = *v;
         break;
       }
       case 'g': {
-        auto v = num("gpus");
+        auto v = num();
         if (!v) return Usage("local", "bad --gpus-per-node");
         o.gpus_per_node = *v;
         break;
       }
       case 'c': {
-        auto v = num("cpus");
+        auto v = num();
         if (!v || *v == 0) return Usage("local", "bad --cpus-per-node");
         o.cpus_per_node = *v;
         break;
