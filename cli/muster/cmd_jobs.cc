@@ -44,6 +44,14 @@ void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   w.Field("exit_code", j.exit_code()).Field("exit_signal", j.exit_signal());
   w.Field("requeue_count", j.requeue_count()).Field("priority", j.priority());
   w.Field("hold", j.hold()).Field("no_requeue", j.no_requeue());
+  if (j.state() == v1::PENDING) {
+    w.Field("expected_start_time", j.expected_start_ms() / 1000);
+    const v1::PriorityFactors& f = j.priority_factors();
+    w.Key("priority_factors").BeginObject();
+    w.Field("age", f.age()).Field("size", f.size()).Field("partition", f.partition());
+    w.Field("qos", f.qos()).Field("fairshare", f.fairshare()).Field("nice", f.nice());
+    w.EndObject();
+  }
   w.Field("work_dir", j.work_dir())
       .Field("stdout", j.stdout_path())
       .Field("stderr", j.stderr_path());
@@ -77,9 +85,56 @@ Result<std::vector<uint64_t>> ParseIds(const std::vector<std::string>& items) {
 
 }  // namespace
 
+std::string Factor(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", f);
+  return buf;
+}
+
+// `muster queue --start`, as `squeue --start`: pending jobs and when they are expected to start.
+std::string StartView(const v1::ListJobsResponse& resp, bool header) {
+  std::string out;
+  if (header) {
+    out +=
+        "             JOBID PARTITION     NAME     USER ST          START_TIME  NODES "
+        "SCHEDNODES           NODELIST(REASON)\n";
+  }
+  for (const auto& j : resp.jobs()) {
+    if (j.state() != v1::PENDING) continue;
+    std::string start = j.expected_start_ms() > 0 ? FormatTimestamp(j.expected_start_ms()) : "N/A";
+    out += Right(std::to_string(j.id()), 18) + " " + Right(j.partition(), 9) + " " +
+           Right(j.name(), 8) + " " + Right(j.user(), 8) + " " +
+           Right(JobStateCode(j.state(), j.completing()), 2) + " " + Right(start, 19) + " " +
+           Right(std::to_string(j.num_nodes()), 6) + " " + Left("(null)", 20) + " (" + j.reason() +
+           ")\n";
+  }
+  return out;
+}
+
+// `muster queue --priority`, as `sprio -n`: each pending job's priority and its normalised
+// factors.
+std::string PriorityView(const v1::ListJobsResponse& resp, bool header) {
+  std::string out;
+  if (header) {
+    out +=
+        "             JOBID PARTITION     USER   PRIORITY        AGE  FAIRSHARE    JOBSIZE "
+        " PARTITION        QOS   NICE\n";
+  }
+  for (const auto& j : resp.jobs()) {
+    if (j.state() != v1::PENDING) continue;
+    const v1::PriorityFactors& f = j.priority_factors();
+    out += Right(std::to_string(j.id()), 18) + " " + Right(j.partition(), 9) + " " +
+           Right(j.user(), 8) + " " + Right(std::to_string(j.priority()), 10) + " " +
+           Right(Factor(f.age()), 10) + " " + Right(Factor(f.fairshare()), 10) + " " +
+           Right(Factor(f.size()), 10) + " " + Right(Factor(f.partition()), 10) + " " +
+           Right(Factor(f.qos()), 10) + " " + Right(std::to_string(f.nice()), 6) + "\n";
+  }
+  return out;
+}
+
 int CmdQueue(int argc, char** argv) {
   v1::ListJobsRequest req;
-  bool json = false, header = true;
+  bool json = false, header = true, start_view = false, priority_view = false;
   const struct option opts[] = {{"user", required_argument, nullptr, 'u'},
                                 {"states", required_argument, nullptr, 't'},
                                 {"partition", required_argument, nullptr, 'p'},
@@ -87,6 +142,8 @@ int CmdQueue(int argc, char** argv) {
                                 {"all", no_argument, nullptr, 'a'},
                                 {"json", no_argument, nullptr, 'J'},
                                 {"noheader", no_argument, nullptr, 'H'},
+                                {"start", no_argument, nullptr, 'S'},
+                                {"priority", no_argument, nullptr, 'P'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
   optind = 0;
@@ -125,11 +182,19 @@ int CmdQueue(int argc, char** argv) {
       case 'H':
         header = false;
         break;
+      case 'S':
+        start_view = true;
+        break;
+      case 'P':
+        priority_view = true;
+        break;
       case 'h':
         std::printf(
             "Usage: muster queue [-u USERS] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
-            "[--noheader] [--json]\n"
-            "Pending and running jobs (with --all also those finished recently).\n");
+            "[--start | --priority] [--noheader] [--json]\n"
+            "Pending and running jobs (with --all also those finished recently).\n"
+            "  --start     pending jobs and their expected start times (squeue --start)\n"
+            "  --priority  pending jobs' priorities and normalised factors (sprio -n)\n");
         return kExitOk;
       default:
         return Usage("queue",
@@ -148,6 +213,11 @@ int CmdQueue(int argc, char** argv) {
     for (const auto& j : resp->jobs()) JobJson(w, j);
     w.EndArray().EndObject();
     std::printf("%s\n", w.str().c_str());
+    return kExitOk;
+  }
+  if (start_view || priority_view) {
+    std::fputs((start_view ? StartView(*resp, header) : PriorityView(*resp, header)).c_str(),
+               stdout);
     return kExitOk;
   }
   int64_t now = SystemClock::Get()->NowMs();
@@ -212,9 +282,14 @@ int CmdJob(int argc, char** argv) {
               j.requeue_count(), j.exit_code(), j.exit_signal());
   std::printf("   RunTime=%s TimeLimit=%s\n", FormatDuration(ElapsedMs(j, now)).c_str(),
               TimeLimit(j.time_limit_ms()).c_str());
+  // For a pending job StartTime is the expected start, as in scontrol.
+  std::string start = FormatTimestamp(j.start_time_ms());
+  if (j.state() == v1::PENDING) {
+    start = j.expected_start_ms() > 0 ? FormatTimestamp(j.expected_start_ms()) : "Unknown";
+  }
   std::printf("   SubmitTime=%s StartTime=%s EndTime=%s\n",
-              FormatTimestamp(j.submit_time_ms()).c_str(),
-              FormatTimestamp(j.start_time_ms()).c_str(), FormatTimestamp(j.end_time_ms()).c_str());
+              FormatTimestamp(j.submit_time_ms()).c_str(), start.c_str(),
+              FormatTimestamp(j.end_time_ms()).c_str());
   std::printf("   Partition=%s NodeList=%s\n", j.partition().c_str(),
               j.nodes().empty() ? "(null)" : NodeList(j).c_str());
   std::printf("   NumNodes=%u NumTasks=%u CPUs/Task=%u Mem/Node=%lluM GPUs/Node=%u%s%s\n",

@@ -1,5 +1,8 @@
 #include "output.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "muster/common/strings.h"
 
 namespace muster::cli {
@@ -128,6 +131,14 @@ JsonWriter& JsonWriter::String(const std::string& v) {
 JsonWriter& JsonWriter::Int(int64_t v) {
   Sep();
   out_ += std::to_string(v);
+  return *this;
+}
+JsonWriter& JsonWriter::Double(double v) {
+  Sep();
+  char buf[32];
+  // Finite values only (JSON has no NaN or infinity); six significant digits are plenty here.
+  std::snprintf(buf, sizeof buf, "%.6g", std::isfinite(v) ? v : 0.0);
+  out_ += buf;
   return *this;
 }
 JsonWriter& JsonWriter::Uint(uint64_t v) {

@@ -30,6 +30,7 @@ class JsonWriter {
   JsonWriter& String(const std::string& v);
   JsonWriter& Int(int64_t v);
   JsonWriter& Uint(uint64_t v);
+  JsonWriter& Double(double v);
   JsonWriter& Bool(bool v);
   JsonWriter& Null();
   template <typename T>
@@ -53,7 +54,9 @@ inline JsonWriter& JsonWriter::Field(const std::string& k, const bool& v) {
 }
 template <typename T>
 JsonWriter& JsonWriter::Field(const std::string& k, const T& v) {
-  if constexpr (std::is_signed_v<T>) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return Key(k).Double(static_cast<double>(v));
+  } else if constexpr (std::is_signed_v<T>) {
     return Key(k).Int(static_cast<int64_t>(v));
   } else {
     return Key(k).Uint(static_cast<uint64_t>(v));

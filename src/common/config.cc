@@ -253,7 +253,19 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.Uint("node_down_ms", &s.node_down_ms, 100, 86'400'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
-        return t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000);
+        MUSTER_RETURN_IF_ERROR(t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("backfill_depth", &s.backfill_depth, 0, 100'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("priority_weight_age", &s.priority_weight_age, 0, 1'000'000'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("priority_weight_size", &s.priority_weight_size, 0, 1'000'000'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("priority_weight_partition", &s.priority_weight_partition, 0, 1'000'000'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("priority_weight_qos", &s.priority_weight_qos, 0, 1'000'000'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("priority_weight_fairshare", &s.priority_weight_fairshare, 0, 1'000'000'000));
+        return t.Uint("priority_max_age_ms", &s.priority_max_age_ms, 1, 3'650ULL * 86'400'000);
       },
       source));
 

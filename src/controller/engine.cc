@@ -46,6 +46,15 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
   }
   capacity_view_ = base_view_;
   for (const auto& n : nodes_) capacity_view_.nodes.push_back(n.view);
+  priority_scale_ = core::PriorityScale::Of(capacity_view_);
+  const SchedulingConfig& sc = c.scheduling;
+  sched_config_.backfill_depth = sc.backfill_depth;
+  sched_config_.weights.age = sc.priority_weight_age;
+  sched_config_.weights.size = sc.priority_weight_size;
+  sched_config_.weights.partition = sc.priority_weight_partition;
+  sched_config_.weights.qos = sc.priority_weight_qos;
+  sched_config_.weights.fairshare = sc.priority_weight_fairshare;
+  sched_config_.weights.max_age_ms = static_cast<TimeMs>(sc.priority_max_age_ms);
 }
 
 Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options, store::StateStore* store,
@@ -242,8 +251,7 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   } else {
     rec.set_reason("None");
   }
-  const PartitionConfig* first = options_.config.FindPartition(spec.partitions(0));
-  rec.set_priority(first ? first->priority_tier : 1);
+  rec.set_priority(0);  // multifactor; an admin may fix it later
 
   core::JobRequest request = ToCoreRequest(rec);
   auto ever = core::Place(request, capacity_view_, core::PlaceMode::kEver);
@@ -433,15 +441,68 @@ bool Engine::Schedulable(const NodeEntry& node) const {
          !node.rec.drain() && node.stale_jobs.empty();
 }
 
+void Engine::AddRunningUse(core::ClusterView& view, TimeMs now) const {
+  const TimeMs overdue = now + options_.config.scheduling.kill_grace_ms;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (uint64_t id : nodes_[i].jobs) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) continue;
+      const v1::JobRecord& r = it->second.rec;
+      // Running: until its time limit. Ended but still cleaning up, or over its limit and being
+      // killed: about one kill grace from now.
+      TimeMs end = core::kNever;
+      if (r.state() == v1::RUNNING && r.time_limit_ms() > 0) {
+        end = r.start_time_ms() + r.time_limit_ms();
+      }
+      if (r.state() != v1::RUNNING || end <= now) end = overdue;
+      for (const auto& na : r.allocation().nodes()) {
+        if (na.node() != nodes_[i].config.name) continue;
+        view.running.push_back({id, static_cast<core::NodeIndex>(i), end,
+                                static_cast<uint32_t>(na.cpu_ids_size()),
+                                static_cast<uint32_t>(na.gpu_indices_size()), na.mem_mb()});
+      }
+    }
+  }
+}
+
+bool Engine::StartStillValid(const core::JobStart& start) const {
+  auto it = jobs_.find(start.job);
+  if (it == jobs_.end() || it->second.rec.state() != v1::PENDING || it->second.rec.spec().hold()) {
+    return false;
+  }
+  for (const core::NodePlacement& np : start.placement.nodes) {
+    if (np.node >= nodes_.size()) return false;
+    const NodeEntry& node = nodes_[np.node];
+    if (!Schedulable(node)) return false;
+    for (uint32_t c : np.cpus) {
+      if (c >= node.view.cpu_free.size() || !node.view.cpu_free[c]) return false;
+    }
+    for (uint32_t g : np.gpus) {
+      if (g >= node.view.gpu_free.size() || !node.view.gpu_free[g]) return false;
+    }
+    if (node.view.memory_free_mb < np.mem_mb) return false;
+  }
+  return true;
+}
+
 void Engine::RunSchedulePass(TimeMs now) {
   schedule_requested_ = false;
+  last_pass_ms_ = now;
   std::vector<core::PendingJob> queue;
   for (uint64_t id : pending_) {
-    const JobEntry& job = jobs_.at(id);
+    JobEntry& job = jobs_.at(id);
     const v1::JobRecord& r = job.rec;
     // A requeued job waits until its old run has left every node.
     if (r.state() != v1::PENDING || r.spec().hold() || r.completing_nodes_size() > 0) continue;
-    queue.push_back({id, r.priority(), r.submit_time_ms(), job.request});
+    core::PendingJob pj;
+    pj.id = id;
+    pj.submit_time_ms = r.submit_time_ms();
+    pj.request = job.request;
+    pj.priority.fixed = r.priority();
+    pj.had_reservation = job.had_reservation;
+    job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
+                                         priority_scale_, now, sched_config_.weights);
+    queue.push_back(std::move(pj));
   }
   if (queue.empty()) return;
   core::ClusterView view = base_view_;
@@ -450,12 +511,19 @@ void Engine::RunSchedulePass(TimeMs now) {
     view.nodes.push_back(n.view);
     view.nodes.back().schedulable = Schedulable(n);
   }
-  core::SchedulePass pass = core::Schedule(view, queue, now, core::SchedulerConfig{});
+  AddRunningUse(view, now);
+  core::SchedulePass pass = core::Schedule(view, queue, now, sched_config_);
 
   // Persist every start of the pass in one batch, then apply and launch.
   store::Mutation m;
   std::vector<v1::JobRecord> started;
   for (const core::JobStart& s : pass.starts) {
+    if (!StartStillValid(s)) {
+      spdlog::warn("scheduling pass: start of job={} no longer fits the live state; next pass",
+                   s.job);
+      schedule_requested_ = true;
+      continue;
+    }
     JobEntry* job = FindJob(s.job);
     v1::JobRecord next = job->rec;
     next.set_state(v1::RUNNING);
@@ -503,7 +571,10 @@ void Engine::RunSchedulePass(TimeMs now) {
     JobEntry* job = FindJob(p.job);
     job->rec.set_reason(p.reason);
     job->rec.set_reason_detail(p.detail);
+    job->expected_start_ms = p.expected_start_ms;
+    job->had_reservation = false;
   }
+  for (const core::Reservation& r : pass.reservations) FindJob(r.job)->had_reservation = true;
 }
 
 void Engine::SendLaunch(const JobEntry& job, size_t pos) {

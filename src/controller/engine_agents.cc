@@ -377,6 +377,10 @@ void Engine::NodeLost(NodeEntry& node, const std::string& why, TimeMs now) {
 
 void Engine::Tick(TimeMs now) {
   const SchedulingConfig& s = options_.config.scheduling;
+  // Priorities age and forecasts drift: pending work gets a pass at least this often.
+  if (!pending_.empty() && now - last_pass_ms_ >= static_cast<TimeMs>(s.sched_max_interval_ms)) {
+    schedule_requested_ = true;
+  }
   for (auto& node : nodes_) {
     if (node.down) continue;
     TimeMs silent = now - node.last_heard_ms;

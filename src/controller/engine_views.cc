@@ -49,7 +49,17 @@ v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
   if (r.state() == v1::RUNNING || r.completing_nodes_size() > 0) {
     *info.mutable_allocation() = r.allocation();
   }
-  info.set_priority(r.priority());
+  info.set_priority(r.priority() != 0 ? r.priority() : job.priority.priority);
+  if (r.state() == v1::PENDING) {
+    if (job.expected_start_ms != core::kNever) info.set_expected_start_ms(job.expected_start_ms);
+    v1::PriorityFactors* f = info.mutable_priority_factors();
+    f->set_age(job.priority.age);
+    f->set_size(job.priority.size);
+    f->set_partition(job.priority.partition);
+    f->set_qos(job.priority.qos);
+    f->set_fairshare(job.priority.fairshare);
+    f->set_nice(job.priority.nice);
+  }
   info.set_no_requeue(s.no_requeue());
   info.set_hold(s.hold());
   return info;

@@ -1,59 +1,165 @@
-// The placeholder policy: strict priority order, whole gangs, no backfill. The full core
-// (multifactor priority, topology tiers, backfill with reservations) replaces this file's body
-// behind the same Schedule() signature.
+// One scheduling pass: multifactor priority order, then for each job either a start now (whole
+// gang, topology-aware), or, for the first `backfill_depth` blocked jobs, a reservation at the
+// earliest time the profile allows. A lower job starts now only where it touches no
+// reservation during its whole time limit, so backfill never delays a reserved job.
 #include "muster/core/scheduler.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
-#include "placement_internal.h"
+#include "muster/common/duration.h"
+#include "muster/core/priority.h"
+#include "planner.h"
 
 namespace muster::core {
+namespace {
+
+std::string When(TimeMs now, TimeMs t) {
+  return t <= now ? std::string("now") : "in " + FormatDuration(t - now);
+}
+
+struct Ordered {
+  const PendingJob* job;
+  bool had_reservation;
+  uint32_t tier;
+  int64_t priority;
+};
+
+}  // namespace
+
+std::vector<size_t> PriorityOrder(const ClusterView& view, const std::vector<PendingJob>& queue,
+                                  TimeMs now, const SchedulerConfig& config) {
+  const PriorityScale scale = PriorityScale::Of(view);
+  std::vector<Ordered> keys;
+  keys.reserve(queue.size());
+  for (const PendingJob& j : queue) {
+    uint32_t tier = TierOf(j.request, view);
+    keys.push_back({&j, j.had_reservation, tier,
+                    ComputePriority(j, tier, scale, now, config.weights).priority});
+  }
+  std::vector<size_t> order(queue.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Ordered& x = keys[a];
+    const Ordered& y = keys[b];
+    if (x.had_reservation != y.had_reservation) return x.had_reservation;
+    if (x.tier != y.tier) return x.tier > y.tier;
+    if (x.priority != y.priority) return x.priority > y.priority;
+    if (x.job->submit_time_ms != y.job->submit_time_ms)
+      return x.job->submit_time_ms < y.job->submit_time_ms;
+    return x.job->id < y.job->id;
+  });
+  return order;
+}
 
 SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& queue, TimeMs now,
                       const SchedulerConfig& config) {
-  (void)now;
-  (void)config;
-  std::vector<const PendingJob*> order;
-  order.reserve(queue.size());
-  for (const auto& j : queue) order.push_back(&j);
-  std::stable_sort(order.begin(), order.end(), [](const PendingJob* a, const PendingJob* b) {
-    if (a->priority != b->priority) return a->priority > b->priority;
-    if (a->submit_time_ms != b->submit_time_ms) return a->submit_time_ms < b->submit_time_ms;
-    return a->id < b->id;
-  });
-
-  ClusterView work = view;        // free resources consumed as jobs start in this pass
-  std::set<std::string> blocked;  // partitions where a higher-priority job waits for resources
   SchedulePass pass;
-  for (const PendingJob* job : order) {
-    const JobRequest& r = job->request;
-    bool all_blocked = !r.partitions.empty() &&
-                       std::all_of(r.partitions.begin(), r.partitions.end(),
-                                   [&](const std::string& p) { return blocked.count(p) > 0; });
-    if (all_blocked) {
-      pass.pending.push_back(
-          {job->id, "Priority",
-           "a higher-priority job is waiting for resources in partition " + r.partitions.front()});
+  if (queue.empty()) return pass;
+  Planner planner(view, now, config);
+  const bool backfill = config.backfill_depth > 0;
+  std::set<std::string> blocked;  // without backfill: partitions a blocked job holds back
+  uint32_t estimates = 0;
+  std::map<std::string, TimeMs> last_estimate;  // per shape: later jobs start no earlier
+
+  for (size_t i : PriorityOrder(view, queue, now, config)) {
+    const PendingJob& job = queue[i];
+    const JobRequest& r = job.request;
+    ++pass.stats.considered;
+
+    if (!backfill) {
+      bool all_blocked = !r.partitions.empty() &&
+                         std::all_of(r.partitions.begin(), r.partitions.end(),
+                                     [&](const std::string& p) { return blocked.count(p) > 0; });
+      if (all_blocked) {
+        pass.pending.push_back(
+            {job.id, "Priority",
+             "a higher-priority job is waiting for resources in partition " + r.partitions.front(),
+             kNever});
+        continue;
+      }
+    }
+
+    Planner::Attempt a = planner.TryStart(job.id, r);
+    if (a.kind == Planner::Kind::kStarted) {
+      if (!pass.reservations.empty()) ++pass.stats.backfilled;
+      pass.starts.push_back({job.id, std::move(a.placement)});
       continue;
     }
-    // Only the partitions not held back by a higher-priority job are open to this one.
-    JobRequest open = r;
-    open.partitions.clear();
-    for (const auto& p : r.partitions) {
-      if (!blocked.count(p)) open.partitions.push_back(p);
-    }
-    PlaceOutcome placed = TryPlace(open, work, PlaceMode::kNow);
-    if (placed.ok) {
-      Allocate(placed.placement, work);
-      pass.starts.push_back({job->id, std::move(placed.placement)});
+    if (a.kind == Planner::Kind::kNotRunnable) {
+      pass.pending.push_back({job.id, a.reason, a.detail, kNever});
       continue;
     }
-    pass.pending.push_back({job->id, placed.reason, placed.detail});
-    if (placed.reason == "Resources") {
-      for (const auto& p : open.partitions) blocked.insert(p);
+    if (!backfill) {
+      for (const auto& p : r.partitions) blocked.insert(p);
+      pass.pending.push_back({job.id, a.reason, a.detail, kNever});
+      continue;
     }
+
+    const std::string shape = Planner::Shape(r);
+    if (pass.reservations.size() < config.backfill_depth) {
+      const bool others_first = planner.HasReservationIn(r);
+      Planner::Forecast f = planner.EarliestStart(r);
+      if (f.start == kNever) {
+        pass.pending.push_back(
+            {job.id, a.reason,
+             "needs " + shape +
+                 "; no start time can be forecast: the jobs holding such nodes have no time "
+                 "limit, or too few such nodes are up",
+             kNever});
+        continue;
+      }
+      planner.Reserve(job.id, r, f);
+      pass.reservations.push_back(
+          {job.id, f.partition, f.start, Profile::EndOf(f.start, r.time_limit_ms), f.nodes});
+      std::string where =
+          std::to_string(f.nodes.size()) + (f.nodes.size() == 1 ? " node" : " nodes");
+      uint32_t leaves = planner.index().LeavesSpanned(f.nodes);
+      if (leaves == 1 && !planner.index().LeafName(f.nodes.front()).empty()) {
+        where += " under " + planner.index().LeafName(f.nodes.front());
+      } else if (leaves > 1) {
+        where += " across " + std::to_string(leaves) + " leaf switches";
+      }
+      std::string detail =
+          "needs " + shape + "; " + where + " reserved for this job from " + When(now, f.start);
+      if (f.waits_for) detail += ", when job " + std::to_string(f.waits_for) + " ends";
+      if (a.kind == Planner::Kind::kHeldForOthers) {
+        detail += "; what is free now is reserved for job " + std::to_string(a.blocker);
+      }
+      // "Resources" for a job first in line for its resources, as Slurm's top job; "Priority"
+      // when it waits behind another job's reservation.
+      std::string reason =
+          a.kind == Planner::Kind::kHeldForOthers || others_first ? "Priority" : "Resources";
+      pass.pending.push_back({job.id, reason, detail, f.start});
+      continue;
+    }
+
+    // Beyond the backfill depth: no reservation, an estimate of when.
+    TimeMs expected = kNever;
+    {
+      // Forecasts are the expensive part of a pass: at most `backfill_depth` of them for
+      // estimates, one per request shape.
+      uint32_t before = planner.forecasts();
+      expected = planner.EstimateStart(r, estimates < config.backfill_depth);
+      if (planner.forecasts() != before) ++estimates;
+      auto [it, inserted] = last_estimate.try_emplace(shape, expected);
+      if (!inserted) {
+        expected = std::max(expected, it->second);
+        it->second = expected;
+      }
+    }
+    std::string detail = a.kind == Planner::Kind::kHeldForOthers
+                             ? a.detail
+                             : "needs " + shape + "; " + std::to_string(pass.reservations.size()) +
+                                   " higher-priority jobs hold reservations (backfill depth " +
+                                   std::to_string(config.backfill_depth) + ")";
+    if (expected != kNever) detail += "; estimated start " + When(now, expected);
+    pass.pending.push_back({job.id, "Priority", detail, expected});
   }
+  pass.stats.classes = planner.shapes();
+  pass.stats.forecasts = planner.forecasts();
+  pass.stats.skipped_by_class = planner.answered_from_shape();
   return pass;
 }
 

@@ -73,6 +73,20 @@ for f in '"id":' '"name":"gang"' '"user":' '"state":"COMPLETED"' '"reason":' '"n
 done
 muster queue --all | grep -qE "^ +$id +gpu +gang" || fail "queue does not show job $id"
 
+echo "== backfill: a reservation for the blocked gang, a short job runs beside it"
+blocker=$(muster submit --parsable -N 3 --gpus-per-node=8 -t 10 --wrap 'sleep 300')
+wait_for 30 is_state "$blocker" RUNNING
+wide=$(muster submit --parsable -N 4 --gpus-per-node=8 -t 10 --wrap true)
+short=$(muster submit --parsable -N 1 --gpus-per-node=8 -t 5 --wrap 'sleep 300')
+wait_for 30 is_state "$short" RUNNING
+is_state "$wide" PENDING || fail "the 4-node gang should wait for the 3-node job"
+start=$(muster queue --start --noheader -j "$wide")
+grep -qE "^ +$wide +gpu .* 20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T" <<<"$start" || fail "no expected start: $start"
+muster job show "$wide" | grep -q "reserved for this job" || fail "no reservation detail"
+muster queue --priority --noheader -j "$wide" | grep -qE "^ +$wide +gpu" || fail "no priority view"
+muster cancel "$blocker" "$wide" "$short"
+for id in "$blocker" "$wide" "$short"; do wait_for 30 is_state "$id" CANCELLED; done
+
 echo "== cancel and time limit"
 long=$(muster submit --parsable --wrap 'sleep 300')
 limited=$(muster submit --parsable -t 0:01 --wrap 'sleep 300')

@@ -29,6 +29,15 @@ struct SchedulingConfig {
   uint32_t node_down_ms = 60'000;                // silence before DOWN (jobs requeued)
   uint32_t finished_job_retention_ms = 300'000;  // finished jobs stay visible (Slurm's MinJobAge)
   uint32_t max_job_count = 1'000'000;            // pending + running jobs
+  // Backfill: how many blocked jobs get a reservation per pass (1 = EASY; 0 = no backfill).
+  uint32_t backfill_depth = 100;
+  // Multifactor priority weights (Slurm's PriorityWeight*); each factor is 0..1.
+  uint32_t priority_weight_age = 1000;
+  uint32_t priority_weight_size = 1000;
+  uint32_t priority_weight_partition = 1000;
+  uint32_t priority_weight_qos = 1000;
+  uint32_t priority_weight_fairshare = 10000;
+  uint64_t priority_max_age_ms = 7ULL * 24 * 3600 * 1000;  // age factor reaches 1 here
 };
 
 struct AgentConfig {

@@ -19,6 +19,7 @@
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
 #include "muster/common/status.h"
+#include "muster/core/priority.h"
 #include "muster/core/types.h"
 #include "muster/store/state_store.h"
 #include "muster/v1/controller.pb.h"
@@ -107,6 +108,10 @@ class Engine {
     v1::JobRecord rec;
     core::JobRequest request;             // derived from rec.spec
     std::set<std::string> started_nodes;  // nodes that acknowledged the launch (this run)
+    // From the last scheduling pass (memory only; recomputed by every pass).
+    TimeMs expected_start_ms = core::kNever;
+    bool had_reservation = false;
+    core::PriorityFactors priority;
   };
 
   struct NodeEntry {
@@ -164,6 +169,12 @@ class Engine {
   v1::NodeInfo ToNodeInfo(const NodeEntry& node, TimeMs now) const;
   v1::NodeState NodeStateOf(const NodeEntry& node) const;
   bool Schedulable(const NodeEntry& node) const;
+  // The running work as the scheduler's profile sees it: what each job holds on each node and
+  // when its time limit ends it.
+  void AddRunningUse(core::ClusterView& view, TimeMs now) const;
+  // A decision made on a snapshot still holds on the live state (job pending, nodes usable,
+  // CPUs and GPUs free).
+  bool StartStillValid(const core::JobStart& start) const;
   bool IsActive(const v1::JobRecord& rec) const;  // pending, running or cleaning up
 
   EngineOptions options_;
@@ -177,6 +188,9 @@ class Engine {
   std::map<std::string, size_t> node_index_;
   core::ClusterView base_view_;      // partitions (node lists); nodes filled per pass
   core::ClusterView capacity_view_;  // every node empty: for "can it ever run"
+  core::SchedulerConfig sched_config_;
+  core::PriorityScale priority_scale_;
+  TimeMs last_pass_ms_ = 0;
   std::vector<Outgoing> outgoing_;
   std::vector<std::string> recovery_problems_;
   bool schedule_requested_ = true;

@@ -1,6 +1,8 @@
-// The scheduler's entry points. Pure and deterministic: same inputs, same decisions.
+// The scheduler's entry points. Pure and deterministic: same inputs, same decisions; no I/O, no
+// clock (time is an argument), no threads.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "muster/common/status.h"
@@ -8,15 +10,28 @@
 
 namespace muster::core {
 
-// One scheduling pass: jobs in priority order (priority descending, then submit time, then id),
-// each placed whole or not at all against the view's free resources. A job blocked for resources
-// holds back lower-priority jobs of its partitions (no backfill yet): they pend with "Priority".
+// One scheduling pass over the pending queue:
+//  - order: jobs that held a reservation last pass first, then partition priority tier, then
+//    multifactor priority (see priority.h), then submit time, then job id;
+//  - each job starts now if its whole gang fits without touching a reservation (topology-aware:
+//    the lowest tier that holds it, the fewest leaves, the best fit);
+//  - the first `backfill_depth` blocked jobs get a reservation at their earliest start on the
+//    availability profile (running jobs end at their time limits);
+//  - every job that does not start gets a Slurm-named reason, a sentence, and an expected start
+//    (its reservation, or a per-shape estimate) where one can be forecast.
+// With backfill_depth == 0 there is no backfill: a blocked job holds back every lower-priority
+// job of its partitions.
 SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& queue, TimeMs now,
                       const SchedulerConfig& config);
+
+// Indices into `queue` in the order Schedule() considers the jobs.
+std::vector<size_t> PriorityOrder(const ClusterView& view, const std::vector<PendingJob>& queue,
+                                  TimeMs now, const SchedulerConfig& config);
 
 enum class PlaceMode {
   kNow,   // on the free resources of schedulable nodes, as they are
   kEver,  // on an empty cluster with every configured node up: could it run at all?
+  kWhen,  // the earliest start on the availability profile (view.running)
 };
 
 // Places one gang. Errors:
@@ -24,7 +39,11 @@ enum class PlaceMode {
 //          fit now.
 //   kEver: FAILED_PRECONDITION with what to change ("asks for 16 GPUs per node; the largest node in
 //          partition gpu has 8") when it can never fit; NOT_FOUND for an unknown partition.
-Result<Placement> Place(const JobRequest& request, const ClusterView& view, PlaceMode mode);
+//   kWhen: as kNow when it can never start (nodes down, partition limits); UNAVAILABLE when no
+//          start can be forecast. The placement names nodes and start_ms only: which CPUs and
+//          GPUs depends on which jobs end first.
+Result<Placement> Place(const JobRequest& request, const ClusterView& view, PlaceMode mode,
+                        TimeMs now = 0);
 
 // Marks a placement's resources as used in `view` (the caller applies decisions one by one).
 // REQUIRES: the placement fits (as returned by Place(kNow) on this view).

@@ -12,6 +12,9 @@ using JobId = uint64_t;
 using NodeIndex = uint32_t;
 using TimeMs = int64_t;
 
+// "Never" on the time axis: a running job without a time limit, a forecast that cannot be made.
+inline constexpr TimeMs kNever = INT64_MAX;
+
 // One node as the scheduler sees it: capacity from configuration, free resources by index.
 struct NodeView {
   std::string name;
@@ -20,7 +23,15 @@ struct NodeView {
   uint64_t memory_mb = 0;
   uint32_t gpus = 0;  // GPU indices 0 .. gpus-1
   std::string gpu_type;
+  std::vector<std::string> features;  // for --constraint
   bool schedulable = false;  // registered, responding, not drained, nothing stale to clean up
+
+  // Locality inside the node, from the agent's topology (empty: unknown, all equal). GPUs in one
+  // link group talk best (an NVLink island, or one PCIe switch); CPUs are preferred on the NUMA
+  // nodes of the chosen GPUs.
+  std::vector<uint32_t> gpu_link_group;  // size gpus, or empty
+  std::vector<uint32_t> gpu_numa;        // size gpus, or empty
+  std::vector<uint32_t> cpu_numa;        // size cpus, or empty
 
   std::vector<bool> cpu_free;  // size cpus
   uint64_t memory_free_mb = 0;
@@ -41,10 +52,22 @@ struct PartitionView {
   uint32_t priority_tier = 1;
 };
 
-// An immutable snapshot of nodes and partitions for one pass.
+// Resources a running job holds on one node until it ends: the availability profile that
+// backfill plans against. Jobs without a time limit release at kNever.
+struct RunningUse {
+  JobId job = 0;
+  NodeIndex node = 0;
+  TimeMs end_ms = kNever;
+  uint32_t cpus = 0;
+  uint32_t gpus = 0;
+  uint64_t mem_mb = 0;
+};
+
+// An immutable snapshot of nodes, partitions and running work for one pass.
 struct ClusterView {
   std::vector<NodeView> nodes;
   std::vector<PartitionView> partitions;
+  std::vector<RunningUse> running;  // one per (running job, node); may be empty
 
   const PartitionView* FindPartition(const std::string& name) const;
 };
@@ -62,11 +85,23 @@ struct JobRequest {
   int64_t time_limit_ms = 0;
 };
 
+// Inputs to a job's multifactor priority that come from outside the core (policies arrive
+// in later issues; the core only weighs them).
+struct PriorityInputs {
+  double qos = 0;        // 0..1: the job's QoS priority normalised by the highest QoS
+  double fairshare = 0;  // 0..1: the account's fair-share factor
+  int64_t nice = 0;      // subtracted, as Slurm's --nice
+  int64_t fixed = 0;     // an admin-set priority; non-zero replaces the computed one
+};
+
 struct PendingJob {
   JobId id = 0;
-  int64_t priority = 0;
   TimeMs submit_time_ms = 0;
   JobRequest request;
+  PriorityInputs priority;
+  // The job held a reservation in the previous pass. Such jobs are planned before any other so
+  // that later, higher-priority arrivals cannot push them back again and again (no starvation).
+  bool had_reservation = false;
 };
 
 // What a started job gets on one node, by index: never just counted.
@@ -81,6 +116,7 @@ struct NodePlacement {
 // A whole gang: every node or none.
 struct Placement {
   std::string partition;
+  TimeMs start_ms = 0;               // kNow: the `now` given; kWhen: the forecast start; kEver: 0
   std::vector<NodePlacement> nodes;  // ordered by node index; the first runs the batch script
 };
 
@@ -95,15 +131,52 @@ struct PendingReason {
   JobId job = 0;
   std::string reason;
   std::string detail;
+  TimeMs expected_start_ms = kNever;  // the job's reservation, or an estimate; kNever: unknown
+};
+
+// Resources set aside for a blocked job from `start_ms`: no backfilled job may touch them then.
+struct Reservation {
+  JobId job = 0;
+  std::string partition;
+  TimeMs start_ms = 0;
+  TimeMs end_ms = kNever;
+  std::vector<NodeIndex> nodes;  // ascending
+};
+
+struct PassStats {
+  uint32_t considered = 0;        // pending jobs looked at
+  uint32_t classes = 0;           // distinct request shapes among them
+  uint32_t forecasts = 0;         // start-time searches run (reservations and estimates)
+  uint32_t backfilled = 0;        // jobs started below a reservation
+  uint32_t skipped_by_class = 0;  // answered from their class without a search
 };
 
 struct SchedulePass {
   std::vector<JobStart> starts;
   std::vector<PendingReason> pending;
+  std::vector<Reservation> reservations;
+  PassStats stats;
+};
+
+// Weights of the multifactor priority (each factor is 0..1; priority = sum of weight x factor,
+// minus nice). Ties go to the earlier submission, then the lower job id.
+struct PriorityWeights {
+  uint32_t age = 1000;        // grows linearly to 1 at max_age_ms
+  uint32_t size = 1000;       // the job's share of the cluster's GPUs (or nodes, for CPU jobs)
+  uint32_t partition = 1000;  // the partition's tier over the highest tier
+  uint32_t qos = 1000;
+  uint32_t fairshare = 10000;
+  TimeMs max_age_ms = 7LL * 24 * 3600 * 1000;
 };
 
 struct SchedulerConfig {
-  // Placeholder for the policy knobs that arrive with the full core (weights, backfill depth).
+  // How many blocked jobs (in priority order) get a reservation per pass: 1 is EASY backfill,
+  // large values approach conservative backfill. 0 turns backfill off: a blocked job holds back
+  // every lower-priority job of its partitions.
+  uint32_t backfill_depth = 100;
+  PriorityWeights weights;
+  // Bound on the start-time search for one job (each round moves to the next release).
+  uint32_t max_forecast_rounds = 32;
 };
 
 }  // namespace muster::core

@@ -32,6 +32,21 @@ JobRequest Gang(uint32_t nodes, uint32_t gpus_per_node, uint32_t tasks_per_node 
   return r;
 }
 
+PendingJob Job(JobId id, int64_t fixed_priority, TimeMs submit, JobRequest r) {
+  PendingJob j;
+  j.id = id;
+  j.submit_time_ms = submit;
+  j.request = std::move(r);
+  j.priority.fixed = fixed_priority;
+  return j;
+}
+
+SchedulerConfig NoBackfill() {
+  SchedulerConfig c;
+  c.backfill_depth = 0;
+  return c;
+}
+
 TEST(PlaceTest, PlacesAWholeGangWithGpusByIndex) {
   ClusterView v = Cluster(4);
   auto p = Place(Gang(2, 8), v, PlaceMode::kNow);
@@ -150,13 +165,13 @@ TEST(PlaceTest, TriesPartitionsInOrder) {
   EXPECT_EQ(b->partition, "other");
 }
 
-TEST(ScheduleTest, StrictPriorityOrderHoldsBackLowerJobs) {
+TEST(ScheduleTest, WithoutBackfillABlockedJobHoldsBackLowerJobs) {
   ClusterView v = Cluster(2);
   std::vector<PendingJob> q;
-  q.push_back({1, 10, 100, Gang(2, 8)});  // fits: takes everything
-  q.push_back({2, 10, 200, Gang(1, 1)});  // blocked: resources
-  q.push_back({3, 10, 300, Gang(1, 1)});  // behind job 2
-  SchedulePass pass = Schedule(v, q, 0, {});
+  q.push_back(Job(1, 10, 100, Gang(2, 8)));  // fits: takes everything
+  q.push_back(Job(2, 10, 200, Gang(1, 1)));  // blocked: resources
+  q.push_back(Job(3, 10, 300, Gang(1, 1)));  // behind job 2
+  SchedulePass pass = Schedule(v, q, 0, NoBackfill());
   ASSERT_EQ(pass.starts.size(), 1u);
   EXPECT_EQ(pass.starts[0].job, 1u);
   ASSERT_EQ(pass.pending.size(), 2u);
@@ -169,8 +184,8 @@ TEST(ScheduleTest, StrictPriorityOrderHoldsBackLowerJobs) {
 TEST(ScheduleTest, HigherPriorityFirstThenSubmitOrder) {
   ClusterView v = Cluster(1);
   std::vector<PendingJob> q;
-  q.push_back({1, 1, 100, Gang(1, 8)});
-  q.push_back({2, 5, 200, Gang(1, 8)});
+  q.push_back(Job(1, 1, 100, Gang(1, 8)));
+  q.push_back(Job(2, 5, 200, Gang(1, 8)));
   SchedulePass pass = Schedule(v, q, 0, {});
   ASSERT_EQ(pass.starts.size(), 1u);
   EXPECT_EQ(pass.starts[0].job, 2u);
@@ -181,7 +196,7 @@ TEST(ScheduleTest, PartitionTimeLimitPends) {
   v.partitions[0].max_time_ms = 1000;
   JobRequest r = Gang(1, 1);
   r.time_limit_ms = 2000;
-  SchedulePass pass = Schedule(v, {{1, 1, 1, r}}, 0, {});
+  SchedulePass pass = Schedule(v, {Job(1, 1, 1, r)}, 0, {});
   ASSERT_EQ(pass.pending.size(), 1u);
   EXPECT_EQ(pass.pending[0].reason, "PartitionTimeLimit");
 }
@@ -204,7 +219,8 @@ TEST(ScheduleTest, RandomizedInvariants) {
     for (uint32_t j = 0; j < jobs; ++j) {
       JobRequest r = Gang(1 + rng() % 4, rng() % 9, 1 + rng() % 3);
       r.exclusive = rng() % 10 == 0;
-      q.push_back({j + 1, static_cast<int64_t>(rng() % 3), static_cast<TimeMs>(rng() % 100), r});
+      q.push_back(
+          Job(j + 1, static_cast<int64_t>(1 + rng() % 3), static_cast<TimeMs>(rng() % 100), r));
     }
     SchedulePass pass = Schedule(v, q, 0, {});
     SchedulePass again = Schedule(v, q, 0, {});

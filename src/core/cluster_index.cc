@@ -1,0 +1,412 @@
+#include "cluster_index.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string_view>
+
+#include "muster/common/strings.h"
+
+namespace muster::core {
+namespace {
+
+std::vector<std::string_view> SplitPath(std::string_view path) {
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    if (!part.empty()) parts.push_back(part);
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return parts;
+}
+
+uint32_t CountFree(const std::vector<bool>& v) {
+  return static_cast<uint32_t>(std::count(v.begin(), v.end(), true));
+}
+
+// Chooses `want` free GPUs: inside the best-fitting link group when one can hold them all,
+// otherwise from the fullest groups first, so the set spans as few groups as possible.
+std::vector<uint32_t> PickGpus(const NodeView& n, uint32_t want) {
+  std::vector<uint32_t> out;
+  if (want == 0) return out;
+  if (n.gpu_link_group.size() != n.gpu_free.size()) {
+    for (uint32_t g = 0; g < n.gpu_free.size() && out.size() < want; ++g) {
+      if (n.gpu_free[g]) out.push_back(g);
+    }
+    return out;
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> groups;  // (group, free)
+  for (uint32_t g = 0; g < n.gpu_free.size(); ++g) {
+    if (!n.gpu_free[g]) continue;
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& e) { return e.first == n.gpu_link_group[g]; });
+    if (it == groups.end()) {
+      groups.emplace_back(n.gpu_link_group[g], 1);
+    } else {
+      ++it->second;
+    }
+  }
+  const std::pair<uint32_t, uint32_t>* best = nullptr;
+  for (const auto& e : groups) {
+    if (e.second >= want &&
+        (!best || e.second < best->second || (e.second == best->second && e.first < best->first))) {
+      best = &e;
+    }
+  }
+  std::vector<uint32_t> order;
+  if (best) {
+    order.push_back(best->first);
+  } else {
+    std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    for (const auto& e : groups) order.push_back(e.first);
+  }
+  for (uint32_t group : order) {
+    for (uint32_t g = 0; g < n.gpu_free.size() && out.size() < want; ++g) {
+      if (n.gpu_free[g] && n.gpu_link_group[g] == group) out.push_back(g);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Chooses `want` free CPUs, those on the NUMA nodes of the chosen GPUs first.
+std::vector<uint32_t> PickCpus(const NodeView& n, uint32_t want,
+                               const std::vector<uint32_t>& gpus) {
+  std::vector<uint32_t> out;
+  const bool local = !gpus.empty() && n.gpu_numa.size() == n.gpu_free.size() &&
+                     n.cpu_numa.size() == n.cpu_free.size();
+  if (local) {
+    std::vector<uint32_t> numa;
+    for (uint32_t g : gpus) numa.push_back(n.gpu_numa[g]);
+    for (uint32_t c = 0; c < n.cpu_free.size() && out.size() < want; ++c) {
+      if (n.cpu_free[c] && std::find(numa.begin(), numa.end(), n.cpu_numa[c]) != numa.end()) {
+        out.push_back(c);
+      }
+    }
+  }
+  for (uint32_t c = 0; c < n.cpu_free.size() && out.size() < want; ++c) {
+    if (n.cpu_free[c] && (!local || std::find(out.begin(), out.end(), c) == out.end())) {
+      out.push_back(c);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+uint32_t MaxSlotCpus(const JobRequest& r) {
+  uint32_t tasks = 1;
+  for (uint32_t t : r.tasks_per_node) tasks = std::max(tasks, t);
+  return tasks * std::max<uint32_t>(1, r.cpus_per_task);
+}
+
+Need NeedOf(const JobRequest& r) {
+  return {MaxSlotCpus(r), r.gpus_per_node, r.mem_per_node_mb, r.exclusive};
+}
+
+bool TypeMatches(const NodeView& n, const JobRequest& r) {
+  return r.gpus_per_node == 0 || r.gpu_type.empty() || EqualsIgnoreCase(n.gpu_type, r.gpu_type);
+}
+
+ClusterIndex::ClusterIndex(ClusterView* view) : view_(view) {
+  const auto& nodes = view_->nodes;
+  const uint32_t n = static_cast<uint32_t>(nodes.size());
+
+  // Topology order: by path, then by node index. Nodes with the same path are contiguous, and a
+  // path sorts before its extensions, so every domain is a contiguous run of positions.
+  std::vector<std::vector<std::string_view>> paths(n);
+  for (uint32_t i = 0; i < n; ++i) paths[i] = SplitPath(nodes[i].topology);
+  node_at_.resize(n);
+  std::iota(node_at_.begin(), node_at_.end(), 0);
+  std::stable_sort(node_at_.begin(), node_at_.end(),
+                   [&](NodeIndex a, NodeIndex b) { return paths[a] < paths[b]; });
+  pos_of_.resize(n);
+  leaf_of_.resize(n);
+  for (uint32_t p = 0; p < n; ++p) pos_of_[node_at_[p]] = p;
+
+  // Domains in preorder: a stack of the open path.
+  domains_.push_back({});
+  std::vector<uint32_t> open = {0};
+  std::vector<std::string_view> open_path;
+  auto close_top = [&] {
+    domains_[open.back()].end = static_cast<uint32_t>(domains_.size());
+    open.pop_back();
+    open_path.pop_back();
+  };
+  for (uint32_t p = 0; p < n; ++p) {
+    const auto& path = paths[node_at_[p]];
+    size_t common = 0;
+    while (common < open_path.size() && common < path.size() && open_path[common] == path[common])
+      ++common;
+    while (open_path.size() > common) close_top();
+    while (open_path.size() < path.size()) {
+      Domain d;
+      d.parent = static_cast<int32_t>(open.back());
+      std::string name = open_path.empty() ? "" : domains_[open.back()].name + "/";
+      d.name = name + std::string(path[open_path.size()]);
+      open_path.push_back(path[open_path.size()]);
+      open.push_back(static_cast<uint32_t>(domains_.size()));
+      domains_.push_back(std::move(d));
+    }
+    Domain& leaf = domains_[open.back()];
+    if (leaf.node_end == 0 || leaf.node_end != p) leaf.node_begin = p;
+    leaf.node_end = p + 1;
+    leaf_of_[p] = open.back();
+  }
+  while (!open_path.empty()) close_top();
+  domains_[0].end = static_cast<uint32_t>(domains_.size());
+  for (size_t d = domains_.size(); d-- > 1;) {
+    Domain& parent = domains_[static_cast<size_t>(domains_[d].parent)];
+    parent.height = std::max(parent.height, domains_[d].height + 1);
+  }
+  uint32_t max_height = domains_[0].height;
+  by_height_.assign(max_height + 1, {});
+  for (uint32_t d = 0; d < domains_.size(); ++d) by_height_[domains_[d].height].push_back(d);
+
+  // Dynamic state and bitsets.
+  uint32_t max_gpus = 0;
+  free_cpus_.resize(n);
+  free_gpus_.resize(n);
+  up_ = NodeSet(n);
+  idle_ = NodeSet(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    free_cpus_[i] = CountFree(nodes[i].cpu_free);
+    free_gpus_[i] = CountFree(nodes[i].gpu_free);
+    max_gpus = std::max(max_gpus, nodes[i].gpus);
+    if (nodes[i].schedulable) up_.Set(pos_of_[i]);
+    if (Idle(i)) idle_.Set(pos_of_[i]);
+  }
+  gpu_bucket_.assign(max_gpus + 1, NodeSet(n));
+  for (uint32_t i = 0; i < n; ++i) {
+    gpu_bucket_[std::min(free_gpus_[i], max_gpus)].Set(pos_of_[i]);
+  }
+  for (const PartitionView& p : view_->partitions) {
+    NodeSet s(n);
+    for (NodeIndex i : p.nodes) {
+      if (i < n) s.Set(pos_of_[i]);
+    }
+    partition_sets_.push_back(std::move(s));
+  }
+}
+
+bool ClusterIndex::Idle(NodeIndex n) const {
+  const NodeView& v = view_->nodes[n];
+  return free_cpus_[n] == v.cpus && free_gpus_[n] == v.gpus && v.memory_free_mb == v.memory_mb;
+}
+
+bool ClusterIndex::FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need) const {
+  const NodeView& v = view_->nodes[n];
+  if (need.gpus > 0 && (!TypeMatches(v, r) || v.gpus < need.gpus)) return false;
+  return v.cpus >= need.cpus && v.memory_mb >= need.mem_mb;
+}
+
+bool ClusterIndex::FitsNow(NodeIndex n, const Need& need) const {
+  if (need.exclusive) return Idle(n);
+  return free_gpus_[n] >= need.gpus && free_cpus_[n] >= need.cpus &&
+         view_->nodes[n].memory_free_mb >= need.mem_mb;
+}
+
+NodeSet ClusterIndex::CapacitySet(size_t partition, const JobRequest& r, const Need& need,
+                                  bool up_only) const {
+  NodeSet out(size());
+  partition_sets_[partition].ForEach([&](size_t pos) {
+    if (up_only && !up_.Test(pos)) return;
+    if (FitsCapacity(node_at_[pos], r, need)) out.Set(pos);
+  });
+  return out;
+}
+
+void ClusterIndex::FreeNowSet(const NodeSet& base, const Need& need, NodeSet* out) const {
+  if (need.exclusive) {
+    out->AssignAnd(base, idle_);
+    return;
+  }
+  // Nodes with enough free GPUs, from the buckets; CPUs and memory are checked per node.
+  if (need.gpus == 0) {
+    *out = base;
+  } else {
+    *out = NodeSet(size());
+    for (uint32_t k = need.gpus; k < gpu_bucket_.size(); ++k) *out |= gpu_bucket_[k];
+    *out &= base;
+  }
+  if (need.cpus == 0 && need.mem_mb == 0) return;
+  out->ForEach([&](size_t pos) {
+    NodeIndex n = node_at_[pos];
+    if (free_cpus_[n] < need.cpus || view_->nodes[n].memory_free_mb < need.mem_mb) out->Reset(pos);
+  });
+}
+
+uint32_t ClusterIndex::LeavesNeeded(uint32_t domain, uint32_t count) const {
+  std::vector<uint32_t> sizes;
+  for (uint32_t d = domain; d < domains_[domain].end; ++d) {
+    if (direct_[d]) sizes.push_back(direct_[d]);
+  }
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  uint32_t sum = 0, k = 0;
+  for (uint32_t s : sizes) {
+    sum += s;
+    ++k;
+    if (sum >= count) break;
+  }
+  return k;
+}
+
+void ClusterIndex::TakeBestNodes(uint32_t leaf, uint32_t count, const NodeSet& cand,
+                                 std::vector<NodeIndex>* out) const {
+  std::vector<uint32_t> here;
+  const Domain& d = domains_[leaf];
+  for (size_t pos = cand.Next(d.node_begin); pos < d.node_end; pos = cand.Next(pos + 1)) {
+    here.push_back(static_cast<uint32_t>(pos));
+  }
+  if (here.size() > count) {
+    // Best fit: the nodes with the least free, so emptier nodes stay whole.
+    std::stable_sort(here.begin(), here.end(), [&](uint32_t a, uint32_t b) {
+      NodeIndex na = node_at_[a], nb = node_at_[b];
+      if (free_gpus_[na] != free_gpus_[nb]) return free_gpus_[na] < free_gpus_[nb];
+      return free_cpus_[na] < free_cpus_[nb];
+    });
+    here.resize(count);
+  }
+  for (uint32_t pos : here) out->push_back(node_at_[pos]);
+}
+
+void ClusterIndex::FillFromDomain(uint32_t domain, uint32_t count, const NodeSet& cand,
+                                  std::vector<NodeIndex>* out) const {
+  std::vector<uint32_t> leaves;
+  for (uint32_t d = domain; d < domains_[domain].end; ++d) {
+    if (direct_[d]) leaves.push_back(d);
+  }
+  std::stable_sort(leaves.begin(), leaves.end(),
+                   [&](uint32_t a, uint32_t b) { return direct_[a] > direct_[b]; });
+  // Whole leaves, fullest first, while the rest does not fit in the next one; then the
+  // best-fitting leaf for the remainder. This spans the fewest leaves possible.
+  size_t i = 0;
+  uint32_t need = count;
+  while (i < leaves.size() && need > 0) {
+    uint32_t cap = direct_[leaves[i]];
+    if (cap >= need) break;
+    // Would the remaining leaves still make up `need - cap` with fewer whole takes? Greedy
+    // largest-first is optimal for the count of leaves, so take this one whole.
+    TakeBestNodes(leaves[i], cap, cand, out);
+    need -= cap;
+    ++i;
+  }
+  if (need == 0) return;
+  size_t best = i;
+  for (size_t j = i; j < leaves.size(); ++j) {
+    if (direct_[leaves[j]] >= need && direct_[leaves[j]] < direct_[leaves[best]]) best = j;
+  }
+  TakeBestNodes(leaves[best], need, cand, out);
+}
+
+std::vector<NodeIndex> ClusterIndex::ChooseGang(const NodeSet& cand, uint32_t count) const {
+  std::vector<NodeIndex> out;
+  if (count == 0) return out;
+  if (count == 1) {
+    size_t best = cand.size();
+    cand.ForEach([&](size_t pos) {
+      if (best == cand.size()) {
+        best = pos;
+        return;
+      }
+      NodeIndex a = node_at_[pos], b = node_at_[best];
+      if (free_gpus_[a] < free_gpus_[b] ||
+          (free_gpus_[a] == free_gpus_[b] && free_cpus_[a] < free_cpus_[b])) {
+        best = pos;
+      }
+    });
+    if (best != cand.size()) out.push_back(node_at_[best]);
+    return out;
+  }
+  if (cand.Count() < count) return out;
+
+  direct_.assign(domains_.size(), 0);
+  total_.assign(domains_.size(), 0);
+  cand.ForEach([&](size_t pos) { ++direct_[leaf_of_[pos]]; });
+  for (size_t d = domains_.size(); d-- > 0;) {
+    total_[d] += direct_[d];
+    if (domains_[d].parent >= 0) total_[static_cast<size_t>(domains_[d].parent)] += total_[d];
+  }
+  for (size_t h = 1; h < by_height_.size(); ++h) {
+    int64_t best = -1;
+    uint32_t best_leaves = 0, best_left = 0;
+    for (uint32_t d : by_height_[h]) {
+      if (total_[d] < count) continue;
+      uint32_t leaves = LeavesNeeded(d, count);
+      uint32_t left = total_[d] - count;
+      if (best < 0 || leaves < best_leaves || (leaves == best_leaves && left < best_left)) {
+        best = d;
+        best_leaves = leaves;
+        best_left = left;
+      }
+    }
+    if (best >= 0) {
+      FillFromDomain(static_cast<uint32_t>(best), count, cand, &out);
+      std::sort(out.begin(), out.end());
+      return out;
+    }
+  }
+  return out;  // unreachable: the cluster domain holds every candidate
+}
+
+uint32_t ClusterIndex::LeavesSpanned(const std::vector<NodeIndex>& nodes) const {
+  std::vector<uint32_t> leaves;
+  for (NodeIndex n : nodes) leaves.push_back(leaf_of_[pos_of_[n]]);
+  std::sort(leaves.begin(), leaves.end());
+  return static_cast<uint32_t>(std::unique(leaves.begin(), leaves.end()) - leaves.begin());
+}
+
+Placement ClusterIndex::Build(const JobRequest& r, const std::string& partition,
+                              const std::vector<NodeIndex>& nodes) const {
+  Placement out;
+  out.partition = partition;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const NodeView& n = view_->nodes[nodes[k]];
+    NodePlacement np;
+    np.node = nodes[k];
+    np.ntasks = k < r.tasks_per_node.size() ? r.tasks_per_node[k] : 1;
+    if (r.exclusive) {
+      np.gpus = PickGpus(n, n.gpus);
+      np.cpus = PickCpus(n, n.cpus, np.gpus);
+      np.mem_mb = n.memory_free_mb;
+    } else {
+      np.gpus = PickGpus(n, r.gpus_per_node);
+      np.cpus = PickCpus(
+          n, std::max<uint32_t>(1, np.ntasks) * std::max<uint32_t>(1, r.cpus_per_task), np.gpus);
+      np.mem_mb = r.mem_per_node_mb;
+    }
+    out.nodes.push_back(std::move(np));
+  }
+  return out;
+}
+
+void ClusterIndex::Rebucket(NodeIndex n, uint32_t old_gpus) {
+  uint32_t pos = pos_of_[n];
+  uint32_t top = MaxGpus();
+  gpu_bucket_[std::min(old_gpus, top)].Reset(pos);
+  gpu_bucket_[std::min(free_gpus_[n], top)].Set(pos);
+  idle_.Assign(pos, Idle(n));
+}
+
+void ClusterIndex::Take(const Placement& p) {
+  for (const NodePlacement& np : p.nodes) {
+    NodeView& n = view_->nodes[np.node];
+    uint32_t old_gpus = free_gpus_[np.node];
+    for (uint32_t c : np.cpus) {
+      if (n.cpu_free[c]) --free_cpus_[np.node];
+      n.cpu_free[c] = false;
+    }
+    for (uint32_t g : np.gpus) {
+      if (n.gpu_free[g]) --free_gpus_[np.node];
+      n.gpu_free[g] = false;
+    }
+    n.memory_free_mb -= std::min(n.memory_free_mb, np.mem_mb);
+    Rebucket(np.node, old_gpus);
+  }
+}
+
+}  // namespace muster::core

@@ -1,0 +1,108 @@
+// Private to muster_core: the indexes one pass (or one Place call) works on. Nodes get a
+// position in topology order, so every topology domain is a contiguous range of positions and
+// candidate sets are bitsets over positions. Free GPU counts are kept in buckets (one bitset per
+// count), so "nodes with at least g free GPUs" is a union of a few bitsets, never a node scan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "muster/core/node_set.h"
+#include "muster/core/types.h"
+
+namespace muster::core {
+
+// What one node must give one slot of a request.
+struct Need {
+  uint32_t cpus = 0;
+  uint32_t gpus = 0;
+  uint64_t mem_mb = 0;
+  bool exclusive = false;  // the whole node, idle
+};
+
+Need NeedOf(const JobRequest& r);
+uint32_t MaxSlotCpus(const JobRequest& r);
+bool TypeMatches(const NodeView& n, const JobRequest& r);
+
+class ClusterIndex {
+ public:
+  struct Domain {
+    std::string name;                       // the path, "spine1/leaf3"; "" for the whole cluster
+    int32_t parent = -1;                    // -1 for the cluster
+    uint32_t height = 1;                    // 1: nodes directly below; the cluster is the highest
+    uint32_t end = 0;                       // descendants are the domains (id, end): preorder
+    uint32_t node_begin = 0, node_end = 0;  // positions of the nodes directly below
+  };
+
+  // Indexes `view`, which must outlive this object; Take() updates its free maps.
+  explicit ClusterIndex(ClusterView* view);
+
+  const ClusterView& view() const { return *view_; }
+  uint32_t size() const { return static_cast<uint32_t>(node_at_.size()); }
+  NodeIndex NodeAt(uint32_t pos) const { return node_at_[pos]; }
+  uint32_t PosOf(NodeIndex n) const { return pos_of_[n]; }
+  const std::vector<Domain>& domains() const { return domains_; }
+  uint32_t LeafOf(uint32_t pos) const { return leaf_of_[pos]; }
+  // The name of the domain directly above a node ("" when none).
+  const std::string& LeafName(NodeIndex n) const { return domains_[leaf_of_[pos_of_[n]]].name; }
+
+  uint32_t FreeCpus(NodeIndex n) const { return free_cpus_[n]; }
+  uint32_t FreeGpus(NodeIndex n) const { return free_gpus_[n]; }
+  uint64_t FreeMem(NodeIndex n) const { return view_->nodes[n].memory_free_mb; }
+  bool Idle(NodeIndex n) const;
+
+  // Could the node hold the slot if it were empty and up?
+  bool FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need) const;
+  // Does the node have the slot free now (reservations aside)? Up-ness is not checked.
+  bool FitsNow(NodeIndex n, const Need& need) const;
+
+  const NodeSet& Partition(size_t i) const { return partition_sets_[i]; }
+  const NodeSet& Up() const { return up_; }
+  const NodeSet& IdleSet() const { return idle_; }
+  uint32_t MaxGpus() const { return static_cast<uint32_t>(gpu_bucket_.size()) - 1; }
+  // Positions with exactly k free GPUs (k <= MaxGpus()).
+  const NodeSet& GpuBucket(uint32_t k) const { return gpu_bucket_[k]; }
+
+  // Positions of the partition's nodes that could ever hold the slot; with `up_only`, only
+  // those that are schedulable now.
+  NodeSet CapacitySet(size_t partition, const JobRequest& r, const Need& need, bool up_only) const;
+  // out = base & (nodes that have the slot free now).
+  void FreeNowSet(const NodeSet& base, const Need& need, NodeSet* out) const;
+
+  // Chooses `count` nodes among the positions in `cand`: the lowest topology tier that holds
+  // them all, then the domain needing the fewest leaves, then the best fit (least left over), then
+  // best-fit nodes (fewest free GPUs, then CPUs). Returns node indices ascending; empty when
+  // `cand` is too small.
+  std::vector<NodeIndex> ChooseGang(const NodeSet& cand, uint32_t count) const;
+  // Number of distinct leaves (domains directly above nodes) the nodes span.
+  uint32_t LeavesSpanned(const std::vector<NodeIndex>& nodes) const;
+
+  // Picks CPUs, memory and GPUs by index on `nodes` (which must have the slot free now).
+  Placement Build(const JobRequest& r, const std::string& partition,
+                  const std::vector<NodeIndex>& nodes) const;
+  // Marks a placement's resources used, in the view and in the indexes.
+  void Take(const Placement& p);
+
+ private:
+  void Rebucket(NodeIndex n, uint32_t old_gpus);
+  uint32_t LeavesNeeded(uint32_t domain, uint32_t count) const;
+  void FillFromDomain(uint32_t domain, uint32_t count, const NodeSet& cand,
+                      std::vector<NodeIndex>* out) const;
+  void TakeBestNodes(uint32_t leaf, uint32_t count, const NodeSet& cand,
+                     std::vector<NodeIndex>* out) const;
+
+  ClusterView* view_;
+  std::vector<NodeIndex> node_at_;
+  std::vector<uint32_t> pos_of_;
+  std::vector<Domain> domains_;
+  std::vector<std::vector<uint32_t>> by_height_;  // height -> domain ids
+  std::vector<uint32_t> leaf_of_;                 // position -> domain directly above
+  std::vector<uint32_t> free_cpus_, free_gpus_;   // by node index
+  std::vector<NodeSet> partition_sets_;
+  std::vector<NodeSet> gpu_bucket_;
+  NodeSet up_, idle_;
+  // Scratch for ChooseGang (this object is used by one thread at a time).
+  mutable std::vector<uint32_t> direct_, total_;
+};
+
+}  // namespace muster::core

@@ -1,0 +1,306 @@
+#include "planner.h"
+
+#include <algorithm>
+
+#include "muster/common/duration.h"
+#include "muster/common/strings.h"
+
+namespace muster::core {
+namespace {
+
+std::string KeyOf(const JobRequest& r) {
+  std::string key = Join(r.partitions, ",");
+  key += '|' + std::to_string(r.nodes) + '|' + std::to_string(MaxSlotCpus(r)) + '|' +
+         std::to_string(r.mem_per_node_mb) + '|' + std::to_string(r.gpus_per_node) + '|' +
+         ToLower(r.gpu_type) + '|' + (r.exclusive ? "x" : "");
+  return key;
+}
+
+}  // namespace
+
+std::string Planner::Shape(const JobRequest& r) {
+  std::string s = std::to_string(r.nodes) + (r.nodes == 1 ? " node" : " nodes");
+  std::vector<std::string> per;
+  if (r.exclusive) per.push_back("whole node");
+  if (r.gpus_per_node) {
+    per.push_back(std::to_string(r.gpus_per_node) + " " +
+                  (r.gpu_type.empty() ? std::string("GPU") : r.gpu_type + " GPU") +
+                  (r.gpus_per_node == 1 ? "" : "s"));
+  }
+  per.push_back(std::to_string(MaxSlotCpus(r)) + " CPUs");
+  if (r.mem_per_node_mb) per.push_back(std::to_string(r.mem_per_node_mb) + " MB");
+  return s + " x (" + Join(per, ", ") + ")";
+}
+
+Planner::Planner(const ClusterView& view, TimeMs now, const SchedulerConfig& config)
+    : view_(view),
+      index_(&view_),
+      profile_(index_, view_.running, now),
+      now_(now),
+      config_(config),
+      reserved_partition_(view_.partitions.size(), 0) {}
+
+Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
+  auto [it, inserted] = shapes_.try_emplace(KeyOf(r));
+  ShapeState& s = it->second;
+  if (!inserted) return s;
+  s.need = NeedOf(r);
+  for (const std::string& name : r.partitions) {
+    PartState ps;
+    ps.name = name;
+    for (size_t i = 0; i < view_.partitions.size(); ++i) {
+      if (view_.partitions[i].name == name) ps.part = static_cast<int32_t>(i);
+    }
+    if (ps.part >= 0) {
+      NodeSet all = index_.CapacitySet(static_cast<size_t>(ps.part), r, s.need, false);
+      ps.capacity = static_cast<uint32_t>(all.Count());
+      all &= index_.Up();
+      ps.up_capacity = std::move(all);
+    }
+    s.parts.push_back(std::move(ps));
+  }
+  return s;
+}
+
+Planner::Attempt Planner::StaticCheck(const JobRequest& r, const PartState& ps) const {
+  Attempt a;
+  a.kind = Kind::kNotRunnable;
+  if (ps.part < 0) {
+    a.code = StatusCode::kNotFound;
+    a.reason = "BadConstraints";
+    std::vector<std::string> names;
+    for (const auto& q : view_.partitions) names.push_back(q.name);
+    a.detail = "partition '" + ps.name + "' does not exist (partitions: " + Join(names, ", ") + ")";
+    return a;
+  }
+  const PartitionView& p = view_.partitions[static_cast<size_t>(ps.part)];
+  if (r.nodes > p.nodes.size()) {
+    a.reason = "PartitionNodeLimit";
+    a.detail = "needs " + std::to_string(r.nodes) + " nodes; partition " + p.name + " has " +
+               std::to_string(p.nodes.size());
+    return a;
+  }
+  if (r.time_limit_ms > 0 && p.max_time_ms > 0 && r.time_limit_ms > p.max_time_ms) {
+    a.reason = "PartitionTimeLimit";
+    a.detail = "time limit " + FormatDuration(r.time_limit_ms) + " is longer than partition " +
+               p.name + "'s maximum of " + FormatDuration(p.max_time_ms);
+    return a;
+  }
+  if (ps.capacity < r.nodes) {
+    a.code = StatusCode::kFailedPrecondition;
+    a.reason = "BadConstraints";
+    a.detail = "needs " + Shape(r) + "; only " + std::to_string(ps.capacity) + " of " +
+               std::to_string(p.nodes.size()) + " nodes in partition " + p.name + " can hold that";
+    return a;
+  }
+  uint32_t up = static_cast<uint32_t>(ps.up_capacity.Count());
+  if (up < r.nodes) {
+    a.reason = "ReqNodeNotAvail";
+    a.detail = "needs " + Shape(r) + "; only " + std::to_string(up) + " of the " +
+               std::to_string(ps.capacity) + " nodes in partition " + p.name +
+               " that could hold it are up and not drained";
+    return a;
+  }
+  a.reason.clear();
+  return a;
+}
+
+bool Planner::TryIn(JobId id, const JobRequest& r, const Need& need, PartState& ps, TimeMs end,
+                    Attempt* out) {
+  const NodeSet& base = ps.up_capacity;
+  const NodeSet& held = profile_.Held();
+  const bool any_held = held.Any();
+  bool any_free = false;
+  JobId blocker = 0;
+  std::vector<NodeIndex> nodes;
+
+  if (r.nodes == 1) {
+    // One node: best fit straight from the free-GPU buckets, fewest free GPUs first.
+    auto take = [&](size_t pos) {
+      NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
+      if (!index_.FitsNow(n, need)) return false;
+      any_free = true;
+      if (any_held && held.Test(pos) && !profile_.FitsDuring(n, need, now_, end, &blocker)) {
+        return false;
+      }
+      nodes.push_back(n);
+      return true;
+    };
+    if (need.exclusive) {
+      base.FindInBoth(index_.IdleSet(), take);
+    } else {
+      for (uint32_t g = need.gpus; g <= index_.MaxGpus() && nodes.empty(); ++g) {
+        base.FindInBoth(index_.GpuBucket(g), take);
+      }
+    }
+  } else {
+    index_.FreeNowSet(base, need, &scratch_);
+    if (scratch_.Count() >= r.nodes) {
+      any_free = true;
+      if (any_held) {
+        scratch_.FindInBoth(held, [&](size_t pos) {
+          NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
+          if (!profile_.FitsDuring(n, need, now_, end, &blocker)) scratch_.Reset(pos);
+          return false;
+        });
+      }
+      nodes = index_.ChooseGang(scratch_, r.nodes);
+    }
+  }
+  if (!any_free) {
+    ps.no_free = true;
+    return false;
+  }
+  if (nodes.empty()) {
+    out->blocker = blocker;
+    return false;
+  }
+  const std::string& pname = view_.partitions[static_cast<size_t>(ps.part)].name;
+  out->kind = Kind::kStarted;
+  out->placement = index_.Build(r, pname, nodes);
+  out->placement.start_ms = now_;
+  index_.Take(out->placement);
+  profile_.AddStart(out->placement, id, end);
+  return true;
+}
+
+Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
+  ShapeState& s = StateOf(r);
+  const TimeMs end = Profile::EndOf(now_, r.time_limit_ms);
+  const TimeMs duration = end == kNever ? kNever : end - now_;
+  Attempt first_static;
+  bool open = false, held = false, searched = false;
+  JobId blocker = 0;
+  for (PartState& ps : s.parts) {
+    Attempt st = StaticCheck(r, ps);
+    if (!st.reason.empty()) {
+      if (first_static.reason.empty()) first_static = std::move(st);
+      continue;
+    }
+    open = true;
+    if (ps.no_free) continue;
+    if (ps.held && duration >= ps.held_duration) {
+      held = true;  // a job of this shape, no longer than this one, already collided
+      blocker = ps.held_blocker;
+      continue;
+    }
+    Attempt a;
+    searched = true;
+    if (TryIn(id, r, s.need, ps, end, &a)) return a;
+    if (!ps.no_free) {
+      held = true;
+      blocker = a.blocker;
+      if (!ps.held || duration < ps.held_duration) {
+        ps.held = true;
+        ps.held_duration = duration;
+        ps.held_blocker = a.blocker;
+      }
+    }
+  }
+  if (!open) return first_static;
+  if (!searched) ++answered_from_shape_;
+  Attempt a;
+  a.code = StatusCode::kUnavailable;
+  if (held) {
+    a.kind = Kind::kHeldForOthers;
+    a.blocker = blocker;
+    a.reason = "Priority";
+    a.detail = "needs " + Shape(r) + "; what is free now is reserved for job " +
+               std::to_string(blocker) + ", which is ahead in the queue";
+  } else {
+    a.kind = Kind::kNoFreeResources;
+    a.reason = "Resources";
+    a.detail = "needs " + Shape(r) + "; not enough of that is free now";
+  }
+  return a;
+}
+
+Planner::Forecast Planner::ForecastIn(const JobRequest& r, const Need& need, const PartState& ps) {
+  Forecast f;
+  const NodeSet& base = ps.up_capacity;
+  std::vector<TimeMs> earliest;
+  NodeSet feasible(index_.size());
+  TimeMs t = now_;
+  for (uint32_t round = 0; round < config_.max_forecast_rounds; ++round) {
+    earliest.clear();
+    feasible.Clear();
+    base.ForEach([&](size_t pos) {
+      NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
+      TimeMs e = profile_.EarliestStart(n, need, t, r.time_limit_ms);
+      if (e == t) feasible.Set(pos);
+      if (e != kNever) earliest.push_back(e);
+    });
+    if (feasible.Count() >= r.nodes) {
+      f.nodes = index_.ChooseGang(feasible, r.nodes);
+      if (!f.nodes.empty()) {
+        f.start = t;
+        f.partition = view_.partitions[static_cast<size_t>(ps.part)].name;
+        for (NodeIndex n : f.nodes) {
+          if (JobId j = profile_.ReleasedAt(n, t)) {
+            f.waits_for = j;
+            break;
+          }
+        }
+        return f;
+      }
+    }
+    if (earliest.size() < r.nodes) return f;
+    // No gang before the r.nodes-th earliest node: jump there.
+    auto nth = earliest.begin() + (r.nodes - 1);
+    std::nth_element(earliest.begin(), nth, earliest.end());
+    TimeMs next = *nth;
+    if (next <= t) {
+      // Enough nodes at t but no gang among them (cannot happen without topology limits):
+      // move past t.
+      TimeMs later = kNever;
+      for (TimeMs e : earliest) {
+        if (e > t) later = std::min(later, e);
+      }
+      next = later;
+    }
+    if (next == kNever) return f;
+    t = next;
+  }
+  return f;
+}
+
+Planner::Forecast Planner::EarliestStart(const JobRequest& r) {
+  ShapeState& s = StateOf(r);
+  Forecast best;
+  for (const PartState& ps : s.parts) {
+    if (!StaticCheck(r, ps).reason.empty()) continue;
+    ++forecasts_;
+    Forecast f = ForecastIn(r, s.need, ps);
+    if (f.start < best.start) best = std::move(f);
+  }
+  return best;
+}
+
+void Planner::Reserve(JobId id, const JobRequest& r, const Forecast& f) {
+  const Need need = NeedOf(r);
+  const TimeMs end = Profile::EndOf(f.start, r.time_limit_ms);
+  for (NodeIndex n : f.nodes) profile_.AddHold(n, need, f.start, end, id);
+  for (size_t i = 0; i < view_.partitions.size(); ++i) {
+    if (view_.partitions[i].name == f.partition) reserved_partition_[i] = 1;
+  }
+}
+
+TimeMs Planner::EstimateStart(const JobRequest& r, bool may_compute) {
+  ShapeState& s = StateOf(r);
+  if (!s.estimated && may_compute) {
+    s.estimated = true;
+    s.estimate = EarliestStart(r).start;
+  }
+  return s.estimate;
+}
+
+bool Planner::HasReservationIn(const JobRequest& r) const {
+  for (const std::string& name : r.partitions) {
+    for (size_t i = 0; i < view_.partitions.size(); ++i) {
+      if (reserved_partition_[i] && view_.partitions[i].name == name) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace muster::core

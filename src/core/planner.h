@@ -1,0 +1,99 @@
+// Private to muster_core: one pass's working state and the questions asked of it. Schedule()
+// and Place() both use it, so a job the scheduler would start is one Place(kNow) accepts.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster_index.h"
+#include "muster/common/status.h"
+#include "profile.h"
+
+namespace muster::core {
+
+class Planner {
+ public:
+  enum class Kind {
+    kStarted,
+    kNoFreeResources,  // not enough free now, whatever is reserved
+    kHeldForOthers,    // enough free now, but reserved for a job planned earlier
+    kNotRunnable,      // a static reason: partition limits, nodes down, impossible request
+  };
+  struct Attempt {
+    Kind kind = Kind::kNotRunnable;
+    Placement placement;  // when started
+    JobId blocker = 0;    // kHeldForOthers: the job holding what this one would use
+    StatusCode code = StatusCode::kUnavailable;
+    std::string reason, detail;  // when not started
+  };
+  struct Forecast {
+    TimeMs start = kNever;
+    std::string partition;
+    std::vector<NodeIndex> nodes;
+    JobId waits_for = 0;  // a running job whose end makes the start possible
+  };
+
+  Planner(const ClusterView& view, TimeMs now, const SchedulerConfig& config);
+
+  const ClusterIndex& index() const { return index_; }
+  TimeMs now() const { return now_; }
+
+  // Starts the job now if it fits without touching a reservation; takes its resources.
+  Attempt TryStart(JobId id, const JobRequest& r);
+  // The earliest start of the job on the current profile (kNever in .start when none).
+  Forecast EarliestStart(const JobRequest& r);
+  // Holds the forecast's nodes for the job from its start to the end of its time limit.
+  void Reserve(JobId id, const JobRequest& r, const Forecast& f);
+  // A forecast for the job's request shape, made once per pass (for jobs beyond the backfill
+  // depth); kNever when none was made yet and `may_compute` is false.
+  TimeMs EstimateStart(const JobRequest& r, bool may_compute);
+  uint32_t forecasts() const { return forecasts_; }
+  uint32_t shapes() const { return static_cast<uint32_t>(shapes_.size()); }
+  // Attempts answered from what the pass learnt about the shape, without a search.
+  uint32_t answered_from_shape() const { return answered_from_shape_; }
+  // Partitions in which a reservation was made.
+  bool HasReservationIn(const JobRequest& r) const;
+
+  // The request in words: "2 nodes x (8 h100 GPUs, 4 CPUs)".
+  static std::string Shape(const JobRequest& r);
+
+ private:
+  // What is fixed for a request shape during the pass, and what the pass learnt about it, per
+  // requested partition.
+  struct PartState {
+    std::string name;
+    int32_t part = -1;         // index in view.partitions; -1: no such partition
+    NodeSet up_capacity;       // up nodes that could hold a slot
+    uint32_t capacity = 0;     // nodes that could hold a slot, up or not
+    bool no_free = false;      // nothing free now: stays so for the pass (resources only shrink)
+    bool held = false;         // a job of this shape collided with a reservation...
+    TimeMs held_duration = 0;  // ...with this duration (longer ones collide too)
+    JobId held_blocker = 0;
+  };
+  struct ShapeState {
+    Need need;
+    std::vector<PartState> parts;  // per requested partition
+    bool estimated = false;
+    TimeMs estimate = kNever;
+  };
+  ShapeState& StateOf(const JobRequest& r);
+  // Why partition k of the request cannot take the job at all now; empty when it can.
+  Attempt StaticCheck(const JobRequest& r, const PartState& ps) const;
+  bool TryIn(JobId id, const JobRequest& r, const Need& need, PartState& ps, TimeMs end,
+             Attempt* out);
+  Forecast ForecastIn(const JobRequest& r, const Need& need, const PartState& ps);
+
+  ClusterView view_;
+  ClusterIndex index_;
+  Profile profile_;
+  TimeMs now_;
+  SchedulerConfig config_;
+  std::map<std::string, ShapeState> shapes_;
+  std::vector<char> reserved_partition_;  // by partition index
+  uint32_t forecasts_ = 0;
+  uint32_t answered_from_shape_ = 0;
+  NodeSet scratch_;
+};
+
+}  // namespace muster::core

@@ -1,0 +1,176 @@
+// Backfill, reservations, expected start times and pending reasons: golden cases.
+#include <gtest/gtest.h>
+
+#include "muster/core/scheduler.h"
+
+namespace muster::core {
+namespace {
+
+constexpr TimeMs kMin = 60'000;
+constexpr TimeMs kHour = 60 * kMin;
+constexpr TimeMs kNow = 1'000 * kHour;
+
+// Two 8-GPU nodes under one leaf; node 0 is fully used by job 500 until now + 1h.
+ClusterView Busy() {
+  ClusterView v;
+  PartitionView p;
+  p.name = "gpu";
+  for (uint32_t i = 0; i < 2; ++i) {
+    v.nodes.push_back(
+        NodeView::Empty("n" + std::to_string(i + 1), 16, 64000, 8, "h100", "spine1/leaf1"));
+    p.nodes.push_back(i);
+  }
+  v.partitions.push_back(p);
+  Placement running{"gpu",
+                    0,
+                    {{0,
+                      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+                      0,
+                      {0, 1, 2, 3, 4, 5, 6, 7},
+                      1}}};
+  Allocate(running, v);
+  v.running.push_back({500, 0, kNow + kHour, 16, 8, 0});
+  return v;
+}
+
+JobRequest Req(uint32_t nodes, uint32_t gpus, TimeMs limit) {
+  JobRequest r;
+  r.partitions = {"gpu"};
+  r.nodes = nodes;
+  r.tasks_per_node.assign(nodes, 1);
+  r.gpus_per_node = gpus;
+  r.time_limit_ms = limit;
+  return r;
+}
+
+PendingJob Job(JobId id, int64_t prio, JobRequest r) {
+  PendingJob j;
+  j.id = id;
+  j.submit_time_ms = kNow - static_cast<TimeMs>(id);
+  j.request = std::move(r);
+  j.priority.fixed = prio;
+  return j;
+}
+
+const PendingReason* ReasonFor(const SchedulePass& pass, JobId id) {
+  for (const auto& p : pass.pending) {
+    if (p.job == id) return &p;
+  }
+  return nullptr;
+}
+
+bool Started(const SchedulePass& pass, JobId id) {
+  for (const auto& s : pass.starts) {
+    if (s.job == id) return true;
+  }
+  return false;
+}
+
+TEST(BackfillTest, ShortJobBackfillsLongJobWaits) {
+  ClusterView v = Busy();
+  std::vector<PendingJob> q = {
+      Job(1, 100, Req(2, 8, 2 * kHour)),  // needs both nodes: node 0 frees at +1h
+      Job(2, 50, Req(1, 4, 30 * kMin)),   // ends before +1h on node 1: backfills
+      Job(3, 40, Req(1, 4, 2 * kHour)),   // fits now too, but would still run at +1h: waits
+  };
+  SchedulePass pass = Schedule(v, q, kNow, {});
+  ASSERT_EQ(pass.reservations.size(), 2u);
+  EXPECT_EQ(pass.reservations[0].job, 1u);
+  EXPECT_EQ(pass.reservations[0].start_ms, kNow + kHour);
+  EXPECT_EQ(pass.reservations[0].end_ms, kNow + 3 * kHour);
+  EXPECT_EQ(pass.reservations[0].nodes, (std::vector<NodeIndex>{0, 1}));
+  EXPECT_TRUE(Started(pass, 2));
+  EXPECT_EQ(pass.stats.backfilled, 1u);
+
+  const PendingReason* r1 = ReasonFor(pass, 1);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_EQ(r1->reason, "Resources");
+  EXPECT_EQ(r1->expected_start_ms, kNow + kHour);
+  EXPECT_EQ(r1->detail,
+            "needs 2 nodes x (8 GPUs, 1 CPUs); 2 nodes under spine1/leaf1 reserved for this job "
+            "from in 1:00:00, when job 500 ends");
+
+  // Job 3 would fit on node 1 now but would still hold it when job 1's reservation starts; it
+  // gets the next slot, after job 1.
+  const PendingReason* r3 = ReasonFor(pass, 3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->reason, "Priority");
+  EXPECT_EQ(r3->expected_start_ms, kNow + 3 * kHour);
+  EXPECT_NE(r3->detail.find("what is free now is reserved for job 1"), std::string::npos)
+      << r3->detail;
+}
+
+TEST(BackfillTest, EasyBackfillReservesOnlyTheFirstBlockedJob) {
+  ClusterView v = Busy();
+  std::vector<PendingJob> q = {Job(1, 100, Req(2, 8, 2 * kHour)), Job(3, 40, Req(2, 8, kHour))};
+  SchedulerConfig easy;
+  easy.backfill_depth = 1;
+  SchedulePass pass = Schedule(v, q, kNow, easy);
+  ASSERT_EQ(pass.reservations.size(), 1u);
+  const PendingReason* r3 = ReasonFor(pass, 3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->reason, "Priority");
+  // Its estimate comes after job 1's reservation.
+  EXPECT_EQ(r3->expected_start_ms, kNow + 3 * kHour);
+}
+
+TEST(BackfillTest, AJobWithAReservationKeepsItAgainstNewHigherPriorityJobs) {
+  ClusterView v = Busy();
+  PendingJob old = Job(1, 10, Req(2, 8, 2 * kHour));
+  old.had_reservation = true;
+  std::vector<PendingJob> q = {Job(9, 1000, Req(2, 8, 2 * kHour)), old};
+  SchedulePass pass = Schedule(v, q, kNow, {});
+  ASSERT_EQ(pass.reservations.size(), 2u);
+  EXPECT_EQ(pass.reservations[0].job, 1u) << "the reserved job must not be pushed back";
+  EXPECT_EQ(pass.reservations[0].start_ms, kNow + kHour);
+  EXPECT_EQ(pass.reservations[1].job, 9u);
+  EXPECT_EQ(pass.reservations[1].start_ms, kNow + 3 * kHour);
+}
+
+TEST(BackfillTest, NoForecastWhenRunningJobsHaveNoTimeLimit) {
+  ClusterView v = Busy();
+  v.running[0].end_ms = kNever;
+  SchedulePass pass = Schedule(v, {Job(1, 1, Req(2, 8, kHour))}, kNow, {});
+  ASSERT_EQ(pass.pending.size(), 1u);
+  EXPECT_EQ(pass.pending[0].reason, "Resources");
+  EXPECT_EQ(pass.pending[0].expected_start_ms, kNever);
+  EXPECT_NE(pass.pending[0].detail.find("no start time can be forecast"), std::string::npos);
+}
+
+TEST(BackfillTest, UnlimitedJobNeverBackfillsIntoAReservation) {
+  ClusterView v = Busy();
+  SchedulePass pass =
+      Schedule(v, {Job(1, 100, Req(2, 8, kHour)), Job(2, 1, Req(1, 1, 0))}, kNow, {});
+  EXPECT_FALSE(Started(pass, 2));
+  EXPECT_EQ(ReasonFor(pass, 2)->reason, "Priority");
+}
+
+TEST(PlaceWhenTest, ForecastsTheEarliestStart) {
+  ClusterView v = Busy();
+  auto now = Place(Req(1, 8, kHour), v, PlaceMode::kWhen, kNow);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->start_ms, kNow);  // node 1 is free
+  auto later = Place(Req(2, 4, kHour), v, PlaceMode::kWhen, kNow);
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_EQ(later->start_ms, kNow + kHour);
+  EXPECT_EQ(later->nodes.size(), 2u);
+  auto never = Place(Req(3, 1, kHour), v, PlaceMode::kWhen, kNow);
+  ASSERT_FALSE(never.ok());
+  EXPECT_NE(never.status().message().find("PartitionNodeLimit"), std::string::npos);
+}
+
+TEST(PassStatsTest, IdenticalRequestsShareOneSearch) {
+  ClusterView v = Busy();
+  std::vector<PendingJob> q;
+  q.push_back(Job(1, 100, Req(2, 8, kHour)));
+  for (JobId id = 10; id < 60; ++id) q.push_back(Job(id, 1, Req(2, 8, kHour)));
+  SchedulerConfig c;
+  c.backfill_depth = 1;
+  SchedulePass pass = Schedule(v, q, kNow, c);
+  EXPECT_EQ(pass.stats.classes, 1u);
+  EXPECT_EQ(pass.stats.skipped_by_class, 50u);  // only the first of them searched the nodes
+  EXPECT_LE(pass.stats.forecasts, 2u);
+}
+
+}  // namespace
+}  // namespace muster::core
