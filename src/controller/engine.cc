@@ -47,6 +47,7 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
   capacity_view_ = base_view_;
   for (const auto& n : nodes_) capacity_view_.nodes.push_back(n.view);
   priority_scale_ = core::PriorityScale::Of(capacity_view_);
+  partition_limits_ = ComputePartitionLimits(c);
   const SchedulingConfig& sc = c.scheduling;
   sched_config_.backfill_depth = sc.backfill_depth;
   sched_config_.weights.age = sc.priority_weight_age;
@@ -237,7 +238,7 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
                              " jobs, its limit (scheduling.max_job_count); try again later");
   }
   int64_t time_limit = 0;
-  MUSTER_RETURN_IF_ERROR(NormalizeJobSpec(spec, options_.config, &time_limit));
+  MUSTER_RETURN_IF_ERROR(NormalizeJobSpec(spec, options_.config, partition_limits_, &time_limit));
 
   v1::JobRecord rec;
   rec.set_id(meta_.next_job_id());
@@ -254,15 +255,32 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   rec.set_priority(0);  // multifactor; an admin may fix it later
 
   core::JobRequest request = ToCoreRequest(rec);
-  auto ever = core::Place(request, capacity_view_, core::PlaceMode::kEver);
-  if (!ever.ok()) {
-    return Status(ever.status().code(), "job can never run: " + ever.status().message());
+  // Capacity comes from the configuration only, so the answer is cached per request shape: a
+  // submission must not walk every node.
+  const std::string shape = core::ShapeKey(request);
+  auto cached = ever_cache_.find(shape);
+  if (cached == ever_cache_.end()) {
+    if (ever_cache_.size() >= 4096) ever_cache_.clear();
+    cached =
+        ever_cache_
+            .emplace(shape, core::Place(request, capacity_view_, core::PlaceMode::kEver).status())
+            .first;
+  }
+  if (!cached->second.ok()) {
+    return Status(cached->second.code(), "job can never run: " + cached->second.message());
   }
 
   v1::MetaRecord next_meta = meta_;
   next_meta.set_next_job_id(meta_.next_job_id() + 1);
+  // The script and environment go to their own record, read back at launch only.
+  v1::JobPayload payload;
+  payload.set_script(std::move(*rec.mutable_spec()->mutable_script()));
+  *payload.mutable_environment() = std::move(*rec.mutable_spec()->mutable_environment());
+  rec.mutable_spec()->clear_script();
+  rec.mutable_spec()->clear_environment();
   store::Mutation m;
   m.PutJob(rec);
+  m.PutJobPayload(rec.id(), payload);
   m.PutMeta(next_meta);
   MUSTER_RETURN_IF_ERROR_PREPEND(Commit(m), "job not accepted: cannot persist it");
   meta_ = next_meta;
@@ -590,6 +608,17 @@ void Engine::SendLaunch(const JobEntry& job, size_t pos) {
     // Only the first node runs the script; the others need the allocation and the identity.
     l->mutable_spec()->clear_script();
     l->mutable_spec()->clear_environment();
+  } else if (r.spec().script().empty()) {
+    auto payload = store_->ReadJobPayload(r.id());
+    if (payload.ok()) {
+      l->mutable_spec()->set_script(std::move(*payload->mutable_script()));
+      *l->mutable_spec()->mutable_environment() = std::move(*payload->mutable_environment());
+    } else {
+      // The agent refuses a launch without a script and reports it; the job then fails with
+      // that reason rather than running something else.
+      spdlog::error("job={}: cannot read its batch script: {}", r.id(),
+                    payload.status().ToString());
+    }
   }
   l->set_time_limit_ms(r.time_limit_ms());
   l->set_kill_grace_ms(options_.config.scheduling.kill_grace_ms);

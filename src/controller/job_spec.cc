@@ -6,7 +6,27 @@
 
 namespace muster::controller {
 
-Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, int64_t* time_limit_ms) {
+PartitionLimitMap ComputePartitionLimits(const Config& config) {
+  std::map<std::string, const NodeConfig*> nodes;
+  for (const NodeConfig& n : config.nodes) nodes[n.name] = &n;
+  PartitionLimitMap out;
+  for (const PartitionConfig& p : config.partitions) {
+    PartitionLimits& l = out[p.name];
+    for (const std::string& name : p.nodes) {
+      auto it = nodes.find(name);
+      if (it == nodes.end()) continue;
+      const NodeConfig& nc = *it->second;
+      l.max_cpus = std::max(l.max_cpus, nc.cpus);
+      l.max_gpus = std::max(l.max_gpus, nc.gpus);
+      uint32_t& typed = l.max_gpus_type[ToLower(nc.gpu_type)];
+      typed = std::max(typed, nc.gpus);
+    }
+  }
+  return out;
+}
+
+Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const PartitionLimitMap& limits,
+                        int64_t* time_limit_ms) {
   // Partitions: empty means the default partition.
   if (spec.partitions().empty()) {
     const PartitionConfig* def = config.DefaultPartition();
@@ -24,11 +44,14 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, int64_t* time_l
       return NotFound("partition '" + name + "' does not exist (partitions: " + Join(names, ", ") +
                       ")");
     }
-    for (const std::string& n : p->nodes) {
-      const NodeConfig* nc = config.FindNode(n);
-      max_cpus = std::max(max_cpus, nc->cpus);
-      if (spec.gpu_type().empty() || ToLower(nc->gpu_type) == ToLower(spec.gpu_type())) {
-        max_gpus = std::max(max_gpus, nc->gpus);
+    auto lim = limits.find(name);
+    if (lim != limits.end()) {
+      max_cpus = std::max(max_cpus, lim->second.max_cpus);
+      if (spec.gpu_type().empty()) {
+        max_gpus = std::max(max_gpus, lim->second.max_gpus);
+      } else if (auto t = lim->second.max_gpus_type.find(ToLower(spec.gpu_type()));
+                 t != lim->second.max_gpus_type.end()) {
+        max_gpus = std::max(max_gpus, t->second);
       }
     }
     int64_t part_default = p->default_time_ms ? p->default_time_ms : p->max_time_ms;

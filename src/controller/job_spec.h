@@ -1,8 +1,12 @@
 // Turning what a user asked for (v1::JobSpec) into what the scheduler places (core::JobRequest).
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "muster/common/config.h"
 #include "muster/common/status.h"
+#include "muster/controller/partition_limits.h"
 #include "muster/core/types.h"
 #include "muster/v1/common.pb.h"
 #include "muster/v1/records.pb.h"
@@ -13,7 +17,8 @@ namespace muster::controller {
 // time limit. Does not check whether the request fits (core::Place(kEver) does).
 // Errors: INVALID_ARGUMENT for contradictory counts, NOT_FOUND for an unknown partition,
 // UNIMPLEMENTED for requests this version cannot express (with what to use instead).
-Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, int64_t* time_limit_ms);
+Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const PartitionLimitMap& limits,
+                        int64_t* time_limit_ms);
 
 core::JobRequest ToCoreRequest(const v1::JobRecord& rec);
 

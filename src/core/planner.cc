@@ -6,17 +6,14 @@
 #include "muster/common/strings.h"
 
 namespace muster::core {
-namespace {
 
-std::string KeyOf(const JobRequest& r) {
+std::string ShapeKey(const JobRequest& r) {
   std::string key = Join(r.partitions, ",");
   key += '|' + std::to_string(r.nodes) + '|' + std::to_string(MaxSlotCpus(r)) + '|' +
          std::to_string(r.mem_per_node_mb) + '|' + std::to_string(r.gpus_per_node) + '|' +
          ToLower(r.gpu_type) + '|' + (r.exclusive ? "x" : "");
   return key;
 }
-
-}  // namespace
 
 std::string Planner::Shape(const JobRequest& r) {
   std::string s = std::to_string(r.nodes) + (r.nodes == 1 ? " node" : " nodes");
@@ -41,9 +38,11 @@ Planner::Planner(const ClusterView& view, TimeMs now, const SchedulerConfig& con
       reserved_partition_(view_.partitions.size(), 0) {}
 
 Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
-  auto [it, inserted] = shapes_.try_emplace(KeyOf(r));
+  auto [it, inserted] = shapes_.try_emplace(ShapeKey(r));
   ShapeState& s = it->second;
   if (!inserted) return s;
+  s.id = static_cast<uint32_t>(shapes_.size() - 1);
+  s.text = Shape(r);
   s.need = NeedOf(r);
   for (const std::string& name : r.partitions) {
     PartState ps;
@@ -62,7 +61,8 @@ Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
   return s;
 }
 
-Planner::Attempt Planner::StaticCheck(const JobRequest& r, const PartState& ps) const {
+Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
+                                      const PartState& ps) const {
   Attempt a;
   a.kind = Kind::kNotRunnable;
   if (ps.part < 0) {
@@ -89,14 +89,14 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const PartState& ps) 
   if (ps.capacity < r.nodes) {
     a.code = StatusCode::kFailedPrecondition;
     a.reason = "BadConstraints";
-    a.detail = "needs " + Shape(r) + "; only " + std::to_string(ps.capacity) + " of " +
+    a.detail = "needs " + s.text + "; only " + std::to_string(ps.capacity) + " of " +
                std::to_string(p.nodes.size()) + " nodes in partition " + p.name + " can hold that";
     return a;
   }
   uint32_t up = static_cast<uint32_t>(ps.up_capacity.Count());
   if (up < r.nodes) {
     a.reason = "ReqNodeNotAvail";
-    a.detail = "needs " + Shape(r) + "; only " + std::to_string(up) + " of the " +
+    a.detail = "needs " + s.text + "; only " + std::to_string(up) + " of the " +
                std::to_string(ps.capacity) + " nodes in partition " + p.name +
                " that could hold it are up and not drained";
     return a;
@@ -172,7 +172,7 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
   bool open = false, held = false, searched = false;
   JobId blocker = 0;
   for (PartState& ps : s.parts) {
-    Attempt st = StaticCheck(r, ps);
+    Attempt st = StaticCheck(r, s, ps);
     if (!st.reason.empty()) {
       if (first_static.reason.empty()) first_static = std::move(st);
       continue;
@@ -197,20 +197,26 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
       }
     }
   }
-  if (!open) return first_static;
+  if (!open) {
+    first_static.shape_id = s.id;
+    first_static.shape_text = &s.text;
+    return first_static;
+  }
   if (!searched) ++answered_from_shape_;
   Attempt a;
   a.code = StatusCode::kUnavailable;
+  a.shape_id = s.id;
+  a.shape_text = &s.text;
   if (held) {
     a.kind = Kind::kHeldForOthers;
     a.blocker = blocker;
     a.reason = "Priority";
-    a.detail = "needs " + Shape(r) + "; what is free now is reserved for job " +
+    a.detail = "needs " + s.text + "; what is free now is reserved for job " +
                std::to_string(blocker) + ", which is ahead in the queue";
   } else {
     a.kind = Kind::kNoFreeResources;
     a.reason = "Resources";
-    a.detail = "needs " + Shape(r) + "; not enough of that is free now";
+    a.detail = "needs " + s.text + "; not enough of that is free now";
   }
   return a;
 }
@@ -268,7 +274,7 @@ Planner::Forecast Planner::EarliestStart(const JobRequest& r) {
   ShapeState& s = StateOf(r);
   Forecast best;
   for (const PartState& ps : s.parts) {
-    if (!StaticCheck(r, ps).reason.empty()) continue;
+    if (!StaticCheck(r, s, ps).reason.empty()) continue;
     ++forecasts_;
     Forecast f = ForecastIn(r, s.need, ps);
     if (f.start < best.start) best = std::move(f);

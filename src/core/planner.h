@@ -26,6 +26,9 @@ class Planner {
     JobId blocker = 0;    // kHeldForOthers: the job holding what this one would use
     StatusCode code = StatusCode::kUnavailable;
     std::string reason, detail;  // when not started
+    // The request's equivalence class: an id and Shape() text, valid for the planner's life.
+    uint32_t shape_id = 0;
+    const std::string* shape_text = nullptr;
   };
   struct Forecast {
     TimeMs start = kNever;
@@ -72,6 +75,8 @@ class Planner {
     JobId held_blocker = 0;
   };
   struct ShapeState {
+    uint32_t id = 0;
+    std::string text;  // Shape()
     Need need;
     std::vector<PartState> parts;  // per requested partition
     bool estimated = false;
@@ -79,7 +84,7 @@ class Planner {
   };
   ShapeState& StateOf(const JobRequest& r);
   // Why partition k of the request cannot take the job at all now; empty when it can.
-  Attempt StaticCheck(const JobRequest& r, const PartState& ps) const;
+  Attempt StaticCheck(const JobRequest& r, const ShapeState& s, const PartState& ps) const;
   bool TryIn(JobId id, const JobRequest& r, const Need& need, PartState& ps, TimeMs end,
              Attempt* out);
   Forecast ForecastIn(const JobRequest& r, const Need& need, const PartState& ps);

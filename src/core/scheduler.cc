@@ -61,7 +61,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
   const bool backfill = config.backfill_depth > 0;
   std::set<std::string> blocked;  // without backfill: partitions a blocked job holds back
   uint32_t estimates = 0;
-  std::map<std::string, TimeMs> last_estimate;  // per shape: later jobs start no earlier
+  std::map<uint32_t, TimeMs> last_estimate;  // per shape id: later jobs start no earlier
 
   for (size_t i : PriorityOrder(view, queue, now, config)) {
     const PendingJob& job = queue[i];
@@ -97,7 +97,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
       continue;
     }
 
-    const std::string shape = Planner::Shape(r);
+    const std::string& shape = *a.shape_text;
     if (pass.reservations.size() < config.backfill_depth) {
       const bool others_first = planner.HasReservationIn(r);
       Planner::Forecast f = planner.EarliestStart(r);
@@ -143,7 +143,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
       uint32_t before = planner.forecasts();
       expected = planner.EstimateStart(r, estimates < config.backfill_depth);
       if (planner.forecasts() != before) ++estimates;
-      auto [it, inserted] = last_estimate.try_emplace(shape, expected);
+      auto [it, inserted] = last_estimate.try_emplace(a.shape_id, expected);
       if (!inserted) {
         expected = std::max(expected, it->second);
         it->second = expected;

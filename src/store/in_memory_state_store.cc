@@ -36,6 +36,7 @@ Status InMemoryStateStore::Commit(const Mutation& mutation, Durability durabilit
 Result<LoadedState> InMemoryStateStore::LoadAll() {
   std::vector<RawRecord> raw;
   for (int f = 0; f < kNumFamilies; ++f) {
+    if (static_cast<Family>(f) == Family::kJobPayload) continue;
     for (const auto& [k, v] : data_[f]) raw.push_back({static_cast<Family>(f), k, v});
   }
   std::vector<RawRecord> quarantine;
@@ -60,6 +61,18 @@ Result<std::vector<v1::JobRecord>> InMemoryStateStore::ReadHistory(size_t limit)
     if (j.ParseFromString(it->second)) out.push_back(std::move(j));
   }
   return out;
+}
+
+Result<v1::JobPayload> InMemoryStateStore::ReadJobPayload(uint64_t id) {
+  const std::string key = Mutation::JobKey(id);
+  for (const auto& [k, v] : Fam(Family::kJobPayload)) {
+    if (k != key) continue;
+    v1::JobPayload p;
+    if (!p.ParseFromString(v))
+      return DataLoss("payload of job " + std::to_string(id) + " is corrupt");
+    return p;
+  }
+  return NotFound("job " + std::to_string(id) + " has no stored payload");
 }
 
 void InMemoryStateStore::CorruptForTest(Family family, const std::string& key) {

@@ -14,6 +14,8 @@ const char* FamilyName(Family f) {
       return "job_history";
     case Family::kQuarantine:
       return "quarantine";
+    case Family::kJobPayload:
+      return "job_payload";
   }
   return "?";
 }
@@ -35,7 +37,14 @@ void Mutation::PutJob(const v1::JobRecord& job) {
   ops_.push_back({Family::kJobs, JobKey(job.id()), job.SerializeAsString()});
 }
 
-void Mutation::DeleteJob(uint64_t id) { ops_.push_back({Family::kJobs, JobKey(id), std::nullopt}); }
+void Mutation::DeleteJob(uint64_t id) {
+  ops_.push_back({Family::kJobs, JobKey(id), std::nullopt});
+  ops_.push_back({Family::kJobPayload, JobKey(id), std::nullopt});
+}
+
+void Mutation::PutJobPayload(uint64_t id, const v1::JobPayload& payload) {
+  ops_.push_back({Family::kJobPayload, JobKey(id), payload.SerializeAsString()});
+}
 
 void Mutation::PutNode(const v1::NodeRecord& node) {
   ops_.push_back({Family::kNodes, node.name(), node.SerializeAsString()});
@@ -103,6 +112,7 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
           out.max_history_job_id = std::max(out.max_history_job_id, KeyToId(r.key));
         break;
       case Family::kQuarantine:
+      case Family::kJobPayload:  // read at launch, never at recovery
         break;
     }
   }

@@ -71,7 +71,7 @@ class RocksDbStateStore final : public StateStore {
     std::vector<RawRecord> raw;
     for (int f = 0; f < kNumFamilies; ++f) {
       Family fam = static_cast<Family>(f);
-      if (fam == Family::kQuarantine) continue;
+      if (fam == Family::kQuarantine || fam == Family::kJobPayload) continue;
       std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), Handle(fam)));
       if (fam == Family::kJobHistory) {
         // Only the newest id matters for recovery; the history is read on demand.
@@ -101,6 +101,19 @@ class RocksDbStateStore final : public StateStore {
       MUSTER_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "cannot quarantine bad records"));
     }
     return state;
+  }
+
+  Result<v1::JobPayload> ReadJobPayload(uint64_t id) override {
+    std::string value;
+    rocksdb::Status s =
+        db_->Get(rocksdb::ReadOptions(), Handle(Family::kJobPayload), Mutation::JobKey(id), &value);
+    if (s.IsNotFound()) return NotFound("job " + std::to_string(id) + " has no stored payload");
+    MUSTER_RETURN_IF_ERROR(FromRocks(s, "cannot read the payload of job " + std::to_string(id)));
+    v1::JobPayload p;
+    if (!p.ParseFromString(value)) {
+      return DataLoss("payload of job " + std::to_string(id) + " is corrupt");
+    }
+    return p;
   }
 
   Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override {

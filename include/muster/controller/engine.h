@@ -19,6 +19,7 @@
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
 #include "muster/common/status.h"
+#include "muster/controller/partition_limits.h"
 #include "muster/core/priority.h"
 #include "muster/core/types.h"
 #include "muster/store/state_store.h"
@@ -190,6 +191,8 @@ class Engine {
   core::ClusterView capacity_view_;  // every node empty: for "can it ever run"
   core::SchedulerConfig sched_config_;
   core::PriorityScale priority_scale_;
+  PartitionLimitMap partition_limits_;
+  std::map<std::string, Status> ever_cache_;  // core::ShapeKey -> Place(kEver) answer
   TimeMs last_pass_ms_ = 0;
   std::vector<Outgoing> outgoing_;
   std::vector<std::string> recovery_problems_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "muster/common/status.h"
@@ -44,6 +45,10 @@ enum class PlaceMode {
 //          GPUs depends on which jobs end first.
 Result<Placement> Place(const JobRequest& request, const ClusterView& view, PlaceMode mode,
                         TimeMs now = 0);
+
+// Requests with the same key are interchangeable for placement (the time limit aside): the
+// scheduler treats them as one equivalence class, and callers may cache Place(kEver) by it.
+std::string ShapeKey(const JobRequest& request);
 
 // Marks a placement's resources as used in `view` (the caller applies decisions one by one).
 // REQUIRES: the placement fits (as returned by Place(kNow) on this view).

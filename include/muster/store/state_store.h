@@ -12,14 +12,14 @@
 
 namespace muster::store {
 
-enum class Family { kMeta, kJobs, kNodes, kJobHistory, kQuarantine };
+enum class Family { kMeta, kJobs, kNodes, kJobHistory, kQuarantine, kJobPayload };
 
 // kSync: durable when Commit returns (the write-ahead rule for anything acknowledged or sent).
 // kBuffered: written, made durable by the next synced commit or by the OS; for facts that recovery
 // can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
 // is harmless and they need not pay for an fsync.
 enum class Durability { kSync, kBuffered };
-inline constexpr int kNumFamilies = 5;
+inline constexpr int kNumFamilies = 6;
 const char* FamilyName(Family f);
 
 // A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
@@ -33,7 +33,8 @@ class Mutation {
 
   void PutMeta(const v1::MetaRecord& meta);
   void PutJob(const v1::JobRecord& job);
-  void DeleteJob(uint64_t id);
+  void DeleteJob(uint64_t id);  // the record and its payload
+  void PutJobPayload(uint64_t id, const v1::JobPayload& payload);
   void PutNode(const v1::NodeRecord& node);
   // Moves a finished job out of the live set into the history (accounting) family.
   void ArchiveJob(const v1::JobRecord& job);
@@ -73,6 +74,10 @@ class StateStore {
 
   // Reads archived jobs (accounting), newest first, at most `limit`.
   virtual Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) = 0;
+
+  // Reads a live job's payload (script, environment). NOT_FOUND when there is none, DATA_LOSS
+  // when it does not parse.
+  virtual Result<v1::JobPayload> ReadJobPayload(uint64_t id) = 0;
 };
 
 // Opens (creating if needed) a RocksDB store in `dir`. FAILED_PRECONDITION when another process
@@ -85,6 +90,7 @@ class InMemoryStateStore : public StateStore {
   Status Commit(const Mutation& mutation, Durability durability = Durability::kSync) override;
   Result<LoadedState> LoadAll() override;
   Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override;
+  Result<v1::JobPayload> ReadJobPayload(uint64_t id) override;
 
   // Overwrites a stored value with bytes that do not parse.
   void CorruptForTest(Family family, const std::string& key);

@@ -128,6 +128,31 @@ TYPED_TEST(StateStoreTest, CommitCloseReopenRecover) {
   EXPECT_EQ((*history)[0].state(), v1::COMPLETED);
 }
 
+TYPED_TEST(StateStoreTest, PayloadIsReadBackByIdAndLeavesWithItsJob) {
+  auto s = this->factory_.Open();
+  Mutation m;
+  m.PutJob(Job(5));
+  v1::JobPayload p;
+  p.set_script("#!/bin/sh\necho hi\n");
+  p.add_environment("A=1");
+  m.PutJobPayload(5, p);
+  ASSERT_TRUE(s->Commit(m).ok());
+  this->factory_.Close(s);
+  s = this->factory_.Open();
+  auto loaded = s->LoadAll();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->jobs.size(), 1u);  // payloads are not part of recovery
+  auto back = s->ReadJobPayload(5);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->script(), p.script());
+  ASSERT_EQ(back->environment_size(), 1);
+  EXPECT_EQ(s->ReadJobPayload(6).status().code(), StatusCode::kNotFound);
+  Mutation archive;
+  archive.ArchiveJob(Job(5, v1::COMPLETED));
+  ASSERT_TRUE(s->Commit(archive).ok());
+  EXPECT_EQ(s->ReadJobPayload(5).status().code(), StatusCode::kNotFound);
+}
+
 TYPED_TEST(StateStoreTest, JobsComeBackInIdOrder) {
   auto s = this->factory_.Open();
   Mutation m;
