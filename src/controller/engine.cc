@@ -31,6 +31,7 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
     e.view =
         core::NodeView::Empty(nc.name, nc.cpus, nc.memory_mb, nc.gpus, nc.gpu_type, nc.topology);
     e.view.schedulable = false;
+    e.view.features = nc.features;
     node_index_[nc.name] = nodes_.size();
     nodes_.push_back(std::move(e));
   }

@@ -104,6 +104,30 @@ uint32_t MaxSlotCpus(const JobRequest& r) {
   return tasks * std::max<uint32_t>(1, r.cpus_per_task);
 }
 
+GangLimits GangLimits::Of(const JobRequest& r) {
+  GangLimits l;
+  l.max_leaves = r.max_leaves;
+  if (r.scope == JobRequest::Scope::kLeaf) l.max_height = 1;
+  if (r.scope == JobRequest::Scope::kBlock) l.max_height = 2;
+  l.nvlink = r.scope == JobRequest::Scope::kNvlink;
+  return l;
+}
+
+bool HasFeatures(const NodeView& n, const JobRequest& r) {
+  if (r.features.empty()) return true;
+  for (const auto& all : r.features) {
+    bool ok = true;
+    for (const std::string& f : all) {
+      if (std::find(n.features.begin(), n.features.end(), f) == n.features.end()) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
 Need NeedOf(const JobRequest& r) {
   return {MaxSlotCpus(r), r.gpus_per_node, r.mem_per_node_mb, r.exclusive};
 }
@@ -184,6 +208,14 @@ ClusterIndex::ClusterIndex(ClusterView* view) : view_(view) {
   for (uint32_t i = 0; i < n; ++i) {
     gpu_bucket_[std::min(free_gpus_[i], max_gpus)].Set(pos_of_[i]);
   }
+  std::map<std::string, int32_t> nvlink_ids;
+  nvlink_of_.assign(n, -1);
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::string& d = nodes[i].nvlink_domain;
+    if (d.empty()) continue;
+    auto [it, inserted] = nvlink_ids.try_emplace(d, static_cast<int32_t>(nvlink_ids.size()));
+    nvlink_of_[pos_of_[i]] = it->second;
+  }
   for (const PartitionView& p : view_->partitions) {
     NodeSet s(n);
     for (NodeIndex i : p.nodes) {
@@ -201,7 +233,15 @@ bool ClusterIndex::Idle(NodeIndex n) const {
 bool ClusterIndex::FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need) const {
   const NodeView& v = view_->nodes[n];
   if (need.gpus > 0 && (!TypeMatches(v, r) || v.gpus < need.gpus)) return false;
-  return v.cpus >= need.cpus && v.memory_mb >= need.mem_mb;
+  return v.cpus >= need.cpus && v.memory_mb >= need.mem_mb && HasFeatures(v, r);
+}
+
+int64_t ClusterIndex::FindNode(const std::string& name) const {
+  if (by_name_.empty()) {
+    for (uint32_t i = 0; i < view_->nodes.size(); ++i) by_name_[view_->nodes[i].name] = pos_of_[i];
+  }
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : static_cast<int64_t>(it->second);
 }
 
 bool ClusterIndex::FitsNow(NodeIndex n, const Need& need) const {
@@ -217,6 +257,9 @@ NodeSet ClusterIndex::CapacitySet(size_t partition, const JobRequest& r, const N
     if (up_only && !up_.Test(pos)) return;
     if (FitsCapacity(node_at_[pos], r, need)) out.Set(pos);
   });
+  for (const std::string& name : r.excluded_nodes) {
+    if (int64_t pos = FindNode(name); pos >= 0) out.Reset(static_cast<size_t>(pos));
+  }
   return out;
 }
 
@@ -303,9 +346,29 @@ void ClusterIndex::FillFromDomain(uint32_t domain, uint32_t count, const NodeSet
   TakeBestNodes(leaves[best], need, cand, out);
 }
 
-std::vector<NodeIndex> ClusterIndex::ChooseGang(const NodeSet& cand, uint32_t count) const {
+std::vector<NodeIndex> ClusterIndex::ChooseGang(const NodeSet& cand, uint32_t count,
+                                                const GangLimits& limits) const {
   std::vector<NodeIndex> out;
   if (count == 0) return out;
+  if (limits.nvlink && count > 1) {
+    // The best-fitting NVLink domain that holds the whole gang, then the usual choice inside it.
+    std::map<int32_t, uint32_t> per_domain;
+    cand.ForEach([&](size_t pos) {
+      if (nvlink_of_[pos] >= 0) ++per_domain[nvlink_of_[pos]];
+    });
+    int32_t best = -1;
+    for (const auto& [id, n] : per_domain) {
+      if (n >= count && (best < 0 || n < per_domain[best])) best = id;
+    }
+    if (best < 0) return out;
+    NodeSet inside(size());
+    cand.ForEach([&](size_t pos) {
+      if (nvlink_of_[pos] == best) inside.Set(pos);
+    });
+    GangLimits rest = limits;
+    rest.nvlink = false;
+    return ChooseGang(inside, count, rest);
+  }
   if (count == 1) {
     size_t best = cand.size();
     cand.ForEach([&](size_t pos) {
@@ -332,11 +395,13 @@ std::vector<NodeIndex> ClusterIndex::ChooseGang(const NodeSet& cand, uint32_t co
     if (domains_[d].parent >= 0) total_[static_cast<size_t>(domains_[d].parent)] += total_[d];
   }
   for (size_t h = 1; h < by_height_.size(); ++h) {
+    if (limits.max_height && h > limits.max_height) break;
     int64_t best = -1;
     uint32_t best_leaves = 0, best_left = 0;
     for (uint32_t d : by_height_[h]) {
       if (total_[d] < count) continue;
       uint32_t leaves = LeavesNeeded(d, count);
+      if (limits.max_leaves && leaves > limits.max_leaves) continue;
       uint32_t left = total_[d] - count;
       if (best < 0 || leaves < best_leaves || (leaves == best_leaves && left < best_left)) {
         best = d;
@@ -350,7 +415,7 @@ std::vector<NodeIndex> ClusterIndex::ChooseGang(const NodeSet& cand, uint32_t co
       return out;
     }
   }
-  return out;  // unreachable: the cluster domain holds every candidate
+  return out;  // nothing within the limits
 }
 
 uint32_t ClusterIndex::LeavesSpanned(const std::vector<NodeIndex>& nodes) const {

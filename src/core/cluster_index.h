@@ -4,6 +4,7 @@
 // count), so "nodes with at least g free GPUs" is a union of a few bitsets, never a node scan.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,16 @@ struct Need {
 };
 
 Need NeedOf(const JobRequest& r);
+
+// Where a gang may be placed, from --switches and --topology.
+struct GangLimits {
+  uint32_t max_leaves = 0;  // 0: any
+  uint32_t max_height = 0;  // 0: any; 1: one leaf; 2: one block (spine)
+  bool nvlink = false;      // inside one multi-node NVLink domain
+
+  static GangLimits Of(const JobRequest& r);
+  bool any() const { return max_leaves || max_height || nvlink; }
+};
 uint32_t MaxSlotCpus(const JobRequest& r);
 bool TypeMatches(const NodeView& n, const JobRequest& r);
 
@@ -63,8 +74,8 @@ class ClusterIndex {
   // Positions with exactly k free GPUs (k <= MaxGpus()).
   const NodeSet& GpuBucket(uint32_t k) const { return gpu_bucket_[k]; }
 
-  // Positions of the partition's nodes that could ever hold the slot; with `up_only`, only
-  // those that are schedulable now.
+  // Positions of the partition's nodes that could ever hold the slot (capacity, GPU type,
+  // features, not excluded); with `up_only`, only those that are schedulable now.
   NodeSet CapacitySet(size_t partition, const JobRequest& r, const Need& need, bool up_only) const;
   // out = base & (nodes that have the slot free now).
   void FreeNowSet(const NodeSet& base, const Need& need, NodeSet* out) const;
@@ -73,7 +84,8 @@ class ClusterIndex {
   // them all, then the domain needing the fewest leaves, then the best fit (least left over), then
   // best-fit nodes (fewest free GPUs, then CPUs). Returns node indices ascending; empty when
   // `cand` is too small.
-  std::vector<NodeIndex> ChooseGang(const NodeSet& cand, uint32_t count) const;
+  std::vector<NodeIndex> ChooseGang(const NodeSet& cand, uint32_t count,
+                                    const GangLimits& limits = {}) const;
   // Number of distinct leaves (domains directly above nodes) the nodes span.
   uint32_t LeavesSpanned(const std::vector<NodeIndex>& nodes) const;
 
@@ -82,6 +94,9 @@ class ClusterIndex {
                   const std::vector<NodeIndex>& nodes) const;
   // Marks a placement's resources used, in the view and in the indexes.
   void Take(const Placement& p);
+
+  // The node's position by name, or -1.
+  int64_t FindNode(const std::string& name) const;
 
  private:
   void Rebucket(NodeIndex n, uint32_t old_gpus);
@@ -101,6 +116,8 @@ class ClusterIndex {
   std::vector<NodeSet> partition_sets_;
   std::vector<NodeSet> gpu_bucket_;
   NodeSet up_, idle_;
+  std::vector<int32_t> nvlink_of_;                   // position -> NVLink domain id, -1: none
+  mutable std::map<std::string, uint32_t> by_name_;  // filled on first FindNode
   // Scratch for ChooseGang (this object is used by one thread at a time).
   mutable std::vector<uint32_t> direct_, total_;
 };

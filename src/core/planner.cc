@@ -9,6 +9,10 @@ namespace muster::core {
 
 std::string ShapeKey(const JobRequest& r) {
   std::string key = Join(r.partitions, ",");
+  for (const auto& alt : r.features) key += "|f:" + Join(alt, "&");
+  if (!r.excluded_nodes.empty()) key += "|x:" + Join(r.excluded_nodes, ",");
+  if (!r.required_nodes.empty()) key += "|w:" + Join(r.required_nodes, ",");
+  key += "|l" + std::to_string(r.max_leaves) + "s" + std::to_string(static_cast<int>(r.scope));
   key += '|' + std::to_string(r.nodes) + '|' + std::to_string(MaxSlotCpus(r)) + '|' +
          std::to_string(r.mem_per_node_mb) + '|' + std::to_string(r.gpus_per_node) + '|' +
          ToLower(r.gpu_type) + '|' + (r.exclusive ? "x" : "");
@@ -65,6 +69,12 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
                                       const PartState& ps) const {
   Attempt a;
   a.kind = Kind::kNotRunnable;
+  if (!r.required_nodes.empty()) {
+    a.code = StatusCode::kUnimplemented;
+    a.reason = "BadConstraints";
+    a.detail = "required nodes (--nodelist) are not supported yet";
+    return a;
+  }
   if (ps.part < 0) {
     a.code = StatusCode::kNotFound;
     a.reason = "BadConstraints";
@@ -144,7 +154,7 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const Need& need, PartState& 
           return false;
         });
       }
-      nodes = index_.ChooseGang(scratch_, r.nodes);
+      nodes = index_.ChooseGang(scratch_, r.nodes, GangLimits::Of(r));
     }
   }
   if (!any_free) {
@@ -237,7 +247,7 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const Need& need, con
       if (e != kNever) earliest.push_back(e);
     });
     if (feasible.Count() >= r.nodes) {
-      f.nodes = index_.ChooseGang(feasible, r.nodes);
+      f.nodes = index_.ChooseGang(feasible, r.nodes, GangLimits::Of(r));
       if (!f.nodes.empty()) {
         f.start = t;
         f.partition = view_.partitions[static_cast<size_t>(ps.part)].name;

@@ -65,7 +65,16 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
 
   for (size_t i : PriorityOrder(view, queue, now, config)) {
     const PendingJob& job = queue[i];
-    const JobRequest& r = job.request;
+    // --switches=N@wait: past the wait, any number of leaves will do (as Slurm).
+    JobRequest relaxed;
+    const JobRequest* rp = &job.request;
+    if (job.request.max_leaves && job.max_leaves_wait_ms >= 0 &&
+        now - job.submit_time_ms >= job.max_leaves_wait_ms) {
+      relaxed = job.request;
+      relaxed.max_leaves = 0;
+      rp = &relaxed;
+    }
+    const JobRequest& r = *rp;
     ++pass.stats.considered;
 
     if (!backfill) {

@@ -24,6 +24,7 @@ struct NodeView {
   uint32_t gpus = 0;  // GPU indices 0 .. gpus-1
   std::string gpu_type;
   std::vector<std::string> features;  // for --constraint
+  std::string nvlink_domain;          // a multi-node NVLink domain (NVL72 rack); empty: none
   bool schedulable = false;  // registered, responding, not drained, nothing stale to clean up
 
   // Locality inside the node, from the agent's topology (empty: unknown, all equal). GPUs in one
@@ -83,6 +84,17 @@ struct JobRequest {
   std::string gpu_type;    // empty: any
   bool exclusive = false;  // whole nodes
   int64_t time_limit_ms = 0;
+
+  // Node constraints. `features` is an OR of ANDs: a node qualifies when it has every feature of
+  // at least one alternative ("a&b|c" is {{a,b},{c}}).
+  std::vector<std::vector<std::string>> features;
+  std::vector<std::string> required_nodes;  // all of them are in the gang
+  std::vector<std::string> excluded_nodes;
+  // Topology limits: at most `max_leaves` leaf switches (0: any), and the whole gang inside one
+  // domain of `scope`.
+  uint32_t max_leaves = 0;
+  enum class Scope { kAny, kLeaf, kBlock, kNvlink };
+  Scope scope = Scope::kAny;
 };
 
 // Inputs to a job's multifactor priority that come from outside the core (policies arrive
@@ -98,6 +110,9 @@ struct PendingJob {
   JobId id = 0;
   TimeMs submit_time_ms = 0;
   JobRequest request;
+  // --switches=N@wait: after waiting this long (from submission) the leaf limit is dropped;
+  // negative: never dropped.
+  TimeMs max_leaves_wait_ms = -1;
   PriorityInputs priority;
   // The job held a reservation in the previous pass. Such jobs are planned before any other so
   // that later, higher-priority arrivals cannot push them back again and again (no starvation).

@@ -1,0 +1,126 @@
+// Node constraints and topology limits: --constraint, --exclude, --switches, --topology.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "muster/core/scheduler.h"
+
+namespace muster::core {
+namespace {
+
+// 8 nodes: node0-3 under s1/leafA, node4-7 under s1/leafB; node0 and node4 have 4 GPUs busy.
+// Nodes 0-1 and 4-5 form NVLink domain nvlA, the others have none.
+ClusterView Cluster() {
+  ClusterView v;
+  PartitionView p;
+  p.name = "gpu";
+  for (uint32_t i = 0; i < 8; ++i) {
+    v.nodes.push_back(NodeView::Empty("node" + std::to_string(i), 16, 64000, 8, "h100",
+                                      i < 4 ? "s1/leafA" : "s1/leafB"));
+    v.nodes.back().features = {i % 2 ? "ib" : "eth", i < 4 ? "a" : "b"};
+    if (i == 0 || i == 1 || i == 4 || i == 5) v.nodes.back().nvlink_domain = "nvlA";
+    p.nodes.push_back(i);
+  }
+  for (uint32_t g = 0; g < 4; ++g) v.nodes[0].gpu_free[g] = v.nodes[4].gpu_free[g] = false;
+  v.partitions.push_back(p);
+  return v;
+}
+
+JobRequest Gang(uint32_t nodes, uint32_t gpus) {
+  JobRequest r;
+  r.partitions = {"gpu"};
+  r.nodes = nodes;
+  r.tasks_per_node.assign(nodes, 1);
+  r.gpus_per_node = gpus;
+  return r;
+}
+
+std::set<NodeIndex> Nodes(const Placement& p) {
+  std::set<NodeIndex> s;
+  for (const auto& np : p.nodes) s.insert(np.node);
+  return s;
+}
+
+TEST(ConstraintsTest, FeaturesAndOfOr) {
+  ClusterView v = Cluster();
+  JobRequest r = Gang(2, 8);
+  r.features = {{"ib", "b"}};
+  auto p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{5, 7}));
+  r.features = {{"ib", "a"}, {"eth", "b"}};  // node1, node3 | node6 (node4 is half busy)
+  r.nodes = 3;
+  r.tasks_per_node = {1, 1, 1};
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{1, 3, 6}));
+  r.features = {{"nosuch"}};
+  EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok());
+}
+
+TEST(ConstraintsTest, ExcludedNodesAreNeverUsed) {
+  ClusterView v = Cluster();
+  // Six nodes have 8 GPUs free (node0 and node4 are half busy); without node2, five.
+  JobRequest r = Gang(5, 8);
+  r.excluded_nodes = {"node2"};
+  auto p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{1, 3, 5, 6, 7}));
+  r.nodes = 6;
+  r.tasks_per_node.assign(6, 1);
+  EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok());
+}
+
+TEST(ConstraintsTest, SwitchesAndTopologyScopeLimitTheGang) {
+  ClusterView v = Cluster();
+  JobRequest r = Gang(4, 8);  // 3 whole free nodes per leaf: needs 2 leaves
+  auto any = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(any.ok());
+  r.max_leaves = 1;
+  auto one = Place(r, v, PlaceMode::kNow);
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.status().code(), StatusCode::kUnavailable);
+  r.max_leaves = 0;
+  r.scope = JobRequest::Scope::kLeaf;
+  EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok());
+  r = Gang(3, 8);
+  r.scope = JobRequest::Scope::kLeaf;
+  auto leaf = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(leaf.ok());
+  std::set<std::string> leaves;
+  for (const auto& np : leaf->nodes) leaves.insert(v.nodes[np.node].topology);
+  EXPECT_EQ(leaves.size(), 1u);
+  // NVLink domain nvlA holds nodes 0, 1, 4, 5; only 1 and 5 have 8 GPUs free.
+  r = Gang(2, 8);
+  r.scope = JobRequest::Scope::kNvlink;
+  auto nvl = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(nvl.ok());
+  EXPECT_EQ(Nodes(*nvl), (std::set<NodeIndex>{1, 5}));
+  r.nodes = 3;
+  r.tasks_per_node.assign(3, 1);
+  EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok());
+}
+
+TEST(ConstraintsTest, SwitchesWaitRelaxesTheLimit) {
+  ClusterView v = Cluster();
+  PendingJob j;
+  j.id = 1;
+  j.submit_time_ms = 0;
+  j.request = Gang(4, 8);
+  j.request.max_leaves = 1;
+  j.max_leaves_wait_ms = 60'000;
+  EXPECT_TRUE(Schedule(v, {j}, 30'000, {}).starts.empty()) << "still waiting for one leaf";
+  EXPECT_EQ(Schedule(v, {j}, 60'000, {}).starts.size(), 1u) << "the wait is over";
+}
+
+TEST(ConstraintsTest, RequiredNodesAreRefusedClearly) {
+  ClusterView v = Cluster();
+  JobRequest r = Gang(1, 1);
+  r.required_nodes = {"node3"};
+  auto p = Place(r, v, PlaceMode::kNow);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace muster::core
