@@ -515,6 +515,9 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
   }
 
   if (l.batch_node()) {
+    if (spec.script().rfind("#!", 0) != 0) {
+      return fail("the launch carries no batch script (the controller could not read it back)");
+    }
     std::string script = job->dir + "/script";
     // Close-on-exec, so a process started meanwhile never holds it open for writing (which
     // would make executing it fail with ETXTBSY).

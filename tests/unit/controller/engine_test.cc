@@ -678,3 +678,37 @@ TEST_F(EngineTest, PendingWorkGetsAPassAtLeastEveryMaxInterval) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+TEST_F(EngineTest, ScriptLivesOutsideTheRecordAndIsReadBackAtLaunch) {
+  AllUp();
+  v1::JobSpec spec = Gang(1, 1);
+  spec.set_script("#!/bin/sh\necho payload\n");
+  spec.add_environment("FOO=bar");
+  auto id = Submit(spec);
+  ASSERT_TRUE(id.ok());
+  auto loaded = store_.LoadAll();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->jobs.size(), 1u);
+  EXPECT_TRUE(loaded->jobs[0].spec().script().empty()) << "the record must stay small";
+  Pass();
+  auto sent = Sent(Job(*id).nodes(0));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].launch_job().spec().script(), "#!/bin/sh\necho payload\n");
+  ASSERT_EQ(sent[0].launch_job().spec().environment_size(), 1);
+
+  // A payload that cannot be read back is launched without a script (the agent refuses it and
+  // reports the failure) rather than with something else.
+  auto second = Submit(spec);
+  ASSERT_TRUE(second.ok());
+  store_.CorruptForTest(store::Family::kJobPayload, store::Mutation::JobKey(*second));
+  Pass();
+  sent = Sent(Job(*second).nodes(0));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_TRUE(sent[0].launch_job().spec().script().empty());
+}
+
+}  // namespace
+}  // namespace muster::controller
