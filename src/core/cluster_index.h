@@ -34,6 +34,7 @@ struct GangLimits {
 };
 uint32_t MaxSlotCpus(const JobRequest& r);
 bool TypeMatches(const NodeView& n, const JobRequest& r);
+bool HasFeatures(const NodeView& n, const JobRequest& r);  // the request's --constraint
 
 class ClusterIndex {
  public:

@@ -72,8 +72,10 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
     uint32_t capable = 0;
     for (NodeIndex i : p->nodes) {
       const NodeView& n = view.nodes[i];
+      const bool excluded = std::find(r.excluded_nodes.begin(), r.excluded_nodes.end(), n.name) !=
+                            r.excluded_nodes.end();
       if ((need.gpus == 0 || (TypeMatches(n, r) && n.gpus >= need.gpus)) && n.cpus >= need.cpus &&
-          n.memory_mb >= need.mem_mb) {
+          n.memory_mb >= need.mem_mb && HasFeatures(n, r) && !excluded) {
         ++capable;
       }
     }

@@ -56,6 +56,12 @@ TEST(ConstraintsTest, FeaturesAndOfOr) {
   EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{1, 3, 6}));
   r.features = {{"nosuch"}};
   EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok());
+  // Submission's "can it ever run" applies the same constraints.
+  auto ever = Place(r, v, PlaceMode::kEver);
+  ASSERT_FALSE(ever.ok());
+  EXPECT_EQ(ever.status().code(), StatusCode::kFailedPrecondition);
+  r.features = {{"ib"}};
+  EXPECT_TRUE(Place(r, v, PlaceMode::kEver).ok());
 }
 
 TEST(ConstraintsTest, ExcludedNodesAreNeverUsed) {
