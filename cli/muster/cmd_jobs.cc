@@ -44,6 +44,9 @@ void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   w.Field("exit_code", j.exit_code()).Field("exit_signal", j.exit_signal());
   w.Field("requeue_count", j.requeue_count()).Field("priority", j.priority());
   w.Field("hold", j.hold()).Field("no_requeue", j.no_requeue());
+  w.Field("features", j.features()).Field("required_nodes", j.required_nodes());
+  w.Field("excluded_nodes", j.excluded_nodes()).Field("max_switches", j.max_switches());
+  w.Field("switches_wait_s", j.switches_wait_ms() / 1000).Field("topology", j.topology());
   if (j.state() == v1::PENDING) {
     w.Field("expected_start_time", j.expected_start_ms() / 1000);
     const v1::PriorityFactors& f = j.priority_factors();
@@ -296,6 +299,15 @@ int CmdJob(int argc, char** argv) {
               j.num_nodes(), j.num_tasks(), j.cpus_per_task(),
               static_cast<unsigned long long>(j.mem_per_node_mb()), j.gpus_per_node(),
               j.gpu_type().empty() ? "" : " GpuType=", j.gpu_type().c_str());
+  auto or_null = [](const std::string& v) { return v.empty() ? std::string("(null)") : v; };
+  std::printf("   ReqNodeList=%s ExcNodeList=%s\n", or_null(j.required_nodes()).c_str(),
+              or_null(j.excluded_nodes()).c_str());
+  std::printf("   Features=%s Switches=%u%s Topology=%s\n", or_null(j.features()).c_str(),
+              j.max_switches(),
+              j.max_switches() && j.switches_wait_ms()
+                  ? ("@" + FormatDuration(j.switches_wait_ms())).c_str()
+                  : "",
+              j.topology().empty() ? "any" : j.topology().c_str());
   for (const auto& na : j.allocation().nodes()) {
     std::vector<std::string> g;
     for (uint32_t i : na.gpu_indices()) g.push_back(std::to_string(i));

@@ -124,7 +124,8 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uin
     << "[agent]\n"
     << "spool_dir = \"" << dir << "/spool\"\n"
     << "step_address = \"127.0.0.1:0\"\n\n";
-  // Two leaf switches under one spine, so gang placement has a topology to respect.
+  // Two leaf switches under one spine, so gang placement has a topology to respect; each leaf's
+  // nodes carry its name as a feature (try --constraint=leaf2) and share an NVLink domain.
   uint32_t half = o.nodes > 1 ? (o.nodes + 1) / 2 : 1;
   auto group = [&](uint32_t lo, uint32_t hi, const char* leaf) {
     c << "[[nodes]]\n"
@@ -133,7 +134,9 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uin
       << "memory_mb = " << o.memory_mb << "\n"
       << "gpus = " << o.gpus_per_node << "\n"
       << "gpu_type = \"h100\"\n"
-      << "topology = \"spine1/" << leaf << "\"\n\n";
+      << "topology = \"spine1/" << leaf << "\"\n"
+      << "features = [\"h100\", \"" << leaf << "\"]\n"
+      << "nvlink_domain = \"nvl-" << leaf << "\"\n\n";
   };
   group(1, half, "leaf1");
   if (o.nodes > half) group(half + 1, o.nodes, "leaf2");

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "muster/common/duration.h"
+#include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
 
 namespace muster::client {
@@ -23,6 +24,10 @@ enum LongOnly {
   kNoRequeue,
   kRequeue,
   kExclusive,
+  kSwitches,
+  kTopology,
+  kMemPerGpu,
+  kGpusPerTask,
 };
 
 const struct option kLongOptions[] = {
@@ -47,54 +52,37 @@ const struct option kLongOptions[] = {
     {"no-requeue", no_argument, nullptr, kNoRequeue},
     {"requeue", no_argument, nullptr, kRequeue},
     {"exclusive", no_argument, nullptr, kExclusive},
+    {"constraint", required_argument, nullptr, 'C'},
+    {"nodelist", required_argument, nullptr, 'w'},
+    {"exclude", required_argument, nullptr, 'x'},
+    {"switches", required_argument, nullptr, kSwitches},
+    {"topology", required_argument, nullptr, kTopology},
+    {"mem-per-gpu", required_argument, nullptr, kMemPerGpu},
+    {"gpus-per-task", required_argument, nullptr, kGpusPerTask},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:Hh";
+constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:C:w:x:Hh";
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {"account",
-                                                 "qos",
-                                                 "array",
-                                                 "dependency",
-                                                 "constraint",
-                                                 "nodelist",
-                                                 "exclude",
-                                                 "mail-type",
-                                                 "mail-user",
-                                                 "comment",
-                                                 "signal",
-                                                 "begin",
-                                                 "deadline",
-                                                 "reservation",
-                                                 "mem-per-cpu",
-                                                 "mem-per-gpu",
-                                                 "gpus-per-task",
-                                                 "cpus-per-gpu",
-                                                 "ntasks-per-gpu",
-                                                 "switches",
-                                                 "licenses",
-                                                 "open-mode",
-                                                 "input",
-                                                 "nice",
-                                                 "priority",
-                                                 "test-only",
-                                                 "uid",
-                                                 "gid",
-                                                 "wait",
-                                                 "kill-on-invalid-dep",
-                                                 "distribution",
-                                                 "threads-per-core",
-                                                 "hint",
-                                                 "overcommit",
-                                                 "oversubscribe",
-                                                 "propagate",
-                                                 "get-user-env",
-                                                 "container",
-                                                 "cluster",
-                                                 "clusters",
-                                                 "wckey",
-                                                 "reboot",
+const std::set<std::string> kKnownUnsupported = {"account",       "qos",
+                                                 "array",         "dependency",
+                                                 "mail-type",     "mail-user",
+                                                 "comment",       "signal",
+                                                 "begin",         "deadline",
+                                                 "reservation",   "mem-per-cpu",
+                                                 "cpus-per-gpu",  "ntasks-per-gpu",
+                                                 "licenses",      "open-mode",
+                                                 "input",         "nice",
+                                                 "priority",      "test-only",
+                                                 "uid",           "gid",
+                                                 "wait",          "kill-on-invalid-dep",
+                                                 "distribution",  "threads-per-core",
+                                                 "hint",          "overcommit",
+                                                 "oversubscribe", "propagate",
+                                                 "get-user-env",  "container",
+                                                 "cluster",       "clusters",
+                                                 "wckey",         "reboot",
                                                  "spread-job"};
 
 Result<uint32_t> Count(const std::string& opt, const std::string& v, uint32_t min = 1) {
@@ -144,6 +132,34 @@ Status ParseGres(const std::string& v, SubmitOptions* o) {
     }
     if (count == 0) return InvalidArgument("--gres=" + item + ": count must be at least 1");
     o->gpus_per_node = count;
+  }
+  return Status::Ok();
+}
+
+// -w / -x: a host list expression, expanded here so the controller sees names.
+Status NodeNames(const std::string& opt, const std::string& v, std::vector<std::string>* out) {
+  if (v.find('/') != std::string::npos) {
+    return Unimplemented(opt + "=" + v + ": reading node names from a file is not supported; " +
+                         "give a host list such as gpu[01-04]");
+  }
+  auto names = ExpandHostlist(v, 100'000);
+  if (!names.ok())
+    return InvalidArgument("invalid " + opt + " '" + v + "': " + names.status().message());
+  *out = std::move(*names);
+  return Status::Ok();
+}
+
+// --switches=N[@time]
+Status ParseSwitches(const std::string& v, SubmitOptions* o) {
+  size_t at = v.find('@');
+  auto n = Count("--switches", v.substr(0, at));
+  if (!n.ok()) return n.status();
+  o->max_switches = *n;
+  o->switches_wait_ms = 0;
+  if (at != std::string::npos) {
+    auto t = ParseTimeLimit(v.substr(at + 1));
+    if (!t.ok()) return InvalidArgument("--switches=" + v + ": " + t.status().message());
+    o->switches_wait_ms = *t;
   }
   return Status::Ok();
 }
@@ -210,6 +226,7 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         auto m = ParseMemoryMb(val);
         if (!m.ok()) return err("--mem: " + m.status().message());
         o->mem_mb = *m;
+        o->mem_per_gpu_mb.reset();
         break;
       }
       case 'G': {
@@ -218,6 +235,7 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         if (!s.ok()) return err(s.message());
         o->gpus = n;
         o->gpus_per_node.reset();
+        o->gpus_per_task.reset();
         break;
       }
       case kGpusPerNode: {
@@ -226,12 +244,14 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         if (!s.ok()) return err(s.message());
         o->gpus_per_node = n;
         o->gpus.reset();
+        o->gpus_per_task.reset();
         break;
       }
       case kGres:
         s = ParseGres(val, o);
         if (!s.ok()) return s.Prepend(origin);
         o->gpus.reset();
+        o->gpus_per_task.reset();
         break;
       case 't': {
         auto t = ParseTimeLimit(val);
@@ -269,6 +289,43 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case kExclusive:
         o->exclusive = true;
         break;
+      case 'C':
+        o->constraint = val;
+        break;
+      case 'w':
+        s = NodeNames("--nodelist", val, &o->nodelist.emplace());
+        if (!s.ok()) return s.Prepend(origin);
+        break;
+      case 'x':
+        s = NodeNames("--exclude", val, &o->exclude.emplace());
+        if (!s.ok()) return s.Prepend(origin);
+        break;
+      case kSwitches:
+        s = ParseSwitches(val, o);
+        if (!s.ok()) return s.Prepend(origin);
+        break;
+      case kTopology:
+        if (val != "nvlink" && val != "leaf" && val != "block" && val != "any") {
+          return err("--topology=" + val + ": expected nvlink, leaf, block or any");
+        }
+        o->topology = val;
+        break;
+      case kMemPerGpu: {
+        auto m = ParseMemoryMb(val);
+        if (!m.ok()) return err("--mem-per-gpu: " + m.status().message());
+        o->mem_per_gpu_mb = *m;
+        o->mem_mb.reset();
+        break;
+      }
+      case kGpusPerTask: {
+        uint32_t n = 0;
+        s = TypedCount("--gpus-per-task", val, o, &n);
+        if (!s.ok()) return err(s.message());
+        o->gpus_per_task = n;
+        o->gpus.reset();
+        o->gpus_per_node.reset();
+        break;
+      }
       case 'h':
         o->help = true;
         break;
@@ -385,6 +442,18 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_gpus_total(o.gpus.value_or(0));
   s.set_gpu_type(o.gpu_type.value_or(""));
   s.set_exclusive(o.exclusive);
+  s.set_gpus_per_task(o.gpus_per_task.value_or(0));
+  s.set_mem_per_gpu_mb(o.mem_per_gpu_mb.value_or(0));
+  s.set_constraint(o.constraint.value_or(""));
+  for (const std::string& n : o.nodelist.value_or(std::vector<std::string>{})) {
+    s.add_required_nodes(n);
+  }
+  for (const std::string& n : o.exclude.value_or(std::vector<std::string>{})) {
+    s.add_excluded_nodes(n);
+  }
+  s.set_max_switches(o.max_switches.value_or(0));
+  s.set_switches_wait_ms(o.switches_wait_ms.value_or(0));
+  s.set_topology(o.topology.value_or(""));
   s.set_time_limit_ms(o.time_limit_ms.value_or(0));
   s.set_script(ctx.script);
   if (o.positional.size() > 1) {
@@ -455,7 +524,15 @@ first; options on the command line override them.
   -G, --gpus=[TYPE:]N        GPUs for the whole job
       --gpus-per-node=[TYPE:]N
       --gres=gpu[:TYPE]:N    GPUs per node, Slurm's GRES form
+      --gpus-per-task=[TYPE:]N
+      --mem-per-gpu=SIZE     memory per allocated GPU (instead of --mem)
       --exclusive            whole nodes
+  -C, --constraint=EXPR      node features: a&b (all), a|b (any), a&b|c
+  -w, --nodelist=HOSTS       nodes that must be in the job, e.g. gpu[01-02]
+  -x, --exclude=HOSTS        nodes the job must not use
+      --switches=N[@TIME]    at most N leaf switches, waiting up to TIME for that
+      --topology=SCOPE       nvlink, leaf, block or any: the whole job inside one such
+                             domain, waiting as long as it takes (Muster's own)
   -t, --time=TIME            time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
   -o, --output=PATTERN       stdout file (default slurm-%j.out); %j %x %u %N %A %a %%
   -e, --error=PATTERN        stderr file (default: with stdout)

@@ -256,6 +256,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("backfill_depth", &s.backfill_depth, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(
+            t.Uint("max_switch_wait_ms", &s.max_switch_wait_ms, 0, 30U * 86'400'000));
+        MUSTER_RETURN_IF_ERROR(
             t.Uint("priority_weight_age", &s.priority_weight_age, 0, 1'000'000'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("priority_weight_size", &s.priority_weight_size, 0, 1'000'000'000));
@@ -292,6 +294,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("gpu_type", &proto.gpu_type));
         MUSTER_RETURN_IF_ERROR(t.String("topology", &proto.topology));
         MUSTER_RETURN_IF_ERROR(t.StringList("features", &proto.features));
+        MUSTER_RETURN_IF_ERROR(t.String("nvlink_domain", &proto.nvlink_domain));
         if (proto.gpus > 0 && proto.gpu_type.empty()) proto.gpu_type = "gpu";
         auto expanded = ExpandHostlist(names);
         if (!expanded.ok()) return t.Error(t.Get("names"), "names", expanded.status().message());

@@ -32,6 +32,7 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
         core::NodeView::Empty(nc.name, nc.cpus, nc.memory_mb, nc.gpus, nc.gpu_type, nc.topology);
     e.view.schedulable = false;
     e.view.features = nc.features;
+    e.view.nvlink_domain = nc.nvlink_domain;
     node_index_[nc.name] = nodes_.size();
     nodes_.push_back(std::move(e));
   }
@@ -518,6 +519,12 @@ void Engine::RunSchedulePass(TimeMs now) {
     pj.submit_time_ms = r.submit_time_ms();
     pj.request = job.request;
     pj.priority.fixed = r.priority();
+    if (r.spec().max_switches() > 0) {
+      // --switches=N[@time]: the wait is capped by (and defaults to) max_switch_wait_ms.
+      const int64_t cap = options_.config.scheduling.max_switch_wait_ms;
+      const int64_t asked = r.spec().switches_wait_ms();
+      pj.max_leaves_wait_ms = asked > 0 ? std::min(asked, cap) : cap;
+    }
     pj.had_reservation = job.had_reservation;
     job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
                                          priority_scale_, now, sched_config_.weights);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <set>
 
+#include "muster/common/hostlist.h"
 #include "muster/common/output_pattern.h"
 #include "muster/common/version.h"
 #include "muster/controller/engine.h"
@@ -62,6 +63,12 @@ v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
   }
   info.set_no_requeue(s.no_requeue());
   info.set_hold(s.hold());
+  info.set_features(s.constraint());
+  info.set_required_nodes(CompressHostlist({s.required_nodes().begin(), s.required_nodes().end()}));
+  info.set_excluded_nodes(CompressHostlist({s.excluded_nodes().begin(), s.excluded_nodes().end()}));
+  info.set_max_switches(s.max_switches());
+  info.set_switches_wait_ms(s.switches_wait_ms());
+  info.set_topology(s.topology());
   return info;
 }
 

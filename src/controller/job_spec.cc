@@ -1,6 +1,7 @@
 #include "job_spec.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "muster/common/strings.h"
 
@@ -25,8 +26,77 @@ PartitionLimitMap ComputePartitionLimits(const Config& config) {
   return out;
 }
 
+Result<std::vector<std::vector<std::string>>> ParseConstraint(const std::string& expr) {
+  std::vector<std::vector<std::string>> alternatives;
+  if (expr.empty()) return alternatives;
+  for (char c : expr) {
+    if (c == '[' || c == ']' || c == '(' || c == ')' || c == '*') {
+      return Unimplemented("--constraint '" + expr +
+                           "': brackets, parentheses and counts are not supported; use & and |");
+    }
+  }
+  for (const std::string& alt : Split(expr, '|')) {
+    std::vector<std::string> all;
+    // Slurm reads ',' as AND too.
+    for (const std::string& and_part : Split(alt, '&')) {
+      for (const std::string& f : Split(and_part, ',')) {
+        std::string name(Trim(f));
+        bool ok = !name.empty();
+        for (char c : name) {
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' &&
+              c != ':') {
+            ok = false;
+          }
+        }
+        if (!ok) {
+          return InvalidArgument("--constraint '" + expr + "': '" + name +
+                                 "' is not a feature name (letters, digits, _ - . :)");
+        }
+        if (std::find(all.begin(), all.end(), name) == all.end()) all.push_back(name);
+      }
+    }
+    alternatives.push_back(std::move(all));
+  }
+  return alternatives;
+}
+
+namespace {
+
+// Removes repeated names, keeping the first of each.
+void Dedupe(google::protobuf::RepeatedPtrField<std::string>* names) {
+  std::vector<std::string> seen;
+  for (const std::string& n : *names) {
+    if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
+  }
+  names->Clear();
+  for (std::string& n : seen) names->Add(std::move(n));
+}
+
+// Node constraints and topology limits: checked here, applied by the core.
+Status NormalizeConstraints(v1::JobSpec& spec) {
+  MUSTER_RETURN_IF_ERROR(ParseConstraint(spec.constraint()).status());
+  Dedupe(spec.mutable_required_nodes());
+  Dedupe(spec.mutable_excluded_nodes());
+  for (const std::string& n : spec.required_nodes()) {
+    if (std::find(spec.excluded_nodes().begin(), spec.excluded_nodes().end(), n) !=
+        spec.excluded_nodes().end()) {
+      return InvalidArgument("node " + n + " is both in --nodelist and in --exclude");
+    }
+  }
+  const std::string& t = spec.topology();
+  if (!t.empty() && t != "any" && t != "leaf" && t != "block" && t != "nvlink") {
+    return InvalidArgument("--topology=" + t + ": expected nvlink, leaf, block or any");
+  }
+  if (spec.max_switches() > 100'000) return InvalidArgument("--switches count is too large");
+  if (spec.switches_wait_ms() < 0) return InvalidArgument("--switches wait must not be negative");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const PartitionLimitMap& limits,
                         int64_t* time_limit_ms) {
+  MUSTER_RETURN_IF_ERROR(NormalizeConstraints(spec));
   // Partitions: empty means the default partition.
   if (spec.partitions().empty()) {
     const PartitionConfig* def = config.DefaultPartition();
@@ -64,10 +134,18 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
   if (spec.cpus_per_task() == 0) spec.set_cpus_per_task(1);
   const uint32_t cpt = spec.cpus_per_task();
   uint32_t nodes = spec.nodes(), ntasks = spec.ntasks(), tpn = spec.ntasks_per_node();
+  const uint32_t gpt = spec.gpus_per_task();
   const bool nodes_given = nodes > 0;
 
   if (spec.gpus_total() > 0 && spec.gpus_per_node() > 0) {
     return InvalidArgument("give either --gpus or --gpus-per-node (--gres=gpu:N), not both");
+  }
+  if (gpt > 0 && (spec.gpus_total() > 0 || spec.gpus_per_node() > 0)) {
+    return InvalidArgument(
+        "give one of --gpus-per-task, --gpus and --gpus-per-node (--gres=gpu:N), not several");
+  }
+  if (spec.mem_per_gpu_mb() > 0 && spec.mem_per_node_mb() > 0) {
+    return InvalidArgument("--mem and --mem-per-gpu are mutually exclusive");
   }
   // Nodes needed for the tasks when -N was not given.
   if (!nodes_given) {
@@ -76,10 +154,21 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     } else if (ntasks > 0 && max_cpus > 0) {
       uint64_t cpus = static_cast<uint64_t>(ntasks) * cpt;
       nodes = static_cast<uint32_t>(std::max<uint64_t>(1, (cpus + max_cpus - 1) / max_cpus));
+      if (gpt > 0 && max_gpus >= gpt) {
+        // As many tasks per node as the largest node's GPUs allow.
+        uint32_t by_gpus = max_gpus / gpt;
+        nodes = std::max(nodes, (ntasks + by_gpus - 1) / by_gpus);
+      }
       nodes = std::min(nodes, ntasks);
     } else {
       nodes = 1;
     }
+    // As Slurm: every --nodelist node is in the job, so the count grows to hold them.
+    nodes = std::max<uint32_t>(nodes, static_cast<uint32_t>(spec.required_nodes_size()));
+  } else if (static_cast<uint32_t>(spec.required_nodes_size()) > nodes) {
+    return InvalidArgument("-N " + std::to_string(nodes) + " is fewer than the " +
+                           std::to_string(spec.required_nodes_size()) +
+                           " nodes named by --nodelist");
   }
   // --gpus=G is a total: split evenly over the nodes.
   if (spec.gpus_total() > 0) {
@@ -117,6 +206,22 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
   spec.clear_tasks_per_node();
   uint32_t base = ntasks / nodes, extra = ntasks % nodes;
   for (uint32_t i = 0; i < nodes; ++i) spec.add_tasks_per_node(base + (i < extra ? 1 : 0));
+  if (gpt > 0) {
+    // Every node holds the same number of GPUs in this version, so the tasks must split evenly.
+    if (extra != 0) {
+      return Unimplemented("--gpus-per-task with " + std::to_string(ntasks) + " tasks on " +
+                           std::to_string(nodes) +
+                           " nodes gives nodes different GPU counts, which this version does "
+                           "not support; make the tasks a multiple of the nodes");
+    }
+    spec.set_gpus_per_node(gpt * base);
+  }
+  if (spec.mem_per_gpu_mb() > 0) {
+    if (spec.gpus_per_node() == 0) {
+      return InvalidArgument("--mem-per-gpu needs GPUs (--gpus, --gpus-per-node or --gres=gpu)");
+    }
+    spec.set_mem_per_node_mb(spec.mem_per_gpu_mb() * spec.gpus_per_node());
+  }
   if (spec.name().empty()) spec.set_name("job");
   return Status::Ok();
 }
@@ -133,6 +238,18 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   r.gpu_type = s.gpu_type();
   r.exclusive = s.exclusive();
   r.time_limit_ms = rec.time_limit_ms();
+  // Validated at submission; a record from an older version without it parses to nothing.
+  if (auto f = ParseConstraint(s.constraint()); f.ok()) r.features = std::move(*f);
+  r.required_nodes.assign(s.required_nodes().begin(), s.required_nodes().end());
+  r.excluded_nodes.assign(s.excluded_nodes().begin(), s.excluded_nodes().end());
+  r.max_leaves = s.max_switches();
+  if (s.topology() == "leaf") {
+    r.scope = core::JobRequest::Scope::kLeaf;
+  } else if (s.topology() == "block") {
+    r.scope = core::JobRequest::Scope::kBlock;
+  } else if (s.topology() == "nvlink") {
+    r.scope = core::JobRequest::Scope::kNvlink;
+  }
   return r;
 }
 

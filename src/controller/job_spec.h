@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "muster/common/config.h"
 #include "muster/common/status.h"
@@ -21,5 +22,9 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
                         int64_t* time_limit_ms);
 
 core::JobRequest ToCoreRequest(const v1::JobRecord& rec);
+
+// --constraint "a&b|c" as an OR of ANDs ({{a,b},{c}}); ',' is AND as in Slurm. UNIMPLEMENTED for
+// Slurm's brackets, parentheses and counts; INVALID_ARGUMENT for a malformed feature name.
+Result<std::vector<std::vector<std::string>>> ParseConstraint(const std::string& expr);
 
 }  // namespace muster::controller

@@ -128,6 +128,12 @@ bool HasFeatures(const NodeView& n, const JobRequest& r) {
   return false;
 }
 
+std::string FeatureText(const JobRequest& r) {
+  std::vector<std::string> alts;
+  for (const auto& all : r.features) alts.push_back(Join(all, "&"));
+  return Join(alts, "|");
+}
+
 Need NeedOf(const JobRequest& r) {
   return {MaxSlotCpus(r), r.gpus_per_node, r.mem_per_node_mb, r.exclusive};
 }
@@ -416,6 +422,72 @@ std::vector<NodeIndex> ClusterIndex::ChooseGang(const NodeSet& cand, uint32_t co
     }
   }
   return out;  // nothing within the limits
+}
+
+std::vector<NodeIndex> ClusterIndex::ChooseGangWith(const NodeSet& cand, uint32_t count,
+                                                    const GangLimits& limits,
+                                                    const NodeSet& forced) const {
+  std::vector<NodeIndex> out;
+  std::vector<uint32_t> fpos;
+  forced.ForEach([&](size_t pos) { fpos.push_back(static_cast<uint32_t>(pos)); });
+  if (fpos.empty()) return ChooseGang(cand, count, limits);
+  if (fpos.size() > count || !cand.Contains(forced)) return out;
+  if (limits.nvlink) {
+    const int32_t id = nvlink_of_[fpos[0]];
+    for (uint32_t pos : fpos) {
+      if (id < 0 || nvlink_of_[pos] != id) return out;
+    }
+    NodeSet inside(size());
+    cand.ForEach([&](size_t pos) {
+      if (nvlink_of_[pos] == id) inside.Set(pos);
+    });
+    GangLimits rest = limits;
+    rest.nvlink = false;
+    return ChooseGangWith(inside, count, rest, forced);
+  }
+  NodeSet others = cand;
+  others.AndNot(forced);
+  auto holds_all = [&](uint32_t d) {
+    return std::all_of(fpos.begin(), fpos.end(), [&](uint32_t pos) {
+      return leaf_of_[pos] >= d && leaf_of_[pos] < domains_[d].end;
+    });
+  };
+  // The domains that hold every forced node: the lowest common one and its ancestors.
+  int64_t d = leaf_of_[fpos[0]];
+  while (d >= 0 && !holds_all(static_cast<uint32_t>(d)))
+    d = domains_[static_cast<size_t>(d)].parent;
+  const uint32_t extra = count - static_cast<uint32_t>(fpos.size());
+  for (; d >= 0; d = domains_[static_cast<size_t>(d)].parent) {
+    const Domain& dom = domains_[static_cast<size_t>(d)];
+    if (limits.max_height && dom.height > limits.max_height) break;
+    direct_.assign(domains_.size(), 0);
+    uint32_t inside = 0;
+    others.ForEach([&](size_t pos) {
+      if (leaf_of_[pos] >= d && leaf_of_[pos] < dom.end) {
+        ++direct_[leaf_of_[pos]];
+        ++inside;
+      }
+    });
+    if (inside < extra) continue;
+    out.clear();
+    for (uint32_t pos : fpos) out.push_back(node_at_[pos]);
+    // The forced nodes' own leaves first, then the usual fewest-leaves fill for the rest.
+    uint32_t need = extra;
+    for (uint32_t pos : fpos) {
+      uint32_t leaf = leaf_of_[pos];
+      if (need == 0 || direct_[leaf] == 0) continue;
+      uint32_t take = std::min(need, direct_[leaf]);
+      TakeBestNodes(leaf, take, others, &out);
+      need -= take;
+      direct_[leaf] = 0;
+    }
+    if (need > 0) FillFromDomain(static_cast<uint32_t>(d), need, others, &out);
+    if (limits.max_leaves && LeavesSpanned(out) > limits.max_leaves) continue;
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  out.clear();
+  return out;
 }
 
 uint32_t ClusterIndex::LeavesSpanned(const std::vector<NodeIndex>& nodes) const {

@@ -35,6 +35,7 @@ struct GangLimits {
 uint32_t MaxSlotCpus(const JobRequest& r);
 bool TypeMatches(const NodeView& n, const JobRequest& r);
 bool HasFeatures(const NodeView& n, const JobRequest& r);  // the request's --constraint
+std::string FeatureText(const JobRequest& r);              // "a&b|c"
 
 class ClusterIndex {
  public:
@@ -87,6 +88,11 @@ class ClusterIndex {
   // `cand` is too small.
   std::vector<NodeIndex> ChooseGang(const NodeSet& cand, uint32_t count,
                                     const GangLimits& limits = {}) const;
+  // The same choice for a gang that must include every position of `forced` (a subset of
+  // `cand`, e.g. --nodelist): the lowest domain holding the forced nodes and enough others, the
+  // forced nodes' own leaves filled first. Empty when no such gang exists within the limits.
+  std::vector<NodeIndex> ChooseGangWith(const NodeSet& cand, uint32_t count,
+                                        const GangLimits& limits, const NodeSet& forced) const;
   // Number of distinct leaves (domains directly above nodes) the nodes span.
   uint32_t LeavesSpanned(const std::vector<NodeIndex>& nodes) const;
 

@@ -1,7 +1,9 @@
 // The single-job questions: can it start now, can it ever run here, when would it start. All
 // three go through the same Planner the scheduling pass uses.
 #include <algorithm>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "cluster_index.h"
 #include "muster/common/strings.h"
@@ -51,11 +53,46 @@ std::string NeverFits(const JobRequest& r, const ClusterView& view, const Partit
            " MB of memory per node; the largest node" + where + " has " + std::to_string(max_mem) +
            " MB";
   }
+  if (!r.features.empty()) {
+    uint32_t with = 0;
+    for (NodeIndex i : p.nodes) with += HasFeatures(view.nodes[i], r) ? 1 : 0;
+    if (with < r.nodes) {
+      return "asks for nodes with features " + FeatureText(r) + "; " + std::to_string(with) +
+             " of " + std::to_string(p.nodes.size()) + " nodes" + where + " have them";
+    }
+  }
   return "needs " + Planner::Shape(r) + "; only " + std::to_string(capable) + " of " +
          std::to_string(p.nodes.size()) + " nodes" + where + " can hold that";
 }
 
+// Every node named by --nodelist or --exclude must exist.
+Status NamesExist(const JobRequest& r, const ClusterView& view) {
+  if (r.required_nodes.empty() && r.excluded_nodes.empty()) return Status::Ok();
+  std::set<std::string_view> names;
+  for (const NodeView& n : view.nodes) names.insert(n.name);
+  std::vector<std::string> unknown;
+  for (const auto* list : {&r.required_nodes, &r.excluded_nodes}) {
+    for (const std::string& name : *list) {
+      if (!names.count(name)) unknown.push_back(name);
+    }
+  }
+  if (!unknown.empty()) return NotFound("no such node: " + Join(unknown, ","));
+  for (const std::string& name : r.required_nodes) {
+    if (std::find(r.excluded_nodes.begin(), r.excluded_nodes.end(), name) !=
+        r.excluded_nodes.end()) {
+      return InvalidArgument("node " + name + " is both required (--nodelist) and excluded");
+    }
+  }
+  if (r.required_nodes.size() > r.nodes) {
+    return InvalidArgument(std::to_string(r.required_nodes.size()) +
+                           " nodes are required (--nodelist) but the job asks for " +
+                           std::to_string(r.nodes));
+  }
+  return Status::Ok();
+}
+
 Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
+  MUSTER_RETURN_IF_ERROR(NamesExist(r, view));
   std::string first_failure;
   for (const std::string& name : r.partitions) {
     const PartitionView* p = view.FindPartition(name);
@@ -70,6 +107,7 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
     if (r.nodes > p->nodes.size()) return Placement{p->name, 0, {}};
     const Need need = NeedOf(r);
     uint32_t capable = 0;
+    size_t required_capable = 0;
     for (NodeIndex i : p->nodes) {
       const NodeView& n = view.nodes[i];
       const bool excluded = std::find(r.excluded_nodes.begin(), r.excluded_nodes.end(), n.name) !=
@@ -77,10 +115,22 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
       if ((need.gpus == 0 || (TypeMatches(n, r) && n.gpus >= need.gpus)) && n.cpus >= need.cpus &&
           n.memory_mb >= need.mem_mb && HasFeatures(n, r) && !excluded) {
         ++capable;
+        if (std::find(r.required_nodes.begin(), r.required_nodes.end(), n.name) !=
+            r.required_nodes.end()) {
+          ++required_capable;
+        }
       }
     }
-    if (capable >= r.nodes) return Placement{p->name, 0, {}};
-    if (first_failure.empty()) first_failure = NeverFits(r, view, *p, capable);
+    if (capable >= r.nodes && required_capable == r.required_nodes.size()) {
+      return Placement{p->name, 0, {}};
+    }
+    if (!first_failure.empty()) continue;
+    if (capable >= r.nodes) {
+      first_failure = "needs " + Planner::Shape(r) + " on node(s) " + Join(r.required_nodes, ",") +
+                      "; not all of them are in partition " + p->name + " and can hold that";
+    } else {
+      first_failure = NeverFits(r, view, *p, capable);
+    }
   }
   return FailedPrecondition(first_failure);
 }

@@ -30,7 +30,31 @@ std::string Planner::Shape(const JobRequest& r) {
   }
   per.push_back(std::to_string(MaxSlotCpus(r)) + " CPUs");
   if (r.mem_per_node_mb) per.push_back(std::to_string(r.mem_per_node_mb) + " MB");
-  return s + " x (" + Join(per, ", ") + ")";
+  s += " x (" + Join(per, ", ") + ")";
+  if (!r.features.empty()) s += " with features " + FeatureText(r);
+  switch (r.scope) {
+    case JobRequest::Scope::kLeaf:
+      s += " under one leaf switch";
+      break;
+    case JobRequest::Scope::kBlock:
+      s += " under one spine";
+      break;
+    case JobRequest::Scope::kNvlink:
+      s += " in one NVLink domain";
+      break;
+    case JobRequest::Scope::kAny:
+      if (r.max_leaves) {
+        s += " on at most " + std::to_string(r.max_leaves) + " leaf switch" +
+             (r.max_leaves == 1 ? "" : "es");
+      }
+      break;
+  }
+  if (!r.required_nodes.empty()) s += " including " + Join(r.required_nodes, ",");
+  if (!r.excluded_nodes.empty()) {
+    s += " excluding " + std::to_string(r.excluded_nodes.size()) + " node" +
+         (r.excluded_nodes.size() == 1 ? "" : "s");
+  }
+  return s;
 }
 
 Planner::Planner(const ClusterView& view, TimeMs now, const SchedulerConfig& config)
@@ -48,6 +72,26 @@ Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
   s.id = static_cast<uint32_t>(shapes_.size() - 1);
   s.text = Shape(r);
   s.need = NeedOf(r);
+  s.forced = NodeSet(index_.size());
+  for (const std::string& name : r.required_nodes) {
+    if (int64_t pos = index_.FindNode(name); pos >= 0) {
+      s.forced.Set(static_cast<size_t>(pos));
+    } else {
+      s.unknown_nodes.push_back(name);
+    }
+  }
+  for (const std::string& name : r.excluded_nodes) {
+    if (index_.FindNode(name) < 0) s.unknown_nodes.push_back(name);
+  }
+  // Names of the required nodes outside `set`.
+  auto missing = [&](const NodeSet& set) {
+    std::vector<std::string> names;
+    s.forced.ForEach([&](size_t pos) {
+      if (!set.Test(pos))
+        names.push_back(view_.nodes[index_.NodeAt(static_cast<uint32_t>(pos))].name);
+    });
+    return names;
+  };
   for (const std::string& name : r.partitions) {
     PartState ps;
     ps.name = name;
@@ -57,7 +101,11 @@ Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
     if (ps.part >= 0) {
       NodeSet all = index_.CapacitySet(static_cast<size_t>(ps.part), r, s.need, false);
       ps.capacity = static_cast<uint32_t>(all.Count());
+      if (auto never = missing(all); !never.empty()) {
+        ps.required_never = Join(never, ",");
+      }
       all &= index_.Up();
+      if (auto down = missing(all); !down.empty()) ps.required_down = Join(down, ",");
       ps.up_capacity = std::move(all);
     }
     s.parts.push_back(std::move(ps));
@@ -69,10 +117,10 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
                                       const PartState& ps) const {
   Attempt a;
   a.kind = Kind::kNotRunnable;
-  if (!r.required_nodes.empty()) {
-    a.code = StatusCode::kUnimplemented;
+  if (!s.unknown_nodes.empty()) {
+    a.code = StatusCode::kNotFound;
     a.reason = "BadConstraints";
-    a.detail = "required nodes (--nodelist) are not supported yet";
+    a.detail = "no such node: " + Join(s.unknown_nodes, ",");
     return a;
   }
   if (ps.part < 0) {
@@ -103,6 +151,25 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
                std::to_string(p.nodes.size()) + " nodes in partition " + p.name + " can hold that";
     return a;
   }
+  if (!ps.required_never.empty()) {
+    a.code = StatusCode::kFailedPrecondition;
+    a.reason = "BadConstraints";
+    a.detail = "needs " + s.text + " including node(s) " + ps.required_never +
+               ", which partition " + p.name + " does not have or which cannot hold that";
+    return a;
+  }
+  if (r.required_nodes.size() > r.nodes) {
+    a.code = StatusCode::kInvalidArgument;
+    a.reason = "BadConstraints";
+    a.detail = std::to_string(r.required_nodes.size()) + " required nodes but a gang of " +
+               std::to_string(r.nodes);
+    return a;
+  }
+  if (!ps.required_down.empty()) {
+    a.reason = "ReqNodeNotAvail";
+    a.detail = "UnavailableNodes:" + ps.required_down + "; required node(s) down or drained";
+    return a;
+  }
   uint32_t up = static_cast<uint32_t>(ps.up_capacity.Count());
   if (up < r.nodes) {
     a.reason = "ReqNodeNotAvail";
@@ -115,8 +182,10 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
   return a;
 }
 
-bool Planner::TryIn(JobId id, const JobRequest& r, const Need& need, PartState& ps, TimeMs end,
+bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartState& ps, TimeMs end,
                     Attempt* out) {
+  const Need& need = s.need;
+  const bool forced = s.forced.Any();
   const NodeSet& base = ps.up_capacity;
   const NodeSet& held = profile_.Held();
   const bool any_held = held.Any();
@@ -124,7 +193,7 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const Need& need, PartState& 
   JobId blocker = 0;
   std::vector<NodeIndex> nodes;
 
-  if (r.nodes == 1) {
+  if (r.nodes == 1 && !forced) {
     // One node: best fit straight from the free-GPU buckets, fewest free GPUs first.
     auto take = [&](size_t pos) {
       NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
@@ -145,7 +214,8 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const Need& need, PartState& 
     }
   } else {
     index_.FreeNowSet(base, need, &scratch_);
-    if (scratch_.Count() >= r.nodes) {
+    // A required node that is busy now stays busy for the rest of the pass.
+    if (scratch_.Count() >= r.nodes && (!forced || scratch_.Contains(s.forced))) {
       any_free = true;
       if (any_held) {
         scratch_.FindInBoth(held, [&](size_t pos) {
@@ -154,7 +224,7 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const Need& need, PartState& 
           return false;
         });
       }
-      nodes = index_.ChooseGang(scratch_, r.nodes, GangLimits::Of(r));
+      nodes = index_.ChooseGangWith(scratch_, r.nodes, GangLimits::Of(r), s.forced);
     }
   }
   if (!any_free) {
@@ -196,7 +266,7 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
     }
     Attempt a;
     searched = true;
-    if (TryIn(id, r, s.need, ps, end, &a)) return a;
+    if (TryIn(id, r, s, ps, end, &a)) return a;
     if (!ps.no_free) {
       held = true;
       blocker = a.blocker;
@@ -231,7 +301,10 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
   return a;
 }
 
-Planner::Forecast Planner::ForecastIn(const JobRequest& r, const Need& need, const PartState& ps) {
+Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s,
+                                      const PartState& ps) {
+  const Need& need = s.need;
+  const bool forced = s.forced.Any();
   Forecast f;
   const NodeSet& base = ps.up_capacity;
   std::vector<TimeMs> earliest;
@@ -240,14 +313,17 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const Need& need, con
   for (uint32_t round = 0; round < config_.max_forecast_rounds; ++round) {
     earliest.clear();
     feasible.Clear();
+    TimeMs forced_at = t;  // when every required node is free
     base.ForEach([&](size_t pos) {
       NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
       TimeMs e = profile_.EarliestStart(n, need, t, r.time_limit_ms);
       if (e == t) feasible.Set(pos);
       if (e != kNever) earliest.push_back(e);
+      if (forced && s.forced.Test(pos)) forced_at = std::max(forced_at, e);
     });
-    if (feasible.Count() >= r.nodes) {
-      f.nodes = index_.ChooseGang(feasible, r.nodes, GangLimits::Of(r));
+    if (forced_at == kNever) return f;
+    if (feasible.Count() >= r.nodes && forced_at == t) {
+      f.nodes = index_.ChooseGangWith(feasible, r.nodes, GangLimits::Of(r), s.forced);
       if (!f.nodes.empty()) {
         f.start = t;
         f.partition = view_.partitions[static_cast<size_t>(ps.part)].name;
@@ -264,7 +340,7 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const Need& need, con
     // No gang before the r.nodes-th earliest node: jump there.
     auto nth = earliest.begin() + (r.nodes - 1);
     std::nth_element(earliest.begin(), nth, earliest.end());
-    TimeMs next = *nth;
+    TimeMs next = std::max(*nth, forced_at);
     if (next <= t) {
       // Enough nodes at t but no gang among them (cannot happen without topology limits):
       // move past t.
@@ -286,7 +362,7 @@ Planner::Forecast Planner::EarliestStart(const JobRequest& r) {
   for (const PartState& ps : s.parts) {
     if (!StaticCheck(r, s, ps).reason.empty()) continue;
     ++forecasts_;
-    Forecast f = ForecastIn(r, s.need, ps);
+    Forecast f = ForecastIn(r, s, ps);
     if (f.start < best.start) best = std::move(f);
   }
   return best;

@@ -73,21 +73,25 @@ class Planner {
     bool held = false;         // a job of this shape collided with a reservation...
     TimeMs held_duration = 0;  // ...with this duration (longer ones collide too)
     JobId held_blocker = 0;
+    // Required nodes (--nodelist) this partition can never give, or that are down now.
+    std::string required_never, required_down;
   };
   struct ShapeState {
     uint32_t id = 0;
     std::string text;  // Shape()
     Need need;
-    std::vector<PartState> parts;  // per requested partition
+    NodeSet forced;                          // required nodes' positions (--nodelist)
+    std::vector<std::string> unknown_nodes;  // required or excluded names no node has
+    std::vector<PartState> parts;            // per requested partition
     bool estimated = false;
     TimeMs estimate = kNever;
   };
   ShapeState& StateOf(const JobRequest& r);
   // Why partition k of the request cannot take the job at all now; empty when it can.
   Attempt StaticCheck(const JobRequest& r, const ShapeState& s, const PartState& ps) const;
-  bool TryIn(JobId id, const JobRequest& r, const Need& need, PartState& ps, TimeMs end,
+  bool TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartState& ps, TimeMs end,
              Attempt* out);
-  Forecast ForecastIn(const JobRequest& r, const Need& need, const PartState& ps);
+  Forecast ForecastIn(const JobRequest& r, const ShapeState& s, const PartState& ps);
 
   ClusterView view_;
   ClusterIndex index_;

@@ -87,6 +87,24 @@ muster queue --priority --noheader -j "$wide" | grep -qE "^ +$wide +gpu" || fail
 muster cancel "$blocker" "$wide" "$short"
 for id in "$blocker" "$wide" "$short"; do wait_for 30 is_state "$id" CANCELLED; done
 
+echo "== node constraints: --nodelist, --exclude, --constraint, --topology"
+on4=$(muster submit --parsable -w node4 --wrap true)
+not1=$(muster submit --parsable -N 3 -x node1 --wrap true)
+leaf1=$(muster submit --parsable -N 2 -C 'leaf1&h100' --topology=nvlink --wrap true)
+for id in "$on4" "$not1" "$leaf1"; do wait_for 30 is_state "$id" COMPLETED; done
+muster job show "$on4" --json | grep -q '"nodes":\["node4"\]' || fail "-w node4 ran elsewhere"
+muster job show "$not1" --json | grep -q '"nodes":\["node2","node3","node4"\]' || fail "-x node1"
+muster job show "$leaf1" --json | grep -q '"nodes":\["node1","node2"\]' || fail "-C leaf1"
+muster job show "$on4" | grep -q "ReqNodeList=node4 " || fail "job show lacks ReqNodeList"
+set +e
+out=$(muster submit -w node9 --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "no such node: node9" <<<"$out" || fail "unknown node not refused: $out"
+set +e
+out=$(muster submit -C fpga --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "features fpga" <<<"$out" || fail "unknown feature not refused: $out"
+
 echo "== cancel and time limit"
 long=$(muster submit --parsable --wrap 'sleep 300')
 limited=$(muster submit --parsable -t 0:01 --wrap 'sleep 300')

@@ -17,7 +17,12 @@ struct SubmitOptions {
   std::optional<uint32_t> nodes, ntasks, ntasks_per_node, cpus_per_task;
   std::optional<uint32_t> gpus, gpus_per_node;
   std::optional<std::string> gpu_type;
-  std::optional<uint64_t> mem_mb;
+  std::optional<uint32_t> gpus_per_task;
+  std::optional<uint64_t> mem_mb, mem_per_gpu_mb;
+  std::optional<std::string> constraint, topology;
+  std::optional<std::vector<std::string>> nodelist, exclude;  // expanded host lists
+  std::optional<uint32_t> max_switches;
+  std::optional<int64_t> switches_wait_ms;
   std::optional<int64_t> time_limit_ms;
   bool hold = false;
   bool parsable = false;

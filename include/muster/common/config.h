@@ -31,6 +31,9 @@ struct SchedulingConfig {
   uint32_t max_job_count = 1'000'000;            // pending + running jobs
   // Backfill: how many blocked jobs get a reservation per pass (1 = EASY; 0 = no backfill).
   uint32_t backfill_depth = 100;
+  // --switches=N without @time waits this long for N leaf switches (Slurm's max_switch_wait);
+  // it also caps a user's @time.
+  uint32_t max_switch_wait_ms = 300'000;
   // Multifactor priority weights (Slurm's PriorityWeight*); each factor is 0..1.
   uint32_t priority_weight_age = 1000;
   uint32_t priority_weight_size = 1000;
@@ -64,6 +67,7 @@ struct NodeConfig {
   std::string gpu_type;  // e.g. "h100"; empty when the node has no GPUs
   std::string topology;  // tiers above the node, e.g. "spine1/leaf3"
   std::vector<std::string> features;
+  std::string nvlink_domain;  // multi-node NVLink domain (NVL72-style rack); empty: none
 };
 
 struct Config {

@@ -91,6 +91,13 @@ class NodeSet {
     words_.resize(a.words_.size());
     for (size_t i = 0; i < words_.size(); ++i) words_[i] = a.words_[i] & b.words_[i];
   }
+  // Every member of `o` is a member of this set.
+  bool Contains(const NodeSet& o) const {
+    for (size_t i = 0; i < words_.size(); ++i) {
+      if (o.words_[i] & ~words_[i]) return false;
+    }
+    return true;
+  }
   bool operator==(const NodeSet& o) const = default;
 
  private:

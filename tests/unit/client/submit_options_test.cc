@@ -57,6 +57,52 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   EXPECT_EQ(ParseSubmitArgs({"-N2-4"}, "command line", &o).code(), StatusCode::kUnimplemented);
 }
 
+TEST(SubmitArgsTest, NodeConstraintsAndTopology) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"-C", "ib&a100|h100", "-w", "gpu[01-02],cpu7", "--exclude=gpu09",
+                               "--switches=2@1:00:00", "--topology=leaf", "--mem-per-gpu=8G",
+                               "--gpus-per-task=h100:1"},
+                              "command line", &o)
+                  .ok());
+  EXPECT_EQ(*o.constraint, "ib&a100|h100");
+  EXPECT_EQ(*o.nodelist, (std::vector<std::string>{"gpu01", "gpu02", "cpu7"}));
+  EXPECT_EQ(*o.exclude, (std::vector<std::string>{"gpu09"}));
+  EXPECT_EQ(*o.max_switches, 2u);
+  EXPECT_EQ(*o.switches_wait_ms, 3'600'000);
+  EXPECT_EQ(*o.topology, "leaf");
+  EXPECT_EQ(*o.mem_per_gpu_mb, 8192u);
+  EXPECT_EQ(*o.gpus_per_task, 1u);
+  EXPECT_EQ(*o.gpu_type, "h100");
+  SubmitContext ctx{"#!/bin/sh\n", "job.sh", {}, "/home/u", "login1"};
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->constraint(), "ib&a100|h100");
+  EXPECT_EQ(spec->required_nodes_size(), 3);
+  EXPECT_EQ(spec->excluded_nodes(0), "gpu09");
+  EXPECT_EQ(spec->max_switches(), 2u);
+  EXPECT_EQ(spec->switches_wait_ms(), 3'600'000);
+  EXPECT_EQ(spec->topology(), "leaf");
+  EXPECT_EQ(spec->mem_per_gpu_mb(), 8192u);
+  EXPECT_EQ(spec->gpus_per_task(), 1u);
+  // The last memory and GPU forms win, so the command line overrides #SBATCH lines.
+  ASSERT_TRUE(ParseSubmitArgs({"--mem=1G", "--gpus-per-node=2"}, "command line", &o).ok());
+  EXPECT_FALSE(o.mem_per_gpu_mb);
+  EXPECT_FALSE(o.gpus_per_task);
+  // Malformed values are refused with the option named.
+  SubmitOptions bad;
+  Status st = ParseSubmitArgs({"--topology=rack"}, "command line", &bad);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("--topology"), std::string::npos);
+  EXPECT_EQ(ParseSubmitArgs({"--switches=x"}, "command line", &bad).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSubmitArgs({"--switches=1@soon"}, "command line", &bad).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSubmitArgs({"-w", "gpu[01-"}, "command line", &bad).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSubmitArgs({"-w", "/etc/hosts"}, "command line", &bad).code(),
+            StatusCode::kUnimplemented);
+}
+
 TEST(DirectivesTest, ReadsSbatchLinesUntilTheFirstCommand) {
   auto d = ParseDirectives(R"(#!/bin/bash
 # a comment

@@ -19,6 +19,7 @@ kill_grace_ms = 2000
 heartbeat_interval_ms = 500
 node_not_responding_ms = 2000
 node_down_ms = 4000
+max_switch_wait_ms = 60000
 
 [[nodes]]
 names = "gpu[01-04]"
@@ -27,6 +28,8 @@ memory_mb = 512000
 gpus = 8
 gpu_type = "h100"
 topology = "spine1/leaf1"
+features = ["ib", "nvl72"]
+nvlink_domain = "rack1"
 
 [[nodes]]
 names = "cpu1"
@@ -55,6 +58,10 @@ TEST(ConfigTest, ParsesAFullConfig) {
   EXPECT_EQ(c->nodes[0].name, "gpu01");
   EXPECT_EQ(c->nodes[3].gpus, 8u);
   EXPECT_EQ(c->nodes[3].topology, "spine1/leaf1");
+  EXPECT_EQ(c->nodes[3].features, (std::vector<std::string>{"ib", "nvl72"}));
+  EXPECT_EQ(c->nodes[3].nvlink_domain, "rack1");
+  EXPECT_EQ(c->nodes[4].nvlink_domain, "");
+  EXPECT_EQ(c->scheduling.max_switch_wait_ms, 60'000u);
   EXPECT_EQ(c->nodes[4].name, "cpu1");
   EXPECT_EQ(c->nodes[4].gpus, 0u);
   ASSERT_EQ(c->partitions.size(), 2u);

@@ -31,6 +31,8 @@ memory_mb = 64000
 gpus = 8
 gpu_type = "h100"
 topology = "spine1/leaf2"
+features = ["ib", "nvl"]
+nvlink_domain = "rack2"
 [[partition]]
 name = "gpu"
 nodes = "node[1-4]"
@@ -587,6 +589,121 @@ TEST_F(EngineTest, NormalisesTasksAndGpus) {
   auto b = Submit(big);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(Job(*b).num_nodes(), 2u);
+}
+
+TEST_F(EngineTest, GpusPerTaskMemPerGpuAndNodelistShapeTheRequest) {
+  AllUp();
+  v1::JobSpec s;
+  s.set_ntasks(6);
+  s.set_gpus_per_task(2);  // 8 GPUs per node hold 4 tasks: 2 nodes x 3 tasks x 2 GPUs
+  s.set_mem_per_gpu_mb(1000);
+  auto id = Submit(s);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(Job(*id).num_nodes(), 2u);
+  EXPECT_EQ(Job(*id).gpus_per_node(), 6u);
+  EXPECT_EQ(Job(*id).mem_per_node_mb(), 6000u);
+  s.set_ntasks(5);  // 3 + 2 tasks: different GPU counts per node
+  EXPECT_EQ(Submit(s).status().code(), StatusCode::kUnimplemented);
+  v1::JobSpec both;
+  both.set_gpus_per_node(1);
+  both.set_mem_per_node_mb(100);
+  both.set_mem_per_gpu_mb(100);
+  EXPECT_EQ(Submit(both).status().code(), StatusCode::kInvalidArgument);
+  v1::JobSpec no_gpus;
+  no_gpus.set_mem_per_gpu_mb(100);
+  EXPECT_EQ(Submit(no_gpus).status().code(), StatusCode::kInvalidArgument);
+
+  // Without -N the node count grows to hold every --nodelist node; with a smaller -N it is an
+  // error, as is a node that does not exist.
+  v1::JobSpec w;
+  w.add_required_nodes("node1");
+  w.add_required_nodes("node4");
+  auto wid = Submit(w);
+  ASSERT_TRUE(wid.ok()) << wid.status().ToString();
+  EXPECT_EQ(Job(*wid).num_nodes(), 2u);
+  EXPECT_EQ(Job(*wid).required_nodes(), "node[1,4]");
+  w.set_nodes(1);
+  EXPECT_EQ(Submit(w).status().code(), StatusCode::kInvalidArgument);
+  v1::JobSpec ghost;
+  ghost.add_required_nodes("node9");
+  auto g = Submit(ghost);
+  EXPECT_EQ(g.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(g.status().message().find("node9"), std::string::npos);
+  v1::JobSpec clash;
+  clash.add_required_nodes("node2");
+  clash.add_excluded_nodes("node2");
+  EXPECT_EQ(Submit(clash).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(EngineTest, ConstraintsExcludesAndTopologyDecideWhereAGangRuns) {
+  AllUp();
+  // Features: node3 and node4 have "ib".
+  v1::JobSpec ib = Gang(2, 8);
+  ib.set_constraint("ib&nvl");
+  auto a = Submit(ib);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  v1::JobSpec nope = Gang(1, 1);
+  nope.set_constraint("ib&fpga");
+  auto n = Submit(nope);
+  EXPECT_EQ(n.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(n.status().message().find("features ib&fpga"), std::string::npos)
+      << n.status().message();
+  nope.set_constraint("[ib|nvl]");
+  EXPECT_EQ(Submit(nope).status().code(), StatusCode::kUnimplemented);
+  nope.set_constraint("ib&&x");
+  EXPECT_EQ(Submit(nope).status().code(), StatusCode::kInvalidArgument);
+  v1::JobSpec topo = Gang(1, 1);
+  topo.set_topology("rack");
+  EXPECT_EQ(Submit(topo).status().code(), StatusCode::kInvalidArgument);
+  // Excluding node1: a one-node job goes elsewhere.
+  v1::JobSpec x = Gang(1, 8);
+  x.add_excluded_nodes("node1");
+  auto b = Submit(x);
+  ASSERT_TRUE(b.ok());
+  Pass();
+  EXPECT_EQ(Job(*a).state(), v1::RUNNING);
+  EXPECT_EQ(Job(*a).nodes(0), "node3");
+  EXPECT_EQ(Job(*a).nodes(1), "node4");
+  EXPECT_EQ(Job(*b).state(), v1::RUNNING);
+  EXPECT_EQ(Job(*b).nodes(0), "node2");
+  // node1 is left, and a job that excludes it waits with the constraint in its reason.
+  auto c = Submit(x);
+  ASSERT_TRUE(c.ok());
+  Pass();
+  EXPECT_EQ(Job(*c).state(), v1::PENDING);
+  EXPECT_NE(Job(*c).reason_detail().find("excluding 1 node"), std::string::npos)
+      << Job(*c).reason_detail();
+}
+
+TEST_F(EngineTest, SwitchesWaitThenRelaxAfterTheConfiguredCap) {
+  AllUp();
+  v1::JobSpec s = Gang(3, 8);  // two nodes per leaf: three need two leaves
+  s.set_max_switches(1);
+  s.set_switches_wait_ms(3'600'000);  // capped by max_switch_wait_ms (300 s by default)
+  auto id = Submit(s);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::PENDING);
+  EXPECT_NE(Job(*id).reason_detail().find("at most 1 leaf switch"), std::string::npos)
+      << Job(*id).reason_detail();
+  now_ += 299'000;
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::PENDING);
+  now_ += 1'000;
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::RUNNING) << "the wait is over: any leaves";
+  EXPECT_EQ(Job(*id).max_switches(), 1u);
+
+  // --topology=nvlink has no time limit: only node3-4 share an NVLink domain, and the gang
+  // above holds one of them.
+  v1::JobSpec t = Gang(2, 0);
+  t.set_exclusive(true);
+  t.set_topology("nvlink");
+  auto tid = Submit(t);
+  ASSERT_TRUE(tid.ok());
+  Pass();
+  EXPECT_EQ(Job(*tid).state(), v1::PENDING);
+  EXPECT_NE(Job(*tid).reason_detail().find("in one NVLink domain"), std::string::npos);
 }
 
 TEST_F(EngineTest, StepsOnlyForTheOwnerOfARunningJob) {

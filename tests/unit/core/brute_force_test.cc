@@ -4,7 +4,8 @@
 //  - every reservation starts at the earliest time a brute-force search finds, given only the
 //    decisions for jobs ahead of it;
 //  - gangs are whole, on schedulable nodes, and the pass is deterministic;
-//  - gang placement spans no more leaves than the best placement at the lowest possible tier.
+//  - gang placement spans no more leaves than the best placement at the lowest possible tier;
+//  - required (--nodelist) nodes are always in the gang, excluded ones never.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +53,23 @@ bool FitsBeside(const NodeView& n, const std::vector<Interval>& used, const Inte
       }
     }
     if (cpus > n.cpus || gpus > n.gpus || mem > static_cast<int64_t>(n.memory_mb)) return false;
+  }
+  return true;
+}
+
+bool Named(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The gang includes every required node and no excluded one.
+bool Honours(const ClusterView& v, const JobRequest& r, const std::vector<NodePlacement>& nodes) {
+  std::set<std::string> used;
+  for (const NodePlacement& np : nodes) used.insert(v.nodes[np.node].name);
+  for (const std::string& name : r.required_nodes) {
+    if (!used.count(name)) return false;
+  }
+  for (const std::string& name : r.excluded_nodes) {
+    if (used.count(name)) return false;
   }
   return true;
 }
@@ -110,6 +128,13 @@ World RandomWorld(std::mt19937& rng) {
     r.mem_per_node_mb = rng() % 3 == 0 ? 32000 : 0;
     r.exclusive = rng() % 10 == 0;
     r.time_limit_ms = limits[rng() % 5];
+    // Sometimes a required node (--nodelist) and an excluded one (--exclude).
+    uint32_t required = rng() % (nodes * 4);
+    if (required < nodes) r.required_nodes = {"n" + std::to_string(required)};
+    uint32_t excluded = rng() % (nodes * 4);
+    if (excluded < nodes && excluded != required) {
+      r.excluded_nodes = {"n" + std::to_string(excluded)};
+    }
     w.queue.push_back(std::move(pj));
   }
   w.config.backfill_depth = 1 + rng() % 5;
@@ -157,6 +182,7 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
     for (const JobStart& s : pass.starts) {
       const JobRequest& r = by_id[s.job]->request;
       ASSERT_EQ(s.placement.nodes.size(), r.nodes) << "partial gang";
+      ASSERT_TRUE(Honours(w.view, r, s.placement.nodes)) << "iter " << iter;
       std::set<NodeIndex> distinct;
       for (const NodePlacement& np : s.placement.nodes) {
         NodeView& n = used.nodes[np.node];
@@ -179,6 +205,9 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
       const JobRequest& r = by_id[res.job]->request;
       ASSERT_EQ(res.nodes.size(), r.nodes);
       ASSERT_GT(res.start_ms, kNow);
+      std::vector<NodePlacement> at;
+      for (NodeIndex n : res.nodes) at.push_back(NodePlacement{n, {}, 0, {}, 1});
+      ASSERT_TRUE(Honours(w.view, r, at)) << "iter " << iter;
       for (NodeIndex n : res.nodes) {
         ASSERT_TRUE(w.view.nodes[n].schedulable);
         plan[n].push_back({rank[res.job] + 1, Slot(r, w.view.nodes[n], res.start_ms, res.end_ms)});
@@ -214,16 +243,23 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
       TimeMs earliest = kNever;
       for (TimeMs t : times) {
         uint32_t fit = 0;
+        bool required_fit = true;
         for (size_t n = 0; n < plan.size(); ++n) {
           const NodeView& node = w.view.nodes[n];
-          if (!node.schedulable || (r.gpus_per_node && node.gpus < r.gpus_per_node)) continue;
-          std::vector<Interval> before;
-          for (const auto& [rk, iv] : plan[n]) {
-            if (rk < me) before.push_back(iv);
+          const bool required = Named(r.required_nodes, node.name);
+          bool fits = node.schedulable && !(r.gpus_per_node && node.gpus < r.gpus_per_node) &&
+                      !Named(r.excluded_nodes, node.name);
+          if (fits) {
+            std::vector<Interval> before;
+            for (const auto& [rk, iv] : plan[n]) {
+              if (rk < me) before.push_back(iv);
+            }
+            fits = FitsBeside(node, before, Slot(r, node, t, EndOf(t, r.time_limit_ms)));
           }
-          if (FitsBeside(node, before, Slot(r, node, t, EndOf(t, r.time_limit_ms)))) ++fit;
+          fit += fits ? 1 : 0;
+          if (required && !fits) required_fit = false;
         }
-        if (fit >= r.nodes) {
+        if (fit >= r.nodes && required_fit) {
           earliest = t;
           break;
         }
@@ -237,12 +273,18 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
 }
 
 // Smallest (tier height, leaves) over every subset of `count` free nodes: brute force.
+// Subsets must include candidate `forced` when it is not -1.
 std::pair<int, int> BestSpan(const ClusterView& v, const std::vector<NodeIndex>& cand,
-                             uint32_t count) {
+                             uint32_t count, int64_t forced) {
   std::pair<int, int> best = {99, 99};
   const size_t n = cand.size();
   for (uint32_t mask = 0; mask < (1u << n); ++mask) {
     if (static_cast<uint32_t>(__builtin_popcount(mask)) != count) continue;
+    bool has_forced = forced < 0;
+    for (size_t i = 0; i < n; ++i) {
+      if ((mask >> i & 1) && static_cast<int64_t>(cand[i]) == forced) has_forced = true;
+    }
+    if (!has_forced) continue;
     std::set<std::string> leaves, spines;
     for (size_t i = 0; i < n; ++i) {
       if (!(mask >> i & 1)) continue;
@@ -280,12 +322,21 @@ TEST(BruteForceTest, GangSpansTheFewestLeavesAtTheLowestTier) {
     for (uint32_t i = 0; i < nodes; ++i) {
       if (v.nodes[i].FreeGpus() >= r.gpus_per_node) cand.push_back(i);
     }
+    // A third of the time one of the candidates is required (--nodelist).
+    int64_t forced = -1;
+    if (!cand.empty() && rng() % 3 == 0) {
+      forced = cand[rng() % cand.size()];
+      r.required_nodes = {v.nodes[static_cast<size_t>(forced)].name};
+    }
     auto placed = Place(r, v, PlaceMode::kNow);
     if (cand.size() < r.nodes) {
       ASSERT_FALSE(placed.ok());
       continue;
     }
     ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+    if (forced >= 0) {
+      ASSERT_TRUE(Honours(v, r, placed->nodes)) << "iter " << iter;
+    }
     std::set<std::string> leaves, spines;
     for (const auto& np : placed->nodes) {
       const std::string& topo = v.nodes[np.node].topology;
@@ -294,7 +345,7 @@ TEST(BruteForceTest, GangSpansTheFewestLeavesAtTheLowestTier) {
     }
     int height = leaves.size() == 1 ? 1 : spines.size() == 1 ? 2 : 3;
     std::pair<int, int> ours = {height, static_cast<int>(leaves.size())};
-    ASSERT_EQ(ours, BestSpan(v, cand, r.nodes)) << "iter " << iter;
+    ASSERT_EQ(ours, BestSpan(v, cand, r.nodes, forced)) << "iter " << iter;
     ++checked;
   }
   EXPECT_GT(checked, 1000);

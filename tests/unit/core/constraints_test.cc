@@ -1,4 +1,5 @@
-// Node constraints and topology limits: --constraint, --exclude, --switches, --topology.
+// Node constraints and topology limits: --constraint, --nodelist, --exclude, --switches,
+// --topology.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -119,13 +120,95 @@ TEST(ConstraintsTest, SwitchesWaitRelaxesTheLimit) {
   EXPECT_EQ(Schedule(v, {j}, 60'000, {}).starts.size(), 1u) << "the wait is over";
 }
 
-TEST(ConstraintsTest, RequiredNodesAreRefusedClearly) {
+TEST(ConstraintsTest, RequiredNodesAreInTheGangWithTheirLeafFirst) {
   ClusterView v = Cluster();
-  JobRequest r = Gang(1, 1);
-  r.required_nodes = {"node3"};
+  JobRequest r = Gang(3, 8);
+  r.required_nodes = {"node7"};
   auto p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{5, 6, 7})) << "the rest from node7's own leaf";
+  // node0 has 4 GPUs free: a 4-GPU pair through it stays on leafA.
+  r = Gang(2, 4);
+  r.required_nodes = {"node0"};
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(Nodes(*p).count(0));
+  EXPECT_EQ(v.nodes[*Nodes(*p).rbegin()].topology, "s1/leafA");
+  // Two required nodes on different leaves: the gang spans both even with one more node.
+  r = Gang(3, 8);
+  r.required_nodes = {"node1", "node7"};
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(Nodes(*p).count(1) && Nodes(*p).count(7));
+  r.max_leaves = 1;
+  EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok()) << "two required leaves, at most one allowed";
+}
+
+TEST(ConstraintsTest, RequiredNodeBusyWaitsForItsRelease) {
+  ClusterView v = Cluster();
+  v.running.push_back({99, 0, 5'000, 0, 4, 0});  // node0's 4 busy GPUs free at t=5000
+  JobRequest r = Gang(2, 8);
+  r.time_limit_ms = 1'000;
+  r.required_nodes = {"node0"};
+  auto now = Place(r, v, PlaceMode::kNow, 0);
+  ASSERT_FALSE(now.ok());
+  EXPECT_EQ(now.status().code(), StatusCode::kUnavailable);
+  auto when = Place(r, v, PlaceMode::kWhen, 0);
+  ASSERT_TRUE(when.ok()) << when.status().ToString();
+  EXPECT_EQ(when->start_ms, 5'000);
+  EXPECT_TRUE(Nodes(*when).count(0));
+
+  // In a pass: the job requiring node0 reserves it; a long job may not take node0's GPUs.
+  PendingJob first{1, 0, r, -1, {}, false};
+  first.priority.fixed = 100;
+  PendingJob second{2, 0, Gang(1, 4), -1, {}, false};
+  second.priority.fixed = 1;
+  second.request.time_limit_ms = 10'000;
+  second.request.required_nodes = {"node0"};
+  SchedulePass pass = Schedule(v, {first, second}, 0, {});
+  EXPECT_TRUE(pass.starts.empty()) << "node0's free GPUs are reserved from t=5000";
+  ASSERT_EQ(pass.reservations.size(), 2u);
+  EXPECT_EQ(pass.reservations[0].job, 1u);
+  EXPECT_EQ(pass.reservations[0].start_ms, 5'000);
+  EXPECT_EQ(pass.reservations[1].job, 2u);
+  EXPECT_EQ(pass.reservations[1].start_ms, 6'000) << "after the first job's limit on node0";
+}
+
+TEST(ConstraintsTest, RequiredNodesRefusedOrWaitingWithReasons) {
+  ClusterView v = Cluster();
+  JobRequest r = Gang(2, 8);
+  r.required_nodes = {"node9"};
+  auto p = Place(r, v, PlaceMode::kEver);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(p.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(p.status().message().find("node9"), std::string::npos);
+  r.required_nodes = {};
+  r.excluded_nodes = {"nodeX"};
+  EXPECT_EQ(Place(r, v, PlaceMode::kEver).status().code(), StatusCode::kNotFound);
+  r.excluded_nodes = {"node3"};
+  r.required_nodes = {"node3"};
+  EXPECT_EQ(Place(r, v, PlaceMode::kEver).status().code(), StatusCode::kInvalidArgument);
+  r.excluded_nodes = {};
+  r.required_nodes = {"node1", "node2", "node3"};
+  EXPECT_EQ(Place(r, v, PlaceMode::kEver).status().code(), StatusCode::kInvalidArgument)
+      << "three required nodes for a gang of two";
+  // A required node without the feature can never run.
+  r.required_nodes = {"node1"};
+  r.features = {{"eth"}};
+  auto never = Place(r, v, PlaceMode::kEver);
+  ASSERT_FALSE(never.ok());
+  EXPECT_EQ(never.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(never.status().message().find("node1"), std::string::npos);
+  // A drained required node: the job pends with Slurm's reason and the node named.
+  r.features = {};
+  v.nodes[1].schedulable = false;
+  EXPECT_TRUE(Place(r, v, PlaceMode::kEver).ok());
+  PendingJob j{1, 0, r, -1, {}, false};
+  SchedulePass pass = Schedule(v, {j}, 0, {});
+  ASSERT_EQ(pass.pending.size(), 1u);
+  EXPECT_EQ(pass.pending[0].reason, "ReqNodeNotAvail");
+  EXPECT_NE(pass.pending[0].detail.find("UnavailableNodes:node1"), std::string::npos)
+      << pass.pending[0].detail;
 }
 
 }  // namespace
