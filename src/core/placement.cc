@@ -65,6 +65,28 @@ std::string NeverFits(const JobRequest& r, const ClusterView& view, const Partit
          std::to_string(p.nodes.size()) + " nodes" + where + " can hold that";
 }
 
+// Why the partition can never hold the gang inside one domain of --topology's scope, even
+// with every node empty and up; empty when it can.
+std::string ScopeNeverFits(const JobRequest& r, const ClusterView& view, const PartitionView& p) {
+  ClusterView copy = view;  // the index needs a view of its own
+  size_t part = 0;
+  for (size_t i = 0; i < copy.partitions.size(); ++i) {
+    if (copy.partitions[i].name == p.name) part = i;
+  }
+  ClusterIndex index(&copy);
+  const Need need = NeedOf(r);
+  NodeSet capable = index.CapacitySet(part, r, need, false);
+  NodeSet forced(index.size());
+  for (const std::string& name : r.required_nodes) {
+    if (int64_t pos = index.FindNode(name); pos >= 0) forced.Set(static_cast<size_t>(pos));
+  }
+  GangLimits limits = GangLimits::Of(r);
+  limits.max_leaves = 0;  // --switches relaxes with time; only the scope is absolute
+  if (!index.ChooseGangWith(capable, r.nodes, limits, forced).empty()) return "";
+  return "needs " + Planner::Shape(r) + "; no such domain in partition " + p.name +
+         " has enough nodes that can hold that";
+}
+
 // Every node named by --nodelist or --exclude must exist.
 Status NamesExist(const JobRequest& r, const ClusterView& view) {
   if (r.required_nodes.empty() && r.excluded_nodes.empty()) return Status::Ok();
@@ -121,8 +143,13 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
         }
       }
     }
-    if (capable >= r.nodes && required_capable == r.required_nodes.size()) {
-      return Placement{p->name, 0, {}};
+    const bool fits = capable >= r.nodes && required_capable == r.required_nodes.size();
+    if (fits && r.scope == JobRequest::Scope::kAny) return Placement{p->name, 0, {}};
+    if (fits) {
+      std::string why = ScopeNeverFits(r, view, *p);
+      if (why.empty()) return Placement{p->name, 0, {}};
+      if (first_failure.empty()) first_failure = why;
+      continue;
     }
     if (!first_failure.empty()) continue;
     if (capable >= r.nodes) {

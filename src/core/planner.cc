@@ -232,6 +232,12 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
     return false;
   }
   if (nodes.empty()) {
+    if (blocker == 0) {
+      // Enough is free, but not within the topology limits; no reservation is in the way, and
+      // free resources only shrink during a pass.
+      ps.no_free = true;
+      return false;
+    }
     out->blocker = blocker;
     return false;
   }
@@ -301,15 +307,15 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
   return a;
 }
 
-Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s,
-                                      const PartState& ps) {
+Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, const PartState& ps,
+                                      TimeMs from) {
   const Need& need = s.need;
   const bool forced = s.forced.Any();
   Forecast f;
   const NodeSet& base = ps.up_capacity;
   std::vector<TimeMs> earliest;
   NodeSet feasible(index_.size());
-  TimeMs t = now_;
+  TimeMs t = std::max(now_, from);
   for (uint32_t round = 0; round < config_.max_forecast_rounds; ++round) {
     earliest.clear();
     feasible.Clear();
@@ -356,13 +362,13 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s,
   return f;
 }
 
-Planner::Forecast Planner::EarliestStart(const JobRequest& r) {
+Planner::Forecast Planner::EarliestStart(const JobRequest& r, TimeMs from) {
   ShapeState& s = StateOf(r);
   Forecast best;
   for (const PartState& ps : s.parts) {
     if (!StaticCheck(r, s, ps).reason.empty()) continue;
     ++forecasts_;
-    Forecast f = ForecastIn(r, s, ps);
+    Forecast f = ForecastIn(r, s, ps, from);
     if (f.start < best.start) best = std::move(f);
   }
   return best;

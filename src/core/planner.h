@@ -44,8 +44,9 @@ class Planner {
 
   // Starts the job now if it fits without touching a reservation; takes its resources.
   Attempt TryStart(JobId id, const JobRequest& r);
-  // The earliest start of the job on the current profile (kNever in .start when none).
-  Forecast EarliestStart(const JobRequest& r);
+  // The earliest start, not before `from`, of the job on the current profile (kNever in .start
+  // when none).
+  Forecast EarliestStart(const JobRequest& r, TimeMs from = 0);
   // Holds the forecast's nodes for the job from its start to the end of its time limit.
   void Reserve(JobId id, const JobRequest& r, const Forecast& f);
   // A forecast for the job's request shape, made once per pass (for jobs beyond the backfill
@@ -91,7 +92,7 @@ class Planner {
   Attempt StaticCheck(const JobRequest& r, const ShapeState& s, const PartState& ps) const;
   bool TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartState& ps, TimeMs end,
              Attempt* out);
-  Forecast ForecastIn(const JobRequest& r, const ShapeState& s, const PartState& ps);
+  Forecast ForecastIn(const JobRequest& r, const ShapeState& s, const PartState& ps, TimeMs from);
 
   ClusterView view_;
   ClusterIndex index_;

@@ -68,11 +68,15 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
     // --switches=N@wait: past the wait, any number of leaves will do (as Slurm).
     JobRequest relaxed;
     const JobRequest* rp = &job.request;
-    if (job.request.max_leaves && job.max_leaves_wait_ms >= 0 &&
-        now - job.submit_time_ms >= job.max_leaves_wait_ms) {
+    TimeMs relaxes_at = kNever;  // when a still-binding leaf limit will be dropped
+    if (job.request.max_leaves && job.max_leaves_wait_ms >= 0) {
       relaxed = job.request;
       relaxed.max_leaves = 0;
-      rp = &relaxed;
+      relaxes_at = job.submit_time_ms + job.max_leaves_wait_ms;
+      if (now >= relaxes_at) {
+        rp = &relaxed;
+        relaxes_at = kNever;
+      }
     }
     const JobRequest& r = *rp;
     ++pass.stats.considered;
@@ -110,6 +114,12 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
     if (pass.reservations.size() < config.backfill_depth) {
       const bool others_first = planner.HasReservationIn(r);
       Planner::Forecast f = planner.EarliestStart(r);
+      const JobRequest* reserved = &r;
+      if (f.start == kNever && relaxes_at != kNever) {
+        // No start within the leaf limit: plan for when the limit is dropped.
+        f = planner.EarliestStart(relaxed, relaxes_at);
+        reserved = &relaxed;
+      }
       if (f.start == kNever) {
         pass.pending.push_back(
             {job.id, a.reason,
@@ -119,7 +129,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
              kNever});
         continue;
       }
-      planner.Reserve(job.id, r, f);
+      planner.Reserve(job.id, *reserved, f);
       pass.reservations.push_back(
           {job.id, f.partition, f.start, Profile::EndOf(f.start, r.time_limit_ms), f.nodes});
       std::string where =
@@ -130,8 +140,8 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
       } else if (leaves > 1) {
         where += " across " + std::to_string(leaves) + " leaf switches";
       }
-      std::string detail =
-          "needs " + shape + "; " + where + " reserved for this job from " + When(now, f.start);
+      std::string detail = "needs " + shape + "; " + where + " reserved for this job, starting " +
+                           When(now, f.start);
       if (f.waits_for) detail += ", when job " + std::to_string(f.waits_for) + " ends";
       if (a.kind == Planner::Kind::kHeldForOthers) {
         detail += "; what is free now is reserved for job " + std::to_string(a.blocker);

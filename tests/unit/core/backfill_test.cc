@@ -87,8 +87,8 @@ TEST(BackfillTest, ShortJobBackfillsLongJobWaits) {
   EXPECT_EQ(r1->reason, "Resources");
   EXPECT_EQ(r1->expected_start_ms, kNow + kHour);
   EXPECT_EQ(r1->detail,
-            "needs 2 nodes x (8 GPUs, 1 CPUs); 2 nodes under spine1/leaf1 reserved for this job "
-            "from in 1:00:00, when job 500 ends");
+            "needs 2 nodes x (8 GPUs, 1 CPUs); 2 nodes under spine1/leaf1 reserved for this job, "
+            "starting in 1:00:00, when job 500 ends");
 
   // Job 3 would fit on node 1 now but would still hold it when job 1's reservation starts; it
   // gets the next slot, after job 1.

@@ -116,8 +116,41 @@ TEST(ConstraintsTest, SwitchesWaitRelaxesTheLimit) {
   j.request = Gang(4, 8);
   j.request.max_leaves = 1;
   j.max_leaves_wait_ms = 60'000;
-  EXPECT_TRUE(Schedule(v, {j}, 30'000, {}).starts.empty()) << "still waiting for one leaf";
+  SchedulePass waiting = Schedule(v, {j}, 30'000, {});
+  EXPECT_TRUE(waiting.starts.empty()) << "still waiting for one leaf";
+  ASSERT_EQ(waiting.pending.size(), 1u);
+  EXPECT_EQ(waiting.pending[0].reason, "Resources") << "nothing is reserved for another job";
+  EXPECT_NE(waiting.pending[0].detail.find("on at most 1 leaf switch"), std::string::npos)
+      << waiting.pending[0].detail;
+  // No single leaf can ever hold it, so the plan is for when the limit drops.
+  EXPECT_EQ(waiting.pending[0].expected_start_ms, 60'000);
+  ASSERT_EQ(waiting.reservations.size(), 1u);
+  EXPECT_EQ(waiting.reservations[0].start_ms, 60'000);
   EXPECT_EQ(Schedule(v, {j}, 60'000, {}).starts.size(), 1u) << "the wait is over";
+}
+
+TEST(ConstraintsTest, ScopeNoDomainCanEverHoldIsRefused) {
+  ClusterView v = Cluster();
+  JobRequest r = Gang(5, 1);  // 4 nodes per leaf, 4 in the NVLink domain
+  r.scope = JobRequest::Scope::kLeaf;
+  auto leaf = Place(r, v, PlaceMode::kEver);
+  ASSERT_FALSE(leaf.ok());
+  EXPECT_EQ(leaf.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(leaf.status().message().find("under one leaf switch"), std::string::npos)
+      << leaf.status().message();
+  r.scope = JobRequest::Scope::kNvlink;
+  EXPECT_FALSE(Place(r, v, PlaceMode::kEver).ok());
+  r.scope = JobRequest::Scope::kBlock;  // both leaves are under s1
+  EXPECT_TRUE(Place(r, v, PlaceMode::kEver).ok());
+  // Busy nodes do not matter for "ever": 4 x 8 GPUs fit one leaf when it is empty.
+  r = Gang(4, 8);
+  r.scope = JobRequest::Scope::kLeaf;
+  EXPECT_TRUE(Place(r, v, PlaceMode::kEver).ok());
+  r.max_leaves = 1;
+  r.scope = JobRequest::Scope::kAny;
+  r.nodes = 5;
+  r.tasks_per_node.assign(5, 1);
+  EXPECT_TRUE(Place(r, v, PlaceMode::kEver).ok()) << "--switches relaxes with time";
 }
 
 TEST(ConstraintsTest, RequiredNodesAreInTheGangWithTheirLeafFirst) {
