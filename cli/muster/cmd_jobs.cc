@@ -36,7 +36,8 @@ void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   for (const auto& n : j.nodes()) w.String(n);
   w.EndArray();
   w.Field("nodelist", NodeList(j));
-  w.Field("num_nodes", j.num_nodes()).Field("num_tasks", j.num_tasks());
+  w.Field("num_nodes", j.num_nodes()).Field("min_nodes", j.min_nodes());
+  w.Field("num_tasks", j.num_tasks());
   w.Field("cpus_per_task", j.cpus_per_task()).Field("gpus_per_node", j.gpus_per_node());
   w.Field("gpu_type", j.gpu_type()).Field("mem_per_node_mb", j.mem_per_node_mb());
   w.Field("submit_time", j.submit_time_ms() / 1000).Field("start_time", j.start_time_ms() / 1000);
@@ -295,8 +296,10 @@ int CmdJob(int argc, char** argv) {
               FormatTimestamp(j.end_time_ms()).c_str());
   std::printf("   Partition=%s NodeList=%s\n", j.partition().c_str(),
               j.nodes().empty() ? "(null)" : NodeList(j).c_str());
-  std::printf("   NumNodes=%u NumTasks=%u CPUs/Task=%u Mem/Node=%lluM GPUs/Node=%u%s%s\n",
-              j.num_nodes(), j.num_tasks(), j.cpus_per_task(),
+  std::string num_nodes = std::to_string(j.num_nodes());
+  if (j.min_nodes() > 0) num_nodes = std::to_string(j.min_nodes()) + "-" + num_nodes;
+  std::printf("   NumNodes=%s NumTasks=%u CPUs/Task=%u Mem/Node=%lluM GPUs/Node=%u%s%s\n",
+              num_nodes.c_str(), j.num_tasks(), j.cpus_per_task(),
               static_cast<unsigned long long>(j.mem_per_node_mb()), j.gpus_per_node(),
               j.gpu_type().empty() ? "" : " GpuType=", j.gpu_type().c_str());
   auto or_null = [](const std::string& v) { return v.empty() ? std::string("(null)") : v; };

@@ -74,8 +74,12 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
   env.Slurm("NODELIST", nodelist);
   env.Slurm("JOB_NUM_NODES", std::to_string(names.size()));
   env.Slurm("NNODES", std::to_string(names.size()));
-  env.Slurm("NTASKS", std::to_string(s.ntasks()));
-  env.Slurm("NPROCS", std::to_string(s.ntasks()));
+  // From the allocation: a -N min-max job may have got fewer nodes than it asked for.
+  uint32_t ntasks = 0;
+  for (uint32_t t : tasks) ntasks += t;
+  if (ntasks == 0) ntasks = s.ntasks();
+  env.Slurm("NTASKS", std::to_string(ntasks));
+  env.Slurm("NPROCS", std::to_string(ntasks));
   env.Slurm("TASKS_PER_NODE", CompressCounts(tasks));
   env.Slurm("JOB_CPUS_PER_NODE", CompressCounts(cpus));
   env.Slurm("CPUS_ON_NODE", std::to_string(me.cpu_ids_size()));

@@ -192,16 +192,20 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         o->partition = val;
         break;
       case 'N': {
-        // --nodes=min[-max]: a range is accepted only when min == max for now.
+        // --nodes=N or min-max: the job gets as many nodes as are free in the range.
         size_t dash = val.find('-');
-        std::string lo = val.substr(0, dash);
-        auto n = Count("--nodes", lo);
+        auto n = Count("--nodes", val.substr(0, dash));
         if (!n.ok()) return err(n.status().message());
-        if (dash != std::string::npos && val.substr(dash + 1) != lo) {
-          return Unimplemented(origin + ": --nodes=" + val +
-                               ": node count ranges are not supported yet; give one count");
-        }
         o->nodes = *n;
+        o->min_nodes.reset();
+        if (dash != std::string::npos) {
+          auto hi = Count("--nodes", val.substr(dash + 1));
+          if (!hi.ok() || *hi < *n) {
+            return err("invalid value for --nodes: '" + val + "' (expected N or min-max)");
+          }
+          o->nodes = *hi;
+          if (*hi > *n) o->min_nodes = *n;
+        }
         break;
       }
       case 'n': {
@@ -434,6 +438,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
     for (const auto& p : Split(*o.partition, ',', true)) s.add_partitions(p);
   }
   s.set_nodes(o.nodes.value_or(0));
+  s.set_min_nodes(o.min_nodes.value_or(0));
   s.set_ntasks(o.ntasks.value_or(0));
   s.set_ntasks_per_node(o.ntasks_per_node.value_or(0));
   s.set_cpus_per_task(o.cpus_per_task.value_or(0));
@@ -516,7 +521,8 @@ first; options on the command line override them.
 
   -J, --job-name=NAME        job name (default: the script's file name)
   -p, --partition=P[,P2]     partition(s) to run in (default: the cluster's default)
-  -N, --nodes=N              number of nodes (a gang: all start together or none)
+  -N, --nodes=N[-MAX]        number of nodes (a gang: all start together or none); with a
+                             range, as many as are free
   -n, --ntasks=N             number of tasks
       --ntasks-per-node=N    tasks on every node
   -c, --cpus-per-task=N      CPUs per task

@@ -33,6 +33,15 @@ v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
   info.set_requeue_count(r.requeue_count());
   info.set_num_nodes(s.nodes());
   info.set_num_tasks(s.ntasks());
+  if (r.allocation().nodes_size() > 0) {
+    // What the job got: fewer than asked for with -N min-max.
+    uint32_t tasks = 0;
+    for (const auto& na : r.allocation().nodes()) tasks += na.ntasks();
+    info.set_num_nodes(static_cast<uint32_t>(r.allocation().nodes_size()));
+    info.set_num_tasks(tasks);
+  } else if (s.min_nodes() > 0 && s.min_nodes() < s.nodes()) {
+    info.set_min_nodes(s.min_nodes());
+  }
   info.set_cpus_per_task(s.cpus_per_task());
   info.set_gpus_per_node(s.gpus_per_node());
   info.set_gpu_type(s.gpu_type());

@@ -147,6 +147,21 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
   if (spec.mem_per_gpu_mb() > 0 && spec.mem_per_node_mb() > 0) {
     return InvalidArgument("--mem and --mem-per-gpu are mutually exclusive");
   }
+  if (spec.min_nodes() >= nodes) spec.set_min_nodes(0);  // "-N 4-4", or min above max
+  if (spec.min_nodes() > 0) {
+    // A range: every node gets the same slot, whatever the count turns out to be.
+    if (ntasks > 0 && tpn == 0) {
+      return Unimplemented("-N " + std::to_string(spec.min_nodes()) + "-" + std::to_string(nodes) +
+                           " with --ntasks is not supported; give --ntasks-per-node instead");
+    }
+    if (spec.gpus_total() > 0) {
+      return Unimplemented("-N min-max with --gpus is not supported; use --gpus-per-node");
+    }
+    if (static_cast<uint32_t>(spec.required_nodes_size()) > spec.min_nodes()) {
+      return InvalidArgument("--nodelist names more nodes than the minimum of -N " +
+                             std::to_string(spec.min_nodes()) + "-" + std::to_string(nodes));
+    }
+  }
   // Nodes needed for the tasks when -N was not given.
   if (!nodes_given) {
     if (tpn > 0) {
@@ -231,6 +246,7 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   core::JobRequest r;
   r.partitions.assign(s.partitions().begin(), s.partitions().end());
   r.nodes = s.nodes();
+  r.min_nodes = s.min_nodes();
   r.tasks_per_node.assign(s.tasks_per_node().begin(), s.tasks_per_node().end());
   r.cpus_per_task = std::max<uint32_t>(1, s.cpus_per_task());
   r.mem_per_node_mb = s.mem_per_node_mb();

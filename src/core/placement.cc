@@ -56,7 +56,7 @@ std::string NeverFits(const JobRequest& r, const ClusterView& view, const Partit
   if (!r.features.empty()) {
     uint32_t with = 0;
     for (NodeIndex i : p.nodes) with += HasFeatures(view.nodes[i], r) ? 1 : 0;
-    if (with < r.nodes) {
+    if (with < r.MinNodes()) {
       return "asks for nodes with features " + FeatureText(r) + "; " + std::to_string(with) +
              " of " + std::to_string(p.nodes.size()) + " nodes" + where + " have them";
     }
@@ -82,7 +82,7 @@ std::string ScopeNeverFits(const JobRequest& r, const ClusterView& view, const P
   }
   GangLimits limits = GangLimits::Of(r);
   limits.max_leaves = 0;  // --switches relaxes with time; only the scope is absolute
-  if (!index.ChooseGangWith(capable, r.nodes, limits, forced).empty()) return "";
+  if (!index.ChooseGangWith(capable, r.MinNodes(), limits, forced).empty()) return "";
   return "needs " + Planner::Shape(r) + "; no such domain in partition " + p.name +
          " has enough nodes that can hold that";
 }
@@ -105,10 +105,10 @@ Status NamesExist(const JobRequest& r, const ClusterView& view) {
       return InvalidArgument("node " + name + " is both required (--nodelist) and excluded");
     }
   }
-  if (r.required_nodes.size() > r.nodes) {
+  if (r.required_nodes.size() > r.MinNodes()) {
     return InvalidArgument(std::to_string(r.required_nodes.size()) +
                            " nodes are required (--nodelist) but the job asks for " +
-                           std::to_string(r.nodes));
+                           std::to_string(r.MinNodes()));
   }
   return Status::Ok();
 }
@@ -126,7 +126,7 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
     }
     // More nodes than the partition has is accepted: it pends with PartitionNodeLimit, as in
     // Slurm, until the partition grows.
-    if (r.nodes > p->nodes.size()) return Placement{p->name, 0, {}};
+    if (r.MinNodes() > p->nodes.size()) return Placement{p->name, 0, {}};
     const Need need = NeedOf(r);
     uint32_t capable = 0;
     size_t required_capable = 0;
@@ -143,7 +143,7 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
         }
       }
     }
-    const bool fits = capable >= r.nodes && required_capable == r.required_nodes.size();
+    const bool fits = capable >= r.MinNodes() && required_capable == r.required_nodes.size();
     if (fits && r.scope == JobRequest::Scope::kAny) return Placement{p->name, 0, {}};
     if (fits) {
       std::string why = ScopeNeverFits(r, view, *p);
@@ -152,7 +152,7 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
       continue;
     }
     if (!first_failure.empty()) continue;
-    if (capable >= r.nodes) {
+    if (capable >= r.MinNodes()) {
       first_failure = "needs " + Planner::Shape(r) + " on node(s) " + Join(r.required_nodes, ",") +
                       "; not all of them are in partition " + p->name + " and can hold that";
     } else {

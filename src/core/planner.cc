@@ -13,14 +13,16 @@ std::string ShapeKey(const JobRequest& r) {
   if (!r.excluded_nodes.empty()) key += "|x:" + Join(r.excluded_nodes, ",");
   if (!r.required_nodes.empty()) key += "|w:" + Join(r.required_nodes, ",");
   key += "|l" + std::to_string(r.max_leaves) + "s" + std::to_string(static_cast<int>(r.scope));
-  key += '|' + std::to_string(r.nodes) + '|' + std::to_string(MaxSlotCpus(r)) + '|' +
-         std::to_string(r.mem_per_node_mb) + '|' + std::to_string(r.gpus_per_node) + '|' +
-         ToLower(r.gpu_type) + '|' + (r.exclusive ? "x" : "");
+  key += '|' + std::to_string(r.MinNodes()) + '-' + std::to_string(r.nodes) + '|' +
+         std::to_string(MaxSlotCpus(r)) + '|' + std::to_string(r.mem_per_node_mb) + '|' +
+         std::to_string(r.gpus_per_node) + '|' + ToLower(r.gpu_type) + '|' +
+         (r.exclusive ? "x" : "");
   return key;
 }
 
 std::string Planner::Shape(const JobRequest& r) {
-  std::string s = std::to_string(r.nodes) + (r.nodes == 1 ? " node" : " nodes");
+  std::string s = (r.MinNodes() < r.nodes ? std::to_string(r.MinNodes()) + "-" : "") +
+                  std::to_string(r.nodes) + (r.nodes == 1 ? " node" : " nodes");
   std::vector<std::string> per;
   if (r.exclusive) per.push_back("whole node");
   if (r.gpus_per_node) {
@@ -132,9 +134,10 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
     return a;
   }
   const PartitionView& p = view_.partitions[static_cast<size_t>(ps.part)];
-  if (r.nodes > p.nodes.size()) {
+  const uint32_t min_nodes = r.MinNodes();
+  if (min_nodes > p.nodes.size()) {
     a.reason = "PartitionNodeLimit";
-    a.detail = "needs " + std::to_string(r.nodes) + " nodes; partition " + p.name + " has " +
+    a.detail = "needs " + std::to_string(min_nodes) + " nodes; partition " + p.name + " has " +
                std::to_string(p.nodes.size());
     return a;
   }
@@ -144,7 +147,7 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
                p.name + "'s maximum of " + FormatDuration(p.max_time_ms);
     return a;
   }
-  if (ps.capacity < r.nodes) {
+  if (ps.capacity < min_nodes) {
     a.code = StatusCode::kFailedPrecondition;
     a.reason = "BadConstraints";
     a.detail = "needs " + s.text + "; only " + std::to_string(ps.capacity) + " of " +
@@ -158,11 +161,11 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
                ", which partition " + p.name + " does not have or which cannot hold that";
     return a;
   }
-  if (r.required_nodes.size() > r.nodes) {
+  if (r.required_nodes.size() > min_nodes) {
     a.code = StatusCode::kInvalidArgument;
     a.reason = "BadConstraints";
     a.detail = std::to_string(r.required_nodes.size()) + " required nodes but a gang of " +
-               std::to_string(r.nodes);
+               std::to_string(min_nodes);
     return a;
   }
   if (!ps.required_down.empty()) {
@@ -171,7 +174,7 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
     return a;
   }
   uint32_t up = static_cast<uint32_t>(ps.up_capacity.Count());
-  if (up < r.nodes) {
+  if (up < min_nodes) {
     a.reason = "ReqNodeNotAvail";
     a.detail = "needs " + s.text + "; only " + std::to_string(up) + " of the " +
                std::to_string(ps.capacity) + " nodes in partition " + p.name +
@@ -186,6 +189,7 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
                     Attempt* out) {
   const Need& need = s.need;
   const bool forced = s.forced.Any();
+  const uint32_t min_nodes = r.MinNodes();
   const NodeSet& base = ps.up_capacity;
   const NodeSet& held = profile_.Held();
   const bool any_held = held.Any();
@@ -215,7 +219,7 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
   } else {
     index_.FreeNowSet(base, need, &scratch_);
     // A required node that is busy now stays busy for the rest of the pass.
-    if (scratch_.Count() >= r.nodes && (!forced || scratch_.Contains(s.forced))) {
+    if (scratch_.Count() >= min_nodes && (!forced || scratch_.Contains(s.forced))) {
       any_free = true;
       if (any_held) {
         scratch_.FindInBoth(held, [&](size_t pos) {
@@ -224,7 +228,14 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
           return false;
         });
       }
-      nodes = index_.ChooseGangWith(scratch_, r.nodes, GangLimits::Of(r), s.forced);
+      // -N min-max takes as many nodes as are free, up to the maximum; under topology limits a
+      // smaller gang may fit where the largest does not.
+      const GangLimits limits = GangLimits::Of(r);
+      const uint32_t avail = static_cast<uint32_t>(scratch_.Count());
+      for (uint32_t want = std::min(r.nodes, avail); want >= min_nodes && want > 0; --want) {
+        nodes = index_.ChooseGangWith(scratch_, want, limits, s.forced);
+        if (!nodes.empty() || !limits.any()) break;
+      }
     }
   }
   if (!any_free) {
@@ -311,6 +322,7 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
                                       TimeMs from) {
   const Need& need = s.need;
   const bool forced = s.forced.Any();
+  const uint32_t min_nodes = r.MinNodes();
   Forecast f;
   const NodeSet& base = ps.up_capacity;
   std::vector<TimeMs> earliest;
@@ -328,8 +340,8 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
       if (forced && s.forced.Test(pos)) forced_at = std::max(forced_at, e);
     });
     if (forced_at == kNever) return f;
-    if (feasible.Count() >= r.nodes && forced_at == t) {
-      f.nodes = index_.ChooseGangWith(feasible, r.nodes, GangLimits::Of(r), s.forced);
+    if (feasible.Count() >= min_nodes && forced_at == t) {
+      f.nodes = index_.ChooseGangWith(feasible, min_nodes, GangLimits::Of(r), s.forced);
       if (!f.nodes.empty()) {
         f.start = t;
         f.partition = view_.partitions[static_cast<size_t>(ps.part)].name;
@@ -342,9 +354,9 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
         return f;
       }
     }
-    if (earliest.size() < r.nodes) return f;
-    // No gang before the r.nodes-th earliest node: jump there.
-    auto nth = earliest.begin() + (r.nodes - 1);
+    if (earliest.size() < min_nodes) return f;
+    // No gang before the min_nodes-th earliest node: jump there.
+    auto nth = earliest.begin() + (min_nodes - 1);
     std::nth_element(earliest.begin(), nth, earliest.end());
     TimeMs next = std::max(*nth, forced_at);
     if (next <= t) {

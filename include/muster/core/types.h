@@ -77,6 +77,9 @@ struct ClusterView {
 struct JobRequest {
   std::vector<std::string> partitions;  // candidates in order of preference; never empty
   uint32_t nodes = 1;
+  // -N min-max: a gang of at least `min_nodes` and as many more as are free, up to `nodes`
+  // (0: exactly `nodes`). Every node of such a job has the same slot (tasks_per_node equal).
+  uint32_t min_nodes = 0;
   std::vector<uint32_t> tasks_per_node;  // size == nodes (block distribution)
   uint32_t cpus_per_task = 1;
   uint64_t mem_per_node_mb = 0;  // 0: memory not reserved
@@ -95,6 +98,9 @@ struct JobRequest {
   uint32_t max_leaves = 0;
   enum class Scope { kAny, kLeaf, kBlock, kNvlink };
   Scope scope = Scope::kAny;
+
+  // The smallest gang the job accepts.
+  uint32_t MinNodes() const { return min_nodes > 0 && min_nodes < nodes ? min_nodes : nodes; }
 };
 
 // Inputs to a job's multifactor priority that come from outside the core (policies arrive

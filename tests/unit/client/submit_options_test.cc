@@ -54,7 +54,14 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   EXPECT_FALSE(ParseSubmitArgs({"-N", "zero"}, "command line", &o).ok());
   EXPECT_FALSE(ParseSubmitArgs({"-t", "soon"}, "command line", &o).ok());
   EXPECT_FALSE(ParseSubmitArgs({"-N"}, "command line", &o).ok());
-  EXPECT_EQ(ParseSubmitArgs({"-N2-4"}, "command line", &o).code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(ParseSubmitArgs({"-N4-2"}, "command line", &o).code(), StatusCode::kInvalidArgument);
+  SubmitOptions range;
+  ASSERT_TRUE(ParseSubmitArgs({"-N2-4"}, "command line", &range).ok());
+  EXPECT_EQ(*range.nodes, 4u);
+  EXPECT_EQ(*range.min_nodes, 2u);
+  ASSERT_TRUE(ParseSubmitArgs({"--nodes=3-3"}, "command line", &range).ok());
+  EXPECT_EQ(*range.nodes, 3u);
+  EXPECT_FALSE(range.min_nodes);
 }
 
 TEST(SubmitArgsTest, NodeConstraintsAndTopology) {

@@ -706,6 +706,30 @@ TEST_F(EngineTest, SwitchesWaitThenRelaxAfterTheConfiguredCap) {
   EXPECT_NE(Job(*tid).reason_detail().find("in one NVLink domain"), std::string::npos);
 }
 
+TEST_F(EngineTest, NodeRangeStartsWithWhatIsFree) {
+  AllUp();
+  auto busy = Submit(Gang(2, 8));
+  ASSERT_TRUE(busy.ok());
+  Pass();
+  v1::JobSpec s = Gang(4, 8);
+  s.set_min_nodes(1);
+  s.set_ntasks_per_node(2);
+  auto id = Submit(s);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(Job(*id).min_nodes(), 1u);
+  EXPECT_EQ(Job(*id).num_nodes(), 4u);
+  Pass();
+  v1::JobInfo j = Job(*id);
+  ASSERT_EQ(j.state(), v1::RUNNING);
+  EXPECT_EQ(j.num_nodes(), 2u) << "two nodes were free";
+  EXPECT_EQ(j.num_tasks(), 4u);
+  EXPECT_EQ(j.min_nodes(), 0u);
+  v1::JobSpec bad = Gang(4, 1);
+  bad.set_min_nodes(2);
+  bad.set_ntasks(5);
+  EXPECT_EQ(Submit(bad).status().code(), StatusCode::kUnimplemented);
+}
+
 TEST_F(EngineTest, StepsOnlyForTheOwnerOfARunningJob) {
   AllUp();
   auto id = *Submit(Gang(2, 8), Alice());

@@ -122,6 +122,7 @@ World RandomWorld(std::mt19937& rng) {
     JobRequest& r = pj.request;
     r.partitions = {"gpu"};
     r.nodes = 1 + rng() % 3;
+    if (r.nodes > 1 && rng() % 4 == 0) r.min_nodes = 1 + rng() % (r.nodes - 1);  // -N min-max
     r.tasks_per_node.assign(r.nodes, 1 + rng() % 2);
     r.cpus_per_task = 1 + rng() % 4;
     r.gpus_per_node = rng() % 9;
@@ -181,7 +182,8 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
     ClusterView used = w.view;
     for (const JobStart& s : pass.starts) {
       const JobRequest& r = by_id[s.job]->request;
-      ASSERT_EQ(s.placement.nodes.size(), r.nodes) << "partial gang";
+      ASSERT_GE(s.placement.nodes.size(), r.MinNodes()) << "partial gang";
+      ASSERT_LE(s.placement.nodes.size(), r.nodes);
       ASSERT_TRUE(Honours(w.view, r, s.placement.nodes)) << "iter " << iter;
       std::set<NodeIndex> distinct;
       for (const NodePlacement& np : s.placement.nodes) {
@@ -203,7 +205,7 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
     }
     for (const Reservation& res : pass.reservations) {
       const JobRequest& r = by_id[res.job]->request;
-      ASSERT_EQ(res.nodes.size(), r.nodes);
+      ASSERT_EQ(res.nodes.size(), r.MinNodes());
       ASSERT_GT(res.start_ms, kNow);
       std::vector<NodePlacement> at;
       for (NodeIndex n : res.nodes) at.push_back(NodePlacement{n, {}, 0, {}, 1});
@@ -259,7 +261,7 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
           fit += fits ? 1 : 0;
           if (required && !fits) required_fit = false;
         }
-        if (fit >= r.nodes && required_fit) {
+        if (fit >= r.MinNodes() && required_fit) {
           earliest = t;
           break;
         }

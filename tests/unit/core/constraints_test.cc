@@ -129,6 +129,33 @@ TEST(ConstraintsTest, SwitchesWaitRelaxesTheLimit) {
   EXPECT_EQ(Schedule(v, {j}, 60'000, {}).starts.size(), 1u) << "the wait is over";
 }
 
+TEST(ConstraintsTest, NodeRangeTakesWhatIsFreeAndReservesTheMinimum) {
+  ClusterView v = Cluster();
+  JobRequest r = Gang(8, 8);  // -N 2-8: six nodes have 8 GPUs free
+  r.min_nodes = 2;
+  auto p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->nodes.size(), 6u);
+  r.max_leaves = 1;  // three whole nodes per leaf
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->nodes.size(), 3u);
+  r.max_leaves = 0;
+  r.min_nodes = 7;
+  EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok()) << "fewer free than the minimum";
+  EXPECT_TRUE(Place(r, v, PlaceMode::kEver).ok());
+  // Blocked: the reservation holds the minimum, from when enough nodes free up.
+  v.running.push_back({99, 0, 5'000, 0, 4, 0});
+  v.running.push_back({98, 4, 7'000, 0, 4, 0});
+  r.time_limit_ms = 1'000;
+  PendingJob j{1, 0, r, -1, {}, false};
+  SchedulePass pass = Schedule(v, {j}, 0, {});
+  ASSERT_EQ(pass.reservations.size(), 1u);
+  EXPECT_EQ(pass.reservations[0].start_ms, 5'000);
+  EXPECT_EQ(pass.reservations[0].nodes.size(), 7u);
+  EXPECT_NE(pass.pending[0].detail.find("7-8 nodes"), std::string::npos) << pass.pending[0].detail;
+}
+
 TEST(ConstraintsTest, ScopeNoDomainCanEverHoldIsRefused) {
   ClusterView v = Cluster();
   JobRequest r = Gang(5, 1);  // 4 nodes per leaf, 4 in the NVLink domain
