@@ -487,7 +487,8 @@ void Engine::AddRunningUse(core::ClusterView& view, TimeMs now) const {
 
 bool Engine::StartStillValid(const core::JobStart& start) const {
   auto it = jobs_.find(start.job);
-  if (it == jobs_.end() || it->second.rec.state() != v1::PENDING || it->second.rec.spec().hold()) {
+  if (it == jobs_.end() || it->second.rec.state() != v1::PENDING || it->second.rec.spec().hold() ||
+      it->second.rec.completing_nodes_size() > 0) {
     return false;
   }
   for (const core::NodePlacement& np : start.placement.nodes) {
@@ -506,14 +507,28 @@ bool Engine::StartStillValid(const core::JobStart& start) const {
 }
 
 void Engine::RunSchedulePass(TimeMs now) {
+  if (auto in = PreparePass(now)) ApplyPass(ComputePass(*in), now);
+}
+
+core::SchedulePass Engine::ComputePass(const PassInput& in) {
+  return core::Schedule(in.view, in.queue, in.now, in.config);
+}
+
+std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
   schedule_requested_ = false;
   last_pass_ms_ = now;
-  std::vector<core::PendingJob> queue;
+  PassInput in;
+  in.now = now;
+  in.config = sched_config_;
+  std::vector<core::PendingJob>& queue = in.queue;
   for (uint64_t id : pending_) {
     JobEntry& job = jobs_.at(id);
     const v1::JobRecord& r = job.rec;
     // A requeued job waits until its old run has left every node.
-    if (r.state() != v1::PENDING || r.spec().hold() || r.completing_nodes_size() > 0) continue;
+    if (r.state() != v1::PENDING || r.spec().hold() || r.completing_nodes_size() > 0) {
+      job.had_reservation = false;  // out of this pass: it holds no reservation in it
+      continue;
+    }
     core::PendingJob pj;
     pj.id = id;
     pj.submit_time_ms = r.submit_time_ms();
@@ -530,16 +545,19 @@ void Engine::RunSchedulePass(TimeMs now) {
                                          priority_scale_, now, sched_config_.weights);
     queue.push_back(std::move(pj));
   }
-  if (queue.empty()) return;
-  core::ClusterView view = base_view_;
+  if (queue.empty()) return std::nullopt;
+  core::ClusterView& view = in.view;
+  view = base_view_;
   view.nodes.reserve(nodes_.size());
   for (const auto& n : nodes_) {
     view.nodes.push_back(n.view);
     view.nodes.back().schedulable = Schedulable(n);
   }
   AddRunningUse(view, now);
-  core::SchedulePass pass = core::Schedule(view, queue, now, sched_config_);
+  return in;
+}
 
+void Engine::ApplyPass(const core::SchedulePass& pass, TimeMs now) {
   // Persist every start of the pass in one batch, then apply and launch.
   store::Mutation m;
   std::vector<v1::JobRecord> started;
@@ -593,14 +611,22 @@ void Engine::RunSchedulePass(TimeMs now) {
     for (int i = 0; i < job->rec.allocation().nodes_size(); ++i)
       SendLaunch(*job, static_cast<size_t>(i));
   }
+  // Reasons only for jobs that still wait (one may have been cancelled or held meanwhile).
+  auto waiting = [&](core::JobId id) -> JobEntry* {
+    JobEntry* job = FindJob(id);
+    return job && job->rec.state() == v1::PENDING && !job->rec.spec().hold() ? job : nullptr;
+  };
   for (const core::PendingReason& p : pass.pending) {
-    JobEntry* job = FindJob(p.job);
+    JobEntry* job = waiting(p.job);
+    if (!job) continue;
     job->rec.set_reason(p.reason);
     job->rec.set_reason_detail(p.detail);
     job->expected_start_ms = p.expected_start_ms;
     job->had_reservation = false;
   }
-  for (const core::Reservation& r : pass.reservations) FindJob(r.job)->had_reservation = true;
+  for (const core::Reservation& r : pass.reservations) {
+    if (JobEntry* job = waiting(r.job)) job->had_reservation = true;
+  }
 }
 
 void Engine::SendLaunch(const JobEntry& job, size_t pos) {

@@ -64,6 +64,7 @@ class ControllerServer::Impl final : public v1::NodeRegistry::CallbackService {
   // Every engine event ends here: deliver commands, arm the scheduling timer. On the strand.
   void AfterEvent();
   void ArmTick();
+  void StartPass();
   void DoAccept();
   void RunOnStrandAndWait(std::function<void()> fn);
 
@@ -72,6 +73,10 @@ class ControllerServer::Impl final : public v1::NodeRegistry::CallbackService {
   asio::steady_timer tick_timer_;
   asio::steady_timer sched_timer_;
   bool sched_armed_ = false;
+  // The core's part of a pass runs here, off the strand, so requests and agent messages are
+  // served while it computes; one pass at a time.
+  asio::thread_pool sched_pool_{1};
+  bool pass_running_ = false;
   asio::local::stream_protocol::acceptor acceptor_;
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
@@ -304,17 +309,35 @@ void ControllerServer::Impl::AfterEvent() {
       it->second->Send(std::move(out.message));
     }
   }
-  if (engine_->schedule_requested() && !sched_armed_) {
+  if (engine_->schedule_requested() && !sched_armed_ && !pass_running_) {
     sched_armed_ = true;
     sched_timer_.expires_after(
         std::chrono::milliseconds(options_.config.scheduling.sched_min_interval_ms));
     sched_timer_.async_wait([this](boost::system::error_code ec) {
       sched_armed_ = false;
       if (ec) return;
-      engine_->RunSchedulePass(Now());
-      AfterEvent();
+      StartPass();
     });
   }
+}
+
+void ControllerServer::Impl::StartPass() {
+  auto in = engine_->PreparePass(Now());
+  if (!in) {
+    AfterEvent();
+    return;
+  }
+  pass_running_ = true;
+  auto input = std::make_shared<Engine::PassInput>(std::move(*in));
+  asio::post(sched_pool_, [this, input] {
+    auto pass = std::make_shared<core::SchedulePass>(Engine::ComputePass(*input));
+    asio::post(strand_, [this, pass] {
+      pass_running_ = false;
+      if (!engine_) return;
+      engine_->ApplyPass(*pass, Now());
+      AfterEvent();
+    });
+  });
 }
 
 void ControllerServer::Impl::ArmTick() {
@@ -424,6 +447,7 @@ void ControllerServer::Impl::Shutdown() {
     io_.stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
+    sched_pool_.join();  // a pass in flight finishes; its result is dropped with the io_context
     std::error_code ec;
     std::filesystem::remove(options_.config.controller.socket_path, ec);
   } else if (grpc_server_) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -92,6 +93,21 @@ class Engine {
   void Tick(TimeMs now);
   // True when something happened that a scheduling pass should look at.
   bool schedule_requested() const { return schedule_requested_; }
+  // A scheduling pass in three steps, so that the long middle one can run off the strand:
+  // PreparePass snapshots the nodes and the queue, ComputePass is the pure core (any thread, no
+  // access to the engine), ApplyPass checks every start against the live state (the world may
+  // have moved on meanwhile) and commits the ones that still fit.
+  struct PassInput {
+    TimeMs now = 0;
+    core::ClusterView view;
+    std::vector<core::PendingJob> queue;
+    core::SchedulerConfig config;
+  };
+  // nullopt when no job can be considered.
+  std::optional<PassInput> PreparePass(TimeMs now);
+  static core::SchedulePass ComputePass(const PassInput& in);
+  void ApplyPass(const core::SchedulePass& pass, TimeMs now);
+  // All three at once (tests, and callers that do not mind the wait).
   void RunSchedulePass(TimeMs now);
 
   std::vector<Outgoing> TakeOutgoing();

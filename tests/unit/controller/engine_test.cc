@@ -730,6 +730,48 @@ TEST_F(EngineTest, NodeRangeStartsWithWhatIsFree) {
   EXPECT_EQ(Submit(bad).status().code(), StatusCode::kUnimplemented);
 }
 
+TEST_F(EngineTest, PassComputedOnAStaleSnapshotAppliesOnlyWhatStillFits) {
+  AllUp();
+  v1::JobSpec busy = Gang(2, 8);
+  busy.set_time_limit_ms(3'600'000);
+  ASSERT_TRUE(Submit(busy).ok());
+  Pass();
+  v1::JobSpec small = Gang(1, 8);
+  small.set_time_limit_ms(600'000);
+  auto a = *Submit(small);
+  auto b = *Submit(small);
+  auto c = *Submit(Gang(4, 8));  // blocked: gets a reason and a reservation; a and b backfill
+  auto in = engine_->PreparePass(now_);
+  ASSERT_TRUE(in.has_value());
+  EXPECT_EQ(in->queue.size(), 3u);
+  core::SchedulePass pass = Engine::ComputePass(*in);
+  ASSERT_EQ(pass.starts.size(), 2u);
+  // While the pass computed: jobs a and c were cancelled and the node planned for b drained.
+  v1::CancelJobRequest cancel;
+  cancel.add_job_ids(a);
+  cancel.add_job_ids(c);
+  ASSERT_TRUE(engine_->CancelJob(Root(), cancel, now_).ok());
+  const std::string b_node = "node" + std::to_string(pass.starts[1].placement.nodes[0].node + 1);
+  ASSERT_EQ(pass.starts[1].job, b);
+  v1::UpdateNodeRequest drain;
+  drain.set_nodes(b_node);
+  drain.set_action(v1::UpdateNodeRequest::DRAIN);
+  drain.set_reason("maintenance");
+  ASSERT_TRUE(engine_->UpdateNode(Root(), drain, now_).ok());
+  const std::string c_reason = Job(c).reason();
+  engine_->ApplyPass(pass, now_);
+  ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
+  EXPECT_EQ(Job(a).state(), v1::CANCELLED);
+  EXPECT_EQ(Job(b).state(), v1::PENDING) << "its node was drained after the snapshot";
+  EXPECT_TRUE(engine_->schedule_requested()) << "a dropped start asks for another pass";
+  EXPECT_EQ(Job(c).state(), v1::CANCELLED);
+  EXPECT_EQ(Job(c).reason(), c_reason) << "no stale pending reason over the cancellation";
+  EXPECT_EQ(Job(c).expected_start_ms(), 0);
+  Pass();
+  EXPECT_EQ(Job(b).state(), v1::RUNNING);
+  EXPECT_NE(Job(b).nodes(0), b_node);
+}
+
 TEST_F(EngineTest, StepsOnlyForTheOwnerOfARunningJob) {
   AllUp();
   auto id = *Submit(Gang(2, 8), Alice());
