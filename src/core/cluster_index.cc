@@ -1,6 +1,7 @@
 #include "cluster_index.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <string_view>
 
@@ -135,7 +136,61 @@ std::string FeatureText(const JobRequest& r) {
 }
 
 Need NeedOf(const JobRequest& r) {
-  return {MaxSlotCpus(r), r.gpus_per_node, r.mem_per_node_mb, r.exclusive};
+  return {MaxSlotCpus(r), r.gpus_per_node, r.mem_per_node_mb, r.exclusive, r.gres};
+}
+
+bool GresMatches(const GresView& pool, const GresRequest& want) {
+  return EqualsIgnoreCase(pool.name, want.name) &&
+         (want.type.empty() || EqualsIgnoreCase(pool.type, want.type));
+}
+
+uint32_t GresUnits(const NodeView& n, const GresRequest& want, bool free_only) {
+  uint32_t units = 0;
+  for (const GresView& pool : n.gres) {
+    if (!GresMatches(pool, want)) continue;
+    units += free_only ? pool.FreeUnits() : static_cast<uint32_t>(pool.free.size());
+  }
+  return units;
+}
+
+// Picks `want.count` free units for one request item. Shards come from one GPU when one holds
+// them all (the one with the fewest free that does), otherwise from the GPUs with the most free
+// shards first.
+void PickGres(const NodeView& n, const GresRequest& want, NodePlacement* np) {
+  uint32_t left = want.count;
+  for (uint32_t p = 0; p < n.gres.size() && left > 0; ++p) {
+    const GresView& pool = n.gres[p];
+    if (!GresMatches(pool, want)) continue;
+    std::vector<uint32_t> units;
+    if (pool.shards()) {
+      std::map<uint32_t, std::vector<uint32_t>> by_gpu;
+      for (uint32_t u = 0; u < pool.free.size(); ++u) {
+        if (pool.free[u]) by_gpu[pool.on_gpu[u]].push_back(u);
+      }
+      std::vector<const std::vector<uint32_t>*> order;
+      for (const auto& [g, list] : by_gpu) order.push_back(&list);
+      std::stable_sort(order.begin(), order.end(),
+                       [](const auto* a, const auto* b) { return a->size() > b->size(); });
+      const std::vector<uint32_t>* one = nullptr;
+      for (const auto* list : order) {
+        if (list->size() >= left && (!one || list->size() < one->size())) one = list;
+      }
+      if (one) order = {one};
+      for (const auto* list : order) {
+        for (uint32_t u : *list) {
+          if (units.size() < left) units.push_back(u);
+        }
+      }
+    } else {
+      for (uint32_t u = 0; u < pool.free.size() && units.size() < left; ++u) {
+        if (pool.free[u]) units.push_back(u);
+      }
+    }
+    if (units.empty()) continue;
+    left -= static_cast<uint32_t>(units.size());
+    std::sort(units.begin(), units.end());
+    np->gres.emplace_back(p, std::move(units));
+  }
 }
 
 bool TypeMatches(const NodeView& n, const JobRequest& r) {
@@ -201,11 +256,13 @@ ClusterIndex::ClusterIndex(ClusterView* view) : view_(view) {
   uint32_t max_gpus = 0;
   free_cpus_.resize(n);
   free_gpus_.resize(n);
+  has_gres_.resize(n);
   up_ = NodeSet(n);
   idle_ = NodeSet(n);
   for (uint32_t i = 0; i < n; ++i) {
     free_cpus_[i] = CountFree(nodes[i].cpu_free);
     free_gpus_[i] = CountFree(nodes[i].gpu_free);
+    has_gres_[i] = !nodes[i].gres.empty();
     max_gpus = std::max(max_gpus, nodes[i].gpus);
     if (nodes[i].schedulable) up_.Set(pos_of_[i]);
     if (Idle(i)) idle_.Set(pos_of_[i]);
@@ -233,12 +290,18 @@ ClusterIndex::ClusterIndex(ClusterView* view) : view_(view) {
 
 bool ClusterIndex::Idle(NodeIndex n) const {
   const NodeView& v = view_->nodes[n];
+  for (size_t p = 0; has_gres_[n] && p < v.gres.size(); ++p) {
+    if (v.gres[p].FreeUnits() != v.gres[p].free.size()) return false;
+  }
   return free_cpus_[n] == v.cpus && free_gpus_[n] == v.gpus && v.memory_free_mb == v.memory_mb;
 }
 
 bool ClusterIndex::FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need) const {
   const NodeView& v = view_->nodes[n];
   if (need.gpus > 0 && (!TypeMatches(v, r) || v.gpus < need.gpus)) return false;
+  for (const GresRequest& g : need.gres) {
+    if (GresUnits(v, g, false) < g.count) return false;
+  }
   return v.cpus >= need.cpus && v.memory_mb >= need.mem_mb && HasFeatures(v, r);
 }
 
@@ -252,6 +315,9 @@ int64_t ClusterIndex::FindNode(const std::string& name) const {
 
 bool ClusterIndex::FitsNow(NodeIndex n, const Need& need) const {
   if (need.exclusive) return Idle(n);
+  for (const GresRequest& g : need.gres) {
+    if (!has_gres_[n] || GresUnits(view_->nodes[n], g, true) < g.count) return false;
+  }
   return free_gpus_[n] >= need.gpus && free_cpus_[n] >= need.cpus &&
          view_->nodes[n].memory_free_mb >= need.mem_mb;
 }
@@ -282,10 +348,9 @@ void ClusterIndex::FreeNowSet(const NodeSet& base, const Need& need, NodeSet* ou
     for (uint32_t k = need.gpus; k < gpu_bucket_.size(); ++k) *out |= gpu_bucket_[k];
     *out &= base;
   }
-  if (need.cpus == 0 && need.mem_mb == 0) return;
+  if (need.cpus == 0 && need.mem_mb == 0 && need.gres.empty()) return;
   out->ForEach([&](size_t pos) {
-    NodeIndex n = node_at_[pos];
-    if (free_cpus_[n] < need.cpus || view_->nodes[n].memory_free_mb < need.mem_mb) out->Reset(pos);
+    if (!FitsNow(node_at_[pos], need)) out->Reset(pos);
   });
 }
 
@@ -510,11 +575,18 @@ Placement ClusterIndex::Build(const JobRequest& r, const std::string& partition,
       np.gpus = PickGpus(n, n.gpus);
       np.cpus = PickCpus(n, n.cpus, np.gpus);
       np.mem_mb = n.memory_free_mb;
+      for (uint32_t p = 0; p < n.gres.size(); ++p) {
+        std::vector<uint32_t> all(n.gres[p].free.size());
+        std::iota(all.begin(), all.end(), 0);
+        // Shards of GPUs taken whole are implied by the GPUs.
+        if (!n.gres[p].shards() && !all.empty()) np.gres.emplace_back(p, std::move(all));
+      }
     } else {
       np.gpus = PickGpus(n, r.gpus_per_node);
       np.cpus = PickCpus(
           n, std::max<uint32_t>(1, np.ntasks) * std::max<uint32_t>(1, r.cpus_per_task), np.gpus);
       np.mem_mb = r.mem_per_node_mb;
+      for (const GresRequest& g : r.gres) PickGres(n, g, &np);
     }
     out.nodes.push_back(std::move(np));
   }
@@ -535,13 +607,9 @@ void ClusterIndex::Take(const Placement& p) {
     uint32_t old_gpus = free_gpus_[np.node];
     for (uint32_t c : np.cpus) {
       if (n.cpu_free[c]) --free_cpus_[np.node];
-      n.cpu_free[c] = false;
     }
-    for (uint32_t g : np.gpus) {
-      if (n.gpu_free[g]) --free_gpus_[np.node];
-      n.gpu_free[g] = false;
-    }
-    n.memory_free_mb -= std::min(n.memory_free_mb, np.mem_mb);
+    n.Take(np);
+    free_gpus_[np.node] = CountFree(n.gpu_free);  // shards taken also close their GPUs
     Rebucket(np.node, old_gpus);
   }
 }

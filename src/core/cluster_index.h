@@ -19,7 +19,13 @@ struct Need {
   uint32_t gpus = 0;
   uint64_t mem_mb = 0;
   bool exclusive = false;  // the whole node, idle
+  std::vector<GresRequest> gres;
 };
+
+// The node's GRES pools a request item may take from (name and, when given, type match).
+bool GresMatches(const GresView& pool, const GresRequest& want);
+// Units of `want` the node has in all (capacity) or free now.
+uint32_t GresUnits(const NodeView& n, const GresRequest& want, bool free_only);
 
 Need NeedOf(const JobRequest& r);
 
@@ -63,6 +69,8 @@ class ClusterIndex {
   uint32_t FreeGpus(NodeIndex n) const { return free_gpus_[n]; }
   uint64_t FreeMem(NodeIndex n) const { return view_->nodes[n].memory_free_mb; }
   bool Idle(NodeIndex n) const;
+  // The node has GRES pools (kept apart so hot loops need not touch the NodeView).
+  bool HasGres(NodeIndex n) const { return has_gres_[n] != 0; }
 
   // Could the node hold the slot if it were empty and up?
   bool FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need) const;
@@ -120,6 +128,7 @@ class ClusterIndex {
   std::vector<std::vector<uint32_t>> by_height_;  // height -> domain ids
   std::vector<uint32_t> leaf_of_;                 // position -> domain directly above
   std::vector<uint32_t> free_cpus_, free_gpus_;   // by node index
+  std::vector<uint8_t> has_gres_;                 // by node index
   std::vector<NodeSet> partition_sets_;
   std::vector<NodeSet> gpu_bucket_;
   NodeSet up_, idle_;

@@ -48,6 +48,15 @@ std::string NeverFits(const JobRequest& r, const ClusterView& view, const Partit
     return "asks for " + std::to_string(slot_cpus) + " CPUs on one node; the largest node" + where +
            " has " + std::to_string(max_cpus) + " (spread the tasks over more nodes with -N)";
   }
+  for (const GresRequest& g : r.gres) {
+    uint32_t most = 0;
+    for (NodeIndex i : p.nodes) most = std::max(most, GresUnits(view.nodes[i], g, false));
+    if (g.count > most) {
+      std::string what = g.name + (g.type.empty() ? "" : ":" + g.type);
+      return "asks for " + std::to_string(g.count) + " " + what + " per node; the largest node" +
+             where + " has " + std::to_string(most);
+    }
+  }
   if (r.mem_per_node_mb > max_mem) {
     return "asks for " + std::to_string(r.mem_per_node_mb) +
            " MB of memory per node; the largest node" + where + " has " + std::to_string(max_mem) +
@@ -134,8 +143,10 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
       const NodeView& n = view.nodes[i];
       const bool excluded = std::find(r.excluded_nodes.begin(), r.excluded_nodes.end(), n.name) !=
                             r.excluded_nodes.end();
+      bool gres_ok = true;
+      for (const GresRequest& g : r.gres) gres_ok = gres_ok && GresUnits(n, g, false) >= g.count;
       if ((need.gpus == 0 || (TypeMatches(n, r) && n.gpus >= need.gpus)) && n.cpus >= need.cpus &&
-          n.memory_mb >= need.mem_mb && HasFeatures(n, r) && !excluded) {
+          n.memory_mb >= need.mem_mb && HasFeatures(n, r) && !excluded && gres_ok) {
         ++capable;
         if (std::find(r.required_nodes.begin(), r.required_nodes.end(), n.name) !=
             r.required_nodes.end()) {
@@ -180,6 +191,61 @@ NodeView NodeView::Empty(std::string name, uint32_t cpus, uint64_t memory_mb, ui
   return n;
 }
 
+uint32_t GresView::FreeUnits() const {
+  return static_cast<uint32_t>(std::count(free.begin(), free.end(), true));
+}
+
+void NodeView::Take(const NodePlacement& np) {
+  for (uint32_t c : np.cpus) cpu_free[c] = false;
+  for (uint32_t g : np.gpus) {
+    gpu_free[g] = false;
+    for (GresView& pool : gres) {
+      for (size_t u = 0; u < pool.on_gpu.size(); ++u) {
+        if (pool.on_gpu[u] == g) pool.free[u] = false;
+      }
+    }
+  }
+  for (const auto& [pool, units] : np.gres) {
+    GresView& gv = gres[pool];
+    for (uint32_t u : units) {
+      gv.free[u] = false;
+      if (gv.shards()) gpu_free[gv.on_gpu[u]] = false;
+    }
+  }
+  memory_free_mb -= std::min(memory_free_mb, np.mem_mb);
+}
+
+void NodeView::Give(const NodePlacement& np) {
+  for (uint32_t c : np.cpus) cpu_free[c] = true;
+  for (uint32_t g : np.gpus) {
+    gpu_free[g] = true;
+    for (GresView& pool : gres) {
+      for (size_t u = 0; u < pool.on_gpu.size(); ++u) {
+        if (pool.on_gpu[u] == g) pool.free[u] = true;
+      }
+    }
+  }
+  std::vector<uint32_t> touched;
+  for (const auto& [pool, units] : np.gres) {
+    GresView& gv = gres[pool];
+    for (uint32_t u : units) {
+      gv.free[u] = true;
+      if (gv.shards()) touched.push_back(gv.on_gpu[u]);
+    }
+  }
+  // A GPU is whole again once none of its shards is taken.
+  for (uint32_t g : touched) {
+    bool all_free = true;
+    for (const GresView& pool : gres) {
+      for (size_t u = 0; u < pool.on_gpu.size(); ++u) {
+        if (pool.on_gpu[u] == g && !pool.free[u]) all_free = false;
+      }
+    }
+    if (all_free) gpu_free[g] = true;
+  }
+  memory_free_mb = std::min(memory_mb, memory_free_mb + np.mem_mb);
+}
+
 uint32_t NodeView::FreeCpus() const {
   return static_cast<uint32_t>(std::count(cpu_free.begin(), cpu_free.end(), true));
 }
@@ -189,6 +255,9 @@ uint32_t NodeView::FreeGpus() const {
 }
 
 bool NodeView::Idle() const {
+  for (const GresView& pool : gres) {
+    if (pool.FreeUnits() != pool.free.size()) return false;
+  }
   return FreeCpus() == cpus && FreeGpus() == gpus && memory_free_mb == memory_mb;
 }
 
@@ -231,21 +300,11 @@ Result<Placement> Place(const JobRequest& request, const ClusterView& view, Plac
 }
 
 void Allocate(const Placement& placement, ClusterView& view) {
-  for (const NodePlacement& np : placement.nodes) {
-    NodeView& n = view.nodes[np.node];
-    for (uint32_t c : np.cpus) n.cpu_free[c] = false;
-    for (uint32_t g : np.gpus) n.gpu_free[g] = false;
-    n.memory_free_mb -= std::min(n.memory_free_mb, np.mem_mb);
-  }
+  for (const NodePlacement& np : placement.nodes) view.nodes[np.node].Take(np);
 }
 
 void Release(const Placement& placement, ClusterView& view) {
-  for (const NodePlacement& np : placement.nodes) {
-    NodeView& n = view.nodes[np.node];
-    for (uint32_t c : np.cpus) n.cpu_free[c] = true;
-    for (uint32_t g : np.gpus) n.gpu_free[g] = true;
-    n.memory_free_mb = std::min(n.memory_mb, n.memory_free_mb + np.mem_mb);
-  }
+  for (const NodePlacement& np : placement.nodes) view.nodes[np.node].Give(np);
 }
 
 }  // namespace muster::core

@@ -17,6 +17,9 @@ std::string ShapeKey(const JobRequest& r) {
          std::to_string(MaxSlotCpus(r)) + '|' + std::to_string(r.mem_per_node_mb) + '|' +
          std::to_string(r.gpus_per_node) + '|' + ToLower(r.gpu_type) + '|' +
          (r.exclusive ? "x" : "");
+  for (const GresRequest& g : r.gres) {
+    key += "|g:" + ToLower(g.name) + ':' + ToLower(g.type) + ':' + std::to_string(g.count);
+  }
   return key;
 }
 
@@ -29,6 +32,9 @@ std::string Planner::Shape(const JobRequest& r) {
     per.push_back(std::to_string(r.gpus_per_node) + " " +
                   (r.gpu_type.empty() ? std::string("GPU") : r.gpu_type + " GPU") +
                   (r.gpus_per_node == 1 ? "" : "s"));
+  }
+  for (const GresRequest& g : r.gres) {
+    per.push_back(std::to_string(g.count) + " " + g.name + (g.type.empty() ? "" : ":" + g.type));
   }
   per.push_back(std::to_string(MaxSlotCpus(r)) + " CPUs");
   if (r.mem_per_node_mb) per.push_back(std::to_string(r.mem_per_node_mb) + " MB");

@@ -3,24 +3,20 @@
 #include <algorithm>
 
 namespace muster::core {
-namespace {
-
-bool Covers(int64_t have_cpus, int64_t have_gpus, int64_t have_mem, int64_t cpus, int64_t gpus,
-            int64_t mem) {
-  return have_cpus >= cpus && have_gpus >= gpus && have_mem >= mem;
-}
-
-}  // namespace
 
 Profile::Profile(const ClusterIndex& index, const std::vector<RunningUse>& running, TimeMs now)
     : index_(index), now_(now), releases_(index.size()), holds_(index.size()), held_(index.size()) {
   for (const RunningUse& r : running) {
     if (r.node >= releases_.size()) continue;
     TimeMs t = std::max(r.end_ms, now + 1);
-    releases_[r.node].push_back({t,
-                                 {static_cast<int64_t>(r.cpus), static_cast<int64_t>(r.gpus),
-                                  static_cast<int64_t>(r.mem_mb)},
-                                 r.job});
+    Amount a{static_cast<int64_t>(r.cpus), static_cast<int64_t>(r.gpus),
+             static_cast<int64_t>(r.mem_mb), -1};
+    if (index_.HasGres(r.node)) {
+      Gres g(r.gres.begin(), r.gres.end());
+      Couple(r.node, &a, &g);
+      a.gres = Store(std::move(g));
+    }
+    releases_[r.node].push_back({t, a, r.job});
   }
   for (auto& list : releases_) {
     if (list.size() > 1) {
@@ -31,58 +27,138 @@ Profile::Profile(const ClusterIndex& index, const std::vector<RunningUse>& runni
   }
 }
 
+int32_t Profile::Store(Gres g) {
+  gres_table_.push_back(std::move(g));
+  return static_cast<int32_t>(gres_table_.size() - 1);
+}
+
+void Profile::Couple(NodeIndex n, Amount* a, Gres* gres) const {
+  const NodeView& v = index_.view().nodes[n];
+  gres->resize(v.gres.size(), 0);
+  const int64_t whole = a->gpus;
+  for (size_t p = 0; p < v.gres.size(); ++p) {
+    if (!v.gres[p].shards() || v.gpus == 0) continue;
+    const int64_t per_gpu = std::max<int64_t>(
+        1, static_cast<int64_t>(v.gres[p].free.size()) / static_cast<int64_t>(v.gpus));
+    const int64_t shard_gpus = ((*gres)[p] + per_gpu - 1) / per_gpu;
+    (*gres)[p] += whole * per_gpu;
+    a->gpus += shard_gpus;
+  }
+}
+
 void Profile::AddStart(const Placement& p, JobId job, TimeMs end) {
   for (const NodePlacement& np : p.nodes) {
     auto& list = releases_[np.node];
-    Event e{std::max(end, now_ + 1),
-            {static_cast<int64_t>(np.cpus.size()), static_cast<int64_t>(np.gpus.size()),
-             static_cast<int64_t>(np.mem_mb)},
-            job};
+    Amount a{static_cast<int64_t>(np.cpus.size()), static_cast<int64_t>(np.gpus.size()),
+             static_cast<int64_t>(np.mem_mb), -1};
+    if (index_.HasGres(np.node)) {
+      Gres g;
+      for (const auto& [pool, units] : np.gres) {
+        if (g.size() <= pool) g.resize(pool + 1, 0);
+        g[pool] += static_cast<int64_t>(units.size());
+      }
+      Couple(np.node, &a, &g);
+      a.gres = Store(std::move(g));
+    }
+    Event e{std::max(end, now_ + 1), a, job};
     auto at = std::upper_bound(list.begin(), list.end(), e.t,
                                [](TimeMs t, const Event& x) { return t < x.t; });
     list.insert(at, e);
   }
 }
 
-Profile::Amount Profile::AmountOf(NodeIndex n, const Need& need) const {
-  if (need.exclusive) {
+Profile::Amount Profile::AmountOf(NodeIndex n, const Need& need, Gres* gres) const {
+  if (!index_.HasGres(n)) {
+    if (!need.exclusive) {
+      return {static_cast<int64_t>(need.cpus), static_cast<int64_t>(need.gpus),
+              static_cast<int64_t>(need.mem_mb), -1};
+    }
     const NodeView& v = index_.view().nodes[n];
     return {static_cast<int64_t>(v.cpus), static_cast<int64_t>(v.gpus),
-            static_cast<int64_t>(v.memory_mb)};
+            static_cast<int64_t>(v.memory_mb), -1};
   }
-  return {static_cast<int64_t>(need.cpus), static_cast<int64_t>(need.gpus),
-          static_cast<int64_t>(need.mem_mb)};
+  const NodeView& v = index_.view().nodes[n];
+  if (need.exclusive) {
+    gres->clear();
+    for (const GresView& pool : v.gres) gres->push_back(static_cast<int64_t>(pool.free.size()));
+    return {static_cast<int64_t>(v.cpus), static_cast<int64_t>(v.gpus),
+            static_cast<int64_t>(v.memory_mb), -1};
+  }
+  Amount a{static_cast<int64_t>(need.cpus), static_cast<int64_t>(need.gpus),
+           static_cast<int64_t>(need.mem_mb), -1};
+  // Each item from the matching pools in order, as Build picks them.
+  gres->assign(v.gres.size(), 0);
+  for (const GresRequest& g : need.gres) {
+    int64_t left = g.count;
+    for (size_t p = 0; p < v.gres.size() && left > 0; ++p) {
+      if (!GresMatches(v.gres[p], g)) continue;
+      int64_t take = std::min<int64_t>(left, static_cast<int64_t>(v.gres[p].free.size()));
+      (*gres)[p] += take;
+      left -= take;
+    }
+  }
+  Couple(n, &a, gres);
+  return a;
 }
 
 void Profile::AddHold(NodeIndex n, const Need& need, TimeMs start, TimeMs end, JobId job) {
-  holds_[n].push_back({start, end, AmountOf(n, need), job});
+  Gres g;
+  Amount a = AmountOf(n, need, &g);
+  if (index_.HasGres(n)) a.gres = Store(std::move(g));
+  holds_[n].push_back({start, end, a, job});
   held_.Set(index_.PosOf(n));
 }
 
+Profile::Amount Profile::FreeNow(NodeIndex n) const {
+  return {index_.FreeCpus(n), index_.FreeGpus(n), static_cast<int64_t>(index_.FreeMem(n)), -1};
+}
+
 Profile::Amount Profile::AvailAt(NodeIndex n, TimeMs t) const {
-  Amount a{index_.FreeCpus(n), index_.FreeGpus(n), static_cast<int64_t>(index_.FreeMem(n))};
+  Amount a = FreeNow(n);
   for (const Event& e : releases_[n]) {
     if (e.t > t) break;
-    a.cpus += e.a.cpus;
-    a.gpus += e.a.gpus;
-    a.mem += e.a.mem;
+    a.Add(e.a);
   }
   for (const Hold& h : holds_[n]) {
-    if (h.start <= t && t < h.end) {
-      a.cpus -= h.a.cpus;
-      a.gpus -= h.a.gpus;
-      a.mem -= h.a.mem;
-    }
+    if (h.start <= t && t < h.end) a.Add(h.a, -1);
   }
   return a;
 }
 
+Profile::Gres Profile::GresAvailAt(NodeIndex n, TimeMs t) const {
+  Gres have;
+  for (const GresView& pool : index_.view().nodes[n].gres) {
+    have.push_back(static_cast<int64_t>(pool.FreeUnits()));
+  }
+  auto add = [&](const Amount& a, int sign) {
+    if (a.gres < 0) return;
+    const Gres& g = gres_table_[static_cast<size_t>(a.gres)];
+    for (size_t p = 0; p < g.size() && p < have.size(); ++p) have[p] += sign * g[p];
+  };
+  for (const Event& e : releases_[n]) {
+    if (e.t > t) break;
+    add(e.a, 1);
+  }
+  for (const Hold& h : holds_[n]) {
+    if (h.start <= t && t < h.end) add(h.a, -1);
+  }
+  return have;
+}
+
+bool Profile::GresCovers(const Gres& have, const Gres& want) {
+  for (size_t p = 0; p < want.size(); ++p) {
+    if (want[p] > (p < have.size() ? have[p] : 0)) return false;
+  }
+  return true;
+}
+
 bool Profile::FitsDuring(NodeIndex n, const Need& need, TimeMs t, TimeMs end,
                          JobId* blocker) const {
-  const Amount want = AmountOf(n, need);
+  Gres want_gres;
+  const Amount want = AmountOf(n, need, &want_gres);
+  const bool gres = index_.HasGres(n);
   auto fits_at = [&](TimeMs at) {
-    Amount a = AvailAt(n, at);
-    return Covers(a.cpus, a.gpus, a.mem, want.cpus, want.gpus, want.mem);
+    return AvailAt(n, at).Covers(want) && (!gres || GresCovers(GresAvailAt(n, at), want_gres));
   };
   auto blame = [&](TimeMs at) {
     if (!blocker) return;
@@ -109,30 +185,22 @@ bool Profile::FitsDuring(NodeIndex n, const Need& need, TimeMs t, TimeMs end,
 
 TimeMs Profile::EarliestStart(NodeIndex n, const Need& need, TimeMs from, TimeMs duration) const {
   const auto& rel = releases_[n];
-  if (holds_[n].empty()) {
+  if (holds_[n].empty() && !index_.HasGres(n)) {
     // Without holds availability only grows: walk the releases until the need is covered.
-    const Amount want = AmountOf(n, need);
-    Amount a{index_.FreeCpus(n), index_.FreeGpus(n), static_cast<int64_t>(index_.FreeMem(n))};
+    const Amount want = AmountOf(n, need, nullptr);
+    Amount a = FreeNow(n);
     size_t i = 0;
-    for (; i < rel.size() && rel[i].t <= from; ++i) {
-      a.cpus += rel[i].a.cpus;
-      a.gpus += rel[i].a.gpus;
-      a.mem += rel[i].a.mem;
-    }
-    if (Covers(a.cpus, a.gpus, a.mem, want.cpus, want.gpus, want.mem)) return from;
+    for (; i < rel.size() && rel[i].t <= from; ++i) a.Add(rel[i].a);
+    if (a.Covers(want)) return from;
     for (; i < rel.size(); ++i) {
       if (rel[i].t == kNever) return kNever;
-      a.cpus += rel[i].a.cpus;
-      a.gpus += rel[i].a.gpus;
-      a.mem += rel[i].a.mem;
-      if ((i + 1 == rel.size() || rel[i + 1].t != rel[i].t) &&
-          Covers(a.cpus, a.gpus, a.mem, want.cpus, want.gpus, want.mem)) {
-        return rel[i].t;
-      }
+      a.Add(rel[i].a);
+      if ((i + 1 == rel.size() || rel[i + 1].t != rel[i].t) && a.Covers(want)) return rel[i].t;
     }
     return kNever;
   }
-  // With holds: a start can only become possible where something is released or a hold ends.
+  // With holds (or GRES): a start can only become possible where something is released or a
+  // hold ends.
   std::vector<TimeMs> times = {from};
   for (const Event& e : rel) {
     if (e.t > from && e.t != kNever) times.push_back(e.t);

@@ -37,9 +37,21 @@ class Profile {
   }
 
  private:
+  // Resources on one node. GRES amounts (per pool of the node) live in gres_table_, so that the
+  // events of the common node without GRES stay small and plain.
   struct Amount {
     int64_t cpus = 0, gpus = 0, mem = 0;
+    int32_t gres = -1;  // index into gres_table_; -1: none
+    void Add(const Amount& o, int sign = 1) {
+      cpus += sign * o.cpus;
+      gpus += sign * o.gpus;
+      mem += sign * o.mem;
+    }
+    bool Covers(const Amount& want) const {
+      return cpus >= want.cpus && gpus >= want.gpus && mem >= want.mem;
+    }
   };
+  using Gres = std::vector<int64_t>;
   struct Event {
     TimeMs t;
     Amount a;
@@ -50,13 +62,21 @@ class Profile {
     Amount a;
     JobId job;
   };
-  Amount AmountOf(NodeIndex n, const Need& need) const;
+  // What `need` takes on node n; its GRES part (when the node has pools) in *gres.
+  Amount AmountOf(NodeIndex n, const Need& need, Gres* gres) const;
+  // Whole GPUs and shards exclude each other: an amount of one also takes the other.
+  void Couple(NodeIndex n, Amount* a, Gres* gres) const;
+  int32_t Store(Gres g);
+  Amount FreeNow(NodeIndex n) const;
   Amount AvailAt(NodeIndex n, TimeMs t) const;
+  Gres GresAvailAt(NodeIndex n, TimeMs t) const;  // only for nodes with pools
+  static bool GresCovers(const Gres& have, const Gres& want);
 
   const ClusterIndex& index_;
   TimeMs now_;
   std::vector<std::vector<Event>> releases_;  // by node, ascending time
   std::vector<std::vector<Hold>> holds_;      // by node
+  std::vector<Gres> gres_table_;
   NodeSet held_;
 };
 

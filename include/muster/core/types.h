@@ -16,6 +16,21 @@ using TimeMs = int64_t;
 inline constexpr TimeMs kNever = INT64_MAX;
 
 // One node as the scheduler sees it: capacity from configuration, free resources by index.
+struct NodePlacement;
+
+// A counted resource besides CPUs, memory and whole GPUs, allocated by unit index: the MIG
+// slices of one profile (name "gpu", type "1g.10gb"), GPU shards (name "shard", several per
+// GPU, shared without isolation), or a plain counted GRES ("nvme").
+struct GresView {
+  std::string name;
+  std::string type;
+  std::vector<bool> free;        // one per unit
+  std::vector<uint32_t> on_gpu;  // shards: the whole GPU each unit belongs to; else empty
+
+  bool shards() const { return !on_gpu.empty(); }
+  uint32_t FreeUnits() const;
+};
+
 struct NodeView {
   std::string name;
   std::string topology;  // tiers above the node, outermost first: "spine1/leaf3"
@@ -37,6 +52,10 @@ struct NodeView {
   std::vector<bool> cpu_free;  // size cpus
   uint64_t memory_free_mb = 0;
   std::vector<bool> gpu_free;  // size gpus
+  // MIG slices, shards and other GRES. A whole GPU and the shards on it exclude each other: a
+  // GPU is free only while none of its shards is taken, and its shards are free only while the
+  // GPU is not taken whole.
+  std::vector<GresView> gres;
 
   // Builds a node with everything free.
   static NodeView Empty(std::string name, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
@@ -44,6 +63,9 @@ struct NodeView {
   uint32_t FreeCpus() const;
   uint32_t FreeGpus() const;
   bool Idle() const;  // nothing allocated
+  // Marks what `np` names taken (or free again), keeping whole GPUs and shards consistent.
+  void Take(const NodePlacement& np);
+  void Give(const NodePlacement& np);
 };
 
 struct PartitionView {
@@ -62,6 +84,7 @@ struct RunningUse {
   uint32_t cpus = 0;
   uint32_t gpus = 0;
   uint64_t mem_mb = 0;
+  std::vector<uint32_t> gres;  // units held per pool of the node (index into NodeView::gres)
 };
 
 // An immutable snapshot of nodes, partitions and running work for one pass.
@@ -71,6 +94,14 @@ struct ClusterView {
   std::vector<RunningUse> running;  // one per (running job, node); may be empty
 
   const PartitionView* FindPartition(const std::string& name) const;
+};
+
+// Units of a GRES each node must give: --gres=shard:2, --gres=nvme:1, or MIG slices
+// (name "gpu" with the profile as type). An empty type matches any type of that name.
+struct GresRequest {
+  std::string name;
+  std::string type;
+  uint32_t count = 0;
 };
 
 // A normalised resource request: how many nodes, and what each node must give.
@@ -83,8 +114,9 @@ struct JobRequest {
   std::vector<uint32_t> tasks_per_node;  // size == nodes (block distribution)
   uint32_t cpus_per_task = 1;
   uint64_t mem_per_node_mb = 0;  // 0: memory not reserved
-  uint32_t gpus_per_node = 0;
-  std::string gpu_type;    // empty: any
+  uint32_t gpus_per_node = 0;    // whole GPUs
+  std::string gpu_type;          // empty: any
+  std::vector<GresRequest> gres;
   bool exclusive = false;  // whole nodes
   int64_t time_limit_ms = 0;
 
@@ -132,6 +164,8 @@ struct NodePlacement {
   uint64_t mem_mb = 0;
   std::vector<uint32_t> gpus;
   uint32_t ntasks = 0;
+  // GRES units by pool: (index into NodeView::gres, unit indices).
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> gres;
 };
 
 // A whole gang: every node or none.
