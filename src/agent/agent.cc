@@ -502,6 +502,7 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
     return fail("musterd runs as uid " + std::to_string(::geteuid()) +
                 ", not root, so it cannot run jobs of uid " + std::to_string(spec.uid()));
   }
+  if (std::string why = UnsupportedGres(l); !why.empty()) return fail(why);
   auto job = std::make_unique<LocalJob>();
   job->launch = l;
   job->dir = options_.spool_dir + "/job" + std::to_string(id);

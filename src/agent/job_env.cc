@@ -1,6 +1,7 @@
 #include "job_env.h"
 
 #include <map>
+#include <set>
 
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
@@ -96,7 +97,12 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
   if (s.mem_per_node_mb() > 0) env.Slurm("MEM_PER_NODE", std::to_string(s.mem_per_node_mb()));
   env.Set("SLURMD_NODENAME", node_name);
   env.Set("MUSTER_NODENAME", node_name);
-  if (me.gpu_indices_size() > 0) {
+  uint32_t shards = 0;
+  for (const v1::GresUnits& g : me.gres()) {
+    if (g.name() == "shard") shards += static_cast<uint32_t>(g.units_size());
+  }
+  if (shards > 0) env.Slurm("SHARDS_ON_NODE", std::to_string(shards));
+  if (me.gpu_indices_size() > 0 || shards > 0) {
     env.Slurm("GPUS_ON_NODE", std::to_string(me.gpu_indices_size()));
     env.Slurm("JOB_GPUS", gpus);
     if (s.gpus_per_node() > 0) env.Slurm("GPUS_PER_NODE", std::to_string(s.gpus_per_node()));
@@ -114,9 +120,25 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
 }  // namespace
 
 std::string GpuList(const v1::LaunchJob& launch) {
+  // Whole GPUs, and the GPUs the job's shards sit on (shared, as Slurm's shards).
+  std::set<uint32_t> gpus(ThisNode(launch).gpu_indices().begin(),
+                          ThisNode(launch).gpu_indices().end());
+  for (const v1::GresUnits& g : ThisNode(launch).gres())
+    gpus.insert(g.on_gpu().begin(), g.on_gpu().end());
   std::vector<std::string> ids;
-  for (uint32_t g : ThisNode(launch).gpu_indices()) ids.push_back(std::to_string(g));
+  for (uint32_t g : gpus) ids.push_back(std::to_string(g));
   return Join(ids, ",");
+}
+
+std::string UnsupportedGres(const v1::LaunchJob& launch) {
+  for (const v1::GresUnits& g : ThisNode(launch).gres()) {
+    if (g.name() == "gpu") {
+      return "MIG slices (gpu:" + g.type() +
+             ") are scheduled, but binding them needs the agent's MIG discovery (their UUIDs), "
+             "which this version does not have yet";
+    }
+  }
+  return "";
 }
 
 std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::string& node_name,

@@ -22,5 +22,7 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
 
 // The allocated GPU indices of this node as CUDA_VISIBLE_DEVICES wants them: "0,1,2".
 std::string GpuList(const v1::LaunchJob& launch);
+// Why this node's part of the launch cannot be bound here (empty when it can).
+std::string UnsupportedGres(const v1::LaunchJob& launch);
 
 }  // namespace muster::agent

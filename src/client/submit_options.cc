@@ -111,10 +111,29 @@ Status TypedCount(const std::string& opt, const std::string& v, SubmitOptions* o
 
 // --gres=gpu[:type][:count][,...]
 Status ParseGres(const std::string& v, SubmitOptions* o) {
+  o->gres.clear();
   for (const std::string& item : Split(v, ',', true)) {
     std::vector<std::string> f = Split(item, ':');
     if (f[0] != "gpu") {
-      return Unimplemented("--gres=" + item + ": only gpu GRES are supported in this version");
+      // NAME[:TYPE][:COUNT]: shard:2, nvme:1, nvme:fast:1
+      SubmitOptions::Gres g;
+      g.name = f[0];
+      bool ok = !g.name.empty() && f.size() <= 3;
+      if (ok && f.size() >= 2) {
+        if (auto n = ParseUint(f.back()); n && *n >= 1 && *n <= 1'000'000) {
+          g.count = static_cast<uint32_t>(*n);
+          if (f.size() == 3) g.type = f[1];
+        } else if (f.size() == 2) {
+          g.type = f[1];
+        } else {
+          ok = false;
+        }
+      }
+      if (!ok || (f.size() == 3 && g.type.empty())) {
+        return InvalidArgument("invalid --gres '" + item + "' (expected NAME[:TYPE][:COUNT])");
+      }
+      o->gres.push_back(std::move(g));
+      continue;
     }
     uint32_t count = 1;
     if (f.size() == 2) {
@@ -459,6 +478,12 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_max_switches(o.max_switches.value_or(0));
   s.set_switches_wait_ms(o.switches_wait_ms.value_or(0));
   s.set_topology(o.topology.value_or(""));
+  for (const auto& g : o.gres) {
+    v1::GresSpec* item = s.add_gres();
+    item->set_name(g.name);
+    item->set_type(g.type);
+    item->set_count(g.count);
+  }
   s.set_time_limit_ms(o.time_limit_ms.value_or(0));
   s.set_script(ctx.script);
   if (o.positional.size() > 1) {
@@ -529,7 +554,8 @@ first; options on the command line override them.
       --mem=SIZE             memory per node (MiB, or with K/M/G/T)
   -G, --gpus=[TYPE:]N        GPUs for the whole job
       --gpus-per-node=[TYPE:]N
-      --gres=gpu[:TYPE]:N    GPUs per node, Slurm's GRES form
+      --gres=gpu[:TYPE]:N    GPUs per node, Slurm's GRES form; also shard:N, MIG slices
+                             (gpu:1g.10gb:N) and other GRES (nvme:N), comma-separated
       --gpus-per-task=[TYPE:]N
       --mem-per-gpu=SIZE     memory per allocated GPU (instead of --mem)
       --exclusive            whole nodes

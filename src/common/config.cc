@@ -295,6 +295,39 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("topology", &proto.topology));
         MUSTER_RETURN_IF_ERROR(t.StringList("features", &proto.features));
         MUSTER_RETURN_IF_ERROR(t.String("nvlink_domain", &proto.nvlink_domain));
+        MUSTER_RETURN_IF_ERROR(t.Uint("shards_per_gpu", &proto.shards_per_gpu, 0, 1024));
+        std::vector<std::string> mig, gres;
+        MUSTER_RETURN_IF_ERROR(t.StringList("mig", &mig));
+        MUSTER_RETURN_IF_ERROR(t.StringList("gres", &gres));
+        // "PROFILE:COUNT" for MIG slices, "NAME[:TYPE]:COUNT" for other GRES.
+        auto item = [&](const std::string& key, const std::string& v, bool is_mig) -> Status {
+          std::vector<std::string> f = Split(v, ':');
+          NodeConfig::Gres g;
+          uint64_t count = 0;
+          if (f.size() >= 2) {
+            if (auto n = ParseUint(f.back())) count = *n;
+          }
+          bool ok = count >= 1 && count <= 100'000 && f.size() <= (is_mig ? 2u : 3u);
+          for (const auto& part : f) ok = ok && !part.empty();
+          if (!ok) {
+            return t.Error(
+                t.Get(key), key,
+                "'" + v + "': expected " +
+                    (is_mig ? "PROFILE:COUNT (\"1g.10gb:7\")" : "NAME[:TYPE]:COUNT (\"nvme:2\")"));
+          }
+          g.name = is_mig ? "gpu" : ToLower(f[0]);
+          g.type = is_mig ? ToLower(f[0]) : (f.size() == 3 ? ToLower(f[1]) : "");
+          g.count = static_cast<uint32_t>(count);
+          if (!is_mig && (g.name == "gpu" || g.name == "shard")) {
+            return t.Error(t.Get(key), key,
+                           "'" + v + "': GPUs are set with gpus/gpu_type/mig, shards with " +
+                               "shards_per_gpu");
+          }
+          proto.gres.push_back(std::move(g));
+          return Status::Ok();
+        };
+        for (const auto& v : mig) MUSTER_RETURN_IF_ERROR(item("mig", v, true));
+        for (const auto& v : gres) MUSTER_RETURN_IF_ERROR(item("gres", v, false));
         if (proto.gpus > 0 && proto.gpu_type.empty()) proto.gpu_type = "gpu";
         auto expanded = ExpandHostlist(names);
         if (!expanded.ok()) return t.Error(t.Get("names"), "names", expanded.status().message());

@@ -18,6 +18,65 @@ namespace {
 
 constexpr size_t kMaxScriptBytes = 4 << 20;
 
+// The node's GRES pools from its config: MIG slices and other GRES as configured, then the
+// shards of every whole GPU.
+std::vector<core::GresView> GresPools(const NodeConfig& nc) {
+  std::vector<core::GresView> pools;
+  for (const auto& g : nc.gres) {
+    core::GresView v;
+    v.name = g.name;
+    v.type = g.type;
+    v.free.assign(g.count, true);
+    pools.push_back(std::move(v));
+  }
+  if (nc.shards_per_gpu > 0 && nc.gpus > 0) {
+    core::GresView v;
+    v.name = "shard";
+    v.free.assign(nc.gpus * nc.shards_per_gpu, true);
+    for (uint32_t u = 0; u < nc.gpus * nc.shards_per_gpu; ++u) {
+      v.on_gpu.push_back(u / nc.shards_per_gpu);
+    }
+    pools.push_back(std::move(v));
+  }
+  return pools;
+}
+
+// The pool of `view` that GRES units recorded under (name, type) belong to, or -1.
+int32_t PoolOf(const core::NodeView& view, const v1::GresUnits& g) {
+  for (size_t p = 0; p < view.gres.size(); ++p) {
+    if (view.gres[p].name == g.name() && view.gres[p].type == g.type()) {
+      return static_cast<int32_t>(p);
+    }
+  }
+  return -1;
+}
+
+// A recorded allocation as the core's placement on `view`; units the node no longer has (the
+// config changed) are left out.
+core::NodePlacement ToPlacement(const v1::NodeAllocation& na, const core::NodeView& view,
+                                core::NodeIndex index) {
+  core::NodePlacement np;
+  np.node = index;
+  for (uint32_t c : na.cpu_ids()) {
+    if (c < view.cpus) np.cpus.push_back(c);
+  }
+  for (uint32_t g : na.gpu_indices()) {
+    if (g < view.gpus) np.gpus.push_back(g);
+  }
+  np.mem_mb = na.mem_mb();
+  np.ntasks = na.ntasks();
+  for (const v1::GresUnits& g : na.gres()) {
+    int32_t pool = PoolOf(view, g);
+    if (pool < 0) continue;
+    std::vector<uint32_t> units;
+    for (uint32_t u : g.units()) {
+      if (u < view.gres[static_cast<size_t>(pool)].free.size()) units.push_back(u);
+    }
+    np.gres.emplace_back(static_cast<uint32_t>(pool), std::move(units));
+  }
+  return np;
+}
+
 }  // namespace
 
 Engine::Engine(EngineOptions options, store::StateStore* store)
@@ -33,6 +92,7 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
     e.view.schedulable = false;
     e.view.features = nc.features;
     e.view.nvlink_domain = nc.nvlink_domain;
+    e.view.gres = GresPools(nc);
     node_index_[nc.name] = nodes_.size();
     nodes_.push_back(std::move(e));
   }
@@ -162,23 +222,32 @@ void Engine::HoldResources(const v1::JobRecord& rec) {
     NodeEntry* node = FindNode(na.node());
     if (!node) continue;
     core::NodeView& v = node->view;
-    for (uint32_t c : na.cpu_ids()) {
-      if (c >= v.cpus || !v.cpu_free[c]) {
-        spdlog::error("job={} node={} cpu {} is out of range or already held; not held twice",
-                      rec.id(), na.node(), c);
-        continue;
+    core::NodePlacement np = ToPlacement(na, v, 0);
+    // Never hold anything twice: drop (and report) what is out of range or already held.
+    auto keep = [&](const char* what, std::vector<uint32_t>& ids, auto&& is_free, size_t total) {
+      std::erase_if(ids, [&](uint32_t i) {
+        if (is_free(i)) return false;
+        spdlog::error("job={} node={} {} {} is already held; not held twice", rec.id(), na.node(),
+                      what, i);
+        return true;
+      });
+      if (ids.size() != total) {
+        spdlog::error("job={} node={} holds {} {} unit(s) the node does not have", rec.id(),
+                      na.node(), total - ids.size(), what);
       }
-      v.cpu_free[c] = false;
+    };
+    keep(
+        "cpu", np.cpus, [&](uint32_t c) { return v.cpu_free[c]; },
+        static_cast<size_t>(na.cpu_ids_size()));
+    keep(
+        "gpu", np.gpus, [&](uint32_t g) { return v.gpu_free[g]; },
+        static_cast<size_t>(na.gpu_indices_size()));
+    for (auto& [pool, units] : np.gres) {
+      const core::GresView& gv = v.gres[pool];
+      keep(
+          gv.name.c_str(), units, [&](uint32_t u) { return gv.free[u]; }, units.size());
     }
-    for (uint32_t g : na.gpu_indices()) {
-      if (g >= v.gpus || !v.gpu_free[g]) {
-        spdlog::error("job={} node={} gpu {} is out of range or already held; not held twice",
-                      rec.id(), na.node(), g);
-        continue;
-      }
-      v.gpu_free[g] = false;
-    }
-    v.memory_free_mb -= std::min(v.memory_free_mb, na.mem_mb());
+    v.Take(np);
     node->jobs.insert(rec.id());
   }
 }
@@ -187,14 +256,7 @@ void Engine::ReleaseNode(JobEntry& job, NodeEntry& node) {
   if (!node.jobs.erase(job.rec.id())) return;
   for (const auto& na : job.rec.allocation().nodes()) {
     if (na.node() != node.config.name) continue;
-    core::NodeView& v = node.view;
-    for (uint32_t c : na.cpu_ids()) {
-      if (c < v.cpus) v.cpu_free[c] = true;
-    }
-    for (uint32_t g : na.gpu_indices()) {
-      if (g < v.gpus) v.gpu_free[g] = true;
-    }
-    v.memory_free_mb = std::min(v.memory_mb, v.memory_free_mb + na.mem_mb());
+    node.view.Give(ToPlacement(na, node.view, 0));
   }
   schedule_requested_ = true;
 }
@@ -477,9 +539,20 @@ void Engine::AddRunningUse(core::ClusterView& view, TimeMs now) const {
       if (r.state() != v1::RUNNING || end <= now) end = overdue;
       for (const auto& na : r.allocation().nodes()) {
         if (na.node() != nodes_[i].config.name) continue;
-        view.running.push_back({id, static_cast<core::NodeIndex>(i), end,
-                                static_cast<uint32_t>(na.cpu_ids_size()),
-                                static_cast<uint32_t>(na.gpu_indices_size()), na.mem_mb()});
+        core::RunningUse use{id,
+                             static_cast<core::NodeIndex>(i),
+                             end,
+                             static_cast<uint32_t>(na.cpu_ids_size()),
+                             static_cast<uint32_t>(na.gpu_indices_size()),
+                             na.mem_mb(),
+                             {}};
+        if (na.gres_size() > 0) {
+          use.gres.assign(nodes_[i].view.gres.size(), 0);
+          for (const auto& [pool, units] : ToPlacement(na, nodes_[i].view, 0).gres) {
+            use.gres[pool] += static_cast<uint32_t>(units.size());
+          }
+        }
+        view.running.push_back(std::move(use));
       }
     }
   }
@@ -502,6 +575,12 @@ bool Engine::StartStillValid(const core::JobStart& start) const {
       if (g >= node.view.gpu_free.size() || !node.view.gpu_free[g]) return false;
     }
     if (node.view.memory_free_mb < np.mem_mb) return false;
+    for (const auto& [pool, units] : np.gres) {
+      if (pool >= node.view.gres.size()) return false;
+      for (uint32_t u : units) {
+        if (u >= node.view.gres[pool].free.size() || !node.view.gres[pool].free[u]) return false;
+      }
+    }
   }
   return true;
 }
@@ -587,6 +666,17 @@ void Engine::ApplyPass(const core::SchedulePass& pass, TimeMs now) {
       for (uint32_t g : np.gpus) na->add_gpu_indices(g);
       na->set_mem_mb(np.mem_mb);
       na->set_ntasks(np.ntasks);
+      const core::NodeView& v = nodes_[np.node].view;
+      for (const auto& [pool, units] : np.gres) {
+        const core::GresView& gv = v.gres[pool];
+        v1::GresUnits* g = na->add_gres();
+        g->set_name(gv.name);
+        g->set_type(gv.type);
+        for (uint32_t u : units) {
+          g->add_units(u);
+          if (gv.shards()) g->add_on_gpu(gv.on_gpu[u]);
+        }
+      }
     }
     m.PutJob(next);
     started.push_back(std::move(next));
@@ -666,6 +756,9 @@ void Engine::SendLaunch(const JobEntry& job, size_t pos) {
 Status Engine::CheckInvariantsForTest() const {
   for (const auto& node : nodes_) {
     std::vector<int> cpu_use(node.view.cpus, 0), gpu_use(node.view.gpus, 0);
+    std::vector<int> shard_use(node.view.gpus, 0);
+    std::vector<std::vector<int>> gres_use;
+    for (const core::GresView& gv : node.view.gres) gres_use.emplace_back(gv.free.size(), 0);
     uint64_t mem = 0;
     for (uint64_t id : node.jobs) {
       auto it = jobs_.find(id);
@@ -685,7 +778,37 @@ Status Engine::CheckInvariantsForTest() const {
           }
         }
         mem += na.mem_mb();
+        for (const v1::GresUnits& g : na.gres()) {
+          int32_t pool = PoolOf(node.view, g);
+          if (pool < 0) return Internal("job holds an unknown GRES on " + node.config.name);
+          for (uint32_t u : g.units()) {
+            auto& use = gres_use[static_cast<size_t>(pool)];
+            if (u >= use.size() || ++use[u] > 1) {
+              return Internal(g.name() + " unit " + std::to_string(u) + " on " + node.config.name +
+                              " is held twice");
+            }
+            const core::GresView& gv = node.view.gres[static_cast<size_t>(pool)];
+            if (gv.shards()) ++shard_use[gv.on_gpu[u]];
+          }
+        }
       }
+    }
+    for (size_t p = 0; p < gres_use.size(); ++p) {
+      const core::GresView& gv = node.view.gres[p];
+      for (size_t u = 0; u < gres_use[p].size(); ++u) {
+        const bool closed = gv.shards() && gpu_use[gv.on_gpu[u]] > 0;
+        if ((gres_use[p][u] == 0 && !closed) != static_cast<bool>(gv.free[u])) {
+          return Internal(gv.name + " free map of " + node.config.name +
+                          " disagrees with its jobs");
+        }
+      }
+    }
+    for (size_t g = 0; g < shard_use.size(); ++g) {
+      if (shard_use[g] > 0 && gpu_use[g] > 0) {
+        return Internal("gpu " + std::to_string(g) + " on " + node.config.name +
+                        " is held whole and as shards");
+      }
+      gpu_use[g] += shard_use[g];
     }
     for (size_t c = 0; c < cpu_use.size(); ++c) {
       if ((cpu_use[c] == 0) != static_cast<bool>(node.view.cpu_free[c])) {

@@ -4,6 +4,7 @@
 
 #include "muster/common/hostlist.h"
 #include "muster/common/output_pattern.h"
+#include "muster/common/strings.h"
 #include "muster/common/version.h"
 #include "muster/controller/engine.h"
 
@@ -78,6 +79,12 @@ v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
   info.set_max_switches(s.max_switches());
   info.set_switches_wait_ms(s.switches_wait_ms());
   info.set_topology(s.topology());
+  std::vector<std::string> gres;
+  for (const v1::GresSpec& g : s.gres()) {
+    gres.push_back(g.name() + (g.type().empty() ? "" : ":" + g.type()) + ":" +
+                   std::to_string(g.count()));
+  }
+  info.set_gres(Join(gres, ","));
   return info;
 }
 
@@ -151,6 +158,28 @@ v1::NodeInfo Engine::ToNodeInfo(const NodeEntry& n, TimeMs) const {
   info.set_last_heartbeat_ms(n.registered ? n.last_heard_ms : 0);
   info.set_agent_address(n.step_address);
   *info.mutable_gpu_devices() = n.inventory.gpus();
+  std::vector<std::string> total, used;
+  std::set<uint32_t> whole;  // GPUs taken whole on this node
+  for (uint64_t id : n.jobs) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    for (const auto& na : it->second.rec.allocation().nodes()) {
+      if (na.node() == n.config.name)
+        whole.insert(na.gpu_indices().begin(), na.gpu_indices().end());
+    }
+  }
+  for (const core::GresView& g : n.view.gres) {
+    const std::string name = g.name + (g.type.empty() ? "" : ":" + g.type);
+    total.push_back(name + ":" + std::to_string(g.free.size()));
+    // Shards closed because their GPU is taken whole are not in use as shards.
+    uint32_t in_use = 0;
+    for (size_t u = 0; u < g.free.size(); ++u) {
+      if (!g.free[u] && !(g.shards() && whole.count(g.on_gpu[u]))) ++in_use;
+    }
+    used.push_back(name + ":" + std::to_string(in_use));
+  }
+  info.set_gres(Join(total, ","));
+  info.set_gres_used(Join(used, ","));
   return info;
 }
 

@@ -92,6 +92,50 @@ Status NormalizeConstraints(v1::JobSpec& spec) {
   return Status::Ok();
 }
 
+// GRES items: names lower-case, repeats merged; a GPU type that is a MIG profile (and no
+// node's whole-GPU type) becomes a request for that many slices.
+Status NormalizeGres(v1::JobSpec& spec, const Config& config) {
+  std::vector<v1::GresSpec> items;
+  for (v1::GresSpec g : spec.gres()) {
+    g.set_name(ToLower(g.name()));
+    g.set_type(ToLower(g.type()));
+    if (g.name().empty() || g.count() == 0) {
+      return InvalidArgument("--gres item '" + g.name() + "' needs a name and a count >= 1");
+    }
+    if (g.name() == "gpu" && g.type().empty()) {
+      return InvalidArgument("whole GPUs are asked for with --gpus-per-node or --gres=gpu:N");
+    }
+    auto same = std::find_if(items.begin(), items.end(), [&](const v1::GresSpec& o) {
+      return o.name() == g.name() && o.type() == g.type();
+    });
+    if (same != items.end()) {
+      same->set_count(same->count() + g.count());
+    } else {
+      items.push_back(std::move(g));
+    }
+  }
+  const std::string& type = spec.gpu_type();
+  if (!type.empty() && spec.gpus_per_node() > 0) {
+    bool whole = false, mig = false;
+    for (const NodeConfig& n : config.nodes) {
+      whole = whole || (n.gpus > 0 && ToLower(n.gpu_type) == type);
+      for (const auto& g : n.gres) mig = mig || (g.name == "gpu" && g.type == type);
+    }
+    if (mig && !whole) {
+      v1::GresSpec slices;
+      slices.set_name("gpu");
+      slices.set_type(type);
+      slices.set_count(spec.gpus_per_node());
+      items.push_back(std::move(slices));
+      spec.set_gpus_per_node(0);
+      spec.clear_gpu_type();
+    }
+  }
+  spec.clear_gres();
+  for (auto& g : items) *spec.add_gres() = std::move(g);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const PartitionLimitMap& limits,
@@ -237,6 +281,7 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     }
     spec.set_mem_per_node_mb(spec.mem_per_gpu_mb() * spec.gpus_per_node());
   }
+  MUSTER_RETURN_IF_ERROR(NormalizeGres(spec, config));
   if (spec.name().empty()) spec.set_name("job");
   return Status::Ok();
 }
@@ -247,6 +292,7 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   r.partitions.assign(s.partitions().begin(), s.partitions().end());
   r.nodes = s.nodes();
   r.min_nodes = s.min_nodes();
+  for (const v1::GresSpec& g : s.gres()) r.gres.push_back({g.name(), g.type(), g.count()});
   r.tasks_per_node.assign(s.tasks_per_node().begin(), s.tasks_per_node().end());
   r.cpus_per_task = std::max<uint32_t>(1, s.cpus_per_task());
   r.mem_per_node_mb = s.mem_per_node_mb();

@@ -23,6 +23,11 @@ struct SubmitOptions {
   std::optional<std::vector<std::string>> nodelist, exclude;  // expanded host lists
   std::optional<uint32_t> max_switches;
   std::optional<int64_t> switches_wait_ms;
+  struct Gres {
+    std::string name, type;
+    uint32_t count = 1;
+  };
+  std::vector<Gres> gres;  // --gres items other than whole GPUs
   std::optional<int64_t> time_limit_ms;
   bool hold = false;
   bool parsable = false;

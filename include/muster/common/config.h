@@ -68,6 +68,14 @@ struct NodeConfig {
   std::string topology;  // tiers above the node, e.g. "spine1/leaf3"
   std::vector<std::string> features;
   std::string nvlink_domain;  // multi-node NVLink domain (NVL72-style rack); empty: none
+  // Counted resources besides whole GPUs: MIG slices (name "gpu", type = the profile) and other
+  // GRES ("nvme"), and GPU shards (`shards_per_gpu` on every whole GPU).
+  struct Gres {
+    std::string name, type;
+    uint32_t count = 0;
+  };
+  std::vector<Gres> gres;
+  uint32_t shards_per_gpu = 0;
 };
 
 struct Config {

@@ -165,6 +165,26 @@ TEST(JobEnvTest, TaskEnvironmentIsPerTask) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
 }
 
+TEST(JobEnvTest, ShardsShowTheirGpusAndMigSlicesAreRefusedUntilDiscovered) {
+  v1::LaunchJob l = TwoNodeLaunch();
+  for (auto& na : *l.mutable_allocation()->mutable_nodes()) {
+    na.clear_gpu_indices();
+    auto* g = na.add_gres();
+    g->set_name("shard");
+    for (uint32_t u : {12u, 13u, 20u}) g->add_units(u);
+    for (uint32_t gpu : {3u, 3u, 5u}) g->add_on_gpu(gpu);
+  }
+  auto env = EnvMap(BuildBatchEnv(l, "node1", ""));
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "3,5");
+  EXPECT_EQ(env["SLURM_SHARDS_ON_NODE"], "3");
+  EXPECT_EQ(UnsupportedGres(l), "");
+  auto* mig = l.mutable_allocation()->mutable_nodes(0)->add_gres();
+  mig->set_name("gpu");
+  mig->set_type("1g.10gb");
+  mig->add_units(0);
+  EXPECT_NE(UnsupportedGres(l).find("MIG"), std::string::npos);
+}
+
 TEST(JobEnvTest, JobWithoutGpusSeesNone) {
   v1::LaunchJob l = TwoNodeLaunch();
   for (auto& na : *l.mutable_allocation()->mutable_nodes()) na.clear_gpu_indices();

@@ -49,8 +49,8 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_NE(s.message().find("script line 3: option --account is not supported"), std::string::npos)
       << s.message();
-  s = ParseSubmitArgs({"--gres=license:2"}, "command line", &o);
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  s = ParseSubmitArgs({"--gres=nvme:fast:x:2"}, "command line", &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(ParseSubmitArgs({"-N", "zero"}, "command line", &o).ok());
   EXPECT_FALSE(ParseSubmitArgs({"-t", "soon"}, "command line", &o).ok());
   EXPECT_FALSE(ParseSubmitArgs({"-N"}, "command line", &o).ok());
@@ -62,6 +62,30 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   ASSERT_TRUE(ParseSubmitArgs({"--nodes=3-3"}, "command line", &range).ok());
   EXPECT_EQ(*range.nodes, 3u);
   EXPECT_FALSE(range.min_nodes);
+}
+
+TEST(SubmitArgsTest, GresBesidesGpus) {
+  SubmitOptions o;
+  ASSERT_TRUE(
+      ParseSubmitArgs({"--gres=shard:2,nvme:fast:1,gpu:1g.10gb:3,fpga"}, "command line", &o).ok());
+  ASSERT_EQ(o.gres.size(), 3u);
+  EXPECT_EQ(o.gres[0].name, "shard");
+  EXPECT_EQ(o.gres[0].count, 2u);
+  EXPECT_EQ(o.gres[1].type, "fast");
+  EXPECT_EQ(o.gres[2].name, "fpga");
+  EXPECT_EQ(o.gres[2].count, 1u);
+  EXPECT_EQ(*o.gpu_type, "1g.10gb");
+  EXPECT_EQ(*o.gpus_per_node, 3u);
+  SubmitContext ctx{"#!/bin/sh\n", "job.sh", {}, "/home/u", "login1"};
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok());
+  ASSERT_EQ(spec->gres_size(), 3);
+  EXPECT_EQ(spec->gres(1).name(), "nvme");
+  EXPECT_EQ(spec->gres(1).type(), "fast");
+  // A later --gres replaces the earlier list, as the command line replaces #SBATCH.
+  ASSERT_TRUE(ParseSubmitArgs({"--gres=nvme:2"}, "command line", &o).ok());
+  ASSERT_EQ(o.gres.size(), 1u);
+  EXPECT_EQ(o.gres[0].count, 2u);
 }
 
 TEST(SubmitArgsTest, NodeConstraintsAndTopology) {

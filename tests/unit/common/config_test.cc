@@ -30,6 +30,9 @@ gpu_type = "h100"
 topology = "spine1/leaf1"
 features = ["ib", "nvl72"]
 nvlink_domain = "rack1"
+mig = ["1g.10gb:7"]
+gres = ["nvme:fast:2"]
+shards_per_gpu = 4
 
 [[nodes]]
 names = "cpu1"
@@ -62,6 +65,13 @@ TEST(ConfigTest, ParsesAFullConfig) {
   EXPECT_EQ(c->nodes[3].nvlink_domain, "rack1");
   EXPECT_EQ(c->nodes[4].nvlink_domain, "");
   EXPECT_EQ(c->scheduling.max_switch_wait_ms, 60'000u);
+  ASSERT_EQ(c->nodes[3].gres.size(), 2u);
+  EXPECT_EQ(c->nodes[3].gres[0].name, "gpu");
+  EXPECT_EQ(c->nodes[3].gres[0].type, "1g.10gb");
+  EXPECT_EQ(c->nodes[3].gres[0].count, 7u);
+  EXPECT_EQ(c->nodes[3].gres[1].name, "nvme");
+  EXPECT_EQ(c->nodes[3].gres[1].type, "fast");
+  EXPECT_EQ(c->nodes[3].shards_per_gpu, 4u);
   EXPECT_EQ(c->nodes[4].name, "cpu1");
   EXPECT_EQ(c->nodes[4].gpus, 0u);
   ASSERT_EQ(c->partitions.size(), 2u);
@@ -95,6 +105,9 @@ TEST(ConfigTest, BadValuesAreErrorsWithTheirLine) {
   ExpectError("[[partition]]\nname = \"p\"\nmax_time = \"forever\"\n", "3", "partition.max_time");
   ExpectError("[scheduling]\nkill_grace_ms = 1.5\n", "2", "scheduling.kill_grace_ms");
   ExpectError("cluster_name = \n", "1", "");  // TOML syntax error
+  ExpectError("[[nodes]]\nnames = \"n1\"\nmig = [\"1g.10gb\"]\n", "3", "PROFILE:COUNT");
+  ExpectError("[[nodes]]\nnames = \"n1\"\ngres = [\"nvme:0\"]\n", "3", "NAME[:TYPE]:COUNT");
+  ExpectError("[[nodes]]\nnames = \"n1\"\ngres = [\"shard:4\"]\n", "3", "shards_per_gpu");
 }
 
 TEST(ConfigTest, CrossChecks) {

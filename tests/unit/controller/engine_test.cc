@@ -772,6 +772,64 @@ TEST_F(EngineTest, PassComputedOnAStaleSnapshotAppliesOnlyWhatStillFits) {
   EXPECT_NE(Job(b).nodes(0), b_node);
 }
 
+TEST_F(EngineTest, MigSlicesShardsAndCountedGresAreAllocatedByUnit) {
+  config_.nodes[0].gres = {{"gpu", "1g.10gb", 7}, {"nvme", "", 2}};
+  config_.nodes[1].shards_per_gpu = 4;
+  Restart();
+  AllUp();
+  EXPECT_EQ(Node("node1").gres(), "gpu:1g.10gb:7,nvme:2");
+  EXPECT_EQ(Node("node2").gres(), "shard:32");
+  v1::JobSpec mig;
+  mig.set_gpus_per_node(2);
+  mig.set_gpu_type("1G.10GB");
+  auto m = Submit(mig);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(Job(*m).gres(), "gpu:1g.10gb:2") << "a MIG profile as GPU type asks for slices";
+  EXPECT_EQ(Job(*m).gpus_per_node(), 0u);
+  v1::JobSpec shards;
+  auto* g = shards.add_gres();
+  g->set_name("shard");
+  g->set_count(3);
+  auto sh = Submit(shards);
+  ASSERT_TRUE(sh.ok()) << sh.status().ToString();
+  v1::JobSpec disks;
+  g = disks.add_gres();
+  g->set_name("nvme");
+  g->set_count(3);
+  auto d = Submit(disks);
+  EXPECT_EQ(d.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(d.status().message().find("asks for 3 nvme per node"), std::string::npos)
+      << d.status().message();
+  Pass();
+  v1::JobInfo mj = Job(*m);
+  ASSERT_EQ(mj.state(), v1::RUNNING);
+  EXPECT_EQ(mj.nodes(0), "node1");
+  ASSERT_EQ(mj.allocation().nodes(0).gres_size(), 1);
+  EXPECT_EQ(mj.allocation().nodes(0).gres(0).units_size(), 2);
+  v1::JobInfo sj = Job(*sh);
+  ASSERT_EQ(sj.state(), v1::RUNNING);
+  EXPECT_EQ(sj.nodes(0), "node2");
+  ASSERT_EQ(sj.allocation().nodes(0).gres(0).on_gpu_size(), 3);
+  EXPECT_EQ(Node("node2").gres_used(), "shard:3");
+  EXPECT_EQ(Node("node2").gpus_allocated(), 1u) << "the shards' GPU is not free whole";
+  EXPECT_EQ(Node("node1").gres_used(), "gpu:1g.10gb:2,nvme:0");
+  // Held units survive a controller restart.
+  Restart();
+  Up("node1", {*m});
+  Up("node2", {*sh});
+  Up("node3");
+  Up("node4");
+  Pass();
+  EXPECT_EQ(Node("node2").gres_used(), "shard:3");
+  EXPECT_EQ(Node("node1").gres_used(), "gpu:1g.10gb:2,nvme:0");
+  // And are free again once the job has left the node.
+  Started(*sh, "node2");
+  Exited(*sh, "node2", 0);
+  Cleaned(*sh, "node2");
+  EXPECT_EQ(Node("node2").gres_used(), "shard:0");
+  EXPECT_EQ(Node("node2").gpus_allocated(), 0u);
+}
+
 TEST_F(EngineTest, StepsOnlyForTheOwnerOfARunningJob) {
   AllUp();
   auto id = *Submit(Gang(2, 8), Alice());
