@@ -48,6 +48,7 @@ void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   w.Field("features", j.features()).Field("required_nodes", j.required_nodes());
   w.Field("excluded_nodes", j.excluded_nodes()).Field("max_switches", j.max_switches());
   w.Field("switches_wait_s", j.switches_wait_ms() / 1000).Field("topology", j.topology());
+  w.Field("gres", j.gres());
   if (j.state() == v1::PENDING) {
     w.Field("expected_start_time", j.expected_start_ms() / 1000);
     const v1::PriorityFactors& f = j.priority_factors();
@@ -311,9 +312,16 @@ int CmdJob(int argc, char** argv) {
                   ? ("@" + FormatDuration(j.switches_wait_ms())).c_str()
                   : "",
               j.topology().empty() ? "any" : j.topology().c_str());
+  if (!j.gres().empty()) std::printf("   TresPerNode=gres/%s\n", j.gres().c_str());
   for (const auto& na : j.allocation().nodes()) {
     std::vector<std::string> g;
     for (uint32_t i : na.gpu_indices()) g.push_back(std::to_string(i));
+    for (const auto& gu : na.gres()) {
+      std::vector<std::string> u;
+      for (uint32_t i : gu.units()) u.push_back(std::to_string(i));
+      g.push_back(gu.name() + (gu.type().empty() ? "" : ":" + gu.type()) + "(" + Join(u, ",") +
+                  ")");
+    }
     std::printf("     Node=%s Tasks=%u CPUs=%d Mem=%lluM GPUs=%s\n", na.node().c_str(), na.ntasks(),
                 na.cpu_ids_size(), static_cast<unsigned long long>(na.mem_mb()),
                 g.empty() ? "none" : Join(g, ",").c_str());

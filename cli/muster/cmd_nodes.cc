@@ -89,6 +89,7 @@ int CmdNodes(int argc, char** argv) {
       w.Field("memory_mb", n.memory_mb()).Field("memory_allocated_mb", n.memory_allocated_mb());
       w.Field("gpus", n.gpus()).Field("gpus_allocated", n.gpus_allocated());
       w.Field("gpu_type", n.gpu_type()).Field("topology", n.topology());
+      w.Field("gres", n.gres()).Field("gres_used", n.gres_used());
       w.Field("last_heartbeat", n.last_heartbeat_ms() / 1000)
           .Field("step_address", n.agent_address());
       w.Key("jobs").BeginArray();
@@ -127,6 +128,10 @@ int CmdNodes(int argc, char** argv) {
                 n.gpu_type().empty() ? "-" : n.gpu_type().c_str(), n.topology().c_str(),
                 Join({n.partitions().begin(), n.partitions().end()}, ",").c_str(),
                 n.reason().c_str());
+    // GRES beyond whole GPUs on a line of their own, as sinfo -O Gres,GresUsed would.
+    if (!n.gres().empty()) {
+      std::printf("%-12s GRES=%s USED=%s\n", "", n.gres().c_str(), n.gres_used().c_str());
+    }
   }
   return kExitOk;
 }

@@ -136,7 +136,8 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uin
       << "gpu_type = \"h100\"\n"
       << "topology = \"spine1/" << leaf << "\"\n"
       << "features = [\"h100\", \"" << leaf << "\"]\n"
-      << "nvlink_domain = \"nvl-" << leaf << "\"\n\n";
+      << "nvlink_domain = \"nvl-" << leaf << "\"\n"
+      << "shards_per_gpu = 4\n\n";  // small jobs may share a GPU: --gres=shard:N
   };
   group(1, half, "leaf1");
   if (o.nodes > half) group(half + 1, o.nodes, "leaf2");

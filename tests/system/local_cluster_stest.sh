@@ -93,7 +93,10 @@ not1=$(muster submit --parsable -N 3 -x node1 --wrap true)
 leaf1=$(muster submit --parsable -N 2 -C 'leaf1&h100' --topology=nvlink --wrap true)
 range=$(muster submit --parsable -N 2-4 --gpus-per-node=8 -o range.out \
   --wrap 'echo "nodes=$SLURM_NNODES tasks=$SLURM_NTASKS"')
-for id in "$on4" "$not1" "$leaf1" "$range"; do wait_for 30 is_state "$id" COMPLETED; done
+shard=$(muster submit --parsable --gres=shard:2 -o shard.out \
+  --wrap 'echo "gpus=$CUDA_VISIBLE_DEVICES shards=$SLURM_SHARDS_ON_NODE"')
+for id in "$on4" "$not1" "$leaf1" "$range" "$shard"; do wait_for 30 is_state "$id" COMPLETED; done
+grep -qE '^gpus=[0-7] shards=2$' shard.out || fail "--gres=shard:2: $(cat shard.out)"
 grep -qE '^nodes=[2-4] tasks=[2-4]$' range.out || fail "-N 2-4: $(cat range.out)"
 muster job show "$on4" --json | grep -q '"nodes":\["node4"\]' || fail "-w node4 ran elsewhere"
 muster job show "$not1" --json | grep -q '"nodes":\["node2","node3","node4"\]' || fail "-x node1"
