@@ -21,6 +21,9 @@ PartitionLimitMap ComputePartitionLimits(const Config& config) {
       l.max_gpus = std::max(l.max_gpus, nc.gpus);
       uint32_t& typed = l.max_gpus_type[ToLower(nc.gpu_type)];
       typed = std::max(typed, nc.gpus);
+      for (const auto& g : nc.gres) {
+        if (g.name == "gpu") l.mig_types.insert(g.type);
+      }
     }
   }
   return out;
@@ -94,7 +97,7 @@ Status NormalizeConstraints(v1::JobSpec& spec) {
 
 // GRES items: names lower-case, repeats merged; a GPU type that is a MIG profile (and no
 // node's whole-GPU type) becomes a request for that many slices.
-Status NormalizeGres(v1::JobSpec& spec, const Config& config) {
+Status NormalizeGres(v1::JobSpec& spec, const PartitionLimitMap& limits) {
   std::vector<v1::GresSpec> items;
   for (v1::GresSpec g : spec.gres()) {
     g.set_name(ToLower(g.name()));
@@ -117,9 +120,12 @@ Status NormalizeGres(v1::JobSpec& spec, const Config& config) {
   const std::string& type = spec.gpu_type();
   if (!type.empty() && spec.gpus_per_node() > 0) {
     bool whole = false, mig = false;
-    for (const NodeConfig& n : config.nodes) {
-      whole = whole || (n.gpus > 0 && ToLower(n.gpu_type) == type);
-      for (const auto& g : n.gres) mig = mig || (g.name == "gpu" && g.type == type);
+    for (const std::string& name : spec.partitions()) {
+      auto l = limits.find(name);
+      if (l == limits.end()) continue;
+      auto t = l->second.max_gpus_type.find(type);
+      whole = whole || (t != l->second.max_gpus_type.end() && t->second > 0);
+      mig = mig || l->second.mig_types.count(type) > 0;
     }
     if (mig && !whole) {
       v1::GresSpec slices;
@@ -281,7 +287,7 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     }
     spec.set_mem_per_node_mb(spec.mem_per_gpu_mb() * spec.gpus_per_node());
   }
-  MUSTER_RETURN_IF_ERROR(NormalizeGres(spec, config));
+  MUSTER_RETURN_IF_ERROR(NormalizeGres(spec, limits));
   if (spec.name().empty()) spec.set_name("job");
   return Status::Ok();
 }

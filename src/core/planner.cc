@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "muster/common/duration.h"
+#include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
 
 namespace muster::core {
@@ -57,7 +58,7 @@ std::string Planner::Shape(const JobRequest& r) {
       }
       break;
   }
-  if (!r.required_nodes.empty()) s += " including " + Join(r.required_nodes, ",");
+  if (!r.required_nodes.empty()) s += " including " + CompressHostlist(r.required_nodes);
   if (!r.excluded_nodes.empty()) {
     s += " excluding " + std::to_string(r.excluded_nodes.size()) + " node" +
          (r.excluded_nodes.size() == 1 ? "" : "s");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "muster/common/config.h"
@@ -14,6 +15,7 @@ struct PartitionLimits {
   uint32_t max_cpus = 0;
   uint32_t max_gpus = 0;                          // any type
   std::map<std::string, uint32_t> max_gpus_type;  // by lower-case type
+  std::set<std::string> mig_types;                // MIG profiles some node offers
 };
 using PartitionLimitMap = std::map<std::string, PartitionLimits>;
 
