@@ -9,7 +9,7 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config git ca-certificates procps clang-format
   # libraries
   libboost-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
+  librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )
