@@ -90,6 +90,29 @@ int CmdNodes(int argc, char** argv) {
       w.Field("gpus", n.gpus()).Field("gpus_allocated", n.gpus_allocated());
       w.Field("gpu_type", n.gpu_type()).Field("topology", n.topology());
       w.Field("gres", n.gres()).Field("gres_used", n.gres_used());
+      w.Field("topology_source", n.topology_source()).Field("packages", n.packages());
+      w.Field("cores", n.cores()).Field("threads", n.threads());
+      w.Key("numa_nodes").BeginArray();
+      for (const auto& numa : n.numa_nodes()) {
+        w.BeginObject().Field("os_index", numa.os_index()).Key("cpus").BeginArray();
+        for (uint32_t c : numa.cpus()) w.Uint(c);
+        w.EndArray().EndObject();
+      }
+      w.EndArray();
+      w.Key("hcas").BeginArray();
+      for (const auto& h : n.hcas()) {
+        w.BeginObject().Field("name", h.name()).Field("pci_bus_id", h.pci_bus_id());
+        w.Field("numa_node", h.numa_node()).Field("node_guid", h.node_guid()).EndObject();
+      }
+      w.EndArray();
+      w.Key("pci_gpus").BeginArray();
+      for (const auto& g : n.pci_gpus()) {
+        w.BeginObject().Field("pci_bus_id", g.pci_bus_id()).Field("numa_node", g.numa_node());
+        w.Key("os_devices").BeginArray();
+        for (const auto& d : g.os_devices()) w.String(d);
+        w.EndArray().EndObject();
+      }
+      w.EndArray();
       w.Field("last_heartbeat", n.last_heartbeat_ms() / 1000)
           .Field("step_address", n.agent_address());
       w.Key("jobs").BeginArray();

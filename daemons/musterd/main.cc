@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
                                 {"name", required_argument, nullptr, 'n'},
                                 {"gpu-fixture", required_argument, nullptr, 'g'},
                                 {"spool", required_argument, nullptr, 's'},
+                                {"topology-xml", required_argument, nullptr, 'x'},
                                 {"step-address", required_argument, nullptr, 'a'},
                                 {"controller", required_argument, nullptr, 'C'},
                                 {"log-level", required_argument, nullptr, 'l'},
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
                                 {"version", no_argument, nullptr, 'V'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
-  for (int c; (c = getopt_long(argc, argv, "c:n:g:s:a:C:l:L:Vh", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, "c:n:g:s:x:a:C:l:L:Vh", opts, nullptr)) != -1;) {
     switch (c) {
       case 'c':
         config_path = optarg;
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
         break;
       case 's':
         o.spool_dir = optarg;
+        break;
+      case 'x':
+        o.topology_xml = optarg;
         break;
       case 'a':
         o.step_address = optarg;
@@ -57,7 +61,8 @@ int main(int argc, char** argv) {
       case 'h':
         std::printf(
             "Usage: musterd [--config FILE] [--name NODE] [--gpu-fixture FILE] [--spool DIR]\n"
-            "               [--step-address HOST:PORT] [--controller HOST:PORT]\n"
+            "               [--topology-xml HWLOC_XML] [--step-address HOST:PORT]\n"
+            "               [--controller HOST:PORT]\n"
             "               [--log-level LEVEL] [--log-file FILE]\n");
         return 0;
       default:

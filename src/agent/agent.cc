@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "controller_link.h"
+#include "host_topology.h"
 #include "inventory.h"
 #include "job_env.h"
 #include "launcher.h"
@@ -93,6 +94,7 @@ class Agent::Impl {
       : options_(std::move(o)), step_acceptor_(io_), hb_timer_(io_), instance_id_(RandomHex(8)) {}
 
   Status Start();
+  Status AddHostTopology(const std::string& xml);
   void Shutdown();
 
   std::string step_address() const {
@@ -683,6 +685,41 @@ void Agent::Impl::AcceptSteps() {
   });
 }
 
+// CPU and PCI layout from hwloc. A captured XML that cannot be read is an error (the admin asked
+// for it); the live machine failing only costs the detail, and the node still works.
+Status Agent::Impl::AddHostTopology(const std::string& xml) {
+  auto topo = ProbeHostTopology(xml);
+  if (!topo.ok()) {
+    if (!xml.empty()) return topo.status();
+    spdlog::warn("node={} no hwloc topology: {}", options_.node_name, topo.status().message());
+    inventory_.set_topology_source("none: " + topo.status().message());
+    return Status::Ok();
+  }
+  inventory_.set_topology_source(xml.empty() ? "hwloc" : "hwloc-xml:" + xml);
+  inventory_.set_packages(topo->packages);
+  inventory_.set_cores(topo->cores);
+  inventory_.set_threads(topo->pus);
+  for (const auto& n : topo->numa) {
+    v1::NumaNode* out = inventory_.add_numa_nodes();
+    out->set_os_index(n.os_index);
+    for (uint32_t c : n.pus) out->add_cpus(c);
+  }
+  for (const auto& h : topo->hcas) {
+    v1::Hca* out = inventory_.add_hcas();
+    out->set_name(h.name);
+    out->set_pci_bus_id(h.pci_bus_id);
+    out->set_numa_node(h.numa);
+    out->set_node_guid(h.node_guid);
+  }
+  for (const auto& g : topo->gpus) {
+    v1::PciGpu* out = inventory_.add_pci_gpus();
+    out->set_pci_bus_id(g.pci_bus_id);
+    out->set_numa_node(g.numa);
+    for (const auto& d : g.os_devices) out->add_os_devices(d);
+  }
+  return Status::Ok();
+}
+
 Status Agent::Impl::Start() {
   AgentOptions& o = options_;
   OsInventory os = ProbeOs();
@@ -715,6 +752,8 @@ Status Agent::Impl::Start() {
       inventory_.set_gpu_source("none");
     }
   }
+
+  MUSTER_RETURN_IF_ERROR(AddHostTopology(o.topology_xml));
 
   std::string host;
   uint16_t port = 0;

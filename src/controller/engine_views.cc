@@ -158,6 +158,13 @@ v1::NodeInfo Engine::ToNodeInfo(const NodeEntry& n, TimeMs) const {
   info.set_last_heartbeat_ms(n.registered ? n.last_heard_ms : 0);
   info.set_agent_address(n.step_address);
   *info.mutable_gpu_devices() = n.inventory.gpus();
+  info.set_topology_source(n.inventory.topology_source());
+  info.set_packages(n.inventory.packages());
+  info.set_cores(n.inventory.cores());
+  info.set_threads(n.inventory.threads());
+  *info.mutable_numa_nodes() = n.inventory.numa_nodes();
+  *info.mutable_hcas() = n.inventory.hcas();
+  *info.mutable_pci_gpus() = n.inventory.pci_gpus();
   std::vector<std::string> total, used;
   std::set<uint32_t> whole;  // GPUs taken whole on this node
   for (uint64_t id : n.jobs) {

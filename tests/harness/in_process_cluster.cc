@@ -106,6 +106,7 @@ Status InProcessCluster::StartAgent(int i) {
   a.config_path = config_path_;
   a.node_name = "node" + std::to_string(i + 1);
   a.gpu_fixture = dir_ + "/gpus.toml";
+  a.topology_xml = options_.topology_xml;
   a.spool_dir = dir_ + "/spool/" + a.node_name;
   MUSTER_ASSIGN_OR_RETURN(agents_[static_cast<size_t>(i)], agent::Agent::Create(a));
   return agents_[static_cast<size_t>(i)]->Start();

@@ -21,6 +21,7 @@ struct InProcessClusterOptions {
   uint32_t node_not_responding_ms = 400;
   uint32_t node_down_ms = 1200;
   uint32_t kill_grace_ms = 500;
+  std::string topology_xml;  // agents read their CPU/PCI layout from this hwloc XML
 };
 
 class InProcessCluster {

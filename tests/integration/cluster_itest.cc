@@ -74,6 +74,32 @@ TEST_F(ClusterTest, GangJobRunsOnTwoNodesWithItsGpusAndSlurmEnvironment) {
   EXPECT_EQ(n->gpus_allocated(), 0u);
 }
 
+TEST(ClusterHardwareTest, AgentsReportTheHwlocLayoutTheyFound) {
+  InProcessClusterOptions o;
+  o.nodes = 1;
+  o.topology_xml =
+      std::string(MUSTER_SOURCE_DIR) + "/tests/data/hwloc/xeon-2socket_1gpu_mlx5-ib_wholeio.v2.xml";
+  auto c = InProcessCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto n = (*c)->Node("node1");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n->topology_source(), "hwloc-xml:" + o.topology_xml);
+  EXPECT_EQ(n->packages(), 2u);
+  EXPECT_EQ(n->threads(), 32u);
+  ASSERT_EQ(n->numa_nodes_size(), 2);
+  EXPECT_EQ(n->numa_nodes(1).cpus_size(), 16);
+  ASSERT_EQ(n->hcas_size(), 1);
+  EXPECT_EQ(n->hcas(0).name(), "mlx5_0");
+  EXPECT_EQ(n->hcas(0).numa_node(), 1);
+  EXPECT_EQ(n->pci_gpus_size(), 3);
+  // An unreadable topology file stops the agent with the file named.
+  o.topology_xml = "/nonexistent/topo.xml";
+  auto bad = InProcessCluster::Start(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/nonexistent/topo.xml"), std::string::npos)
+      << bad.status().ToString();
+}
+
 TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
   auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", [] {
     v1::JobSpec s = Gang(2, 4);

@@ -16,6 +16,7 @@ struct AgentOptions {
   std::string config_path;         // exported to jobs as MUSTER_CONF
   std::string node_name;           // default: the host name
   std::string gpu_fixture;         // fake GPUs from this file instead of NVML
+  std::string topology_xml;        // CPU/PCI layout from this hwloc XML instead of the machine
   std::string spool_dir;           // default: config.agent.spool_dir/<node>
   std::string step_address;        // default: config.agent.step_address
   std::string controller_address;  // default: config.controller.agent_address
