@@ -102,7 +102,13 @@ int CmdNodes(int argc, char** argv) {
       w.Key("hcas").BeginArray();
       for (const auto& h : n.hcas()) {
         w.BeginObject().Field("name", h.name()).Field("pci_bus_id", h.pci_bus_id());
-        w.Field("numa_node", h.numa_node()).Field("node_guid", h.node_guid()).EndObject();
+        w.Field("numa_node", h.numa_node()).Field("node_guid", h.node_guid());
+        w.Key("ports").BeginArray();
+        for (const auto& p : h.ports()) {
+          w.BeginObject().Field("port", p.port()).Field("state", p.state());
+          w.Field("rate_gbps", p.rate_gbps()).Field("link_layer", p.link_layer()).EndObject();
+        }
+        w.EndArray().EndObject();
       }
       w.EndArray();
       w.Key("pci_gpus").BeginArray();

@@ -24,6 +24,7 @@
 
 #include "controller_link.h"
 #include "host_topology.h"
+#include "infiniband.h"
 #include "inventory.h"
 #include "job_env.h"
 #include "launcher.h"
@@ -710,6 +711,29 @@ Status Agent::Impl::AddHostTopology(const std::string& xml) {
     out->set_pci_bus_id(h.pci_bus_id);
     out->set_numa_node(h.numa);
     out->set_node_guid(h.node_guid);
+  }
+  // Port state, rate and link layer from sysfs; HCAs hwloc did not see are added.
+  if (xml.empty()) {
+    for (const IbDevice& d : ProbeInfiniband()) {
+      v1::Hca* hca = nullptr;
+      for (auto& h : *inventory_.mutable_hcas()) {
+        if (h.name() == d.name) hca = &h;
+      }
+      if (!hca) {
+        hca = inventory_.add_hcas();
+        hca->set_name(d.name);
+        hca->set_pci_bus_id(d.pci_bus_id);
+        hca->set_numa_node(d.numa);
+        hca->set_node_guid(d.node_guid);
+      }
+      for (const IbPort& p : d.ports) {
+        v1::IbPort* out = hca->add_ports();
+        out->set_port(p.port);
+        out->set_state(p.state);
+        out->set_rate_gbps(p.rate_gbps);
+        out->set_link_layer(p.link_layer);
+      }
+    }
   }
   for (const auto& g : topo->gpus) {
     v1::PciGpu* out = inventory_.add_pci_gpus();

@@ -3,9 +3,14 @@
 #include "agent/host_topology.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include "agent/infiniband.h"
 
 namespace muster::agent {
 namespace {
@@ -97,6 +102,55 @@ TEST(HostTopologyTest, ThisMachineAndBadFiles) {
   EXPECT_NE(missing.status().message().find("/nonexistent/topo.xml"), std::string::npos);
   auto not_xml = ProbeHostTopology(std::string(MUSTER_SOURCE_DIR) + "/tests/data/hwloc/README.md");
   EXPECT_FALSE(not_xml.ok());
+}
+
+// A sysfs tree as an Azure HB120rs_v3 VM shows it (values from the captured ibv_devinfo): a
+// ConnectX-6 VF on InfiniBand and a ConnectX-4 Lx VF on Ethernet (RoCE).
+class InfinibandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("muster-ib-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(root_);
+    Device("mlx5_0", "0015:5dff:fe33:ff18", "0101:00:00.0", "-1", "4: ACTIVE",
+           "200 Gb/sec (4X HDR)", "InfiniBand");
+    Device("mlx5_1", "000d:3aff:fe72:a6b3", "0002:00:02.0", "0", "4: ACTIVE", "40 Gb/sec (4X QDR)",
+           "Ethernet");
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  void Write(const std::filesystem::path& p, const std::string& text) {
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text << "\n";
+  }
+  void Device(const std::string& name, const std::string& guid, const std::string& bus,
+              const std::string& numa, const std::string& state, const std::string& rate,
+              const std::string& layer) {
+    auto pci = root_ / "devices" / bus;
+    Write(pci / "numa_node", numa);
+    auto dev = root_ / "class" / name;
+    Write(dev / "node_guid", guid);
+    std::filesystem::create_directory_symlink(pci, dev / "device");
+    Write(dev / "ports" / "1" / "state", state);
+    Write(dev / "ports" / "1" / "rate", rate);
+    Write(dev / "ports" / "1" / "link_layer", layer);
+  }
+  std::filesystem::path root_;
+};
+
+TEST_F(InfinibandTest, PortsStateRateAndLinkLayer) {
+  auto devs = ProbeInfiniband((root_ / "class").string());
+  ASSERT_EQ(devs.size(), 2u);
+  EXPECT_EQ(devs[0].name, "mlx5_0");
+  EXPECT_EQ(devs[0].node_guid, "0015:5dff:fe33:ff18");
+  EXPECT_EQ(devs[0].pci_bus_id, "0101:00:00.0");
+  EXPECT_EQ(devs[0].numa, -1);
+  ASSERT_EQ(devs[0].ports.size(), 1u);
+  EXPECT_EQ(devs[0].ports[0].state, "ACTIVE");
+  EXPECT_DOUBLE_EQ(devs[0].ports[0].rate_gbps, 200);
+  EXPECT_EQ(devs[0].ports[0].link_layer, "InfiniBand");
+  EXPECT_EQ(devs[1].numa, 0);
+  EXPECT_EQ(devs[1].ports[0].link_layer, "Ethernet") << "RoCE: not part of an IB fabric";
+  EXPECT_TRUE(ProbeInfiniband((root_ / "nothing").string()).empty()) << "no HCAs is no error";
 }
 
 }  // namespace
