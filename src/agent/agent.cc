@@ -694,9 +694,10 @@ Status Agent::Impl::AddHostTopology(const std::string& xml) {
     if (!xml.empty()) return topo.status();
     spdlog::warn("node={} no hwloc topology: {}", options_.node_name, topo.status().message());
     inventory_.set_topology_source("none: " + topo.status().message());
-    return Status::Ok();
+    topo = HostTopology{};  // the HCAs from sysfs are still worth reporting
+  } else {
+    inventory_.set_topology_source(xml.empty() ? "hwloc" : "hwloc-xml:" + xml);
   }
-  inventory_.set_topology_source(xml.empty() ? "hwloc" : "hwloc-xml:" + xml);
   inventory_.set_packages(topo->packages);
   inventory_.set_cores(topo->cores);
   inventory_.set_threads(topo->pus);
