@@ -223,18 +223,20 @@ void Engine::HoldResources(const v1::JobRecord& rec) {
     if (!node) continue;
     core::NodeView& v = node->view;
     core::NodePlacement np = ToPlacement(na, v, 0);
-    // Never hold anything twice: drop (and report) what is out of range or already held.
-    auto keep = [&](const char* what, std::vector<uint32_t>& ids, auto&& is_free, size_t total) {
+    // Never hold anything twice: drop (and report) what the node does not have (the config
+    // changed) or what is already held.
+    auto keep = [&](const std::string& what, std::vector<uint32_t>& ids, auto&& is_free,
+                    size_t recorded) {
+      if (ids.size() < recorded) {
+        spdlog::error("job={} node={} holds {} {} unit(s) the node does not have", rec.id(),
+                      na.node(), recorded - ids.size(), what);
+      }
       std::erase_if(ids, [&](uint32_t i) {
         if (is_free(i)) return false;
         spdlog::error("job={} node={} {} {} is already held; not held twice", rec.id(), na.node(),
                       what, i);
         return true;
       });
-      if (ids.size() != total) {
-        spdlog::error("job={} node={} holds {} {} unit(s) the node does not have", rec.id(),
-                      na.node(), total - ids.size(), what);
-      }
     };
     keep(
         "cpu", np.cpus, [&](uint32_t c) { return v.cpu_free[c]; },
@@ -242,10 +244,20 @@ void Engine::HoldResources(const v1::JobRecord& rec) {
     keep(
         "gpu", np.gpus, [&](uint32_t g) { return v.gpu_free[g]; },
         static_cast<size_t>(na.gpu_indices_size()));
+    for (const v1::GresUnits& g : na.gres()) {
+      if (PoolOf(v, g) < 0) {
+        spdlog::error("job={} node={} holds {} unit(s) of {}:{}, which the node no longer has",
+                      rec.id(), na.node(), g.units_size(), g.name(), g.type());
+      }
+    }
     for (auto& [pool, units] : np.gres) {
       const core::GresView& gv = v.gres[pool];
+      size_t recorded = 0;
+      for (const v1::GresUnits& g : na.gres()) {
+        if (PoolOf(v, g) == static_cast<int32_t>(pool)) recorded += g.units_size();
+      }
       keep(
-          gv.name.c_str(), units, [&](uint32_t u) { return gv.free[u]; }, units.size());
+          gv.name, units, [&](uint32_t u) { return gv.free[u]; }, recorded);
     }
     v.Take(np);
     node->jobs.insert(rec.id());

@@ -102,8 +102,9 @@ Status NormalizeGres(v1::JobSpec& spec, const PartitionLimitMap& limits) {
   for (v1::GresSpec g : spec.gres()) {
     g.set_name(ToLower(g.name()));
     g.set_type(ToLower(g.type()));
-    if (g.name().empty() || g.count() == 0) {
-      return InvalidArgument("--gres item '" + g.name() + "' needs a name and a count >= 1");
+    if (g.name().empty() || g.count() == 0 || g.count() > 1'000'000) {
+      return InvalidArgument("--gres item '" + g.name() +
+                             "' needs a name and a count from 1 to 1000000");
     }
     if (g.name() == "gpu" && g.type().empty()) {
       return InvalidArgument("whole GPUs are asked for with --gpus-per-node or --gres=gpu:N");
@@ -112,7 +113,7 @@ Status NormalizeGres(v1::JobSpec& spec, const PartitionLimitMap& limits) {
       return o.name() == g.name() && o.type() == g.type();
     });
     if (same != items.end()) {
-      same->set_count(same->count() + g.count());
+      same->set_count(std::min<uint32_t>(same->count() + g.count(), 10'000'000));
     } else {
       items.push_back(std::move(g));
     }
