@@ -5,12 +5,17 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "muster/common/strings.h"
+#include "nvidia_smi.h"
 
 namespace muster::agent {
+
+namespace fs = std::filesystem;
 
 OsInventory ProbeOs() {
   OsInventory o;
@@ -105,8 +110,8 @@ Result<GpuFixture> ParseGpuFixture(const std::string& text, const std::string& s
   GpuFixture f;
   for (auto&& [k, v] : root) {
     std::string key(k.str());
-    if (key != "node" && key != "gpus") {
-      return err(&v, key, "unknown key (expected [node] or [gpus])");
+    if (key != "node" && key != "gpus" && key != "nvidia_smi") {
+      return err(&v, key, "unknown key (expected [node], [gpus] or [nvidia_smi])");
     }
   }
   if (const toml::table* node = root["node"].as_table()) {
@@ -118,6 +123,30 @@ Result<GpuFixture> ParseGpuFixture(const std::string& text, const std::string& s
       if (key == "cpus") f.cpus = static_cast<uint32_t>(*v.value<int64_t>());
       if (key == "memory_mb") f.memory_mb = static_cast<uint64_t>(*v.value<int64_t>());
     }
+  }
+  if (const toml::table* smi = root["nvidia_smi"].as_table()) {
+    if (root["gpus"]) return err(smi, "nvidia_smi", "use either [gpus] or [nvidia_smi], not both");
+    // Captured outputs, named relative to the fixture file.
+    std::string dir = fs::path(source).parent_path().string();
+    std::map<std::string, std::string> texts;
+    for (auto&& [k, v] : *smi) {
+      std::string key(k.str());
+      if ((key != "list" && key != "topo" && key != "query") || !v.is_string()) {
+        return err(&v, "nvidia_smi." + key,
+                   "expected list, topo or query, each the path of a captured output");
+      }
+      fs::path file(*v.value<std::string>());
+      if (file.is_relative() && !dir.empty()) file = fs::path(dir) / file;
+      std::ifstream in(file);
+      if (!in) return err(&v, "nvidia_smi." + key, "cannot read " + file.string());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      texts[key] = ss.str();
+    }
+    auto gpus = GpusFromNvidiaSmi(texts["list"], texts["topo"], texts["query"]);
+    if (!gpus.ok()) return err(smi, "nvidia_smi", gpus.status().message());
+    f.gpus = std::move(*gpus);
+    return f;
   }
   const toml::table* g = root["gpus"].as_table();
   if (!g) return f;

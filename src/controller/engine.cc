@@ -455,14 +455,23 @@ Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
       r.set_reason(req.reason());
       r.set_reason_user(caller.user);
       r.set_reason_time_ms(now);
+      r.clear_drained_by();  // an admin's drain now: only an admin lifts it
     } else if (req.action() == v1::UpdateNodeRequest::RESUME) {
       if (!r.drain() && !node->down) {
         return InvalidArgument("node " + n + " is not drained or down; nothing to resume");
+      }
+      for (const auto& g : node->inventory.gpus()) {
+        if (!g.health().empty()) {
+          return FailedPrecondition("node " + n + " still reports gpu" + std::to_string(g.index()) +
+                                    " unhealthy (" + g.health() +
+                                    "); fix or reset the GPU and restart musterd there first");
+        }
       }
       r.set_drain(false);
       r.clear_reason();
       r.clear_reason_user();
       r.clear_reason_time_ms();
+      r.clear_drained_by();
     } else {
       return InvalidArgument("unknown node update action");
     }

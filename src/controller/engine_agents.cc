@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "muster/common/check.h"
 #include "muster/common/strings.h"
@@ -69,12 +70,9 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
   node->not_responding = false;
   node->reported_jobs.assign(req.running_job_ids().begin(), req.running_job_ids().end());
   const NodeConfig& c = node->config;
-  if (inv.gpus_size() < static_cast<int>(c.gpus) || inv.cpus() < c.cpus) {
-    spdlog::warn(
-        "node={} reports {} CPUs and {} GPUs; the config says {} and {} (scheduling the "
-        "configured amounts)",
-        inv.name(), inv.cpus(), inv.gpus_size(), c.cpus, c.gpus);
-  }
+  store::Mutation m;
+  ApplyNodeChecks(*node, now, m);
+  MUSTER_RETURN_IF_ERROR(Commit(m));
   spdlog::info("register node={} instance={} gpus={} ({}) step_address={} restarted={} jobs={}",
                inv.name(), req.instance_id(), inv.gpus_size(), inv.gpu_source(), inv.step_address(),
                restarted, req.running_job_ids_size());
@@ -194,6 +192,12 @@ void Engine::OnAgentMessage(const std::string& name, const v1::AgentMessage& msg
       break;
     case v1::AgentMessage::kJobCleaned:
       OnJobCleaned(*node, msg.job_cleaned(), now);
+      break;
+    case v1::AgentMessage::kGpuHealth:
+      OnGpuHealth(*node, msg.gpu_health(), now);
+      break;
+    case v1::AgentMessage::kNodeHealth:
+      OnNodeHealth(*node, msg.node_health(), now);
       break;
     case v1::AgentMessage::kHello:
     case v1::AgentMessage::MSG_NOT_SET:
@@ -333,8 +337,19 @@ void Engine::JobLostOnNode(JobEntry& job, const std::string& node_name, const st
     FinishJob(job, v1::CANCELLED, "None", now, m);
     return;
   }
+  RequeueOrFail(job, "NodeFail", why, now, m);
+}
+
+void Engine::RequeueOrFail(JobEntry& job, const std::string& reason, const std::string& why,
+                           TimeMs now, store::Mutation& m) {
+  v1::JobRecord& r = job.rec;
+  if (r.state() != v1::RUNNING) return;
+  if (r.cancel_requested()) {
+    FinishJob(job, v1::CANCELLED, "None", now, m);
+    return;
+  }
   if (r.spec().no_requeue()) {
-    FinishJob(job, v1::NODE_FAIL, "NodeFail", now, m);
+    FinishJob(job, v1::NODE_FAIL, reason, now, m);
     r.set_reason_detail(why);
     m.PutJob(r);
     spdlog::warn("job={} NODE_FAIL: {}", r.id(), why);
@@ -344,7 +359,7 @@ void Engine::JobLostOnNode(JobEntry& job, const std::string& node_name, const st
   r.set_state(v1::PENDING);
   pending_.insert(r.id());
   r.set_requeue_count(r.requeue_count() + 1);
-  r.set_reason("NodeFail");
+  r.set_reason(reason);
   r.set_reason_detail("requeued: " + why);
   r.set_batch_started(false);
   r.clear_completing_nodes();
@@ -354,7 +369,7 @@ void Engine::JobLostOnNode(JobEntry& job, const std::string& node_name, const st
   }
   m.PutJob(r);
   // Old-run processes are terminated by run number, so a new run is never touched.
-  TerminateOnNodes(job, "requeued after a node failure");
+  TerminateOnNodes(job, "requeued: " + why);
   job.started_nodes.clear();
   schedule_requested_ = true;
   spdlog::warn("job={} requeued (count={}): {}", r.id(), r.requeue_count(), why);
@@ -424,6 +439,164 @@ void Engine::Tick(TimeMs now) {
                     st.ToString());
     }
   }
+}
+
+}  // namespace muster::controller
+
+namespace muster::controller {
+
+// ---------------------------------------------------------------------------------------------
+// Hardware reconciliation and health
+
+std::string Engine::HardwareShortfall(const NodeEntry& node) const {
+  const NodeConfig& c = node.config;
+  const v1::NodeInventory& inv = node.inventory;
+  std::vector<std::string> missing;
+  if (inv.cpus() < c.cpus) {
+    missing.push_back("CPUs: " + std::to_string(inv.cpus()) + " of " + std::to_string(c.cpus) +
+                      " configured");
+  }
+  if (inv.memory_mb() < c.memory_mb) {
+    missing.push_back("memory: " + std::to_string(inv.memory_mb()) + " of " +
+                      std::to_string(c.memory_mb) + " MB configured");
+  }
+  if (c.gpus > 0) {
+    // Whole GPUs of the configured type (a GPU in MIG mode is used as its slices).
+    uint32_t usable = 0;
+    std::map<std::string, uint32_t> other_types;
+    for (const auto& g : inv.gpus()) {
+      if (g.mig_enabled()) continue;
+      if (c.gpu_type.empty() || EqualsIgnoreCase(g.type(), c.gpu_type)) {
+        ++usable;
+      } else {
+        ++other_types[g.type()];
+      }
+    }
+    if (usable < c.gpus) {
+      std::string what = "GPUs: " + std::to_string(usable) +
+                         (c.gpu_type.empty() ? "" : " " + c.gpu_type) + " of " +
+                         std::to_string(c.gpus) + " configured";
+      for (const auto& [type, n] : other_types)
+        what += " (found " + std::to_string(n) + " " + type + ")";
+      missing.push_back(what);
+    }
+  }
+  // MIG slices, checked when the agent reports MIG at all (fixtures without MIG say nothing).
+  bool reports_mig = false;
+  std::map<std::string, uint32_t> slices;
+  for (const auto& g : inv.gpus()) {
+    reports_mig = reports_mig || g.mig_enabled();
+    for (const auto& d : g.mig_devices()) ++slices[ToLower(d.profile())];
+  }
+  if (reports_mig) {
+    for (const auto& gr : c.gres) {
+      if (gr.name != "gpu" || gr.type.empty()) continue;
+      uint32_t have = slices[ToLower(gr.type)];
+      if (have < gr.count) {
+        missing.push_back("MIG " + gr.type + ": " + std::to_string(have) + " of " +
+                          std::to_string(gr.count) + " configured");
+      }
+    }
+  }
+  return Join(missing, "; ");
+}
+
+void Engine::SetCheckDrain(NodeEntry& node, const std::string& by, const std::string& reason,
+                           TimeMs now, store::Mutation& m) {
+  v1::NodeRecord& r = node.rec;
+  if (!reason.empty()) {
+    if (r.drain() && r.drained_by().empty()) {
+      // An admin's drain stays, with the admin's reason; the finding is logged.
+      spdlog::warn("node={} {} check: {} (already drained by an admin)", node.config.name, by,
+                   reason);
+      return;
+    }
+    if (r.drain() && r.drained_by() != by) return;  // another check holds it; first reason wins
+    if (r.drain() && r.reason() == reason) return;
+    r.set_drain(true);
+    r.set_reason(reason);
+    r.set_reason_user("muster");
+    r.set_reason_time_ms(now);
+    r.set_drained_by(by);
+    m.PutNode(r);
+    spdlog::warn("node={} drained: {}", node.config.name, reason);
+    schedule_requested_ = true;
+    return;
+  }
+  if (r.drain() && r.drained_by() == by) {
+    spdlog::info("node={} resumed: the {} check passes again (was: {})", node.config.name, by,
+                 r.reason());
+    r.set_drain(false);
+    r.clear_reason();
+    r.clear_reason_user();
+    r.clear_reason_time_ms();
+    r.clear_drained_by();
+    m.PutNode(r);
+    schedule_requested_ = true;
+  }
+}
+
+void Engine::ApplyNodeChecks(NodeEntry& node, TimeMs now, store::Mutation& m) {
+  const v1::NodeInventory& inv = node.inventory;
+  std::string shortfall = HardwareShortfall(node);
+  SetCheckDrain(node, "hardware", shortfall.empty() ? "" : "Low " + shortfall, now, m);
+  std::vector<std::string> sick;
+  for (const auto& g : inv.gpus()) {
+    if (!g.health().empty()) sick.push_back("gpu" + std::to_string(g.index()) + ": " + g.health());
+  }
+  SetCheckDrain(node, "gpu_health", Join(sick, "; "), now, m);
+  if (inv.cpus() > node.config.cpus || inv.memory_mb() > node.config.memory_mb ||
+      static_cast<uint32_t>(inv.gpus_size()) > node.config.gpus) {
+    spdlog::info(
+        "node={} has more than configured ({} CPUs, {} MB, {} GPUs; config {}, {}, {}): "
+        "scheduling the configured amounts",
+        node.config.name, inv.cpus(), inv.memory_mb(), inv.gpus_size(), node.config.cpus,
+        node.config.memory_mb, node.config.gpus);
+  }
+}
+
+void Engine::OnGpuHealth(NodeEntry& node, const v1::GpuHealth& h, TimeMs now) {
+  v1::GpuDevice* gpu = nullptr;
+  for (auto& g : *node.inventory.mutable_gpus()) {
+    if (g.index() == h.index()) gpu = &g;
+  }
+  if (!gpu) {
+    spdlog::warn("node={} reports health for gpu{}, which it never reported; ignored",
+                 node.config.name, h.index());
+    return;
+  }
+  if (gpu->health() == h.health()) return;
+  gpu->set_health(h.health());
+  store::Mutation m;
+  ApplyNodeChecks(node, now, m);
+  if (!h.health().empty()) {
+    // Jobs bound to the GPU lose it now: requeue them (or fail them, per --no-requeue).
+    const std::string why =
+        node.config.name + " gpu" + std::to_string(h.index()) + ": " + h.health();
+    std::vector<uint64_t> ids(node.jobs.begin(), node.jobs.end());
+    for (uint64_t id : ids) {
+      JobEntry* job = FindJob(id);
+      if (!job || job->rec.state() != v1::RUNNING) continue;
+      for (const auto& na : job->rec.allocation().nodes()) {
+        if (na.node() != node.config.name) continue;
+        bool uses = std::find(na.gpu_indices().begin(), na.gpu_indices().end(), h.index()) !=
+                    na.gpu_indices().end();
+        for (const auto& gr : na.gres()) {
+          uses = uses ||
+                 std::find(gr.on_gpu().begin(), gr.on_gpu().end(), h.index()) != gr.on_gpu().end();
+        }
+        if (uses) RequeueOrFail(*job, "GpuFail", why, now, m);
+      }
+    }
+  }
+  CommitOrDie(m);
+}
+
+void Engine::OnNodeHealth(NodeEntry& node, const v1::NodeHealth& h, TimeMs now) {
+  store::Mutation m;
+  std::string reason = h.ok() ? "" : Trim(h.reason()).empty() ? "health check failed" : h.reason();
+  SetCheckDrain(node, "health_check", reason, now, m);
+  CommitOrDie(m);
 }
 
 }  // namespace muster::controller

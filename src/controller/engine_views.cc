@@ -140,6 +140,7 @@ v1::NodeInfo Engine::ToNodeInfo(const NodeEntry& n, TimeMs) const {
   info.set_reason(n.rec.reason());
   info.set_reason_user(n.rec.reason_user());
   info.set_reason_time_ms(n.rec.reason_time_ms());
+  info.set_drained_by(n.rec.drained_by());
   if (!n.rec.drain() && n.down) info.set_reason("Not responding");
   for (const auto& p : options_.config.partitions) {
     if (std::find(p.nodes.begin(), p.nodes.end(), n.config.name) != p.nodes.end()) {

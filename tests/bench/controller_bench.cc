@@ -113,7 +113,12 @@ void BM_ScenarioC_ControllerMemory(benchmark::State& state) {
       for (uint32_t i = 1; i <= nodes; ++i) {
         v1::RegisterRequest r;
         r.mutable_inventory()->set_name("gpu" + std::to_string(i));
-        r.mutable_inventory()->set_cpus(128);
+        const NodeConfig* c = config->FindNode(r.inventory().name());
+        r.mutable_inventory()->set_cpus(c ? c->cpus : 128);
+        r.mutable_inventory()->set_memory_mb(c ? c->memory_mb : 0);
+        for (uint32_t g = 0; c && g < c->gpus; ++g) {
+          r.mutable_inventory()->add_gpus()->set_type(c->gpu_type);
+        }
         r.set_instance_id("i" + std::to_string(i));
         (void)e.RegisterNode(r, now);
         v1::Hello h;

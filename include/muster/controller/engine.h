@@ -170,6 +170,18 @@ class Engine {
   void NodeLost(NodeEntry& node, const std::string& why, TimeMs now);
   void JobLostOnNode(JobEntry& job, const std::string& node_name, const std::string& why,
                      TimeMs now, store::Mutation& m);
+  // Stops a running job everywhere and queues it again (or ends it as NODE_FAIL when it asked
+  // for --no-requeue, CANCELLED when a cancel was already under way).
+  void RequeueOrFail(JobEntry& job, const std::string& reason, const std::string& why, TimeMs now,
+                     store::Mutation& m);
+  // Hardware and health: what the node lacks against its configuration ("" when nothing), and
+  // the drain (or automatic resume) that follows from it and from its GPUs' health.
+  std::string HardwareShortfall(const NodeEntry& node) const;
+  void ApplyNodeChecks(NodeEntry& node, TimeMs now, store::Mutation& m);
+  void SetCheckDrain(NodeEntry& node, const std::string& by, const std::string& reason, TimeMs now,
+                     store::Mutation& m);
+  void OnGpuHealth(NodeEntry& node, const v1::GpuHealth& h, TimeMs now);
+  void OnNodeHealth(NodeEntry& node, const v1::NodeHealth& h, TimeMs now);
   void ReleaseNode(JobEntry& job, NodeEntry& node);
   void HoldResources(const v1::JobRecord& rec);
   void OnBatchExited(NodeEntry& node, const v1::BatchExited& e, TimeMs now);

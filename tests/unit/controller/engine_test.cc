@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace muster::controller {
 namespace {
@@ -60,11 +61,22 @@ class EngineTest : public ::testing::Test {
   }
 
   // Registers and attaches a node, optionally reporting jobs it holds.
-  void Up(const std::string& node, std::vector<uint64_t> jobs = {}, std::string instance = "") {
+  void Up(const std::string& node, std::vector<uint64_t> jobs = {}, std::string instance = "",
+          const std::function<void(v1::NodeInventory*)>& tweak = nullptr) {
     v1::RegisterRequest r;
     r.mutable_inventory()->set_name(node);
-    r.mutable_inventory()->set_cpus(16);
     r.mutable_inventory()->set_step_address("127.0.0.1:1");
+    // The hardware the config promises (less drains the node; see the reconciliation tests).
+    if (const NodeConfig* c = config_.FindNode(node)) {
+      r.mutable_inventory()->set_cpus(c->cpus);
+      r.mutable_inventory()->set_memory_mb(c->memory_mb);
+      for (uint32_t i = 0; i < c->gpus; ++i) {
+        v1::GpuDevice* g = r.mutable_inventory()->add_gpus();
+        g->set_index(i);
+        g->set_type(c->gpu_type);
+      }
+    }
+    if (tweak) tweak(r.mutable_inventory());
     if (instance.empty()) instance = node + "-i" + std::to_string(engine_->epoch());
     r.set_instance_id(instance);
     for (auto id : jobs) r.add_running_job_ids(id);
@@ -949,6 +961,155 @@ TEST_F(EngineTest, ScriptLivesOutsideTheRecordAndIsReadBackAtLaunch) {
   sent = Sent(Job(*second).nodes(0));
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_TRUE(sent[0].launch_job().spec().script().empty());
+}
+
+TEST_F(EngineTest, NodeWithLessHardwareThanConfiguredIsDrainedWithWhatIsMissing) {
+  AllUp();
+  Up("node1", {}, "node1-short", [](v1::NodeInventory* inv) {
+    inv->set_cpus(12);
+    inv->mutable_gpus()->RemoveLast();
+    inv->mutable_gpus(2)->set_type("a100");
+  });
+  v1::NodeInfo n = Node("node1");
+  EXPECT_TRUE(n.drain());
+  EXPECT_EQ(n.drained_by(), "hardware");
+  EXPECT_EQ(n.reason(),
+            "Low CPUs: 12 of 16 configured; GPUs: 6 h100 of 8 configured (found 1 a100)");
+  // Nothing new lands there.
+  v1::JobSpec one = Gang(1, 8);
+  one.add_required_nodes("node1");
+  auto id = Submit(one);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::PENDING);
+  // Memory too, and more than configured is fine (the configured amount is scheduled).
+  Up("node2", {}, "node2-mem", [](v1::NodeInventory* inv) {
+    inv->set_memory_mb(32000);
+    inv->set_cpus(64);
+  });
+  EXPECT_EQ(Node("node2").reason(), "Low memory: 32000 of 64000 MB configured");
+  Up("node3", {}, "node3-big", [](v1::NodeInventory* inv) { inv->set_cpus(128); });
+  EXPECT_FALSE(Node("node3").drain());
+  // Fixed hardware lifts the drain by itself; the job runs.
+  Up("node1", {}, "node1-fixed");
+  EXPECT_FALSE(Node("node1").drain());
+  EXPECT_EQ(Node("node1").drained_by(), "");
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::RUNNING);
+  // An admin's drain is never replaced or lifted by the check.
+  v1::UpdateNodeRequest drain;
+  drain.set_nodes("node4");
+  drain.set_action(v1::UpdateNodeRequest::DRAIN);
+  drain.set_reason("bios update");
+  ASSERT_TRUE(engine_->UpdateNode(Root(), drain, now_).ok());
+  Up("node4", {}, "node4-short", [](v1::NodeInventory* inv) { inv->set_cpus(2); });
+  EXPECT_EQ(Node("node4").reason(), "bios update");
+  Up("node4", {}, "node4-fixed");
+  EXPECT_TRUE(Node("node4").drain());
+  EXPECT_EQ(Node("node4").reason(), "bios update");
+}
+
+TEST_F(EngineTest, MigSlicesAreReconciledWhenTheAgentReportsMig) {
+  config_.nodes[0].gres = {{"gpu", "1g.10gb", 7}};
+  config_.nodes[0].gpus = 7;
+  Restart();
+  Up("node1", {}, "", [](v1::NodeInventory* inv) {
+    inv->add_gpus()->set_mig_enabled(true);  // the 8th GPU, split
+    for (uint32_t i = 0; i < 6; ++i)
+      inv->mutable_gpus(7)->add_mig_devices()->set_profile("1g.10gb");
+  });
+  EXPECT_EQ(Node("node1").reason(), "Low MIG 1g.10gb: 6 of 7 configured");
+}
+
+TEST_F(EngineTest, UnhealthyGpuDrainsTheNodeAndRequeuesTheJobUsingIt) {
+  AllUp();
+  auto a = Submit(Gang(1, 4));
+  v1::JobSpec other = Gang(1, 4);
+  other.set_no_requeue(true);
+  auto b = Submit(other);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Pass();
+  ASSERT_EQ(Job(*a).state(), v1::RUNNING);
+  ASSERT_EQ(Job(*b).nodes(0), Job(*a).nodes(0)) << "best fit packs both on one node";
+  const std::string node = Job(*a).nodes(0);
+  Started(*a, node);
+  Started(*b, node);
+  Flush();
+  uint32_t bad = Job(*a).allocation().nodes(0).gpu_indices(1);
+  v1::AgentMessage m;
+  m.mutable_gpu_health()->set_index(bad);
+  m.mutable_gpu_health()->set_health("XID 79 (fallen off the bus)");
+  Agent(node, m);
+  v1::NodeInfo n = Node(node);
+  EXPECT_TRUE(n.drain());
+  EXPECT_EQ(n.drained_by(), "gpu_health");
+  EXPECT_EQ(n.reason(), "gpu" + std::to_string(bad) + ": XID 79 (fallen off the bus)");
+  EXPECT_EQ(n.gpu_devices(static_cast<int>(bad)).health(), "XID 79 (fallen off the bus)");
+  v1::JobInfo ja = Job(*a);
+  EXPECT_EQ(ja.state(), v1::PENDING);
+  EXPECT_EQ(ja.reason(), "GpuFail");
+  EXPECT_EQ(ja.requeue_count(), 1u);
+  EXPECT_NE(ja.reason_detail().find("XID 79"), std::string::npos) << ja.reason_detail();
+  EXPECT_EQ(Job(*b).state(), v1::RUNNING) << "the other job's GPUs are fine";
+  auto sent = Sent(node);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].terminate_job().job_id(), *a);
+  // A GPU of the --no-requeue job fails too: that one ends as NODE_FAIL.
+  m.mutable_gpu_health()->set_index(Job(*b).allocation().nodes(0).gpu_indices(0));
+  m.mutable_gpu_health()->set_health("2 uncorrectable ECC error(s)");
+  Agent(node, m);
+  EXPECT_EQ(Job(*b).state(), v1::NODE_FAIL);
+  // The requeued job runs elsewhere, never on the drained node.
+  Cleaned(*a, node, 0);
+  Pass();
+  ASSERT_EQ(Job(*a).state(), v1::RUNNING);
+  EXPECT_NE(Job(*a).nodes(0), node);
+  // Resume is refused while a GPU is still reported bad; healthy again lifts the drain.
+  v1::UpdateNodeRequest resume;
+  resume.set_nodes(node);
+  resume.set_action(v1::UpdateNodeRequest::RESUME);
+  EXPECT_EQ(engine_->UpdateNode(Root(), resume, now_).status().code(),
+            StatusCode::kFailedPrecondition);
+  for (uint32_t g : {bad, Job(*b).allocation().nodes(0).gpu_indices(0)}) {
+    m.mutable_gpu_health()->set_index(g);
+    m.mutable_gpu_health()->set_health("");
+    Agent(node, m);
+  }
+  EXPECT_FALSE(Node(node).drain());
+  // A GPU reported bad at registration drains the node too.
+  Up("node4", {}, "node4-sick", [](v1::NodeInventory* inv) {
+    inv->mutable_gpus(5)->set_health("row remapping pending (the GPU needs a reset)");
+  });
+  EXPECT_EQ(Node("node4").reason(), "gpu5: row remapping pending (the GPU needs a reset)");
+}
+
+TEST_F(EngineTest, HealthCheckProgramDrainsAndResumesOnlyItsOwnDrain) {
+  AllUp();
+  v1::AgentMessage m;
+  m.mutable_node_health()->set_ok(false);
+  m.mutable_node_health()->set_reason("ib0 down");
+  Agent("node2", m);
+  EXPECT_TRUE(Node("node2").drain());
+  EXPECT_EQ(Node("node2").reason(), "ib0 down");
+  EXPECT_EQ(Node("node2").drained_by(), "health_check");
+  m.mutable_node_health()->set_ok(true);
+  Agent("node2", m);
+  EXPECT_FALSE(Node("node2").drain());
+  // An admin drain stays when the check passes.
+  v1::UpdateNodeRequest drain;
+  drain.set_nodes("node2");
+  drain.set_action(v1::UpdateNodeRequest::DRAIN);
+  drain.set_reason("maintenance");
+  ASSERT_TRUE(engine_->UpdateNode(Root(), drain, now_).ok());
+  Agent("node2", m);
+  EXPECT_TRUE(Node("node2").drain());
+  EXPECT_EQ(Node("node2").reason(), "maintenance");
+  // The drain survives a controller restart.
+  m.mutable_node_health()->set_ok(false);
+  Agent("node3", m);
+  Restart();
+  EXPECT_EQ(Node("node3").drained_by(), "health_check");
+  EXPECT_EQ(Node("node3").reason(), "ib0 down");
 }
 
 }  // namespace
