@@ -13,12 +13,15 @@
 
 int main(int argc, char** argv) {
   std::string config_path, log_level, log_file;
+  bool probe = false;
   muster::agent::AgentOptions o;
   const struct option opts[] = {{"config", required_argument, nullptr, 'c'},
                                 {"name", required_argument, nullptr, 'n'},
                                 {"gpu-fixture", required_argument, nullptr, 'g'},
                                 {"spool", required_argument, nullptr, 's'},
                                 {"topology-xml", required_argument, nullptr, 'x'},
+                                {"gpu-faults", required_argument, nullptr, 'F'},
+                                {"probe", no_argument, nullptr, 'P'},
                                 {"step-address", required_argument, nullptr, 'a'},
                                 {"controller", required_argument, nullptr, 'C'},
                                 {"log-level", required_argument, nullptr, 'l'},
@@ -26,7 +29,7 @@ int main(int argc, char** argv) {
                                 {"version", no_argument, nullptr, 'V'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
-  for (int c; (c = getopt_long(argc, argv, "c:n:g:s:x:a:C:l:L:Vh", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, "c:n:g:s:x:F:Pa:C:l:L:Vh", opts, nullptr)) != -1;) {
     switch (c) {
       case 'c':
         config_path = optarg;
@@ -42,6 +45,12 @@ int main(int argc, char** argv) {
         break;
       case 'x':
         o.topology_xml = optarg;
+        break;
+      case 'F':
+        o.gpu_faults = optarg;
+        break;
+      case 'P':
+        probe = true;
         break;
       case 'a':
         o.step_address = optarg;
@@ -61,7 +70,8 @@ int main(int argc, char** argv) {
       case 'h':
         std::printf(
             "Usage: musterd [--config FILE] [--name NODE] [--gpu-fixture FILE] [--spool DIR]\n"
-            "               [--topology-xml HWLOC_XML] [--step-address HOST:PORT]\n"
+            "               [--topology-xml HWLOC_XML] [--gpu-faults FILE] [--probe]\n"
+            "               [--step-address HOST:PORT]\n"
             "               [--controller HOST:PORT]\n"
             "               [--log-level LEVEL] [--log-file FILE]\n");
         return 0;
@@ -71,6 +81,18 @@ int main(int argc, char** argv) {
   }
   o.config_path = muster::ResolveConfigPath(config_path);
   auto config = muster::LoadConfig(o.config_path);
+  if (probe) {
+    // Discovery needs no configuration: `musterd --probe` is how a new node's entry is written.
+    if (config.ok()) o.config = *config;
+    muster::InitLogging("musterd", "warn", "").IgnoreError();
+    auto report = muster::agent::Agent::Probe(std::move(o));
+    if (!report.ok()) {
+      std::fprintf(stderr, "musterd: %s\n", report.status().message().c_str());
+      return 1;
+    }
+    std::fputs(report->c_str(), stdout);
+    return 0;
+  }
   if (!config.ok()) {
     std::fprintf(stderr, "musterd: %s\n", config.status().message().c_str());
     return 1;

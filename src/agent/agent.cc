@@ -17,6 +17,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -35,6 +36,7 @@
 #include "muster/common/strings.h"
 #include "muster/common/version.h"
 #include "muster/v1/agent.pb.h"
+#include "nvml.h"
 
 namespace muster::agent {
 
@@ -95,7 +97,11 @@ class Agent::Impl {
       : options_(std::move(o)), step_acceptor_(io_), hb_timer_(io_), instance_id_(RandomHex(8)) {}
 
   Status Start();
+  // What this node has (OS, GPUs from NVML or a fixture, hwloc, InfiniBand) into inventory_.
+  Status Discover(const OsInventory& os);
   Status AddHostTopology(const std::string& xml);
+  // The step port and the controller session.
+  Status Listen(const OsInventory& os);
   void Shutdown();
 
   std::string step_address() const {
@@ -109,6 +115,7 @@ class Agent::Impl {
 
   AgentOptions options_;
   std::unique_ptr<ControllerLink> link_;
+  const v1::NodeInventory& inventory() const { return inventory_; }
 
  private:
   class StepSession;
@@ -144,6 +151,13 @@ class Agent::Impl {
     if (link_) link_->Send(msg);
   }
   void PublishJobIds();
+  // GPU health: NVML (or the fault file in fixture mode) every gpu_health_interval_ms; changes
+  // go to the controller, which drains the node and requeues the jobs on a sick GPU.
+  std::map<uint32_t, std::string> GpuHealthNow();
+  void GpuHealthTick();
+  // The admin's health_check_program, every health_check_interval_s.
+  void RunHealthCheck();
+  void HealthCheckDone(const std::string& output, int status, bool timed_out);
   LocalJob* FindJob(uint64_t id) {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? nullptr : it->second.get();
@@ -155,7 +169,14 @@ class Agent::Impl {
   tcp::acceptor step_acceptor_;
   asio::steady_timer hb_timer_;
   std::string instance_id_;
-  v1::NodeInventory inventory_;
+  v1::NodeInventory inventory_;                  // written on the io thread after Start, under mu_
+  std::unique_ptr<Nvml> nvml_;                   // io thread
+  std::string fault_file_;                       // fixture mode: injected GPU faults
+  std::map<uint32_t, std::string> base_health_;  // from the captures, fixture mode
+  asio::steady_timer gpu_health_timer_{io_};
+  asio::steady_timer check_timer_{io_};
+  bool check_running_ = false;                          // io thread
+  std::optional<v1::NodeHealth> last_check_;            // io thread: re-sent on reconnect
   std::map<uint64_t, std::unique_ptr<LocalJob>> jobs_;  // io thread
   uint64_t epoch_ = 0;                                  // io thread
   uint32_t hb_interval_ms_ = 5000;                      // io thread
@@ -448,6 +469,11 @@ void Agent::Impl::OnConnected(const v1::RegisterResponse& resp) {
       Send(m);
     }
   }
+  if (last_check_) {
+    v1::AgentMessage m;
+    *m.mutable_node_health() = *last_check_;
+    Send(m);
+  }
   Heartbeat();
 }
 
@@ -673,6 +699,169 @@ void Agent::Impl::CheckClean(uint64_t id) {
   spdlog::info("job={} node={} cleaned up", id, options_.node_name);
 }
 
+std::map<uint32_t, std::string> Agent::Impl::GpuHealthNow() {
+  std::map<uint32_t, std::string> now;
+  if (nvml_) return nvml_->Health();
+  for (const auto& [index, why] : base_health_) {
+    if (!why.empty()) now[index] = why;
+  }
+  if (fault_file_.empty()) return now;
+  std::ifstream in(fault_file_);
+  if (!in) return now;  // no faults injected
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto faults = ParseGpuFaults(ss.str());
+  if (!faults.ok()) {
+    spdlog::warn("node={} ignoring {}: {}", options_.node_name, fault_file_,
+                 faults.status().message());
+    return now;
+  }
+  for (const auto& [index, why] : *faults) now.emplace(index, why);
+  return now;
+}
+
+void Agent::Impl::GpuHealthTick() {
+  if (shutting_down_) return;
+  std::map<uint32_t, std::string> now = GpuHealthNow();
+  std::vector<v1::GpuHealth> changes;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& g : *inventory_.mutable_gpus()) {
+      auto it = now.find(g.index());
+      const std::string why = it == now.end() ? "" : it->second;
+      if (why == g.health()) continue;
+      g.set_health(why);
+      v1::GpuHealth h;
+      h.set_index(g.index());
+      h.set_health(why);
+      changes.push_back(std::move(h));
+    }
+  }
+  for (const auto& h : changes) {
+    if (h.health().empty()) {
+      spdlog::info("node={} gpu{} is healthy again", options_.node_name, h.index());
+    } else {
+      spdlog::error("node={} gpu{} unhealthy: {}", options_.node_name, h.index(), h.health());
+    }
+    v1::AgentMessage m;
+    *m.mutable_gpu_health() = h;
+    Send(m);  // lost while disconnected: the next registration carries the health
+  }
+  gpu_health_timer_.expires_after(
+      std::chrono::milliseconds(options_.config.agent.gpu_health_interval_ms));
+  gpu_health_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) GpuHealthTick();
+  });
+}
+
+void Agent::Impl::RunHealthCheck() {
+  if (shutting_down_) return;
+  const AgentConfig& c = options_.config.agent;
+  check_timer_.expires_after(std::chrono::seconds(c.health_check_interval_s));
+  check_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) RunHealthCheck();
+  });
+  if (check_running_) return;  // the last one has not finished: it has its own timeout
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    spdlog::error("node={} health check: pipe: {}", options_.node_name, std::strerror(errno));
+    return;
+  }
+  SpawnSpec sp;
+  sp.argv = {c.health_check_program};
+  // As root, with a clean environment: nothing of any user's leaks into the admin's check.
+  sp.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "MUSTER_NODE=" + options_.node_name, "MUSTER_CONF=" + options_.config_path};
+  sp.cwd = "/";
+  sp.stdout_fd = out[1];
+  sp.stderr_fd = out[1];
+  auto spawned = Spawn(sp);
+  ::close(out[1]);
+  if (!spawned.ok()) {
+    ::close(out[0]);
+    HealthCheckDone("cannot run health_check_program: " + spawned.status().message(), 127 << 8,
+                    false);
+    return;
+  }
+  check_running_ = true;
+  struct Run {
+    std::string output;
+    bool eof = false, exited = false, timed_out = false;
+    int status = 0;
+  };
+  auto run = std::make_shared<Run>();
+  const pid_t pid = spawned->pid;
+  auto timeout = std::make_shared<asio::steady_timer>(io_);
+  auto finish = [this, run, timeout] {
+    if (!run->eof || !run->exited) return;
+    timeout->cancel();
+    check_running_ = false;
+    HealthCheckDone(run->output, run->status, run->timed_out);
+  };
+  timeout->expires_after(std::chrono::seconds(c.health_check_timeout_s));
+  timeout->async_wait([run, pid](boost::system::error_code ec) {
+    if (ec || run->exited) return;
+    run->timed_out = true;
+    ::kill(-pid, SIGKILL);
+  });
+  auto sd = std::make_shared<asio::posix::stream_descriptor>(io_, out[0]);
+  auto buf = std::make_shared<std::array<char, 4096>>();
+  auto read = std::make_shared<std::function<void()>>();
+  *read = [sd, buf, run, read, finish] {
+    sd->async_read_some(asio::buffer(*buf), [sd, buf, run, read, finish](auto ec, size_t n) {
+      if (run->output.size() < 65536) run->output.append(buf->data(), n);
+      if (ec) {
+        run->eof = true;
+        *read = nullptr;
+        finish();
+        return;
+      }
+      (*read)();
+    });
+  };
+  (*read)();
+  WatchExit(pid, spawned->pidfd, [run, finish](int status) {
+    run->exited = true;
+    run->status = status;
+    finish();
+  });
+}
+
+void Agent::Impl::HealthCheckDone(const std::string& output, int status, bool timed_out) {
+  int code = 0, sig = 0;
+  DecodeWaitStatus(status, &code, &sig);
+  v1::NodeHealth h;
+  h.set_ok(code == 0 && sig == 0 && !timed_out);
+  if (!h.ok()) {
+    std::string first;
+    for (const auto& line : Split(output, '\n')) {
+      if (!Trim(line).empty()) {
+        first = std::string(Trim(line)).substr(0, 200);
+        break;
+      }
+    }
+    if (timed_out) {
+      first = "health check timed out after " +
+              std::to_string(options_.config.agent.health_check_timeout_s) + "s";
+    } else if (first.empty()) {
+      first = sig ? "health check killed by signal " + std::to_string(sig)
+                  : "health check exited with code " + std::to_string(code);
+    }
+    h.set_reason(first);
+  }
+  if (!last_check_ || last_check_->ok() != h.ok() || last_check_->reason() != h.reason()) {
+    if (h.ok()) {
+      spdlog::info("node={} health check passes", options_.node_name);
+    } else {
+      spdlog::error("node={} health check failed: {}", options_.node_name, h.reason());
+    }
+  }
+  last_check_ = h;
+  v1::AgentMessage m;
+  *m.mutable_node_health() = h;
+  Send(m);
+}
+
 void Agent::Impl::AcceptSteps() {
   step_acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
     if (ec) {
@@ -755,7 +944,12 @@ Status Agent::Impl::Start() {
   std::error_code ec;
   fs::create_directories(o.spool_dir, ec);
   if (ec) return Internal("cannot create spool dir " + o.spool_dir + ": " + ec.message());
+  MUSTER_RETURN_IF_ERROR(Discover(os));
+  return Listen(os);
+}
 
+Status Agent::Impl::Discover(const OsInventory& os) {
+  AgentOptions& o = options_;
   inventory_.set_name(o.node_name);
   inventory_.set_hostname(os.hostname);
   inventory_.set_cpus(os.cpus);
@@ -765,20 +959,37 @@ Status Agent::Impl::Start() {
     MUSTER_ASSIGN_OR_RETURN(GpuFixture f, LoadGpuFixture(o.gpu_fixture));
     if (f.cpus) inventory_.set_cpus(f.cpus);
     if (f.memory_mb) inventory_.set_memory_mb(f.memory_mb);
-    for (auto& g : f.gpus) *inventory_.add_gpus() = std::move(g);
+    for (auto& g : f.gpus) {
+      base_health_[g.index()] = g.health();
+      *inventory_.add_gpus() = std::move(g);
+    }
     inventory_.set_gpu_source("fixture");
+    fault_file_ = o.gpu_faults.empty() ? o.spool_dir + "/gpu-faults" : o.gpu_faults;
   } else {
-    auto gpus = ProbeNvml();
-    if (gpus.ok()) {
-      for (auto& g : *gpus) *inventory_.add_gpus() = std::move(g);
+    auto nvml = Nvml::Open();
+    if (nvml.ok()) {
+      nvml_ = std::move(*nvml);
+      for (auto& g : nvml_->Devices()) *inventory_.add_gpus() = std::move(g);
       inventory_.set_gpu_source("nvml");
     } else {
-      spdlog::info("node={} no GPUs: {}", o.node_name, gpus.status().message());
+      spdlog::info("node={} no GPUs: {}", o.node_name, nvml.status().message());
       inventory_.set_gpu_source("none");
     }
   }
+  for (const auto& [index, why] : GpuHealthNow()) {
+    if (index < static_cast<uint32_t>(inventory_.gpus_size())) {
+      inventory_.mutable_gpus(static_cast<int>(index))->set_health(why);
+    }
+  }
+  for (const auto& g : inventory_.gpus()) {
+    if (!g.health().empty()) spdlog::warn("node={} gpu{}: {}", o.node_name, g.index(), g.health());
+  }
 
-  MUSTER_RETURN_IF_ERROR(AddHostTopology(o.topology_xml));
+  return AddHostTopology(o.topology_xml);
+}
+
+Status Agent::Impl::Listen(const OsInventory& os) {
+  AgentOptions& o = options_;
 
   std::string host;
   uint16_t port = 0;
@@ -807,9 +1018,9 @@ Status Agent::Impl::Start() {
   ControllerLink::Callbacks cb;
   cb.make_register = [this] {
     v1::RegisterRequest r;
-    *r.mutable_inventory() = inventory_;  // immutable after Start
     r.set_instance_id(instance_id_);
     std::lock_guard<std::mutex> l(mu_);
+    *r.mutable_inventory() = inventory_;
     for (uint64_t id : job_ids_) r.add_running_job_ids(id);
     return r;
   };
@@ -825,6 +1036,10 @@ Status Agent::Impl::Start() {
   work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
       io_.get_executor());
   AcceptSteps();
+  if (!inventory_.gpus().empty()) GpuHealthTick();
+  if (!o.config.agent.health_check_program.empty()) {
+    asio::post(io_, [this] { RunHealthCheck(); });
+  }
   io_thread_ = std::thread([this] { io_.run(); });
   link_->Start();
   spdlog::info("musterd node={} started: cpus={} memory_mb={} gpus={} ({}) steps={} controller={}",
@@ -850,6 +1065,8 @@ void Agent::Impl::Shutdown() {
   size_t live = on_io([this] {
     shutting_down_ = true;
     hb_timer_.cancel();
+    gpu_health_timer_.cancel();
+    check_timer_.cancel();
     boost::system::error_code ignored;
     step_acceptor_.close(ignored);
     size_t n = 0;
@@ -893,6 +1110,16 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
 }
 
 Status Agent::Start() { return impl_->Start(); }
+
+Result<std::string> Agent::Probe(AgentOptions options) {
+  Impl impl(std::move(options));
+  OsInventory os = ProbeOs();
+  AgentOptions& o = impl.options_;
+  if (o.node_name.empty()) o.node_name = os.hostname;
+  if (o.spool_dir.empty()) o.spool_dir = o.config.agent.spool_dir + "/" + o.node_name;
+  MUSTER_RETURN_IF_ERROR(impl.Discover(os));
+  return DescribeInventory(impl.inventory());
+}
 void Agent::Shutdown() { impl_->Shutdown(); }
 const std::string& Agent::node_name() const { return impl_->options_.node_name; }
 std::string Agent::step_address() const { return impl_->step_address(); }

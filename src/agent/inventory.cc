@@ -1,9 +1,9 @@
 #include "inventory.h"
 
-#include <dlfcn.h>
 #include <toml++/toml.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -187,6 +187,7 @@ Result<GpuFixture> ParseGpuFixture(const std::string& text, const std::string& s
     d.set_type(type);
     d.set_memory_mb(static_cast<uint64_t>(memory_mb));
     d.set_numa_node(static_cast<int32_t>(i * numa_nodes / count));
+    d.set_minor_number(static_cast<int32_t>(i));
     char bus[32];
     std::snprintf(bus, sizeof bus, "00000000:%02llX:00.0", static_cast<long long>(0x10 + i));
     d.set_pci_bus_id(bus);
@@ -230,138 +231,127 @@ Result<GpuFixture> LoadGpuFixture(const std::string& path) {
   return ParseGpuFixture(ss.str(), path);
 }
 
-// ---------------------------------------------------------------------------------------------
-// NVML, loaded at run time. Only the few entry points we need, by their versioned names.
-namespace {
-
-using nvmlDevice_t = void*;
-constexpr int kNvmlSuccess = 0;
-constexpr unsigned kNvlinkMaxLinks = 18;
-
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-struct NvmlPciInfo {  // nvmlPciInfo_t (v3 layout)
-  char bus_id_legacy[16];
-  unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
-  char bus_id[32];
-};
-
-struct Nvml {
-  void* lib = nullptr;
-  int (*init)() = nullptr;
-  int (*shutdown)() = nullptr;
-  int (*count)(unsigned*) = nullptr;
-  int (*handle)(unsigned, nvmlDevice_t*) = nullptr;
-  int (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  int (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  int (*memory)(nvmlDevice_t, NvmlMemory*) = nullptr;
-  int (*pci)(nvmlDevice_t, NvmlPciInfo*) = nullptr;
-  int (*link_state)(nvmlDevice_t, unsigned, int*) = nullptr;
-  int (*link_remote)(nvmlDevice_t, unsigned, NvmlPciInfo*) = nullptr;
-};
-
-template <typename F>
-bool Sym(void* lib, const char* name, F* out) {
-  *out = reinterpret_cast<F>(::dlsym(lib, name));
-  return *out != nullptr;
+Result<std::map<uint32_t, std::string>> ParseGpuFaults(const std::string& text) {
+  std::map<uint32_t, std::string> faults;
+  int line_no = 0;
+  for (const std::string& raw : Split(text, '\n')) {
+    ++line_no;
+    std::string line(Trim(raw.substr(0, raw.find('#'))));
+    if (line.empty()) continue;
+    std::vector<std::string> w = Split(line, ' ', true);
+    auto bad = [&](const std::string& why) {
+      return InvalidArgument("GPU fault line " + std::to_string(line_no) + " '" + line +
+                             "': " + why +
+                             " (expected 'INDEX xid N', 'INDEX ecc N', 'INDEX lost' or "
+                             "'INDEX remap-pending')");
+    };
+    auto index = w.empty() ? std::nullopt : ParseUint(w[0]);
+    if (!index || w.size() < 2) return bad("no GPU index");
+    const uint32_t gpu = static_cast<uint32_t>(*index);
+    std::string why;
+    if (w[1] == "xid" && w.size() == 3) {
+      auto xid = ParseUint(w[2]);
+      if (!xid) return bad("bad XID number");
+      std::string what = CriticalXidDescription(static_cast<uint32_t>(*xid));
+      if (what.empty()) continue;  // an application XID: logged by NVML mode, never a fault
+      why = "XID " + w[2] + " (" + what + ")";
+    } else if (w[1] == "ecc" && w.size() == 3) {
+      auto n = ParseUint(w[2]);
+      if (!n || *n == 0) return bad("bad error count");
+      why = w[2] + " uncorrectable ECC error(s)";
+    } else if (w[1] == "lost" && w.size() == 2) {
+      why = "fallen off the bus";
+    } else if (w[1] == "remap-pending" && w.size() == 2) {
+      why = "row remapping pending (the GPU needs a reset)";
+    } else {
+      return bad("unknown fault");
+    }
+    if (!faults.count(gpu)) faults[gpu] = why;  // the first fault of a GPU is its reason
+  }
+  return faults;
 }
 
-int NumaOfPci(const std::string& bus_id) {
-  // sysfs wants the short lower-case form: 0000:1b:00.0
-  std::string id = ToLower(bus_id);
-  if (id.size() > 12) id = id.substr(id.size() - 12);
-  std::ifstream f("/sys/bus/pci/devices/" + id + "/numa_node");
-  int n = -1;
-  if (f >> n) return n;
-  return -1;
-}
-
-}  // namespace
-
-Result<std::vector<v1::GpuDevice>> ProbeNvml() {
-  Nvml n;
-  n.lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!n.lib) return Unavailable(std::string("NVML not available: ") + ::dlerror());
-  bool ok = Sym(n.lib, "nvmlInit_v2", &n.init) && Sym(n.lib, "nvmlShutdown", &n.shutdown) &&
-            Sym(n.lib, "nvmlDeviceGetCount_v2", &n.count) &&
-            Sym(n.lib, "nvmlDeviceGetHandleByIndex_v2", &n.handle) &&
-            Sym(n.lib, "nvmlDeviceGetName", &n.name) && Sym(n.lib, "nvmlDeviceGetUUID", &n.uuid) &&
-            Sym(n.lib, "nvmlDeviceGetMemoryInfo", &n.memory) &&
-            Sym(n.lib, "nvmlDeviceGetPciInfo_v3", &n.pci);
-  Sym(n.lib, "nvmlDeviceGetNvLinkState", &n.link_state);
-  Sym(n.lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &n.link_remote);
-  if (!ok) {
-    ::dlclose(n.lib);
-    return Unavailable("NVML library lacks required symbols (driver too old?)");
+std::string DescribeInventory(const v1::NodeInventory& inv) {
+  std::ostringstream o;
+  o << "node " << inv.name() << ": cpus=" << inv.cpus() << " memory_mb=" << inv.memory_mb()
+    << " gpus=" << inv.gpus_size() << " gpu_source=" << inv.gpu_source()
+    << " packages=" << inv.packages() << " cores=" << inv.cores() << " threads=" << inv.threads()
+    << " topology_source=\"" << inv.topology_source() << "\"\n";
+  for (const auto& n : inv.numa_nodes()) {
+    o << "numa" << n.os_index() << ": cpus=" << n.cpus_size() << "\n";
   }
-  if (n.init() != kNvmlSuccess) {
-    ::dlclose(n.lib);
-    return Unavailable("nvmlInit failed (no NVIDIA driver loaded?)");
-  }
-  unsigned count = 0;
-  std::vector<v1::GpuDevice> gpus;
-  std::vector<nvmlDevice_t> handles;
-  if (n.count(&count) == kNvmlSuccess) {
-    for (unsigned i = 0; i < count; ++i) {
-      nvmlDevice_t h = nullptr;
-      if (n.handle(i, &h) != kNvmlSuccess) continue;
-      v1::GpuDevice d;
-      d.set_index(i);
-      char buf[256] = {0};
-      if (n.name(h, buf, sizeof buf) == kNvmlSuccess) d.set_model(buf);
-      std::memset(buf, 0, sizeof buf);
-      if (n.uuid(h, buf, sizeof buf) == kNvmlSuccess) d.set_uuid(buf);
-      NvmlMemory mem{};
-      if (n.memory(h, &mem) == kNvmlSuccess) d.set_memory_mb(mem.total / (1024 * 1024));
-      NvmlPciInfo pci{};
-      if (n.pci(h, &pci) == kNvmlSuccess) d.set_pci_bus_id(pci.bus_id);
-      d.set_numa_node(NumaOfPci(d.pci_bus_id()));
-      d.set_type(GpuTypeFromModel(d.model()));
-      gpus.push_back(std::move(d));
-      handles.push_back(h);
+  std::map<std::string, uint32_t> types;
+  std::map<std::string, uint32_t> slices;
+  for (const auto& g : inv.gpus()) {
+    o << "gpu" << g.index() << ": uuid=" << g.uuid() << " model=\"" << g.model()
+      << "\" type=" << g.type() << " memory_mb=" << g.memory_mb() << " pci=" << g.pci_bus_id()
+      << " numa=" << g.numa_node() << " minor=" << g.minor_number()
+      << " mig=" << (g.mig_enabled() ? "on" : "off");
+    if (!g.fabric_state().empty()) {
+      o << " fabric=\"" << g.fabric_state() << "\" clique=" << g.fabric_clique_id();
+      if (!g.fabric_cluster_uuid().empty()) o << " cluster_uuid=" << g.fabric_cluster_uuid();
     }
-  }
-  // NVLink: count active links to each peer GPU; links to a non-GPU end are NVSwitch ports.
-  if (n.link_state && n.link_remote) {
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      std::vector<uint32_t> direct(gpus.size(), 0);
-      uint32_t switch_links = 0;
-      for (unsigned link = 0; link < kNvlinkMaxLinks; ++link) {
-        int active = 0;
-        if (n.link_state(handles[i], link, &active) != kNvmlSuccess || !active) continue;
-        NvmlPciInfo remote{};
-        if (n.link_remote(handles[i], link, &remote) != kNvmlSuccess) continue;
-        bool to_gpu = false;
-        for (size_t j = 0; j < gpus.size(); ++j) {
-          if (ToLower(gpus[j].pci_bus_id()) == ToLower(remote.bus_id)) {
-            ++direct[j];
-            to_gpu = true;
-          }
-        }
-        if (!to_gpu) ++switch_links;
-      }
-      for (size_t j = 0; j < gpus.size(); ++j) {
-        if (j == i) continue;
-        v1::GpuLink* l = gpus[i].add_links();
-        l->set_peer_index(static_cast<uint32_t>(j));
-        if (direct[j]) {
-          l->set_type(v1::GPU_LINK_NVLINK);
-          l->set_count(direct[j]);
-        } else if (switch_links) {
-          l->set_type(v1::GPU_LINK_NVSWITCH);
-          l->set_count(switch_links);
-        } else {
-          l->set_type(gpus[i].numa_node() == gpus[j].numa_node() ? v1::GPU_LINK_PCIE_HOST
-                                                                 : v1::GPU_LINK_SYSTEM);
-          l->set_count(1);
+    o << " health=\"" << (g.health().empty() ? "ok" : g.health()) << "\"\n";
+    if (g.links_size() > 0) {
+      o << "gpu" << g.index() << " links:";
+      for (const auto& l : g.links()) {
+        o << " gpu" << l.peer_index() << "=";
+        switch (l.type()) {
+          case v1::GPU_LINK_NVLINK:
+            o << "NV" << l.count();
+            break;
+          case v1::GPU_LINK_NVSWITCH:
+            o << "NVSwitch" << l.count();
+            break;
+          case v1::GPU_LINK_PCIE_SWITCH:
+            o << "PCIeSwitch";
+            break;
+          case v1::GPU_LINK_PCIE_HOST:
+            o << "PCIeHost";
+            break;
+          case v1::GPU_LINK_SYSTEM:
+            o << "SYS";
+            break;
+          default:
+            o << "?";
         }
       }
+      o << "\n";
     }
+    for (const auto& m : g.mig_devices()) {
+      o << "gpu" << g.index() << " mig" << m.index() << ": uuid=" << m.uuid()
+        << " profile=" << m.profile() << " memory_mb=" << m.memory_mb() << "\n";
+      ++slices[m.profile()];
+    }
+    if (!g.mig_enabled()) ++types[g.type()];
   }
-  n.shutdown();
-  // The library stays loaded: unloading NVML while the driver holds state is not worth the risk.
-  return gpus;
+  for (const auto& h : inv.hcas()) {
+    o << "hca " << h.name() << ": pci=" << h.pci_bus_id() << " numa=" << h.numa_node()
+      << " guid=" << h.node_guid();
+    for (const auto& p : h.ports()) {
+      o << " port" << p.port() << "=" << p.state() << "/" << p.rate_gbps() << "Gbps/"
+        << p.link_layer();
+    }
+    o << "\n";
+  }
+  o << "\n# The configuration entry for this node (put it in muster.toml):\n[[nodes]]\nnames = \""
+    << inv.name() << "\"\ncpus = " << inv.cpus() << "\nmemory_mb = " << inv.memory_mb() << "\n";
+  if (!types.empty()) {
+    auto most = std::max_element(types.begin(), types.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    o << "gpus = " << most->second << "\ngpu_type = \"" << most->first << "\"\n";
+    if (types.size() > 1) o << "# (this node has GPUs of several types; one type per node)\n";
+  }
+  if (!slices.empty()) {
+    o << "mig = [";
+    bool first = true;
+    for (const auto& [profile, n] : slices) {
+      o << (first ? "" : ", ") << "\"" << profile << ":" << n << "\"";
+      first = false;
+    }
+    o << "]\n";
+  }
+  return o.str();
 }
 
 }  // namespace muster::agent

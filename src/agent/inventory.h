@@ -1,7 +1,8 @@
-// What a node has: CPUs and memory from the OS, GPUs from NVML (loaded with dlopen, no build
-// dependency) or from a fixture file describing fake GPUs for machines without them.
+// What a node has: CPUs and memory from the OS, and the fixture files that describe fake GPUs
+// (and their faults) for machines without them. NVML lives in nvml.h.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,14 @@ Result<GpuFixture> LoadGpuFixture(const std::string& path);
 Status ApplyTopoMatrix(const std::vector<std::vector<std::string>>& cells,
                        std::vector<v1::GpuDevice>* gpus);
 
-// GPUs through NVML. UNAVAILABLE when libnvidia-ml.so.1 cannot be loaded or initialised (no
-// driver): the caller then runs without GPUs or with a fixture.
-Result<std::vector<v1::GpuDevice>> ProbeNvml();
+// Fixture mode's injected GPU faults, one per line: "3 xid 79", "1 ecc 2", "0 lost",
+// "2 remap-pending" ('#' starts a comment). Returns index -> health reason, worded as NVML mode
+// words it; application XIDs (13, 31, ...) are not faults and are skipped.
+Result<std::map<uint32_t, std::string>> ParseGpuFaults(const std::string& text);
+
+// A node's inventory as text (`musterd --probe`): one line per item, key=value fields, then the
+// [[nodes]] configuration entry that matches it.
+std::string DescribeInventory(const v1::NodeInventory& inv);
 
 // "NVIDIA H100 80GB HBM3" -> "h100", "Tesla V100-SXM2-16GB" -> "v100".
 std::string GpuTypeFromModel(const std::string& model);

@@ -276,6 +276,13 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       [&](TableReader& t) {
         MUSTER_RETURN_IF_ERROR(t.String("spool_dir", &c.agent.spool_dir));
         MUSTER_RETURN_IF_ERROR(t.String("step_address", &c.agent.step_address));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("gpu_health_interval_ms", &c.agent.gpu_health_interval_ms, 50, 3'600'000));
+        MUSTER_RETURN_IF_ERROR(t.String("health_check_program", &c.agent.health_check_program));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("health_check_interval_s", &c.agent.health_check_interval_s, 1, 86'400));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("health_check_timeout_s", &c.agent.health_check_timeout_s, 1, 3'600));
         return t.String("log_level", &c.agent.log_level);
       },
       source));

@@ -54,7 +54,12 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(InProcessClust
     << "node_not_responding_ms = " << o.node_not_responding_ms << "\n"
     << "node_down_ms = " << o.node_down_ms << "\n"
     << "kill_grace_ms = " << o.kill_grace_ms << "\n"
-    << "[agent]\nspool_dir = \"" << c->dir_ << "/spool\"\nstep_address = \"127.0.0.1:0\"\n";
+    << "[agent]\nspool_dir = \"" << c->dir_ << "/spool\"\nstep_address = \"127.0.0.1:0\"\n"
+    << "gpu_health_interval_ms = " << o.gpu_health_interval_ms << "\n";
+  if (!o.health_check_program.empty()) {
+    t << "health_check_program = \"" << o.health_check_program << "\"\n"
+      << "health_check_interval_s = 1\n";
+  }
   int half = (o.nodes + 1) / 2;
   for (int i = 1; i <= o.nodes; ++i) {
     t << "[[nodes]]\nnames = \"node" << i << "\"\ncpus = 16\nmemory_mb = 64000\n"

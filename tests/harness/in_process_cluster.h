@@ -22,6 +22,8 @@ struct InProcessClusterOptions {
   uint32_t node_down_ms = 1200;
   uint32_t kill_grace_ms = 500;
   std::string topology_xml;  // agents read their CPU/PCI layout from this hwloc XML
+  uint32_t gpu_health_interval_ms = 100;
+  std::string health_check_program;  // [agent] health_check_program, run every second
 };
 
 class InProcessCluster {

@@ -100,6 +100,53 @@ TEST(ClusterHardwareTest, AgentsReportTheHwlocLayoutTheyFound) {
       << bad.status().ToString();
 }
 
+TEST_F(ClusterTest, InjectedGpuFaultDrainsTheNodeAndRequeuesItsJob) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", Gang(1, 8));
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  const std::string node = cluster_->Job(*id)->nodes(0);
+  const std::string faults = cluster_->dir() + "/spool/" + node + "/gpu-faults";
+  std::ofstream(faults) << "5 xid 13\n3 xid 79\n";
+  ASSERT_EVENTUALLY(cluster_->Node(node)->drain(), 10'000);
+  auto n = cluster_->Node(node);
+  EXPECT_EQ(n->reason(), "gpu3: XID 79 (fallen off the bus)");
+  EXPECT_EQ(n->drained_by(), "gpu_health");
+  EXPECT_EQ(n->gpu_devices(3).health(), "XID 79 (fallen off the bus)");
+  EXPECT_EQ(n->gpu_devices(5).health(), "") << "XID 13 is the program's fault";
+  // The job lost a GPU: requeued, and it runs again on another node.
+  ASSERT_EVENTUALLY(cluster_->Job(*id)->requeue_count() == 1 && cluster_->State(*id) == v1::RUNNING,
+                    10'000);
+  EXPECT_NE(cluster_->Job(*id)->nodes(0), node);
+  // The fault cleared (the GPU was reset): the node takes work again by itself.
+  std::filesystem::remove(faults);
+  ASSERT_EVENTUALLY(!cluster_->Node(node)->drain(), 10'000);
+}
+
+TEST(ClusterHealthTest, HealthCheckProgramDrainsAndResumesItsNode) {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("muster-hc-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string check = dir + "/check.sh";
+  std::ofstream(check)
+      << "#!/bin/sh\n[ -n \"$HOME$SLURM_JOB_ID\" ] && { echo leaked env; exit 1; }\n"
+      << "if [ -e " << dir << "/sick.$MUSTER_NODE ]; then\n"
+      << "  echo; echo 'ib0 down'; echo more; exit 1\nfi\n";
+  std::filesystem::permissions(check, std::filesystem::perms::owner_all);
+  InProcessClusterOptions o;
+  o.nodes = 2;
+  o.health_check_program = check;
+  auto c = InProcessCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::ofstream(dir + "/sick.node2") << "";
+  ASSERT_EVENTUALLY((*c)->Node("node2")->drain(), 10'000);
+  EXPECT_EQ((*c)->Node("node2")->reason(), "ib0 down") << "the first line with text";
+  EXPECT_EQ((*c)->Node("node2")->drained_by(), "health_check");
+  EXPECT_FALSE((*c)->Node("node1")->drain());
+  std::filesystem::remove(dir + "/sick.node2");
+  ASSERT_EVENTUALLY(!(*c)->Node("node2")->drain(), 10'000);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
   auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", [] {
     v1::JobSpec s = Gang(2, 4);

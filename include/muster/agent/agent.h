@@ -17,6 +17,7 @@ struct AgentOptions {
   std::string node_name;           // default: the host name
   std::string gpu_fixture;         // fake GPUs from this file instead of NVML
   std::string topology_xml;        // CPU/PCI layout from this hwloc XML instead of the machine
+  std::string gpu_faults;          // fixture mode: injected GPU faults (default spool/gpu-faults)
   std::string spool_dir;           // default: config.agent.spool_dir/<node>
   std::string step_address;        // default: config.agent.step_address
   std::string controller_address;  // default: config.controller.agent_address
@@ -30,6 +31,9 @@ class Agent {
 
   // Probes the hardware, binds the step port and starts talking to the controller.
   Status Start();
+  // Probes the hardware only (`musterd --probe`): what was found, and the [[nodes]] entry that
+  // configures it.
+  static Result<std::string> Probe(AgentOptions options);
   // Terminates every job on this node (SIGTERM, then SIGKILL) and stops. Idempotent.
   void Shutdown();
 

@@ -47,6 +47,13 @@ struct AgentConfig {
   std::string spool_dir = "/var/spool/muster";
   std::string step_address = "127.0.0.1:0";  // `muster run` connects here; port 0 = any
   std::string log_level = "info";
+  // GPU health (NVML XID events, ECC, row remapping, fallen off the bus) is checked this often.
+  uint32_t gpu_health_interval_ms = 5000;
+  // The admin's node check: run every health_check_interval_s; a non-zero exit drains the node
+  // with the program's first output line as the reason. Empty: none.
+  std::string health_check_program;
+  uint32_t health_check_interval_s = 300;
+  uint32_t health_check_timeout_s = 60;
 };
 
 struct PartitionConfig {

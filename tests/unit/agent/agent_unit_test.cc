@@ -10,6 +10,7 @@
 #include "agent/inventory.h"
 #include "agent/job_env.h"
 #include "agent/launcher.h"
+#include "agent/nvml.h"
 
 namespace muster::agent {
 namespace {
@@ -80,8 +81,24 @@ TEST(GpuTypeTest, FromModelNames) {
   EXPECT_EQ(GpuTypeFromModel(""), "gpu");
 }
 
+TEST(GpuFaultsTest, InjectedFaultsAreWordedAsNvmlWordsThem) {
+  auto f =
+      ParseGpuFaults("# injected\n3 xid 79\n1 ecc 2\n0 lost\n2 remap-pending\n5 xid 13\n3 ecc 1\n");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->size(), 4u) << "XID 13 is the application's fault, not the GPU's";
+  EXPECT_EQ(f->at(3), "XID 79 (fallen off the bus)") << "a GPU's first fault is its reason";
+  EXPECT_EQ(f->at(1), "2 uncorrectable ECC error(s)");
+  EXPECT_EQ(f->at(0), "fallen off the bus");
+  EXPECT_EQ(f->at(2), "row remapping pending (the GPU needs a reset)");
+  auto bad = ParseGpuFaults("3 xid\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 1"), std::string::npos);
+  EXPECT_FALSE(ParseGpuFaults("gpu3 lost\n").ok());
+  EXPECT_FALSE(ParseGpuFaults("1 melted\n").ok());
+}
+
 TEST(NvmlTest, WithoutADriverItSaysSoInsteadOfFailing) {
-  auto g = ProbeNvml();
+  auto g = Nvml::Open();
   if (g.ok()) GTEST_SKIP() << "this machine has NVML; tests/gpu covers it";
   EXPECT_EQ(g.status().code(), StatusCode::kUnavailable);
 }
