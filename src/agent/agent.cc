@@ -122,6 +122,7 @@ class Agent::Impl {
 
   struct LocalJob {
     v1::LaunchJob launch;
+    std::string visible_devices;  // CUDA_VISIBLE_DEVICES: GPU indices and MIG UUIDs
     std::string dir;
     std::set<pid_t> children;  // our direct children still running
     std::set<pid_t> pgids;     // process groups to signal (a group outlives its leader)
@@ -251,7 +252,7 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       SpawnSpec sp;
       sp.argv.assign(req.argv().begin(), req.argv().end());
       sp.env = BuildTaskEnv(job->launch, agent_->options_.node_name, agent_->options_.config_path,
-                            req, local);
+                            job->visible_devices, req, local);
       sp.cwd = req.work_dir().empty() ? spec.work_dir() : req.work_dir();
       sp.change_user = root && spec.uid() != 0;
       sp.uid = spec.uid();
@@ -531,9 +532,11 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
     return fail("musterd runs as uid " + std::to_string(::geteuid()) +
                 ", not root, so it cannot run jobs of uid " + std::to_string(spec.uid()));
   }
-  if (std::string why = UnsupportedGres(l); !why.empty()) return fail(why);
+  auto visible = VisibleDevices(l, inventory_.gpus());
+  if (!visible.ok()) return fail(visible.status().message());
   auto job = std::make_unique<LocalJob>();
   job->launch = l;
+  job->visible_devices = *visible;
   job->dir = options_.spool_dir + "/job" + std::to_string(id);
   std::error_code ec;
   fs::create_directories(job->dir, ec);
@@ -567,7 +570,7 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
     SpawnSpec sp;
     sp.argv.push_back(script);
     for (const auto& a : spec.script_args()) sp.argv.push_back(a);
-    sp.env = BuildBatchEnv(l, options_.node_name, options_.config_path);
+    sp.env = BuildBatchEnv(l, options_.node_name, options_.config_path, job->visible_devices);
     sp.cwd = spec.work_dir();
     sp.change_user = root && spec.uid() != 0;
     sp.uid = spec.uid();

@@ -55,7 +55,7 @@ const v1::NodeAllocation& ThisNode(const v1::LaunchJob& l) {
 }
 
 void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node_name,
-                const std::string& config_path) {
+                const std::string& config_path, const std::string& visible) {
   const v1::JobSpec& s = l.spec();
   std::vector<std::string> names;
   std::vector<uint32_t> tasks, cpus;
@@ -102,16 +102,24 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
     if (g.name() == "shard") shards += static_cast<uint32_t>(g.units_size());
   }
   if (shards > 0) env.Slurm("SHARDS_ON_NODE", std::to_string(shards));
-  if (me.gpu_indices_size() > 0 || shards > 0) {
-    env.Slurm("GPUS_ON_NODE", std::to_string(me.gpu_indices_size()));
-    env.Slurm("JOB_GPUS", gpus);
+  uint32_t slices = 0;
+  for (const v1::GresUnits& g : me.gres()) {
+    if (g.name() == "gpu") slices += static_cast<uint32_t>(g.units_size());
+  }
+  if (!visible.empty()) {
+    env.Slurm("GPUS_ON_NODE", std::to_string(me.gpu_indices_size() + slices));
+    if (!gpus.empty()) env.Slurm("JOB_GPUS", gpus);
     if (s.gpus_per_node() > 0) env.Slurm("GPUS_PER_NODE", std::to_string(s.gpus_per_node()));
     if (s.gpus_total() > 0) env.Slurm("GPUS", std::to_string(s.gpus_total()));
-    env.Set("CUDA_VISIBLE_DEVICES", gpus);
-    env.Set("GPU_DEVICE_ORDINAL", gpus);
+    env.Set("CUDA_VISIBLE_DEVICES", visible);
+    env.Set("NVIDIA_VISIBLE_DEVICES", visible);
+    env.Set("GPU_DEVICE_ORDINAL", visible);
+    // Indices are NVML's, which follow the PCI bus; CUDA's default order may differ.
+    env.SetIfMissing("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
   } else {
     // A job without GPUs must not see the node's GPUs through an inherited variable.
     env.Set("CUDA_VISIBLE_DEVICES", "");
+    env.Set("NVIDIA_VISIBLE_DEVICES", "void");
   }
   // So that `muster run` inside the job finds this cluster's controller.
   if (!config_path.empty()) env.SetIfMissing("MUSTER_CONF", config_path);
@@ -130,21 +138,36 @@ std::string GpuList(const v1::LaunchJob& launch) {
   return Join(ids, ",");
 }
 
-std::string UnsupportedGres(const v1::LaunchJob& launch) {
+Result<std::string> VisibleDevices(const v1::LaunchJob& launch,
+                                   const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus) {
+  std::vector<std::string> out;
+  const std::string whole = GpuList(launch);
+  if (!whole.empty()) out.push_back(whole);
   for (const v1::GresUnits& g : ThisNode(launch).gres()) {
-    if (g.name() == "gpu") {
-      return "MIG slices (gpu:" + g.type() +
-             ") are scheduled, but binding them needs the agent's MIG discovery (their UUIDs), "
-             "which this version does not have yet";
+    if (g.name() != "gpu") continue;
+    std::vector<std::string> uuids;  // this node's instances of the profile, in GPU order
+    for (const auto& gpu : gpus) {
+      for (const auto& m : gpu.mig_devices()) {
+        if (EqualsIgnoreCase(m.profile(), g.type())) uuids.push_back(m.uuid());
+      }
+    }
+    for (uint32_t u : g.units()) {
+      if (u >= uuids.size() || uuids[u].empty()) {
+        return FailedPrecondition("the allocation names MIG slice " + std::to_string(u) +
+                                  " of gpu:" + g.type() + ", but this node has " +
+                                  std::to_string(uuids.size()) +
+                                  " such instances (was MIG reconfigured?)");
+      }
+      out.push_back(uuids[u]);
     }
   }
-  return "";
+  return Join(out, ",");
 }
 
 std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::string& node_name,
-                                       const std::string& config_path) {
+                                       const std::string& config_path, const std::string& visible) {
   EnvBuilder env(launch.spec().environment());
-  AddJobVars(env, launch, node_name, config_path);
+  AddJobVars(env, launch, node_name, config_path, visible);
   env.Slurm("PROCID", "0");
   env.Slurm("LOCALID", "0");
   env.Slurm("GTIDS", "0");
@@ -153,10 +176,10 @@ std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::s
 }
 
 std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::string& node_name,
-                                      const std::string& config_path,
+                                      const std::string& config_path, const std::string& visible,
                                       const v1::StepLaunchRequest& step, uint32_t local_id) {
   EnvBuilder env(step.environment());
-  AddJobVars(env, launch, node_name, config_path);
+  AddJobVars(env, launch, node_name, config_path, visible);
   const uint32_t procid = step.first_task() + local_id;
   std::vector<std::string> gtids;
   for (uint32_t t = 0; t < step.ntasks(); ++t)

@@ -5,24 +5,31 @@
 #include <string>
 #include <vector>
 
+#include "muster/common/status.h"
 #include "muster/v1/agent.pb.h"
 #include "muster/v1/node.pb.h"
 
 namespace muster::agent {
 
-// For the batch script on the job's first node.
+// What the job's GPUs on this node are called in CUDA_VISIBLE_DEVICES (and
+// NVIDIA_VISIBLE_DEVICES): whole GPUs and the GPUs under its shards by index ("0,1,2"), MIG
+// slices by their UUIDs ("MIG-..."), unit u of a profile being the u-th instance of that profile
+// in GPU order. FAILED_PRECONDITION when the node does not have the MIG instances the allocation
+// names (MIG reconfigured behind the controller's back).
+Result<std::string> VisibleDevices(const v1::LaunchJob& launch,
+                                   const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);
+
+// For the batch script on the job's first node. `visible` is VisibleDevices' answer.
 std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::string& node_name,
-                                       const std::string& config_path);
+                                       const std::string& config_path, const std::string& visible);
 
 // For one task of a step: the client's environment, the job's variables for this node, and the
 // per-task ones (SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_ID, ...).
 std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::string& node_name,
-                                      const std::string& config_path,
+                                      const std::string& config_path, const std::string& visible,
                                       const v1::StepLaunchRequest& step, uint32_t local_id);
 
-// The allocated GPU indices of this node as CUDA_VISIBLE_DEVICES wants them: "0,1,2".
+// The allocated GPU indices of this node (whole GPUs and those under shards): "0,1,2".
 std::string GpuList(const v1::LaunchJob& launch);
-// Why this node's part of the launch cannot be bound here (empty when it can).
-std::string UnsupportedGres(const v1::LaunchJob& launch);
 
 }  // namespace muster::agent

@@ -131,7 +131,7 @@ v1::LaunchJob TwoNodeLaunch() {
 
 TEST(JobEnvTest, BatchEnvironmentHasSlurmAndMusterVariables) {
   v1::LaunchJob l = TwoNodeLaunch();
-  auto env = EnvMap(BuildBatchEnv(l, "node1", "/etc/muster/muster.toml"));
+  auto env = EnvMap(BuildBatchEnv(l, "node1", "/etc/muster/muster.toml", GpuList(l)));
   EXPECT_EQ(env["HOME"], "/home/alice");
   EXPECT_EQ(env["SLURM_JOB_ID"], "42");
   EXPECT_EQ(env["SLURM_JOBID"], "42");
@@ -171,7 +171,7 @@ TEST(JobEnvTest, TaskEnvironmentIsPerTask) {
   step.set_step_nodelist("node[1-2]");
   step.set_tasks_per_node("2(x2)");
   step.add_environment("SLURM_PROCID=0");  // inherited from the batch script: replaced
-  auto env = EnvMap(BuildTaskEnv(l, "node2", "", step, 1));
+  auto env = EnvMap(BuildTaskEnv(l, "node2", "", GpuList(l), step, 1));
   EXPECT_EQ(env["SLURM_PROCID"], "3");
   EXPECT_EQ(env["SLURM_LOCALID"], "1");
   EXPECT_EQ(env["SLURM_NODEID"], "1");
@@ -182,7 +182,7 @@ TEST(JobEnvTest, TaskEnvironmentIsPerTask) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
 }
 
-TEST(JobEnvTest, ShardsShowTheirGpusAndMigSlicesAreRefusedUntilDiscovered) {
+TEST(JobEnvTest, ShardsShowTheirGpusAndMigSlicesTheirUuids) {
   v1::LaunchJob l = TwoNodeLaunch();
   for (auto& na : *l.mutable_allocation()->mutable_nodes()) {
     na.clear_gpu_indices();
@@ -191,22 +191,54 @@ TEST(JobEnvTest, ShardsShowTheirGpusAndMigSlicesAreRefusedUntilDiscovered) {
     for (uint32_t u : {12u, 13u, 20u}) g->add_units(u);
     for (uint32_t gpu : {3u, 3u, 5u}) g->add_on_gpu(gpu);
   }
-  auto env = EnvMap(BuildBatchEnv(l, "node1", ""));
+  google::protobuf::RepeatedPtrField<v1::GpuDevice> gpus;
+  auto visible = VisibleDevices(l, gpus);
+  ASSERT_TRUE(visible.ok());
+  EXPECT_EQ(*visible, "3,5");
+  auto env = EnvMap(BuildBatchEnv(l, "node1", "", *visible));
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "3,5");
+  EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "3,5");
+  EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
   EXPECT_EQ(env["SLURM_SHARDS_ON_NODE"], "3");
-  EXPECT_EQ(UnsupportedGres(l), "");
-  auto* mig = l.mutable_allocation()->mutable_nodes(0)->add_gres();
+  // MIG slices: unit u of a profile is that profile's u-th instance in GPU order, by UUID. The
+  // node of the GH200 capture: two GPUs with seven 1g.12gb instances each.
+  l = TwoNodeLaunch();
+  auto* me = l.mutable_allocation()->mutable_nodes(0);
+  me->clear_gpu_indices();
+  auto* mig = me->add_gres();
   mig->set_name("gpu");
-  mig->set_type("1g.10gb");
-  mig->add_units(0);
-  EXPECT_NE(UnsupportedGres(l).find("MIG"), std::string::npos);
+  mig->set_type("1g.12gb");
+  for (uint32_t u : {6u, 7u}) mig->add_units(u);
+  for (uint32_t g = 0; g < 2; ++g) {
+    v1::GpuDevice* d = gpus.Add();
+    d->set_index(g);
+    d->set_mig_enabled(true);
+    for (uint32_t m = 0; m < 7; ++m) {
+      v1::MigDevice* md = d->add_mig_devices();
+      md->set_index(m);
+      md->set_profile("1g.12gb");
+      md->set_uuid("MIG-" + std::to_string(g) + "-" + std::to_string(m));
+    }
+  }
+  visible = VisibleDevices(l, gpus);
+  ASSERT_TRUE(visible.ok()) << visible.status().ToString();
+  EXPECT_EQ(*visible, "MIG-0-6,MIG-1-0");
+  env = EnvMap(BuildBatchEnv(l, "node1", "", *visible));
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "MIG-0-6,MIG-1-0");
+  EXPECT_EQ(env["SLURM_GPUS_ON_NODE"], "2");
+  mig->add_units(14);
+  visible = VisibleDevices(l, gpus);
+  ASSERT_FALSE(visible.ok());
+  EXPECT_NE(visible.status().message().find("has 14 such instances"), std::string::npos)
+      << visible.status().message();
 }
 
 TEST(JobEnvTest, JobWithoutGpusSeesNone) {
   v1::LaunchJob l = TwoNodeLaunch();
   for (auto& na : *l.mutable_allocation()->mutable_nodes()) na.clear_gpu_indices();
-  auto env = EnvMap(BuildBatchEnv(l, "node1", ""));
+  auto env = EnvMap(BuildBatchEnv(l, "node1", "", GpuList(l)));
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "void");
   EXPECT_EQ(env.count("SLURM_JOB_GPUS"), 0u);
 }
 
