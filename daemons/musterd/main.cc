@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   muster::BlockTerminationSignals();
+  const bool kill_jobs = o.config.agent.kill_jobs_on_stop;
   auto agent = muster::agent::Agent::Create(std::move(o));
   muster::Status st = agent.ok() ? (*agent)->Start() : agent.status();
   if (!st.ok()) {
@@ -112,7 +113,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   int sig = muster::WaitForTerminationSignal();
-  spdlog::info("signal {}: shutting down", sig);
-  (*agent)->Shutdown();
+  spdlog::info("signal {}: stopping ({})", sig,
+               kill_jobs ? "ending the jobs here: kill_jobs_on_stop" : "jobs keep running");
+  if (kill_jobs) {
+    (*agent)->Shutdown();
+  } else {
+    (*agent)->Detach();
+  }
   return 0;
 }

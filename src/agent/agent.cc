@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@
 #include "muster/common/strings.h"
 #include "muster/common/version.h"
 #include "muster/v1/agent.pb.h"
+#include "muster/v1/node.pb.h"
 #include "nvml.h"
 
 namespace muster::agent {
@@ -97,6 +99,7 @@ class Agent::Impl {
       : options_(std::move(o)), step_acceptor_(io_), hb_timer_(io_), instance_id_(RandomHex(8)) {}
 
   Status Start();
+  void Detach();
   // What this node has (OS, GPUs from NVML or a fixture, hwloc, InfiniBand) into inventory_.
   Status Discover(const OsInventory& os);
   Status AddHostTopology(const std::string& xml);
@@ -124,8 +127,13 @@ class Agent::Impl {
     v1::LaunchJob launch;
     std::string visible_devices;  // CUDA_VISIBLE_DEVICES: GPU indices and MIG UUIDs
     std::string dir;
-    std::set<pid_t> children;  // our direct children still running
-    std::set<pid_t> pgids;     // process groups to signal (a group outlives its leader)
+    std::set<pid_t> children;    // our direct children (or adopted keepers) still running
+    std::set<pid_t> pgids;       // process groups to signal (a group outlives its leader)
+    std::set<pid_t> step_pgids;  // the step tasks among them (they end with the agent)
+    pid_t keeper = -1;           // the batch script's keeper, which records its exit status
+    uint64_t keeper_start = 0;
+    pid_t task_pid = -1;   // the batch script
+    bool adopted = false;  // found in the spool dir at start
     bool started = false;
     bool exited = false;
     v1::BatchExited exit;
@@ -145,6 +153,12 @@ class Agent::Impl {
   void CheckClean(uint64_t job_id);
   void SignalJob(LocalJob& job, int sig);
   void WatchExit(pid_t pid, int pidfd, std::function<void(int status)> cb);
+  // The batch script's end, from its keeper's record (the keeper is our child, or adopted).
+  void WatchBatch(LocalJob& job, int pidfd, bool our_child);
+  void BatchEnded(uint64_t id);
+  // Survival across agent restarts: job<ID>/state in the spool dir.
+  Status SaveState(const LocalJob& job);
+  void Readopt();
   void OnTimeLimit(uint64_t job_id);
   void Heartbeat();
   void AcceptSteps();
@@ -281,6 +295,7 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       size_t idx = tasks_.size() - 1;
       job->children.insert(t.pid);
       job->pgids.insert(t.pid);
+      job->step_pgids.insert(t.pid);
       ReadPipe(idx, out[0], 1);
       ReadPipe(idx, err[0], 2);
       auto self = shared_from_this();
@@ -422,6 +437,137 @@ void Agent::Impl::WatchExit(pid_t pid, int pidfd, std::function<void(int)> cb) {
                    } while (r < 0 && errno == EINTR);
                    cb(status);
                  });
+}
+
+void Agent::Impl::WatchBatch(LocalJob& job, int pidfd, bool our_child) {
+  const uint64_t id = job.launch.job_id();
+  const pid_t keeper = job.keeper;
+  auto sd = std::make_shared<asio::posix::stream_descriptor>(io_, pidfd);
+  sd->async_wait(asio::posix::stream_descriptor::wait_read, [this, sd, id, keeper, our_child](
+                                                                boost::system::error_code ec) {
+    if (ec == asio::error::operation_aborted) return;
+    int status;
+    // An adopted keeper is usually someone else's child (init's); reaping is
+    // then not ours to do, and WNOHANG makes trying harmless.
+    while (::waitpid(keeper, &status, our_child ? 0 : WNOHANG) < 0 && errno == EINTR) {
+    }
+    LocalJob* j = FindJob(id);
+    if (!j || j->keeper != keeper) return;
+    j->children.erase(keeper);
+    BatchEnded(id);
+  });
+}
+
+void Agent::Impl::BatchEnded(uint64_t id) {
+  LocalJob* j = FindJob(id);
+  if (!j || j->exited) return;
+  int code = 0, sig = 0;
+  auto status = ReadExitFile(j->dir + "/exit");
+  if (status.ok()) {
+    DecodeWaitStatus(*status, &code, &sig);
+  } else {
+    // The keeper was killed before the script ended: the status is unknowable.
+    spdlog::error("job={} node={} the batch script's keeper died without recording its end ({})",
+                  id, options_.node_name, status.status().message());
+    sig = SIGKILL;
+  }
+  j->exited = true;
+  j->exit.set_job_id(id);
+  j->exit.set_exit_code(code);
+  j->exit.set_signal(sig);
+  j->exit.set_timed_out(j->timed_out);
+  j->exit.set_run(j->run());
+  spdlog::info("job={} node={} batch script exited code={} signal={}{}", id, options_.node_name,
+               code, sig, j->timed_out ? " (time limit)" : "");
+  v1::AgentMessage m;
+  *m.mutable_batch_exited() = j->exit;
+  Send(m);
+  CheckClean(id);
+}
+
+Status Agent::Impl::SaveState(const LocalJob& job) {
+  v1::AgentJobState st;
+  *st.mutable_launch() = job.launch;
+  st.set_keeper_pid(job.keeper > 0 ? job.keeper : 0);
+  st.set_keeper_start(job.keeper_start);
+  st.set_task_pid(job.task_pid > 0 ? job.task_pid : 0);
+  const std::string path = job.dir + "/state", tmp = path + ".tmp";
+  if (!WriteFileCloexec(tmp, st.SerializeAsString(), 0600) || ::rename(tmp.c_str(), path.c_str())) {
+    return Internal("cannot save the job's state to " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// Jobs a previous agent left running: their state files, their keepers, their process groups.
+void Agent::Impl::Readopt() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(options_.spool_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 4 || name.compare(0, 3, "job") != 0 ||
+        !ParseUint(std::string_view(name).substr(3))) {
+      continue;
+    }
+    const std::string dir = e.path().string();
+    std::ifstream in(dir + "/state", std::ios::binary);
+    if (!in) {
+      // Its launch never finished (the agent stopped in between): nothing of it was started.
+      fs::remove_all(dir, ec);
+      continue;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    v1::AgentJobState st;
+    if (!st.ParseFromString(ss.str()) || st.launch().job_id() == 0) {
+      const std::string aside = dir + ".corrupt";
+      fs::rename(dir, aside, ec);
+      spdlog::error(
+          "node={} {}/state is corrupt; moved aside to {} (the controller will treat the job as "
+          "lost on this node)",
+          options_.node_name, dir, aside);
+      continue;
+    }
+    auto job = std::make_unique<LocalJob>();
+    const uint64_t id = st.launch().job_id();
+    job->launch = st.launch();
+    job->dir = dir;
+    job->started = true;
+    job->adopted = true;
+    job->keeper = st.keeper_pid() > 0 ? st.keeper_pid() : -1;
+    job->keeper_start = st.keeper_start();
+    job->task_pid = st.task_pid() > 0 ? st.task_pid() : -1;
+    auto visible = VisibleDevices(job->launch, inventory_.gpus());
+    job->visible_devices = visible.ok() ? *visible : "";
+    if (job->task_pid > 0) job->pgids.insert(job->task_pid);
+    LocalJob& j = *job;
+    jobs_[id] = std::move(job);
+    std::string how = "no batch script here";
+    if (j.keeper > 0) {
+      int pidfd = -1;
+      if (j.keeper_start != 0 && ProcessStartTime(j.keeper) == j.keeper_start) {
+        pidfd = static_cast<int>(::syscall(SYS_pidfd_open, j.keeper, 0));
+      }
+      if (pidfd >= 0) {
+        j.children.insert(j.keeper);
+        WatchBatch(j, pidfd, /*our_child=*/false);
+        how = "batch script running, keeper pid " + std::to_string(j.keeper);
+      } else {
+        how = "batch script ended while the agent was away";
+        BatchEnded(id);  // reported when the session is up
+      }
+    }
+    if (j.launch.time_limit_ms() > 0 && !j.exited) {
+      int64_t remaining =
+          j.launch.start_time_ms() + j.launch.time_limit_ms() - SystemClock::Get()->NowMs();
+      j.limit_timer = std::make_unique<asio::steady_timer>(io_);
+      j.limit_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, remaining)));
+      j.limit_timer->async_wait([this, id](boost::system::error_code err) {
+        if (!err) OnTimeLimit(id);
+      });
+    }
+    spdlog::info("job={} node={} re-adopted after an agent restart ({})", id, options_.node_name,
+                 how);
+  }
+  PublishJobIds();
 }
 
 void Agent::Impl::PublishJobIds() {
@@ -580,34 +726,24 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
     sp.stderr_path = spec.stderr_pattern().empty()
                          ? sp.stdout_path
                          : ExpandOutputPattern(spec.stderr_pattern(), vars, spec.work_dir());
+    // A keeper waits for the script and records how it ended, so a restarted agent still knows.
+    sp.exit_file = job->dir + "/exit";
     auto spawned = Spawn(sp);
     if (!spawned.ok()) return fail(spawned.status().message());
-    pid_t pid = spawned->pid;
-    job->children.insert(pid);
-    job->pgids.insert(pid);
-    WatchExit(pid, spawned->pidfd, [this, id, pid](int status) {
-      LocalJob* j = FindJob(id);
-      if (!j) return;
-      j->children.erase(pid);
-      int code, sig;
-      DecodeWaitStatus(status, &code, &sig);
-      j->exited = true;
-      j->exit.set_job_id(id);
-      j->exit.set_exit_code(code);
-      j->exit.set_signal(sig);
-      j->exit.set_timed_out(j->timed_out);
-      j->exit.set_run(j->run());
-      spdlog::info("job={} node={} batch script exited code={} signal={}{}", id, options_.node_name,
-                   code, sig, j->timed_out ? " (time limit)" : "");
-      v1::AgentMessage m;
-      *m.mutable_batch_exited() = j->exit;
-      Send(m);
-      CheckClean(id);
-    });
-    spdlog::info("job={} node={} batch script started pid={} user={}", id, options_.node_name, pid,
-                 spec.user());
+    job->keeper = spawned->pid;
+    job->keeper_start = ProcessStartTime(spawned->pid);
+    job->task_pid = spawned->task_pid;
+    job->children.insert(job->keeper);
+    job->pgids.insert(job->task_pid);
+    WatchBatch(*job, spawned->pidfd, /*our_child=*/true);
+    spdlog::info("job={} node={} batch script started pid={} keeper={} user={}", id,
+                 options_.node_name, job->task_pid, job->keeper, spec.user());
   }
   job->started = true;
+  if (Status st = SaveState(*job); !st.ok()) {
+    // Not fatal: the job runs; it would only be lost if this agent restarted before it ends.
+    spdlog::error("job={} node={} {}", id, options_.node_name, st.ToString());
+  }
   if (l.time_limit_ms() > 0) {
     int64_t remaining = l.start_time_ms() + l.time_limit_ms() - SystemClock::Get()->NowMs();
     job->limit_timer = std::make_unique<asio::steady_timer>(io_);
@@ -1036,6 +1172,7 @@ Status Agent::Impl::Listen(const OsInventory& os) {
   cb.on_disconnected = [this] { asio::post(io_, [this] { hb_timer_.cancel(); }); };
   link_ = std::make_unique<ControllerLink>(o.controller_address, o.node_name, instance_id_, cb);
 
+  Readopt();
   work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
       io_.get_executor());
   AcceptSteps();
@@ -1049,6 +1186,43 @@ Status Agent::Impl::Listen(const OsInventory& os) {
                o.node_name, inventory_.cpus(), inventory_.memory_mb(), inventory_.gpus_size(),
                inventory_.gpu_source(), step_address_, o.controller_address);
   return Status::Ok();
+}
+
+void Agent::Impl::Detach() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    if (!started_) return;
+  }
+  link_->Stop();
+  std::promise<size_t> done;
+  asio::post(io_, [this, &done] {
+    shutting_down_ = true;
+    hb_timer_.cancel();
+    gpu_health_timer_.cancel();
+    check_timer_.cancel();
+    boost::system::error_code ignored;
+    step_acceptor_.close(ignored);
+    size_t kept = 0;
+    for (auto& [id, job] : jobs_) {
+      // Step tasks talk to their client through this process: they cannot outlive it.
+      for (pid_t g : job->step_pgids) ::kill(-g, SIGKILL);
+      if (job->limit_timer) job->limit_timer->cancel();
+      if (job->kill_timer) job->kill_timer->cancel();
+      if (job->poll_timer) job->poll_timer->cancel();
+      kept += job->keeper > 0 && !job->exited;
+    }
+    done.set_value(kept);
+  });
+  size_t kept = done.get_future().get();
+  work_.reset();
+  io_.stop();
+  if (io_thread_.joinable()) io_thread_.join();
+  spdlog::info(
+      "musterd node={} stopped; {} batch job(s) keep running and are re-adopted at the "
+      "next start",
+      options_.node_name, kept);
 }
 
 void Agent::Impl::Shutdown() {
@@ -1124,6 +1298,7 @@ Result<std::string> Agent::Probe(AgentOptions options) {
   return DescribeInventory(impl.inventory());
 }
 void Agent::Shutdown() { impl_->Shutdown(); }
+void Agent::Detach() { impl_->Detach(); }
 const std::string& Agent::node_name() const { return impl_->options_.node_name; }
 std::string Agent::step_address() const { return impl_->step_address(); }
 bool Agent::connected() const { return impl_->link_ && impl_->link_->connected(); }

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace muster::agent {
 namespace {
 
-enum Stage { kSetsid = 1, kGroups, kGid, kUid, kChdir, kStdin, kStdout, kStderr, kExec };
+enum Stage { kSetsid = 1, kCgroup, kGroups, kGid, kUid, kChdir, kStdin, kStdout, kStderr, kExec };
 
 // Everything the child needs, prepared by the parent. The child shares the parent's memory
 // (CLONE_VM | CLONE_VFORK, as posix_spawn does), so it never copies the agent's address space;
@@ -33,8 +35,26 @@ struct ChildArgs {
   const char* stdout_path;
   const char* stderr_path;  // nullptr: same as stdout
   int stdout_fd, stderr_fd;
+  int cgroup_procs_fd;
   volatile int stage = 0;
   volatile int err = 0;
+};
+
+// What a keeper needs. It runs in a copy of the agent's address space (a fork without glibc's
+// fork handlers), so, like the task's child, it makes raw system calls only.
+struct KeeperArgs {
+  ChildArgs* child;
+  char* task_stack_top;
+  const char* exit_tmp;
+  const char* exit_path;
+  int report_fd;
+};
+
+// What the keeper tells the agent through the report pipe once the task has exec'd (or failed).
+struct KeeperReport {
+  int32_t pid;
+  int32_t stage;
+  int32_t err;
 };
 
 // The kernel's sigaction layout (glibc's differs).
@@ -73,6 +93,11 @@ int ChildMain(void* arg) {
   uint64_t empty = 0;
   Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty), 0, 8);
   if (Sys(SYS_setsid) < 0) ChildFail(a, kSetsid);
+  // Into the job's cgroup before anything of the user's runs ("0" moves the writer).
+  if (a->cgroup_procs_fd >= 0 &&
+      Sys(SYS_write, a->cgroup_procs_fd, reinterpret_cast<long>("0"), 1) != 1) {
+    ChildFail(a, kCgroup);
+  }
   if (a->change_user) {
     // Raw calls: glibc's wrappers would try to change the credentials of every thread.
     if (Sys(SYS_setgroups, static_cast<long>(a->ngroups), reinterpret_cast<long>(a->groups)) != 0) {
@@ -95,6 +120,100 @@ int ChildMain(void* arg) {
   ChildFail(a, kExec);
 }
 
+void CloseAllBut(const int* keep, int n) {
+  // `keep` ascending; close_range needs Linux 5.9, older kernels get the loop.
+  int from = 3;
+  for (int i = 0; i <= n; ++i) {
+    int to = i < n ? keep[i] - 1 : 65535;
+    if (to >= from && Sys(SYS_close_range, from, to, 0) != 0) {
+      for (int fd = from; fd <= to && fd < 4096; ++fd) Sys(SYS_close, fd);
+    }
+    if (i < n) from = keep[i] + 1;
+  }
+}
+
+int KeeperMain(void* arg) {
+  auto* k = static_cast<KeeperArgs*>(arg);
+  ChildArgs* c = k->child;
+  // Its own session, deaf to the signals aimed at the agent's terminal or at the job's process
+  // group: only SIGKILL ends a keeper before its task.
+  Sys(SYS_setsid);
+  KernelSigaction ign{SIG_IGN, 0, nullptr, 0};
+  for (long sig : {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2}) {
+    Sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&ign), 0, 8);
+  }
+  uint64_t empty = 0;
+  Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty), 0, 8);
+  // The agent's sockets and files must not live on in the keeper (a restarted agent could not
+  // bind its step port while a keeper held the old one).
+  int keep[4], n = 0;
+  for (int fd : {k->report_fd, c->stdout_fd, c->stderr_fd, c->cgroup_procs_fd}) {
+    if (fd < 3) continue;
+    int i = n++;
+    while (i > 0 && keep[i - 1] > fd) {
+      keep[i] = keep[i - 1];
+      --i;
+    }
+    keep[i] = fd;
+  }
+  CloseAllBut(keep, n);
+  // Nor the agent's stdout and stderr (a terminal, a pipe a supervisor waits on).
+  int null_fd = static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDWR | O_CLOEXEC));
+  if (null_fd >= 0) {
+    for (int fd = 0; fd < 3; ++fd) {
+      if (fd != c->stdout_fd && fd != c->stderr_fd) Sys(SYS_dup2, null_fd, fd);
+    }
+    if (null_fd > 2) Sys(SYS_close, null_fd);
+  }
+  long pid = -1;
+  for (int attempt = 0;; ++attempt) {
+    c->stage = 0;
+    c->err = 0;
+    pid = ::clone(ChildMain, k->task_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+    if (pid < 0 || c->stage != kExec || c->err != ETXTBSY || attempt >= 20) break;
+    int status;
+    Sys(SYS_wait4, pid, reinterpret_cast<long>(&status), 0, 0);
+    struct timespec ts {
+      0, 5'000'000
+    };
+    Sys(SYS_nanosleep, reinterpret_cast<long>(&ts), 0);
+  }
+  KeeperReport r{static_cast<int32_t>(pid), pid < 0 ? -1 : c->stage, pid < 0 ? errno : c->err};
+  Sys(SYS_write, k->report_fd, reinterpret_cast<long>(&r), sizeof r);
+  Sys(SYS_close, k->report_fd);
+  if (pid < 0 || c->stage != 0) {
+    int status;
+    if (pid > 0) Sys(SYS_wait4, pid, reinterpret_cast<long>(&status), 0, 0);
+    Sys(SYS_exit_group, 127);
+  }
+  int status = 0;
+  while (Sys(SYS_wait4, pid, reinterpret_cast<long>(&status), 0, 0) < 0 && errno == EINTR) {
+  }
+  // "<status>\n", written to a temporary name and renamed: a reader sees all of it or nothing.
+  char buf[16];
+  int len = 0;
+  unsigned v = static_cast<unsigned>(status);
+  char digits[12];
+  int d = 0;
+  do {
+    digits[d++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (d) buf[len++] = digits[--d];
+  buf[len++] = '\n';
+  int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(k->exit_tmp),
+                                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd >= 0) {
+    Sys(SYS_write, fd, reinterpret_cast<long>(buf), len);
+    Sys(SYS_fsync, fd);
+    Sys(SYS_close, fd);
+    Sys(SYS_rename, reinterpret_cast<long>(k->exit_tmp), reinterpret_cast<long>(k->exit_path));
+  }
+  Sys(SYS_exit_group, 0);
+  return 0;
+}
+
 // argv[0] looked up in the task's PATH (the agent's own PATH is not the job's).
 std::string ResolveProgram(const std::string& name, const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
@@ -115,6 +234,81 @@ std::string ResolveProgram(const std::string& name, const std::vector<std::strin
   return name;  // execve fails with ENOENT, which is the message the user needs
 }
 
+Status StageError(const SpawnSpec& spec, int stage, int err) {
+  std::string why = std::strerror(err);
+  switch (stage) {
+    case kChdir:
+      return FailedPrecondition("cannot change to directory " + spec.cwd + ": " + why);
+    case kStdout:
+      return FailedPrecondition("cannot open output file " + spec.stdout_path + ": " + why);
+    case kStderr:
+      return FailedPrecondition("cannot open error file " + spec.stderr_path + ": " + why);
+    case kExec:
+      return FailedPrecondition("execve(" + spec.argv[0] + "): " + why);
+    case kCgroup:
+      return Internal("cannot move the process into the job's cgroup: " + why);
+    case kGroups:
+    case kGid:
+    case kUid:
+      return PermissionDenied("cannot switch to uid " + std::to_string(spec.uid) + ": " + why);
+    default:
+      return Internal("cannot start the process (stage " + std::to_string(stage) + "): " + why);
+  }
+}
+
+// The task under a keeper: the keeper is forked (its own copy of memory; it outlives this call),
+// starts the task the same way Spawn does and reports the task's pid or failure through a pipe.
+Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
+  const std::string tmp = spec.exit_file + ".tmp";
+  ::unlink(spec.exit_file.c_str());
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+  constexpr size_t kStack = 64 * 1024;
+  void* stacks = ::mmap(nullptr, 2 * kStack, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stacks == MAP_FAILED) {
+    ::close(report[0]);
+    ::close(report[1]);
+    return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
+  }
+  KeeperArgs k{&a, static_cast<char*>(stacks) + 2 * kStack, tmp.c_str(), spec.exit_file.c_str(),
+               report[1]};
+  pid_t keeper = ::clone(KeeperMain, static_cast<char*>(stacks) + kStack, SIGCHLD, &k);
+  int clone_err = errno;
+  ::munmap(stacks, 2 * kStack);  // the keeper has its own copy
+  ::close(report[1]);
+  if (keeper < 0) {
+    ::close(report[0]);
+    return ErrnoStatus("clone", clone_err, StatusCode::kResourceExhausted);
+  }
+  KeeperReport r{-1, -1, 0};
+  ssize_t n;
+  do {
+    n = ::read(report[0], &r, sizeof r);
+  } while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (n != static_cast<ssize_t>(sizeof r) || r.pid < 0 || r.stage != 0) {
+    int status;
+    ::waitpid(keeper, &status, 0);
+    if (n != static_cast<ssize_t>(sizeof r))
+      return Internal("the job's keeper process died at start");
+    if (r.pid < 0) return ErrnoStatus("clone", r.err, StatusCode::kResourceExhausted);
+    return StageError(spec, r.stage, r.err);
+  }
+  Spawned s;
+  s.pid = keeper;
+  s.task_pid = r.pid;
+  s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, keeper, 0));
+  if (s.pidfd < 0) {
+    int err = errno;
+    ::kill(-r.pid, SIGKILL);
+    int status;
+    ::waitpid(keeper, &status, 0);
+    return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
+  }
+  return s;
+}
+
 }  // namespace
 
 std::vector<gid_t> GroupsOf(const std::string& user, gid_t gid) {
@@ -133,6 +327,38 @@ void DecodeWaitStatus(int status, int* exit_code, int* signal) {
   *signal = 0;
   if (WIFEXITED(status)) *exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) *signal = WTERMSIG(status);
+}
+
+Result<int> ReadExitFile(const std::string& exit_file) {
+  int fd = ::open(exit_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFound("no exit status recorded in " + exit_file);
+  char buf[32] = {0};
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  char* end = nullptr;
+  long v = n > 0 ? std::strtol(buf, &end, 10) : -1;
+  if (n <= 0 || end == buf || v < 0) return DataLoss("corrupt exit status in " + exit_file);
+  return static_cast<int>(v);
+}
+
+uint64_t ProcessStartTime(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  // After "pid (comm) ": fields 3.. ; the start time is field 22.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  int field = 2;
+  for (++p; *p && field < 22; ++p) {
+    if (*p == ' ') ++field;
+  }
+  return std::strtoull(p, nullptr, 10);
 }
 
 Result<Spawned> Spawn(const SpawnSpec& spec) {
@@ -159,6 +385,8 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   a.stderr_path = same_file ? nullptr : spec.stderr_path.c_str();
   a.stdout_fd = spec.stdout_fd;
   a.stderr_fd = spec.stderr_fd;
+  a.cgroup_procs_fd = spec.cgroup_procs_fd;
+  if (!spec.exit_file.empty()) return SpawnKept(spec, a);
 
   constexpr size_t kStack = 64 * 1024;
   void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
@@ -185,26 +413,11 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   if (a.stage != 0) {
     int status;
     ::waitpid(pid, &status, 0);
-    std::string why = std::strerror(a.err);
-    switch (a.stage) {
-      case kChdir:
-        return FailedPrecondition("cannot change to directory " + spec.cwd + ": " + why);
-      case kStdout:
-        return FailedPrecondition("cannot open output file " + spec.stdout_path + ": " + why);
-      case kStderr:
-        return FailedPrecondition("cannot open error file " + spec.stderr_path + ": " + why);
-      case kExec:
-        return FailedPrecondition("execve(" + spec.argv[0] + "): " + why);
-      case kGroups:
-      case kGid:
-      case kUid:
-        return PermissionDenied("cannot switch to uid " + std::to_string(spec.uid) + ": " + why);
-      default:
-        return Internal("cannot start the process (stage " + std::to_string(a.stage) + "): " + why);
-    }
+    return StageError(spec, a.stage, a.err);
   }
   Spawned s;
   s.pid = pid;
+  s.task_pid = pid;
   s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (s.pidfd < 0) {
     int err = errno;

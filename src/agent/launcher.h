@@ -1,5 +1,6 @@
 // Starting job processes: fork/exec as the job's user, in its own session (process group), with
-// its working directory, environment and output files. Thread-compatible.
+// its working directory, environment and output files, optionally in a cgroup and under a keeper
+// that records the exit status. Thread-compatible.
 #pragma once
 
 #include <sys/types.h>
@@ -24,17 +25,30 @@ struct SpawnSpec {
   std::string stderr_path;  // empty: same as stdout
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // cgroup v2: an open cgroup.procs of the cgroup the process starts in (-1: stay in ours).
+  int cgroup_procs_fd = -1;
+  // Batch scripts: a keeper process starts the task, waits for it and writes its wait status to
+  // this file (atomically), so the status survives a restart of the agent. Empty: no keeper.
+  std::string exit_file;
 };
 
 struct Spawned {
-  pid_t pid = -1;
-  int pidfd = -1;  // readable when the process exits; the caller owns it
+  pid_t pid = -1;       // the task, or its keeper when SpawnSpec.exit_file is set
+  int pidfd = -1;       // readable when `pid` exits; the caller owns it
+  pid_t task_pid = -1;  // the task itself (its process group and session leader)
 };
 
 // Starts the process. Errors carry the failing stage: "cannot open output file /x: Permission
 // denied", "cannot change to directory /y: No such file or directory", "execve(foo): ...".
 // On error no process is left running.
 Result<Spawned> Spawn(const SpawnSpec& spec);
+
+// The wait status a keeper recorded in `exit_file`; NOT_FOUND while (or if) none was written.
+Result<int> ReadExitFile(const std::string& exit_file);
+
+// The start time of a process in clock ticks since boot (/proc/PID/stat field 22), so that a pid
+// saved before a restart is known to still name the same process. 0 when it does not exist.
+uint64_t ProcessStartTime(pid_t pid);
 
 // The supplementary groups of a user (for Spawn). Empty when the user is unknown.
 std::vector<gid_t> GroupsOf(const std::string& user, gid_t gid);

@@ -123,7 +123,10 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uin
     << "kill_grace_ms = 5000\n\n"
     << "[agent]\n"
     << "spool_dir = \"" << dir << "/spool\"\n"
-    << "step_address = \"127.0.0.1:0\"\n\n";
+    << "step_address = \"127.0.0.1:0\"\n"
+    << "# A throwaway cluster: `muster local down` ends its jobs too. Real nodes keep jobs\n"
+    << "# running across a musterd restart (the default, false).\n"
+    << "kill_jobs_on_stop = true\n\n";
   // Two leaf switches under one spine, so gang placement has a topology to respect; each leaf's
   // nodes carry its name as a feature (try --constraint=leaf2) and share an NVLink domain.
   uint32_t half = o.nodes > 1 ? (o.nodes + 1) / 2 : 1;

@@ -139,8 +139,17 @@ Status Engine::AttachSession(const v1::Hello& hello, TimeMs now) {
           if (nodes[i].node() == node->config.name) SendLaunch(*job, static_cast<size_t>(i));
         }
       } else {
-        JobLostOnNode(*job, node->config.name,
-                      "the agent on " + node->config.name + " no longer runs it", now, m);
+        // The agent came back without it (its spool state was lost or corrupt): what ran there
+        // is gone and how it ended is unknown, so the job fails and says why.
+        const std::string why = "the agent on " + node->config.name +
+                                " restarted and no longer runs it (its state there was lost)";
+        if (job->rec.cancel_requested()) {
+          FinishJob(*job, v1::CANCELLED, "None", now, m);
+        } else {
+          job->rec.set_reason_detail(why);
+          FinishJob(*job, v1::FAILED, "NodeFail", now, m);
+          spdlog::warn("job={} FAILED: {}", id, why);
+        }
       }
     } else {
       // Finished (or requeued) and the agent has nothing left of it: it is clean there.

@@ -123,6 +123,12 @@ void InProcessCluster::StopAgent(int i) {
   a.reset();
 }
 
+void InProcessCluster::DetachAgent(int i) {
+  auto& a = agents_[static_cast<size_t>(i)];
+  if (a) a->Detach();
+  a.reset();
+}
+
 void InProcessCluster::SilenceAgent(int i, bool silent) {
   agents_[static_cast<size_t>(i)]->SetSilentForTest(silent);
 }

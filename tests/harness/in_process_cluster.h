@@ -45,6 +45,8 @@ class InProcessCluster {
   // Agents are numbered from 0; agent i is node<i+1>.
   agent::Agent* agent(int i) { return agents_[static_cast<size_t>(i)].get(); }
   void StopAgent(int i);
+  // Stops agent i as a musterd restart does: its batch jobs keep running (StartAgent re-adopts).
+  void DetachAgent(int i);
   Status StartAgent(int i);
   // A silent agent sends nothing and drops its session: to the controller it looks dead.
   void SilenceAgent(int i, bool silent);

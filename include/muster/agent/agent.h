@@ -36,6 +36,10 @@ class Agent {
   static Result<std::string> Probe(AgentOptions options);
   // Terminates every job on this node (SIGTERM, then SIGKILL) and stops. Idempotent.
   void Shutdown();
+  // Stops without touching batch jobs (an agent restart or upgrade): they keep running under
+  // their keepers and the next agent on this spool dir re-adopts them. Step tasks end (their I/O
+  // runs through this process). Idempotent; after it, Shutdown does nothing.
+  void Detach();
 
   const std::string& node_name() const;
   std::string step_address() const;

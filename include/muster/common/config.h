@@ -54,6 +54,9 @@ struct AgentConfig {
   std::string health_check_program;
   uint32_t health_check_interval_s = 300;
   uint32_t health_check_timeout_s = 60;
+  // Stopping musterd leaves batch jobs running (re-adopted at the next start), as slurmd does;
+  // true makes a stop end them (the local test cluster, so that `muster local down` is clean).
+  bool kill_jobs_on_stop = false;
 };
 
 struct PartitionConfig {
