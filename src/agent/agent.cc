@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cgroup.h"
 #include "controller_link.h"
 #include "host_topology.h"
 #include "infiniband.h"
@@ -71,6 +72,36 @@ bool GroupHasLiveProcess(pid_t pgid) {
     if (rest >> state >> ppid >> pgrp && pgrp == pgid && state != 'Z' && state != 'X') return true;
   }
   return false;
+}
+
+// Every process below `root` in the process tree (children, grandchildren, ...).
+std::vector<pid_t> DescendantsOf(pid_t root) {
+  std::multimap<pid_t, pid_t> children;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    long ppid = 0;
+    if (rest >> state >> ppid) children.emplace(static_cast<pid_t>(ppid), std::stoi(name));
+  }
+  std::vector<pid_t> out, todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [lo, hi] = children.equal_range(p);
+    for (auto it = lo; it != hi; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
 }
 
 bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t mode) {
@@ -133,6 +164,7 @@ class Agent::Impl {
     pid_t keeper = -1;           // the batch script's keeper, which records its exit status
     uint64_t keeper_start = 0;
     pid_t task_pid = -1;   // the batch script
+    std::string cgroup;    // the job's cgroup directory ("" without cgroups)
     bool adopted = false;  // found in the spool dir at start
     bool started = false;
     bool exited = false;
@@ -156,6 +188,8 @@ class Agent::Impl {
   // The batch script's end, from its keeper's record (the keeper is our child, or adopted).
   void WatchBatch(LocalJob& job, int pidfd, bool our_child);
   void BatchEnded(uint64_t id);
+  // The cgroup limits of the job's share of this node (what the controllers here can enforce).
+  JobCgroups::Limits CgroupLimits(const v1::LaunchJob& l) const;
   // Survival across agent restarts: job<ID>/state in the spool dir.
   Status SaveState(const LocalJob& job);
   void Readopt();
@@ -186,6 +220,7 @@ class Agent::Impl {
   std::string instance_id_;
   v1::NodeInventory inventory_;                  // written on the io thread after Start, under mu_
   std::unique_ptr<Nvml> nvml_;                   // io thread
+  JobCgroups cgroups_;                           // set in Start
   std::string fault_file_;                       // fixture mode: injected GPU faults
   std::map<uint32_t, std::string> base_health_;  // from the captures, fixture mode
   asio::steady_timer gpu_health_timer_{io_};
@@ -274,9 +309,13 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       if (sp.change_user) sp.groups = GroupsOf(spec.user(), spec.gid());
       sp.stdout_fd = out[1];
       sp.stderr_fd = err[1];
+      if (!job->cgroup.empty()) {
+        sp.cgroup_procs_fd = ::open((job->cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+      }
       auto spawned = Spawn(sp);
       ::close(out[1]);
       ::close(err[1]);
+      if (sp.cgroup_procs_fd >= 0) ::close(sp.cgroup_procs_fd);
       if (!spawned.ok()) {
         ::close(out[0]);
         ::close(err[0]);
@@ -485,12 +524,42 @@ void Agent::Impl::BatchEnded(uint64_t id) {
   CheckClean(id);
 }
 
+JobCgroups::Limits Agent::Impl::CgroupLimits(const v1::LaunchJob& l) const {
+  JobCgroups::Limits lim;
+  const v1::NodeAllocation* me = nullptr;
+  for (const auto& na : l.allocation().nodes()) {
+    if (na.node() == options_.node_name) me = &na;
+  }
+  if (!me) return lim;
+  lim.memory_mb = me->mem_mb();
+  // CPU ids are the controller's view of this node; they bind only if this machine has them.
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  bool fits = me->cpu_ids_size() > 0;
+  for (uint32_t c : me->cpu_ids()) fits = fits && static_cast<long>(c) < online;
+  if (fits) {
+    lim.cpus.assign(me->cpu_ids().begin(), me->cpu_ids().end());
+    for (const auto& n : inventory_.numa_nodes()) {
+      for (uint32_t c : n.cpus()) {
+        if (std::find(lim.cpus.begin(), lim.cpus.end(), c) != lim.cpus.end()) {
+          lim.mems.push_back(static_cast<int>(n.os_index()));
+          break;
+        }
+      }
+    }
+  } else if (cgroups_.limits_cpus()) {
+    spdlog::warn("job={} node={} CPU ids {} are not all on this machine ({} online): not pinned",
+                 l.job_id(), options_.node_name, me->cpu_ids_size(), online);
+  }
+  return lim;
+}
+
 Status Agent::Impl::SaveState(const LocalJob& job) {
   v1::AgentJobState st;
   *st.mutable_launch() = job.launch;
   st.set_keeper_pid(job.keeper > 0 ? job.keeper : 0);
   st.set_keeper_start(job.keeper_start);
   st.set_task_pid(job.task_pid > 0 ? job.task_pid : 0);
+  st.set_cgroup(job.cgroup);
   const std::string path = job.dir + "/state", tmp = path + ".tmp";
   if (!WriteFileCloexec(tmp, st.SerializeAsString(), 0600) || ::rename(tmp.c_str(), path.c_str())) {
     return Internal("cannot save the job's state to " + path + ": " + std::strerror(errno));
@@ -535,6 +604,7 @@ void Agent::Impl::Readopt() {
     job->keeper = st.keeper_pid() > 0 ? st.keeper_pid() : -1;
     job->keeper_start = st.keeper_start();
     job->task_pid = st.task_pid() > 0 ? st.task_pid() : -1;
+    job->cgroup = st.cgroup();
     auto visible = VisibleDevices(job->launch, inventory_.gpus());
     job->visible_devices = visible.ok() ? *visible : "";
     if (job->task_pid > 0) job->pgids.insert(job->task_pid);
@@ -567,6 +637,16 @@ void Agent::Impl::Readopt() {
     spdlog::info("job={} node={} re-adopted after an agent restart ({})", id, options_.node_name,
                  how);
   }
+  // Job cgroups no state file speaks for: their processes are unknown to us, so they end.
+  for (const auto& [id, dir] : cgroups_.List()) {
+    if (jobs_.count(id) && jobs_[id]->cgroup == dir) continue;
+    const size_t n = JobCgroups::Pids(dir).size();
+    spdlog::warn("node={} killing {} process(es) of job {} left in {} with no state to re-adopt",
+                 options_.node_name, n, id, dir);
+    JobCgroups::Kill(dir);
+    for (int i = 0; i < 100 && !JobCgroups::Empty(dir); ++i) ::usleep(10'000);
+    JobCgroups::Remove(dir).IgnoreError();
+  }
   PublishJobIds();
 }
 
@@ -579,6 +659,17 @@ void Agent::Impl::PublishJobIds() {
 
 void Agent::Impl::SignalJob(LocalJob& job, int sig) {
   for (pid_t g : job.pgids) ::kill(-g, sig);
+  if (!job.cgroup.empty()) {
+    if (sig == SIGKILL) {
+      JobCgroups::Kill(job.cgroup);
+    } else {
+      JobCgroups::Signal(job.cgroup, sig);
+    }
+  } else if (job.keeper > 0 && !job.exited) {
+    // No cgroup: processes that left the process group are still the keeper's descendants
+    // (it is their subreaper).
+    for (pid_t p : DescendantsOf(job.keeper)) ::kill(p, sig);
+  }
 }
 
 void Agent::Impl::OnMessage(const v1::ControllerMessage& msg) {
@@ -645,11 +736,13 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
   if (shutting_down_) return;
   const uint64_t id = l.job_id();
   std::string created_dir;
+  std::string created_cgroup;
   auto fail = [&](const std::string& why) {
     if (!created_dir.empty()) {
       std::error_code ignored;
       fs::remove_all(created_dir, ignored);
     }
+    if (!created_cgroup.empty()) JobCgroups::Remove(created_cgroup).IgnoreError();
     spdlog::warn("job={} node={} launch failed: {}", id, options_.node_name, why);
     v1::AgentMessage m;
     m.mutable_job_launch_failed()->set_job_id(id);
@@ -692,6 +785,18 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
   if (root && ::chown(job->dir.c_str(), spec.uid(), spec.gid()) != 0) {
     return fail("cannot hand spool dir " + job->dir + " to uid " + std::to_string(spec.uid()));
   }
+  if (cgroups_.enabled()) {
+    auto cg = cgroups_.Create(id, CgroupLimits(l));
+    if (!cg.ok()) return fail(cg.status().message());
+    job->cgroup = *cg;
+    created_cgroup = *cg;
+  }
+  // Every process of the job starts in its cgroup (a write of "0" by the child itself).
+  auto procs_fd = [&job]() {
+    return job->cgroup.empty()
+               ? -1
+               : ::open((job->cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  };
 
   if (l.batch_node()) {
     if (spec.script().rfind("#!", 0) != 0) {
@@ -728,7 +833,9 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
                          : ExpandOutputPattern(spec.stderr_pattern(), vars, spec.work_dir());
     // A keeper waits for the script and records how it ended, so a restarted agent still knows.
     sp.exit_file = job->dir + "/exit";
+    sp.cgroup_procs_fd = procs_fd();
     auto spawned = Spawn(sp);
+    if (sp.cgroup_procs_fd >= 0) ::close(sp.cgroup_procs_fd);
     if (!spawned.ok()) return fail(spawned.status().message());
     job->keeper = spawned->pid;
     job->keeper_start = ProcessStartTime(spawned->pid);
@@ -809,8 +916,12 @@ void Agent::Impl::CheckClean(uint64_t id) {
   LocalJob* job = FindJob(id);
   if (!job || !job->terminating) return;
   bool groups_empty = true;
-  for (pid_t g : job->pgids) {
-    if (::kill(-g, 0) == 0 && GroupHasLiveProcess(g)) groups_empty = false;
+  if (!job->cgroup.empty()) {
+    groups_empty = JobCgroups::Empty(job->cgroup);  // exact: daemonized processes included
+  } else {
+    for (pid_t g : job->pgids) {
+      if (::kill(-g, 0) == 0 && GroupHasLiveProcess(g)) groups_empty = false;
+    }
   }
   bool gave_up = job->killed_at_ms && MonotonicMs() - job->killed_at_ms > kAfterKillMs;
   if (!job->children.empty() || (!groups_empty && !gave_up)) {
@@ -829,6 +940,11 @@ void Agent::Impl::CheckClean(uint64_t id) {
   }
   std::error_code ec;
   fs::remove_all(job->dir, ec);
+  if (!job->cgroup.empty()) {
+    if (Status st = JobCgroups::Remove(job->cgroup); !st.ok()) {
+      spdlog::warn("job={} node={} {}", id, options_.node_name, st.message());
+    }
+  }
   v1::AgentMessage m;
   m.mutable_job_cleaned()->set_job_id(id);
   m.mutable_job_cleaned()->set_run(job->run());
@@ -1084,6 +1200,13 @@ Status Agent::Impl::Start() {
   fs::create_directories(o.spool_dir, ec);
   if (ec) return Internal("cannot create spool dir " + o.spool_dir + ": " + ec.message());
   MUSTER_RETURN_IF_ERROR(Discover(os));
+  cgroups_ = JobCgroups::Detect(o.config.agent.cgroup_root, o.node_name);
+  inventory_.set_isolation(cgroups_.description());
+  if (cgroups_.enabled()) {
+    spdlog::info("node={} isolation: {}", o.node_name, cgroups_.description());
+  } else {
+    spdlog::warn("node={} isolation: {}", o.node_name, cgroups_.description());
+  }
   return Listen(os);
 }
 
@@ -1274,6 +1397,8 @@ void Agent::Impl::Shutdown() {
   work_.reset();
   io_.stop();
   if (io_thread_.joinable()) io_thread_.join();
+  // The node's cgroup directory goes too when nothing is left in it (best effort).
+  if (cgroups_.enabled()) ::rmdir(cgroups_.base().c_str());
   spdlog::info("musterd node={} stopped", options_.node_name);
 }
 

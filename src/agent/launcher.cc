@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,12 +133,59 @@ void CloseAllBut(const int* keep, int n) {
   }
 }
 
+// Kills the keeper's children (orphans of the job reparent to it, a subreaper) and reaps them,
+// until none is left. Raw system calls only.
+void KillChildrenUntilNone() {
+  const long self = Sys(SYS_getpid);
+  char path[64] = "/proc/self/task/";
+  int len = 16;
+  char digits[16];
+  int d = 0;
+  for (long v = self; v > 0; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
+  while (d) path[len++] = digits[--d];
+  const char tail[] = "/children";
+  for (char ch : tail) path[len++] = ch;  // copies the terminating NUL too
+  for (int round = 0; round < 1000; ++round) {
+    int fd = static_cast<int>(
+        Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
+    if (fd < 0) return;  // no CONFIG_PROC_CHILDREN: the agent's cleanup has to do
+    {
+      char buf[4096];
+      long n = Sys(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf);
+      Sys(SYS_close, fd);
+      long pid = 0;
+      for (long i = 0; i < n; ++i) {
+        if (buf[i] >= '0' && buf[i] <= '9') {
+          pid = pid * 10 + (buf[i] - '0');
+        } else if (pid > 0) {
+          Sys(SYS_kill, -pid, SIGKILL);  // its group, when it leads one
+          Sys(SYS_kill, pid, SIGKILL);
+          pid = 0;
+        }
+      }
+    }
+    // Reap what died; a process stuck in the kernel must not hold the job's end forever.
+    int status;
+    long r;
+    while ((r = Sys(SYS_wait4, -1, reinterpret_cast<long>(&status), WNOHANG, 0)) > 0) {
+    }
+    if (r < 0 && errno == ECHILD) return;
+    struct timespec ts {
+      0, 10'000'000
+    };
+    Sys(SYS_nanosleep, reinterpret_cast<long>(&ts), 0);
+  }
+}
+
 int KeeperMain(void* arg) {
   auto* k = static_cast<KeeperArgs*>(arg);
   ChildArgs* c = k->child;
   // Its own session, deaf to the signals aimed at the agent's terminal or at the job's process
   // group: only SIGKILL ends a keeper before its task.
   Sys(SYS_setsid);
+  // Processes of the job that daemonize (setsid, double fork) become the keeper's children
+  // instead of init's: the agent finds them under it, and the keeper ends them with the job.
+  Sys(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1);
   KernelSigaction ign{SIG_IGN, 0, nullptr, 0};
   for (long sig : {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2}) {
     Sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&ign), 0, 8);
@@ -210,6 +258,8 @@ int KeeperMain(void* arg) {
     Sys(SYS_close, fd);
     Sys(SYS_rename, reinterpret_cast<long>(k->exit_tmp), reinterpret_cast<long>(k->exit_path));
   }
+  // The script is over, so is the job here: whatever it left behind (now our children) ends.
+  KillChildrenUntilNone();
   Sys(SYS_exit_group, 0);
   return 0;
 }

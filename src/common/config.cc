@@ -284,6 +284,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(
             t.Uint("health_check_timeout_s", &c.agent.health_check_timeout_s, 1, 3'600));
         MUSTER_RETURN_IF_ERROR(t.Bool("kill_jobs_on_stop", &c.agent.kill_jobs_on_stop));
+        MUSTER_RETURN_IF_ERROR(t.String("cgroup_root", &c.agent.cgroup_root));
         return t.String("log_level", &c.agent.log_level);
       },
       source));

@@ -160,6 +160,7 @@ v1::NodeInfo Engine::ToNodeInfo(const NodeEntry& n, TimeMs) const {
   info.set_agent_address(n.step_address);
   *info.mutable_gpu_devices() = n.inventory.gpus();
   info.set_topology_source(n.inventory.topology_source());
+  info.set_isolation(n.inventory.isolation());
   info.set_packages(n.inventory.packages());
   info.set_cores(n.inventory.cores());
   info.set_threads(n.inventory.threads());

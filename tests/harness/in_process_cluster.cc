@@ -3,8 +3,10 @@
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +35,40 @@ int FreePort() {
 }
 }  // namespace
 
+namespace {
+
+// A cgroup v2 directory of this cluster's own, when the hierarchy is mounted and writable.
+std::string PrivateCgroupRoot(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    size_t dash = line.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    std::istringstream f(line.substr(0, dash));
+    std::string id, parent, dev, root, mount;
+    f >> id >> parent >> dev >> root >> mount;
+    std::string mine = mount + "/muster-itest-" + fs::path(dir).filename().string();
+    return ::mkdir(mine.c_str(), 0755) == 0 ? mine : "";
+  }
+  return "";
+}
+
+// cgroups go leaf first, and only when empty (every test stops its jobs).
+void RemoveCgroupTree(const std::string& root) {
+  if (root.empty()) return;
+  std::error_code ec;
+  std::vector<std::string> dirs;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_directory(ec)) dirs.push_back(it->path().string());
+  }
+  std::sort(dirs.begin(), dirs.end(),
+            [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  for (const auto& d : dirs) ::rmdir(d.c_str());
+  ::rmdir(root.c_str());
+}
+
+}  // namespace
+
 Result<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(InProcessClusterOptions o) {
   // Quiet unless asked: MUSTER_TEST_LOG=debug|info shows what the daemons do.
   const char* level = std::getenv("MUSTER_TEST_LOG");
@@ -56,6 +92,8 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(InProcessClust
     << "kill_grace_ms = " << o.kill_grace_ms << "\n"
     << "[agent]\nspool_dir = \"" << c->dir_ << "/spool\"\nstep_address = \"127.0.0.1:0\"\n"
     << "gpu_health_interval_ms = " << o.gpu_health_interval_ms << "\n";
+  if (o.cgroups) c->cgroup_root_ = PrivateCgroupRoot(c->dir_);
+  t << "cgroup_root = \"" << (c->cgroup_root_.empty() ? "none" : c->cgroup_root_) << "\"\n";
   if (!o.health_check_program.empty()) {
     t << "health_check_program = \"" << o.health_check_program << "\"\n"
       << "health_check_interval_s = 1\n";
@@ -88,6 +126,7 @@ InProcessCluster::~InProcessCluster() {
   StopController();
   std::error_code ec;
   fs::remove_all(dir_, ec);
+  RemoveCgroupTree(cgroup_root_);
 }
 
 Status InProcessCluster::StartController() {

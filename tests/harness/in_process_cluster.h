@@ -24,6 +24,9 @@ struct InProcessClusterOptions {
   std::string topology_xml;  // agents read their CPU/PCI layout from this hwloc XML
   uint32_t gpu_health_interval_ms = 100;
   std::string health_check_program;  // [agent] health_check_program, run every second
+  // Job cgroups: in a directory of their own under the cgroup v2 mount where it is writable
+  // (removed at the end), never the shared default place; false or unwritable: "none".
+  bool cgroups = true;
 };
 
 class InProcessCluster {
@@ -35,6 +38,8 @@ class InProcessCluster {
   Result<client::ControllerClient> Client() const;
   const std::string& dir() const { return dir_; }
   const std::string& config_path() const { return config_path_; }
+  // Where the agents put job cgroups ("" without cgroups): <root>/<node>/job_<id>.
+  const std::string& cgroup_root() const { return cgroup_root_; }
 
   // Submits a batch script (as the test's own user) with the given spec fields filled in.
   Result<uint64_t> Submit(const std::string& script, v1::JobSpec spec = {});
@@ -61,6 +66,7 @@ class InProcessCluster {
 
   InProcessClusterOptions options_;
   std::string dir_, config_path_;
+  std::string cgroup_root_;  // "" when the cluster runs without cgroups
   Config config_;
   std::unique_ptr<rpc::ControllerServer> controller_;
   std::vector<std::unique_ptr<agent::Agent>> agents_;

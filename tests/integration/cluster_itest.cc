@@ -309,6 +309,63 @@ TEST_F(ClusterTest, CancelKillsTheWholeProcessTree) {
   EXPECT_EQ(cluster_->Job(*id)->exit_signal(), SIGTERM);
 }
 
+// A job's process that daemonizes (setsid, double fork, stdio closed) is still the job's: cancel
+// kills it, and so does the script's normal end. With cgroups, and without (keeper as subreaper).
+void DaemonizedProcessesEndWithTheJob(bool cgroups) {
+  InProcessClusterOptions o;
+  o.nodes = 1;
+  o.cgroups = cgroups;
+  auto c = InProcessCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  InProcessCluster& cluster = **c;
+  const std::string jobs = cluster.dir() + "/jobs/";
+  auto daemonize = [&](const std::string& name) {
+    return "setsid sh -c 'sleep 60 </dev/null >/dev/null 2>&1 & echo $! > " + jobs + name +
+           "' </dev/null >/dev/null 2>&1 &\n";
+  };
+  auto cancelled = cluster.Submit("#!/bin/sh\n" + daemonize("d1.pid") + "sleep 60\n", Gang(1, 1));
+  auto ended = cluster.Submit("#!/bin/sh\n" + daemonize("d2.pid") + "while [ ! -s " + jobs +
+                                  "d2.pid ]; do sleep 0.05; done\nexit 0\n",
+                              Gang(1, 1));
+  ASSERT_TRUE(cancelled.ok() && ended.ok());
+  ASSERT_EVENTUALLY(!Read(jobs + "d1.pid").empty() && !Read(jobs + "d2.pid").empty(), 10'000);
+  auto n = cluster.Node("node1");
+  if (cgroups && !cluster.cgroup_root().empty()) {
+    EXPECT_EQ(n->isolation().rfind("cgroup v2 at " + cluster.cgroup_root() + "/node1", 0), 0u)
+        << n->isolation();
+    // The daemon is in the job's cgroup, though it left the job's session.
+    std::string procs =
+        Read(cluster.cgroup_root() + "/node1/job_" + std::to_string(*cancelled) + "/cgroup.procs");
+    EXPECT_NE(procs.find(Read(jobs + "d1.pid").substr(0, Read(jobs + "d1.pid").size() - 1)),
+              std::string::npos)
+        << procs;
+  } else {
+    EXPECT_EQ(n->isolation().rfind("none: ", 0), 0u) << n->isolation();
+  }
+  ASSERT_EVENTUALLY(cluster.State(*ended) == v1::COMPLETED, 10'000);
+  ASSERT_EVENTUALLY(ProcessGone(jobs + "d2.pid"), 5'000) << "left behind by a finished job";
+  auto client = cluster.Client();
+  v1::CancelJobRequest r;
+  r.add_job_ids(*cancelled);
+  ASSERT_TRUE(client->CancelJob(r).ok());
+  ASSERT_EVENTUALLY(cluster.State(*cancelled) == v1::CANCELLED, 10'000);
+  ASSERT_EVENTUALLY(!cluster.Job(*cancelled)->completing(), 10'000);
+  EXPECT_TRUE(ProcessGone(jobs + "d1.pid")) << "escaped with setsid and survived the cancel";
+  if (!cluster.cgroup_root().empty()) {
+    EXPECT_FALSE(
+        std::filesystem::exists(cluster.cgroup_root() + "/node1/job_" + std::to_string(*cancelled)))
+        << "the job's cgroup is removed once empty";
+  }
+}
+
+TEST(ClusterIsolationTest, DaemonizedProcessesEndWithTheJobInCgroups) {
+  DaemonizedProcessesEndWithTheJob(true);
+}
+
+TEST(ClusterIsolationTest, DaemonizedProcessesEndWithTheJobWithoutCgroups) {
+  DaemonizedProcessesEndWithTheJob(false);
+}
+
 TEST_F(ClusterTest, TimeLimitEndsTheJobAsTimeout) {
   v1::JobSpec s = Gang(1, 0);
   s.set_time_limit_ms(700);

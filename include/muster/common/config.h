@@ -57,6 +57,9 @@ struct AgentConfig {
   // Stopping musterd leaves batch jobs running (re-adopted at the next start), as slurmd does;
   // true makes a stop end them (the local test cluster, so that `muster local down` is clean).
   bool kill_jobs_on_stop = false;
+  // Where job cgroups (v2) go: "" finds the hierarchy and the agent's place in it, "none" turns
+  // them off, a directory puts them there (<dir>/<node>/job_<id>).
+  std::string cgroup_root;
 };
 
 struct PartitionConfig {

@@ -1,0 +1,201 @@
+#include "cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "muster/common/strings.h"
+
+namespace muster::agent {
+namespace fs = std::filesystem;
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// cgroupfs wants one write(2) per value.
+bool WriteValue(const std::string& path, const std::string& value, int* err = nullptr) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  bool ok =
+      fd >= 0 && ::write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+  int e = errno;
+  if (fd >= 0) ::close(fd);
+  if (err) *err = ok ? 0 : e;
+  return ok;
+}
+
+// The cgroup2 mount point, from /proc/self/mountinfo ("... MOUNTPOINT ... - cgroup2 ...").
+std::string Cgroup2Mount() {
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
+    std::vector<std::string> f = Split(line.substr(0, dash), ' ', true);
+    if (f.size() >= 5) return f[4];
+  }
+  return "";
+}
+
+// This process's cgroup in the v2 hierarchy ("0::/path").
+std::string OwnCgroup() {
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  }
+  return "";
+}
+
+std::string JoinInts(const std::vector<uint32_t>& v) {
+  std::string s;
+  for (uint32_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+}  // namespace
+
+JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) {
+  JobCgroups c;
+  const std::string reduced = " (reduced isolation: jobs are tracked by process group and keeper)";
+  if (root == "none") {
+    c.description_ = "none: agent.cgroup_root = \"none\"" + reduced;
+    return c;
+  }
+  std::vector<std::string> chain;  // the directories from where we may act down to the base
+  if (root.empty()) {
+    std::string mount = Cgroup2Mount(), own = OwnCgroup();
+    if (mount.empty() || own.empty()) {
+      c.description_ = "none: no cgroup v2 hierarchy is mounted" + reduced;
+      return c;
+    }
+    std::string dir = mount + (own == "/" ? "" : own);
+    if (own == "/") {
+      chain = {dir, dir + "/muster", dir + "/muster/" + node};
+    } else {
+      // A delegated service cgroup (systemd Delegate=yes): processes may only sit in leaves once
+      // controllers are enabled below, so the agent moves into a leaf of its own first.
+      std::error_code ec;
+      fs::create_directories(dir + "/musterd", ec);
+      if (!ec) WriteValue(dir + "/musterd/cgroup.procs", "0");
+      chain = {dir, dir + "/" + node};
+    }
+  } else {
+    chain = {root, root + "/" + node};
+  }
+  const std::string base = chain.back();
+  std::error_code ec;
+  fs::create_directories(base, ec);
+  if (!ec && !fs::exists(base + "/cgroup.procs")) {
+    c.description_ = "none: " + base + " is not in a cgroup v2 hierarchy" + reduced;
+    return c;
+  }
+  // Can we put processes there? A throwaway child cgroup tells.
+  const std::string probe = base + "/probe-" + std::to_string(::getpid());
+  if (ec || ::mkdir(probe.c_str(), 0755) != 0) {
+    std::string why = ec ? ec.message() : std::strerror(errno);
+    c.description_ = "none: cannot create cgroups under " + base + ": " + why + reduced;
+    return c;
+  }
+  ::rmdir(probe.c_str());
+  c.base_ = base;
+  // Controllers, level by level from the top we may write to; each needs the one above it.
+  std::string available = ReadAll(chain.front() + "/cgroup.controllers");
+  auto enable = [&](const std::string& ctl) {
+    if (available.find(ctl) == std::string::npos) return false;
+    for (const auto& level : chain) {
+      if (!WriteValue(level + "/cgroup.subtree_control", "+" + ctl)) return false;
+    }
+    return true;
+  };
+  c.cpuset_ = enable("cpuset");
+  c.memory_ = enable("memory");
+  std::string limits;
+  if (c.cpuset_) limits += "cpus (cpuset)";
+  if (c.memory_) limits += std::string(limits.empty() ? "" : ", ") + "memory (memory.max)";
+  c.description_ = "cgroup v2 at " + base + ": every job process tracked; " +
+                   (limits.empty() ? "no cpuset or memory controller delegated here, so CPUs "
+                                     "and memory are not limited"
+                                   : "limits " + limits) +
+                   "; GPU device access not restricted (needs a BPF device filter, not built)";
+  return c;
+}
+
+Result<std::string> JobCgroups::Create(uint64_t job_id, const Limits& limits) const {
+  if (!enabled()) return FailedPrecondition("job cgroups are not available on this node");
+  const std::string dir = base_ + "/job_" + std::to_string(job_id);
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Internal("cannot create the job's cgroup " + dir + ": " + std::strerror(errno));
+  }
+  int err = 0;
+  if (cpuset_ && !limits.cpus.empty()) {
+    if (!WriteValue(dir + "/cpuset.cpus", JoinInts(limits.cpus), &err)) {
+      return Internal("cannot set " + dir + "/cpuset.cpus to " + JoinInts(limits.cpus) + ": " +
+                      std::strerror(err));
+    }
+    std::vector<uint32_t> mems(limits.mems.begin(), limits.mems.end());
+    if (!mems.empty() && !WriteValue(dir + "/cpuset.mems", JoinInts(mems), &err)) {
+      return Internal("cannot set " + dir + "/cpuset.mems: " + std::strerror(err));
+    }
+  }
+  if (memory_ && limits.memory_mb > 0) {
+    const std::string bytes = std::to_string(limits.memory_mb * 1024 * 1024);
+    if (!WriteValue(dir + "/memory.max", bytes, &err)) {
+      return Internal("cannot set " + dir + "/memory.max: " + std::strerror(err));
+    }
+  }
+  return dir;
+}
+
+std::vector<std::pair<uint64_t, std::string>> JobCgroups::List() const {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  if (!enabled()) return out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(base_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("job_", 0) != 0) continue;
+    if (auto id = ParseUint(std::string_view(name).substr(4))) {
+      out.emplace_back(*id, e.path().string());
+    }
+  }
+  return out;
+}
+
+std::vector<pid_t> JobCgroups::Pids(const std::string& dir) {
+  std::vector<pid_t> pids;
+  std::ifstream in(dir + "/cgroup.procs");
+  for (long p; in >> p;) pids.push_back(static_cast<pid_t>(p));
+  return pids;
+}
+
+bool JobCgroups::Empty(const std::string& dir) {
+  std::string events = ReadAll(dir + "/cgroup.events");
+  if (!events.empty()) return events.find("populated 0") != std::string::npos;
+  return Pids(dir).empty();
+}
+
+void JobCgroups::Signal(const std::string& dir, int sig) {
+  for (pid_t p : Pids(dir)) ::kill(p, sig);
+}
+
+void JobCgroups::Kill(const std::string& dir) {
+  if (!WriteValue(dir + "/cgroup.kill", "1")) Signal(dir, SIGKILL);  // before Linux 5.14
+}
+
+Status JobCgroups::Remove(const std::string& dir) {
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
+    return Internal("cannot remove cgroup " + dir + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace muster::agent
