@@ -110,10 +110,19 @@ JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) 
   c.base_ = base;
   // Controllers, level by level from the top we may write to; each needs the one above it.
   std::string available = ReadAll(chain.front() + "/cgroup.controllers");
+  std::string refused;  // why a controller could not be enabled, for the admin
   auto enable = [&](const std::string& ctl) {
     if (available.find(ctl) == std::string::npos) return false;
     for (const auto& level : chain) {
-      if (!WriteValue(level + "/cgroup.subtree_control", "+" + ctl)) return false;
+      int err = 0;
+      if (!WriteValue(level + "/cgroup.subtree_control", "+" + ctl, &err)) {
+        refused = "cannot enable " + ctl + " in " + level + ": " + std::strerror(err);
+        if (err == EBUSY)
+          refused +=
+              " (other processes share that cgroup; run musterd as a "
+              "systemd service with Delegate=yes)";
+        return false;
+      }
     }
     return true;
   };
@@ -122,10 +131,14 @@ JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) 
   std::string limits;
   if (c.cpuset_) limits += "cpus (cpuset)";
   if (c.memory_) limits += std::string(limits.empty() ? "" : ", ") + "memory (memory.max)";
-  c.description_ = "cgroup v2 at " + base + ": every job process tracked; " +
-                   (limits.empty() ? "no cpuset or memory controller delegated here, so CPUs "
-                                     "and memory are not limited"
-                                   : "limits " + limits) +
+  if (limits.empty()) {
+    limits = refused.empty() ? "no cpuset or memory controller is delegated here, so CPUs and "
+                               "memory are not limited"
+                             : "CPUs and memory are not limited: " + refused;
+  } else {
+    limits = "limits " + limits + (refused.empty() ? "" : " (" + refused + ")");
+  }
+  c.description_ = "cgroup v2 at " + base + ": every job process tracked; " + limits +
                    "; GPU device access not restricted (needs a BPF device filter, not built)";
   return c;
 }
