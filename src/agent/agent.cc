@@ -163,8 +163,10 @@ class Agent::Impl {
     std::set<pid_t> step_pgids;  // the step tasks among them (they end with the agent)
     pid_t keeper = -1;           // the batch script's keeper, which records its exit status
     uint64_t keeper_start = 0;
-    pid_t task_pid = -1;   // the batch script
-    std::string cgroup;    // the job's cgroup directory ("" without cgroups)
+    pid_t task_pid = -1;  // the batch script
+    std::string cgroup;   // the job's cgroup directory ("" without cgroups)
+    bool prolog_running = false, epilog_running = false, epilog_done = false;
+    std::string epilog_error;
     bool adopted = false;  // found in the spool dir at start
     bool started = false;
     bool exited = false;
@@ -180,6 +182,14 @@ class Agent::Impl {
   void OnMessage(const v1::ControllerMessage& msg);
   void OnConnected(const v1::RegisterResponse& resp);
   void Launch(const v1::LaunchJob& l);
+  void StartJob(uint64_t id);  // after the prolog: the batch script, JobStarted
+  void FailLaunch(uint64_t id, const std::string& why, bool node_fault);
+  // The admin's scripts (prolog, epilog, health check): as root, clean environment, output
+  // captured, killed after `timeout_s`. `done` gets "" on success, else why it failed.
+  void RunAdminScript(const std::string& what, const std::string& program,
+                      std::vector<std::string> env, uint32_t timeout_s,
+                      std::function<void(const std::string& error)> done);
+  std::vector<std::string> AdminScriptEnv(const LocalJob& job) const;
   void Terminate(const v1::TerminateJob& t);
   void StartKill(LocalJob& job, uint32_t grace_ms);
   void CheckClean(uint64_t job_id);
@@ -206,7 +216,7 @@ class Agent::Impl {
   void GpuHealthTick();
   // The admin's health_check_program, every health_check_interval_s.
   void RunHealthCheck();
-  void HealthCheckDone(const std::string& output, int status, bool timed_out);
+  void HealthCheckDone(const std::string& error);
   LocalJob* FindJob(uint64_t id) {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? nullptr : it->second.get();
@@ -735,21 +745,6 @@ void Agent::Impl::Heartbeat() {
 void Agent::Impl::Launch(const v1::LaunchJob& l) {
   if (shutting_down_) return;
   const uint64_t id = l.job_id();
-  std::string created_dir;
-  std::string created_cgroup;
-  auto fail = [&](const std::string& why) {
-    if (!created_dir.empty()) {
-      std::error_code ignored;
-      fs::remove_all(created_dir, ignored);
-    }
-    if (!created_cgroup.empty()) JobCgroups::Remove(created_cgroup).IgnoreError();
-    spdlog::warn("job={} node={} launch failed: {}", id, options_.node_name, why);
-    v1::AgentMessage m;
-    m.mutable_job_launch_failed()->set_job_id(id);
-    m.mutable_job_launch_failed()->set_run(l.requeue_count());
-    m.mutable_job_launch_failed()->set_message(why);
-    Send(m);
-  };
   if (LocalJob* existing = FindJob(id)) {
     if (existing->run() == l.requeue_count()) {
       if (existing->started) {  // a repeated launch: confirm again
@@ -758,60 +753,102 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
         m.mutable_job_started()->set_run(l.requeue_count());
         Send(m);
       }
-      return;
+      return;  // (or its prolog is still running: it answers when done)
     }
     spdlog::warn("job={} node={} new run {} while run {} is still here; killing the old one", id,
                  options_.node_name, l.requeue_count(), existing->run());
     SignalJob(*existing, SIGKILL);
     jobs_.erase(id);
   }
+  auto job = std::make_unique<LocalJob>();
+  job->launch = l;
+  job->dir = options_.spool_dir + "/job" + std::to_string(id);
+  LocalJob& j = *job;
+  jobs_[id] = std::move(job);
   const v1::JobSpec& spec = l.spec();
   const bool root = ::geteuid() == 0;
   if (!root && spec.uid() != ::geteuid()) {
-    return fail("musterd runs as uid " + std::to_string(::geteuid()) +
-                ", not root, so it cannot run jobs of uid " + std::to_string(spec.uid()));
+    return FailLaunch(id,
+                      "musterd runs as uid " + std::to_string(::geteuid()) +
+                          ", not root, so it cannot run jobs of uid " + std::to_string(spec.uid()),
+                      false);
   }
   auto visible = VisibleDevices(l, inventory_.gpus());
-  if (!visible.ok()) return fail(visible.status().message());
-  auto job = std::make_unique<LocalJob>();
-  job->launch = l;
-  job->visible_devices = *visible;
-  job->dir = options_.spool_dir + "/job" + std::to_string(id);
+  if (!visible.ok()) return FailLaunch(id, visible.status().message(), false);
+  j.visible_devices = *visible;
   std::error_code ec;
-  fs::create_directories(job->dir, ec);
-  if (ec) return fail("cannot create spool dir " + job->dir + ": " + ec.message());
-  created_dir = job->dir;
-  ::chmod(job->dir.c_str(), 0700);
-  if (root && ::chown(job->dir.c_str(), spec.uid(), spec.gid()) != 0) {
-    return fail("cannot hand spool dir " + job->dir + " to uid " + std::to_string(spec.uid()));
+  fs::create_directories(j.dir, ec);
+  if (ec) return FailLaunch(id, "cannot create spool dir " + j.dir + ": " + ec.message(), false);
+  ::chmod(j.dir.c_str(), 0700);
+  if (root && ::chown(j.dir.c_str(), spec.uid(), spec.gid()) != 0) {
+    return FailLaunch(
+        id, "cannot hand spool dir " + j.dir + " to uid " + std::to_string(spec.uid()), false);
   }
   if (cgroups_.enabled()) {
     auto cg = cgroups_.Create(id, CgroupLimits(l));
-    if (!cg.ok()) return fail(cg.status().message());
-    job->cgroup = *cg;
-    created_cgroup = *cg;
+    if (!cg.ok()) return FailLaunch(id, cg.status().message(), false);
+    j.cgroup = *cg;
   }
-  // Every process of the job starts in its cgroup (a write of "0" by the child itself).
-  auto procs_fd = [&job]() {
-    return job->cgroup.empty()
-               ? -1
-               : ::open((job->cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-  };
+  PublishJobIds();
+  const std::string& prolog = options_.config.agent.prolog;
+  if (prolog.empty()) return StartJob(id);
+  j.prolog_running = true;
+  RunAdminScript("prolog", prolog, AdminScriptEnv(j), options_.config.agent.prolog_timeout_s,
+                 [this, id](const std::string& error) {
+                   LocalJob* pj = FindJob(id);
+                   if (!pj || !pj->prolog_running) return;
+                   pj->prolog_running = false;
+                   if (!error.empty()) {
+                     spdlog::error("job={} node={} {}", id, options_.node_name, error);
+                     return FailLaunch(
+                         id, StartsWith(error, "prolog") ? error : "prolog failed: " + error,
+                         /*node_fault=*/true);
+                   }
+                   if (pj->terminating) return CheckClean(id);  // cancelled meanwhile
+                   StartJob(id);
+                 });
+}
 
+void Agent::Impl::FailLaunch(uint64_t id, const std::string& why, bool node_fault) {
+  LocalJob* job = FindJob(id);
+  if (!job) return;
+  std::error_code ignored;
+  fs::remove_all(job->dir, ignored);
+  if (!job->cgroup.empty()) {
+    JobCgroups::Kill(job->cgroup);
+    JobCgroups::Remove(job->cgroup).IgnoreError();
+  }
+  spdlog::warn("job={} node={} launch failed: {}", id, options_.node_name, why);
+  v1::AgentMessage m;
+  m.mutable_job_launch_failed()->set_job_id(id);
+  m.mutable_job_launch_failed()->set_run(job->run());
+  m.mutable_job_launch_failed()->set_message(why);
+  m.mutable_job_launch_failed()->set_node_fault(node_fault);
+  jobs_.erase(id);
+  PublishJobIds();
+  Send(m);
+}
+
+void Agent::Impl::StartJob(uint64_t id) {
+  LocalJob& j = *FindJob(id);
+  const v1::LaunchJob& l = j.launch;
+  const v1::JobSpec& spec = l.spec();
+  const bool root = ::geteuid() == 0;
   if (l.batch_node()) {
     if (spec.script().rfind("#!", 0) != 0) {
-      return fail("the launch carries no batch script (the controller could not read it back)");
+      return FailLaunch(
+          id, "the launch carries no batch script (the controller could not read it back)", false);
     }
-    std::string script = job->dir + "/script";
+    std::string script = j.dir + "/script";
     // Close-on-exec, so a process started meanwhile never holds it open for writing (which
     // would make executing it fail with ETXTBSY).
     if (!WriteFileCloexec(script, spec.script(), 0700)) {
-      return fail("cannot write the batch script to " + script + ": " + std::strerror(errno));
+      return FailLaunch(
+          id, "cannot write the batch script to " + script + ": " + std::strerror(errno), false);
     }
-    if (root) {
-      if (::chown(script.c_str(), spec.uid(), spec.gid()) != 0) {
-        return fail("cannot hand the batch script to uid " + std::to_string(spec.uid()));
-      }
+    if (root && ::chown(script.c_str(), spec.uid(), spec.gid()) != 0) {
+      return FailLaunch(id, "cannot hand the batch script to uid " + std::to_string(spec.uid()),
+                        false);
     }
     PatternVars vars;
     vars.job_id = id;
@@ -821,7 +858,7 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
     SpawnSpec sp;
     sp.argv.push_back(script);
     for (const auto& a : spec.script_args()) sp.argv.push_back(a);
-    sp.env = BuildBatchEnv(l, options_.node_name, options_.config_path, job->visible_devices);
+    sp.env = BuildBatchEnv(l, options_.node_name, options_.config_path, j.visible_devices);
     sp.cwd = spec.work_dir();
     sp.change_user = root && spec.uid() != 0;
     sp.uid = spec.uid();
@@ -832,35 +869,36 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
                          ? sp.stdout_path
                          : ExpandOutputPattern(spec.stderr_pattern(), vars, spec.work_dir());
     // A keeper waits for the script and records how it ended, so a restarted agent still knows.
-    sp.exit_file = job->dir + "/exit";
-    sp.cgroup_procs_fd = procs_fd();
+    sp.exit_file = j.dir + "/exit";
+    // Every process of the job starts in its cgroup (a write of "0" by the child itself).
+    if (!j.cgroup.empty()) {
+      sp.cgroup_procs_fd = ::open((j.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    }
     auto spawned = Spawn(sp);
     if (sp.cgroup_procs_fd >= 0) ::close(sp.cgroup_procs_fd);
-    if (!spawned.ok()) return fail(spawned.status().message());
-    job->keeper = spawned->pid;
-    job->keeper_start = ProcessStartTime(spawned->pid);
-    job->task_pid = spawned->task_pid;
-    job->children.insert(job->keeper);
-    job->pgids.insert(job->task_pid);
-    WatchBatch(*job, spawned->pidfd, /*our_child=*/true);
+    if (!spawned.ok()) return FailLaunch(id, spawned.status().message(), false);
+    j.keeper = spawned->pid;
+    j.keeper_start = ProcessStartTime(spawned->pid);
+    j.task_pid = spawned->task_pid;
+    j.children.insert(j.keeper);
+    j.pgids.insert(j.task_pid);
+    WatchBatch(j, spawned->pidfd, /*our_child=*/true);
     spdlog::info("job={} node={} batch script started pid={} keeper={} user={}", id,
-                 options_.node_name, job->task_pid, job->keeper, spec.user());
+                 options_.node_name, j.task_pid, j.keeper, spec.user());
   }
-  job->started = true;
-  if (Status st = SaveState(*job); !st.ok()) {
+  j.started = true;
+  if (Status st = SaveState(j); !st.ok()) {
     // Not fatal: the job runs; it would only be lost if this agent restarted before it ends.
     spdlog::error("job={} node={} {}", id, options_.node_name, st.ToString());
   }
   if (l.time_limit_ms() > 0) {
     int64_t remaining = l.start_time_ms() + l.time_limit_ms() - SystemClock::Get()->NowMs();
-    job->limit_timer = std::make_unique<asio::steady_timer>(io_);
-    job->limit_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, remaining)));
-    job->limit_timer->async_wait([this, id](boost::system::error_code e) {
+    j.limit_timer = std::make_unique<asio::steady_timer>(io_);
+    j.limit_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, remaining)));
+    j.limit_timer->async_wait([this, id](boost::system::error_code e) {
       if (!e) OnTimeLimit(id);
     });
   }
-  jobs_[id] = std::move(job);
-  PublishJobIds();
   v1::AgentMessage m;
   m.mutable_job_started()->set_job_id(id);
   m.mutable_job_started()->set_run(l.requeue_count());
@@ -934,9 +972,27 @@ void Agent::Impl::CheckClean(uint64_t id) {
     });
     return;
   }
+  if (job->prolog_running || job->epilog_running) return;  // its completion comes back here
   if (!groups_empty) {
     spdlog::warn("job={} node={} some processes survived SIGKILL (zombies?); releasing anyway", id,
                  options_.node_name);
+  }
+  const std::string& epilog = options_.config.agent.epilog;
+  if (!epilog.empty() && !job->epilog_done && job->started) {
+    job->epilog_running = true;
+    RunAdminScript("epilog", epilog, AdminScriptEnv(*job), options_.config.agent.epilog_timeout_s,
+                   [this, id](const std::string& error) {
+                     LocalJob* j = FindJob(id);
+                     if (!j) return;
+                     j->epilog_running = false;
+                     j->epilog_done = true;
+                     j->epilog_error = error;
+                     if (!error.empty()) {
+                       spdlog::error("job={} node={} {}", id, options_.node_name, error);
+                     }
+                     CheckClean(id);
+                   });
+    return;
   }
   std::error_code ec;
   fs::remove_all(job->dir, ec);
@@ -948,6 +1004,7 @@ void Agent::Impl::CheckClean(uint64_t id) {
   v1::AgentMessage m;
   m.mutable_job_cleaned()->set_job_id(id);
   m.mutable_job_cleaned()->set_run(job->run());
+  m.mutable_job_cleaned()->set_epilog_error(job->epilog_error);
   jobs_.erase(id);
   PublishJobIds();
   Send(m);
@@ -1009,24 +1066,20 @@ void Agent::Impl::GpuHealthTick() {
   });
 }
 
-void Agent::Impl::RunHealthCheck() {
-  if (shutting_down_) return;
-  const AgentConfig& c = options_.config.agent;
-  check_timer_.expires_after(std::chrono::seconds(c.health_check_interval_s));
-  check_timer_.async_wait([this](boost::system::error_code ec) {
-    if (!ec) RunHealthCheck();
-  });
-  if (check_running_) return;  // the last one has not finished: it has its own timeout
+void Agent::Impl::RunAdminScript(const std::string& what, const std::string& program,
+                                 std::vector<std::string> env, uint32_t timeout_s,
+                                 std::function<void(const std::string&)> done) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
-    spdlog::error("node={} health check: pipe: {}", options_.node_name, std::strerror(errno));
-    return;
+    return done(what + ": pipe: " + std::strerror(errno));
   }
   SpawnSpec sp;
-  sp.argv = {c.health_check_program};
-  // As root, with a clean environment: nothing of any user's leaks into the admin's check.
-  sp.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "MUSTER_NODE=" + options_.node_name, "MUSTER_CONF=" + options_.config_path};
+  sp.argv = {program};
+  // As root, with a clean environment: nothing of any user's leaks into the admin's script.
+  sp.env = std::move(env);
+  sp.env.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  sp.env.push_back("MUSTER_NODE=" + options_.node_name);
+  sp.env.push_back("MUSTER_CONF=" + options_.config_path);
   sp.cwd = "/";
   sp.stdout_fd = out[1];
   sp.stderr_fd = out[1];
@@ -1034,11 +1087,8 @@ void Agent::Impl::RunHealthCheck() {
   ::close(out[1]);
   if (!spawned.ok()) {
     ::close(out[0]);
-    HealthCheckDone("cannot run health_check_program: " + spawned.status().message(), 127 << 8,
-                    false);
-    return;
+    return done(what + " failed: cannot run " + program + ": " + spawned.status().message());
   }
-  check_running_ = true;
   struct Run {
     std::string output;
     bool eof = false, exited = false, timed_out = false;
@@ -1047,13 +1097,29 @@ void Agent::Impl::RunHealthCheck() {
   auto run = std::make_shared<Run>();
   const pid_t pid = spawned->pid;
   auto timeout = std::make_shared<asio::steady_timer>(io_);
-  auto finish = [this, run, timeout] {
+  auto finish = [run, timeout, what, timeout_s, done] {
     if (!run->eof || !run->exited) return;
     timeout->cancel();
-    check_running_ = false;
-    HealthCheckDone(run->output, run->status, run->timed_out);
+    int code = 0, sig = 0;
+    DecodeWaitStatus(run->status, &code, &sig);
+    if (code == 0 && sig == 0 && !run->timed_out) return done("");
+    // The reason is the first line with text, as Slurm's health check reports it.
+    std::string first;
+    for (const auto& line : Split(run->output, '\n')) {
+      if (!Trim(line).empty()) {
+        first = std::string(Trim(line)).substr(0, 200);
+        break;
+      }
+    }
+    if (run->timed_out) {
+      first = what + " timed out after " + std::to_string(timeout_s) + "s";
+    } else if (first.empty()) {
+      first = sig ? what + " killed by signal " + std::to_string(sig)
+                  : what + " exited with code " + std::to_string(code);
+    }
+    done(first);
   };
-  timeout->expires_after(std::chrono::seconds(c.health_check_timeout_s));
+  timeout->expires_after(std::chrono::seconds(timeout_s));
   timeout->async_wait([run, pid](boost::system::error_code ec) {
     if (ec || run->exited) return;
     run->timed_out = true;
@@ -1082,28 +1148,48 @@ void Agent::Impl::RunHealthCheck() {
   });
 }
 
-void Agent::Impl::HealthCheckDone(const std::string& output, int status, bool timed_out) {
-  int code = 0, sig = 0;
-  DecodeWaitStatus(status, &code, &sig);
+std::vector<std::string> Agent::Impl::AdminScriptEnv(const LocalJob& job) const {
+  const v1::LaunchJob& l = job.launch;
+  std::vector<std::string> names;
+  for (const auto& na : l.allocation().nodes()) names.push_back(na.node());
+  std::vector<std::string> env = {
+      "SLURM_JOB_ID=" + std::to_string(l.job_id()),
+      "SLURM_JOBID=" + std::to_string(l.job_id()),
+      "SLURM_JOB_USER=" + l.spec().user(),
+      "SLURM_JOB_UID=" + std::to_string(l.spec().uid()),
+      "SLURM_JOB_GID=" + std::to_string(l.spec().gid()),
+      "SLURM_JOB_NAME=" + l.spec().name(),
+      "SLURM_JOB_NODELIST=" + CompressHostlist(names),
+      "SLURM_JOB_PARTITION=" + l.allocation().partition(),
+      "SLURM_CLUSTER_NAME=" + l.cluster_name(),
+      "SLURMD_NODENAME=" + options_.node_name,
+      "SLURM_JOB_GPUS=" + GpuList(l),
+      "CUDA_VISIBLE_DEVICES=" + job.visible_devices,
+      "MUSTER_JOB_CGROUP=" + job.cgroup,
+  };
+  return env;
+}
+
+void Agent::Impl::RunHealthCheck() {
+  if (shutting_down_) return;
+  const AgentConfig& c = options_.config.agent;
+  check_timer_.expires_after(std::chrono::seconds(c.health_check_interval_s));
+  check_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) RunHealthCheck();
+  });
+  if (check_running_) return;  // the last one has not finished: it has its own timeout
+  check_running_ = true;
+  RunAdminScript("health check", c.health_check_program, {}, c.health_check_timeout_s,
+                 [this](const std::string& error) {
+                   check_running_ = false;
+                   HealthCheckDone(error);
+                 });
+}
+
+void Agent::Impl::HealthCheckDone(const std::string& error) {
   v1::NodeHealth h;
-  h.set_ok(code == 0 && sig == 0 && !timed_out);
-  if (!h.ok()) {
-    std::string first;
-    for (const auto& line : Split(output, '\n')) {
-      if (!Trim(line).empty()) {
-        first = std::string(Trim(line)).substr(0, 200);
-        break;
-      }
-    }
-    if (timed_out) {
-      first = "health check timed out after " +
-              std::to_string(options_.config.agent.health_check_timeout_s) + "s";
-    } else if (first.empty()) {
-      first = sig ? "health check killed by signal " + std::to_string(sig)
-                  : "health check exited with code " + std::to_string(code);
-    }
-    h.set_reason(first);
-  }
+  h.set_ok(error.empty());
+  h.set_reason(error);
   if (!last_check_ || last_check_->ok() != h.ok() || last_check_->reason() != h.reason()) {
     if (h.ok()) {
       spdlog::info("node={} health check passes", options_.node_name);

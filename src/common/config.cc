@@ -285,6 +285,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             t.Uint("health_check_timeout_s", &c.agent.health_check_timeout_s, 1, 3'600));
         MUSTER_RETURN_IF_ERROR(t.Bool("kill_jobs_on_stop", &c.agent.kill_jobs_on_stop));
         MUSTER_RETURN_IF_ERROR(t.String("cgroup_root", &c.agent.cgroup_root));
+        MUSTER_RETURN_IF_ERROR(t.String("prolog", &c.agent.prolog));
+        MUSTER_RETURN_IF_ERROR(t.String("epilog", &c.agent.epilog));
+        MUSTER_RETURN_IF_ERROR(t.Uint("prolog_timeout_s", &c.agent.prolog_timeout_s, 1, 86'400));
+        MUSTER_RETURN_IF_ERROR(t.Uint("epilog_timeout_s", &c.agent.epilog_timeout_s, 1, 86'400));
         return t.String("log_level", &c.agent.log_level);
       },
       source));

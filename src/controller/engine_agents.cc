@@ -238,8 +238,15 @@ void Engine::OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, TimeM
   JobEntry* job = FindJob(e.job_id());
   if (!job || job->rec.state() != v1::RUNNING || e.run() != job->rec.requeue_count()) return;
   spdlog::warn("job={} failed to launch on node={}: {}", e.job_id(), node.config.name, e.message());
-  job->rec.set_exit_code(1);
   store::Mutation m;
+  if (e.node_fault()) {
+    // Slurm's rule for a failed prolog: the node is suspect, the job is not.
+    SetCheckDrain(node, "prolog", e.message(), now, m);
+    RequeueOrFail(*job, "Prolog", node.config.name + ": " + e.message(), now, m);
+    CommitOrDie(m);
+    return;
+  }
+  job->rec.set_exit_code(1);
   FinishJob(*job, v1::FAILED, "JobLaunchFailure", now, m);
   job->rec.set_reason_detail(node.config.name + ": " + e.message());
   m.PutJob(job->rec);
@@ -274,7 +281,14 @@ void Engine::OnBatchExited(NodeEntry& node, const v1::BatchExited& e, TimeMs now
                e.exit_code(), e.signal());
 }
 
-void Engine::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs) {
+void Engine::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs now) {
+  if (!e.epilog_error().empty()) {
+    store::Mutation m;
+    SetCheckDrain(node, "epilog",
+                  "epilog failed after job " + std::to_string(e.job_id()) + ": " + e.epilog_error(),
+                  now, m);
+    CommitOrDie(m);
+  }
   if (node.stale_jobs.erase(e.job_id())) {
     spdlog::info("node={} cleaned stale job={}", node.config.name, e.job_id());
     schedule_requested_ = true;

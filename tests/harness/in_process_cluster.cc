@@ -92,6 +92,8 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(InProcessClust
     << "kill_grace_ms = " << o.kill_grace_ms << "\n"
     << "[agent]\nspool_dir = \"" << c->dir_ << "/spool\"\nstep_address = \"127.0.0.1:0\"\n"
     << "gpu_health_interval_ms = " << o.gpu_health_interval_ms << "\n";
+  if (!o.prolog.empty()) t << "prolog = \"" << o.prolog << "\"\n";
+  if (!o.epilog.empty()) t << "epilog = \"" << o.epilog << "\"\n";
   if (o.cgroups) c->cgroup_root_ = PrivateCgroupRoot(c->dir_);
   t << "cgroup_root = \"" << (c->cgroup_root_.empty() ? "none" : c->cgroup_root_) << "\"\n";
   if (!o.health_check_program.empty()) {

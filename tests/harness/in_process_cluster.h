@@ -27,6 +27,7 @@ struct InProcessClusterOptions {
   // Job cgroups: in a directory of their own under the cgroup v2 mount where it is writable
   // (removed at the end), never the shared default place; false or unwritable: "none".
   bool cgroups = true;
+  std::string prolog, epilog;  // [agent] prolog / epilog
 };
 
 class InProcessCluster {

@@ -219,6 +219,62 @@ TEST_F(ClusterTest, JobsCancelledOrLostWhileTheAgentIsAwayAreSettledWhenItReturn
   ::kill(std::stoi(Read(jobs_ + "lost.pid")), SIGKILL);  // unknown to the agent now
 }
 
+TEST(ClusterPrologTest, PrologAndEpilogRunAsTheAdminsAndTheirFailuresDrain) {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("muster-pe-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto script = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir + "/" + name) << "#!/bin/sh\n" << body;
+    std::filesystem::permissions(dir + "/" + name, std::filesystem::perms::owner_all);
+    return dir + "/" + name;
+  };
+  InProcessClusterOptions o;
+  o.nodes = 2;
+  o.prolog = script("prolog", "env > " + dir + "/prolog.$SLURMD_NODENAME.$SLURM_JOB_ID\n" +
+                                  "[ -e " + dir + "/bad-prolog.$SLURMD_NODENAME ] && " +
+                                  "{ echo; echo 'no scratch space'; exit 1; }\nexit 0\n");
+  o.epilog = script("epilog", "echo done > " + dir + "/epilog.$SLURMD_NODENAME.$SLURM_JOB_ID\n" +
+                                  "[ -e " + dir +
+                                  "/bad-epilog ] && { echo 'GPU memory not "
+                                  "freed'; exit 2; }\nexit 0\n");
+  auto c = InProcessCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  InProcessCluster& cluster = **c;
+  // A job on both nodes: the prolog ran on each with the job's variables and none of the user's.
+  v1::JobSpec both = Gang(2, 1);
+  both.add_environment("SECRET_OF_THE_USER=1");
+  auto id = cluster.Submit("#!/bin/sh\ntrue\n", both);
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster.State(*id) == v1::COMPLETED, 10'000);
+  const std::string tag = "." + std::to_string(*id);
+  ASSERT_EVENTUALLY(std::filesystem::exists(dir + "/epilog.node1" + tag) &&
+                        std::filesystem::exists(dir + "/epilog.node2" + tag),
+                    10'000);
+  std::string env = Read(dir + "/prolog.node2" + tag);
+  EXPECT_NE(env.find("SLURM_JOB_ID=" + std::to_string(*id) + "\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("SLURM_JOB_NODELIST=node[1-2]\n"), std::string::npos) << env;
+  EXPECT_EQ(env.find("SECRET_OF_THE_USER"), std::string::npos) << env;
+  // A failed prolog drains its node with the script's first line and requeues the job.
+  std::ofstream(dir + "/bad-prolog.node1") << "";
+  auto requeued = cluster.Submit("#!/bin/sh\ntrue\n", Gang(1, 1));
+  ASSERT_TRUE(requeued.ok());
+  ASSERT_EVENTUALLY(cluster.State(*requeued) == v1::COMPLETED, 10'000);
+  auto n1 = cluster.Node("node1");
+  EXPECT_TRUE(n1->drain());
+  EXPECT_EQ(n1->reason(), "prolog failed: no scratch space");
+  EXPECT_EQ(cluster.Job(*requeued)->requeue_count(), 1u);
+  EXPECT_EQ(cluster.Job(*requeued)->nodes(0), "node2");
+  // A failed epilog drains its node; the job's result stands.
+  std::ofstream(dir + "/bad-epilog") << "";
+  auto last = cluster.Submit("#!/bin/sh\nexit 0\n", Gang(1, 1));
+  ASSERT_TRUE(last.ok());
+  ASSERT_EVENTUALLY(cluster.Node("node2")->drain(), 10'000);
+  EXPECT_EQ(cluster.Node("node2")->reason(),
+            "epilog failed after job " + std::to_string(*last) + ": GPU memory not freed");
+  EXPECT_EQ(cluster.State(*last), v1::COMPLETED);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
   auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", [] {
     v1::JobSpec s = Gang(2, 4);

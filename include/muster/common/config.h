@@ -60,6 +60,14 @@ struct AgentConfig {
   // Where job cgroups (v2) go: "" finds the hierarchy and the agent's place in it, "none" turns
   // them off, a directory puts them there (<dir>/<node>/job_<id>).
   std::string cgroup_root;
+  // The admin's prolog and epilog (Slurm's Prolog/Epilog): run as root with a clean environment
+  // (SLURM_JOB_ID, SLURM_JOB_USER, ... never the user's) before a job starts on the node and
+  // after its last process there is gone. A failed prolog drains the node and requeues the job;
+  // a failed epilog drains the node.
+  std::string prolog;
+  std::string epilog;
+  uint32_t prolog_timeout_s = 300;
+  uint32_t epilog_timeout_s = 300;
 };
 
 struct PartitionConfig {
