@@ -24,6 +24,7 @@ int CmdNode(int argc, char** argv);
 int CmdRun(int argc, char** argv);
 int CmdInfo(int argc, char** argv);
 int CmdLocal(int argc, char** argv);
+int CmdTopology(int argc, char** argv);
 
 // The controller of the cluster named by $MUSTER_CONF (or /etc/muster/muster.toml).
 Result<client::ControllerClient> ConnectController();

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "muster/common/duration.h"
+#include "muster/common/ibnetdiscover.h"
 #include "muster/common/strings.h"
 #include "output.h"
 
@@ -215,6 +216,33 @@ int CmdInfo(int argc, char**) {
       r->cluster_name().c_str(), r->version().c_str(), static_cast<unsigned long long>(r->epoch()),
       FormatTimestamp(r->start_time_ms()).c_str(), r->nodes(), r->jobs_pending(), r->jobs_running(),
       static_cast<unsigned long long>(r->next_job_id()));
+  return kExitOk;
+}
+
+// `muster topology ibnetdiscover FILE|-`: the admin's way from the fabric to node topology.
+int CmdTopology(int argc, char** argv) {
+  if (argc != 3 || std::string(argv[1]) != "ibnetdiscover") {
+    return Usage("topology",
+                 "Usage: muster topology ibnetdiscover FILE   (FILE: `ibnetdiscover` output, or - "
+                 "for stdin)");
+  }
+  std::string path = argv[2];
+  FILE* in = path == "-" ? stdin : std::fopen(path.c_str(), "r");
+  if (!in) {
+    std::fprintf(stderr, "muster topology: cannot read %s\n", path.c_str());
+    return kExitFailed;
+  }
+  std::string text;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, in)) > 0;) text.append(buf, n);
+  if (in != stdin) std::fclose(in);
+  auto fabric = ParseIbnetdiscover(text);
+  if (!fabric.ok()) {
+    std::fprintf(stderr, "muster topology: %s: %s\n", path.c_str(),
+                 fabric.status().message().c_str());
+    return kExitFailed;
+  }
+  std::fputs(IbTopologyConfig(*fabric).c_str(), stdout);
   return kExitOk;
 }
 

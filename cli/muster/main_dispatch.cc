@@ -49,6 +49,7 @@ Cluster:
   local up [--nodes N] [--gpus-per-node G] [--dir DIR]
                                      start a local test cluster (fake GPUs) and wait for it
   local down [--dir DIR] [--purge]   stop it
+  topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -75,6 +76,7 @@ int Main(int argc, char** argv) {
   if (cmd == "run") return CmdRun(sub_argc, sub_argv);
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
+  if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {
     std::printf("muster %s\n", kVersion);
     return kExitOk;
