@@ -701,7 +701,22 @@ void Agent::Impl::OnMessage(const v1::ControllerMessage& msg) {
 }
 
 void Agent::Impl::OnConnected(const v1::RegisterResponse& resp) {
-  epoch_ = resp.epoch();
+  if (resp.epoch() < epoch_) {
+    // A controller older than one we have obeyed (a stale primary come back): its commands are
+    // refused by OnMessage; say so once here.
+    spdlog::error(
+        "node={} registered with controller epoch {}, older than epoch {} seen before; "
+        "its commands will be refused",
+        options_.node_name, resp.epoch(), epoch_);
+  } else if (resp.epoch() > epoch_) {
+    epoch_ = resp.epoch();
+    // Remembered across agent restarts, so a stale controller stays fenced off.
+    const std::string path = options_.spool_dir + "/controller-epoch";
+    if (!WriteFileCloexec(path + ".tmp", std::to_string(epoch_) + "\n", 0600) ||
+        ::rename((path + ".tmp").c_str(), path.c_str()) != 0) {
+      spdlog::warn("node={} cannot save the controller epoch to {}", options_.node_name, path);
+    }
+  }
   hb_interval_ms_ = std::max<uint32_t>(50, resp.heartbeat_interval_ms());
   // Events sent while the controller was away are sent again; it ignores what it already knows.
   for (const auto& [id, job] : jobs_) {
@@ -1381,6 +1396,11 @@ Status Agent::Impl::Listen(const OsInventory& os) {
   cb.on_disconnected = [this] { asio::post(io_, [this] { hb_timer_.cancel(); }); };
   link_ = std::make_unique<ControllerLink>(o.controller_address, o.node_name, instance_id_, cb);
 
+  {
+    std::ifstream in(o.spool_dir + "/controller-epoch");
+    uint64_t e = 0;
+    if (in >> e) epoch_ = e;
+  }
   Readopt();
   work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
       io_.get_executor());

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "harness/in_process_cluster.h"
 #include "harness/test_util.h"
@@ -273,6 +274,28 @@ TEST(ClusterPrologTest, PrologAndEpilogRunAsTheAdminsAndTheirFailuresDrain) {
             "epilog failed after job " + std::to_string(*last) + ": GPU memory not freed");
   EXPECT_EQ(cluster.State(*last), v1::COMPLETED);
   std::filesystem::remove_all(dir);
+}
+
+TEST_F(ClusterTest, AgentsRefuseCommandsFromAControllerOlderThanOneTheyObeyed) {
+  namespace fs = std::filesystem;
+  const std::string state = cluster_->dir() + "/state";
+  cluster_->StopController();
+  fs::copy(state, state + ".old", fs::copy_options::recursive);  // epoch 1
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(cluster_->RestartController().ok());
+    ASSERT_TRUE(cluster_->WaitForNodesUp(10'000).ok());  // the agents obey epoch 3 now
+  }
+  // The old controller comes back from its old state: epoch 2, older than 3.
+  cluster_->StopController();
+  fs::remove_all(state);
+  fs::rename(state + ".old", state);
+  ASSERT_TRUE(cluster_->RestartController().ok());
+  ASSERT_TRUE(cluster_->WaitForNodesUp(10'000).ok());
+  auto id = cluster_->Submit("#!/bin/sh\ntouch " + jobs_ + "ran\n", Gang(1, 1));
+  ASSERT_TRUE(id.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE(fs::exists(jobs_ + "ran")) << "a fenced-off controller started a job";
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(cluster_->agent(i)->num_jobs(), 0u);
 }
 
 TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {

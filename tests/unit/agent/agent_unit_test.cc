@@ -1,7 +1,12 @@
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -335,6 +340,110 @@ TEST_F(LauncherTest, DropsPrivilegesWhenAskedTo) {
   ASSERT_TRUE(sp.ok()) << sp.status().ToString();
   Wait(*sp);
   EXPECT_EQ(Read(s.stdout_path), "65534\n65534\n");
+}
+
+// As root (CI): a real user made by the test setup, with a supplementary group; the job runs as
+// that user under a keeper, and what it daemonizes ends with it.
+class RootLauncherTest : public LauncherTest {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) return;
+    int rc = std::system(
+        "(getent group muster-test-extra >/dev/null || groupadd muster-test-extra) && "
+        "(id muster-test >/dev/null 2>&1 || useradd --no-create-home --shell /bin/sh "
+        "--groups muster-test-extra muster-test)");
+    ready_ = rc == 0;
+  }
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
+    if (!ready_) GTEST_SKIP() << "useradd/groupadd are not available here";
+    LauncherTest::SetUp();
+    std::filesystem::permissions(dir_, std::filesystem::perms::all);
+    struct passwd* pw = ::getpwnam("muster-test");
+    ASSERT_NE(pw, nullptr);
+    uid_ = pw->pw_uid;
+    gid_ = pw->pw_gid;
+    struct group* gr = ::getgrnam("muster-test-extra");
+    ASSERT_NE(gr, nullptr);
+    extra_ = gr->gr_gid;
+  }
+  SpawnSpec AsUser(const std::string& script) {
+    SpawnSpec s;
+    s.argv = {"sh", "-c", script};
+    s.env = {"PATH=/usr/bin:/bin", "FOO=bar"};
+    s.cwd = dir_.string();
+    s.change_user = true;
+    s.uid = uid_;
+    s.gid = gid_;
+    s.groups = GroupsOf("muster-test", gid_);
+    s.stdout_path = (dir_ / "out.txt").string();
+    s.exit_file = (dir_ / "exit").string();
+    return s;
+  }
+  static inline bool ready_ = false;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0, extra_ = 0;
+};
+
+bool Gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && stat[close + 2] == 'Z';
+}
+
+TEST_F(RootLauncherTest, RunsAsTheUserWithItsGroupsAndItsLeftoversEndWithIt) {
+  const std::string daemon_pid = (dir_ / "d.pid").string();
+  SpawnSpec s = AsUser(
+      "id -u; id -g; id -G; echo $FOO; setsid sh -c 'sleep 60 </dev/null "
+      ">/dev/null 2>&1 & echo $! > " +
+      daemon_pid + "'; sleep 0.2; exit 4");
+  EXPECT_NE(std::find(s.groups.begin(), s.groups.end(), extra_), s.groups.end());
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  EXPECT_NE(sp->pid, sp->task_pid) << "a keeper stands between the agent and the script";
+  Wait(*sp);  // the keeper ends after the script, and after what the script left behind
+  auto status = ReadExitFile(s.exit_file);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  int code, sig;
+  DecodeWaitStatus(*status, &code, &sig);
+  EXPECT_EQ(code, 4);
+  std::istringstream out(Read(s.stdout_path));
+  std::string uid, gid, groups, foo;
+  std::getline(out, uid);
+  std::getline(out, gid);
+  std::getline(out, groups);
+  std::getline(out, foo);
+  EXPECT_EQ(uid, std::to_string(uid_));
+  EXPECT_EQ(gid, std::to_string(gid_));
+  EXPECT_NE((" " + groups + " ").find(" " + std::to_string(extra_) + " "), std::string::npos)
+      << groups;
+  EXPECT_EQ(foo, "bar");
+  struct stat st {};
+  ASSERT_EQ(::stat(s.stdout_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, uid_) << "output files belong to the user";
+  ASSERT_FALSE(Read(daemon_pid).empty());
+  EXPECT_TRUE(Gone(std::stoi(Read(daemon_pid)))) << "the daemonized sleep outlived its job";
+}
+
+TEST_F(RootLauncherTest, SignallingTheJobReachesWhatEscapedItsSession) {
+  const std::string daemon_pid = (dir_ / "d.pid").string();
+  SpawnSpec s = AsUser("setsid sh -c 'sleep 60 </dev/null >/dev/null 2>&1 & echo $! > " +
+                       daemon_pid + "'; exec sleep 60");
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  for (int i = 0; i < 500 && Read(daemon_pid).empty(); ++i) ::usleep(10'000);
+  ASSERT_FALSE(Read(daemon_pid).empty());
+  const pid_t daemon = std::stoi(Read(daemon_pid));
+  EXPECT_NE(::getsid(daemon), sp->task_pid) << "it did leave the job's session";
+  ::kill(-sp->task_pid, SIGTERM);  // what cancel and the time limit send first
+  Wait(*sp);
+  int code, sig;
+  DecodeWaitStatus(*ReadExitFile(s.exit_file), &code, &sig);
+  EXPECT_EQ(sig, SIGTERM);
+  EXPECT_TRUE(Gone(daemon));
 }
 
 }  // namespace
