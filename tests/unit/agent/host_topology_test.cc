@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -151,6 +154,21 @@ TEST_F(InfinibandTest, PortsStateRateAndLinkLayer) {
   EXPECT_EQ(devs[1].numa, 0);
   EXPECT_EQ(devs[1].ports[0].link_layer, "Ethernet") << "RoCE: not part of an IB fabric";
   EXPECT_TRUE(ProbeInfiniband((root_ / "nothing").string()).empty()) << "no HCAs is no error";
+  // The GUIDs are the ones `ibv_devices` printed on that VM (it writes them without colons).
+  std::ifstream in(std::string(MUSTER_SOURCE_DIR) +
+                   "/tests/data/ib/ibv_devices_azure-hb120rs-v3.txt");
+  std::map<std::string, std::string> listed;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string name, guid;
+    if (f >> name >> guid && name.rfind("mlx5_", 0) == 0) listed[name] = guid;
+  }
+  ASSERT_EQ(listed.size(), 2u);
+  for (const auto& d : devs) {
+    std::string bare = d.node_guid;
+    bare.erase(std::remove(bare.begin(), bare.end(), ':'), bare.end());
+    EXPECT_EQ(listed[d.name], bare) << d.name;
+  }
 }
 
 }  // namespace
