@@ -83,6 +83,7 @@ int CmdNodes(int argc, char** argv) {
     for (const auto& n : resp->nodes()) {
       w.BeginObject().Field("name", n.name()).Field("state", NodeStateText(n));
       w.Field("drain", n.drain()).Field("reason", n.reason()).Field("reason_user", n.reason_user());
+      w.Field("drained_by", n.drained_by()).Field("isolation", n.isolation());
       w.Key("partitions").BeginArray();
       for (const auto& p : n.partitions()) w.String(p);
       w.EndArray();
@@ -131,7 +132,20 @@ int CmdNodes(int argc, char** argv) {
         w.Field("type", g.type())
             .Field("memory_mb", g.memory_mb())
             .Field("numa_node", g.numa_node());
-        w.Field("pci_bus_id", g.pci_bus_id()).Key("links").BeginArray();
+        w.Field("pci_bus_id", g.pci_bus_id()).Field("minor", g.minor_number());
+        w.Field("cpu_affinity", g.cpu_affinity()).Field("health", g.health());
+        w.Field("mig", g.mig_enabled()).Key("mig_devices").BeginArray();
+        for (const auto& m : g.mig_devices()) {
+          w.BeginObject().Field("index", m.index()).Field("uuid", m.uuid());
+          w.Field("profile", m.profile()).Field("memory_mb", m.memory_mb()).EndObject();
+        }
+        w.EndArray();
+        if (!g.fabric_state().empty()) {
+          w.Key("fabric").BeginObject().Field("state", g.fabric_state());
+          w.Field("cluster_uuid", g.fabric_cluster_uuid()).Field("clique_id", g.fabric_clique_id());
+          w.EndObject();
+        }
+        w.Key("links").BeginArray();
         for (const auto& l : g.links()) {
           w.BeginObject()
               .Field("peer", l.peer_index())

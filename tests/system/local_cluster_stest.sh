@@ -6,6 +6,7 @@
 # that every acknowledged job finishes. Stops exactly the processes it started (pid files).
 set -euo pipefail
 BIN=$(cd "${1:?usage: $0 BIN_DIR}" && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH="$BIN:$PATH"
 DIR=$(mktemp -d /tmp/muster-stest.XXXXXX)
 WORK="$DIR/work"
@@ -130,6 +131,16 @@ muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 >/dev/null
 for id in "${ids[@]}"; do wait_for 60 is_state "$id" COMPLETED; done
 next=$(muster submit --parsable --wrap true)
 [ "$next" -gt "${ids[5]}" ] || fail "job id $next reused"
+
+echo "== what the agents found and how they isolate jobs"
+json=$(muster nodes --json)
+grep -q '"isolation":"' <<<"$json" || fail "no isolation in nodes --json: $json"
+grep -q '"health":""' <<<"$json" || fail "no GPU health in nodes --json"
+probe=$("$BIN/musterd" --probe --name probe-node --gpu-fixture "$DIR/cluster/gpus.toml")
+grep -q '^gpu7: uuid=GPU-fixture-0007 ' <<<"$probe" || fail "musterd --probe: $probe"
+grep -q '^\[\[nodes\]\]$' <<<"$probe" || fail "musterd --probe prints no [[nodes]] entry"
+topo=$(muster topology ibnetdiscover "$ROOT/tests/data/ib/ibnetdiscover_dgx-h100-superpod_ndr-leaf-spine.out")
+grep -q 'names = "a07-p1-dgx-03-c\[01-18\]"' <<<"$topo" || fail "topology ibnetdiscover: $topo"
 
 echo "== local down stops exactly its processes"
 pids=$(cat "$DIR"/cluster/run/*.pid)
