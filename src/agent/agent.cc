@@ -200,6 +200,8 @@ class Agent::Impl {
   void BatchEnded(uint64_t id);
   // The cgroup limits of the job's share of this node (what the controllers here can enforce).
   JobCgroups::Limits CgroupLimits(const v1::LaunchJob& l) const;
+  // Only the job's GPUs' device files are open to it (where BPF device filters work).
+  Status LimitGpuDevices(const LocalJob& job);
   // Survival across agent restarts: job<ID>/state in the spool dir.
   Status SaveState(const LocalJob& job);
   void Readopt();
@@ -563,6 +565,25 @@ JobCgroups::Limits Agent::Impl::CgroupLimits(const v1::LaunchJob& l) const {
   return lim;
 }
 
+Status Agent::Impl::LimitGpuDevices(const LocalJob& job) {
+  if (!cgroups_.limits_devices() || inventory_.gpus().empty()) return Status::Ok();
+  std::vector<uint32_t> minors;
+  for (uint32_t index : GpusTouched(job.launch, inventory_.gpus())) {
+    const v1::GpuDevice* gpu = nullptr;
+    for (const auto& g : inventory_.gpus()) {
+      if (g.index() == index) gpu = &g;
+    }
+    if (!gpu || gpu->minor_number() < 0) {
+      // Without the device's minor number the filter would lock the job out of its own GPU.
+      spdlog::warn("job={} node={} gpu{} has no known /dev/nvidia minor: devices not filtered",
+                   job.launch.job_id(), options_.node_name, index);
+      return Status::Ok();
+    }
+    minors.push_back(static_cast<uint32_t>(gpu->minor_number()));
+  }
+  return JobCgroups::LimitGpus(job.cgroup, minors);
+}
+
 Status Agent::Impl::SaveState(const LocalJob& job) {
   v1::AgentJobState st;
   *st.mutable_launch() = job.launch;
@@ -803,6 +824,7 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
     auto cg = cgroups_.Create(id, CgroupLimits(l));
     if (!cg.ok()) return FailLaunch(id, cg.status().message(), false);
     j.cgroup = *cg;
+    if (Status st = LimitGpuDevices(j); !st.ok()) return FailLaunch(id, st.message(), false);
   }
   PublishJobIds();
   const std::string& prolog = options_.config.agent.prolog;

@@ -1,8 +1,10 @@
 #include "cgroup.h"
 
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -106,6 +108,9 @@ JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) 
     c.description_ = "none: cannot create cgroups under " + base + ": " + why + reduced;
     return c;
   }
+  // Can we filter devices? Try it on the probe cgroup (containers often refuse BPF).
+  Status bpf = LimitGpus(probe, {});
+  c.devices_ = bpf.ok();
   ::rmdir(probe.c_str());
   c.base_ = base;
   // Controllers, level by level from the top we may write to; each needs the one above it.
@@ -138,8 +143,9 @@ JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) 
   } else {
     limits = "limits " + limits + (refused.empty() ? "" : " (" + refused + ")");
   }
-  c.description_ = "cgroup v2 at " + base + ": every job process tracked; " + limits +
-                   "; GPU device access not restricted (needs a BPF device filter, not built)";
+  c.description_ = "cgroup v2 at " + base + ": every job process tracked; " + limits + "; " +
+                   (c.devices_ ? "GPU device files open only to the jobs they are allocated to"
+                               : "GPU device access not restricted: " + bpf.message());
   return c;
 }
 
@@ -202,6 +208,68 @@ void JobCgroups::Signal(const std::string& dir, int sig) {
 
 void JobCgroups::Kill(const std::string& dir) {
   if (!WriteValue(dir + "/cgroup.kill", "1")) Signal(dir, SIGKILL);  // before Linux 5.14
+}
+
+Status JobCgroups::LimitGpus(const std::string& dir, const std::vector<uint32_t>& minors) {
+  constexpr int32_t kNvidiaMajor = 195;
+  constexpr int32_t kLastGpuMinor = 253;  // 254 nvidia-modeset, 255 nvidiactl
+  // ctx: struct bpf_cgroup_dev_ctx { u32 access_type (type | access << 16); u32 major, minor; }
+  std::vector<bpf_insn> p;
+  auto op = [&p](uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
+    bpf_insn i{};
+    i.code = code;
+    i.dst_reg = dst & 0xf;
+    i.src_reg = src & 0xf;
+    i.off = off;
+    i.imm = imm;
+    p.push_back(i);
+    return p.size() - 1;
+  };
+  std::vector<size_t> to_allow;  // jumps patched once the "allow" exit's place is known
+  op(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_2, BPF_REG_1, 0, 0);
+  op(BPF_ALU | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);
+  op(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_3, BPF_REG_1, 4, 0);
+  op(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_4, BPF_REG_1, 8, 0);
+  to_allow.push_back(op(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 0, BPF_DEVCG_DEV_CHAR));
+  to_allow.push_back(op(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_3, 0, 0, kNvidiaMajor));
+  to_allow.push_back(op(BPF_JMP | BPF_JGT | BPF_K, BPF_REG_4, 0, 0, kLastGpuMinor));
+  for (uint32_t m : minors) {
+    to_allow.push_back(op(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_4, 0, 0, static_cast<int32_t>(m)));
+  }
+  op(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);  // another job's GPU: denied
+  op(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+  const size_t allow = op(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);
+  op(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+  for (size_t j : to_allow) p[j].off = static_cast<int16_t>(allow - j - 1);
+
+  static const char kLicense[] = "GPL";
+  union bpf_attr load {};
+  load.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+  load.insn_cnt = static_cast<uint32_t>(p.size());
+  load.insns = reinterpret_cast<uint64_t>(p.data());
+  load.license = reinterpret_cast<uint64_t>(kLicense);
+  int prog = static_cast<int>(::syscall(SYS_bpf, BPF_PROG_LOAD, &load, sizeof load));
+  if (prog < 0)
+    return Internal(std::string("cannot load a BPF device program: ") + std::strerror(errno));
+  int cg = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (cg < 0) {
+    int err = errno;
+    ::close(prog);
+    return Internal("cannot open " + dir + ": " + std::strerror(err));
+  }
+  union bpf_attr attach {};
+  attach.target_fd = static_cast<uint32_t>(cg);
+  attach.attach_bpf_fd = static_cast<uint32_t>(prog);
+  attach.attach_type = BPF_CGROUP_DEVICE;
+  attach.attach_flags = BPF_F_ALLOW_MULTI;  // the parents' device rules still apply
+  int rc = static_cast<int>(::syscall(SYS_bpf, BPF_PROG_ATTACH, &attach, sizeof attach));
+  int err = errno;
+  ::close(cg);
+  ::close(prog);  // the attachment holds the program; it goes with the cgroup
+  if (rc != 0) {
+    return Internal("cannot attach a BPF device program to " + dir + ": " + std::strerror(err));
+  }
+  return Status::Ok();
 }
 
 Status JobCgroups::Remove(const std::string& dir) {

@@ -27,6 +27,7 @@ class JobCgroups {
   const std::string& base() const { return base_; }
   bool limits_cpus() const { return cpuset_; }
   bool limits_memory() const { return memory_; }
+  bool limits_devices() const { return devices_; }
 
   struct Limits {
     std::vector<uint32_t> cpus;  // OS CPU numbers; empty: not limited
@@ -44,12 +45,17 @@ class JobCgroups {
   static void Signal(const std::string& dir, int sig);
   static void Kill(const std::string& dir);  // cgroup.kill, or SIGKILL to each process
   static Status Remove(const std::string& dir);
+  // Of the NVIDIA GPU device files (/dev/nvidiaN, character major 195) only these minors are open
+  // to the cgroup's processes; nvidiactl, nvidia-uvm, MIG capabilities and every other device stay
+  // as the parent cgroups allow. A BPF device program (cgroup v2's device controller).
+  static Status LimitGpus(const std::string& dir, const std::vector<uint32_t>& minors);
 
  private:
   std::string base_;
   std::string description_;
   bool cpuset_ = false;
   bool memory_ = false;
+  bool devices_ = false;
 };
 
 }  // namespace muster::agent

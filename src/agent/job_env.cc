@@ -138,6 +138,26 @@ std::string GpuList(const v1::LaunchJob& launch) {
   return Join(ids, ",");
 }
 
+std::vector<uint32_t> GpusTouched(const v1::LaunchJob& launch,
+                                  const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus) {
+  std::set<uint32_t> out(ThisNode(launch).gpu_indices().begin(),
+                         ThisNode(launch).gpu_indices().end());
+  for (const v1::GresUnits& g : ThisNode(launch).gres()) {
+    out.insert(g.on_gpu().begin(), g.on_gpu().end());
+    if (g.name() != "gpu") continue;
+    std::vector<uint32_t> parent;  // the profile's instances in GPU order, by parent index
+    for (const auto& gpu : gpus) {
+      for (const auto& m : gpu.mig_devices()) {
+        if (EqualsIgnoreCase(m.profile(), g.type())) parent.push_back(gpu.index());
+      }
+    }
+    for (uint32_t u : g.units()) {
+      if (u < parent.size()) out.insert(parent[u]);
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
 Result<std::string> VisibleDevices(const v1::LaunchJob& launch,
                                    const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus) {
   std::vector<std::string> out;

@@ -29,6 +29,11 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
                                       const std::string& config_path, const std::string& visible,
                                       const v1::StepLaunchRequest& step, uint32_t local_id);
 
+// Every GPU the job touches on this node: whole GPUs, those under its shards, and the parents of
+// its MIG slices (the device files it must be able to open).
+std::vector<uint32_t> GpusTouched(const v1::LaunchJob& launch,
+                                  const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);
+
 // The allocated GPU indices of this node (whole GPUs and those under shards): "0,1,2".
 std::string GpuList(const v1::LaunchJob& launch);
 

@@ -1,6 +1,8 @@
 // The in-process cluster: a real controller and 4 real agents; jobs are real processes.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -443,6 +445,36 @@ TEST(ClusterIsolationTest, DaemonizedProcessesEndWithTheJobInCgroups) {
 
 TEST(ClusterIsolationTest, DaemonizedProcessesEndWithTheJobWithoutCgroups) {
   DaemonizedProcessesEndWithTheJob(false);
+}
+
+// Device files of GPUs the job was not given cannot be opened. Fake /dev/nvidiaN nodes (major
+// 195) without a driver answer ENXIO when the filter lets the open through, EPERM when it stops it.
+TEST(ClusterIsolationTest, OnlyTheJobsOwnGpuDeviceFilesOpen) {
+  InProcessClusterOptions o;
+  o.nodes = 1;
+  auto c = InProcessCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  InProcessCluster& cluster = **c;
+  auto n = cluster.Node("node1");
+  if (n->isolation().find("GPU device files open only") == std::string::npos) {
+    GTEST_SKIP() << "no BPF device filter here: " << n->isolation();
+  }
+  const std::string dev = cluster.dir() + "/dev/";
+  std::filesystem::create_directories(dev);
+  for (int minor : {0, 1, 2, 255}) {
+    std::string path = dev + "nvidia" + std::to_string(minor);
+    ASSERT_EQ(::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)), 0) << path;
+  }
+  const std::string out = cluster.dir() + "/jobs/devs";
+  auto id = cluster.Submit("#!/bin/sh\nfor m in 0 1 2 255; do printf \"$m \" >> " + out + "; cat " +
+                               dev + "nvidia$m 2>&1 | sed 's/.*: //' >> " + out + "; done\n",
+                           Gang(1, 2));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster.State(*id) == v1::COMPLETED, 10'000);
+  // The job got GPUs 0 and 1; GPU 2 is someone else's; 255 is nvidiactl, open to every job.
+  EXPECT_EQ(Read(out),
+            "0 No such device or address\n1 No such device or address\n"
+            "2 Operation not permitted\n255 No such device or address\n");
 }
 
 TEST_F(ClusterTest, TimeLimitEndsTheJobAsTimeout) {
