@@ -300,6 +300,15 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     job_id_ = req.job_id();
     const v1::JobSpec& spec = job->launch.spec();
     bool root = ::geteuid() == 0;
+    // The step's own cgroup inside the job's: its leftovers end with it, not with the job.
+    if (!job->cgroup.empty()) {
+      step_cgroup_ = job->cgroup + "/step_" + std::to_string(req.step_id());
+      if (::mkdir(step_cgroup_.c_str(), 0755) != 0 && errno != EEXIST) {
+        spdlog::warn("job={} step={} cannot create {}: {}; its tasks run in the job's cgroup",
+                     job_id_, req.step_id(), step_cgroup_, std::strerror(errno));
+        step_cgroup_ = job->cgroup;
+      }
+    }
     for (uint32_t local = 0; local < req.ntasks(); ++local) {
       Task t;
       t.id = req.first_task() + local;
@@ -321,8 +330,8 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       if (sp.change_user) sp.groups = GroupsOf(spec.user(), spec.gid());
       sp.stdout_fd = out[1];
       sp.stderr_fd = err[1];
-      if (!job->cgroup.empty()) {
-        sp.cgroup_procs_fd = ::open((job->cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+      if (!step_cgroup_.empty()) {
+        sp.cgroup_procs_fd = ::open((step_cgroup_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
       }
       auto spawned = Spawn(sp);
       ::close(out[1]);
@@ -353,6 +362,12 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       agent_->WatchExit(t.pid, spawned->pidfd, [this, self, idx](int status) {
         tasks_[idx].exited = true;
         tasks_[idx].status = status;
+        // Every task has exited: what they left behind (holding their output open, say) ends.
+        bool all = true;
+        for (const Task& task : tasks_) all = all && task.exited;
+        if (all && !step_cgroup_.empty() && step_cgroup_ != JobCgroupOf()) {
+          JobCgroups::Kill(step_cgroup_);
+        }
         MaybeReport(idx);
       });
     }
@@ -454,6 +469,12 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     for (const Task& t : tasks_) {
       if (t.pid > 0 && !t.exited) ::kill(-t.pid, SIGKILL);
     }
+    if (!step_cgroup_.empty() && step_cgroup_ != JobCgroupOf()) JobCgroups::Kill(step_cgroup_);
+  }
+
+  std::string JobCgroupOf() {
+    LocalJob* job = agent_->FindJob(job_id_);
+    return job ? job->cgroup : "";
   }
 
   void Close() {
@@ -468,6 +489,7 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
   std::string body_;
   char probe_[64];
   uint64_t job_id_ = 0;
+  std::string step_cgroup_;  // "" without cgroups
   std::vector<Task> tasks_;
   size_t reported_ = 0;
   bool done_ = false;

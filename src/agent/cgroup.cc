@@ -273,6 +273,10 @@ Status JobCgroups::LimitGpus(const std::string& dir, const std::vector<uint32_t>
 }
 
 Status JobCgroups::Remove(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory(ec)) Remove(e.path().string()).IgnoreError();  // step cgroups first
+  }
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
     return Internal("cannot remove cgroup " + dir + ": " + std::strerror(errno));
   }

@@ -43,8 +43,8 @@ class JobCgroups {
   static std::vector<pid_t> Pids(const std::string& dir);
   static bool Empty(const std::string& dir);
   static void Signal(const std::string& dir, int sig);
-  static void Kill(const std::string& dir);  // cgroup.kill, or SIGKILL to each process
-  static Status Remove(const std::string& dir);
+  static void Kill(const std::string& dir);      // cgroup.kill, or SIGKILL to each process
+  static Status Remove(const std::string& dir);  // with its step cgroups
   // Of the NVIDIA GPU device files (/dev/nvidiaN, character major 195) only these minors are open
   // to the cgroup's processes; nvidiactl, nvidia-uvm, MIG capabilities and every other device stay
   // as the parent cgroups allow. A BPF device program (cgroup v2's device controller).

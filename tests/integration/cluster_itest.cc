@@ -300,6 +300,28 @@ TEST_F(ClusterTest, AgentsRefuseCommandsFromAControllerOlderThanOneTheyObeyed) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(cluster_->agent(i)->num_jobs(), 0u);
 }
 
+TEST_F(ClusterTest, WhatAStepLeavesBehindEndsWithTheStepNotTheJob) {
+  if (cluster_->cgroup_root().empty()) GTEST_SKIP() << "needs a writable cgroup v2 hierarchy";
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", Gang(1, 1));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  auto c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  client::StepOptions o;
+  o.job_id = *id;
+  // The daemon keeps the step's stdout open: the step still ends when its task does.
+  o.argv = {"sh", "-c", "setsid sleep 60 & echo $! > " + jobs_ + "step-daemon; exit 5"};
+  o.environment = {"PATH=/usr/bin:/bin"};
+  o.work_dir = "/";
+  FILE* null = std::fopen("/dev/null", "w");
+  auto rc = client::RunStep(*c, o, null, null);
+  std::fclose(null);
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  EXPECT_EQ(*rc, 5);
+  ASSERT_EVENTUALLY(ProcessGone(jobs_ + "step-daemon"), 5'000);
+  EXPECT_EQ(cluster_->State(*id), v1::RUNNING) << "the job goes on";
+}
+
 TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
   auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", [] {
     v1::JobSpec s = Gang(2, 4);
