@@ -166,7 +166,7 @@ class Agent::Impl {
     pid_t task_pid = -1;  // the batch script
     std::string cgroup;   // the job's cgroup directory ("" without cgroups)
     bool prolog_running = false, epilog_running = false, epilog_done = false;
-    std::string epilog_error;
+    std::string epilog_error, prolog_error;
     bool adopted = false;  // found in the spool dir at start
     bool started = false;
     bool exited = false;
@@ -852,20 +852,27 @@ void Agent::Impl::Launch(const v1::LaunchJob& l) {
   const std::string& prolog = options_.config.agent.prolog;
   if (prolog.empty()) return StartJob(id);
   j.prolog_running = true;
-  RunAdminScript("prolog", prolog, AdminScriptEnv(j), options_.config.agent.prolog_timeout_s,
-                 [this, id](const std::string& error) {
-                   LocalJob* pj = FindJob(id);
-                   if (!pj || !pj->prolog_running) return;
-                   pj->prolog_running = false;
-                   if (!error.empty()) {
-                     spdlog::error("job={} node={} {}", id, options_.node_name, error);
-                     return FailLaunch(
-                         id, StartsWith(error, "prolog") ? error : "prolog failed: " + error,
-                         /*node_fault=*/true);
-                   }
-                   if (pj->terminating) return CheckClean(id);  // cancelled meanwhile
-                   StartJob(id);
-                 });
+  RunAdminScript(
+      "prolog", prolog, AdminScriptEnv(j), options_.config.agent.prolog_timeout_s,
+      [this, id](const std::string& error) {
+        LocalJob* pj = FindJob(id);
+        if (!pj || !pj->prolog_running) return;
+        pj->prolog_running = false;
+        if (!error.empty() && pj->terminating) {
+          // Cancelled meanwhile: the controller waits for JobCleaned, which carries
+          // the failure so that the node is still drained.
+          pj->prolog_error = StartsWith(error, "prolog") ? error : "prolog failed: " + error;
+          spdlog::error("job={} node={} {}", id, options_.node_name, error);
+          return CheckClean(id);
+        }
+        if (!error.empty()) {
+          spdlog::error("job={} node={} {}", id, options_.node_name, error);
+          return FailLaunch(id, StartsWith(error, "prolog") ? error : "prolog failed: " + error,
+                            /*node_fault=*/true);
+        }
+        if (pj->terminating) return CheckClean(id);  // cancelled meanwhile
+        StartJob(id);
+      });
 }
 
 void Agent::Impl::FailLaunch(uint64_t id, const std::string& why, bool node_fault) {
@@ -1060,10 +1067,20 @@ void Agent::Impl::CheckClean(uint64_t id) {
       spdlog::warn("job={} node={} {}", id, options_.node_name, st.message());
     }
   }
+  if (job->launch.batch_node() && !job->exited && job->keeper < 0) {
+    // Stopped before its script started (during the prolog): its end is still the job's end.
+    v1::AgentMessage b;
+    b.mutable_batch_exited()->set_job_id(id);
+    b.mutable_batch_exited()->set_signal(SIGTERM);
+    b.mutable_batch_exited()->set_timed_out(job->timed_out);
+    b.mutable_batch_exited()->set_run(job->run());
+    Send(b);
+  }
   v1::AgentMessage m;
   m.mutable_job_cleaned()->set_job_id(id);
   m.mutable_job_cleaned()->set_run(job->run());
   m.mutable_job_cleaned()->set_epilog_error(job->epilog_error);
+  m.mutable_job_cleaned()->set_prolog_error(job->prolog_error);
   jobs_.erase(id);
   PublishJobIds();
   Send(m);

@@ -282,6 +282,11 @@ void Engine::OnBatchExited(NodeEntry& node, const v1::BatchExited& e, TimeMs now
 }
 
 void Engine::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs now) {
+  if (!e.prolog_error().empty()) {
+    store::Mutation m;
+    SetCheckDrain(node, "prolog", e.prolog_error(), now, m);
+    CommitOrDie(m);
+  }
   if (!e.epilog_error().empty()) {
     store::Mutation m;
     SetCheckDrain(node, "epilog",

@@ -268,6 +268,7 @@ TEST(ClusterPrologTest, PrologAndEpilogRunAsTheAdminsAndTheirFailuresDrain) {
   EXPECT_EQ(cluster.Job(*requeued)->requeue_count(), 1u);
   EXPECT_EQ(cluster.Job(*requeued)->nodes(0), "node2");
   // A failed epilog drains its node; the job's result stands.
+  ASSERT_EVENTUALLY(!cluster.Job(*requeued)->completing(), 10'000);  // its epilog has run
   std::ofstream(dir + "/bad-epilog") << "";
   auto last = cluster.Submit("#!/bin/sh\nexit 0\n", Gang(1, 1));
   ASSERT_TRUE(last.ok());
@@ -320,6 +321,32 @@ TEST_F(ClusterTest, WhatAStepLeavesBehindEndsWithTheStepNotTheJob) {
   EXPECT_EQ(*rc, 5);
   ASSERT_EVENTUALLY(ProcessGone(jobs_ + "step-daemon"), 5'000);
   EXPECT_EQ(cluster_->State(*id), v1::RUNNING) << "the job goes on";
+}
+
+TEST(ClusterPrologTest, JobCancelledWhileItsPrologFailsStillDrainsAndFrees) {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("muster-pc-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/prolog") << "#!/bin/sh\nsleep 0.5\nexit 1\n";
+  std::filesystem::permissions(dir + "/prolog", std::filesystem::perms::owner_all);
+  InProcessClusterOptions o;
+  o.nodes = 1;
+  o.prolog = dir + "/prolog";
+  auto c = InProcessCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  InProcessCluster& cluster = **c;
+  auto id = cluster.Submit("#!/bin/sh\ntrue\n", Gang(1, 1));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster.State(*id) == v1::RUNNING, 10'000);
+  auto client = cluster.Client();
+  v1::CancelJobRequest r;
+  r.add_job_ids(*id);
+  ASSERT_TRUE(client->CancelJob(r).ok());
+  ASSERT_EVENTUALLY(cluster.State(*id) == v1::CANCELLED && !cluster.Job(*id)->completing(), 10'000);
+  ASSERT_EVENTUALLY(cluster.Node("node1")->drain(), 10'000);
+  EXPECT_EQ(cluster.Node("node1")->reason(), "prolog exited with code 1");
+  EXPECT_EQ(cluster.Node("node1")->cpus_allocated(), 0u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
