@@ -331,12 +331,12 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       sp.stdout_fd = out[1];
       sp.stderr_fd = err[1];
       if (!step_cgroup_.empty()) {
-        sp.cgroup_procs_fd = ::open((step_cgroup_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+        sp.cgroup_fd = ::open(step_cgroup_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       }
       auto spawned = Spawn(sp);
       ::close(out[1]);
       ::close(err[1]);
-      if (sp.cgroup_procs_fd >= 0) ::close(sp.cgroup_procs_fd);
+      if (sp.cgroup_fd >= 0) ::close(sp.cgroup_fd);
       if (!spawned.ok()) {
         ::close(out[0]);
         ::close(err[0]);
@@ -938,10 +938,10 @@ void Agent::Impl::StartJob(uint64_t id) {
     sp.exit_file = j.dir + "/exit";
     // Every process of the job starts in its cgroup (a write of "0" by the child itself).
     if (!j.cgroup.empty()) {
-      sp.cgroup_procs_fd = ::open((j.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+      sp.cgroup_fd = ::open(j.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     }
     auto spawned = Spawn(sp);
-    if (sp.cgroup_procs_fd >= 0) ::close(sp.cgroup_procs_fd);
+    if (sp.cgroup_fd >= 0) ::close(sp.cgroup_fd);
     if (!spawned.ok()) return FailLaunch(id, spawned.status().message(), false);
     j.keeper = spawned->pid;
     j.keeper_start = ProcessStartTime(spawned->pid);

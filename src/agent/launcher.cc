@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -36,10 +37,51 @@ struct ChildArgs {
   const char* stdout_path;
   const char* stderr_path;  // nullptr: same as stdout
   int stdout_fd, stderr_fd;
-  int cgroup_procs_fd;
+  int cgroup_procs_fd;  // fallback for kernels without CLONE_INTO_CGROUP: move in by writing "0"
+  int report_fd = -1;   // a child in its own memory (clone3 without CLONE_VM) reports failure here
   volatile int stage = 0;
   volatile int err = 0;
 };
+
+// A fork (own copy of memory, no glibc fork handlers) created directly in a cgroup. Returns the
+// pid in the parent, 0 in the child, -1 with errno (ENOSYS before Linux 5.7) on failure.
+long ForkIntoCgroup(int cgroup_fd, bool vfork) {
+  struct clone_args args {};
+  args.flags = CLONE_INTO_CGROUP | (vfork ? CLONE_VFORK : 0);
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  return ::syscall(SYS_clone3, &args, sizeof args);
+}
+
+#if defined(__x86_64__)
+// clone3 with CLONE_VM: the child runs on `args->stack` and calls fn(arg), which must exec or
+// exit; glibc (2.36) offers no clone3 wrapper. The kernel keeps r12/r13 in the child, so they
+// carry fn and arg across. Returns the child's pid, or -errno.
+__attribute__((noinline)) long Clone3WithVm(struct clone_args* args, int (*fn)(void*), void* arg) {
+  long ret;
+  register long fn_reg asm("r12") = reinterpret_cast<long>(fn);
+  register long arg_reg asm("r13") = reinterpret_cast<long>(arg);
+  asm volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      "xor %%ebp, %%ebp\n\t"  // the child: a fresh stack, no frames above fn
+      "mov %%r13, %%rdi\n\t"
+      "and $-16, %%rsp\n\t"
+      "call *%%r12\n\t"
+      "mov %%eax, %%edi\n\t"
+      "mov $231, %%eax\n\t"  // exit_group, should fn return
+      "syscall\n\t"
+      "hlt\n\t"
+      "1:\n\t"
+      : "=a"(ret)
+      : "0"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(*args)), "r"(fn_reg), "r"(arg_reg)
+      : "rcx", "r11", "memory");
+  return ret;
+}
+#endif
+
+int ProcsFd(int cgroup_fd) { return ::openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC); }
 
 // What a keeper needs. It runs in a copy of the agent's address space (a fork without glibc's
 // fork handlers), so, like the task's child, it makes raw system calls only.
@@ -74,6 +116,10 @@ long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
 [[noreturn]] void ChildFail(ChildArgs* a, int stage) {
   a->err = errno;
   a->stage = stage;
+  if (a->report_fd >= 0) {
+    int32_t r[2] = {stage, a->err};
+    ::syscall(SYS_write, a->report_fd, r, sizeof r);
+  }
   ::syscall(SYS_exit_group, 127);
   __builtin_unreachable();
 }
@@ -324,8 +370,16 @@ Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
   }
   KeeperArgs k{&a, static_cast<char*>(stacks) + 2 * kStack, tmp.c_str(), spec.exit_file.c_str(),
                report[1]};
-  pid_t keeper = ::clone(KeeperMain, static_cast<char*>(stacks) + kStack, SIGCHLD, &k);
+  pid_t keeper = -1;
+  if (spec.cgroup_fd >= 0) {
+    // The keeper starts in the job's cgroup and the task inherits it: nothing is moved later.
+    keeper = static_cast<pid_t>(ForkIntoCgroup(spec.cgroup_fd, false));
+    if (keeper == 0) KeeperMain(&k);                              // never returns
+    if (keeper < 0) a.cgroup_procs_fd = ProcsFd(spec.cgroup_fd);  // old kernel: the task moves
+  }
+  if (keeper < 0) keeper = ::clone(KeeperMain, static_cast<char*>(stacks) + kStack, SIGCHLD, &k);
   int clone_err = errno;
+  if (a.cgroup_procs_fd >= 0) ::close(a.cgroup_procs_fd);
   ::munmap(stacks, 2 * kStack);  // the keeper has its own copy
   ::close(report[1]);
   if (keeper < 0) {
@@ -358,6 +412,102 @@ Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
     return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
   }
   return s;
+}
+
+// The child created directly in its cgroup by a vfork-like clone3 (its own copy of memory, so
+// a failure comes back through a pipe). UNIMPLEMENTED when the kernel lacks clone3 or
+// CLONE_INTO_CGROUP: the caller falls back to moving the child in.
+Result<Spawned> SpawnIntoCgroup(const SpawnSpec& spec, ChildArgs& a) {
+#if defined(__x86_64__)
+  // Sharing memory as Spawn does, so no copy of the agent's address space is made per task.
+  constexpr size_t kStack = 64 * 1024;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
+  long pid = -1;
+  for (int attempt = 0;; ++attempt) {
+    a.stage = 0;
+    a.err = 0;
+    struct clone_args args {};
+    args.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.stack = reinterpret_cast<uint64_t>(stack);
+    args.stack_size = kStack;
+    args.cgroup = static_cast<uint64_t>(spec.cgroup_fd);
+    pid = Clone3WithVm(&args, ChildMain, &a);
+    if (pid < 0 || a.stage != kExec || a.err != ETXTBSY || attempt >= 20) break;
+    int status;
+    ::waitpid(static_cast<pid_t>(pid), &status, 0);
+    ::usleep(5000);
+  }
+  ::munmap(stack, kStack);
+  if (pid < 0) {
+    if (-pid == ENOSYS || -pid == E2BIG || -pid == EINVAL) return Unimplemented("clone3");
+    return ErrnoStatus("clone3", static_cast<int>(-pid), StatusCode::kResourceExhausted);
+  }
+  if (a.stage != 0) {
+    int status;
+    ::waitpid(static_cast<pid_t>(pid), &status, 0);
+    return StageError(spec, a.stage, a.err);
+  }
+  Spawned s;
+  s.pid = static_cast<pid_t>(pid);
+  s.task_pid = s.pid;
+  s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
+  if (s.pidfd < 0) {
+    int err = errno;
+    ::kill(-s.pid, SIGKILL);
+    int status;
+    ::waitpid(s.pid, &status, 0);
+    return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
+  }
+  return s;
+#else
+  for (int attempt = 0;; ++attempt) {
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+    a.report_fd = report[1];
+    long pid = ForkIntoCgroup(spec.cgroup_fd, /*vfork=*/true);
+    if (pid == 0) ChildMain(&a);  // never returns: exec or exit
+    int clone_err = errno;
+    a.report_fd = -1;
+    ::close(report[1]);
+    if (pid < 0) {
+      ::close(report[0]);
+      if (clone_err == ENOSYS || clone_err == E2BIG || clone_err == EINVAL) {
+        return Unimplemented("clone3 into a cgroup");
+      }
+      return ErrnoStatus("clone3", clone_err, StatusCode::kResourceExhausted);
+    }
+    int32_t r[2] = {0, 0};
+    ssize_t n;
+    do {
+      n = ::read(report[0], r, sizeof r);  // the child has exec'd (EOF) or failed
+    } while (n < 0 && errno == EINTR);
+    ::close(report[0]);
+    if (n == static_cast<ssize_t>(sizeof r)) {
+      int status;
+      ::waitpid(static_cast<pid_t>(pid), &status, 0);
+      if (r[0] == kExec && r[1] == ETXTBSY && attempt < 20) {  // see Spawn
+        ::usleep(5000);
+        continue;
+      }
+      return StageError(spec, r[0], r[1]);
+    }
+    Spawned s;
+    s.pid = static_cast<pid_t>(pid);
+    s.task_pid = s.pid;
+    s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
+    if (s.pidfd < 0) {
+      int err = errno;
+      ::kill(-s.pid, SIGKILL);
+      int status;
+      ::waitpid(s.pid, &status, 0);
+      return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
+    }
+    return s;
+  }
+#endif
 }
 
 }  // namespace
@@ -436,8 +586,15 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   a.stderr_path = same_file ? nullptr : spec.stderr_path.c_str();
   a.stdout_fd = spec.stdout_fd;
   a.stderr_fd = spec.stderr_fd;
-  a.cgroup_procs_fd = spec.cgroup_procs_fd;
+  a.cgroup_procs_fd = -1;
   if (!spec.exit_file.empty()) return SpawnKept(spec, a);
+  if (spec.cgroup_fd >= 0) {
+    auto in_cgroup = SpawnIntoCgroup(spec, a);
+    if (in_cgroup.ok() || in_cgroup.status().code() != StatusCode::kUnimplemented) {
+      return in_cgroup;
+    }
+    a.cgroup_procs_fd = ProcsFd(spec.cgroup_fd);  // old kernel: the child moves itself in
+  }
 
   constexpr size_t kStack = 64 * 1024;
   void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
@@ -460,6 +617,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   }
   int clone_err = errno;
   ::munmap(stack, kStack);
+  if (a.cgroup_procs_fd >= 0) ::close(a.cgroup_procs_fd);
   if (pid < 0) return ErrnoStatus("clone", clone_err, StatusCode::kResourceExhausted);
   if (a.stage != 0) {
     int status;

@@ -75,9 +75,9 @@ void BM_SpawnUnderKeeperInJobCgroup(benchmark::State& state) {
     if (cg.limits_devices() && !JobCgroups::LimitGpus(*dir, {0}).ok()) {
       return state.SkipWithError("device filter");
     }
-    s.cgroup_procs_fd = ::open((*dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    s.cgroup_fd = ::open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     auto sp = Spawn(s);
-    ::close(s.cgroup_procs_fd);
+    ::close(s.cgroup_fd);
     if (!sp.ok()) return state.SkipWithError(sp.status().ToString().c_str());
     Reap(*sp);
     while (!JobCgroups::Empty(*dir)) {
