@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
@@ -12,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "agent/cgroup.h"
 #include "agent/inventory.h"
 #include "agent/job_env.h"
 #include "agent/launcher.h"
@@ -444,6 +446,40 @@ TEST_F(RootLauncherTest, SignallingTheJobReachesWhatEscapedItsSession) {
   DecodeWaitStatus(*ReadExitFile(s.exit_file), &code, &sig);
   EXPECT_EQ(sig, SIGTERM);
   EXPECT_TRUE(Gone(daemon));
+}
+
+// Processes are created inside their cgroup (clone3 CLONE_INTO_CGROUP), directly and under a
+// keeper; failures still say what failed. Needs a writable cgroup v2 hierarchy (root).
+TEST_F(LauncherTest, StartsInsideTheGivenCgroup) {
+  JobCgroups cg = JobCgroups::Detect("", "launcher-test-" + std::to_string(::getpid()));
+  if (!cg.enabled()) GTEST_SKIP() << cg.description();
+  auto dir = cg.Create(7, {});
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  int fd = ::open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  for (bool kept : {false, true}) {
+    SpawnSpec s;
+    s.argv = {"sh", "-c", "cat /proc/self/cgroup"};
+    s.env = {"PATH=/usr/bin:/bin"};
+    s.cgroup_fd = fd;
+    s.stdout_path = (dir_ / "cg.txt").string();
+    if (kept) s.exit_file = (dir_ / "exit").string();
+    auto sp = Spawn(s);
+    ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+    Wait(*sp);
+    std::string want = "/launcher-test-" + std::to_string(::getpid()) + "/job_7\n";
+    std::string got = Read(s.stdout_path);
+    EXPECT_NE(got.find(want), std::string::npos) << (kept ? "kept: " : "direct: ") << got;
+    s.argv = {"/nonexistent/program"};
+    auto bad = Spawn(s);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("execve(/nonexistent/program)"), std::string::npos)
+        << bad.status().message();
+  }
+  ::close(fd);
+  EXPECT_TRUE(JobCgroups::Empty(*dir));
+  ASSERT_TRUE(JobCgroups::Remove(*dir).ok());
+  ::rmdir(cg.base().c_str());
 }
 
 }  // namespace
