@@ -350,11 +350,18 @@ class RootLauncherTest : public LauncherTest {
  protected:
   static void SetUpTestSuite() {
     if (::geteuid() != 0) return;
+    created_ = ::getpwnam("muster-test") == nullptr;
     int rc = std::system(
         "(getent group muster-test-extra >/dev/null || groupadd muster-test-extra) && "
         "(id muster-test >/dev/null 2>&1 || useradd --no-create-home --shell /bin/sh "
         "--groups muster-test-extra muster-test)");
     ready_ = rc == 0;
+  }
+  static void TearDownTestSuite() {
+    // What the setup made, it removes (a user that existed before stays).
+    if (created_ && ready_) {
+      (void)std::system("userdel muster-test; groupdel muster-test-extra 2>/dev/null");
+    }
   }
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
@@ -383,6 +390,7 @@ class RootLauncherTest : public LauncherTest {
     return s;
   }
   static inline bool ready_ = false;
+  static inline bool created_ = false;
   uid_t uid_ = 0;
   gid_t gid_ = 0, extra_ = 0;
 };
