@@ -414,9 +414,10 @@ Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
   return s;
 }
 
-// The child created directly in its cgroup by a vfork-like clone3 (its own copy of memory, so
-// a failure comes back through a pipe). UNIMPLEMENTED when the kernel lacks clone3 or
-// CLONE_INTO_CGROUP: the caller falls back to moving the child in.
+// The child created directly in its cgroup by a vfork-like clone3: sharing the agent's memory on
+// x86-64 (as Spawn does), elsewhere with its own copy (a failure then comes back through a pipe).
+// UNIMPLEMENTED when the kernel lacks clone3 or CLONE_INTO_CGROUP: the caller falls back to
+// moving the child in.
 Result<Spawned> SpawnIntoCgroup(const SpawnSpec& spec, ChildArgs& a) {
 #if defined(__x86_64__)
   // Sharing memory as Spawn does, so no copy of the agent's address space is made per task.
