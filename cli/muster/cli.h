@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "muster/client/controller_client.h"
 #include "muster/common/status.h"
@@ -32,6 +33,11 @@ Result<client::ControllerClient> ConnectController();
 // "muster submit: <message>" on stderr; returns kExitFailed (or kExitUsage for INVALID_ARGUMENT
 // when usage is true).
 int Fail(const std::string& cmd, const Status& s);
+// "muster submit", or "sbatch" when run under that name (messages and help use it).
+std::string ProgramName(const std::string& cmd);
+const std::string& FrontEnd();
+const std::vector<std::string>& FrontEnds();
+int CmdCompat(int argc, char** argv);
 int Usage(const std::string& cmd, const std::string& message);
 
 }  // namespace muster::cli

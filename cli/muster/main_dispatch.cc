@@ -14,15 +14,37 @@ Result<client::ControllerClient> ConnectController() {
   return client::ControllerClient::Connect(c.controller.socket_path);
 }
 
+namespace {
+// Set when `muster` runs under a Slurm command's name: messages then look like that command's.
+std::string g_front_end;
+}  // namespace
+
+const std::string& FrontEnd() { return g_front_end; }
+
+std::string ProgramName(const std::string& cmd) {
+  return g_front_end.empty() ? "muster " + cmd : g_front_end;
+}
+
 int Fail(const std::string& cmd, const Status& s) {
-  std::fprintf(stderr, "muster %s: %s\n", cmd.c_str(), s.message().c_str());
+  if (!g_front_end.empty()) {
+    std::fprintf(stderr, "%s: error: %s\n", g_front_end.c_str(), s.message().c_str());
+  } else {
+    std::fprintf(stderr, "muster %s: %s\n", cmd.c_str(), s.message().c_str());
+  }
   return kExitFailed;
 }
 
 int Usage(const std::string& cmd, const std::string& message) {
-  std::fprintf(stderr, "muster %s: %s\nTry 'muster %s --help'.\n", cmd.c_str(), message.c_str(),
-               cmd.c_str());
+  const std::string prog = ProgramName(cmd);
+  std::fprintf(stderr, "%s: %s%s\nTry '%s --help'.\n", prog.c_str(),
+               g_front_end.empty() ? "" : "error: ", message.c_str(), prog.c_str());
   return kExitUsage;
+}
+
+// The Slurm commands `muster` answers to when a link by that name points at it.
+const std::vector<std::string>& FrontEnds() {
+  static const std::vector<std::string> names = {"sbatch"};
+  return names;
 }
 
 namespace {
@@ -50,6 +72,7 @@ Cluster:
                                      start a local test cluster (fake GPUs) and wait for it
   local down [--dir DIR] [--purge]   stop it
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
+  compat install|remove DIR          links named like Slurm's commands (sbatch) to muster
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -60,6 +83,12 @@ The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 }  // namespace
 
 int Main(int argc, char** argv) {
+  const char* slash = std::strrchr(argv[0], '/');
+  const std::string self = slash ? slash + 1 : argv[0];
+  if (self == "sbatch") {
+    g_front_end = self;
+    return CmdSubmit(argc, argv);
+  }
   if (argc < 2) {
     PrintHelp();
     return kExitUsage;
@@ -77,6 +106,7 @@ int Main(int argc, char** argv) {
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
+  if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {
     std::printf("muster %s\n", kVersion);
     return kExitOk;

@@ -142,6 +142,21 @@ grep -q '^\[\[nodes\]\]$' <<<"$probe" || fail "musterd --probe prints no [[nodes
 topo=$(muster topology ibnetdiscover "$ROOT/tests/data/ib/ibnetdiscover_dgx-h100-superpod_ndr-leaf-spine.out")
 grep -q 'names = "a07-p1-dgx-03-c\[01-18\]"' <<<"$topo" || fail "topology ibnetdiscover: $topo"
 
+echo "== Slurm front ends (issue 5, first step): sbatch through a link"
+muster compat install "$DIR/compat" >/dev/null
+id=$("$DIR/compat/sbatch" --parsable -o /dev/null --wrap true)
+wait_for 30 is_state "$id" COMPLETED
+out=$("$DIR/compat/sbatch" -o /dev/null --wrap true)
+[[ "$out" =~ ^Submitted\ batch\ job\ [0-9]+$ ]] || fail "sbatch said: $out"
+set +e
+err=$("$DIR/compat/sbatch" -p nosuch --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && [[ "$err" == "sbatch: error: "* ]] || fail "sbatch error: rc=$rc $err"
+mkdir -p "$DIR/slurm" && touch "$DIR/slurm/sbatch"
+if muster compat install "$DIR/slurm" >/dev/null 2>&1; then fail "compat install replaced a file"; fi
+muster compat remove "$DIR/compat" >/dev/null
+[ ! -e "$DIR/compat/sbatch" ] || fail "compat remove left the link"
+
 echo "== local down stops exactly its processes"
 pids=$(cat "$DIR"/cluster/run/*.pid)
 muster local down --dir "$DIR/cluster"
