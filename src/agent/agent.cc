@@ -53,9 +53,15 @@ constexpr int kPollCleanMs = 50;
 // After SIGKILL, processes that outlived their parent may linger as zombies of another reaper;
 // give up waiting for them after this long (cgroups make this exact in a later version).
 constexpr int kAfterKillMs = 1000;
-// Whether a process group has a member that is not a zombie. Orphans are reaped by init, which
-// may take its time; a zombie holds no resources and must not delay the cleanup.
-bool GroupHasLiveProcess(pid_t pgid) {
+struct ProcEntry {
+  pid_t pid;
+  char state;  // R, S, D, Z, X, ...
+  pid_t ppid, pgrp;
+};
+
+// Every process on the machine, from /proc/PID/stat (the fields after "(command)").
+std::vector<ProcEntry> ListProcesses() {
+  std::vector<ProcEntry> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
@@ -64,12 +70,24 @@ bool GroupHasLiveProcess(pid_t pgid) {
     std::string stat;
     std::getline(in, stat);
     size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    // After the command: " S ppid pgrp ..."
+    if (close == std::string::npos || close + 2 > stat.size()) continue;
     std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
+    ProcEntry p{static_cast<pid_t>(std::stol(name)), 0, 0, 0};
     long ppid = 0, pgrp = 0;
-    if (rest >> state >> ppid >> pgrp && pgrp == pgid && state != 'Z' && state != 'X') return true;
+    if (rest >> p.state >> ppid >> pgrp) {
+      p.ppid = static_cast<pid_t>(ppid);
+      p.pgrp = static_cast<pid_t>(pgrp);
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+// Whether a process group has a member that is not a zombie. Orphans are reaped by init, which
+// may take its time; a zombie holds no resources and must not delay the cleanup.
+bool GroupHasLiveProcess(pid_t pgid) {
+  for (const ProcEntry& p : ListProcesses()) {
+    if (p.pgrp == pgid && p.state != 'Z' && p.state != 'X') return true;
   }
   return false;
 }
@@ -77,20 +95,7 @@ bool GroupHasLiveProcess(pid_t pgid) {
 // Every process below `root` in the process tree (children, grandchildren, ...).
 std::vector<pid_t> DescendantsOf(pid_t root) {
   std::multimap<pid_t, pid_t> children;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat;
-    std::getline(in, stat);
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    long ppid = 0;
-    if (rest >> state >> ppid) children.emplace(static_cast<pid_t>(ppid), std::stoi(name));
-  }
+  for (const ProcEntry& p : ListProcesses()) children.emplace(p.ppid, p.pid);
   std::vector<pid_t> out, todo{root};
   while (!todo.empty()) {
     pid_t p = todo.back();

@@ -331,6 +331,23 @@ std::string ResolveProgram(const std::string& name, const std::vector<std::strin
   return name;  // execve fails with ENOENT, which is the message the user needs
 }
 
+// A started child (`pid`, our child; `task` its process group): with the pidfd its end is
+// watched through. Without one the child is killed again, so nothing runs unwatched.
+Result<Spawned> Started(pid_t pid, pid_t task) {
+  Spawned s;
+  s.pid = pid;
+  s.task_pid = task;
+  s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (s.pidfd < 0) {
+    int err = errno;
+    ::kill(-task, SIGKILL);
+    int status;
+    ::waitpid(pid, &status, 0);
+    return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
+  }
+  return s;
+}
+
 Status StageError(const SpawnSpec& spec, int stage, int err) {
   std::string why = std::strerror(err);
   switch (stage) {
@@ -400,18 +417,7 @@ Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
     if (r.pid < 0) return ErrnoStatus("clone", r.err, StatusCode::kResourceExhausted);
     return StageError(spec, r.stage, r.err);
   }
-  Spawned s;
-  s.pid = keeper;
-  s.task_pid = r.pid;
-  s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, keeper, 0));
-  if (s.pidfd < 0) {
-    int err = errno;
-    ::kill(-r.pid, SIGKILL);
-    int status;
-    ::waitpid(keeper, &status, 0);
-    return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
-  }
-  return s;
+  return Started(keeper, r.pid);
 }
 
 // The child created directly in its cgroup by a vfork-like clone3: sharing the agent's memory on
@@ -451,18 +457,7 @@ Result<Spawned> SpawnIntoCgroup(const SpawnSpec& spec, ChildArgs& a) {
     ::waitpid(static_cast<pid_t>(pid), &status, 0);
     return StageError(spec, a.stage, a.err);
   }
-  Spawned s;
-  s.pid = static_cast<pid_t>(pid);
-  s.task_pid = s.pid;
-  s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
-  if (s.pidfd < 0) {
-    int err = errno;
-    ::kill(-s.pid, SIGKILL);
-    int status;
-    ::waitpid(s.pid, &status, 0);
-    return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
-  }
-  return s;
+  return Started(static_cast<pid_t>(pid), static_cast<pid_t>(pid));
 #else
   for (int attempt = 0;; ++attempt) {
     int report[2];
@@ -495,18 +490,7 @@ Result<Spawned> SpawnIntoCgroup(const SpawnSpec& spec, ChildArgs& a) {
       }
       return StageError(spec, r[0], r[1]);
     }
-    Spawned s;
-    s.pid = static_cast<pid_t>(pid);
-    s.task_pid = s.pid;
-    s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
-    if (s.pidfd < 0) {
-      int err = errno;
-      ::kill(-s.pid, SIGKILL);
-      int status;
-      ::waitpid(s.pid, &status, 0);
-      return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
-    }
-    return s;
+    return Started(static_cast<pid_t>(pid), static_cast<pid_t>(pid));
   }
 #endif
 }
@@ -625,18 +609,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
     ::waitpid(pid, &status, 0);
     return StageError(spec, a.stage, a.err);
   }
-  Spawned s;
-  s.pid = pid;
-  s.task_pid = pid;
-  s.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (s.pidfd < 0) {
-    int err = errno;
-    ::kill(-pid, SIGKILL);
-    int status;
-    ::waitpid(pid, &status, 0);
-    return ErrnoStatus("pidfd_open (needs Linux 5.3 or newer)", err);
-  }
-  return s;
+  return Started(pid, pid);
 }
 
 }  // namespace muster::agent
