@@ -26,6 +26,171 @@ int64_t ElapsedMs(const v1::JobInfo& j, int64_t now) {
 
 std::string TimeLimit(int64_t ms) { return ms <= 0 ? "UNLIMITED" : FormatDuration(ms); }
 
+// squeue's -o/--format: "%[.][WIDTH]LETTER" fields (a '.' right-justifies; values longer than
+// WIDTH are cut, as squeue does) between literal text.
+struct FormatItem {
+  std::string literal;  // when letter == 0
+  char letter = 0;
+  bool right = false;
+  size_t width = 0;
+};
+
+Result<std::vector<FormatItem>> ParseSqueueFormat(const std::string& fmt) {
+  static const std::string kLetters = "iAjutTDCMlPRrNQVSbaFK";
+  std::vector<FormatItem> items;
+  for (size_t i = 0; i < fmt.size();) {
+    if (fmt[i] != '%') {
+      if (items.empty() || items.back().letter) items.emplace_back();
+      items.back().literal += fmt[i++];
+      continue;
+    }
+    if (i + 1 < fmt.size() && fmt[i + 1] == '%') {
+      if (items.empty() || items.back().letter) items.emplace_back();
+      items.back().literal += '%';
+      i += 2;
+      continue;
+    }
+    FormatItem f;
+    ++i;
+    if (i < fmt.size() && fmt[i] == '.') {
+      f.right = true;
+      ++i;
+    }
+    while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9')
+      f.width = f.width * 10 + (fmt[i++] - '0');
+    if (i >= fmt.size()) return InvalidArgument("format '" + fmt + "' ends inside a field");
+    f.letter = fmt[i++];
+    if (kLetters.find(f.letter) == std::string::npos) {
+      return InvalidArgument(std::string("format field %") + f.letter +
+                             " is not supported (supported: %i %A %j %u %t %T %D %C %M %l %P %R "
+                             "%r %N %Q %V %S %b %a %F %K)");
+    }
+    items.push_back(f);
+  }
+  return items;
+}
+
+std::string SqueueHeader(char letter) {
+  switch (letter) {
+    case 'i':
+    case 'A':
+      return "JOBID";
+    case 'j':
+      return "NAME";
+    case 'u':
+      return "USER";
+    case 't':
+      return "ST";
+    case 'T':
+      return "STATE";
+    case 'D':
+      return "NODES";
+    case 'C':
+      return "CPUS";
+    case 'M':
+      return "TIME";
+    case 'l':
+      return "TIME_LIMIT";
+    case 'P':
+      return "PARTITION";
+    case 'R':
+      return "NODELIST(REASON)";
+    case 'r':
+      return "REASON";
+    case 'N':
+      return "NODELIST";
+    case 'Q':
+      return "PRIORITY";
+    case 'V':
+      return "SUBMIT_TIME";
+    case 'S':
+      return "START_TIME";
+    case 'b':
+      return "TRES_PER_NODE";
+    case 'a':
+      return "ACCOUNT";
+    case 'F':
+      return "ARRAY_JOB_ID";
+    case 'K':
+      return "ARRAY_TASK_ID";
+    default:
+      return "";
+  }
+}
+
+std::string SqueueField(char letter, const v1::JobInfo& j, int64_t now) {
+  const bool pending = j.state() == v1::PENDING;
+  switch (letter) {
+    case 'i':
+    case 'A':
+    case 'F':
+      return std::to_string(j.id());
+    case 'j':
+      return j.name();
+    case 'u':
+      return j.user();
+    case 't':
+      return JobStateCode(j.state(), j.completing());
+    case 'T':
+      return JobStateName(j.state(), j.completing());
+    case 'D':
+      return std::to_string(pending ? j.num_nodes() : static_cast<uint32_t>(j.nodes_size()));
+    case 'C': {
+      uint32_t cpus = 0;
+      for (const auto& na : j.allocation().nodes())
+        cpus += static_cast<uint32_t>(na.cpu_ids_size());
+      if (cpus == 0)
+        cpus = std::max<uint32_t>(1, j.num_tasks()) * std::max<uint32_t>(1, j.cpus_per_task());
+      return std::to_string(cpus);
+    }
+    case 'M':
+      return FormatDuration(ElapsedMs(j, now));
+    case 'l':
+      return TimeLimit(j.time_limit_ms());
+    case 'P':
+      return j.partition();
+    case 'R':
+      return pending ? "(" + j.reason() + ")" : NodeList(j);
+    case 'r':
+      return j.reason().empty() ? "None" : j.reason();
+    case 'N':
+      return pending ? "" : NodeList(j);
+    case 'Q':
+      return std::to_string(j.priority());
+    case 'V':
+      return FormatTimestamp(j.submit_time_ms());
+    case 'S': {
+      int64_t t = pending ? j.expected_start_ms() : j.start_time_ms();
+      return t > 0 ? FormatTimestamp(t) : "N/A";
+    }
+    case 'b':
+      if (!j.gres().empty()) return "gres:" + j.gres();
+      if (j.gpus_per_node() == 0) return "N/A";
+      return "gres:gpu:" + (j.gpu_type().empty() ? "" : j.gpu_type() + ":") +
+             std::to_string(j.gpus_per_node());
+    case 'a':
+      return "(null)";
+    case 'K':
+      return "N/A";
+    default:
+      return "";
+  }
+}
+
+std::string RenderSqueue(const std::vector<FormatItem>& items, const v1::JobInfo* j, int64_t now) {
+  std::string line;
+  for (const FormatItem& f : items) {
+    if (!f.letter) {
+      line += f.literal;
+      continue;
+    }
+    std::string v = j ? SqueueField(f.letter, *j, now) : SqueueHeader(f.letter);
+    if (f.width > 0) v = f.right ? Right(v, f.width) : Left(v.substr(0, f.width), f.width);
+    line += v;
+  }
+  return line + "\n";
+}
+
 void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   w.BeginObject();
   w.Field("id", j.id()).Field("name", j.name()).Field("user", j.user()).Field("uid", j.uid());
@@ -140,21 +305,24 @@ std::string PriorityView(const v1::ListJobsResponse& resp, bool header) {
 int CmdQueue(int argc, char** argv) {
   v1::ListJobsRequest req;
   bool json = false, header = true, start_view = false, priority_view = false;
-  const struct option opts[] = {{"user", required_argument, nullptr, 'u'},
-                                {"states", required_argument, nullptr, 't'},
-                                {"partition", required_argument, nullptr, 'p'},
-                                {"jobs", required_argument, nullptr, 'j'},
-                                {"all", no_argument, nullptr, 'a'},
-                                {"json", no_argument, nullptr, 'J'},
-                                {"noheader", no_argument, nullptr, 'H'},
-                                {"start", no_argument, nullptr, 'S'},
-                                {"priority", no_argument, nullptr, 'P'},
-                                {"help", no_argument, nullptr, 'h'},
-                                {nullptr, 0, nullptr, 0}};
+  std::string format;
+  // As squeue, -h means --noheader (muster queue keeps -h for help).
+  const bool squeue = FrontEnd() == "squeue";
+  const struct option opts[] = {
+      {"user", required_argument, nullptr, 'u'},   {"format", required_argument, nullptr, 'o'},
+      {"states", required_argument, nullptr, 't'}, {"partition", required_argument, nullptr, 'p'},
+      {"jobs", required_argument, nullptr, 'j'},   {"all", no_argument, nullptr, 'a'},
+      {"json", no_argument, nullptr, 'J'},         {"noheader", no_argument, nullptr, 'H'},
+      {"start", no_argument, nullptr, 'S'},        {"priority", no_argument, nullptr, 'P'},
+      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
   optind = 0;
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:aHh", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:aHh", opts, nullptr)) != -1;) {
+    if (c == 'h' && squeue && std::string(argv[optind - 1]) != "--help") c = 'H';
     switch (c) {
+      case 'o':
+        format = optarg;
+        break;
       case 'u':
         for (const auto& u : Split(optarg, ',', true)) req.add_users(u);
         break;
@@ -195,8 +363,12 @@ int CmdQueue(int argc, char** argv) {
         break;
       case 'h':
         std::printf(
-            "Usage: muster queue [-u USERS] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
-            "[--start | --priority] [--noheader] [--json]\n"
+            "Usage: %s [-u USERS] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
+            "[--start | --priority] [%s] [-o FORMAT] [--json]\n"
+            "  -o/--format FORMAT  squeue's fields: %%[.][WIDTH]LETTER, letters i A j u t T D C M "
+            "l P R r N Q V S b a F K\n",
+            ProgramName("queue").c_str(), squeue ? "-h/--noheader" : "--noheader");
+        std::printf(
             "Pending and running jobs (with --all also those finished recently).\n"
             "  --start     pending jobs and their expected start times (squeue --start)\n"
             "  --priority  pending jobs' priorities and normalised factors (sprio -n)\n");
@@ -227,6 +399,18 @@ int CmdQueue(int argc, char** argv) {
   }
   int64_t now = SystemClock::Get()->NowMs();
   std::string out;
+  if (!format.empty()) {
+    auto items = ParseSqueueFormat(format);
+    if (!items.ok()) return Usage("queue", items.status().message());
+    if (header) out += RenderSqueue(*items, nullptr, now);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const auto& j : resp->jobs()) {
+        if ((j.state() == v1::PENDING) == (pass == 0)) out += RenderSqueue(*items, &j, now);
+      }
+    }
+    std::fputs(out.c_str(), stdout);
+    return kExitOk;
+  }
   if (header)
     out += "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n";
   // Like squeue: pending first, then the rest.

@@ -152,6 +152,15 @@ set +e
 err=$("$DIR/compat/sbatch" -p nosuch --wrap true 2>&1); rc=$?
 set -e
 [ $rc = 1 ] && [[ "$err" == "sbatch: error: "* ]] || fail "sbatch error: rc=$rc $err"
+held=$("$DIR/compat/sbatch" --parsable -H -J held -o /dev/null --wrap true)
+line=$("$DIR/compat/squeue" -h -j "$held" -o '%i|%j|%T|%t|%D|%R|%r|%a|%K')
+[ "$line" = "$held|held|PENDING|PD|1|(JobHeldUser)|JobHeldUser|(null)|N/A" ] || fail "squeue -o: $line"
+hdr=$("$DIR/compat/squeue" -j "$held" | head -1)
+[ "$hdr" = "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)" ] ||
+  fail "squeue header: $hdr"
+[ "$("$DIR/compat/squeue" -h -j "$held" -o '%.6i|%5j|')" = "$(printf '%6s' "$held")|held |" ] ||
+  fail "squeue widths"
+muster cancel "$held" >/dev/null
 mkdir -p "$DIR/slurm" && touch "$DIR/slurm/sbatch"
 if muster compat install "$DIR/slurm" >/dev/null 2>&1; then fail "compat install replaced a file"; fi
 muster compat remove "$DIR/compat" >/dev/null
