@@ -520,10 +520,14 @@ int CmdCancel(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
-      std::printf("Usage: muster cancel JOBID...\n");
+      std::printf("Usage: %s JOBID...\n", ProgramName("cancel").c_str());
       return kExitOk;
     }
-    if (!a.empty() && a[0] == '-') return Usage("cancel", "unknown option '" + a + "'");
+    if (!a.empty() && a[0] == '-') {
+      return Usage("cancel", (FrontEnd() == "scancel" ? "option " + a + " is not supported yet"
+                                                      : "unknown option '" + a + "'") +
+                                 " (jobs are cancelled by id)");
+    }
     items.push_back(a);
   }
   auto ids = ParseIds(items);
@@ -537,10 +541,17 @@ int CmdCancel(int argc, char** argv) {
   if (!resp.ok()) return Fail("cancel", resp.status());
   int rc = kExitOk;
   for (const auto& r : resp->results()) {
-    if (r.code() != 0) {
-      std::fprintf(stderr, "muster cancel: %s\n", r.message().c_str());
-      rc = kExitFailed;
+    if (r.code() == 0) continue;
+    if (FrontEnd() == "scancel" && r.code() == static_cast<int>(StatusCode::kNotFound)) {
+      // scancel's words and exit status for an id it does not know (Slurm 22.05).
+      std::fprintf(stderr,
+                   "scancel: error: Kill job error on job id %llu: Invalid job id specified\n",
+                   static_cast<unsigned long long>(r.job_id()));
+      continue;
     }
+    std::fprintf(stderr, "%s: %s%s\n", ProgramName("cancel").c_str(),
+                 FrontEnd().empty() ? "" : "error: ", r.message().c_str());
+    rc = kExitFailed;
   }
   return rc;
 }

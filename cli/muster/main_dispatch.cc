@@ -43,7 +43,7 @@ int Usage(const std::string& cmd, const std::string& message) {
 
 // The Slurm commands `muster` answers to when a link by that name points at it.
 const std::vector<std::string>& FrontEnds() {
-  static const std::vector<std::string> names = {"sbatch", "squeue"};
+  static const std::vector<std::string> names = {"sbatch", "squeue", "scancel"};
   return names;
 }
 
@@ -72,7 +72,7 @@ Cluster:
                                      start a local test cluster (fake GPUs) and wait for it
   local down [--dir DIR] [--purge]   stop it
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
-  compat install|remove DIR          links named like Slurm's commands (sbatch, squeue)
+  compat install|remove DIR          links named like Slurm's commands (sbatch, squeue, scancel)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -92,6 +92,10 @@ int Main(int argc, char** argv) {
   if (self == "squeue") {
     g_front_end = self;
     return CmdQueue(argc, argv);
+  }
+  if (self == "scancel") {
+    g_front_end = self;
+    return CmdCancel(argc, argv);
   }
   if (argc < 2) {
     PrintHelp();

@@ -160,7 +160,11 @@ hdr=$("$DIR/compat/squeue" -j "$held" | head -1)
   fail "squeue header: $hdr"
 [ "$("$DIR/compat/squeue" -h -j "$held" -o '%.6i|%5j|')" = "$(printf '%6s' "$held")|held |" ] ||
   fail "squeue widths"
-muster cancel "$held" >/dev/null
+"$DIR/compat/scancel" "$held" || fail "scancel $held"
+wait_for 30 is_state "$held" CANCELLED
+err=$("$DIR/compat/scancel" 999999 2>&1) || fail "scancel of an unknown id must exit 0, as Slurm's"
+[ "$err" = "scancel: error: Kill job error on job id 999999: Invalid job id specified" ] ||
+  fail "scancel said: $err"
 mkdir -p "$DIR/slurm" && touch "$DIR/slurm/sbatch"
 if muster compat install "$DIR/slurm" >/dev/null 2>&1; then fail "compat install replaced a file"; fi
 muster compat remove "$DIR/compat" >/dev/null
