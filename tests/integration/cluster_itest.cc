@@ -257,6 +257,8 @@ TEST(ClusterPrologTest, PrologAndEpilogRunAsTheAdminsAndTheirFailuresDrain) {
   EXPECT_NE(env.find("SLURM_JOB_ID=" + std::to_string(*id) + "\n"), std::string::npos) << env;
   EXPECT_NE(env.find("SLURM_JOB_NODELIST=node[1-2]\n"), std::string::npos) << env;
   EXPECT_EQ(env.find("SECRET_OF_THE_USER"), std::string::npos) << env;
+  // Both nodes free again (their epilogs done and reported), so the next job goes to node1.
+  ASSERT_EVENTUALLY(!cluster.Job(*id)->completing(), 10'000);
   // A failed prolog drains its node with the script's first line and requeues the job.
   std::ofstream(dir + "/bad-prolog.node1") << "";
   auto requeued = cluster.Submit("#!/bin/sh\ntrue\n", Gang(1, 1));
