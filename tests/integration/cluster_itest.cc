@@ -518,19 +518,20 @@ TEST(ClusterIsolationTest, OnlyTheJobsOwnGpuDeviceFilesOpen) {
     ASSERT_EQ(::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)), 0) << path;
   }
   const std::string out = cluster.dir() + "/jobs/devs";
-  auto id = cluster.Submit("#!/bin/sh\nfor m in 0 1 2 255; do printf \"$m \" >> " + out + "; cat " +
-                               dev + "nvidia$m 2>&1 | sed 's/.*: //' >> " + out + "; done\n",
+  auto id = cluster.Submit("#!/bin/sh\necho $CUDA_VISIBLE_DEVICES > " + out + ".gpus\n" +
+                               "for m in 0 1 2 255; do printf \"$m \" >> " + out + "; cat " + dev +
+                               "nvidia$m 2>&1 | sed 's/.*: //' >> " + out + "; done\n",
                            Gang(1, 2));
   ASSERT_TRUE(id.ok());
   ASSERT_EVENTUALLY(cluster.State(*id) == v1::COMPLETED, 10'000);
   // Its own two GPUs open (no driver behind them: ENXIO); the other one is refused (EPERM);
   // 255 is nvidiactl, open to every job. The fixture's minor numbers are the GPU indices.
-  auto alloc = cluster.Job(*id)->allocation().nodes(0).gpu_indices();
-  ASSERT_EQ(alloc.size(), 2);
+  std::string gpus = Read(out + ".gpus");
+  ASSERT_EQ(gpus.size(), 4u) << gpus;  // "a,b\n"
   std::string want;
-  for (int minor : {0, 1, 2}) {
-    bool mine = std::find(alloc.begin(), alloc.end(), static_cast<uint32_t>(minor)) != alloc.end();
-    want += std::to_string(minor) +
+  for (char minor : {'0', '1', '2'}) {
+    bool mine = gpus[0] == minor || gpus[2] == minor;
+    want += std::string(1, minor) +
             (mine ? " No such device or address\n" : " Operation not permitted\n");
   }
   want += "255 No such device or address\n";
