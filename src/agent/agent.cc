@@ -136,6 +136,11 @@ class Agent::Impl {
 
   Status Start();
   void Detach();
+  // Stopping, shared by Detach and Shutdown.
+  bool BeginStop();  // once, and only when started: stops the controller link
+  size_t RunOnIo(const std::function<size_t()>& fn);
+  void StopAccepting();  // io thread: no heartbeats, checks or new steps
+  void StopIoThread();
   // What this node has (OS, GPUs from NVML or a fixture, hwloc, InfiniBand) into inventory_.
   Status Discover(const OsInventory& os);
   Status AddHostTopology(const std::string& xml);
@@ -235,10 +240,11 @@ class Agent::Impl {
   tcp::acceptor step_acceptor_;
   asio::steady_timer hb_timer_;
   std::string instance_id_;
-  v1::NodeInventory inventory_;                  // written on the io thread after Start, under mu_
-  std::unique_ptr<Nvml> nvml_;                   // io thread
-  JobCgroups cgroups_;                           // set in Start
-  std::string fault_file_;                       // fixture mode: injected GPU faults
+  v1::NodeInventory inventory_;   // written on the io thread after Start, under mu_
+  std::unique_ptr<Nvml> nvml_;    // io thread
+  JobCgroups cgroups_;            // set in Start
+  std::string fault_file_;        // fixture mode: injected GPU faults
+  std::string fault_file_error_;  // io thread: the last complaint about it, said once
   std::map<uint32_t, std::string> base_health_;  // from the captures, fixture mode
   asio::steady_timer gpu_health_timer_{io_};
   asio::steady_timer check_timer_{io_};
@@ -1105,10 +1111,13 @@ std::map<uint32_t, std::string> Agent::Impl::GpuHealthNow() {
   ss << in.rdbuf();
   auto faults = ParseGpuFaults(ss.str());
   if (!faults.ok()) {
-    spdlog::warn("node={} ignoring {}: {}", options_.node_name, fault_file_,
-                 faults.status().message());
+    if (faults.status().message() != fault_file_error_) {  // once per mistake, not every tick
+      fault_file_error_ = faults.status().message();
+      spdlog::warn("node={} ignoring {}: {}", options_.node_name, fault_file_, fault_file_error_);
+    }
     return now;
   }
+  fault_file_error_.clear();
   for (const auto& [index, why] : *faults) now.emplace(index, why);
   return now;
 }
@@ -1483,37 +1492,55 @@ Status Agent::Impl::Listen(const OsInventory& os) {
   return Status::Ok();
 }
 
-void Agent::Impl::Detach() {
+bool Agent::Impl::BeginStop() {
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (stopped_) return;
+    if (stopped_) return false;
     stopped_ = true;
-    if (!started_) return;
+    if (!started_) return false;
   }
+  // Stop talking first: job ends caused by our own stop are not job results.
   link_->Stop();
-  std::promise<size_t> done;
-  asio::post(io_, [this, &done] {
-    shutting_down_ = true;
-    hb_timer_.cancel();
-    gpu_health_timer_.cancel();
-    check_timer_.cancel();
-    boost::system::error_code ignored;
-    step_acceptor_.close(ignored);
-    size_t kept = 0;
+  return true;
+}
+
+size_t Agent::Impl::RunOnIo(const std::function<size_t()>& fn) {
+  std::promise<size_t> p;
+  asio::post(io_, [&] { p.set_value(fn()); });
+  return p.get_future().get();
+}
+
+void Agent::Impl::StopAccepting() {
+  shutting_down_ = true;
+  hb_timer_.cancel();
+  gpu_health_timer_.cancel();
+  check_timer_.cancel();
+  boost::system::error_code ignored;
+  step_acceptor_.close(ignored);
+}
+
+void Agent::Impl::StopIoThread() {
+  work_.reset();
+  io_.stop();
+  if (io_thread_.joinable()) io_thread_.join();
+}
+
+void Agent::Impl::Detach() {
+  if (!BeginStop()) return;
+  size_t kept = RunOnIo([this] {
+    StopAccepting();
+    size_t n = 0;
     for (auto& [id, job] : jobs_) {
       // Step tasks talk to their client through this process: they cannot outlive it.
       for (pid_t g : job->step_pgids) ::kill(-g, SIGKILL);
       if (job->limit_timer) job->limit_timer->cancel();
       if (job->kill_timer) job->kill_timer->cancel();
       if (job->poll_timer) job->poll_timer->cancel();
-      kept += job->keeper > 0 && !job->exited;
+      n += job->keeper > 0 && !job->exited;
     }
-    done.set_value(kept);
+    return n;
   });
-  size_t kept = done.get_future().get();
-  work_.reset();
-  io_.stop();
-  if (io_thread_.joinable()) io_thread_.join();
+  StopIoThread();
   spdlog::info(
       "musterd node={} stopped; {} batch job(s) keep running and are re-adopted at the "
       "next start",
@@ -1521,26 +1548,9 @@ void Agent::Impl::Detach() {
 }
 
 void Agent::Impl::Shutdown() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (stopped_) return;
-    stopped_ = true;
-    if (!started_) return;
-  }
-  // Stop talking first: job ends caused by our own shutdown are not job results.
-  link_->Stop();
-  auto on_io = [this](std::function<size_t()> fn) {
-    std::promise<size_t> p;
-    asio::post(io_, [&] { p.set_value(fn()); });
-    return p.get_future().get();
-  };
-  size_t live = on_io([this] {
-    shutting_down_ = true;
-    hb_timer_.cancel();
-    gpu_health_timer_.cancel();
-    check_timer_.cancel();
-    boost::system::error_code ignored;
-    step_acceptor_.close(ignored);
+  if (!BeginStop()) return;
+  size_t live = RunOnIo([this] {
+    StopAccepting();
     size_t n = 0;
     for (auto& [id, job] : jobs_) {
       SignalJob(*job, SIGCONT);
@@ -1551,13 +1561,13 @@ void Agent::Impl::Shutdown() {
   });
   for (int i = 0; i < 40 && live > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    live = on_io([this] {
+    live = RunOnIo([this] {
       size_t n = 0;
       for (auto& [id, job] : jobs_) n += job->children.size();
       return n;
     });
   }
-  on_io([this] {
+  RunOnIo([this] {
     for (auto& [id, job] : jobs_) {
       SignalJob(*job, SIGKILL);
       std::error_code ec;
@@ -1566,9 +1576,7 @@ void Agent::Impl::Shutdown() {
     return size_t{0};
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the exit watchers reap
-  work_.reset();
-  io_.stop();
-  if (io_thread_.joinable()) io_thread_.join();
+  StopIoThread();
   // The node's cgroup directory goes too when nothing is left in it (best effort).
   if (cgroups_.enabled()) ::rmdir(cgroups_.base().c_str());
   spdlog::info("musterd node={} stopped", options_.node_name);
