@@ -43,7 +43,8 @@ int Usage(const std::string& cmd, const std::string& message) {
 
 // The Slurm commands `muster` answers to when a link by that name points at it.
 const std::vector<std::string>& FrontEnds() {
-  static const std::vector<std::string> names = {"sbatch", "squeue", "scancel"};
+  static const std::vector<std::string> names = {"sbatch", "srun",    "salloc",
+                                                 "squeue", "scancel", "sacct"};
   return names;
 }
 
@@ -59,7 +60,10 @@ Jobs:
   queue [OPTIONS]                    list pending and running jobs
   job show ID [--json]               one job in detail
   cancel ID...                       cancel jobs
-  run [-l] COMMAND [ARGS]            inside a job: run COMMAND as a step on every task slot
+  run [OPTIONS] COMMAND [ARGS]       a job step: inside a job on its nodes; outside one in an
+                                     allocation of its own (srun)
+  alloc [OPTIONS] [COMMAND]          get an allocation and run COMMAND (a shell) in it (salloc)
+  acct [OPTIONS]                     finished and live jobs with their steps (sacct)
 
 Nodes:
   nodes [--json]                     list nodes
@@ -72,7 +76,8 @@ Cluster:
                                      start a local test cluster (fake GPUs) and wait for it
   local down [--dir DIR] [--purge]   stop it
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
-  compat install|remove DIR          links named like Slurm's commands (sbatch, squeue, scancel)
+  compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
+                                     squeue, scancel, sacct)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -97,6 +102,18 @@ int Main(int argc, char** argv) {
     g_front_end = self;
     return CmdCancel(argc, argv);
   }
+  if (self == "srun") {
+    g_front_end = self;
+    return CmdRun(argc, argv);
+  }
+  if (self == "salloc") {
+    g_front_end = self;
+    return CmdAlloc(argc, argv);
+  }
+  if (self == "sacct") {
+    g_front_end = self;
+    return CmdAcct(argc, argv);
+  }
   if (argc < 2) {
     PrintHelp();
     return kExitUsage;
@@ -111,6 +128,8 @@ int Main(int argc, char** argv) {
   if (cmd == "nodes") return CmdNodes(sub_argc, sub_argv);
   if (cmd == "node") return CmdNode(sub_argc, sub_argv);
   if (cmd == "run") return CmdRun(sub_argc, sub_argv);
+  if (cmd == "alloc") return CmdAlloc(sub_argc, sub_argv);
+  if (cmd == "acct") return CmdAcct(sub_argc, sub_argv);
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);

@@ -309,6 +309,15 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     }
     if (req.argv().empty()) return InvalidArgument("no command given");
     job_id_ = req.job_id();
+    step_id_ = req.step_id();
+    run_ = req.run();
+    // A step with GPUs of its own sees only those; otherwise all of the job's on this node.
+    std::string visible = job->visible_devices;
+    if (req.gpus_given()) {
+      std::vector<std::string> ids;
+      for (uint32_t g : req.gpu_indices()) ids.push_back(std::to_string(g));
+      visible = Join(ids, ",");
+    }
     const v1::JobSpec& spec = job->launch.spec();
     bool root = ::geteuid() == 0;
     // The step's own cgroup inside the job's: its leftovers end with it, not with the job.
@@ -333,7 +342,7 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       SpawnSpec sp;
       sp.argv.assign(req.argv().begin(), req.argv().end());
       sp.env = BuildTaskEnv(job->launch, agent_->options_.node_name, agent_->options_.config_path,
-                            job->visible_devices, req, local);
+                            visible, req, local);
       sp.cwd = req.work_dir().empty() ? spec.work_dir() : req.work_dir();
       sp.change_user = root && spec.uid() != 0;
       sp.uid = spec.uid();
@@ -424,8 +433,28 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     ev.mutable_exit()->set_exit_code(code);
     ev.mutable_exit()->set_signal(sig);
     Write(0, ev.SerializeAsString());
-    if (++reported_ == tasks_.size()) done_ = true;
+    exit_code_ = std::max(exit_code_, code);
+    if (sig && !signal_) signal_ = sig;
+    if (++reported_ == tasks_.size()) {
+      done_ = true;
+      ReportEnd();
+    }
     if (done_ && !writing_) Close();
+  }
+
+  // The controller keeps the step's state: tell it once every task here has ended.
+  void ReportEnd() {
+    if (reported_end_ || job_id_ == 0) return;
+    reported_end_ = true;
+    v1::AgentMessage m;
+    auto* e = m.mutable_step_ended();
+    e->set_job_id(job_id_);
+    e->set_step_id(step_id_);
+    e->set_run(run_);
+    e->set_exit_code(exit_code_);
+    e->set_signal(signal_);
+    e->set_killed(killed_);
+    agent_->Send(m);
   }
 
   void SendOutput(uint32_t task, uint32_t stream, std::string data) {
@@ -440,6 +469,8 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     KillTasks();  // tasks started before the failure must not outlive the step
     Write(static_cast<uint32_t>(s.code()), s.message());
     done_ = true;
+    if (exit_code_ == 0) exit_code_ = 1;
+    ReportEnd();
   }
 
   void Write(uint32_t type, const std::string& payload) {
@@ -467,18 +498,42 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     });
   }
 
-  // A read on the socket returns only when the client closes it (or sends junk): then the step
-  // ends, as when srun is killed.
+  // After the launch the client only sends signals; when it closes the connection (or sends
+  // junk) the step ends, as when srun is killed.
   void WatchClient() {
     auto self = shared_from_this();
-    socket_.async_read_some(asio::buffer(probe_), [this, self](auto ec, size_t) {
-      if (ec && !done_) KillTasks();
+    asio::async_read(socket_, asio::buffer(header_, 8), [this, self](auto ec, size_t) {
+      uint32_t len = 0, type = 0;
+      if (ec || !DecodeFrameHeader(header_, &len, &type).ok() || type != 1 || len > 64) {
+        if (!done_) KillTasks();
+        return;
+      }
+      body_.resize(len);
+      asio::async_read(socket_, asio::buffer(body_), [this, self](auto ec2, size_t) {
+        v1::StepSignal sig;
+        if (ec2 || !sig.ParseFromString(body_) || sig.signal() <= 0 || sig.signal() >= 65) {
+          if (!done_) KillTasks();
+          return;
+        }
+        SignalTasks(sig.signal());
+        WatchClient();
+      });
     });
+  }
+
+  void SignalTasks(int sig) {
+    if (sig == SIGKILL) return KillTasks();
+    for (const Task& t : tasks_) {
+      if (t.pid > 0 && !t.exited) ::kill(-t.pid, sig);
+    }
   }
 
   void KillTasks() {
     for (const Task& t : tasks_) {
-      if (t.pid > 0 && !t.exited) ::kill(-t.pid, SIGKILL);
+      if (t.pid > 0 && !t.exited) {
+        ::kill(-t.pid, SIGKILL);
+        killed_ = true;
+      }
     }
     if (!step_cgroup_.empty() && step_cgroup_ != JobCgroupOf()) JobCgroups::Kill(step_cgroup_);
   }
@@ -498,8 +553,13 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
   tcp::socket socket_;
   char header_[8];
   std::string body_;
-  char probe_[64];
   uint64_t job_id_ = 0;
+  uint32_t step_id_ = 0;
+  uint32_t run_ = 0;
+  int exit_code_ = 0;  // the highest of the tasks here
+  int signal_ = 0;
+  bool killed_ = false;  // we killed tasks (the client went away, or the step failed)
+  bool reported_end_ = false;
   std::string step_cgroup_;  // "" without cgroups
   std::vector<Task> tasks_;
   size_t reported_ = 0;

@@ -217,8 +217,16 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
   env.Slurm("STEP_NODELIST", step.step_nodelist());
   env.Slurm("STEP_TASKS_PER_NODE", step.tasks_per_node());
   env.Slurm("DISTRIBUTION", "block");
-  const std::string gpus = GpuList(launch);
-  if (!gpus.empty()) env.Slurm("STEP_GPUS", gpus);
+  if (step.cpus_per_task() > 0) env.Slurm("CPUS_PER_TASK", std::to_string(step.cpus_per_task()));
+  if (!step.step_name().empty()) env.Slurm("STEP_NAME", step.step_name());
+  if (step.gpus_given()) {
+    std::vector<std::string> ids;
+    for (uint32_t g : step.gpu_indices()) ids.push_back(std::to_string(g));
+    env.Slurm("STEP_GPUS", Join(ids, ","));
+    env.Slurm("GPUS_ON_NODE", std::to_string(ids.size()));
+  } else if (const std::string gpus = GpuList(launch); !gpus.empty()) {
+    env.Slurm("STEP_GPUS", gpus);
+  }
   env.SetIfMissing("PATH", "/usr/local/bin:/usr/bin:/bin");
   return env.Build();
 }

@@ -75,10 +75,24 @@ Result<v1::ControllerInfoResponse> ControllerClient::ControllerInfo() {
   return Do<v1::ControllerInfoResponse>(*this, v1::METHOD_CONTROLLER_INFO,
                                         v1::ControllerInfoRequest());
 }
-Result<v1::CreateStepResponse> ControllerClient::CreateStep(uint64_t job_id) {
-  v1::CreateStepRequest r;
-  r.set_job_id(job_id);
+Result<v1::CreateStepResponse> ControllerClient::CreateStep(const v1::CreateStepRequest& r) {
   return Do<v1::CreateStepResponse>(*this, v1::METHOD_CREATE_STEP, r);
+}
+Result<v1::AttachAllocationResponse> ControllerClient::AttachAllocation(uint64_t job_id) {
+  v1::AttachAllocationRequest r;
+  r.set_job_id(job_id);
+  return Do<v1::AttachAllocationResponse>(*this, v1::METHOD_ATTACH_ALLOCATION, r);
+}
+Status ControllerClient::ReleaseAllocation(uint64_t job_id, int exit_code, int signal) {
+  v1::ReleaseAllocationRequest r;
+  r.set_job_id(job_id);
+  r.set_exit_code(exit_code);
+  r.set_signal(signal);
+  return Do<v1::ReleaseAllocationResponse>(*this, v1::METHOD_RELEASE_ALLOCATION, r).status();
+}
+Result<v1::ListAccountingResponse> ControllerClient::ListAccounting(
+    const v1::ListAccountingRequest& r) {
+  return Do<v1::ListAccountingResponse>(*this, v1::METHOD_LIST_ACCOUNTING, r);
 }
 
 }  // namespace muster::client

@@ -1,9 +1,14 @@
 #include "muster/client/step_client.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
 #include <map>
 
 #include "muster/common/framing.h"
@@ -51,10 +56,149 @@ class LineWriter {
   std::map<std::pair<uint32_t, uint32_t>, std::string> bufs_;
 };
 
+// The self-pipe signals arrive on (see CatchForwardedSignals).
+int g_signal_pipe[2] = {-1, -1};
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+void OnSignal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  if (g_signal_pipe[1] >= 0) (void)!::write(g_signal_pipe[1], &b, 1);
+  errno = saved;
+}
+
+// Signals caught since the last call (in order).
+std::vector<int> TakeSignals() {
+  std::vector<int> out;
+  if (g_signal_pipe[0] < 0) return out;
+  unsigned char buf[64];
+  ssize_t n;
+  while ((n = ::read(g_signal_pipe[0], buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < n; ++i) out.push_back(buf[i]);
+  }
+  return out;
+}
+
+int64_t MonotonicMs() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+// Waits up to `ms` for a caught signal; returns the signals (empty on timeout).
+std::vector<int> SleepOrSignal(int ms) {
+  if (g_signal_pipe[0] < 0) {
+    ::usleep(static_cast<useconds_t>(ms) * 1000);
+    return {};
+  }
+  pollfd p{g_signal_pipe[0], POLLIN, 0};
+  ::poll(&p, 1, ms);
+  return TakeSignals();
+}
+
 }  // namespace
 
+Status CatchForwardedSignals() {
+  if (g_signal_pipe[0] >= 0) return Status::Ok();
+  if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return ErrnoStatus("pipe", errno);
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : kForwarded) ::sigaction(sig, &sa, nullptr);
+  return Status::Ok();
+}
+
+void ReleaseForwardedSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : kForwarded) ::sigaction(sig, &sa, nullptr);
+}
+
+std::vector<int> WaitForSignals(int timeout_ms) { return SleepOrSignal(timeout_ms); }
+
+Result<v1::JobInfo> Allocate(ControllerClient& controller, const v1::JobSpec& spec,
+                             const AllocateOptions& o, FILE* err) {
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  req.mutable_spec()->set_interactive(true);
+  MUSTER_ASSIGN_OR_RETURN(v1::SubmitJobResponse sub, controller.SubmitJob(req));
+  const uint64_t id = sub.job_id();
+  const std::string jid = std::to_string(id);
+  auto withdraw = [&](const Status& why) {
+    controller.ReleaseAllocation(id, 0, 0).IgnoreError();
+    return why;
+  };
+  auto attached = controller.AttachAllocation(id);
+  if (!attached.ok()) return withdraw(attached.status());
+  if (o.program == "salloc" && !o.quiet) {
+    std::fprintf(err, "salloc: Pending job allocation %s\n", jid.c_str());
+  }
+  const int64_t start = MonotonicMs();
+  bool said_queued = false;
+  int pause_ms = 2;
+  while (true) {
+    MUSTER_ASSIGN_OR_RETURN(v1::GetJobResponse got, controller.GetJob(id));
+    const v1::JobInfo& j = got.job();
+    if (j.state() == v1::RUNNING) {
+      // Steps can start once every node has set the job up; CreateStep says when that is.
+      if (!said_queued || o.quiet) return j;
+      std::fprintf(err, "%s: job %s has been allocated resources\n", o.program.c_str(),
+                   jid.c_str());
+      return j;
+    }
+    if (j.state() != v1::PENDING) {
+      return FailedPrecondition("job " + jid + " ended before it started (" +
+                                v1::JobState_Name(j.state()) + ": " + j.reason_detail() + ")");
+    }
+    const int64_t waited = MonotonicMs() - start;
+    if (o.immediate_s > 0 && waited >= static_cast<int64_t>(o.immediate_s) * 1000) {
+      return withdraw(Unavailable("Unable to allocate resources: Immediate execution impossible (" +
+                                  j.reason() + ": " + j.reason_detail() + ")"));
+    }
+    if (!said_queued && waited >= 50 && !o.quiet) {
+      std::fprintf(err, "%s: job %s queued and waiting for resources\n", o.program.c_str(),
+                   jid.c_str());
+      said_queued = true;
+    }
+    for (int sig : SleepOrSignal(pause_ms)) {
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        withdraw(Status::Ok()).IgnoreError();
+        return Aborted("Job allocation " + jid + " has been revoked (interrupted while waiting)");
+      }
+    }
+    pause_ms = std::min(pause_ms * 2, 100);
+  }
+}
+
 Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* out, FILE* err) {
-  MUSTER_ASSIGN_OR_RETURN(v1::CreateStepResponse step, controller.CreateStep(o.job_id));
+  const char* prog = o.program.c_str();
+  const std::string jid = std::to_string(o.shape.job_id());
+  // Other steps may hold what this one needs, or the job's nodes are still starting: wait.
+  v1::CreateStepResponse step;
+  bool said_busy = false;
+  int pause_ms = 2;
+  while (true) {
+    auto created = controller.CreateStep(o.shape);
+    if (created.ok()) {
+      step = std::move(*created);
+      break;
+    }
+    if (created.status().code() != StatusCode::kUnavailable) return created.status();
+    if (!said_busy && created.status().message() == "Requested nodes are busy") {
+      std::fprintf(err, "%s: Job %s step creation temporarily disabled, retrying (%s)\n", prog,
+                   jid.c_str(), created.status().message().c_str());
+      said_busy = true;
+    }
+    for (int sig : SleepOrSignal(pause_ms)) {
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        return Aborted("Job step creation for job " + jid + " aborted");
+      }
+    }
+    pause_ms = std::min(pause_ms * 2, 200);
+  }
+  if (said_busy) std::fprintf(err, "%s: Step created for job %s\n", prog, jid.c_str());
   std::vector<std::string> names;
   std::vector<uint32_t> counts;
   for (const auto& n : step.nodes()) {
@@ -76,6 +220,14 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
       if (c.fd >= 0) ::close(c.fd);  // closing makes every agent kill its tasks
     }
     return s;
+  };
+  auto signal_all = [&](int sig) {
+    v1::StepSignal m;
+    m.set_signal(sig);
+    const std::string payload = m.SerializeAsString();
+    for (auto& c : conns) {
+      if (c.fd >= 0) WriteFrame(c.fd, 1, payload).IgnoreError();
+    }
   };
   for (const v1::StepNode& n : step.nodes()) {
     if (n.ntasks() == 0) continue;
@@ -99,6 +251,12 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     req.set_total_nodes(static_cast<uint32_t>(step.nodes_size()));
     req.set_step_nodelist(nodelist);
     req.set_tasks_per_node(tasks_per_node);
+    req.set_gpus_given(step.gpus_given());
+    *req.mutable_gpu_indices() = n.gpu_indices();
+    *req.mutable_cpu_ids() = n.cpu_ids();
+    req.set_cpus_per_task(step.cpus_per_task());
+    req.set_step_name(step.name());
+    req.set_run(step.run());
     conns.push_back({n.node(), *fd, n.ntasks()});
     Status s = WriteFrame(*fd, 0, req.SerializeAsString());
     if (!s.ok()) return give_up(s.Prepend("node " + n.node()));
@@ -106,14 +264,35 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
 
   LineWriter writer(out, err, o.label);
   size_t open = conns.size();
+  int64_t last_interrupt_ms = -10'000;
+  bool killing = false;
+  bool killed_after_failure = false;
   while (open > 0) {
     std::vector<pollfd> pfds;
     for (const auto& c : conns)
       pfds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
+    if (g_signal_pipe[0] >= 0) pfds.push_back({g_signal_pipe[0], POLLIN, 0});
     int r = ::poll(pfds.data(), pfds.size(), -1);
     if (r < 0) {
       if (errno == EINTR) continue;
       return give_up(ErrnoStatus("poll", errno));
+    }
+    for (int sig : TakeSignals()) {
+      if (sig == SIGINT) {
+        const int64_t now = MonotonicMs();
+        if (now - last_interrupt_ms <= 1000) {
+          std::fprintf(err, "%s: forcing job step %s.%u to end\n", prog, jid.c_str(),
+                       step.step_id());
+          killing = true;
+          signal_all(SIGKILL);
+        } else {
+          std::fprintf(err, "%s: interrupt (one more within 1 sec to abort)\n", prog);
+          signal_all(SIGINT);
+        }
+        last_interrupt_ms = now;
+      } else {
+        signal_all(sig);
+      }
     }
     for (size_t i = 0; i < conns.size(); ++i) {
       Conn& c = conns[i];
@@ -122,13 +301,13 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
       bool close_it = false;
       if (!frame.ok()) {
         if (c.pending_tasks > 0) {
-          std::fprintf(err, "muster run: lost node %s: %s\n", c.node.c_str(),
+          std::fprintf(err, "%s: error: lost node %s: %s\n", prog, c.node.c_str(),
                        frame.status().message().c_str());
           worst = std::max(worst, 1);
         }
         close_it = true;
       } else if (frame->type != 0) {
-        std::fprintf(err, "muster run: node %s: %s\n", c.node.c_str(), frame->payload.c_str());
+        std::fprintf(err, "%s: error: node %s: %s\n", prog, c.node.c_str(), frame->payload.c_str());
         worst = std::max(worst, 1);
         close_it = true;
       } else {
@@ -139,8 +318,25 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
           writer.Add(ev.output().task(), ev.output().stream(), ev.output().data());
         } else if (ev.has_exit()) {
           writer.Flush(ev.exit().task());
-          int code = ev.exit().signal() ? 128 + ev.exit().signal() : ev.exit().exit_code();
-          worst = std::max(worst, code);
+          const v1::TaskExit& x = ev.exit();
+          int code = x.signal() ? 128 + x.signal() : x.exit_code();
+          // Tasks we killed after another failed (-K) do not hide that failure's code.
+          if (!(killed_after_failure && x.signal() == SIGKILL)) worst = std::max(worst, code);
+          if (code != 0 && !killing) {
+            // As srun reports a failed task.
+            if (x.signal()) {
+              std::fprintf(err, "%s: error: %s: task %u: %s\n", prog, c.node.c_str(), x.task(),
+                           x.signal() == SIGKILL ? "Killed" : ::strsignal(x.signal()));
+            } else {
+              std::fprintf(err, "%s: error: %s: task %u: Exited with exit code %d\n", prog,
+                           c.node.c_str(), x.task(), x.exit_code());
+            }
+            if (o.kill_on_bad_exit) {
+              killing = true;
+              killed_after_failure = true;
+              signal_all(SIGKILL);
+            }
+          }
           if (--c.pending_tasks == 0) close_it = true;
         }
       }

@@ -28,6 +28,10 @@ enum LongOnly {
   kTopology,
   kMemPerGpu,
   kGpusPerTask,
+  kExact,
+  kOverlap,
+  kPty,
+  kMpi,
 };
 
 const struct option kLongOptions[] = {
@@ -60,9 +64,43 @@ const struct option kLongOptions[] = {
     {"mem-per-gpu", required_argument, nullptr, kMemPerGpu},
     {"gpus-per-task", required_argument, nullptr, kGpusPerTask},
     {"help", no_argument, nullptr, 'h'},
+    // srun and salloc.
+    {"label", no_argument, nullptr, 'l'},
+    {"exact", no_argument, nullptr, kExact},
+    {"overlap", no_argument, nullptr, kOverlap},
+    {"kill-on-bad-exit", optional_argument, nullptr, 'K'},
+    {"pty", no_argument, nullptr, kPty},
+    {"immediate", optional_argument, nullptr, 'I'},
+    {"input", required_argument, nullptr, 'i'},
+    {"unbuffered", no_argument, nullptr, 'u'},
+    {"mpi", required_argument, nullptr, kMpi},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:C:w:x:Hh";
+constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:u";
+
+// Options only some commands take; elsewhere they are unknown, as in Slurm.
+bool Accepted(int c, OptionSet set) {
+  switch (c) {
+    case 'l':
+    case kExact:
+    case kOverlap:
+    case 'K':
+    case kPty:
+    case 'i':
+    case 'u':
+    case kMpi:
+      return set == OptionSet::kRun;
+    case 'I':
+      return set != OptionSet::kBatch;
+    case kWrap:
+    case kParsable:
+    case 'o':
+    case 'e':
+      return set != OptionSet::kAlloc;
+    default:
+      return true;
+  }
+}
 
 // Slurm options that scripts use but this version does not implement: refused by name.
 const std::set<std::string> kKnownUnsupported = {"account",       "qos",
@@ -186,7 +224,7 @@ Status ParseSwitches(const std::string& v, SubmitOptions* o) {
 }  // namespace
 
 Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& origin,
-                       SubmitOptions* o) {
+                       SubmitOptions* o, OptionSet set) {
   std::vector<std::string> storage;
   storage.push_back("sbatch");
   storage.insert(storage.end(), args.begin(), args.end());
@@ -203,6 +241,7 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
     if (c == -1) break;
     std::string val = optarg ? optarg : "";
     Status s;
+    if (!Accepted(c, set)) c = '?';
     switch (c) {
       case 'J':
         o->job_name = val;
@@ -352,6 +391,39 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'h':
         o->help = true;
         break;
+      case 'l':
+        o->label = true;
+        break;
+      case kExact:
+        o->exact = true;
+        break;
+      case kOverlap:
+        o->overlap = true;
+        break;
+      case 'K':
+        o->kill_on_bad_exit = val.empty() || val != "0";
+        break;
+      case kPty:
+        o->pty = true;
+        break;
+      case 'I': {
+        auto n = val.empty() ? Result<uint32_t>(1u) : Count("--immediate", val);
+        if (!n.ok()) return err(n.status().message());
+        o->immediate_s = *n;
+        break;
+      }
+      case 'i':
+        o->input = val;
+        break;
+      case 'u':
+        break;  // output is forwarded as it comes already
+      case kMpi:
+        if (val != "none" && val != "list") {
+          return Unimplemented(origin + ": --mpi=" + val +
+                               " is not supported (no PMI server yet); MPI programs built with "
+                               "Slurm support read SLURM_* and work with --mpi=none");
+        }
+        break;
       case ':':
         return err("option " + std::string(argv[static_cast<size_t>(optind) - 1]) +
                    " needs a value");
@@ -437,7 +509,7 @@ Result<std::vector<Directive>> ParseDirectives(const std::string& script) {
 }
 
 Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ctx) {
-  if (!StartsWith(ctx.script, "#!")) {
+  if (!ctx.interactive && !StartsWith(ctx.script, "#!")) {
     return InvalidArgument(
         "this does not look like a batch script: the first line must start with #! "
         "(e.g. #!/bin/bash)");
@@ -485,8 +557,9 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
     item->set_count(g.count);
   }
   s.set_time_limit_ms(o.time_limit_ms.value_or(0));
-  s.set_script(ctx.script);
-  if (o.positional.size() > 1) {
+  s.set_interactive(ctx.interactive);
+  if (!ctx.interactive) s.set_script(ctx.script);
+  if (o.positional.size() > 1 && !ctx.interactive) {
     for (size_t i = 1; i < o.positional.size(); ++i) s.add_script_args(o.positional[i]);
   }
   std::string wd = o.chdir.value_or(ctx.cwd);

@@ -254,6 +254,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(
             t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("accounting_retention_days", &s.accounting_retention_days, 0, 100'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("allocation_grace_ms", &s.allocation_grace_ms, 1'000, 86'400'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("backfill_depth", &s.backfill_depth, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("max_switch_wait_ms", &s.max_switch_wait_ms, 0, 30U * 86'400'000));

@@ -156,6 +156,12 @@ Status Engine::Recover(TimeMs now) {
     e.request = ToCoreRequest(e.rec);
     JobEntry& job = jobs_.emplace(e.rec.id(), std::move(e)).first->second;
     if (job.rec.state() == v1::PENDING) pending_.insert(job.rec.id());
+    if (job.rec.spec().interactive() && job.rec.end_time_ms() == 0 &&
+        (job.rec.state() == v1::PENDING || job.rec.state() == v1::RUNNING)) {
+      // Its client lost the connection with the old controller: it may attach again.
+      job.orphan_since_ms = now;
+      interactive_.insert(job.rec.id());
+    }
     if (job.rec.state() != v1::PENDING && job.rec.state() != v1::RUNNING) {
       finished_.insert({job.rec.end_time_ms(), job.rec.id()});
     }
@@ -300,7 +306,11 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   if (spec.script().size() > kMaxScriptBytes) {
     return InvalidArgument("batch script is larger than 4 MiB");
   }
-  if (!StartsWith(spec.script(), "#!")) {
+  if (spec.interactive()) {
+    if (!spec.script().empty()) {
+      return InvalidArgument("an interactive allocation (srun/salloc) carries no batch script");
+    }
+  } else if (!StartsWith(spec.script(), "#!")) {
     return InvalidArgument(
         "this does not look like a batch script: the first line must start with #! "
         "(e.g. #!/bin/bash)");
@@ -367,6 +377,10 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   spdlog::info("submit job={} user={} nodes={} gpus_per_node={} partition={}", id,
                e.rec.spec().user(), e.rec.spec().nodes(), e.rec.spec().gpus_per_node(),
                Join({e.rec.spec().partitions().begin(), e.rec.spec().partitions().end()}, ","));
+  if (e.rec.spec().interactive()) {
+    e.orphan_since_ms = now;  // its client attaches next
+    interactive_.insert(id);
+  }
   jobs_.emplace(id, std::move(e));
   pending_.insert(id);
   schedule_requested_ = true;
@@ -396,6 +410,13 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
     const v1::JobState st = job->rec.state();
     if (st != v1::PENDING && (st != v1::RUNNING || job->rec.cancel_requested())) {
       continue;  // finished or already on its way down: nothing to do (Slurm is silent too)
+    }
+    if (job->rec.spec().interactive()) {
+      // No batch script to wait for: the allocation ends now and its tasks are stopped.
+      EndAllocation(*job, v1::CANCELLED, "None",
+                    "cancelled by " + caller.user + (st == v1::PENDING ? "" : " while running"),
+                    now, 0, 0);
+      continue;
     }
     v1::JobRecord next = job->rec;
     if (st == v1::PENDING) {
@@ -494,45 +515,6 @@ Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
     resp.add_updated(node->config.name);
   }
   schedule_requested_ = true;
-  return resp;
-}
-
-Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
-                                                  const v1::CreateStepRequest& req) {
-  JobEntry* job = FindJob(req.job_id());
-  if (!job) return NotFound("job " + std::to_string(req.job_id()) + " does not exist");
-  if (!caller.is_admin && caller.uid != job->rec.spec().uid()) {
-    return PermissionDenied("job " + std::to_string(req.job_id()) + " is not yours");
-  }
-  if (job->rec.state() != v1::RUNNING || job->rec.cancel_requested()) {
-    return FailedPrecondition("job " + std::to_string(req.job_id()) + " is not running");
-  }
-  v1::JobRecord next = job->rec;
-  uint32_t step_id = next.next_step_id();
-  next.set_next_step_id(step_id + 1);
-  store::Mutation m;
-  m.PutJob(next);
-  MUSTER_RETURN_IF_ERROR(Commit(m));
-  job->rec = std::move(next);
-
-  v1::CreateStepResponse resp;
-  resp.set_job_id(job->rec.id());
-  resp.set_step_id(step_id);
-  resp.set_credential(job->rec.credential());
-  uint32_t first = 0;
-  uint32_t node_id = 0;
-  for (const auto& na : job->rec.allocation().nodes()) {
-    v1::StepNode* sn = resp.add_nodes();
-    sn->set_node(na.node());
-    const NodeEntry* node = FindNode(na.node());
-    if (node) sn->set_step_address(node->step_address);
-    sn->set_node_id(node_id++);
-    sn->set_ntasks(na.ntasks());
-    sn->set_first_task(first);
-    *sn->mutable_gpu_indices() = na.gpu_indices();
-    first += na.ntasks();
-  }
-  resp.set_total_tasks(first);
   return resp;
 }
 
@@ -748,8 +730,8 @@ void Engine::SendLaunch(const JobEntry& job, size_t pos) {
   *l->mutable_spec() = r.spec();
   *l->mutable_allocation() = r.allocation();
   l->set_node_id(static_cast<uint32_t>(pos));
-  l->set_batch_node(pos == 0);
-  if (pos != 0) {
+  l->set_batch_node(pos == 0 && !r.spec().interactive());
+  if (pos != 0 || r.spec().interactive()) {
     // Only the first node runs the script; the others need the allocation and the identity.
     l->mutable_spec()->clear_script();
     l->mutable_spec()->clear_environment();

@@ -72,6 +72,7 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
   const NodeConfig& c = node->config;
   store::Mutation m;
   ApplyNodeChecks(*node, now, m);
+  if (restarted) StepsLostOnNode(*node, now, m);
   MUSTER_RETURN_IF_ERROR(Commit(m));
   spdlog::info("register node={} instance={} gpus={} ({}) step_address={} restarted={} jobs={}",
                inv.name(), req.instance_id(), inv.gpus_size(), inv.gpu_source(), inv.step_address(),
@@ -208,6 +209,9 @@ void Engine::OnAgentMessage(const std::string& name, const v1::AgentMessage& msg
     case v1::AgentMessage::kNodeHealth:
       OnNodeHealth(*node, msg.node_health(), now);
       break;
+    case v1::AgentMessage::kStepEnded:
+      OnStepEnded(*node, msg.step_ended(), now);
+      break;
     case v1::AgentMessage::kHello:
     case v1::AgentMessage::MSG_NOT_SET:
       spdlog::warn("node={} sent an unexpected message ({}); ignored", name,
@@ -304,7 +308,9 @@ void Engine::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs now) 
   if (!job || !Contains(job->rec.completing_nodes(), node.config.name)) return;
   Remove(job->rec.mutable_completing_nodes(), node.config.name);
   ReleaseNode(*job, node);
+  StepsEndedOnNode(*job, node.config.name, /*lost=*/false, now);
   if (job->rec.completing_nodes_size() == 0) {
+    EndRunningSteps(job->rec, v1::CANCELLED, now);
     store::Mutation m;
     m.PutJob(job->rec);
     // Buffered: after a crash the node's next registration tells again that it is clean.
@@ -322,6 +328,8 @@ void Engine::FinishJob(JobEntry& job, v1::JobState state, const std::string& rea
   r.set_reason(reason);
   r.set_end_time_ms(now);
   finished_.insert({now, r.id()});
+  // Steps still running are stopped with the job; each node reports how its tasks ended before
+  // it reports the job clean there (one ordered stream), which settles what is left.
   r.clear_completing_nodes();
   for (const auto& na : r.allocation().nodes()) {
     NodeEntry* node = FindNode(na.node());
@@ -357,7 +365,9 @@ void Engine::JobLostOnNode(JobEntry& job, const std::string& node_name, const st
   // this job, it is stale there and is terminated before the node takes new work.
   Remove(r.mutable_completing_nodes(), node_name);
   if (NodeEntry* node = FindNode(node_name)) ReleaseNode(job, *node);
+  StepsEndedOnNode(job, node_name, /*lost=*/true, now);
   if (r.state() != v1::RUNNING) {
+    if (r.completing_nodes_size() == 0) EndRunningSteps(r, v1::CANCELLED, now);
     m.PutJob(r);
     return;
   }
@@ -376,7 +386,8 @@ void Engine::RequeueOrFail(JobEntry& job, const std::string& reason, const std::
     FinishJob(job, v1::CANCELLED, "None", now, m);
     return;
   }
-  if (r.spec().no_requeue()) {
+  if (r.spec().no_requeue() || r.spec().interactive()) {
+    // An srun/salloc allocation is not requeued: its client's tasks are gone.
     FinishJob(job, v1::NODE_FAIL, reason, now, m);
     r.set_reason_detail(why);
     m.PutJob(r);
@@ -384,6 +395,7 @@ void Engine::RequeueOrFail(JobEntry& job, const std::string& reason, const std::
     return;
   }
   // Requeue the whole gang: stop it everywhere, then it pends until every node is clean.
+  EndRunningSteps(r, v1::CANCELLED, now);
   r.set_state(v1::PENDING);
   pending_.insert(r.id());
   r.set_requeue_count(r.requeue_count() + 1);
@@ -466,6 +478,30 @@ void Engine::Tick(TimeMs now) {
       spdlog::error("cannot archive {} finished jobs (will retry): {}", purge.size(),
                     st.ToString());
     }
+  }
+  if (!interactive_.empty()) CheckAllocations(now);
+  PurgeHistory(now);
+}
+
+void Engine::PurgeHistory(TimeMs now) {
+  const uint32_t days = options_.config.scheduling.accounting_retention_days;
+  constexpr TimeMs kEvery = 3'600'000;  // hourly is plenty for a retention counted in days
+  if (days == 0 || (last_history_purge_ms_ != 0 && now - last_history_purge_ms_ < kEvery)) return;
+  last_history_purge_ms_ = now;
+  const TimeMs cutoff = now - static_cast<TimeMs>(days) * 86'400'000;
+  store::Mutation m;
+  // Ids grow with time, so the old records come first; a late-ending job with a small id waits
+  // for a later purge. Bounded so that one purge never holds the strand for long.
+  Status s = store_->ScanHistory(0, [&](const v1::JobRecord& r) {
+    const TimeMs ended = r.end_time_ms() > 0 ? r.end_time_ms() : r.submit_time_ms();
+    if (ended >= cutoff) return false;
+    m.DeleteHistory(r.id());
+    return m.size() < 10'000;
+  });
+  if (s.ok()) s = Commit(m, store::Durability::kBuffered);
+  if (!s.ok()) spdlog::error("accounting retention purge failed (will retry): {}", s.ToString());
+  if (!m.empty() && s.ok()) {
+    spdlog::info("accounting: dropped {} job record(s) older than {} days", m.size(), days);
   }
 }
 

@@ -1,5 +1,9 @@
-// Engine: read-only views for clients (jobs, nodes, controller info).
+// Engine: read-only views for clients (jobs, accounting, nodes, controller info).
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <map>
 #include <set>
 
 #include "muster/common/hostlist.h"
@@ -10,8 +14,10 @@
 
 namespace muster::controller {
 
-v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
-  const v1::JobRecord& r = job.rec;
+namespace {
+
+// What the record alone tells (also for archived jobs, which have no JobEntry).
+v1::JobInfo RecordInfo(const v1::JobRecord& r) {
   const v1::JobSpec& s = r.spec();
   v1::JobInfo info;
   info.set_id(r.id());
@@ -60,17 +66,6 @@ v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
   if (r.state() == v1::RUNNING || r.completing_nodes_size() > 0) {
     *info.mutable_allocation() = r.allocation();
   }
-  info.set_priority(r.priority() != 0 ? r.priority() : job.priority.priority);
-  if (r.state() == v1::PENDING) {
-    if (job.expected_start_ms != core::kNever) info.set_expected_start_ms(job.expected_start_ms);
-    v1::PriorityFactors* f = info.mutable_priority_factors();
-    f->set_age(job.priority.age);
-    f->set_size(job.priority.size);
-    f->set_partition(job.priority.partition);
-    f->set_qos(job.priority.qos);
-    f->set_fairshare(job.priority.fairshare);
-    f->set_nice(job.priority.nice);
-  }
   info.set_no_requeue(s.no_requeue());
   info.set_hold(s.hold());
   info.set_features(s.constraint());
@@ -85,6 +80,43 @@ v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
                    std::to_string(g.count()));
   }
   info.set_gres(Join(gres, ","));
+  *info.mutable_steps() = r.steps();
+  info.set_interactive(s.interactive());
+  if (r.allocation().nodes_size() > 0) {
+    uint32_t cpus = 0, gpus = 0;
+    uint64_t mem = 0;
+    for (const auto& na : r.allocation().nodes()) {
+      cpus += static_cast<uint32_t>(na.cpu_ids_size());
+      gpus += static_cast<uint32_t>(na.gpu_indices_size());
+      mem += na.mem_mb();
+    }
+    info.set_cpus_total(cpus);
+    info.set_gpus_total(gpus);
+    info.set_mem_total_mb(mem);
+  } else {
+    info.set_cpus_total(s.ntasks() * std::max<uint32_t>(1, s.cpus_per_task()));
+    info.set_gpus_total(s.nodes() * s.gpus_per_node());
+    info.set_mem_total_mb(s.nodes() * s.mem_per_node_mb());
+  }
+  return info;
+}
+
+}  // namespace
+
+v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
+  const v1::JobRecord& r = job.rec;
+  v1::JobInfo info = RecordInfo(r);
+  info.set_priority(r.priority() != 0 ? r.priority() : job.priority.priority);
+  if (r.state() == v1::PENDING) {
+    if (job.expected_start_ms != core::kNever) info.set_expected_start_ms(job.expected_start_ms);
+    v1::PriorityFactors* f = info.mutable_priority_factors();
+    f->set_age(job.priority.age);
+    f->set_size(job.priority.size);
+    f->set_partition(job.priority.partition);
+    f->set_qos(job.priority.qos);
+    f->set_fairshare(job.priority.fairshare);
+    f->set_nice(job.priority.nice);
+  }
   return info;
 }
 
@@ -121,6 +153,55 @@ Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) co
     }
     *resp.add_jobs() = ToJobInfo(job);
   }
+  return resp;
+}
+
+Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccountingRequest& req,
+                                                          TimeMs now) const {
+  const std::set<std::string> users(req.users().begin(), req.users().end());
+  const std::set<int> states(req.states().begin(), req.states().end());
+  const std::set<std::string> parts(req.partitions().begin(), req.partitions().end());
+  const std::set<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
+  const TimeMs end = req.end_ms() > 0 ? req.end_ms() : now;
+  auto match = [&](const v1::JobRecord& r) {
+    if (!ids.empty() && !ids.count(r.id())) return false;
+    if (!users.empty() && !users.count(r.spec().user())) return false;
+    if (!states.empty() && !states.count(r.state())) return false;
+    if (!parts.empty()) {
+      bool any = parts.count(r.allocation().partition()) > 0;
+      for (const auto& p : r.spec().partitions()) any |= parts.count(p) > 0;
+      if (!any) return false;
+    }
+    // The window: jobs that existed at some point between start_ms and end (sacct -S/-E).
+    if (ids.empty()) {
+      if (r.submit_time_ms() > end) return false;
+      if (r.end_time_ms() > 0 && r.end_time_ms() < req.start_ms()) return false;
+    }
+    return true;
+  };
+  std::map<uint64_t, v1::JobInfo> found;
+  const size_t limit = req.limit() > 0 ? req.limit() : SIZE_MAX;
+  auto take = [&](const v1::JobRecord& r) {
+    if (match(r)) found.emplace(r.id(), RecordInfo(r));
+    return found.size() < limit;
+  };
+  if (!ids.empty()) {
+    for (uint64_t id : ids) {
+      if (jobs_.count(id)) continue;
+      MUSTER_RETURN_IF_ERROR(store_->ScanHistory(id, [&](const v1::JobRecord& r) {
+        if (r.id() == id) take(r);
+        return false;
+      }));
+    }
+  } else {
+    MUSTER_RETURN_IF_ERROR(store_->ScanHistory(0, take));
+  }
+  for (const auto& [id, job] : jobs_) {
+    if (found.size() >= limit) break;
+    if (match(job.rec)) found[id] = ToJobInfo(job);
+  }
+  v1::ListAccountingResponse resp;
+  for (auto& [id, info] : found) *resp.add_jobs() = std::move(info);
   return resp;
 }
 

@@ -48,7 +48,16 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
           payload, [&](const auto&) { return engine.ControllerInfo(); });
     case v1::METHOD_CREATE_STEP:
       return Handle<v1::CreateStepRequest>(
-          payload, [&](const auto& r) { return engine.CreateStep(caller, r); });
+          payload, [&](const auto& r) { return engine.CreateStep(caller, r, now); });
+    case v1::METHOD_RELEASE_ALLOCATION:
+      return Handle<v1::ReleaseAllocationRequest>(
+          payload, [&](const auto& r) { return engine.ReleaseAllocation(caller, r, now); });
+    case v1::METHOD_ATTACH_ALLOCATION:
+      return Handle<v1::AttachAllocationRequest>(
+          payload, [&](const auto& r) { return engine.AttachAllocation(caller, r); });
+    case v1::METHOD_LIST_ACCOUNTING:
+      return Handle<v1::ListAccountingRequest>(
+          payload, [&](const auto& r) { return engine.ListAccounting(r, now); });
     default:
       return {Unimplemented("unknown method " + std::to_string(method) +
                             " (client newer than the controller?)"),

@@ -241,15 +241,15 @@ class ControllerServer::Impl::LocalConnection final
   void ReadHeader() {
     auto self = shared_from_this();
     asio::async_read(socket_, asio::buffer(header_, 8), [this, self](auto ec, size_t) {
-      if (ec) return;  // client closed
+      if (ec) return Closed();  // client closed
       uint32_t len = 0;
       if (!DecodeFrameHeader(header_, &len, &method_).ok()) {
         spdlog::warn("local api: bad frame from uid={}; closing", caller_.uid);
-        return;
+        return Closed();
       }
       body_.resize(len);
       asio::async_read(socket_, asio::buffer(body_), [this, self](auto ec2, size_t) {
-        if (ec2) return;
+        if (ec2) return Closed();
         asio::post(server_->strand_, [this, self] {
           ApiReply r;
           try {
@@ -258,19 +258,37 @@ class ControllerServer::Impl::LocalConnection final
             r = {Internal(std::string("unexpected error: ") + e.what()), ""};
           }
           server_->AfterEvent();
+          if (r.status.ok() && method_ == v1::METHOD_ATTACH_ALLOCATION) {
+            // An srun/salloc holds its allocation through this connection.
+            v1::AttachAllocationRequest req;
+            if (req.ParseFromString(body_)) owned_.push_back(req.job_id());
+          }
           reply_ = EncodeFrame(static_cast<uint32_t>(r.status.code()),
                                r.status.ok() ? r.payload : r.status.message());
           asio::async_write(socket_, asio::buffer(reply_), [this, self](auto ec3, size_t) {
-            if (!ec3) ReadHeader();
+            if (ec3) return Closed();
+            ReadHeader();
           });
         });
       });
     });
   }
 
+  // The client is gone: so are the allocations it held (a released one is unaffected).
+  void Closed() {
+    if (owned_.empty()) return;
+    auto self = shared_from_this();
+    asio::post(server_->strand_, [this, self] {
+      for (uint64_t id : owned_) server_->engine_->AllocationClientGone(id, server_->Now());
+      owned_.clear();
+      server_->AfterEvent();
+    });
+  }
+
   Impl* server_;
   asio::local::stream_protocol::socket socket_;
   controller::Caller caller_;
+  std::vector<uint64_t> owned_;  // allocations attached through this connection
   char header_[8];
   uint32_t method_ = 0;
   std::string body_;

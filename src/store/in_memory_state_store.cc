@@ -63,6 +63,19 @@ Result<std::vector<v1::JobRecord>> InMemoryStateStore::ReadHistory(size_t limit)
   return out;
 }
 
+Status InMemoryStateStore::ScanHistory(uint64_t from_id,
+                                       const std::function<bool(const v1::JobRecord&)>& fn) {
+  auto& fam = Fam(Family::kJobHistory);
+  const std::string from = Mutation::JobKey(from_id);
+  auto it = std::lower_bound(fam.begin(), fam.end(), from,
+                             [](const auto& kv, const std::string& k) { return kv.first < k; });
+  for (; it != fam.end(); ++it) {
+    v1::JobRecord j;
+    if (j.ParseFromString(it->second) && !fn(j)) break;
+  }
+  return Status::Ok();
+}
+
 Result<v1::JobPayload> InMemoryStateStore::ReadJobPayload(uint64_t id) {
   const std::string key = Mutation::JobKey(id);
   for (const auto& [k, v] : Fam(Family::kJobPayload)) {

@@ -55,6 +55,10 @@ void Mutation::ArchiveJob(const v1::JobRecord& job) {
   ops_.push_back({Family::kJobHistory, JobKey(job.id()), job.SerializeAsString()});
 }
 
+void Mutation::DeleteHistory(uint64_t id) {
+  ops_.push_back({Family::kJobHistory, JobKey(id), std::nullopt});
+}
+
 void Mutation::Append(const Mutation& other) {
   ops_.insert(ops_.end(), other.ops_.begin(), other.ops_.end());
 }

@@ -130,6 +130,20 @@ class RocksDbStateStore final : public StateStore {
     return out;
   }
 
+  Status ScanHistory(uint64_t from_id,
+                     const std::function<bool(const v1::JobRecord&)>& fn) override {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;  // a scan of the whole history must not evict the live records
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, Handle(Family::kJobHistory)));
+    v1::JobRecord j;
+    for (it->Seek(Mutation::JobKey(from_id)); it->Valid(); it->Next()) {
+      j.Clear();
+      if (!j.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+      if (!fn(j)) break;
+    }
+    return FromRocks(it->status(), "cannot read job history");
+  }
+
  private:
   RocksDbStateStore() = default;
   rocksdb::ColumnFamilyHandle* Handle(Family f) { return handles_[1 + static_cast<int>(f)]; }

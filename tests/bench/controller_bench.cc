@@ -33,6 +33,10 @@ class BufferedStore : public store::StateStore {
     return inner_->ReadHistory(limit);
   }
   Result<v1::JobPayload> ReadJobPayload(uint64_t id) override { return inner_->ReadJobPayload(id); }
+  Status ScanHistory(uint64_t from_id,
+                     const std::function<bool(const v1::JobRecord&)>& fn) override {
+    return inner_->ScanHistory(from_id, fn);
+  }
 
  private:
   std::unique_ptr<store::StateStore> inner_;

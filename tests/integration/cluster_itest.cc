@@ -312,7 +312,7 @@ TEST_F(ClusterTest, WhatAStepLeavesBehindEndsWithTheStepNotTheJob) {
   auto c = cluster_->Client();
   ASSERT_TRUE(c.ok());
   client::StepOptions o;
-  o.job_id = *id;
+  o.shape.set_job_id(*id);
   // The daemon keeps the step's stdout open: the step still ends when its task does.
   o.argv = {"sh", "-c", "setsid sleep 60 & echo $! > " + jobs_ + "step-daemon; exit 5"};
   o.environment = {"PATH=/usr/bin:/bin"};
@@ -363,7 +363,7 @@ TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
   auto c = cluster_->Client();
   ASSERT_TRUE(c.ok());
   client::StepOptions o;
-  o.job_id = *id;
+  o.shape.set_job_id(*id);
   o.argv = {
       "sh", "-c",
       "echo \"$SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES\"; "

@@ -32,7 +32,11 @@ class ControllerClient {
   Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& r);
   Result<v1::UpdateNodeResponse> UpdateNode(const v1::UpdateNodeRequest& r);
   Result<v1::ControllerInfoResponse> ControllerInfo();
-  Result<v1::CreateStepResponse> CreateStep(uint64_t job_id);
+  Result<v1::CreateStepResponse> CreateStep(const v1::CreateStepRequest& r);
+  // Binds an srun/salloc allocation to this connection: closing it ends the allocation.
+  Result<v1::AttachAllocationResponse> AttachAllocation(uint64_t job_id);
+  Status ReleaseAllocation(uint64_t job_id, int exit_code, int signal);
+  Result<v1::ListAccountingResponse> ListAccounting(const v1::ListAccountingRequest& r);
 
  private:
   explicit ControllerClient(int fd) : fd_(fd) {}

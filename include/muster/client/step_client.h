@@ -1,26 +1,54 @@
-// Running a job step (`muster run` inside an allocation): ask the controller for the step, then
-// talk to every node's agent directly; task output flows agent -> client, never via the controller.
+// Interactive work (srun, salloc): getting an allocation without a batch script, and running a
+// job step in one. A step is created by the controller, then the client talks to every node's
+// agent directly: task output flows agent -> client, never via the controller.
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "muster/client/controller_client.h"
 #include "muster/common/status.h"
+#include "muster/v1/controller.pb.h"
 
 namespace muster::client {
 
 struct StepOptions {
-  uint64_t job_id = 0;
+  v1::CreateStepRequest shape;  // job id, -N -n -c, GPUs, --exact/--overlap, name
   std::vector<std::string> argv;
   std::vector<std::string> environment;
   std::string work_dir;
-  bool label = false;  // prefix output lines with "TASK: " (srun -l)
+  bool label = false;             // prefix output lines with "TASK: " (srun -l)
+  bool kill_on_bad_exit = false;  // a task ending non-zero kills the others (srun -K)
+  std::string program = "srun";   // names the client in its messages
 };
 
-// Runs the step to completion, writing task output to out/err line by line. Returns the step's
-// exit code: the highest task exit code, or 128+signal for a task killed by a signal.
+// Runs the step to completion, writing task output to out/err line by line. Waits (saying so
+// once on err) while other steps hold what it needs. Forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+// SIGUSR1 and SIGUSR2 to the tasks; a second SIGINT within a second kills them. Returns the
+// step's exit code: the highest task exit code, or 128+signal for a task killed by a signal.
 Result<int> RunStep(ControllerClient& controller, const StepOptions& options, FILE* out, FILE* err);
+
+struct AllocateOptions {
+  std::string program = "srun";  // "srun: job 5 queued and waiting for resources"
+  int immediate_s = 0;           // > 0: give up when not allocated within this many seconds
+  bool quiet = false;
+};
+
+// Submits the interactive allocation, binds it to this connection (closing the connection, as
+// when the process dies, ends it) and waits until every node has set it up. SIGINT or SIGTERM
+// while waiting withdraws it. Returns the running job.
+Result<v1::JobInfo> Allocate(ControllerClient& controller, const v1::JobSpec& spec,
+                             const AllocateOptions& options, FILE* err);
+
+// Blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 for direct delivery and routes them
+// to a pipe that RunStep and Allocate poll (a signal-safe way to forward them). Call once,
+// before either.
+Status CatchForwardedSignals();
+// Restores the default handling (before exec'ing a child, say).
+void ReleaseForwardedSignals();
+// Waits up to timeout_ms for caught signals and returns them (empty on timeout).
+std::vector<int> WaitForSignals(int timeout_ms);
 
 }  // namespace muster::client

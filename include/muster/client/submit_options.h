@@ -34,6 +34,14 @@ struct SubmitOptions {
   bool no_requeue = false;
   bool exclusive = false;
   bool help = false;
+  // srun/salloc only (OptionSet::kRun / kAlloc).
+  bool label = false;             // -l: prefix output lines with the task id
+  bool exact = false;             // hold only the CPUs the step asks for
+  bool overlap = false;           // share CPUs with other steps
+  bool kill_on_bad_exit = false;  // -K: a task failing kills the step
+  bool pty = false;
+  std::optional<uint32_t> immediate_s;  // -I[SECS]: give up when not allocated in time
+  std::optional<std::string> input;     // -i
   // Everything after the options: the script path and its arguments (command line only).
   std::vector<std::string> positional;
 };
@@ -42,8 +50,11 @@ struct SubmitOptions {
 // non-option (the script). `origin` names where they came from in error messages
 // ("command line", "script line 3"). INVALID_ARGUMENT for an unknown option or a bad value;
 // UNIMPLEMENTED for a Slurm option this version does not support (named in the message).
+// Which command's options are accepted: sbatch's, srun's (adds step and I/O options) or
+// salloc's.
+enum class OptionSet { kBatch, kRun, kAlloc };
 Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& origin,
-                       SubmitOptions* opts);
+                       SubmitOptions* opts, OptionSet set = OptionSet::kBatch);
 
 // The #SBATCH lines at the top of a script (before the first command), each split into words.
 struct Directive {
@@ -63,6 +74,7 @@ struct SubmitContext {
   std::vector<std::string> environment;
   std::string cwd;
   std::string hostname;
+  bool interactive = false;  // srun/salloc: an allocation without a script
 };
 
 // Builds the job spec. INVALID_ARGUMENT for a script without #! and for contradictory options.

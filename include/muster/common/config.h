@@ -29,6 +29,11 @@ struct SchedulingConfig {
   uint32_t node_down_ms = 60'000;                // silence before DOWN (jobs requeued)
   uint32_t finished_job_retention_ms = 300'000;  // finished jobs stay visible (Slurm's MinJobAge)
   uint32_t max_job_count = 1'000'000;            // pending + running jobs
+  // Finished jobs (with their steps) stay in the accounting history (sacct) this long; 0: forever.
+  uint32_t accounting_retention_days = 365;
+  // An srun/salloc allocation whose client is not connected (after a controller restart, or a
+  // client that died before attaching) is ended after this long.
+  uint32_t allocation_grace_ms = 60'000;
   // Backfill: how many blocked jobs get a reservation per pass (1 = EASY; 0 = no backfill).
   uint32_t backfill_depth = 100;
   // --switches=N without @time waits this long for N leaf switches (Slurm's max_switch_wait);

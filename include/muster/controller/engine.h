@@ -76,8 +76,24 @@ class Engine {
   Result<v1::UpdateNodeResponse> UpdateNode(const Caller& caller, const v1::UpdateNodeRequest& req,
                                             TimeMs now);
   Result<v1::ControllerInfoResponse> ControllerInfo() const;
-  // FAILED_PRECONDITION unless the job is running; PERMISSION_DENIED unless it is the caller's.
-  Result<v1::CreateStepResponse> CreateStep(const Caller& caller, const v1::CreateStepRequest& req);
+  // A step inside a running job (see engine_steps.cc for the layout rules). UNAVAILABLE while
+  // the job pends, its nodes are still starting, or other steps hold what it needs ("Requested
+  // nodes are busy": the client retries); FAILED_PRECONDITION when the job can never hold it;
+  // PERMISSION_DENIED unless it is the caller's.
+  Result<v1::CreateStepResponse> CreateStep(const Caller& caller, const v1::CreateStepRequest& req,
+                                            TimeMs now);
+  // Interactive allocations (srun/salloc outside a job). Release ends one (its client is done);
+  // Attach binds it to the caller's connection, and AllocationClientGone (the transport saw that
+  // connection close) ends it.
+  Result<v1::ReleaseAllocationResponse> ReleaseAllocation(const Caller& caller,
+                                                          const v1::ReleaseAllocationRequest& req,
+                                                          TimeMs now);
+  Result<v1::AttachAllocationResponse> AttachAllocation(const Caller& caller,
+                                                        const v1::AttachAllocationRequest& req);
+  void AllocationClientGone(uint64_t job_id, TimeMs now);
+  // sacct: live jobs and the archived history (read from the store), filtered.
+  Result<v1::ListAccountingResponse> ListAccounting(const v1::ListAccountingRequest& req,
+                                                    TimeMs now) const;
 
   // ---- Agents. ----
   // NOT_FOUND for a node the config does not define.
@@ -129,6 +145,9 @@ class Engine {
     TimeMs expected_start_ms = core::kNever;
     bool had_reservation = false;
     core::PriorityFactors priority;
+    // Interactive allocations: whether a client connection holds it, and since when none does.
+    bool client_attached = false;
+    TimeMs orphan_since_ms = 0;
   };
 
   struct NodeEntry {
@@ -189,6 +208,20 @@ class Engine {
   void OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs now);
   void OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, TimeMs now);
   void SendLaunch(const JobEntry& job, size_t node_pos);
+  // Steps and allocations (engine_steps.cc).
+  void OnStepEnded(NodeEntry& node, const v1::StepEnded& e, TimeMs now);
+  static void EndRunningSteps(v1::JobRecord& r, v1::JobState state, TimeMs now);
+  // Nothing of the job runs on `node` any more: its running steps are over there (killed, or
+  // lost with the node). True when a step changed.
+  bool StepsEndedOnNode(JobEntry& job, const std::string& node, bool lost, TimeMs now);
+  // The node's agent restarted: the step tasks it ran ended with it.
+  void StepsLostOnNode(NodeEntry& node, TimeMs now, store::Mutation& m);
+  void EndAllocation(JobEntry& job, v1::JobState state, const std::string& reason,
+                     const std::string& detail, TimeMs now, int32_t exit_code, int32_t signal);
+  // Time limits and orphaned (never or no longer attached) allocations.
+  void CheckAllocations(TimeMs now);
+  // Drops history records older than accounting_retention_days (bounded work per call).
+  void PurgeHistory(TimeMs now);
   void Send(const std::string& node, v1::ControllerMessage msg);
 
   // Views.
@@ -213,7 +246,9 @@ class Engine {
   std::map<uint64_t, JobEntry> jobs_;               // live and recently finished jobs, by id
   std::set<uint64_t> pending_;                      // ids of PENDING jobs (the scheduler's input)
   std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
-  std::vector<NodeEntry> nodes_;                    // configuration order
+  std::set<uint64_t> interactive_;                  // active srun/salloc allocations
+  TimeMs last_history_purge_ms_ = 0;
+  std::vector<NodeEntry> nodes_;  // configuration order
   std::map<std::string, size_t> node_index_;
   core::ClusterView base_view_;      // partitions (node lists); nodes filled per pass
   core::ClusterView capacity_view_;  // every node empty: for "can it ever run"

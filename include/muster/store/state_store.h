@@ -2,6 +2,7 @@
 // (write-ahead). Records are the protobuf messages of proto/muster/v1/records.proto.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,7 @@ class Mutation {
   void PutNode(const v1::NodeRecord& node);
   // Moves a finished job out of the live set into the history (accounting) family.
   void ArchiveJob(const v1::JobRecord& job);
+  void DeleteHistory(uint64_t id);  // an archived record past its retention
 
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
@@ -75,6 +77,11 @@ class StateStore {
   // Reads archived jobs (accounting), newest first, at most `limit`.
   virtual Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) = 0;
 
+  // Visits archived jobs with id >= from_id in id order until `fn` returns false. Records that do
+  // not parse are skipped.
+  virtual Status ScanHistory(uint64_t from_id,
+                             const std::function<bool(const v1::JobRecord&)>& fn) = 0;
+
   // Reads a live job's payload (script, environment). NOT_FOUND when there is none, DATA_LOSS
   // when it does not parse.
   virtual Result<v1::JobPayload> ReadJobPayload(uint64_t id) = 0;
@@ -90,6 +97,8 @@ class InMemoryStateStore : public StateStore {
   Status Commit(const Mutation& mutation, Durability durability = Durability::kSync) override;
   Result<LoadedState> LoadAll() override;
   Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override;
+  Status ScanHistory(uint64_t from_id,
+                     const std::function<bool(const v1::JobRecord&)>& fn) override;
   Result<v1::JobPayload> ReadJobPayload(uint64_t id) override;
 
   // Overwrites a stored value with bytes that do not parse.

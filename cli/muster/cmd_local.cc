@@ -1,4 +1,4 @@
-// muster run (a step inside a job) and muster local up|down.
+// muster local up|down: a test cluster on this machine.
 #include <getopt.h>
 #include <unistd.h>
 
@@ -7,55 +7,9 @@
 
 #include "cli.h"
 #include "muster/client/local_cluster.h"
-#include "muster/client/step_client.h"
 #include "muster/common/strings.h"
 
-extern char** environ;
-
 namespace muster::cli {
-
-int CmdRun(int argc, char** argv) {
-  client::StepOptions o;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-l" || a == "--label") {
-      o.label = true;
-    } else if (a == "-h" || a == "--help") {
-      std::printf(
-          "Usage: muster run [-l|--label] COMMAND [ARGS...]\n"
-          "Inside a job: run COMMAND once per task slot on every node of the job.\n");
-      return kExitOk;
-    } else if (!a.empty() && a[0] == '-') {
-      return Usage("run", "unknown option '" + a + "'");
-    } else {
-      break;
-    }
-  }
-  for (; i < argc; ++i) o.argv.push_back(argv[i]);
-  if (o.argv.empty()) return Usage("run", "no command given");
-  const char* id = std::getenv("MUSTER_JOB_ID");
-  if (!id || !*id) id = std::getenv("SLURM_JOB_ID");
-  if (!id || !*id) {
-    return Fail("run", Unimplemented("running outside a job allocation is not supported yet; "
-                                     "use it inside a batch job (muster submit)"));
-  }
-  auto job = ParseUint(id);
-  if (!job) return Fail("run", InvalidArgument(std::string("bad job id in environment: ") + id));
-  o.job_id = *job;
-  for (char** e = environ; e && *e; ++e) o.environment.emplace_back(*e);
-  char cwd[4096];
-  if (::getcwd(cwd, sizeof cwd)) o.work_dir = cwd;
-  auto controller = ConnectController();
-  if (!controller.ok()) return Fail("run", controller.status());
-  auto rc = client::RunStep(*controller, o, stdout, stderr);
-  if (!rc.ok()) return Fail("run", rc.status());
-  return *rc;
-}
 
 int CmdLocal(int argc, char** argv) {
   if (argc < 2) return Usage("local", "expected 'up' or 'down'");

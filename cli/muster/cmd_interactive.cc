@@ -1,0 +1,320 @@
+// muster run (srun) and muster alloc (salloc): interactive allocations and job steps.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cli.h"
+#include "muster/client/step_client.h"
+#include "muster/client/submit_options.h"
+#include "muster/common/config.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+
+extern char** environ;
+
+namespace muster::cli {
+namespace {
+
+std::string RunUsage(const std::string& prog) {
+  return "Usage: " + prog + R"( [OPTIONS] COMMAND [ARGS...]
+Inside a job (SLURM_JOB_ID set): run COMMAND as a job step on the job's nodes.
+Outside a job: get an allocation with the options below, run the step in it, release it.
+
+  -N, --nodes=N              nodes for the step (or the allocation)
+  -n, --ntasks=N             tasks (default: the job's, or one per node with -N)
+      --ntasks-per-node=N
+  -c, --cpus-per-task=N
+  -G, --gpus=N, --gpus-per-node=N, --gpus-per-task=N, --gres=gpu:N
+                             GPUs of the step's own (inside a job; without them it sees all
+                             of the job's GPUs on its nodes)
+      --exact                hold only the CPUs asked for, so steps can run side by side
+      --overlap              hold nothing; share CPUs with other steps
+  -w, --nodelist=HOSTS       -x, --exclude=HOSTS
+  -J, --job-name=NAME        step (or job) name (default: the command's)
+  -l, --label                prefix output lines with the task id
+  -K, --kill-on-bad-exit     a task failing kills the step's other tasks
+  -I, --immediate[=SECS]     give up when not allocated within SECS (default 1)
+  Allocation options outside a job are sbatch's: -p -t --mem -C --exclusive ...
+Ctrl-C is forwarded to the tasks; twice within a second ends the step.
+The exit code is the highest task exit code (128+N for a task killed by signal N).
+)";
+}
+
+std::string AllocUsage(const std::string& prog) {
+  return "Usage: " + prog + R"( [OPTIONS] [COMMAND [ARGS...]]
+Get an allocation, run COMMAND (default: $SHELL) with its SLURM_* environment, and release the
+allocation when COMMAND ends. Steps inside it run with srun / muster run.
+
+Options are sbatch's (-N -n -c -G --gpus-per-node -p -t --mem -C -w -x -J ...), plus
+  -I, --immediate[=SECS]     give up when not allocated within SECS (default 1)
+)";
+}
+
+std::string BaseName(const std::string& p) {
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::vector<std::string> Environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  return env;
+}
+
+std::string Cwd() {
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof cwd) ? cwd : "/";
+}
+
+std::string HostName() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
+// Options that shape a new allocation but mean nothing for a step inside an existing one.
+Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& job) {
+  auto no = [&](const char* opt) {
+    return Unimplemented("option " + std::string(opt) +
+                         " applies to a new allocation; inside job " + job +
+                         " it is not supported for a step");
+  };
+  if (o.partition) return no("--partition");
+  if (o.time_limit_ms) return no("--time");
+  if (o.mem_mb || o.mem_per_gpu_mb) return no("--mem");
+  if (o.constraint) return no("--constraint");
+  if (o.max_switches) return no("--switches");
+  if (o.topology) return no("--topology");
+  if (o.hold) return no("--hold");
+  if (o.min_nodes) return no("--nodes=MIN-MAX");
+  if (!o.gres.empty()) return no("--gres (other than gpu)");
+  if (o.gpu_type) return no("a GPU type");
+  if (o.export_vars && *o.export_vars != "ALL") return no("--export");
+  if (o.immediate_s) return no("--immediate");
+  return Status::Ok();
+}
+
+// The not-yet-supported I/O options, refused by name.
+Status RefuseUnsupportedIo(const client::SubmitOptions& o) {
+  if (o.pty) return Unimplemented("--pty is not supported yet; run the command without it");
+  if (o.input) return Unimplemented("option --input (-i) is not supported yet");
+  if (o.output) return Unimplemented("option --output (-o) for steps is not supported yet");
+  if (o.error) return Unimplemented("option --error (-e) for steps is not supported yet");
+  return Status::Ok();
+}
+
+const char* JobIdFromEnv() {
+  for (const char* k : {"MUSTER_JOB_ID", "SLURM_JOB_ID", "SLURM_JOBID"}) {
+    const char* v = std::getenv(k);
+    if (v && *v) return v;
+  }
+  return nullptr;
+}
+
+Result<v1::JobSpec> AllocationSpec(const client::SubmitOptions& o, const std::string& command) {
+  client::SubmitContext ctx;
+  ctx.interactive = true;
+  ctx.environment = Environment();
+  ctx.cwd = Cwd();
+  ctx.hostname = HostName();
+  client::SubmitOptions named = o;
+  if (!named.job_name) named.job_name = BaseName(command);
+  return client::BuildJobSpec(named, ctx);
+}
+
+}  // namespace
+
+int CmdRun(int argc, char** argv) {
+  const std::string prog = ProgramName("run");
+  std::vector<std::string> args(argv + 1, argv + argc);
+  client::SubmitOptions o;
+  Status s = client::ParseSubmitArgs(args, "command line", &o, client::OptionSet::kRun);
+  if (!s.ok())
+    return s.code() == StatusCode::kUnimplemented ? Fail("run", s) : Usage("run", s.message());
+  if (o.help) {
+    std::fputs(RunUsage(prog).c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.positional.empty()) return Usage("run", "no command given");
+  if (s = RefuseUnsupportedIo(o); !s.ok()) return Fail("run", s);
+
+  client::StepOptions step;
+  step.program = FrontEnd().empty() ? "muster run" : FrontEnd();
+  step.argv = o.positional;
+  step.environment = Environment();
+  step.work_dir = o.chdir.value_or(Cwd());
+  step.label = o.label;
+  step.kill_on_bad_exit = o.kill_on_bad_exit;
+  v1::CreateStepRequest& shape = step.shape;
+  shape.set_name(o.job_name.value_or(BaseName(o.positional[0])));
+
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("run", controller.status());
+  if (Status st = client::CatchForwardedSignals(); !st.ok()) return Fail("run", st);
+
+  const char* in_job = JobIdFromEnv();
+  if (in_job) {
+    auto id = ParseUint(in_job);
+    if (!id)
+      return Fail("run", InvalidArgument(std::string("bad job id in environment: ") + in_job));
+    if (s = RefuseAllocationOnly(o, in_job); !s.ok()) return Fail("run", s);
+    shape.set_job_id(*id);
+    shape.set_nodes(o.nodes.value_or(0));
+    shape.set_ntasks(o.ntasks.value_or(0));
+    shape.set_ntasks_per_node(o.ntasks_per_node.value_or(0));
+    shape.set_cpus_per_task(o.cpus_per_task.value_or(0));
+    shape.set_gpus_per_task(o.gpus_per_task.value_or(0));
+    shape.set_gpus_per_node(o.gpus_per_node.value_or(0));
+    shape.set_gpus(o.gpus.value_or(0));
+    shape.set_exact(o.exact || o.exclusive);  // a step's --exclusive is --exact (Slurm 21.08+)
+    shape.set_overlap(o.overlap);
+    for (const auto& n : o.nodelist.value_or(std::vector<std::string>{})) shape.add_nodelist(n);
+    for (const auto& n : o.exclude.value_or(std::vector<std::string>{})) shape.add_exclude(n);
+    auto rc = client::RunStep(*controller, step, stdout, stderr);
+    if (!rc.ok()) return Fail("run", rc.status());
+    return *rc;
+  }
+
+  // Outside a job: an allocation of our own, held while the step runs.
+  auto spec = AllocationSpec(o, o.positional[0]);
+  if (!spec.ok()) return Fail("run", spec.status());
+  client::AllocateOptions ao;
+  ao.program = step.program;
+  ao.immediate_s = static_cast<int>(o.immediate_s.value_or(0));
+  auto job = client::Allocate(*controller, *spec, ao, stderr);
+  if (!job.ok()) return Fail("run", job.status());
+  shape.set_job_id(job->id());
+  shape.set_exact(o.exact);
+  shape.set_overlap(o.overlap);
+  auto rc = client::RunStep(*controller, step, stdout, stderr);
+  int code = rc.ok() ? *rc : 1;
+  Status released =
+      controller->ReleaseAllocation(job->id(), code > 128 ? 0 : code, code > 128 ? code - 128 : 0);
+  if (!rc.ok()) return Fail("run", rc.status());
+  if (!released.ok()) Fail("run", released.Prepend("releasing the allocation"));
+  return code;
+}
+
+int CmdAlloc(int argc, char** argv) {
+  const std::string prog = ProgramName("alloc");
+  std::vector<std::string> args(argv + 1, argv + argc);
+  client::SubmitOptions o;
+  Status s = client::ParseSubmitArgs(args, "command line", &o, client::OptionSet::kAlloc);
+  if (!s.ok()) {
+    return s.code() == StatusCode::kUnimplemented ? Fail("alloc", s) : Usage("alloc", s.message());
+  }
+  if (o.help) {
+    std::fputs(AllocUsage(prog).c_str(), stdout);
+    return kExitOk;
+  }
+  std::vector<std::string> command = o.positional;
+  if (command.empty()) {
+    const char* shell = std::getenv("SHELL");
+    command.push_back(shell && *shell ? shell : "/bin/sh");
+  }
+  const std::string label = FrontEnd().empty() ? "muster alloc" : FrontEnd();
+  auto config = LoadConfig(ResolveConfigPath(""));
+  if (!config.ok()) return Fail("alloc", config.status());
+  auto controller = client::ControllerClient::Connect(config->controller.socket_path);
+  if (!controller.ok()) return Fail("alloc", controller.status());
+  auto spec = AllocationSpec(o, command[0]);
+  if (!spec.ok()) return Fail("alloc", spec.status());
+  if (Status st = client::CatchForwardedSignals(); !st.ok()) return Fail("alloc", st);
+  client::AllocateOptions ao;
+  ao.program = "salloc";
+  ao.immediate_s = static_cast<int>(o.immediate_s.value_or(0));
+  auto job = client::Allocate(*controller, *spec, ao, stderr);
+  if (!job.ok()) return Fail("alloc", job.status());
+  const std::string id = std::to_string(job->id());
+  std::fprintf(stderr, "%s: Granted job allocation %s\n", label.c_str(), id.c_str());
+
+  // The allocation's environment, as salloc sets it for the command.
+  std::vector<std::string> names;
+  std::vector<uint32_t> tasks, cpus;
+  for (const auto& na : job->allocation().nodes()) {
+    names.push_back(na.node());
+    tasks.push_back(na.ntasks());
+    cpus.push_back(static_cast<uint32_t>(na.cpu_ids_size()));
+  }
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"JOB_ID", id},
+      {"JOBID", id},
+      {"JOB_NAME", job->name()},
+      {"JOB_NODELIST", CompressHostlist(names)},
+      {"NODELIST", CompressHostlist(names)},
+      {"JOB_NUM_NODES", std::to_string(names.size())},
+      {"NNODES", std::to_string(names.size())},
+      {"TASKS_PER_NODE", CompressCounts(tasks)},
+      {"JOB_CPUS_PER_NODE", CompressCounts(cpus)},
+      {"JOB_PARTITION", job->partition()},
+      {"CLUSTER_NAME", config->cluster_name},
+      {"SUBMIT_DIR", Cwd()},
+      {"SUBMIT_HOST", HostName()},
+  };
+  if (o.ntasks) {
+    vars.push_back({"NTASKS", std::to_string(job->num_tasks())});
+    vars.push_back({"NPROCS", std::to_string(job->num_tasks())});
+  }
+  if (o.cpus_per_task) vars.push_back({"CPUS_PER_TASK", std::to_string(*o.cpus_per_task)});
+  if (job->mem_per_node_mb())
+    vars.push_back({"MEM_PER_NODE", std::to_string(job->mem_per_node_mb())});
+
+  pid_t child = ::fork();
+  if (child < 0) {
+    controller->ReleaseAllocation(job->id(), 1, 0).IgnoreError();
+    return Fail("alloc", ErrnoStatus("fork", errno));
+  }
+  if (child == 0) {
+    client::ReleaseForwardedSignals();
+    for (const auto& [k, v] : vars) {
+      ::setenv(("SLURM_" + k).c_str(), v.c_str(), 1);
+      ::setenv(("MUSTER_" + k).c_str(), v.c_str(), 1);
+    }
+    if (!config->source.empty()) ::setenv("MUSTER_CONF", config->source.c_str(), 0);
+    std::vector<char*> cargv;
+    for (auto& a : command) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    ::execvp(cargv[0], cargv.data());
+    std::fprintf(stderr, "%s: error: cannot run %s: %s\n", label.c_str(), cargv[0],
+                 std::strerror(errno));
+    ::_exit(127);
+  }
+  // The command runs in the foreground; Ctrl-C from the terminal reaches it directly. Termination
+  // signals sent to salloc are passed on. The allocation ending under it ends the command.
+  int status = 0;
+  bool revoked = false;
+  int ticks = 0;
+  while (true) {
+    pid_t w = ::waitpid(child, &status, WNOHANG);
+    if (w == child) break;
+    if (w < 0 && errno != EINTR) break;
+    for (int sig : client::WaitForSignals(20)) {
+      if (sig != SIGINT) ::kill(child, sig);  // a terminal's Ctrl-C reaches the child itself
+    }
+    if (++ticks % 50 == 0 && !revoked) {
+      auto now = controller->GetJob(job->id());
+      if (now.ok() && now->job().state() != v1::RUNNING) {
+        std::fprintf(stderr, "%s: Job allocation %s has been revoked.\n", label.c_str(),
+                     id.c_str());
+        revoked = true;
+        ::kill(child, SIGHUP);
+        ::kill(child, SIGTERM);
+      }
+    }
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::fprintf(stderr, "%s: Relinquishing job allocation %s\n", label.c_str(), id.c_str());
+  if (!revoked) {
+    Status r = controller->ReleaseAllocation(job->id(), WIFEXITED(status) ? code : 0,
+                                             WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (!r.ok()) Fail("alloc", r.Prepend("releasing the allocation"));
+  }
+  return code;
+}
+
+}  // namespace muster::cli
