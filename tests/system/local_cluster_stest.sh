@@ -142,7 +142,7 @@ grep -q '^\[\[nodes\]\]$' <<<"$probe" || fail "musterd --probe prints no [[nodes
 topo=$(muster topology ibnetdiscover "$ROOT/tests/data/ib/ibnetdiscover_dgx-h100-superpod_ndr-leaf-spine.out")
 grep -q 'names = "a07-p1-dgx-03-c\[01-18\]"' <<<"$topo" || fail "topology ibnetdiscover: $topo"
 
-echo "== Slurm front ends (issue 5, first step): sbatch through a link"
+echo "== Slurm front ends: sbatch, squeue, scancel through links"
 muster compat install "$DIR/compat" >/dev/null
 id=$("$DIR/compat/sbatch" --parsable -o /dev/null --wrap true)
 wait_for 30 is_state "$id" COMPLETED
@@ -165,6 +165,71 @@ wait_for 30 is_state "$held" CANCELLED
 err=$("$DIR/compat/scancel" 999999 2>&1) || fail "scancel of an unknown id must exit 0, as Slurm's"
 [ "$err" = "scancel: error: Kill job error on job id 999999: Invalid job id specified" ] ||
   fail "scancel said: $err"
+
+echo "== srun, salloc and sacct through links"
+C="$DIR/compat"
+export PATH="$C:$PATH"  # as a Slurm user would: the compat directory first
+out=$("$C/srun" -N2 -n4 -l sh -c 'echo $SLURM_PROCID/$SLURM_NTASKS/$SLURM_NODEID' | sort)
+[ "$out" = "$(printf '0: 0/4/0\n1: 1/4/0\n2: 2/4/1\n3: 3/4/1')" ] || fail "srun -N2 -n4 -l: $out"
+set +e
+"$C/srun" -N2 sh -c 'exit $((SLURM_PROCID * 3))' 2>/dev/null; rc=$?
+set -e
+[ $rc = 3 ] || fail "srun exit code is the highest task's: got $rc"
+# A failing task with -K takes the step down at once, and srun says which task failed.
+start=$(date +%s)
+set +e
+err=$("$C/srun" -K -N2 sh -c '[ $SLURM_PROCID = 1 ] && exit 7; sleep 30' 2>&1); rc=$?
+set -e
+[ $rc = 7 ] && [ $(( $(date +%s) - start )) -lt 10 ] || fail "srun -K: rc=$rc $err"
+grep -q "srun: error: node2: task 1: Exited with exit code 7" <<<"$err" || fail "srun -K said: $err"
+# Ctrl-C reaches the tasks, and their exit code comes back.
+"$C/srun" -N2 sh -c 'trap "echo INT\$SLURM_PROCID; exit 3" INT; sleep 30 & wait' >int.out 2>int.err &
+srun_pid=$!
+some_running() { muster queue --noheader -o '%T' | grep -q RUNNING; }
+wait_for 10 some_running
+sleep 0.5
+kill -INT $srun_pid
+set +e
+wait $srun_pid; rc=$?
+set -e
+[ $rc = 3 ] && [ "$(sort int.out | tr '\n' ' ')" = "INT0 INT1 " ] ||
+  fail "srun did not forward SIGINT: rc=$rc $(cat int.out int.err)"
+# salloc: the allocation's environment, steps inside it, and the command's exit code.
+set +e
+out=$("$C/salloc" -N2 -n4 sh -c 'echo $SLURM_NNODES $SLURM_TASKS_PER_NODE; srun hostname | wc -l; exit 4' 2>salloc.err); rc=$?
+set -e
+[ $rc = 4 ] && [ "$(echo $out)" = "2 2(x2) 4" ] || fail "salloc: rc=$rc out=$out $(cat salloc.err)"
+grep -q "^salloc: Granted job allocation [0-9]*$" salloc.err || fail "salloc said: $(cat salloc.err)"
+alloc=$(sed -n 's/^salloc: Granted job allocation //p' salloc.err)
+acct=$("$C/sacct" -j "$alloc" -n -P -o JobID,JobName,State,ExitCode)
+[ "$acct" = "$(printf '%s|sh|FAILED|4:0\n%s.0|hostname|COMPLETED|0:0' "$alloc" "$alloc")" ] ||
+  fail "sacct after salloc: $acct"
+
+echo "== a workflow manager's loop: sbatch --parsable, poll squeue/sacct, scancel"
+ids=()
+for i in 1 2 3; do ids+=("$("$C/sbatch" --parsable -N1 -o "wf-%j.out" --wrap "srun hostname; exit $((i - 1))")"); done
+long=$("$C/sbatch" --parsable -o /dev/null --wrap 'sleep 300')
+deadline=$(( $(date +%s) + 60 ))
+for id in "${ids[@]}"; do
+  while "$C/squeue" -h -j "$id" -o '%T' | grep -qE 'PENDING|RUNNING|COMPLETING'; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "job $id never left the queue"
+    sleep 0.2
+  done
+done
+states=$("$C/sacct" -X -n -P -o JobID,State,ExitCode -j "$(IFS=,; echo "${ids[*]}")")
+[ "$states" = "$(printf '%s|COMPLETED|0:0\n%s|FAILED|1:0\n%s|FAILED|2:0' "${ids[@]}")" ] ||
+  fail "sacct states: $states"
+steps=$("$C/sacct" -n -P -o JobID,State -j "${ids[0]}")
+[ "$steps" = "$(printf '%s|COMPLETED\n%s.batch|COMPLETED\n%s.0|COMPLETED' "${ids[0]}" "${ids[0]}" "${ids[0]}")" ] ||
+  fail "sacct steps: $steps"
+[ -s "wf-${ids[0]}.out" ] || fail "the job's output file is missing"
+wait_for 30 is_state "$long" RUNNING
+"$C/scancel" "$long"
+wait_for 30 is_state "$long" CANCELLED
+[ "$("$C/sacct" -X -n -P -o State -j "$long")" = CANCELLED ] || fail "sacct of a cancelled job"
+"$C/sacct" --json -j "$alloc" | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; assert j["steps"][0]["step"]["id"].endswith(".0"), j' ||
+  fail "sacct --json"
+
 mkdir -p "$DIR/slurm" && touch "$DIR/slurm/sbatch"
 if muster compat install "$DIR/slurm" >/dev/null 2>&1; then fail "compat install replaced a file"; fi
 muster compat remove "$DIR/compat" >/dev/null
