@@ -12,6 +12,8 @@ PACKAGES=(
   librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # real programs launched through srun in the system tests (torch.distributed, MPICH)
+  python3 python3-torch mpich libmpich-dev
 )
 
 missing=()

@@ -34,6 +34,8 @@ Outside a job: get an allocation with the options below, run the step in it, rel
                              of the job's GPUs on its nodes)
       --exact                hold only the CPUs asked for, so steps can run side by side
       --overlap              hold nothing; share CPUs with other steps
+      --mpi=pmi1|none        serve PMI-1 to the tasks, so MPICH programs run without mpiexec
+                             (the default; SLURM_MPI_TYPE sets it too)
   -w, --nodelist=HOSTS       -x, --exclude=HOSTS
   -J, --job-name=NAME        step (or job) name (default: the command's)
   -l, --label                prefix output lines with the task id
@@ -102,7 +104,10 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
 // The not-yet-supported I/O options, refused by name.
 Status RefuseUnsupportedIo(const client::SubmitOptions& o) {
   if (o.pty) return Unimplemented("--pty is not supported yet; run the command without it");
-  if (o.input) return Unimplemented("option --input (-i) is not supported yet");
+  // Tasks read /dev/null already: --input=none is what happens (hydra's mpiexec asks for it).
+  if (o.input && *o.input != "none") {
+    return Unimplemented("option --input (-i) is not supported yet (only --input=none)");
+  }
   if (o.output) return Unimplemented("option --output (-o) for steps is not supported yet");
   if (o.error) return Unimplemented("option --error (-e) for steps is not supported yet");
   return Status::Ok();
@@ -150,6 +155,14 @@ int CmdRun(int argc, char** argv) {
   step.work_dir = o.chdir.value_or(Cwd());
   step.label = o.label;
   step.kill_on_bad_exit = o.kill_on_bad_exit;
+  // --mpi, else SLURM_MPI_TYPE as srun reads it, else PMI-1.
+  const char* mpi_env = std::getenv("SLURM_MPI_TYPE");
+  const std::string mpi = o.mpi.value_or(mpi_env && *mpi_env ? mpi_env : "pmi1");
+  if (mpi != "none" && mpi != "pmi1" && mpi != "pmi") {
+    return Fail("run", Unimplemented("SLURM_MPI_TYPE=" + mpi +
+                                     " is not supported; use pmi1 (the default) or none"));
+  }
+  step.pmi = mpi != "none";
   v1::CreateStepRequest& shape = step.shape;
   shape.set_name(o.job_name.value_or(BaseName(o.positional[0])));
 

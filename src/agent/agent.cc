@@ -329,6 +329,9 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
         step_cgroup_ = job->cgroup;
       }
     }
+    boost::system::error_code peer_ec;
+    const auto peer = socket_.remote_endpoint(peer_ec);
+    const std::string launch_host = peer_ec ? "" : peer.address().to_string();
     for (uint32_t local = 0; local < req.ntasks(); ++local) {
       Task t;
       t.id = req.first_task() + local;
@@ -342,7 +345,7 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       SpawnSpec sp;
       sp.argv.assign(req.argv().begin(), req.argv().end());
       sp.env = BuildTaskEnv(job->launch, agent_->options_.node_name, agent_->options_.config_path,
-                            visible, req, local);
+                            visible, req, local, launch_host);
       sp.cwd = req.work_dir().empty() ? spec.work_dir() : req.work_dir();
       sp.change_user = root && spec.uid() != 0;
       sp.uid = spec.uid();
@@ -1638,7 +1641,15 @@ void Agent::Impl::Shutdown() {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the exit watchers reap
   StopIoThread();
   // The node's cgroup directory goes too when nothing is left in it (best effort).
-  if (cgroups_.enabled()) ::rmdir(cgroups_.base().c_str());
+  if (cgroups_.enabled()) {
+    ::rmdir(cgroups_.base().c_str());
+    // A named group shared by a cluster's agents goes with the last of them.
+    const std::string& root = options_.config.agent.cgroup_root;
+    if (!root.empty() && root[0] != '/' && root != "none") {
+      const std::string parent = cgroups_.base().substr(0, cgroups_.base().rfind('/'));
+      ::rmdir(parent.c_str());
+    }
+  }
   spdlog::info("musterd node={} stopped", options_.node_name);
 }
 

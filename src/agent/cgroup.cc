@@ -74,7 +74,10 @@ JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) 
     return c;
   }
   std::vector<std::string> chain;  // the directories from where we may act down to the base
-  if (root.empty()) {
+  if (root.empty() || root[0] != '/') {
+    // Found automatically; a plain name replaces "muster" (so that two test clusters on one
+    // machine, both with a node1, never share a directory).
+    const std::string sub = root.empty() ? "muster" : root;
     std::string mount = Cgroup2Mount(), own = OwnCgroup();
     if (mount.empty() || own.empty()) {
       c.description_ = "none: no cgroup v2 hierarchy is mounted" + reduced;
@@ -82,7 +85,7 @@ JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) 
     }
     std::string dir = mount + (own == "/" ? "" : own);
     if (own == "/") {
-      chain = {dir, dir + "/muster", dir + "/muster/" + node};
+      chain = {dir, dir + "/" + sub, dir + "/" + sub + "/" + node};
     } else {
       // A delegated service cgroup (systemd Delegate=yes): processes may only sit in leaves once
       // controllers are enabled below, so the agent moves into a leaf of its own first.
@@ -90,6 +93,7 @@ JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) 
       fs::create_directories(dir + "/musterd", ec);
       if (!ec) WriteValue(dir + "/musterd/cgroup.procs", "0");
       chain = {dir, dir + "/" + node};
+      if (!root.empty()) chain = {dir, dir + "/" + sub, dir + "/" + sub + "/" + node};
     }
   } else {
     chain = {root, root + "/" + node};

@@ -197,7 +197,8 @@ std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::s
 
 std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::string& node_name,
                                       const std::string& config_path, const std::string& visible,
-                                      const v1::StepLaunchRequest& step, uint32_t local_id) {
+                                      const v1::StepLaunchRequest& step, uint32_t local_id,
+                                      const std::string& launch_host) {
   EnvBuilder env(step.environment());
   AddJobVars(env, launch, node_name, config_path, visible);
   const uint32_t procid = step.first_task() + local_id;
@@ -217,6 +218,16 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
   env.Slurm("STEP_NODELIST", step.step_nodelist());
   env.Slurm("STEP_TASKS_PER_NODE", step.tasks_per_node());
   env.Slurm("DISTRIBUTION", "block");
+  if (step.pmi()) {
+    env.Set("PMI_RANK", std::to_string(procid));
+    env.Set("PMI_ID", std::to_string(procid));
+    env.Set("PMI_SIZE", std::to_string(step.total_tasks()));
+  }
+  if (!launch_host.empty()) {
+    // Where srun runs (as the agent sees it): what Slurm sets, and what some launchers read.
+    env.Slurm("LAUNCH_NODE_IPADDR", launch_host);
+    env.Slurm("SRUN_COMM_HOST", launch_host);
+  }
   if (step.cpus_per_task() > 0) env.Slurm("CPUS_PER_TASK", std::to_string(step.cpus_per_task()));
   if (!step.step_name().empty()) env.Slurm("STEP_NAME", step.step_name());
   if (step.gpus_given()) {

@@ -27,7 +27,8 @@ std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::s
 // per-task ones (SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_ID, ...).
 std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::string& node_name,
                                       const std::string& config_path, const std::string& visible,
-                                      const v1::StepLaunchRequest& step, uint32_t local_id);
+                                      const v1::StepLaunchRequest& step, uint32_t local_id,
+                                      const std::string& launch_host = "");
 
 // Every GPU the job touches on this node: whole GPUs, those under its shards, and the parents of
 // its MIG slices (the device files it must be able to open).

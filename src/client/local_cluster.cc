@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -126,7 +127,11 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uin
     << "step_address = \"127.0.0.1:0\"\n"
     << "# A throwaway cluster: `muster local down` ends its jobs too. Real nodes keep jobs\n"
     << "# running across a musterd restart (the default, false).\n"
-    << "kill_jobs_on_stop = true\n\n";
+    << "kill_jobs_on_stop = true\n"
+    << "# Job cgroups under a name of this cluster's own: another local cluster's node1 is not "
+       "ours.\n"
+    << "cgroup_root = \"muster-local-" << std::hex << (std::hash<std::string>{}(dir)&0xffffffffu)
+    << std::dec << "\"\n\n";
   // Two leaf switches under one spine, so gang placement has a topology to respect; each leaf's
   // nodes carry its name as a feature (try --constraint=leaf2) and share an NVLink domain.
   uint32_t half = o.nodes > 1 ? (o.nodes + 1) / 2 : 1;

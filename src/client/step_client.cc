@@ -1,7 +1,10 @@
 #include "muster/client/step_client.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +13,9 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <optional>
 
+#include "muster/client/pmi_server.h"
 #include "muster/common/framing.h"
 #include "muster/common/hostlist.h"
 #include "muster/v1/agent.pb.h"
@@ -237,12 +242,37 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     }
     auto fd = ConnectTcp(n.step_address(), 5000);
     if (!fd.ok()) return give_up(fd.status().Prepend("node " + n.node()));
+    conns.push_back({n.node(), *fd, n.ntasks()});
+  }
+  // PMI for MPI programs: listen where the agents reached us, so the tasks can too.
+  std::optional<PmiServer> pmi;
+  std::vector<std::string> environment = o.environment;
+  if (o.pmi && !conns.empty()) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    char host[INET6_ADDRSTRLEN] = {0};
+    if (::getsockname(conns[0].fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+      if (ss.ss_family == AF_INET6) {
+        ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, host, sizeof host);
+      } else {
+        ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, host, sizeof host);
+      }
+    }
+    pmi.emplace(step.total_tasks(), "muster_" + jid + "_" + std::to_string(step.step_id()), counts);
+    auto where = pmi->Listen(host);
+    if (!where.ok()) return give_up(where.status());
+    environment.push_back("PMI_PORT=" + *where);
+  }
+  size_t next_conn = 0;
+  for (const v1::StepNode& n : step.nodes()) {
+    if (n.ntasks() == 0) continue;
+    const int fd = conns[next_conn++].fd;
     v1::StepLaunchRequest req;
     req.set_job_id(step.job_id());
     req.set_step_id(step.step_id());
     req.set_credential(step.credential());
     for (const auto& a : o.argv) req.add_argv(a);
-    for (const auto& e : o.environment) req.add_environment(e);
+    for (const auto& e : environment) req.add_environment(e);
     req.set_work_dir(o.work_dir);
     req.set_node_id(n.node_id());
     req.set_first_task(n.first_task());
@@ -257,8 +287,8 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     req.set_cpus_per_task(step.cpus_per_task());
     req.set_step_name(step.name());
     req.set_run(step.run());
-    conns.push_back({n.node(), *fd, n.ntasks()});
-    Status s = WriteFrame(*fd, 0, req.SerializeAsString());
+    req.set_pmi(pmi.has_value());
+    Status s = WriteFrame(fd, 0, req.SerializeAsString());
     if (!s.ok()) return give_up(s.Prepend("node " + n.node()));
   }
 
@@ -272,10 +302,25 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     for (const auto& c : conns)
       pfds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
     if (g_signal_pipe[0] >= 0) pfds.push_back({g_signal_pipe[0], POLLIN, 0});
+    const size_t pmi_first = pfds.size();
+    if (pmi) {
+      for (int fd : pmi->Fds()) pfds.push_back({fd, POLLIN, 0});
+    }
     int r = ::poll(pfds.data(), pfds.size(), -1);
     if (r < 0) {
       if (errno == EINTR) continue;
       return give_up(ErrnoStatus("poll", errno));
+    }
+    for (size_t i = pmi_first; i < pfds.size(); ++i) {
+      if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) pmi->Handle(pfds[i].fd);
+    }
+    if (pmi && pmi->aborted() && !killing) {
+      std::fprintf(err, "%s: error: %s; ending step %s.%u\n", prog, pmi->abort_message().c_str(),
+                   jid.c_str(), step.step_id());
+      killing = true;
+      killed_after_failure = true;
+      worst = std::max(worst, 1);
+      signal_all(SIGKILL);
     }
     for (int sig : TakeSignals()) {
       if (sig == SIGINT) {

@@ -418,11 +418,12 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'u':
         break;  // output is forwarded as it comes already
       case kMpi:
-        if (val != "none" && val != "list") {
+        if (val != "none" && val != "pmi1" && val != "pmi") {
           return Unimplemented(origin + ": --mpi=" + val +
-                               " is not supported (no PMI server yet); MPI programs built with "
-                               "Slurm support read SLURM_* and work with --mpi=none");
+                               " is not supported; srun serves PMI-1 (--mpi=pmi1, the default), "
+                               "which MPICH and MVAPICH use, or nothing (--mpi=none)");
         }
+        o->mpi = val;
         break;
       case ':':
         return err("option " + std::string(argv[static_cast<size_t>(optind) - 1]) +

@@ -22,6 +22,7 @@ struct StepOptions {
   bool label = false;             // prefix output lines with "TASK: " (srun -l)
   bool kill_on_bad_exit = false;  // a task ending non-zero kills the others (srun -K)
   std::string program = "srun";   // names the client in its messages
+  bool pmi = true;                // serve PMI-1 to the tasks (MPI without mpiexec); --mpi=none
 };
 
 // Runs the step to completion, writing task output to out/err line by line. Waits (saying so

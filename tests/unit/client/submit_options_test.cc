@@ -208,3 +208,52 @@ TEST(BuildJobSpecTest, FillsNameDirsAndExport) {
 
 }  // namespace
 }  // namespace muster::client
+
+namespace muster::client {
+namespace {
+
+TEST(RunOptionsTest, EachCommandTakesItsOwnOptions) {
+  SubmitOptions o;
+  ASSERT_TRUE(
+      ParseSubmitArgs({"-N2", "-l", "-K", "--exact", "--mpi=none", "-n", "4", "hostname", "-f"},
+                      "command line", &o, OptionSet::kRun)
+          .ok());
+  EXPECT_TRUE(o.label);
+  EXPECT_TRUE(o.kill_on_bad_exit);
+  EXPECT_TRUE(o.exact);
+  EXPECT_EQ(o.mpi.value_or(""), "none");
+  EXPECT_EQ(*o.ntasks, 4u);
+  EXPECT_EQ(o.positional, (std::vector<std::string>{"hostname", "-f"}))
+      << "options after the command are the command's";
+  // sbatch has no -l; salloc has no -o; --mpi=pmi2 is named as unsupported.
+  SubmitOptions b;
+  EXPECT_EQ(ParseSubmitArgs({"-l", "x.sh"}, "command line", &b).code(),
+            StatusCode::kInvalidArgument);
+  SubmitOptions a;
+  EXPECT_EQ(ParseSubmitArgs({"-o", "out"}, "command line", &a, OptionSet::kAlloc).code(),
+            StatusCode::kInvalidArgument);
+  SubmitOptions m;
+  Status s = ParseSubmitArgs({"--mpi=pmi2", "x"}, "command line", &m, OptionSet::kRun);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("--mpi=pmi2"), std::string::npos);
+  SubmitOptions i;
+  ASSERT_TRUE(ParseSubmitArgs({"-I5", "x"}, "command line", &i, OptionSet::kAlloc).ok());
+  EXPECT_EQ(i.immediate_s.value_or(0), 5u);
+}
+
+TEST(RunOptionsTest, AnAllocationSpecCarriesNoScript) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"-N2", "sleep", "5"}, "command line", &o, OptionSet::kRun).ok());
+  SubmitContext ctx;
+  ctx.interactive = true;
+  ctx.cwd = "/home/u";
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->interactive());
+  EXPECT_TRUE(spec->script().empty());
+  EXPECT_EQ(spec->script_args_size(), 0) << "the command is the step's, not a script's";
+  EXPECT_EQ(spec->nodes(), 2u);
+}
+
+}  // namespace
+}  // namespace muster::client
