@@ -25,6 +25,7 @@ int CmdNode(int argc, char** argv);
 int CmdRun(int argc, char** argv);
 int CmdAlloc(int argc, char** argv);
 int CmdAcct(int argc, char** argv);
+int CmdControl(int argc, char** argv);
 int CmdInfo(int argc, char** argv);
 int CmdLocal(int argc, char** argv);
 int CmdTopology(int argc, char** argv);

@@ -524,6 +524,7 @@ int CmdAcct(int argc, char** argv) {
   } else if (start) {
     req.set_start_ms(*start);
   }
+  req.set_without_steps(allocations && !json);
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("acct", controller.status());
   auto resp = controller->ListAccounting(req);

@@ -43,8 +43,8 @@ int Usage(const std::string& cmd, const std::string& message) {
 
 // The Slurm commands `muster` answers to when a link by that name points at it.
 const std::vector<std::string>& FrontEnds() {
-  static const std::vector<std::string> names = {"sbatch", "srun",    "salloc",
-                                                 "squeue", "scancel", "sacct"};
+  static const std::vector<std::string> names = {"sbatch",  "srun",  "salloc",  "squeue",
+                                                 "scancel", "sacct", "scontrol"};
   return names;
 }
 
@@ -64,6 +64,7 @@ Jobs:
                                      allocation of its own (srun)
   alloc [OPTIONS] [COMMAND]          get an allocation and run COMMAND (a shell) in it (salloc)
   acct [OPTIONS]                     finished and live jobs with their steps (sacct)
+  control show|update|hold|release|requeue ...   scontrol's commands
 
 Nodes:
   nodes [--json]                     list nodes
@@ -77,7 +78,7 @@ Cluster:
   local down [--dir DIR] [--purge]   stop it
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
-                                     squeue, scancel, sacct)
+                                     squeue, scancel, sacct, scontrol)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -114,6 +115,10 @@ int Main(int argc, char** argv) {
     g_front_end = self;
     return CmdAcct(argc, argv);
   }
+  if (self == "scontrol") {
+    g_front_end = self;
+    return CmdControl(argc, argv);
+  }
   if (argc < 2) {
     PrintHelp();
     return kExitUsage;
@@ -130,6 +135,7 @@ int Main(int argc, char** argv) {
   if (cmd == "run") return CmdRun(sub_argc, sub_argv);
   if (cmd == "alloc") return CmdAlloc(sub_argc, sub_argv);
   if (cmd == "acct") return CmdAcct(sub_argc, sub_argv);
+  if (cmd == "control") return CmdControl(sub_argc, sub_argv);
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);

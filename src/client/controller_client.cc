@@ -90,6 +90,9 @@ Status ControllerClient::ReleaseAllocation(uint64_t job_id, int exit_code, int s
   r.set_signal(signal);
   return Do<v1::ReleaseAllocationResponse>(*this, v1::METHOD_RELEASE_ALLOCATION, r).status();
 }
+Result<v1::UpdateJobResponse> ControllerClient::UpdateJob(const v1::UpdateJobRequest& r) {
+  return Do<v1::UpdateJobResponse>(*this, v1::METHOD_UPDATE_JOB, r);
+}
 Result<v1::ListAccountingResponse> ControllerClient::ListAccounting(
     const v1::ListAccountingRequest& r) {
   return Do<v1::ListAccountingResponse>(*this, v1::METHOD_LIST_ACCOUNTING, r);

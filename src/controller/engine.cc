@@ -450,6 +450,86 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
   return resp;
 }
 
+Result<v1::UpdateJobResponse> Engine::UpdateJob(const Caller& caller,
+                                                const v1::UpdateJobRequest& req, TimeMs now) {
+  v1::UpdateJobResponse resp;
+  for (uint64_t id : req.job_ids()) {
+    v1::CancelJobResult* r = resp.add_results();
+    r->set_job_id(id);
+    auto fail = [&](StatusCode code, const std::string& m) {
+      r->set_code(static_cast<int>(code));
+      r->set_message(m);
+    };
+    JobEntry* job = FindJob(id);
+    const std::string jid = std::to_string(id);
+    if (!job) {
+      fail(StatusCode::kNotFound, "job " + jid + " does not exist");
+      continue;
+    }
+    if (!caller.is_admin && caller.uid != job->rec.spec().uid()) {
+      fail(StatusCode::kPermissionDenied, "job " + jid + " belongs to " + job->rec.spec().user());
+      continue;
+    }
+    v1::JobRecord& rec = job->rec;
+    store::Mutation m;
+    switch (req.action()) {
+      case v1::UpdateJobRequest::HOLD:
+      case v1::UpdateJobRequest::RELEASE: {
+        const bool hold = req.action() == v1::UpdateJobRequest::HOLD;
+        if (rec.state() != v1::PENDING) {
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid + " is not pending (" + v1::JobState_Name(rec.state()) + ")");
+          continue;
+        }
+        if (rec.spec().hold() == hold) continue;  // already so: nothing to do, as Slurm
+        if (!hold && rec.reason() == "JobHeldAdmin" && !caller.is_admin) {
+          fail(StatusCode::kPermissionDenied, "job " + jid + " was held by an admin");
+          continue;
+        }
+        v1::JobRecord next = rec;
+        next.mutable_spec()->set_hold(hold);
+        next.set_reason(hold ? (caller.is_admin && caller.uid != rec.spec().uid() ? "JobHeldAdmin"
+                                                                                  : "JobHeldUser")
+                             : "None");
+        next.set_reason_detail(hold ? "held by " + caller.user : "");
+        m.PutJob(next);
+        if (Status s = Commit(m); !s.ok()) {
+          fail(s.code(), s.message());
+          continue;
+        }
+        rec = std::move(next);
+        job->request = ToCoreRequest(rec);
+        schedule_requested_ = true;
+        break;
+      }
+      case v1::UpdateJobRequest::REQUEUE: {
+        if (rec.state() != v1::RUNNING || rec.cancel_requested()) {
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid + " is not running (" + v1::JobState_Name(rec.state()) + ")");
+          continue;
+        }
+        if (rec.spec().no_requeue() || rec.spec().interactive()) {
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid +
+                   (rec.spec().interactive() ? " is an srun/salloc allocation"
+                                             : " was submitted with --no-requeue") +
+                   "; it cannot be requeued");
+          continue;
+        }
+        RequeueOrFail(*job, "JobRequeued", "requeued by " + caller.user, now, m);
+        CommitOrDie(m);
+        break;
+      }
+      default:
+        fail(StatusCode::kInvalidArgument, "unknown job update action");
+        continue;
+    }
+    spdlog::info("update job={} action={} user={}", id,
+                 v1::UpdateJobRequest::Action_Name(req.action()), caller.user);
+  }
+  return resp;
+}
+
 Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
                                                   const v1::UpdateNodeRequest& req, TimeMs now) {
   if (!caller.is_admin) {

@@ -101,6 +101,64 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
   return info;
 }
 
+// The accounting view: what sacct shows, cheap enough for 100,000 records per call.
+v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
+  const v1::JobSpec& s = r.spec();
+  v1::JobInfo info;
+  info.set_id(r.id());
+  info.set_name(s.name());
+  info.set_user(s.user());
+  info.set_uid(s.uid());
+  info.set_state(r.state());
+  info.set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
+  info.set_reason(r.reason());
+  info.set_partition(r.allocation().partition().empty() && s.partitions_size() > 0
+                         ? s.partitions(0)
+                         : r.allocation().partition());
+  uint32_t cpus = 0, gpus = 0, tasks = 0;
+  uint64_t mem = 0;
+  for (const auto& na : r.allocation().nodes()) {
+    info.add_nodes(na.node());
+    cpus += static_cast<uint32_t>(na.cpu_ids_size());
+    gpus += static_cast<uint32_t>(na.gpu_indices_size());
+    mem += na.mem_mb();
+    tasks += na.ntasks();
+  }
+  if (r.allocation().nodes_size() > 0) {
+    info.set_num_nodes(static_cast<uint32_t>(r.allocation().nodes_size()));
+    info.set_num_tasks(tasks);
+    info.set_cpus_total(cpus);
+    info.set_gpus_total(gpus);
+    info.set_mem_total_mb(mem);
+  } else {
+    info.set_num_nodes(s.nodes());
+    info.set_num_tasks(s.ntasks());
+    info.set_cpus_total(s.ntasks() * std::max<uint32_t>(1, s.cpus_per_task()));
+    info.set_gpus_total(s.nodes() * s.gpus_per_node());
+    info.set_mem_total_mb(s.nodes() * s.mem_per_node_mb());
+  }
+  info.set_submit_time_ms(r.submit_time_ms());
+  info.set_start_time_ms(r.start_time_ms());
+  info.set_end_time_ms(r.end_time_ms());
+  info.set_time_limit_ms(r.time_limit_ms());
+  info.set_exit_code(r.exit_code());
+  info.set_exit_signal(r.exit_signal());
+  info.set_requeue_count(r.requeue_count());
+  info.set_work_dir(s.work_dir());
+  info.set_priority(r.priority());
+  info.set_interactive(s.interactive());
+  if (with_steps) {
+    // The first node's CPU count, for the batch step's line (sacct's N.batch).
+    if (r.allocation().nodes_size() > 0) {
+      v1::NodeAllocation* first = info.mutable_allocation()->add_nodes();
+      first->set_node(r.allocation().nodes(0).node());
+      *first->mutable_cpu_ids() = r.allocation().nodes(0).cpu_ids();
+    }
+    *info.mutable_steps() = r.steps();
+  }
+  return info;
+}
+
 }  // namespace
 
 v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
@@ -181,8 +239,9 @@ Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccounti
   };
   std::map<uint64_t, v1::JobInfo> found;
   const size_t limit = req.limit() > 0 ? req.limit() : SIZE_MAX;
+  const bool with_steps = !req.without_steps();
   auto take = [&](const v1::JobRecord& r) {
-    if (match(r)) found.emplace(r.id(), RecordInfo(r));
+    if (match(r)) found.emplace(r.id(), AccountingInfo(r, with_steps));
     return found.size() < limit;
   };
   if (!ids.empty()) {
@@ -198,7 +257,11 @@ Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccounti
   }
   for (const auto& [id, job] : jobs_) {
     if (found.size() >= limit) break;
-    if (match(job.rec)) found[id] = ToJobInfo(job);
+    if (match(job.rec)) {
+      v1::JobInfo info = AccountingInfo(job.rec, with_steps);
+      info.set_priority(job.rec.priority() != 0 ? job.rec.priority() : job.priority.priority);
+      found[id] = std::move(info);
+    }
   }
   v1::ListAccountingResponse resp;
   for (auto& [id, info] : found) *resp.add_jobs() = std::move(info);

@@ -230,6 +230,27 @@ wait_for 30 is_state "$long" CANCELLED
 "$C/sacct" --json -j "$alloc" | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; assert j["steps"][0]["step"]["id"].endswith(".0"), j' ||
   fail "sacct --json"
 
+echo "== scontrol: show, update, hold/release/requeue"
+[ "$(scontrol show hostnames 'node[1-2],gpu07' | tr '\n' ' ')" = "node1 node2 gpu07 " ] ||
+  fail "scontrol show hostnames"
+held=$(sbatch --parsable -H -N2 -o /dev/null --wrap 'sleep 300')
+job=$(scontrol show job "$held")
+grep -q "^JobId=$held JobName=wrap$" <<<"$job" && grep -q "JobState=PENDING Reason=JobHeldUser" <<<"$job" ||
+  fail "scontrol show job: $job"
+scontrol release "$held"
+wait_for 30 is_state "$held" RUNNING
+grep -q "^   NodeList=node\[1-2\]$" <<<"$(scontrol show job "$held")" || fail "NodeList: $(scontrol show job "$held")"
+scontrol requeue "$held"
+[ "$(muster job show "$held" --json | sed -n 's/.*"requeue_count":\([0-9]*\).*/\1/p')" = 1 ] ||
+  fail "scontrol requeue did not requeue"
+scancel "$held"
+scontrol update NodeName=node4 State=DRAIN Reason="fan noise"
+grep -q "State=IDLE+DRAIN" <<<"$(scontrol show node node4)" || fail "drain: $(scontrol show node node4)"
+grep -q "Reason=fan noise \[" <<<"$(scontrol show node node4)" || fail "reason: $(scontrol show node node4)"
+scontrol update NodeName=node4 State=RESUME
+grep -q "State=IDLE " <<<"$(scontrol show node node4)" || fail "resume: $(scontrol show node node4)"
+grep -q "^   Nodes=node\[1-4\]$" <<<"$(scontrol show partition gpu)" || fail "scontrol show partition"
+
 mkdir -p "$DIR/slurm" && touch "$DIR/slurm/sbatch"
 if muster compat install "$DIR/slurm" >/dev/null 2>&1; then fail "compat install replaced a file"; fi
 muster compat remove "$DIR/compat" >/dev/null

@@ -37,6 +37,7 @@ class ControllerClient {
   Result<v1::AttachAllocationResponse> AttachAllocation(uint64_t job_id);
   Status ReleaseAllocation(uint64_t job_id, int exit_code, int signal);
   Result<v1::ListAccountingResponse> ListAccounting(const v1::ListAccountingRequest& r);
+  Result<v1::UpdateJobResponse> UpdateJob(const v1::UpdateJobRequest& r);
 
  private:
   explicit ControllerClient(int fd) : fd_(fd) {}

@@ -91,6 +91,10 @@ class Engine {
   Result<v1::AttachAllocationResponse> AttachAllocation(const Caller& caller,
                                                         const v1::AttachAllocationRequest& req);
   void AllocationClientGone(uint64_t job_id, TimeMs now);
+  // scontrol hold/release/requeue. Per-job results: NOT_FOUND, PERMISSION_DENIED, or
+  // FAILED_PRECONDITION (not pending / not running / not requeueable).
+  Result<v1::UpdateJobResponse> UpdateJob(const Caller& caller, const v1::UpdateJobRequest& req,
+                                          TimeMs now);
   // sacct: live jobs and the archived history (read from the store), filtered.
   Result<v1::ListAccountingResponse> ListAccounting(const v1::ListAccountingRequest& req,
                                                     TimeMs now) const;

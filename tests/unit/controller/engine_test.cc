@@ -1416,3 +1416,52 @@ TEST_F(EngineTest, HealthCheckProgramDrainsAndResumesOnlyItsOwnDrain) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+TEST_F(EngineTest, HoldReleaseAndRequeueLikeScontrol) {
+  AllUp();
+  auto update = [&](Caller who, uint64_t id, v1::UpdateJobRequest::Action a) {
+    v1::UpdateJobRequest r;
+    r.add_job_ids(id);
+    r.set_action(a);
+    auto resp = engine_->UpdateJob(who, r, now_);
+    EXPECT_TRUE(resp.ok());
+    return resp->results(0).code();
+  };
+  auto id = *Submit(Gang(1, 8), Alice());
+  EXPECT_EQ(update(Bob(), id, v1::UpdateJobRequest::HOLD),
+            static_cast<int>(StatusCode::kPermissionDenied));
+  EXPECT_EQ(update(Alice(), id, v1::UpdateJobRequest::HOLD), 0);
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+  EXPECT_EQ(Job(id).reason(), "JobHeldUser");
+  EXPECT_EQ(update(Alice(), id, v1::UpdateJobRequest::RELEASE), 0);
+  Pass();
+  ASSERT_EQ(Job(id).state(), v1::RUNNING);
+  const std::string node = Job(id).nodes(0);
+  EXPECT_EQ(update(Alice(), id, v1::UpdateJobRequest::HOLD),
+            static_cast<int>(StatusCode::kFailedPrecondition));
+  Started(id, node);
+  Flush();
+  EXPECT_EQ(update(Alice(), id, v1::UpdateJobRequest::REQUEUE), 0);
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+  EXPECT_EQ(Job(id).requeue_count(), 1u);
+  EXPECT_TRUE(Sent(node).at(0).has_terminate_job());
+  // An admin's hold is the admin's to release.
+  auto held = *Submit(Gang(1, 1), Alice());
+  EXPECT_EQ(update(Root(), held, v1::UpdateJobRequest::HOLD), 0);
+  EXPECT_EQ(Job(held).reason(), "JobHeldAdmin");
+  EXPECT_EQ(update(Alice(), held, v1::UpdateJobRequest::RELEASE),
+            static_cast<int>(StatusCode::kPermissionDenied));
+  v1::JobSpec no = Gang(1, 1);
+  no.set_no_requeue(true);
+  auto fixed = *Submit(no, Alice());
+  Pass();
+  EXPECT_EQ(update(Alice(), fixed, v1::UpdateJobRequest::REQUEUE),
+            static_cast<int>(StatusCode::kFailedPrecondition));
+}
+
+}  // namespace
+}  // namespace muster::controller

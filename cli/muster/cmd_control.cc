@@ -1,0 +1,374 @@
+// muster control (scontrol): show job|node|partition|hostnames, update NodeName=...,
+// hold|release|requeue. Output in scontrol's Key=Value layout, for the scripts that parse it.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "cli.h"
+#include "muster/common/clock.h"
+#include "muster/common/config.h"
+#include "muster/common/duration.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+#include "output.h"
+
+namespace muster::cli {
+namespace {
+
+std::string OrNull(const std::string& v) { return v.empty() ? "(null)" : v; }
+std::string When(int64_t ms) { return ms > 0 ? FormatTimestamp(ms) : "Unknown"; }
+std::string Limit(int64_t ms) { return ms > 0 ? FormatDuration(ms) : "UNLIMITED"; }
+
+// Run time as scontrol prints it: always HH:MM:SS, with days as D-.
+std::string RunTime(int64_t ms) {
+  int64_t s = ms / 1000;
+  char buf[48];
+  if (s >= 86400) {
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s % 86400 / 3600), static_cast<long long>(s % 3600 / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60), static_cast<long long>(s % 60));
+  }
+  return buf;
+}
+
+std::string NodeStateUpper(const v1::NodeInfo& n) {
+  std::string s;
+  switch (n.state()) {
+    case v1::NODE_IDLE:
+      s = "IDLE";
+      break;
+    case v1::NODE_MIXED:
+      s = "MIXED";
+      break;
+    case v1::NODE_ALLOCATED:
+      s = "ALLOCATED";
+      break;
+    case v1::NODE_NOT_RESPONDING:
+      s = "IDLE+NOT_RESPONDING";
+      break;
+    case v1::NODE_DOWN:
+      s = "DOWN";
+      break;
+    default:
+      s = "UNKNOWN";
+  }
+  return n.drain() ? s + "+DRAIN" : s;
+}
+
+void PrintJob(const v1::JobInfo& j, int64_t now) {
+  std::string out;
+  auto line = [&](const std::string& l) { out += l + "\n"; };
+  const std::string state = JobStateName(j.state(), j.completing());
+  int64_t run = 0;
+  if (j.start_time_ms() > 0)
+    run = (j.end_time_ms() > 0 ? j.end_time_ms() : now) - j.start_time_ms();
+  line("JobId=" + std::to_string(j.id()) + " JobName=" + j.name());
+  line("   UserId=" + j.user() + "(" + std::to_string(j.uid()) + ") MCS_label=N/A");
+  line("   Priority=" + std::to_string(j.priority()) + " Nice=0 Account=(null) QOS=(null)");
+  line("   JobState=" + state + " Reason=" + (j.reason().empty() ? "None" : j.reason()) +
+       " Dependency=(null)");
+  line("   Requeue=" + std::string(j.no_requeue() || j.interactive() ? "0" : "1") + " Restarts=" +
+       std::to_string(j.requeue_count()) + " BatchFlag=" + (j.interactive() ? "0" : "1") +
+       " Reboot=0 ExitCode=" + std::to_string(j.exit_code()) + ":" +
+       std::to_string(j.exit_signal()));
+  line("   RunTime=" + RunTime(run) + " TimeLimit=" + Limit(j.time_limit_ms()) + " TimeMin=N/A");
+  line("   SubmitTime=" + When(j.submit_time_ms()) + " EligibleTime=" + When(j.submit_time_ms()));
+  std::string start = When(j.start_time_ms());
+  std::string end = When(j.end_time_ms());
+  if (j.state() == v1::PENDING) {
+    start = j.expected_start_ms() > 0 ? FormatTimestamp(j.expected_start_ms()) : "Unknown";
+  } else if (j.state() == v1::RUNNING && j.time_limit_ms() > 0) {
+    end = FormatTimestamp(j.start_time_ms() + j.time_limit_ms());
+  }
+  line("   StartTime=" + start + " EndTime=" + end + " Deadline=N/A");
+  line("   Partition=" + j.partition());
+  line("   ReqNodeList=" + OrNull(j.required_nodes()) +
+       " ExcNodeList=" + OrNull(j.excluded_nodes()));
+  const std::string nodes = CompressHostlist({j.nodes().begin(), j.nodes().end()});
+  line("   NodeList=" + OrNull(j.state() == v1::PENDING ? "" : nodes));
+  if (!j.interactive() && j.nodes_size() > 0 && j.state() != v1::PENDING) {
+    line("   BatchHost=" + j.nodes(0));
+  }
+  std::string num_nodes = std::to_string(j.num_nodes());
+  if (j.min_nodes() > 0) num_nodes = std::to_string(j.min_nodes()) + "-" + num_nodes;
+  line("   NumNodes=" + num_nodes + " NumCPUs=" + std::to_string(j.cpus_total()) +
+       " NumTasks=" + std::to_string(j.num_tasks()) +
+       " CPUs/Task=" + std::to_string(std::max<uint32_t>(1, j.cpus_per_task())));
+  std::string tres = "cpu=" + std::to_string(j.cpus_total());
+  if (j.mem_total_mb() > 0) tres += ",mem=" + std::to_string(j.mem_total_mb()) + "M";
+  tres += ",node=" + std::to_string(j.num_nodes());
+  if (j.gpus_total() > 0) tres += ",gres/gpu=" + std::to_string(j.gpus_total());
+  line("   TRES=" + tres);
+  line("   Features=" + OrNull(j.features()));
+  line("   WorkDir=" + j.work_dir());
+  line("   StdErr=" + (j.interactive() ? std::string("(null)") : j.stderr_path()));
+  line("   StdIn=/dev/null");
+  line("   StdOut=" + (j.interactive() ? std::string("(null)") : j.stdout_path()));
+  if (j.gpus_per_node() > 0) {
+    line("   TresPerNode=gres:gpu:" + (j.gpu_type().empty() ? "" : j.gpu_type() + ":") +
+         std::to_string(j.gpus_per_node()));
+  }
+  // Muster's own: why a pending job waits, in a sentence (muster explain tells more).
+  if (!j.reason_detail().empty()) line("   Explain=" + j.reason_detail());
+  std::fputs((out + "\n").c_str(), stdout);
+}
+
+void PrintNode(const v1::NodeInfo& n) {
+  std::string out;
+  auto line = [&](const std::string& l) { out += l + "\n"; };
+  line("NodeName=" + n.name() +
+       " CoresPerSocket=" + std::to_string(n.packages() ? n.cores() / n.packages() : n.cpus()));
+  line("   CPUAlloc=" + std::to_string(n.cpus_allocated()) +
+       " CPUEfctv=" + std::to_string(n.cpus()) + " CPUTot=" + std::to_string(n.cpus()));
+  line("   Gres=" + OrNull(n.gpus() ? "gpu:" + (n.gpu_type().empty() ? "" : n.gpu_type() + ":") +
+                                          std::to_string(n.gpus())
+                                    : ""));
+  line("   GresUsed=gpu:" + std::to_string(n.gpus_allocated()));
+  std::string addr = n.agent_address().substr(0, n.agent_address().rfind(':'));
+  line("   NodeAddr=" + OrNull(addr) + " NodeHostName=" + n.name());
+  line("   RealMemory=" + std::to_string(n.memory_mb()) +
+       " AllocMem=" + std::to_string(n.memory_allocated_mb()));
+  line("   State=" + NodeStateUpper(n) + " ThreadsPerCore=1 Weight=1");
+  line("   Partitions=" + Join({n.partitions().begin(), n.partitions().end()}, ","));
+  std::string cfg =
+      "cpu=" + std::to_string(n.cpus()) + ",mem=" + std::to_string(n.memory_mb()) + "M";
+  if (n.gpus()) cfg += ",gres/gpu=" + std::to_string(n.gpus());
+  line("   CfgTRES=" + cfg);
+  std::string alloc;
+  if (n.cpus_allocated()) alloc = "cpu=" + std::to_string(n.cpus_allocated());
+  if (n.memory_allocated_mb()) {
+    alloc += (alloc.empty() ? "" : ",") + std::string("mem=") +
+             std::to_string(n.memory_allocated_mb()) + "M";
+  }
+  if (n.gpus_allocated()) {
+    alloc +=
+        (alloc.empty() ? "" : ",") + std::string("gres/gpu=") + std::to_string(n.gpus_allocated());
+  }
+  line("   AllocTRES=" + alloc);
+  if (!n.reason().empty()) {
+    line("   Reason=" + n.reason() + " [" + (n.reason_user().empty() ? "muster" : n.reason_user()) +
+         "@" + (n.reason_time_ms() ? FormatTimestamp(n.reason_time_ms()) : "Unknown") + "]");
+  }
+  std::fputs((out + "\n").c_str(), stdout);
+}
+
+void PrintPartition(const PartitionConfig& p, const Config& c) {
+  uint32_t cpus = 0;
+  uint64_t mem = 0;
+  for (const auto& name : p.nodes) {
+    if (const NodeConfig* n = c.FindNode(name)) {
+      cpus += n->cpus;
+      mem += n->memory_mb;
+    }
+  }
+  std::string out;
+  out += "PartitionName=" + p.name + "\n";
+  out += "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL\n";
+  out += std::string("   AllocNodes=ALL Default=") + (p.is_default ? "YES" : "NO") + " QoS=N/A\n";
+  out += "   DefaultTime=" + (p.default_time_ms ? FormatDuration(p.default_time_ms) : "NONE") +
+         " DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO\n";
+  out += "   MaxNodes=UNLIMITED MaxTime=" + Limit(p.max_time_ms) + " MinNodes=0\n";
+  out += "   Nodes=" + CompressHostlist(p.nodes) + "\n";
+  out += "   PriorityJobFactor=1 PriorityTier=" + std::to_string(p.priority_tier) +
+         " RootOnly=NO ReqResv=NO OverSubscribe=NO\n";
+  out += "   State=UP TotalCPUs=" + std::to_string(cpus) +
+         " TotalNodes=" + std::to_string(p.nodes.size()) + "\n";
+  out += "   TRES=cpu=" + std::to_string(cpus) + ",mem=" + std::to_string(mem) +
+         "M,node=" + std::to_string(p.nodes.size()) + "\n\n";
+  std::fputs(out.c_str(), stdout);
+}
+
+int Show(const std::vector<std::string>& args) {
+  if (args.empty()) return Usage("control", "show what? job, node, partition or hostnames");
+  std::string what = args[0];
+  const std::string arg = args.size() > 1 ? args[1] : "";
+  if (what == "hostnames" || what == "hostname") {
+    std::string list = arg;
+    if (list.empty()) {
+      const char* env = std::getenv("SLURM_JOB_NODELIST");
+      if (!env || !*env) {
+        return Fail("control",
+                    InvalidArgument("no host list given and SLURM_JOB_NODELIST is unset"));
+      }
+      list = env;
+    }
+    auto names = ExpandHostlist(list);
+    if (!names.ok()) return Fail("control", names.status());
+    for (const auto& n : *names) std::printf("%s\n", n.c_str());
+    return kExitOk;
+  }
+  if (what == "hostlist" || what == "hostlistsorted") {
+    if (arg.empty()) return Usage("control", "show hostlist NAMES (comma-separated)");
+    std::vector<std::string> names = Split(arg, ',', true);
+    if (what == "hostlistsorted") std::sort(names.begin(), names.end());
+    std::printf("%s\n", CompressHostlist(names).c_str());
+    return kExitOk;
+  }
+  if (what == "partition" || what == "partitions") {
+    auto config = LoadConfig(ResolveConfigPath(""));
+    if (!config.ok()) return Fail("control", config.status());
+    bool any = false;
+    for (const auto& p : config->partitions) {
+      if (!arg.empty() && p.name != arg) continue;
+      PrintPartition(p, *config);
+      any = true;
+    }
+    if (!any) return Fail("control", NotFound("Partition " + arg + " not found"));
+    return kExitOk;
+  }
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("control", controller.status());
+  if (what == "job" || what == "jobs") {
+    const int64_t now = SystemClock::Get()->NowMs();
+    if (!arg.empty()) {
+      auto id = ParseUint(arg.substr(0, arg.find('.')));
+      if (!id) return Usage("control", "bad job id '" + arg + "'");
+      auto resp = controller->GetJob(*id);
+      if (!resp.ok()) {
+        if (resp.status().code() == StatusCode::kNotFound) {
+          return Fail("control", NotFound("Invalid job id specified"));
+        }
+        return Fail("control", resp.status());
+      }
+      PrintJob(resp->job(), now);
+      return kExitOk;
+    }
+    v1::ListJobsRequest req;
+    req.set_include_finished(true);
+    auto resp = controller->ListJobs(req);
+    if (!resp.ok()) return Fail("control", resp.status());
+    if (resp->jobs().empty()) std::printf("No jobs in the system\n");
+    for (const auto& j : resp->jobs()) PrintJob(j, now);
+    return kExitOk;
+  }
+  if (what == "node" || what == "nodes") {
+    v1::ListNodesRequest req;
+    if (!arg.empty()) {
+      auto names = ExpandHostlist(arg);
+      if (!names.ok()) return Fail("control", names.status());
+      for (const auto& n : *names) req.add_names(n);
+    }
+    auto resp = controller->ListNodes(req);
+    if (!resp.ok()) return Fail("control", resp.status());
+    if (!arg.empty() && resp->nodes().empty()) {
+      return Fail("control", NotFound("Node " + arg + " not found"));
+    }
+    for (const auto& n : resp->nodes()) PrintNode(n);
+    return kExitOk;
+  }
+  return Fail("control", Unimplemented("show " + what +
+                                       " is not supported (job, node, partition, hostnames, "
+                                       "hostlist)"));
+}
+
+// KEY=VALUE words, keys case-insensitive as scontrol takes them.
+std::map<std::string, std::string> KeyValues(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> kv;
+  for (const auto& a : args) {
+    size_t eq = a.find('=');
+    std::string k = a.substr(0, eq);
+    for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    kv[k] = eq == std::string::npos ? "" : a.substr(eq + 1);
+  }
+  return kv;
+}
+
+int Update(const std::vector<std::string>& args) {
+  auto kv = KeyValues(args);
+  if (kv.count("jobid") || kv.count("job")) {
+    return Fail("control", Unimplemented("update JobId=... is not supported yet; use hold, "
+                                         "release, requeue or cancel"));
+  }
+  const std::string nodes = kv.count("nodename") ? kv["nodename"] : kv["node"];
+  if (nodes.empty()) return Usage("control", "update needs NodeName=NODES State=...");
+  std::string state = kv["state"];
+  for (char& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const auto& [k, v] : kv) {
+    if (k != "nodename" && k != "node" && k != "state" && k != "reason") {
+      return Fail("control", Unimplemented("update " + k + "=... is not supported (NodeName, " +
+                                           "State=DRAIN|RESUME|UNDRAIN, Reason)"));
+    }
+  }
+  v1::UpdateNodeRequest req;
+  req.set_nodes(nodes);
+  if (state == "DRAIN") {
+    if (kv["reason"].empty()) {
+      return Fail("control", InvalidArgument("You must specify a reason when DOWNING or DRAINING "
+                                             "a node. Request denied"));
+    }
+    req.set_action(v1::UpdateNodeRequest::DRAIN);
+    req.set_reason(kv["reason"]);
+  } else if (state == "RESUME" || state == "UNDRAIN" || state == "IDLE") {
+    req.set_action(v1::UpdateNodeRequest::RESUME);
+  } else {
+    return Fail("control",
+                Unimplemented("State=" + state + " is not supported (DRAIN, RESUME or UNDRAIN)"));
+  }
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("control", controller.status());
+  auto resp = controller->UpdateNode(req);
+  if (!resp.ok()) return Fail("control", resp.status());
+  return kExitOk;
+}
+
+int JobAction(const std::string& verb, const std::vector<std::string>& args) {
+  std::vector<uint64_t> ids;
+  for (const auto& a : args) {
+    for (const auto& item : Split(a, ',', true)) {
+      auto id = ParseUint(item);
+      if (!id) return Usage("control", "bad job id '" + item + "'");
+      ids.push_back(*id);
+    }
+  }
+  if (ids.empty()) return Usage("control", verb + " needs a job id");
+  v1::UpdateJobRequest req;
+  for (uint64_t id : ids) req.add_job_ids(id);
+  req.set_action(verb == "hold"      ? v1::UpdateJobRequest::HOLD
+                 : verb == "release" ? v1::UpdateJobRequest::RELEASE
+                                     : v1::UpdateJobRequest::REQUEUE);
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("control", controller.status());
+  auto resp = controller->UpdateJob(req);
+  if (!resp.ok()) return Fail("control", resp.status());
+  int rc = kExitOk;
+  for (const auto& r : resp->results()) {
+    if (r.code() == 0) continue;
+    std::fprintf(stderr, "%s: error: %s\n", ProgramName("control").c_str(), r.message().c_str());
+    rc = kExitFailed;
+  }
+  return rc;
+}
+
+}  // namespace
+
+int CmdControl(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // scontrol's -d/--details and -o/--oneliner are accepted only where they change nothing here.
+  std::erase_if(args, [](const std::string& a) { return a == "-d" || a == "--details"; });
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::printf(
+        "Usage: %s COMMAND\n"
+        "  show job [ID] | show node [NODES] | show partition [NAME]\n"
+        "  show hostnames [LIST]      one name per line (LIST defaults to $SLURM_JOB_NODELIST)\n"
+        "  show hostlist NAMES        the compressed form of a comma-separated list\n"
+        "  update NodeName=NODES State=DRAIN Reason=TEXT | State=RESUME (admins)\n"
+        "  hold ID... | release ID... | requeue ID...\n",
+        ProgramName("control").c_str());
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  const std::string verb = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (verb == "show") return Show(rest);
+  if (verb == "update") return Update(rest);
+  if (verb == "hold" || verb == "release" || verb == "requeue") return JobAction(verb, rest);
+  return Fail("control", Unimplemented("'" + verb +
+                                       "' is not supported (show, update, hold, release, "
+                                       "requeue)"));
+}
+
+}  // namespace muster::cli
