@@ -289,7 +289,7 @@ TEST_F(ClusterTest, AgentsRefuseCommandsFromAControllerOlderThanOneTheyObeyed) {
   fs::copy(state, state + ".old", fs::copy_options::recursive);  // epoch 1
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(cluster_->RestartController().ok());
-    ASSERT_TRUE(cluster_->WaitForNodesUp(10'000).ok());  // the agents obey epoch 3 now
+    ASSERT_TRUE(cluster_->WaitForNodesUp(30'000).ok());  // the agents obey epoch 3 now
   }
   // The old controller comes back from its old state: epoch 2, older than 3.
   cluster_->StopController();

@@ -35,12 +35,12 @@ export PATH="$DIR/compat:$BIN:$PATH"
 
 echo "== torch.distributed all-reduce over 4 agents (srun -N4 -n4)"
 # gloo picks its interface from the host name; all agents share this machine's loopback.
-out=$(GLOO_SOCKET_IFNAME=lo srun -N4 -n4 "$PY" "$ROOT/tests/programs/torch_allreduce.py" | sort)
+out=$(GLOO_SOCKET_IFNAME=lo timeout 300 srun -N4 -n4 "$PY" "$ROOT/tests/programs/torch_allreduce.py" | sort)
 expected=$(printf 'rank 0 of 4 on node1: sum 10\nrank 1 of 4 on node2: sum 10\nrank 2 of 4 on node3: sum 10\nrank 3 of 4 on node4: sum 10')
 [ "$out" = "$expected" ] || fail "torch all-reduce: $out"
 
 echo "== MPICH hello world: srun -N4 -n8 (PMI-1 from srun)"
-out=$(srun -N4 -n8 ./mpi_hello | sort)
+out=$(timeout 120 srun -N4 -n8 ./mpi_hello | sort)
 [ "$(wc -l <<<"$out")" = 8 ] && [ "$(grep -c ': sum 36$' <<<"$out")" = 8 ] || fail "srun mpi: $out"
 for r in 0 1 2 3 4 5 6 7; do
   grep -q "^rank $r of 8 on node$(( r / 2 + 1 )): sum 36$" <<<"$out" || fail "rank $r: $out"
@@ -51,6 +51,8 @@ set -e
 [ $rc != 0 ] && grep -q "mpi=pmi2 is not supported" err.txt || fail "--mpi=pmi2 not refused: $(cat err.txt)"
 
 echo "== MPICH hello world: mpiexec inside salloc"
-out=$(salloc -N2 -n4 mpiexec.mpich ./mpi_hello 2>salloc.err | sort)
+# hydra's proxies call back to mpiexec by host name, which a bare machine (or container) may not
+# resolve: -iface lo makes it give its loopback address instead.
+out=$(timeout 120 salloc -N2 -n4 mpiexec.mpich -iface lo ./mpi_hello 2>salloc.err | sort)
 [ "$(grep -c ': sum 10$' <<<"$out")" = 4 ] || fail "mpiexec in salloc: $out $(cat salloc.err)"
 echo "PASS"
