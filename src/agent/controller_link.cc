@@ -100,9 +100,13 @@ void ControllerLink::Run() {
       ctx_ = &ctx;
     }
     if (!stream->Write(hello)) {
-      std::lock_guard<std::mutex> l(mu_);
-      ctx_ = nullptr;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ctx_ = nullptr;
+      }
       stream->Finish().error_message();
+      // Not under mu_: SleepBackoff takes it (holding it here deadlocked the link for good
+      // when a controller went away between Register and Hello).
       SleepBackoff(&backoff_ms);
       continue;
     }

@@ -289,8 +289,13 @@ TEST_F(ClusterTest, AgentsRefuseCommandsFromAControllerOlderThanOneTheyObeyed) {
   fs::copy(state, state + ".old", fs::copy_options::recursive);  // epoch 1
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(cluster_->RestartController().ok());
-    ASSERT_TRUE(cluster_->WaitForNodesUp(30'000).ok());  // the agents obey epoch 3 now
+    ASSERT_TRUE(cluster_->WaitForNodesUp(30'000).ok());
   }
+  // Registered is not yet obeyed: each agent records the epoch once its session is up.
+  auto obeys = [&](const std::string& node) {
+    return Read(cluster_->dir() + "/spool/" + node + "/controller-epoch") == "3\n";
+  };
+  for (const char* n : {"node1", "node2", "node3", "node4"}) ASSERT_EVENTUALLY(obeys(n), 30'000);
   // The old controller comes back from its old state: epoch 2, older than 3.
   cluster_->StopController();
   fs::remove_all(state);
