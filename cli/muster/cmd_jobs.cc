@@ -1,8 +1,11 @@
 // muster queue, muster job show, muster cancel.
 #include <getopt.h>
 
+#include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <map>
+#include <set>
 
 #include "cli.h"
 #include "muster/common/clock.h"
@@ -515,42 +518,146 @@ int CmdJob(int argc, char** argv) {
   return kExitOk;
 }
 
+namespace {
+
+// A signal by name (USR1, SIGUSR1) or number, as scancel --signal takes it.
+int ParseSignal(const std::string& v) {
+  static const std::map<std::string, int> names = {
+      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"CONT", SIGCONT},
+      {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"ALRM", SIGALRM}, {"URG", SIGURG}};
+  if (auto n = ParseUint(v); n && *n > 0 && *n < 65) return static_cast<int>(*n);
+  std::string name = v;
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (StartsWith(name, "SIG")) name = name.substr(3);
+  auto it = names.find(name);
+  return it == names.end() ? 0 : it->second;
+}
+
+}  // namespace
+
 int CmdCancel(int argc, char** argv) {
-  std::vector<std::string> items;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::printf("Usage: %s JOBID...\n", ProgramName("cancel").c_str());
-      return kExitOk;
+  const struct option opts[] = {
+      {"signal", required_argument, nullptr, 's'},   {"batch", no_argument, nullptr, 'b'},
+      {"full", no_argument, nullptr, 'f'},           {"user", required_argument, nullptr, 'u'},
+      {"name", required_argument, nullptr, 'n'},     {"jobname", required_argument, nullptr, 'n'},
+      {"state", required_argument, nullptr, 't'},    {"partition", required_argument, nullptr, 'p'},
+      {"nodelist", required_argument, nullptr, 'w'}, {"quiet", no_argument, nullptr, 'Q'},
+      {"help", no_argument, nullptr, 'h'},           {nullptr, 0, nullptr, 0}};
+  v1::CancelJobRequest req;
+  std::vector<std::string> users, names, partitions, nodelist;
+  std::vector<v1::JobState> states;
+  bool quiet = false;
+  optind = 0;
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, ":s:bfu:n:t:p:w:Qh", opts, nullptr)) != -1;) {
+    const std::string val = optarg ? optarg : "";
+    switch (c) {
+      case 's': {
+        int sig = ParseSignal(val);
+        if (!sig) return Usage("cancel", "unknown signal '" + val + "'");
+        req.set_signal(sig);
+        break;
+      }
+      case 'b':
+        req.set_batch_only(true);
+        break;
+      case 'f':
+        req.set_full(true);
+        break;
+      case 'u':
+        for (const auto& u : Split(val, ',', true)) users.push_back(u);
+        break;
+      case 'n':
+        for (const auto& n : Split(val, ',', true)) names.push_back(n);
+        break;
+      case 't':
+        for (const auto& st : Split(val, ',', true)) {
+          v1::JobState state;
+          if (!ParseJobState(st, &state)) return Usage("cancel", "unknown state '" + st + "'");
+          states.push_back(state);
+        }
+        break;
+      case 'p':
+        for (const auto& p : Split(val, ',', true)) partitions.push_back(p);
+        break;
+      case 'w': {
+        auto expanded = ExpandHostlist(val);
+        if (!expanded.ok()) return Usage("cancel", expanded.status().message());
+        nodelist = *expanded;
+        break;
+      }
+      case 'Q':
+        quiet = true;
+        break;
+      case 'h':
+        std::printf(
+            "Usage: %s [OPTIONS] [JOBID...]\n"
+            "  -s, --signal=SIG     send SIG (USR1, 10, ...) to the jobs' steps instead of "
+            "cancelling\n"
+            "  -b, --batch          ... to the batch script only;  -f, --full: to every process\n"
+            "  -u, --user=U  -n, --name=NAME  -t, --state=S  -p, --partition=P  -w, --nodelist=N\n"
+            "                       select jobs (with ids: those of them that match)\n",
+            ProgramName("cancel").c_str());
+        return kExitOk;
+      case ':':
+        return Usage("cancel", std::string("option ") + argv[optind - 1] + " needs a value");
+      default:
+        return Usage("cancel",
+                     std::string("option ") + argv[optind - 1] + " is not supported (see --help)");
     }
-    if (!a.empty() && a[0] == '-') {
-      return Usage("cancel", (FrontEnd() == "scancel" ? "option " + a + " is not supported yet"
-                                                      : "unknown option '" + a + "'") +
-                                 " (jobs are cancelled by id)");
-    }
-    items.push_back(a);
   }
+  std::vector<std::string> items(argv + optind, argv + argc);
   auto ids = ParseIds(items);
   if (!ids.ok()) return Usage("cancel", ids.status().message());
-  if (ids->empty()) return Usage("cancel", "no job id given");
+  const bool selecting = !users.empty() || !names.empty() || !states.empty() ||
+                         !partitions.empty() || !nodelist.empty();
+  if (ids->empty() && !selecting) return Usage("cancel", "no job id given");
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("cancel", controller.status());
-  v1::CancelJobRequest req;
-  for (uint64_t id : *ids) req.add_job_ids(id);
+  if (selecting) {
+    // The selectors pick among the live jobs (and among the given ids, when there are some).
+    v1::ListJobsRequest list;
+    for (const auto& u : users) list.add_users(u);
+    for (auto st : states) list.add_states(st);
+    for (const auto& p : partitions) list.add_partitions(p);
+    for (uint64_t id : *ids) list.add_job_ids(id);
+    auto found = controller->ListJobs(list);
+    if (!found.ok()) return Fail("cancel", found.status());
+    std::set<std::string> want_names(names.begin(), names.end());
+    std::set<std::string> want_nodes(nodelist.begin(), nodelist.end());
+    for (const auto& j : found->jobs()) {
+      if (!want_names.empty() && !want_names.count(j.name())) continue;
+      if (!want_nodes.empty()) {
+        bool on = false;
+        for (const auto& n : j.nodes()) on |= want_nodes.count(n) > 0;
+        if (!on) continue;
+      }
+      if (j.state() != v1::PENDING && j.state() != v1::RUNNING) continue;
+      req.add_job_ids(j.id());
+    }
+    if (req.job_ids_size() == 0) return kExitOk;  // nothing matched: scancel is silent too
+  } else {
+    for (uint64_t id : *ids) req.add_job_ids(id);
+  }
   auto resp = controller->CancelJob(req);
   if (!resp.ok()) return Fail("cancel", resp.status());
   int rc = kExitOk;
   for (const auto& r : resp->results()) {
     if (r.code() == 0) continue;
-    if (FrontEnd() == "scancel" && r.code() == static_cast<int>(StatusCode::kNotFound)) {
-      // scancel's words and exit status for an id it does not know (Slurm 22.05).
-      std::fprintf(stderr,
-                   "scancel: error: Kill job error on job id %llu: Invalid job id specified\n",
-                   static_cast<unsigned long long>(r.job_id()));
+    if (FrontEnd() == "scancel") {
+      // scancel's words and exit status (Slurm 22.05): the error is printed, the exit is 0.
+      if (!quiet) {
+        std::fprintf(stderr, "scancel: error: Kill job error on job id %llu: %s\n",
+                     static_cast<unsigned long long>(r.job_id()),
+                     r.code() == static_cast<int>(StatusCode::kNotFound)
+                         ? "Invalid job id specified"
+                         : r.message().c_str());
+      }
+      if (r.code() == static_cast<int>(StatusCode::kPermissionDenied)) rc = kExitFailed;
       continue;
     }
-    std::fprintf(stderr, "%s: %s%s\n", ProgramName("cancel").c_str(),
-                 FrontEnd().empty() ? "" : "error: ", r.message().c_str());
+    std::fprintf(stderr, "%s: %s\n", ProgramName("cancel").c_str(), r.message().c_str());
     rc = kExitFailed;
   }
   return rc;

@@ -812,6 +812,23 @@ void Agent::Impl::OnMessage(const v1::ControllerMessage& msg) {
     case v1::ControllerMessage::kTerminateJob:
       Terminate(msg.terminate_job());
       break;
+    case v1::ControllerMessage::kSignalJob: {
+      const v1::SignalJob& s = msg.signal_job();
+      LocalJob* job = FindJob(s.job_id());
+      if (!job || job->run() != s.run() || job->terminating || s.signal() <= 0 ||
+          s.signal() >= 65) {
+        break;
+      }
+      if (s.steps() && s.batch()) {
+        SignalJob(*job, s.signal());
+        break;
+      }
+      if (s.steps()) {
+        for (pid_t g : job->step_pgids) ::kill(-g, s.signal());
+      }
+      if (s.batch() && job->task_pid > 0 && !job->exited) ::kill(-job->task_pid, s.signal());
+      break;
+    }
     default:
       spdlog::warn("node={} got an unknown command; ignored", options_.node_name);
   }

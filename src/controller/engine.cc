@@ -408,6 +408,28 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
       continue;
     }
     const v1::JobState st = job->rec.state();
+    if (req.signal() != 0) {
+      // A signal, not a cancel: nothing changes in the job's record.
+      if (st != v1::RUNNING || job->rec.cancel_requested()) {
+        r->set_code(static_cast<int>(StatusCode::kFailedPrecondition));
+        r->set_message(st == v1::PENDING ? "Job is pending execution"
+                                         : "Job/step already completing or completed");
+        continue;
+      }
+      const auto& nodes = job->rec.allocation().nodes();
+      for (int i = 0; i < nodes.size(); ++i) {
+        v1::ControllerMessage msg;
+        v1::SignalJob* s = msg.mutable_signal_job();
+        s->set_job_id(id);
+        s->set_signal(req.signal());
+        s->set_run(job->rec.requeue_count());
+        s->set_steps(!req.batch_only() || req.full());
+        s->set_batch((req.batch_only() || req.full()) && i == 0);
+        Send(nodes[i].node(), std::move(msg));
+      }
+      spdlog::info("signal job={} sig={} user={}", id, req.signal(), caller.user);
+      continue;
+    }
     if (st != v1::PENDING && (st != v1::RUNNING || job->rec.cancel_requested())) {
       continue;  // finished or already on its way down: nothing to do (Slurm is silent too)
     }

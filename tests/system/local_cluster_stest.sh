@@ -230,6 +230,25 @@ wait_for 30 is_state "$long" CANCELLED
 "$C/sacct" --json -j "$alloc" | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; assert j["steps"][0]["step"]["id"].endswith(".0"), j' ||
   fail "sacct --json"
 
+echo "== scancel: by name, state and user; --signal to steps or the batch script"
+sig=$(sbatch --parsable -o sig.out --wrap 'trap "echo batch USR1" USR1; srun sh -c "trap \"echo step USR1; exit 0\" USR1; sleep 20 & wait"; sleep 20 & wait; echo end')
+wait_for 30 is_state "$sig" RUNNING
+step_running() { sacct -j "$sig" -n -P -o JobID,State | grep -q "^$sig.0|RUNNING$"; }
+wait_for 10 step_running
+sleep 0.3
+scancel -s USR1 "$sig"
+wait_for 10 grep -q "step USR1" sig.out
+scancel --batch --signal=SIGUSR1 "$sig"
+wait_for 10 grep -q "^end$" sig.out
+grep -q "batch USR1" sig.out || fail "batch script did not get USR1: $(cat sig.out)"
+a=$(sbatch --parsable -J keep -H --wrap true)
+b=$(sbatch --parsable -J drop -H --wrap true)
+scancel -n drop
+wait_for 10 is_state "$b" CANCELLED
+is_state "$a" PENDING || fail "scancel -n cancelled another job"
+scancel -t PENDING -u "$(id -un)"
+wait_for 10 is_state "$a" CANCELLED
+
 echo "== scontrol: show, update, hold/release/requeue"
 [ "$(scontrol show hostnames 'node[1-2],gpu07' | tr '\n' ' ')" = "node1 node2 gpu07 " ] ||
   fail "scontrol show hostnames"

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <csignal>
 #include <functional>
 
 namespace muster::controller {
@@ -1461,6 +1462,41 @@ TEST_F(EngineTest, HoldReleaseAndRequeueLikeScontrol) {
   Pass();
   EXPECT_EQ(update(Alice(), fixed, v1::UpdateJobRequest::REQUEUE),
             static_cast<int>(StatusCode::kFailedPrecondition));
+}
+
+}  // namespace
+}  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+TEST_F(EngineTest, ASignalReachesEveryNodeAndLeavesTheJobRunning) {
+  AllUp();
+  auto id = *Submit(Gang(2, 8), Alice());
+  Pass();
+  auto pending = *Submit(Gang(4, 8), Alice());
+  Pass();
+  ASSERT_EQ(Job(id).state(), v1::RUNNING);
+  Flush();
+  v1::CancelJobRequest r;
+  r.add_job_ids(id);
+  r.add_job_ids(pending);
+  r.set_signal(SIGUSR1);
+  r.set_batch_only(true);
+  auto resp = engine_->CancelJob(Alice(), r, now_);
+  ASSERT_TRUE(resp.ok());
+  EXPECT_EQ(resp->results(0).code(), 0);
+  EXPECT_EQ(resp->results(1).message(), "Job is pending execution");
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  EXPECT_FALSE(Job(id).completing());
+  const auto first = Sent(Job(id).nodes(0));
+  const auto second = Sent(Job(id).nodes(1));
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first[0].signal_job().signal(), SIGUSR1);
+  EXPECT_TRUE(first[0].signal_job().batch()) << "the batch script runs on the first node";
+  EXPECT_FALSE(second[0].signal_job().batch());
+  EXPECT_FALSE(first[0].signal_job().steps()) << "--batch: not the steps";
 }
 
 }  // namespace
