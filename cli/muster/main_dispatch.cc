@@ -43,8 +43,8 @@ int Usage(const std::string& cmd, const std::string& message) {
 
 // The Slurm commands `muster` answers to when a link by that name points at it.
 const std::vector<std::string>& FrontEnds() {
-  static const std::vector<std::string> names = {"sbatch",  "srun",  "salloc",  "squeue",
-                                                 "scancel", "sacct", "scontrol"};
+  static const std::vector<std::string> names = {"sbatch", "srun",  "salloc",  "squeue",
+                                                 "sinfo",  "sacct", "scancel", "scontrol"};
   return names;
 }
 
@@ -78,7 +78,7 @@ Cluster:
   local down [--dir DIR] [--purge]   stop it
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
-                                     squeue, scancel, sacct, scontrol)
+                                     squeue, sinfo, sacct, scancel, scontrol)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -114,6 +114,10 @@ int Main(int argc, char** argv) {
   if (self == "sacct") {
     g_front_end = self;
     return CmdAcct(argc, argv);
+  }
+  if (self == "sinfo") {
+    g_front_end = self;
+    return CmdSinfo(argc, argv);
   }
   if (self == "scontrol") {
     g_front_end = self;

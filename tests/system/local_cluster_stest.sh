@@ -269,6 +269,12 @@ grep -q "Reason=fan noise \[" <<<"$(scontrol show node node4)" || fail "reason: 
 scontrol update NodeName=node4 State=RESUME
 grep -q "State=IDLE " <<<"$(scontrol show node node4)" || fail "resume: $(scontrol show node node4)"
 grep -q "^   Nodes=node\[1-4\]$" <<<"$(scontrol show partition gpu)" || fail "scontrol show partition"
+scontrol update NodeName=node3 State=DRAIN Reason=rma
+[ "$(sinfo | head -1)" = "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST" ] || fail "sinfo header: $(sinfo)"
+grep -q "^gpu\*         up   infinite      1  drain node3$" <<<"$(sinfo)" || fail "sinfo: $(sinfo)"
+[ "$(sinfo -N -h -o '%N %T %E' -n node3)" = "node3 drained rma" ] || fail "sinfo -N -o: $(sinfo -N -h -o '%N %T %E')"
+grep -q "^rma  .* node3$" <<<"$(sinfo -R -h)" || fail "sinfo -R: $(sinfo -R)"
+scontrol update NodeName=node3 State=RESUME
 
 mkdir -p "$DIR/slurm" && touch "$DIR/slurm/sbatch"
 if muster compat install "$DIR/slurm" >/dev/null 2>&1; then fail "compat install replaced a file"; fi
