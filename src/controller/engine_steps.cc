@@ -56,9 +56,7 @@ Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
   if (job->started_nodes.size() < static_cast<size_t>(alloc.size())) {
     return Unavailable("job " + jid + "'s nodes are still starting");
   }
-  if (req.overlap() && req.exact()) {
-    // Both are allowed in Slurm; --overlap wins for CPUs, which is what we do.
-  }
+  // --overlap with --exact is allowed, as in Slurm: --overlap wins (the step holds no CPUs).
   const bool want_gpus = req.gpus_per_task() > 0 || req.gpus_per_node() > 0 || req.gpus() > 0;
   if (want_gpus) {
     for (const auto& na : alloc) {
