@@ -73,6 +73,48 @@ Result<std::vector<FormatItem>> ParseSqueueFormat(const std::string& fmt) {
   return items;
 }
 
+// squeue -O/--Format: "Name[:[.]width],..." (default width 20, left-justified; '.' right).
+Result<std::vector<FormatItem>> ParseSqueueLongFormat(const std::string& fmt) {
+  static const std::map<std::string, char> kNames = {
+      {"jobid", 'i'},     {"jobarrayid", 'i'}, {"arrayjobid", 'F'},   {"arraytaskid", 'K'},
+      {"name", 'j'},      {"username", 'u'},   {"statecompact", 't'}, {"state", 'T'},
+      {"numnodes", 'D'},  {"numcpus", 'C'},    {"timeused", 'M'},     {"timelimit", 'l'},
+      {"partition", 'P'}, {"reasonlist", 'R'}, {"reason", 'r'},       {"nodelist", 'N'},
+      {"priority", 'Q'},  {"submittime", 'V'}, {"starttime", 'S'},    {"tres-per-node", 'b'},
+      {"account", 'a'}};
+  std::vector<FormatItem> items;
+  for (const std::string& part : Split(fmt, ',', true)) {
+    FormatItem f;
+    f.width = 20;
+    std::string name = part;
+    size_t colon = part.find(':');
+    if (colon != std::string::npos) {
+      name = part.substr(0, colon);
+      std::string w = part.substr(colon + 1);
+      if (!w.empty() && w[0] == '.') {
+        f.right = true;
+        w = w.substr(1);
+      }
+      auto n = ParseUint(w);
+      if (!w.empty() && (!n || *n == 0 || *n > 1000)) {
+        return InvalidArgument("bad width in --Format item '" + part + "'");
+      }
+      if (n) f.width = static_cast<size_t>(*n);
+    }
+    auto it = kNames.find(ToLower(name));
+    if (it == kNames.end()) {
+      std::string known;
+      for (const auto& [k, v] : kNames) known += (known.empty() ? "" : " ") + k;
+      return InvalidArgument("--Format field '" + name + "' is not supported (supported: " + known +
+                             ")");
+    }
+    f.letter = it->second;
+    items.push_back(f);
+  }
+  if (items.empty()) return InvalidArgument("--Format lists no fields");
+  return items;
+}
+
 std::string SqueueHeader(char letter) {
   switch (letter) {
     case 'i':
@@ -311,20 +353,32 @@ int CmdQueue(int argc, char** argv) {
   std::string format;
   // As squeue, -h means --noheader (muster queue keeps -h for help).
   const bool squeue = FrontEnd() == "squeue";
-  const struct option opts[] = {
-      {"user", required_argument, nullptr, 'u'},   {"format", required_argument, nullptr, 'o'},
-      {"states", required_argument, nullptr, 't'}, {"partition", required_argument, nullptr, 'p'},
-      {"jobs", required_argument, nullptr, 'j'},   {"all", no_argument, nullptr, 'a'},
-      {"json", no_argument, nullptr, 'J'},         {"noheader", no_argument, nullptr, 'H'},
-      {"start", no_argument, nullptr, 'S'},        {"priority", no_argument, nullptr, 'P'},
-      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
+  const struct option opts[] = {{"user", required_argument, nullptr, 'u'},
+                                {"format", required_argument, nullptr, 'o'},
+                                {"states", required_argument, nullptr, 't'},
+                                {"partition", required_argument, nullptr, 'p'},
+                                {"jobs", required_argument, nullptr, 'j'},
+                                {"all", no_argument, nullptr, 'a'},
+                                {"json", no_argument, nullptr, 'J'},
+                                {"noheader", no_argument, nullptr, 'H'},
+                                {"start", no_argument, nullptr, 'S'},
+                                {"priority", no_argument, nullptr, 'P'},
+                                {"Format", required_argument, nullptr, 'O'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {nullptr, 0, nullptr, 0}};
   optind = 0;
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:aHh", opts, nullptr)) != -1;) {
+  bool long_format = false;
+  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:O:aHh", opts, nullptr)) != -1;) {
     if (c == 'h' && squeue && std::string(argv[optind - 1]) != "--help") c = 'H';
     switch (c) {
       case 'o':
         format = optarg;
+        long_format = false;
+        break;
+      case 'O':
+        format = optarg;
+        long_format = true;
         break;
       case 'u':
         for (const auto& u : Split(optarg, ',', true)) req.add_users(u);
@@ -403,7 +457,7 @@ int CmdQueue(int argc, char** argv) {
   int64_t now = SystemClock::Get()->NowMs();
   std::string out;
   if (!format.empty()) {
-    auto items = ParseSqueueFormat(format);
+    auto items = long_format ? ParseSqueueLongFormat(format) : ParseSqueueFormat(format);
     if (!items.ok()) return Usage("queue", items.status().message());
     if (header) out += RenderSqueue(*items, nullptr, now);
     for (int pass = 0; pass < 2; ++pass) {

@@ -160,6 +160,8 @@ hdr=$("$DIR/compat/squeue" -j "$held" | head -1)
   fail "squeue header: $hdr"
 [ "$("$DIR/compat/squeue" -h -j "$held" -o '%.6i|%5j|')" = "$(printf '%6s' "$held")|held |" ] ||
   fail "squeue widths"
+[ "$("$DIR/compat/squeue" -h -j "$held" -O 'JobID:.6,Name:5,State:8')" = "$(printf '%6s' "$held")held PENDING " ] ||
+  fail "squeue -O: $("$DIR/compat/squeue" -h -j "$held" -O 'JobID:.6,Name:5,State:8')"
 "$DIR/compat/scancel" "$held" || fail "scancel $held"
 wait_for 30 is_state "$held" CANCELLED
 err=$("$DIR/compat/scancel" 999999 2>&1) || fail "scancel of an unknown id must exit 0, as Slurm's"
