@@ -181,9 +181,11 @@ std::string SqueueField(char letter, const v1::JobInfo& j, int64_t now) {
     case 'D':
       return std::to_string(pending ? j.num_nodes() : static_cast<uint32_t>(j.nodes_size()));
     case 'C': {
-      uint32_t cpus = 0;
-      for (const auto& na : j.allocation().nodes())
-        cpus += static_cast<uint32_t>(na.cpu_ids_size());
+      uint32_t cpus = j.cpus_total();
+      if (cpus == 0) {
+        for (const auto& na : j.allocation().nodes())
+          cpus += static_cast<uint32_t>(na.cpu_ids_size());
+      }
       if (cpus == 0)
         cpus = std::max<uint32_t>(1, j.num_tasks()) * std::max<uint32_t>(1, j.cpus_per_task());
       return std::to_string(cpus);
@@ -439,6 +441,7 @@ int CmdQueue(int argc, char** argv) {
     return Usage("queue", "unexpected argument '" + std::string(argv[optind]) + "'");
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("queue", controller.status());
+  req.set_brief(!json && !start_view && !priority_view);
   auto resp = controller->ListJobs(req);
   if (!resp.ok()) return Fail("queue", resp.status());
   if (json) {

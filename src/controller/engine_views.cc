@@ -209,6 +209,25 @@ Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) co
       for (const auto& p : r.spec().partitions()) match |= parts.count(p) > 0;
       if (!match) continue;
     }
+    if (req.brief()) {
+      v1::JobInfo* info = resp.add_jobs();
+      *info = AccountingInfo(r, /*with_steps=*/false);
+      info->set_priority(r.priority() != 0 ? r.priority() : job.priority.priority);
+      if (r.state() == v1::PENDING && job.expected_start_ms != core::kNever) {
+        info->set_expected_start_ms(job.expected_start_ms);
+      }
+      info->set_cpus_per_task(r.spec().cpus_per_task());
+      info->set_gpus_per_node(r.spec().gpus_per_node());
+      info->set_gpu_type(r.spec().gpu_type());
+      if (r.spec().min_nodes() > 0 && r.state() == v1::PENDING) {
+        info->set_min_nodes(r.spec().min_nodes());
+      }
+      for (const v1::GresSpec& g : r.spec().gres()) {
+        info->set_gres(info->gres() + (info->gres().empty() ? "" : ",") + g.name() +
+                       (g.type().empty() ? "" : ":" + g.type()) + ":" + std::to_string(g.count()));
+      }
+      continue;
+    }
     *resp.add_jobs() = ToJobInfo(job);
   }
   return resp;

@@ -1501,3 +1501,38 @@ TEST_F(EngineTest, ASignalReachesEveryNodeAndLeavesTheJobRunning) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+TEST_F(EngineTest, ABriefListCarriesWhatSqueueShowsAndNothingHeavy) {
+  AllUp();
+  v1::JobSpec spec = Gang(2, 4);
+  spec.set_name("train");
+  spec.set_ntasks(8);
+  auto id = *Submit(spec, Alice());
+  Pass();
+  v1::ListJobsRequest req;
+  req.set_brief(true);
+  auto brief = engine_->ListJobs(req);
+  ASSERT_TRUE(brief.ok());
+  ASSERT_EQ(brief->jobs_size(), 1);
+  const v1::JobInfo& b = brief->jobs(0);
+  const v1::JobInfo full = Job(id);
+  EXPECT_EQ(b.name(), "train");
+  EXPECT_EQ(b.user(), "alice");
+  EXPECT_EQ(b.state(), v1::RUNNING);
+  EXPECT_EQ(b.nodes_size(), 2);
+  EXPECT_EQ(b.num_nodes(), full.num_nodes());
+  EXPECT_EQ(b.num_tasks(), full.num_tasks());
+  EXPECT_EQ(b.cpus_total(), full.cpus_total());
+  EXPECT_EQ(b.gpus_per_node(), 4u);
+  EXPECT_EQ(b.priority(), full.priority());
+  EXPECT_EQ(b.start_time_ms(), full.start_time_ms());
+  EXPECT_FALSE(full.stdout_path().empty());
+  EXPECT_TRUE(b.stdout_path().empty()) << "no output paths in a brief list";
+  EXPECT_EQ(b.allocation().nodes_size(), 0) << "no allocation details in a brief list";
+}
+
+}  // namespace
+}  // namespace muster::controller
