@@ -37,21 +37,6 @@ struct Row {
   bool is_job = false;
 };
 
-std::string Elapsed(int64_t ms) {
-  if (ms < 0) ms = 0;
-  int64_t s = ms / 1000;
-  char buf[48];
-  if (s >= 86400) {
-    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(s / 86400),
-                  static_cast<long long>(s % 86400 / 3600), static_cast<long long>(s % 3600 / 60),
-                  static_cast<long long>(s % 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
-                  static_cast<long long>(s % 3600 / 60), static_cast<long long>(s % 60));
-  }
-  return buf;
-}
-
 std::string Time(int64_t ms) { return ms > 0 ? FormatTimestamp(ms) : "Unknown"; }
 
 int64_t NowMs() {
@@ -89,8 +74,8 @@ const std::vector<Field>& Fields() {
       {"End", 19, [](const Row& r, int64_t) { return Time(r.end_ms); }},
       {"Elapsed", 10,
        [](const Row& r, int64_t now) {
-         if (r.start_ms <= 0) return Elapsed(0);
-         return Elapsed((r.end_ms > 0 ? r.end_ms : now) - r.start_ms);
+         if (r.start_ms <= 0) return FormatHms(0);
+         return FormatHms((r.end_ms > 0 ? r.end_ms : now) - r.start_ms);
        }},
       {"ElapsedRaw", 10,
        [](const Row& r, int64_t now) {

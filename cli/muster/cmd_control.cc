@@ -21,21 +21,6 @@ std::string OrNull(const std::string& v) { return v.empty() ? "(null)" : v; }
 std::string When(int64_t ms) { return ms > 0 ? FormatTimestamp(ms) : "Unknown"; }
 std::string Limit(int64_t ms) { return ms > 0 ? FormatDuration(ms) : "UNLIMITED"; }
 
-// Run time as scontrol prints it: always HH:MM:SS, with days as D-.
-std::string RunTime(int64_t ms) {
-  int64_t s = ms / 1000;
-  char buf[48];
-  if (s >= 86400) {
-    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(s / 86400),
-                  static_cast<long long>(s % 86400 / 3600), static_cast<long long>(s % 3600 / 60),
-                  static_cast<long long>(s % 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
-                  static_cast<long long>(s % 3600 / 60), static_cast<long long>(s % 60));
-  }
-  return buf;
-}
-
 std::string NodeStateUpper(const v1::NodeInfo& n) {
   std::string s;
   switch (n.state()) {
@@ -76,7 +61,7 @@ void PrintJob(const v1::JobInfo& j, int64_t now) {
        std::to_string(j.requeue_count()) + " BatchFlag=" + (j.interactive() ? "0" : "1") +
        " Reboot=0 ExitCode=" + std::to_string(j.exit_code()) + ":" +
        std::to_string(j.exit_signal()));
-  line("   RunTime=" + RunTime(run) + " TimeLimit=" + Limit(j.time_limit_ms()) + " TimeMin=N/A");
+  line("   RunTime=" + FormatHms(run) + " TimeLimit=" + Limit(j.time_limit_ms()) + " TimeMin=N/A");
   line("   SubmitTime=" + When(j.submit_time_ms()) + " EligibleTime=" + When(j.submit_time_ms()));
   std::string start = When(j.start_time_ms());
   std::string end = When(j.end_time_ms());

@@ -17,6 +17,21 @@ std::string Left(const std::string& s, size_t width) {
   return s + std::string(width - s.size(), ' ');
 }
 
+std::string FormatHms(int64_t ms) {
+  if (ms < 0) ms = 0;
+  int64_t s = ms / 1000;
+  char buf[48];
+  if (s >= 86400) {
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s % 86400 / 3600), static_cast<long long>(s % 3600 / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60), static_cast<long long>(s % 60));
+  }
+  return buf;
+}
+
 std::string JobStateName(v1::JobState s, bool completing) {
   if (completing) return "COMPLETING";
   switch (s) {

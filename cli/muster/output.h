@@ -13,6 +13,9 @@ namespace muster::cli {
 std::string Right(const std::string& s, size_t width);
 std::string Left(const std::string& s, size_t width);
 
+// A duration as sacct's Elapsed and scontrol's RunTime print it: HH:MM:SS, with D- past a day.
+std::string FormatHms(int64_t ms);
+
 // Slurm's names and short codes: RUNNING / R, PENDING / PD, COMPLETING / CG, ...
 std::string JobStateName(v1::JobState s, bool completing);
 std::string JobStateCode(v1::JobState s, bool completing);

@@ -16,91 +16,6 @@ namespace muster::controller {
 
 namespace {
 
-// What the record alone tells (also for archived jobs, which have no JobEntry).
-v1::JobInfo RecordInfo(const v1::JobRecord& r) {
-  const v1::JobSpec& s = r.spec();
-  v1::JobInfo info;
-  info.set_id(r.id());
-  info.set_name(s.name());
-  info.set_user(s.user());
-  info.set_uid(s.uid());
-  info.set_state(r.state());
-  info.set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
-  info.set_reason(r.reason());
-  info.set_reason_detail(r.reason_detail());
-  info.set_partition(r.allocation().partition().empty() ? s.partitions(0)
-                                                        : r.allocation().partition());
-  for (const auto& na : r.allocation().nodes()) info.add_nodes(na.node());
-  info.set_submit_time_ms(r.submit_time_ms());
-  info.set_start_time_ms(r.start_time_ms());
-  info.set_end_time_ms(r.end_time_ms());
-  info.set_time_limit_ms(r.time_limit_ms());
-  info.set_exit_code(r.exit_code());
-  info.set_exit_signal(r.exit_signal());
-  info.set_requeue_count(r.requeue_count());
-  info.set_num_nodes(s.nodes());
-  info.set_num_tasks(s.ntasks());
-  if (r.allocation().nodes_size() > 0) {
-    // What the job got: fewer than asked for with -N min-max.
-    uint32_t tasks = 0;
-    for (const auto& na : r.allocation().nodes()) tasks += na.ntasks();
-    info.set_num_nodes(static_cast<uint32_t>(r.allocation().nodes_size()));
-    info.set_num_tasks(tasks);
-  } else if (s.min_nodes() > 0 && s.min_nodes() < s.nodes()) {
-    info.set_min_nodes(s.min_nodes());
-  }
-  info.set_cpus_per_task(s.cpus_per_task());
-  info.set_gpus_per_node(s.gpus_per_node());
-  info.set_gpu_type(s.gpu_type());
-  info.set_mem_per_node_mb(s.mem_per_node_mb());
-  info.set_work_dir(s.work_dir());
-  PatternVars vars;
-  vars.job_id = r.id();
-  vars.job_name = s.name();
-  vars.user = s.user();
-  vars.node = r.allocation().nodes().empty() ? "%N" : r.allocation().nodes(0).node();
-  info.set_stdout_path(ExpandOutputPattern(s.stdout_pattern(), vars, s.work_dir()));
-  info.set_stderr_path(s.stderr_pattern().empty()
-                           ? info.stdout_path()
-                           : ExpandOutputPattern(s.stderr_pattern(), vars, s.work_dir()));
-  if (r.state() == v1::RUNNING || r.completing_nodes_size() > 0) {
-    *info.mutable_allocation() = r.allocation();
-  }
-  info.set_no_requeue(s.no_requeue());
-  info.set_hold(s.hold());
-  info.set_features(s.constraint());
-  info.set_required_nodes(CompressHostlist({s.required_nodes().begin(), s.required_nodes().end()}));
-  info.set_excluded_nodes(CompressHostlist({s.excluded_nodes().begin(), s.excluded_nodes().end()}));
-  info.set_max_switches(s.max_switches());
-  info.set_switches_wait_ms(s.switches_wait_ms());
-  info.set_topology(s.topology());
-  std::vector<std::string> gres;
-  for (const v1::GresSpec& g : s.gres()) {
-    gres.push_back(g.name() + (g.type().empty() ? "" : ":" + g.type()) + ":" +
-                   std::to_string(g.count()));
-  }
-  info.set_gres(Join(gres, ","));
-  *info.mutable_steps() = r.steps();
-  info.set_interactive(s.interactive());
-  if (r.allocation().nodes_size() > 0) {
-    uint32_t cpus = 0, gpus = 0;
-    uint64_t mem = 0;
-    for (const auto& na : r.allocation().nodes()) {
-      cpus += static_cast<uint32_t>(na.cpu_ids_size());
-      gpus += static_cast<uint32_t>(na.gpu_indices_size());
-      mem += na.mem_mb();
-    }
-    info.set_cpus_total(cpus);
-    info.set_gpus_total(gpus);
-    info.set_mem_total_mb(mem);
-  } else {
-    info.set_cpus_total(s.ntasks() * std::max<uint32_t>(1, s.cpus_per_task()));
-    info.set_gpus_total(s.nodes() * s.gpus_per_node());
-    info.set_mem_total_mb(s.nodes() * s.mem_per_node_mb());
-  }
-  return info;
-}
-
 // The accounting view: what sacct shows, cheap enough for 100,000 records per call.
 v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
   const v1::JobSpec& s = r.spec();
@@ -156,6 +71,49 @@ v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
     }
     *info.mutable_steps() = r.steps();
   }
+  return info;
+}
+
+// What the record alone tells (also for archived jobs, which have no JobEntry): the accounting
+// view plus paths, constraints, the allocation and the steps.
+v1::JobInfo RecordInfo(const v1::JobRecord& r) {
+  const v1::JobSpec& s = r.spec();
+  v1::JobInfo info = AccountingInfo(r, /*with_steps=*/false);
+  info.set_reason_detail(r.reason_detail());
+  if (r.allocation().nodes_size() == 0 && s.min_nodes() > 0 && s.min_nodes() < s.nodes()) {
+    info.set_min_nodes(s.min_nodes());
+  }
+  info.set_cpus_per_task(s.cpus_per_task());
+  info.set_gpus_per_node(s.gpus_per_node());
+  info.set_gpu_type(s.gpu_type());
+  info.set_mem_per_node_mb(s.mem_per_node_mb());
+  PatternVars vars;
+  vars.job_id = r.id();
+  vars.job_name = s.name();
+  vars.user = s.user();
+  vars.node = r.allocation().nodes().empty() ? "%N" : r.allocation().nodes(0).node();
+  info.set_stdout_path(ExpandOutputPattern(s.stdout_pattern(), vars, s.work_dir()));
+  info.set_stderr_path(s.stderr_pattern().empty()
+                           ? info.stdout_path()
+                           : ExpandOutputPattern(s.stderr_pattern(), vars, s.work_dir()));
+  if (r.state() == v1::RUNNING || r.completing_nodes_size() > 0) {
+    *info.mutable_allocation() = r.allocation();
+  }
+  info.set_no_requeue(s.no_requeue());
+  info.set_hold(s.hold());
+  info.set_features(s.constraint());
+  info.set_required_nodes(CompressHostlist({s.required_nodes().begin(), s.required_nodes().end()}));
+  info.set_excluded_nodes(CompressHostlist({s.excluded_nodes().begin(), s.excluded_nodes().end()}));
+  info.set_max_switches(s.max_switches());
+  info.set_switches_wait_ms(s.switches_wait_ms());
+  info.set_topology(s.topology());
+  std::vector<std::string> gres;
+  for (const v1::GresSpec& g : s.gres()) {
+    gres.push_back(g.name() + (g.type().empty() ? "" : ":" + g.type()) + ":" +
+                   std::to_string(g.count()));
+  }
+  info.set_gres(Join(gres, ","));
+  *info.mutable_steps() = r.steps();
   return info;
 }
 
