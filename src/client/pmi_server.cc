@@ -110,6 +110,12 @@ void PmiServer::Handle(int fd) {
     return;
   }
   it->second.in.append(buf, static_cast<size_t>(n));
+  // A PMI line is a command with a key and a value of at most vallen_max: anything much longer
+  // is not PMI, and must not grow without bound.
+  if (it->second.in.size() > 64 * 1024 && it->second.in.find('\n') == std::string::npos) {
+    Close(fd);
+    return;
+  }
   size_t nl;
   while (conns_.count(fd) && (nl = conns_[fd].in.find('\n')) != std::string::npos) {
     std::string line = conns_[fd].in.substr(0, nl);

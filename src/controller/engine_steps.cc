@@ -108,6 +108,15 @@ Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
   }
   if (rooms.empty()) return InvalidArgument("no node of job " + jid + " is left to run the step");
 
+  // Counts come from the client: bound them, so no product below can overflow.
+  constexpr uint32_t kMaxCount = 1u << 20;
+  for (uint32_t v : {req.nodes(), req.ntasks(), req.ntasks_per_node(), req.cpus_per_task(),
+                     req.gpus_per_task(), req.gpus_per_node(), req.gpus()}) {
+    if (v > kMaxCount) {
+      return InvalidArgument("step request out of range: " + std::to_string(v) + " (at most " +
+                             std::to_string(kMaxCount) + ")");
+    }
+  }
   const uint32_t job_cpt = std::max<uint32_t>(1, job->rec.spec().cpus_per_task());
   const uint32_t cpt = req.cpus_per_task() > 0 ? req.cpus_per_task() : job_cpt;
   uint32_t nodes = req.nodes();
@@ -134,7 +143,7 @@ Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
       nodes = ntasks ? (ntasks + tpn - 1) / tpn : static_cast<uint32_t>(rooms.size());
     }
     if (!ntasks) ntasks = nodes * tpn;
-    if (ntasks > nodes * tpn) {
+    if (uint64_t{ntasks} > uint64_t{nodes} * tpn) {
       return InvalidArgument(std::to_string(ntasks) + " tasks do not fit " + std::to_string(nodes) +
                              " nodes at --ntasks-per-node=" + std::to_string(tpn));
     }
@@ -155,8 +164,8 @@ Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
       left -= s;
     }
   }
-  auto gpus_for = [&](uint32_t tasks) -> uint32_t {
-    if (req.gpus_per_task()) return req.gpus_per_task() * tasks;
+  auto gpus_for = [&](uint32_t tasks) -> uint64_t {
+    if (req.gpus_per_task()) return uint64_t{req.gpus_per_task()} * tasks;
     return req.gpus_per_node();  // -G is checked once the node count is known
   };
 
@@ -177,7 +186,7 @@ Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
     if (!shares.empty()) {
       size_t k = 0;
       for (size_t i = 0; i < rooms.size() && k < shares.size(); ++i) {
-        if (cpus_of(rooms[i]) < shares[k] * cpt) continue;
+        if (cpus_of(rooms[i]) < uint64_t{shares[k]} * cpt) continue;
         if (want_gpus && gpus_of(rooms[i]) < gpus_for(shares[k])) continue;
         picks.push_back({i, shares[k++]});
       }
@@ -249,10 +258,12 @@ Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
     if (!req.overlap()) {
       // --exact: just what the tasks need; otherwise every CPU of the job left free here.
       size_t n = req.exact() ? static_cast<size_t>(p.tasks) * cpt : r.cpus.size();
+      n = std::min(n, r.cpus.size());  // the layout checked the room; never read past it
       use->mutable_cpu_ids()->Add(r.cpus.begin(), r.cpus.begin() + static_cast<long>(n));
     }
     if (want_gpus) {
-      size_t n = gpus_per_picked ? gpus_per_picked : gpus_for(p.tasks);
+      size_t n = gpus_per_picked ? gpus_per_picked : static_cast<size_t>(gpus_for(p.tasks));
+      n = std::min(n, r.gpus.size());
       use->mutable_gpu_indices()->Add(r.gpus.begin(), r.gpus.begin() + static_cast<long>(n));
     }
     step.add_running_nodes(name);
@@ -365,18 +376,24 @@ void Engine::StepsLostOnNode(NodeEntry& node, TimeMs now, store::Mutation& m) {
 // ---------------------------------------------------------------------------------------------
 // Interactive allocations
 
-Result<v1::ReleaseAllocationResponse> Engine::ReleaseAllocation(
-    const Caller& caller, const v1::ReleaseAllocationRequest& req, TimeMs now) {
-  JobEntry* job = FindJob(req.job_id());
-  const std::string jid = std::to_string(req.job_id());
+Result<Engine::JobEntry*> Engine::CallersAllocation(const Caller& caller, uint64_t job_id) {
+  JobEntry* job = FindJob(job_id);
+  const std::string jid = std::to_string(job_id);
   if (!job) return NotFound("job " + jid + " does not exist");
   if (!caller.is_admin && caller.uid != job->rec.spec().uid()) {
     return PermissionDenied("job " + jid + " is not yours");
   }
   if (!job->rec.spec().interactive()) {
     return FailedPrecondition("job " + jid +
-                              " is a batch job; it ends with its script (or cancel it)");
+                              " is a batch job, not an srun/salloc allocation (it ends with its "
+                              "script, or cancel it)");
   }
+  return job;
+}
+
+Result<v1::ReleaseAllocationResponse> Engine::ReleaseAllocation(
+    const Caller& caller, const v1::ReleaseAllocationRequest& req, TimeMs now) {
+  MUSTER_ASSIGN_OR_RETURN(JobEntry * job, CallersAllocation(caller, req.job_id()));
   const bool ok = req.exit_code() == 0 && req.signal() == 0;
   EndAllocation(*job, ok ? v1::COMPLETED : v1::FAILED, ok ? "None" : "NonZeroExitCode", "", now,
                 req.exit_code(), req.signal());
@@ -385,15 +402,8 @@ Result<v1::ReleaseAllocationResponse> Engine::ReleaseAllocation(
 
 Result<v1::AttachAllocationResponse> Engine::AttachAllocation(
     const Caller& caller, const v1::AttachAllocationRequest& req) {
-  JobEntry* job = FindJob(req.job_id());
+  MUSTER_ASSIGN_OR_RETURN(JobEntry * job, CallersAllocation(caller, req.job_id()));
   const std::string jid = std::to_string(req.job_id());
-  if (!job) return NotFound("job " + jid + " does not exist");
-  if (!caller.is_admin && caller.uid != job->rec.spec().uid()) {
-    return PermissionDenied("job " + jid + " is not yours");
-  }
-  if (!job->rec.spec().interactive()) {
-    return FailedPrecondition("job " + jid + " is a batch job, not an allocation");
-  }
   if (!IsActive(job->rec) || job->rec.end_time_ms() > 0) {
     return FailedPrecondition("job " + jid + " has ended (" + v1::JobState_Name(job->rec.state()) +
                               ")");

@@ -46,6 +46,28 @@ bool ProcessGone(const std::string& pid_file) {
   return close != std::string::npos && stat[close + 2] == 'Z';
 }
 
+// Runs a step, returning (exit code, stdout, stderr).
+struct StepRun {
+  Result<int> rc = 0;
+  std::string out, err;
+};
+StepRun RunCapturing(client::ControllerClient& c, const client::StepOptions& o) {
+  char* out_buf = nullptr;
+  char* err_buf = nullptr;
+  size_t out_len = 0, err_len = 0;
+  FILE* out = open_memstream(&out_buf, &out_len);
+  FILE* err = open_memstream(&err_buf, &err_len);
+  StepRun r;
+  r.rc = client::RunStep(c, o, out, err);
+  std::fclose(out);
+  std::fclose(err);
+  r.out.assign(out_buf, out_len);
+  r.err.assign(err_buf, err_len);
+  free(out_buf);
+  free(err_buf);
+  return r;
+}
+
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -375,19 +397,11 @@ TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
       "echo err$SLURM_PROCID >&2; exit $SLURM_PROCID"};
   o.environment = {"PATH=/usr/bin:/bin"};
   o.work_dir = "/";
-  char* out_buf = nullptr;
-  char* err_buf = nullptr;
-  size_t out_len = 0, err_len = 0;
-  FILE* out = open_memstream(&out_buf, &out_len);
-  FILE* err = open_memstream(&err_buf, &err_len);
-  auto rc = client::RunStep(*c, o, out, err);
-  std::fclose(out);
-  std::fclose(err);
-  std::string stdout_text(out_buf, out_len), stderr_text(err_buf, err_len);
-  free(out_buf);
-  free(err_buf);
-  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
-  EXPECT_EQ(*rc, 3) << "the step's exit code is the highest task exit code";
+  StepRun run = RunCapturing(*c, o);
+  const std::string& stdout_text = run.out;
+  const std::string& stderr_text = run.err;
+  ASSERT_TRUE(run.rc.ok()) << run.rc.status().ToString();
+  EXPECT_EQ(*run.rc, 3) << "the step's exit code is the highest task exit code";
   std::multiset<std::string> lines;
   std::istringstream ss(stdout_text);
   for (std::string l; std::getline(ss, l);) lines.insert(l);
@@ -634,28 +648,6 @@ TEST_F(ClusterTest, JobsFinishedWhileTheControllerWasDownAreReported) {
 
 namespace muster::testing {
 namespace {
-
-// Runs a step, returning (exit code, stdout, stderr).
-struct StepRun {
-  Result<int> rc = 0;
-  std::string out, err;
-};
-StepRun RunCapturing(client::ControllerClient& c, const client::StepOptions& o) {
-  char* out_buf = nullptr;
-  char* err_buf = nullptr;
-  size_t out_len = 0, err_len = 0;
-  FILE* out = open_memstream(&out_buf, &out_len);
-  FILE* err = open_memstream(&err_buf, &err_len);
-  StepRun r;
-  r.rc = client::RunStep(c, o, out, err);
-  std::fclose(out);
-  std::fclose(err);
-  r.out.assign(out_buf, out_len);
-  r.err.assign(err_buf, err_len);
-  free(out_buf);
-  free(err_buf);
-  return r;
-}
 
 TEST_F(ClusterTest, AnAllocationRunsStepsAndEndsWithItsClient) {
   auto c = cluster_->Client();

@@ -185,11 +185,11 @@ set -e
 [ $rc = 7 ] && [ $(( $(date +%s) - start )) -lt 10 ] || fail "srun -K: rc=$rc $err"
 grep -q "srun: error: node2: task 1: Exited with exit code 7" <<<"$err" || fail "srun -K said: $err"
 # Ctrl-C reaches the tasks, and their exit code comes back.
-"$C/srun" -N2 sh -c 'trap "echo INT\$SLURM_PROCID; exit 3" INT; sleep 30 & wait' >int.out 2>int.err &
+"$C/srun" -N2 sh -c 'trap "echo INT\$SLURM_PROCID; exit 3" INT; touch int.ready.$SLURM_PROCID; sleep 30 & wait' >int.out 2>int.err &
 srun_pid=$!
-some_running() { muster queue --noheader -o '%T' | grep -q RUNNING; }
-wait_for 10 some_running
-sleep 0.5
+# Each task says when its trap is set.
+both_ready() { [ -e int.ready.0 ] && [ -e int.ready.1 ]; }
+wait_for 10 both_ready
 kill -INT $srun_pid
 set +e
 wait $srun_pid; rc=$?
@@ -233,11 +233,9 @@ wait_for 30 is_state "$long" CANCELLED
   fail "sacct --json"
 
 echo "== scancel: by name, state and user; --signal to steps or the batch script"
-sig=$(sbatch --parsable -o sig.out --wrap 'trap "echo batch USR1" USR1; srun sh -c "trap \"echo step USR1; exit 0\" USR1; sleep 20 & wait"; sleep 20 & wait; echo end')
+sig=$(sbatch --parsable -o sig.out --wrap 'trap "echo batch USR1" USR1; srun sh -c "trap \"echo step USR1; exit 0\" USR1; touch step.ready; sleep 20 & wait"; sleep 20 & wait; echo end')
 wait_for 30 is_state "$sig" RUNNING
-step_running() { sacct -j "$sig" -n -P -o JobID,State | grep -q "^$sig.0|RUNNING$"; }
-wait_for 10 step_running
-sleep 0.3
+wait_for 10 test -e step.ready  # the step's trap is set (the batch script's was set before srun)
 scancel -s USR1 "$sig"
 wait_for 10 grep -q "step USR1" sig.out
 scancel --batch --signal=SIGUSR1 "$sig"

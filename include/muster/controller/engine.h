@@ -220,6 +220,9 @@ class Engine {
   bool StepsEndedOnNode(JobEntry& job, const std::string& node, bool lost, TimeMs now);
   // The node's agent restarted: the step tasks it ran ended with it.
   void StepsLostOnNode(NodeEntry& node, TimeMs now, store::Mutation& m);
+  // The caller's own (or, for an admin, any) interactive job: NOT_FOUND, PERMISSION_DENIED or
+  // FAILED_PRECONDITION (a batch job) otherwise.
+  Result<JobEntry*> CallersAllocation(const Caller& caller, uint64_t job_id);
   void EndAllocation(JobEntry& job, v1::JobState state, const std::string& reason,
                      const std::string& detail, TimeMs now, int32_t exit_code, int32_t signal);
   // Time limits and orphaned (never or no longer attached) allocations.

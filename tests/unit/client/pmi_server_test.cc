@@ -106,5 +106,16 @@ TEST(PmiServerTest, RanksExchangeBusinessCardsThroughPutBarrierGet) {
   EXPECT_EQ(r0.Line(), "cmd=finalize_ack");
 }
 
+TEST(PmiServerTest, AConnectionSendingNoLinesIsDropped) {
+  PmiServer server(1, "kvs", {1});
+  auto where = server.Listen("127.0.0.1");
+  ASSERT_TRUE(where.ok());
+  FakeRank junk(server, *where);
+  ASSERT_EQ(server.Fds().size(), 2u);
+  junk.Send(std::string(70 * 1024, 'x'));
+  junk.Pump();
+  EXPECT_EQ(server.Fds().size(), 1u) << "only the listener is left";
+}
+
 }  // namespace
 }  // namespace muster::client

@@ -1536,3 +1536,31 @@ TEST_F(EngineTest, ABriefListCarriesWhatSqueueShowsAndNothingHeavy) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+// Counts in a step request come from the client: a bogus one is refused, never trusted.
+TEST_F(EngineTest, ABogusStepRequestIsRefusedNotTrusted) {
+  AllUp();
+  auto id = *Submit(Gang(1, 2), Alice());
+  Pass();
+  Started(id, "node1");
+  v1::CreateStepRequest r;
+  r.set_job_id(id);
+  r.set_ntasks(1u << 30);
+  EXPECT_EQ(engine_->CreateStep(Alice(), r, now_).status().code(), StatusCode::kInvalidArgument);
+  // 2^20 tasks x 2^20 CPUs wraps to 0 in 32 bits: it must still be "more than the job holds".
+  r.set_ntasks(1u << 20);
+  r.set_cpus_per_task(1u << 20);
+  r.set_exact(true);
+  EXPECT_EQ(engine_->CreateStep(Alice(), r, now_).status().code(), StatusCode::kFailedPrecondition);
+  r.clear_cpus_per_task();
+  r.set_ntasks(1u << 16);
+  r.set_gpus_per_task(1u << 16);
+  EXPECT_EQ(engine_->CreateStep(Alice(), r, now_).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+}  // namespace
+}  // namespace muster::controller
