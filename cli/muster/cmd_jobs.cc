@@ -31,6 +31,9 @@ std::string TimeLimit(int64_t ms) { return ms <= 0 ? "UNLIMITED" : FormatDuratio
 
 // squeue's -o/--format: "%[.][WIDTH]LETTER" fields (a '.' right-justifies; values longer than
 // WIDTH are cut, as squeue does) between literal text.
+// squeue's own default.
+constexpr char kSqueueDefaultFormat[] = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+
 struct FormatItem {
   std::string literal;  // when letter == 0
   char letter = 0;
@@ -224,18 +227,30 @@ std::string SqueueField(char letter, const v1::JobInfo& j, int64_t now) {
   }
 }
 
-std::string RenderSqueue(const std::vector<FormatItem>& items, const v1::JobInfo* j, int64_t now) {
-  std::string line;
+// Appends `v` in a column of `width` (0: as is), cut to fit as squeue cuts.
+void AppendColumn(std::string& out, std::string_view v, size_t width, bool right) {
+  if (width == 0) {
+    out.append(v);
+    return;
+  }
+  if (v.size() > width) v = v.substr(0, width);
+  if (right) out.append(width - v.size(), ' ');
+  out.append(v);
+  if (!right) out.append(width - v.size(), ' ');
+}
+
+// One line (the header when `j` is null), appended to `out`.
+void RenderSqueue(const std::vector<FormatItem>& items, const v1::JobInfo* j, int64_t now,
+                  std::string& out) {
   for (const FormatItem& f : items) {
     if (!f.letter) {
-      line += f.literal;
+      out += f.literal;
       continue;
     }
-    std::string v = j ? SqueueField(f.letter, *j, now) : SqueueHeader(f.letter);
-    if (f.width > 0) v = f.right ? Right(v, f.width) : Left(v.substr(0, f.width), f.width);
-    line += v;
+    AppendColumn(out, j ? SqueueField(f.letter, *j, now) : SqueueHeader(f.letter), f.width,
+                 f.right);
   }
-  return line + "\n";
+  out += '\n';
 }
 
 void JobJson(JsonWriter& w, const v1::JobInfo& j) {
@@ -442,52 +457,42 @@ int CmdQueue(int argc, char** argv) {
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("queue", controller.status());
   req.set_brief(!json && !start_view && !priority_view);
-  auto resp = controller->ListJobs(req);
-  if (!resp.ok()) return Fail("queue", resp.status());
   if (json) {
+    // Streamed: each job is written as it is parsed, in pieces of about 64 KiB.
     JsonWriter w;
     w.BeginObject().Key("jobs").BeginArray();
-    for (const auto& j : resp->jobs()) JobJson(w, j);
+    Status listed = controller->ListJobsEach(req, [&](const v1::JobInfo& j) {
+      JobJson(w, j);
+      if (w.size() >= (64u << 10)) w.FlushTo(stdout);
+    });
+    if (!listed.ok()) return Fail("queue", listed);
     w.EndArray().EndObject();
-    std::printf("%s\n", w.str().c_str());
+    w.FlushTo(stdout);
+    std::fputc('\n', stdout);
     return kExitOk;
   }
   if (start_view || priority_view) {
-    std::fputs((start_view ? StartView(*resp, header) : PriorityView(*resp, header)).c_str(),
+    auto jobs = controller->ListJobs(req);
+    if (!jobs.ok()) return Fail("queue", jobs.status());
+    std::fputs((start_view ? StartView(*jobs, header) : PriorityView(*jobs, header)).c_str(),
                stdout);
     return kExitOk;
   }
-  int64_t now = SystemClock::Get()->NowMs();
-  std::string out;
-  if (!format.empty()) {
-    auto items = long_format ? ParseSqueueLongFormat(format) : ParseSqueueFormat(format);
-    if (!items.ok()) return Usage("queue", items.status().message());
-    if (header) out += RenderSqueue(*items, nullptr, now);
-    for (int pass = 0; pass < 2; ++pass) {
-      for (const auto& j : resp->jobs()) {
-        if ((j.state() == v1::PENDING) == (pass == 0)) out += RenderSqueue(*items, &j, now);
-      }
-    }
-    std::fputs(out.c_str(), stdout);
-    return kExitOk;
-  }
-  if (header)
-    out += "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n";
-  // Like squeue: pending first, then the rest.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const auto& j : resp->jobs()) {
-      if ((j.state() == v1::PENDING) != (pass == 0)) continue;
-      std::string where = j.state() == v1::PENDING ? "(" + j.reason() + ")" : NodeList(j);
-      uint32_t nodes =
-          j.state() == v1::PENDING ? j.num_nodes() : static_cast<uint32_t>(j.nodes_size());
-      out += Right(std::to_string(j.id()), 18) + " " + Right(j.partition(), 9) + " " +
-             Right(j.name(), 8) + " " + Right(j.user(), 8) + " " +
-             Right(JobStateCode(j.state(), j.completing()), 2) + " " +
-             Right(FormatDuration(ElapsedMs(j, now)), 10) + " " + Right(std::to_string(nodes), 6) +
-             " " + where + "\n";
-    }
-  }
-  std::fputs(out.c_str(), stdout);
+  // squeue's default format, unless -o/-O gave one.
+  auto items = format.empty() ? ParseSqueueFormat(kSqueueDefaultFormat)
+               : long_format  ? ParseSqueueLongFormat(format)
+                              : ParseSqueueFormat(format);
+  if (!items.ok()) return Usage("queue", items.status().message());
+  const int64_t now = SystemClock::Get()->NowMs();
+  // Rows are rendered as they stream in; like squeue, pending jobs come first.
+  std::string pending, others;
+  if (header) RenderSqueue(*items, nullptr, now, pending);
+  Status listed = controller->ListJobsEach(req, [&](const v1::JobInfo& j) {
+    RenderSqueue(*items, &j, now, j.state() == v1::PENDING ? pending : others);
+  });
+  if (!listed.ok()) return Fail("queue", listed);
+  std::fwrite(pending.data(), 1, pending.size(), stdout);
+  std::fwrite(others.data(), 1, others.size(), stdout);
   return kExitOk;
 }
 

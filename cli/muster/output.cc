@@ -1,5 +1,6 @@
 #include "output.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -109,6 +110,11 @@ void JsonWriter::Sep() {
   first_.back() = false;
 }
 
+void JsonWriter::FlushTo(std::FILE* f) {
+  std::fwrite(out_.data(), 1, out_.size(), f);
+  out_.clear();
+}
+
 JsonWriter& JsonWriter::BeginObject() {
   Sep();
   out_ += '{';
@@ -131,34 +137,39 @@ JsonWriter& JsonWriter::EndArray() {
   first_.pop_back();
   return *this;
 }
-JsonWriter& JsonWriter::Key(const std::string& k) {
+JsonWriter& JsonWriter::Key(std::string_view k) {
   Sep();
-  out_ += JsonQuote(k);
+  AppendJsonQuoted(out_, k);
   out_ += ':';
   after_key_ = true;
   return *this;
 }
-JsonWriter& JsonWriter::String(const std::string& v) {
+JsonWriter& JsonWriter::String(std::string_view v) {
   Sep();
-  out_ += JsonQuote(v);
+  AppendJsonQuoted(out_, v);
   return *this;
 }
 JsonWriter& JsonWriter::Int(int64_t v) {
   Sep();
-  out_ += std::to_string(v);
+  char buf[24];
+  out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
   return *this;
 }
 JsonWriter& JsonWriter::Double(double v) {
   Sep();
-  char buf[32];
   // Finite values only (JSON has no NaN or infinity); six significant digits are plenty here.
-  std::snprintf(buf, sizeof buf, "%.6g", std::isfinite(v) ? v : 0.0);
-  out_ += buf;
+  if (!std::isfinite(v) || v == 0) {
+    out_ += '0';
+    return *this;
+  }
+  char buf[32];
+  out_.append(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6).ptr);
   return *this;
 }
 JsonWriter& JsonWriter::Uint(uint64_t v) {
   Sep();
-  out_ += std::to_string(v);
+  char buf[24];
+  out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
   return *this;
 }
 JsonWriter& JsonWriter::Bool(bool v) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "muster/v1/common.pb.h"
@@ -29,16 +31,19 @@ class JsonWriter {
   JsonWriter& EndObject();
   JsonWriter& BeginArray();
   JsonWriter& EndArray();
-  JsonWriter& Key(const std::string& k);
-  JsonWriter& String(const std::string& v);
+  JsonWriter& Key(std::string_view k);
+  JsonWriter& String(std::string_view v);
   JsonWriter& Int(int64_t v);
   JsonWriter& Uint(uint64_t v);
   JsonWriter& Double(double v);
   JsonWriter& Bool(bool v);
   JsonWriter& Null();
   template <typename T>
-  JsonWriter& Field(const std::string& k, const T& v);
+  JsonWriter& Field(std::string_view k, const T& v);
   const std::string& str() const { return out_; }
+  // Writes what is built so far to `f` and forgets it (long documents stream out in pieces).
+  void FlushTo(std::FILE* f);
+  size_t size() const { return out_.size(); }
 
  private:
   void Sep();
@@ -48,15 +53,15 @@ class JsonWriter {
 };
 
 template <>
-inline JsonWriter& JsonWriter::Field(const std::string& k, const std::string& v) {
+inline JsonWriter& JsonWriter::Field(std::string_view k, const std::string& v) {
   return Key(k).String(v);
 }
 template <>
-inline JsonWriter& JsonWriter::Field(const std::string& k, const bool& v) {
+inline JsonWriter& JsonWriter::Field(std::string_view k, const bool& v) {
   return Key(k).Bool(v);
 }
 template <typename T>
-JsonWriter& JsonWriter::Field(const std::string& k, const T& v) {
+JsonWriter& JsonWriter::Field(std::string_view k, const T& v) {
   if constexpr (std::is_floating_point_v<T>) {
     return Key(k).Double(static_cast<double>(v));
   } else if constexpr (std::is_signed_v<T>) {

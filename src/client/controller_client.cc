@@ -1,5 +1,7 @@
 #include "muster/client/controller_client.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <unistd.h>
 
 #include "muster/common/framing.h"
@@ -24,8 +26,9 @@ ControllerClient::~ControllerClient() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status ControllerClient::Call(v1::Method method, const google::protobuf::MessageLite& request,
-                              google::protobuf::MessageLite* response, int timeout_ms) {
+Result<std::string> ControllerClient::CallRaw(v1::Method method,
+                                              const google::protobuf::MessageLite& request,
+                                              int timeout_ms) {
   if (fd_ < 0) return Unavailable("not connected");
   MUSTER_RETURN_IF_ERROR(
       WriteFrame(fd_, static_cast<uint32_t>(method), request.SerializeAsString()));
@@ -36,7 +39,43 @@ Status ControllerClient::Call(v1::Method method, const google::protobuf::Message
     if (code < 0 || code > 16) code = static_cast<int>(StatusCode::kUnknown);
     return Status(static_cast<StatusCode>(code), reply->payload);
   }
-  if (!response->ParseFromString(reply->payload)) {
+  return std::move(reply->payload);
+}
+
+Status ControllerClient::Call(v1::Method method, const google::protobuf::MessageLite& request,
+                              google::protobuf::MessageLite* response, int timeout_ms) {
+  MUSTER_ASSIGN_OR_RETURN(std::string payload, CallRaw(method, request, timeout_ms));
+  if (!response->ParseFromString(payload)) {
+    return Internal("controller reply does not parse (version mismatch?)");
+  }
+  return Status::Ok();
+}
+
+Status ControllerClient::ListJobsEach(const v1::ListJobsRequest& r,
+                                      const std::function<void(const v1::JobInfo&)>& each) {
+  using google::protobuf::internal::WireFormatLite;
+  MUSTER_ASSIGN_OR_RETURN(std::string payload, CallRaw(v1::METHOD_LIST_JOBS, r));
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(payload.data()),
+                                            static_cast<int>(payload.size()));
+  const uint32_t jobs_tag = WireFormatLite::MakeTag(v1::ListJobsResponse::kJobsFieldNumber,
+                                                    WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  v1::JobInfo row;
+  bool parsed = true;
+  for (uint32_t tag; parsed && (tag = in.ReadTag()) != 0;) {
+    if (tag != jobs_tag) {  // a field this client does not know
+      parsed = WireFormatLite::SkipField(&in, tag);
+      continue;
+    }
+    uint32_t len = 0;
+    parsed = in.ReadVarint32(&len) && len <= payload.size();
+    if (!parsed) break;
+    const auto limit = in.PushLimit(static_cast<int>(len));
+    row.Clear();  // keeps the strings' buffers: no allocation per job
+    parsed = row.MergeFromCodedStream(&in) && in.ConsumedEntireMessage();
+    in.PopLimit(limit);
+    if (parsed) each(row);
+  }
+  if (!parsed || in.CurrentPosition() != static_cast<int>(payload.size())) {
     return Internal("controller reply does not parse (version mismatch?)");
   }
   return Status::Ok();

@@ -1,5 +1,6 @@
 #include "muster/common/duration.h"
 
+#include <charconv>
 #include <ctime>
 
 #include "muster/common/strings.h"
@@ -64,22 +65,32 @@ Result<int64_t> ParseTimeLimit(std::string_view text) {
 }
 
 std::string FormatDuration(int64_t ms) {
+  // squeue prints this for every job: digits by hand, no printf.
   if (ms < 0) ms = 0;
-  int64_t s = ms / 1000;
-  int64_t d = s / 86400, h = (s / 3600) % 24, m = (s / 60) % 60, sec = s % 60;
-  char buf[64];
+  const int64_t s = ms / 1000;
+  const int64_t d = s / 86400, h = (s / 3600) % 24, m = (s / 60) % 60, sec = s % 60;
+  char buf[48];
+  char* p = buf;
+  auto two = [&p](int64_t v) {
+    *p++ = static_cast<char>('0' + v / 10);
+    *p++ = static_cast<char>('0' + v % 10);
+  };
   if (d > 0) {
-    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(d),
-                  static_cast<long long>(h), static_cast<long long>(m),
-                  static_cast<long long>(sec));
+    p = std::to_chars(p, buf + 24, d).ptr;
+    *p++ = '-';
+    two(h);
+    *p++ = ':';
+    two(m);
   } else if (h > 0) {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(h),
-                  static_cast<long long>(m), static_cast<long long>(sec));
+    p = std::to_chars(p, buf + 24, h).ptr;
+    *p++ = ':';
+    two(m);
   } else {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(m),
-                  static_cast<long long>(sec));
+    p = std::to_chars(p, buf + 24, m).ptr;
   }
-  return buf;
+  *p++ = ':';
+  two(sec);
+  return std::string(buf, p);
 }
 
 Result<uint64_t> ParseMemoryMb(std::string_view text) {

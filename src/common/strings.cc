@@ -79,11 +79,14 @@ std::optional<int64_t> ParseInt(std::string_view s) {
   return neg ? -static_cast<int64_t>(*u) : static_cast<int64_t>(*u);
 }
 
-std::string JsonQuote(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
+void AppendJsonQuoted(std::string& out, std::string_view s) {
   out += '"';
-  for (unsigned char c : s) {
+  size_t plain = 0;  // start of the run of characters that need no escape
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + plain, i - plain);
+    plain = i + 1;
     switch (c) {
       case '"':
         out += "\\\"";
@@ -100,17 +103,20 @@ std::string JsonQuote(std::string_view s) {
       case '\t':
         out += "\\t";
         break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      }
     }
   }
+  out.append(s.data() + plain, s.size() - plain);
   out += '"';
+}
+
+std::string JsonQuote(std::string_view s) {
+  std::string out;
+  AppendJsonQuoted(out, s);
   return out;
 }
 

@@ -162,8 +162,15 @@ hdr=$("$DIR/compat/squeue" -j "$held" | head -1)
   fail "squeue widths"
 [ "$("$DIR/compat/squeue" -h -j "$held" -O 'JobID:.6,Name:5,State:8')" = "$(printf '%6s' "$held")held PENDING " ] ||
   fail "squeue -O: $("$DIR/compat/squeue" -h -j "$held" -O 'JobID:.6,Name:5,State:8')"
-"$DIR/compat/scancel" "$held" || fail "scancel $held"
+# The default view streams rows as squeue orders them: pending first, then running (with nodes).
+busy=$("$DIR/compat/sbatch" --parsable -J busy -N2 -o /dev/null --wrap 'sleep 60')
+wait_for 30 is_state "$busy" RUNNING
+rows=$("$DIR/compat/squeue" -h -j "$busy,$held" | awk '{print $1, $3, $5, $7, $8}')
+[ "$rows" = "$(printf '%s held PD 1 (JobHeldUser)\n%s busy R 2 node[1-2]' "$held" "$busy")" ] ||
+  fail "squeue default rows: $rows"
+"$DIR/compat/scancel" "$held" "$busy" || fail "scancel $held $busy"
 wait_for 30 is_state "$held" CANCELLED
+wait_for 30 is_state "$busy" CANCELLED
 err=$("$DIR/compat/scancel" 999999 2>&1) || fail "scancel of an unknown id must exit 0, as Slurm's"
 [ "$err" = "scancel: error: Kill job error on job id 999999: Invalid job id specified" ] ||
   fail "scancel said: $err"

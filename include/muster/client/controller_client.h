@@ -4,6 +4,7 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include <functional>
 #include <string>
 
 #include "muster/common/config.h"
@@ -24,11 +25,18 @@ class ControllerClient {
   // Sends one request and waits for the reply. The controller's error comes back as the Status.
   Status Call(v1::Method method, const google::protobuf::MessageLite& request,
               google::protobuf::MessageLite* response, int timeout_ms = 60'000);
+  // The same, returning the reply's bytes unparsed.
+  Result<std::string> CallRaw(v1::Method method, const google::protobuf::MessageLite& request,
+                              int timeout_ms = 60'000);
 
   Result<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& r);
   Result<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest& r);
   Result<v1::GetJobResponse> GetJob(uint64_t job_id);
   Result<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& r);
+  // The same, one job at a time, parsed into one reused message: squeue over 10,000 jobs
+  // allocates almost nothing. `each` sees the jobs in the controller's (id) order.
+  Status ListJobsEach(const v1::ListJobsRequest& r,
+                      const std::function<void(const v1::JobInfo&)>& each);
   Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& r);
   Result<v1::UpdateNodeResponse> UpdateNode(const v1::UpdateNodeRequest& r);
   Result<v1::ControllerInfoResponse> ControllerInfo();

@@ -22,6 +22,7 @@ std::optional<int64_t> ParseInt(std::string_view s);
 
 // Quotes a string as a JSON string literal (with the quotes).
 std::string JsonQuote(std::string_view s);
+void AppendJsonQuoted(std::string& out, std::string_view s);
 
 // A random 128-bit hex token from /dev/urandom (for credentials and instance ids).
 std::string RandomHex(size_t bytes);

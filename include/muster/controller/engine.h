@@ -70,6 +70,10 @@ class Engine {
                                           TimeMs now);
   Result<v1::GetJobResponse> GetJob(const v1::GetJobRequest& req) const;
   Result<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& req) const;
+  // The same, one job at a time in id order, built into one reused message: the server streams
+  // a 10,000-job queue into its reply without holding 10,000 messages.
+  void ForEachListedJob(const v1::ListJobsRequest& req,
+                        const std::function<void(const v1::JobInfo&)>& each) const;
   Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& req, TimeMs now) const;
   // PERMISSION_DENIED for non-admins; INVALID_ARGUMENT for a drain without reason or a resume of a
   // node that is neither drained nor down; NOT_FOUND for unknown nodes.
@@ -235,6 +239,7 @@ class Engine {
   NodeEntry* FindNode(const std::string& name);
   JobEntry* FindJob(uint64_t id);
   v1::JobInfo ToJobInfo(const JobEntry& job) const;
+  void BriefInfo(const JobEntry& job, v1::JobInfo* info) const;
   v1::NodeInfo ToNodeInfo(const NodeEntry& node, TimeMs now) const;
   v1::NodeState NodeStateOf(const NodeEntry& node) const;
   bool Schedulable(const NodeEntry& node) const;

@@ -33,6 +33,10 @@ TEST(TimeLimitTest, FormatsLikeSqueue) {
   EXPECT_EQ(FormatDuration(65 * kS), "1:05");
   EXPECT_EQ(FormatDuration(kH + 2 * kM + 3 * kS), "1:02:03");
   EXPECT_EQ(FormatDuration(kD + kH), "1-01:00:00");
+  EXPECT_EQ(FormatDuration(59 * kM + 59 * kS + 999), "59:59");
+  EXPECT_EQ(FormatDuration(12 * kH + 5 * kS), "12:00:05");
+  EXPECT_EQ(FormatDuration(123 * kD + 23 * kH + 59 * kM), "123-23:59:00");
+  EXPECT_EQ(FormatDuration(-5 * kS), "0:00");
 }
 
 TEST(MemoryTest, ParsesUnits) {
