@@ -154,6 +154,7 @@ Status Engine::Recover(TimeMs now) {
     JobEntry e;
     e.rec = std::move(rec);
     e.request = ToCoreRequest(e.rec);
+    e.brief_spec_fields = BriefSpecFields(e.rec);
     JobEntry& job = jobs_.emplace(e.rec.id(), std::move(e)).first->second;
     if (job.rec.state() == v1::PENDING) pending_.insert(job.rec.id());
     if (job.rec.spec().interactive() && job.rec.end_time_ms() == 0 &&
@@ -373,6 +374,7 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   JobEntry e;
   e.rec = std::move(rec);
   e.request = std::move(request);
+  e.brief_spec_fields = BriefSpecFields(e.rec);
   uint64_t id = e.rec.id();
   spdlog::info("submit job={} user={} nodes={} gpus_per_node={} partition={}", id,
                e.rec.spec().user(), e.rec.spec().nodes(), e.rec.spec().gpus_per_node(),

@@ -1,4 +1,5 @@
 // Engine: read-only views for clients (jobs, accounting, nodes, controller info).
+#include <google/protobuf/io/coded_stream.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -149,26 +150,69 @@ Result<v1::GetJobResponse> Engine::GetJob(const v1::GetJobRequest& req) const {
 
 Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) const {
   v1::ListJobsResponse resp;
-  ForEachListedJob(req, [&](const v1::JobInfo& j) { *resp.add_jobs() = j; });
+  if (!resp.ParseFromString(ListJobsWire(req))) return Internal("job list does not parse");
   return resp;
 }
 
-// The brief row squeue's formats read: no paths, allocation detail or steps, so that a queue of
-// 10,000 jobs is a few hundred kilobytes and a few milliseconds.
-void Engine::BriefInfo(const JobEntry& job, v1::JobInfo* info) const {
-  const v1::JobRecord& r = job.rec;
+namespace {
+
+// Appends `m` to `out` as one element of the repeated message field `field`, whose bytes are
+// `prefix` followed by m's own (protobuf reads a message's fields in any order, and for a field
+// given twice the last value wins).
+void AppendRepeatedMessage(std::string& out, int field, std::string_view prefix,
+                           const google::protobuf::MessageLite& m) {
+  using google::protobuf::io::CodedOutputStream;
+  const size_t size = prefix.size() + m.ByteSizeLong();
+  uint8_t head[16];
+  uint8_t* p = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(field) << 3 | 2, head);
+  p = CodedOutputStream::WriteVarint64ToArray(size, p);
+  out.append(reinterpret_cast<const char*>(head), static_cast<size_t>(p - head));
+  out.append(prefix);
+  const size_t at = out.size();
+  out.resize(at + size - prefix.size());
+  m.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + at));
+}
+
+}  // namespace
+
+// squeue's brief row, the part that never changes after submission (the spec is immutable but
+// for --hold, which the row does not show): serialized once, when the job enters memory.
+std::string Engine::BriefSpecFields(const v1::JobRecord& r) {
   const v1::JobSpec& s = r.spec();
-  info->set_id(r.id());
-  info->set_name(s.name());
-  info->set_user(s.user());
+  v1::JobInfo info;
+  info.set_id(r.id());
+  info.set_name(s.name());
+  info.set_user(s.user());
+  if (s.partitions_size() > 0) info.set_partition(s.partitions(0));  // until it runs somewhere
+  info.set_cpus_per_task(s.cpus_per_task());
+  info.set_gpus_per_node(s.gpus_per_node());
+  info.set_gpu_type(s.gpu_type());
+  std::string gres;
+  for (const v1::GresSpec& g : s.gres()) {
+    if (!gres.empty()) gres += ',';
+    gres += g.name() + (g.type().empty() ? "" : ":" + g.type()) + ":" + std::to_string(g.count());
+  }
+  info.set_gres(gres);
+  return info.SerializeAsString();
+}
+
+// The rest of the brief row: what changes as the job runs. Reads only the record's own fields
+// (no spec), so that 10,000 rows touch little memory.
+void Engine::BriefStateFields(const JobEntry& job, v1::JobInfo* info) const {
+  const v1::JobRecord& r = job.rec;
   info->set_state(r.state());
   info->set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
   if (!r.reason().empty()) info->set_reason(r.reason());
-  const std::string& partition = r.allocation().partition().empty() && s.partitions_size() > 0
-                                     ? s.partitions(0)
-                                     : r.allocation().partition();
-  info->set_partition(partition);
+  info->set_submit_time_ms(r.submit_time_ms());
+  info->set_start_time_ms(r.start_time_ms());
+  info->set_end_time_ms(r.end_time_ms());
+  info->set_time_limit_ms(r.time_limit_ms());
+  info->set_priority(r.priority() != 0 ? r.priority() : job.priority.priority);
+  if (r.state() == v1::PENDING && job.expected_start_ms != core::kNever) {
+    info->set_expected_start_ms(job.expected_start_ms);
+  }
   if (r.allocation().nodes_size() > 0) {
+    if (!r.allocation().partition().empty()) info->set_partition(r.allocation().partition());
     uint32_t cpus = 0, tasks = 0;
     for (const auto& na : r.allocation().nodes()) {
       info->add_nodes(na.node());
@@ -179,40 +223,22 @@ void Engine::BriefInfo(const JobEntry& job, v1::JobInfo* info) const {
     info->set_num_tasks(tasks);
     info->set_cpus_total(cpus);
   } else {
-    info->set_num_nodes(s.nodes());
-    info->set_num_tasks(s.ntasks());
-    info->set_cpus_total(s.ntasks() * std::max<uint32_t>(1, s.cpus_per_task()));
-  }
-  info->set_submit_time_ms(r.submit_time_ms());
-  info->set_start_time_ms(r.start_time_ms());
-  info->set_end_time_ms(r.end_time_ms());
-  info->set_time_limit_ms(r.time_limit_ms());
-  info->set_priority(r.priority() != 0 ? r.priority() : job.priority.priority);
-  if (r.state() == v1::PENDING) {
-    if (job.expected_start_ms != core::kNever) info->set_expected_start_ms(job.expected_start_ms);
-    if (s.min_nodes() > 0) info->set_min_nodes(s.min_nodes());
-  }
-  info->set_cpus_per_task(s.cpus_per_task());
-  info->set_gpus_per_node(s.gpus_per_node());
-  if (!s.gpu_type().empty()) info->set_gpu_type(s.gpu_type());
-  if (s.gres_size() > 0) {
-    std::string gres;
-    for (const v1::GresSpec& g : s.gres()) {
-      if (!gres.empty()) gres += ',';
-      gres += g.name();
-      if (!g.type().empty()) gres += ":" + g.type();
-      gres += ":" + std::to_string(g.count());
-    }
-    info->set_gres(gres);
+    info->set_num_nodes(job.request.nodes);
+    uint32_t tasks = 0;
+    for (uint32_t t : job.request.tasks_per_node) tasks += t;
+    info->set_num_tasks(tasks);
+    info->set_cpus_total(tasks * std::max<uint32_t>(1, job.request.cpus_per_task));
   }
 }
 
-void Engine::ForEachListedJob(const v1::ListJobsRequest& req,
-                              const std::function<void(const v1::JobInfo&)>& each) const {
+std::string Engine::ListJobsWire(const v1::ListJobsRequest& req) const {
   const std::set<std::string> users(req.users().begin(), req.users().end());
   const std::set<int> states(req.states().begin(), req.states().end());
   const std::set<std::string> parts(req.partitions().begin(), req.partitions().end());
   const std::set<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
+  constexpr int kJobs = v1::ListJobsResponse::kJobsFieldNumber;
+  std::string out;
+  out.reserve(ids.empty() ? jobs_.size() * (req.brief() ? 80 : 200) : ids.size() * 200);
   v1::JobInfo row;
   for (const auto& [id, job] : jobs_) {
     const v1::JobRecord& r = job.rec;
@@ -230,12 +256,14 @@ void Engine::ForEachListedJob(const v1::ListJobsRequest& req,
     }
     if (req.brief()) {
       row.Clear();  // keeps the strings' buffers: no allocation per job
-      BriefInfo(job, &row);
+      BriefStateFields(job, &row);
+      AppendRepeatedMessage(out, kJobs, job.brief_spec_fields, row);
     } else {
       row = ToJobInfo(job);
+      AppendRepeatedMessage(out, kJobs, {}, row);
     }
-    each(row);
   }
+  return out;
 }
 
 Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccountingRequest& req,

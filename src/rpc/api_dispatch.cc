@@ -1,6 +1,5 @@
 #include "muster/rpc/api_dispatch.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <pwd.h>
 
 #include <algorithm>
@@ -10,19 +9,6 @@
 
 namespace muster::rpc {
 namespace {
-
-// Appends `m` to `out` as one element of the repeated message field `field`.
-void AppendRepeatedMessage(std::string& out, int field, const google::protobuf::MessageLite& m) {
-  using google::protobuf::io::CodedOutputStream;
-  const size_t size = m.ByteSizeLong();
-  uint8_t head[16];
-  uint8_t* p = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(field) << 3 | 2, head);
-  p = CodedOutputStream::WriteVarint64ToArray(size, p);
-  out.append(reinterpret_cast<const char*>(head), static_cast<size_t>(p - head));
-  const size_t at = out.size();
-  out.resize(at + size);
-  m.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + at));
-}
 
 template <typename Req, typename Fn>
 ApiReply Handle(const std::string& payload, Fn&& fn) {
@@ -49,17 +35,12 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_GET_JOB:
       return Handle<v1::GetJobRequest>(payload, [&](const auto& r) { return engine.GetJob(r); });
     case v1::METHOD_LIST_JOBS: {
-      // squeue's hot path: each job is serialized straight into the reply, which is a
-      // ListJobsResponse on the wire.
+      // squeue's hot path: the engine builds the reply's bytes itself.
       v1::ListJobsRequest req;
       if (!req.ParseFromString(payload)) {
         return {InvalidArgument("request does not parse as " + req.GetTypeName()), ""};
       }
-      std::string reply;
-      engine.ForEachListedJob(req, [&](const v1::JobInfo& j) {
-        AppendRepeatedMessage(reply, v1::ListJobsResponse::kJobsFieldNumber, j);
-      });
-      return {Status::Ok(), std::move(reply)};
+      return {Status::Ok(), engine.ListJobsWire(req)};
     }
     case v1::METHOD_LIST_NODES:
       return Handle<v1::ListNodesRequest>(payload,

@@ -188,6 +188,44 @@ BENCHMARK(BM_ScenarioC_ControllerMemory)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 
+// squeue's server side: the brief rows of 10,000 pending jobs, serialized as the reply is.
+void BM_ListJobsBrief(benchmark::State& state) {
+  spdlog::set_level(spdlog::level::err);
+  const uint32_t jobs = static_cast<uint32_t>(state.range(0));
+  store::InMemoryStateStore store;
+  auto config = ParseConfig(ClusterConfig(32), "bench.toml");
+  controller::EngineOptions o;
+  o.config = *config;
+  const core::TimeMs now = 1'800'000'000'000;
+  auto engine = controller::Engine::Create(o, &store, now);
+  if (!engine.ok()) {
+    state.SkipWithError(engine.status().ToString().c_str());
+    return;
+  }
+  controller::Engine& e = **engine;
+  std::mt19937_64 rng(7);
+  controller::Caller user{1000, 1000, "user", false};
+  for (uint32_t k = 0; k < jobs; ++k) {
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = Spec(PhillyRequest(rng(), 8), k);
+    req.mutable_spec()->set_hold(true);
+    if (auto r = e.SubmitJob(user, req, now); !r.ok()) {
+      state.SkipWithError(r.status().ToString().c_str());
+      return;
+    }
+  }
+  v1::ListJobsRequest req;
+  req.set_brief(true);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string reply = e.ListJobsWire(req);
+    bytes = reply.size();
+    benchmark::DoNotOptimize(reply);
+  }
+  state.counters["reply_kib"] = static_cast<double>(bytes) / 1024;
+}
+BENCHMARK(BM_ListJobsBrief)->Arg(10'000)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace muster::bench
 

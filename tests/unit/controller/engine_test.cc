@@ -1532,6 +1532,31 @@ TEST_F(EngineTest, ABriefListCarriesWhatSqueueShowsAndNothingHeavy) {
   EXPECT_FALSE(full.stdout_path().empty());
   EXPECT_TRUE(b.stdout_path().empty()) << "no output paths in a brief list";
   EXPECT_EQ(b.allocation().nodes_size(), 0) << "no allocation details in a brief list";
+  EXPECT_EQ(b.partition(), full.partition());
+
+  // A pending job's row: the cached spec part and the live part agree with the full view.
+  v1::JobSpec held = Gang(3, 2);
+  held.set_hold(true);
+  held.set_ntasks(6);
+  held.set_cpus_per_task(2);
+  auto held_id = *Submit(held, Alice());
+  req.add_job_ids(held_id);
+  auto pending = engine_->ListJobs(req);
+  ASSERT_TRUE(pending.ok());
+  ASSERT_EQ(pending->jobs_size(), 1);
+  const v1::JobInfo& p = pending->jobs(0);
+  const v1::JobInfo pfull = Job(held_id);
+  EXPECT_EQ(p.id(), held_id);
+  EXPECT_EQ(p.state(), v1::PENDING);
+  EXPECT_EQ(p.reason(), "JobHeldUser");
+  EXPECT_EQ(p.partition(), "gpu");
+  EXPECT_EQ(p.nodes_size(), 0);
+  EXPECT_EQ(p.num_nodes(), 3u);
+  EXPECT_EQ(p.num_tasks(), pfull.num_tasks());
+  EXPECT_EQ(p.cpus_total(), 12u);
+  EXPECT_EQ(p.cpus_total(), pfull.cpus_total());
+  EXPECT_EQ(p.submit_time_ms(), pfull.submit_time_ms());
+  EXPECT_EQ(p.time_limit_ms(), pfull.time_limit_ms());
 }
 
 }  // namespace
