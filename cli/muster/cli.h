@@ -26,6 +26,7 @@ int CmdRun(int argc, char** argv);
 int CmdAlloc(int argc, char** argv);
 int CmdAcct(int argc, char** argv);
 int CmdControl(int argc, char** argv);
+int CmdExplain(int argc, char** argv);
 int CmdSinfo(int argc, char** argv);
 int CmdInfo(int argc, char** argv);
 int CmdLocal(int argc, char** argv);

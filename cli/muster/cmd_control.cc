@@ -45,7 +45,8 @@ std::string NodeStateUpper(const v1::NodeInfo& n) {
   return n.drain() ? s + "+DRAIN" : s;
 }
 
-void PrintJob(const v1::JobInfo& j, int64_t now) {
+// `explain`: the Explain= line (muster explain's one-line summary); empty: the reason's sentence.
+void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = "") {
   std::string out;
   auto line = [&](const std::string& l) { out += l + "\n"; };
   const std::string state = JobStateName(j.state(), j.completing());
@@ -99,7 +100,11 @@ void PrintJob(const v1::JobInfo& j, int64_t now) {
          std::to_string(j.gpus_per_node()));
   }
   // Muster's own: why a pending job waits, in a sentence (muster explain tells more).
-  if (!j.reason_detail().empty()) line("   Explain=" + j.reason_detail());
+  if (!explain.empty()) {
+    line("   Explain=" + explain);
+  } else if (!j.reason_detail().empty()) {
+    line("   Explain=" + j.reason_detail());
+  }
   std::fputs((out + "\n").c_str(), stdout);
 }
 
@@ -220,7 +225,11 @@ int Show(const std::vector<std::string>& args) {
         }
         return Fail("control", resp.status());
       }
-      PrintJob(resp->job(), now);
+      std::string explain;
+      if (resp->job().state() == v1::PENDING) {
+        if (auto x = controller->ExplainJob(*id); x.ok()) explain = x->explanation().summary();
+      }
+      PrintJob(resp->job(), now, explain);
       return kExitOk;
     }
     v1::ListJobsRequest req;

@@ -317,12 +317,6 @@ Result<std::vector<uint64_t>> ParseIds(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::string Factor(double f) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", f);
-  return buf;
-}
-
 // `muster queue --start`, as `squeue --start`: pending jobs and when they are expected to start.
 std::string StartView(const v1::ListJobsResponse& resp, bool header) {
   std::string out;

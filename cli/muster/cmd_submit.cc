@@ -8,6 +8,8 @@
 
 #include "cli.h"
 #include "muster/client/submit_options.h"
+#include "muster/common/duration.h"
+#include "muster/common/hostlist.h"
 
 extern char** environ;
 
@@ -76,8 +78,28 @@ int CmdSubmit(int argc, char** argv) {
   if (!controller.ok()) return Fail("submit", controller.status());
   v1::SubmitJobRequest req;
   *req.mutable_spec() = std::move(*spec);
+  req.set_test_only(opts.test_only);
   auto resp = controller->SubmitJob(req);
   if (!resp.ok()) return Fail("submit", resp.status());
+  if (opts.test_only) {
+    // As sbatch --test-only, on stderr: "Job N to start at T using C processors on nodes ...".
+    const v1::TestOnlyResult& t = resp->test_only();
+    const std::string job = "Job " + std::to_string(resp->job_id());
+    const std::string prog = ProgramName("submit");
+    if (t.start_ms() > 0) {
+      std::string where;
+      if (t.nodes_size() > 0) {
+        where = " on nodes " + CompressHostlist({t.nodes().begin(), t.nodes().end()});
+      }
+      if (!t.partition().empty()) where += " in partition " + t.partition();
+      std::fprintf(stderr, "%s: %s to start at %s using %u processors%s\n", prog.c_str(),
+                   job.c_str(), FormatTimestamp(t.start_ms()).c_str(), t.cpus(), where.c_str());
+    } else {
+      std::fprintf(stderr, "%s: %s would wait (%s) with no start time forecast: %s\n", prog.c_str(),
+                   job.c_str(), t.reason().c_str(), t.reason_detail().c_str());
+    }
+    return kExitOk;
+  }
   if (opts.parsable) {
     std::printf("%llu\n", static_cast<unsigned long long>(resp->job_id()));
   } else {

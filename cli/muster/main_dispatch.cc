@@ -65,6 +65,7 @@ Jobs:
   alloc [OPTIONS] [COMMAND]          get an allocation and run COMMAND (a shell) in it (salloc)
   acct [OPTIONS]                     finished and live jobs with their steps (sacct)
   control show|update|hold|release|requeue ...   scontrol's commands
+  explain JOB [--json]               why a job waits, and what would let it start
 
 Nodes:
   nodes [--json]                     list nodes
@@ -140,6 +141,7 @@ int Main(int argc, char** argv) {
   if (cmd == "alloc") return CmdAlloc(sub_argc, sub_argv);
   if (cmd == "acct") return CmdAcct(sub_argc, sub_argv);
   if (cmd == "control") return CmdControl(sub_argc, sub_argv);
+  if (cmd == "explain") return CmdExplain(sub_argc, sub_argv);
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);

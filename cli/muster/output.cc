@@ -18,6 +18,12 @@ std::string Left(const std::string& s, size_t width) {
   return s + std::string(width - s.size(), ' ');
 }
 
+std::string Factor(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", f);
+  return buf;
+}
+
 std::string FormatHms(int64_t ms) {
   if (ms < 0) ms = 0;
   int64_t s = ms / 1000;

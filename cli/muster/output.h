@@ -15,6 +15,9 @@ namespace muster::cli {
 std::string Right(const std::string& s, size_t width);
 std::string Left(const std::string& s, size_t width);
 
+// A normalised priority factor as sprio prints it: 0.1234.
+std::string Factor(double f);
+
 // A duration as sacct's Elapsed and scontrol's RunTime print it: HH:MM:SS, with D- past a day.
 std::string FormatHms(int64_t ms);
 

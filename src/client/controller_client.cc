@@ -96,6 +96,11 @@ Result<v1::SubmitJobResponse> ControllerClient::SubmitJob(const v1::SubmitJobReq
 Result<v1::CancelJobResponse> ControllerClient::CancelJob(const v1::CancelJobRequest& r) {
   return Do<v1::CancelJobResponse>(*this, v1::METHOD_CANCEL_JOB, r);
 }
+Result<v1::ExplainJobResponse> ControllerClient::ExplainJob(uint64_t job_id) {
+  v1::ExplainJobRequest r;
+  r.set_job_id(job_id);
+  return Do<v1::ExplainJobResponse>(*this, v1::METHOD_EXPLAIN_JOB, r);
+}
 Result<v1::GetJobResponse> ControllerClient::GetJob(uint64_t job_id) {
   v1::GetJobRequest r;
   r.set_job_id(job_id);

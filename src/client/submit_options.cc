@@ -32,6 +32,7 @@ enum LongOnly {
   kOverlap,
   kPty,
   kMpi,
+  kTestOnly,
 };
 
 const struct option kLongOptions[] = {
@@ -53,6 +54,7 @@ const struct option kLongOptions[] = {
     {"wrap", required_argument, nullptr, kWrap},
     {"hold", no_argument, nullptr, 'H'},
     {"parsable", no_argument, nullptr, kParsable},
+    {"test-only", no_argument, nullptr, kTestOnly},
     {"no-requeue", no_argument, nullptr, kNoRequeue},
     {"requeue", no_argument, nullptr, kRequeue},
     {"exclusive", no_argument, nullptr, kExclusive},
@@ -92,6 +94,8 @@ bool Accepted(int c, OptionSet set) {
       return set == OptionSet::kRun;
     case 'I':
       return set != OptionSet::kBatch;
+    case kTestOnly:
+      return set == OptionSet::kBatch;
     case kWrap:
     case kParsable:
     case 'o':
@@ -103,24 +107,41 @@ bool Accepted(int c, OptionSet set) {
 }
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {"account",       "qos",
-                                                 "array",         "dependency",
-                                                 "mail-type",     "mail-user",
-                                                 "comment",       "signal",
-                                                 "begin",         "deadline",
-                                                 "reservation",   "mem-per-cpu",
-                                                 "cpus-per-gpu",  "ntasks-per-gpu",
-                                                 "licenses",      "open-mode",
-                                                 "input",         "nice",
-                                                 "priority",      "test-only",
-                                                 "uid",           "gid",
-                                                 "wait",          "kill-on-invalid-dep",
-                                                 "distribution",  "threads-per-core",
-                                                 "hint",          "overcommit",
-                                                 "oversubscribe", "propagate",
-                                                 "get-user-env",  "container",
-                                                 "cluster",       "clusters",
-                                                 "wckey",         "reboot",
+const std::set<std::string> kKnownUnsupported = {"account",
+                                                 "qos",
+                                                 "array",
+                                                 "dependency",
+                                                 "mail-type",
+                                                 "mail-user",
+                                                 "comment",
+                                                 "signal",
+                                                 "begin",
+                                                 "deadline",
+                                                 "reservation",
+                                                 "mem-per-cpu",
+                                                 "cpus-per-gpu",
+                                                 "ntasks-per-gpu",
+                                                 "licenses",
+                                                 "open-mode",
+                                                 "input",
+                                                 "nice",
+                                                 "priority",
+                                                 "uid",
+                                                 "gid",
+                                                 "wait",
+                                                 "kill-on-invalid-dep",
+                                                 "distribution",
+                                                 "threads-per-core",
+                                                 "hint",
+                                                 "overcommit",
+                                                 "oversubscribe",
+                                                 "propagate",
+                                                 "get-user-env",
+                                                 "container",
+                                                 "cluster",
+                                                 "clusters",
+                                                 "wckey",
+                                                 "reboot",
                                                  "spread-job"};
 
 Result<uint32_t> Count(const std::string& opt, const std::string& v, uint32_t min = 1) {
@@ -341,6 +362,9 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         break;
       case kParsable:
         o->parsable = true;
+        break;
+      case kTestOnly:
+        o->test_only = true;
         break;
       case kNoRequeue:
         o->no_requeue = true;
@@ -648,6 +672,7 @@ first; options on the command line override them.
   -H, --hold                 submit held
       --no-requeue           fail instead of requeueing after a node failure
       --parsable             print only the job id
+      --test-only            say when and where the job would start; submit nothing
 )";
 }
 

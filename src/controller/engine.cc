@@ -356,6 +356,12 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   if (!cached->second.ok()) {
     return Status(cached->second.code(), "job can never run: " + cached->second.message());
   }
+  if (req.test_only()) {
+    v1::SubmitJobResponse resp;
+    resp.set_job_id(rec.id());
+    *resp.mutable_test_only() = TestOnly(rec, request, now);
+    return resp;
+  }
 
   v1::MetaRecord next_meta = meta_;
   next_meta.set_next_job_id(meta_.next_job_id() + 1);
@@ -630,6 +636,50 @@ bool Engine::Schedulable(const NodeEntry& node) const {
          !node.rec.drain() && node.stale_jobs.empty();
 }
 
+std::string Engine::WhyUnschedulable(const NodeEntry& node) const {
+  if (node.down) return "down";
+  if (!node.registered) return "not registered (its agent has not started)";
+  if (node.not_responding || !node.session) return "not responding";
+  if (node.rec.drain())
+    return "drained" + (node.rec.reason().empty() ? "" : ": " + node.rec.reason());
+  if (!node.stale_jobs.empty()) return "cleaning up jobs it should not run";
+  return "";
+}
+
+core::ClusterView Engine::LiveView(TimeMs now) const {
+  core::ClusterView view = base_view_;
+  view.nodes.reserve(nodes_.size());
+  for (const auto& n : nodes_) {
+    view.nodes.push_back(n.view);
+    view.nodes.back().schedulable = Schedulable(n);
+    if (!view.nodes.back().schedulable) view.nodes.back().unavailable = WhyUnschedulable(n);
+  }
+  AddRunningUse(view, now);
+  return view;
+}
+
+core::PendingJob Engine::ToPendingJob(const JobEntry& job) const {
+  const v1::JobRecord& r = job.rec;
+  core::PendingJob pj;
+  pj.id = r.id();
+  pj.submit_time_ms = r.submit_time_ms();
+  pj.request = job.request;
+  pj.priority.fixed = r.priority();
+  if (r.spec().max_switches() > 0) {
+    // --switches=N[@time]: the wait is capped by (and defaults to) max_switch_wait_ms.
+    const int64_t cap = options_.config.scheduling.max_switch_wait_ms;
+    const int64_t asked = r.spec().switches_wait_ms();
+    pj.max_leaves_wait_ms = asked > 0 ? std::min(asked, cap) : cap;
+  }
+  pj.had_reservation = job.had_reservation;
+  return pj;
+}
+
+bool Engine::InPass(const v1::JobRecord& r) {
+  // A requeued job waits until its old run has left every node.
+  return r.state() == v1::PENDING && !r.spec().hold() && r.completing_nodes_size() == 0;
+}
+
 void Engine::AddRunningUse(core::ClusterView& view, TimeMs now) const {
   const TimeMs overdue = now + options_.config.scheduling.kill_grace_ms;
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -709,37 +759,17 @@ std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
   std::vector<core::PendingJob>& queue = in.queue;
   for (uint64_t id : pending_) {
     JobEntry& job = jobs_.at(id);
-    const v1::JobRecord& r = job.rec;
-    // A requeued job waits until its old run has left every node.
-    if (r.state() != v1::PENDING || r.spec().hold() || r.completing_nodes_size() > 0) {
+    if (!InPass(job.rec)) {
       job.had_reservation = false;  // out of this pass: it holds no reservation in it
       continue;
     }
-    core::PendingJob pj;
-    pj.id = id;
-    pj.submit_time_ms = r.submit_time_ms();
-    pj.request = job.request;
-    pj.priority.fixed = r.priority();
-    if (r.spec().max_switches() > 0) {
-      // --switches=N[@time]: the wait is capped by (and defaults to) max_switch_wait_ms.
-      const int64_t cap = options_.config.scheduling.max_switch_wait_ms;
-      const int64_t asked = r.spec().switches_wait_ms();
-      pj.max_leaves_wait_ms = asked > 0 ? std::min(asked, cap) : cap;
-    }
-    pj.had_reservation = job.had_reservation;
+    core::PendingJob pj = ToPendingJob(job);
     job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
                                          priority_scale_, now, sched_config_.weights);
     queue.push_back(std::move(pj));
   }
   if (queue.empty()) return std::nullopt;
-  core::ClusterView& view = in.view;
-  view = base_view_;
-  view.nodes.reserve(nodes_.size());
-  for (const auto& n : nodes_) {
-    view.nodes.push_back(n.view);
-    view.nodes.back().schedulable = Schedulable(n);
-  }
-  AddRunningUse(view, now);
+  in.view = LiveView(now);
   return in;
 }
 
@@ -821,8 +851,12 @@ void Engine::ApplyPass(const core::SchedulePass& pass, TimeMs now) {
     job->expected_start_ms = p.expected_start_ms;
     job->had_reservation = false;
   }
+  reservations_.clear();
   for (const core::Reservation& r : pass.reservations) {
-    if (JobEntry* job = waiting(r.job)) job->had_reservation = true;
+    if (JobEntry* job = waiting(r.job)) {
+      job->had_reservation = true;
+      reservations_.push_back(r);
+    }
   }
 }
 

@@ -299,6 +299,8 @@ Result<Placement> Place(const JobRequest& request, const ClusterView& view, Plac
   return p;
 }
 
+std::string DescribeShape(const JobRequest& request) { return Planner::Shape(request); }
+
 void Allocate(const Placement& placement, ClusterView& view) {
   for (const NodePlacement& np : placement.nodes) view.nodes[np.node].Take(np);
 }

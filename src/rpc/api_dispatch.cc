@@ -63,6 +63,9 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_UPDATE_JOB:
       return Handle<v1::UpdateJobRequest>(
           payload, [&](const auto& r) { return engine.UpdateJob(caller, r, now); });
+    case v1::METHOD_EXPLAIN_JOB:
+      return Handle<v1::ExplainJobRequest>(
+          payload, [&](const auto& r) { return engine.ExplainJob(r, now); });
     case v1::METHOD_LIST_ACCOUNTING:
       return Handle<v1::ListAccountingRequest>(
           payload, [&](const auto& r) { return engine.ListAccounting(r, now); });

@@ -168,6 +168,24 @@ wait_for 30 is_state "$busy" RUNNING
 rows=$("$DIR/compat/squeue" -h -j "$busy,$held" | awk '{print $1, $3, $5, $7, $8}')
 [ "$rows" = "$(printf '%s held PD 1 (JobHeldUser)\n%s busy R 2 node[1-2]' "$held" "$busy")" ] ||
   fail "squeue default rows: $rows"
+# --test-only forecasts and submits nothing; explain says what a waiting job waits for.
+err=$("$DIR/compat/sbatch" --test-only -N1 -o /dev/null --wrap true 2>&1 >/dev/null) ||
+  fail "sbatch --test-only: $err"
+[[ "$err" =~ ^sbatch:\ Job\ [0-9]+\ to\ start\ at\ [0-9T:-]+\ using\ 1\ processors\ on\ nodes\ node[1-4]\ in\ partition\ gpu$ ]] ||
+  fail "sbatch --test-only said: $err"
+[ "$("$DIR/compat/squeue" -h | wc -l)" = 2 ] || fail "--test-only submitted a job"
+wide=$("$DIR/compat/sbatch" --parsable -N4 --exclusive -o /dev/null --wrap true)
+has_reason() { [ "$("$DIR/compat/squeue" -h -j "$1" -o %r)" = "$2" ]; }
+wait_for 10 has_reason "$wide" Resources
+x=$(muster explain "$wide")
+grep -q "^Partition gpu: 4 nodes; the job needs 4, 2 could take one of its slots now$" <<<"$x" ||
+  fail "muster explain: $x"
+grep -qE "^ +2 nodes +not idle \(the job wants whole nodes\) +node\[1-2\]$" <<<"$x" || fail "explain groups: $x"
+grep -q "job $busy (.*) on node\[1-2\], ends no time limit" <<<"$x" || fail "explain holders: $x"
+muster explain "$wide" --json | grep -q '"fit_now":2' || fail "explain --json"
+"$DIR/compat/scontrol" show job "$wide" | grep -q "^   Explain=Resources; 2 of 4 nodes in gpu can take it now, it needs 4; rank 1 of 1" ||
+  fail "scontrol Explain=: $("$DIR/compat/scontrol" show job "$wide")"
+"$DIR/compat/scancel" "$wide" || fail "scancel $wide"
 "$DIR/compat/scancel" "$held" "$busy" || fail "scancel $held $busy"
 wait_for 30 is_state "$held" CANCELLED
 wait_for 30 is_state "$busy" CANCELLED

@@ -31,6 +31,7 @@ struct SubmitOptions {
   std::optional<int64_t> time_limit_ms;
   bool hold = false;
   bool parsable = false;
+  bool test_only = false;  // sbatch --test-only
   bool no_requeue = false;
   bool exclusive = false;
   bool help = false;

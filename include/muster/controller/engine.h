@@ -97,6 +97,8 @@ class Engine {
   // FAILED_PRECONDITION (not pending / not running / not requeueable).
   Result<v1::UpdateJobResponse> UpdateJob(const Caller& caller, const v1::UpdateJobRequest& req,
                                           TimeMs now);
+  // muster explain: why a pending job waits (see JobExplanation). NOT_FOUND for unknown jobs.
+  Result<v1::ExplainJobResponse> ExplainJob(const v1::ExplainJobRequest& req, TimeMs now) const;
   // sacct: live jobs and the archived history (read from the store), filtered.
   Result<v1::ListAccountingResponse> ListAccounting(const v1::ListAccountingRequest& req,
                                                     TimeMs now) const;
@@ -186,6 +188,9 @@ class Engine {
                    store::Durability durability = store::Durability::kSync);
 
   // Submission.
+  // sbatch --test-only: a scheduling pass over the current queue with the job added, on a copy.
+  v1::TestOnlyResult TestOnly(const v1::JobRecord& rec, const core::JobRequest& request,
+                              TimeMs now) const;
   Status Normalize(v1::JobSpec& spec, int64_t* time_limit_ms) const;
   core::JobRequest BuildRequest(const v1::JobRecord& rec) const;
 
@@ -244,6 +249,11 @@ class Engine {
   v1::NodeInfo ToNodeInfo(const NodeEntry& node, TimeMs now) const;
   v1::NodeState NodeStateOf(const NodeEntry& node) const;
   bool Schedulable(const NodeEntry& node) const;
+  std::string WhyUnschedulable(const NodeEntry& node) const;  // "drained: bad fan", ...
+  // The nodes as the scheduler sees them now (free resources, availability, running work).
+  core::ClusterView LiveView(TimeMs now) const;
+  core::PendingJob ToPendingJob(const JobEntry& job) const;
+  static bool InPass(const v1::JobRecord& rec);  // pending, not held, not still cleaning up
   // The running work as the scheduler's profile sees it: what each job holds on each node and
   // when its time limit ends it.
   void AddRunningUse(core::ClusterView& view, TimeMs now) const;
@@ -263,8 +273,9 @@ class Engine {
   TimeMs last_history_purge_ms_ = 0;
   std::vector<NodeEntry> nodes_;  // configuration order
   std::map<std::string, size_t> node_index_;
-  core::ClusterView base_view_;      // partitions (node lists); nodes filled per pass
-  core::ClusterView capacity_view_;  // every node empty: for "can it ever run"
+  core::ClusterView base_view_;                  // partitions (node lists); nodes filled per pass
+  std::vector<core::Reservation> reservations_;  // the last pass's, of jobs still waiting
+  core::ClusterView capacity_view_;              // every node empty: for "can it ever run"
   core::SchedulerConfig sched_config_;
   core::PriorityScale priority_scale_;
   PartitionLimitMap partition_limits_;

@@ -49,6 +49,8 @@ Result<Placement> Place(const JobRequest& request, const ClusterView& view, Plac
 // Requests with the same key are interchangeable for placement (the time limit aside): the
 // scheduler treats them as one equivalence class, and callers may cache Place(kEver) by it.
 std::string ShapeKey(const JobRequest& request);
+// The request in words: "2 nodes x (8 GPUs, 64 CPUs) under one leaf switch".
+std::string DescribeShape(const JobRequest& request);
 
 // Marks a placement's resources as used in `view` (the caller applies decisions one by one).
 // REQUIRES: the placement fits (as returned by Place(kNow) on this view).

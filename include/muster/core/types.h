@@ -41,6 +41,7 @@ struct NodeView {
   std::vector<std::string> features;  // for --constraint
   std::string nvlink_domain;          // a multi-node NVLink domain (NVL72 rack); empty: none
   bool schedulable = false;  // registered, responding, not drained, nothing stale to clean up
+  std::string unavailable;   // when not schedulable, why ("drained: bad fan"), for explanations
 
   // Locality inside the node, from the agent's topology (empty: unknown, all equal). GPUs in one
   // link group talk best (an NVLink island, or one PCIe switch); CPUs are preferred on the NUMA

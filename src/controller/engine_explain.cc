@@ -1,0 +1,297 @@
+// Engine: the answers to "why is my job not running, and when will it?" (muster explain,
+// scontrol show job's Explain=) and "when would it start?" (sbatch --test-only).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "muster/common/duration.h"
+#include "muster/common/hostlist.h"
+#include "muster/controller/engine.h"
+#include "muster/core/explain.h"
+#include "muster/core/scheduler.h"
+
+namespace muster::controller {
+namespace {
+
+constexpr int kListed = 5;  // holding jobs and reservations shown by name; the rest are counted
+
+bool SharesPartition(const v1::JobSpec& a, const std::set<std::string>& parts) {
+  for (const auto& p : a.partitions()) {
+    if (parts.count(p)) return true;
+  }
+  return false;
+}
+
+std::string When(TimeMs ms, TimeMs now) {
+  if (ms <= now) return "now";
+  return FormatTimestamp(ms) + " (in " + FormatDuration(ms - now) + ")";
+}
+
+}  // namespace
+
+Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& req,
+                                                  TimeMs now) const {
+  auto it = jobs_.find(req.job_id());
+  if (it == jobs_.end()) {
+    return NotFound("job " + std::to_string(req.job_id()) +
+                    " does not exist (or finished longer ago than the retention time)");
+  }
+  const JobEntry& job = it->second;
+  const v1::JobRecord& r = job.rec;
+  v1::ExplainJobResponse resp;
+  v1::JobExplanation& x = *resp.mutable_explanation();
+  x.set_job_id(r.id());
+  x.set_name(r.spec().name());
+  x.set_user(r.spec().user());
+  x.set_state(r.state());
+  x.set_reason(r.reason());
+  x.set_reason_detail(r.reason_detail());
+  x.set_shape(core::DescribeShape(job.request));
+  if (r.state() != v1::PENDING) {
+    std::vector<std::string> nodes;
+    for (const auto& na : r.allocation().nodes()) nodes.push_back(na.node());
+    if (r.state() == v1::RUNNING) {
+      x.set_summary("running since " + FormatTimestamp(r.start_time_ms()) + " on " +
+                    CompressHostlist(nodes) + " in partition " + r.allocation().partition());
+    } else {
+      x.set_summary("finished: " + v1::JobState_Name(r.state()) +
+                    (r.reason_detail().empty() ? "" : " (" + r.reason_detail() + ")"));
+    }
+    return resp;
+  }
+
+  // Priority: its rank among the jobs that compete for the same partitions.
+  const std::set<std::string> parts(r.spec().partitions().begin(), r.spec().partitions().end());
+  const int64_t prio = r.priority() != 0 ? r.priority() : job.priority.priority;
+  x.set_priority(prio);
+  v1::PriorityFactors* f = x.mutable_priority_factors();
+  f->set_age(job.priority.age);
+  f->set_size(job.priority.size);
+  f->set_partition(job.priority.partition);
+  f->set_qos(job.priority.qos);
+  f->set_fairshare(job.priority.fairshare);
+  f->set_nice(job.priority.nice);
+  const bool queued = InPass(r);
+  uint32_t ahead = 0, competing = 0;
+  for (uint64_t id : pending_) {
+    const JobEntry& other = jobs_.at(id);
+    if (!InPass(other.rec) || !SharesPartition(other.rec.spec(), parts)) continue;
+    ++competing;
+    if (id == r.id()) continue;
+    const int64_t op = other.rec.priority() != 0 ? other.rec.priority() : other.priority.priority;
+    if (op > prio || (op == prio && std::make_pair(other.rec.submit_time_ms(), id) <
+                                        std::make_pair(r.submit_time_ms(), r.id()))) {
+      ++ahead;
+    }
+  }
+  if (queued) x.set_rank(ahead + 1);
+  x.set_pending_total(competing);
+  if (job.expected_start_ms != core::kNever && queued) {
+    x.set_expected_start_ms(job.expected_start_ms);
+    x.set_reserved(job.had_reservation);
+  }
+
+  // The nodes, partition by partition, judged on the live state.
+  const core::ClusterView view = LiveView(now);
+  const auto explained = core::ExplainPlacement(job.request, view, now);
+  std::set<core::NodeIndex> busy, candidates;
+  std::map<std::string, core::NodeIndex> index_of;
+  for (core::NodeIndex i = 0; i < view.nodes.size(); ++i) index_of[view.nodes[i].name] = i;
+  bool fits_somewhere = false, never_everywhere = !explained.empty();
+  for (const core::PartitionExplanation& e : explained) {
+    v1::PartitionExplanation* p = x.add_partitions();
+    p->set_name(e.partition);
+    p->set_nodes(e.nodes);
+    p->set_needed(e.needed);
+    p->set_fit_now(e.fit_now);
+    p->set_gang_now(e.gang_now);
+    p->set_never(e.never);
+    fits_somewhere |= e.gang_now.empty();
+    never_everywhere &= !e.never.empty();
+    for (const core::NodeGroup& g : e.groups) {
+      v1::NodeGroup* pg = p->add_groups();
+      pg->set_verdict(core::NodeVerdictName(g.verdict));
+      pg->set_cause(g.cause);
+      pg->set_count(static_cast<uint32_t>(g.nodes.size()));
+      pg->set_nodes(CompressHostlist(g.nodes));
+      for (const std::string& n : g.nodes) {
+        candidates.insert(index_of[n]);
+        if (g.verdict == core::NodeVerdict::kBusy) busy.insert(index_of[n]);
+      }
+    }
+  }
+
+  // Who holds the busy nodes, the ones ending first first.
+  struct Holder {
+    std::vector<std::string> nodes;
+    TimeMs end = core::kNever;
+  };
+  std::map<uint64_t, Holder> holders;
+  for (const core::RunningUse& u : view.running) {
+    if (!busy.count(u.node)) continue;
+    Holder& h = holders[u.job];
+    h.nodes.push_back(view.nodes[u.node].name);
+    h.end = std::min(h.end, u.end_ms);
+  }
+  std::vector<std::pair<uint64_t, Holder>> by_end(holders.begin(), holders.end());
+  std::stable_sort(by_end.begin(), by_end.end(),
+                   [](const auto& a, const auto& b) { return a.second.end < b.second.end; });
+  x.set_holding_total(static_cast<uint32_t>(by_end.size()));
+  for (size_t k = 0; k < by_end.size() && k < kListed; ++k) {
+    v1::HoldingJob* h = x.add_holding();
+    h->set_job_id(by_end[k].first);
+    if (auto o = jobs_.find(by_end[k].first); o != jobs_.end())
+      h->set_user(o->second.rec.spec().user());
+    h->set_nodes(CompressHostlist(by_end[k].second.nodes));
+    h->set_end_ms(by_end[k].second.end == core::kNever ? 0 : by_end[k].second.end);
+  }
+
+  // Reservations of other waiting jobs on the nodes it could use, starting before it would.
+  std::vector<const core::Reservation*> ahead_res;
+  for (const core::Reservation& res : reservations_) {
+    if (res.job == r.id()) continue;
+    auto o = jobs_.find(res.job);
+    if (o == jobs_.end() || !InPass(o->second.rec)) continue;
+    if (x.expected_start_ms() > 0 && res.start_ms > x.expected_start_ms()) continue;
+    bool overlaps = false;
+    for (core::NodeIndex n : res.nodes) overlaps |= candidates.count(n) > 0;
+    if (overlaps) ahead_res.push_back(&res);
+  }
+  std::stable_sort(ahead_res.begin(), ahead_res.end(),
+                   [](const auto* a, const auto* b) { return a->start_ms < b->start_ms; });
+  x.set_reservations_ahead_total(static_cast<uint32_t>(ahead_res.size()));
+  for (size_t k = 0; k < ahead_res.size() && k < kListed; ++k) {
+    const core::Reservation& res = *ahead_res[k];
+    v1::ReservationAhead* a = x.add_reservations_ahead();
+    a->set_job_id(res.job);
+    a->set_partition(res.partition);
+    a->set_start_ms(res.start_ms);
+    a->set_end_ms(res.end_ms == core::kNever ? 0 : res.end_ms);
+    std::vector<std::string> names;
+    for (core::NodeIndex n : res.nodes) names.push_back(view.nodes[n].name);
+    a->set_nodes(CompressHostlist(names));
+  }
+
+  // What would change it.
+  const std::string id = std::to_string(r.id());
+  if (r.spec().hold()) {
+    x.add_changes(r.reason() == "JobHeldAdmin"
+                      ? "it is held by an administrator: an administrator must release it "
+                        "(scontrol release " +
+                            id + ")"
+                      : "it is held: release it with `scontrol release " + id + "`");
+  }
+  if (r.completing_nodes_size() > 0) {
+    x.add_changes("its previous run is still being cleaned up; it is considered again after");
+  }
+  if (never_everywhere) {
+    for (const auto& e : explained) x.add_changes("in partition " + e.partition + ": " + e.never);
+  }
+  // Partitions it did not ask for where it would start now (or could ever run).
+  for (const core::PartitionView& pv : view.partitions) {
+    if (parts.count(pv.name)) continue;
+    core::JobRequest other = job.request;
+    other.partitions = {pv.name};
+    if (core::Place(other, view, core::PlaceMode::kNow, now).ok()) {
+      x.add_changes("it would start now in partition " + pv.name + " (-p " + pv.name + ")");
+    } else if (never_everywhere && core::Place(other, view, core::PlaceMode::kEver, now).ok()) {
+      x.add_changes("it could run in partition " + pv.name + " (-p " + pv.name + ")");
+    }
+  }
+  // It fits on the free nodes, so the jobs ahead of it hold it back: a time limit that ends
+  // before the first of their reservations lets backfill start it now.
+  if (fits_somewhere && queued && !ahead_res.empty()) {
+    const TimeMs window = ahead_res.front()->start_ms - now;
+    if (window >= 60'000 && (r.time_limit_ms() == 0 || r.time_limit_ms() > window)) {
+      x.add_changes("a time limit of at most " + FormatDuration(window) +
+                    " (--time) would let it start now, before job " +
+                    std::to_string(ahead_res.front()->job) + "'s reservation at " +
+                    FormatTimestamp(ahead_res.front()->start_ms));
+    }
+  }
+
+  // The one line.
+  std::string summary;
+  if (r.spec().hold()) {
+    summary = "held (" + r.reason() + ")";
+  } else if (never_everywhere) {
+    summary = "can never run as asked: " + explained.front().never;
+  } else if (!queued) {
+    summary = "waits for its previous run to be cleaned up";
+  } else {
+    summary = r.reason();
+    for (const auto& e : explained) {
+      if (!e.never.empty()) continue;
+      summary += "; " + std::to_string(e.fit_now) + " of " + std::to_string(e.nodes) +
+                 " nodes in " + e.partition + " can take it now, it needs " +
+                 std::to_string(e.needed);
+      break;
+    }
+    if (!by_end.empty() && by_end.front().second.end != core::kNever) {
+      summary +=
+          "; the first job holding the rest ends " + FormatTimestamp(by_end.front().second.end);
+    }
+    if (!ahead_res.empty()) {
+      summary += "; " + std::to_string(ahead_res.size()) + " reservation" +
+                 (ahead_res.size() == 1 ? "" : "s") + " ahead";
+    }
+    summary += "; rank " + std::to_string(x.rank()) + " of " + std::to_string(competing);
+    if (x.expected_start_ms() > 0) {
+      summary += (x.reserved() ? "; reserved start " : "; expected start ") +
+                 When(x.expected_start_ms(), now);
+    }
+  }
+  x.set_summary(summary);
+  return resp;
+}
+
+v1::TestOnlyResult Engine::TestOnly(const v1::JobRecord& rec, const core::JobRequest& request,
+                                    TimeMs now) const {
+  // The pass the scheduler would run next, with this job in the queue.
+  PassInput in;
+  in.now = now;
+  in.config = sched_config_;
+  for (uint64_t id : pending_) {
+    const JobEntry& job = jobs_.at(id);
+    if (InPass(job.rec)) in.queue.push_back(ToPendingJob(job));
+  }
+  core::PendingJob pj;
+  pj.id = rec.id();
+  pj.submit_time_ms = now;
+  pj.request = request;
+  in.queue.push_back(pj);
+  in.view = LiveView(now);
+  const core::SchedulePass pass = ComputePass(in);
+  v1::TestOnlyResult out;
+  uint32_t cpus = 0;
+  for (uint32_t t : request.tasks_per_node)
+    cpus += t * std::max<uint32_t>(1, request.cpus_per_task);
+  out.set_cpus(cpus);
+  for (const core::JobStart& s : pass.starts) {
+    if (s.job != rec.id()) continue;
+    out.set_starts_now(true);
+    out.set_start_ms(now);
+    out.set_partition(s.placement.partition);
+    uint32_t held = 0;
+    for (const core::NodePlacement& np : s.placement.nodes) {
+      out.add_nodes(in.view.nodes[np.node].name);
+      held += static_cast<uint32_t>(np.cpus.size());
+    }
+    out.set_cpus(held);
+    return out;
+  }
+  for (const core::PendingReason& p : pass.pending) {
+    if (p.job != rec.id()) continue;
+    out.set_reason(p.reason);
+    out.set_reason_detail(p.detail);
+    if (p.expected_start_ms != core::kNever) out.set_start_ms(p.expected_start_ms);
+  }
+  for (const core::Reservation& res : pass.reservations) {
+    if (res.job != rec.id()) continue;
+    out.set_partition(res.partition);
+    for (core::NodeIndex n : res.nodes) out.add_nodes(in.view.nodes[n].name);
+  }
+  return out;
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,149 @@
+// Node-by-node verdicts for `muster explain`. The checks mirror the planner's (cluster_index.cc):
+// capacity first (could this node ever take a slot), then availability, then free resources.
+#include "muster/core/explain.h"
+
+#include <algorithm>
+#include <map>
+
+#include "cluster_index.h"
+#include "muster/common/strings.h"
+#include "muster/core/scheduler.h"
+
+namespace muster::core {
+namespace {
+
+bool Contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+std::string GresName(const GresRequest& g) { return g.name + (g.type.empty() ? "" : ":" + g.type); }
+
+// The first reason `n` cannot take one slot now, with the cause in words that are the same for
+// every node it applies to (so that nodes group by it).
+NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need, std::string* cause) {
+  if (Contains(r.excluded_nodes, n.name)) {
+    *cause = "excluded (--exclude)";
+    return NodeVerdict::kExcluded;
+  }
+  if (!HasFeatures(n, r)) {
+    *cause = "lacks features " + FeatureText(r);
+    return NodeVerdict::kLacksFeatures;
+  }
+  if (need.gpus > 0 && !TypeMatches(n, r)) {
+    *cause = n.gpus == 0 ? "has no GPUs" : "has no " + r.gpu_type + " GPUs (" + n.gpu_type + ")";
+    return NodeVerdict::kTooSmall;
+  }
+  if (need.gpus > n.gpus) {
+    *cause = "has fewer than " + std::to_string(need.gpus) + " GPUs";
+    return NodeVerdict::kTooSmall;
+  }
+  if (need.cpus > n.cpus) {
+    *cause = "has fewer than " + std::to_string(need.cpus) + " CPUs";
+    return NodeVerdict::kTooSmall;
+  }
+  if (need.mem_mb > n.memory_mb) {
+    *cause = "has less than " + std::to_string(need.mem_mb) + " MB of memory";
+    return NodeVerdict::kTooSmall;
+  }
+  for (const GresRequest& g : need.gres) {
+    if (GresUnits(n, g, false) < g.count) {
+      *cause = "has fewer than " + std::to_string(g.count) + " " + GresName(g);
+      return NodeVerdict::kTooSmall;
+    }
+  }
+  if (!n.schedulable) {
+    *cause = n.unavailable.empty() ? "not available" : n.unavailable;
+    return NodeVerdict::kUnavailable;
+  }
+  if (need.exclusive && !n.Idle()) {
+    *cause = "not idle (the job wants whole nodes)";
+    return NodeVerdict::kBusy;
+  }
+  if (n.FreeGpus() < need.gpus) {
+    *cause = "too few free GPUs (needs " + std::to_string(need.gpus) + ")";
+    return NodeVerdict::kBusy;
+  }
+  if (n.FreeCpus() < need.cpus) {
+    *cause = "too few free CPUs (needs " + std::to_string(need.cpus) + ")";
+    return NodeVerdict::kBusy;
+  }
+  if (n.memory_free_mb < need.mem_mb) {
+    *cause = "too little free memory (needs " + std::to_string(need.mem_mb) + " MB)";
+    return NodeVerdict::kBusy;
+  }
+  for (const GresRequest& g : need.gres) {
+    if (GresUnits(n, g, true) < g.count) {
+      *cause = "too few free " + GresName(g) + " (needs " + std::to_string(g.count) + ")";
+      return NodeVerdict::kBusy;
+    }
+  }
+  cause->clear();
+  return NodeVerdict::kFitsNow;
+}
+
+}  // namespace
+
+const char* NodeVerdictName(NodeVerdict v) {
+  switch (v) {
+    case NodeVerdict::kFitsNow:
+      return "fits_now";
+    case NodeVerdict::kBusy:
+      return "busy";
+    case NodeVerdict::kUnavailable:
+      return "unavailable";
+    case NodeVerdict::kExcluded:
+      return "excluded";
+    case NodeVerdict::kLacksFeatures:
+      return "lacks_features";
+    case NodeVerdict::kTooSmall:
+      return "too_small";
+  }
+  return "?";
+}
+
+std::vector<PartitionExplanation> ExplainPlacement(const JobRequest& request,
+                                                   const ClusterView& view, TimeMs now) {
+  std::vector<PartitionExplanation> out;
+  const Need need = NeedOf(request);
+  for (const std::string& name : request.partitions) {
+    const PartitionView* p = view.FindPartition(name);
+    if (!p) continue;
+    PartitionExplanation e;
+    e.partition = p->name;
+    e.nodes = static_cast<uint32_t>(p->nodes.size());
+    e.needed = request.MinNodes();
+    std::map<std::pair<NodeVerdict, std::string>, size_t> group_of;
+    for (NodeIndex i : p->nodes) {
+      const NodeView& n = view.nodes[i];
+      std::string cause;
+      const NodeVerdict v = Judge(n, request, need, &cause);
+      if (v == NodeVerdict::kFitsNow) ++e.fit_now;
+      auto [it, added] = group_of.try_emplace({v, cause}, e.groups.size());
+      if (added) e.groups.push_back({v, cause, {}});
+      e.groups[it->second].nodes.push_back(n.name);
+    }
+    std::stable_sort(e.groups.begin(), e.groups.end(), [](const NodeGroup& a, const NodeGroup& b) {
+      if ((a.verdict == NodeVerdict::kFitsNow) != (b.verdict == NodeVerdict::kFitsNow)) {
+        return a.verdict == NodeVerdict::kFitsNow;
+      }
+      return a.nodes.size() > b.nodes.size();
+    });
+    // The gang as a whole, in this partition alone: now (topology, --nodelist and all), and
+    // on an empty cluster.
+    JobRequest here = request;
+    here.partitions = {p->name};
+    if (auto placed = Place(here, view, PlaceMode::kNow, now); !placed.ok()) {
+      e.gang_now = placed.status().message();
+    }
+    if (request.MinNodes() > p->nodes.size()) {
+      e.never = "asks for " + std::to_string(request.MinNodes()) + " nodes; partition " + p->name +
+                " has " + std::to_string(p->nodes.size());
+    } else if (auto ever = Place(here, view, PlaceMode::kEver, now); !ever.ok()) {
+      e.never = ever.status().message();
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace muster::core
