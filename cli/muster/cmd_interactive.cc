@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 #include "cli.h"
 #include "muster/client/step_client.h"
@@ -101,15 +102,36 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   return Status::Ok();
 }
 
-// The not-yet-supported I/O options, refused by name.
-Status RefuseUnsupportedIo(const client::SubmitOptions& o) {
-  if (o.pty) return Unimplemented("--pty is not supported yet; run the command without it");
-  // Tasks read /dev/null already: --input=none is what happens (hydra's mpiexec asks for it).
-  if (o.input && *o.input != "none") {
-    return Unimplemented("option --input (-i) is not supported yet (only --input=none)");
+// srun's I/O options: -i none|all|TASK|FILE, -o/-e PATTERN (none: /dev/null), --pty.
+Status StepIo(const client::SubmitOptions& o, client::StepOptions* step) {
+  step->pty = o.pty;
+  if (o.input) {
+    const std::string& in = *o.input;
+    if (in == "none") {
+      step->stdin_mode = v1::StepLaunchRequest::STDIN_NONE;
+    } else if (in == "all") {
+      step->stdin_mode = v1::StepLaunchRequest::STDIN_ALL;
+    } else if (auto task = ParseUint(in); task && *task < (1u << 20)) {
+      step->stdin_task = static_cast<uint32_t>(*task);
+    } else {
+      step->stdin_mode = v1::StepLaunchRequest::STDIN_NONE;
+      step->stdin_pattern = in;  // a file each task opens on its node
+    }
+    if (o.pty && step->stdin_mode != v1::StepLaunchRequest::STDIN_TASK) {
+      return InvalidArgument("--pty reads the terminal: it cannot be combined with --input=" + in);
+    }
   }
-  if (o.output) return Unimplemented("option --output (-o) for steps is not supported yet");
-  if (o.error) return Unimplemented("option --error (-e) for steps is not supported yet");
+  for (auto [opt, value, pattern] : {std::tuple{"--output", &o.output, &step->stdout_pattern},
+                                     std::tuple{"--error", &o.error, &step->stderr_pattern}}) {
+    if (!*value || **value == "all") continue;
+    if (ParseUint(**value)) {
+      return Unimplemented(std::string(opt) + "=TASK (one task's output only) is not supported");
+    }
+    *pattern = **value == "none" ? "/dev/null" : **value;
+  }
+  if (o.pty && !step->stdout_pattern.empty()) {
+    return InvalidArgument("--pty writes to the terminal: it cannot be combined with --output");
+  }
   return Status::Ok();
 }
 
@@ -146,9 +168,9 @@ int CmdRun(int argc, char** argv) {
     return kExitOk;
   }
   if (o.positional.empty()) return Usage("run", "no command given");
-  if (s = RefuseUnsupportedIo(o); !s.ok()) return Fail("run", s);
 
   client::StepOptions step;
+  if (s = StepIo(o, &step); !s.ok()) return Fail("run", s);
   step.program = FrontEnd().empty() ? "muster run" : FrontEnd();
   step.argv = o.positional;
   step.environment = Environment();

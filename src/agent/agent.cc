@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -269,6 +270,9 @@ class Agent::Impl {
 class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession> {
  public:
   StepSession(Impl* agent, tcp::socket socket) : agent_(agent), socket_(std::move(socket)) {}
+  ~StepSession() {
+    if (tty_fd_ >= 0) ::close(tty_fd_);
+  }
 
   void Start() {
     auto self = shared_from_this();
@@ -297,6 +301,30 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     int status = 0;
     bool reported = false;
   };
+  // Where the client's stdin goes: a task's stdin pipe, or its terminal (written in order; the
+  // client is not read while too much waits, so a task that never reads cannot grow this).
+  struct StdinSink {
+    std::shared_ptr<asio::posix::stream_descriptor> fd;
+    std::deque<std::string> queue;
+    size_t queued = 0;
+    bool writing = false;
+    bool eof = false;  // close once the queue is written
+  };
+  static constexpr size_t kMaxStdinBacklog = 4u << 20;
+  static constexpr size_t kMaxStdinFrame = 1u << 20;
+
+  // Whether the output pattern names the node or the task: one file per node (or task), which
+  // this node may truncate; otherwise several nodes share the file and only append to it.
+  static bool PerNodePattern(const std::string& p) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i] != '%') continue;
+      size_t j = i + 1;
+      while (j < p.size() && std::isdigit(static_cast<unsigned char>(p[j]))) ++j;
+      if (j < p.size() && (p[j] == 't' || p[j] == 'n' || p[j] == 'N')) return true;
+      if (j < p.size() && p[j] == '%') i = j;
+    }
+    return false;
+  }
 
   Status Launch(const v1::StepLaunchRequest& req) {
     LocalJob* job = agent_->FindJob(req.job_id());
@@ -332,16 +360,17 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     boost::system::error_code peer_ec;
     const auto peer = socket_.remote_endpoint(peer_ec);
     const std::string launch_host = peer_ec ? "" : peer.address().to_string();
+    PatternVars vars;  // for -o/-e/-i
+    vars.job_id = job_id_;
+    vars.job_name = spec.name();
+    vars.user = spec.user();
+    vars.node = agent_->options_.node_name;
+    vars.node_id = req.node_id();
+    vars.step = std::to_string(req.step_id());
+    std::set<std::string> truncated;  // output files of this step opened here already
     for (uint32_t local = 0; local < req.ntasks(); ++local) {
       Task t;
       t.id = req.first_task() + local;
-      int out[2], err[2];
-      if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
-      if (::pipe2(err, O_CLOEXEC) != 0) {
-        ::close(out[0]);
-        ::close(out[1]);
-        return ErrnoStatus("pipe", errno);
-      }
       SpawnSpec sp;
       sp.argv.assign(req.argv().begin(), req.argv().end());
       sp.env = BuildTaskEnv(job->launch, agent_->options_.node_name, agent_->options_.config_path,
@@ -351,18 +380,20 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       sp.uid = spec.uid();
       sp.gid = spec.gid();
       if (sp.change_user) sp.groups = GroupsOf(spec.user(), spec.gid());
-      sp.stdout_fd = out[1];
-      sp.stderr_fd = err[1];
+      vars.task_id = t.id;
+      TaskIo io;
+      if (Status st = OpenTaskIo(req, vars, sp, t.id, truncated, &io); !st.ok()) {
+        io.CloseAll();
+        return st;
+      }
       if (!step_cgroup_.empty()) {
         sp.cgroup_fd = ::open(step_cgroup_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       }
       auto spawned = Spawn(sp);
-      ::close(out[1]);
-      ::close(err[1]);
+      io.CloseChildEnds();
       if (sp.cgroup_fd >= 0) ::close(sp.cgroup_fd);
       if (!spawned.ok()) {
-        ::close(out[0]);
-        ::close(err[0]);
+        io.CloseAll();
         // Like srun: say why on the task's stderr and give it exit code 127.
         SendOutput(
             t.id, 2,
@@ -373,14 +404,19 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
         continue;
       }
       t.pid = spawned->pid;
-      t.open_pipes = 2;
+      t.open_pipes = (io.out >= 0) + (io.err >= 0);
       tasks_.push_back(t);
       size_t idx = tasks_.size() - 1;
       job->children.insert(t.pid);
       job->pgids.insert(t.pid);
       job->step_pgids.insert(t.pid);
-      ReadPipe(idx, out[0], 1);
-      ReadPipe(idx, err[0], 2);
+      if (io.out >= 0) ReadPipe(idx, io.out, 1);
+      if (io.err >= 0) ReadPipe(idx, io.err, 2);
+      if (io.in >= 0) {
+        StdinSink sink;
+        sink.fd = std::make_shared<asio::posix::stream_descriptor>(agent_->io_, io.in);
+        sinks_.push_back(std::move(sink));
+      }
       auto self = shared_from_this();
       agent_->WatchExit(t.pid, spawned->pidfd, [this, self, idx](int status) {
         tasks_[idx].exited = true;
@@ -395,6 +431,107 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       });
     }
     for (size_t i = 0; i < tasks_.size(); ++i) MaybeReport(i);
+    return Status::Ok();
+  }
+
+  // One task's I/O ends: what the agent keeps (output to read, input to write) and what the
+  // child inherits (closed here once it has started).
+  struct TaskIo {
+    int out = -1, err = -1, in = -1;  // ours
+    int child_out = -1, child_err = -1, child_in = -1;
+    void CloseChildEnds() {
+      for (int* fd : {&child_out, &child_err, &child_in}) {
+        if (*fd >= 0) ::close(*fd);
+        *fd = -1;
+      }
+    }
+    void CloseAll() {
+      CloseChildEnds();
+      for (int* fd : {&out, &err, &in}) {
+        if (*fd >= 0) ::close(*fd);
+        *fd = -1;
+      }
+    }
+  };
+
+  // Pipes, files or a terminal for one task, as the request asks (srun -o/-e/-i, --pty).
+  Status OpenTaskIo(const v1::StepLaunchRequest& req, const PatternVars& vars, SpawnSpec& sp,
+                    uint32_t task, std::set<std::string>& truncated, TaskIo* io) {
+    if (req.pty() && task == 0) {
+      // The terminal carries stdin, stdout and stderr; the agent holds the master side.
+      int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (master < 0) return ErrnoStatus("posix_openpt", errno);
+      char name[128];
+      if (::grantpt(master) != 0 || ::unlockpt(master) != 0 ||
+          ::ptsname_r(master, name, sizeof name) != 0) {
+        int e = errno;
+        ::close(master);
+        return ErrnoStatus("pseudo-terminal", e);
+      }
+      if (sp.change_user && ::chown(name, sp.uid, static_cast<gid_t>(-1)) != 0) {
+        int e = errno;
+        ::close(master);
+        return ErrnoStatus(std::string("chown ") + name, e);
+      }
+      if (req.window().rows() > 0 && req.window().cols() > 0) {
+        struct winsize ws {};
+        ws.ws_row = static_cast<unsigned short>(req.window().rows());
+        ws.ws_col = static_cast<unsigned short>(req.window().cols());
+        ::ioctl(master, TIOCSWINSZ, &ws);
+      }
+      sp.tty_path = name;
+      io->out = master;
+      io->in = ::fcntl(master, F_DUPFD_CLOEXEC, 3);
+      tty_fd_ = ::fcntl(master, F_DUPFD_CLOEXEC, 3);  // for window sizes; ours to close
+      return io->in >= 0 && tty_fd_ >= 0 ? Status::Ok() : ErrnoStatus("dup", errno);
+    }
+    int p[2];
+    const std::string& cwd = sp.cwd;
+    // Output: files on the node (truncated by the first opener, unless nodes share the file),
+    // else pipes read here and sent to the client.
+    auto file = [&](const std::string& pattern, std::string* path) {
+      *path = ExpandOutputPattern(pattern, vars, cwd);
+      sp.append_output = true;
+      sp.truncate_output =
+          (req.total_nodes() <= 1 || PerNodePattern(pattern)) && truncated.insert(*path).second;
+    };
+    if (!req.stdout_pattern().empty()) {
+      file(req.stdout_pattern(), &sp.stdout_path);
+    } else {
+      if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+      io->out = p[0];
+      io->child_out = sp.stdout_fd = p[1];
+    }
+    if (!req.stderr_pattern().empty()) {
+      if (req.stdout_pattern().empty()) {
+        // stdout to the client, stderr to a file: the child opens it as the path it gets.
+        std::string path;
+        file(req.stderr_pattern(), &path);
+        sp.stderr_path = path;
+        sp.stdout_path = "";
+      } else {
+        std::string path;
+        const bool trunc_out = sp.truncate_output;
+        file(req.stderr_pattern(), &path);
+        sp.truncate_output = sp.truncate_output && trunc_out;
+        sp.stderr_path = path;
+      }
+    } else if (req.stdout_pattern().empty()) {
+      if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+      io->err = p[0];
+      io->child_err = sp.stderr_fd = p[1];
+    }
+    // Input: the client's (through a pipe), a file, or /dev/null.
+    const bool from_client =
+        req.stdin_mode() == v1::StepLaunchRequest::STDIN_ALL ||
+        (req.stdin_mode() == v1::StepLaunchRequest::STDIN_TASK && task == req.stdin_task());
+    if (from_client) {
+      if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+      io->in = p[1];
+      io->child_in = sp.stdin_fd = p[0];
+    } else if (!req.stdin_pattern().empty()) {
+      sp.stdin_path = ExpandOutputPattern(req.stdin_pattern(), vars, cwd);
+    }
     return Status::Ok();
   }
 
@@ -440,6 +577,7 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     if (sig && !signal_) signal_ = sig;
     if (++reported_ == tasks_.size()) {
       done_ = true;
+      CloseStdin();
       ReportEnd();
     }
     if (done_ && !writing_) Close();
@@ -501,26 +639,102 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     });
   }
 
-  // After the launch the client only sends signals; when it closes the connection (or sends
-  // junk) the step ends, as when srun is killed.
+  // After the launch the client sends signals (type 1), stdin (type 2) and terminal sizes
+  // (type 3); when it closes the connection (or sends junk) the step ends, as when srun is
+  // killed.
   void WatchClient() {
     auto self = shared_from_this();
     asio::async_read(socket_, asio::buffer(header_, 8), [this, self](auto ec, size_t) {
       uint32_t len = 0, type = 0;
-      if (ec || !DecodeFrameHeader(header_, &len, &type).ok() || type != 1 || len > 64) {
+      const bool ok = !ec && DecodeFrameHeader(header_, &len, &type).ok() &&
+                      ((type == 1 && len <= 64) || (type == 2 && len <= kMaxStdinFrame) ||
+                       (type == 3 && len <= 64));
+      if (!ok) {
         if (!done_) KillTasks();
         return;
       }
       body_.resize(len);
-      asio::async_read(socket_, asio::buffer(body_), [this, self](auto ec2, size_t) {
-        v1::StepSignal sig;
-        if (ec2 || !sig.ParseFromString(body_) || sig.signal() <= 0 || sig.signal() >= 65) {
+      asio::async_read(socket_, asio::buffer(body_), [this, self, type](auto ec2, size_t) {
+        if (ec2) {
           if (!done_) KillTasks();
           return;
         }
-        SignalTasks(sig.signal());
+        if (type == 2) {
+          ToStdin(body_);
+          if (StdinBacklog() > kMaxStdinBacklog) {
+            client_paused_ = true;  // resumed by WriteStdin once the tasks have read some
+            return;
+          }
+        } else if (type == 3) {
+          v1::StepWindow w;
+          if (w.ParseFromString(body_) && tty_fd_ >= 0 && w.rows() > 0 && w.cols() > 0) {
+            struct winsize ws {};
+            ws.ws_row = static_cast<unsigned short>(w.rows());
+            ws.ws_col = static_cast<unsigned short>(w.cols());
+            ::ioctl(tty_fd_, TIOCSWINSZ, &ws);  // the task's foreground group gets SIGWINCH
+          }
+        } else {
+          v1::StepSignal sig;
+          if (!sig.ParseFromString(body_) || sig.signal() <= 0 || sig.signal() >= 65) {
+            if (!done_) KillTasks();
+            return;
+          }
+          SignalTasks(sig.signal());
+        }
         WatchClient();
       });
+    });
+  }
+
+  size_t StdinBacklog() const {
+    size_t n = 0;
+    for (const StdinSink& k : sinks_) n = std::max(n, k.queued);
+    return n;
+  }
+
+  // Client stdin to every sink; an empty chunk is the end of input.
+  void ToStdin(const std::string& data) {
+    for (size_t i = 0; i < sinks_.size(); ++i) {
+      StdinSink& k = sinks_[i];
+      if (!k.fd || k.eof) continue;
+      if (data.empty()) {
+        k.eof = true;
+      } else {
+        k.queue.push_back(data);
+        k.queued += data.size();
+      }
+      if (!k.writing) WriteStdin(i);
+    }
+  }
+
+  void WriteStdin(size_t i) {
+    StdinSink& k = sinks_[i];
+    if (k.queue.empty()) {
+      k.writing = false;
+      if (k.eof && k.fd) {
+        boost::system::error_code ignored;
+        k.fd->close(ignored);  // the task reads end of file
+        k.fd.reset();
+      }
+      if (client_paused_ && StdinBacklog() <= kMaxStdinBacklog / 2) {
+        client_paused_ = false;
+        WatchClient();
+      }
+      return;
+    }
+    k.writing = true;
+    auto self = shared_from_this();
+    asio::async_write(*k.fd, asio::buffer(k.queue.front()), [this, self, i](auto ec, size_t) {
+      StdinSink& sink = sinks_[i];
+      sink.queued -= sink.queue.front().size();
+      sink.queue.pop_front();
+      if (ec) {
+        // The task closed its stdin (or ended): what it did not read is dropped, as with a pipe.
+        sink.queued = 0;
+        sink.queue.clear();
+        sink.eof = true;
+      }
+      WriteStdin(i);
     });
   }
 
@@ -532,6 +746,7 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
   }
 
   void KillTasks() {
+    CloseStdin();
     for (const Task& t : tasks_) {
       if (t.pid > 0 && !t.exited) {
         ::kill(-t.pid, SIGKILL);
@@ -539,6 +754,21 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
       }
     }
     if (!step_cgroup_.empty() && step_cgroup_ != JobCgroupOf()) JobCgroups::Kill(step_cgroup_);
+  }
+
+  void CloseStdin() {
+    for (StdinSink& k : sinks_) {
+      if (!k.fd) continue;
+      boost::system::error_code ignored;
+      k.fd->close(ignored);
+      k.fd.reset();
+      k.queue.clear();
+      k.queued = 0;
+    }
+    if (client_paused_) {
+      client_paused_ = false;
+      WatchClient();
+    }
   }
 
   std::string JobCgroupOf() {
@@ -562,6 +792,9 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
   int exit_code_ = 0;  // the highest of the tasks here
   int signal_ = 0;
   bool killed_ = false;  // we killed tasks (the client went away, or the step failed)
+  std::vector<StdinSink> sinks_;
+  bool client_paused_ = false;  // too much stdin waits for the tasks: the client is not read
+  int tty_fd_ = -1;             // srun --pty: the terminal's master side (owned by its reader)
   bool reported_end_ = false;
   std::string step_cgroup_;  // "" without cgroups
   std::vector<Task> tasks_;
@@ -1679,7 +1912,11 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   return std::unique_ptr<Agent>(new Agent(std::make_unique<Impl>(std::move(options))));
 }
 
-Status Agent::Start() { return impl_->Start(); }
+Status Agent::Start() {
+  // Writing a task's stdin after it closed it must be an error, not a signal that ends us.
+  ::signal(SIGPIPE, SIG_IGN);
+  return impl_->Start();
+}
 
 Result<std::string> Agent::Probe(AgentOptions options) {
   Impl impl(std::move(options));

@@ -5,6 +5,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -37,8 +38,12 @@ struct ChildArgs {
   const char* stdout_path;
   const char* stderr_path;  // nullptr: same as stdout
   int stdout_fd, stderr_fd;
-  int cgroup_procs_fd;  // fallback for kernels without CLONE_INTO_CGROUP: move in by writing "0"
-  int report_fd = -1;   // a child in its own memory (clone3 without CLONE_VM) reports failure here
+  int output_flags;
+  int stdin_fd;
+  const char* stdin_path;  // nullptr: /dev/null
+  const char* tty_path;    // nullptr: no terminal
+  int cgroup_procs_fd;     // fallback for kernels without CLONE_INTO_CGROUP: move in by writing "0"
+  int report_fd = -1;  // a child in its own memory (clone3 without CLONE_VM) reports failure here
   volatile int stage = 0;
   volatile int err = 0;
 };
@@ -124,9 +129,14 @@ long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
   __builtin_unreachable();
 }
 
-int OpenOutput(const char* path) {
-  return static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
-                              O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+int OpenOutput(const char* path, int flags) {
+  return static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), flags | O_CLOEXEC, 0644));
+}
+
+int OpenRead(const char* path) {
+  return static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
 }
 
 int ChildMain(void* arg) {
@@ -155,13 +165,24 @@ int ChildMain(void* arg) {
   }
   if (a->cwd && *a->cwd && Sys(SYS_chdir, reinterpret_cast<long>(a->cwd)) != 0)
     ChildFail(a, kChdir);
-  int in = static_cast<int>(
-      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDONLY | O_CLOEXEC));
-  if (in < 0 || Sys(SYS_dup2, in, 0) < 0) ChildFail(a, kStdin);
-  int out = a->stdout_fd >= 0 ? a->stdout_fd : OpenOutput(a->stdout_path);
-  if (out < 0 || Sys(SYS_dup2, out, 1) < 0) ChildFail(a, kStdout);
-  int err = a->stderr_fd >= 0 ? a->stderr_fd : a->stderr_path ? OpenOutput(a->stderr_path) : out;
-  if (err < 0 || Sys(SYS_dup2, err, 2) < 0) ChildFail(a, kStderr);
+  if (a->tty_path) {
+    // A session leader opening a terminal: it becomes the controlling one (TIOCSCTTY makes sure).
+    int tty = static_cast<int>(
+        Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(a->tty_path), O_RDWR | O_CLOEXEC));
+    if (tty < 0 || Sys(SYS_ioctl, tty, TIOCSCTTY, 0) < 0) ChildFail(a, kStdin);
+    for (long fd = 0; fd < 3; ++fd) {
+      if (Sys(SYS_dup2, tty, fd) < 0) ChildFail(a, kStdin);
+    }
+  } else {
+    int in = a->stdin_fd >= 0 ? a->stdin_fd : OpenRead(a->stdin_path ? a->stdin_path : "/dev/null");
+    if (in < 0 || Sys(SYS_dup2, in, 0) < 0) ChildFail(a, kStdin);
+    int out = a->stdout_fd >= 0 ? a->stdout_fd : OpenOutput(a->stdout_path, a->output_flags);
+    if (out < 0 || Sys(SYS_dup2, out, 1) < 0) ChildFail(a, kStdout);
+    int err = a->stderr_fd >= 0 ? a->stderr_fd
+              : a->stderr_path  ? OpenOutput(a->stderr_path, a->output_flags)
+                                : out;
+    if (err < 0 || Sys(SYS_dup2, err, 2) < 0) ChildFail(a, kStderr);
+  }
   Sys(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
       reinterpret_cast<long>(a->envp));
   ChildFail(a, kExec);
@@ -353,6 +374,10 @@ Status StageError(const SpawnSpec& spec, int stage, int err) {
   switch (stage) {
     case kChdir:
       return FailedPrecondition("cannot change to directory " + spec.cwd + ": " + why);
+    case kStdin:
+      return FailedPrecondition((spec.tty_path.empty() ? "cannot open input file " + spec.stdin_path
+                                                       : "cannot open terminal " + spec.tty_path) +
+                                ": " + why);
     case kStdout:
       return FailedPrecondition("cannot open output file " + spec.stdout_path + ": " + why);
     case kStderr:
@@ -571,6 +596,11 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   a.stderr_path = same_file ? nullptr : spec.stderr_path.c_str();
   a.stdout_fd = spec.stdout_fd;
   a.stderr_fd = spec.stderr_fd;
+  a.output_flags = O_WRONLY | O_CREAT | (spec.append_output ? O_APPEND : 0) |
+                   (spec.truncate_output ? O_TRUNC : 0);
+  a.stdin_fd = spec.stdin_fd;
+  a.stdin_path = spec.stdin_path.empty() ? nullptr : spec.stdin_path.c_str();
+  a.tty_path = spec.tty_path.empty() ? nullptr : spec.tty_path.c_str();
   a.cgroup_procs_fd = -1;
   if (!spec.exit_file.empty()) return SpawnKept(spec, a);
   if (spec.cgroup_fd >= 0) {

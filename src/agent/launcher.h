@@ -25,6 +25,17 @@ struct SpawnSpec {
   std::string stderr_path;  // empty: same as stdout
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // Output files are opened with O_APPEND (several tasks of a step may share one), truncated
+  // first only when truncate_output (the default, as for batch scripts).
+  bool append_output = false;
+  bool truncate_output = true;
+  // Input: a pipe's read end, a file the child opens after dropping privileges, or neither
+  // (/dev/null).
+  int stdin_fd = -1;
+  std::string stdin_path;
+  // A pseudo-terminal's slave: the task's controlling terminal and its stdin, stdout and stderr
+  // (srun --pty). Overrides the other I/O settings.
+  std::string tty_path;
   // cgroup v2: the open directory (O_DIRECTORY) of the cgroup the process starts in, -1: ours.
   // The process is created there (clone3 CLONE_INTO_CGROUP, Linux 5.7): moving it in after the
   // fork would cost a synchronize_rcu, 10-20 ms a job (measured).

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,6 +101,41 @@ std::vector<int> SleepOrSignal(int ms) {
   pollfd p{g_signal_pipe[0], POLLIN, 0};
   ::poll(&p, 1, ms);
   return TakeSignals();
+}
+
+// srun --pty: our terminal in raw mode (keys go to the remote terminal as typed) until the step
+// ends.
+class RawTerminal {
+ public:
+  explicit RawTerminal(int fd) : fd_(fd) {
+    if (!::isatty(fd) || ::tcgetattr(fd, &saved_) != 0) return;
+    struct termios raw = saved_;
+    ::cfmakeraw(&raw);
+    active_ = ::tcsetattr(fd, TCSAFLUSH, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) ::tcsetattr(fd_, TCSAFLUSH, &saved_);
+  }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  int fd_;
+  struct termios saved_ {};
+  bool active_ = false;
+};
+
+v1::StepWindow WindowOf(int fd) {
+  v1::StepWindow w;
+  struct winsize ws {};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
+    w.set_rows(ws.ws_row);
+    w.set_cols(ws.ws_col);
+  } else {
+    w.set_rows(24);
+    w.set_cols(80);
+  }
+  return w;
 }
 
 }  // namespace
@@ -212,11 +249,18 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   }
   const std::string nodelist = CompressHostlist(names);
   const std::string tasks_per_node = CompressCounts(counts);
+  const bool forward_stdin = o.stdin_mode != v1::StepLaunchRequest::STDIN_NONE;
+  if (o.stdin_mode == v1::StepLaunchRequest::STDIN_TASK && o.stdin_task >= step.total_tasks()) {
+    return InvalidArgument("--input=" + std::to_string(o.stdin_task) + ": the step has tasks 0-" +
+                           std::to_string(step.total_tasks() - 1));
+  }
 
   struct Conn {
     std::string node;
     int fd = -1;
     uint32_t pending_tasks = 0;
+    bool stdin_here = false;  // a task here reads our stdin
+    bool tty_here = false;    // task 0's terminal is here
   };
   std::vector<Conn> conns;
   int worst = 0;
@@ -242,7 +286,14 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     }
     auto fd = ConnectTcp(n.step_address(), 5000);
     if (!fd.ok()) return give_up(fd.status().Prepend("node " + n.node()));
-    conns.push_back({n.node(), *fd, n.ntasks()});
+    auto has = [&](uint32_t task) {
+      return task >= n.first_task() && task < n.first_task() + n.ntasks();
+    };
+    const bool stdin_here =
+        o.stdin_mode == v1::StepLaunchRequest::STDIN_ALL ||
+        (o.stdin_mode == v1::StepLaunchRequest::STDIN_TASK && has(o.stdin_task)) ||
+        (o.pty && has(0));
+    conns.push_back({n.node(), *fd, n.ntasks(), stdin_here, o.pty && has(0)});
   }
   // PMI for MPI programs: listen where the agents reached us, so the tasks can too.
   std::optional<PmiServer> pmi;
@@ -288,11 +339,40 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     req.set_step_name(step.name());
     req.set_run(step.run());
     req.set_pmi(pmi.has_value());
+    req.set_stdin_mode(o.pty ? v1::StepLaunchRequest::STDIN_TASK : o.stdin_mode);
+    req.set_stdin_task(o.pty ? 0 : o.stdin_task);
+    req.set_stdin_pattern(o.stdin_pattern);
+    req.set_stdout_pattern(o.stdout_pattern);
+    req.set_stderr_pattern(o.stderr_pattern);
+    req.set_pty(o.pty);
+    if (o.pty) *req.mutable_window() = WindowOf(o.stdin_fd);
     Status s = WriteFrame(fd, 0, req.SerializeAsString());
     if (!s.ok()) return give_up(s.Prepend("node " + n.node()));
   }
 
   LineWriter writer(out, err, o.label);
+  std::optional<RawTerminal> raw;
+  if (o.pty) {
+    raw.emplace(o.stdin_fd);
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGWINCH, &sa, nullptr);
+  }
+  // Our stdin goes to the agents of the tasks that read it, as it comes; an empty frame ends it.
+  bool stdin_open = forward_stdin || o.pty;
+  // A background srun must not read the terminal (it would be stopped by SIGTTIN): its tasks
+  // read end of file, as from /dev/null.
+  if (stdin_open && ::isatty(o.stdin_fd) && ::tcgetpgrp(o.stdin_fd) != ::getpgrp()) {
+    stdin_open = false;
+  }
+  auto send_stdin = [&](const std::string& chunk) {
+    for (auto& c : conns) {
+      if (c.fd >= 0 && c.stdin_here && !WriteFrame(c.fd, 2, chunk).ok()) c.stdin_here = false;
+    }
+  };
+  if (!stdin_open) send_stdin("");
   size_t open = conns.size();
   int64_t last_interrupt_ms = -10'000;
   bool killing = false;
@@ -302,6 +382,8 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     for (const auto& c : conns)
       pfds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
     if (g_signal_pipe[0] >= 0) pfds.push_back({g_signal_pipe[0], POLLIN, 0});
+    const size_t stdin_at = pfds.size();
+    if (stdin_open) pfds.push_back({o.stdin_fd, POLLIN, 0});
     const size_t pmi_first = pfds.size();
     if (pmi) {
       for (int fd : pmi->Fds()) pfds.push_back({fd, POLLIN, 0});
@@ -313,6 +395,16 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     }
     for (size_t i = pmi_first; i < pfds.size(); ++i) {
       if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) pmi->Handle(pfds[i].fd);
+    }
+    if (stdin_open && (pfds[stdin_at].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+      char buf[65536];
+      ssize_t n = ::read(o.stdin_fd, buf, sizeof buf);
+      if (n > 0) {
+        send_stdin(std::string(buf, static_cast<size_t>(n)));
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        send_stdin("");  // end of input (or an unreadable stdin: the tasks read end of file)
+        stdin_open = false;
+      }
     }
     if (pmi && pmi->aborted() && !killing) {
       std::fprintf(err, "%s: error: %s; ending step %s.%u\n", prog, pmi->abort_message().c_str(),
@@ -335,6 +427,11 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
           signal_all(SIGINT);
         }
         last_interrupt_ms = now;
+      } else if (sig == SIGWINCH) {
+        const std::string size = WindowOf(o.stdin_fd).SerializeAsString();
+        for (auto& c : conns) {
+          if (c.fd >= 0 && c.tty_here) WriteFrame(c.fd, 3, size).IgnoreError();
+        }
       } else {
         signal_all(sig);
       }
@@ -359,6 +456,10 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
         v1::StepEvent ev;
         if (!ev.ParseFromString(frame->payload)) {
           close_it = true;
+        } else if (ev.has_output() && c.tty_here && ev.output().task() == 0) {
+          // A terminal's output goes out as it comes (prompts end without a newline).
+          std::fwrite(ev.output().data().data(), 1, ev.output().data().size(), out);
+          std::fflush(out);
         } else if (ev.has_output()) {
           writer.Add(ev.output().task(), ev.output().stream(), ev.output().data());
         } else if (ev.has_exit()) {

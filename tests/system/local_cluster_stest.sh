@@ -221,6 +221,33 @@ wait $srun_pid; rc=$?
 set -e
 [ $rc = 3 ] && [ "$(sort int.out | tr '\n' ' ')" = "INT0 INT1 " ] ||
   fail "srun did not forward SIGINT: rc=$rc $(cat int.out int.err)"
+# Standard input: task 0 by default, every task with --input=all, one with -i N, a file.
+out=$(echo "in" | "$C/srun" -N2 -n3 sh -c 'read x; echo "$SLURM_PROCID [$x]"' | sort | tr '\n' ' ')
+[ "$out" = "0 [in] 1 [] 2 [] " ] || fail "srun stdin to task 0: $out"
+out=$(printf 'a\nb\n' | "$C/srun" -N2 -n2 --input=all sh -c 'echo $SLURM_PROCID $(cat)' | sort | tr '\n' ' ')
+[ "$out" = "0 a b 1 a b " ] || fail "srun --input=all: $out"
+out=$(echo "in" | "$C/srun" -n2 -i 1 sh -c 'read x; echo "$SLURM_PROCID [$x]"' | sort | tr '\n' ' ')
+[ "$out" = "0 [] 1 [in] " ] || fail "srun -i 1: $out"
+[ "$(seq 1 100000 | "$C/srun" -n1 wc -l)" = 100000 ] || fail "srun stdin lost data"
+echo "from a file" > stdin.txt
+out=$("$C/srun" -n2 -i stdin.txt sh -c 'read x; echo "$SLURM_PROCID: $x"' | sort | tr '\n' ' ')
+[ "$out" = "0: from a file 1: from a file " ] || fail "srun -i FILE: $out"
+# -o/-e patterns: files written on the nodes, per task (%t), per node (%N), or shared.
+"$C/srun" -N2 -n4 -o 'task-%j.%s-%t.out' sh -c 'echo "t$SLURM_PROCID $SLURMD_NODENAME"' ||
+  fail "srun -o"
+f=$(ls task-*-3.out)
+[ "$(cat "$f")" = "t3 node2" ] || fail "srun -o %t: $f: $(cat "$f")"
+[[ "$f" =~ ^task-[0-9]+\.[0-9]+-3\.out$ ]] || fail "srun -o %j.%s: $f"
+"$C/srun" -N2 -n4 -o shared.out -e 'err-%N.txt' sh -c 'echo o$SLURM_PROCID; echo e$SLURM_PROCID >&2' ||
+  fail "srun -o -e"
+[ "$(sort shared.out | tr '\n' ' ')" = "o0 o1 o2 o3 " ] || fail "srun -o shared: $(cat shared.out)"
+[ "$(sort err-node2.txt | tr '\n' ' ')" = "e2 e3 " ] || fail "srun -e %N: $(cat err-node2.txt)"
+# --pty: a real terminal (size, resize, Ctrl-C, Ctrl-Z), driven through one of ours.
+out=$(timeout 60 python3 "$ROOT/tests/programs/pty_session.py" "$C/srun") || fail "srun --pty: $out"
+grep -q "TTY=/dev/pts/[0-9]* SIZE=40 132 JOB=[0-9]" <<<"$out" || fail "srun --pty terminal: $out"
+grep -q "RESIZED=50 100" <<<"$out" && grep -q "INT=130" <<<"$out" && grep -q "Stopped" <<<"$out" ||
+  fail "srun --pty resize/Ctrl-C/Ctrl-Z: $out"
+grep -q "^EXIT=7$" <<<"$out" || fail "srun --pty exit code: $out"
 # salloc: the allocation's environment, steps inside it, and the command's exit code.
 set +e
 out=$("$C/salloc" -N2 -n4 sh -c 'echo $SLURM_NNODES $SLURM_TASKS_PER_NODE; srun hostname | wc -l; exit 4' 2>salloc.err); rc=$?

@@ -10,6 +10,7 @@
 
 #include "muster/client/controller_client.h"
 #include "muster/common/status.h"
+#include "muster/v1/agent.pb.h"
 #include "muster/v1/controller.pb.h"
 
 namespace muster::client {
@@ -23,6 +24,18 @@ struct StepOptions {
   bool kill_on_bad_exit = false;  // a task ending non-zero kills the others (srun -K)
   std::string program = "srun";   // names the client in its messages
   bool pmi = true;                // serve PMI-1 to the tasks (MPI without mpiexec); --mpi=none
+  // Standard input (srun -i): by default task 0 reads ours; STDIN_ALL sends it to every task;
+  // STDIN_NONE gives /dev/null, or the file stdin_pattern names on each node.
+  v1::StepLaunchRequest::StdinMode stdin_mode = v1::StepLaunchRequest::STDIN_TASK;
+  uint32_t stdin_task = 0;
+  std::string stdin_pattern;
+  int stdin_fd = 0;
+  // srun -o/-e: the tasks write these files on their nodes (patterns %t %n %N %j %s %u %x).
+  std::string stdout_pattern;
+  std::string stderr_pattern;
+  // srun --pty: task 0 runs on a pseudo-terminal; ours (when stdin is one) goes raw meanwhile
+  // and its size follows.
+  bool pty = false;
 };
 
 // Runs the step to completion, writing task output to out/err line by line. Waits (saying so

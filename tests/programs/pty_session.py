@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Drives `srun --pty bash` through a real terminal, as a person would: checks that the task has
+a terminal of the right size that follows ours, that Ctrl-C and Ctrl-Z reach its foreground job,
+and that srun ends with the shell's exit code. Usage: pty_session.py SRUN [ARGS...]"""
+import fcntl
+import os
+import pty
+import select
+import signal
+import struct
+import sys
+import termios
+import time
+
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:] + ["--pty", "bash", "--norc", "--noprofile", "-i"])
+
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 132, 0, 0))
+out = b""
+
+
+def pump(until, timeout=10.0):
+    """Reads the terminal until `until` has appeared in the output."""
+    global out
+    end = time.time() + timeout
+    while until.encode() not in out:
+        if time.time() > end:
+            sys.exit("timed out waiting for %r; got:\n%s" % (until, out.decode(errors="replace")))
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            out += data
+
+
+def say(line, until):
+    os.write(fd, line.encode())
+    pump(until)
+
+
+# Typed before the shell is up, input may be flushed: wait for its prompt. Each check waits for
+# output that differs from the echo of what was typed ($((...)) is expanded by the shell).
+pump("bash-")
+say("echo READY=$((40+2))\r", "READY=42")
+say("echo TTY=$(tty) SIZE=$(stty size) JOB=$SLURM_JOB_ID END=$((1+1))\r", "END=2")
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 100, 0, 0))
+os.kill(pid, signal.SIGWINCH)
+time.sleep(0.3)
+say("echo RESIZED=$(stty size) END=$((2+1))\r", "END=3")
+# A foreground job that says when it runs, for the keys that act on it.
+say("sh -c 'echo RUNNING=$((5+1)); exec sleep 30'\r", "RUNNING=6")
+say("\x03", "^C")  # Ctrl-C: the remote line discipline interrupts it
+say("echo INT=$? END=$((3+1))\r", "END=4")
+say("sh -c 'echo RUNNING=$((6+1)); exec sleep 30'\r", "RUNNING=7")
+say("\x1a", "Stopped")  # Ctrl-Z: job control in the remote shell
+say("kill -9 %1; echo KILLED=$((4+1))\r", "KILLED=5")
+os.write(fd, b"exit 7\r")
+end = time.time() + 10
+while time.time() < end:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    r, _, _ = select.select([fd], [], [], 0.1)
+    if r:
+        try:
+            out += os.read(fd, 4096)
+        except OSError:
+            pass
+else:
+    sys.exit("srun did not end after `exit 7`")
+text = out.decode(errors="replace")
+sys.stdout.write(text + "\n")
+print("EXIT=%d" % os.WEXITSTATUS(status))
