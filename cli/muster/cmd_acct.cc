@@ -21,7 +21,8 @@ namespace {
 // One line of output: a job, its batch script (ID.batch) or one of its steps (ID.N).
 struct Row {
   const v1::JobInfo* job = nullptr;
-  std::string id;
+  std::string id;      // 7, 7_3 (a job array's task), 7.batch, 7_3.0
+  std::string raw_id;  // the same with the job's own id (JobIDRaw)
   std::string name;
   std::string partition;
   std::string state;
@@ -54,7 +55,7 @@ struct Field {
 const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = {
       {"JobID", 12, [](const Row& r, int64_t) { return r.id; }},
-      {"JobIDRaw", 12, [](const Row& r, int64_t) { return r.id; }},
+      {"JobIDRaw", 12, [](const Row& r, int64_t) { return r.raw_id; }},
       {"JobName", 10, [](const Row& r, int64_t) { return r.name; }},
       {"Partition", 10, [](const Row& r, int64_t) { return r.partition; }},
       {"Account", 10, [](const Row&, int64_t) { return std::string(); }},
@@ -179,7 +180,8 @@ std::vector<Row> RowsOf(const v1::JobInfo& j, bool allocations_only) {
   Row job;
   job.job = &j;
   job.is_job = true;
-  job.id = std::to_string(j.id());
+  job.id = JobIdText(j);
+  job.raw_id = std::to_string(j.id());
   job.name = j.name();
   job.partition = j.partition();
   job.state = JobStateName(j.state(), false);
@@ -199,6 +201,7 @@ std::vector<Row> RowsOf(const v1::JobInfo& j, bool allocations_only) {
     Row b = job;
     b.is_job = false;
     b.id = job.id + ".batch";
+    b.raw_id = job.raw_id + ".batch";
     b.name = "batch";
     b.partition.clear();
     b.state = BatchState(j);
@@ -215,6 +218,7 @@ std::vector<Row> RowsOf(const v1::JobInfo& j, bool allocations_only) {
     Row r;
     r.job = &j;
     r.id = job.id + "." + std::to_string(s.id());
+    r.raw_id = job.raw_id + "." + std::to_string(s.id());
     r.name = s.name();
     r.state = JobStateName(s.state(), false);
     r.exit_code = s.exit_code();
@@ -409,6 +413,7 @@ int CmdAcct(int argc, char** argv) {
                                 {nullptr, 0, nullptr, 0}};
   const int64_t now = NowMs();
   v1::ListAccountingRequest req;
+  std::vector<JobRef> refs;  // -j, with job array tasks (7_3) filtered here
   bool all_users = ::getuid() == 0, noheader = false, allocations = false, json = false;
   int parsable = 0;  // 1: -p, 2: -P
   std::string format = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode";
@@ -418,13 +423,15 @@ int CmdAcct(int argc, char** argv) {
   for (int c; (c = getopt_long(argc, argv, ":j:u:aS:E:s:r:XnpPo:eh", opts, nullptr)) != -1;) {
     const std::string val = optarg ? optarg : "";
     switch (c) {
-      case 'j':
-        for (const auto& item : Split(val, ',', true)) {
-          auto id = ParseUint(item.substr(0, item.find('.')));
-          if (!id) return Usage("acct", "bad job id '" + item + "'");
-          req.add_job_ids(*id);
+      case 'j': {
+        auto parsed = ParseJobRefs(val);
+        if (!parsed.ok()) return Usage("acct", parsed.status().message());
+        for (const JobRef& r : *parsed) {
+          req.add_job_ids(r.id);  // a job array's id brings all its tasks
+          refs.push_back(r);
         }
         break;
+      }
       case 'u':
         for (const auto& u : Split(val, ',', true)) req.add_users(u);
         all_users = true;
@@ -514,7 +521,10 @@ int CmdAcct(int argc, char** argv) {
   if (!controller.ok()) return Fail("acct", controller.status());
   auto resp = controller->ListAccounting(req);
   if (!resp.ok()) return Fail("acct", resp.status());
-  std::vector<v1::JobInfo> jobs(resp->jobs().begin(), resp->jobs().end());
+  std::vector<v1::JobInfo> jobs;
+  for (const v1::JobInfo& j : resp->jobs()) {
+    if (RefsMatch(refs, j)) jobs.push_back(j);
+  }
   if (json) {
     PrintJson(jobs, now);
     return kExitOk;

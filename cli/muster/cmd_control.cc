@@ -53,7 +53,11 @@ void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = ""
   int64_t run = 0;
   if (j.start_time_ms() > 0)
     run = (j.end_time_ms() > 0 ? j.end_time_ms() : now) - j.start_time_ms();
-  line("JobId=" + std::to_string(j.id()) + " JobName=" + j.name());
+  line("JobId=" + std::to_string(j.id()) +
+       (j.has_array() ? " ArrayJobId=" + std::to_string(j.array().array_job_id()) +
+                            " ArrayTaskId=" + std::to_string(j.array().task_id())
+                      : "") +
+       " JobName=" + j.name());
   line("   UserId=" + j.user() + "(" + std::to_string(j.uid()) + ") MCS_label=N/A");
   line("   Priority=" + std::to_string(j.priority()) + " Nice=0 Account=(null) QOS=(null)");
   line("   JobState=" + state + " Reason=" + (j.reason().empty() ? "None" : j.reason()) +
@@ -216,20 +220,27 @@ int Show(const std::vector<std::string>& args) {
   if (what == "job" || what == "jobs") {
     const int64_t now = SystemClock::Get()->NowMs();
     if (!arg.empty()) {
-      auto id = ParseUint(arg.substr(0, arg.find('.')));
-      if (!id) return Usage("control", "bad job id '" + arg + "'");
-      auto resp = controller->GetJob(*id);
-      if (!resp.ok()) {
-        if (resp.status().code() == StatusCode::kNotFound) {
-          return Fail("control", NotFound("Invalid job id specified"));
+      auto refs = ParseJobRefs(arg);
+      if (!refs.ok() || refs->size() != 1) return Usage("control", "bad job id '" + arg + "'");
+      // The job, or every task of a job array (7) or the ones named (7_3).
+      v1::ListJobsRequest req;
+      req.set_include_finished(true);
+      req.add_job_ids(refs->front().id);
+      auto resp = controller->ListJobs(req);
+      if (!resp.ok()) return Fail("control", resp.status());
+      std::vector<const v1::JobInfo*> jobs;
+      for (const auto& j : resp->jobs()) {
+        if (RefsMatch(*refs, j)) jobs.push_back(&j);
+      }
+      if (jobs.empty()) return Fail("control", NotFound("Invalid job id specified"));
+      for (const v1::JobInfo* j : jobs) {
+        std::string explain;
+        if (jobs.size() == 1 && j->state() == v1::PENDING) {
+          if (auto x = controller->ExplainJob(j->id()); x.ok())
+            explain = x->explanation().summary();
         }
-        return Fail("control", resp.status());
+        PrintJob(*j, now, explain);
       }
-      std::string explain;
-      if (resp->job().state() == v1::PENDING) {
-        if (auto x = controller->ExplainJob(*id); x.ok()) explain = x->explanation().summary();
-      }
-      PrintJob(resp->job(), now, explain);
       return kExitOk;
     }
     v1::ListJobsRequest req;

@@ -166,12 +166,26 @@ std::string SqueueHeader(char letter) {
   }
 }
 
-std::string SqueueField(char letter, const v1::JobInfo& j, int64_t now) {
+// How a row names its job: "7", a job array's task "7_3", or its pending tasks as one row,
+// "7_[4-15%2]" (squeue without -r).
+struct RowId {
+  std::string id;     // %i
+  std::string tasks;  // %K: "3", "4-15%2"; "N/A" outside arrays
+};
+
+RowId RowIdOf(const v1::JobInfo& j) {
+  if (!j.has_array()) return {std::to_string(j.id()), "N/A"};
+  return {JobIdText(j), std::to_string(j.array().task_id())};
+}
+
+std::string SqueueField(char letter, const v1::JobInfo& j, const RowId& row, int64_t now) {
   const bool pending = j.state() == v1::PENDING;
   switch (letter) {
     case 'i':
-    case 'A':
+      return row.id;
     case 'F':
+      return std::to_string(j.has_array() ? j.array().array_job_id() : j.id());
+    case 'A':
       return std::to_string(j.id());
     case 'j':
       return j.name();
@@ -221,7 +235,7 @@ std::string SqueueField(char letter, const v1::JobInfo& j, int64_t now) {
     case 'a':
       return "(null)";
     case 'K':
-      return "N/A";
+      return row.tasks;
     default:
       return "";
   }
@@ -240,14 +254,14 @@ void AppendColumn(std::string& out, std::string_view v, size_t width, bool right
 }
 
 // One line (the header when `j` is null), appended to `out`.
-void RenderSqueue(const std::vector<FormatItem>& items, const v1::JobInfo* j, int64_t now,
-                  std::string& out) {
+void RenderSqueue(const std::vector<FormatItem>& items, const v1::JobInfo* j, const RowId& row,
+                  int64_t now, std::string& out) {
   for (const FormatItem& f : items) {
     if (!f.letter) {
       out += f.literal;
       continue;
     }
-    AppendColumn(out, j ? SqueueField(f.letter, *j, now) : SqueueHeader(f.letter), f.width,
+    AppendColumn(out, j ? SqueueField(f.letter, *j, row, now) : SqueueHeader(f.letter), f.width,
                  f.right);
   }
   out += '\n';
@@ -276,6 +290,10 @@ void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   w.Field("excluded_nodes", j.excluded_nodes()).Field("max_switches", j.max_switches());
   w.Field("switches_wait_s", j.switches_wait_ms() / 1000).Field("topology", j.topology());
   w.Field("gres", j.gres());
+  if (j.has_array()) {
+    w.Field("array_job_id", j.array().array_job_id()).Field("array_task_id", j.array().task_id());
+    w.Field("array", j.array().spec());
+  }
   if (j.state() == v1::PENDING) {
     w.Field("expected_start_time", j.expected_start_ms() / 1000);
     const v1::PriorityFactors& f = j.priority_factors();
@@ -364,23 +382,20 @@ int CmdQueue(int argc, char** argv) {
   std::string format;
   // As squeue, -h means --noheader (muster queue keeps -h for help).
   const bool squeue = FrontEnd() == "squeue";
-  const struct option opts[] = {{"user", required_argument, nullptr, 'u'},
-                                {"format", required_argument, nullptr, 'o'},
-                                {"states", required_argument, nullptr, 't'},
-                                {"partition", required_argument, nullptr, 'p'},
-                                {"jobs", required_argument, nullptr, 'j'},
-                                {"all", no_argument, nullptr, 'a'},
-                                {"json", no_argument, nullptr, 'J'},
-                                {"noheader", no_argument, nullptr, 'H'},
-                                {"start", no_argument, nullptr, 'S'},
-                                {"priority", no_argument, nullptr, 'P'},
-                                {"Format", required_argument, nullptr, 'O'},
-                                {"help", no_argument, nullptr, 'h'},
-                                {nullptr, 0, nullptr, 0}};
+  const struct option opts[] = {
+      {"user", required_argument, nullptr, 'u'},   {"format", required_argument, nullptr, 'o'},
+      {"states", required_argument, nullptr, 't'}, {"partition", required_argument, nullptr, 'p'},
+      {"jobs", required_argument, nullptr, 'j'},   {"all", no_argument, nullptr, 'a'},
+      {"json", no_argument, nullptr, 'J'},         {"noheader", no_argument, nullptr, 'H'},
+      {"start", no_argument, nullptr, 'S'},        {"priority", no_argument, nullptr, 'P'},
+      {"Format", required_argument, nullptr, 'O'}, {"array", no_argument, nullptr, 'r'},
+      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
   optind = 0;
   opterr = 0;
   bool long_format = false;
-  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:O:aHh", opts, nullptr)) != -1;) {
+  bool expand_arrays = false;  // -r/--array: one row per job array task
+  std::vector<JobRef> refs;    // -j, with array tasks (7_3) filtered here
+  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:O:aHhr", opts, nullptr)) != -1;) {
     if (c == 'h' && squeue && std::string(argv[optind - 1]) != "--help") c = 'H';
     switch (c) {
       case 'o':
@@ -409,11 +424,17 @@ int CmdQueue(int argc, char** argv) {
         for (const auto& p : Split(optarg, ',', true)) req.add_partitions(p);
         break;
       case 'j': {
-        auto ids = ParseIds(Split(optarg, ',', true));
-        if (!ids.ok()) return Usage("queue", ids.status().message());
-        for (uint64_t id : *ids) req.add_job_ids(id);
+        auto parsed = ParseJobRefs(optarg);
+        if (!parsed.ok()) return Usage("queue", parsed.status().message());
+        for (const JobRef& r : *parsed) {
+          req.add_job_ids(r.id);
+          refs.push_back(r);
+        }
         break;
       }
+      case 'r':
+        expand_arrays = true;
+        break;
       case 'a':
         req.set_include_finished(true);
         break;
@@ -432,7 +453,7 @@ int CmdQueue(int argc, char** argv) {
       case 'h':
         std::printf(
             "Usage: %s [-u USERS] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
-            "[--start | --priority] [%s] [-o FORMAT] [--json]\n"
+            "[--start | --priority] [-r] [%s] [-o FORMAT] [--json]\n"
             "  -o/--format FORMAT  squeue's fields: %%[.][WIDTH]LETTER, letters i A j u t T D C M "
             "l P R r N Q V S b a F K\n",
             ProgramName("queue").c_str(), squeue ? "-h/--noheader" : "--noheader");
@@ -456,6 +477,7 @@ int CmdQueue(int argc, char** argv) {
     JsonWriter w;
     w.BeginObject().Key("jobs").BeginArray();
     Status listed = controller->ListJobsEach(req, [&](const v1::JobInfo& j) {
+      if (!RefsMatch(refs, j)) return;
       JobJson(w, j);
       if (w.size() >= (64u << 10)) w.FlushTo(stdout);
     });
@@ -478,12 +500,49 @@ int CmdQueue(int argc, char** argv) {
                               : ParseSqueueFormat(format);
   if (!items.ok()) return Usage("queue", items.status().message());
   const int64_t now = SystemClock::Get()->NowMs();
-  // Rows are rendered as they stream in; like squeue, pending jobs come first.
+  // Rows are rendered as they stream in; like squeue, pending jobs come first. A job array's
+  // pending tasks (consecutive in id order) make one row unless -r asks for one each.
   std::string pending, others;
-  if (header) RenderSqueue(*items, nullptr, now, pending);
+  if (header) RenderSqueue(*items, nullptr, {}, now, pending);
+  v1::JobInfo group;  // the first pending task of the array being collapsed
+  std::vector<uint32_t> group_tasks;
+  auto flush_group = [&] {
+    if (group_tasks.empty()) return;
+    RowId row = RowIdOf(group);
+    if (group_tasks.size() > 1 || group.array().max_running() > 0) {
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < group_tasks.size();) {
+        size_t k = i;
+        while (k + 1 < group_tasks.size() && group_tasks[k + 1] == group_tasks[k] + 1) ++k;
+        parts.push_back(std::to_string(group_tasks[i]) +
+                        (k > i ? "-" + std::to_string(group_tasks[k]) : ""));
+        i = k + 1;
+      }
+      row.tasks = Join(parts, ",");
+      if (group.array().max_running() > 0) {
+        row.tasks += "%" + std::to_string(group.array().max_running());
+      }
+      row.id = std::to_string(group.array().array_job_id()) + "_[" + row.tasks + "]";
+    }
+    RenderSqueue(*items, &group, row, now, pending);
+    group_tasks.clear();
+  };
   Status listed = controller->ListJobsEach(req, [&](const v1::JobInfo& j) {
-    RenderSqueue(*items, &j, now, j.state() == v1::PENDING ? pending : others);
+    if (!RefsMatch(refs, j)) return;
+    if (!expand_arrays && j.has_array() && j.state() == v1::PENDING) {
+      if (!group_tasks.empty() && group.array().array_job_id() == j.array().array_job_id()) {
+        group_tasks.push_back(j.array().task_id());
+        return;
+      }
+      flush_group();
+      group = j;
+      group_tasks.push_back(j.array().task_id());
+      return;
+    }
+    if (j.state() == v1::PENDING) flush_group();
+    RenderSqueue(*items, &j, RowIdOf(j), now, j.state() == v1::PENDING ? pending : others);
   });
+  flush_group();
   if (!listed.ok()) return Fail("queue", listed);
   std::fwrite(pending.data(), 1, pending.size(), stdout);
   std::fwrite(others.data(), 1, others.size(), stdout);
@@ -663,26 +722,34 @@ int CmdCancel(int argc, char** argv) {
                      std::string("option ") + argv[optind - 1] + " is not supported (see --help)");
     }
   }
-  std::vector<std::string> items(argv + optind, argv + argc);
-  auto ids = ParseIds(items);
-  if (!ids.ok()) return Usage("cancel", ids.status().message());
+  std::vector<JobRef> refs;
+  for (int i = optind; i < argc; ++i) {
+    auto parsed = ParseJobRefs(argv[i]);
+    if (!parsed.ok()) return Usage("cancel", parsed.status().message());
+    refs.insert(refs.end(), parsed->begin(), parsed->end());
+  }
   const bool selecting = !users.empty() || !names.empty() || !states.empty() ||
                          !partitions.empty() || !nodelist.empty();
-  if (ids->empty() && !selecting) return Usage("cancel", "no job id given");
+  bool tasks_named = false;  // 7_3: resolved to the task's own job id below
+  for (const JobRef& r : refs) tasks_named |= !r.tasks.empty();
+  if (refs.empty() && !selecting) return Usage("cancel", "no job id given");
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("cancel", controller.status());
-  if (selecting) {
-    // The selectors pick among the live jobs (and among the given ids, when there are some).
+  if (selecting || tasks_named) {
+    // The selectors pick among the live jobs (and among the given ids, when there are some);
+    // what they pick is cancelled job by job (a job array's first task is not its whole array).
     v1::ListJobsRequest list;
     for (const auto& u : users) list.add_users(u);
     for (auto st : states) list.add_states(st);
     for (const auto& p : partitions) list.add_partitions(p);
-    for (uint64_t id : *ids) list.add_job_ids(id);
+    for (const JobRef& r : refs) list.add_job_ids(r.id);
+    list.set_brief(true);
     auto found = controller->ListJobs(list);
     if (!found.ok()) return Fail("cancel", found.status());
     std::set<std::string> want_names(names.begin(), names.end());
     std::set<std::string> want_nodes(nodelist.begin(), nodelist.end());
     for (const auto& j : found->jobs()) {
+      if (!RefsMatch(refs, j)) continue;
       if (!want_names.empty() && !want_names.count(j.name())) continue;
       if (!want_nodes.empty()) {
         bool on = false;
@@ -690,11 +757,19 @@ int CmdCancel(int argc, char** argv) {
         if (!on) continue;
       }
       if (j.state() != v1::PENDING && j.state() != v1::RUNNING) continue;
-      req.add_job_ids(j.id());
+      req.add_single_job_ids(j.id());
     }
-    if (req.job_ids_size() == 0) return kExitOk;  // nothing matched: scancel is silent too
+    if (req.single_job_ids_size() == 0) {
+      // Nothing matched: scancel is silent, but names a task that does not exist.
+      if (!selecting && FrontEnd() == "scancel" && !quiet) {
+        std::fprintf(stderr,
+                     "scancel: error: Kill job error on job id %s: Invalid job id specified\n",
+                     argv[optind]);
+      }
+      return kExitOk;
+    }
   } else {
-    for (uint64_t id : *ids) req.add_job_ids(id);
+    for (const JobRef& r : refs) req.add_job_ids(r.id);
   }
   auto resp = controller->CancelJob(req);
   if (!resp.ok()) return Fail("cancel", resp.status());

@@ -1,5 +1,6 @@
 #include "output.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -114,6 +115,66 @@ void JsonWriter::Sep() {
   }
   if (!first_.back()) out_ += ',';
   first_.back() = false;
+}
+
+Result<std::vector<JobRef>> ParseJobRefs(const std::string& list) {
+  std::vector<std::string> items;
+  int depth = 0;
+  std::string cur;
+  for (char c : list) {
+    if (c == ',' && depth == 0) {
+      if (!cur.empty()) items.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+    cur += c;
+  }
+  if (!cur.empty()) items.push_back(cur);
+  std::vector<JobRef> refs;
+  for (const std::string& item : items) {
+    auto bad = [&] { return InvalidArgument("invalid job id '" + item + "'"); };
+    const std::string base = item.substr(0, item.find('.'));  // a step's job: "7.1", "7.batch"
+    const size_t us = base.find('_');
+    auto id = ParseUint(base.substr(0, us));
+    if (!id || *id == 0) return bad();
+    JobRef ref;
+    ref.id = *id;
+    if (us != std::string::npos) {
+      std::string tasks = base.substr(us + 1);
+      if (tasks.size() >= 2 && tasks.front() == '[' && tasks.back() == ']') {
+        tasks = tasks.substr(1, tasks.size() - 2);
+      }
+      for (const std::string& part : Split(tasks, ',', false)) {
+        const size_t dash = part.find('-');
+        auto lo = ParseUint(part.substr(0, dash));
+        auto hi = dash == std::string::npos ? lo : ParseUint(part.substr(dash + 1));
+        if (!lo || !hi || *hi < *lo || *hi - *lo > 1'000'000) return bad();
+        for (uint64_t t = *lo; t <= *hi; ++t) ref.tasks.push_back(static_cast<uint32_t>(t));
+      }
+      if (ref.tasks.empty()) return bad();
+    }
+    refs.push_back(std::move(ref));
+  }
+  return refs;
+}
+
+bool RefsMatch(const std::vector<JobRef>& refs, const v1::JobInfo& j) {
+  if (refs.empty()) return true;
+  for (const JobRef& r : refs) {
+    if (r.tasks.empty()) {
+      if (r.id == j.id() || (j.has_array() && j.array().array_job_id() == r.id)) return true;
+    } else if (j.has_array() && j.array().array_job_id() == r.id &&
+               std::find(r.tasks.begin(), r.tasks.end(), j.array().task_id()) != r.tasks.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string JobIdText(const v1::JobInfo& j) {
+  if (!j.has_array()) return std::to_string(j.id());
+  return std::to_string(j.array().array_job_id()) + "_" + std::to_string(j.array().task_id());
 }
 
 void JsonWriter::FlushTo(std::FILE* f) {

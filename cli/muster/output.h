@@ -7,7 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "muster/common/status.h"
 #include "muster/v1/common.pb.h"
+#include "muster/v1/controller.pb.h"
 
 namespace muster::cli {
 
@@ -26,6 +28,19 @@ std::string JobStateName(v1::JobState s, bool completing);
 std::string JobStateCode(v1::JobState s, bool completing);
 // Parses "PD", "pending", "R", "running", ... INVALID when unknown.
 bool ParseJobState(const std::string& s, v1::JobState* out);
+
+// A job as users name it: "7", a job array's task "7_3", or several tasks "7_[1-3,5]".
+struct JobRef {
+  uint64_t id = 0;
+  std::vector<uint32_t> tasks;  // empty: the job (for a job array's id, all its tasks)
+};
+// Comma-separated references, brackets kept together ("7_[1,3],9"). INVALID_ARGUMENT naming
+// the bad one.
+Result<std::vector<JobRef>> ParseJobRefs(const std::string& list);
+// Whether `j` is one of the jobs `refs` name (a job array's id names all its tasks).
+bool RefsMatch(const std::vector<JobRef>& refs, const v1::JobInfo& j);
+// "7", or "7_3" for a job array's task (squeue's %i, sacct's JobID).
+std::string JobIdText(const v1::JobInfo& j);
 
 // Builds JSON text with commas handled. Not validating: callers nest correctly.
 class JsonWriter {

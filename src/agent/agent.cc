@@ -367,6 +367,10 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     vars.node = agent_->options_.node_name;
     vars.node_id = req.node_id();
     vars.step = std::to_string(req.step_id());
+    if (job->launch.has_array()) {
+      vars.array_job_id = job->launch.array().array_job_id();
+      vars.array_task_id = job->launch.array().task_id();
+    }
     std::set<std::string> truncated;  // output files of this step opened here already
     for (uint32_t local = 0; local < req.ntasks(); ++local) {
       Task t;
@@ -1245,6 +1249,10 @@ void Agent::Impl::StartJob(uint64_t id) {
     vars.job_name = spec.name();
     vars.user = spec.user();
     vars.node = options_.node_name;
+    if (l.has_array()) {
+      vars.array_job_id = l.array().array_job_id();
+      vars.array_task_id = l.array().task_id();
+    }
     SpawnSpec sp;
     sp.argv.push_back(script);
     for (const auto& a : spec.script_args()) sp.argv.push_back(a);

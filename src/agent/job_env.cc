@@ -94,6 +94,15 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
   env.Slurm("JOB_GID", std::to_string(s.gid()));
   env.Slurm("NODEID", std::to_string(l.node_id()));
   env.Slurm("RESTART_COUNT", std::to_string(l.requeue_count()));
+  if (l.has_array()) {
+    const v1::ArrayTask& a = l.array();
+    env.Slurm("ARRAY_JOB_ID", std::to_string(a.array_job_id()));
+    env.Slurm("ARRAY_TASK_ID", std::to_string(a.task_id()));
+    env.Slurm("ARRAY_TASK_COUNT", std::to_string(a.count()));
+    env.Slurm("ARRAY_TASK_MIN", std::to_string(a.min()));
+    env.Slurm("ARRAY_TASK_MAX", std::to_string(a.max()));
+    env.Slurm("ARRAY_TASK_STEP", std::to_string(a.step()));
+  }
   if (s.mem_per_node_mb() > 0) env.Slurm("MEM_PER_NODE", std::to_string(s.mem_per_node_mb()));
   env.Set("SLURMD_NODENAME", node_name);
   env.Set("MUSTER_NODENAME", node_name);

@@ -55,6 +55,7 @@ const struct option kLongOptions[] = {
     {"hold", no_argument, nullptr, 'H'},
     {"parsable", no_argument, nullptr, kParsable},
     {"test-only", no_argument, nullptr, kTestOnly},
+    {"array", required_argument, nullptr, 'a'},
     {"no-requeue", no_argument, nullptr, kNoRequeue},
     {"requeue", no_argument, nullptr, kRequeue},
     {"exclusive", no_argument, nullptr, kExclusive},
@@ -78,7 +79,7 @@ const struct option kLongOptions[] = {
     {"mpi", required_argument, nullptr, kMpi},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:u";
+constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
 
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
@@ -95,6 +96,7 @@ bool Accepted(int c, OptionSet set) {
     case 'I':
       return set != OptionSet::kBatch;
     case kTestOnly:
+    case 'a':
       return set == OptionSet::kBatch;
     case kWrap:
     case kParsable:
@@ -109,7 +111,6 @@ bool Accepted(int c, OptionSet set) {
 // Slurm options that scripts use but this version does not implement: refused by name.
 const std::set<std::string> kKnownUnsupported = {"account",
                                                  "qos",
-                                                 "array",
                                                  "dependency",
                                                  "mail-type",
                                                  "mail-user",
@@ -366,6 +367,9 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case kTestOnly:
         o->test_only = true;
         break;
+      case 'a':
+        o->array = val;
+        break;
       case kNoRequeue:
         o->no_requeue = true;
         break;
@@ -595,6 +599,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   if (o.output) s.set_stdout_pattern(*o.output);
   if (o.error) s.set_stderr_pattern(*o.error);
   s.set_hold(o.hold);
+  if (o.array) s.set_array(*o.array);
   s.set_no_requeue(o.no_requeue);
 
   // --export: ALL (default), NONE, or a list of names and NAME=value, optionally with ALL.
@@ -673,6 +678,8 @@ first; options on the command line override them.
       --no-requeue           fail instead of requeueing after a node failure
       --parsable             print only the job id
       --test-only            say when and where the job would start; submit nothing
+  -a, --array=INDEXES        a job array: one job per index (0-15, 1-9:2, 1,3,5; %N runs at
+                             most N at once); SLURM_ARRAY_* and %A/%a in file names
 )";
 }
 

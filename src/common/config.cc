@@ -254,6 +254,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(
             t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("max_array_size", &s.max_array_size, 1, 4'000'001));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("accounting_retention_days", &s.accounting_retention_days, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(

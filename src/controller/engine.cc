@@ -363,34 +363,63 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
     return resp;
   }
 
+  // A job array is one job per task id, with consecutive job ids from the array's own.
+  std::vector<uint32_t> tasks;
+  v1::ArrayTask array;
+  if (!spec.array().empty()) {
+    if (spec.interactive()) return InvalidArgument("an srun/salloc allocation cannot be an array");
+    MUSTER_ASSIGN_OR_RETURN(
+        tasks, ParseArraySpec(spec.array(), options_.config.scheduling.max_array_size, &array));
+    if (jobs_.size() + tasks.size() > options_.config.scheduling.max_job_count) {
+      return ResourceExhausted("an array of " + std::to_string(tasks.size()) +
+                               " tasks would pass the controller's job limit "
+                               "(scheduling.max_job_count); try again later");
+    }
+    array.set_array_job_id(rec.id());
+  }
+  const uint64_t count = tasks.empty() ? 1 : tasks.size();
   v1::MetaRecord next_meta = meta_;
-  next_meta.set_next_job_id(meta_.next_job_id() + 1);
+  next_meta.set_next_job_id(meta_.next_job_id() + count);
   // The script and environment go to their own record, read back at launch only.
   v1::JobPayload payload;
   payload.set_script(std::move(*rec.mutable_spec()->mutable_script()));
   *payload.mutable_environment() = std::move(*rec.mutable_spec()->mutable_environment());
   rec.mutable_spec()->clear_script();
   rec.mutable_spec()->clear_environment();
+  std::vector<v1::JobRecord> recs;
+  for (uint64_t k = 0; k < count; ++k) {
+    recs.push_back(rec);
+    recs.back().set_id(rec.id() + k);
+    if (!tasks.empty()) {
+      *recs.back().mutable_array() = array;
+      recs.back().mutable_array()->set_task_id(tasks[k]);
+    }
+  }
   store::Mutation m;
-  m.PutJob(rec);
-  m.PutJobPayload(rec.id(), payload);
+  for (const v1::JobRecord& r : recs) {
+    m.PutJob(r);
+    m.PutJobPayload(r.id(), payload);
+  }
   m.PutMeta(next_meta);
   MUSTER_RETURN_IF_ERROR_PREPEND(Commit(m), "job not accepted: cannot persist it");
   meta_ = next_meta;
-  JobEntry e;
-  e.rec = std::move(rec);
-  e.request = std::move(request);
-  e.brief_spec_fields = BriefSpecFields(e.rec);
-  uint64_t id = e.rec.id();
-  spdlog::info("submit job={} user={} nodes={} gpus_per_node={} partition={}", id,
-               e.rec.spec().user(), e.rec.spec().nodes(), e.rec.spec().gpus_per_node(),
-               Join({e.rec.spec().partitions().begin(), e.rec.spec().partitions().end()}, ","));
-  if (e.rec.spec().interactive()) {
-    e.orphan_since_ms = now;  // its client attaches next
-    interactive_.insert(id);
+  const uint64_t id = rec.id();
+  spdlog::info("submit job={} user={} nodes={} gpus_per_node={} partition={}{}", id,
+               rec.spec().user(), rec.spec().nodes(), rec.spec().gpus_per_node(),
+               Join({rec.spec().partitions().begin(), rec.spec().partitions().end()}, ","),
+               tasks.empty() ? "" : " array=" + spec.array());
+  for (v1::JobRecord& r : recs) {
+    JobEntry e;
+    e.rec = std::move(r);
+    e.request = request;
+    e.brief_spec_fields = BriefSpecFields(e.rec);
+    if (e.rec.spec().interactive()) {
+      e.orphan_since_ms = now;  // its client attaches next
+      interactive_.insert(e.rec.id());
+    }
+    pending_.insert(e.rec.id());
+    jobs_.emplace(e.rec.id(), std::move(e));
   }
-  jobs_.emplace(id, std::move(e));
-  pending_.insert(id);
   schedule_requested_ = true;
   v1::SubmitJobResponse resp;
   resp.set_job_id(id);
@@ -400,7 +429,20 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
 Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
                                                 const v1::CancelJobRequest& req, TimeMs now) {
   v1::CancelJobResponse resp;
+  // A job array's id stands for all its tasks (they follow it, with consecutive ids).
+  std::vector<uint64_t> targets;
   for (uint64_t id : req.job_ids()) {
+    bool array = false;
+    for (auto it = jobs_.lower_bound(id); it != jobs_.end() && it->second.rec.has_array() &&
+                                          it->second.rec.array().array_job_id() == id;
+         ++it) {
+      targets.push_back(it->first);
+      array = true;
+    }
+    if (!array) targets.push_back(id);
+  }
+  targets.insert(targets.end(), req.single_job_ids().begin(), req.single_job_ids().end());
+  for (uint64_t id : targets) {
     v1::CancelJobResult* r = resp.add_results();
     r->set_job_id(id);
     JobEntry* job = FindJob(id);
@@ -757,10 +799,34 @@ std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
   in.now = now;
   in.config = sched_config_;
   std::vector<core::PendingJob>& queue = in.queue;
+  // Job arrays with %N: how many more of their tasks may start in this pass.
+  std::map<uint64_t, int64_t> array_room;
+  for (uint64_t id : pending_) {
+    const v1::JobRecord& r = jobs_.at(id).rec;
+    if (r.has_array() && r.array().max_running() > 0) {
+      array_room.emplace(r.array().array_job_id(), r.array().max_running());
+    }
+  }
+  if (!array_room.empty()) {
+    for (const auto& [id, job] : jobs_) {
+      const v1::JobRecord& r = job.rec;
+      if (!r.has_array() || (r.state() != v1::RUNNING && r.completing_nodes_size() == 0)) continue;
+      if (auto it = array_room.find(r.array().array_job_id()); it != array_room.end()) --it->second;
+    }
+  }
   for (uint64_t id : pending_) {
     JobEntry& job = jobs_.at(id);
     if (!InPass(job.rec)) {
       job.had_reservation = false;  // out of this pass: it holds no reservation in it
+      continue;
+    }
+    if (job.rec.has_array() && job.rec.array().max_running() > 0 &&
+        array_room[job.rec.array().array_job_id()]-- <= 0) {
+      job.had_reservation = false;
+      job.rec.set_reason("JobArrayTaskLimit");
+      job.rec.set_reason_detail("the array runs at most " +
+                                std::to_string(job.rec.array().max_running()) +
+                                " tasks at once (--array=" + job.rec.array().spec() + ")");
       continue;
     }
     core::PendingJob pj = ToPendingJob(job);
@@ -869,6 +935,7 @@ void Engine::SendLaunch(const JobEntry& job, size_t pos) {
   *l->mutable_allocation() = r.allocation();
   l->set_node_id(static_cast<uint32_t>(pos));
   l->set_batch_node(pos == 0 && !r.spec().interactive());
+  if (r.has_array()) *l->mutable_array() = r.array();
   if (pos != 0 || r.spec().interactive()) {
     // Only the first node runs the script; the others need the allocation and the identity.
     l->mutable_spec()->clear_script();

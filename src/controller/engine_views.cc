@@ -63,6 +63,7 @@ v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
   info.set_work_dir(s.work_dir());
   info.set_priority(r.priority());
   info.set_interactive(s.interactive());
+  if (r.has_array()) *info.mutable_array() = r.array();
   if (with_steps) {
     // The first node's CPU count, for the batch step's line (sacct's N.batch).
     if (r.allocation().nodes_size() > 0) {
@@ -92,6 +93,10 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
   vars.job_id = r.id();
   vars.job_name = s.name();
   vars.user = s.user();
+  if (r.has_array()) {
+    vars.array_job_id = r.array().array_job_id();
+    vars.array_task_id = r.array().task_id();
+  }
   vars.node = r.allocation().nodes().empty() ? "%N" : r.allocation().nodes(0).node();
   info.set_stdout_path(ExpandOutputPattern(s.stdout_pattern(), vars, s.work_dir()));
   info.set_stderr_path(s.stderr_pattern().empty()
@@ -193,6 +198,7 @@ std::string Engine::BriefSpecFields(const v1::JobRecord& r) {
     gres += g.name() + (g.type().empty() ? "" : ":" + g.type()) + ":" + std::to_string(g.count());
   }
   info.set_gres(gres);
+  if (r.has_array()) *info.mutable_array() = r.array();
   return info.SerializeAsString();
 }
 
@@ -242,7 +248,10 @@ std::string Engine::ListJobsWire(const v1::ListJobsRequest& req) const {
   v1::JobInfo row;
   for (const auto& [id, job] : jobs_) {
     const v1::JobRecord& r = job.rec;
-    if (!ids.empty() && !ids.count(id)) continue;
+    // A job array's id stands for all its tasks.
+    if (!ids.empty() && !ids.count(id) && !(r.has_array() && ids.count(r.array().array_job_id()))) {
+      continue;
+    }
     if (!users.empty() && !users.count(r.spec().user())) continue;
     if (!states.empty()) {
       if (!states.count(r.state())) continue;
@@ -274,7 +283,10 @@ Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccounti
   const std::set<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
   const TimeMs end = req.end_ms() > 0 ? req.end_ms() : now;
   auto match = [&](const v1::JobRecord& r) {
-    if (!ids.empty() && !ids.count(r.id())) return false;
+    if (!ids.empty() && !ids.count(r.id()) &&
+        !(r.has_array() && ids.count(r.array().array_job_id()))) {
+      return false;
+    }
     if (!users.empty() && !users.count(r.spec().user())) return false;
     if (!states.empty() && !states.count(r.state())) return false;
     if (!parts.empty()) {
@@ -298,10 +310,11 @@ Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccounti
   };
   if (!ids.empty()) {
     for (uint64_t id : ids) {
-      if (jobs_.count(id)) continue;
+      // The job, or a job array's tasks (consecutive ids from the array's own).
       MUSTER_RETURN_IF_ERROR(store_->ScanHistory(id, [&](const v1::JobRecord& r) {
-        if (r.id() == id) take(r);
-        return false;
+        const bool task = r.has_array() && r.array().array_job_id() == id;
+        if (r.id() == id || task) take(r);
+        return task;
       }));
     }
   } else {

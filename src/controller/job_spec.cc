@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "muster/common/strings.h"
 
@@ -320,6 +321,52 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
     r.scope = core::JobRequest::Scope::kNvlink;
   }
   return r;
+}
+
+Result<std::vector<uint32_t>> ParseArraySpec(const std::string& spec, uint32_t max_array_size,
+                                             v1::ArrayTask* out) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("invalid job array specification '" + spec + "': " + why);
+  };
+  std::string ranges = spec;
+  uint32_t max_running = 0;
+  if (size_t pct = spec.find('%'); pct != std::string::npos) {
+    auto n = ParseUint(spec.substr(pct + 1));
+    if (!n || *n == 0 || *n > max_array_size) return bad("%N needs a number from 1");
+    max_running = static_cast<uint32_t>(*n);
+    ranges = spec.substr(0, pct);
+  }
+  std::set<uint32_t> tasks;
+  uint32_t step = 1;
+  const auto parts = Split(ranges, ',', false);
+  for (const std::string& part : parts) {
+    std::string range = part;
+    uint32_t by = 1;
+    if (size_t colon = part.find(':'); colon != std::string::npos) {
+      auto n = ParseUint(part.substr(colon + 1));
+      if (!n || *n == 0 || *n >= max_array_size) return bad("a step needs a number from 1");
+      by = static_cast<uint32_t>(*n);
+      range = part.substr(0, colon);
+    }
+    const size_t dash = range.find('-');
+    auto first = ParseUint(range.substr(0, dash));
+    auto last = dash == std::string::npos ? first : ParseUint(range.substr(dash + 1));
+    if (!first || !last || *last < *first) return bad("'" + part + "' is not N, N-M or N-M:S");
+    if (*last >= max_array_size) {
+      return bad("task ids must be below " + std::to_string(max_array_size) +
+                 " (scheduling.max_array_size)");
+    }
+    for (uint64_t t = *first; t <= *last; t += by) tasks.insert(static_cast<uint32_t>(t));
+    if (parts.size() == 1) step = by;
+  }
+  if (tasks.empty()) return bad("no task ids");
+  out->set_count(static_cast<uint32_t>(tasks.size()));
+  out->set_min(*tasks.begin());
+  out->set_max(*tasks.rbegin());
+  out->set_step(step);
+  out->set_max_running(max_running);
+  out->set_spec(spec);
+  return std::vector<uint32_t>(tasks.begin(), tasks.end());
 }
 
 }  // namespace muster::controller

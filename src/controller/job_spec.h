@@ -23,6 +23,13 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
 
 core::JobRequest ToCoreRequest(const v1::JobRecord& rec);
 
+// sbatch --array: "0-15", "0-15:4", "1,3,5-7", each with an optional "%N" (at most N tasks run
+// at once). Task ids are below max_array_size. The tasks come back ascending, without
+// duplicates; `out` gets count/min/max/step/max_running/spec (array_job_id and task_id are the
+// caller's). INVALID_ARGUMENT, naming the problem, for anything else.
+Result<std::vector<uint32_t>> ParseArraySpec(const std::string& spec, uint32_t max_array_size,
+                                             v1::ArrayTask* out);
+
 // --constraint "a&b|c" as an OR of ANDs ({{a,b},{c}}); ',' is AND as in Slurm. UNIMPLEMENTED for
 // Slurm's brackets, parentheses and counts; INVALID_ARGUMENT for a malformed feature name.
 Result<std::vector<std::vector<std::string>>> ParseConstraint(const std::string& expr);

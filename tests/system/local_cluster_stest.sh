@@ -243,7 +243,7 @@ f=$(ls task-*-3.out)
 [ "$(sort shared.out | tr '\n' ' ')" = "o0 o1 o2 o3 " ] || fail "srun -o shared: $(cat shared.out)"
 [ "$(sort err-node2.txt | tr '\n' ' ')" = "e2 e3 " ] || fail "srun -e %N: $(cat err-node2.txt)"
 # --pty: a real terminal (size, resize, Ctrl-C, Ctrl-Z), driven through one of ours.
-out=$(timeout 60 python3 "$ROOT/tests/programs/pty_session.py" "$C/srun") || fail "srun --pty: $out"
+out=$(timeout 60 python3 "$ROOT/tests/programs/pty_session.py" "$C/srun" 2>&1) || fail "srun --pty: $out"
 grep -q "TTY=/dev/pts/[0-9]* SIZE=40 132 JOB=[0-9]" <<<"$out" || fail "srun --pty terminal: $out"
 grep -q "RESIZED=50 100" <<<"$out" && grep -q "INT=130" <<<"$out" && grep -q "Stopped" <<<"$out" ||
   fail "srun --pty resize/Ctrl-C/Ctrl-Z: $out"
@@ -258,6 +258,29 @@ alloc=$(sed -n 's/^salloc: Granted job allocation //p' salloc.err)
 acct=$("$C/sacct" -j "$alloc" -n -P -o JobID,JobName,State,ExitCode)
 [ "$acct" = "$(printf '%s|sh|FAILED|4:0\n%s.0|hostname|COMPLETED|0:0' "$alloc" "$alloc")" ] ||
   fail "sacct after salloc: $acct"
+
+echo "== job arrays: SLURM_ARRAY_*, %A_%a, %N throttle, squeue rows, scancel and sacct by task"
+arr=$("$C/sbatch" --parsable --array=1-4%2 -J arr -o 'arr-%A_%a.out' \
+  --wrap 'echo "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX"; sleep 2')
+rows() { "$C/squeue" -h -j "$arr" -t PD,R -o '%i %T %r'; }
+throttled() { rows | grep -q "^${arr}_\[3-4%2\] PENDING JobArrayTaskLimit$"; }
+wait_for 10 throttled
+out=$(rows)
+[ "$("$C/squeue" -h -r -j "$arr" -t PD -o %i | tr '\n' ' ')" = "${arr}_3 ${arr}_4 " ] ||
+  fail "squeue -r: $("$C/squeue" -h -r -j "$arr")"
+[ "$("$C/squeue" -h -j "$arr" -t R | wc -l)" = 2 ] || fail "%2 throttle: $out"
+array_done() { [ -z "$(rows)" ]; }
+wait_for 60 array_done
+[ "$(cat "arr-${arr}_3.out")" = "$arr 3 4 1 4" ] || fail "SLURM_ARRAY_* in task 3: $(cat "arr-${arr}_3.out")"
+[ "$("$C/sacct" -j "${arr}_2" -X -n -P -o JobID,State)" = "${arr}_2|COMPLETED" ] ||
+  fail "sacct -j A_T: $("$C/sacct" -j "${arr}_2" -X -n -P -o JobID,State)"
+[ "$("$C/sacct" -j "$arr" -X -n -P -o JobID | wc -l)" = 4 ] || fail "sacct -j A"
+held_arr=$("$C/sbatch" --parsable --array=0-5 -H -o /dev/null --wrap true)
+"$C/scancel" "${held_arr}_0" "${held_arr}_[2-3]"
+[ "$("$C/squeue" -h -j "$held_arr" -t PD -o %i)" = "${held_arr}_[1,4-5]" ] ||
+  fail "scancel A_T: $("$C/squeue" -h -j "$held_arr" -o %i)"
+"$C/scancel" "$held_arr"
+[ -z "$("$C/squeue" -h -j "$held_arr" -t PD)" ] || fail "scancel A left tasks: $("$C/squeue" -h -j "$held_arr")"
 
 echo "== a workflow manager's loop: sbatch --parsable, poll squeue/sacct, scancel"
 ids=()

@@ -43,6 +43,7 @@ struct SubmitOptions {
   bool pty = false;
   std::optional<uint32_t> immediate_s;  // -I[SECS]: give up when not allocated in time
   std::optional<std::string> input;     // -i
+  std::optional<std::string> array;     // sbatch --array
   std::optional<std::string> mpi;       // --mpi: pmi1 (default) or none
   // Everything after the options: the script path and its arguments (command line only).
   std::vector<std::string> positional;

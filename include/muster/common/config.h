@@ -29,6 +29,7 @@ struct SchedulingConfig {
   uint32_t node_down_ms = 60'000;                // silence before DOWN (jobs requeued)
   uint32_t finished_job_retention_ms = 300'000;  // finished jobs stay visible (Slurm's MinJobAge)
   uint32_t max_job_count = 1'000'000;            // pending + running jobs
+  uint32_t max_array_size = 1001;                // job array task ids are below this (MaxArraySize)
   // Finished jobs (with their steps) stay in the accounting history (sacct) this long; 0: forever.
   uint32_t accounting_retention_days = 365;
   // An srun/salloc allocation whose client is not connected (after a controller restart, or a

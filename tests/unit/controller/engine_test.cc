@@ -7,6 +7,8 @@
 #include <csignal>
 #include <functional>
 
+#include "job_spec.h"
+
 namespace muster::controller {
 namespace {
 
@@ -1763,6 +1765,99 @@ TEST_F(ExplainTest, TestOnlyForecastsWithoutSubmitting) {
   bad.set_test_only(true);
   EXPECT_EQ(engine_->SubmitJob(Alice(), bad, now_).status().code(),
             StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+TEST(ArraySpecTest, ParsesSlurmsForms) {
+  v1::ArrayTask a;
+  auto t = ParseArraySpec("0-15:4%2", 1001, &a);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(*t, (std::vector<uint32_t>{0, 4, 8, 12}));
+  EXPECT_EQ(a.count(), 4u);
+  EXPECT_EQ(a.min(), 0u);
+  EXPECT_EQ(a.max(), 12u);
+  EXPECT_EQ(a.step(), 4u);
+  EXPECT_EQ(a.max_running(), 2u);
+  EXPECT_EQ(a.spec(), "0-15:4%2");
+  t = ParseArraySpec("5,1-3,3", 1001, &a);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, (std::vector<uint32_t>{1, 2, 3, 5}));
+  EXPECT_EQ(a.step(), 1u);
+  EXPECT_EQ(a.max_running(), 0u);
+  for (const char* bad : {"", "5-3", "1-2000", "a-b", "1-3%0", "1-3:0", "1,,x", "-1", "1-3%"}) {
+    EXPECT_EQ(ParseArraySpec(bad, 1001, &a).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(EngineTest, AJobArrayIsOneJobPerTaskThrottledByItsLimit) {
+  AllUp();
+  v1::JobSpec spec = Gang(1, 1);
+  spec.set_array("1-5%2");
+  auto id = *Submit(spec, Alice());
+  v1::ListJobsRequest req;
+  req.add_job_ids(id);  // the array's id lists every task
+  auto list = engine_->ListJobs(req);
+  ASSERT_EQ(list->jobs_size(), 5);
+  for (int k = 0; k < 5; ++k) {
+    const v1::JobInfo& j = list->jobs(k);
+    EXPECT_EQ(j.id(), id + static_cast<uint64_t>(k));
+    EXPECT_EQ(j.array().array_job_id(), id);
+    EXPECT_EQ(j.array().task_id(), static_cast<uint32_t>(k + 1));
+    EXPECT_EQ(j.array().count(), 5u);
+  }
+  EXPECT_EQ(*Submit(Gang(1, 1)), id + 5) << "the next job's id follows the array's";
+  Pass();
+  int running = 0;
+  for (int k = 0; k < 5; ++k) running += Job(id + static_cast<uint64_t>(k)).state() == v1::RUNNING;
+  EXPECT_EQ(running, 2) << "%2: two tasks at a time, though everything fits";
+  EXPECT_EQ(Job(id + 2).reason(), "JobArrayTaskLimit");
+  // The launch carries the array for SLURM_ARRAY_* and %A/%a.
+  bool launched = false;
+  for (const auto& o : engine_->TakeOutgoing()) {
+    if (o.message.has_launch_job() && o.message.launch_job().job_id() == id + 1) {
+      launched = true;
+      EXPECT_EQ(o.message.launch_job().array().task_id(), 2u);
+      EXPECT_EQ(o.message.launch_job().array().array_job_id(), id);
+    }
+  }
+  EXPECT_TRUE(launched);
+  // One ends: the next task starts.
+  Started(id, "node1");
+  const std::string node = Job(id).nodes(0);
+  Exited(id, node, 0);
+  Cleaned(id, node);
+  Pass();
+  EXPECT_EQ(Job(id + 2).state(), v1::RUNNING);
+  EXPECT_EQ(Job(id + 3).state(), v1::PENDING);
+  EXPECT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+TEST_F(EngineTest, CancellingAnArrayIdCancelsEveryTaskButASingleIdOnlyItself) {
+  v1::JobSpec spec = Gang(1, 1);
+  spec.set_array("0-3");
+  auto id = *Submit(spec, Alice());
+  v1::CancelJobRequest one;
+  one.add_single_job_ids(id);  // task 0, whose job id is the array's
+  ASSERT_TRUE(engine_->CancelJob(Alice(), one, now_).ok());
+  EXPECT_EQ(Job(id).state(), v1::CANCELLED);
+  EXPECT_EQ(Job(id + 1).state(), v1::PENDING);
+  v1::CancelJobRequest all;
+  all.add_job_ids(id);
+  auto r = engine_->CancelJob(Alice(), all, now_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results_size(), 4);
+  for (uint64_t k = 1; k < 4; ++k) EXPECT_EQ(Job(id + k).state(), v1::CANCELLED);
+  // Accounting lists the array's tasks by its id.
+  v1::ListAccountingRequest acct;
+  acct.add_job_ids(id);
+  auto a = engine_->ListAccounting(acct, now_);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->jobs_size(), 4);
 }
 
 }  // namespace
