@@ -94,6 +94,18 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
   env.Slurm("JOB_GID", std::to_string(s.gid()));
   env.Slurm("NODEID", std::to_string(l.node_id()));
   env.Slurm("RESTART_COUNT", std::to_string(l.requeue_count()));
+  if (s.ntasks_per_node() > 0) env.Slurm("NTASKS_PER_NODE", std::to_string(s.ntasks_per_node()));
+  env.Slurm("PRIO_PROCESS", "0");
+  env.Slurm("NODE_ALIASES", "(null)");
+  // As Slurm's tree topology: the switches from the top, then the node ("spine1.leaf3.node7";
+  // pattern "switch.switch.node").
+  std::string addr, pattern;
+  for (const std::string& tier : Split(l.topology(), '/', true)) {
+    addr += tier + ".";
+    pattern += "switch.";
+  }
+  env.Slurm("TOPOLOGY_ADDR", addr + node_name);
+  env.Slurm("TOPOLOGY_ADDR_PATTERN", pattern + "node");
   if (l.has_array()) {
     const v1::ArrayTask& a = l.array();
     env.Slurm("ARRAY_JOB_ID", std::to_string(a.array_job_id()));
@@ -123,6 +135,9 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
     env.Set("CUDA_VISIBLE_DEVICES", visible);
     env.Set("NVIDIA_VISIBLE_DEVICES", visible);
     env.Set("GPU_DEVICE_ORDINAL", visible);
+    // Slurm sets the AMD and Intel names too, whatever the GPUs are; programs read either.
+    env.Set("ROCR_VISIBLE_DEVICES", visible);
+    env.Set("ZE_AFFINITY_MASK", visible);
     // Indices are NVML's, which follow the PCI bus; CUDA's default order may differ.
     env.SetIfMissing("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
   } else {

@@ -958,7 +958,11 @@ void Engine::SendLaunch(const JobEntry& job, size_t pos) {
   l->set_cluster_name(options_.config.cluster_name);
   l->set_start_time_ms(r.start_time_ms());
   l->set_requeue_count(r.requeue_count());
-  Send(r.allocation().nodes(static_cast<int>(pos)).node(), std::move(msg));
+  const std::string& node = r.allocation().nodes(static_cast<int>(pos)).node();
+  if (const NodeEntry* n = FindNode(node)) {
+    l->set_topology(n->config.topology);
+  }
+  Send(node, std::move(msg));
 }
 
 Status Engine::CheckInvariantsForTest() const {

@@ -163,6 +163,29 @@ TEST(JobEnvTest, BatchEnvironmentHasSlurmAndMusterVariables) {
   EXPECT_EQ(env["SLURMD_NODENAME"], "node1");
   EXPECT_EQ(env["SLURM_CLUSTER_NAME"], "local");
   EXPECT_EQ(env["MUSTER_CONF"], "/etc/muster/muster.toml");
+  EXPECT_EQ(env["SLURM_TOPOLOGY_ADDR"], "node1");
+  EXPECT_EQ(env["SLURM_TOPOLOGY_ADDR_PATTERN"], "node");
+  EXPECT_EQ(env["SLURM_NODE_ALIASES"], "(null)");
+  EXPECT_EQ(env.count("SLURM_ARRAY_JOB_ID"), 0u);
+  // Under switches, and as a job array's task.
+  l.set_topology("spine1/leaf3");
+  l.mutable_array()->set_array_job_id(40);
+  l.mutable_array()->set_task_id(2);
+  l.mutable_array()->set_count(3);
+  l.mutable_array()->set_min(0);
+  l.mutable_array()->set_max(4);
+  l.mutable_array()->set_step(2);
+  l.mutable_spec()->set_ntasks_per_node(2);
+  env = EnvMap(BuildBatchEnv(l, "node1", "", GpuList(l)));
+  EXPECT_EQ(env["SLURM_TOPOLOGY_ADDR"], "spine1.leaf3.node1");
+  EXPECT_EQ(env["SLURM_TOPOLOGY_ADDR_PATTERN"], "switch.switch.node");
+  EXPECT_EQ(env["SLURM_ARRAY_JOB_ID"], "40");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_ID"], "2");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_COUNT"], "3");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_MIN"], "0");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_MAX"], "4");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_STEP"], "2");
+  EXPECT_EQ(env["SLURM_NTASKS_PER_NODE"], "2");
 }
 
 TEST(JobEnvTest, TaskEnvironmentIsPerTask) {
