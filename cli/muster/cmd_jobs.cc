@@ -503,6 +503,7 @@ int CmdQueue(int argc, char** argv) {
   // Rows are rendered as they stream in; like squeue, pending jobs come first. A job array's
   // pending tasks (consecutive in id order) make one row unless -r asks for one each.
   std::string pending, others;
+  pending.reserve(1 << 20);  // no regrowth copies for the usual queue
   if (header) RenderSqueue(*items, nullptr, {}, now, pending);
   v1::JobInfo group;  // the first pending task of the array being collapsed
   std::vector<uint32_t> group_tasks;

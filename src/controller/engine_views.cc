@@ -246,22 +246,18 @@ std::string Engine::ListJobsWire(const v1::ListJobsRequest& req) const {
   std::string out;
   out.reserve(ids.empty() ? jobs_.size() * (req.brief() ? 80 : 200) : ids.size() * 200);
   v1::JobInfo row;
-  for (const auto& [id, job] : jobs_) {
+  auto emit = [&](const JobEntry& job) {
     const v1::JobRecord& r = job.rec;
-    // A job array's id stands for all its tasks.
-    if (!ids.empty() && !ids.count(id) && !(r.has_array() && ids.count(r.array().array_job_id()))) {
-      continue;
-    }
-    if (!users.empty() && !users.count(r.spec().user())) continue;
+    if (!users.empty() && !users.count(r.spec().user())) return;
     if (!states.empty()) {
-      if (!states.count(r.state())) continue;
+      if (!states.count(r.state())) return;
     } else if (!req.include_finished() && !IsActive(r) && ids.empty()) {
-      continue;
+      return;
     }
     if (!parts.empty()) {
       bool match = false;
       for (const auto& p : r.spec().partitions()) match |= parts.count(p) > 0;
-      if (!match) continue;
+      if (!match) return;
     }
     if (req.brief()) {
       row.Clear();  // keeps the strings' buffers: no allocation per job
@@ -271,7 +267,22 @@ std::string Engine::ListJobsWire(const v1::ListJobsRequest& req) const {
       row = ToJobInfo(job);
       AppendRepeatedMessage(out, kJobs, {}, row);
     }
+  };
+  if (ids.empty()) {
+    for (const auto& [id, job] : jobs_) emit(job);
+    return out;
   }
+  // By id (squeue -j in a workflow's poll loop): look them up, never walk the whole table. A
+  // job array's id stands for all its tasks, which follow it.
+  std::set<uint64_t> found;
+  for (uint64_t id : ids) {
+    for (auto it = jobs_.lower_bound(id); it != jobs_.end(); ++it) {
+      const bool task = it->second.rec.has_array() && it->second.rec.array().array_job_id() == id;
+      if (it->first == id || task) found.insert(it->first);
+      if (!task) break;
+    }
+  }
+  for (uint64_t id : found) emit(jobs_.at(id));
   return out;
 }
 
