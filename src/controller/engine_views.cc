@@ -286,62 +286,103 @@ std::string Engine::ListJobsWire(const v1::ListJobsRequest& req) const {
   return out;
 }
 
-Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccountingRequest& req,
-                                                          TimeMs now) const {
-  const std::set<std::string> users(req.users().begin(), req.users().end());
-  const std::set<int> states(req.states().begin(), req.states().end());
-  const std::set<std::string> parts(req.partitions().begin(), req.partitions().end());
-  const std::set<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
-  const TimeMs end = req.end_ms() > 0 ? req.end_ms() : now;
-  auto match = [&](const v1::JobRecord& r) {
-    if (!ids.empty() && !ids.count(r.id()) &&
-        !(r.has_array() && ids.count(r.array().array_job_id()))) {
+namespace {
+
+// sacct's selection, built once per query: ids (a job array's id matches its tasks), users,
+// states, partitions and the -S/-E window.
+class AccountingFilter {
+ public:
+  AccountingFilter(const v1::ListAccountingRequest& req, TimeMs end)
+      : users_(req.users().begin(), req.users().end()),
+        states_(req.states().begin(), req.states().end()),
+        parts_(req.partitions().begin(), req.partitions().end()),
+        ids_(req.job_ids().begin(), req.job_ids().end()),
+        start_(req.start_ms()),
+        end_(end) {}
+
+  const std::set<uint64_t>& ids() const { return ids_; }
+
+  bool operator()(const v1::JobRecord& r) const {
+    if (!ids_.empty() && !ids_.count(r.id()) &&
+        !(r.has_array() && ids_.count(r.array().array_job_id()))) {
       return false;
     }
-    if (!users.empty() && !users.count(r.spec().user())) return false;
-    if (!states.empty() && !states.count(r.state())) return false;
-    if (!parts.empty()) {
-      bool any = parts.count(r.allocation().partition()) > 0;
-      for (const auto& p : r.spec().partitions()) any |= parts.count(p) > 0;
+    if (!users_.empty() && !users_.count(r.spec().user())) return false;
+    if (!states_.empty() && !states_.count(r.state())) return false;
+    if (!parts_.empty()) {
+      bool any = parts_.count(r.allocation().partition()) > 0;
+      for (const auto& p : r.spec().partitions()) any |= parts_.count(p) > 0;
       if (!any) return false;
     }
-    // The window: jobs that existed at some point between start_ms and end (sacct -S/-E).
-    if (ids.empty()) {
-      if (r.submit_time_ms() > end) return false;
-      if (r.end_time_ms() > 0 && r.end_time_ms() < req.start_ms()) return false;
+    // The window: jobs that existed at some point between start and end (sacct -S/-E).
+    if (ids_.empty()) {
+      if (r.submit_time_ms() > end_) return false;
+      if (r.end_time_ms() > 0 && r.end_time_ms() < start_) return false;
     }
     return true;
-  };
-  std::map<uint64_t, v1::JobInfo> found;
-  const size_t limit = req.limit() > 0 ? req.limit() : SIZE_MAX;
+  }
+
+ private:
+  std::set<std::string> users_;
+  std::set<int> states_;
+  std::set<std::string> parts_;
+  std::set<uint64_t> ids_;
+  TimeMs start_, end_;
+};
+
+}  // namespace
+
+Engine::AccountingQuery Engine::PrepareAccounting(const v1::ListAccountingRequest& req,
+                                                  TimeMs now) const {
+  AccountingQuery q;
+  q.req = req;
+  q.end_ms = req.end_ms() > 0 ? req.end_ms() : now;
+  q.store = store_;
+  const AccountingFilter match(req, q.end_ms);
   const bool with_steps = !req.without_steps();
+  for (const auto& [id, job] : jobs_) {
+    if (!match(job.rec)) continue;
+    v1::JobInfo info = AccountingInfo(job.rec, with_steps);
+    info.set_priority(job.rec.priority() != 0 ? job.rec.priority() : job.priority.priority);
+    q.live.emplace(id, std::move(info));
+  }
+  return q;
+}
+
+Result<v1::ListAccountingResponse> Engine::ScanAccounting(const AccountingQuery& q) {
+  const AccountingFilter match(q.req, q.end_ms);
+  std::map<uint64_t, v1::JobInfo> found;
+  const size_t limit = q.req.limit() > 0 ? q.req.limit() : SIZE_MAX;
+  const bool with_steps = !q.req.without_steps();
   auto take = [&](const v1::JobRecord& r) {
-    if (match(r)) found.emplace(r.id(), AccountingInfo(r, with_steps));
+    // A job archived after the live part was read is in both: the live view wins.
+    if (match(r) && !q.live.count(r.id())) found.emplace(r.id(), AccountingInfo(r, with_steps));
     return found.size() < limit;
   };
-  if (!ids.empty()) {
-    for (uint64_t id : ids) {
+  if (!match.ids().empty()) {
+    for (uint64_t id : match.ids()) {
       // The job, or a job array's tasks (consecutive ids from the array's own).
-      MUSTER_RETURN_IF_ERROR(store_->ScanHistory(id, [&](const v1::JobRecord& r) {
+      MUSTER_RETURN_IF_ERROR(q.store->ScanHistory(id, [&](const v1::JobRecord& r) {
         const bool task = r.has_array() && r.array().array_job_id() == id;
         if (r.id() == id || task) take(r);
         return task;
       }));
     }
   } else {
-    MUSTER_RETURN_IF_ERROR(store_->ScanHistory(0, take));
+    MUSTER_RETURN_IF_ERROR(q.store->ScanHistory(0, take));
   }
-  for (const auto& [id, job] : jobs_) {
+  for (const auto& [id, info] : q.live) {
     if (found.size() >= limit) break;
-    if (match(job.rec)) {
-      v1::JobInfo info = AccountingInfo(job.rec, with_steps);
-      info.set_priority(job.rec.priority() != 0 ? job.rec.priority() : job.priority.priority);
-      found[id] = std::move(info);
-    }
+    found[id] = info;
   }
   v1::ListAccountingResponse resp;
   for (auto& [id, info] : found) *resp.add_jobs() = std::move(info);
   return resp;
+}
+
+Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccountingRequest& req,
+                                                          TimeMs now) const {
+  return ScanAccounting(PrepareAccounting(req, now));
 }
 
 v1::NodeState Engine::NodeStateOf(const NodeEntry& n) const {

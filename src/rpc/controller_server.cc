@@ -76,6 +76,8 @@ class ControllerServer::Impl final : public v1::NodeRegistry::CallbackService {
   // The core's part of a pass runs here, off the strand, so requests and agent messages are
   // served while it computes; one pass at a time.
   asio::thread_pool sched_pool_{1};
+  // sacct's scans of the archive (store reads only), off the strand too.
+  asio::thread_pool query_pool_{1};
   bool pass_running_ = false;
   asio::local::stream_protocol::acceptor acceptor_;
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
@@ -251,6 +253,7 @@ class ControllerServer::Impl::LocalConnection final
       asio::async_read(socket_, asio::buffer(body_), [this, self](auto ec2, size_t) {
         if (ec2) return Closed();
         asio::post(server_->strand_, [this, self] {
+          if (method_ == v1::METHOD_LIST_ACCOUNTING) return Accounting();
           ApiReply r;
           try {
             r = DispatchApi(*server_->engine_, caller_, method_, body_, server_->Now());
@@ -263,14 +266,38 @@ class ControllerServer::Impl::LocalConnection final
             v1::AttachAllocationRequest req;
             if (req.ParseFromString(body_)) owned_.push_back(req.job_id());
           }
-          reply_ = EncodeFrame(static_cast<uint32_t>(r.status.code()),
-                               r.status.ok() ? r.payload : r.status.message());
-          asio::async_write(socket_, asio::buffer(reply_), [this, self](auto ec3, size_t) {
-            if (ec3) return Closed();
-            ReadHeader();
-          });
+          Reply(r);
         });
       });
+    });
+  }
+
+  void Reply(const ApiReply& r) {
+    auto self = shared_from_this();
+    reply_ = EncodeFrame(static_cast<uint32_t>(r.status.code()),
+                         r.status.ok() ? r.payload : r.status.message());
+    asio::async_write(socket_, asio::buffer(reply_), [this, self](auto ec, size_t) {
+      if (ec) return Closed();
+      ReadHeader();
+    });
+  }
+
+  // sacct: the live jobs are read on the strand, the archive is scanned on the query thread (a
+  // 100,000-job history would hold the strand, and with it scheduling and every request, for
+  // half a second).
+  void Accounting() {
+    v1::ListAccountingRequest req;
+    if (!req.ParseFromString(body_)) {
+      return Reply({InvalidArgument("request does not parse as " + req.GetTypeName()), ""});
+    }
+    auto query = std::make_shared<Engine::AccountingQuery>(
+        server_->engine_->PrepareAccounting(req, server_->Now()));
+    auto self = shared_from_this();
+    asio::post(server_->query_pool_, [this, self, query] {
+      auto resp = Engine::ScanAccounting(*query);
+      ApiReply r = resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
+                             : ApiReply{resp.status(), ""};
+      asio::post(socket_.get_executor(), [this, self, r = std::move(r)] { Reply(r); });
     });
   }
 
@@ -466,6 +493,7 @@ void ControllerServer::Impl::Shutdown() {
     for (auto& t : threads_) t.join();
     threads_.clear();
     sched_pool_.join();  // a pass in flight finishes; its result is dropped with the io_context
+    query_pool_.join();  // a scan in flight finishes before the store goes away
     std::error_code ec;
     std::filesystem::remove(options_.config.controller.socket_path, ec);
   } else if (grpc_server_) {

@@ -102,6 +102,17 @@ class Engine {
   // sacct: live jobs and the archived history (read from the store), filtered.
   Result<v1::ListAccountingResponse> ListAccounting(const v1::ListAccountingRequest& req,
                                                     TimeMs now) const;
+  // The same in two parts, so that scanning 100,000 archived jobs does not hold the controller:
+  // PrepareAccounting reads the live jobs (on the strand); ScanAccounting adds the archived ones
+  // from the store (any thread: the store's reads are thread-safe and see one snapshot).
+  struct AccountingQuery {
+    v1::ListAccountingRequest req;
+    TimeMs end_ms = 0;
+    std::map<uint64_t, v1::JobInfo> live;  // the matching live jobs
+    store::StateStore* store = nullptr;
+  };
+  AccountingQuery PrepareAccounting(const v1::ListAccountingRequest& req, TimeMs now) const;
+  static Result<v1::ListAccountingResponse> ScanAccounting(const AccountingQuery& query);
 
   // ---- Agents. ----
   // NOT_FOUND for a node the config does not define.

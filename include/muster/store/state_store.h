@@ -78,7 +78,8 @@ class StateStore {
   virtual Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) = 0;
 
   // Visits archived jobs with id >= from_id in id order until `fn` returns false. Records that do
-  // not parse are skipped.
+  // not parse are skipped. May run on another thread than Commit (sacct's scan leaves the
+  // controller's strand): the RocksDB store reads a consistent snapshot meanwhile.
   virtual Status ScanHistory(uint64_t from_id,
                              const std::function<bool(const v1::JobRecord&)>& fn) = 0;
 
@@ -91,7 +92,7 @@ class StateStore {
 // holds it, INTERNAL for other storage errors.
 Result<std::unique_ptr<StateStore>> OpenRocksDbStateStore(const std::string& dir);
 
-// Volatile store for tests and the simulator.
+// Volatile store for tests and the simulator; single-threaded (no concurrent ScanHistory).
 class InMemoryStateStore : public StateStore {
  public:
   Status Commit(const Mutation& mutation, Durability durability = Durability::kSync) override;

@@ -1862,3 +1862,47 @@ TEST_F(EngineTest, CancellingAnArrayIdCancelsEveryTaskButASingleIdOnlyItself) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+// sacct's two parts: the live jobs read on the strand, the archive scanned later on another
+// thread. A job archived in between is listed once, as it was when the query began.
+TEST_F(EngineTest, AccountingScanLaterListsAJobArchivedMeanwhileOnce) {
+  AllUp();
+  auto old_job = *Submit(Gang(1, 1));
+  auto id = *Submit(Gang(1, 1));
+  Pass();
+  for (uint64_t j : {old_job, id}) {
+    const std::string n = Job(j).nodes(0);
+    Exited(j, n, j == id ? 3 : 0);
+    Cleaned(j, n);
+  }
+  now_ += 61'000;  // past finished_job_retention_ms: both are archived ...
+  AllUp();
+  engine_->Tick(now_);
+  auto young = *Submit(Gang(1, 1));  // ... and one live job
+  v1::ListAccountingRequest req;
+  req.set_start_ms(now_ - 3'600'000);
+  Engine::AccountingQuery q = engine_->PrepareAccounting(req, now_);
+  EXPECT_EQ(q.live.size(), 1u);
+  EXPECT_TRUE(q.live.count(young));
+  // The live job ends and is archived before the scan runs.
+  v1::CancelJobRequest c;
+  c.add_job_ids(young);
+  ASSERT_TRUE(engine_->CancelJob(Root(), c, now_).ok());
+  now_ += 61'000;
+  AllUp();
+  engine_->Tick(now_);
+  auto resp = Engine::ScanAccounting(q);
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  ASSERT_EQ(resp->jobs_size(), 3);
+  EXPECT_EQ(resp->jobs(0).id(), old_job);
+  EXPECT_EQ(resp->jobs(1).id(), id);
+  EXPECT_EQ(resp->jobs(1).exit_code(), 3);
+  EXPECT_EQ(resp->jobs(2).id(), young);
+  EXPECT_EQ(resp->jobs(2).state(), v1::PENDING) << "as it was when the query began";
+}
+
+}  // namespace
+}  // namespace muster::controller
