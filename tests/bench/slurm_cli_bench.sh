@@ -57,4 +57,12 @@ time_cmd 5 sacct -a -X -P -S now-30days > ax.txt
 time_cmd 5 sacct -a -X -P -S now-1days > a1.txt
 last=$(sacct -a -X -n -P -o JobID -S now-1days | tail -1)
 time_cmd "$SAMPLES" sacct -j "$last" > aj.txt
+# The controller keeps answering while a long sacct scans the archive (off its strand).
+sacct -a -S now-30days >/dev/null &
+scan=$!
+sleep 0.05
+time_cmd 10 muster info > during.txt
+wait $scan
+time_cmd 10 muster info > idle.txt
+echo "muster info while sacct scans $HISTORY records: p50 $(median < during.txt) ms, max $(sort -n during.txt | tail -1 | awk '{printf "%.1f", $1/1000}') ms; idle p50 $(median < idle.txt) ms"
 echo "sacct over $HISTORY finished jobs (+ $QUEUED cancelled): all with steps p50 $(median < a.txt) ms ($(sacct -a -S now-30days | wc -l) lines); -X -P p50 $(median < ax.txt) ms; last day -X -P p50 $(median < a1.txt) ms; one job (-j) p50 $(median < aj.txt) ms"
