@@ -112,6 +112,11 @@ Status StepIo(const client::SubmitOptions& o, client::StepOptions* step) {
     } else if (in == "all") {
       step->stdin_mode = v1::StepLaunchRequest::STDIN_ALL;
     } else if (auto task = ParseUint(in); task && *task < (1u << 20)) {
+      // Checked here, before the step exists, when the task count is given.
+      if (o.ntasks && *task >= *o.ntasks) {
+        return InvalidArgument("--input=" + in + ": the step has tasks 0-" +
+                               std::to_string(*o.ntasks - 1));
+      }
       step->stdin_task = static_cast<uint32_t>(*task);
     } else {
       step->stdin_mode = v1::StepLaunchRequest::STDIN_NONE;

@@ -730,13 +730,18 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     auto self = shared_from_this();
     asio::async_write(*k.fd, asio::buffer(k.queue.front()), [this, self, i](auto ec, size_t) {
       StdinSink& sink = sinks_[i];
-      sink.queued -= sink.queue.front().size();
-      sink.queue.pop_front();
+      if (!sink.fd) {  // closed meanwhile (the step ended): the queue is gone too
+        sink.writing = false;
+        return;
+      }
       if (ec) {
         // The task closed its stdin (or ended): what it did not read is dropped, as with a pipe.
         sink.queued = 0;
         sink.queue.clear();
         sink.eof = true;
+      } else {
+        sink.queued -= sink.queue.front().size();
+        sink.queue.pop_front();
       }
       WriteStdin(i);
     });

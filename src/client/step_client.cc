@@ -250,10 +250,6 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   const std::string nodelist = CompressHostlist(names);
   const std::string tasks_per_node = CompressCounts(counts);
   const bool forward_stdin = o.stdin_mode != v1::StepLaunchRequest::STDIN_NONE;
-  if (o.stdin_mode == v1::StepLaunchRequest::STDIN_TASK && o.stdin_task >= step.total_tasks()) {
-    return InvalidArgument("--input=" + std::to_string(o.stdin_task) + ": the step has tasks 0-" +
-                           std::to_string(step.total_tasks() - 1));
-  }
 
   struct Conn {
     std::string node;
