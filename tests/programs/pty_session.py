@@ -50,8 +50,13 @@ say("echo READY=$((40+2))\r", "READY=42")
 say("echo TTY=$(tty) SIZE=$(stty size) JOB=$SLURM_JOB_ID END=$((1+1))\r", "END=2")
 fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 100, 0, 0))
 os.kill(pid, signal.SIGWINCH)
-time.sleep(0.3)
-say("echo RESIZED=$(stty size) END=$((2+1))\r", "END=3")
+# The new size travels srun -> agent -> the remote terminal: ask until it has arrived.
+for attempt in range(50):
+    marker = "END=%d" % (100 + attempt)
+    say("echo RESIZED=$(stty size) END=$((100+%d))\r" % attempt, marker)
+    if b"RESIZED=50 100" in out:
+        break
+    time.sleep(0.1)
 # A foreground job that says when it runs, for the keys that act on it.
 say("sh -c 'echo RUNNING=$((5+1)); exec sleep 30'\r", "RUNNING=6")
 say("\x03", "^C")  # Ctrl-C: the remote line discipline interrupts it

@@ -261,7 +261,7 @@ acct=$("$C/sacct" -j "$alloc" -n -P -o JobID,JobName,State,ExitCode)
 
 echo "== job arrays: SLURM_ARRAY_*, %A_%a, %N throttle, squeue rows, scancel and sacct by task"
 arr=$("$C/sbatch" --parsable --array=1-4%2 -J arr -o 'arr-%A_%a.out' \
-  --wrap 'echo "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX"; sleep 2')
+  --wrap 'echo "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX"; while [ ! -e arr.go ]; do sleep 0.1; done')
 rows() { "$C/squeue" -h -j "$arr" -t PD,R -o '%i %T %r'; }
 throttled() { rows | grep -q "^${arr}_\[3-4%2\] PENDING JobArrayTaskLimit$"; }
 wait_for 10 throttled
@@ -269,6 +269,7 @@ out=$(rows)
 [ "$("$C/squeue" -h -r -j "$arr" -t PD -o %i | tr '\n' ' ')" = "${arr}_3 ${arr}_4 " ] ||
   fail "squeue -r: $("$C/squeue" -h -r -j "$arr")"
 [ "$("$C/squeue" -h -j "$arr" -t R | wc -l)" = 2 ] || fail "%2 throttle: $out"
+touch arr.go  # the tasks wait for it, so the checks above see the first two running
 array_done() { [ -z "$(rows)" ]; }
 wait_for 60 array_done
 [ "$(cat "arr-${arr}_3.out")" = "$arr 3 4 1 4" ] || fail "SLURM_ARRAY_* in task 3: $(cat "arr-${arr}_3.out")"
