@@ -12,6 +12,7 @@
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "muster/common/version.h"
 #include "output.h"
 
 namespace muster::cli {
@@ -321,6 +322,70 @@ void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   w.EndObject();
 }
 
+// `squeue --json` as Slurm 22.05 prints it (OpenAPI v0.0.38): the fields programs read, with
+// Slurm's names and types (times in Unix seconds, time_limit in minutes or null for none).
+void SlurmJobJson(JsonWriter& w, const v1::JobInfo& j, const std::string& cluster) {
+  const bool pending = j.state() == v1::PENDING;
+  const std::string nodes = NodeList(j);
+  w.BeginObject();
+  w.Field("account", std::string()).Field("job_id", j.id()).Field("name", j.name());
+  w.Field("user_name", j.user()).Field("user_id", j.uid());
+  w.Field("job_state", JobStateName(j.state(), j.completing()));
+  w.Field("state_reason", j.reason().empty() ? std::string("None") : j.reason());
+  w.Field("state_description", j.reason_detail());
+  w.Field("cluster", cluster).Field("partition", j.partition());
+  w.Field("array_job_id", j.has_array() ? j.array().array_job_id() : 0);
+  w.Key("array_task_id");
+  if (j.has_array()) {
+    w.Uint(j.array().task_id());
+  } else {
+    w.Null();
+  }
+  w.Field("array_max_tasks", j.has_array() ? j.array().max_running() : 0);
+  w.Field("array_task_string", j.has_array() ? j.array().spec() : std::string());
+  w.Field("batch_flag", !j.interactive());
+  w.Field("batch_host", !pending && j.nodes_size() > 0 ? j.nodes(0) : std::string());
+  w.Field("nodes", pending ? std::string() : nodes);
+  w.Field("node_count", pending ? j.num_nodes() : static_cast<uint32_t>(j.nodes_size()));
+  w.Field("cpus", j.cpus_total()).Field("tasks", j.num_tasks());
+  w.Field("cpus_per_task", std::max<uint32_t>(1, j.cpus_per_task()));
+  w.Field("priority", j.priority());
+  w.Field("submit_time", j.submit_time_ms() / 1000)
+      .Field("eligible_time", j.submit_time_ms() / 1000);
+  const int64_t start = pending ? j.expected_start_ms() : j.start_time_ms();
+  w.Field("start_time", start / 1000);
+  int64_t end = j.end_time_ms();
+  if (end <= 0 && start > 0 && j.time_limit_ms() > 0) end = start + j.time_limit_ms();
+  w.Field("end_time", end / 1000);
+  w.Key("time_limit");
+  if (j.time_limit_ms() > 0) {
+    w.Int((j.time_limit_ms() + 59'999) / 60'000);
+  } else {
+    w.Null();
+  }
+  w.Field("exit_code", j.exit_code());
+  w.Field("restart_cnt", j.requeue_count()).Field("requeue", !j.no_requeue() && !j.interactive());
+  w.Field("features", j.features()).Field("required_nodes", j.required_nodes());
+  w.Field("excluded_nodes", j.excluded_nodes());
+  std::string tres_node;
+  if (!j.gres().empty()) {
+    tres_node = "gres:" + j.gres();
+  } else if (j.gpus_per_node() > 0) {
+    tres_node = "gres:gpu:" + (j.gpu_type().empty() ? "" : j.gpu_type() + ":") +
+                std::to_string(j.gpus_per_node());
+  }
+  w.Field("tres_per_node", tres_node);
+  std::string tres = "cpu=" + std::to_string(j.cpus_total());
+  if (j.mem_total_mb() > 0) tres += ",mem=" + std::to_string(j.mem_total_mb()) + "M";
+  tres += ",node=" + std::to_string(pending ? j.num_nodes() : j.nodes_size());
+  if (j.gpus_total() > 0) tres += ",gres/gpu=" + std::to_string(j.gpus_total());
+  w.Field("tres_req_str", tres).Field("tres_alloc_str", pending ? std::string() : tres);
+  w.Field("current_working_directory", j.work_dir()).Field("command", std::string());
+  w.Field("standard_input", std::string("/dev/null"));
+  w.Field("standard_output", j.stdout_path()).Field("standard_error", j.stderr_path());
+  w.EndObject();
+}
+
 Result<std::vector<uint64_t>> ParseIds(const std::vector<std::string>& items) {
   std::vector<uint64_t> ids;
   for (const auto& it : items) {
@@ -473,12 +538,32 @@ int CmdQueue(int argc, char** argv) {
   if (!controller.ok()) return Fail("queue", controller.status());
   req.set_brief(!json && !start_view && !priority_view);
   if (json) {
-    // Streamed: each job is written as it is parsed, in pieces of about 64 KiB.
+    // Streamed: each job is written as it is parsed, in pieces of about 64 KiB. As squeue, in
+    // the shape (and with the field names) of Slurm's own --json; as muster queue, Muster's.
     JsonWriter w;
-    w.BeginObject().Key("jobs").BeginArray();
+    std::string cluster;
+    if (squeue) {
+      if (auto config = LoadConfig(ResolveConfigPath("")); config.ok()) {
+        cluster = config->cluster_name;
+      }
+      w.BeginObject().Key("meta").BeginObject().Key("plugin").BeginObject();
+      w.Field("type", std::string("openapi/v0.0.38"));
+      w.Field("name", std::string("Muster (the fields of Slurm OpenAPI v0.0.38)")).EndObject();
+      w.Key("Slurm").BeginObject().Key("version").BeginObject();
+      w.Field("major", 22).Field("micro", 0).Field("minor", 5).EndObject();
+      w.Field("release", std::string("muster ") + kVersion).EndObject().EndObject();
+      w.Key("errors").BeginArray().EndArray();
+    } else {
+      w.BeginObject();
+    }
+    w.Key("jobs").BeginArray();
     Status listed = controller->ListJobsEach(req, [&](const v1::JobInfo& j) {
       if (!RefsMatch(refs, j)) return;
-      JobJson(w, j);
+      if (squeue) {
+        SlurmJobJson(w, j, cluster);
+      } else {
+        JobJson(w, j);
+      }
       if (w.size() >= (64u << 10)) w.FlushTo(stdout);
     });
     if (!listed.ok()) return Fail("queue", listed);

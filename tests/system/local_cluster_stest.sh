@@ -162,6 +162,17 @@ hdr=$("$DIR/compat/squeue" -j "$held" | head -1)
   fail "squeue widths"
 [ "$("$DIR/compat/squeue" -h -j "$held" -O 'JobID:.6,Name:5,State:8')" = "$(printf '%6s' "$held")held PENDING " ] ||
   fail "squeue -O: $("$DIR/compat/squeue" -h -j "$held" -O 'JobID:.6,Name:5,State:8')"
+# squeue --json: Slurm's shape and field names (muster queue --json keeps Muster's).
+"$DIR/compat/squeue" --json -j "$held" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["meta"]["plugin"]["type"] == "openapi/v0.0.38" and d["errors"] == [], d["meta"]
+j = d["jobs"][0]
+assert j["job_state"] == "PENDING" and j["state_reason"] == "JobHeldUser", j
+assert j["name"] == "held" and j["user_name"] and j["array_task_id"] is None, j
+assert isinstance(j["submit_time"], int) and j["node_count"] == 1, j
+' || fail "squeue --json is not Slurm-shaped"
+muster queue --json -j "$held" | grep -q '"state":"PENDING"' || fail "muster queue --json"
 # The default view streams rows as squeue orders them: pending first, then running (with nodes).
 busy=$("$DIR/compat/sbatch" --parsable -J busy -N2 -o /dev/null --wrap 'sleep 60')
 wait_for 30 is_state "$busy" RUNNING
