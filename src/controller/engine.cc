@@ -171,6 +171,7 @@ Status Engine::Recover(TimeMs now) {
       for (const auto& na : job.rec.allocation().nodes()) job.started_nodes.insert(na.node());
     }
   }
+  RebuildJobOrder();
   // A node removed from the config while it held a job is lost to that job: a running job is
   // requeued (or ends NODE_FAIL), a finished one stops waiting for that node to clean up.
   store::Mutation lost;
@@ -418,7 +419,13 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
       interactive_.insert(e.rec.id());
     }
     pending_.insert(e.rec.id());
-    jobs_.emplace(e.rec.id(), std::move(e));
+    const uint64_t job_id = e.rec.id();
+    const JobEntry* entry = &jobs_.emplace(job_id, std::move(e)).first->second;
+    if (job_order_.empty() || job_order_.back().first < job_id) {
+      job_order_.emplace_back(job_id, entry);  // ids only grow
+    } else {
+      RebuildJobOrder();
+    }
   }
   schedule_requested_ = true;
   v1::SubmitJobResponse resp;
@@ -965,7 +972,23 @@ void Engine::SendLaunch(const JobEntry& job, size_t pos) {
   Send(node, std::move(msg));
 }
 
+void Engine::RebuildJobOrder() {
+  job_order_.clear();
+  job_order_.reserve(jobs_.size());
+  for (const auto& [id, job] : jobs_) job_order_.emplace_back(id, &job);
+}
+
 Status Engine::CheckInvariantsForTest() const {
+  if (job_order_.size() != jobs_.size()) return Internal("job_order_ does not mirror jobs_");
+  {
+    size_t k = 0;
+    for (const auto& [id, job] : jobs_) {
+      if (job_order_[k].first != id || job_order_[k].second != &job) {
+        return Internal("job_order_ differs from jobs_ at job " + std::to_string(id));
+      }
+      ++k;
+    }
+  }
   for (const auto& node : nodes_) {
     std::vector<int> cpu_use(node.view.cpus, 0), gpu_use(node.view.gpus, 0);
     std::vector<int> shard_use(node.view.gpus, 0);

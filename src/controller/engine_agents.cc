@@ -474,6 +474,7 @@ void Engine::Tick(TimeMs now) {
         jobs_.erase(entry.second);
         finished_.erase(entry);
       }
+      std::erase_if(job_order_, [&](const auto& e) { return !jobs_.count(e.first); });
     } else {
       spdlog::error("cannot archive {} finished jobs (will retry): {}", purge.size(),
                     st.ToString());

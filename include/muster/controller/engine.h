@@ -277,7 +277,11 @@ class Engine {
   store::StateStore* store_;
   v1::MetaRecord meta_;
   TimeMs start_time_ms_ = 0;
-  std::map<uint64_t, JobEntry> jobs_;               // live and recently finished jobs, by id
+  std::map<uint64_t, JobEntry> jobs_;  // live and recently finished jobs, by id
+  // The same entries as a flat array in id order (a map's nodes never move): squeue walks all
+  // of them, and a walk over cold records is memory-bound; an array can be fetched ahead.
+  std::vector<std::pair<uint64_t, const JobEntry*>> job_order_;
+  void RebuildJobOrder();
   std::set<uint64_t> pending_;                      // ids of PENDING jobs (the scheduler's input)
   std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
   std::set<uint64_t> interactive_;                  // active srun/salloc allocations
