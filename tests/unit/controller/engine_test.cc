@@ -585,6 +585,10 @@ TEST_F(EngineTest, FinishedJobsAreArchivedAfterRetention) {
   auto h = store_.ReadHistory(10);
   ASSERT_EQ(h->size(), 1u);
   EXPECT_EQ((*h)[0].id(), id);
+  // squeue's flat walk order lost the archived job with the map.
+  EXPECT_TRUE(engine_->CheckInvariantsForTest().ok())
+      << engine_->CheckInvariantsForTest().ToString();
+  EXPECT_EQ(engine_->ListJobs(v1::ListJobsRequest())->jobs_size(), 0);
 }
 
 TEST_F(EngineTest, NormalisesTasksAndGpus) {
