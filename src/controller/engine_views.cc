@@ -269,21 +269,21 @@ std::string Engine::ListJobsWire(const v1::ListJobsRequest& req) const {
     }
   };
   if (ids.empty()) {
-    // Every record, cold, one after another: fetch the ones a few steps ahead (first the
-    // entries, then what they point to) while this one is encoded.
+    // Every record, cold, one after another: fetch the ones a few steps ahead while this one is
+    // encoded.
+    // Two stages, so that no prefetch waits on a miss itself: 16 ahead, the entry's lines; 8
+    // ahead, the heap objects those lines point to (the reason, the tasks, the cached row).
     constexpr size_t kAhead = 8;
     const size_t n = job_order_.size();
     for (size_t i = 0; i < n; ++i) {
       if (i + 2 * kAhead < n) {
-        const JobEntry* far = job_order_[i + 2 * kAhead].second;
-        __builtin_prefetch(&far->rec);
-        __builtin_prefetch(&far->expected_start_ms);
-        __builtin_prefetch(&far->brief_spec_fields);
+        const char* far = reinterpret_cast<const char*>(job_order_[i + 2 * kAhead].second);
+        for (size_t off = 0; off < sizeof(JobEntry); off += 64) __builtin_prefetch(far + off);
       }
       if (i + kAhead < n) {
         const JobEntry* near = job_order_[i + kAhead].second;
+        __builtin_prefetch(&near->rec.reason());
         __builtin_prefetch(near->brief_spec_fields.data());
-        __builtin_prefetch(near->rec.reason().data());
         __builtin_prefetch(near->request.tasks_per_node.data());
       }
       emit(*job_order_[i].second);
