@@ -62,15 +62,9 @@ Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& r
 
   // Priority: its rank among the jobs that compete for the same partitions.
   const std::set<std::string> parts(r.spec().partitions().begin(), r.spec().partitions().end());
-  const int64_t prio = r.priority() != 0 ? r.priority() : job.priority.priority;
+  const int64_t prio = EffectivePriority(job);
   x.set_priority(prio);
-  v1::PriorityFactors* f = x.mutable_priority_factors();
-  f->set_age(job.priority.age);
-  f->set_size(job.priority.size);
-  f->set_partition(job.priority.partition);
-  f->set_qos(job.priority.qos);
-  f->set_fairshare(job.priority.fairshare);
-  f->set_nice(job.priority.nice);
+  FillPriorityFactors(job, x.mutable_priority_factors());
   const bool queued = InPass(r);
   uint32_t ahead = 0, competing = 0;
   for (uint64_t id : pending_) {
@@ -78,7 +72,7 @@ Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& r
     if (!InPass(other.rec) || !SharesPartition(other.rec.spec(), parts)) continue;
     ++competing;
     if (id == r.id()) continue;
-    const int64_t op = other.rec.priority() != 0 ? other.rec.priority() : other.priority.priority;
+    const int64_t op = EffectivePriority(other);
     if (op > prio || (op == prio && std::make_pair(other.rec.submit_time_ms(), id) <
                                         std::make_pair(r.submit_time_ms(), r.id()))) {
       ++ahead;

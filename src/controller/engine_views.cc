@@ -125,19 +125,26 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
 
 }  // namespace
 
+int64_t Engine::EffectivePriority(const JobEntry& job) {
+  return job.rec.priority() != 0 ? job.rec.priority() : job.priority.priority;
+}
+
+void Engine::FillPriorityFactors(const JobEntry& job, v1::PriorityFactors* f) {
+  f->set_age(job.priority.age);
+  f->set_size(job.priority.size);
+  f->set_partition(job.priority.partition);
+  f->set_qos(job.priority.qos);
+  f->set_fairshare(job.priority.fairshare);
+  f->set_nice(job.priority.nice);
+}
+
 v1::JobInfo Engine::ToJobInfo(const JobEntry& job) const {
   const v1::JobRecord& r = job.rec;
   v1::JobInfo info = RecordInfo(r);
-  info.set_priority(r.priority() != 0 ? r.priority() : job.priority.priority);
+  info.set_priority(EffectivePriority(job));
   if (r.state() == v1::PENDING) {
     if (job.expected_start_ms != core::kNever) info.set_expected_start_ms(job.expected_start_ms);
-    v1::PriorityFactors* f = info.mutable_priority_factors();
-    f->set_age(job.priority.age);
-    f->set_size(job.priority.size);
-    f->set_partition(job.priority.partition);
-    f->set_qos(job.priority.qos);
-    f->set_fairshare(job.priority.fairshare);
-    f->set_nice(job.priority.nice);
+    FillPriorityFactors(job, info.mutable_priority_factors());
   }
   return info;
 }
@@ -213,7 +220,7 @@ void Engine::BriefStateFields(const JobEntry& job, v1::JobInfo* info) const {
   info->set_start_time_ms(r.start_time_ms());
   info->set_end_time_ms(r.end_time_ms());
   info->set_time_limit_ms(r.time_limit_ms());
-  info->set_priority(r.priority() != 0 ? r.priority() : job.priority.priority);
+  info->set_priority(EffectivePriority(job));
   if (r.state() == v1::PENDING && job.expected_start_ms != core::kNever) {
     info->set_expected_start_ms(job.expected_start_ms);
   }
@@ -361,7 +368,7 @@ Engine::AccountingQuery Engine::PrepareAccounting(const v1::ListAccountingReques
   for (const auto& [id, job] : jobs_) {
     if (!match(job.rec)) continue;
     v1::JobInfo info = AccountingInfo(job.rec, with_steps);
-    info.set_priority(job.rec.priority() != 0 ? job.rec.priority() : job.priority.priority);
+    info.set_priority(EffectivePriority(job));
     q.live.emplace(id, std::move(info));
   }
   return q;

@@ -256,6 +256,9 @@ class Engine {
   JobEntry* FindJob(uint64_t id);
   v1::JobInfo ToJobInfo(const JobEntry& job) const;
   static std::string BriefSpecFields(const v1::JobRecord& rec);
+  // An admin-set priority, else the multifactor one of the last pass.
+  static int64_t EffectivePriority(const JobEntry& job);
+  static void FillPriorityFactors(const JobEntry& job, v1::PriorityFactors* out);
   void BriefStateFields(const JobEntry& job, v1::JobInfo* info) const;
   v1::NodeInfo ToNodeInfo(const NodeEntry& node, TimeMs now) const;
   v1::NodeState NodeStateOf(const NodeEntry& node) const;
