@@ -508,11 +508,8 @@ class Agent::Impl::StepSession : public std::enable_shared_from_this<StepSession
     }
     if (!req.stderr_pattern().empty()) {
       if (req.stdout_pattern().empty()) {
-        // stdout to the client, stderr to a file: the child opens it as the path it gets.
-        std::string path;
-        file(req.stderr_pattern(), &path);
-        sp.stderr_path = path;
-        sp.stdout_path = "";
+        // stdout to the client (the pipe above), stderr to a file the child opens.
+        file(req.stderr_pattern(), &sp.stderr_path);
       } else {
         std::string path;
         const bool trunc_out = sp.truncate_output;

@@ -63,7 +63,8 @@ say("\x03", "^C")  # Ctrl-C: the remote line discipline interrupts it
 say("echo INT=$? END=$((3+1))\r", "END=4")
 say("sh -c 'echo RUNNING=$((6+1)); exec sleep 30'\r", "RUNNING=7")
 say("\x1a", "Stopped")  # Ctrl-Z: job control in the remote shell
-say("kill -9 %1; echo KILLED=$((4+1))\r", "KILLED=5")
+# Reap it before leaving: a shell with a stopped job refuses the first `exit`.
+say("kill -9 %1; wait %1 2>/dev/null; jobs; echo KILLED=$((4+1))\r", "KILLED=5")
 os.write(fd, b"exit 7\r")
 end = time.time() + 10
 while time.time() < end:

@@ -253,6 +253,9 @@ f=$(ls task-*-3.out)
   fail "srun -o -e"
 [ "$(sort shared.out | tr '\n' ' ')" = "o0 o1 o2 o3 " ] || fail "srun -o shared: $(cat shared.out)"
 [ "$(sort err-node2.txt | tr '\n' ' ')" = "e2 e3 " ] || fail "srun -e %N: $(cat err-node2.txt)"
+out=$("$C/srun" -n1 -e 'only-err-%t.txt' sh -c 'echo to-srun; echo to-file >&2')
+[ "$out" = "to-srun" ] && [ "$(cat only-err-0.txt)" = "to-file" ] ||
+  fail "srun -e alone: out=$out file=$(cat only-err-0.txt)"
 # --pty: a real terminal (size, resize, Ctrl-C, Ctrl-Z), driven through one of ours.
 out=$(timeout 60 python3 "$ROOT/tests/programs/pty_session.py" "$C/srun" 2>&1) || fail "srun --pty: $out"
 grep -q "TTY=/dev/pts/[0-9]* SIZE=40 132 JOB=[0-9]" <<<"$out" || fail "srun --pty terminal: $out"
