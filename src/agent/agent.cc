@@ -259,10 +259,11 @@ class Agent::Impl {
   std::mt19937 rng_{std::random_device{}()};
 
   mutable std::mutex mu_;
-  std::string step_address_;       // mu_
-  std::vector<uint64_t> job_ids_;  // mu_: snapshot for Register from the link thread
-  bool started_ = false;           // mu_
-  bool stopped_ = false;           // mu_
+  std::string step_address_;            // mu_
+  std::vector<uint64_t> job_ids_;       // mu_: snapshot for Register from the link thread
+  std::vector<uint64_t> lost_job_ids_;  // mu_: started here before, state lost (Readopt)
+  bool started_ = false;                // mu_
+  bool stopped_ = false;                // mu_
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -936,6 +937,7 @@ Status Agent::Impl::SaveState(const LocalJob& job) {
 // Jobs a previous agent left running: their state files, their keepers, their process groups.
 void Agent::Impl::Readopt() {
   std::error_code ec;
+  std::set<uint64_t> lost;  // started here, but nothing left to re-adopt
   for (const auto& e : fs::directory_iterator(options_.spool_dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.size() < 4 || name.compare(0, 3, "job") != 0 ||
@@ -955,6 +957,7 @@ void Agent::Impl::Readopt() {
     if (!st.ParseFromString(ss.str()) || st.launch().job_id() == 0) {
       const std::string aside = dir + ".corrupt";
       fs::rename(dir, aside, ec);
+      lost.insert(*ParseUint(std::string_view(name).substr(3)));
       spdlog::error(
           "node={} {}/state is corrupt; moved aside to {} (the controller will treat the job as "
           "lost on this node)",
@@ -1012,6 +1015,11 @@ void Agent::Impl::Readopt() {
     JobCgroups::Kill(dir);
     for (int i = 0; i < 100 && !JobCgroups::Empty(dir); ++i) ::usleep(10'000);
     JobCgroups::Remove(dir).IgnoreError();
+    if (!jobs_.count(id)) lost.insert(id);
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    lost_job_ids_.assign(lost.begin(), lost.end());
   }
   PublishJobIds();
 }
@@ -1783,6 +1791,7 @@ Status Agent::Impl::Listen(const OsInventory& os) {
     std::lock_guard<std::mutex> l(mu_);
     *r.mutable_inventory() = inventory_;
     for (uint64_t id : job_ids_) r.add_running_job_ids(id);
+    for (uint64_t id : lost_job_ids_) r.add_lost_job_ids(id);
     return r;
   };
   cb.on_connected = [this](const v1::RegisterResponse& resp) {

@@ -69,6 +69,7 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
   node->down = false;
   node->not_responding = false;
   node->reported_jobs.assign(req.running_job_ids().begin(), req.running_job_ids().end());
+  node->lost_jobs = {req.lost_job_ids().begin(), req.lost_job_ids().end()};
   const NodeConfig& c = node->config;
   store::Mutation m;
   ApplyNodeChecks(*node, now, m);
@@ -133,8 +134,10 @@ Status Engine::AttachSession(const v1::Hello& hello, TimeMs now) {
     JobEntry* job = FindJob(id);
     if (!job) continue;
     if (job->rec.state() == v1::RUNNING) {
-      if (!job->started_nodes.count(node->config.name)) {
+      if (!job->started_nodes.count(node->config.name) && !node->lost_jobs.count(id)) {
         // The launch never arrived (or the controller restarted before sending it): send again.
+        // Not when the agent says it ran there and lost its state: its JobStarted may simply
+        // have been lost with the old session, and the script must not run twice.
         auto& nodes = job->rec.allocation().nodes();
         for (int i = 0; i < nodes.size(); ++i) {
           if (nodes[i].node() == node->config.name) SendLaunch(*job, static_cast<size_t>(i));
@@ -161,6 +164,7 @@ Status Engine::AttachSession(const v1::Hello& hello, TimeMs now) {
   }
   CommitOrDie(m);
   node->reported_jobs.clear();
+  node->lost_jobs.clear();
   schedule_requested_ = true;
   return Status::Ok();
 }

@@ -186,6 +186,7 @@ class Engine {
     std::set<uint64_t> jobs;              // jobs holding resources here (running or cleaning up)
     std::set<uint64_t> stale_jobs;        // reported by the agent but not ours: terminate first
     std::vector<uint64_t> reported_jobs;  // from the last Register, reconciled at AttachSession
+    std::set<uint64_t> lost_jobs;         // ditto: started there once, state lost since
   };
 
   Engine(EngineOptions options, store::StateStore* store);

@@ -1910,3 +1910,49 @@ TEST_F(EngineTest, AccountingScanLaterListsAJobArchivedMeanwhileOnce) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+// An agent restarts before its JobStarted reached the controller. Without state for the job, the
+// launch is sent again (it may never have arrived); when the agent says the job had started and
+// its state is lost, the job fails instead of running its script a second time.
+TEST_F(EngineTest, AJobWhoseStartWasNotHeardIsLaunchedAgainUnlessTheAgentLostIt) {
+  AllUp();
+  auto resent = *Submit(Gang(1, 8));
+  auto lost = *Submit(Gang(1, 8));
+  Pass();
+  const std::string n1 = Job(resent).nodes(0), n2 = Job(lost).nodes(0);
+  ASSERT_NE(n1, n2);
+  Sent(n1);
+  Sent(n2);
+  Up(n1, {}, n1 + "-again");
+  bool launched = false;
+  for (const auto& m : Sent(n1))
+    launched |= m.has_launch_job() && m.launch_job().job_id() == resent;
+  EXPECT_TRUE(launched) << "the launch may have been lost: sent again";
+  EXPECT_EQ(Job(resent).state(), v1::RUNNING);
+  // The same, with the agent reporting the job among those whose state it lost.
+  v1::RegisterRequest r;
+  r.mutable_inventory()->set_name(n2);
+  r.mutable_inventory()->set_step_address("127.0.0.1:1");
+  const NodeConfig* c = config_.FindNode(n2);
+  r.mutable_inventory()->set_cpus(c->cpus);
+  r.mutable_inventory()->set_memory_mb(c->memory_mb);
+  for (uint32_t i = 0; i < c->gpus; ++i) r.mutable_inventory()->add_gpus()->set_type(c->gpu_type);
+  r.set_instance_id(n2 + "-again");
+  r.add_lost_job_ids(lost);
+  ASSERT_TRUE(engine_->RegisterNode(r, now_).ok());
+  v1::Hello h;
+  h.set_node(n2);
+  h.set_instance_id(r.instance_id());
+  Sent(n2);
+  ASSERT_TRUE(engine_->AttachSession(h, now_).ok());
+  for (const auto& m : Sent(n2)) EXPECT_FALSE(m.has_launch_job()) << "never a second run";
+  EXPECT_EQ(Job(lost).state(), v1::FAILED);
+  EXPECT_NE(Job(lost).reason_detail().find("no longer runs it"), std::string::npos);
+  EXPECT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+}  // namespace
+}  // namespace muster::controller
