@@ -1,4 +1,5 @@
-# Warnings, sanitizers and the two helpers every module uses.
+# Warnings, sanitizers and the helpers every module uses. Module boundaries (cmake/modules.json)
+# are checked by the ctest `module_boundaries` over the link graph written here.
 
 set(MUSTER_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wno-missing-field-initializers)
 if(MUSTER_WERROR)
@@ -10,21 +11,28 @@ if(MUSTER_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# muster_add_library(NAME SOURCES ... DEPS ...): one static library per src/<module>.
+# muster_add_library(NAME SOURCES ... DEPS ... PRIVATE_DEPS ...): one static library per module.
+# Other modules see only include/ (its public headers); the module's own directory, with its
+# private headers, is visible to the module alone (and to its tests, see muster_add_test).
 function(muster_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/include
-                                     PRIVATE ${PROJECT_SOURCE_DIR}/src)
+                                     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_options(${name} PRIVATE ${MUSTER_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()
 
-# muster_add_test(NAME SOURCES ... DEPS ... LABELS ... [TIMEOUT s]): a GoogleTest binary, one ctest entry.
+# muster_add_test(NAME SOURCES ... DEPS ... LABELS ... [PRIVATE_OF dir] [TIMEOUT s]): a GoogleTest
+# binary, one ctest entry. PRIVATE_OF names the module directory (src/agent) whose private headers
+# the test may include: a module's tests may see its own.
 function(muster_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;PRIVATE_OF" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  if(ARG_PRIVATE_OF)
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/${ARG_PRIVATE_OF})
+  endif()
   target_compile_options(${name} PRIVATE ${MUSTER_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   add_test(NAME ${name} COMMAND ${name})
@@ -32,4 +40,34 @@ function(muster_add_test name)
     set(ARG_TIMEOUT 300)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()
+
+# Every target of the build, in every directory below `dir`.
+function(muster_collect_targets dir out)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub ${subdirs})
+    muster_collect_targets(${sub} below)
+    list(APPEND targets ${below})
+  endforeach()
+  set(${out} ${targets} PARENT_SCOPE)
+endfunction()
+
+# Writes the link graph that scripts/check-boundaries.py reads: one line per compiled target, its
+# name, a tab, and its direct link libraries (public and private) separated by ';'. Call last.
+function(muster_write_link_graph)
+  muster_collect_targets(${PROJECT_SOURCE_DIR} targets)
+  set(content "")
+  foreach(t ${targets})
+    get_target_property(type ${t} TYPE)
+    if(NOT type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|EXECUTABLE|OBJECT_LIBRARY)$")
+      continue()
+    endif()
+    get_target_property(libs ${t} LINK_LIBRARIES)
+    if(NOT libs)
+      set(libs "")
+    endif()
+    string(APPEND content "${t}\t${libs}\n")
+  endforeach()
+  file(WRITE ${PROJECT_BINARY_DIR}/link_graph.txt "${content}")
 endfunction()

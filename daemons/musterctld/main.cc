@@ -6,9 +6,9 @@
 #include <string>
 
 #include "muster/common/config.h"
-#include "muster/common/logging.h"
 #include "muster/common/signals.h"
 #include "muster/common/version.h"
+#include "muster/logging/logging.h"
 #include "muster/rpc/controller_server.h"
 
 int main(int argc, char** argv) {

@@ -7,9 +7,9 @@
 
 #include "muster/agent/agent.h"
 #include "muster/common/config.h"
-#include "muster/common/logging.h"
 #include "muster/common/signals.h"
 #include "muster/common/version.h"
+#include "muster/logging/logging.h"
 
 int main(int argc, char** argv) {
   std::string config_path, log_level, log_file;

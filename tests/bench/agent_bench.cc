@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <string>
 
-#include "agent/cgroup.h"
-#include "agent/launcher.h"
+#include "cgroup.h"
+#include "launcher.h"
 
 namespace muster::agent {
 namespace {

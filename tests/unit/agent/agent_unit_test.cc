@@ -13,11 +13,11 @@
 #include <map>
 #include <sstream>
 
-#include "agent/cgroup.h"
-#include "agent/inventory.h"
-#include "agent/job_env.h"
-#include "agent/launcher.h"
-#include "agent/nvml.h"
+#include "cgroup.h"
+#include "inventory.h"
+#include "job_env.h"
+#include "launcher.h"
+#include "nvml.h"
 
 namespace muster::agent {
 namespace {

@@ -1,6 +1,6 @@
 // hwloc discovery against captured exports of real nodes (tests/data/hwloc): counts, NUMA
 // layout, GPUs deduplicated by PCI function, HCAs and their locality.
-#include "agent/host_topology.h"
+#include "host_topology.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/infiniband.h"
+#include "infiniband.h"
 
 namespace muster::agent {
 namespace {

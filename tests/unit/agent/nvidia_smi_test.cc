@@ -1,5 +1,5 @@
 // The nvidia-smi capture parsers against every captured output in tests/data/nvidia-smi.
-#include "agent/nvidia_smi.h"
+#include "nvidia_smi.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/inventory.h"
+#include "inventory.h"
 
 namespace muster::agent {
 namespace {

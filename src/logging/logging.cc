@@ -1,4 +1,4 @@
-#include "muster/common/logging.h"
+#include "muster/logging/logging.h"
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>

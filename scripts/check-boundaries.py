@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Module boundaries: every target links, and every file includes, only what its module may use.
+
+usage: check-boundaries.py REPO_ROOT LINK_GRAPH
+
+REPO_ROOT/cmake/modules.json lists the modules (their targets and source paths), the modules each
+may use, the third-party libraries it may include and link, those it must never have in its
+transitive link closure, and whose private headers it may see (a module's own tests). LINK_GRAPH
+is written by CMake at configure time (cmake/LinkGraph.cmake): one line per target, its name, a
+tab, and its direct link libraries separated by ';'.
+
+Checks:
+  1. every target of the build belongs to a module in the list (a new target must be placed);
+  2. a target's direct links are targets of modules it uses, or links of externals it may use;
+  3. a module's transitive link closure holds none of its `never` externals (the CLI never links
+     gRPC; the core never links protobuf, gRPC, RocksDB or Asio);
+  4. a file's `#include "muster/M/..."` names a module it uses (or its own); "muster/v1/*.pb.h"
+     needs proto, "*.grpc.pb.h" needs grpc; `<lib/...>` of a known external needs that external;
+     a quoted private header ("x.h") lives next to the file or in a module it may see privately.
+Exit status 0 when all hold, 1 with one line per violation otherwise.
+"""
+import fnmatch
+import json
+import os
+import re
+import sys
+
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def load(root, graph_path):
+    with open(os.path.join(root, "cmake", "modules.json")) as f:
+        spec = json.load(f)
+    graph = {}
+    with open(graph_path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            target, _, deps = line.partition("\t")
+            graph[target] = [d for d in deps.split(";") if d]
+    return spec, graph
+
+
+def link_name(dep):
+    """A link item as modules.json names it: targets by name, files by their base name."""
+    if dep.startswith("/"):
+        return os.path.basename(dep)
+    return dep
+
+
+def check_links(spec, graph, problems):
+    modules, externals = spec["modules"], spec["externals"]
+    owner = {}
+    for name, m in modules.items():
+        for t in m["targets"]:
+            owner[t] = name
+    for target in sorted(graph):
+        if target not in owner:
+            problems.append(f"target {target} belongs to no module in cmake/modules.json")
+    for target, deps in sorted(graph.items()):
+        module = owner.get(target)
+        if module is None:
+            continue
+        m = modules[module]
+        allowed = set()
+        for used in m["uses"] + [module]:
+            allowed.update(modules[used]["targets"])
+        for ext in m["external"]:
+            allowed.update(externals[ext]["links"])
+        for dep in deps:
+            if dep.startswith("-") or dep.startswith("$<"):
+                continue  # linker flags (-static-libgcc) and generator expressions
+            name = link_name(dep)
+            if name not in allowed:
+                problems.append(f"{target} ({module}) links {dep}, which module {module} may not use")
+    # Transitive closure over the graph (imported targets are leaves).
+    def closure(target, seen):
+        for dep in graph.get(target, []):
+            name = link_name(dep)
+            if name not in seen:
+                seen.add(name)
+                closure(name, seen)
+        return seen
+
+    for name, m in sorted(modules.items()):
+        for target in m["targets"]:
+            if target not in graph:
+                continue
+            reach = closure(target, set())
+            for ext in m.get("never", []):
+                for lib in externals[ext]["links"]:
+                    if lib in reach:
+                        problems.append(
+                            f"{target} ({name}) links {lib} (through its dependencies); "
+                            f"module {name} must never link {ext}")
+
+
+def module_files(root, m):
+    for p in m["paths"]:
+        full = os.path.join(root, p)
+        if os.path.isfile(full):
+            yield full
+        elif os.path.isdir(full):
+            for d, _, files in os.walk(full):
+                for f in sorted(files):
+                    if f.endswith((".h", ".cc", ".cpp")):
+                        yield os.path.join(d, f)
+
+
+def external_of(header, externals):
+    for name, e in externals.items():
+        for pat in e["includes"]:
+            if "*" in pat:
+                if fnmatch.fnmatch(header, pat):
+                    return name
+            elif header.startswith(pat) or header == pat:
+                return name
+    return None
+
+
+def check_includes(root, spec, problems):
+    modules, externals = spec["modules"], spec["externals"]
+    module_dirs = {}  # module -> its private source dir (src/<m>, cli/<m>)
+    for name, m in modules.items():
+        for p in m["paths"]:
+            if p.startswith(("src/", "cli/")) and os.path.isdir(os.path.join(root, p)):
+                module_dirs[name] = os.path.join(root, p)
+    public = {}  # muster/<dir>/ -> module
+    for name, m in modules.items():
+        for p in m["paths"]:
+            if p.startswith("include/muster/"):
+                public[p[len("include/"):].rstrip("/") + "/"] = name
+    for name, m in sorted(modules.items()):
+        may_use = set(m["uses"]) | {name}
+        may_ext = set(m["external"])
+        private_dirs = [module_dirs[p] for p in m.get("private", []) if p in module_dirs]
+        private_dirs += [os.path.join(root, r) for r in m.get("include_roots", [])]
+        for path in module_files(root, m):
+            rel = os.path.relpath(path, root)
+            with open(path, errors="replace") as f:
+                for lineno, line in enumerate(f, 1):
+                    match = INCLUDE_RE.match(line)
+                    if not match:
+                        continue
+                    quote, header = match.groups()
+                    where = f"{rel}:{lineno}"
+                    ext = external_of(header, externals)
+                    if ext is not None:
+                        if ext not in may_ext:
+                            problems.append(f"{where} includes {header}: module {name} may not use {ext}")
+                        continue
+                    if header.startswith("muster/v1/"):
+                        if "proto" not in may_use:
+                            problems.append(f"{where} includes {header}: module {name} may not use proto")
+                        continue
+                    if header.startswith("muster/"):
+                        owner = next((mod for prefix, mod in public.items()
+                                      if header.startswith(prefix)), None)
+                        if owner is None:
+                            problems.append(f"{where} includes {header}, which no module provides")
+                        elif owner not in may_use:
+                            problems.append(f"{where} includes {header}: module {name} may not use {owner}")
+                        continue
+                    if quote == '"':
+                        here = os.path.dirname(path)
+                        found = os.path.exists(os.path.join(here, header)) or any(
+                            os.path.exists(os.path.join(d, header)) for d in private_dirs)
+                        if not found:
+                            problems.append(
+                                f"{where} includes \"{header}\": not next to it, and not a private "
+                                f"header of a module {name} may see (another module's private "
+                                "headers are not an API)")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root, graph_path = sys.argv[1], sys.argv[2]
+    spec, graph = load(root, graph_path)
+    problems = []
+    check_links(spec, graph, problems)
+    check_includes(root, spec, problems)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"module boundaries: {len(problems)} violation(s); see cmake/modules.json", file=sys.stderr)
+        return 1
+    print(f"module boundaries: ok ({len(spec['modules'])} modules, {len(graph)} targets)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
