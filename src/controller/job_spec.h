@@ -7,10 +7,10 @@
 
 #include "muster/common/config.h"
 #include "muster/common/status.h"
-#include "muster/controller/partition_limits.h"
 #include "muster/core/types.h"
 #include "muster/v1/common.pb.h"
 #include "muster/v1/records.pb.h"
+#include "partition_limits.h"
 
 namespace muster::controller {
 

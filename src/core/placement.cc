@@ -279,7 +279,7 @@ Result<Placement> Place(const JobRequest& request, const ClusterView& view, Plac
     return Status(a.code, a.detail);
   }
   if (mode == PlaceMode::kNow || a.kind == Planner::Kind::kNotRunnable) {
-    return Unavailable(a.reason + ": " + a.detail);
+    return Unavailable(std::string(ReasonName(a.reason)) + ": " + a.detail);
   }
   Planner::Forecast f = planner.EarliestStart(request);
   if (f.start == kNever) {

@@ -128,13 +128,13 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
   a.kind = Kind::kNotRunnable;
   if (!s.unknown_nodes.empty()) {
     a.code = StatusCode::kNotFound;
-    a.reason = "BadConstraints";
+    a.reason = JobReason::kBadConstraints;
     a.detail = "no such node: " + Join(s.unknown_nodes, ",");
     return a;
   }
   if (ps.part < 0) {
     a.code = StatusCode::kNotFound;
-    a.reason = "BadConstraints";
+    a.reason = JobReason::kBadConstraints;
     std::vector<std::string> names;
     for (const auto& q : view_.partitions) names.push_back(q.name);
     a.detail = "partition '" + ps.name + "' does not exist (partitions: " + Join(names, ", ") + ")";
@@ -143,52 +143,52 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
   const PartitionView& p = view_.partitions[static_cast<size_t>(ps.part)];
   const uint32_t min_nodes = r.MinNodes();
   if (min_nodes > p.nodes.size()) {
-    a.reason = "PartitionNodeLimit";
+    a.reason = JobReason::kPartitionNodeLimit;
     a.detail = "needs " + std::to_string(min_nodes) + " nodes; partition " + p.name + " has " +
                std::to_string(p.nodes.size());
     return a;
   }
   if (r.time_limit_ms > 0 && p.max_time_ms > 0 && r.time_limit_ms > p.max_time_ms) {
-    a.reason = "PartitionTimeLimit";
+    a.reason = JobReason::kPartitionTimeLimit;
     a.detail = "time limit " + FormatDuration(r.time_limit_ms) + " is longer than partition " +
                p.name + "'s maximum of " + FormatDuration(p.max_time_ms);
     return a;
   }
   if (ps.capacity < min_nodes) {
     a.code = StatusCode::kFailedPrecondition;
-    a.reason = "BadConstraints";
+    a.reason = JobReason::kBadConstraints;
     a.detail = "needs " + s.text + "; only " + std::to_string(ps.capacity) + " of " +
                std::to_string(p.nodes.size()) + " nodes in partition " + p.name + " can hold that";
     return a;
   }
   if (!ps.required_never.empty()) {
     a.code = StatusCode::kFailedPrecondition;
-    a.reason = "BadConstraints";
+    a.reason = JobReason::kBadConstraints;
     a.detail = "needs " + s.text + " including node(s) " + ps.required_never +
                ", which partition " + p.name + " does not have or which cannot hold that";
     return a;
   }
   if (r.required_nodes.size() > min_nodes) {
     a.code = StatusCode::kInvalidArgument;
-    a.reason = "BadConstraints";
+    a.reason = JobReason::kBadConstraints;
     a.detail = std::to_string(r.required_nodes.size()) + " required nodes but a gang of " +
                std::to_string(min_nodes);
     return a;
   }
   if (!ps.required_down.empty()) {
-    a.reason = "ReqNodeNotAvail";
+    a.reason = JobReason::kReqNodeNotAvail;
     a.detail = "UnavailableNodes:" + ps.required_down + "; required node(s) down or drained";
     return a;
   }
   uint32_t up = static_cast<uint32_t>(ps.up_capacity.Count());
   if (up < min_nodes) {
-    a.reason = "ReqNodeNotAvail";
+    a.reason = JobReason::kReqNodeNotAvail;
     a.detail = "needs " + s.text + "; only " + std::to_string(up) + " of the " +
                std::to_string(ps.capacity) + " nodes in partition " + p.name +
                " that could hold it are up and not drained";
     return a;
   }
-  a.reason.clear();
+  a.reason = JobReason::kNone;
   return a;
 }
 
@@ -277,8 +277,8 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
   JobId blocker = 0;
   for (PartState& ps : s.parts) {
     Attempt st = StaticCheck(r, s, ps);
-    if (!st.reason.empty()) {
-      if (first_static.reason.empty()) first_static = std::move(st);
+    if (st.reason != JobReason::kNone) {
+      if (first_static.reason == JobReason::kNone) first_static = std::move(st);
       continue;
     }
     open = true;
@@ -314,12 +314,12 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
   if (held) {
     a.kind = Kind::kHeldForOthers;
     a.blocker = blocker;
-    a.reason = "Priority";
+    a.reason = JobReason::kPriority;
     a.detail = "needs " + s.text + "; what is free now is reserved for job " +
                std::to_string(blocker) + ", which is ahead in the queue";
   } else {
     a.kind = Kind::kNoFreeResources;
-    a.reason = "Resources";
+    a.reason = JobReason::kResources;
     a.detail = "needs " + s.text + "; not enough of that is free now";
   }
   return a;
@@ -385,7 +385,7 @@ Planner::Forecast Planner::EarliestStart(const JobRequest& r, TimeMs from) {
   ShapeState& s = StateOf(r);
   Forecast best;
   for (const PartState& ps : s.parts) {
-    if (!StaticCheck(r, s, ps).reason.empty()) continue;
+    if (StaticCheck(r, s, ps).reason != JobReason::kNone) continue;
     ++forecasts_;
     Forecast f = ForecastIn(r, s, ps, from);
     if (f.start < best.start) best = std::move(f);

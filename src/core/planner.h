@@ -25,7 +25,8 @@ class Planner {
     Placement placement;  // when started
     JobId blocker = 0;    // kHeldForOthers: the job holding what this one would use
     StatusCode code = StatusCode::kUnavailable;
-    std::string reason, detail;  // when not started
+    JobReason reason = JobReason::kNone;  // when not started
+    std::string detail;
     // The request's equivalence class: an id and Shape() text, valid for the planner's life.
     uint32_t shape_id = 0;
     const std::string* shape_text = nullptr;

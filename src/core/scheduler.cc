@@ -87,7 +87,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
                                      [&](const std::string& p) { return blocked.count(p) > 0; });
       if (all_blocked) {
         pass.pending.push_back(
-            {job.id, "Priority",
+            {job.id, JobReason::kPriority,
              "a higher-priority job is waiting for resources in partition " + r.partitions.front(),
              kNever});
         continue;
@@ -148,8 +148,9 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
       }
       // "Resources" for a job first in line for its resources, as Slurm's top job; "Priority"
       // when it waits behind another job's reservation.
-      std::string reason =
-          a.kind == Planner::Kind::kHeldForOthers || others_first ? "Priority" : "Resources";
+      const JobReason reason = a.kind == Planner::Kind::kHeldForOthers || others_first
+                                   ? JobReason::kPriority
+                                   : JobReason::kResources;
       pass.pending.push_back({job.id, reason, detail, f.start});
       continue;
     }
@@ -174,7 +175,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
                                    " higher-priority jobs hold reservations (backfill depth " +
                                    std::to_string(config.backfill_depth) + ")";
     if (expected != kNever) detail += "; estimated start " + When(now, expected);
-    pass.pending.push_back({job.id, "Priority", detail, expected});
+    pass.pending.push_back({job.id, JobReason::kPriority, detail, expected});
   }
   pass.stats.classes = planner.shapes();
   pass.stats.forecasts = planner.forecasts();

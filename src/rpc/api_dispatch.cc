@@ -1,5 +1,6 @@
 #include "muster/rpc/api_dispatch.h"
 
+#include <google/protobuf/io/coded_stream.h>
 #include <pwd.h>
 
 #include <algorithm>
@@ -9,6 +10,23 @@
 
 namespace muster::rpc {
 namespace {
+
+// Appends `m` to `out` as one element of the repeated message field `field`, whose bytes are
+// `prefix` followed by m's own (protobuf reads a message's fields in any order, and for a field
+// given twice the last value wins).
+void AppendRepeatedMessage(std::string& out, int field, std::string_view prefix,
+                           const google::protobuf::MessageLite& m) {
+  using google::protobuf::io::CodedOutputStream;
+  const size_t size = prefix.size() + m.ByteSizeLong();
+  uint8_t head[16];
+  uint8_t* p = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(field) << 3 | 2, head);
+  p = CodedOutputStream::WriteVarint64ToArray(size, p);
+  out.append(reinterpret_cast<const char*>(head), static_cast<size_t>(p - head));
+  out.append(prefix);
+  const size_t at = out.size();
+  out.resize(at + size - prefix.size());
+  m.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + at));
+}
 
 template <typename Req, typename Fn>
 ApiReply Handle(const std::string& payload, Fn&& fn) {
@@ -40,7 +58,7 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
       if (!req.ParseFromString(payload)) {
         return {InvalidArgument("request does not parse as " + req.GetTypeName()), ""};
       }
-      return {Status::Ok(), engine.ListJobsWire(req)};
+      return {Status::Ok(), EncodeJobList(engine, req)};
     }
     case v1::METHOD_LIST_NODES:
       return Handle<v1::ListNodesRequest>(payload,
@@ -74,6 +92,16 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
                             " (client newer than the controller?)"),
               ""};
   }
+}
+
+std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRequest& req) {
+  constexpr int kJobs = v1::ListJobsResponse::kJobsFieldNumber;
+  std::string out;
+  out.reserve(req.job_ids().empty() ? 1 << 20 : req.job_ids_size() * 200);
+  engine.VisitJobs(req, [&](const v1::JobInfo& row, std::string_view spec_fields) {
+    AppendRepeatedMessage(out, kJobs, spec_fields, row);
+  });
+  return out;
 }
 
 controller::Caller ResolveCaller(uint32_t uid, uint32_t gid, const Config& config) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "muster/controller/engine.h"
+#include "muster/rpc/api_dispatch.h"
 #include "muster/store/state_store.h"
 #include "scenario.h"
 
@@ -218,7 +219,7 @@ void BM_ListJobsBrief(benchmark::State& state) {
   req.set_brief(true);
   size_t bytes = 0;
   for (auto _ : state) {
-    std::string reply = e.ListJobsWire(req);
+    std::string reply = rpc::EncodeJobList(e, req);
     bytes = reply.size();
     benchmark::DoNotOptimize(reply);
   }

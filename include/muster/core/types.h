@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "muster/core/reason.h"
+
 namespace muster::core {
 
 using JobId = uint64_t;
@@ -181,11 +183,11 @@ struct JobStart {
   Placement placement;
 };
 
-// Why a job did not start in this pass. `reason` uses Slurm's names (Resources, Priority,
-// ReqNodeNotAvail, PartitionNodeLimit, ...); `detail` is a sentence for people.
+// Why a job did not start in this pass (Resources, Priority, ReqNodeNotAvail, ...); `detail` is a
+// sentence for people.
 struct PendingReason {
   JobId job = 0;
-  std::string reason;
+  JobReason reason = JobReason::kNone;
   std::string detail;
   TimeMs expected_start_ms = kNever;  // the job's reservation, or an estimate; kNever: unknown
 };

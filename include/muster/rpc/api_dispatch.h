@@ -21,6 +21,10 @@ struct ApiReply {
 ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& caller, uint32_t method,
                      const std::string& payload, TimeMs now);
 
+// squeue's reply, a ListJobsResponse, built straight into bytes from the engine's rows (squeue
+// asks for 10,000 jobs at a time, and a brief row is mostly bytes cached per job).
+std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRequest& req);
+
 // Builds the caller from peer credentials: the user name from the passwd database, admin when
 // root or listed (by name or uid) in config.admins. Thread-safe.
 controller::Caller ResolveCaller(uint32_t uid, uint32_t gid, const Config& config);

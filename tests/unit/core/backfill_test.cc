@@ -84,7 +84,7 @@ TEST(BackfillTest, ShortJobBackfillsLongJobWaits) {
 
   const PendingReason* r1 = ReasonFor(pass, 1);
   ASSERT_NE(r1, nullptr);
-  EXPECT_EQ(r1->reason, "Resources");
+  EXPECT_EQ(r1->reason, JobReason::kResources);
   EXPECT_EQ(r1->expected_start_ms, kNow + kHour);
   EXPECT_EQ(r1->detail,
             "needs 2 nodes x (8 GPUs, 1 CPUs); 2 nodes under spine1/leaf1 reserved for this job, "
@@ -94,7 +94,7 @@ TEST(BackfillTest, ShortJobBackfillsLongJobWaits) {
   // gets the next slot, after job 1.
   const PendingReason* r3 = ReasonFor(pass, 3);
   ASSERT_NE(r3, nullptr);
-  EXPECT_EQ(r3->reason, "Priority");
+  EXPECT_EQ(r3->reason, JobReason::kPriority);
   EXPECT_EQ(r3->expected_start_ms, kNow + 3 * kHour);
   EXPECT_NE(r3->detail.find("what is free now is reserved for job 1"), std::string::npos)
       << r3->detail;
@@ -109,7 +109,7 @@ TEST(BackfillTest, EasyBackfillReservesOnlyTheFirstBlockedJob) {
   ASSERT_EQ(pass.reservations.size(), 1u);
   const PendingReason* r3 = ReasonFor(pass, 3);
   ASSERT_NE(r3, nullptr);
-  EXPECT_EQ(r3->reason, "Priority");
+  EXPECT_EQ(r3->reason, JobReason::kPriority);
   // Its estimate comes after job 1's reservation.
   EXPECT_EQ(r3->expected_start_ms, kNow + 3 * kHour);
 }
@@ -132,7 +132,7 @@ TEST(BackfillTest, NoForecastWhenRunningJobsHaveNoTimeLimit) {
   v.running[0].end_ms = kNever;
   SchedulePass pass = Schedule(v, {Job(1, 1, Req(2, 8, kHour))}, kNow, {});
   ASSERT_EQ(pass.pending.size(), 1u);
-  EXPECT_EQ(pass.pending[0].reason, "Resources");
+  EXPECT_EQ(pass.pending[0].reason, JobReason::kResources);
   EXPECT_EQ(pass.pending[0].expected_start_ms, kNever);
   EXPECT_NE(pass.pending[0].detail.find("no start time can be forecast"), std::string::npos);
 }
@@ -142,7 +142,7 @@ TEST(BackfillTest, UnlimitedJobNeverBackfillsIntoAReservation) {
   SchedulePass pass =
       Schedule(v, {Job(1, 100, Req(2, 8, kHour)), Job(2, 1, Req(1, 1, 0))}, kNow, {});
   EXPECT_FALSE(Started(pass, 2));
-  EXPECT_EQ(ReasonFor(pass, 2)->reason, "Priority");
+  EXPECT_EQ(ReasonFor(pass, 2)->reason, JobReason::kPriority);
 }
 
 TEST(PlaceWhenTest, ForecastsTheEarliestStart) {

@@ -119,7 +119,8 @@ TEST(ConstraintsTest, SwitchesWaitRelaxesTheLimit) {
   SchedulePass waiting = Schedule(v, {j}, 30'000, {});
   EXPECT_TRUE(waiting.starts.empty()) << "still waiting for one leaf";
   ASSERT_EQ(waiting.pending.size(), 1u);
-  EXPECT_EQ(waiting.pending[0].reason, "Resources") << "nothing is reserved for another job";
+  EXPECT_EQ(waiting.pending[0].reason, JobReason::kResources)
+      << "nothing is reserved for another job";
   EXPECT_NE(waiting.pending[0].detail.find("on at most 1 leaf switch"), std::string::npos)
       << waiting.pending[0].detail;
   // No single leaf can ever hold it, so the plan is for when the limit drops.
@@ -266,7 +267,7 @@ TEST(ConstraintsTest, RequiredNodesRefusedOrWaitingWithReasons) {
   PendingJob j{1, 0, r, -1, {}, false};
   SchedulePass pass = Schedule(v, {j}, 0, {});
   ASSERT_EQ(pass.pending.size(), 1u);
-  EXPECT_EQ(pass.pending[0].reason, "ReqNodeNotAvail");
+  EXPECT_EQ(pass.pending[0].reason, JobReason::kReqNodeNotAvail);
   EXPECT_NE(pass.pending[0].detail.find("UnavailableNodes:node1"), std::string::npos)
       << pass.pending[0].detail;
 }

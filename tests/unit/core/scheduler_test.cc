@@ -176,9 +176,9 @@ TEST(ScheduleTest, WithoutBackfillABlockedJobHoldsBackLowerJobs) {
   EXPECT_EQ(pass.starts[0].job, 1u);
   ASSERT_EQ(pass.pending.size(), 2u);
   EXPECT_EQ(pass.pending[0].job, 2u);
-  EXPECT_EQ(pass.pending[0].reason, "Resources");
+  EXPECT_EQ(pass.pending[0].reason, JobReason::kResources);
   EXPECT_EQ(pass.pending[1].job, 3u);
-  EXPECT_EQ(pass.pending[1].reason, "Priority");
+  EXPECT_EQ(pass.pending[1].reason, JobReason::kPriority);
 }
 
 TEST(ScheduleTest, HigherPriorityFirstThenSubmitOrder) {
@@ -198,7 +198,7 @@ TEST(ScheduleTest, PartitionTimeLimitPends) {
   r.time_limit_ms = 2000;
   SchedulePass pass = Schedule(v, {Job(1, 1, 1, r)}, 0, {});
   ASSERT_EQ(pass.pending.size(), 1u);
-  EXPECT_EQ(pass.pending[0].reason, "PartitionTimeLimit");
+  EXPECT_EQ(pass.pending[0].reason, JobReason::kPartitionTimeLimit);
 }
 
 // Randomized: thousands of random clusters and queues; after every pass no CPU or GPU is given

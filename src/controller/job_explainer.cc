@@ -1,12 +1,12 @@
-// Engine: the answers to "why is my job not running, and when will it?" (muster explain,
-// scontrol show job's Explain=) and "when would it start?" (sbatch --test-only).
+#include "job_explainer.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "job_views.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
-#include "muster/controller/engine.h"
 #include "muster/core/explain.h"
 #include "muster/core/scheduler.h"
 
@@ -29,14 +29,17 @@ std::string When(TimeMs ms, TimeMs now) {
 
 }  // namespace
 
-Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& req,
-                                                  TimeMs now) const {
-  auto it = jobs_.find(req.job_id());
-  if (it == jobs_.end()) {
+JobExplainer::JobExplainer(const JobManager& jobs, const SchedulerLoop& scheduler)
+    : jobs_(jobs), scheduler_(scheduler) {}
+
+Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest& req,
+                                                     TimeMs now) const {
+  const JobEntry* found = jobs_.Find(req.job_id());
+  if (!found) {
     return NotFound("job " + std::to_string(req.job_id()) +
                     " does not exist (or finished longer ago than the retention time)");
   }
-  const JobEntry& job = it->second;
+  const JobEntry& job = *found;
   const v1::JobRecord& r = job.rec;
   v1::ExplainJobResponse resp;
   v1::JobExplanation& x = *resp.mutable_explanation();
@@ -62,17 +65,17 @@ Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& r
 
   // Priority: its rank among the jobs that compete for the same partitions.
   const std::set<std::string> parts(r.spec().partitions().begin(), r.spec().partitions().end());
-  const int64_t prio = EffectivePriority(job);
+  const int64_t prio = JobViews::EffectivePriority(job);
   x.set_priority(prio);
-  FillPriorityFactors(job, x.mutable_priority_factors());
-  const bool queued = InPass(r);
+  JobViews::FillPriorityFactors(job, x.mutable_priority_factors());
+  const bool queued = SchedulerLoop::InPass(r);
   uint32_t ahead = 0, competing = 0;
-  for (uint64_t id : pending_) {
-    const JobEntry& other = jobs_.at(id);
-    if (!InPass(other.rec) || !SharesPartition(other.rec.spec(), parts)) continue;
+  for (uint64_t id : jobs_.pending()) {
+    const JobEntry& other = *jobs_.Find(id);
+    if (!SchedulerLoop::InPass(other.rec) || !SharesPartition(other.rec.spec(), parts)) continue;
     ++competing;
     if (id == r.id()) continue;
-    const int64_t op = EffectivePriority(other);
+    const int64_t op = JobViews::EffectivePriority(other);
     if (op > prio || (op == prio && std::make_pair(other.rec.submit_time_ms(), id) <
                                         std::make_pair(r.submit_time_ms(), r.id()))) {
       ++ahead;
@@ -86,7 +89,7 @@ Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& r
   }
 
   // The nodes, partition by partition, judged on the live state.
-  const core::ClusterView view = LiveView(now);
+  const core::ClusterView view = scheduler_.LiveView(now);
   const auto explained = core::ExplainPlacement(job.request, view, now);
   std::set<core::NodeIndex> busy, candidates;
   std::map<std::string, core::NodeIndex> index_of;
@@ -134,18 +137,17 @@ Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& r
   for (size_t k = 0; k < by_end.size() && k < kListed; ++k) {
     v1::HoldingJob* h = x.add_holding();
     h->set_job_id(by_end[k].first);
-    if (auto o = jobs_.find(by_end[k].first); o != jobs_.end())
-      h->set_user(o->second.rec.spec().user());
+    if (const JobEntry* o = jobs_.Find(by_end[k].first)) h->set_user(o->rec.spec().user());
     h->set_nodes(CompressHostlist(by_end[k].second.nodes));
     h->set_end_ms(by_end[k].second.end == core::kNever ? 0 : by_end[k].second.end);
   }
 
   // Reservations of other waiting jobs on the nodes it could use, starting before it would.
   std::vector<const core::Reservation*> ahead_res;
-  for (const core::Reservation& res : reservations_) {
+  for (const core::Reservation& res : scheduler_.reservations()) {
     if (res.job == r.id()) continue;
-    auto o = jobs_.find(res.job);
-    if (o == jobs_.end() || !InPass(o->second.rec)) continue;
+    const JobEntry* o = jobs_.Find(res.job);
+    if (!o || !SchedulerLoop::InPass(o->rec)) continue;
     if (x.expected_start_ms() > 0 && res.start_ms > x.expected_start_ms()) continue;
     bool overlaps = false;
     for (core::NodeIndex n : res.nodes) overlaps |= candidates.count(n) > 0;
@@ -169,7 +171,7 @@ Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& r
   // What would change it.
   const std::string id = std::to_string(r.id());
   if (r.spec().hold()) {
-    x.add_changes(r.reason() == "JobHeldAdmin"
+    x.add_changes(core::ParseReason(r.reason()) == core::JobReason::kJobHeldAdmin
                       ? "it is held by an administrator: an administrator must release it "
                         "(scontrol release " +
                             id + ")"
@@ -237,55 +239,6 @@ Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& r
   }
   x.set_summary(summary);
   return resp;
-}
-
-v1::TestOnlyResult Engine::TestOnly(const v1::JobRecord& rec, const core::JobRequest& request,
-                                    TimeMs now) const {
-  // The pass the scheduler would run next, with this job in the queue.
-  PassInput in;
-  in.now = now;
-  in.config = sched_config_;
-  for (uint64_t id : pending_) {
-    const JobEntry& job = jobs_.at(id);
-    if (InPass(job.rec)) in.queue.push_back(ToPendingJob(job));
-  }
-  core::PendingJob pj;
-  pj.id = rec.id();
-  pj.submit_time_ms = now;
-  pj.request = request;
-  in.queue.push_back(pj);
-  in.view = LiveView(now);
-  const core::SchedulePass pass = ComputePass(in);
-  v1::TestOnlyResult out;
-  uint32_t cpus = 0;
-  for (uint32_t t : request.tasks_per_node)
-    cpus += t * std::max<uint32_t>(1, request.cpus_per_task);
-  out.set_cpus(cpus);
-  for (const core::JobStart& s : pass.starts) {
-    if (s.job != rec.id()) continue;
-    out.set_starts_now(true);
-    out.set_start_ms(now);
-    out.set_partition(s.placement.partition);
-    uint32_t held = 0;
-    for (const core::NodePlacement& np : s.placement.nodes) {
-      out.add_nodes(in.view.nodes[np.node].name);
-      held += static_cast<uint32_t>(np.cpus.size());
-    }
-    out.set_cpus(held);
-    return out;
-  }
-  for (const core::PendingReason& p : pass.pending) {
-    if (p.job != rec.id()) continue;
-    out.set_reason(p.reason);
-    out.set_reason_detail(p.detail);
-    if (p.expected_start_ms != core::kNever) out.set_start_ms(p.expected_start_ms);
-  }
-  for (const core::Reservation& res : pass.reservations) {
-    if (res.job != rec.id()) continue;
-    out.set_partition(res.partition);
-    for (core::NodeIndex n : res.nodes) out.add_nodes(in.view.nodes[n].name);
-  }
-  return out;
 }
 
 }  // namespace muster::controller

@@ -1,0 +1,40 @@
+// Why a job is not running, or why it ended: one list, named as Slurm names them. Code compares
+// the enum; records, views and the CLI carry the name (ReasonName), so the names are the edge.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace muster::core {
+
+enum class JobReason : uint8_t {
+  kNone,
+  // Waiting: the scheduler's verdicts.
+  kPriority,            // what it needs is free, or will be, for a job ahead of it
+  kResources,           // not enough free now
+  kBadConstraints,      // no node can ever satisfy the request as given
+  kPartitionNodeLimit,  // more nodes than the partition has
+  kPartitionTimeLimit,  // a longer time limit than the partition allows
+  kReqNodeNotAvail,     // required nodes (or too many candidates) are down or drained
+  kJobArrayTaskLimit,   // its array already runs as many tasks as its %N allows
+  // Held.
+  kJobHeldUser,
+  kJobHeldAdmin,
+  // Requeued, or ended.
+  kNodeFail,
+  kTimeLimit,
+  kSignal,
+  kNonZeroExitCode,
+  kJobLaunchFailure,
+  kProlog,
+  kGpuFail,
+  kJobRequeued,
+};
+
+// Slurm's name: "None", "Resources", "JobHeldUser", ...
+const char* ReasonName(JobReason reason);
+// The reason a name stands for; nullopt for a name not in the list.
+std::optional<JobReason> ParseReason(std::string_view name);
+
+}  // namespace muster::core

@@ -1,0 +1,59 @@
+// Where a job step's tasks go inside its job's allocation (srun within a job), as srun lays them
+// out: the counts it was given, defaults from the job, the CPUs and GPUs other running steps
+// leave free. Pure: the controller gathers what each node has left and records the result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "muster/common/status.h"
+
+namespace muster::core {
+
+// One node of the job, as a new step may use it.
+struct StepRoom {
+  uint32_t job_tasks = 0;           // the job's tasks there (the default layout)
+  std::vector<uint32_t> free_cpus;  // not held by running steps (all of the job's with --overlap)
+  std::vector<uint32_t> free_gpus;  // likewise, for steps with GPUs of their own
+  uint32_t all_cpus = 0;            // the job's CPUs there
+  uint32_t all_gpus = 0;
+};
+
+// What srun asked for; a count of 0 means "as the job has it".
+struct StepShape {
+  uint32_t nodes = 0;
+  uint32_t ntasks = 0;
+  uint32_t ntasks_per_node = 0;
+  uint32_t cpus_per_task = 0;
+  uint32_t gpus_per_task = 0;
+  uint32_t gpus_per_node = 0;
+  uint32_t gpus = 0;     // -G: in total, divided evenly over the nodes
+  bool exact = false;    // only the CPUs its tasks need (else every CPU left free there)
+  bool overlap = false;  // shares CPUs with other steps: holds none
+  bool WantsGpus() const { return gpus_per_task > 0 || gpus_per_node > 0 || gpus > 0; }
+};
+
+// The step on one node: which room, how many tasks, and what it holds there.
+struct StepPlacement {
+  size_t room = 0;  // index into the rooms given
+  uint32_t tasks = 0;
+  std::vector<uint32_t> cpus;  // empty with --overlap
+  std::vector<uint32_t> gpus;  // only when the step asked for GPUs
+};
+
+struct StepLayout {
+  uint32_t cpus_per_task = 1;
+  std::vector<StepPlacement> nodes;  // in room order; tasks numbered in this order
+};
+
+// Lays the step out on `rooms` (the job's candidate nodes, in allocation order). `job` names the
+// job in messages ("job 7"); `selected` says the rooms were narrowed by -w/-x. Errors:
+//   INVALID_ARGUMENT     contradictory or out-of-range counts; -G that does not divide over the
+//                        nodes;
+//   FAILED_PRECONDITION  more than the job holds (it can never run);
+//   UNAVAILABLE          "Requested nodes are busy": other steps hold what it needs now.
+Result<StepLayout> LayOutStep(const std::vector<StepRoom>& rooms, const StepShape& shape,
+                              uint32_t job_cpus_per_task, const std::string& job, bool selected);
+
+}  // namespace muster::core

@@ -1,0 +1,22 @@
+// The accounting history's retention: archived job records older than accounting_retention_days
+// are dropped, hourly, a bounded number at a time.
+//
+// Strand-confined.
+#pragma once
+
+#include "engine_context.h"
+#include "muster/common/clock.h"
+
+namespace muster::controller {
+
+class HistoryRetention {
+ public:
+  explicit HistoryRetention(const EngineContext& ctx) : ctx_(ctx) {}
+  void Purge(TimeMs now);
+
+ private:
+  const EngineContext& ctx_;
+  TimeMs last_purge_ms_ = 0;
+};
+
+}  // namespace muster::controller

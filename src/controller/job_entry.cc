@@ -1,0 +1,47 @@
+#include "job_entry.h"
+
+#include "job_spec.h"
+#include "muster/v1/controller.pb.h"
+
+namespace muster::controller {
+namespace {
+
+// squeue's brief row, the part that never changes after submission (the spec is immutable but
+// for --hold, which the row does not show): encoded once, when the job enters memory. A listing
+// appends the changing part after it, whose fields win (see job_views.h).
+std::string BriefSpecFields(const v1::JobRecord& r) {
+  const v1::JobSpec& s = r.spec();
+  v1::JobInfo info;
+  info.set_id(r.id());
+  info.set_name(s.name());
+  info.set_user(s.user());
+  if (s.partitions_size() > 0) info.set_partition(s.partitions(0));  // until it runs somewhere
+  info.set_cpus_per_task(s.cpus_per_task());
+  info.set_gpus_per_node(s.gpus_per_node());
+  info.set_gpu_type(s.gpu_type());
+  std::string gres;
+  for (const v1::GresSpec& g : s.gres()) {
+    if (!gres.empty()) gres += ',';
+    gres += g.name() + (g.type().empty() ? "" : ":" + g.type()) + ":" + std::to_string(g.count());
+  }
+  info.set_gres(gres);
+  if (r.has_array()) *info.mutable_array() = r.array();
+  return info.SerializeAsString();
+}
+
+}  // namespace
+
+JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request) {
+  JobEntry e;
+  e.rec = std::move(rec);
+  e.request = request ? *request : ToCoreRequest(e.rec);
+  e.brief_spec_fields = BriefSpecFields(e.rec);
+  return e;
+}
+
+bool IsActive(const v1::JobRecord& rec) {
+  return rec.state() == v1::PENDING || rec.state() == v1::RUNNING ||
+         rec.completing_nodes_size() > 0;
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,40 @@
+// What the controller keeps per job: its durable record and what memory derives from it.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "muster/common/clock.h"
+#include "muster/core/priority.h"
+#include "muster/core/types.h"
+#include "muster/v1/records.pb.h"
+
+namespace muster::controller {
+
+struct JobEntry {
+  v1::JobRecord rec;                    // the durable part: every change is persisted first
+  core::JobRequest request;             // derived from rec.spec
+  std::set<std::string> started_nodes;  // nodes that acknowledged the launch (this run)
+  // From the last scheduling pass (memory only; recomputed by every pass).
+  TimeMs expected_start_ms = core::kNever;
+  bool had_reservation = false;
+  core::PriorityFactors priority;
+  // Interactive allocations: whether a client connection holds it, and since when none does.
+  bool client_attached = false;
+  TimeMs orphan_since_ms = 0;
+  // squeue's row, the part the spec alone decides, encoded once (squeue reads 10,000 rows at a
+  // time; see job_views.cc).
+  std::string brief_spec_fields;
+
+  uint64_t id() const { return rec.id(); }
+};
+
+// An entry for a record entering memory (submitted or recovered); `request`, when given, is its
+// request already derived (the tasks of a job array share one).
+JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request = nullptr);
+
+// Pending, running, or still cleaning up somewhere.
+bool IsActive(const v1::JobRecord& rec);
+
+}  // namespace muster::controller

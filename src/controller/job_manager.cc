@@ -1,0 +1,334 @@
+// JobManager: the job table, submission, scancel, scontrol hold/release/requeue, and retention.
+#include "job_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "access.h"
+#include "job_spec.h"
+#include "muster/common/strings.h"
+
+namespace muster::controller {
+
+using core::JobReason;
+
+JobManager::JobManager(EngineContext& ctx, NodeManager& nodes, ResourceLedger& ledger)
+    : ctx_(ctx), nodes_(nodes), ledger_(ledger) {}
+
+JobEntry* JobManager::Find(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const JobEntry* JobManager::Find(uint64_t id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+std::vector<uint64_t> JobManager::ExpandArrays(const std::vector<uint64_t>& ids) const {
+  std::vector<uint64_t> out;
+  for (uint64_t id : ids) {
+    bool array = false;
+    for (auto it = jobs_.lower_bound(id); it != jobs_.end() && it->second.rec.has_array() &&
+                                          it->second.rec.array().array_job_id() == id;
+         ++it) {
+      out.push_back(it->first);
+      array = true;
+    }
+    if (!array) out.push_back(id);
+  }
+  return out;
+}
+
+void JobManager::Insert(JobEntry entry) {
+  const uint64_t id = entry.id();
+  const JobEntry* e = &jobs_.emplace(id, std::move(entry)).first->second;
+  if (order_.empty() || order_.back().first < id) {
+    order_.emplace_back(id, e);  // ids only grow
+  } else {
+    RebuildOrder();
+  }
+}
+
+void JobManager::RebuildOrder() {
+  order_.clear();
+  order_.reserve(jobs_.size());
+  for (const auto& [id, job] : jobs_) order_.emplace_back(id, &job);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery
+
+void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
+  const uint64_t id = rec.id();
+  JobEntry& job = jobs_.emplace(id, MakeJobEntry(std::move(rec))).first->second;
+  const v1::JobRecord& r = job.rec;
+  if (r.state() == v1::PENDING) pending_.insert(id);
+  if (r.spec().interactive() && r.end_time_ms() == 0 &&
+      (r.state() == v1::PENDING || r.state() == v1::RUNNING)) {
+    // Its client lost the connection with the old controller: it may attach again.
+    job.orphan_since_ms = now;
+    interactive_.insert(id);
+  }
+  if (r.state() != v1::PENDING && r.state() != v1::RUNNING) finished_.insert({r.end_time_ms(), id});
+  if (r.state() == v1::RUNNING && r.batch_started()) {
+    for (const auto& na : r.allocation().nodes()) job.started_nodes.insert(na.node());
+  }
+}
+
+Status JobManager::FinishRestore(TimeMs now) {
+  RebuildOrder();
+  // A node removed from the config while it held a job is lost to that job: a running job is
+  // requeued (or ends NODE_FAIL), a finished one stops waiting for that node to clean up.
+  store::Mutation lost;
+  for (auto& [id, job] : jobs_) {
+    std::set<std::string> gone;
+    for (const auto& na : job.rec.allocation().nodes()) {
+      if (!nodes_.Find(na.node()) &&
+          (job.rec.state() == v1::RUNNING ||
+           std::find(job.rec.completing_nodes().begin(), job.rec.completing_nodes().end(),
+                     na.node()) != job.rec.completing_nodes().end())) {
+        gone.insert(na.node());
+      }
+    }
+    for (const auto& n : gone) {
+      spdlog::warn("recovery: job={} held node {}, which the config no longer defines", id, n);
+      LostOnNode(job, n, "node " + n + " is no longer in the configuration", now, lost);
+    }
+  }
+  return ctx_.Commit(lost);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submission
+
+Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload& payload,
+                          const core::JobRequest& request, const v1::MetaRecord& next_meta,
+                          TimeMs now) {
+  store::Mutation m;
+  std::vector<v1::JobRecord> next;
+  for (const v1::JobRecord& r : recs) {
+    const bool held = r.spec().hold();
+    JobChange c{
+        .to = v1::PENDING,
+        .reason = held ? JobReason::kJobHeldUser : JobReason::kNone,
+        .detail = held ? std::optional<std::string>("held at submission (--hold)") : std::nullopt};
+    next.push_back(NextRecord(r, c, now));
+    m.PutJob(next.back());
+    m.PutJobPayload(r.id(), payload);
+  }
+  m.PutMeta(next_meta);
+  MUSTER_RETURN_IF_ERROR_PREPEND(ctx_.Commit(m), "job not accepted: cannot persist it");
+  ctx_.meta() = next_meta;
+  for (v1::JobRecord& r : next) {
+    const uint64_t id = r.id();
+    JobEntry e = MakeJobEntry(std::move(r), &request);  // array tasks share one request
+    if (e.rec.spec().interactive()) {
+      e.orphan_since_ms = now;  // its client attaches next
+      interactive_.insert(id);
+    }
+    Insert(std::move(e));
+    pending_.insert(id);
+  }
+  ctx_.RequestPass();
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// scancel
+
+v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJobRequest& req,
+                                         TimeMs now) {
+  v1::CancelJobResponse resp;
+  std::vector<uint64_t> targets =
+      ExpandArrays(std::vector<uint64_t>(req.job_ids().begin(), req.job_ids().end()));
+  targets.insert(targets.end(), req.single_job_ids().begin(), req.single_job_ids().end());
+  for (uint64_t id : targets) {
+    v1::CancelJobResult* r = resp.add_results();
+    r->set_job_id(id);
+    auto fail = [&](const Status& s) {
+      r->set_code(static_cast<int>(s.code()));
+      r->set_message(s.message());
+    };
+    JobEntry* job = Find(id);
+    if (!job) {
+      fail(NotFound("job " + std::to_string(id) + " does not exist"));
+      continue;
+    }
+    if (Status s = CheckJobAccess(caller, job->rec, "cancel"); !s.ok()) {
+      fail(s);
+      continue;
+    }
+    const v1::JobState st = job->rec.state();
+    if (req.signal() != 0) {
+      // A signal, not a cancel: nothing changes in the job's record.
+      if (st != v1::RUNNING || job->rec.cancel_requested()) {
+        fail(FailedPrecondition(st == v1::PENDING ? "Job is pending execution"
+                                                  : "Job/step already completing or completed"));
+        continue;
+      }
+      const auto& nodes = job->rec.allocation().nodes();
+      for (int i = 0; i < nodes.size(); ++i) {
+        v1::ControllerMessage msg;
+        v1::SignalJob* s = msg.mutable_signal_job();
+        s->set_job_id(id);
+        s->set_signal(req.signal());
+        s->set_run(job->rec.requeue_count());
+        s->set_steps(!req.batch_only() || req.full());
+        s->set_batch((req.batch_only() || req.full()) && i == 0);
+        ctx_.Send(nodes[i].node(), std::move(msg));
+      }
+      spdlog::info("signal job={} sig={} user={}", id, req.signal(), caller.user);
+      continue;
+    }
+    if (st != v1::PENDING && (st != v1::RUNNING || job->rec.cancel_requested())) {
+      continue;  // finished or already on its way down: nothing to do (Slurm is silent too)
+    }
+    if (job->rec.spec().interactive()) {
+      // No batch script to wait for: the allocation ends now and its tasks are stopped.
+      EndAllocation(*job, v1::CANCELLED, JobReason::kNone,
+                    "cancelled by " + caller.user + (st == v1::PENDING ? "" : " while running"),
+                    now, 0, 0);
+      continue;
+    }
+    if (st == v1::PENDING) {
+      Status s = Transition(
+          *job, {.to = v1::CANCELLED, .detail = "cancelled by " + caller.user + " while pending"},
+          now);
+      if (!s.ok()) {
+        fail(s);
+        continue;
+      }
+    } else {
+      // Not a state change yet: it ends CANCELLED when its batch script is gone.
+      v1::JobRecord next = job->rec;
+      next.set_cancel_requested(true);
+      store::Mutation m;
+      m.PutJob(next);
+      if (Status s = ctx_.Commit(m); !s.ok()) {
+        fail(s);
+        continue;
+      }
+      job->rec = std::move(next);
+      for (const auto& na : job->rec.allocation().nodes()) {
+        SendTerminate(na.node(), *job, "cancelled");
+      }
+    }
+    spdlog::info("cancel job={} user={} state={}", id, caller.user, v1::JobState_Name(st));
+  }
+  return resp;
+}
+
+// ---------------------------------------------------------------------------------------------
+// scontrol hold / release / requeue
+
+v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJobRequest& req,
+                                         TimeMs now) {
+  v1::UpdateJobResponse resp;
+  for (uint64_t id : req.job_ids()) {
+    v1::CancelJobResult* r = resp.add_results();
+    r->set_job_id(id);
+    auto fail = [&](StatusCode code, const std::string& m) {
+      r->set_code(static_cast<int>(code));
+      r->set_message(m);
+    };
+    JobEntry* job = Find(id);
+    const std::string jid = std::to_string(id);
+    if (!job) {
+      fail(StatusCode::kNotFound, "job " + jid + " does not exist");
+      continue;
+    }
+    if (Status s = CheckJobAccess(caller, job->rec, "hold, release or requeue"); !s.ok()) {
+      fail(s.code(), s.message());
+      continue;
+    }
+    const v1::JobRecord& rec = job->rec;
+    switch (req.action()) {
+      case v1::UpdateJobRequest::HOLD:
+      case v1::UpdateJobRequest::RELEASE: {
+        const bool hold = req.action() == v1::UpdateJobRequest::HOLD;
+        if (rec.state() != v1::PENDING) {
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid + " is not pending (" + v1::JobState_Name(rec.state()) + ")");
+          continue;
+        }
+        if (rec.spec().hold() == hold) continue;  // already so: nothing to do, as Slurm
+        const bool admin_hold = core::ParseReason(rec.reason()) == JobReason::kJobHeldAdmin;
+        if (!hold && admin_hold && !caller.is_admin) {
+          fail(StatusCode::kPermissionDenied, "job " + jid + " was held by an admin");
+          continue;
+        }
+        JobChange c{.to = v1::PENDING, .hold = hold};
+        if (hold) {
+          c.reason = caller.is_admin && caller.uid != rec.spec().uid() ? JobReason::kJobHeldAdmin
+                                                                       : JobReason::kJobHeldUser;
+          c.detail = "held by " + caller.user;
+        } else {
+          c.detail = "";
+        }
+        if (Status s = Transition(*job, c, now); !s.ok()) {
+          fail(s.code(), s.message());
+          continue;
+        }
+        break;
+      }
+      case v1::UpdateJobRequest::REQUEUE: {
+        if (rec.state() != v1::RUNNING || rec.cancel_requested()) {
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid + " is not running (" + v1::JobState_Name(rec.state()) + ")");
+          continue;
+        }
+        if (rec.spec().no_requeue() || rec.spec().interactive()) {
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid +
+                   (rec.spec().interactive() ? " is an srun/salloc allocation"
+                                             : " was submitted with --no-requeue") +
+                   "; it cannot be requeued");
+          continue;
+        }
+        store::Mutation m;
+        RequeueOrFail(*job, JobReason::kJobRequeued, "requeued by " + caller.user, now, m);
+        ctx_.CommitOrDie(m);
+        break;
+      }
+      default:
+        fail(StatusCode::kInvalidArgument, "unknown job update action");
+        continue;
+    }
+    spdlog::info("update job={} action={} user={}", id,
+                 v1::UpdateJobRequest::Action_Name(req.action()), caller.user);
+  }
+  return resp;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retention
+
+void JobManager::Archive(TimeMs now) {
+  const TimeMs retention = static_cast<TimeMs>(ctx_.scheduling().finished_job_retention_ms);
+  store::Mutation m;
+  std::vector<std::pair<TimeMs, uint64_t>> purge;
+  for (const auto& entry : finished_) {
+    if (now - entry.first < retention) break;
+    const JobEntry& job = jobs_.at(entry.second);
+    if (IsActive(job.rec)) continue;  // still cleaning up somewhere
+    m.ArchiveJob(job.rec);
+    purge.push_back(entry);
+    if (purge.size() >= 10'000) break;  // bound one write
+  }
+  if (purge.empty()) return;
+  // Buffered: a lost archive write only means the jobs are archived again later.
+  Status st = ctx_.Commit(m, store::Durability::kBuffered);
+  if (!st.ok()) {
+    spdlog::error("cannot archive {} finished jobs (will retry): {}", purge.size(), st.ToString());
+    return;
+  }
+  for (const auto& entry : purge) {
+    jobs_.erase(entry.second);
+    finished_.erase(entry);
+  }
+  std::erase_if(order_, [&](const auto& e) { return !jobs_.count(e.first); });
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,152 @@
+// The jobs: their table and indexes, the job state machine, and what agents report about them.
+// Like Kudu's CatalogManager for tables, it is the one writer of job state: every state change
+// goes through Transition (job_state_machine.cc), which persists the new record, updates memory
+// and the indexes, and sends the commands that follow.
+//
+// Files: job_manager.cc (the table, submission, cancel, hold/release/requeue, retention),
+// job_state_machine.cc (Transition and the requeue/failure rules, launch and terminate commands),
+// job_events.cc (agents' reports, reconciliation after a reconnect, lost nodes and GPUs).
+//
+// Strand-confined.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine_context.h"
+#include "job_entry.h"
+#include "muster/common/clock.h"
+#include "muster/common/status.h"
+#include "muster/controller/engine.h"
+#include "muster/core/reason.h"
+#include "muster/store/state_store.h"
+#include "muster/v1/controller.pb.h"
+#include "muster/v1/node.pb.h"
+#include "node_manager.h"
+#include "resource_ledger.h"
+
+namespace muster::controller {
+
+// A job state change, for JobManager::Transition. The table of legal changes is there.
+struct JobChange {
+  v1::JobState to = v1::JOB_STATE_UNSPECIFIED;
+  core::JobReason reason = core::JobReason::kNone;
+  std::optional<std::string> detail;  // the reason in words; nullopt keeps the current one
+  std::optional<bool> hold;           // PENDING -> PENDING: held (true) or released (false)
+  // PENDING -> RUNNING: where it runs, and the credential its steps present.
+  v1::Allocation allocation;
+  std::string credential;
+};
+
+class JobManager {
+ public:
+  JobManager(EngineContext& ctx, NodeManager& nodes, ResourceLedger& ledger);
+
+  // ---- The table. ----
+  JobEntry* Find(uint64_t id);
+  const JobEntry* Find(uint64_t id) const;
+  const std::map<uint64_t, JobEntry>& jobs() const { return jobs_; }
+  // The same entries as a flat array in id order (a map's nodes never move): squeue walks all
+  // of them, and a walk over cold records is memory-bound; an array can be fetched ahead.
+  const std::vector<std::pair<uint64_t, const JobEntry*>>& order() const { return order_; }
+  const std::set<uint64_t>& pending() const { return pending_; }
+  const std::set<uint64_t>& interactive() const { return interactive_; }
+  size_t size() const { return jobs_.size(); }
+  // The jobs `ids` name: each id, and for a job array's id every task of the array (the tasks
+  // follow it with consecutive ids). Ids of no job are kept (callers say "does not exist").
+  std::vector<uint64_t> ExpandArrays(const std::vector<uint64_t>& ids) const;
+
+  // ---- Recovery. ----
+  // A record from the store enters memory as it was (resources are the ledger's to restore).
+  void Restore(v1::JobRecord rec, TimeMs now);
+  // After every record: jobs that held a node the configuration no longer defines lose it.
+  Status FinishRestore(TimeMs now);
+
+  // ---- Submission (validated by the engine). ----
+  // Persists `recs` (one per array task, new, not yet PENDING) with their payload and the next
+  // meta record, then adds them as PENDING. INTERNAL when the store fails: nothing was added.
+  Status Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload& payload,
+                const core::JobRequest& request, const v1::MetaRecord& next_meta, TimeMs now);
+
+  // ---- Requests. ----
+  // scancel: per-job results NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION (a signal for a
+  // job that is not running), or OK.
+  v1::CancelJobResponse Cancel(const Caller& caller, const v1::CancelJobRequest& req, TimeMs now);
+  // scontrol hold/release/requeue: per-job results NOT_FOUND, PERMISSION_DENIED,
+  // FAILED_PRECONDITION (not pending / not running / not requeueable), INVALID_ARGUMENT.
+  v1::UpdateJobResponse Update(const Caller& caller, const v1::UpdateJobRequest& req, TimeMs now);
+
+  // ---- The state machine (job_state_machine.cc). ----
+  // The record `job` has after `change`. Pure: nothing else changes. MUSTER_CHECKs that the
+  // change is one the table allows.
+  v1::JobRecord NextRecord(const v1::JobRecord& rec, const JobChange& change, TimeMs now) const;
+  // Changes `job`. For a change the controller decides itself, the next record goes into `batch`
+  // and memory changes at once; the caller commits the batch with CommitOrDie.
+  void Transition(JobEntry& job, const JobChange& change, TimeMs now, store::Mutation& batch);
+  // For a change a request asked for: committed here first; when the store fails nothing
+  // changes and the error is returned.
+  [[nodiscard]] Status Transition(JobEntry& job, const JobChange& change, TimeMs now);
+  // A next record (from NextRecord) that the caller has persisted becomes the job's: the
+  // indexes, then the commands that follow.
+  void Apply(JobEntry& job, v1::JobRecord next);
+  // A running job stops everywhere and is queued again (the whole gang), or ends NODE_FAIL when
+  // it asked for --no-requeue or is an srun/salloc allocation, or CANCELLED when a cancel was
+  // already under way.
+  void RequeueOrFail(JobEntry& job, core::JobReason reason, const std::string& why, TimeMs now,
+                     store::Mutation& m);
+  // An srun/salloc allocation ends (its client released it, went away, or it timed out).
+  void EndAllocation(JobEntry& job, v1::JobState state, core::JobReason reason,
+                     const std::string& detail, TimeMs now, int32_t exit_code, int32_t signal);
+  // The allocation is over: it leaves the index of active srun/salloc allocations.
+  void ForgetAllocation(uint64_t id) { interactive_.erase(id); }
+  // Pass reasons: memory only, recomputed by every pass.
+  void SetWaitReason(JobEntry& job, core::JobReason reason, std::string detail);
+
+  // ---- Agents (job_events.cc). ----
+  void OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs now);
+  void OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, TimeMs now);
+  void OnBatchExited(NodeEntry& node, const v1::BatchExited& e, TimeMs now);
+  void OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs now);
+  // A node's session is up again: what its agent reported at registration is reconciled with
+  // what this controller believes (stale jobs terminated, lost launches sent again, jobs whose
+  // state the agent lost failed, finished jobs released).
+  void ReconcileNode(NodeEntry& node, TimeMs now);
+  // The node is lost: every job holding resources there loses it (requeued or failed).
+  void NodeLost(NodeEntry& node, const std::string& why, TimeMs now);
+  // GPU `gpu` of the node turned unhealthy: the running jobs bound to it are requeued.
+  void GpuFailed(NodeEntry& node, uint32_t gpu, const std::string& why, TimeMs now,
+                 store::Mutation& m);
+
+  // ---- Commands to agents. ----
+  void SendLaunch(const JobEntry& job, size_t node_pos);
+  void SendTerminate(const std::string& node, const JobEntry& job, const std::string& reason);
+
+  // ---- Retention. ----
+  // Finished jobs past finished_job_retention_ms move to the history family (bounded per call).
+  void Archive(TimeMs now);
+
+ private:
+  // The job's share of `node_name` is gone (the node was lost or removed from the config).
+  void LostOnNode(JobEntry& job, const std::string& node_name, const std::string& why, TimeMs now,
+                  store::Mutation& m);
+  // The job no longer holds anything on `node`: what was left of it there is clean.
+  void ReleaseNode(JobEntry& job, const NodeEntry& node);
+  void Insert(JobEntry entry);
+  void RebuildOrder();
+
+  EngineContext& ctx_;
+  NodeManager& nodes_;
+  ResourceLedger& ledger_;
+  std::map<uint64_t, JobEntry> jobs_;  // live and recently finished jobs, by id
+  std::vector<std::pair<uint64_t, const JobEntry*>> order_;
+  std::set<uint64_t> pending_;                      // PENDING jobs (the scheduler's input)
+  std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
+  std::set<uint64_t> interactive_;                  // active srun/salloc allocations
+};
+
+}  // namespace muster::controller

@@ -1,0 +1,267 @@
+// JobManager: the job state machine. A job's state changes here and nowhere else:
+//
+//   (new)   -> PENDING      submitted (reason JobHeldUser with --hold)
+//   PENDING -> PENDING      held or released
+//   PENDING -> RUNNING      started by the scheduler
+//   PENDING -> CANCELLED    cancelled, or an srun/salloc allocation ended, before it started
+//   RUNNING -> COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL     its end
+//   RUNNING -> PENDING      requeued: the whole gang stops and it waits for every node to be clean
+//
+// NextRecord says what the record becomes; Transition persists it (or puts it into the caller's
+// batch) and Apply makes it the job's, updates the indexes and sends what follows (launches,
+// terminations) and asks for a scheduling pass.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "job_manager.h"
+#include "job_spec.h"
+#include "muster/common/check.h"
+#include "step_state.h"
+
+namespace muster::controller {
+namespace {
+
+using core::JobReason;
+
+bool Allowed(v1::JobState from, v1::JobState to) {
+  switch (from) {
+    case v1::JOB_STATE_UNSPECIFIED:
+      return to == v1::PENDING;
+    case v1::PENDING:
+      return to == v1::PENDING || to == v1::RUNNING || to == v1::CANCELLED;
+    case v1::RUNNING:
+      return to == v1::COMPLETED || to == v1::FAILED || to == v1::CANCELLED || to == v1::TIMEOUT ||
+             to == v1::NODE_FAIL || to == v1::PENDING;
+    default:
+      return false;  // terminal states are final
+  }
+}
+
+bool Ended(v1::JobState s) { return s != v1::PENDING && s != v1::RUNNING; }
+
+void Remove(google::protobuf::RepeatedPtrField<std::string>* v, const std::string& s) {
+  auto it = std::find(v->begin(), v->end(), s);
+  if (it != v->end()) v->erase(it);
+}
+
+}  // namespace
+
+v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& c,
+                                     TimeMs now) const {
+  const v1::JobState from = rec.state();
+  MUSTER_CHECK_MSG(Allowed(from, c.to), "job state change not in the state machine");
+  v1::JobRecord r = rec;
+  r.set_state(c.to);
+  r.set_reason(core::ReasonName(c.reason));
+  if (c.detail) r.set_reason_detail(*c.detail);
+  // What a run still holds: the nodes that have not reported it clean.
+  auto set_completing = [&] {
+    r.clear_completing_nodes();
+    for (const auto& na : r.allocation().nodes()) {
+      std::optional<size_t> i = ctx_.NodeIndex(na.node());
+      if (i && ledger_.Holds(*i, r.id())) r.add_completing_nodes(na.node());
+    }
+  };
+  if (from == v1::PENDING && c.to == v1::PENDING && c.hold) {
+    r.mutable_spec()->set_hold(*c.hold);
+  } else if (c.to == v1::RUNNING) {
+    r.set_start_time_ms(now);
+    r.clear_reason_detail();
+    r.set_batch_started(false);
+    r.set_credential(c.credential);
+    r.set_next_step_id(0);
+    *r.mutable_allocation() = c.allocation;
+  } else if (from == v1::PENDING && Ended(c.to)) {
+    r.set_end_time_ms(now);
+  } else if (from == v1::RUNNING && Ended(c.to)) {
+    // Steps still running are stopped with the job; each node reports how its tasks ended
+    // before it reports the job clean there (one ordered stream), which settles what is left.
+    r.set_end_time_ms(now);
+    set_completing();
+  } else if (from == v1::RUNNING && c.to == v1::PENDING) {
+    EndRunningSteps(r, v1::CANCELLED, now);
+    r.set_requeue_count(r.requeue_count() + 1);
+    r.set_batch_started(false);
+    set_completing();
+  }
+  return r;
+}
+
+void JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now,
+                            store::Mutation& batch) {
+  v1::JobRecord next = NextRecord(job.rec, change, now);
+  batch.PutJob(next);
+  Apply(job, std::move(next));
+}
+
+Status JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now) {
+  v1::JobRecord next = NextRecord(job.rec, change, now);
+  store::Mutation m;
+  m.PutJob(next);
+  MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+  Apply(job, std::move(next));
+  return Status::Ok();
+}
+
+void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
+  const v1::JobState from = job.rec.state();
+  job.rec = std::move(next);
+  const v1::JobRecord& r = job.rec;
+  const uint64_t id = r.id();
+  const v1::JobState to = r.state();
+  if (from == v1::PENDING && to != v1::PENDING) pending_.erase(id);
+  if (from != v1::PENDING && to == v1::PENDING) pending_.insert(id);
+  if (Ended(to)) finished_.insert({r.end_time_ms(), id});
+
+  if (from == v1::PENDING && to == v1::PENDING) {
+    job.request = ToCoreRequest(r);
+    ctx_.RequestPass();
+  } else if (to == v1::RUNNING) {
+    job.started_nodes.clear();
+    spdlog::info("start job={} nodes={} partition={}", id, r.allocation().nodes_size(),
+                 r.allocation().partition());
+    for (int i = 0; i < r.allocation().nodes_size(); ++i) SendLaunch(job, static_cast<size_t>(i));
+  } else if (from == v1::PENDING && Ended(to)) {
+    ctx_.RequestPass();  // it may have held back lower-priority jobs
+  } else if (from == v1::RUNNING && Ended(to)) {
+    const std::string why = to == v1::CANCELLED ? "cancelled" : "job finished";
+    for (const auto& n : r.completing_nodes()) SendTerminate(n, job, why);
+    ctx_.RequestPass();
+  } else if (from == v1::RUNNING && to == v1::PENDING) {
+    // Old-run processes are terminated by run number, so a new run is never touched.
+    for (const auto& n : r.completing_nodes()) SendTerminate(n, job, r.reason_detail());
+    job.started_nodes.clear();
+    ctx_.RequestPass();
+    spdlog::warn("job={} requeued (count={}): {}", id, r.requeue_count(), r.reason_detail());
+  }
+}
+
+void JobManager::SetWaitReason(JobEntry& job, JobReason reason, std::string detail) {
+  job.rec.set_reason(core::ReasonName(reason));
+  job.rec.set_reason_detail(std::move(detail));
+}
+
+void JobManager::RequeueOrFail(JobEntry& job, JobReason reason, const std::string& why, TimeMs now,
+                               store::Mutation& m) {
+  const v1::JobRecord& r = job.rec;
+  if (r.state() != v1::RUNNING) return;
+  if (r.cancel_requested()) {
+    Transition(job, {.to = v1::CANCELLED}, now, m);
+    return;
+  }
+  if (r.spec().no_requeue() || r.spec().interactive()) {
+    // An srun/salloc allocation is not requeued: its client's tasks are gone.
+    Transition(job, {.to = v1::NODE_FAIL, .reason = reason, .detail = why}, now, m);
+    spdlog::warn("job={} NODE_FAIL: {}", r.id(), why);
+    return;
+  }
+  Transition(job, {.to = v1::PENDING, .reason = reason, .detail = "requeued: " + why}, now, m);
+}
+
+void JobManager::EndAllocation(JobEntry& job, v1::JobState state, JobReason reason,
+                               const std::string& detail, TimeMs now, int32_t exit_code,
+                               int32_t signal) {
+  v1::JobRecord& r = job.rec;
+  if (r.end_time_ms() > 0 || (r.state() != v1::PENDING && r.state() != v1::RUNNING)) return;
+  store::Mutation m;
+  if (r.state() == v1::PENDING) {
+    Transition(
+        job,
+        {.to = v1::CANCELLED,
+         .detail = detail.empty() ? "released before it started" : detail + " while pending"},
+        now, m);
+  } else {
+    r.set_exit_code(exit_code);
+    r.set_exit_signal(signal);
+    JobChange c{.to = state, .reason = reason};
+    if (!detail.empty()) c.detail = detail;
+    Transition(job, c, now, m);
+  }
+  interactive_.erase(r.id());
+  ctx_.CommitOrDie(m);
+  spdlog::info("allocation end job={} state={} {}", r.id(), v1::JobState_Name(r.state()), detail);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A job's share of one node
+
+void JobManager::ReleaseNode(JobEntry& job, const NodeEntry& node) {
+  if (ledger_.Release(job.id(), node.index)) ctx_.RequestPass();
+}
+
+void JobManager::LostOnNode(JobEntry& job, const std::string& node_name, const std::string& why,
+                            TimeMs now, store::Mutation& m) {
+  v1::JobRecord& r = job.rec;
+  // The lost node's share is gone with it: if the node comes back still running something of
+  // this job, it is stale there and is terminated before the node takes new work.
+  Remove(r.mutable_completing_nodes(), node_name);
+  if (const NodeEntry* node = nodes_.Find(node_name)) ReleaseNode(job, *node);
+  StepsEndedOnNode(r, node_name, /*lost=*/true, now);
+  if (r.state() != v1::RUNNING) {
+    if (r.completing_nodes_size() == 0) EndRunningSteps(r, v1::CANCELLED, now);
+    m.PutJob(r);
+    return;
+  }
+  if (r.cancel_requested()) {
+    Transition(job, {.to = v1::CANCELLED}, now, m);
+    return;
+  }
+  RequeueOrFail(job, JobReason::kNodeFail, why, now, m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+void JobManager::SendLaunch(const JobEntry& job, size_t pos) {
+  const v1::JobRecord& r = job.rec;
+  v1::ControllerMessage msg;
+  v1::LaunchJob* l = msg.mutable_launch_job();
+  l->set_job_id(r.id());
+  *l->mutable_spec() = r.spec();
+  *l->mutable_allocation() = r.allocation();
+  l->set_node_id(static_cast<uint32_t>(pos));
+  l->set_batch_node(pos == 0 && !r.spec().interactive());
+  if (r.has_array()) *l->mutable_array() = r.array();
+  if (pos != 0 || r.spec().interactive()) {
+    // Only the first node runs the script; the others need the allocation and the identity.
+    l->mutable_spec()->clear_script();
+    l->mutable_spec()->clear_environment();
+  } else if (r.spec().script().empty()) {
+    auto payload = ctx_.store().ReadJobPayload(r.id());
+    if (payload.ok()) {
+      l->mutable_spec()->set_script(std::move(*payload->mutable_script()));
+      *l->mutable_spec()->mutable_environment() = std::move(*payload->mutable_environment());
+    } else {
+      // The agent refuses a launch without a script and reports it; the job then fails with
+      // that reason rather than running something else.
+      spdlog::error("job={}: cannot read its batch script: {}", r.id(),
+                    payload.status().ToString());
+    }
+  }
+  l->set_time_limit_ms(r.time_limit_ms());
+  l->set_kill_grace_ms(ctx_.scheduling().kill_grace_ms);
+  l->set_credential(r.credential());
+  l->set_cluster_name(ctx_.config().cluster_name);
+  l->set_start_time_ms(r.start_time_ms());
+  l->set_requeue_count(r.requeue_count());
+  const std::string& node = r.allocation().nodes(static_cast<int>(pos)).node();
+  if (const NodeEntry* n = nodes_.Find(node)) l->set_topology(n->config.topology);
+  ctx_.Send(node, std::move(msg));
+}
+
+void JobManager::SendTerminate(const std::string& node, const JobEntry& job,
+                               const std::string& reason) {
+  const v1::JobRecord& r = job.rec;
+  v1::ControllerMessage msg;
+  auto* t = msg.mutable_terminate_job();
+  t->set_job_id(r.id());
+  t->set_reason(reason);
+  t->set_kill_grace_ms(ctx_.scheduling().kill_grace_ms);
+  // A requeued job pends with its old run still cleaning up: that run is the one to stop.
+  t->set_run(r.state() == v1::PENDING && r.requeue_count() > 0 ? r.requeue_count() - 1
+                                                               : r.requeue_count());
+  ctx_.Send(node, std::move(msg));
+}
+
+}  // namespace muster::controller

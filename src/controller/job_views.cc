@@ -1,0 +1,364 @@
+#include "job_views.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "muster/common/hostlist.h"
+#include "muster/common/output_pattern.h"
+#include "muster/common/strings.h"
+
+namespace muster::controller {
+namespace {
+
+// The accounting view: what sacct shows, cheap enough for 100,000 records per call.
+v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
+  const v1::JobSpec& s = r.spec();
+  v1::JobInfo info;
+  info.set_id(r.id());
+  info.set_name(s.name());
+  info.set_user(s.user());
+  info.set_uid(s.uid());
+  info.set_state(r.state());
+  info.set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
+  info.set_reason(r.reason());
+  info.set_partition(r.allocation().partition().empty() && s.partitions_size() > 0
+                         ? s.partitions(0)
+                         : r.allocation().partition());
+  for (const auto& na : r.allocation().nodes()) info.add_nodes(na.node());
+  const JobTotals t = TotalsOf(r);
+  info.set_num_nodes(t.nodes);
+  info.set_num_tasks(t.tasks);
+  info.set_cpus_total(t.cpus);
+  info.set_gpus_total(t.gpus);
+  info.set_mem_total_mb(t.mem_mb);
+  info.set_submit_time_ms(r.submit_time_ms());
+  info.set_start_time_ms(r.start_time_ms());
+  info.set_end_time_ms(r.end_time_ms());
+  info.set_time_limit_ms(r.time_limit_ms());
+  info.set_exit_code(r.exit_code());
+  info.set_exit_signal(r.exit_signal());
+  info.set_requeue_count(r.requeue_count());
+  info.set_work_dir(s.work_dir());
+  info.set_priority(r.priority());
+  info.set_interactive(s.interactive());
+  if (r.has_array()) *info.mutable_array() = r.array();
+  if (with_steps) {
+    // The first node's CPU count, for the batch step's line (sacct's N.batch).
+    if (r.allocation().nodes_size() > 0) {
+      v1::NodeAllocation* first = info.mutable_allocation()->add_nodes();
+      first->set_node(r.allocation().nodes(0).node());
+      *first->mutable_cpu_ids() = r.allocation().nodes(0).cpu_ids();
+    }
+    *info.mutable_steps() = r.steps();
+  }
+  return info;
+}
+
+// What the record alone tells: the accounting view plus paths, constraints, the allocation and
+// the steps.
+v1::JobInfo RecordInfo(const v1::JobRecord& r) {
+  const v1::JobSpec& s = r.spec();
+  v1::JobInfo info = AccountingInfo(r, /*with_steps=*/false);
+  info.set_reason_detail(r.reason_detail());
+  if (r.allocation().nodes_size() == 0 && s.min_nodes() > 0 && s.min_nodes() < s.nodes()) {
+    info.set_min_nodes(s.min_nodes());
+  }
+  info.set_cpus_per_task(s.cpus_per_task());
+  info.set_gpus_per_node(s.gpus_per_node());
+  info.set_gpu_type(s.gpu_type());
+  info.set_mem_per_node_mb(s.mem_per_node_mb());
+  PatternVars vars;
+  vars.job_id = r.id();
+  vars.job_name = s.name();
+  vars.user = s.user();
+  if (r.has_array()) {
+    vars.array_job_id = r.array().array_job_id();
+    vars.array_task_id = r.array().task_id();
+  }
+  vars.node = r.allocation().nodes().empty() ? "%N" : r.allocation().nodes(0).node();
+  info.set_stdout_path(ExpandOutputPattern(s.stdout_pattern(), vars, s.work_dir()));
+  info.set_stderr_path(s.stderr_pattern().empty()
+                           ? info.stdout_path()
+                           : ExpandOutputPattern(s.stderr_pattern(), vars, s.work_dir()));
+  if (r.state() == v1::RUNNING || r.completing_nodes_size() > 0) {
+    *info.mutable_allocation() = r.allocation();
+  }
+  info.set_no_requeue(s.no_requeue());
+  info.set_hold(s.hold());
+  info.set_features(s.constraint());
+  info.set_required_nodes(CompressHostlist({s.required_nodes().begin(), s.required_nodes().end()}));
+  info.set_excluded_nodes(CompressHostlist({s.excluded_nodes().begin(), s.excluded_nodes().end()}));
+  info.set_max_switches(s.max_switches());
+  info.set_switches_wait_ms(s.switches_wait_ms());
+  info.set_topology(s.topology());
+  std::vector<std::string> gres;
+  for (const v1::GresSpec& g : s.gres()) {
+    gres.push_back(g.name() + (g.type().empty() ? "" : ":" + g.type()) + ":" +
+                   std::to_string(g.count()));
+  }
+  info.set_gres(Join(gres, ","));
+  *info.mutable_steps() = r.steps();
+  return info;
+}
+
+// sacct's selection, built once per query: ids (a job array's id matches its tasks), users,
+// states, partitions and the -S/-E window.
+class AccountingFilter {
+ public:
+  AccountingFilter(const v1::ListAccountingRequest& req, TimeMs end)
+      : users_(req.users().begin(), req.users().end()),
+        states_(req.states().begin(), req.states().end()),
+        parts_(req.partitions().begin(), req.partitions().end()),
+        ids_(req.job_ids().begin(), req.job_ids().end()),
+        start_(req.start_ms()),
+        end_(end) {}
+
+  const std::set<uint64_t>& ids() const { return ids_; }
+
+  bool operator()(const v1::JobRecord& r) const {
+    if (!ids_.empty() && !ids_.count(r.id()) &&
+        !(r.has_array() && ids_.count(r.array().array_job_id()))) {
+      return false;
+    }
+    if (!users_.empty() && !users_.count(r.spec().user())) return false;
+    if (!states_.empty() && !states_.count(r.state())) return false;
+    if (!parts_.empty()) {
+      bool any = parts_.count(r.allocation().partition()) > 0;
+      for (const auto& p : r.spec().partitions()) any |= parts_.count(p) > 0;
+      if (!any) return false;
+    }
+    // The window: jobs that existed at some point between start and end (sacct -S/-E).
+    if (ids_.empty()) {
+      if (r.submit_time_ms() > end_) return false;
+      if (r.end_time_ms() > 0 && r.end_time_ms() < start_) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::set<std::string> users_;
+  std::set<int> states_;
+  std::set<std::string> parts_;
+  std::set<uint64_t> ids_;
+  TimeMs start_, end_;
+};
+
+}  // namespace
+
+JobTotals TotalsOf(const core::JobRequest& request) {
+  JobTotals t;
+  t.nodes = request.nodes;
+  for (uint32_t n : request.tasks_per_node) t.tasks += n;
+  t.cpus = t.tasks * std::max<uint32_t>(1, request.cpus_per_task);
+  t.gpus = request.nodes * request.gpus_per_node;
+  t.mem_mb = request.nodes * request.mem_per_node_mb;
+  return t;
+}
+
+JobTotals TotalsOf(const v1::JobRecord& r, const core::JobRequest* request) {
+  JobTotals t;
+  if (r.allocation().nodes_size() > 0) {
+    t.nodes = static_cast<uint32_t>(r.allocation().nodes_size());
+    for (const auto& na : r.allocation().nodes()) {
+      t.cpus += static_cast<uint32_t>(na.cpu_ids_size());
+      t.gpus += static_cast<uint32_t>(na.gpu_indices_size());
+      t.mem_mb += na.mem_mb();
+      t.tasks += na.ntasks();
+    }
+    return t;
+  }
+  if (request) return TotalsOf(*request);
+  const v1::JobSpec& s = r.spec();
+  t.nodes = s.nodes();
+  t.tasks = s.ntasks();
+  t.cpus = s.ntasks() * std::max<uint32_t>(1, s.cpus_per_task());
+  t.gpus = s.nodes() * s.gpus_per_node();
+  t.mem_mb = s.nodes() * s.mem_per_node_mb();
+  return t;
+}
+
+JobViews::JobViews(const EngineContext& ctx, const JobManager& jobs) : ctx_(ctx), jobs_(jobs) {}
+
+int64_t JobViews::EffectivePriority(const JobEntry& job) {
+  return job.rec.priority() != 0 ? job.rec.priority() : job.priority.priority;
+}
+
+void JobViews::FillPriorityFactors(const JobEntry& job, v1::PriorityFactors* f) {
+  f->set_age(job.priority.age);
+  f->set_size(job.priority.size);
+  f->set_partition(job.priority.partition);
+  f->set_qos(job.priority.qos);
+  f->set_fairshare(job.priority.fairshare);
+  f->set_nice(job.priority.nice);
+}
+
+v1::JobInfo JobViews::ToJobInfo(const JobEntry& job) const {
+  const v1::JobRecord& r = job.rec;
+  v1::JobInfo info = RecordInfo(r);
+  info.set_priority(EffectivePriority(job));
+  if (r.state() == v1::PENDING) {
+    if (job.expected_start_ms != core::kNever) info.set_expected_start_ms(job.expected_start_ms);
+    FillPriorityFactors(job, info.mutable_priority_factors());
+  }
+  return info;
+}
+
+Result<v1::GetJobResponse> JobViews::GetJob(const v1::GetJobRequest& req) const {
+  const JobEntry* job = jobs_.Find(req.job_id());
+  if (!job) {
+    return NotFound("job " + std::to_string(req.job_id()) +
+                    " does not exist (or finished longer ago than the retention time)");
+  }
+  v1::GetJobResponse resp;
+  *resp.mutable_job() = ToJobInfo(*job);
+  return resp;
+}
+
+// The rest of the brief row: what changes as the job runs. Reads only the record's own fields
+// (no spec), so that 10,000 rows touch little memory.
+void JobViews::BriefStateFields(const JobEntry& job, v1::JobInfo* info) const {
+  const v1::JobRecord& r = job.rec;
+  info->set_state(r.state());
+  info->set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
+  if (!r.reason().empty()) info->set_reason(r.reason());
+  info->set_submit_time_ms(r.submit_time_ms());
+  info->set_start_time_ms(r.start_time_ms());
+  info->set_end_time_ms(r.end_time_ms());
+  info->set_time_limit_ms(r.time_limit_ms());
+  info->set_priority(EffectivePriority(job));
+  if (r.state() == v1::PENDING && job.expected_start_ms != core::kNever) {
+    info->set_expected_start_ms(job.expected_start_ms);
+  }
+  if (r.allocation().nodes_size() > 0) {
+    if (!r.allocation().partition().empty()) info->set_partition(r.allocation().partition());
+    for (const auto& na : r.allocation().nodes()) info->add_nodes(na.node());
+  }
+  const JobTotals t = TotalsOf(r, &job.request);
+  info->set_num_nodes(t.nodes);
+  info->set_num_tasks(t.tasks);
+  info->set_cpus_total(t.cpus);
+}
+
+void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const {
+  const std::set<std::string> users(req.users().begin(), req.users().end());
+  const std::set<int> states(req.states().begin(), req.states().end());
+  const std::set<std::string> parts(req.partitions().begin(), req.partitions().end());
+  const std::set<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
+  v1::JobInfo row;
+  auto emit = [&](const JobEntry& job) {
+    const v1::JobRecord& r = job.rec;
+    if (!users.empty() && !users.count(r.spec().user())) return;
+    if (!states.empty()) {
+      if (!states.count(r.state())) return;
+    } else if (!req.include_finished() && !IsActive(r) && ids.empty()) {
+      return;
+    }
+    if (!parts.empty()) {
+      bool match = false;
+      for (const auto& p : r.spec().partitions()) match |= parts.count(p) > 0;
+      if (!match) return;
+    }
+    if (req.brief()) {
+      row.Clear();  // keeps the strings' buffers: no allocation per job
+      BriefStateFields(job, &row);
+      visit(row, job.brief_spec_fields);
+    } else {
+      row = ToJobInfo(job);
+      visit(row, {});
+    }
+  };
+  if (ids.empty()) {
+    // Every record, cold, one after another: fetch the ones a few steps ahead while this one is
+    // visited. Two stages, so that no prefetch waits on a miss itself: 16 ahead, the entry's
+    // lines; 8 ahead, the heap objects those lines point to (the reason, the tasks, the row).
+    constexpr size_t kAhead = 8;
+    const auto& order = jobs_.order();
+    const size_t n = order.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (i + 2 * kAhead < n) {
+        const char* far = reinterpret_cast<const char*>(order[i + 2 * kAhead].second);
+        for (size_t off = 0; off < sizeof(JobEntry); off += 64) __builtin_prefetch(far + off);
+      }
+      if (i + kAhead < n) {
+        const JobEntry* near = order[i + kAhead].second;
+        __builtin_prefetch(&near->rec.reason());
+        __builtin_prefetch(near->brief_spec_fields.data());
+        __builtin_prefetch(near->request.tasks_per_node.data());
+      }
+      emit(*order[i].second);
+    }
+    return;
+  }
+  // By id (squeue -j in a workflow's poll loop): look them up, never walk the whole table. A
+  // job array's id stands for all its tasks, which follow it.
+  std::set<uint64_t> found;
+  for (uint64_t id : ids) {
+    for (auto it = jobs_.jobs().lower_bound(id); it != jobs_.jobs().end(); ++it) {
+      const bool task = it->second.rec.has_array() && it->second.rec.array().array_job_id() == id;
+      if (it->first == id || task) found.insert(it->first);
+      if (!task) break;
+    }
+  }
+  for (uint64_t id : found) emit(*jobs_.Find(id));
+}
+
+Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequest& req,
+                                                    TimeMs now) const {
+  Engine::AccountingQuery q;
+  q.req = req;
+  q.end_ms = req.end_ms() > 0 ? req.end_ms() : now;
+  q.store = &ctx_.store();
+  const AccountingFilter match(req, q.end_ms);
+  const bool with_steps = !req.without_steps();
+  for (const auto& [id, job] : jobs_.jobs()) {
+    if (!match(job.rec)) continue;
+    v1::JobInfo info = AccountingInfo(job.rec, with_steps);
+    info.set_priority(EffectivePriority(job));
+    q.live.emplace(id, std::move(info));
+  }
+  return q;
+}
+
+Result<v1::ListAccountingResponse> JobViews::ScanAccounting(const Engine::AccountingQuery& q) {
+  const AccountingFilter match(q.req, q.end_ms);
+  std::map<uint64_t, v1::JobInfo> found;
+  const size_t limit = q.req.limit() > 0 ? q.req.limit() : SIZE_MAX;
+  const bool with_steps = !q.req.without_steps();
+  auto take = [&](const v1::JobRecord& r) {
+    // A job archived after the live part was read is in both: the live view wins.
+    if (match(r) && !q.live.count(r.id())) found.emplace(r.id(), AccountingInfo(r, with_steps));
+    return found.size() < limit;
+  };
+  if (!match.ids().empty()) {
+    for (uint64_t id : match.ids()) {
+      // The job, or a job array's tasks (consecutive ids from the array's own).
+      MUSTER_RETURN_IF_ERROR(q.store->ScanHistory(id, [&](const v1::JobRecord& r) {
+        const bool task = r.has_array() && r.array().array_job_id() == id;
+        if (r.id() == id || task) take(r);
+        return task;
+      }));
+    }
+  } else {
+    MUSTER_RETURN_IF_ERROR(q.store->ScanHistory(0, take));
+  }
+  for (const auto& [id, info] : q.live) {
+    if (found.size() >= limit) break;
+    found[id] = info;
+  }
+  v1::ListAccountingResponse resp;
+  for (auto& [id, info] : found) *resp.add_jobs() = std::move(info);
+  return resp;
+}
+
+void JobViews::FillControllerInfo(v1::ControllerInfoResponse* info) const {
+  uint32_t pending = 0, running = 0;
+  for (const auto& [id, j] : jobs_.jobs()) {
+    if (j.rec.state() == v1::PENDING) ++pending;
+    if (j.rec.state() == v1::RUNNING) ++running;
+  }
+  info->set_jobs_pending(pending);
+  info->set_jobs_running(running);
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,118 @@
+// The nodes as the controller knows them: registration and sessions of their agents, liveness
+// (NOT_RESPONDING, then DOWN), admin drain and resume, and the drains that follow from checks
+// (less hardware than configured, unhealthy GPUs, the admin's health check, failed prologs and
+// epilogs). What nodes hold is the resource ledger's; what happens to their jobs, the job
+// manager's. Like Kudu's TSManager with Mesos's slave observer: liveness is driven by the clock
+// it is given (Sweep), never by a timer of its own.
+//
+// Strand-confined.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine_context.h"
+#include "muster/common/clock.h"
+#include "muster/common/config.h"
+#include "muster/common/status.h"
+#include "muster/controller/engine.h"
+#include "muster/store/state_store.h"
+#include "muster/v1/controller.pb.h"
+#include "muster/v1/node.pb.h"
+#include "muster/v1/records.pb.h"
+
+namespace muster::controller {
+
+struct NodeEntry {
+  NodeConfig config;
+  size_t index = 0;    // configuration order; the ledger's index of the node too
+  v1::NodeRecord rec;  // admin state: drain, reason (persisted)
+  bool registered = false;
+  bool session = false;
+  bool down = false;  // declared lost; cleared by a new registration
+  bool not_responding = false;
+  TimeMs last_heard_ms = 0;
+  std::string instance_id;
+  std::string step_address;
+  v1::NodeInventory inventory;
+  std::set<uint64_t> stale_jobs;        // reported by the agent but not ours: terminate first
+  std::vector<uint64_t> reported_jobs;  // from the last Register, reconciled at AttachSession
+  std::set<uint64_t> lost_jobs;         // ditto: started there once, state lost since
+
+  const std::string& name() const { return config.name; }
+};
+
+class NodeManager {
+ public:
+  explicit NodeManager(EngineContext& ctx);
+
+  // Recovery: the admin state a node had. False when the config no longer defines it.
+  bool Restore(const v1::NodeRecord& rec);
+  // Every node gets node_down_ms from `now` to register.
+  void StartLiveness(TimeMs now);
+
+  NodeEntry* Find(const std::string& name);
+  const NodeEntry* Find(const std::string& name) const;
+  NodeEntry& at(size_t i) { return nodes_[i]; }
+  const NodeEntry& at(size_t i) const { return nodes_[i]; }
+  const std::vector<NodeEntry>& all() const { return nodes_; }
+  size_t size() const { return nodes_.size(); }
+
+  // ---- Agents. ----
+  // A node's agent registers (again): its inventory is checked against the configuration and its
+  // GPUs' health (drains go into `m`). `restarted` says it is a new agent instance. NOT_FOUND for
+  // a node the configuration does not define, INVALID_ARGUMENT without an instance id.
+  Result<v1::RegisterResponse> Register(const v1::RegisterRequest& req, TimeMs now,
+                                        store::Mutation& m, bool* restarted);
+  // The agent's Session stream says Hello. FAILED_PRECONDITION unless it registered with this
+  // instance id.
+  Result<NodeEntry*> AttachSession(const v1::Hello& hello, TimeMs now);
+  void DetachSession(const std::string& node, const std::string& instance_id);
+  // A message came from the node: it is alive. nullptr for an unknown node, or one declared down
+  // that still talks on its old session (which is closed, so that it registers anew and what it
+  // runs is reconciled).
+  NodeEntry* Heard(const std::string& name, TimeMs now);
+
+  // ---- Liveness. ----
+  // Marks nodes silent for node_not_responding_ms NOT_RESPONDING and returns those to declare
+  // lost (silent for node_down_ms, or never registered that long after the start), with why.
+  std::vector<std::pair<NodeEntry*, std::string>> Sweep(TimeMs now);
+  // The node is DOWN: unschedulable until it registers again; its session is dropped.
+  void MarkDown(NodeEntry& node);
+
+  // ---- Admin. ----
+  // PERMISSION_DENIED for non-admins; INVALID_ARGUMENT for a drain without a reason or a resume
+  // of a node that is neither drained nor down; NOT_FOUND for unknown nodes; FAILED_PRECONDITION
+  // for a resume of a node that still reports an unhealthy GPU.
+  Result<v1::UpdateNodeResponse> Update(const Caller& caller, const v1::UpdateNodeRequest& req,
+                                        TimeMs now);
+
+  // ---- Checks and health (node_health.cc). ----
+  // Drains the node for check `by` ("hardware", "gpu_health", "health_check", "prolog",
+  // "epilog") with `reason`, or lifts that check's own drain when `reason` is empty. An admin's
+  // drain is never overridden or lifted by a check.
+  void SetCheckDrain(NodeEntry& node, const std::string& by, const std::string& reason, TimeMs now,
+                     store::Mutation& m);
+  // A GPU's health changed. True when it turned unhealthy: the jobs bound to it lose it.
+  bool OnGpuHealth(NodeEntry& node, const v1::GpuHealth& h, TimeMs now, store::Mutation& m);
+  // The admin's health check passed or failed.
+  void OnNodeHealth(NodeEntry& node, const v1::NodeHealth& h, TimeMs now, store::Mutation& m);
+
+  // Whether the scheduler may place work on the node, and if not, why ("drained: bad fan").
+  bool Schedulable(const NodeEntry& node) const;
+  std::string WhyUnschedulable(const NodeEntry& node) const;
+
+ private:
+  // What the node lacks against its configuration ("" when nothing).
+  std::string HardwareShortfall(const NodeEntry& node) const;
+  // The drains (or automatic resumes) that follow from its hardware and its GPUs' health.
+  void ApplyChecks(NodeEntry& node, TimeMs now, store::Mutation& m);
+
+  EngineContext& ctx_;
+  std::vector<NodeEntry> nodes_;  // configuration order
+};
+
+}  // namespace muster::controller

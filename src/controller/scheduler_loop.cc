@@ -1,0 +1,275 @@
+#include "scheduler_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "job_views.h"
+#include "muster/core/scheduler.h"
+
+namespace muster::controller {
+
+SchedulerLoop::SchedulerLoop(EngineContext& ctx, JobManager& jobs, const NodeManager& nodes,
+                             ResourceLedger& ledger)
+    : ctx_(ctx), jobs_(jobs), nodes_(nodes), ledger_(ledger) {
+  const Config& c = ctx.config();
+  for (const PartitionConfig& pc : c.partitions) {
+    core::PartitionView pv;
+    pv.name = pc.name;
+    pv.max_time_ms = pc.max_time_ms;
+    pv.priority_tier = pc.priority_tier;
+    for (const std::string& n : pc.nodes) {
+      pv.nodes.push_back(static_cast<core::NodeIndex>(*ctx.NodeIndex(n)));
+    }
+    base_view_.partitions.push_back(std::move(pv));
+  }
+  capacity_view_ = base_view_;
+  for (size_t i = 0; i < ledger.size(); ++i) capacity_view_.nodes.push_back(ledger.node(i));
+  priority_scale_ = core::PriorityScale::Of(capacity_view_);
+  const SchedulingConfig& sc = c.scheduling;
+  config_.backfill_depth = sc.backfill_depth;
+  config_.weights.age = sc.priority_weight_age;
+  config_.weights.size = sc.priority_weight_size;
+  config_.weights.partition = sc.priority_weight_partition;
+  config_.weights.qos = sc.priority_weight_qos;
+  config_.weights.fairshare = sc.priority_weight_fairshare;
+  config_.weights.max_age_ms = static_cast<TimeMs>(sc.priority_max_age_ms);
+}
+
+void SchedulerLoop::Tick(TimeMs now) {
+  if (!jobs_.pending().empty() &&
+      now - last_pass_ms_ >= static_cast<TimeMs>(ctx_.scheduling().sched_max_interval_ms)) {
+    ctx_.RequestPass();
+  }
+}
+
+bool SchedulerLoop::InPass(const v1::JobRecord& r) {
+  // A requeued job waits until its old run has left every node.
+  return r.state() == v1::PENDING && !r.spec().hold() && r.completing_nodes_size() == 0;
+}
+
+core::ClusterView SchedulerLoop::LiveView(TimeMs now) const {
+  core::ClusterView view = base_view_;
+  view.nodes.reserve(ledger_.size());
+  for (size_t i = 0; i < ledger_.size(); ++i) {
+    const NodeEntry& n = nodes_.at(i);
+    view.nodes.push_back(ledger_.node(i));
+    view.nodes.back().schedulable = nodes_.Schedulable(n);
+    if (!view.nodes.back().schedulable) view.nodes.back().unavailable = nodes_.WhyUnschedulable(n);
+  }
+  // Running: until its time limit. Ended but still cleaning up, or over its limit and being
+  // killed: about one kill grace from now.
+  const TimeMs overdue = now + ctx_.scheduling().kill_grace_ms;
+  ledger_.AddRunningUse(view, [&](uint64_t id) {
+    const JobEntry* job = jobs_.Find(id);
+    if (!job) return overdue;
+    const v1::JobRecord& r = job->rec;
+    TimeMs end = core::kNever;
+    if (r.state() == v1::RUNNING && r.time_limit_ms() > 0)
+      end = r.start_time_ms() + r.time_limit_ms();
+    if (r.state() != v1::RUNNING || end <= now) end = overdue;
+    return end;
+  });
+  return view;
+}
+
+core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
+  const v1::JobRecord& r = job.rec;
+  core::PendingJob pj;
+  pj.id = r.id();
+  pj.submit_time_ms = r.submit_time_ms();
+  pj.request = job.request;
+  pj.priority.fixed = r.priority();
+  if (r.spec().max_switches() > 0) {
+    // --switches=N[@time]: the wait is capped by (and defaults to) max_switch_wait_ms.
+    const int64_t cap = ctx_.scheduling().max_switch_wait_ms;
+    const int64_t asked = r.spec().switches_wait_ms();
+    pj.max_leaves_wait_ms = asked > 0 ? std::min(asked, cap) : cap;
+  }
+  pj.had_reservation = job.had_reservation;
+  return pj;
+}
+
+bool SchedulerLoop::StartStillValid(const core::JobStart& start) const {
+  const JobEntry* job = jobs_.Find(start.job);
+  if (!job || !InPass(job->rec)) return false;
+  for (const core::NodePlacement& np : start.placement.nodes) {
+    if (np.node >= nodes_.size() || !nodes_.Schedulable(nodes_.at(np.node))) return false;
+  }
+  return ledger_.Fits(start.placement);
+}
+
+Status SchedulerLoop::CanEverRun(const core::JobRequest& request) {
+  const std::string shape = core::ShapeKey(request);
+  auto cached = ever_cache_.find(shape);
+  if (cached == ever_cache_.end()) {
+    if (ever_cache_.size() >= 4096) ever_cache_.clear();
+    cached =
+        ever_cache_
+            .emplace(shape, core::Place(request, capacity_view_, core::PlaceMode::kEver).status())
+            .first;
+  }
+  if (cached->second.ok()) return Status::Ok();
+  return Status(cached->second.code(), "job can never run: " + cached->second.message());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pass
+
+std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
+  ctx_.PassStarted();
+  last_pass_ms_ = now;
+  Engine::PassInput in;
+  in.now = now;
+  in.config = config_;
+  // Job arrays with %N: how many more of their tasks may start in this pass.
+  std::map<uint64_t, int64_t> array_room;
+  for (uint64_t id : jobs_.pending()) {
+    const v1::JobRecord& r = jobs_.Find(id)->rec;
+    if (r.has_array() && r.array().max_running() > 0) {
+      array_room.emplace(r.array().array_job_id(), r.array().max_running());
+    }
+  }
+  if (!array_room.empty()) {
+    for (const auto& [id, job] : jobs_.jobs()) {
+      const v1::JobRecord& r = job.rec;
+      if (!r.has_array() || (r.state() != v1::RUNNING && r.completing_nodes_size() == 0)) continue;
+      if (auto it = array_room.find(r.array().array_job_id()); it != array_room.end()) --it->second;
+    }
+  }
+  for (uint64_t id : jobs_.pending()) {
+    JobEntry& job = *jobs_.Find(id);
+    if (!InPass(job.rec)) {
+      job.had_reservation = false;  // out of this pass: it holds no reservation in it
+      continue;
+    }
+    if (job.rec.has_array() && job.rec.array().max_running() > 0 &&
+        array_room[job.rec.array().array_job_id()]-- <= 0) {
+      job.had_reservation = false;
+      jobs_.SetWaitReason(job, core::JobReason::kJobArrayTaskLimit,
+                          "the array runs at most " +
+                              std::to_string(job.rec.array().max_running()) +
+                              " tasks at once (--array=" + job.rec.array().spec() + ")");
+      continue;
+    }
+    core::PendingJob pj = ToPendingJob(job);
+    job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
+                                         priority_scale_, now, config_.weights);
+    in.queue.push_back(std::move(pj));
+  }
+  if (in.queue.empty()) return std::nullopt;
+  in.view = LiveView(now);
+  return in;
+}
+
+core::SchedulePass SchedulerLoop::Compute(const Engine::PassInput& in) {
+  return core::Schedule(in.view, in.queue, in.now, in.config);
+}
+
+void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
+  // Persist every start of the pass in one batch, then hold, apply and launch.
+  struct Start {
+    JobEntry* job;
+    const core::Placement* placement;
+    v1::JobRecord next;
+  };
+  store::Mutation m;
+  std::vector<Start> started;
+  for (const core::JobStart& s : pass.starts) {
+    if (!StartStillValid(s)) {
+      spdlog::warn("scheduling pass: start of job={} no longer fits the live state; next pass",
+                   s.job);
+      ctx_.RequestPass();
+      continue;
+    }
+    JobEntry* job = jobs_.Find(s.job);
+    JobChange c{.to = v1::RUNNING,
+                .allocation = ledger_.ToAllocation(s.placement),
+                .credential = ctx_.MakeCredential()};
+    v1::JobRecord next = jobs_.NextRecord(job->rec, c, now);
+    m.PutJob(next);
+    started.push_back({job, &s.placement, std::move(next)});
+  }
+  if (!started.empty()) {
+    Status s = ctx_.Commit(m);
+    if (!s.ok()) {
+      spdlog::error("scheduling pass: cannot persist {} job starts, retrying next pass: {}",
+                    started.size(), s.ToString());
+      ctx_.RequestPass();
+      return;
+    }
+  }
+  for (Start& s : started) {
+    ledger_.Hold(s.job->id(), *s.placement);
+    jobs_.Apply(*s.job, std::move(s.next));
+  }
+  // Reasons only for jobs that still wait (one may have been cancelled or held meanwhile).
+  auto waiting = [&](core::JobId id) -> JobEntry* {
+    JobEntry* job = jobs_.Find(id);
+    return job && job->rec.state() == v1::PENDING && !job->rec.spec().hold() ? job : nullptr;
+  };
+  for (const core::PendingReason& p : pass.pending) {
+    JobEntry* job = waiting(p.job);
+    if (!job) continue;
+    jobs_.SetWaitReason(*job, p.reason, p.detail);
+    job->expected_start_ms = p.expected_start_ms;
+    job->had_reservation = false;
+  }
+  reservations_.clear();
+  for (const core::Reservation& r : pass.reservations) {
+    if (JobEntry* job = waiting(r.job)) {
+      job->had_reservation = true;
+      reservations_.push_back(r);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sbatch --test-only
+
+v1::TestOnlyResult SchedulerLoop::TestOnly(uint64_t id, const core::JobRequest& request,
+                                           TimeMs now) const {
+  Engine::PassInput in;
+  in.now = now;
+  in.config = config_;
+  for (uint64_t pending : jobs_.pending()) {
+    const JobEntry& job = *jobs_.Find(pending);
+    if (InPass(job.rec)) in.queue.push_back(ToPendingJob(job));
+  }
+  core::PendingJob pj;
+  pj.id = id;
+  pj.submit_time_ms = now;
+  pj.request = request;
+  in.queue.push_back(pj);
+  in.view = LiveView(now);
+  const core::SchedulePass pass = Compute(in);
+  v1::TestOnlyResult out;
+  out.set_cpus(TotalsOf(request).cpus);
+  for (const core::JobStart& s : pass.starts) {
+    if (s.job != id) continue;
+    out.set_starts_now(true);
+    out.set_start_ms(now);
+    out.set_partition(s.placement.partition);
+    uint32_t held = 0;
+    for (const core::NodePlacement& np : s.placement.nodes) {
+      out.add_nodes(in.view.nodes[np.node].name);
+      held += static_cast<uint32_t>(np.cpus.size());
+    }
+    out.set_cpus(held);
+    return out;
+  }
+  for (const core::PendingReason& p : pass.pending) {
+    if (p.job != id) continue;
+    out.set_reason(core::ReasonName(p.reason));
+    out.set_reason_detail(p.detail);
+    if (p.expected_start_ms != core::kNever) out.set_start_ms(p.expected_start_ms);
+  }
+  for (const core::Reservation& res : pass.reservations) {
+    if (res.job != id) continue;
+    out.set_partition(res.partition);
+    for (core::NodeIndex n : res.nodes) out.add_nodes(in.view.nodes[n].name);
+  }
+  return out;
+}
+
+}  // namespace muster::controller

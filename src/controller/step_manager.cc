@@ -1,0 +1,192 @@
+#include "step_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <set>
+
+#include "access.h"
+#include "muster/core/step_layout.h"
+#include "step_state.h"
+
+namespace muster::controller {
+namespace {
+
+// A job record keeps this many steps; older finished ones are dropped first (a job running
+// thousands of sruns would otherwise rewrite an ever larger record with every step).
+constexpr int kMaxStepsKept = 1000;
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+StepManager::StepManager(EngineContext& ctx, JobManager& jobs, NodeManager& nodes,
+                         const ResourceLedger& ledger)
+    : ctx_(ctx), jobs_(jobs), nodes_(nodes), ledger_(ledger) {}
+
+Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
+                                                       const v1::CreateStepRequest& req,
+                                                       TimeMs now) {
+  JobEntry* job = jobs_.Find(req.job_id());
+  const std::string jid = std::to_string(req.job_id());
+  if (!job) return NotFound("job " + jid + " does not exist");
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec, "run steps in"));
+  if (job->rec.state() == v1::PENDING) {
+    return Unavailable("job " + jid + " is still pending (waiting for its allocation)");
+  }
+  if (job->rec.state() != v1::RUNNING || job->rec.cancel_requested()) {
+    return FailedPrecondition("job " + jid + " is not running (" +
+                              v1::JobState_Name(job->rec.state()) + ")");
+  }
+  const auto& alloc = job->rec.allocation().nodes();
+  if (job->started_nodes.size() < static_cast<size_t>(alloc.size())) {
+    return Unavailable("job " + jid + "'s nodes are still starting");
+  }
+  // --overlap with --exact is allowed, as in Slurm: --overlap wins (the step holds no CPUs).
+  core::StepShape shape{.nodes = req.nodes(),
+                        .ntasks = req.ntasks(),
+                        .ntasks_per_node = req.ntasks_per_node(),
+                        .cpus_per_task = req.cpus_per_task(),
+                        .gpus_per_task = req.gpus_per_task(),
+                        .gpus_per_node = req.gpus_per_node(),
+                        .gpus = req.gpus(),
+                        .exact = req.exact(),
+                        .overlap = req.overlap()};
+  const bool want_gpus = shape.WantsGpus();
+  if (want_gpus) {
+    for (const auto& na : alloc) {
+      for (const auto& g : na.gres()) {
+        if (g.name() == "gpu" || g.name() == "shard") {
+          return Unimplemented(
+              "GPU options for a step of a job that holds MIG slices or shards are not supported "
+              "yet; leave them out and the step uses all of the job's GPUs");
+        }
+      }
+    }
+  }
+
+  // What running steps hold.
+  std::map<std::string, std::set<uint32_t>> busy_cpus, busy_gpus;
+  for (const v1::StepRecord& s : job->rec.steps()) {
+    if (s.state() != v1::RUNNING) continue;
+    for (const auto& na : s.nodes()) {
+      busy_cpus[na.node()].insert(na.cpu_ids().begin(), na.cpu_ids().end());
+      if (s.gpus_given()) {
+        busy_gpus[na.node()].insert(na.gpu_indices().begin(), na.gpu_indices().end());
+      }
+    }
+  }
+  // Candidate nodes, in allocation order, and what each has left for this step.
+  std::set<std::string> in_job;
+  for (const auto& na : alloc) in_job.insert(na.node());
+  for (const auto& n : req.nodelist()) {
+    if (!in_job.count(n)) {
+      return InvalidArgument("node " + n + " is not part of job " + jid + "'s allocation");
+    }
+  }
+  std::set<std::string> only(req.nodelist().begin(), req.nodelist().end());
+  std::set<std::string> skip(req.exclude().begin(), req.exclude().end());
+  std::vector<core::StepRoom> rooms;
+  std::vector<int> positions;  // each room's index in the allocation
+  for (int i = 0; i < alloc.size(); ++i) {
+    const auto& na = alloc[i];
+    if ((!only.empty() && !only.count(na.node())) || skip.count(na.node())) continue;
+    core::StepRoom r;
+    r.job_tasks = na.ntasks();
+    r.all_cpus = static_cast<uint32_t>(na.cpu_ids_size());
+    r.all_gpus = static_cast<uint32_t>(na.gpu_indices_size());
+    for (uint32_t c : na.cpu_ids()) {
+      if (req.overlap() || !busy_cpus[na.node()].count(c)) r.free_cpus.push_back(c);
+    }
+    for (uint32_t g : na.gpu_indices()) {
+      if (req.overlap() || !busy_gpus[na.node()].count(g)) r.free_gpus.push_back(g);
+    }
+    rooms.push_back(std::move(r));
+    positions.push_back(i);
+  }
+  MUSTER_ASSIGN_OR_RETURN(core::StepLayout layout,
+                          core::LayOutStep(rooms, shape, job->rec.spec().cpus_per_task(),
+                                           "job " + jid, !only.empty() || !skip.empty()));
+
+  v1::StepRecord step;
+  const uint32_t step_id = job->rec.next_step_id();
+  step.set_id(step_id);
+  step.set_name(req.name().empty() ? "step" : BaseName(req.name()));
+  BeginStep(step, now);
+  step.set_cpus_per_task(layout.cpus_per_task);
+  step.set_overlap(req.overlap());
+  step.set_gpus_given(want_gpus);
+  v1::CreateStepResponse resp;
+  resp.set_job_id(job->rec.id());
+  resp.set_step_id(step_id);
+  resp.set_credential(job->rec.credential());
+  resp.set_gpus_given(want_gpus);
+  resp.set_cpus_per_task(layout.cpus_per_task);
+  resp.set_name(step.name());
+  resp.set_run(job->rec.requeue_count());
+  uint32_t first = 0;
+  uint32_t node_id = 0;
+  for (const core::StepPlacement& p : layout.nodes) {
+    const std::string& name = alloc[positions[p.room]].node();
+    v1::NodeAllocation* use = step.add_nodes();
+    use->set_node(name);
+    use->set_ntasks(p.tasks);
+    use->mutable_cpu_ids()->Add(p.cpus.begin(), p.cpus.end());
+    use->mutable_gpu_indices()->Add(p.gpus.begin(), p.gpus.end());
+    step.add_running_nodes(name);
+    step.set_ntasks(step.ntasks() + p.tasks);
+
+    v1::StepNode* sn = resp.add_nodes();
+    sn->set_node(name);
+    if (const NodeEntry* node = nodes_.Find(name)) sn->set_step_address(node->step_address);
+    sn->set_node_id(node_id++);
+    sn->set_ntasks(p.tasks);
+    sn->set_first_task(first);
+    *sn->mutable_gpu_indices() = use->gpu_indices();
+    *sn->mutable_cpu_ids() = use->cpu_ids();
+    first += p.tasks;
+  }
+  resp.set_total_tasks(first);
+
+  v1::JobRecord next = job->rec;
+  next.set_next_step_id(step_id + 1);
+  *next.add_steps() = step;
+  if (next.steps_size() > kMaxStepsKept) {
+    for (int i = 0; i < next.steps_size(); ++i) {
+      if (next.steps(i).state() != v1::RUNNING) {
+        next.mutable_steps()->erase(next.mutable_steps()->begin() + i);
+        break;
+      }
+    }
+  }
+  store::Mutation m;
+  m.PutJob(next);
+  MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+  job->rec = std::move(next);
+  spdlog::info("step job={} step={} tasks={} nodes={} name={}", job->rec.id(), step_id, first,
+               layout.nodes.size(), step.name());
+  return resp;
+}
+
+void StepManager::OnStepEnded(NodeEntry& node, const v1::StepEnded& e, TimeMs now) {
+  JobEntry* job = jobs_.Find(e.job_id());
+  if (!job || e.run() != job->rec.requeue_count()) return;
+  if (!StepEndedOnNode(job->rec, node.name(), e, now)) return;
+  store::Mutation m;
+  m.PutJob(job->rec);
+  // Buffered: accounting only; a crash before the next synced write leaves the step RUNNING
+  // until its job ends, which then ends it.
+  ctx_.CommitOrDie(m, store::Durability::kBuffered);
+}
+
+void StepManager::StepsLostOnNode(NodeEntry& node, TimeMs now, store::Mutation& m) {
+  for (const auto& [id, placement] : ledger_.held(node.index)) {
+    JobEntry* job = jobs_.Find(id);
+    if (job && StepsEndedOnNode(job->rec, node.name(), /*lost=*/true, now)) m.PutJob(job->rec);
+  }
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,43 @@
+#include "muster/core/reason.h"
+
+#include <array>
+
+namespace muster::core {
+namespace {
+
+// In enum order.
+constexpr std::array kNames = {
+    "None",
+    "Priority",
+    "Resources",
+    "BadConstraints",
+    "PartitionNodeLimit",
+    "PartitionTimeLimit",
+    "ReqNodeNotAvail",
+    "JobArrayTaskLimit",
+    "JobHeldUser",
+    "JobHeldAdmin",
+    "NodeFail",
+    "TimeLimit",
+    "Signal",
+    "NonZeroExitCode",
+    "JobLaunchFailure",
+    "Prolog",
+    "GpuFail",
+    "JobRequeued",
+};
+static_assert(kNames.size() == static_cast<size_t>(JobReason::kJobRequeued) + 1,
+              "every JobReason has a name");
+
+}  // namespace
+
+const char* ReasonName(JobReason reason) { return kNames[static_cast<size_t>(reason)]; }
+
+std::optional<JobReason> ParseReason(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (name == kNames[i]) return static_cast<JobReason>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace muster::core
