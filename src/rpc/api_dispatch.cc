@@ -41,6 +41,55 @@ ApiReply Handle(const std::string& payload, Fn&& fn) {
 
 }  // namespace
 
+void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t method,
+                             std::string payload, std::function<void(ApiReply)> done) {
+  runner_.Post([this, session = std::move(session), method, payload = std::move(payload),
+                done = std::move(done)] {
+    controller::Engine& engine = runner_.engine();
+    if (method == v1::METHOD_LIST_ACCOUNTING) {
+      // sacct: the live jobs are read on the strand, the archive is scanned on the query worker
+      // (a 100,000-job history would hold the strand, and with it scheduling and every request,
+      // for half a second).
+      v1::ListAccountingRequest req;
+      if (!req.ParseFromString(payload)) {
+        return done({InvalidArgument("request does not parse as " + req.GetTypeName()), ""});
+      }
+      auto query = std::make_shared<controller::Engine::AccountingQuery>(
+          engine.PrepareAccounting(req, runner_.Now()));
+      runner_.executor().Offload(controller::Executor::Lane::kQuery, [query, done] {
+        auto resp = controller::Engine::ScanAccounting(*query);
+        done(resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
+                       : ApiReply{resp.status(), ""});
+      });
+      return;
+    }
+    ApiReply r;
+    try {
+      r = DispatchApi(engine, session->caller, method, payload, runner_.Now());
+    } catch (const std::exception& e) {  // last resort: never take the controller down
+      r = {Internal(std::string("unexpected error: ") + e.what()), ""};
+    }
+    if (r.status.ok() && method == v1::METHOD_ATTACH_ALLOCATION) {
+      // An srun/salloc holds its allocation through this connection.
+      v1::AttachAllocationRequest req;
+      if (req.ParseFromString(payload)) session->allocations.push_back(req.job_id());
+    }
+    runner_.AfterEvent();
+    done(std::move(r));
+  });
+}
+
+void ApiDispatcher::SessionClosed(std::shared_ptr<ClientSession> session) {
+  runner_.Post([this, session = std::move(session)] {
+    if (session->allocations.empty()) return;
+    for (uint64_t id : session->allocations) {
+      runner_.engine().AllocationClientGone(id, runner_.Now());
+    }
+    session->allocations.clear();
+    runner_.AfterEvent();
+  });
+}
+
 ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& caller, uint32_t method,
                      const std::string& payload, TimeMs now) {
   switch (static_cast<v1::Method>(method)) {

@@ -1,12 +1,20 @@
-// The one handler layer for the user API: a method id and a serialized request in, a status and a
-// serialized response out. Every transport (the framed Unix socket today, gRPC later) calls it.
+// The one handler layer for the user API, whatever the transport: a method id and a serialized
+// request in, a status and a serialized response out. The local socket server (and any other
+// transport) only frames bytes and says who is calling; everything else happens here: parsing,
+// the engine call on the controller's strand, encoding the reply, the allocations a connection
+// holds (srun/salloc attach through it), and sacct's archive scan off the strand.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
 #include "muster/common/status.h"
+#include "muster/controller/controller_runner.h"
 #include "muster/controller/engine.h"
 
 namespace muster::rpc {
@@ -16,8 +24,31 @@ struct ApiReply {
   std::string payload;  // serialized response when status is OK
 };
 
-// Strand-confined (it calls the engine). INVALID_ARGUMENT for a payload that does not parse,
-// UNIMPLEMENTED for an unknown method.
+// One client connection as the dispatch layer sees it: who it is, and the srun/salloc
+// allocations attached through it (they end when it closes).
+struct ClientSession {
+  controller::Caller caller;
+  std::vector<uint64_t> allocations;  // strand-confined
+};
+
+// Thread-safe entry points; the work runs on the runner's strand.
+class ApiDispatcher {
+ public:
+  explicit ApiDispatcher(controller::ControllerRunner& runner) : runner_(runner) {}
+
+  // One request. `done` gets the reply, on the strand (or on the query worker for sacct).
+  // INVALID_ARGUMENT for a payload that does not parse, UNIMPLEMENTED for an unknown method,
+  // INTERNAL for an unexpected exception (never fatal to the controller).
+  void Dispatch(std::shared_ptr<ClientSession> session, uint32_t method, std::string payload,
+                std::function<void(ApiReply)> done);
+  // The connection closed: the allocations it held end.
+  void SessionClosed(std::shared_ptr<ClientSession> session);
+
+ private:
+  controller::ControllerRunner& runner_;
+};
+
+// The synchronous part of Dispatch, for every method but sacct's two-part scan. Strand-confined.
 ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& caller, uint32_t method,
                      const std::string& payload, TimeMs now);
 

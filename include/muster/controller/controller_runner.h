@@ -1,0 +1,92 @@
+// The controller without its transports (Kudu's master_runner): opens the state store, recovers
+// the engine, owns it on the executor's strand, and drives time: the liveness tick and the
+// coalesced scheduling passes (one at a time, their core off the strand). Services hand it their
+// work with Post() and call AfterEvent() when the engine has answered; it delivers the engine's
+// commands to the agents' sessions and arms the next pass.
+//
+// The daemon runs it on Asio (rpc::ControllerServer); a standby or a simulator runs it on a
+// ManualExecutor with a ManualClock and an in-memory store: no sockets, no threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "muster/common/clock.h"
+#include "muster/common/config.h"
+#include "muster/common/status.h"
+#include "muster/controller/engine.h"
+#include "muster/controller/executor.h"
+#include "muster/store/state_store.h"
+
+namespace muster::controller {
+
+// The agents' side of the transport: delivers the engine's commands to their sessions (a command
+// for a node without a session is dropped; reconciliation resends what matters when it
+// reconnects). Called on the strand.
+class AgentSessions {
+ public:
+  virtual ~AgentSessions() = default;
+  virtual void Deliver(std::vector<Outgoing> commands) = 0;
+};
+
+struct ControllerRunnerOptions {
+  Config config;
+  Clock* clock = SystemClock::Get();
+  Executor* executor = nullptr;  // required; outlives the runner
+  // The state store; empty: RocksDB in config.controller.state_dir.
+  std::unique_ptr<store::StateStore> store;
+  // Job credentials; empty: random.
+  std::function<std::string()> make_credential;
+};
+
+// Create, Start, Stop and epoch() are thread-safe; everything else runs on the strand (from work
+// given to Post).
+class ControllerRunner {
+ public:
+  // Opens the store and recovers the engine (a new epoch, persisted). FAILED_PRECONDITION when the
+  // state directory is in use; what Engine::Create returns otherwise.
+  static Result<std::unique_ptr<ControllerRunner>> Create(ControllerRunnerOptions options);
+  ~ControllerRunner();
+
+  // Starts the tick and the first pass; commands go to `agents` (may be null: dropped).
+  void Start(AgentSessions* agents);
+  // No more ticks or passes start; a pass in flight is dropped when it returns. Thread-safe.
+  void Stop();
+  bool stopped() const { return stopped_->load(); }
+
+  // Runs `fn` on the strand unless the runner has stopped. Thread-safe.
+  void Post(std::function<void()> fn);
+  Executor& executor() { return *options_.executor; }
+
+  // ---- On the strand. ----
+  Engine& engine() { return *engine_; }
+  TimeMs Now() const { return options_.clock->NowMs(); }
+  // After each event: the engine's commands go out, and a scheduling pass is armed when one is
+  // due (at most one every sched_min_interval_ms, one at a time).
+  void AfterEvent();
+
+  uint64_t epoch() const { return epoch_; }
+  const Config& config() const { return options_.config; }
+
+ private:
+  explicit ControllerRunner(ControllerRunnerOptions options);
+  void ArmTick();
+  void StartPass();
+
+  ControllerRunnerOptions options_;
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<Engine> engine_;  // strand-confined
+  uint64_t epoch_ = 0;
+  // Strand-confined.
+  AgentSessions* agents_ = nullptr;
+  bool sched_armed_ = false;
+  bool pass_running_ = false;
+  // Shared with work in flight, which may outlive a stop: it checks before touching the engine.
+  std::shared_ptr<std::atomic<bool>> stopped_;
+};
+
+}  // namespace muster::controller

@@ -1,0 +1,27 @@
+// Where the controller's work runs: one strand that owns the engine, timers on it, and workers for
+// what must not hold the strand. The daemon's executor is Asio (rpc/asio_executor.h); tests and a
+// simulator use ManualExecutor (manual_executor.h), which runs everything on the caller's thread
+// under a virtual clock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace muster::controller {
+
+class Executor {
+ public:
+  // Work that runs off the strand, each kind on its own worker so that one does not wait for the
+  // other: the scheduling pass's core, and reads of the archive (sacct).
+  enum class Lane { kScheduling, kQuery };
+
+  virtual ~Executor() = default;
+  // Runs `fn` on the strand, after what is already queued there. Thread-safe.
+  virtual void Post(std::function<void()> fn) = 0;
+  // Runs `fn` on the strand once `delay_ms` have passed. Thread-safe.
+  virtual void PostAfter(int64_t delay_ms, std::function<void()> fn) = 0;
+  // Runs `fn` off the strand, on `lane`'s worker; `fn` posts its result back. Thread-safe.
+  virtual void Offload(Lane lane, std::function<void()> fn) = 0;
+};
+
+}  // namespace muster::controller

@@ -1,0 +1,107 @@
+#include "muster/controller/controller_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+
+namespace muster::controller {
+
+ControllerRunner::ControllerRunner(ControllerRunnerOptions options)
+    : options_(std::move(options)), stopped_(std::make_shared<std::atomic<bool>>(false)) {}
+
+ControllerRunner::~ControllerRunner() {
+  Stop();
+  engine_.reset();  // before the store it writes to
+  store_.reset();
+}
+
+Result<std::unique_ptr<ControllerRunner>> ControllerRunner::Create(
+    ControllerRunnerOptions options) {
+  if (!options.executor) return InvalidArgument("ControllerRunner needs an executor");
+  auto runner = std::unique_ptr<ControllerRunner>(new ControllerRunner(std::move(options)));
+  ControllerRunnerOptions& o = runner->options_;
+  if (o.store) {
+    runner->store_ = std::move(o.store);
+  } else {
+    MUSTER_ASSIGN_OR_RETURN(runner->store_,
+                            store::OpenRocksDbStateStore(o.config.controller.state_dir));
+  }
+  EngineOptions eo;
+  eo.config = o.config;
+  eo.make_credential = o.make_credential;
+  MUSTER_ASSIGN_OR_RETURN(runner->engine_,
+                          Engine::Create(std::move(eo), runner->store_.get(), runner->Now()));
+  runner->epoch_ = runner->engine_->epoch();
+  return runner;
+}
+
+void ControllerRunner::Post(std::function<void()> fn) {
+  options_.executor->Post([stopped = stopped_, fn = std::move(fn)] {
+    if (!stopped->load()) fn();
+  });
+}
+
+void ControllerRunner::Start(AgentSessions* agents) {
+  Post([this, agents] {
+    agents_ = agents;
+    ArmTick();
+    AfterEvent();
+  });
+}
+
+void ControllerRunner::Stop() { stopped_->store(true); }
+
+void ControllerRunner::AfterEvent() {
+  std::vector<Outgoing> out = engine_->TakeOutgoing();
+  if (!out.empty()) {
+    if (agents_) {
+      agents_->Deliver(std::move(out));
+    } else {
+      spdlog::debug("{} agent command(s) dropped: no agent service", out.size());
+    }
+  }
+  if (engine_->schedule_requested() && !sched_armed_ && !pass_running_ && !stopped_->load()) {
+    sched_armed_ = true;
+    options_.executor->PostAfter(options_.config.scheduling.sched_min_interval_ms,
+                                 [this, stopped = stopped_] {
+                                   if (stopped->load()) return;
+                                   sched_armed_ = false;
+                                   StartPass();
+                                 });
+  }
+}
+
+void ControllerRunner::StartPass() {
+  auto in = engine_->PreparePass(Now());
+  if (!in) {
+    AfterEvent();
+    return;
+  }
+  pass_running_ = true;
+  auto input = std::make_shared<Engine::PassInput>(std::move(*in));
+  // The core's part runs off the strand, so requests and agents are served while it computes.
+  options_.executor->Offload(Executor::Lane::kScheduling, [this, input, stopped = stopped_] {
+    if (stopped->load()) return;
+    auto pass = std::make_shared<core::SchedulePass>(Engine::ComputePass(*input));
+    options_.executor->Post([this, pass, stopped] {
+      if (stopped->load()) return;
+      pass_running_ = false;
+      engine_->ApplyPass(*pass, Now());
+      AfterEvent();
+    });
+  });
+}
+
+void ControllerRunner::ArmTick() {
+  const auto& s = options_.config.scheduling;
+  const uint32_t ms = std::clamp<uint32_t>(s.heartbeat_interval_ms / 4, 20, 1000);
+  options_.executor->PostAfter(ms, [this, stopped = stopped_] {
+    if (stopped->load()) return;
+    engine_->Tick(Now());
+    AfterEvent();
+    ArmTick();
+  });
+}
+
+}  // namespace muster::controller

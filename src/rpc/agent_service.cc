@@ -1,0 +1,169 @@
+#include "agent_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <mutex>
+
+namespace muster::rpc {
+
+// ---------------------------------------------------------------------------------------------
+// One agent's Session stream. gRPC callbacks arrive on gRPC threads; anything touching the engine
+// is posted to the strand. Writes are queued, one in flight at a time.
+class AgentService::AgentSession final
+    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage> {
+ public:
+  explicit AgentSession(AgentService* service) : service_(service) { StartRead(&in_); }
+
+  // Thread-safe.
+  void Send(v1::ControllerMessage msg) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_) return;
+    out_.push_back(std::move(msg));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&out_.front());
+    }
+  }
+
+  // Thread-safe, idempotent.
+  void End(const grpc::Status& status) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      End(grpc::Status::OK);
+      return;
+    }
+    v1::AgentMessage msg = std::move(in_);
+    in_.Clear();
+    if (node_.empty()) {
+      if (msg.msg_case() != v1::AgentMessage::kHello) {
+        End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "first message must be Hello"));
+        return;
+      }
+      node_ = msg.hello().node();
+      instance_ = msg.hello().instance_id();
+      service_->runner_.executor().Post([this, hello = msg.hello()] {
+        controller::ControllerRunner& runner = service_->runner_;
+        Status s = runner.stopped() ? Unavailable("the controller is stopping")
+                                    : runner.engine().AttachSession(hello, runner.Now());
+        if (!s.ok()) {
+          End(grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message()));
+        } else {
+          auto& sessions = service_->sessions_;
+          auto it = sessions.find(node_);
+          if (it != sessions.end() && it->second != this) {
+            it->second->End(grpc::Status(grpc::StatusCode::ABORTED, "replaced by a new session"));
+          }
+          sessions[node_] = this;
+          attached_ = true;
+        }
+        runner.AfterEvent();
+      });
+    } else {
+      service_->runner_.Post([this, msg = std::move(msg)] {
+        controller::ControllerRunner& runner = service_->runner_;
+        if (attached_) runner.engine().OnAgentMessage(node_, msg, runner.Now());
+        runner.AfterEvent();
+      });
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> l(mu_);
+    out_.pop_front();
+    if (!ok) {
+      writing_ = false;
+      return;  // the stream is broken; OnReadDone(false)/OnDone follow
+    }
+    if (!out_.empty() && !finished_) {
+      StartWrite(&out_.front());
+    } else {
+      writing_ = false;
+    }
+  }
+
+  void OnCancel() override { End(grpc::Status::CANCELLED); }
+
+  void OnDone() override {
+    // The last callback: forget and free this session on the strand, where Send is called from.
+    // Posted past a stop too (never dropped), so that the session is always freed.
+    service_->runner_.executor().Post([this] {
+      auto& sessions = service_->sessions_;
+      auto it = sessions.find(node_);
+      if (it != sessions.end() && it->second == this) {
+        sessions.erase(it);
+        service_->runner_.engine().DetachSession(node_, instance_);
+      }
+      delete this;
+    });
+  }
+
+ private:
+  AgentService* service_;
+  v1::AgentMessage in_;
+  std::string node_, instance_;  // set by the first read, then read-only
+  bool attached_ = false;        // strand-confined
+  std::mutex mu_;
+  std::deque<v1::ControllerMessage> out_;
+  bool writing_ = false;
+  bool finished_ = false;
+};
+
+grpc::ServerUnaryReactor* AgentService::Register(grpc::CallbackServerContext* ctx,
+                                                 const v1::RegisterRequest* req,
+                                                 v1::RegisterResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  runner_.executor().Post([this, reactor, req, resp] {
+    if (runner_.stopped()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the controller is stopping"));
+      return;
+    }
+    auto r = runner_.engine().RegisterNode(*req, runner_.Now());
+    if (r.ok()) {
+      *resp = std::move(*r);
+      reactor->Finish(grpc::Status::OK);
+    } else {
+      reactor->Finish(
+          grpc::Status(static_cast<grpc::StatusCode>(r.status().code()), r.status().message()));
+    }
+    runner_.AfterEvent();
+  });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentService::Session(
+    grpc::CallbackServerContext*) {
+  return new AgentSession(this);
+}
+
+void AgentService::Deliver(std::vector<controller::Outgoing> commands) {
+  for (auto& out : commands) {
+    auto it = sessions_.find(out.node);
+    if (it == sessions_.end()) {
+      spdlog::debug("node={} has no session; command dropped (reconciled when it reconnects)",
+                    out.node);
+      continue;
+    }
+    if (out.close_session) {
+      it->second->End(
+          grpc::Status(grpc::StatusCode::UNAVAILABLE, "node was declared down; register again"));
+    } else {
+      it->second->Send(std::move(out.message));
+    }
+  }
+}
+
+void AgentService::EndAll(const std::string& why) {
+  for (auto& [node, session] : sessions_) {
+    session->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+  }
+}
+
+}  // namespace muster::rpc

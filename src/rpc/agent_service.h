@@ -1,0 +1,39 @@
+// The agents' gRPC service (NodeRegistry): Register, then one Session stream per node. It turns
+// what agents send into engine events on the controller's strand, and delivers the engine's
+// commands to the sessions. No logic of its own.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "muster/controller/controller_runner.h"
+#include "muster/v1/node.grpc.pb.h"
+
+namespace muster::rpc {
+
+// gRPC callbacks arrive on gRPC threads; Deliver and EndAll run on the strand.
+class AgentService final : public v1::NodeRegistry::CallbackService,
+                           public controller::AgentSessions {
+ public:
+  explicit AgentService(controller::ControllerRunner& runner) : runner_(runner) {}
+
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
+                                     const v1::RegisterRequest* req,
+                                     v1::RegisterResponse* resp) override;
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Session(
+      grpc::CallbackServerContext* ctx) override;
+
+  // On the strand.
+  void Deliver(std::vector<controller::Outgoing> commands) override;
+  // Ends every session (the controller is stopping). On the strand.
+  void EndAll(const std::string& why);
+
+ private:
+  class AgentSession;
+
+  controller::ControllerRunner& runner_;
+  std::map<std::string, AgentSession*> sessions_;  // strand-confined
+};
+
+}  // namespace muster::rpc
