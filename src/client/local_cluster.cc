@@ -16,6 +16,7 @@
 
 #include "muster/client/controller_client.h"
 #include "muster/common/config.h"
+#include "muster/common/procfs.h"
 #include "muster/common/strings.h"
 
 namespace muster::client {
@@ -39,12 +40,8 @@ std::string LastLine(const std::string& path) {
 
 // The daemon a pid file names, if that process still runs the expected program.
 bool Alive(pid_t pid, const std::string& program) {
-  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t close = stat.rfind(')');
-  if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') return false;
-  std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+  if (!ProcessAlive(pid)) return false;
+  const std::string argv0 = ProcessProgram(pid);
   return argv0.size() >= program.size() &&
          argv0.compare(argv0.size() - program.size(), program.size(), program) == 0;
 }

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "cgroup.h"
-#include "launcher.h"
+#include "spawn.h"
 
 namespace muster::agent {
 namespace {

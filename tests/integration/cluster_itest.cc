@@ -16,6 +16,7 @@
 #include "harness/in_process_cluster.h"
 #include "harness/test_util.h"
 #include "muster/client/step_client.h"
+#include "muster/common/procfs.h"
 
 namespace muster::testing {
 namespace {
@@ -38,12 +39,8 @@ v1::JobSpec Gang(uint32_t nodes, uint32_t gpus_per_node) {
 bool ProcessGone(const std::string& pid_file) {
   std::string text = Read(pid_file);
   if (text.empty()) return false;
-  pid_t pid = std::stoi(text);
-  if (::kill(pid, 0) != 0) return true;
   // A zombie (its reaper is elsewhere) is gone too.
-  std::string stat = Read("/proc/" + std::to_string(pid) + "/stat");
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && stat[close + 2] == 'Z';
+  return !ProcessAlive(std::stoi(text));
 }
 
 // Runs a step, returning (exit code, stdout, stderr).

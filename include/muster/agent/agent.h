@@ -1,39 +1,36 @@
-// musterd as a library: inventory, the controller session, job launch and supervision, and the step
-// service that `muster run` talks to. The daemon's main() and the in-process test cluster run this
-// same class; several agents may live in one process (distinct names, spool dirs and ports).
+// musterd as a library: the daemon's main() and the in-process test cluster run this same class;
+// several agents may live in one process (distinct names, spool dirs and ports). Its parts
+// (src/agent/): discovery, the controller session (heartbeats, epoch fence), the job supervisor,
+// the job spool (re-adoption after a restart), the step service, the admin's scripts, GPU health;
+// and two seams, the Launcher (how processes start) and the ControllerLink (how the controller is
+// reached), which tests replace with fakes.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "muster/agent/agent_options.h"
 #include "muster/common/config.h"
 #include "muster/common/status.h"
 
 namespace muster::agent {
 
-struct AgentOptions {
-  Config config;
-  std::string config_path;         // exported to jobs as MUSTER_CONF
-  std::string node_name;           // default: the host name
-  std::string gpu_fixture;         // fake GPUs from this file instead of NVML
-  std::string topology_xml;        // CPU/PCI layout from this hwloc XML instead of the machine
-  std::string gpu_faults;          // fixture mode: injected GPU faults (default spool/gpu-faults)
-  std::string spool_dir;           // default: config.agent.spool_dir/<node>
-  std::string step_address;        // default: config.agent.step_address
-  std::string controller_address;  // default: config.controller.agent_address
-};
-
-// Thread-safe: Start/Shutdown may be called from any thread.
+// Thread-safe: Start and the ways to stop may be called from any thread.
 class Agent {
  public:
   static Result<std::unique_ptr<Agent>> Create(AgentOptions options);
   ~Agent();
 
-  // Probes the hardware, binds the step port and starts talking to the controller.
+  // Probes the hardware, re-adopts what a previous agent left running, binds the step port and
+  // starts talking to the controller.
   Status Start();
   // Probes the hardware only (`musterd --probe`): what was found, and the [[nodes]] entry that
   // configures it.
   static Result<std::string> Probe(AgentOptions options);
+
+  // Stops as the configuration says: with agent.kill_jobs_on_stop the jobs end (Shutdown),
+  // otherwise they keep running for the next agent (Detach), as a real node's do.
+  void Stop();
   // Terminates every job on this node (SIGTERM, then SIGKILL) and stops. Idempotent.
   void Shutdown();
   // Stops without touching batch jobs (an agent restart or upgrade): they keep running under

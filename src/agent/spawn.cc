@@ -1,4 +1,4 @@
-#include "launcher.h"
+#include "spawn.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -550,26 +550,6 @@ Result<int> ReadExitFile(const std::string& exit_file) {
   long v = n > 0 ? std::strtol(buf, &end, 10) : -1;
   if (n <= 0 || end == buf || v < 0) return DataLoss("corrupt exit status in " + exit_file);
   return static_cast<int>(v);
-}
-
-uint64_t ProcessStartTime(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[1024];
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  // After "pid (comm) ": fields 3.. ; the start time is field 22.
-  const char* p = std::strrchr(buf, ')');
-  if (!p) return 0;
-  int field = 2;
-  for (++p; *p && field < 22; ++p) {
-    if (*p == ' ') ++field;
-  }
-  return std::strtoull(p, nullptr, 10);
 }
 
 Result<Spawned> Spawn(const SpawnSpec& spec) {

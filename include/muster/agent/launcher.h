@@ -1,10 +1,13 @@
-// Starting job processes: fork/exec as the job's user, in its own session (process group), with
-// its working directory, environment and output files, optionally in a cgroup and under a keeper
-// that records the exit status. Thread-compatible.
+// How the agent starts and watches processes: the seam between the agent's logic and the
+// operating system. ProcessLauncher (NewProcessLauncher) is the real one: fork/exec as the job's
+// user, cgroups, a keeper for batch scripts, /proc for what runs. Tests give the agent a fake that
+// "runs" processes without starting any.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,7 @@
 
 namespace muster::agent {
 
+// What to start: the process, its identity, its I/O and its place.
 struct SpawnSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in the task's PATH when it has no '/'
   std::vector<std::string> env;   // KEY=VALUE, the whole environment
@@ -51,22 +55,35 @@ struct Spawned {
   pid_t task_pid = -1;  // the task itself (its process group and session leader)
 };
 
-// Starts the process. Errors carry the failing stage: "cannot open output file /x: Permission
-// denied", "cannot change to directory /y: No such file or directory", "execve(foo): ...".
-// On error no process is left running.
-Result<Spawned> Spawn(const SpawnSpec& spec);
+// Thread-safe.
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
 
-// The wait status a keeper recorded in `exit_file`; NOT_FOUND while (or if) none was written.
-Result<int> ReadExitFile(const std::string& exit_file);
+  // Starts the process. Errors carry the failing stage: "cannot open output file /x: Permission
+  // denied", "cannot change to directory /y: No such file or directory", "execve(foo): ...". On
+  // error no process is left running.
+  virtual Result<Spawned> Spawn(const SpawnSpec& spec) = 0;
+  // kill(2): a negative pid signals the process group.
+  virtual void Kill(pid_t pid, int sig) = 0;
+  // Whether the process group has a member that is not a zombie.
+  virtual bool GroupAlive(pid_t pgid) = 0;
+  // Every process below `root` in the process tree.
+  virtual std::vector<pid_t> Descendants(pid_t root) = 0;
+  // A process's start time (clock ticks since boot), so that a pid saved before an agent restart
+  // is known to still name the same process; 0 when it does not exist.
+  virtual uint64_t StartTime(pid_t pid) = 0;
+  // A pidfd (readable when the process exits) for a process started by someone else; -1 when it
+  // is gone.
+  virtual int OpenPidfd(pid_t pid) = 0;
+  // Collects `pid`'s wait status once its pidfd is readable: waits for our own child; for an
+  // adopted one (usually init's child), only reaps it if it happens to be ours. -1 when none.
+  virtual int Reap(pid_t pid, bool our_child) = 0;
+  // The supplementary groups of a user (empty when the user is unknown).
+  virtual std::vector<gid_t> GroupsOf(const std::string& user, gid_t gid) = 0;
+};
 
-// The start time of a process in clock ticks since boot (/proc/PID/stat field 22), so that a pid
-// saved before a restart is known to still name the same process. 0 when it does not exist.
-uint64_t ProcessStartTime(pid_t pid);
-
-// The supplementary groups of a user (for Spawn). Empty when the user is unknown.
-std::vector<gid_t> GroupsOf(const std::string& user, gid_t gid);
-
-// "exit code" and "signal" from a waitpid status.
-void DecodeWaitStatus(int status, int* exit_code, int* signal);
+// The real launcher: fork/exec, /proc, pidfds.
+std::unique_ptr<Launcher> NewProcessLauncher();
 
 }  // namespace muster::agent

@@ -1,4 +1,4 @@
-#include "controller_link.h"
+#include "grpc_controller_link.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,20 +6,20 @@
 
 namespace muster::agent {
 
-ControllerLink::ControllerLink(std::string address, std::string node, std::string instance_id,
-                               Callbacks cb)
+GrpcControllerLink::GrpcControllerLink(std::string address, std::string node,
+                                       std::string instance_id, Callbacks cb)
     : address_(std::move(address)),
       node_(std::move(node)),
       instance_id_(std::move(instance_id)),
       cb_(std::move(cb)) {}
 
-ControllerLink::~ControllerLink() { Stop(); }
+GrpcControllerLink::~GrpcControllerLink() { Stop(); }
 
-void ControllerLink::Start() {
+void GrpcControllerLink::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void ControllerLink::Stop() {
+void GrpcControllerLink::Stop() {
   stop_ = true;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -29,14 +29,14 @@ void ControllerLink::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void ControllerLink::SetPausedForTest(bool paused) {
+void GrpcControllerLink::SetPausedForTest(bool paused) {
   paused_ = paused;
   std::lock_guard<std::mutex> l(mu_);
   if (paused && ctx_) ctx_->TryCancel();
   cv_.notify_all();
 }
 
-bool ControllerLink::Send(const v1::AgentMessage& msg) {
+bool GrpcControllerLink::Send(const v1::AgentMessage& msg) {
   std::lock_guard<std::mutex> wl(write_mu_);
   grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>* s;
   {
@@ -46,7 +46,7 @@ bool ControllerLink::Send(const v1::AgentMessage& msg) {
   return s && s->Write(msg);
 }
 
-void ControllerLink::SleepBackoff(int* backoff_ms) {
+void GrpcControllerLink::SleepBackoff(int* backoff_ms) {
   static thread_local std::mt19937 rng(std::random_device{}());
   // Full jitter: a restarted controller is not hit by every agent at the same instant.
   int ms = std::uniform_int_distribution<int>(*backoff_ms / 2, *backoff_ms)(rng);
@@ -55,7 +55,7 @@ void ControllerLink::SleepBackoff(int* backoff_ms) {
   *backoff_ms = std::min(*backoff_ms * 2, 2000);
 }
 
-void ControllerLink::Run() {
+void GrpcControllerLink::Run() {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
@@ -138,6 +138,13 @@ void ControllerLink::Run() {
       cb_.on_disconnected();
     }
   }
+}
+
+std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::string& address,
+                                                      const std::string& node,
+                                                      const std::string& instance_id,
+                                                      ControllerLink::Callbacks callbacks) {
+  return std::make_unique<GrpcControllerLink>(address, node, instance_id, std::move(callbacks));
 }
 
 }  // namespace muster::agent

@@ -1,0 +1,48 @@
+// What a musterd is told: its configuration, its identity and where it keeps its state, the
+// hardware fixtures of a test or local cluster, and the seams that tests replace.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "muster/agent/controller_link.h"
+#include "muster/agent/launcher.h"
+#include "muster/common/config.h"
+#include "muster/common/status.h"
+
+namespace muster::agent {
+
+struct AgentOptions {
+  Config config;
+  std::string config_path;         // exported to jobs as MUSTER_CONF
+  std::string node_name;           // default: the host name
+  std::string gpu_fixture;         // fake GPUs from this file instead of NVML
+  std::string topology_xml;        // CPU/PCI layout from this hwloc XML instead of the machine
+  std::string gpu_faults;          // fixture mode: injected GPU faults (default spool/gpu-faults)
+  std::string spool_dir;           // default: config.agent.spool_dir/<node>
+  std::string step_address;        // default: config.agent.step_address
+  std::string controller_address;  // default: config.controller.agent_address
+  // Seams (tests): how processes start, and how the controller is reached. Empty: fork/exec and
+  // the gRPC link.
+  std::shared_ptr<Launcher> launcher;
+  ControllerLinkFactory controller_link;
+};
+
+// musterd's command line: the options, plus what only the daemon's main uses.
+struct AgentCommandLine {
+  AgentOptions options;  // config not loaded yet: main loads config_path
+  std::string config_path;
+  std::string log_level;
+  std::string log_file;
+  bool probe = false;  // --probe: report the hardware and the [[nodes]] entry for it
+  bool help = false;
+  bool version = false;
+};
+
+// Parses musterd's arguments (argv[0] is the program). INVALID_ARGUMENT, naming the option, for
+// an unknown option or a missing value.
+Result<AgentCommandLine> ParseAgentCommandLine(int argc, char** argv);
+// The usage text for --help.
+std::string AgentUsage();
+
+}  // namespace muster::agent

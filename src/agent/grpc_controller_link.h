@@ -1,0 +1,49 @@
+// The agent's gRPC link to the controller: Register, then one Session stream; reconnects with
+// jittered exponential backoff. Runs its own thread (gRPC's blocking API); callbacks run on it.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "muster/agent/controller_link.h"
+#include "muster/v1/node.grpc.pb.h"
+
+namespace muster::agent {
+
+// Thread-safe.
+class GrpcControllerLink final : public ControllerLink {
+ public:
+  GrpcControllerLink(std::string address, std::string node, std::string instance_id, Callbacks cb);
+  ~GrpcControllerLink() override;
+
+  void Start() override;
+  void Stop() override;
+  bool Send(const v1::AgentMessage& msg) override;
+  bool connected() const override { return connected_.load(); }
+  void SetPausedForTest(bool paused) override;
+
+ private:
+  void Run();
+  void SleepBackoff(int* backoff_ms);
+
+  const std::string address_, node_, instance_id_;
+  Callbacks cb_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> connected_{false};
+  std::atomic<bool> paused_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  grpc::ClientContext* ctx_ = nullptr;  // guarded by mu_
+  grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>* stream_ = nullptr;  // mu_
+  std::mutex write_mu_;
+};
+
+}  // namespace muster::agent

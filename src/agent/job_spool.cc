@@ -1,0 +1,99 @@
+#include "job_spool.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "muster/common/strings.h"
+
+namespace muster::agent {
+
+namespace fs = std::filesystem;
+
+bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return false;
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      errno = err;
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  return ::close(fd) == 0;
+}
+
+std::string JobSpool::JobDir(uint64_t job_id) const {
+  return dir_ + "/job" + std::to_string(job_id);
+}
+
+Status JobSpool::SaveState(const std::string& job_dir, const v1::AgentJobState& state) const {
+  const std::string path = job_dir + "/state", tmp = path + ".tmp";
+  if (!WriteFileCloexec(tmp, state.SerializeAsString(), 0600) ||
+      ::rename(tmp.c_str(), path.c_str())) {
+    return Internal("cannot save the job's state to " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+std::vector<JobSpool::Left> JobSpool::Scan() const {
+  std::vector<Left> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 4 || name.compare(0, 3, "job") != 0) continue;
+    auto id = ParseUint(std::string_view(name).substr(3));
+    if (!id) continue;
+    const std::string dir = e.path().string();
+    std::ifstream in(dir + "/state", std::ios::binary);
+    if (!in) {
+      // Its launch never finished (the agent stopped in between): nothing of it was started.
+      fs::remove_all(dir, ec);
+      continue;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    v1::AgentJobState st;
+    Left left;
+    left.job_id = *id;
+    left.dir = dir;
+    if (!st.ParseFromString(ss.str()) || st.launch().job_id() == 0) {
+      const std::string aside = dir + ".corrupt";
+      fs::rename(dir, aside, ec);
+      spdlog::error(
+          "{}/state is corrupt; moved aside to {} (the controller will treat the job as lost on "
+          "this node)",
+          dir, aside);
+    } else {
+      left.job_id = st.launch().job_id();
+      left.state = std::move(st);
+    }
+    out.push_back(std::move(left));
+  }
+  return out;
+}
+
+uint64_t JobSpool::LoadEpoch() const {
+  std::ifstream in(dir_ + "/controller-epoch");
+  uint64_t e = 0;
+  return in >> e ? e : 0;
+}
+
+bool JobSpool::SaveEpoch(uint64_t epoch) const {
+  const std::string path = dir_ + "/controller-epoch";
+  return WriteFileCloexec(path + ".tmp", std::to_string(epoch) + "\n", 0600) &&
+         ::rename((path + ".tmp").c_str(), path.c_str()) == 0;
+}
+
+}  // namespace muster::agent

@@ -1,0 +1,52 @@
+// The agent's spool directory: one job<ID> directory per job on this node (its state file, which
+// lets a restarted agent re-adopt what still runs; the batch script; the keeper's exit record), and
+// the controller epoch this node has obeyed (so that a stale controller stays fenced off across
+// agent restarts).
+//
+// Thread-compatible (the agent's io thread).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "muster/common/status.h"
+#include "muster/v1/node.pb.h"
+
+namespace muster::agent {
+
+// Writes `data` to `path` (created with `mode`, truncated), close-on-exec so that no process
+// started meanwhile holds it open. False with errno set on failure.
+bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t mode);
+
+class JobSpool {
+ public:
+  explicit JobSpool(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string& dir() const { return dir_; }
+  std::string JobDir(uint64_t job_id) const;
+
+  // The job's state, replaced atomically (written aside, then renamed).
+  Status SaveState(const std::string& job_dir, const v1::AgentJobState& state) const;
+
+  // What a previous agent left: a job directory with a state file to re-adopt. A directory without
+  // one (its launch never finished) is removed; one whose state does not parse is moved aside to
+  // job<ID>.corrupt and reported as lost.
+  struct Left {
+    uint64_t job_id = 0;
+    std::string dir;
+    std::optional<v1::AgentJobState> state;  // nullopt: lost (corrupt)
+  };
+  std::vector<Left> Scan() const;
+
+  // The highest controller epoch obeyed here (0 when none was saved).
+  uint64_t LoadEpoch() const;
+  // False when it could not be saved (logged by the caller).
+  bool SaveEpoch(uint64_t epoch) const;
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace muster::agent

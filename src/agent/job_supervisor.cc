@@ -1,0 +1,605 @@
+#include "job_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "admin_scripts.h"
+#include "job_env.h"
+#include "muster/common/clock.h"
+#include "muster/common/output_pattern.h"
+#include "muster/common/strings.h"
+#include "spawn.h"
+
+namespace muster::agent {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+namespace {
+constexpr uint32_t kAnyRun = 0xffffffffu;
+constexpr int kPollCleanMs = 50;
+// After SIGKILL, processes that outlived their parent may linger as zombies of another reaper;
+// give up waiting for them after this long (cgroups make this exact).
+constexpr int kAfterKillMs = 1000;
+}  // namespace
+
+LocalJob* JobSupervisor::Find(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+std::vector<uint64_t> JobSupervisor::RunningJobIds() const {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  return ids;
+}
+
+std::vector<uint64_t> JobSupervisor::JobIdsSnapshot() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return job_ids_;
+}
+
+std::vector<uint64_t> JobSupervisor::LostJobIdsSnapshot() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return lost_job_ids_;
+}
+
+void JobSupervisor::Signal(const v1::SignalJob& s) {
+  LocalJob* job = Find(s.job_id());
+  if (!job || job->run() != s.run() || job->terminating || s.signal() <= 0 || s.signal() >= 65) {
+    return;
+  }
+  if (s.steps() && s.batch()) {
+    SignalJob(*job, s.signal());
+    return;
+  }
+  if (s.steps()) {
+    for (pid_t g : job->step_pgids) ctx_.launcher.Kill(-g, s.signal());
+  }
+  if (s.batch() && job->task_pid > 0 && !job->exited)
+    ctx_.launcher.Kill(-job->task_pid, s.signal());
+}
+
+void JobSupervisor::ReportAll() {
+  for (const auto& [id, job] : jobs_) {
+    if (job->started && !job->terminating) {
+      v1::AgentMessage m;
+      m.mutable_job_started()->set_job_id(id);
+      m.mutable_job_started()->set_run(job->run());
+      ctx_.Send(m);
+    }
+    if (job->exited) {
+      v1::AgentMessage m;
+      *m.mutable_batch_exited() = job->exit;
+      ctx_.Send(m);
+    }
+  }
+}
+
+size_t JobSupervisor::Detach() {
+  size_t kept = 0;
+  for (auto& [id, job] : jobs_) {
+    // Step tasks talk to their client through this process: they cannot outlive it.
+    for (pid_t g : job->step_pgids) ctx_.launcher.Kill(-g, SIGKILL);
+    if (job->limit_timer) job->limit_timer->cancel();
+    if (job->kill_timer) job->kill_timer->cancel();
+    if (job->poll_timer) job->poll_timer->cancel();
+    kept += job->keeper > 0 && !job->exited;
+  }
+  return kept;
+}
+
+size_t JobSupervisor::TerminateAll() {
+  for (auto& [id, job] : jobs_) {
+    SignalJob(*job, SIGCONT);
+    SignalJob(*job, SIGTERM);
+  }
+  return LiveChildren();
+}
+
+size_t JobSupervisor::LiveChildren() const {
+  size_t n = 0;
+  for (const auto& [id, job] : jobs_) n += job->children.size();
+  return n;
+}
+
+void JobSupervisor::KillAll() {
+  for (auto& [id, job] : jobs_) {
+    SignalJob(*job, SIGKILL);
+    std::error_code ec;
+    fs::remove_all(job->dir, ec);
+  }
+}
+
+void JobSupervisor::WatchBatch(LocalJob& job, int pidfd, bool our_child) {
+  const uint64_t id = job.launch.job_id();
+  const pid_t keeper = job.keeper;
+  auto sd = std::make_shared<asio::posix::stream_descriptor>(ctx_.io, pidfd);
+  sd->async_wait(asio::posix::stream_descriptor::wait_read,
+                 [this, sd, id, keeper, our_child](boost::system::error_code ec) {
+                   if (ec == asio::error::operation_aborted) return;
+                   // An adopted keeper is usually someone else's child (init's); reaping is then
+                   // not ours to do, and the launcher only tries.
+                   ctx_.launcher.Reap(keeper, our_child);
+                   LocalJob* j = Find(id);
+                   if (!j || j->keeper != keeper) return;
+                   j->children.erase(keeper);
+                   BatchEnded(id);
+                 });
+}
+
+void JobSupervisor::BatchEnded(uint64_t id) {
+  LocalJob* j = Find(id);
+  if (!j || j->exited) return;
+  int code = 0, sig = 0;
+  auto status = ReadExitFile(j->dir + "/exit");
+  if (status.ok()) {
+    DecodeWaitStatus(*status, &code, &sig);
+  } else {
+    // The keeper was killed before the script ended: the status is unknowable.
+    spdlog::error("job={} node={} the batch script's keeper died without recording its end ({})",
+                  id, ctx_.node(), status.status().message());
+    sig = SIGKILL;
+  }
+  j->exited = true;
+  j->exit.set_job_id(id);
+  j->exit.set_exit_code(code);
+  j->exit.set_signal(sig);
+  j->exit.set_timed_out(j->timed_out);
+  j->exit.set_run(j->run());
+  spdlog::info("job={} node={} batch script exited code={} signal={}{}", id, ctx_.node(), code, sig,
+               j->timed_out ? " (time limit)" : "");
+  v1::AgentMessage m;
+  *m.mutable_batch_exited() = j->exit;
+  ctx_.Send(m);
+  CheckClean(id);
+}
+
+JobCgroups::Limits JobSupervisor::CgroupLimits(const v1::LaunchJob& l) const {
+  JobCgroups::Limits lim;
+  const v1::NodeAllocation* me = nullptr;
+  for (const auto& na : l.allocation().nodes()) {
+    if (na.node() == ctx_.node()) me = &na;
+  }
+  if (!me) return lim;
+  lim.memory_mb = me->mem_mb();
+  // CPU ids are the controller's view of this node; they bind only if this machine has them.
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  bool fits = me->cpu_ids_size() > 0;
+  for (uint32_t c : me->cpu_ids()) fits = fits && static_cast<long>(c) < online;
+  if (fits) {
+    lim.cpus.assign(me->cpu_ids().begin(), me->cpu_ids().end());
+    for (const auto& n : ctx_.inventory.numa_nodes()) {
+      for (uint32_t c : n.cpus()) {
+        if (std::find(lim.cpus.begin(), lim.cpus.end(), c) != lim.cpus.end()) {
+          lim.mems.push_back(static_cast<int>(n.os_index()));
+          break;
+        }
+      }
+    }
+  } else if (ctx_.cgroups.limits_cpus()) {
+    spdlog::warn("job={} node={} CPU ids {} are not all on this machine ({} online): not pinned",
+                 l.job_id(), ctx_.node(), me->cpu_ids_size(), online);
+  }
+  return lim;
+}
+
+Status JobSupervisor::LimitGpuDevices(const LocalJob& job) {
+  if (!ctx_.cgroups.limits_devices() || ctx_.inventory.gpus().empty()) return Status::Ok();
+  std::vector<uint32_t> minors;
+  for (uint32_t index : GpusTouched(job.launch, ctx_.inventory.gpus())) {
+    const v1::GpuDevice* gpu = nullptr;
+    for (const auto& g : ctx_.inventory.gpus()) {
+      if (g.index() == index) gpu = &g;
+    }
+    if (!gpu || gpu->minor_number() < 0) {
+      // Without the device's minor number the filter would lock the job out of its own GPU.
+      spdlog::warn("job={} node={} gpu{} has no known /dev/nvidia minor: devices not filtered",
+                   job.launch.job_id(), ctx_.node(), index);
+      return Status::Ok();
+    }
+    minors.push_back(static_cast<uint32_t>(gpu->minor_number()));
+  }
+  return JobCgroups::LimitGpus(job.cgroup, minors);
+}
+
+Status JobSupervisor::SaveState(const LocalJob& job) {
+  v1::AgentJobState st;
+  *st.mutable_launch() = job.launch;
+  st.set_keeper_pid(job.keeper > 0 ? job.keeper : 0);
+  st.set_keeper_start(job.keeper_start);
+  st.set_task_pid(job.task_pid > 0 ? job.task_pid : 0);
+  st.set_cgroup(job.cgroup);
+  return spool_.SaveState(job.dir, st);
+}
+
+void JobSupervisor::Readopt() {
+  std::set<uint64_t> lost;  // started here, but nothing left to re-adopt
+  for (JobSpool::Left& left : spool_.Scan()) {
+    if (!left.state) {
+      lost.insert(left.job_id);
+      continue;
+    }
+    const v1::AgentJobState& st = *left.state;
+    const std::string& dir = left.dir;
+    auto job = std::make_unique<LocalJob>();
+    const uint64_t id = st.launch().job_id();
+    job->launch = st.launch();
+    job->dir = dir;
+    job->started = true;
+    job->adopted = true;
+    job->keeper = st.keeper_pid() > 0 ? st.keeper_pid() : -1;
+    job->keeper_start = st.keeper_start();
+    job->task_pid = st.task_pid() > 0 ? st.task_pid() : -1;
+    job->cgroup = st.cgroup();
+    auto visible = VisibleDevices(job->launch, ctx_.inventory.gpus());
+    job->visible_devices = visible.ok() ? *visible : "";
+    if (job->task_pid > 0) job->pgids.insert(job->task_pid);
+    LocalJob& j = *job;
+    jobs_[id] = std::move(job);
+    std::string how = "no batch script here";
+    if (j.keeper > 0) {
+      int pidfd = -1;
+      if (j.keeper_start != 0 && ctx_.launcher.StartTime(j.keeper) == j.keeper_start) {
+        pidfd = ctx_.launcher.OpenPidfd(j.keeper);
+      }
+      if (pidfd >= 0) {
+        j.children.insert(j.keeper);
+        WatchBatch(j, pidfd, /*our_child=*/false);
+        how = "batch script running, keeper pid " + std::to_string(j.keeper);
+      } else {
+        how = "batch script ended while the agent was away";
+        BatchEnded(id);  // reported when the session is up
+      }
+    }
+    if (!j.exited) ArmTimeLimit(j);
+    spdlog::info("job={} node={} re-adopted after an agent restart ({})", id, ctx_.node(), how);
+  }
+  // Job cgroups no state file speaks for: their processes are unknown to us, so they end.
+  for (const auto& [id, dir] : ctx_.cgroups.List()) {
+    if (jobs_.count(id) && jobs_[id]->cgroup == dir) continue;
+    const size_t n = JobCgroups::Pids(dir).size();
+    spdlog::warn("node={} killing {} process(es) of job {} left in {} with no state to re-adopt",
+                 ctx_.node(), n, id, dir);
+    JobCgroups::Kill(dir);
+    for (int i = 0; i < 100 && !JobCgroups::Empty(dir); ++i) ::usleep(10'000);
+    JobCgroups::Remove(dir).IgnoreError();
+    if (!jobs_.count(id)) lost.insert(id);
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    lost_job_ids_.assign(lost.begin(), lost.end());
+  }
+  PublishJobIds();
+}
+
+void JobSupervisor::PublishJobIds() {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  std::lock_guard<std::mutex> l(mu_);
+  job_ids_ = std::move(ids);
+}
+
+void JobSupervisor::SignalJob(LocalJob& job, int sig) {
+  for (pid_t g : job.pgids) ctx_.launcher.Kill(-g, sig);
+  if (!job.cgroup.empty()) {
+    if (sig == SIGKILL) {
+      JobCgroups::Kill(job.cgroup);
+    } else {
+      JobCgroups::Signal(job.cgroup, sig);
+    }
+  } else if (job.keeper > 0 && !job.exited) {
+    // No cgroup: processes that left the process group are still the keeper's descendants
+    // (it is their subreaper).
+    for (pid_t p : ctx_.launcher.Descendants(job.keeper)) ctx_.launcher.Kill(p, sig);
+  }
+}
+
+void JobSupervisor::Launch(const v1::LaunchJob& l) {
+  if (ctx_.stopping) return;
+  const uint64_t id = l.job_id();
+  if (LocalJob* existing = Find(id)) {
+    if (existing->run() == l.requeue_count()) {
+      if (existing->started) {  // a repeated launch: confirm again
+        v1::AgentMessage m;
+        m.mutable_job_started()->set_job_id(id);
+        m.mutable_job_started()->set_run(l.requeue_count());
+        ctx_.Send(m);
+      }
+      return;  // (or its prolog is still running: it answers when done)
+    }
+    spdlog::warn("job={} node={} new run {} while run {} is still here; killing the old one", id,
+                 ctx_.node(), l.requeue_count(), existing->run());
+    SignalJob(*existing, SIGKILL);
+    jobs_.erase(id);
+  }
+  auto job = std::make_unique<LocalJob>();
+  job->launch = l;
+  job->dir = spool_.JobDir(id);
+  LocalJob& j = *job;
+  jobs_[id] = std::move(job);
+  const v1::JobSpec& spec = l.spec();
+  const bool root = ::geteuid() == 0;
+  if (!root && spec.uid() != ::geteuid()) {
+    return FailLaunch(id,
+                      "musterd runs as uid " + std::to_string(::geteuid()) +
+                          ", not root, so it cannot run jobs of uid " + std::to_string(spec.uid()),
+                      false);
+  }
+  auto visible = VisibleDevices(l, ctx_.inventory.gpus());
+  if (!visible.ok()) return FailLaunch(id, visible.status().message(), false);
+  j.visible_devices = *visible;
+  std::error_code ec;
+  fs::create_directories(j.dir, ec);
+  if (ec) return FailLaunch(id, "cannot create spool dir " + j.dir + ": " + ec.message(), false);
+  ::chmod(j.dir.c_str(), 0700);
+  if (root && ::chown(j.dir.c_str(), spec.uid(), spec.gid()) != 0) {
+    return FailLaunch(
+        id, "cannot hand spool dir " + j.dir + " to uid " + std::to_string(spec.uid()), false);
+  }
+  if (ctx_.cgroups.enabled()) {
+    auto cg = ctx_.cgroups.Create(id, CgroupLimits(l));
+    if (!cg.ok()) return FailLaunch(id, cg.status().message(), false);
+    j.cgroup = *cg;
+    if (Status st = LimitGpuDevices(j); !st.ok()) return FailLaunch(id, st.message(), false);
+  }
+  PublishJobIds();
+  const std::string& prolog = ctx_.options.config.agent.prolog;
+  if (prolog.empty()) return StartJob(id);
+  j.prolog_running = true;
+  RunAdminScript(
+      ctx_, "prolog", prolog, AdminScriptEnv(j.launch, ctx_.node(), j.visible_devices, j.cgroup),
+      ctx_.options.config.agent.prolog_timeout_s, [this, id](const std::string& error) {
+        LocalJob* pj = Find(id);
+        if (!pj || !pj->prolog_running) return;
+        pj->prolog_running = false;
+        if (!error.empty() && pj->terminating) {
+          // Cancelled meanwhile: the controller waits for JobCleaned, which carries
+          // the failure so that the node is still drained.
+          pj->prolog_error = StartsWith(error, "prolog") ? error : "prolog failed: " + error;
+          spdlog::error("job={} node={} {}", id, ctx_.node(), error);
+          return CheckClean(id);
+        }
+        if (!error.empty()) {
+          spdlog::error("job={} node={} {}", id, ctx_.node(), error);
+          return FailLaunch(id, StartsWith(error, "prolog") ? error : "prolog failed: " + error,
+                            /*node_fault=*/true);
+        }
+        if (pj->terminating) return CheckClean(id);  // cancelled meanwhile
+        StartJob(id);
+      });
+}
+
+void JobSupervisor::FailLaunch(uint64_t id, const std::string& why, bool node_fault) {
+  LocalJob* job = Find(id);
+  if (!job) return;
+  std::error_code ignored;
+  fs::remove_all(job->dir, ignored);
+  if (!job->cgroup.empty()) {
+    JobCgroups::Kill(job->cgroup);
+    JobCgroups::Remove(job->cgroup).IgnoreError();
+  }
+  spdlog::warn("job={} node={} launch failed: {}", id, ctx_.node(), why);
+  v1::AgentMessage m;
+  m.mutable_job_launch_failed()->set_job_id(id);
+  m.mutable_job_launch_failed()->set_run(job->run());
+  m.mutable_job_launch_failed()->set_message(why);
+  m.mutable_job_launch_failed()->set_node_fault(node_fault);
+  jobs_.erase(id);
+  PublishJobIds();
+  ctx_.Send(m);
+}
+
+void JobSupervisor::StartJob(uint64_t id) {
+  LocalJob& j = *Find(id);
+  const v1::LaunchJob& l = j.launch;
+  const v1::JobSpec& spec = l.spec();
+  const bool root = ::geteuid() == 0;
+  if (l.batch_node()) {
+    if (spec.script().rfind("#!", 0) != 0) {
+      return FailLaunch(
+          id, "the launch carries no batch script (the controller could not read it back)", false);
+    }
+    std::string script = j.dir + "/script";
+    // Close-on-exec, so a process started meanwhile never holds it open for writing (which
+    // would make executing it fail with ETXTBSY).
+    if (!WriteFileCloexec(script, spec.script(), 0700)) {
+      return FailLaunch(
+          id, "cannot write the batch script to " + script + ": " + std::strerror(errno), false);
+    }
+    if (root && ::chown(script.c_str(), spec.uid(), spec.gid()) != 0) {
+      return FailLaunch(id, "cannot hand the batch script to uid " + std::to_string(spec.uid()),
+                        false);
+    }
+    PatternVars vars;
+    vars.job_id = id;
+    vars.job_name = spec.name();
+    vars.user = spec.user();
+    vars.node = ctx_.node();
+    if (l.has_array()) {
+      vars.array_job_id = l.array().array_job_id();
+      vars.array_task_id = l.array().task_id();
+    }
+    SpawnSpec sp;
+    sp.argv.push_back(script);
+    for (const auto& a : spec.script_args()) sp.argv.push_back(a);
+    sp.env = BuildBatchEnv(l, ctx_.node(), ctx_.options.config_path, j.visible_devices);
+    sp.cwd = spec.work_dir();
+    sp.change_user = root && spec.uid() != 0;
+    sp.uid = spec.uid();
+    sp.gid = spec.gid();
+    if (sp.change_user) sp.groups = ctx_.launcher.GroupsOf(spec.user(), spec.gid());
+    sp.stdout_path = ExpandOutputPattern(spec.stdout_pattern(), vars, spec.work_dir());
+    sp.stderr_path = spec.stderr_pattern().empty()
+                         ? sp.stdout_path
+                         : ExpandOutputPattern(spec.stderr_pattern(), vars, spec.work_dir());
+    // A keeper waits for the script and records how it ended, so a restarted agent still knows.
+    sp.exit_file = j.dir + "/exit";
+    // Every process of the job starts in its cgroup (a write of "0" by the child itself).
+    if (!j.cgroup.empty()) {
+      sp.cgroup_fd = ::open(j.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    auto spawned = ctx_.launcher.Spawn(sp);
+    if (sp.cgroup_fd >= 0) ::close(sp.cgroup_fd);
+    if (!spawned.ok()) return FailLaunch(id, spawned.status().message(), false);
+    j.keeper = spawned->pid;
+    j.keeper_start = ctx_.launcher.StartTime(spawned->pid);
+    j.task_pid = spawned->task_pid;
+    j.children.insert(j.keeper);
+    j.pgids.insert(j.task_pid);
+    WatchBatch(j, spawned->pidfd, /*our_child=*/true);
+    spdlog::info("job={} node={} batch script started pid={} keeper={} user={}", id, ctx_.node(),
+                 j.task_pid, j.keeper, spec.user());
+  }
+  j.started = true;
+  if (Status st = SaveState(j); !st.ok()) {
+    // Not fatal: the job runs; it would only be lost if this agent restarted before it ends.
+    spdlog::error("job={} node={} {}", id, ctx_.node(), st.ToString());
+  }
+  ArmTimeLimit(j);
+  v1::AgentMessage m;
+  m.mutable_job_started()->set_job_id(id);
+  m.mutable_job_started()->set_run(l.requeue_count());
+  ctx_.Send(m);
+}
+
+// The agents enforce time limits themselves (the controller only records the end): SIGTERM at
+// the limit, SIGKILL after the grace.
+void JobSupervisor::ArmTimeLimit(LocalJob& job) {
+  const v1::LaunchJob& l = job.launch;
+  if (l.time_limit_ms() <= 0) return;
+  const int64_t remaining = l.start_time_ms() + l.time_limit_ms() - SystemClock::Get()->NowMs();
+  const uint64_t id = l.job_id();
+  job.limit_timer = std::make_unique<asio::steady_timer>(ctx_.io);
+  job.limit_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, remaining)));
+  job.limit_timer->async_wait([this, id](boost::system::error_code e) {
+    if (!e) OnTimeLimit(id);
+  });
+}
+
+void JobSupervisor::OnTimeLimit(uint64_t id) {
+  LocalJob* job = Find(id);
+  if (!job || job->exited || job->terminating) return;
+  spdlog::info("job={} node={} reached its time limit; SIGTERM, SIGKILL after {} ms", id,
+               ctx_.node(), job->launch.kill_grace_ms());
+  job->timed_out = true;
+  StartKill(*job, job->launch.kill_grace_ms());
+}
+
+void JobSupervisor::StartKill(LocalJob& job, uint32_t grace_ms) {
+  SignalJob(job, SIGCONT);  // a stopped process cannot act on SIGTERM
+  SignalJob(job, SIGTERM);
+  if (job.kill_timer) return;
+  const uint64_t id = job.launch.job_id();
+  job.kill_timer = std::make_unique<asio::steady_timer>(ctx_.io);
+  job.kill_timer->expires_after(std::chrono::milliseconds(grace_ms));
+  job.kill_timer->async_wait([this, id](boost::system::error_code e) {
+    if (e) return;
+    if (LocalJob* j = Find(id)) {
+      SignalJob(*j, SIGKILL);
+      j->killed_at_ms = MonotonicMs();
+      CheckClean(id);
+    }
+  });
+}
+
+void JobSupervisor::Terminate(const v1::TerminateJob& t) {
+  LocalJob* job = Find(t.job_id());
+  if (!job) {
+    v1::AgentMessage m;
+    m.mutable_job_cleaned()->set_job_id(t.job_id());
+    m.mutable_job_cleaned()->set_run(t.run());
+    ctx_.Send(m);
+    return;
+  }
+  if (t.run() != kAnyRun && job->run() > t.run()) return;  // aimed at an older run
+  if (!job->terminating) {
+    spdlog::info("job={} node={} terminating: {}", t.job_id(), ctx_.node(), t.reason());
+    job->terminating = true;
+    if (job->limit_timer) job->limit_timer->cancel();
+    StartKill(*job, t.kill_grace_ms());
+  }
+  CheckClean(t.job_id());
+}
+
+void JobSupervisor::CheckClean(uint64_t id) {
+  LocalJob* job = Find(id);
+  if (!job || !job->terminating) return;
+  bool groups_empty = true;
+  if (!job->cgroup.empty()) {
+    groups_empty = JobCgroups::Empty(job->cgroup);  // exact: daemonized processes included
+  } else {
+    for (pid_t g : job->pgids) {
+      if (ctx_.launcher.GroupAlive(g)) groups_empty = false;
+    }
+  }
+  bool gave_up = job->killed_at_ms && MonotonicMs() - job->killed_at_ms > kAfterKillMs;
+  if (!job->children.empty() || (!groups_empty && !gave_up)) {
+    if (!job->poll_timer) {
+      job->poll_timer = std::make_unique<asio::steady_timer>(ctx_.io);
+    }
+    job->poll_timer->expires_after(std::chrono::milliseconds(kPollCleanMs));
+    job->poll_timer->async_wait([this, id](boost::system::error_code e) {
+      if (!e) CheckClean(id);
+    });
+    return;
+  }
+  if (job->prolog_running || job->epilog_running) return;  // its completion comes back here
+  if (!groups_empty) {
+    spdlog::warn("job={} node={} some processes survived SIGKILL (zombies?); releasing anyway", id,
+                 ctx_.node());
+  }
+  const std::string& epilog = ctx_.options.config.agent.epilog;
+  if (!epilog.empty() && !job->epilog_done && job->started) {
+    job->epilog_running = true;
+    RunAdminScript(ctx_, "epilog", epilog,
+                   AdminScriptEnv(job->launch, ctx_.node(), job->visible_devices, job->cgroup),
+                   ctx_.options.config.agent.epilog_timeout_s,
+                   [this, id](const std::string& error) {
+                     LocalJob* j = Find(id);
+                     if (!j) return;
+                     j->epilog_running = false;
+                     j->epilog_done = true;
+                     j->epilog_error = error;
+                     if (!error.empty()) {
+                       spdlog::error("job={} node={} {}", id, ctx_.node(), error);
+                     }
+                     CheckClean(id);
+                   });
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(job->dir, ec);
+  if (!job->cgroup.empty()) {
+    if (Status st = JobCgroups::Remove(job->cgroup); !st.ok()) {
+      spdlog::warn("job={} node={} {}", id, ctx_.node(), st.message());
+    }
+  }
+  if (job->launch.batch_node() && !job->exited && job->keeper < 0) {
+    // Stopped before its script started (during the prolog): its end is still the job's end.
+    v1::AgentMessage b;
+    b.mutable_batch_exited()->set_job_id(id);
+    b.mutable_batch_exited()->set_signal(SIGTERM);
+    b.mutable_batch_exited()->set_timed_out(job->timed_out);
+    b.mutable_batch_exited()->set_run(job->run());
+    ctx_.Send(b);
+  }
+  v1::AgentMessage m;
+  m.mutable_job_cleaned()->set_job_id(id);
+  m.mutable_job_cleaned()->set_run(job->run());
+  m.mutable_job_cleaned()->set_epilog_error(job->epilog_error);
+  m.mutable_job_cleaned()->set_prolog_error(job->prolog_error);
+  jobs_.erase(id);
+  PublishJobIds();
+  ctx_.Send(m);
+  spdlog::info("job={} node={} cleaned up", id, ctx_.node());
+}
+
+}  // namespace muster::agent

@@ -1,0 +1,37 @@
+// The step service: `muster run` and srun connect to each node of a step, present the job's
+// credential, and the agent starts the step's tasks there as the job's user, relays their output
+// and input (pipes, files or a terminal), forwards signals, and reports how they ended, to the
+// client and to the controller.
+//
+// Io thread, but for Listen and address().
+#pragma once
+
+#include <string>
+
+#include "agent_context.h"
+#include "job_supervisor.h"
+#include "muster/common/status.h"
+
+namespace muster::agent {
+
+class StepService {
+ public:
+  StepService(AgentContext& ctx, JobSupervisor& jobs);
+
+  // Binds agent.step_address ("host:port", port 0: any) and starts accepting; `hostname` is the
+  // address advertised when it binds every address. FAILED_PRECONDITION when it cannot listen.
+  Status Listen(const std::string& step_address, const std::string& hostname);
+  // "host:port" as clients reach it.
+  const std::string& address() const { return address_; }
+  void Close();
+
+ private:
+  void Accept();
+
+  AgentContext& ctx_;
+  JobSupervisor& jobs_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::string address_;
+};
+
+}  // namespace muster::agent

@@ -1,0 +1,319 @@
+// The Agent itself, with its seams faked: launches, kills, re-adoption after a restart, the epoch
+// fence and GPU health, in milliseconds, without root, cgroups or a controller.
+#include "muster/agent/agent.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent_fakes.h"
+#include "muster/common/config.h"
+
+namespace muster::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FakeLauncher;
+using testing::FakeLink;
+
+constexpr uint64_t kJob = 7;
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spdlog::set_level(spdlog::level::warn);
+    dir_ = fs::temp_directory_path() /
+           ("muster-agent-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ + "/spool");
+    std::ofstream(dir_ + "/gpus.toml") << "[node]\ncpus = 8\nmemory_mb = 16000\n"
+                                          "[gpus]\ncount = 4\nmodel = \"NVIDIA H100 80GB HBM3\"\n";
+    auto c = ParseConfig(R"(
+[controller]
+agent_address = "127.0.0.1:1"
+[agent]
+step_address = "127.0.0.1:0"
+cgroup_root = "none"
+gpu_health_interval_ms = 50
+[[nodes]]
+names = "node1"
+cpus = 8
+memory_mb = 16000
+gpus = 4
+[[partition]]
+name = "gpu"
+nodes = "node1"
+)",
+                         "agent.toml");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    config_ = *c;
+  }
+
+  void TearDown() override {
+    agent_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // Starts an agent on this test's spool, with the fakes.
+  void StartAgent() {
+    AgentOptions o;
+    o.config = config_;
+    o.node_name = "node1";
+    o.spool_dir = dir_ + "/spool";
+    o.gpu_fixture = dir_ + "/gpus.toml";
+    o.launcher = launcher_;
+    o.controller_link = [this](const std::string&, const std::string&, const std::string&,
+                               ControllerLink::Callbacks cb) {
+      auto link = std::make_unique<FakeLink>(std::move(cb));
+      link_ = link.get();
+      return link;
+    };
+    auto a = Agent::Create(std::move(o));
+    ASSERT_TRUE(a.ok());
+    agent_ = std::move(*a);
+    ASSERT_TRUE(agent_->Start().ok());
+    ASSERT_NE(link_, nullptr);
+  }
+
+  static v1::ControllerMessage Launch(uint64_t epoch, uint32_t run = 0) {
+    v1::ControllerMessage m;
+    m.set_epoch(epoch);
+    v1::LaunchJob* l = m.mutable_launch_job();
+    l->set_job_id(kJob);
+    l->set_requeue_count(run);
+    l->set_batch_node(true);
+    l->set_kill_grace_ms(50);
+    l->set_credential("secret");
+    v1::JobSpec* s = l->mutable_spec();
+    s->set_name("train");
+    s->set_user("alice");
+    s->set_uid(::geteuid());  // an unprivileged test agent can only run its own user's jobs
+    s->set_gid(::getegid());
+    s->set_work_dir("/tmp");
+    s->set_stdout_pattern("slurm-%j.out");
+    s->set_script("#!/bin/sh\necho hello\n");
+    s->add_environment("FROM_SUBMITTER=1");
+    v1::NodeAllocation* na = l->mutable_allocation()->add_nodes();
+    na->set_node("node1");
+    na->set_ntasks(1);
+    na->add_cpu_ids(0);
+    na->add_gpu_indices(1);
+    na->add_gpu_indices(2);
+    return m;
+  }
+
+  static v1::ControllerMessage Terminate(uint64_t epoch) {
+    v1::ControllerMessage m;
+    m.set_epoch(epoch);
+    m.mutable_terminate_job()->set_job_id(kJob);
+    m.mutable_terminate_job()->set_kill_grace_ms(50);
+    m.mutable_terminate_job()->set_reason("cancelled");
+    return m;
+  }
+
+  static std::map<std::string, std::string> Env(const SpawnSpec& spec) {
+    std::map<std::string, std::string> env;
+    for (const auto& kv : spec.env) {
+      size_t eq = kv.find('=');
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return env;
+  }
+
+  bool Sent(const std::function<bool(const v1::AgentMessage&)>& match) {
+    return link_->WaitFor(match);
+  }
+
+  std::string dir_;
+  Config config_;
+  std::shared_ptr<FakeLauncher> launcher_ = std::make_shared<FakeLauncher>();
+  FakeLink* link_ = nullptr;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTest, ALaunchRunsTheBatchScriptUnderItsKeeperAndReportsStartAndEnd) {
+  StartAgent();
+  link_->Connect(1);
+  link_->Command(Launch(1));
+  ASSERT_TRUE(
+      Sent([](const auto& m) { return m.has_job_started() && m.job_started().job_id() == kJob; }));
+  auto spawned = launcher_->WaitForSpawns(1);
+  ASSERT_EQ(spawned.size(), 1u);
+  const SpawnSpec& sp = spawned[0].spec;
+  const std::string job_dir = dir_ + "/spool/job7";
+  EXPECT_EQ(sp.argv.at(0), job_dir + "/script");
+  EXPECT_EQ(sp.exit_file, job_dir + "/exit") << "the keeper records how the script ended";
+  EXPECT_EQ(sp.cwd, "/tmp");
+  EXPECT_EQ(sp.stdout_path, "/tmp/slurm-7.out");
+  EXPECT_EQ(sp.uid, ::geteuid());
+  auto env = Env(sp);
+  EXPECT_EQ(env["SLURM_JOB_ID"], "7");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1,2") << "only the job's GPUs";
+  EXPECT_EQ(env["FROM_SUBMITTER"], "1");
+  std::ifstream script(job_dir + "/script");
+  std::string first;
+  std::getline(script, first);
+  EXPECT_EQ(first, "#!/bin/sh");
+  EXPECT_TRUE(fs::exists(job_dir + "/state")) << "saved for a restarted agent to re-adopt";
+  EXPECT_EQ(link_->Register().running_job_ids_size(), 1);
+
+  launcher_->Exit(spawned[0].pid, 3 << 8);  // exit code 3
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_batch_exited() && m.batch_exited().exit_code() == 3 && !m.batch_exited().signal();
+  }));
+}
+
+TEST_F(AgentTest, ALaunchThatCannotStartIsReportedAndLeavesNothingBehind) {
+  StartAgent();
+  link_->Connect(1);
+  launcher_->FailNextSpawn("execve(script): Exec format error");
+  link_->Command(Launch(1));
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_job_launch_failed() && m.job_launch_failed().job_id() == kJob &&
+           m.job_launch_failed().message().find("Exec format error") != std::string::npos &&
+           !m.job_launch_failed().node_fault();
+  }));
+  EXPECT_FALSE(fs::exists(dir_ + "/spool/job7"));
+  EXPECT_EQ(agent_->num_jobs(), 0u);
+}
+
+TEST_F(AgentTest, TerminateSignalsTheGroupAndKillsWhatOutlivesTheGrace) {
+  StartAgent();
+  link_->Connect(1);
+  launcher_->SetStubborn(true);  // the script ignores SIGTERM
+  link_->Command(Launch(1));
+  auto spawned = launcher_->WaitForSpawns(1);
+  ASSERT_EQ(spawned.size(), 1u);
+  const pid_t group = spawned[0].task_pid;
+  link_->Command(Terminate(1));
+  EXPECT_TRUE(launcher_->WaitForSignal(group, SIGCONT)) << "a stopped job must see its SIGTERM";
+  EXPECT_TRUE(launcher_->WaitForSignal(group, SIGTERM));
+  EXPECT_TRUE(launcher_->WaitForSignal(group, SIGKILL)) << "after kill_grace_ms";
+  launcher_->Exit(spawned[0].pid, SIGKILL);  // the keeper ends with its task
+  ASSERT_TRUE(
+      Sent([](const auto& m) { return m.has_job_cleaned() && m.job_cleaned().job_id() == kJob; }));
+  EXPECT_FALSE(fs::exists(dir_ + "/spool/job7")) << "the spool directory goes with the job";
+  EXPECT_EQ(agent_->num_jobs(), 0u);
+}
+
+TEST_F(AgentTest, ARestartedAgentReadoptsWhatRunsAndReportsWhatItLost) {
+  // What a previous agent left: job 7 running under its keeper, job 8 whose state is corrupt,
+  // job 9 whose launch never finished.
+  const std::string spool = dir_ + "/spool";
+  v1::ControllerMessage old = Launch(1);
+  v1::AgentJobState st;
+  *st.mutable_launch() = old.launch_job();
+  st.set_keeper_pid(4242);
+  st.set_keeper_start(99);
+  st.set_task_pid(4243);
+  fs::create_directories(spool + "/job7");
+  std::ofstream(spool + "/job7/state") << st.SerializeAsString();
+  fs::create_directories(spool + "/job8");
+  std::ofstream(spool + "/job8/state") << "not a protobuf \xff\xff\xff";
+  fs::create_directories(spool + "/job9");
+  launcher_->AddRunning(4242, 4243, 99);
+
+  StartAgent();
+  const v1::RegisterRequest reg = link_->Register();
+  ASSERT_EQ(reg.running_job_ids_size(), 1);
+  EXPECT_EQ(reg.running_job_ids(0), kJob);
+  ASSERT_EQ(reg.lost_job_ids_size(), 1);
+  EXPECT_EQ(reg.lost_job_ids(0), 8u) << "a job it cannot re-adopt is reported, never forgotten";
+  EXPECT_TRUE(fs::exists(spool + "/job8.corrupt")) << "kept aside for the admin";
+  EXPECT_FALSE(fs::exists(spool + "/job9"));
+
+  link_->Connect(1);
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_job_started() && m.job_started().job_id() == kJob;
+  })) << "a reconnect repeats what the controller may have missed";
+  // The script ends after the restart: its keeper's record tells how.
+  launcher_->Exit(4242, 0, spool + "/job7/exit");
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_batch_exited() && m.batch_exited().job_id() == kJob &&
+           m.batch_exited().exit_code() == 0 && m.batch_exited().signal() == 0;
+  }));
+}
+
+TEST_F(AgentTest, AKeeperPidReusedByAnotherProcessIsNotAdopted) {
+  const std::string spool = dir_ + "/spool";
+  v1::AgentJobState st;
+  *st.mutable_launch() = Launch(1).launch_job();
+  st.set_keeper_pid(4242);
+  st.set_keeper_start(99);
+  st.set_task_pid(4243);
+  fs::create_directories(spool + "/job7");
+  std::ofstream(spool + "/job7/state") << st.SerializeAsString();
+  launcher_->AddRunning(4242, 4243, 12345);  // the same pid, started at another time
+
+  StartAgent();
+  link_->Connect(1);
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_batch_exited() && m.batch_exited().job_id() == kJob &&
+           m.batch_exited().signal() == SIGKILL;
+  })) << "the script ended while the agent was away, how is unknowable";
+}
+
+TEST_F(AgentTest, CommandsFromAnOlderControllerEpochAreRefusedEvenAfterARestart) {
+  StartAgent();
+  link_->Connect(5);
+  link_->Command(Launch(4));  // a stale controller
+  link_->Command(Launch(5));  // commands are handled in order: the first is decided by now
+  auto spawned = launcher_->WaitForSpawns(1);
+  ASSERT_EQ(spawned.size(), 1u) << "the epoch-4 launch was refused, the epoch-5 one ran";
+
+  // A new agent on the same spool still knows epoch 5.
+  agent_->Shutdown();
+  agent_.reset();
+  auto fresh = std::make_shared<FakeLauncher>();
+  launcher_ = fresh;
+  StartAgent();
+  link_->Connect(3);  // an old controller comes back
+  link_->Command(Launch(3, /*run=*/1));
+  link_->Command(Launch(5, /*run=*/2));
+  spawned = fresh->WaitForSpawns(1);
+  ASSERT_EQ(spawned.size(), 1u);
+  EXPECT_EQ(Env(spawned[0].spec)["SLURM_RESTART_COUNT"], "2") << "only the current epoch's launch";
+}
+
+TEST_F(AgentTest, AnInjectedGpuFaultIsReportedAndSoIsItsRecovery) {
+  StartAgent();
+  link_->Connect(1);
+  const std::string faults = dir_ + "/spool/gpu-faults";
+  std::ofstream(faults) << "2 xid 79\n";
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_gpu_health() && m.gpu_health().index() == 2 &&
+           m.gpu_health().health() == "XID 79 (fallen off the bus)";
+  }));
+  EXPECT_EQ(link_->Register().inventory().gpus(2).health(), "XID 79 (fallen off the bus)")
+      << "a registration carries the health too";
+  fs::remove(faults);
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_gpu_health() && m.gpu_health().index() == 2 && m.gpu_health().health().empty();
+  }));
+}
+
+TEST_F(AgentTest, StopFollowsKillJobsOnStop) {
+  config_.agent.kill_jobs_on_stop = false;
+  StartAgent();
+  link_->Connect(1);
+  link_->Command(Launch(1));
+  auto spawned = launcher_->WaitForSpawns(1);
+  ASSERT_EQ(spawned.size(), 1u);
+  agent_->Stop();  // a restart or an upgrade: the job keeps running
+  for (const auto& [pid, sig] : launcher_->signals()) {
+    EXPECT_NE(pid, -spawned[0].task_pid) << "signal " << sig << " sent to a job that must survive";
+  }
+  EXPECT_TRUE(fs::exists(dir_ + "/spool/job7/state"));
+
+  config_.agent.kill_jobs_on_stop = true;
+  launcher_ = std::make_shared<FakeLauncher>();
+  StartAgent();  // re-adopts job 7
+  agent_->Stop();
+  EXPECT_FALSE(fs::exists(dir_ + "/spool/job7")) << "kill_jobs_on_stop ends the job";
+}
+
+}  // namespace
+}  // namespace muster::agent

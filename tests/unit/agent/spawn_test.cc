@@ -1,0 +1,266 @@
+// Starting processes for real: directory, environment, output files, sessions, users, cgroups.
+#include "spawn.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cgroup.h"
+
+namespace muster::agent {
+namespace {
+
+class LauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("muster-launch-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  int Wait(const Spawned& s) {
+    int status = 0;
+    ::waitpid(s.pid, &status, 0);
+    ::close(s.pidfd);
+    return status;
+  }
+  std::string Read(const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(LauncherTest, RunsInItsDirWithItsEnvAndOutputFiles) {
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "echo out:$FOO:$(pwd); echo err >&2; exit 3"};
+  s.env = {"FOO=bar", "PATH=/usr/bin:/bin"};
+  s.cwd = dir_.string();
+  s.stdout_path = (dir_ / "out.txt").string();
+  s.stderr_path = (dir_ / "err.txt").string();
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  int code, sig;
+  DecodeWaitStatus(Wait(*sp), &code, &sig);
+  EXPECT_EQ(code, 3);
+  EXPECT_EQ(sig, 0);
+  EXPECT_EQ(Read(s.stdout_path), "out:bar:" + dir_.string() + "\n");
+  EXPECT_EQ(Read(s.stderr_path), "err\n");
+}
+
+TEST_F(LauncherTest, OwnSessionSoTheWholeTreeCanBeSignalled) {
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "sleep 30 & sleep 30; echo never"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.stdout_path = (dir_ / "o").string();
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok());
+  EXPECT_EQ(::getpgid(sp->pid), sp->pid);
+  ::kill(-sp->pid, SIGKILL);
+  int code, sig;
+  DecodeWaitStatus(Wait(*sp), &code, &sig);
+  EXPECT_EQ(sig, SIGKILL);
+}
+
+TEST_F(LauncherTest, ReportsWhyItCouldNotStart) {
+  SpawnSpec s;
+  s.argv = {"/nonexistent/program"};
+  s.stdout_path = (dir_ / "o").string();
+  auto sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("execve(/nonexistent/program)"), std::string::npos);
+
+  s.argv = {"true"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.cwd = "/nonexistent/dir";
+  sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("cannot change to directory /nonexistent/dir"),
+            std::string::npos);
+
+  s.cwd = "";
+  s.stdout_path = "/nonexistent/dir/out";
+  sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("cannot open output file /nonexistent/dir/out"),
+            std::string::npos);
+}
+
+TEST_F(LauncherTest, DropsPrivilegesWhenAskedTo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "id -u; id -g"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.change_user = true;
+  s.uid = 65534;
+  s.gid = 65534;
+  s.groups = {65534};
+  s.stdout_fd = -1;
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);
+  s.stdout_path = (dir_ / "id.txt").string();
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  Wait(*sp);
+  EXPECT_EQ(Read(s.stdout_path), "65534\n65534\n");
+}
+
+// As root (CI): a real user made by the test setup, with a supplementary group; the job runs as
+// that user under a keeper, and what it daemonizes ends with it.
+class RootLauncherTest : public LauncherTest {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) return;
+    created_ = ::getpwnam("muster-test") == nullptr;
+    int rc = std::system(
+        "(getent group muster-test-extra >/dev/null || groupadd muster-test-extra) && "
+        "(id muster-test >/dev/null 2>&1 || useradd --no-create-home --shell /bin/sh "
+        "--groups muster-test-extra muster-test)");
+    ready_ = rc == 0;
+  }
+  static void TearDownTestSuite() {
+    // What the setup made, it removes (a user that existed before stays).
+    if (created_ && ready_) {
+      (void)std::system("userdel muster-test; groupdel muster-test-extra 2>/dev/null");
+    }
+  }
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
+    if (!ready_) GTEST_SKIP() << "useradd/groupadd are not available here";
+    LauncherTest::SetUp();
+    std::filesystem::permissions(dir_, std::filesystem::perms::all);
+    struct passwd* pw = ::getpwnam("muster-test");
+    ASSERT_NE(pw, nullptr);
+    uid_ = pw->pw_uid;
+    gid_ = pw->pw_gid;
+    struct group* gr = ::getgrnam("muster-test-extra");
+    ASSERT_NE(gr, nullptr);
+    extra_ = gr->gr_gid;
+  }
+  SpawnSpec AsUser(const std::string& script) {
+    SpawnSpec s;
+    s.argv = {"sh", "-c", script};
+    s.env = {"PATH=/usr/bin:/bin", "FOO=bar"};
+    s.cwd = dir_.string();
+    s.change_user = true;
+    s.uid = uid_;
+    s.gid = gid_;
+    s.groups = GroupsOf("muster-test", gid_);
+    s.stdout_path = (dir_ / "out.txt").string();
+    s.exit_file = (dir_ / "exit").string();
+    return s;
+  }
+  static inline bool ready_ = false;
+  static inline bool created_ = false;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0, extra_ = 0;
+};
+
+bool Gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && stat[close + 2] == 'Z';
+}
+
+TEST_F(RootLauncherTest, RunsAsTheUserWithItsGroupsAndItsLeftoversEndWithIt) {
+  const std::string daemon_pid = (dir_ / "d.pid").string();
+  SpawnSpec s = AsUser(
+      "id -u; id -g; id -G; echo $FOO; setsid sh -c 'sleep 60 </dev/null "
+      ">/dev/null 2>&1 & echo $! > " +
+      daemon_pid + "'; sleep 0.2; exit 4");
+  EXPECT_NE(std::find(s.groups.begin(), s.groups.end(), extra_), s.groups.end());
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  EXPECT_NE(sp->pid, sp->task_pid) << "a keeper stands between the agent and the script";
+  Wait(*sp);  // the keeper ends after the script, and after what the script left behind
+  auto status = ReadExitFile(s.exit_file);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  int code, sig;
+  DecodeWaitStatus(*status, &code, &sig);
+  EXPECT_EQ(code, 4);
+  std::istringstream out(Read(s.stdout_path));
+  std::string uid, gid, groups, foo;
+  std::getline(out, uid);
+  std::getline(out, gid);
+  std::getline(out, groups);
+  std::getline(out, foo);
+  EXPECT_EQ(uid, std::to_string(uid_));
+  EXPECT_EQ(gid, std::to_string(gid_));
+  EXPECT_NE((" " + groups + " ").find(" " + std::to_string(extra_) + " "), std::string::npos)
+      << groups;
+  EXPECT_EQ(foo, "bar");
+  struct stat st {};
+  ASSERT_EQ(::stat(s.stdout_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, uid_) << "output files belong to the user";
+  ASSERT_FALSE(Read(daemon_pid).empty());
+  EXPECT_TRUE(Gone(std::stoi(Read(daemon_pid)))) << "the daemonized sleep outlived its job";
+}
+
+TEST_F(RootLauncherTest, SignallingTheJobReachesWhatEscapedItsSession) {
+  const std::string daemon_pid = (dir_ / "d.pid").string();
+  SpawnSpec s = AsUser("setsid sh -c 'sleep 60 </dev/null >/dev/null 2>&1 & echo $! > " +
+                       daemon_pid + "'; exec sleep 60");
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  for (int i = 0; i < 500 && Read(daemon_pid).empty(); ++i) ::usleep(10'000);
+  ASSERT_FALSE(Read(daemon_pid).empty());
+  const pid_t daemon = std::stoi(Read(daemon_pid));
+  EXPECT_NE(::getsid(daemon), sp->task_pid) << "it did leave the job's session";
+  ::kill(-sp->task_pid, SIGTERM);  // what cancel and the time limit send first
+  Wait(*sp);
+  int code, sig;
+  DecodeWaitStatus(*ReadExitFile(s.exit_file), &code, &sig);
+  EXPECT_EQ(sig, SIGTERM);
+  EXPECT_TRUE(Gone(daemon));
+}
+
+// Processes are created inside their cgroup (clone3 CLONE_INTO_CGROUP), directly and under a
+// keeper; failures still say what failed. Needs a writable cgroup v2 hierarchy (root).
+TEST_F(LauncherTest, StartsInsideTheGivenCgroup) {
+  JobCgroups cg = JobCgroups::Detect("", "launcher-test-" + std::to_string(::getpid()));
+  if (!cg.enabled()) GTEST_SKIP() << cg.description();
+  auto dir = cg.Create(7, {});
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  int fd = ::open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  for (bool kept : {false, true}) {
+    SpawnSpec s;
+    s.argv = {"sh", "-c", "cat /proc/self/cgroup"};
+    s.env = {"PATH=/usr/bin:/bin"};
+    s.cgroup_fd = fd;
+    s.stdout_path = (dir_ / "cg.txt").string();
+    if (kept) s.exit_file = (dir_ / "exit").string();
+    auto sp = Spawn(s);
+    ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+    Wait(*sp);
+    std::string want = "/launcher-test-" + std::to_string(::getpid()) + "/job_7\n";
+    std::string got = Read(s.stdout_path);
+    EXPECT_NE(got.find(want), std::string::npos) << (kept ? "kept: " : "direct: ") << got;
+    s.argv = {"/nonexistent/program"};
+    auto bad = Spawn(s);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("execve(/nonexistent/program)"), std::string::npos)
+        << bad.status().message();
+  }
+  ::close(fd);
+  EXPECT_TRUE(JobCgroups::Empty(*dir));
+  ASSERT_TRUE(JobCgroups::Remove(*dir).ok());
+  ::rmdir(cg.base().c_str());
+}
+
+}  // namespace
+}  // namespace muster::agent
