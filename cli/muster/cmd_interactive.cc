@@ -190,8 +190,6 @@ int CmdRun(int argc, char** argv) {
                                      " is not supported; use pmi1 (the default) or none"));
   }
   step.pmi = mpi != "none";
-  v1::CreateStepRequest& shape = step.shape;
-  shape.set_name(o.job_name.value_or(BaseName(o.positional[0])));
 
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("run", controller.status());
@@ -203,18 +201,7 @@ int CmdRun(int argc, char** argv) {
     if (!id)
       return Fail("run", InvalidArgument(std::string("bad job id in environment: ") + in_job));
     if (s = RefuseAllocationOnly(o, in_job); !s.ok()) return Fail("run", s);
-    shape.set_job_id(*id);
-    shape.set_nodes(o.nodes.value_or(0));
-    shape.set_ntasks(o.ntasks.value_or(0));
-    shape.set_ntasks_per_node(o.ntasks_per_node.value_or(0));
-    shape.set_cpus_per_task(o.cpus_per_task.value_or(0));
-    shape.set_gpus_per_task(o.gpus_per_task.value_or(0));
-    shape.set_gpus_per_node(o.gpus_per_node.value_or(0));
-    shape.set_gpus(o.gpus.value_or(0));
-    shape.set_exact(o.exact || o.exclusive);  // a step's --exclusive is --exact (Slurm 21.08+)
-    shape.set_overlap(o.overlap);
-    for (const auto& n : o.nodelist.value_or(std::vector<std::string>{})) shape.add_nodelist(n);
-    for (const auto& n : o.exclude.value_or(std::vector<std::string>{})) shape.add_exclude(n);
+    step.shape = client::BuildStepRequest(o, *id, /*in_job=*/true);
     auto rc = client::RunStep(*controller, step, stdout, stderr);
     if (!rc.ok()) return Fail("run", rc.status());
     return *rc;
@@ -228,9 +215,7 @@ int CmdRun(int argc, char** argv) {
   ao.immediate_s = static_cast<int>(o.immediate_s.value_or(0));
   auto job = client::Allocate(*controller, *spec, ao, stderr);
   if (!job.ok()) return Fail("run", job.status());
-  shape.set_job_id(job->id());
-  shape.set_exact(o.exact);
-  shape.set_overlap(o.overlap);
+  step.shape = client::BuildStepRequest(o, job->id(), /*in_job=*/false);
   auto rc = client::RunStep(*controller, step, stdout, stderr);
   int code = rc.ok() ? *rc : 1;
   Status released =

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cli.h"
+#include "format_spec.h"
 #include "muster/common/config.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
@@ -159,57 +160,8 @@ const char* Header(char letter) {
   }
 }
 
-struct Item {
-  std::string literal;  // text between fields
-  char letter = 0;
-  size_t width = 0;
-  bool right = false;
-};
-
-Result<std::vector<Item>> ParseFormat(const std::string& f) {
-  std::vector<Item> items;
-  for (size_t i = 0; i < f.size(); ++i) {
-    if (f[i] != '%') {
-      if (items.empty() || items.back().letter) items.push_back({});
-      items.back().literal += f[i];
-      continue;
-    }
-    Item it;
-    ++i;
-    if (i < f.size() && f[i] == '.') {
-      it.right = true;
-      ++i;
-    }
-    while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) {
-      it.width = it.width * 10 + static_cast<size_t>(f[i] - '0');
-      ++i;
-    }
-    if (i >= f.size()) return InvalidArgument("format ends inside a field: " + f);
-    it.letter = f[i];
-    if (!*Header(it.letter)) {
-      return InvalidArgument(std::string("field %") + it.letter +
-                             " is not supported (supported: %P %R %a %l %D %t %T %N %n %c %C %G %m "
-                             "%e %O %E %f)");
-    }
-    items.push_back(it);
-  }
-  return items;
-}
-
-std::string Render(const std::vector<Item>& items, const std::function<std::string(char)>& value) {
-  std::string line;
-  for (const Item& it : items) {
-    if (!it.letter) {
-      line += it.literal;
-      continue;
-    }
-    std::string v = value(it.letter);
-    if (it.width) v = it.right ? Right(v, it.width) : Left(v, it.width);
-    line += v;
-  }
-  while (!line.empty() && line.back() == ' ') line.pop_back();
-  return line + "\n";
-}
+// The -o letters sinfo supports here.
+constexpr char kSinfoLetters[] = "PRalDtTNncCGmeOEf";
 
 }  // namespace
 
@@ -323,7 +275,7 @@ int CmdSinfo(int argc, char** argv) {
   }
 
   if (format.empty()) format = node_view ? "%N %.6D %P %6t" : "%9P %.5a %.10l %.6D %.6t %N";
-  auto items = ParseFormat(format);
+  auto items = ParseFormatSpec(format, kSinfoLetters);
   if (!items.ok()) return Usage("sinfo", items.status().message());
   std::vector<Row> rows;
   for (const PartitionConfig& p : config->partitions) {
@@ -339,8 +291,12 @@ int CmdSinfo(int argc, char** argv) {
     }
   }
   std::string out;
-  if (header) out += Render(*items, [](char l) { return std::string(Header(l)); });
-  for (const Row& r : rows) out += Render(*items, [&](char l) { return Field(l, r); });
+  if (header)
+    RenderLine(
+        *items, [](char l) { return std::string(Header(l)); }, true, out);
+  for (const Row& r : rows)
+    RenderLine(
+        *items, [&](char l) { return Field(l, r); }, true, out);
   std::fputs(out.c_str(), stdout);
   return kExitOk;
 }

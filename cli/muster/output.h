@@ -23,6 +23,16 @@ std::string Factor(double f);
 // A duration as sacct's Elapsed and scontrol's RunTime print it: HH:MM:SS, with D- past a day.
 std::string FormatHms(int64_t ms);
 
+// A job's nodes as a host list ("node[1-4]").
+std::string NodeList(const v1::JobInfo& j);
+// How long it has run (or ran): 0 while pending.
+int64_t ElapsedMs(const v1::JobInfo& j, int64_t now_ms);
+// A time limit as squeue prints it: "UNLIMITED" or a duration.
+std::string TimeLimitText(int64_t ms);
+// A signal by name (USR1, SIGUSR1) or number (1-64), as scancel --signal takes it; 0 when
+// unknown.
+int ParseSignalName(const std::string& name);
+
 // Slurm's names and short codes: RUNNING / R, PENDING / PD, COMPLETING / CG, ...
 std::string JobStateName(v1::JobState s, bool completing);
 std::string JobStateCode(v1::JobState s, bool completing);

@@ -683,4 +683,27 @@ first; options on the command line override them.
 )";
 }
 
+v1::CreateStepRequest BuildStepRequest(const SubmitOptions& o, uint64_t job_id, bool in_job) {
+  v1::CreateStepRequest r;
+  r.set_job_id(job_id);
+  const std::string command = o.positional.empty() ? "" : o.positional[0];
+  r.set_name(o.job_name.value_or(command.substr(command.rfind('/') + 1)));
+  r.set_overlap(o.overlap);
+  if (!in_job) {
+    r.set_exact(o.exact);
+    return r;
+  }
+  r.set_nodes(o.nodes.value_or(0));
+  r.set_ntasks(o.ntasks.value_or(0));
+  r.set_ntasks_per_node(o.ntasks_per_node.value_or(0));
+  r.set_cpus_per_task(o.cpus_per_task.value_or(0));
+  r.set_gpus_per_task(o.gpus_per_task.value_or(0));
+  r.set_gpus_per_node(o.gpus_per_node.value_or(0));
+  r.set_gpus(o.gpus.value_or(0));
+  r.set_exact(o.exact || o.exclusive);
+  for (const auto& n : o.nodelist.value_or(std::vector<std::string>{})) r.add_nodelist(n);
+  for (const auto& n : o.exclude.value_or(std::vector<std::string>{})) r.add_exclude(n);
+  return r;
+}
+
 }  // namespace muster::client

@@ -9,6 +9,7 @@
 
 #include "muster/common/status.h"
 #include "muster/v1/common.pb.h"
+#include "muster/v1/controller.pb.h"
 
 namespace muster::client {
 
@@ -82,6 +83,12 @@ struct SubmitContext {
 
 // Builds the job spec. INVALID_ARGUMENT for a script without #! and for contradictory options.
 Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& opts, const SubmitContext& ctx);
+
+// srun's step request from the same options: inside a job (`in_job`) its counts, node list and
+// --exact (a step's --exclusive is --exact, as since Slurm 21.08); in an allocation of its own,
+// which already has the shape the options asked for, the allocation's. The name is -J, else the
+// command's base name.
+v1::CreateStepRequest BuildStepRequest(const SubmitOptions& opts, uint64_t job_id, bool in_job);
 
 // sbatch's usage text for the options this version supports.
 std::string SubmitUsage(const std::string& program);

@@ -255,5 +255,32 @@ TEST(RunOptionsTest, AnAllocationSpecCarriesNoScript) {
   EXPECT_EQ(spec->nodes(), 2u);
 }
 
+TEST(SubmitArgsTest, StepRequestFromTheSameOptions) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"-N2", "-n8", "-c2", "--gpus-per-task=1", "-w", "node[1-2]",
+                               "--exclusive", "/usr/bin/python3", "train.py"},
+                              "command line", &o, OptionSet::kRun)
+                  .ok());
+  // Inside a job: the step's own counts and nodes; its --exclusive is --exact.
+  v1::CreateStepRequest in = BuildStepRequest(o, 42, /*in_job=*/true);
+  EXPECT_EQ(in.job_id(), 42u);
+  EXPECT_EQ(in.name(), "python3");
+  EXPECT_EQ(in.nodes(), 2u);
+  EXPECT_EQ(in.ntasks(), 8u);
+  EXPECT_EQ(in.cpus_per_task(), 2u);
+  EXPECT_EQ(in.gpus_per_task(), 1u);
+  EXPECT_TRUE(in.exact());
+  ASSERT_EQ(in.nodelist_size(), 2);
+  EXPECT_EQ(in.nodelist(1), "node2");
+  // In an allocation made from the same options: the allocation already has the shape.
+  v1::CreateStepRequest own = BuildStepRequest(o, 43, /*in_job=*/false);
+  EXPECT_EQ(own.nodes(), 0u);
+  EXPECT_EQ(own.ntasks(), 0u);
+  EXPECT_FALSE(own.exact()) << "--exclusive asked for whole nodes for the allocation";
+  EXPECT_EQ(own.nodelist_size(), 0);
+  o.job_name = "named";
+  EXPECT_EQ(BuildStepRequest(o, 42, true).name(), "named");
+}
+
 }  // namespace
 }  // namespace muster::client

@@ -1,0 +1,159 @@
+// muster cancel (scancel): cancel jobs, or send them a signal, by id or by selection.
+#include <getopt.h>
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+#include "output.h"
+
+namespace muster::cli {
+
+int CmdCancel(int argc, char** argv) {
+  const struct option opts[] = {
+      {"signal", required_argument, nullptr, 's'},   {"batch", no_argument, nullptr, 'b'},
+      {"full", no_argument, nullptr, 'f'},           {"user", required_argument, nullptr, 'u'},
+      {"name", required_argument, nullptr, 'n'},     {"jobname", required_argument, nullptr, 'n'},
+      {"state", required_argument, nullptr, 't'},    {"partition", required_argument, nullptr, 'p'},
+      {"nodelist", required_argument, nullptr, 'w'}, {"quiet", no_argument, nullptr, 'Q'},
+      {"help", no_argument, nullptr, 'h'},           {nullptr, 0, nullptr, 0}};
+  v1::CancelJobRequest req;
+  std::vector<std::string> users, names, partitions, nodelist;
+  std::vector<v1::JobState> states;
+  bool quiet = false;
+  optind = 0;
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, ":s:bfu:n:t:p:w:Qh", opts, nullptr)) != -1;) {
+    const std::string val = optarg ? optarg : "";
+    switch (c) {
+      case 's': {
+        int sig = ParseSignalName(val);
+        if (!sig) return Usage("cancel", "unknown signal '" + val + "'");
+        req.set_signal(sig);
+        break;
+      }
+      case 'b':
+        req.set_batch_only(true);
+        break;
+      case 'f':
+        req.set_full(true);
+        break;
+      case 'u':
+        for (const auto& u : Split(val, ',', true)) users.push_back(u);
+        break;
+      case 'n':
+        for (const auto& n : Split(val, ',', true)) names.push_back(n);
+        break;
+      case 't':
+        for (const auto& st : Split(val, ',', true)) {
+          v1::JobState state;
+          if (!ParseJobState(st, &state)) return Usage("cancel", "unknown state '" + st + "'");
+          states.push_back(state);
+        }
+        break;
+      case 'p':
+        for (const auto& p : Split(val, ',', true)) partitions.push_back(p);
+        break;
+      case 'w': {
+        auto expanded = ExpandHostlist(val);
+        if (!expanded.ok()) return Usage("cancel", expanded.status().message());
+        nodelist = *expanded;
+        break;
+      }
+      case 'Q':
+        quiet = true;
+        break;
+      case 'h':
+        std::printf(
+            "Usage: %s [OPTIONS] [JOBID...]\n"
+            "  -s, --signal=SIG     send SIG (USR1, 10, ...) to the jobs' steps instead of "
+            "cancelling\n"
+            "  -b, --batch          ... to the batch script only;  -f, --full: to every process\n"
+            "  -u, --user=U  -n, --name=NAME  -t, --state=S  -p, --partition=P  -w, --nodelist=N\n"
+            "                       select jobs (with ids: those of them that match)\n",
+            ProgramName("cancel").c_str());
+        return kExitOk;
+      case ':':
+        return Usage("cancel", std::string("option ") + argv[optind - 1] + " needs a value");
+      default:
+        return Usage("cancel",
+                     std::string("option ") + argv[optind - 1] + " is not supported (see --help)");
+    }
+  }
+  std::vector<JobRef> refs;
+  for (int i = optind; i < argc; ++i) {
+    auto parsed = ParseJobRefs(argv[i]);
+    if (!parsed.ok()) return Usage("cancel", parsed.status().message());
+    refs.insert(refs.end(), parsed->begin(), parsed->end());
+  }
+  const bool selecting = !users.empty() || !names.empty() || !states.empty() ||
+                         !partitions.empty() || !nodelist.empty();
+  bool tasks_named = false;  // 7_3: resolved to the task's own job id below
+  for (const JobRef& r : refs) tasks_named |= !r.tasks.empty();
+  if (refs.empty() && !selecting) return Usage("cancel", "no job id given");
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("cancel", controller.status());
+  if (selecting || tasks_named) {
+    // The selectors pick among the live jobs (and among the given ids, when there are some);
+    // what they pick is cancelled job by job (a job array's first task is not its whole array).
+    v1::ListJobsRequest list;
+    for (const auto& u : users) list.add_users(u);
+    for (auto st : states) list.add_states(st);
+    for (const auto& p : partitions) list.add_partitions(p);
+    for (const JobRef& r : refs) list.add_job_ids(r.id);
+    list.set_brief(true);
+    auto found = controller->ListJobs(list);
+    if (!found.ok()) return Fail("cancel", found.status());
+    std::set<std::string> want_names(names.begin(), names.end());
+    std::set<std::string> want_nodes(nodelist.begin(), nodelist.end());
+    for (const auto& j : found->jobs()) {
+      if (!RefsMatch(refs, j)) continue;
+      if (!want_names.empty() && !want_names.count(j.name())) continue;
+      if (!want_nodes.empty()) {
+        bool on = false;
+        for (const auto& n : j.nodes()) on |= want_nodes.count(n) > 0;
+        if (!on) continue;
+      }
+      if (j.state() != v1::PENDING && j.state() != v1::RUNNING) continue;
+      req.add_single_job_ids(j.id());
+    }
+    if (req.single_job_ids_size() == 0) {
+      // Nothing matched: scancel is silent, but names a task that does not exist.
+      if (!selecting && FrontEnd() == "scancel" && !quiet) {
+        std::fprintf(stderr,
+                     "scancel: error: Kill job error on job id %s: Invalid job id specified\n",
+                     argv[optind]);
+      }
+      return kExitOk;
+    }
+  } else {
+    for (const JobRef& r : refs) req.add_job_ids(r.id);
+  }
+  auto resp = controller->CancelJob(req);
+  if (!resp.ok()) return Fail("cancel", resp.status());
+  int rc = kExitOk;
+  for (const auto& r : resp->results()) {
+    if (r.code() == 0) continue;
+    if (FrontEnd() == "scancel") {
+      // scancel's words and exit status (Slurm 22.05): the error is printed, the exit is 0.
+      if (!quiet) {
+        std::fprintf(stderr, "scancel: error: Kill job error on job id %llu: %s\n",
+                     static_cast<unsigned long long>(r.job_id()),
+                     r.code() == static_cast<int>(StatusCode::kNotFound)
+                         ? "Invalid job id specified"
+                         : r.message().c_str());
+      }
+      if (r.code() == static_cast<int>(StatusCode::kPermissionDenied)) rc = kExitFailed;
+      continue;
+    }
+    std::fprintf(stderr, "%s: %s\n", ProgramName("cancel").c_str(), r.message().c_str());
+    rc = kExitFailed;
+  }
+  return rc;
+}
+
+}  // namespace muster::cli

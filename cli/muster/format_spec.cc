@@ -1,0 +1,71 @@
+#include "format_spec.h"
+
+namespace muster::cli {
+
+Result<std::vector<FormatItem>> ParseFormatSpec(const std::string& fmt, std::string_view letters) {
+  std::vector<FormatItem> items;
+  auto literal = [&](char c) {
+    if (items.empty() || items.back().letter) items.emplace_back();
+    items.back().literal += c;
+  };
+  for (size_t i = 0; i < fmt.size();) {
+    if (fmt[i] != '%') {
+      literal(fmt[i++]);
+      continue;
+    }
+    if (i + 1 < fmt.size() && fmt[i + 1] == '%') {
+      literal('%');
+      i += 2;
+      continue;
+    }
+    FormatItem f;
+    ++i;
+    if (i < fmt.size() && fmt[i] == '.') {
+      f.right = true;
+      ++i;
+    }
+    while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
+      f.width = f.width * 10 + static_cast<size_t>(fmt[i++] - '0');
+      if (f.width > 100'000) return InvalidArgument("format '" + fmt + "': field too wide");
+    }
+    if (i >= fmt.size()) return InvalidArgument("format '" + fmt + "' ends inside a field");
+    f.letter = fmt[i++];
+    if (letters.find(f.letter) == std::string_view::npos) {
+      std::string known;
+      for (char c : letters) known += std::string(known.empty() ? "" : " ") + "%" + c;
+      return InvalidArgument(std::string("format field %") + f.letter +
+                             " is not supported (supported: " + known + ")");
+    }
+    items.push_back(f);
+  }
+  return items;
+}
+
+void AppendColumn(std::string& out, std::string_view v, size_t width, bool right) {
+  if (width == 0) {
+    out.append(v);
+    return;
+  }
+  if (v.size() > width) v = v.substr(0, width);
+  if (right) out.append(width - v.size(), ' ');
+  out.append(v);
+  if (!right) out.append(width - v.size(), ' ');
+}
+
+void RenderLine(const std::vector<FormatItem>& items, const std::function<std::string(char)>& value,
+                bool trim, std::string& out) {
+  const size_t start = out.size();
+  for (const FormatItem& f : items) {
+    if (!f.letter) {
+      out += f.literal;
+      continue;
+    }
+    AppendColumn(out, value(f.letter), f.width, f.right);
+  }
+  if (trim) {
+    while (out.size() > start && out.back() == ' ') out.pop_back();
+  }
+  out += '\n';
+}
+
+}  // namespace muster::cli

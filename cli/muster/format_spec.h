@@ -1,0 +1,36 @@
+// The format language of squeue's and sinfo's -o/--format: "%[.][WIDTH]LETTER" fields between
+// literal text; a '.' right-justifies, a value longer than WIDTH is cut (as Slurm's tools cut
+// it), and "%%" is a literal '%'. One parser for both commands; each gives its own letters.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "muster/common/status.h"
+
+namespace muster::cli {
+
+struct FormatItem {
+  std::string literal;  // text, when letter == 0
+  char letter = 0;
+  bool right = false;
+  size_t width = 0;  // 0: as wide as the value
+};
+
+// INVALID_ARGUMENT for a letter not in `letters` (the message lists them) or a format that ends
+// inside a field.
+Result<std::vector<FormatItem>> ParseFormatSpec(const std::string& format,
+                                                std::string_view letters);
+
+// Appends `v` in a column of `width` (0: as is), cut to fit.
+void AppendColumn(std::string& out, std::string_view v, size_t width, bool right);
+
+// One line, each field's text from `value(letter)`, appended to `out` with its newline; sinfo
+// drops trailing blanks (`trim`), squeue keeps them.
+void RenderLine(const std::vector<FormatItem>& items,
+                const std::function<std::string(char letter)>& value, bool trim, std::string& out);
+
+}  // namespace muster::cli
