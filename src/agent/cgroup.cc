@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "muster/common/procfs.h"
 #include "muster/common/strings.h"
 
 namespace muster::agent {
@@ -37,27 +38,6 @@ bool WriteValue(const std::string& path, const std::string& value, int* err = nu
   return ok;
 }
 
-// The cgroup2 mount point, from /proc/self/mountinfo ("... MOUNTPOINT ... - cgroup2 ...").
-std::string Cgroup2Mount() {
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
-    std::vector<std::string> f = Split(line.substr(0, dash), ' ', true);
-    if (f.size() >= 5) return f[4];
-  }
-  return "";
-}
-
-// This process's cgroup in the v2 hierarchy ("0::/path").
-std::string OwnCgroup() {
-  std::ifstream in("/proc/self/cgroup");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("0::", 0) == 0) return line.substr(3);
-  }
-  return "";
-}
-
 std::string JoinInts(const std::vector<uint32_t>& v) {
   std::string s;
   for (uint32_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
@@ -78,7 +58,7 @@ JobCgroups JobCgroups::Detect(const std::string& root, const std::string& node) 
     // Found automatically; a plain name replaces "muster" (so that two test clusters on one
     // machine, both with a node1, never share a directory).
     const std::string sub = root.empty() ? "muster" : root;
-    std::string mount = Cgroup2Mount(), own = OwnCgroup();
+    std::string mount = Cgroup2Mount(), own = OwnCgroup2();
     if (mount.empty() || own.empty()) {
       c.description_ = "none: no cgroup v2 hierarchy is mounted" + reduced;
       return c;

@@ -98,4 +98,39 @@ std::string ProcessProgram(pid_t pid) {
   return cmdline.substr(0, cmdline.find('\0'));
 }
 
+std::string Cgroup2Mount() {
+  // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ... - cgroup2 SOURCE SUPER_OPTIONS"
+  const std::string text = ReadSmall("/proc/self/mountinfo");
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const size_t dash = line.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    size_t field = 0, pos = 0;
+    while (field < 4 && pos != std::string::npos) {  // skip ID, PARENT, MAJ:MIN, ROOT
+      pos = line.find(' ', pos);
+      if (pos != std::string::npos) ++pos;
+      ++field;
+    }
+    if (pos == std::string::npos) continue;
+    return line.substr(pos, line.find(' ', pos) - pos);
+  }
+  return "";
+}
+
+std::string OwnCgroup2() {
+  const std::string text = ReadSmall("/proc/self/cgroup");
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (text.compare(at, 3, "0::") == 0) return text.substr(at + 3, end - at - 3);
+    at = end + 1;
+  }
+  return "";
+}
+
 }  // namespace muster

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "harness/test_util.h"
+#include "muster/common/procfs.h"
 
 namespace muster::testing {
 namespace fs = std::filesystem;
@@ -39,17 +40,10 @@ namespace {
 
 // A cgroup v2 directory of this cluster's own, when the hierarchy is mounted and writable.
 std::string PrivateCgroupRoot(const std::string& dir) {
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    size_t dash = line.find(" - cgroup2 ");
-    if (dash == std::string::npos) continue;
-    std::istringstream f(line.substr(0, dash));
-    std::string id, parent, dev, root, mount;
-    f >> id >> parent >> dev >> root >> mount;
-    std::string mine = mount + "/muster-itest-" + fs::path(dir).filename().string();
-    return ::mkdir(mine.c_str(), 0755) == 0 ? mine : "";
-  }
-  return "";
+  const std::string mount = Cgroup2Mount();
+  if (mount.empty()) return "";
+  std::string mine = mount + "/muster-itest-" + fs::path(dir).filename().string();
+  return ::mkdir(mine.c_str(), 0755) == 0 ? mine : "";
 }
 
 // cgroups go leaf first, and only when empty (every test stops its jobs).

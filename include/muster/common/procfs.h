@@ -35,5 +35,10 @@ std::vector<pid_t> DescendantsOf(pid_t root);
 bool ProcessAlive(pid_t pid);
 // argv[0] of a process ("" when it is gone).
 std::string ProcessProgram(pid_t pid);
+// Where the cgroup v2 hierarchy is mounted, from /proc/self/mountinfo ("" when it is not).
+std::string Cgroup2Mount();
+// This process's cgroup in the v2 hierarchy, from /proc/self/cgroup ("/system.slice/x", "" when
+// unknown).
+std::string OwnCgroup2();
 
 }  // namespace muster

@@ -50,5 +50,14 @@ TEST(ProcfsTest, SeesChildrenGroupsAndZombies) {
   EXPECT_FALSE(ReadProcStat(child).has_value());
 }
 
+TEST(ProcfsTest, FindsTheCgroupHierarchyWhenThereIsOne) {
+  const std::string mount = Cgroup2Mount();
+  if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted here";
+  EXPECT_EQ(mount[0], '/');
+  EXPECT_EQ(mount.find(' '), std::string::npos) << "the mount point, not the whole line";
+  const std::string own = OwnCgroup2();
+  EXPECT_EQ(own.empty() || own[0] == '/', true) << own;
+}
+
 }  // namespace
 }  // namespace muster

@@ -1,6 +1,7 @@
 // Backfill, reservations, expected start times and pending reasons: golden cases.
 #include <gtest/gtest.h>
 
+#include "cluster_builder.h"
 #include "muster/core/scheduler.h"
 
 namespace muster::core {
@@ -12,15 +13,10 @@ constexpr TimeMs kNow = 1'000 * kHour;
 
 // Two 8-GPU nodes under one leaf; node 0 is fully used by job 500 until now + 1h.
 ClusterView Busy() {
-  ClusterView v;
-  PartitionView p;
-  p.name = "gpu";
-  for (uint32_t i = 0; i < 2; ++i) {
-    v.nodes.push_back(
-        NodeView::Empty("n" + std::to_string(i + 1), 16, 64000, 8, "h100", "spine1/leaf1"));
-    p.nodes.push_back(i);
-  }
-  v.partitions.push_back(p);
+  ClusterView v = testing::ClusterBuilder()
+                      .Nodes(2, {}, "n", 1, testing::Under("spine1/leaf1"))
+                      .Partition("gpu")
+                      .Build();
   Placement running{"gpu",
                     0,
                     {{0,
@@ -34,22 +30,13 @@ ClusterView Busy() {
 }
 
 JobRequest Req(uint32_t nodes, uint32_t gpus, TimeMs limit) {
-  JobRequest r;
-  r.partitions = {"gpu"};
-  r.nodes = nodes;
-  r.tasks_per_node.assign(nodes, 1);
-  r.gpus_per_node = gpus;
+  JobRequest r = testing::Gang(nodes, gpus);
   r.time_limit_ms = limit;
   return r;
 }
 
 PendingJob Job(JobId id, int64_t prio, JobRequest r) {
-  PendingJob j;
-  j.id = id;
-  j.submit_time_ms = kNow - static_cast<TimeMs>(id);
-  j.request = std::move(r);
-  j.priority.fixed = prio;
-  return j;
+  return testing::Job(id, prio, kNow - static_cast<TimeMs>(id), std::move(r));
 }
 
 const PendingReason* ReasonFor(const SchedulePass& pass, JobId id) {

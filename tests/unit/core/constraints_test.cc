@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "cluster_builder.h"
 #include "muster/core/scheduler.h"
 
 namespace muster::core {
@@ -12,29 +13,20 @@ namespace {
 // 8 nodes: node0-3 under s1/leafA, node4-7 under s1/leafB; node0 and node4 have 4 GPUs busy.
 // Nodes 0-1 and 4-5 form NVLink domain nvlA, the others have none.
 ClusterView Cluster() {
-  ClusterView v;
-  PartitionView p;
-  p.name = "gpu";
+  ClusterView v =
+      testing::ClusterBuilder()
+          .Nodes(8, {}, "node", 0, [](uint32_t k) { return k < 4 ? "s1/leafA" : "s1/leafB"; })
+          .Partition("gpu")
+          .Build();
   for (uint32_t i = 0; i < 8; ++i) {
-    v.nodes.push_back(NodeView::Empty("node" + std::to_string(i), 16, 64000, 8, "h100",
-                                      i < 4 ? "s1/leafA" : "s1/leafB"));
-    v.nodes.back().features = {i % 2 ? "ib" : "eth", i < 4 ? "a" : "b"};
-    if (i == 0 || i == 1 || i == 4 || i == 5) v.nodes.back().nvlink_domain = "nvlA";
-    p.nodes.push_back(i);
+    v.nodes[i].features = {i % 2 ? "ib" : "eth", i < 4 ? "a" : "b"};
+    if (i == 0 || i == 1 || i == 4 || i == 5) v.nodes[i].nvlink_domain = "nvlA";
   }
   for (uint32_t g = 0; g < 4; ++g) v.nodes[0].gpu_free[g] = v.nodes[4].gpu_free[g] = false;
-  v.partitions.push_back(p);
   return v;
 }
 
-JobRequest Gang(uint32_t nodes, uint32_t gpus) {
-  JobRequest r;
-  r.partitions = {"gpu"};
-  r.nodes = nodes;
-  r.tasks_per_node.assign(nodes, 1);
-  r.gpus_per_node = gpus;
-  return r;
-}
+JobRequest Gang(uint32_t nodes, uint32_t gpus) { return testing::Gang(nodes, gpus); }
 
 std::set<NodeIndex> Nodes(const Placement& p) {
   std::set<NodeIndex> s;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster_builder.h"
 #include "muster/core/scheduler.h"
 
 namespace muster::core {
@@ -12,30 +13,22 @@ namespace {
 // 8 nodes with 8 GPUs each: node0 fully busy, node1 half busy, node2 drained, node3 without the
 // "ib" feature, node7 has only 4 GPUs; node4-6 are free.
 ClusterView Cluster() {
-  ClusterView v;
-  PartitionView p;
-  p.name = "gpu";
-  for (uint32_t i = 0; i < 8; ++i) {
-    v.nodes.push_back(
-        NodeView::Empty("node" + std::to_string(i), 32, 256000, i == 7 ? 4 : 8, "h100", "s1/l1"));
-    v.nodes.back().schedulable = true;
-    v.nodes.back().features = {i == 3 ? "eth" : "ib"};
-    p.nodes.push_back(i);
-  }
+  ClusterView v = testing::ClusterBuilder()
+                      .Nodes(7, {32, 256000, 8, "h100"}, "node", 0, testing::Under("s1/l1"))
+                      .Nodes(1, {32, 256000, 4, "h100"}, "node", 7, testing::Under("s1/l1"))
+                      .Partition("gpu")
+                      .Schedulable()
+                      .Build();
+  for (uint32_t i = 0; i < 8; ++i) v.nodes[i].features = {i == 3 ? "eth" : "ib"};
   for (uint32_t g = 0; g < 8; ++g) v.nodes[0].gpu_free[g] = false;
   for (uint32_t g = 0; g < 4; ++g) v.nodes[1].gpu_free[g] = false;
   v.nodes[2].schedulable = false;
   v.nodes[2].unavailable = "drained: bad fan";
-  v.partitions.push_back(p);
   return v;
 }
 
 JobRequest Gang(uint32_t nodes, uint32_t gpus) {
-  JobRequest r;
-  r.partitions = {"gpu"};
-  r.nodes = nodes;
-  r.tasks_per_node.assign(nodes, 1);
-  r.gpus_per_node = gpus;
+  JobRequest r = testing::Gang(nodes, gpus);
   r.features = {{"ib"}};
   return r;
 }

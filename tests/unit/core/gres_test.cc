@@ -4,37 +4,24 @@
 
 #include <random>
 
+#include "cluster_builder.h"
 #include "muster/core/scheduler.h"
 
 namespace muster::core {
 namespace {
 
-GresView Pool(std::string name, std::string type, uint32_t units) {
-  GresView g;
-  g.name = std::move(name);
-  g.type = std::move(type);
-  g.free.assign(units, true);
-  return g;
-}
-
-GresView Shards(uint32_t gpus, uint32_t per_gpu) {
-  GresView g = Pool("shard", "", gpus * per_gpu);
-  for (uint32_t i = 0; i < gpus * per_gpu; ++i) g.on_gpu.push_back(i / per_gpu);
-  return g;
-}
+using testing::Pool;
+using testing::Shards;
 
 // node0: 4 whole H100s, 7 MIG 1g.10gb slices, 2 NVMe drives. node1: 2 GPUs shared as 4 shards each.
 ClusterView Cluster() {
-  ClusterView v;
-  PartitionView p;
-  p.name = "gpu";
-  v.nodes.push_back(NodeView::Empty("node0", 16, 64000, 4, "h100", "leaf1"));
-  v.nodes[0].gres = {Pool("gpu", "1g.10gb", 7), Pool("nvme", "", 2)};
-  v.nodes.push_back(NodeView::Empty("node1", 16, 64000, 2, "a100", "leaf1"));
-  v.nodes[1].gres = {Shards(2, 4)};
-  p.nodes = {0, 1};
-  v.partitions.push_back(p);
-  return v;
+  testing::ClusterBuilder b;
+  b.Nodes(1, {16, 64000, 4, "h100"}, "node", 0, testing::Under("leaf1"))
+      .Nodes(1, {16, 64000, 2, "a100"}, "node", 1, testing::Under("leaf1"))
+      .Partition("gpu");
+  b.node(0).gres = {Pool("gpu", "1g.10gb", 7), Pool("nvme", "", 2)};
+  b.node(1).gres = {Shards(2, 4)};
+  return b.Build();
 }
 
 JobRequest Request(uint32_t gpus, std::vector<GresRequest> gres) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster_builder.h"
 #include "muster/core/scheduler.h"
 
 namespace muster::core {
@@ -10,25 +11,16 @@ namespace {
 constexpr TimeMs kDay = 24LL * 3600 * 1000;
 
 ClusterView TwoTiers() {
-  ClusterView v;
-  for (uint32_t i = 0; i < 4; ++i) {
-    v.nodes.push_back(NodeView::Empty("n" + std::to_string(i), 16, 64000, 8, "h100", ""));
-  }
-  v.partitions.push_back({"low", {0, 1}, 0, 1});
-  v.partitions.push_back({"high", {2, 3}, 0, 2});
-  return v;
+  return testing::ClusterBuilder()
+      .Nodes(4, {}, "n", 0)
+      .Partition("low", {0, 1}, 0, 1)
+      .Partition("high", {2, 3}, 0, 2)
+      .Build();
 }
 
 PendingJob Job(JobId id, TimeMs submit, const std::string& partition, uint32_t nodes,
                uint32_t gpus) {
-  PendingJob j;
-  j.id = id;
-  j.submit_time_ms = submit;
-  j.request.partitions = {partition};
-  j.request.nodes = nodes;
-  j.request.tasks_per_node.assign(nodes, 1);
-  j.request.gpus_per_node = gpus;
-  return j;
+  return testing::Job(id, 0, submit, testing::Gang(nodes, gpus, 1, partition));
 }
 
 TEST(PriorityTest, WeighsEachFactor) {

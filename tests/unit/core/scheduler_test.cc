@@ -6,40 +6,21 @@
 #include <random>
 #include <set>
 
+#include "cluster_builder.h"
+
 namespace muster::core {
 namespace {
 
 // n nodes with `gpus` GPUs and 16 CPUs each; half under leaf1, half under leaf2.
 ClusterView Cluster(uint32_t n, uint32_t gpus = 8, uint32_t cpus = 16) {
-  ClusterView v;
-  PartitionView p;
-  p.name = "gpu";
-  for (uint32_t i = 0; i < n; ++i) {
-    v.nodes.push_back(NodeView::Empty("node" + std::to_string(i + 1), cpus, 64000, gpus, "h100",
-                                      i < n / 2 ? "spine1/leaf1" : "spine1/leaf2"));
-    p.nodes.push_back(i);
-  }
-  v.partitions.push_back(p);
-  return v;
+  return testing::ClusterBuilder()
+      .Nodes(n, {cpus, 64000, gpus, "h100"}, "node", 1, testing::TwoLeaves(n))
+      .Partition("gpu")
+      .Build();
 }
 
-JobRequest Gang(uint32_t nodes, uint32_t gpus_per_node, uint32_t tasks_per_node = 1) {
-  JobRequest r;
-  r.partitions = {"gpu"};
-  r.nodes = nodes;
-  r.tasks_per_node.assign(nodes, tasks_per_node);
-  r.gpus_per_node = gpus_per_node;
-  return r;
-}
-
-PendingJob Job(JobId id, int64_t fixed_priority, TimeMs submit, JobRequest r) {
-  PendingJob j;
-  j.id = id;
-  j.submit_time_ms = submit;
-  j.request = std::move(r);
-  j.priority.fixed = fixed_priority;
-  return j;
-}
+using testing::Gang;
+using testing::Job;
 
 SchedulerConfig NoBackfill() {
   SchedulerConfig c;

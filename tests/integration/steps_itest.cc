@@ -1,0 +1,155 @@
+// Steps and allocations: tasks per slot, srun/salloc allocations, steps with GPUs of their own.
+#include "harness/cluster_test.h"
+
+namespace muster::testing {
+namespace {
+
+TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", [] {
+    v1::JobSpec s = Gang(2, 4);
+    s.set_ntasks_per_node(2);
+    return s;
+  }());
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  auto c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  client::StepOptions o;
+  o.shape.set_job_id(*id);
+  o.argv = {
+      "sh", "-c",
+      "echo \"$SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES\"; "
+      "echo err$SLURM_PROCID >&2; exit $SLURM_PROCID"};
+  o.environment = {"PATH=/usr/bin:/bin"};
+  o.work_dir = "/";
+  StepRun run = RunCapturing(*c, o);
+  const std::string& stdout_text = run.out;
+  const std::string& stderr_text = run.err;
+  ASSERT_TRUE(run.rc.ok()) << run.rc.status().ToString();
+  EXPECT_EQ(*run.rc, 3) << "the step's exit code is the highest task exit code";
+  std::multiset<std::string> lines;
+  std::istringstream ss(stdout_text);
+  for (std::string l; std::getline(ss, l);) lines.insert(l);
+  EXPECT_EQ(lines, (std::multiset<std::string>{"0 0 0 node1 0,1,2,3", "1 1 0 node1 0,1,2,3",
+                                               "2 0 1 node2 0,1,2,3", "3 1 1 node2 0,1,2,3"}))
+      << stdout_text;
+  EXPECT_NE(stderr_text.find("err2\n"), std::string::npos);
+  // A wrong credential is refused by the agent.
+  ASSERT_TRUE(c->CancelJob([&] {
+                 v1::CancelJobRequest r;
+                 r.add_job_ids(*id);
+                 return r;
+               }())
+                  .ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::CANCELLED, 10'000);
+}
+
+TEST_F(ClusterTest, AnAllocationRunsStepsAndEndsWithItsClient) {
+  auto c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  v1::JobSpec spec = Gang(2, 1);
+  spec.set_ntasks(4);
+  spec.set_work_dir("/");
+  client::AllocateOptions ao;
+  ao.quiet = true;
+  auto job = client::Allocate(*c, spec, ao, stderr);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_TRUE(job->interactive());
+  client::StepOptions o;
+  o.shape.set_job_id(job->id());
+  o.shape.set_name("env");
+  o.argv = {"sh", "-c", "echo $SLURM_PROCID $SLURM_STEP_ID $SLURM_STEP_NUM_TASKS $SLURM_NTASKS"};
+  o.environment = {"PATH=/usr/bin:/bin"};
+  o.work_dir = "/";
+  StepRun r = RunCapturing(*c, o);
+  ASSERT_TRUE(r.rc.ok()) << r.rc.status().ToString();
+  EXPECT_EQ(*r.rc, 0);
+  std::multiset<std::string> lines;
+  std::istringstream ss(r.out);
+  for (std::string l; std::getline(ss, l);) lines.insert(l);
+  EXPECT_EQ(lines, (std::multiset<std::string>{"0 0 4 4", "1 0 4 4", "2 0 4 4", "3 0 4 4"}))
+      << r.out;
+  // A second step with a failing task: FAILED, with the task's exit code.
+  o.shape.set_ntasks(1);
+  o.argv = {"sh", "-c", "exit 6"};
+  r = RunCapturing(*c, o);
+  ASSERT_TRUE(r.rc.ok());
+  EXPECT_EQ(*r.rc, 6);
+  EXPECT_NE(r.err.find("task 0: Exited with exit code 6"), std::string::npos) << r.err;
+  ASSERT_TRUE(c->ReleaseAllocation(job->id(), 0, 0).ok());
+  ASSERT_EVENTUALLY(
+      cluster_->State(job->id()) == v1::COMPLETED && !cluster_->Job(job->id())->completing(),
+      10'000);
+  auto done = cluster_->Job(job->id());
+  ASSERT_EQ(done->steps_size(), 2);
+  EXPECT_EQ(done->steps(0).state(), v1::COMPLETED);
+  EXPECT_EQ(done->steps(0).name(), "env");
+  EXPECT_EQ(done->steps(0).ntasks(), 4u);
+  EXPECT_EQ(done->steps(1).state(), v1::FAILED);
+  EXPECT_EQ(done->steps(1).exit_code(), 6);
+
+  // A client that goes away (its process died) takes its allocation with it.
+  std::optional<client::ControllerClient> dying;
+  {
+    auto d = cluster_->Client();
+    ASSERT_TRUE(d.ok());
+    dying.emplace(std::move(*d));
+  }
+  v1::JobSpec one = Gang(1, 1);
+  one.set_work_dir("/");
+  auto held = client::Allocate(*dying, one, ao, stderr);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  dying.reset();
+  ASSERT_EVENTUALLY(cluster_->State(held->id()) == v1::CANCELLED, 10'000);
+  EXPECT_EQ(cluster_->Job(held->id())->reason_detail(), "its srun/salloc went away");
+}
+
+TEST_F(ClusterTest, StepsWithTheirOwnGpusRunSideBySideInsideABatchJob) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", [] {
+    v1::JobSpec s = Gang(1, 4);
+    s.set_ntasks(4);
+    return s;
+  }());
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  // Four one-GPU steps at once, each holding until all four have started.
+  std::vector<std::thread> threads;
+  std::vector<StepRun> runs(4);
+  const std::string barrier = jobs_ + "barrier";
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      auto c = cluster_->Client();
+      if (!c.ok()) return;
+      client::StepOptions o;
+      o.shape.set_job_id(*id);
+      o.shape.set_ntasks(1);
+      o.shape.set_exact(true);
+      o.shape.set_gpus_per_task(1);
+      o.argv = {"sh", "-c",
+                "echo $CUDA_VISIBLE_DEVICES >> " + barrier + "; while [ $(wc -l < " + barrier +
+                    ") -lt 4 ]; do sleep 0.05; done; "
+                    "echo $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS"};
+      o.environment = {"PATH=/usr/bin:/bin"};
+      o.work_dir = "/";
+      runs[static_cast<size_t>(i)] = RunCapturing(*c, o);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<std::string> gpus;
+  for (const StepRun& r : runs) {
+    ASSERT_TRUE(r.rc.ok()) << r.rc.status().ToString();
+    EXPECT_EQ(*r.rc, 0) << r.err;
+    std::istringstream ss(r.out);
+    std::string visible, step_gpus;
+    ss >> visible >> step_gpus;
+    EXPECT_EQ(visible, step_gpus);
+    EXPECT_EQ(visible.find(','), std::string::npos) << "one GPU per step: " << visible;
+    gpus.insert(visible);
+  }
+  EXPECT_EQ(gpus.size(), 4u) << "every step got a GPU of its own";
+  auto job = cluster_->Job(*id);
+  EXPECT_EQ(job->steps_size(), 4);
+}
+
+}  // namespace
+}  // namespace muster::testing
