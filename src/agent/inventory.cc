@@ -1,6 +1,5 @@
 #include "inventory.h"
 
-#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "muster/common/strings.h"
+#include "muster/common/toml.h"
 #include "nvidia_smi.h"
 
 namespace muster::agent {
@@ -96,13 +96,7 @@ Status ApplyTopoMatrix(const std::vector<std::vector<std::string>>& cells,
 }
 
 Result<GpuFixture> ParseGpuFixture(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return InvalidArgument(source + ":" + std::to_string(e.source().begin.line) + ": " +
-                           std::string(e.description()));
-  }
+  MUSTER_ASSIGN_OR_RETURN(toml::table root, ParseToml(text, source));
   auto err = [&](const toml::node* n, const std::string& key, const std::string& why) {
     int line = n ? static_cast<int>(n->source().begin.line) : 0;
     return InvalidArgument(source + ":" + std::to_string(line) + ": " + key + ": " + why);

@@ -266,4 +266,10 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
   return env.Build();
 }
 
+PatternVars PatternVarsOf(const v1::LaunchJob& l) {
+  return JobPatternVars(l.job_id(), l.spec().name(), l.spec().user(),
+                        l.has_array() ? l.array().array_job_id() : 0,
+                        l.has_array() ? static_cast<int64_t>(l.array().task_id()) : -1);
+}
+
 }  // namespace muster::agent

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "muster/common/output_pattern.h"
 #include "muster/common/status.h"
 #include "muster/v1/agent.pb.h"
 #include "muster/v1/node.pb.h"
@@ -37,5 +38,8 @@ std::vector<uint32_t> GpusTouched(const v1::LaunchJob& launch,
 
 // The allocated GPU indices of this node (whole GPUs and those under shards): "0,1,2".
 std::string GpuList(const v1::LaunchJob& launch);
+
+// The job's output-pattern variables (%j %x %u %A %a) from its launch.
+PatternVars PatternVarsOf(const v1::LaunchJob& launch);
 
 }  // namespace muster::agent

@@ -418,15 +418,8 @@ void JobSupervisor::StartJob(uint64_t id) {
       return FailLaunch(id, "cannot hand the batch script to uid " + std::to_string(spec.uid()),
                         false);
     }
-    PatternVars vars;
-    vars.job_id = id;
-    vars.job_name = spec.name();
-    vars.user = spec.user();
+    PatternVars vars = PatternVarsOf(l);
     vars.node = ctx_.node();
-    if (l.has_array()) {
-      vars.array_job_id = l.array().array_job_id();
-      vars.array_task_id = l.array().task_id();
-    }
     SpawnSpec sp;
     sp.argv.push_back(script);
     for (const auto& a : spec.script_args()) sp.argv.push_back(a);

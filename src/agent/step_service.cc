@@ -121,17 +121,10 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
     boost::system::error_code peer_ec;
     const auto peer = socket_.remote_endpoint(peer_ec);
     const std::string launch_host = peer_ec ? "" : peer.address().to_string();
-    PatternVars vars;  // for -o/-e/-i
-    vars.job_id = job_id_;
-    vars.job_name = spec.name();
-    vars.user = spec.user();
+    PatternVars vars = PatternVarsOf(job->launch);  // for -o/-e/-i
     vars.node = ctx_.node();
     vars.node_id = req.node_id();
     vars.step = std::to_string(req.step_id());
-    if (job->launch.has_array()) {
-      vars.array_job_id = job->launch.array().array_job_id();
-      vars.array_task_id = job->launch.array().task_id();
-    }
     std::set<std::string> truncated;  // output files of this step opened here already
     for (uint32_t local = 0; local < req.ntasks(); ++local) {
       Task t;

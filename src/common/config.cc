@@ -1,7 +1,5 @@
 #include "muster/common/config.h"
 
-#include <toml++/toml.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -12,6 +10,7 @@
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "muster/common/toml.h"
 
 namespace muster {
 namespace {
@@ -213,13 +212,7 @@ const PartitionConfig* Config::DefaultPartition() const {
 }
 
 Result<Config> ParseConfig(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return InvalidArgument(source + ":" + std::to_string(e.source().begin.line) + ": " +
-                           std::string(e.description()));
-  }
+  MUSTER_ASSIGN_OR_RETURN(toml::table root, ParseToml(text, source));
   Config c;
   c.source = source;
   TableReader r(root, "", source);

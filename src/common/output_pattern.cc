@@ -75,4 +75,15 @@ std::string ExpandOutputPattern(const std::string& pattern, const PatternVars& v
   return out;
 }
 
+PatternVars JobPatternVars(uint64_t job_id, const std::string& job_name, const std::string& user,
+                           uint64_t array_job_id, int64_t array_task_id) {
+  PatternVars v;
+  v.job_id = job_id;
+  v.job_name = job_name;
+  v.user = user;
+  v.array_job_id = array_job_id;
+  v.array_task_id = array_task_id;
+  return v;
+}
+
 }  // namespace muster

@@ -68,14 +68,9 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
   info.set_gpus_per_node(s.gpus_per_node());
   info.set_gpu_type(s.gpu_type());
   info.set_mem_per_node_mb(s.mem_per_node_mb());
-  PatternVars vars;
-  vars.job_id = r.id();
-  vars.job_name = s.name();
-  vars.user = s.user();
-  if (r.has_array()) {
-    vars.array_job_id = r.array().array_job_id();
-    vars.array_task_id = r.array().task_id();
-  }
+  PatternVars vars =
+      JobPatternVars(r.id(), s.name(), s.user(), r.has_array() ? r.array().array_job_id() : 0,
+                     r.has_array() ? static_cast<int64_t>(r.array().task_id()) : -1);
   vars.node = r.allocation().nodes().empty() ? "%N" : r.allocation().nodes(0).node();
   info.set_stdout_path(ExpandOutputPattern(s.stdout_pattern(), vars, s.work_dir()));
   info.set_stderr_path(s.stderr_pattern().empty()

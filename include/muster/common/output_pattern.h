@@ -18,6 +18,10 @@ struct PatternVars {
   std::string step = "batch";  // %s
 };
 
+// The job's part of the variables (the node's, step's and task's are the caller's to set).
+PatternVars JobPatternVars(uint64_t job_id, const std::string& job_name, const std::string& user,
+                           uint64_t array_job_id = 0, int64_t array_task_id = -1);
+
 // Expands the pattern; unknown %X sequences are kept literally. Relative results are joined to
 // work_dir. An empty pattern means Slurm's default "slurm-%j.out".
 std::string ExpandOutputPattern(const std::string& pattern, const PatternVars& vars,
