@@ -1,6 +1,7 @@
-// musterctld as a library: the Engine on an Asio strand, the framed user API on a Unix socket and
-// the agents' gRPC service (NodeRegistry) on TCP. The daemon's main() and the in-process test
-// cluster run this same class.
+// musterctld as a library: the ControllerRunner (the engine, its strand and timers) on an Asio
+// executor, with its transports: the framed user API on a Unix socket and the agents' gRPC service
+// (NodeRegistry) on TCP, both feeding the one dispatch layer. The daemon's main() and the
+// in-process test cluster run this same class.
 #pragma once
 
 #include <memory>
@@ -17,6 +18,18 @@ struct ControllerServerOptions {
   int threads = 2;  // io_context threads (one strand owns the engine)
   Clock* clock = SystemClock::Get();
 };
+
+// musterctld's command line.
+struct ControllerCommandLine {
+  std::string config_path;  // empty: $MUSTER_CONF, else the default path
+  std::string log_level;    // empty: the config's
+  bool help = false;
+  bool version = false;
+};
+// Parses musterctld's arguments (argv[0] is the program). INVALID_ARGUMENT, naming the option,
+// for an unknown option, a missing value or a stray argument.
+Result<ControllerCommandLine> ParseControllerCommandLine(int argc, char** argv);
+std::string ControllerUsage();
 
 // Thread-safe: Start/Shutdown/Wait may be called from any thread (once each).
 class ControllerServer {

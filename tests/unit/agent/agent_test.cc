@@ -315,5 +315,25 @@ TEST_F(AgentTest, StopFollowsKillJobsOnStop) {
   EXPECT_FALSE(fs::exists(dir_ + "/spool/job7")) << "kill_jobs_on_stop ends the job";
 }
 
+TEST(AgentCommandLineTest, OptionsAndMistakes) {
+  std::vector<std::string> args = {"musterd", "--name", "gpu7",      "--spool",
+                                   "/var/x",  "-a",     "0.0.0.0:0", "--probe"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  auto cl = ParseAgentCommandLine(static_cast<int>(argv.size()), argv.data());
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  EXPECT_EQ(cl->options.node_name, "gpu7");
+  EXPECT_EQ(cl->options.spool_dir, "/var/x");
+  EXPECT_EQ(cl->options.step_address, "0.0.0.0:0");
+  EXPECT_TRUE(cl->probe);
+  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+           {"musterd", "--nmae", "x"}, {"musterd", "--name"}, {"musterd", "stray"}}) {
+    std::vector<char*> bargv;
+    for (auto& a : bad) bargv.push_back(a.data());
+    auto b = ParseAgentCommandLine(static_cast<int>(bargv.size()), bargv.data());
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument) << bad.back();
+  }
+}
+
 }  // namespace
 }  // namespace muster::agent

@@ -1,0 +1,177 @@
+// The one dispatch layer over a runner on a virtual clock: requests in as bytes, replies out as
+// bytes, sacct's scan off the strand, and the allocations a connection holds.
+#include "muster/rpc/api_dispatch.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include "muster/controller/manual_executor.h"
+#include "muster/rpc/controller_server.h"
+
+namespace muster::rpc {
+namespace {
+
+using controller::Caller;
+
+class ApiDispatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spdlog::set_level(spdlog::level::warn);
+    auto c = ParseConfig(R"(
+[[nodes]]
+names = "node1"
+cpus = 8
+memory_mb = 16000
+[[partition]]
+name = "cpu"
+nodes = "node1"
+)",
+                         "t.toml");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    controller::ControllerRunnerOptions o;
+    o.config = *c;
+    o.clock = &clock_;
+    o.executor = &executor_;
+    o.store = std::make_unique<store::InMemoryStateStore>();
+    auto r = controller::ControllerRunner::Create(std::move(o));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    runner_ = std::move(*r);
+    runner_->Start(nullptr);
+    dispatcher_ = std::make_unique<ApiDispatcher>(*runner_);
+    session_ = std::make_shared<ClientSession>();
+    session_->caller = Caller{1000, 1000, "alice", false};
+  }
+
+  // One request, as a transport hands it over; runs the executor until the reply is there.
+  ApiReply Call(v1::Method method, const google::protobuf::MessageLite& req) {
+    return Call(method, req.SerializeAsString());
+  }
+  ApiReply Call(uint32_t method, std::string payload) {
+    std::optional<ApiReply> reply;
+    dispatcher_->Dispatch(session_, method, std::move(payload),
+                          [&](ApiReply r) { reply = std::move(r); });
+    EXPECT_FALSE(reply.has_value()) << "work runs on the strand, not in the caller";
+    executor_.RunUntilIdle();
+    EXPECT_TRUE(reply.has_value());
+    return reply.value_or(ApiReply{Internal("no reply"), ""});
+  }
+
+  uint64_t Submit(bool interactive = false) {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_work_dir("/tmp");
+    req.mutable_spec()->set_interactive(interactive);
+    if (!interactive) req.mutable_spec()->set_script("#!/bin/sh\ntrue\n");
+    ApiReply r = Call(v1::METHOD_SUBMIT_JOB, req);
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    v1::SubmitJobResponse resp;
+    EXPECT_TRUE(resp.ParseFromString(r.payload));
+    return resp.job_id();
+  }
+
+  v1::JobInfo Job(uint64_t id) {
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    ApiReply r = Call(v1::METHOD_GET_JOB, req);
+    v1::GetJobResponse resp;
+    EXPECT_TRUE(r.status.ok() && resp.ParseFromString(r.payload)) << r.status.ToString();
+    return resp.job();
+  }
+
+  ManualClock clock_;
+  controller::ManualExecutor executor_{&clock_};
+  std::unique_ptr<controller::ControllerRunner> runner_;
+  std::unique_ptr<ApiDispatcher> dispatcher_;
+  std::shared_ptr<ClientSession> session_;
+};
+
+TEST_F(ApiDispatchTest, RequestsAndRepliesAreBytesAndTheCallerIsTheTransports) {
+  const uint64_t id = Submit();
+  const v1::JobInfo job = Job(id);
+  EXPECT_EQ(job.user(), "alice") << "who the job runs as comes from the transport, not the request";
+  EXPECT_EQ(job.state(), v1::PENDING);
+
+  EXPECT_EQ(Call(9999, "").status.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(Call(v1::METHOD_SUBMIT_JOB, "\xff\xff not a message").status.code(),
+            StatusCode::kInvalidArgument);
+  v1::UpdateNodeRequest drain;
+  drain.set_nodes("node1");
+  drain.set_action(v1::UpdateNodeRequest::DRAIN);
+  drain.set_reason("fan");
+  EXPECT_EQ(Call(v1::METHOD_UPDATE_NODE, drain).status.code(), StatusCode::kPermissionDenied);
+}
+
+TEST_F(ApiDispatchTest, TheEncodedJobListIsTheEnginesListInBytes) {
+  for (int i = 0; i < 3; ++i) Submit();
+  for (bool brief : {true, false}) {
+    v1::ListJobsRequest req;
+    req.set_brief(brief);
+    ApiReply r = Call(v1::METHOD_LIST_JOBS, req);
+    ASSERT_TRUE(r.status.ok());
+    v1::ListJobsResponse from_bytes;
+    ASSERT_TRUE(from_bytes.ParseFromString(r.payload));
+    auto structured = runner_->engine().ListJobs(req);
+    ASSERT_TRUE(structured.ok());
+    ASSERT_EQ(from_bytes.jobs_size(), 3);
+    EXPECT_EQ(from_bytes.SerializeAsString(), structured->SerializeAsString());
+    EXPECT_EQ(from_bytes.jobs(1).user(), "alice") << "the cached part of a brief row is there";
+    EXPECT_EQ(from_bytes.jobs(1).state(), v1::PENDING) << "and so is the changing part";
+  }
+}
+
+TEST_F(ApiDispatchTest, AccountingScansOffTheStrandAndStillAnswers) {
+  const uint64_t id = Submit();
+  v1::ListAccountingRequest req;
+  req.add_job_ids(id);
+  ApiReply r = Call(v1::METHOD_LIST_ACCOUNTING, req);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  v1::ListAccountingResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.payload));
+  ASSERT_EQ(resp.jobs_size(), 1);
+  EXPECT_EQ(resp.jobs(0).id(), id);
+  EXPECT_EQ(Call(v1::METHOD_LIST_ACCOUNTING, "\xff\xff").status.code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(ApiDispatchTest, AnAllocationEndsWhenTheConnectionThatAttachedItCloses) {
+  const uint64_t id = Submit(/*interactive=*/true);
+  v1::AttachAllocationRequest attach;
+  attach.set_job_id(id);
+  ASSERT_TRUE(Call(v1::METHOD_ATTACH_ALLOCATION, attach).status.ok());
+  EXPECT_EQ(session_->allocations, std::vector<uint64_t>{id});
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+
+  dispatcher_->SessionClosed(session_);
+  executor_.RunUntilIdle();
+  const v1::JobInfo job = Job(id);
+  EXPECT_EQ(job.state(), v1::CANCELLED);
+  EXPECT_NE(job.reason_detail().find("went away"), std::string::npos) << job.reason_detail();
+
+  // Another user's connection cannot take it over.
+  const uint64_t other = Submit(/*interactive=*/true);
+  session_ = std::make_shared<ClientSession>();
+  session_->caller = Caller{1001, 1001, "bob", false};
+  attach.set_job_id(other);
+  EXPECT_EQ(Call(v1::METHOD_ATTACH_ALLOCATION, attach).status.code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_TRUE(session_->allocations.empty());
+}
+
+TEST(ControllerCommandLineTest, OptionsAndMistakes) {
+  std::vector<std::string> args = {"musterctld", "--config", "/etc/x.toml", "-l", "debug"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  auto cl = ParseControllerCommandLine(static_cast<int>(argv.size()), argv.data());
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  EXPECT_EQ(cl->config_path, "/etc/x.toml");
+  EXPECT_EQ(cl->log_level, "debug");
+  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+           {"musterctld", "--bogus"}, {"musterctld", "--config"}, {"musterctld", "stray"}}) {
+    std::vector<char*> bargv;
+    for (auto& a : bad) bargv.push_back(a.data());
+    auto b = ParseControllerCommandLine(static_cast<int>(bargv.size()), bargv.data());
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument) << bad.back();
+  }
+}
+
+}  // namespace
+}  // namespace muster::rpc
