@@ -92,6 +92,9 @@ Status Agent::Impl::Start() {
   std::error_code ec;
   fs::create_directories(o.spool_dir, ec);
   if (ec) return Internal("cannot create spool dir " + o.spool_dir + ": " + ec.message());
+  if (Status st = CheckOwnDirectory(o.spool_dir); !st.ok()) {
+    return FailedPrecondition("refusing to use spool dir " + o.spool_dir + ": " + st.message());
+  }
   MUSTER_ASSIGN_OR_RETURN(Discovered found, Discover(o, os));
   ctx_.inventory = std::move(found.inventory);
   gpu_source_ = std::move(found.health);

@@ -15,6 +15,7 @@ v1::RegisterRequest ControllerSession::MakeRegister() const {
   }
   for (uint64_t id : jobs_.JobIdsSnapshot()) r.add_running_job_ids(id);
   for (uint64_t id : jobs_.LostJobIdsSnapshot()) r.add_lost_job_ids(id);
+  for (v1::AdoptedJob& a : jobs_.AdoptedJobsSnapshot()) *r.add_adopted_jobs() = std::move(a);
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,7 +18,7 @@ namespace muster::agent {
 namespace fs = std::filesystem;
 
 bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return false;
   size_t off = 0;
   while (off < data.size()) {
@@ -34,12 +35,54 @@ bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t m
   return ::close(fd) == 0;
 }
 
+Status CheckOwnDirectory(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    return NotFound("cannot examine " + dir + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return PermissionDenied(dir + " is not a directory (a link?)");
+  if (st.st_uid != ::geteuid()) {
+    return PermissionDenied(dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to uid " +
+                            std::to_string(::geteuid()) + " that musterd runs as");
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    return PermissionDenied(dir + " can be written by other users (mode " +
+                            std::to_string((st.st_mode >> 6) & 7) +
+                            std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) +
+                            "); musterd keeps only its own files there");
+  }
+  return Status::Ok();
+}
+
 std::string JobSpool::JobDir(uint64_t job_id) const {
   return dir_ + "/job" + std::to_string(job_id);
 }
 
+Status JobSpool::MakeJobDir(uint64_t job_id) const {
+  const std::string dir = JobDir(job_id);
+  if (::mkdir(dir.c_str(), 0711) != 0) {
+    if (errno != EEXIST) {
+      return Internal("cannot create spool dir " + dir + ": " + std::strerror(errno));
+    }
+    // Left by an earlier run of the job: reused only if it is still the agent's alone.
+    if (!CheckOwnDirectory(dir).ok()) {
+      std::error_code ec;
+      fs::remove_all(dir, ec);  // does not follow a link; removes the link itself
+      if (::mkdir(dir.c_str(), 0711) != 0) {
+        return Internal("cannot create spool dir " + dir + ": " + std::strerror(errno));
+      }
+    }
+  }
+  // mkdir's mode passes through the umask; this is the mode meant.
+  if (::chmod(dir.c_str(), 0711) != 0) {
+    return Internal("cannot set the mode of " + dir + ": " + std::strerror(errno));
+  }
+  return CheckOwnDirectory(dir);
+}
+
 Status JobSpool::SaveState(const std::string& job_dir, const v1::AgentJobState& state) const {
   const std::string path = job_dir + "/state", tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
   if (!WriteFileCloexec(tmp, state.SerializeAsString(), 0600) ||
       ::rename(tmp.c_str(), path.c_str())) {
     return Internal("cannot save the job's state to " + path + ": " + std::strerror(errno));
@@ -56,23 +99,35 @@ std::vector<JobSpool::Left> JobSpool::Scan() const {
     auto id = ParseUint(std::string_view(name).substr(3));
     if (!id) continue;
     const std::string dir = e.path().string();
-    std::ifstream in(dir + "/state", std::ios::binary);
-    if (!in) {
+    const Status own = CheckOwnDirectory(dir);
+    const int fd =
+        own.ok() ? ::open((dir + "/state").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    if (own.ok() && fd < 0 && errno == ENOENT) {
       // Its launch never finished (the agent stopped in between): nothing of it was started.
       fs::remove_all(dir, ec);
       continue;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
+    std::string bytes;
+    struct stat fst {};
+    const bool trusted =
+        fd >= 0 && ::fstat(fd, &fst) == 0 && fst.st_uid == ::geteuid() && S_ISREG(fst.st_mode);
+    if (trusted) {
+      char buf[64 * 1024];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) bytes.append(buf, size_t(n));
+    }
+    if (fd >= 0) ::close(fd);
+    if (!own.ok()) spdlog::error("{}: not re-adopted: {}", dir, own.message());
     v1::AgentJobState st;
     Left left;
     left.job_id = *id;
     left.dir = dir;
-    if (!st.ParseFromString(ss.str()) || st.launch().job_id() == 0) {
+    if (!trusted || !st.ParseFromString(bytes) || st.launch().job_id() != *id) {
       const std::string aside = dir + ".corrupt";
       fs::rename(dir, aside, ec);
       spdlog::error(
-          "{}/state is corrupt; moved aside to {} (the controller will treat the job as lost on "
+          "{}/state is corrupt or untrusted; moved aside to {} (the controller will treat the job "
+          "as "
+          "lost on "
           "this node)",
           dir, aside);
     } else {

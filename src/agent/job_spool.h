@@ -17,21 +17,34 @@
 namespace muster::agent {
 
 // Writes `data` to `path` (created with `mode`, truncated), close-on-exec so that no process
-// started meanwhile holds it open. False with errno set on failure.
+// started meanwhile holds it open, and never through a symbolic link. False with errno set on
+// failure.
 bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t mode);
 
+// Whether only this process's user can change what is in `dir` (it is a directory, not a link,
+// owned by our effective uid, writable by no group and no other user). The agent acts as root on
+// what its spool holds, so nothing there may be another user's to change.
+Status CheckOwnDirectory(const std::string& dir);
+
+// Every file the agent relies on (a job's state, its keeper's exit record, the controller epoch)
+// lives where only the agent's user can write: the spool directory and its job<ID> directories
+// are the agent's, mode 0711, so a job's user can reach its batch script (its own file, mode
+// 0700) by name and nothing more.
 class JobSpool {
  public:
   explicit JobSpool(std::string dir) : dir_(std::move(dir)) {}
 
   const std::string& dir() const { return dir_; }
   std::string JobDir(uint64_t job_id) const;
+  // Creates the job's directory (or takes back one a previous run left) as described above.
+  Status MakeJobDir(uint64_t job_id) const;
 
   // The job's state, replaced atomically (written aside, then renamed).
   Status SaveState(const std::string& job_dir, const v1::AgentJobState& state) const;
 
   // What a previous agent left: a job directory with a state file to re-adopt. A directory without
-  // one (its launch never finished) is removed; one whose state does not parse is moved aside to
+  // one (its launch never finished) is removed; one whose state does not parse, names another
+  // job, or that someone other than the agent could have changed is moved aside to
   // job<ID>.corrupt and reported as lost.
   struct Left {
     uint64_t job_id = 0;

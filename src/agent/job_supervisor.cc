@@ -51,6 +51,11 @@ std::vector<uint64_t> JobSupervisor::LostJobIdsSnapshot() const {
   return lost_job_ids_;
 }
 
+std::vector<v1::AdoptedJob> JobSupervisor::AdoptedJobsSnapshot() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return adopted_;
+}
+
 void JobSupervisor::Signal(const v1::SignalJob& s) {
   LocalJob* job = Find(s.job_id());
   if (!job || job->run() != s.run() || job->terminating || s.signal() <= 0 || s.signal() >= 65) {
@@ -237,8 +242,17 @@ void JobSupervisor::Readopt() {
     job->adopted = true;
     job->keeper = st.keeper_pid() > 0 ? st.keeper_pid() : -1;
     job->keeper_start = st.keeper_start();
-    job->task_pid = st.task_pid() > 0 ? st.task_pid() : -1;
-    job->cgroup = st.cgroup();
+    // Only what this agent could have written: a process group of a process other than init,
+    // the job's own cgroup under this node's base.
+    job->task_pid = st.task_pid() > 1 ? st.task_pid() : -1;
+    const std::string own_cgroup =
+        ctx_.cgroups.enabled() ? ctx_.cgroups.base() + "/job_" + std::to_string(id) : "";
+    if (!st.cgroup().empty() && st.cgroup() != own_cgroup) {
+      spdlog::error("job={} node={} state names cgroup {}, not its own ({}): ignored", id,
+                    ctx_.node(), st.cgroup(), own_cgroup.empty() ? "none" : own_cgroup);
+    } else {
+      job->cgroup = st.cgroup();
+    }
     auto visible = VisibleDevices(job->launch, ctx_.inventory.gpus());
     job->visible_devices = visible.ok() ? *visible : "";
     if (job->task_pid > 0) job->pgids.insert(job->task_pid);
@@ -282,9 +296,19 @@ void JobSupervisor::Readopt() {
 
 void JobSupervisor::PublishJobIds() {
   std::vector<uint64_t> ids;
-  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  std::vector<v1::AdoptedJob> adopted;
+  for (const auto& [id, j] : jobs_) {
+    ids.push_back(id);
+    if (!j->adopted) continue;
+    v1::AdoptedJob& a = adopted.emplace_back();
+    a.set_job_id(id);
+    a.set_run(j->run());
+    a.set_uid(j->launch.spec().uid());
+    a.set_credential(j->launch.credential());
+  }
   std::lock_guard<std::mutex> l(mu_);
   job_ids_ = std::move(ids);
+  adopted_ = std::move(adopted);
 }
 
 void JobSupervisor::SignalJob(LocalJob& job, int sig) {
@@ -336,14 +360,7 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
   auto visible = VisibleDevices(l, ctx_.inventory.gpus());
   if (!visible.ok()) return FailLaunch(id, visible.status().message(), false);
   j.visible_devices = *visible;
-  std::error_code ec;
-  fs::create_directories(j.dir, ec);
-  if (ec) return FailLaunch(id, "cannot create spool dir " + j.dir + ": " + ec.message(), false);
-  ::chmod(j.dir.c_str(), 0700);
-  if (root && ::chown(j.dir.c_str(), spec.uid(), spec.gid()) != 0) {
-    return FailLaunch(
-        id, "cannot hand spool dir " + j.dir + " to uid " + std::to_string(spec.uid()), false);
-  }
+  if (Status st = spool_.MakeJobDir(id); !st.ok()) return FailLaunch(id, st.message(), false);
   if (ctx_.cgroups.enabled()) {
     auto cg = ctx_.cgroups.Create(id, CgroupLimits(l));
     if (!cg.ok()) return FailLaunch(id, cg.status().message(), false);
@@ -409,7 +426,9 @@ void JobSupervisor::StartJob(uint64_t id) {
     }
     std::string script = j.dir + "/script";
     // Close-on-exec, so a process started meanwhile never holds it open for writing (which
-    // would make executing it fail with ETXTBSY).
+    // would make executing it fail with ETXTBSY). A fresh file: one an earlier run of the job
+    // left is the user's.
+    ::unlink(script.c_str());
     if (!WriteFileCloexec(script, spec.script(), 0700)) {
       return FailLaunch(
           id, "cannot write the batch script to " + script + ": " + std::strerror(errno), false);

@@ -70,6 +70,8 @@ class JobSupervisor {
   // Thread-safe snapshots for the registration.
   std::vector<uint64_t> JobIdsSnapshot() const;
   std::vector<uint64_t> LostJobIdsSnapshot() const;
+  // What the spool said about each job re-adopted after a restart: the controller checks it.
+  std::vector<v1::AdoptedJob> AdoptedJobsSnapshot() const;
   // A process of the job ended (step tasks report theirs): the job may be clean now.
   void CheckClean(uint64_t job_id);
 
@@ -104,8 +106,9 @@ class JobSupervisor {
   JobSpool& spool_;
   std::map<uint64_t, std::unique_ptr<LocalJob>> jobs_;  // io thread
   mutable std::mutex mu_;
-  std::vector<uint64_t> job_ids_;       // mu_: what the registration reports as running here
-  std::vector<uint64_t> lost_job_ids_;  // mu_: started here before, state lost (Readopt)
+  std::vector<uint64_t> job_ids_;        // mu_: what the registration reports as running here
+  std::vector<uint64_t> lost_job_ids_;   // mu_: started here before, state lost (Readopt)
+  std::vector<v1::AdoptedJob> adopted_;  // mu_: the re-adopted ones among job_ids_
 };
 
 }  // namespace muster::agent

@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,8 +94,11 @@ int ProcsFd(int cgroup_fd) { return ::openat(cgroup_fd, "cgroup.procs", O_WRONLY
 struct KeeperArgs {
   ChildArgs* child;
   char* task_stack_top;
-  const char* exit_tmp;
-  const char* exit_path;
+  // The exit record is written relative to its directory (the agent checked that only it can
+  // write there), never through a link: unlinkat, then openat O_EXCL|O_NOFOLLOW, then renameat.
+  int exit_dir_fd;
+  const char* exit_tmp;   // a name in that directory
+  const char* exit_name;  // ditto
   int report_fd;
 };
 
@@ -261,8 +265,8 @@ int KeeperMain(void* arg) {
   Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty), 0, 8);
   // The agent's sockets and files must not live on in the keeper (a restarted agent could not
   // bind its step port while a keeper held the old one).
-  int keep[4], n = 0;
-  for (int fd : {k->report_fd, c->stdout_fd, c->stderr_fd, c->cgroup_procs_fd}) {
+  int keep[5], n = 0;
+  for (int fd : {k->report_fd, c->stdout_fd, c->stderr_fd, c->cgroup_procs_fd, k->exit_dir_fd}) {
     if (fd < 3) continue;
     int i = n++;
     while (i > 0 && keep[i - 1] > fd) {
@@ -319,12 +323,14 @@ int KeeperMain(void* arg) {
   } while (v);
   while (d) buf[len++] = digits[--d];
   buf[len++] = '\n';
-  int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(k->exit_tmp),
-                                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  Sys(SYS_unlinkat, k->exit_dir_fd, reinterpret_cast<long>(k->exit_tmp), 0);
+  int fd = static_cast<int>(Sys(SYS_openat, k->exit_dir_fd, reinterpret_cast<long>(k->exit_tmp),
+                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (fd >= 0) {
     Sys(SYS_write, fd, reinterpret_cast<long>(buf), len);
     Sys(SYS_close, fd);
-    Sys(SYS_rename, reinterpret_cast<long>(k->exit_tmp), reinterpret_cast<long>(k->exit_path));
+    Sys(SYS_renameat, k->exit_dir_fd, reinterpret_cast<long>(k->exit_tmp), k->exit_dir_fd,
+        reinterpret_cast<long>(k->exit_name));
   }
   // The script is over, so is the job here: whatever it left behind (now our children) ends.
   KillChildrenUntilNone();
@@ -398,19 +404,39 @@ Status StageError(const SpawnSpec& spec, int stage, int err) {
 // The task under a keeper: the keeper is forked (its own copy of memory; it outlives this call),
 // starts the task the same way Spawn does and reports the task's pid or failure through a pipe.
 Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
-  const std::string tmp = spec.exit_file + ".tmp";
-  ::unlink(spec.exit_file.c_str());
+  const size_t slash = spec.exit_file.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : spec.exit_file.substr(0, slash + 1);
+  const std::string name = spec.exit_file.substr(slash == std::string::npos ? 0 : slash + 1);
+  const std::string tmp = name + ".tmp";
+  if (name.empty() || name == "." || name == "..") {
+    return InvalidArgument("no file name in the exit record's path " + spec.exit_file);
+  }
+  // Root writes the record as the job ends: only where nobody else could have placed a link.
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) return ErrnoStatus("cannot open " + dir, errno);
+  struct stat dst {};
+  if (::fstat(dir_fd, &dst) != 0 || dst.st_uid != ::geteuid() ||
+      (dst.st_mode & (S_IWGRP | S_IWOTH))) {
+    ::close(dir_fd);
+    return PermissionDenied("refusing to keep the job's exit record in " + dir +
+                            ": another user could write there");
+  }
+  ::unlinkat(dir_fd, name.c_str(), 0);
   int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    ::close(dir_fd);
+    return ErrnoStatus("pipe", errno);
+  }
   constexpr size_t kStack = 64 * 1024;
   void* stacks = ::mmap(nullptr, 2 * kStack, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stacks == MAP_FAILED) {
     ::close(report[0]);
     ::close(report[1]);
+    ::close(dir_fd);
     return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
   }
-  KeeperArgs k{&a, static_cast<char*>(stacks) + 2 * kStack, tmp.c_str(), spec.exit_file.c_str(),
+  KeeperArgs k{&a,       static_cast<char*>(stacks) + 2 * kStack, dir_fd, tmp.c_str(), name.c_str(),
                report[1]};
   pid_t keeper = -1;
   if (spec.cgroup_fd >= 0) {
@@ -424,6 +450,7 @@ Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
   if (a.cgroup_procs_fd >= 0) ::close(a.cgroup_procs_fd);
   ::munmap(stacks, 2 * kStack);  // the keeper has its own copy
   ::close(report[1]);
+  ::close(dir_fd);  // ditto
   if (keeper < 0) {
     ::close(report[0]);
     return ErrnoStatus("clone", clone_err, StatusCode::kResourceExhausted);
@@ -541,7 +568,7 @@ void DecodeWaitStatus(int status, int* exit_code, int* signal) {
 }
 
 Result<int> ReadExitFile(const std::string& exit_file) {
-  int fd = ::open(exit_file.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(exit_file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return NotFound("no exit status recorded in " + exit_file);
   char buf[32] = {0};
   ssize_t n = ::read(fd, buf, sizeof buf - 1);

@@ -93,7 +93,7 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
       return FailedPrecondition("job " + std::to_string(req.job_id()) + " does not run on " +
                                 ctx_.node());
     }
-    if (req.credential() != job->launch.credential()) {
+    if (!ConstantTimeEquals(req.credential(), job->launch.credential())) {
       return PermissionDenied("bad credential for job " + std::to_string(req.job_id()));
     }
     if (req.argv().empty()) return InvalidArgument("no command given");

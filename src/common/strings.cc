@@ -146,4 +146,15 @@ std::string RandomHex(size_t bytes) {
   return out;
 }
 
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  // Through a volatile, so the compiler cannot turn the loop into an early-exit comparison.
+  volatile unsigned char result = diff;
+  return result == 0;
+}
+
 }  // namespace muster

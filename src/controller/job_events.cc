@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "job_manager.h"
+#include "muster/common/strings.h"
 #include "step_state.h"
 
 namespace muster::controller {
@@ -125,8 +126,26 @@ void JobManager::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs n
 void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
   const std::string& name = node.name();
   std::set<uint64_t> reported(node.reported_jobs.begin(), node.reported_jobs.end());
+  // A job the agent re-adopted from its spool runs only if what it read back is what the
+  // controller launched there: the same run, user and credential. One that differs is ended and
+  // counts as lost there (never launched again: something ran).
+  std::set<uint64_t> forged;
+  for (const v1::AdoptedJob& a : node.adopted_jobs) {
+    if (!reported.count(a.job_id()) || !ledger_.Holds(node.index, a.job_id())) continue;
+    const JobEntry* job = Find(a.job_id());
+    if (!job || job->rec.state() != v1::RUNNING) continue;  // being ended there anyway
+    if (a.run() == job->rec.requeue_count() && a.uid() == job->rec.spec().uid() &&
+        ConstantTimeEquals(a.credential(), job->rec.credential())) {
+      continue;
+    }
+    forged.insert(a.job_id());
+    spdlog::error(
+        "node={} re-adopted job={} with a run, user or credential that the controller never "
+        "launched there; ending it",
+        name, a.job_id());
+  }
   for (uint64_t id : reported) {
-    if (ledger_.Holds(node.index, id)) {
+    if (ledger_.Holds(node.index, id) && !forged.count(id)) {
       // Ours. A terminate sent while the node had no session was lost: send it again.
       JobEntry* job = Find(id);
       if (job && (job->rec.state() != v1::RUNNING || job->rec.cancel_requested())) {
@@ -135,12 +154,15 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
       continue;
     }
     node.stale_jobs.insert(id);
-    spdlog::warn("node={} runs job={}, which does not hold resources there; terminating it", name,
-                 id);
+    if (!forged.count(id)) {
+      spdlog::warn("node={} runs job={}, which does not hold resources there; terminating it", name,
+                   id);
+    }
     v1::ControllerMessage msg;
     auto* t = msg.mutable_terminate_job();
     t->set_job_id(id);
-    t->set_reason("unknown to the controller");
+    t->set_reason(forged.count(id) ? "its state here does not match the controller's record"
+                                   : "unknown to the controller");
     t->set_kill_grace_ms(ctx_.scheduling().kill_grace_ms);
     t->set_run(kAnyRun);
     ctx_.Send(name, std::move(msg));
@@ -149,11 +171,11 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
   std::vector<uint64_t> held;
   for (const auto& [id, placement] : ledger_.held(node.index)) held.push_back(id);
   for (uint64_t id : held) {
-    if (reported.count(id)) continue;
+    if (reported.count(id) && !forged.count(id)) continue;
     JobEntry* job = Find(id);
     if (!job) continue;
     if (job->rec.state() == v1::RUNNING) {
-      if (!job->started_nodes.count(name) && !node.lost_jobs.count(id)) {
+      if (!job->started_nodes.count(name) && !node.lost_jobs.count(id) && !forged.count(id)) {
         // The launch never arrived (or the controller restarted before sending it): send again.
         // Not when the agent says it ran there and lost its state: its JobStarted may simply
         // have been lost with the old session, and the script must not run twice.
@@ -164,10 +186,16 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
       } else if (job->rec.cancel_requested()) {
         Transition(*job, {.to = v1::CANCELLED}, now, m);
       } else {
-        // The agent came back without it (its spool state was lost or corrupt): what ran there
-        // is gone and how it ended is unknown, so the job fails and says why.
+        // The agent came back without it (its spool state was lost, corrupt or not what the
+        // controller launched): what ran there is gone and how it ended is unknown, so the job
+        // fails and says why.
         const std::string why =
-            "the agent on " + name + " restarted and no longer runs it (its state there was lost)";
+            forged.count(id)
+                ? "the agent on " + name +
+                      " restarted and re-adopted it with a state that does not match the "
+                      "controller's record (ended there)"
+                : "the agent on " + name +
+                      " restarted and no longer runs it (its state there was lost)";
         Transition(*job, {.to = v1::FAILED, .reason = JobReason::kNodeFail, .detail = why}, now, m);
         spdlog::warn("job={} FAILED: {}", id, why);
       }
@@ -181,6 +209,7 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
   ctx_.CommitOrDie(m);
   node.reported_jobs.clear();
   node.lost_jobs.clear();
+  node.adopted_jobs.clear();
   ctx_.RequestPass();
 }
 

@@ -78,6 +78,7 @@ Result<v1::RegisterResponse> NodeManager::Register(const v1::RegisterRequest& re
   node->not_responding = false;
   node->reported_jobs.assign(req.running_job_ids().begin(), req.running_job_ids().end());
   node->lost_jobs = {req.lost_job_ids().begin(), req.lost_job_ids().end()};
+  node->adopted_jobs.assign(req.adopted_jobs().begin(), req.adopted_jobs().end());
   ApplyChecks(*node, now, m);
 
   const NodeConfig& c = node->config;

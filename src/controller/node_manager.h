@@ -38,9 +38,10 @@ struct NodeEntry {
   std::string instance_id;
   std::string step_address;
   v1::NodeInventory inventory;
-  std::set<uint64_t> stale_jobs;        // reported by the agent but not ours: terminate first
-  std::vector<uint64_t> reported_jobs;  // from the last Register, reconciled at AttachSession
-  std::set<uint64_t> lost_jobs;         // ditto: started there once, state lost since
+  std::set<uint64_t> stale_jobs;             // reported by the agent but not ours: terminate first
+  std::vector<uint64_t> reported_jobs;       // from the last Register, reconciled at AttachSession
+  std::set<uint64_t> lost_jobs;              // ditto: started there once, state lost since
+  std::vector<v1::AdoptedJob> adopted_jobs;  // ditto: what it read back from its spool
 
   const std::string& name() const { return config.name; }
 };

@@ -15,6 +15,9 @@ std::string_view Trim(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 std::string ToLower(std::string_view s);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);  // ASCII
+// For secrets (credentials): the time taken depends on the lengths only, never on where the
+// first difference is.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 // Strict unsigned parse: digits only, no sign, no trailing junk, no overflow.
 std::optional<uint64_t> ParseUint(std::string_view s);

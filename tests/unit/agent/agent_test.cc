@@ -7,9 +7,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "agent_fakes.h"
 #include "muster/common/config.h"
+#include "test_user.h"
 
 namespace muster::agent {
 namespace {
@@ -64,7 +67,7 @@ nodes = "node1"
     o.node_name = "node1";
     o.spool_dir = dir_ + "/spool";
     o.gpu_fixture = dir_ + "/gpus.toml";
-    o.launcher = launcher_;
+    o.launcher = real_launcher_ ? real_launcher_ : launcher_;
     o.controller_link = [this](const std::string&, const std::string&, const std::string&,
                                ControllerLink::Callbacks cb) {
       auto link = std::make_unique<FakeLink>(std::move(cb));
@@ -130,6 +133,7 @@ nodes = "node1"
   std::string dir_;
   Config config_;
   std::shared_ptr<FakeLauncher> launcher_ = std::make_shared<FakeLauncher>();
+  std::shared_ptr<Launcher> real_launcher_;  // set before StartAgent: processes for real
   FakeLink* link_ = nullptr;
   std::unique_ptr<Agent> agent_;
 };
@@ -222,6 +226,10 @@ TEST_F(AgentTest, ARestartedAgentReadoptsWhatRunsAndReportsWhatItLost) {
   EXPECT_EQ(reg.running_job_ids(0), kJob);
   ASSERT_EQ(reg.lost_job_ids_size(), 1);
   EXPECT_EQ(reg.lost_job_ids(0), 8u) << "a job it cannot re-adopt is reported, never forgotten";
+  ASSERT_EQ(reg.adopted_jobs_size(), 1) << "what the spool says, for the controller to check";
+  EXPECT_EQ(reg.adopted_jobs(0).job_id(), kJob);
+  EXPECT_EQ(reg.adopted_jobs(0).uid(), ::geteuid());
+  EXPECT_EQ(reg.adopted_jobs(0).credential(), "secret");
   EXPECT_TRUE(fs::exists(spool + "/job8.corrupt")) << "kept aside for the admin";
   EXPECT_FALSE(fs::exists(spool + "/job9"));
 
@@ -235,6 +243,37 @@ TEST_F(AgentTest, ARestartedAgentReadoptsWhatRunsAndReportsWhatItLost) {
     return m.has_batch_exited() && m.batch_exited().job_id() == kJob &&
            m.batch_exited().exit_code() == 0 && m.batch_exited().signal() == 0;
   }));
+}
+
+// A state file is trusted only where only the agent could have written it, and only for the job
+// its directory is named after; a state naming a cgroup other than the job's own is not obeyed.
+TEST_F(AgentTest, AStateSomeoneElseCouldHaveWrittenIsNeverReadopted) {
+  const std::string spool = dir_ + "/spool";
+  v1::AgentJobState st;
+  *st.mutable_launch() = Launch(1).launch_job();  // job 7
+  fs::create_directories(spool + "/job7");
+  std::ofstream(spool + "/job7/state") << st.SerializeAsString();
+  fs::permissions(spool + "/job7", fs::perms::all);  // anyone could have replaced it
+  fs::create_directories(spool + "/job10");          // a copy of job 7's state under another name
+  std::ofstream(spool + "/job10/state") << st.SerializeAsString();
+  fs::create_directories(spool + "/job11");
+  v1::AgentJobState other_cgroup = st;
+  other_cgroup.mutable_launch()->set_job_id(11);
+  other_cgroup.set_cgroup("/sys/fs/cgroup/system.slice");
+  std::ofstream(spool + "/job11/state") << other_cgroup.SerializeAsString();
+
+  StartAgent();
+  const v1::RegisterRequest reg = link_->Register();
+  std::set<uint64_t> lost(reg.lost_job_ids().begin(), reg.lost_job_ids().end());
+  EXPECT_EQ(lost, (std::set<uint64_t>{7, 10}));
+  ASSERT_EQ(reg.running_job_ids_size(), 1);
+  EXPECT_EQ(reg.running_job_ids(0), 11u) << "re-adopted, but without the cgroup it named";
+  link_->Connect(1);
+  v1::ControllerMessage t = Terminate(1);
+  t.mutable_terminate_job()->set_job_id(11);
+  link_->Command(t);
+  ASSERT_TRUE(
+      Sent([](const auto& m) { return m.has_job_cleaned() && m.job_cleaned().job_id() == 11u; }));
 }
 
 TEST_F(AgentTest, AKeeperPidReusedByAnotherProcessIsNotAdopted) {
@@ -313,6 +352,53 @@ TEST_F(AgentTest, StopFollowsKillJobsOnStop) {
   StartAgent();  // re-adopts job 7
   agent_->Stop();
   EXPECT_FALSE(fs::exists(dir_ + "/spool/job7")) << "kill_jobs_on_stop ends the job";
+}
+
+// The agent runs as root and keeps each job's state and its keeper's exit record in the job's
+// spool directory. A job (here a real script as an unprivileged user) can reach its own batch
+// script there but cannot plant a link for root to write through, add a file, or move the state.
+TEST_F(AgentTest, AJobCannotPlantLinksOrTouchTheRecordsTheRootAgentKeeps) {
+  const testing::TestUser& u = testing::TestUserFactory::Get();
+  if (!u.ready) GTEST_SKIP() << "needs root and useradd to run a job as another user";
+  const std::string out = dir_ + "/out", precious = dir_ + "/precious";
+  fs::create_directories(out);
+  fs::permissions(out, fs::perms::all);
+  std::ofstream(precious) << "precious\n";
+  real_launcher_ = NewProcessLauncher();
+  StartAgent();
+  link_->Connect(1);
+  v1::ControllerMessage m = Launch(1);
+  v1::JobSpec* spec = m.mutable_launch_job()->mutable_spec();
+  spec->set_user(testing::TestUser::kName);
+  spec->set_uid(u.uid);
+  spec->set_gid(u.gid);
+  spec->set_work_dir(out);
+  spec->set_stdout_pattern(out + "/job.out");
+  spec->set_script(
+      "#!/bin/sh\n"
+      "d=$(dirname \"$0\")\n"
+      "ln -s " +
+      precious +
+      " \"$d/exit.tmp\" 2>/dev/null; echo ln=$?\n"
+      "touch \"$d/planted\" 2>/dev/null; echo touch=$?\n"
+      "mv \"$d/state\" \"$d/moved\" 2>/dev/null; echo mv=$?\n"
+      "cat \"$d/state\" >/dev/null 2>&1; echo read=$?\n"
+      "ls \"$d\" >/dev/null 2>&1; echo list=$?\n");
+  m.mutable_launch_job()->mutable_allocation()->mutable_nodes(0)->clear_gpu_indices();
+  link_->Command(m);
+  ASSERT_TRUE(Sent([](const auto& msg) {
+    return msg.has_batch_exited() && msg.batch_exited().job_id() == kJob &&
+           msg.batch_exited().exit_code() == 0;
+  })) << std::ifstream(out + "/job.out").rdbuf();
+  std::stringstream got;
+  got << std::ifstream(out + "/job.out").rdbuf();
+  for (const char* op : {"ln=0", "touch=0", "mv=0", "read=0", "list=0"}) {
+    EXPECT_EQ(got.str().find(op), std::string::npos) << op << " in:\n" << got.str();
+  }
+  EXPECT_NE(got.str().find("ln=1"), std::string::npos) << "the script did run:\n" << got.str();
+  std::stringstream kept;
+  kept << std::ifstream(precious).rdbuf();
+  EXPECT_EQ(kept.str(), "precious\n") << "root wrote through the job's link";
 }
 
 TEST(AgentCommandLineTest, OptionsAndMistakes) {

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "cgroup.h"
+#include "test_user.h"
 
 namespace muster::agent {
 namespace {
@@ -116,37 +117,55 @@ TEST_F(LauncherTest, DropsPrivilegesWhenAskedTo) {
   EXPECT_EQ(Read(s.stdout_path), "65534\n65534\n");
 }
 
+// The keeper runs as root and writes the job's exit record as the job ends: never through a
+// link planted at its temporary or final name, and never in a directory others can write.
+TEST_F(LauncherTest, TheExitRecordIsNeverWrittenThroughALinkNorWhereOthersCanWrite) {
+  std::filesystem::permissions(dir_, std::filesystem::perms(0711));
+  const std::string precious = (dir_ / "precious").string();
+  std::ofstream(precious) << "precious\n";
+  std::filesystem::create_symlink(precious, dir_ / "exit.tmp");
+  std::filesystem::create_symlink(precious, dir_ / "exit");
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "exit 3"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.stdout_path = "/dev/null";
+  s.exit_file = (dir_ / "exit").string();
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  Wait(*sp);
+  EXPECT_EQ(Read(precious), "precious\n") << "the keeper wrote through a planted link";
+  EXPECT_FALSE(std::filesystem::is_symlink(dir_ / "exit"));
+  auto status = ReadExitFile(s.exit_file);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  int code, sig;
+  DecodeWaitStatus(*status, &code, &sig);
+  EXPECT_EQ(code, 3);
+
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);  // now anyone may plant links
+  auto refused = Spawn(s);
+  ASSERT_FALSE(refused.ok()) << "a keeper started with its record in a world-writable directory";
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find("another user could write"), std::string::npos)
+      << refused.status().message();
+}
+
 // As root (CI): a real user made by the test setup, with a supplementary group; the job runs as
 // that user under a keeper, and what it daemonizes ends with it.
 class RootLauncherTest : public LauncherTest {
  protected:
-  static void SetUpTestSuite() {
-    if (::geteuid() != 0) return;
-    created_ = ::getpwnam("muster-test") == nullptr;
-    int rc = std::system(
-        "(getent group muster-test-extra >/dev/null || groupadd muster-test-extra) && "
-        "(id muster-test >/dev/null 2>&1 || useradd --no-create-home --shell /bin/sh "
-        "--groups muster-test-extra muster-test)");
-    ready_ = rc == 0;
-  }
-  static void TearDownTestSuite() {
-    // What the setup made, it removes (a user that existed before stays).
-    if (created_ && ready_) {
-      (void)std::system("userdel muster-test; groupdel muster-test-extra 2>/dev/null");
-    }
-  }
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
-    if (!ready_) GTEST_SKIP() << "useradd/groupadd are not available here";
+    const testing::TestUser& u = testing::TestUserFactory::Get();
+    if (!u.ready) GTEST_SKIP() << "useradd/groupadd are not available here";
     LauncherTest::SetUp();
+    // The user writes its output here; the keeper's record goes where only root writes.
     std::filesystem::permissions(dir_, std::filesystem::perms::all);
-    struct passwd* pw = ::getpwnam("muster-test");
-    ASSERT_NE(pw, nullptr);
-    uid_ = pw->pw_uid;
-    gid_ = pw->pw_gid;
-    struct group* gr = ::getgrnam("muster-test-extra");
-    ASSERT_NE(gr, nullptr);
-    extra_ = gr->gr_gid;
+    keep_ = dir_ / "keeper";
+    std::filesystem::create_directory(keep_);
+    std::filesystem::permissions(keep_, std::filesystem::perms(0711));
+    uid_ = u.uid;
+    gid_ = u.gid;
+    extra_ = u.extra_gid;
   }
   SpawnSpec AsUser(const std::string& script) {
     SpawnSpec s;
@@ -156,13 +175,12 @@ class RootLauncherTest : public LauncherTest {
     s.change_user = true;
     s.uid = uid_;
     s.gid = gid_;
-    s.groups = GroupsOf("muster-test", gid_);
+    s.groups = GroupsOf(testing::TestUser::kName, gid_);
     s.stdout_path = (dir_ / "out.txt").string();
-    s.exit_file = (dir_ / "exit").string();
+    s.exit_file = (keep_ / "exit").string();
     return s;
   }
-  static inline bool ready_ = false;
-  static inline bool created_ = false;
+  std::filesystem::path keep_;
   uid_t uid_ = 0;
   gid_t gid_ = 0, extra_ = 0;
 };

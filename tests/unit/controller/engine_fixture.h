@@ -68,7 +68,8 @@ class EngineTest : public ::testing::Test {
 
   // Registers and attaches a node, optionally reporting jobs it holds.
   void Up(const std::string& node, std::vector<uint64_t> jobs = {}, std::string instance = "",
-          const std::function<void(v1::NodeInventory*)>& tweak = nullptr) {
+          const std::function<void(v1::NodeInventory*)>& tweak = nullptr,
+          const std::function<void(v1::RegisterRequest*)>& request_tweak = nullptr) {
     v1::RegisterRequest r;
     r.mutable_inventory()->set_name(node);
     r.mutable_inventory()->set_step_address("127.0.0.1:1");
@@ -86,6 +87,7 @@ class EngineTest : public ::testing::Test {
     if (instance.empty()) instance = node + "-i" + std::to_string(engine_->epoch());
     r.set_instance_id(instance);
     for (auto id : jobs) r.add_running_job_ids(id);
+    if (request_tweak) request_tweak(&r);
     ASSERT_TRUE(engine_->RegisterNode(r, now_).ok());
     v1::Hello h;
     h.set_node(node);

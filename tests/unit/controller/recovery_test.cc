@@ -138,5 +138,59 @@ TEST_F(EngineTest, AJobWhoseStartWasNotHeardIsLaunchedAgainUnlessTheAgentLostIt)
   EXPECT_TRUE(engine_->CheckInvariantsForTest().ok());
 }
 
+// A restarted agent vouches for the jobs it re-adopted with what its spool says about them. A
+// spool state that does not match the controller's record (another user, another credential,
+// another run) is never trusted: the job is ended there and fails, and it is not launched again.
+TEST_F(EngineTest, AReadoptedJobRunsOnlyIfItsSpoolStateMatchesTheControllersRecord) {
+  AllUp();
+  auto honest = *Submit(Gang(1, 8), Alice());
+  auto forged_uid = *Submit(Gang(1, 8), Alice());
+  auto forged_cred = *Submit(Gang(1, 8), Alice());
+  Pass();
+  std::map<uint64_t, std::string> node_of, credential_of;
+  for (uint64_t id : {honest, forged_uid, forged_cred}) {
+    ASSERT_EQ(Job(id).state(), v1::RUNNING);
+    node_of[id] = Job(id).nodes(0);
+    for (const auto& m : Sent(node_of[id])) {
+      if (m.has_launch_job()) credential_of[m.launch_job().job_id()] = m.launch_job().credential();
+    }
+  }
+  auto readopt = [&](uint64_t id, uint32_t uid, const std::string& credential) {
+    Up(node_of[id], {id}, node_of[id] + "-restarted", nullptr, [&](v1::RegisterRequest* r) {
+      v1::AdoptedJob* a = r->add_adopted_jobs();
+      a->set_job_id(id);
+      a->set_run(0);
+      a->set_uid(uid);
+      a->set_credential(credential);
+    });
+  };
+  ASSERT_FALSE(credential_of[honest].empty());
+  readopt(honest, 1000, credential_of[honest]);
+  for (const auto& m : Sent(node_of[honest])) {
+    EXPECT_FALSE(m.has_terminate_job()) << "what the controller launched keeps running";
+  }
+  EXPECT_EQ(Job(honest).state(), v1::RUNNING);
+
+  readopt(forged_uid, 0, credential_of[forged_uid]);  // "root's job"
+  bool ended = false;
+  for (const auto& m : Sent(node_of[forged_uid])) {
+    ended |= m.has_terminate_job() && m.terminate_job().job_id() == forged_uid;
+    EXPECT_FALSE(m.has_launch_job()) << "never a second run";
+  }
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(Job(forged_uid).state(), v1::FAILED);
+  EXPECT_NE(Job(forged_uid).reason_detail().find("does not match"), std::string::npos)
+      << Job(forged_uid).reason_detail();
+
+  readopt(forged_cred, 1000, "a credential the job chose itself");
+  ended = false;
+  for (const auto& m : Sent(node_of[forged_cred])) {
+    ended |= m.has_terminate_job() && m.terminate_job().job_id() == forged_cred;
+  }
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(Job(forged_cred).state(), v1::FAILED);
+  EXPECT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
 }  // namespace
 }  // namespace muster::controller
