@@ -10,10 +10,31 @@
 #include "muster/client/submit_options.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
+#include "muster/common/job_limits.h"
 
 extern char** environ;
 
 namespace muster::cli {
+namespace {
+
+// Reads the whole script, but never more than the controller would accept: a 100 MB file is
+// refused here after reading 4 MiB, not sent.
+bool ReadScript(std::istream& in, std::string* script) {
+  script->clear();
+  char buf[64 * 1024];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    script->append(buf, static_cast<size_t>(in.gcount()));
+    if (script->size() > kMaxScriptBytes) return false;
+  }
+  return true;
+}
+
+std::string ScriptTooLarge(const std::string& from) {
+  return "the script in " + from + " is larger than " + std::to_string(kMaxScriptBytes >> 20) +
+         " MiB, the largest a job may have";
+}
+
+}  // namespace
 
 int CmdSubmit(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -34,17 +55,13 @@ int CmdSubmit(int argc, char** argv) {
         "#!/bin/sh\n# This script was created by muster submit --wrap.\n\n" + *cli_opts.wrap + "\n";
   } else if (!cli_opts.positional.empty()) {
     ctx.script_name = cli_opts.positional[0];
-    std::ifstream in(ctx.script_name);
+    std::ifstream in(ctx.script_name, std::ios::binary);
     if (!in) return Fail("submit", NotFound("cannot read script " + ctx.script_name));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    ctx.script = ss.str();
+    if (!ReadScript(in, &ctx.script)) return Usage("submit", ScriptTooLarge(ctx.script_name));
   } else {
     if (::isatty(0))
       return Usage("submit", "no script given (a file, --wrap, or a script on stdin)");
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    ctx.script = ss.str();
+    if (!ReadScript(std::cin, &ctx.script)) return Usage("submit", ScriptTooLarge("stdin"));
   }
 
   // Directives first, then the command line on top of them.

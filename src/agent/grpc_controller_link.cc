@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "muster/common/job_limits.h"
+
 namespace muster::agent {
 
 GrpcControllerLink::GrpcControllerLink(std::string address, std::string node,
@@ -64,6 +66,9 @@ void GrpcControllerLink::Run() {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A launch carries the whole job: the largest the controller accepts must fit.
+  args.SetMaxReceiveMessageSize(static_cast<int>(kMaxAgentMessageBytes));
+  args.SetMaxSendMessageSize(static_cast<int>(kMaxAgentMessageBytes));
   auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
   auto stub = v1::NodeRegistry::NewStub(channel);
   int backoff_ms = 100;

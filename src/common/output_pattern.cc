@@ -1,8 +1,34 @@
 #include "muster/common/output_pattern.h"
 
+#include <algorithm>
 #include <cctype>
 
+#include "muster/common/job_limits.h"
+
 namespace muster {
+
+Status CheckOutputPattern(const std::string& pattern, const std::string& what) {
+  if (pattern.size() > kMaxPathBytes) {
+    return InvalidArgument(what + " is longer than " + std::to_string(kMaxPathBytes) + " bytes");
+  }
+  if (pattern.find('\0') != std::string::npos)
+    return InvalidArgument(what + " contains a NUL byte");
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    size_t j = i + 1;
+    while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j]))) ++j;
+    if (j - (i + 1) > 2) {
+      return InvalidArgument(what + " '" + pattern.substr(i, std::min<size_t>(j - i + 1, 24)) +
+                             "': a padding width is at most " + std::to_string(kMaxPatternWidth));
+    }
+    if (j > i + 1 && std::stoi(pattern.substr(i + 1, j - i - 1)) > kMaxPatternWidth) {
+      return InvalidArgument(what + " '" + pattern.substr(i, j - i + 1) +
+                             "': a padding width is at most " + std::to_string(kMaxPatternWidth));
+    }
+    i = j < pattern.size() && pattern[j] == '%' ? j : i;  // "%%" is a literal percent sign
+  }
+  return Status::Ok();
+}
 
 std::string ExpandOutputPattern(const std::string& pattern, const PatternVars& v,
                                 const std::string& work_dir) {
@@ -17,7 +43,7 @@ std::string ExpandOutputPattern(const std::string& pattern, const PatternVars& v
     size_t j = i + 1;
     int width = 0;
     while (j < p.size() && std::isdigit(static_cast<unsigned char>(p[j]))) {
-      width = width * 10 + (p[j] - '0');
+      width = std::min(width * 10 + (p[j] - '0'), kMaxPatternWidth);
       ++j;
     }
     if (j >= p.size()) {

@@ -19,12 +19,11 @@
 #include "node_views.h"
 #include "resource_ledger.h"
 #include "scheduler_loop.h"
+#include "spec_bounds.h"
 #include "step_manager.h"
 
 namespace muster::controller {
 namespace {
-
-constexpr size_t kMaxScriptBytes = 4 << 20;
 
 bool SamePlacement(const core::NodePlacement& a, const core::NodePlacement& b) {
   return a.node == b.node && a.cpus == b.cpus && a.gpus == b.gpus && a.mem_mb == b.mem_mb &&
@@ -100,6 +99,8 @@ std::vector<Outgoing> Engine::TakeOutgoing() { return ctx_->TakeOutgoing(); }
 
 Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
                                                 const v1::SubmitJobRequest& req, TimeMs now) {
+  // Sizes first: nothing below may work on an unbounded request.
+  MUSTER_RETURN_IF_ERROR(CheckJobSpecBounds(req.spec(), ctx_->config().nodes.size()));
   v1::JobSpec spec = req.spec();
   // The transport's credentials decide who the job runs as; only root may submit for others.
   const bool on_behalf = caller.uid == 0 && spec.uid() != 0 && !spec.user().empty();
@@ -107,9 +108,6 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
     spec.set_uid(caller.uid);
     spec.set_gid(caller.gid);
     spec.set_user(caller.user);
-  }
-  if (spec.script().size() > kMaxScriptBytes) {
-    return InvalidArgument("batch script is larger than 4 MiB");
   }
   if (spec.interactive()) {
     if (!spec.script().empty()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <string_view>
 
 #include "muster/common/strings.h"
 
@@ -66,14 +67,16 @@ Result<std::vector<std::vector<std::string>>> ParseConstraint(const std::string&
 
 namespace {
 
-// Removes repeated names, keeping the first of each.
+// Removes repeated names, keeping the first of each, in O(n log n).
 void Dedupe(google::protobuf::RepeatedPtrField<std::string>* names) {
-  std::vector<std::string> seen;
+  std::set<std::string_view> seen;
+  std::vector<std::string> kept;
+  kept.reserve(static_cast<size_t>(names->size()));
   for (const std::string& n : *names) {
-    if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
+    if (seen.insert(n).second) kept.push_back(n);
   }
   names->Clear();
-  for (std::string& n : seen) names->Add(std::move(n));
+  for (std::string& n : kept) names->Add(std::move(n));
 }
 
 // Node constraints and topology limits: checked here, applied by the core.
@@ -81,9 +84,10 @@ Status NormalizeConstraints(v1::JobSpec& spec) {
   MUSTER_RETURN_IF_ERROR(ParseConstraint(spec.constraint()).status());
   Dedupe(spec.mutable_required_nodes());
   Dedupe(spec.mutable_excluded_nodes());
+  const std::set<std::string_view> excluded(spec.excluded_nodes().begin(),
+                                            spec.excluded_nodes().end());
   for (const std::string& n : spec.required_nodes()) {
-    if (std::find(spec.excluded_nodes().begin(), spec.excluded_nodes().end(), n) !=
-        spec.excluded_nodes().end()) {
+    if (excluded.count(n)) {
       return InvalidArgument("node " + n + " is both in --nodelist and in --exclude");
     }
   }

@@ -17,6 +17,7 @@
 #include "job_manager.h"
 #include "job_spec.h"
 #include "muster/common/check.h"
+#include "muster/common/job_limits.h"
 #include "step_state.h"
 
 namespace muster::controller {
@@ -247,6 +248,17 @@ void JobManager::SendLaunch(const JobEntry& job, size_t pos) {
   l->set_requeue_count(r.requeue_count());
   const std::string& node = r.allocation().nodes(static_cast<int>(pos)).node();
   if (const NodeEntry* n = nodes_.Find(node)) l->set_topology(n->config.topology);
+  if (msg.ByteSizeLong() > kMaxAgentMessageBytes) {
+    // Cannot happen for a job that passed the submission limits; were it sent, the agent's
+    // channel would break on it again at every reconnect. Without its script the agent refuses
+    // the launch and the job fails.
+    spdlog::error(
+        "job={}: its launch is {} bytes, over the agent channel's {}; sent without "
+        "its script",
+        r.id(), msg.ByteSizeLong(), kMaxAgentMessageBytes);
+    l->mutable_spec()->clear_script();
+    l->mutable_spec()->clear_environment();
+  }
   ctx_.Send(node, std::move(msg));
 }
 

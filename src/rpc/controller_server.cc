@@ -11,6 +11,7 @@
 
 #include "agent_service.h"
 #include "local_api_server.h"
+#include "muster/common/job_limits.h"
 #include "muster/controller/controller_runner.h"
 #include "muster/rpc/api_dispatch.h"
 #include "muster/rpc/asio_executor.h"
@@ -66,6 +67,8 @@ Status ControllerServer::Impl::Start() {
   builder.AddListeningPort(c.controller.agent_address, grpc::InsecureServerCredentials(),
                            &agent_port_);
   builder.RegisterService(agents_.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxAgentMessageBytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(kMaxAgentMessageBytes));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5'000);

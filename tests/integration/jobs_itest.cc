@@ -1,5 +1,6 @@
 // Jobs end to end: a gang with its GPUs and environment, ends, limits, cancels, drains.
 #include "harness/cluster_test.h"
+#include "muster/common/job_limits.h"
 
 namespace muster::testing {
 namespace {
@@ -22,6 +23,27 @@ TEST_F(ClusterTest, GangJobRunsOnTwoNodesWithItsGpusAndSlurmEnvironment) {
   ASSERT_EVENTUALLY(!cluster_->Job(*id)->completing(), 5'000);
   auto n = cluster_->Node("node1");
   EXPECT_EQ(n->gpus_allocated(), 0u);
+}
+
+// The largest job the controller accepts (a script just under 4 MiB and nearly 1 MiB of
+// environment) fits in one launch on the agent channel. It once broke the channel at every
+// reconnect: the job stayed RUNNING, could not be cancelled, and the node took no new work.
+TEST_F(ClusterTest, TheLargestJobAcceptedReachesItsNodeAndRuns) {
+  std::string script = "#!/bin/sh\necho \"${#BIG0}\" > " + jobs_ + "big.out\n";
+  const std::string line = "# " + std::string(1021, 'p') + "\n";
+  while (script.size() + line.size() < kMaxScriptBytes) script += line;
+  v1::JobSpec s = Gang(1, 0);
+  for (int i = 0; i < 8; ++i) {
+    s.add_environment("BIG" + std::to_string(i) + "=" + std::string(120'000, 'e'));
+  }
+  auto id = cluster_->Submit(script, s);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::COMPLETED, 15'000);
+  EXPECT_EQ(Read(jobs_ + "big.out"), "120000\n");
+  // And the node still takes work.
+  auto next = cluster_->Submit("#!/bin/sh\ntrue\n", Gang(4, 0));
+  ASSERT_TRUE(next.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*next) == v1::COMPLETED, 10'000);
 }
 
 TEST_F(ClusterTest, TimeLimitEndsTheJobAsTimeout) {

@@ -50,6 +50,13 @@ set +e
 out=$(muster submit --gres=gpu:9 --wrap true 2>&1); rc=$?
 set -e
 [ $rc = 1 ] && grep -q "asks for 9 GPUs per node" <<<"$out" || fail "impossible request not refused: $out"
+# A 100 MB script is refused by the CLI itself, after reading no more than the limit.
+{ echo '#!/bin/sh'; head -c 100000000 /dev/zero | tr '\0' '#'; } > huge.sh
+set +e
+out=$(muster submit huge.sh 2>&1); rc=$?
+set -e
+rm -f huge.sh
+[ $rc = 2 ] && grep -q "larger than 4 MiB" <<<"$out" || fail "100 MB script not refused: $rc $out"
 
 echo "== 2-node gang job with muster run"
 cat > gang.sh <<'SCRIPT'

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "muster/common/status.h"
+
 namespace muster {
 
 struct PatternVars {
@@ -22,8 +24,13 @@ struct PatternVars {
 PatternVars JobPatternVars(uint64_t job_id, const std::string& job_name, const std::string& user,
                            uint64_t array_job_id = 0, int64_t array_task_id = -1);
 
-// Expands the pattern; unknown %X sequences are kept literally. Relative results are joined to
-// work_dir. An empty pattern means Slurm's default "slurm-%j.out".
+// Whether a pattern may be stored: at most kMaxPathBytes, no NUL, padding widths of at most
+// kMaxPatternWidth. `what` names it in the message ("--output").
+Status CheckOutputPattern(const std::string& pattern, const std::string& what);
+
+// Expands the pattern; unknown %X sequences are kept literally. A padding width over
+// kMaxPatternWidth is cut to it (patterns stored before the check existed). Relative results are
+// joined to work_dir. An empty pattern means Slurm's default "slurm-%j.out".
 std::string ExpandOutputPattern(const std::string& pattern, const PatternVars& vars,
                                 const std::string& work_dir);
 

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "muster/common/output_pattern.h"
-
 namespace muster {
 namespace {
 
@@ -55,20 +53,6 @@ TEST(DurationTest, ParsesConfigDurations) {
   EXPECT_EQ(*ParseDurationMs("30s"), 30 * kS);
   EXPECT_EQ(*ParseDurationMs("5m"), 5 * kM);
   EXPECT_FALSE(ParseDurationMs("5 parsecs").ok());
-}
-
-TEST(OutputPatternTest, ExpandsSlurmPatterns) {
-  PatternVars v;
-  v.job_id = 42;
-  v.job_name = "train";
-  v.user = "alice";
-  v.node = "node3";
-  EXPECT_EQ(ExpandOutputPattern("", v, "/home/alice"), "/home/alice/slurm-42.out");
-  EXPECT_EQ(ExpandOutputPattern("%x-%j.%u.%N.log", v, "/w"), "/w/train-42.alice.node3.log");
-  EXPECT_EQ(ExpandOutputPattern("/abs/%A_%a.out", v, "/w"), "/abs/42_4294967294.out");
-  EXPECT_EQ(ExpandOutputPattern("100%%-%5j", v, "/w/"), "/w/100%-00042");
-  EXPECT_EQ(ExpandOutputPattern("%q", v, "/w"), "/w/%q");  // unknown: kept
-  EXPECT_EQ(ExpandOutputPattern("out%", v, "/w"), "/w/out%");
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+#include "spec_bounds.h"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "muster/common/job_limits.h"
+#include "muster/common/output_pattern.h"
+
+namespace muster::controller {
+namespace {
+
+Status TooLong(std::string_view what, size_t limit) {
+  return InvalidArgument(std::string(what) + " is longer than " + std::to_string(limit) + " bytes");
+}
+
+// A string that ends up in a path, an argv or a line of output: bounded and free of NUL bytes.
+Status CheckText(std::string_view what, const std::string& s, size_t limit) {
+  if (s.size() > limit) return TooLong(what, limit);
+  if (s.find('\0') != std::string::npos) {
+    return InvalidArgument(std::string(what) + " contains a NUL byte");
+  }
+  return Status::Ok();
+}
+
+Status CheckList(std::string_view what, const google::protobuf::RepeatedPtrField<std::string>& l,
+                 size_t max_entries, size_t entry_limit) {
+  if (static_cast<size_t>(l.size()) > max_entries) {
+    return InvalidArgument(std::string(what) + " has " + std::to_string(l.size()) +
+                           " entries; at most " + std::to_string(max_entries));
+  }
+  for (const std::string& s : l) MUSTER_RETURN_IF_ERROR(CheckText(what, s, entry_limit));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
+  if (spec.script().size() > kMaxScriptBytes) {
+    return InvalidArgument("batch script is larger than " + std::to_string(kMaxScriptBytes >> 20) +
+                           " MiB");
+  }
+  MUSTER_RETURN_IF_ERROR(CheckText("job name", spec.name(), kMaxNameBytes));
+  if (spec.name().find('\n') != std::string::npos) {
+    return InvalidArgument("job name contains a line break");
+  }
+  // The environment and the arguments become execve()'s arrays on the node.
+  if (static_cast<size_t>(spec.environment_size()) > kMaxEnvironmentEntries) {
+    return InvalidArgument("environment has " + std::to_string(spec.environment_size()) +
+                           " variables; at most " + std::to_string(kMaxEnvironmentEntries));
+  }
+  size_t env_bytes = 0;
+  for (const std::string& kv : spec.environment()) {
+    MUSTER_RETURN_IF_ERROR(CheckText("an environment variable", kv, kMaxArgumentBytes));
+    if (kv.find('=') == std::string::npos || kv[0] == '=') {
+      return InvalidArgument("environment entry '" + kv.substr(0, 64) + "' is not KEY=VALUE");
+    }
+    env_bytes += kv.size() + 1;
+  }
+  if (env_bytes > kMaxEnvironmentBytes) return TooLong("the environment", kMaxEnvironmentBytes);
+  MUSTER_RETURN_IF_ERROR(
+      CheckList("script arguments", spec.script_args(), kMaxScriptArgs, kMaxArgumentBytes));
+  size_t arg_bytes = 0;
+  for (const std::string& a : spec.script_args()) arg_bytes += a.size() + 1;
+  if (arg_bytes > kMaxScriptArgsBytes)
+    return TooLong("the script's arguments", kMaxScriptArgsBytes);
+
+  MUSTER_RETURN_IF_ERROR(CheckText("working directory", spec.work_dir(), kMaxPathBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("submit directory", spec.submit_dir(), kMaxPathBytes));
+  MUSTER_RETURN_IF_ERROR(CheckOutputPattern(spec.stdout_pattern(), "--output"));
+  MUSTER_RETURN_IF_ERROR(CheckOutputPattern(spec.stderr_pattern(), "--error"));
+  MUSTER_RETURN_IF_ERROR(CheckText("submit host", spec.submit_host(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("--gpus type", spec.gpu_type(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("--topology", spec.topology(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("--constraint", spec.constraint(), kMaxExpressionBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("--array", spec.array(), kMaxExpressionBytes));
+  MUSTER_RETURN_IF_ERROR(
+      CheckList("--partition", spec.partitions(), kMaxListEntries, kMaxShortStringBytes));
+  if (static_cast<size_t>(spec.gres_size()) > kMaxListEntries) {
+    return InvalidArgument("--gres has " + std::to_string(spec.gres_size()) + " items; at most " +
+                           std::to_string(kMaxListEntries));
+  }
+  for (const v1::GresSpec& g : spec.gres()) {
+    MUSTER_RETURN_IF_ERROR(CheckText("a --gres name", g.name(), kMaxShortStringBytes));
+    MUSTER_RETURN_IF_ERROR(CheckText("a --gres type", g.type(), kMaxShortStringBytes));
+  }
+  // Node lists are checked for size before anything looks at their names (de-duplication,
+  // lookups): a list longer than the cluster is refused at once.
+  const size_t max_nodes = std::max<size_t>(cluster_nodes, 1);
+  MUSTER_RETURN_IF_ERROR(
+      CheckList("--nodelist", spec.required_nodes(), max_nodes, kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(
+      CheckList("--exclude", spec.excluded_nodes(), max_nodes, kMaxShortStringBytes));
+  if (static_cast<size_t>(spec.tasks_per_node_size()) > max_nodes) {
+    return InvalidArgument("tasks per node are given for more nodes than the cluster has");
+  }
+  return Status::Ok();
+}
+
+}  // namespace muster::controller
