@@ -90,10 +90,14 @@ Status Agent::Impl::Start() {
   const OsInventory os = ProbeOs();
   ResolveOptions(os);
   std::error_code ec;
-  fs::create_directories(o.spool_dir, ec);
-  if (ec) return Internal("cannot create spool dir " + o.spool_dir + ": " + ec.message());
+  if (!fs::exists(o.spool_dir, ec)) {
+    fs::create_directories(o.spool_dir, ec);
+    if (ec) return Internal("cannot create spool dir " + o.spool_dir + ": " + ec.message());
+    fs::permissions(o.spool_dir, fs::perms(0755), ec);  // ours alone, whatever the umask
+  }
   if (Status st = CheckOwnDirectory(o.spool_dir); !st.ok()) {
-    return FailedPrecondition("refusing to use spool dir " + o.spool_dir + ": " + st.message());
+    return FailedPrecondition("refusing to use spool dir " + o.spool_dir + ": " + st.message() +
+                              "; musterd keeps only its own files there");
   }
   MUSTER_ASSIGN_OR_RETURN(Discovered found, Discover(o, os));
   ctx_.inventory = std::move(found.inventory);

@@ -35,25 +35,6 @@ bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t m
   return ::close(fd) == 0;
 }
 
-Status CheckOwnDirectory(const std::string& dir) {
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) {
-    return NotFound("cannot examine " + dir + ": " + std::strerror(errno));
-  }
-  if (!S_ISDIR(st.st_mode)) return PermissionDenied(dir + " is not a directory (a link?)");
-  if (st.st_uid != ::geteuid()) {
-    return PermissionDenied(dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to uid " +
-                            std::to_string(::geteuid()) + " that musterd runs as");
-  }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    return PermissionDenied(dir + " can be written by other users (mode " +
-                            std::to_string((st.st_mode >> 6) & 7) +
-                            std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) +
-                            "); musterd keeps only its own files there");
-  }
-  return Status::Ok();
-}
-
 std::string JobSpool::JobDir(uint64_t job_id) const {
   return dir_ + "/job" + std::to_string(job_id);
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "muster/common/own_files.h"
 #include "muster/common/status.h"
 #include "muster/v1/node.pb.h"
 
@@ -20,11 +21,6 @@ namespace muster::agent {
 // started meanwhile holds it open, and never through a symbolic link. False with errno set on
 // failure.
 bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t mode);
-
-// Whether only this process's user can change what is in `dir` (it is a directory, not a link,
-// owned by our effective uid, writable by no group and no other user). The agent acts as root on
-// what its spool holds, so nothing there may be another user's to change.
-Status CheckOwnDirectory(const std::string& dir);
 
 // Every file the agent relies on (a job's state, its keeper's exit record, the controller epoch)
 // lives where only the agent's user can write: the spool directory and its job<ID> directories

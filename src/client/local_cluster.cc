@@ -16,6 +16,7 @@
 
 #include "muster/client/controller_client.h"
 #include "muster/common/config.h"
+#include "muster/common/own_files.h"
 #include "muster/common/procfs.h"
 #include "muster/common/strings.h"
 
@@ -184,14 +185,28 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
                            " is too long for a Unix socket; use a shorter --dir");
   }
   std::error_code ec;
-  for (const char* sub : {"run", "log", "state", "spool"})
-    fs::create_directories(dir + "/" + sub, ec);
-  if (ec) return Internal("cannot create " + dir + ": " + ec.message());
+  for (const std::string& d : {dir, dir + "/run", dir + "/log", dir + "/state", dir + "/spool"}) {
+    if (fs::exists(d, ec)) continue;
+    fs::create_directories(d, ec);
+    if (ec) return Internal("cannot create " + d + ": " + ec.message());
+    // What we create is ours alone, whatever the umask.
+    fs::permissions(d, fs::perms(0755), ec);
+  }
+  // The cluster's daemons run what this directory's config says: it must be ours alone, never
+  // one another user created (or could change) beforehand.
+  for (const std::string& d : {dir, dir + "/run", dir + "/log", dir + "/state", dir + "/spool"}) {
+    if (Status st = CheckOwnDirectory(d); !st.ok()) {
+      return st.Prepend("refusing to use " + dir + " for a local cluster");
+    }
+  }
 
   const std::string conf = dir + "/muster.toml";
   const std::string ctld_pid = dir + "/run/musterctld.pid";
   bool ctld_alive = Alive(ReadPid(ctld_pid), "musterctld");
-  if (fs::exists(conf)) {
+  if (fs::exists(conf) || fs::is_symlink(conf)) {
+    if (Status st = CheckOwnFile(conf); !st.ok()) {
+      return st.Prepend("refusing to use " + dir + " for a local cluster");
+    }
     auto existing = LoadConfig(conf);
     if (!existing.ok()) return existing.status().Prepend("existing local cluster config");
     if (existing->nodes.size() != o.nodes) {

@@ -198,8 +198,8 @@ Status ParseGres(const std::string& v, SubmitOptions* o) {
     uint32_t count = 1;
     if (f.size() == 2) {
       // gpu:N or gpu:type
-      if (auto n = ParseUint(f[1])) {
-        count = static_cast<uint32_t>(*n);
+      if (!f[1].empty() && f[1].find_first_not_of("0123456789") == std::string::npos) {
+        MUSTER_ASSIGN_OR_RETURN(count, Count("--gres", f[1]));
       } else {
         o->gpu_type = f[1];
       }

@@ -9,6 +9,10 @@ namespace muster {
 namespace {
 
 constexpr int64_t kSec = 1000, kMin = 60 * kSec, kHour = 60 * kMin, kDay = 24 * kHour;
+// Bounds that keep every product below int64's range: a limit of 100,000 days is unlimited
+// in all but name, and a node of 2^40 MiB (1 EiB) is beyond any machine.
+constexpr uint64_t kMaxDays = 100'000;
+constexpr uint64_t kMaxMemoryMb = uint64_t{1} << 40;
 
 Status BadTime(std::string_view text) {
   return InvalidArgument("invalid time '" + std::string(text) +
@@ -27,7 +31,7 @@ Result<int64_t> ParseTimeLimit(std::string_view text) {
   bool has_days = dash != std::string::npos;
   if (has_days) {
     auto d = ParseUint(t.substr(0, dash));
-    if (!d) return BadTime(text);
+    if (!d || *d > kMaxDays) return BadTime(text);
     days = static_cast<int64_t>(*d);
     rest = t.substr(dash + 1);
   }
@@ -114,18 +118,14 @@ Result<uint64_t> ParseMemoryMb(std::string_view text) {
     return InvalidArgument("invalid memory size '" + std::string(text) +
                            "': use a number of MiB or a suffix K, M, G, T");
   }
-  uint64_t v = *n;
-  switch (unit) {
-    case 'K':
-      return (v + 1023) / 1024;
-    case 'M':
-      return v;
-    case 'G':
-      return v * 1024;
-    case 'T':
-      return v * 1024 * 1024;
+  const uint64_t v = *n;
+  const uint64_t mb_per_unit = unit == 'G' ? 1024 : unit == 'T' ? 1024 * 1024 : 1;
+  const uint64_t mb = unit == 'K' ? (v + 1023) / 1024 : v;
+  if (mb > kMaxMemoryMb / mb_per_unit) {
+    return InvalidArgument("memory size '" + std::string(text) + "' is too large (at most " +
+                           std::to_string(kMaxMemoryMb >> 20) + "T)");
   }
-  return v;
+  return mb * mb_per_unit;
 }
 
 Result<int64_t> ParseDurationMs(std::string_view text) {
@@ -135,13 +135,19 @@ Result<int64_t> ParseDurationMs(std::string_view text) {
   auto n = ParseUint(t.substr(0, i));
   std::string unit = t.substr(i);
   if (!n) return InvalidArgument("invalid duration '" + t + "': use e.g. 500ms, 30s, 5m, 2h, 1d");
-  int64_t v = static_cast<int64_t>(*n);
-  if (unit == "ms") return v;
-  if (unit == "s" || unit.empty()) return v * kSec;
-  if (unit == "m") return v * kMin;
-  if (unit == "h") return v * kHour;
-  if (unit == "d") return v * kDay;
-  return InvalidArgument("invalid duration unit in '" + t + "': use ms, s, m, h or d");
+  int64_t ms_per_unit = 0;
+  if (unit == "ms") ms_per_unit = 1;
+  if (unit == "s" || unit.empty()) ms_per_unit = kSec;
+  if (unit == "m") ms_per_unit = kMin;
+  if (unit == "h") ms_per_unit = kHour;
+  if (unit == "d") ms_per_unit = kDay;
+  if (ms_per_unit == 0) {
+    return InvalidArgument("invalid duration unit in '" + t + "': use ms, s, m, h or d");
+  }
+  if (*n > kMaxDays * static_cast<uint64_t>(kDay / ms_per_unit)) {
+    return InvalidArgument("duration '" + t + "' is too long");
+  }
+  return static_cast<int64_t>(*n) * ms_per_unit;
 }
 
 std::string FormatTimestamp(int64_t unix_ms) {

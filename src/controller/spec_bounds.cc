@@ -84,6 +84,25 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
     MUSTER_RETURN_IF_ERROR(CheckText("a --gres name", g.name(), kMaxShortStringBytes));
     MUSTER_RETURN_IF_ERROR(CheckText("a --gres type", g.type(), kMaxShortStringBytes));
   }
+  // Numbers from a raw API client are not the CLI's parsed ones: bounded so that no product of
+  // them (memory per GPU times GPUs, tasks times CPUs) can wrap.
+  constexpr uint64_t kMaxMemoryMb = uint64_t{1} << 40;
+  constexpr uint32_t kMaxCount = 10'000'000;
+  constexpr int64_t kMaxTimeLimitMs = int64_t{100'000} * 86'400'000;
+  if (spec.mem_per_node_mb() > kMaxMemoryMb || spec.mem_per_gpu_mb() > kMaxMemoryMb) {
+    return InvalidArgument("memory request is too large (at most 1024T)");
+  }
+  if (spec.time_limit_ms() > kMaxTimeLimitMs || spec.switches_wait_ms() > kMaxTimeLimitMs) {
+    return InvalidArgument("time limit is too long (at most 100000 days)");
+  }
+  for (uint32_t n :
+       {spec.nodes(), spec.min_nodes(), spec.ntasks(), spec.ntasks_per_node(), spec.cpus_per_task(),
+        spec.gpus_per_node(), spec.gpus_total(), spec.gpus_per_task()}) {
+    if (n > kMaxCount) return InvalidArgument("a node, task, CPU or GPU count is too large");
+  }
+  for (const v1::GresSpec& g : spec.gres()) {
+    if (g.count() > kMaxCount) return InvalidArgument("a --gres count is too large");
+  }
   // Node lists are checked for size before anything looks at their names (de-duplication,
   // lookups): a list longer than the cluster is refused at once.
   const size_t max_nodes = std::max<size_t>(cluster_nodes, 1);

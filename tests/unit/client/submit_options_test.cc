@@ -40,6 +40,26 @@ TEST(SubmitArgsTest, GresForms) {
   EXPECT_FALSE(o.gpus_per_node);
 }
 
+// Counts, sizes and times that would wrap are refused, never silently turned into something
+// small (--mem=18014398509481984T once became 0 and reserved nothing; gpu:4294967297 became 1).
+TEST(SubmitArgsTest, ValuesThatWouldOverflowAreRefused) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--mem=18014398509481984T"},
+                                        {"--mem=99999999999999999999"},
+                                        {"--mem-per-gpu=17179869184G"},
+                                        {"--gres=gpu:4294967297"},
+                                        {"--gres=gpu:h100:4294967297"},
+                                        {"--gres=gpu:99999999999999999999999"},
+                                        {"--gpus-per-node=4294967297"},
+                                        {"-t", "99999999999999999-00:00:00"},
+                                        {"-N", "4294967297"}}) {
+    SubmitOptions o;
+    Status st = ParseSubmitArgs(args, "command line", &o);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << args[0] << " accepted";
+  }
+  EXPECT_EQ(*Parse({"--mem=2T"}).mem_mb, 2u << 20);
+  EXPECT_EQ(*Parse({"-t", "99999-00:00:00"}).time_limit_ms, 99999LL * 86'400'000);
+}
+
 TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   SubmitOptions o;
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);

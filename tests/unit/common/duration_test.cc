@@ -55,5 +55,15 @@ TEST(DurationTest, ParsesConfigDurations) {
   EXPECT_FALSE(ParseDurationMs("5 parsecs").ok());
 }
 
+TEST(DurationTest, ValuesThatWouldOverflowAreRefused) {
+  EXPECT_FALSE(ParseMemoryMb("18014398509481984T").ok());
+  EXPECT_FALSE(ParseMemoryMb("1099511627777").ok());
+  EXPECT_EQ(*ParseMemoryMb("1099511627776"), uint64_t{1} << 40);
+  EXPECT_FALSE(ParseTimeLimit("18446744073709551615-00:00:00").ok());
+  EXPECT_FALSE(ParseDurationMs("999999999999999999d").ok());
+  EXPECT_FALSE(ParseDurationMs("9223372036854775807s").ok());
+  EXPECT_EQ(*ParseDurationMs("2d"), 2 * 86'400'000LL);
+}
+
 }  // namespace
 }  // namespace muster

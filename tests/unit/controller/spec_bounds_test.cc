@@ -60,6 +60,16 @@ TEST(SpecBoundsTest, EachPartIsBoundedAndNamedWhenOver) {
   s = Plain();
   for (int i = 0; i < 65; ++i) s.add_gres()->set_name("nic");
   ExpectRefused(s, "--gres has 65 items");
+  // Numbers a raw API client might send, which the CLI's parsers would never produce.
+  s = Plain();
+  s.set_mem_per_gpu_mb(uint64_t{1} << 60);
+  ExpectRefused(s, "memory request is too large");
+  s = Plain();
+  s.set_time_limit_ms(INT64_MAX);
+  ExpectRefused(s, "time limit is too long");
+  s = Plain();
+  s.set_gpus_per_node(4'294'967'295u);
+  ExpectRefused(s, "count is too large");
 }
 
 // The attack that stalled the controller for tens of seconds: ~150,000 names in -w and -x. Now

@@ -100,6 +100,21 @@ TEST_F(ApiDispatchTest, RequestsAndRepliesAreBytesAndTheCallerIsTheTransports) {
   EXPECT_EQ(Call(v1::METHOD_UPDATE_NODE, drain).status.code(), StatusCode::kPermissionDenied);
 }
 
+// Scripts, their arguments and environments are bytes, not UTF-8 text: a Latin-1 script or
+// variable is a job like any other.
+TEST_F(ApiDispatchTest, AScriptOrEnvironmentInAnyEncodingIsAccepted) {
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->set_work_dir("/tmp");
+  req.mutable_spec()->set_script("#!/bin/sh\necho caf\xe9 \xff\xfe\n");
+  req.mutable_spec()->add_script_args("r\xe9sum\xe9");
+  req.mutable_spec()->add_environment("GREETING=d\xe9j\xe0 vu");
+  ApiReply r = Call(v1::METHOD_SUBMIT_JOB, req);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  v1::SubmitJobResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.payload));
+  EXPECT_EQ(Job(resp.job_id()).state(), v1::PENDING);
+}
+
 TEST_F(ApiDispatchTest, TheEncodedJobListIsTheEnginesListInBytes) {
   for (int i = 0; i < 3; ++i) Submit();
   for (bool brief : {true, false}) {
