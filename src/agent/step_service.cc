@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <set>
@@ -29,27 +30,51 @@ namespace {
 // A `muster run` connection: one request, then task output and exits streamed back.
 class StepSession : public std::enable_shared_from_this<StepSession> {
  public:
-  StepSession(AgentContext& ctx, JobSupervisor& jobs, tcp::socket socket)
-      : ctx_(ctx), jobs_(jobs), socket_(std::move(socket)) {}
+  StepSession(AgentContext& ctx, JobSupervisor& jobs, tcp::socket socket,
+              std::shared_ptr<StepService::Counts> counts)
+      : ctx_(ctx),
+        jobs_(jobs),
+        socket_(std::move(socket)),
+        deadline_(socket_.get_executor()),
+        counts_(std::move(counts)) {
+    ++counts_->sessions;
+    ++counts_->unauthenticated;
+  }
   ~StepSession() {
     if (tty_fd_ >= 0) ::close(tty_fd_);
+    --counts_->sessions;
+    if (!authenticated_) --counts_->unauthenticated;
   }
 
+  // The request must arrive in full within the deadline: until its credential is checked the
+  // peer is anyone who can reach the port.
   void Start() {
     auto self = shared_from_this();
-    asio::async_read(socket_, asio::buffer(header_, 8), [this, self](auto ec, size_t) {
-      if (ec) return;
-      uint32_t len = 0, type = 0;
-      if (!DecodeFrameHeader(header_, &len, &type).ok()) return;
-      body_.resize(len);
-      asio::async_read(socket_, asio::buffer(body_), [this, self](auto ec2, size_t) {
-        if (ec2) return;
-        v1::StepLaunchRequest req;
-        if (!req.ParseFromString(body_)) return Fail(InvalidArgument("bad step request"));
-        Status s = Launch(req);
-        if (!s.ok()) return Fail(s);
-        WatchClient();
-      });
+    deadline_.expires_after(std::chrono::milliseconds(ctx_.options.step_request_deadline_ms));
+    deadline_.async_wait([this, self](auto ec) {
+      if (ec || authenticated_) return;
+      boost::system::error_code ignored;
+      socket_.close(ignored);
+    });
+    ReadRequest();
+  }
+
+ private:
+  void ReadRequest() {
+    Frame f;
+    if (frames_.Pop(&f)) {
+      deadline_.cancel();
+      v1::StepLaunchRequest req;
+      if (!req.ParseFromString(f.payload)) return Fail(InvalidArgument("bad step request"));
+      Status s = Launch(req);
+      if (!s.ok()) return Fail(s);
+      frames_.set_max_payload(kMaxStdinFrame);  // what the client may send from now on
+      return WatchClient();
+    }
+    auto self = shared_from_this();
+    socket_.async_read_some(asio::buffer(chunk_), [this, self](auto ec, size_t n) {
+      if (ec || !frames_.Append(chunk_.data(), n).ok()) return;  // gone, or not our protocol
+      ReadRequest();
     });
   }
 
@@ -96,6 +121,8 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
     if (!ConstantTimeEquals(req.credential(), job->launch.credential())) {
       return PermissionDenied("bad credential for job " + std::to_string(req.job_id()));
     }
+    authenticated_ = true;
+    --counts_->unauthenticated;
     if (req.argv().empty()) return InvalidArgument("no command given");
     job_id_ = req.job_id();
     step_id_ = req.step_id();
@@ -398,46 +425,46 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
   // (type 3); when it closes the connection (or sends junk) the step ends, as when srun is
   // killed.
   void WatchClient() {
-    auto self = shared_from_this();
-    asio::async_read(socket_, asio::buffer(header_, 8), [this, self](auto ec, size_t) {
-      uint32_t len = 0, type = 0;
-      const bool ok = !ec && DecodeFrameHeader(header_, &len, &type).ok() &&
-                      ((type == 1 && len <= 64) || (type == 2 && len <= kMaxStdinFrame) ||
-                       (type == 3 && len <= 64));
+    Frame f;
+    while (frames_.Pop(&f)) {
+      const uint32_t type = f.type;
+      const size_t len = f.payload.size();
+      const bool ok = (type == 1 && len <= 64) || (type == 2 && len <= kMaxStdinFrame) ||
+                      (type == 3 && len <= 64);
       if (!ok) {
         if (!done_) KillTasks();
         return;
       }
-      body_.resize(len);
-      asio::async_read(socket_, asio::buffer(body_), [this, self, type](auto ec2, size_t) {
-        if (ec2) {
+      if (type == 2) {
+        ToStdin(f.payload);
+        if (StdinBacklog() > kMaxStdinBacklog) {
+          client_paused_ = true;  // resumed by WriteStdin once the tasks have read some
+          return;
+        }
+      } else if (type == 3) {
+        v1::StepWindow w;
+        if (w.ParseFromString(f.payload) && tty_fd_ >= 0 && w.rows() > 0 && w.cols() > 0) {
+          struct winsize ws {};
+          ws.ws_row = static_cast<unsigned short>(w.rows());
+          ws.ws_col = static_cast<unsigned short>(w.cols());
+          ::ioctl(tty_fd_, TIOCSWINSZ, &ws);  // the task's foreground group gets SIGWINCH
+        }
+      } else {
+        v1::StepSignal sig;
+        if (!sig.ParseFromString(f.payload) || sig.signal() <= 0 || sig.signal() >= 65) {
           if (!done_) KillTasks();
           return;
         }
-        if (type == 2) {
-          ToStdin(body_);
-          if (StdinBacklog() > kMaxStdinBacklog) {
-            client_paused_ = true;  // resumed by WriteStdin once the tasks have read some
-            return;
-          }
-        } else if (type == 3) {
-          v1::StepWindow w;
-          if (w.ParseFromString(body_) && tty_fd_ >= 0 && w.rows() > 0 && w.cols() > 0) {
-            struct winsize ws {};
-            ws.ws_row = static_cast<unsigned short>(w.rows());
-            ws.ws_col = static_cast<unsigned short>(w.cols());
-            ::ioctl(tty_fd_, TIOCSWINSZ, &ws);  // the task's foreground group gets SIGWINCH
-          }
-        } else {
-          v1::StepSignal sig;
-          if (!sig.ParseFromString(body_) || sig.signal() <= 0 || sig.signal() >= 65) {
-            if (!done_) KillTasks();
-            return;
-          }
-          SignalTasks(sig.signal());
-        }
-        WatchClient();
-      });
+        SignalTasks(sig.signal());
+      }
+    }
+    auto self = shared_from_this();
+    socket_.async_read_some(asio::buffer(chunk_), [this, self](auto ec, size_t n) {
+      if (ec || !frames_.Append(chunk_.data(), n).ok()) {
+        if (!done_) KillTasks();
+        return;
+      }
+      WatchClient();
     });
   }
 
@@ -545,8 +572,11 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
   AgentContext& ctx_;
   JobSupervisor& jobs_;
   tcp::socket socket_;
-  char header_[8];
-  std::string body_;
+  asio::steady_timer deadline_;
+  std::shared_ptr<StepService::Counts> counts_;
+  bool authenticated_ = false;  // the request's credential matched its job's
+  FrameAssembler frames_{StepService::kMaxRequestBytes};
+  std::array<char, 16 * 1024> chunk_;
   uint64_t job_id_ = 0;
   uint32_t step_id_ = 0;
   uint32_t run_ = 0;
@@ -601,7 +631,17 @@ void StepService::Accept() {
     }
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    std::make_shared<StepSession>(ctx_, jobs_, std::move(socket))->Start();
+    if (counts_->sessions >= kMaxSessions || counts_->unauthenticated >= kMaxUnauthenticated) {
+      // Dropped at once: a flood of idle connections cannot hold the port's memory, and steps
+      // already running are not affected.
+      spdlog::warn(
+          "node={} step port: too many connections ({} open, {} not yet "
+          "authenticated); refusing one",
+          ctx_.node(), counts_->sessions, counts_->unauthenticated);
+      socket.close(ignored);
+      return Accept();
+    }
+    std::make_shared<StepSession>(ctx_, jobs_, std::move(socket), counts_)->Start();
     Accept();
   });
 }

@@ -6,6 +6,7 @@
 // Io thread, but for Listen and address().
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "agent_context.h"
@@ -16,6 +17,17 @@ namespace muster::agent {
 
 class StepService {
  public:
+  // What the port holds is bounded before anyone is authenticated: a request's size, the time it
+  // may take to arrive (AgentOptions.step_request_deadline_ms), and how many connections may be
+  // open (and how many of them unproven).
+  static constexpr uint32_t kMaxRequestBytes = 4u << 20;
+  static constexpr int kMaxSessions = 1024;
+  static constexpr int kMaxUnauthenticated = 64;
+  struct Counts {
+    int sessions = 0;
+    int unauthenticated = 0;
+  };
+
   StepService(AgentContext& ctx, JobSupervisor& jobs);
 
   // Binds agent.step_address ("host:port", port 0: any) and starts accepting; `hostname` is the
@@ -32,6 +44,7 @@ class StepService {
   JobSupervisor& jobs_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::string address_;
+  std::shared_ptr<Counts> counts_ = std::make_shared<Counts>();  // io thread
 };
 
 }  // namespace muster::agent

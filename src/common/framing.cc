@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -93,6 +94,44 @@ Status DecodeFrameHeader(const char header[8], uint32_t* payload_len, uint32_t* 
   *payload_len = len - 4;
   *type = GetU32(header + 4);
   return Status::Ok();
+}
+
+Status FrameAssembler::Append(const char* data, size_t n) {
+  while (n > 0) {
+    if (partial_.size() < 8) {  // the header, byte by byte as it comes
+      const size_t take = std::min(n, 8 - partial_.size());
+      partial_.append(data, take);
+      data += take;
+      n -= take;
+      if (partial_.size() < 8) break;
+      uint32_t type = 0;
+      MUSTER_RETURN_IF_ERROR(DecodeFrameHeader(partial_.data(), &need_, &type));
+      if (need_ > max_payload_) {
+        return InvalidArgument("frame of " + std::to_string(need_) + " bytes; at most " +
+                               std::to_string(max_payload_) + " here");
+      }
+    }
+    const size_t take = std::min(n, size_t{need_} - (partial_.size() - 8));
+    partial_.append(data, take);
+    data += take;
+    n -= take;
+    if (partial_.size() - 8 == need_) {
+      Frame f;
+      f.type = GetU32(partial_.data() + 4);
+      f.payload = partial_.substr(8);
+      ready_.push_back(std::move(f));
+      partial_.clear();
+      need_ = 0;
+    }
+  }
+  return Status::Ok();
+}
+
+bool FrameAssembler::Pop(Frame* frame) {
+  if (ready_.empty()) return false;
+  *frame = std::move(ready_.front());
+  ready_.pop_front();
+  return true;
 }
 
 Status WriteFrame(int fd, uint32_t type, const std::string& payload) {

@@ -5,11 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <memory>
 
 #include "muster/common/framing.h"
+#include "muster/common/job_limits.h"
 
 namespace muster::rpc {
 
@@ -18,39 +21,74 @@ namespace asio = boost::asio;
 // One client connection: frames in, frames out, in order.
 class LocalApiServer::Connection final : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ApiDispatcher& dispatcher, asio::local::stream_protocol::socket socket)
-      : dispatcher_(dispatcher),
+  Connection(LocalApiServer& server, asio::local::stream_protocol::socket socket)
+      : server_(server),
         socket_(std::move(socket)),
+        deadline_(socket_.get_executor()),
         session_(std::make_shared<ClientSession>()) {}
+  ~Connection() {
+    if (admitted_) server_.Release(session_->caller.uid);
+  }
 
-  void Start(const Config& config) {
+  void Start() {
     struct ucred cred {};
     socklen_t len = sizeof cred;
     if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
       spdlog::warn("local api: cannot read peer credentials; closing");
       return;
     }
-    session_->caller = ResolveCaller(cred.uid, cred.gid, config);
-    ReadHeader();
+    session_->caller = ResolveCaller(cred.uid, cred.gid, server_.config_);
+    if (!server_.Admit(cred.uid)) {
+      // Told why, then closed: the limit is per user, so others are not affected.
+      reply_ = EncodeFrame(static_cast<uint32_t>(StatusCode::kResourceExhausted),
+                           "too many connections from uid " + std::to_string(cred.uid) +
+                               " to the controller; close some and try again");
+      boost::system::error_code ignored;
+      asio::write(socket_, asio::buffer(reply_), ignored);
+      return;
+    }
+    admitted_ = true;
+    Read();
   }
 
  private:
-  void ReadHeader() {
+  // The next request: one already received, or more bytes from the client.
+  void Read() {
+    Frame f;
+    if (frames_.Pop(&f)) return Handle(std::move(f));
+    ArmDeadline();
     auto self = shared_from_this();
-    asio::async_read(socket_, asio::buffer(header_, 8), [this, self](auto ec, size_t) {
-      if (ec) return Closed();  // client closed
-      uint32_t len = 0;
-      if (!DecodeFrameHeader(header_, &len, &method_).ok()) {
-        spdlog::warn("local api: bad frame from uid={}; closing", session_->caller.uid);
+    socket_.async_read_some(asio::buffer(chunk_), [this, self](auto ec, size_t n) {
+      if (ec) return Closed();
+      if (Status st = frames_.Append(chunk_.data(), n); !st.ok()) {
+        spdlog::warn("local api: {} from uid={}; closing", st.message(), session_->caller.uid);
         return Closed();
       }
-      body_.resize(len);
-      asio::async_read(socket_, asio::buffer(body_), [this, self](auto ec2, size_t) {
-        if (ec2) return Closed();
-        dispatcher_.Dispatch(session_, method_, std::move(body_), [this, self](ApiReply r) {
-          asio::post(socket_.get_executor(), [this, self, r = std::move(r)] { Reply(r); });
-        });
-      });
+      Read();
+    });
+  }
+
+  // A request that has started must arrive in full within the deadline; between requests a
+  // connection may idle (an allocation's owner holds one open for as long as it runs).
+  void ArmDeadline() {
+    deadline_.cancel();
+    if (!frames_.mid_frame()) return;
+    deadline_.expires_after(std::chrono::milliseconds(server_.options_.request_deadline_ms));
+    auto self = shared_from_this();
+    deadline_.async_wait([this, self](auto ec) {
+      if (ec) return;  // cancelled: the request arrived, or the connection ended
+      spdlog::warn("local api: uid={} sent part of a request and stalled; closing",
+                   session_->caller.uid);
+      boost::system::error_code ignored;
+      socket_.close(ignored);
+    });
+  }
+
+  void Handle(Frame f) {
+    deadline_.cancel();
+    auto self = shared_from_this();
+    server_.dispatcher_.Dispatch(session_, f.type, std::move(f.payload), [this, self](ApiReply r) {
+      asio::post(socket_.get_executor(), [this, self, r = std::move(r)] { Reply(r); });
     });
   }
 
@@ -59,26 +97,36 @@ class LocalApiServer::Connection final : public std::enable_shared_from_this<Con
     reply_ = EncodeFrame(static_cast<uint32_t>(r.status.code()),
                          r.status.ok() ? r.payload : r.status.message());
     asio::async_write(socket_, asio::buffer(reply_), [this, self](auto ec, size_t) {
+      reply_.clear();
+      reply_.shrink_to_fit();  // a large listing is not kept for the connection's life
       if (ec) return Closed();
-      ReadHeader();
+      Read();
     });
   }
 
   // The client is gone: so are the allocations it held (a released one is unaffected).
-  void Closed() { dispatcher_.SessionClosed(session_); }
+  void Closed() {
+    deadline_.cancel();
+    server_.dispatcher_.SessionClosed(session_);
+  }
 
-  ApiDispatcher& dispatcher_;
+  LocalApiServer& server_;
   asio::local::stream_protocol::socket socket_;
+  asio::steady_timer deadline_;
   std::shared_ptr<ClientSession> session_;
-  char header_[8];
-  uint32_t method_ = 0;
-  std::string body_;
+  bool admitted_ = false;
+  FrameAssembler frames_{kMaxApiRequestBytes};
+  std::array<char, 16 * 1024> chunk_;
   std::string reply_;
 };
 
 LocalApiServer::LocalApiServer(asio::io_context& io, ApiDispatcher& dispatcher,
-                               const Config& config)
-    : io_(io), dispatcher_(dispatcher), config_(config), acceptor_(asio::make_strand(io)) {}
+                               const Config& config, LocalApiServerOptions options)
+    : io_(io),
+      dispatcher_(dispatcher),
+      config_(config),
+      options_(options),
+      acceptor_(asio::make_strand(io)) {}
 
 Status LocalApiServer::Listen(const std::string& path) {
   // Refuse to steal the socket from a live controller.
@@ -103,9 +151,11 @@ Status LocalApiServer::Listen(const std::string& path) {
 }
 
 void LocalApiServer::Accept() {
-  // Each connection's socket runs on the io_context itself, not on the acceptor's strand.
+  // Each connection runs on a strand of its own (its reads, writes and deadline never run at
+  // once), not on the acceptor's.
   acceptor_.async_accept(
-      io_, [this](boost::system::error_code ec, asio::local::stream_protocol::socket socket) {
+      asio::make_strand(io_),
+      [this](boost::system::error_code ec, asio::local::stream_protocol::socket socket) {
         if (ec) {
           if (ec != asio::error::operation_aborted) {
             spdlog::error("local api accept: {}", ec.message());
@@ -113,9 +163,25 @@ void LocalApiServer::Accept() {
           }
           return;
         }
-        std::make_shared<Connection>(dispatcher_, std::move(socket))->Start(config_);
+        std::make_shared<Connection>(*this, std::move(socket))->Start();
         Accept();
       });
+}
+
+bool LocalApiServer::Admit(uid_t uid) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (total_ >= options_.max_connections || per_user_[uid] >= options_.max_connections_per_user) {
+    return false;
+  }
+  ++per_user_[uid];
+  ++total_;
+  return true;
+}
+
+void LocalApiServer::Release(uid_t uid) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (--per_user_[uid] == 0) per_user_.erase(uid);
+  --total_;
 }
 
 void LocalApiServer::Close() {

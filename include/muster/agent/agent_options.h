@@ -22,6 +22,8 @@ struct AgentOptions {
   std::string spool_dir;           // default: config.agent.spool_dir/<node>
   std::string step_address;        // default: config.agent.step_address
   std::string controller_address;  // default: config.controller.agent_address
+  // How long a step connection (srun, muster run) may take to send its request, from connect.
+  int step_request_deadline_ms = 30'000;
   // Seams (tests): how processes start, and how the controller is reached. Empty: fork/exec and
   // the gRPC link.
   std::shared_ptr<Launcher> launcher;

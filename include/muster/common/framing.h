@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 
 #include "muster/common/status.h"
@@ -16,6 +17,33 @@ inline constexpr uint32_t kMaxFramePayload = 64u << 20;
 struct Frame {
   uint32_t type = 0;
   std::string payload;
+};
+
+// Frames out of a byte stream as it arrives, for servers: what is held grows with the bytes
+// received, never with what a header promises, and a header over the limit is refused before
+// its body is read. Thread-compatible.
+class FrameAssembler {
+ public:
+  explicit FrameAssembler(uint32_t max_payload) : max_payload_(max_payload) {}
+
+  // The limit for frames whose header has not arrived yet (a protocol's later frames may be
+  // smaller than its first).
+  void set_max_payload(uint32_t max_payload) { max_payload_ = max_payload; }
+  // Takes received bytes; complete frames queue up for Pop. INVALID_ARGUMENT for a header with a
+  // bad or oversized length: the stream is unusable after it (close the connection).
+  Status Append(const char* data, size_t n);
+  // The oldest complete frame, if any.
+  bool Pop(Frame* frame);
+  // Whether part of a frame has arrived and the rest has not.
+  bool mid_frame() const { return !partial_.empty(); }
+  // The bytes of that part held now (what was received, not what its header promised).
+  size_t held_bytes() const { return partial_.size(); }
+
+ private:
+  uint32_t max_payload_;
+  std::string partial_;  // the incomplete frame at the end of what arrived, header included
+  uint32_t need_ = 0;    // its payload length, once its header is complete
+  std::deque<Frame> ready_;
 };
 
 // Encodes a frame into bytes.

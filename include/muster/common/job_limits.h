@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace muster {
 
@@ -19,6 +20,12 @@ inline constexpr size_t kMaxShortStringBytes = 256;  // a partition, GPU type, G
 inline constexpr size_t kMaxExpressionBytes = 4096;  // --constraint, --array
 inline constexpr size_t kMaxListEntries = 64;        // partitions, GRES items
 inline constexpr int kMaxPatternWidth = 64;          // %NNj: zero-padding in output patterns
+
+// A request to the controller's API: the largest job fits, nothing much larger is read.
+inline constexpr uint32_t kMaxApiRequestBytes = 8u << 20;
+static_assert(kMaxScriptBytes + kMaxEnvironmentBytes + kMaxScriptArgsBytes + (1u << 20) <
+                  kMaxApiRequestBytes,
+              "the largest job must fit in one submission");
 
 // The agent channel's message size limit (both ends): a launch carries the whole job.
 inline constexpr size_t kMaxAgentMessageBytes = 16u << 20;

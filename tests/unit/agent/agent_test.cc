@@ -2,9 +2,12 @@
 // fence and GPU health, in milliseconds, without root, cgroups or a controller.
 #include "muster/agent/agent.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +15,7 @@
 
 #include "agent_fakes.h"
 #include "muster/common/config.h"
+#include "muster/common/framing.h"
 #include "test_user.h"
 
 namespace muster::agent {
@@ -68,6 +72,7 @@ nodes = "node1"
     o.spool_dir = dir_ + "/spool";
     o.gpu_fixture = dir_ + "/gpus.toml";
     o.launcher = real_launcher_ ? real_launcher_ : launcher_;
+    o.step_request_deadline_ms = step_deadline_ms_;
     o.controller_link = [this](const std::string&, const std::string&, const std::string&,
                                ControllerLink::Callbacks cb) {
       auto link = std::make_unique<FakeLink>(std::move(cb));
@@ -134,6 +139,7 @@ nodes = "node1"
   Config config_;
   std::shared_ptr<FakeLauncher> launcher_ = std::make_shared<FakeLauncher>();
   std::shared_ptr<Launcher> real_launcher_;  // set before StartAgent: processes for real
+  int step_deadline_ms_ = 30'000;
   FakeLink* link_ = nullptr;
   std::unique_ptr<Agent> agent_;
 };
@@ -399,6 +405,52 @@ TEST_F(AgentTest, AJobCannotPlantLinksOrTouchTheRecordsTheRootAgentKeeps) {
   std::stringstream kept;
   kept << std::ifstream(precious).rdbuf();
   EXPECT_EQ(kept.str(), "precious\n") << "root wrote through the job's link";
+}
+
+// Anyone who can reach a node's step port can connect before proving anything: what that
+// makes the agent hold is bounded (a request's size, its time to arrive, unproven connections).
+TEST_F(AgentTest, TheStepPortBoundsWhatAStrangerCanMakeItHold) {
+  step_deadline_ms_ = 300;
+  StartAgent();
+  auto connect = [&] {
+    auto fd = ConnectTcp(agent_->step_address(), 2000);
+    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+    return fd.ok() ? *fd : -1;
+  };
+  auto closed_within = [](int fd, int ms) {
+    struct pollfd p {
+      fd, POLLIN, 0
+    };
+    if (::poll(&p, 1, ms) <= 0) return false;
+    char c;
+    return ::read(fd, &c, 1) <= 0;
+  };
+  // A header promising more than any step request may be.
+  int fd = connect();
+  std::string header(8, '\0');
+  const uint32_t len = htonl(4 + (4u << 20) + 1), type = htonl(0);
+  std::memcpy(header.data(), &len, 4);
+  std::memcpy(header.data() + 4, &type, 4);
+  ASSERT_EQ(::write(fd, header.data(), 8), 8);
+  EXPECT_TRUE(closed_within(fd, 2000)) << "it waited for a body it would never take";
+  ::close(fd);
+  // Part of a request, then silence: closed at the deadline.
+  fd = connect();
+  ASSERT_EQ(::write(fd, "\0\0\0\x10", 4), 4);
+  EXPECT_TRUE(closed_within(fd, 3000)) << "a stalled stranger held its connection";
+  ::close(fd);
+  // Connections that never present a request: 64 are held, the next is refused at once.
+  step_deadline_ms_ = 30'000;
+  agent_.reset();
+  StartAgent();
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) idle.push_back(connect());
+  ::usleep(100'000);  // accepted, one by one, on the agent's io thread
+  const int extra = connect();
+  EXPECT_TRUE(closed_within(extra, 2000)) << "a 65th unproven connection was kept";
+  EXPECT_FALSE(closed_within(idle[0], 200)) << "within the bound a connection stays";
+  for (int f : idle) ::close(f);
+  ::close(extra);
 }
 
 TEST(AgentCommandLineTest, OptionsAndMistakes) {
