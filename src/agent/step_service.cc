@@ -19,6 +19,7 @@
 #include "muster/common/strings.h"
 #include "muster/v1/agent.pb.h"
 #include "spawn.h"
+#include "step_grant.h"
 
 namespace muster::agent {
 
@@ -124,6 +125,7 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
     authenticated_ = true;
     --counts_->unauthenticated;
     if (req.argv().empty()) return InvalidArgument("no command given");
+    MUSTER_RETURN_IF_ERROR(CheckStepWithinGrant(req, job->launch, ctx_.node()));
     job_id_ = req.job_id();
     step_id_ = req.step_id();
     run_ = req.run();
