@@ -1,6 +1,7 @@
 // muster cancel (scancel): cancel jobs, or send them a signal, by id or by selection.
 #include <getopt.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "cli.h"
 #include "muster/common/hostlist.h"
+#include "muster/common/job_limits.h"
 #include "muster/common/strings.h"
 #include "output.h"
 
@@ -133,10 +135,28 @@ int CmdCancel(int argc, char** argv) {
   } else {
     for (const JobRef& r : refs) req.add_job_ids(r.id);
   }
-  auto resp = controller->CancelJob(req);
-  if (!resp.ok()) return Fail("cancel", resp.status());
+  // The controller takes at most kMaxJobIdsPerRequest ids at a time (scancel -u of a user with
+  // 50,000 jobs is sent in parts).
+  v1::CancelJobResponse all;
+  const size_t total = static_cast<size_t>(req.job_ids_size() + req.single_job_ids_size());
+  for (size_t from = 0; from < total; from += kMaxJobIdsPerRequest) {
+    v1::CancelJobRequest part = req;
+    part.clear_job_ids();
+    part.clear_single_job_ids();
+    for (size_t i = from; i < std::min(total, from + kMaxJobIdsPerRequest); ++i) {
+      const int n = req.job_ids_size();
+      if (i < static_cast<size_t>(n)) {
+        part.add_job_ids(req.job_ids(static_cast<int>(i)));
+      } else {
+        part.add_single_job_ids(req.single_job_ids(static_cast<int>(i) - n));
+      }
+    }
+    auto resp = controller->CancelJob(part);
+    if (!resp.ok()) return Fail("cancel", resp.status());
+    for (auto& r : *resp->mutable_results()) *all.add_results() = std::move(r);
+  }
   int rc = kExitOk;
-  for (const auto& r : resp->results()) {
+  for (const auto& r : all.results()) {
     if (r.code() == 0) continue;
     if (FrontEnd() == "scancel") {
       // scancel's words and exit status (Slurm 22.05): the error is printed, the exit is 0.

@@ -189,11 +189,14 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
 
 Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
                                                 const v1::CancelJobRequest& req, TimeMs now) {
+  MUSTER_RETURN_IF_ERROR(
+      CheckIdCount(static_cast<size_t>(req.job_ids_size() + req.single_job_ids_size())));
   return jobs_->Cancel(caller, req, now);
 }
 
 Result<v1::UpdateJobResponse> Engine::UpdateJob(const Caller& caller,
                                                 const v1::UpdateJobRequest& req, TimeMs now) {
+  MUSTER_RETURN_IF_ERROR(CheckIdCount(static_cast<size_t>(req.job_ids_size())));
   return jobs_->Update(caller, req, now);
 }
 

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "access.h"
 #include "job_spec.h"
@@ -27,12 +28,17 @@ const JobEntry* JobManager::Find(uint64_t id) const {
 }
 
 std::vector<uint64_t> JobManager::ExpandArrays(const std::vector<uint64_t>& ids) const {
+  // Each id once, whatever the request repeats: an array's id named 10,000 times is still one
+  // array's tasks, not 10,000 copies of them.
   std::vector<uint64_t> out;
+  std::set<uint64_t> seen;
   for (uint64_t id : ids) {
+    if (!seen.insert(id).second) continue;
     bool array = false;
     for (auto it = jobs_.lower_bound(id); it != jobs_.end() && it->second.rec.has_array() &&
                                           it->second.rec.array().array_job_id() == id;
          ++it) {
+      if (it->first != id && !seen.insert(it->first).second) continue;
       out.push_back(it->first);
       array = true;
     }
@@ -116,8 +122,9 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
         .detail = held ? std::optional<std::string>("held at submission (--hold)") : std::nullopt};
     next.push_back(NextRecord(r, c, now));
     m.PutJob(next.back());
-    m.PutJobPayload(r.id(), payload);
   }
+  // Once for a whole array (under its id, the first task's): its tasks share the script.
+  if (!recs.empty()) m.PutJobPayload(recs.front().id(), payload);
   m.PutMeta(next_meta);
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_.Commit(m), "job not accepted: cannot persist it");
   ctx_.meta() = next_meta;
@@ -141,9 +148,12 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
 v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJobRequest& req,
                                          TimeMs now) {
   v1::CancelJobResponse resp;
-  std::vector<uint64_t> targets =
-      ExpandArrays(std::vector<uint64_t>(req.job_ids().begin(), req.job_ids().end()));
-  targets.insert(targets.end(), req.single_job_ids().begin(), req.single_job_ids().end());
+  std::vector<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
+  std::vector<uint64_t> targets = ExpandArrays(ids);
+  std::set<uint64_t> seen(targets.begin(), targets.end());
+  for (uint64_t id : req.single_job_ids()) {
+    if (seen.insert(id).second) targets.push_back(id);
+  }
   for (uint64_t id : targets) {
     v1::CancelJobResult* r = resp.add_results();
     r->set_job_id(id);
@@ -226,7 +236,9 @@ v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJ
 v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJobRequest& req,
                                          TimeMs now) {
   v1::UpdateJobResponse resp;
+  std::set<uint64_t> seen;
   for (uint64_t id : req.job_ids()) {
+    if (!seen.insert(id).second) continue;  // each job once, however often it is named
     v1::CancelJobResult* r = resp.add_results();
     r->set_job_id(id);
     auto fail = [&](StatusCode code, const std::string& m) {
@@ -318,6 +330,22 @@ void JobManager::Archive(TimeMs now) {
     if (purge.size() >= 10'000) break;  // bound one write
   }
   if (purge.empty()) return;
+  // An array's shared script goes with its last task.
+  std::set<uint64_t> purged, arrays;
+  for (const auto& entry : purge) {
+    purged.insert(entry.second);
+    const v1::JobRecord& rec = jobs_.at(entry.second).rec;
+    if (rec.has_array()) arrays.insert(rec.array().array_job_id());
+  }
+  for (uint64_t array_id : arrays) {
+    bool last = true;
+    for (auto it = jobs_.lower_bound(array_id); it != jobs_.end() && it->second.rec.has_array() &&
+                                                it->second.rec.array().array_job_id() == array_id;
+         ++it) {
+      last = last && purged.count(it->first);
+    }
+    if (last) m.DeleteJobPayload(array_id);
+  }
   // Buffered: a lost archive write only means the jobs are archived again later.
   Status st = ctx_.Commit(m, store::Durability::kBuffered);
   if (!st.ok()) {

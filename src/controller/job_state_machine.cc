@@ -229,7 +229,10 @@ void JobManager::SendLaunch(const JobEntry& job, size_t pos) {
     l->mutable_spec()->clear_script();
     l->mutable_spec()->clear_environment();
   } else if (r.spec().script().empty()) {
-    auto payload = ctx_.store().ReadJobPayload(r.id());
+    // An array's tasks share one payload under the array's id (records written before that
+    // have one per task).
+    auto payload = ctx_.store().ReadJobPayload(r.has_array() ? r.array().array_job_id() : r.id());
+    if (!payload.ok() && r.has_array()) payload = ctx_.store().ReadJobPayload(r.id());
     if (payload.ok()) {
       l->mutable_spec()->set_script(std::move(*payload->mutable_script()));
       *l->mutable_spec()->mutable_environment() = std::move(*payload->mutable_environment());

@@ -116,4 +116,12 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   return Status::Ok();
 }
 
+Status CheckIdCount(size_t ids) {
+  if (ids > kMaxJobIdsPerRequest) {
+    return InvalidArgument(std::to_string(ids) + " job ids in one request; at most " +
+                           std::to_string(kMaxJobIdsPerRequest));
+  }
+  return Status::Ok();
+}
+
 }  // namespace muster::controller

@@ -46,12 +46,20 @@ void Mutation::PutJobPayload(uint64_t id, const v1::JobPayload& payload) {
   ops_.push_back({Family::kJobPayload, JobKey(id), payload.SerializeAsString()});
 }
 
+void Mutation::DeleteJobPayload(uint64_t id) {
+  ops_.push_back({Family::kJobPayload, JobKey(id), std::nullopt});
+}
+
 void Mutation::PutNode(const v1::NodeRecord& node) {
   ops_.push_back({Family::kNodes, node.name(), node.SerializeAsString()});
 }
 
 void Mutation::ArchiveJob(const v1::JobRecord& job) {
-  DeleteJob(job.id());
+  if (job.has_array()) {
+    ops_.push_back({Family::kJobs, JobKey(job.id()), std::nullopt});
+  } else {
+    DeleteJob(job.id());
+  }
   ops_.push_back({Family::kJobHistory, JobKey(job.id()), job.SerializeAsString()});
 }
 

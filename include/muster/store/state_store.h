@@ -35,9 +35,12 @@ class Mutation {
   void PutMeta(const v1::MetaRecord& meta);
   void PutJob(const v1::JobRecord& job);
   void DeleteJob(uint64_t id);  // the record and its payload
+  // A job's script and environment; a job array's tasks share one, under the array's id.
   void PutJobPayload(uint64_t id, const v1::JobPayload& payload);
+  void DeleteJobPayload(uint64_t id);
   void PutNode(const v1::NodeRecord& node);
-  // Moves a finished job out of the live set into the history (accounting) family.
+  // Moves a finished job out of the live set into the history (accounting) family, with its
+  // payload (an array task's shared payload stays: DeleteJobPayload when its last task goes).
   void ArchiveJob(const v1::JobRecord& job);
   void DeleteHistory(uint64_t id);  // an archived record past its retention
 

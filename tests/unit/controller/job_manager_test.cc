@@ -322,5 +322,85 @@ TEST_F(EngineTest, CancellingAnArrayIdCancelsEveryTaskButASingleIdOnlyItself) {
   EXPECT_EQ(a->jobs_size(), 4);
 }
 
+// A cancel naming an array's id over and over once produced one result per task per mention:
+// a small request, a reply of millions of rows. Each job is acted on once, and a request names
+// at most kMaxJobIdsPerRequest ids.
+TEST_F(EngineTest, ACancelOrUpdateActsOnEachJobOnceAndNamesBoundedIds) {
+  v1::JobSpec spec = Gang(1, 1);
+  spec.set_array("0-99");
+  auto id = *Submit(spec, Alice());
+  v1::CancelJobRequest repeated;
+  for (int i = 0; i < 10'000; ++i) repeated.add_job_ids(id);
+  repeated.set_signal(10);  // a signal to pending jobs: each answers, and nothing changes
+  auto r = engine_->CancelJob(Alice(), repeated, now_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results_size(), 100) << "one result per task, however often the array is named";
+
+  v1::CancelJobRequest too_many;
+  for (int i = 0; i <= 10'000; ++i) too_many.add_single_job_ids(id);
+  r = engine_->CancelJob(Alice(), too_many, now_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("10001 job ids in one request; at most 10000"),
+            std::string::npos);
+  EXPECT_EQ(Job(id).state(), v1::PENDING) << "a refused request changes nothing";
+
+  v1::UpdateJobRequest hold;
+  hold.set_action(v1::UpdateJobRequest::HOLD);
+  for (int i = 0; i < 50; ++i) hold.add_job_ids(id + 1);
+  auto u = engine_->UpdateJob(Alice(), hold, now_);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->results_size(), 1);
+}
+
+// An array's script and environment are stored once, under the array's id, not once per task
+// (a 1,000-task array of a 4 MiB script was 4 GB); every task still launches with them, and the
+// shared copy goes with the last task to be archived.
+TEST_F(EngineTest, AnArraysScriptIsStoredOnceAndOutlivesAllButItsLastTask) {
+  AllUp();
+  v1::JobSpec spec = Gang(1, 8);
+  spec.set_array("0-3");
+  const std::string script = "#!/bin/sh\n# " + std::string(100'000, 's') + "\n";
+  spec.set_script(script);
+  spec.add_environment("FROM=submit");
+  const uint64_t id = *Submit(spec, Alice());
+  ASSERT_TRUE(store_.ReadJobPayload(id).ok());
+  for (uint64_t k = 1; k < 4; ++k) {
+    EXPECT_EQ(store_.ReadJobPayload(id + k).status().code(), StatusCode::kNotFound)
+        << "task " << k << " has a copy of its own";
+  }
+  Pass();
+  std::map<uint64_t, std::string> node_of;
+  for (uint64_t k = 0; k < 4; ++k) {
+    node_of[id + k] = Job(id + k).nodes(0);
+    bool launched = false;
+    for (const auto& m : Sent(node_of[id + k])) {
+      if (!m.has_launch_job() || m.launch_job().job_id() != id + k) continue;
+      launched = true;
+      EXPECT_EQ(m.launch_job().spec().script(), script);
+      EXPECT_EQ(m.launch_job().spec().environment(0), "FROM=submit");
+    }
+    EXPECT_TRUE(launched) << "task " << k;
+  }
+  // Tasks 0 and 1 end and are archived: the shared script stays for 2 and 3.
+  for (uint64_t k : {0, 1}) {
+    Exited(id + k, node_of[id + k], 0);
+    Cleaned(id + k, node_of[id + k]);
+  }
+  now_ += 61'000;
+  AllUp();
+  engine_->Tick(now_);
+  EXPECT_TRUE(store_.ReadJobPayload(id).ok()) << "removed while tasks of the array still live";
+  for (uint64_t k : {2, 3}) {
+    Exited(id + k, node_of[id + k], 0);
+    Cleaned(id + k, node_of[id + k]);
+  }
+  now_ += 61'000;
+  AllUp();
+  engine_->Tick(now_);
+  EXPECT_EQ(store_.ReadJobPayload(id).status().code(), StatusCode::kNotFound)
+      << "the array's script outlived all of its tasks";
+}
+
 }  // namespace
 }  // namespace muster::controller
