@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "muster/v1/controller.pb.h"
+#include "request_bounds.h"
 
 namespace muster::rpc {
 namespace {
@@ -34,6 +35,7 @@ ApiReply Handle(const std::string& payload, Fn&& fn) {
   if (!req.ParseFromString(payload)) {
     return {InvalidArgument("request does not parse as " + Req().GetTypeName()), ""};
   }
+  if (Status st = CheckRequestBounds(req); !st.ok()) return {st, ""};
   auto result = fn(req);
   if (!result.ok()) return {result.status(), ""};
   return {Status::Ok(), result->SerializeAsString()};
@@ -54,6 +56,7 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
       if (!req.ParseFromString(payload)) {
         return done({InvalidArgument("request does not parse as " + req.GetTypeName()), ""});
       }
+      if (Status st = CheckRequestBounds(req); !st.ok()) return done({st, ""});
       auto query = std::make_shared<controller::Engine::AccountingQuery>(
           engine.PrepareAccounting(req, runner_.Now()));
       runner_.executor().Offload(controller::Executor::Lane::kQuery, [query, done] {
@@ -107,6 +110,7 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
       if (!req.ParseFromString(payload)) {
         return {InvalidArgument("request does not parse as " + req.GetTypeName()), ""};
       }
+      if (Status st = CheckRequestBounds(req); !st.ok()) return {st, ""};
       return {Status::Ok(), EncodeJobList(engine, req)};
     }
     case v1::METHOD_LIST_NODES:

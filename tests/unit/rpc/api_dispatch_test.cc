@@ -115,6 +115,41 @@ TEST_F(ApiDispatchTest, AScriptOrEnvironmentInAnyEncodingIsAccepted) {
   EXPECT_EQ(Job(resp.job_id()).state(), v1::PENDING);
 }
 
+// Every request is checked before the engine sees it: unknown enum values, oversized lists and
+// strings with NUL bytes get INVALID_ARGUMENT with a message and change nothing.
+TEST_F(ApiDispatchTest, MalformedRequestsAreRefusedBeforeTheEngine) {
+  const uint64_t id = Submit();
+  auto refused = [&](v1::Method method, const google::protobuf::MessageLite& req,
+                     const std::string& says) {
+    ApiReply r = Call(method, req);
+    EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument) << says;
+    EXPECT_NE(r.status.message().find(says), std::string::npos) << r.status.message();
+  };
+  v1::UpdateJobRequest bad_action;
+  bad_action.add_job_ids(id);
+  bad_action.set_action(static_cast<v1::UpdateJobRequest::Action>(77));
+  refused(v1::METHOD_UPDATE_JOB, bad_action, "unknown job action 77");
+  v1::ListJobsRequest bad_state;
+  bad_state.add_states(static_cast<v1::JobState>(1234));
+  refused(v1::METHOD_LIST_JOBS, bad_state, "unknown job state 1234");
+  v1::ListJobsRequest many_users;
+  for (int i = 0; i <= 100'000; ++i) many_users.add_users("u");
+  refused(v1::METHOD_LIST_JOBS, many_users, "users: 100001 entries");
+  v1::ListAccountingRequest nul_user;
+  nul_user.add_users(std::string("ali\0ce", 6));
+  refused(v1::METHOD_LIST_ACCOUNTING, nul_user, "NUL byte");
+  v1::UpdateNodeRequest long_reason;
+  long_reason.set_nodes("node1");
+  long_reason.set_action(v1::UpdateNodeRequest::DRAIN);
+  long_reason.set_reason(std::string(5000, 'r'));
+  refused(v1::METHOD_UPDATE_NODE, long_reason, "reason is longer than 1024 bytes");
+  v1::CancelJobRequest bad_signal;
+  bad_signal.add_job_ids(id);
+  bad_signal.set_signal(1000);
+  refused(v1::METHOD_CANCEL_JOB, bad_signal, "signal 1000 is not one");
+  EXPECT_EQ(Job(id).state(), v1::PENDING) << "nothing changed";
+}
+
 TEST_F(ApiDispatchTest, TheEncodedJobListIsTheEnginesListInBytes) {
   for (int i = 0; i < 3; ++i) Submit();
   for (bool brief : {true, false}) {

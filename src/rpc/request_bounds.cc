@@ -1,0 +1,99 @@
+#include "request_bounds.h"
+
+#include <string>
+#include <string_view>
+
+#include "muster/common/job_limits.h"
+
+namespace muster::rpc {
+namespace {
+
+// Names in a filter or list (users, partitions, nodes): more than this is not a query anyone
+// types, and each is short.
+constexpr int kMaxNames = 100'000;
+
+Status CheckText(std::string_view what, const std::string& s, size_t limit) {
+  if (s.size() > limit) {
+    return InvalidArgument(std::string(what) + " is longer than " + std::to_string(limit) +
+                           " bytes");
+  }
+  if (s.find('\0') != std::string::npos) {
+    return InvalidArgument(std::string(what) + " contains a NUL byte");
+  }
+  return Status::Ok();
+}
+
+Status CheckNames(std::string_view what, const google::protobuf::RepeatedPtrField<std::string>& l,
+                  int max = kMaxNames) {
+  if (l.size() > max) {
+    return InvalidArgument(std::string(what) + ": " + std::to_string(l.size()) +
+                           " entries; at most " + std::to_string(max));
+  }
+  for (const std::string& s : l) MUSTER_RETURN_IF_ERROR(CheckText(what, s, kMaxShortStringBytes));
+  return Status::Ok();
+}
+
+Status CheckIds(std::string_view what, int n) {
+  if (static_cast<size_t>(n) > kMaxJobIdsPerRequest) {
+    return InvalidArgument(std::string(what) + ": " + std::to_string(n) + " job ids; at most " +
+                           std::to_string(kMaxJobIdsPerRequest));
+  }
+  return Status::Ok();
+}
+
+template <typename States>
+Status CheckStates(const States& states) {
+  if (states.size() > 64) return InvalidArgument("too many job states in one filter");
+  for (int s : states) {
+    if (!v1::JobState_IsValid(s)) return InvalidArgument("unknown job state " + std::to_string(s));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckRequestBounds(const v1::ListJobsRequest& r) {
+  MUSTER_RETURN_IF_ERROR(CheckNames("users", r.users()));
+  MUSTER_RETURN_IF_ERROR(CheckNames("partitions", r.partitions()));
+  MUSTER_RETURN_IF_ERROR(CheckIds("job ids", r.job_ids_size()));
+  return CheckStates(r.states());
+}
+
+Status CheckRequestBounds(const v1::ListNodesRequest& r) { return CheckNames("nodes", r.names()); }
+
+Status CheckRequestBounds(const v1::UpdateNodeRequest& r) {
+  if (!v1::UpdateNodeRequest::Action_IsValid(r.action())) {
+    return InvalidArgument("unknown node action " + std::to_string(r.action()));
+  }
+  MUSTER_RETURN_IF_ERROR(CheckText("node list", r.nodes(), kMaxExpressionBytes));
+  return CheckText("reason", r.reason(), kMaxNameBytes);
+}
+
+Status CheckRequestBounds(const v1::UpdateJobRequest& r) {
+  if (!v1::UpdateJobRequest::Action_IsValid(r.action())) {
+    return InvalidArgument("unknown job action " + std::to_string(r.action()));
+  }
+  return CheckIds("job ids", r.job_ids_size());
+}
+
+Status CheckRequestBounds(const v1::CancelJobRequest& r) {
+  if (r.signal() < 0 || r.signal() > 64) {
+    return InvalidArgument("signal " + std::to_string(r.signal()) + " is not one (1-64)");
+  }
+  return CheckIds("job ids", r.job_ids_size() + r.single_job_ids_size());
+}
+
+Status CheckRequestBounds(const v1::CreateStepRequest& r) {
+  MUSTER_RETURN_IF_ERROR(CheckText("step name", r.name(), kMaxNameBytes));
+  MUSTER_RETURN_IF_ERROR(CheckNames("--nodelist", r.nodelist()));
+  return CheckNames("--exclude", r.exclude());
+}
+
+Status CheckRequestBounds(const v1::ListAccountingRequest& r) {
+  MUSTER_RETURN_IF_ERROR(CheckNames("users", r.users()));
+  MUSTER_RETURN_IF_ERROR(CheckNames("partitions", r.partitions()));
+  MUSTER_RETURN_IF_ERROR(CheckIds("job ids", r.job_ids_size()));
+  return CheckStates(r.states());
+}
+
+}  // namespace muster::rpc
