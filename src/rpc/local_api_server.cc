@@ -9,7 +9,9 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "muster/common/framing.h"
 #include "muster/common/job_limits.h"
@@ -18,27 +20,56 @@ namespace muster::rpc {
 
 namespace asio = boost::asio;
 
+class LocalApiServer::Admission {
+ public:
+  explicit Admission(LocalApiServerOptions options) : options_(options) {}
+  const LocalApiServerOptions& options() const { return options_; }
+  // Counts a new connection of `uid`; false when over a limit.
+  bool Admit(uid_t uid) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (total_ >= options_.max_connections || per_user_[uid] >= options_.max_connections_per_user) {
+      return false;
+    }
+    ++per_user_[uid];
+    ++total_;
+    return true;
+  }
+  void Release(uid_t uid) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (--per_user_[uid] == 0) per_user_.erase(uid);
+    --total_;
+  }
+
+ private:
+  const LocalApiServerOptions options_;
+  std::mutex mu_;
+  std::map<uid_t, int> per_user_;  // mu_
+  int total_ = 0;                  // mu_
+};
+
 // One client connection: frames in, frames out, in order.
 class LocalApiServer::Connection final : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(LocalApiServer& server, asio::local::stream_protocol::socket socket)
-      : server_(server),
+  Connection(ApiDispatcher& dispatcher, std::shared_ptr<Admission> admission,
+             asio::local::stream_protocol::socket socket)
+      : dispatcher_(dispatcher),
+        admission_(std::move(admission)),
         socket_(std::move(socket)),
         deadline_(socket_.get_executor()),
         session_(std::make_shared<ClientSession>()) {}
   ~Connection() {
-    if (admitted_) server_.Release(session_->caller.uid);
+    if (admitted_) admission_->Release(session_->caller.uid);
   }
 
-  void Start() {
+  void Start(const Config& config) {
     struct ucred cred {};
     socklen_t len = sizeof cred;
     if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
       spdlog::warn("local api: cannot read peer credentials; closing");
       return;
     }
-    session_->caller = ResolveCaller(cred.uid, cred.gid, server_.config_);
-    if (!server_.Admit(cred.uid)) {
+    session_->caller = ResolveCaller(cred.uid, cred.gid, config);
+    if (!admission_->Admit(cred.uid)) {
       // Told why, then closed: the limit is per user, so others are not affected.
       reply_ = EncodeFrame(static_cast<uint32_t>(StatusCode::kResourceExhausted),
                            "too many connections from uid " + std::to_string(cred.uid) +
@@ -73,7 +104,7 @@ class LocalApiServer::Connection final : public std::enable_shared_from_this<Con
   void ArmDeadline() {
     deadline_.cancel();
     if (!frames_.mid_frame()) return;
-    deadline_.expires_after(std::chrono::milliseconds(server_.options_.request_deadline_ms));
+    deadline_.expires_after(std::chrono::milliseconds(admission_->options().request_deadline_ms));
     auto self = shared_from_this();
     deadline_.async_wait([this, self](auto ec) {
       if (ec) return;  // cancelled: the request arrived, or the connection ended
@@ -87,7 +118,7 @@ class LocalApiServer::Connection final : public std::enable_shared_from_this<Con
   void Handle(Frame f) {
     deadline_.cancel();
     auto self = shared_from_this();
-    server_.dispatcher_.Dispatch(session_, f.type, std::move(f.payload), [this, self](ApiReply r) {
+    dispatcher_.Dispatch(session_, f.type, std::move(f.payload), [this, self](ApiReply r) {
       asio::post(socket_.get_executor(), [this, self, r = std::move(r)] { Reply(r); });
     });
   }
@@ -107,10 +138,11 @@ class LocalApiServer::Connection final : public std::enable_shared_from_this<Con
   // The client is gone: so are the allocations it held (a released one is unaffected).
   void Closed() {
     deadline_.cancel();
-    server_.dispatcher_.SessionClosed(session_);
+    dispatcher_.SessionClosed(session_);
   }
 
-  LocalApiServer& server_;
+  ApiDispatcher& dispatcher_;  // used only while the io_context runs, which the server outlives
+  std::shared_ptr<Admission> admission_;
   asio::local::stream_protocol::socket socket_;
   asio::steady_timer deadline_;
   std::shared_ptr<ClientSession> session_;
@@ -125,7 +157,7 @@ LocalApiServer::LocalApiServer(asio::io_context& io, ApiDispatcher& dispatcher,
     : io_(io),
       dispatcher_(dispatcher),
       config_(config),
-      options_(options),
+      admission_(std::make_shared<Admission>(options)),
       acceptor_(asio::make_strand(io)) {}
 
 Status LocalApiServer::Listen(const std::string& path) {
@@ -163,25 +195,9 @@ void LocalApiServer::Accept() {
           }
           return;
         }
-        std::make_shared<Connection>(*this, std::move(socket))->Start();
+        std::make_shared<Connection>(dispatcher_, admission_, std::move(socket))->Start(config_);
         Accept();
       });
-}
-
-bool LocalApiServer::Admit(uid_t uid) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (total_ >= options_.max_connections || per_user_[uid] >= options_.max_connections_per_user) {
-    return false;
-  }
-  ++per_user_[uid];
-  ++total_;
-  return true;
-}
-
-void LocalApiServer::Release(uid_t uid) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (--per_user_[uid] == 0) per_user_.erase(uid);
-  --total_;
 }
 
 void LocalApiServer::Close() {

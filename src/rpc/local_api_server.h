@@ -9,8 +9,7 @@
 #include <utility>  // Asio 1.74 uses std::exchange without including <utility> itself
 #include <boost/asio.hpp>
 // clang-format on
-#include <map>
-#include <mutex>
+#include <memory>
 #include <string>
 
 #include "muster/common/config.h"
@@ -39,19 +38,16 @@ class LocalApiServer {
 
  private:
   class Connection;
+  // Connections per user and in all. Shared with the connections, which may outlive the server
+  // (their pending handlers go with the io_context).
+  class Admission;
   void Accept();
-  // Counts a new connection of `uid`; false when over a limit.
-  bool Admit(uid_t uid);
-  void Release(uid_t uid);
 
   boost::asio::io_context& io_;
   ApiDispatcher& dispatcher_;
   const Config& config_;
-  const LocalApiServerOptions options_;
+  std::shared_ptr<Admission> admission_;
   boost::asio::local::stream_protocol::acceptor acceptor_;  // on its own strand
-  std::mutex mu_;
-  std::map<uid_t, int> per_user_;  // mu_
-  int total_ = 0;                  // mu_
 };
 
 }  // namespace muster::rpc
