@@ -106,10 +106,8 @@ std::vector<JobSpool::Left> JobSpool::Scan() const {
       const std::string aside = dir + ".corrupt";
       fs::rename(dir, aside, ec);
       spdlog::error(
-          "{}/state is corrupt or untrusted; moved aside to {} (the controller will treat the job "
-          "as "
-          "lost on "
-          "this node)",
+          "{}/state is corrupt or untrusted; moved aside to {} (the controller will treat the "
+          "job as lost on this node)",
           dir, aside);
     } else {
       left.job_id = st.launch().job_id();

@@ -7,6 +7,7 @@
 
 #include "muster/controller/manual_executor.h"
 #include "muster/rpc/controller_server.h"
+#include "one_node_config.h"
 
 namespace muster::rpc {
 namespace {
@@ -17,16 +18,7 @@ class ApiDispatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
     spdlog::set_level(spdlog::level::warn);
-    auto c = ParseConfig(R"(
-[[nodes]]
-names = "node1"
-cpus = 8
-memory_mb = 16000
-[[partition]]
-name = "cpu"
-nodes = "node1"
-)",
-                         "t.toml");
+    auto c = testing::OneNodeConfig();
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     controller::ControllerRunnerOptions o;
     o.config = *c;

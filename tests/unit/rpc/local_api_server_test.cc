@@ -14,6 +14,7 @@
 #include "muster/controller/controller_runner.h"
 #include "muster/rpc/asio_executor.h"
 #include "muster/store/state_store.h"
+#include "one_node_config.h"
 
 namespace muster::rpc {
 namespace {
@@ -25,16 +26,7 @@ class LocalApiServerTest : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() / ("muster-api-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     socket_ = (dir_ / "api.sock").string();
-    auto c = ParseConfig(R"(
-[[nodes]]
-names = "node1"
-cpus = 8
-memory_mb = 16000
-[[partition]]
-name = "cpu"
-nodes = "node1"
-)",
-                         "t.toml");
+    auto c = testing::OneNodeConfig();
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     config_ = *c;
     controller::ControllerRunnerOptions o;
