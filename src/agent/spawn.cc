@@ -122,7 +122,13 @@ long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
   return r;
 }
 
-[[noreturn]] void ChildFail(ChildArgs* a, int stage) {
+#if defined(__clang__) || defined(__GNUC__)
+#define MUSTER_CHILD_CODE __attribute__((no_sanitize("address", "undefined")))
+#else
+#define MUSTER_CHILD_CODE
+#endif
+
+[[noreturn]] MUSTER_CHILD_CODE void ChildFail(ChildArgs* a, int stage) {
   a->err = errno;
   a->stage = stage;
   if (a->report_fd >= 0) {
@@ -143,7 +149,10 @@ int OpenRead(const char* path) {
       Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
 }
 
-int ChildMain(void* arg) {
+// Not instrumented by the sanitizers: the child shares the agent's memory on a 64 KiB stack
+// until it execs, and AddressSanitizer's bookkeeping (its no-return hook inspects the signal
+// stack) does not belong in it.
+MUSTER_CHILD_CODE int ChildMain(void* arg) {
   auto* a = static_cast<ChildArgs*>(arg);
   // Default dispositions and an empty mask: the job must not inherit the agent's signal setup.
   KernelSigaction dfl{SIG_DFL, 0, nullptr, 0};
@@ -248,7 +257,7 @@ void KillChildrenUntilNone() {
   }
 }
 
-int KeeperMain(void* arg) {
+MUSTER_CHILD_CODE int KeeperMain(void* arg) {
   auto* k = static_cast<KeeperArgs*>(arg);
   ChildArgs* c = k->child;
   // Its own session, deaf to the signals aimed at the agent's terminal or at the job's process
