@@ -244,7 +244,7 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
   env.Slurm("DISTRIBUTION", "block");
   if (step.pmi()) {
     env.Set("PMI_RANK", std::to_string(procid));
-    env.Set("PMI_ID", std::to_string(procid));
+    env.Set("PMI_ID", std::to_string((step.pmi_id_base() + procid) & 0x7fffffff));
     env.Set("PMI_SIZE", std::to_string(step.total_tasks()));
   }
   if (!launch_host.empty()) {

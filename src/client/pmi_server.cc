@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,9 +35,26 @@ std::map<std::string, std::string> ParseLine(const std::string& line) {
 
 }  // namespace
 
-PmiServer::PmiServer(uint32_t size, std::string kvs, const std::vector<uint32_t>& tasks_per_node)
-    : size_(size), kvs_(std::move(kvs)) {
+PmiServer::PmiServer(uint32_t size, std::string kvs, const std::vector<uint32_t>& tasks_per_node,
+                     uint32_t id_base)
+    : size_(size), kvs_(std::move(kvs)), id_base_(id_base & 0x7fffffff), claimed_(size, false) {
   kv_["PMI_process_mapping"] = ProcessMapping(tasks_per_node);
+}
+
+uint32_t PmiServer::RandomIdBase() {
+  uint32_t v = 0;
+  while (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
+  }
+  return v & 0x7fffffff;
+}
+
+void PmiServer::Stranger(int fd) {
+  Close(fd);
+  if (++strangers_ >= kMaxStrangers && listener_ >= 0) {
+    // Someone is guessing: the tasks that have not connected yet will fail, the step with them.
+    ::close(listener_);
+    listener_ = -1;
+  }
 }
 
 PmiServer::~PmiServer() {
@@ -97,7 +115,15 @@ std::vector<int> PmiServer::Fds() const {
 void PmiServer::Handle(int fd) {
   if (fd == listener_) {
     int c = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c >= 0) conns_[c] = Conn();
+    if (c < 0) return;
+    // At most one connection per rank, and a few unproven ones at a time.
+    size_t unproven = 0;
+    for (const auto& [other, conn] : conns_) unproven += conn.rank < 0;
+    if (unproven >= static_cast<size_t>(kMaxStrangers)) {
+      ::close(c);
+      return;
+    }
+    conns_[c] = Conn();
     return;
   }
   auto it = conns_.find(fd);
@@ -116,6 +142,10 @@ void PmiServer::Handle(int fd) {
     Close(fd);
     return;
   }
+  if (it->second.rank < 0 && it->second.in.size() > 256 &&
+      it->second.in.find('\n') == std::string::npos) {
+    return Stranger(fd);  // an initack line is short
+  }
   size_t nl;
   while (conns_.count(fd) && (nl = conns_[fd].in.find('\n')) != std::string::npos) {
     std::string line = conns_[fd].in.substr(0, nl);
@@ -127,10 +157,14 @@ void PmiServer::Handle(int fd) {
 void PmiServer::Command(int fd, Conn& c, const std::string& line) {
   auto f = ParseLine(line);
   const std::string cmd = f.count("cmd") ? f["cmd"] : "";
-  if (cmd == "initack") {
-    // PMI_PORT mode: the task names itself, then learns its size and rank.
-    auto id = ParseUint(f["pmiid"]);
-    c.rank = id ? static_cast<int>(*id) : -1;
+  if (c.rank < 0) {
+    // PMI_PORT mode: the task names itself first, with the PMI_ID only the step's tasks have.
+    auto id = cmd == "initack" ? ParseUint(f["pmiid"]) : std::nullopt;
+    const uint32_t rank =
+        id && *id <= 0x7fffffff ? (static_cast<uint32_t>(*id) - id_base_) & 0x7fffffff : size_;
+    if (rank >= size_ || claimed_[rank]) return Stranger(fd);
+    claimed_[rank] = true;
+    c.rank = static_cast<int>(rank);
     Reply(fd, "cmd=initack");
     Reply(fd, "cmd=set size=" + std::to_string(size_));
     Reply(fd, "cmd=set rank=" + std::to_string(c.rank));

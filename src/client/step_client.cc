@@ -293,6 +293,7 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   }
   // PMI for MPI programs: listen where the agents reached us, so the tasks can too.
   std::optional<PmiServer> pmi;
+  uint32_t pmi_id_base = 0;
   std::vector<std::string> environment = o.environment;
   if (o.pmi && !conns.empty()) {
     sockaddr_storage ss{};
@@ -305,7 +306,9 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
         ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, host, sizeof host);
       }
     }
-    pmi.emplace(step.total_tasks(), "muster_" + jid + "_" + std::to_string(step.step_id()), counts);
+    pmi_id_base = PmiServer::RandomIdBase();
+    pmi.emplace(step.total_tasks(), "muster_" + jid + "_" + std::to_string(step.step_id()), counts,
+                pmi_id_base);
     auto where = pmi->Listen(host);
     if (!where.ok()) return give_up(where.status());
     environment.push_back("PMI_PORT=" + *where);
@@ -335,6 +338,7 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     req.set_step_name(step.name());
     req.set_run(step.run());
     req.set_pmi(pmi.has_value());
+    req.set_pmi_id_base(pmi_id_base);
     req.set_stdin_mode(o.pty ? v1::StepLaunchRequest::STDIN_TASK : o.stdin_mode);
     req.set_stdin_task(o.pty ? 0 : o.stdin_task);
     req.set_stdin_pattern(o.stdin_pattern);

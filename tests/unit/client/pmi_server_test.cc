@@ -117,5 +117,47 @@ TEST(PmiServerTest, AConnectionSendingNoLinesIsDropped) {
   EXPECT_EQ(server.Fds().size(), 1u) << "only the listener is left";
 }
 
+// The PMI port is reachable by anyone: another user once sent `abort` and ended a step. Only a
+// connection that first names itself with a task's secret PMI_ID is served, each rank once; after
+// a few strangers the server stops accepting.
+TEST(PmiServerTest, OnlyTheStepsTasksAreServed) {
+  const uint32_t base = 0x7ffffff0;  // ids wrap past 2^31
+  PmiServer server(2, "kvs", {2}, base);
+  auto where = server.Listen("127.0.0.1");
+  ASSERT_TRUE(where.ok());
+  {
+    FakeRank stranger(server, *where);
+    stranger.Send("cmd=abort exitcode=9");
+    EXPECT_FALSE(server.aborted()) << "a stranger ended the step";
+    EXPECT_EQ(stranger.Line(), "");
+  }
+  {
+    FakeRank guesser(server, *where);
+    guesser.Send("cmd=initack pmiid=0");  // rank 0's id without the secret
+    EXPECT_EQ(guesser.Line(), "") << "served without the step's secret";
+    guesser.Send("cmd=abort exitcode=9");
+    EXPECT_FALSE(server.aborted());
+  }
+  FakeRank r1(server, *where);
+  r1.Send("cmd=initack pmiid=" + std::to_string(PmiServer::IdOf(base, 1)));
+  EXPECT_EQ(r1.Line(), "cmd=initack");
+  EXPECT_EQ(r1.Line(), "cmd=set size=2");
+  EXPECT_EQ(r1.Line(), "cmd=set rank=1");
+  {
+    FakeRank again(server, *where);  // rank 1's id a second time
+    again.Send("cmd=initack pmiid=" + std::to_string(PmiServer::IdOf(base, 1)));
+    EXPECT_EQ(again.Line(), "") << "a rank connected twice";
+  }
+  // Three strangers so far; the rest of the allowance, and the listener is gone.
+  for (int i = 3; i < PmiServer::kMaxStrangers; ++i) {
+    FakeRank s(server, *where);
+    s.Send("cmd=initack pmiid=" + std::to_string(i + 100));
+  }
+  EXPECT_FALSE(ConnectTcp(*where, 500).ok()) << "a stranger could still connect";
+  EXPECT_EQ(server.Fds().size(), 1u) << "only rank 1's connection is left";
+  r1.Send("cmd=abort exitcode=3");
+  EXPECT_TRUE(server.aborted()) << "a real task still can";
+}
+
 }  // namespace
 }  // namespace muster::client
