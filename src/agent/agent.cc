@@ -89,6 +89,15 @@ Status Agent::Impl::Start() {
   AgentOptions& o = options_;
   const OsInventory os = ProbeOs();
   ResolveOptions(os);
+  if (!IsLoopbackAddress(o.controller_address)) {
+    if (!o.config.controller.insecure) {
+      return FailedPrecondition("controller address " + o.controller_address +
+                                " is not a loopback address and the agent channel has no TLS "
+                                "yet; set insecure = true under [controller] to accept that");
+    }
+    spdlog::warn("node={} talks to the controller at {} without TLS (controller.insecure = true)",
+                 o.node_name, o.controller_address);
+  }
   std::error_code ec;
   if (!fs::exists(o.spool_dir, ec)) {
     fs::create_directories(o.spool_dir, ec);

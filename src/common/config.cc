@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "muster/common/duration.h"
+#include "muster/common/framing.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
 #include "muster/common/toml.h"
@@ -150,6 +151,13 @@ Status TableArray(TableReader& parent, const std::string& key,
 }
 
 Status Validate(Config& c, const std::string& source) {
+  if (!IsLoopbackAddress(c.controller.agent_address) && !c.controller.insecure) {
+    return FailedPrecondition(
+        source + ": controller.agent_address " + c.controller.agent_address +
+        " is not a loopback address, and the agent channel has no TLS yet: anyone who can reach "
+        "it could register as a node. Keep it on a network only the cluster's hosts reach and "
+        "say so with `insecure = true` under [controller]");
+  }
   std::set<std::string> node_names;
   for (const auto& n : c.nodes) {
     if (!node_names.insert(n.name).second) {
@@ -224,6 +232,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       [&](TableReader& t) {
         MUSTER_RETURN_IF_ERROR(t.String("socket", &c.controller.socket_path));
         MUSTER_RETURN_IF_ERROR(t.String("agent_address", &c.controller.agent_address));
+        MUSTER_RETURN_IF_ERROR(t.Bool("insecure", &c.controller.insecure));
         MUSTER_RETURN_IF_ERROR(t.String("state_dir", &c.controller.state_dir));
         MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
         return t.String("log_file", &c.controller.log_file);
@@ -392,6 +401,13 @@ std::string ResolveConfigPath(const std::string& explicit_path) {
   const char* env = std::getenv("MUSTER_CONF");
   if (env && *env) return env;
   return kDefaultConfigPath;
+}
+
+bool IsLoopbackAddress(const std::string& host_port) {
+  std::string host;
+  uint16_t port = 0;
+  if (!SplitHostPort(host_port, &host, &port).ok()) return false;
+  return host == "localhost" || host == "::1" || StartsWith(host, "127.");
 }
 
 }  // namespace muster

@@ -52,6 +52,13 @@ class ControllerServer::Impl {
 
 Status ControllerServer::Impl::Start() {
   const Config& c = options_.config;
+  if (!IsLoopbackAddress(c.controller.agent_address)) {
+    // Allowed only with insecure = true (the config refuses it otherwise): said at every start.
+    spdlog::warn(
+        "agents connect to {} without TLS (controller.insecure = true): anyone who can "
+        "reach it can register as a node",
+        c.controller.agent_address);
+  }
   executor_ = std::make_unique<AsioExecutor>();
   controller::ControllerRunnerOptions ro;
   ro.config = c;

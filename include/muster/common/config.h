@@ -12,9 +12,15 @@ namespace muster {
 
 inline constexpr const char* kDefaultConfigPath = "/etc/muster/muster.toml";
 
+// Whether "host:port" names a loopback address (127.0.0.0/8, ::1, localhost).
+bool IsLoopbackAddress(const std::string& host_port);
+
 struct ControllerConfig {
   std::string socket_path = "/run/muster/musterctld.sock";  // user API (framed protobuf)
   std::string agent_address = "127.0.0.1:6817";             // where agents connect
+  // The agent channel has no TLS yet: an agent_address beyond loopback is refused unless this
+  // says, in so many words, that the network between the hosts is trusted.
+  bool insecure = false;
   std::string state_dir = "/var/lib/muster";
   std::string log_level = "info";
   std::string log_file;  // empty: stderr (journald under systemd)

@@ -453,6 +453,23 @@ TEST_F(AgentTest, TheStepPortBoundsWhatAStrangerCanMakeItHold) {
   ::close(extra);
 }
 
+// Without TLS on the agent channel, a controller beyond loopback is refused unless the config
+// says `insecure = true`.
+TEST_F(AgentTest, AControllerBeyondLoopbackNeedsInsecure) {
+  AgentOptions o;
+  o.config = config_;
+  o.node_name = "node1";
+  o.spool_dir = dir_ + "/spool";
+  o.gpu_fixture = dir_ + "/gpus.toml";
+  o.launcher = launcher_;
+  o.controller_address = "10.1.2.3:6817";
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok());
+  Status st = (*a)->Start();
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("insecure = true"), std::string::npos) << st.message();
+}
+
 TEST(AgentCommandLineTest, OptionsAndMistakes) {
   std::vector<std::string> args = {"musterd", "--name", "gpu7",      "--spool",
                                    "/var/x",  "-a",     "0.0.0.0:0", "--probe"};

@@ -91,6 +91,27 @@ void ExpectError(const std::string& text, const std::string& want_line, const st
   EXPECT_NE(c.status().message().find(want), std::string::npos) << c.status().message();
 }
 
+// The agent channel has no TLS yet: an address beyond loopback must be accepted in so many words.
+TEST(ConfigTest, ANonLoopbackAgentAddressNeedsInsecure) {
+  const std::string base = "[[nodes]]\nnames = \"n1\"\ncpus = 1\nmemory_mb = 1\n";
+  for (const char* addr : {"127.0.0.1:6817", "127.3.4.5:1", "[::1]:6817", "localhost:6817"}) {
+    auto c = ParseConfig("[controller]\nagent_address = \"" + std::string(addr) + "\"\n" + base,
+                         "t.toml");
+    EXPECT_TRUE(c.ok()) << addr << ": " << c.status().ToString();
+  }
+  for (const char* addr : {"10.0.0.10:6817", "0.0.0.0:6817", "head.cluster:6817"}) {
+    auto c = ParseConfig("[controller]\nagent_address = \"" + std::string(addr) + "\"\n" + base,
+                         "t.toml");
+    ASSERT_FALSE(c.ok()) << addr;
+    EXPECT_NE(c.status().message().find("insecure = true"), std::string::npos)
+        << c.status().message();
+    auto ok = ParseConfig(
+        "[controller]\nagent_address = \"" + std::string(addr) + "\"\ninsecure = true\n" + base,
+        "t.toml");
+    EXPECT_TRUE(ok.ok()) << addr << ": " << ok.status().ToString();
+  }
+}
+
 TEST(ConfigTest, UnknownKeysAreErrorsWithTheirLine) {
   ExpectError("cluster_name = \"x\"\nfrobnicate = 1\n", "2", "unknown key 'frobnicate'");
   ExpectError("[controller]\nsocket = \"/x\"\nsockett = \"/y\"\n", "3", "controller.sockett");
