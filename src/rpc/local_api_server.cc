@@ -102,8 +102,13 @@ class LocalApiServer::Connection final : public std::enable_shared_from_this<Con
   // A request that has started must arrive in full within the deadline; between requests a
   // connection may idle (an allocation's owner holds one open for as long as it runs).
   void ArmDeadline() {
-    deadline_.cancel();
-    if (!frames_.mid_frame()) return;
+    if (!frames_.mid_frame()) {
+      if (deadline_armed_) deadline_.cancel();
+      deadline_armed_ = false;
+      return;
+    }
+    if (deadline_armed_) return;  // counted from the request's first byte, not its latest
+    deadline_armed_ = true;
     deadline_.expires_after(std::chrono::milliseconds(admission_->options().request_deadline_ms));
     auto self = shared_from_this();
     deadline_.async_wait([this, self](auto ec) {
@@ -117,6 +122,7 @@ class LocalApiServer::Connection final : public std::enable_shared_from_this<Con
 
   void Handle(Frame f) {
     deadline_.cancel();
+    deadline_armed_ = false;
     auto self = shared_from_this();
     dispatcher_.Dispatch(session_, f.type, std::move(f.payload), [this, self](ApiReply r) {
       asio::post(socket_.get_executor(), [this, self, r = std::move(r)] { Reply(r); });
@@ -147,6 +153,7 @@ class LocalApiServer::Connection final : public std::enable_shared_from_this<Con
   asio::steady_timer deadline_;
   std::shared_ptr<ClientSession> session_;
   bool admitted_ = false;
+  bool deadline_armed_ = false;
   FrameAssembler frames_{kMaxApiRequestBytes};
   std::array<char, 16 * 1024> chunk_;
   std::string reply_;
