@@ -102,6 +102,10 @@ TEST(ClusterPrologTest, PrologAndEpilogRunAsTheAdminsAndTheirFailuresDrain) {
   // A job on both nodes: the prolog ran on each with the job's variables and none of the user's.
   v1::JobSpec both = Gang(2, 1);
   both.add_environment("SECRET_OF_THE_USER=1");
+  // A name made to be run by a careless root shell: it reaches the prolog as data only.
+  const std::string hostile =
+      "x$(touch " + dir + "/pwned)`touch " + dir + "/pwned`;touch " + dir + "/pwned";
+  both.set_name(hostile);
   auto id = cluster.Submit("#!/bin/sh\ntrue\n", both);
   ASSERT_TRUE(id.ok());
   ASSERT_EVENTUALLY(cluster.State(*id) == v1::COMPLETED, 10'000);
@@ -113,6 +117,8 @@ TEST(ClusterPrologTest, PrologAndEpilogRunAsTheAdminsAndTheirFailuresDrain) {
   EXPECT_NE(env.find("SLURM_JOB_ID=" + std::to_string(*id) + "\n"), std::string::npos) << env;
   EXPECT_NE(env.find("SLURM_JOB_NODELIST=node[1-2]\n"), std::string::npos) << env;
   EXPECT_EQ(env.find("SECRET_OF_THE_USER"), std::string::npos) << env;
+  EXPECT_NE(env.find("SLURM_JOB_NAME=" + hostile + "\n"), std::string::npos) << env;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/pwned")) << "the job's name ran as root";
   // Both nodes free again (their epilogs done and reported), so the next job goes to node1.
   ASSERT_EVENTUALLY(!cluster.Job(*id)->completing(), 10'000);
   // A failed prolog drains its node with the script's first line and requeues the job.
