@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,10 +46,15 @@ Status JobSpool::MakeJobDir(uint64_t job_id) const {
     if (errno != EEXIST) {
       return Internal("cannot create spool dir " + dir + ": " + std::strerror(errno));
     }
-    // Left by an earlier run of the job: reused only if it is still the agent's alone.
-    if (!CheckOwnDirectory(dir).ok()) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);  // does not follow a link; removes the link itself
+    // Left by an earlier run of the job: reused only if it is still the agent's alone. One that
+    // is not (an older version's, handed to the job's user) is moved aside whole, never walked
+    // and deleted as root: its owner could swap what is inside while root deletes it.
+    if (Status own = CheckOwnDirectory(dir); !own.ok()) {
+      const std::string aside = dir + ".untrusted." + std::to_string(::time(nullptr));
+      if (::rename(dir.c_str(), aside.c_str()) != 0) {
+        return Internal("cannot move untrusted " + dir + " aside: " + std::strerror(errno));
+      }
+      spdlog::warn("{} ({}); moved aside to {} for the admin", dir, own.message(), aside);
       if (::mkdir(dir.c_str(), 0711) != 0) {
         return Internal("cannot create spool dir " + dir + ": " + std::strerror(errno));
       }

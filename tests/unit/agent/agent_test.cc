@@ -282,6 +282,29 @@ TEST_F(AgentTest, AStateSomeoneElseCouldHaveWrittenIsNeverReadopted) {
       Sent([](const auto& m) { return m.has_job_cleaned() && m.job_cleaned().job_id() == 11u; }));
 }
 
+// A job directory left from an earlier run that others could change (an older version's, handed
+// to the job's user) is moved aside whole, not walked and deleted as root, and the launch gets
+// a fresh one that is the agent's alone.
+TEST_F(AgentTest, ALeftoverJobDirectoryOthersCouldChangeIsMovedAsideNotReused) {
+  StartAgent();
+  const std::string job_dir = dir_ + "/spool/job7";
+  fs::create_directories(job_dir);
+  fs::permissions(job_dir, fs::perms::all);
+  std::ofstream(job_dir + "/planted") << "x";
+  link_->Connect(1);
+  link_->Command(Launch(1));
+  ASSERT_TRUE(
+      Sent([](const auto& m) { return m.has_job_started() && m.job_started().job_id() == kJob; }));
+  EXPECT_FALSE(fs::exists(job_dir + "/planted")) << "the launch reused the untrusted directory";
+  EXPECT_EQ(fs::status(job_dir).permissions(), fs::perms(0711));
+  bool aside = false;
+  for (const auto& e : fs::directory_iterator(dir_ + "/spool")) {
+    const std::string name = e.path().filename().string();
+    aside |= name.rfind("job7.untrusted.", 0) == 0 && fs::exists(e.path() / "planted");
+  }
+  EXPECT_TRUE(aside) << "moved aside with its contents for the admin";
+}
+
 TEST_F(AgentTest, AKeeperPidReusedByAnotherProcessIsNotAdopted) {
   const std::string spool = dir_ + "/spool";
   v1::AgentJobState st;
