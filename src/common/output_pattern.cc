@@ -4,15 +4,12 @@
 #include <cctype>
 
 #include "muster/common/job_limits.h"
+#include "muster/common/text_bounds.h"
 
 namespace muster {
 
 Status CheckOutputPattern(const std::string& pattern, const std::string& what) {
-  if (pattern.size() > kMaxPathBytes) {
-    return InvalidArgument(what + " is longer than " + std::to_string(kMaxPathBytes) + " bytes");
-  }
-  if (pattern.find('\0') != std::string::npos)
-    return InvalidArgument(what + " contains a NUL byte");
+  MUSTER_RETURN_IF_ERROR(CheckText(what, pattern, kMaxPathBytes));
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] != '%') continue;
     size_t j = i + 1;

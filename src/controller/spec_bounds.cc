@@ -6,31 +6,13 @@
 
 #include "muster/common/job_limits.h"
 #include "muster/common/output_pattern.h"
+#include "muster/common/text_bounds.h"
 
 namespace muster::controller {
 namespace {
 
 Status TooLong(std::string_view what, size_t limit) {
   return InvalidArgument(std::string(what) + " is longer than " + std::to_string(limit) + " bytes");
-}
-
-// A string that ends up in a path, an argv or a line of output: bounded and free of NUL bytes.
-Status CheckText(std::string_view what, const std::string& s, size_t limit) {
-  if (s.size() > limit) return TooLong(what, limit);
-  if (s.find('\0') != std::string::npos) {
-    return InvalidArgument(std::string(what) + " contains a NUL byte");
-  }
-  return Status::Ok();
-}
-
-Status CheckList(std::string_view what, const google::protobuf::RepeatedPtrField<std::string>& l,
-                 size_t max_entries, size_t entry_limit) {
-  if (static_cast<size_t>(l.size()) > max_entries) {
-    return InvalidArgument(std::string(what) + " has " + std::to_string(l.size()) +
-                           " entries; at most " + std::to_string(max_entries));
-  }
-  for (const std::string& s : l) MUSTER_RETURN_IF_ERROR(CheckText(what, s, entry_limit));
-  return Status::Ok();
 }
 
 }  // namespace
@@ -59,7 +41,7 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   }
   if (env_bytes > kMaxEnvironmentBytes) return TooLong("the environment", kMaxEnvironmentBytes);
   MUSTER_RETURN_IF_ERROR(
-      CheckList("script arguments", spec.script_args(), kMaxScriptArgs, kMaxArgumentBytes));
+      CheckTextList("script arguments", spec.script_args(), kMaxScriptArgs, kMaxArgumentBytes));
   size_t arg_bytes = 0;
   for (const std::string& a : spec.script_args()) arg_bytes += a.size() + 1;
   if (arg_bytes > kMaxScriptArgsBytes)
@@ -75,7 +57,7 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   MUSTER_RETURN_IF_ERROR(CheckText("--constraint", spec.constraint(), kMaxExpressionBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--array", spec.array(), kMaxExpressionBytes));
   MUSTER_RETURN_IF_ERROR(
-      CheckList("--partition", spec.partitions(), kMaxListEntries, kMaxShortStringBytes));
+      CheckTextList("--partition", spec.partitions(), kMaxListEntries, kMaxShortStringBytes));
   if (static_cast<size_t>(spec.gres_size()) > kMaxListEntries) {
     return InvalidArgument("--gres has " + std::to_string(spec.gres_size()) + " items; at most " +
                            std::to_string(kMaxListEntries));
@@ -107,9 +89,9 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   // lookups): a list longer than the cluster is refused at once.
   const size_t max_nodes = std::max<size_t>(cluster_nodes, 1);
   MUSTER_RETURN_IF_ERROR(
-      CheckList("--nodelist", spec.required_nodes(), max_nodes, kMaxShortStringBytes));
+      CheckTextList("--nodelist", spec.required_nodes(), max_nodes, kMaxShortStringBytes));
   MUSTER_RETURN_IF_ERROR(
-      CheckList("--exclude", spec.excluded_nodes(), max_nodes, kMaxShortStringBytes));
+      CheckTextList("--exclude", spec.excluded_nodes(), max_nodes, kMaxShortStringBytes));
   if (static_cast<size_t>(spec.tasks_per_node_size()) > max_nodes) {
     return InvalidArgument("tasks per node are given for more nodes than the cluster has");
   }

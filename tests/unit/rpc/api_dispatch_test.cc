@@ -126,7 +126,7 @@ TEST_F(ApiDispatchTest, MalformedRequestsAreRefusedBeforeTheEngine) {
   refused(v1::METHOD_LIST_JOBS, bad_state, "unknown job state 1234");
   v1::ListJobsRequest many_users;
   for (int i = 0; i <= 100'000; ++i) many_users.add_users("u");
-  refused(v1::METHOD_LIST_JOBS, many_users, "users: 100001 entries");
+  refused(v1::METHOD_LIST_JOBS, many_users, "users has 100001 entries");
   v1::ListAccountingRequest nul_user;
   nul_user.add_users(std::string("ali\0ce", 6));
   refused(v1::METHOD_LIST_ACCOUNTING, nul_user, "NUL byte");
