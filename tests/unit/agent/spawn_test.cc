@@ -156,7 +156,7 @@ class RootLauncherTest : public LauncherTest {
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
     const testing::TestUser& u = testing::TestUserFactory::Get();
-    if (!u.ready) GTEST_SKIP() << "useradd/groupadd are not available here";
+    ASSERT_TRUE(u.ready) << "as root the test user must be made (useradd/groupadd)";
     LauncherTest::SetUp();
     // The user writes its output here; the keeper's record goes where only root writes.
     std::filesystem::permissions(dir_, std::filesystem::perms::all);
