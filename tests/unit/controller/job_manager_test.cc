@@ -382,22 +382,19 @@ TEST_F(EngineTest, AnArraysScriptIsStoredOnceAndOutlivesAllButItsLastTask) {
     }
     EXPECT_TRUE(launched) << "task " << k;
   }
-  // Tasks 0 and 1 end and are archived: the shared script stays for 2 and 3.
-  for (uint64_t k : {0, 1}) {
-    Exited(id + k, node_of[id + k], 0);
-    Cleaned(id + k, node_of[id + k]);
-  }
-  now_ += 61'000;
-  AllUp();
-  engine_->Tick(now_);
+  // Tasks end and, past the retention, are archived.
+  auto end_and_archive = [&](std::initializer_list<uint64_t> tasks) {
+    for (uint64_t k : tasks) {
+      Exited(id + k, node_of[id + k], 0);
+      Cleaned(id + k, node_of[id + k]);
+    }
+    now_ += 61'000;
+    AllUp();
+    engine_->Tick(now_);
+  };
+  end_and_archive({0, 1});
   EXPECT_TRUE(store_.ReadJobPayload(id).ok()) << "removed while tasks of the array still live";
-  for (uint64_t k : {2, 3}) {
-    Exited(id + k, node_of[id + k], 0);
-    Cleaned(id + k, node_of[id + k]);
-  }
-  now_ += 61'000;
-  AllUp();
-  engine_->Tick(now_);
+  end_and_archive({2, 3});
   EXPECT_EQ(store_.ReadJobPayload(id).status().code(), StatusCode::kNotFound)
       << "the array's script outlived all of its tasks";
 }
