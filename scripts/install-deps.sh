@@ -10,6 +10,8 @@ PACKAGES=(
   # libraries
   libboost-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev
+  # `muster certs` and `muster local up` make the daemons' TLS certificates with it
+  openssl
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # real programs launched through srun in the system tests (torch.distributed, MPICH)

@@ -21,6 +21,7 @@ int CmdLocal(int argc, char** argv) {
                                 {"cpus-per-node", required_argument, nullptr, 'c'},
                                 {"dir", required_argument, nullptr, 'd'},
                                 {"purge", no_argument, nullptr, 'P'},
+                                {"no-tls", no_argument, nullptr, 'T'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
   optind = 0;
@@ -56,12 +57,16 @@ int CmdLocal(int argc, char** argv) {
       case 'P':
         purge = true;
         break;
+      case 'T':
+        o.tls = false;
+        break;
       case 'h':
         std::printf(
             "Usage: muster local up [--nodes N] [--gpus-per-node G] [--cpus-per-node C] [--dir "
-            "DIR]\n"
+            "DIR] [--no-tls]\n"
             "       muster local down [--dir DIR] [--purge]\n"
-            "DIR defaults to $MUSTER_LOCAL_DIR or ~/.muster/local.\n");
+            "DIR defaults to $MUSTER_LOCAL_DIR or ~/.muster/local. The daemons talk mutual TLS\n"
+            "with certificates made in DIR/tls, unless a new cluster is made with --no-tls.\n");
         return kExitOk;
       default:
         return Usage("local", "unknown or incomplete option");

@@ -74,9 +74,11 @@ Nodes:
 
 Cluster:
   info                               controller version, epoch and counts
-  local up [--nodes N] [--gpus-per-node G] [--dir DIR]
+  local up [--nodes N] [--gpus-per-node G] [--dir DIR] [--no-tls]
                                      start a local test cluster (fake GPUs) and wait for it
   local down [--dir DIR] [--purge]   stop it
+  certs [--dir DIR] [--node NAME] [--renew]
+                                     the CA and the daemons' TLS certificates
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
                                      squeue, sinfo, sacct, scancel, scontrol)
@@ -144,6 +146,7 @@ int Main(int argc, char** argv) {
   if (cmd == "explain") return CmdExplain(sub_argc, sub_argv);
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
+  if (cmd == "certs") return CmdCerts(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {

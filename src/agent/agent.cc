@@ -89,11 +89,21 @@ Status Agent::Impl::Start() {
   AgentOptions& o = options_;
   const OsInventory os = ProbeOs();
   ResolveOptions(os);
-  if (!IsLoopbackAddress(o.controller_address)) {
+  if (!IsValidNodeName(o.node_name)) {
+    return InvalidArgument("node name '" + o.node_name +
+                           "' is not valid (letters, digits, '.', '_' and '-', at most 64)");
+  }
+  std::optional<ControllerLinkTls> tls;
+  if (o.config.tls.enabled()) {
+    auto id = LoadNodeTlsIdentity(o.config.tls, o.node_name);
+    if (!id.ok()) return id.status();
+    tls = ControllerLinkTls{std::move(*id), o.config.tls.controller_name};
+  } else if (!IsLoopbackAddress(o.controller_address)) {
     if (!o.config.controller.insecure) {
       return FailedPrecondition("controller address " + o.controller_address +
-                                " is not a loopback address and the agent channel has no TLS "
-                                "yet; set insecure = true under [controller] to accept that");
+                                " is not a loopback address and [tls] is not configured; "
+                                "configure [tls], or set insecure = true under [controller] on a "
+                                "network only the cluster's hosts reach");
     }
     spdlog::warn("node={} talks to the controller at {} without TLS (controller.insecure = true)",
                  o.node_name, o.controller_address);
@@ -142,10 +152,11 @@ Status Agent::Impl::Start() {
     asio::post(io_, [this, m = std::move(m)] { session_->OnMessage(m); });
   };
   cb.on_disconnected = [this] { asio::post(io_, [this] { session_->OnDisconnected(); }); };
-  link_ = o.controller_link ? o.controller_link(o.controller_address, o.node_name,
-                                                session_->instance_id(), std::move(cb))
-                            : NewGrpcControllerLink(o.controller_address, o.node_name,
-                                                    session_->instance_id(), std::move(cb));
+  link_ = o.controller_link
+              ? o.controller_link(o.controller_address, o.node_name, session_->instance_id(),
+                                  std::move(cb))
+              : NewGrpcControllerLink(o.controller_address, o.node_name, session_->instance_id(),
+                                      std::move(tls), std::move(cb));
   ctx_.send = [this](const v1::AgentMessage& m) { link_->Send(m); };
 
   session_->LoadEpoch();

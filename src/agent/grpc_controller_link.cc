@@ -9,10 +9,12 @@
 namespace muster::agent {
 
 GrpcControllerLink::GrpcControllerLink(std::string address, std::string node,
-                                       std::string instance_id, Callbacks cb)
+                                       std::string instance_id,
+                                       std::optional<ControllerLinkTls> tls, Callbacks cb)
     : address_(std::move(address)),
       node_(std::move(node)),
       instance_id_(std::move(instance_id)),
+      tls_(std::move(tls)),
       cb_(std::move(cb)) {}
 
 GrpcControllerLink::~GrpcControllerLink() { Stop(); }
@@ -69,7 +71,19 @@ void GrpcControllerLink::Run() {
   // A launch carries the whole job: the largest the controller accepts must fit.
   args.SetMaxReceiveMessageSize(static_cast<int>(kMaxAgentMessageBytes));
   args.SetMaxSendMessageSize(static_cast<int>(kMaxAgentMessageBytes));
-  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (tls_) {
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = tls_->identity.ca_pem;
+    o.pem_cert_chain = tls_->identity.cert_pem;
+    o.pem_private_key = tls_->identity.key_pem;
+    credentials = grpc::SslCredentials(o);
+    // The controller's certificate must name the controller, whatever host it runs on.
+    args.SetSslTargetNameOverride(tls_->controller_name);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  auto channel = grpc::CreateCustomChannel(address_, credentials, args);
   auto stub = v1::NodeRegistry::NewStub(channel);
   int backoff_ms = 100;
   int failures = 0;
@@ -84,7 +98,16 @@ void GrpcControllerLink::Run() {
     grpc::ClientContext rctx;
     rctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     rctx.set_wait_for_ready(true);  // wait for the channel to connect instead of failing fast
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) break;
+      ctx_ = &rctx;  // Stop cancels a registration that waits for an unreachable controller
+    }
     grpc::Status st = stub->Register(&rctx, req, &resp);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ctx_ = nullptr;
+    }
     if (!st.ok()) {
       if (failures++ % 20 == 0) {
         spdlog::warn("node={} cannot register with {}: {} (retrying)", node_, address_,
@@ -148,8 +171,10 @@ void GrpcControllerLink::Run() {
 std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::string& address,
                                                       const std::string& node,
                                                       const std::string& instance_id,
+                                                      std::optional<ControllerLinkTls> tls,
                                                       ControllerLink::Callbacks callbacks) {
-  return std::make_unique<GrpcControllerLink>(address, node, instance_id, std::move(callbacks));
+  return std::make_unique<GrpcControllerLink>(address, node, instance_id, std::move(tls),
+                                              std::move(callbacks));
 }
 
 }  // namespace muster::agent

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -20,7 +21,8 @@ namespace muster::agent {
 // Thread-safe.
 class GrpcControllerLink final : public ControllerLink {
  public:
-  GrpcControllerLink(std::string address, std::string node, std::string instance_id, Callbacks cb);
+  GrpcControllerLink(std::string address, std::string node, std::string instance_id,
+                     std::optional<ControllerLinkTls> tls, Callbacks cb);
   ~GrpcControllerLink() override;
 
   void Start() override;
@@ -34,6 +36,7 @@ class GrpcControllerLink final : public ControllerLink {
   void SleepBackoff(int* backoff_ms);
 
   const std::string address_, node_, instance_id_;
+  const std::optional<ControllerLinkTls> tls_;
   Callbacks cb_;
   std::thread thread_;
   std::atomic<bool> stop_{false};

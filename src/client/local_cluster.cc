@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "muster/client/certificates.h"
 #include "muster/client/controller_client.h"
 #include "muster/common/config.h"
 #include "muster/common/own_files.h"
@@ -130,6 +131,16 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uin
        "ours.\n"
     << "cgroup_root = \"muster-local-" << std::hex << (std::hash<std::string>{}(dir)&0xffffffffu)
     << std::dec << "\"\n\n";
+  if (o.tls) {
+    c << "# Mutual TLS between the controller and the agents, as on a real cluster (made by the\n"
+      << "# same code as `muster certs`).\n"
+      << "[tls]\n"
+      << "ca_file = \"" << dir << "/tls/ca.crt\"\n"
+      << "controller_cert_file = \"" << dir << "/tls/controller.crt\"\n"
+      << "controller_key_file = \"" << dir << "/tls/controller.key\"\n"
+      << "node_cert_file = \"" << dir << "/tls/%n.crt\"\n"
+      << "node_key_file = \"" << dir << "/tls/%n.key\"\n\n";
+  }
   // Two leaf switches under one spine, so gang placement has a topology to respect; each leaf's
   // nodes carry its name as a feature (try --constraint=leaf2) and share an NVLink domain.
   uint32_t half = o.nodes > 1 ? (o.nodes + 1) / 2 : 1;
@@ -219,6 +230,14 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
   }
   if (!fs::exists(conf)) {
     MUSTER_ASSIGN_OR_RETURN(uint16_t port, FreePort());
+    if (o.tls) {
+      CertificateOptions certs;
+      certs.dir = dir + "/tls";
+      certs.cluster_name = "local";
+      for (uint32_t i = 1; i <= o.nodes; ++i) certs.nodes.push_back("node" + std::to_string(i));
+      MUSTER_RETURN_IF_ERROR(
+          MakeCertificates(certs).status().Prepend("local cluster certificates"));
+    }
     std::ofstream(conf) << ConfigText(o, dir, port);
     fs::remove_all(dir + "/state", ec);  // a new shape starts with an empty state
     fs::create_directories(dir + "/state", ec);

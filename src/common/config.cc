@@ -150,16 +150,50 @@ Status TableArray(TableReader& parent, const std::string& key,
   return Status::Ok();
 }
 
+Status ValidateTls(const TlsConfig& t, const std::string& source) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"ca_file", &t.ca_file},
+      {"controller_cert_file", &t.controller_cert_file},
+      {"controller_key_file", &t.controller_key_file},
+      {"node_cert_file", &t.node_cert_file},
+      {"node_key_file", &t.node_key_file}};
+  int set = 0;
+  for (const auto& [key, value] : files) set += value->empty() ? 0 : 1;
+  if (set == 0) return Status::Ok();
+  for (const auto& [key, value] : files) {
+    if (value->empty()) {
+      return InvalidArgument(source + ": tls." + key +
+                             " is missing: [tls] needs ca_file, controller_cert_file, "
+                             "controller_key_file, node_cert_file and node_key_file");
+    }
+  }
+  if (!IsValidNodeName(t.controller_name)) {
+    return InvalidArgument(source + ": tls.controller_name '" + t.controller_name +
+                           "' is not a valid name");
+  }
+  return Status::Ok();
+}
+
 Status Validate(Config& c, const std::string& source) {
-  if (!IsLoopbackAddress(c.controller.agent_address) && !c.controller.insecure) {
+  MUSTER_RETURN_IF_ERROR(ValidateTls(c.tls, source));
+  if (!IsLoopbackAddress(c.controller.agent_address) && !c.controller.insecure &&
+      !c.tls.enabled()) {
     return FailedPrecondition(
         source + ": controller.agent_address " + c.controller.agent_address +
-        " is not a loopback address, and the agent channel has no TLS yet: anyone who can reach "
-        "it could register as a node. Keep it on a network only the cluster's hosts reach and "
-        "say so with `insecure = true` under [controller]");
+        " is not a loopback address and [tls] is not configured: anyone who can reach it could "
+        "register as a node. Configure [tls] (see `muster certs`), or, on a network only the "
+        "cluster's hosts reach, say so with `insecure = true` under [controller]");
   }
   std::set<std::string> node_names;
   for (const auto& n : c.nodes) {
+    if (!IsValidNodeName(n.name)) {
+      return InvalidArgument(source + ": node name '" + n.name +
+                             "' is not valid (letters, digits, '.', '_' and '-', at most 64)");
+    }
+    if (c.tls.enabled() && n.name == c.tls.controller_name) {
+      return InvalidArgument(source + ": node '" + n.name +
+                             "' has the controller's certificate name (tls.controller_name)");
+    }
     if (!node_names.insert(n.name).second) {
       return InvalidArgument(source + ": node '" + n.name + "' is defined twice");
     }
@@ -300,6 +334,18 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       },
       source));
 
+  MUSTER_RETURN_IF_ERROR(SubTable(
+      r, "tls",
+      [&](TableReader& t) {
+        MUSTER_RETURN_IF_ERROR(t.String("ca_file", &c.tls.ca_file));
+        MUSTER_RETURN_IF_ERROR(t.String("controller_cert_file", &c.tls.controller_cert_file));
+        MUSTER_RETURN_IF_ERROR(t.String("controller_key_file", &c.tls.controller_key_file));
+        MUSTER_RETURN_IF_ERROR(t.String("node_cert_file", &c.tls.node_cert_file));
+        MUSTER_RETURN_IF_ERROR(t.String("node_key_file", &c.tls.node_key_file));
+        return t.String("controller_name", &c.tls.controller_name);
+      },
+      source));
+
   MUSTER_RETURN_IF_ERROR(TableArray(
       r, "nodes",
       [&](TableReader& t, const toml::table& tbl) {
@@ -401,6 +447,39 @@ std::string ResolveConfigPath(const std::string& explicit_path) {
   const char* env = std::getenv("MUSTER_CONF");
   if (env && *env) return env;
   return kDefaultConfigPath;
+}
+
+namespace {
+std::string ReplaceNodeName(const std::string& pattern, const std::string& node) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'n') {
+      out += node;
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::string TlsConfig::NodeCertFile(const std::string& node) const {
+  return ReplaceNodeName(node_cert_file, node);
+}
+
+std::string TlsConfig::NodeKeyFile(const std::string& node) const {
+  return ReplaceNodeName(node_key_file, node);
+}
+
+bool IsValidNodeName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '-') return false;
+  for (char ch : name) {
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-';
+    if (!ok) return false;
+  }
+  return true;
 }
 
 bool IsLoopbackAddress(const std::string& host_port) {

@@ -9,10 +9,6 @@
 namespace muster {
 namespace {
 
-std::string Mode(mode_t m) {
-  return std::to_string((m >> 6) & 7) + std::to_string((m >> 3) & 7) + std::to_string(m & 7);
-}
-
 Status CheckOwn(const std::string& path, bool want_dir) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
@@ -27,13 +23,17 @@ Status CheckOwn(const std::string& path, bool want_dir) {
                             ", not to uid " + std::to_string(::geteuid()) + " that runs this");
   }
   if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    return PermissionDenied(path + " can be written by other users (mode " + Mode(st.st_mode) +
+    return PermissionDenied(path + " can be written by other users (mode " + OctalMode(st.st_mode) +
                             ")");
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+std::string OctalMode(unsigned m) {
+  return "0" + std::to_string((m >> 6) & 7) + std::to_string((m >> 3) & 7) + std::to_string(m & 7);
+}
 
 Status CheckOwnDirectory(const std::string& dir) { return CheckOwn(dir, true); }
 Status CheckOwnFile(const std::string& path) { return CheckOwn(path, false); }

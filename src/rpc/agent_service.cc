@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <deque>
+#include <functional>
 #include <mutex>
 
 namespace muster::rpc {
@@ -13,7 +14,12 @@ namespace muster::rpc {
 class AgentService::AgentSession final
     : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage> {
  public:
-  explicit AgentSession(AgentService* service) : service_(service) { StartRead(&in_); }
+  // peer_check: the verdict on the peer for a node name (captured at the start: the auth context
+  // belongs to the call).
+  AgentSession(AgentService* service, std::function<grpc::Status(const std::string&)> peer_check)
+      : service_(service), peer_check_(std::move(peer_check)) {
+    StartRead(&in_);
+  }
 
   // Thread-safe.
   void Send(v1::ControllerMessage msg) {
@@ -44,6 +50,10 @@ class AgentService::AgentSession final
     if (node_.empty()) {
       if (msg.msg_case() != v1::AgentMessage::kHello) {
         End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "first message must be Hello"));
+        return;
+      }
+      if (grpc::Status peer = peer_check_(msg.hello().node()); !peer.ok()) {
+        End(peer);
         return;
       }
       node_ = msg.hello().node();
@@ -107,6 +117,7 @@ class AgentService::AgentSession final
 
  private:
   AgentService* service_;
+  std::function<grpc::Status(const std::string&)> peer_check_;
   v1::AgentMessage in_;
   std::string node_, instance_;  // set by the first read, then read-only
   bool attached_ = false;        // strand-confined
@@ -116,10 +127,36 @@ class AgentService::AgentSession final
   bool finished_ = false;
 };
 
+grpc::Status AgentService::CheckPeerIsNode(const grpc::AuthContext* auth,
+                                           const std::string& node) const {
+  if (!verify_node_names_) return grpc::Status::OK;
+  if (!auth || !auth->IsPeerAuthenticated()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no verified client certificate");
+  }
+  // The peer identity is the certificate's DNS subject alternative names, or its common name
+  // when it has none.
+  std::string names;
+  for (const grpc::string_ref& name : auth->GetPeerIdentity()) {
+    std::string n(name.data(), name.size());
+    if (n == node) return grpc::Status::OK;
+    names += (names.empty() ? "" : ", ") + n;
+  }
+  spdlog::warn("refused a registration as node '{}' from a certificate naming {}", node,
+               names.empty() ? "nothing" : names);
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "this certificate names " +
+                                                               (names.empty() ? "no node" : names) +
+                                                               ", not node '" + node + "'");
+}
+
 grpc::ServerUnaryReactor* AgentService::Register(grpc::CallbackServerContext* ctx,
                                                  const v1::RegisterRequest* req,
                                                  v1::RegisterResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  if (grpc::Status peer = CheckPeerIsNode(ctx->auth_context().get(), req->inventory().name());
+      !peer.ok()) {
+    reactor->Finish(peer);
+    return reactor;
+  }
   runner_.executor().Post([this, reactor, req, resp] {
     if (runner_.stopped()) {
       reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the controller is stopping"));
@@ -139,8 +176,10 @@ grpc::ServerUnaryReactor* AgentService::Register(grpc::CallbackServerContext* ct
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentService::Session(
-    grpc::CallbackServerContext*) {
-  return new AgentSession(this);
+    grpc::CallbackServerContext* ctx) {
+  std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
+  return new AgentSession(
+      this, [this, auth](const std::string& node) { return CheckPeerIsNode(auth.get(), node); });
 }
 
 void AgentService::Deliver(std::vector<controller::Outgoing> commands) {

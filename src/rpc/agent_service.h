@@ -16,7 +16,10 @@ namespace muster::rpc {
 class AgentService final : public v1::NodeRegistry::CallbackService,
                            public controller::AgentSessions {
  public:
-  explicit AgentService(controller::ControllerRunner& runner) : runner_(runner) {}
+  // With verify_node_names (mutual TLS), a Register or Hello is accepted only for the node its
+  // client certificate names.
+  AgentService(controller::ControllerRunner& runner, bool verify_node_names)
+      : runner_(runner), verify_node_names_(verify_node_names) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
                                      const v1::RegisterRequest* req,
@@ -32,7 +35,12 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
  private:
   class AgentSession;
 
+  // OK when the peer may speak for `node`: always without TLS, else when its verified
+  // certificate names the node. PERMISSION_DENIED otherwise, saying which names it carries.
+  grpc::Status CheckPeerIsNode(const grpc::AuthContext* auth, const std::string& node) const;
+
   controller::ControllerRunner& runner_;
+  const bool verify_node_names_;
   std::map<std::string, AgentSession*> sessions_;  // strand-confined
 };
 

@@ -12,6 +12,7 @@
 #include "agent_service.h"
 #include "local_api_server.h"
 #include "muster/common/job_limits.h"
+#include "muster/common/tls_files.h"
 #include "muster/controller/controller_runner.h"
 #include "muster/rpc/api_dispatch.h"
 #include "muster/rpc/asio_executor.h"
@@ -52,12 +53,24 @@ class ControllerServer::Impl {
 
 Status ControllerServer::Impl::Start() {
   const Config& c = options_.config;
-  if (!IsLoopbackAddress(c.controller.agent_address)) {
-    // Allowed only with insecure = true (the config refuses it otherwise): said at every start.
-    spdlog::warn(
-        "agents connect to {} without TLS (controller.insecure = true): anyone who can "
-        "reach it can register as a node",
-        c.controller.agent_address);
+  std::shared_ptr<grpc::ServerCredentials> agent_credentials;
+  if (c.tls.enabled()) {
+    MUSTER_ASSIGN_OR_RETURN(TlsIdentity id, LoadControllerTlsIdentity(c.tls));
+    // Agents must present a certificate from the CA; which node it names is checked per call.
+    grpc::SslServerCredentialsOptions tls(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    tls.pem_root_certs = std::move(id.ca_pem);
+    tls.pem_key_cert_pairs.push_back({std::move(id.key_pem), std::move(id.cert_pem)});
+    agent_credentials = grpc::SslServerCredentials(tls);
+  } else {
+    agent_credentials = grpc::InsecureServerCredentials();
+    if (!IsLoopbackAddress(c.controller.agent_address)) {
+      // Allowed only with insecure = true (the config refuses it otherwise): said at every start.
+      spdlog::warn(
+          "agents connect to {} without TLS (controller.insecure = true): anyone who can "
+          "reach it can register as a node",
+          c.controller.agent_address);
+    }
   }
   executor_ = std::make_unique<AsioExecutor>();
   controller::ControllerRunnerOptions ro;
@@ -67,12 +80,11 @@ Status ControllerServer::Impl::Start() {
   MUSTER_ASSIGN_OR_RETURN(runner_, controller::ControllerRunner::Create(std::move(ro)));
   epoch_ = runner_->epoch();
   dispatcher_ = std::make_unique<ApiDispatcher>(*runner_);
-  agents_ = std::make_unique<AgentService>(*runner_);
+  agents_ = std::make_unique<AgentService>(*runner_, c.tls.enabled());
 
   // Agents' gRPC endpoint.
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(c.controller.agent_address, grpc::InsecureServerCredentials(),
-                           &agent_port_);
+  builder.AddListeningPort(c.controller.agent_address, agent_credentials, &agent_port_);
   builder.RegisterService(agents_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxAgentMessageBytes));
   builder.SetMaxSendMessageSize(static_cast<int>(kMaxAgentMessageBytes));
@@ -93,9 +105,9 @@ Status ControllerServer::Impl::Start() {
     std::lock_guard<std::mutex> l(mu_);
     started_ = true;
   }
-  spdlog::info("musterctld serving: cluster={} epoch={} agents={}:{} socket={} nodes={}",
+  spdlog::info("musterctld serving: cluster={} epoch={} agents={}:{} ({}) socket={} nodes={}",
                c.cluster_name, epoch_, c.controller.agent_address, agent_port_,
-               c.controller.socket_path, c.nodes.size());
+               c.tls.enabled() ? "mutual TLS" : "no TLS", c.controller.socket_path, c.nodes.size());
   return Status::Ok();
 }
 

@@ -2,7 +2,8 @@
 # End-to-end throughput and latency of a local cluster, measured the way
 # ../shared/reference/slurm/run_bench.sh measures real Slurm 22.05 on this kind of machine.
 #   usage: tests/bench/cluster_bench.sh [BIN_DIR]     (default build/release/bin)
-# Env: N (jobs for throughput, default 1000), LAT_N (latency samples, default 20), NODES (4).
+# Env: N (jobs for throughput, default 1000), LAT_N (latency samples, default 20), NODES (4),
+# TLS (1: the daemons talk mutual TLS, as `muster local up` sets up by default; 0: plain).
 # Prints one line per figure; docs/benchmarks.md records the results.
 set -euo pipefail
 BIN=$(cd "${1:-build/release/bin}" && pwd)
@@ -12,7 +13,8 @@ LAT_N=${LAT_N:-20}
 NODES=${NODES:-4}
 DIR=$(mktemp -d /tmp/muster-bench.XXXXXX)
 trap 'muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
-eval "$(muster local up --dir "$DIR/cluster" --nodes "$NODES" --gpus-per-node 8 2>/dev/null)"
+TLS_FLAG=$([ "${TLS:-1}" = 0 ] && echo --no-tls || true)
+eval "$(muster local up --dir "$DIR/cluster" --nodes "$NODES" --gpus-per-node 8 $TLS_FLAG 2>/dev/null)"
 cd "$DIR"
 
 now() { echo "${EPOCHREALTIME/./}"; }  # microseconds

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "harness/test_util.h"
+#include "muster/client/certificates.h"
 #include "muster/common/procfs.h"
 
 namespace muster::testing {
@@ -93,6 +94,17 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(InProcessClust
   if (!o.health_check_program.empty()) {
     t << "health_check_program = \"" << o.health_check_program << "\"\n"
       << "health_check_interval_s = 1\n";
+  }
+  if (o.tls) {
+    client::CertificateOptions certs;
+    certs.dir = c->dir_ + "/tls";
+    for (int i = 1; i <= o.nodes; ++i) certs.nodes.push_back("node" + std::to_string(i));
+    MUSTER_RETURN_IF_ERROR(client::MakeCertificates(certs).status());
+    t << "[tls]\nca_file = \"" << certs.dir << "/ca.crt\"\n"
+      << "controller_cert_file = \"" << certs.dir << "/controller.crt\"\n"
+      << "controller_key_file = \"" << certs.dir << "/controller.key\"\n"
+      << "node_cert_file = \"" << certs.dir << "/%n.crt\"\n"
+      << "node_key_file = \"" << certs.dir << "/%n.key\"\n";
   }
   int half = (o.nodes + 1) / 2;
   for (int i = 1; i <= o.nodes; ++i) {

@@ -28,6 +28,9 @@ struct InProcessClusterOptions {
   // (removed at the end), never the shared default place; false or unwritable: "none".
   bool cgroups = true;
   std::string prolog, epilog;  // [agent] prolog / epilog
+  // Mutual TLS between the controller and the agents, with a CA and certificates made by
+  // `muster certs`'s code in dir()/tls.
+  bool tls = false;
 };
 
 class InProcessCluster {
@@ -39,6 +42,7 @@ class InProcessCluster {
   Result<client::ControllerClient> Client() const;
   const std::string& dir() const { return dir_; }
   const std::string& config_path() const { return config_path_; }
+  const Config& config() const { return config_; }
   // Where the agents put job cgroups ("" without cgroups): <root>/<node>/job_<id>.
   const std::string& cgroup_root() const { return cgroup_root_; }
 

@@ -5,8 +5,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "muster/common/tls_files.h"
 #include "muster/v1/node.pb.h"
 
 namespace muster::agent {
@@ -41,10 +43,19 @@ using ControllerLinkFactory = std::function<std::unique_ptr<ControllerLink>(
     const std::string& address, const std::string& node, const std::string& instance_id,
     ControllerLink::Callbacks callbacks)>;
 
-// The real link: gRPC NodeRegistry, jittered exponential backoff.
+// How the link proves itself and checks the controller: this node's certificate and key, the CA,
+// and the name the controller's certificate must carry.
+struct ControllerLinkTls {
+  TlsIdentity identity;
+  std::string controller_name;
+};
+
+// The real link: gRPC NodeRegistry, jittered exponential backoff. Mutual TLS when tls is set,
+// plain TCP otherwise.
 std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::string& address,
                                                       const std::string& node,
                                                       const std::string& instance_id,
+                                                      std::optional<ControllerLinkTls> tls,
                                                       ControllerLink::Callbacks callbacks);
 
 }  // namespace muster::agent

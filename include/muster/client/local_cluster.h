@@ -19,6 +19,7 @@ struct LocalClusterOptions {
   uint64_t memory_mb = 64000;
   std::string bin_dir;  // where musterctld/musterd are; default: next to this program
   int wait_s = 60;      // how long to wait for every node to be up
+  bool tls = true;      // mutual TLS between the daemons (certificates in DIR/tls)
 };
 
 std::string DefaultLocalDir();

@@ -15,11 +15,15 @@ inline constexpr const char* kDefaultConfigPath = "/etc/muster/muster.toml";
 // Whether "host:port" names a loopback address (127.0.0.0/8, ::1, localhost).
 bool IsLoopbackAddress(const std::string& host_port);
 
+// Whether a node name is one Muster accepts: letters, digits, '.', '_' and '-', not starting
+// with '.' or '-', at most 64 characters. Names become paths (spool, cgroups, certificates).
+bool IsValidNodeName(const std::string& name);
+
 struct ControllerConfig {
   std::string socket_path = "/run/muster/musterctld.sock";  // user API (framed protobuf)
   std::string agent_address = "127.0.0.1:6817";             // where agents connect
-  // The agent channel has no TLS yet: an agent_address beyond loopback is refused unless this
-  // says, in so many words, that the network between the hosts is trusted.
+  // Without [tls], an agent_address beyond loopback is refused unless this says, in so many
+  // words, that the network between the hosts is trusted.
   bool insecure = false;
   std::string state_dir = "/var/lib/muster";
   std::string log_level = "info";
@@ -82,6 +86,24 @@ struct AgentConfig {
   uint32_t epilog_timeout_s = 300;
 };
 
+// Mutual TLS between musterctld and the agents. Either every file is set or none is. "%n" in
+// the node paths stands for the node's name, so that one config serves every host (and several
+// agents on one host, as the local cluster runs them).
+struct TlsConfig {
+  std::string ca_file;               // the CA (or CAs, one after another) both sides trust
+  std::string controller_cert_file;  // musterctld's certificate: names controller_name
+  std::string controller_key_file;
+  std::string node_cert_file;  // each node's own certificate: names the node
+  std::string node_key_file;
+  // The name agents expect in the controller's certificate, whatever host it runs on.
+  std::string controller_name = "musterctld";
+
+  bool enabled() const { return !ca_file.empty(); }
+  // node_cert_file / node_key_file with %n replaced.
+  std::string NodeCertFile(const std::string& node) const;
+  std::string NodeKeyFile(const std::string& node) const;
+};
+
 struct PartitionConfig {
   std::string name;
   std::string nodes_expr;
@@ -118,6 +140,7 @@ struct Config {
   ControllerConfig controller;
   SchedulingConfig scheduling;
   AgentConfig agent;
+  TlsConfig tls;
   std::vector<PartitionConfig> partitions;
   std::vector<NodeConfig> nodes;  // in configuration order
 

@@ -13,4 +13,7 @@ namespace muster {
 Status CheckOwnDirectory(const std::string& dir);
 Status CheckOwnFile(const std::string& path);
 
+// The permission bits as ls -l's octal: "0755".
+std::string OctalMode(unsigned mode);
+
 }  // namespace muster

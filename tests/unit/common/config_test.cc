@@ -91,8 +91,14 @@ void ExpectError(const std::string& text, const std::string& want_line, const st
   EXPECT_NE(c.status().message().find(want), std::string::npos) << c.status().message();
 }
 
-// The agent channel has no TLS yet: an address beyond loopback must be accepted in so many words.
-TEST(ConfigTest, ANonLoopbackAgentAddressNeedsInsecure) {
+constexpr const char* kTlsSection =
+    "[tls]\nca_file = \"/etc/muster/tls/ca.crt\"\n"
+    "controller_cert_file = \"/etc/muster/tls/controller.crt\"\n"
+    "controller_key_file = \"/etc/muster/tls/controller.key\"\n"
+    "node_cert_file = \"/etc/muster/tls/%n.crt\"\nnode_key_file = \"/etc/muster/tls/%n.key\"\n";
+
+// Without TLS, an address beyond loopback must be accepted in so many words.
+TEST(ConfigTest, ANonLoopbackAgentAddressNeedsTlsOrInsecure) {
   const std::string base = "[[nodes]]\nnames = \"n1\"\ncpus = 1\nmemory_mb = 1\n";
   for (const char* addr : {"127.0.0.1:6817", "127.3.4.5:1", "[::1]:6817", "localhost:6817"}) {
     auto c = ParseConfig("[controller]\nagent_address = \"" + std::string(addr) + "\"\n" + base,
@@ -109,7 +115,38 @@ TEST(ConfigTest, ANonLoopbackAgentAddressNeedsInsecure) {
         "[controller]\nagent_address = \"" + std::string(addr) + "\"\ninsecure = true\n" + base,
         "t.toml");
     EXPECT_TRUE(ok.ok()) << addr << ": " << ok.status().ToString();
+    auto tls = ParseConfig(
+        "[controller]\nagent_address = \"" + std::string(addr) + "\"\n" + kTlsSection + base,
+        "t.toml");
+    EXPECT_TRUE(tls.ok()) << addr << ": " << tls.status().ToString();
   }
+}
+
+TEST(ConfigTest, TlsNeedsEveryFileAndExpandsTheNodeName) {
+  const std::string base = "[[nodes]]\nnames = \"gpu[01-02]\"\ncpus = 1\nmemory_mb = 1\n";
+  auto c = ParseConfig(std::string(kTlsSection) + base, "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->tls.enabled());
+  EXPECT_EQ(c->tls.controller_name, "musterctld");
+  EXPECT_EQ(c->tls.NodeCertFile("gpu02"), "/etc/muster/tls/gpu02.crt");
+  EXPECT_EQ(c->tls.NodeKeyFile("gpu01"), "/etc/muster/tls/gpu01.key");
+  EXPECT_FALSE(ParseConfig(base, "t.toml")->tls.enabled());
+  // Leaving one file out is an error naming it.
+  std::string partial = kTlsSection;
+  partial.erase(partial.find("node_key_file"));
+  ExpectError(partial + base, "", "tls.node_key_file is missing");
+  // A node may not carry the controller's certificate name.
+  ExpectError(std::string(kTlsSection) + "controller_name = \"gpu01\"\n" + base, "",
+              "controller's certificate name");
+}
+
+TEST(ConfigTest, NodeNamesAreSafeAsPaths) {
+  for (const char* bad : {"../etc", "a/b", ".hidden", "-rf", "n 1", "n\\x01"}) {
+    EXPECT_FALSE(IsValidNodeName(bad)) << bad;
+  }
+  EXPECT_FALSE(IsValidNodeName(std::string(65, 'a')));
+  for (const char* good : {"node1", "gpu-a100.r12_3", "N1"}) EXPECT_TRUE(IsValidNodeName(good));
+  ExpectError("[[nodes]]\nnames = \"a/b\"\n", "", "node name 'a/b' is not valid");
 }
 
 TEST(ConfigTest, UnknownKeysAreErrorsWithTheirLine) {

@@ -1,0 +1,124 @@
+// muster certs: the CA and the daemons' certificates for mutual TLS (see docs/admin-guide.md,
+// "Certificates").
+#include <getopt.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli.h"
+#include "muster/client/certificates.h"
+#include "muster/common/config.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+
+namespace muster::cli {
+namespace {
+
+constexpr const char* kDefaultTlsDir = "/etc/muster/tls";
+
+void PrintCertsHelp() {
+  std::printf(
+      "Usage: muster certs [--dir DIR] [--node NAME]... [--no-controller] [--renew] [--days N]\n"
+      "Makes what is missing in DIR: a CA (ca.crt, ca.key), the controller's certificate\n"
+      "(controller.crt, controller.key) and one per node (NAME.crt, NAME.key): every node of\n"
+      "the config's [[nodes]], or only those named with --node.\n"
+      "  --dir DIR        default: the directory of [tls] ca_file, else %s\n"
+      "  --node NAME      only this node (repeatable; a hostlist such as gpu[01-16] works)\n"
+      "  --no-controller  leave the controller's certificate out\n"
+      "  --renew          issue the controller's and the nodes' certificates again, with new "
+      "keys,\n"
+      "                   from the same CA (rotation)\n"
+      "  --days N         validity of the controller's and nodes' certificates (default 825)\n"
+      "Keep ca.key on the controller's host (or offline); give each node only ca.crt and its own\n"
+      "NAME.crt and NAME.key.\n",
+      kDefaultTlsDir);
+}
+
+}  // namespace
+
+int CmdCerts(int argc, char** argv) {
+  client::CertificateOptions o;
+  std::vector<std::string> nodes;
+  bool nodes_given = false;
+  const struct option opts[] = {{"dir", required_argument, nullptr, 'd'},
+                                {"node", required_argument, nullptr, 'n'},
+                                {"no-controller", no_argument, nullptr, 'C'},
+                                {"renew", no_argument, nullptr, 'r'},
+                                {"days", required_argument, nullptr, 'D'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {nullptr, 0, nullptr, 0}};
+  optind = 0;
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, ":d:n:h", opts, nullptr)) != -1;) {
+    switch (c) {
+      case 'd':
+        o.dir = optarg;
+        break;
+      case 'n': {
+        auto expanded = ExpandHostlist(optarg);
+        if (!expanded.ok()) return Usage("certs", "bad --node: " + expanded.status().message());
+        nodes.insert(nodes.end(), expanded->begin(), expanded->end());
+        nodes_given = true;
+        break;
+      }
+      case 'C':
+        o.controller = false;
+        break;
+      case 'r':
+        o.renew = true;
+        break;
+      case 'D': {
+        auto v = ParseUint(optarg);
+        if (!v || *v == 0 || *v > 36500) return Usage("certs", "bad --days (1 to 36500)");
+        o.days = static_cast<uint32_t>(*v);
+        break;
+      }
+      case 'h':
+        PrintCertsHelp();
+        return kExitOk;
+      default:
+        return Usage("certs", "unknown or incomplete option");
+    }
+  }
+  if (optind < argc)
+    return Usage("certs", "unexpected argument '" + std::string(argv[optind]) + "'");
+
+  // The config gives the defaults: where [tls] looks, the controller's name, the nodes.
+  const std::string config_path = ResolveConfigPath("");
+  auto config = LoadConfig(config_path);
+  if (config.ok()) {
+    o.cluster_name = config->cluster_name;
+    o.controller_name = config->tls.controller_name;
+    if (o.dir.empty() && config->tls.enabled()) {
+      o.dir = std::filesystem::path(config->tls.ca_file).parent_path().string();
+    }
+    if (!nodes_given) {
+      for (const auto& n : config->nodes) nodes.push_back(n.name);
+    }
+  } else if (!nodes_given && o.controller) {
+    std::fprintf(stderr, "muster certs: no config (%s): making the CA and the controller's only\n",
+                 config.status().message().c_str());
+  }
+  if (o.dir.empty()) o.dir = kDefaultTlsDir;
+  o.nodes = std::move(nodes);
+
+  auto report = client::MakeCertificates(o);
+  if (!report.ok()) return Fail("certs", report.status());
+  for (const auto& f : report->written) std::printf("wrote %s\n", f.c_str());
+  for (const auto& f : report->kept) std::printf("kept  %s (--renew to replace it)\n", f.c_str());
+  if (!config.ok() || !config->tls.enabled()) {
+    std::printf(
+        "\nTo use them, add to %s on every host:\n"
+        "[tls]\n"
+        "ca_file = \"%s/ca.crt\"\n"
+        "controller_cert_file = \"%s/controller.crt\"\n"
+        "controller_key_file = \"%s/controller.key\"\n"
+        "node_cert_file = \"%s/%%n.crt\"\n"
+        "node_key_file = \"%s/%%n.key\"\n",
+        config_path.c_str(), o.dir.c_str(), o.dir.c_str(), o.dir.c_str(), o.dir.c_str(),
+        o.dir.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace muster::cli
