@@ -12,6 +12,8 @@ PACKAGES=(
   librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev
   # `muster certs` and `muster local up` make the daemons' TLS certificates with it
   openssl
+  # MUNGE: users' credentials over TCP (libmunge is loaded at run time; the tests run munged)
+  libmunge-dev munge
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # real programs launched through srun in the system tests (torch.distributed, MPICH)

@@ -245,7 +245,7 @@ int CmdAlloc(int argc, char** argv) {
   const std::string label = FrontEnd().empty() ? "muster alloc" : FrontEnd();
   auto config = LoadConfig(ResolveConfigPath(""));
   if (!config.ok()) return Fail("alloc", config.status());
-  auto controller = client::ControllerClient::Connect(config->controller.socket_path);
+  auto controller = client::ControllerClient::ConnectTo(*config);
   if (!controller.ok()) return Fail("alloc", controller.status());
   auto spec = AllocationSpec(o, command[0]);
   if (!spec.ok()) return Fail("alloc", spec.status());

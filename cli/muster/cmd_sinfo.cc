@@ -238,7 +238,7 @@ int CmdSinfo(int argc, char** argv) {
   }
   auto config = LoadConfig(ResolveConfigPath(""));
   if (!config.ok()) return Fail("sinfo", config.status());
-  auto controller = client::ControllerClient::Connect(config->controller.socket_path);
+  auto controller = client::ControllerClient::ConnectTo(*config);
   if (!controller.ok()) return Fail("sinfo", controller.status());
   auto resp = controller->ListNodes(v1::ListNodesRequest());
   if (!resp.ok()) return Fail("sinfo", resp.status());

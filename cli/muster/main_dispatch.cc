@@ -11,7 +11,7 @@ namespace muster::cli {
 Result<client::ControllerClient> ConnectController() {
   std::string path = ResolveConfigPath("");
   MUSTER_ASSIGN_OR_RETURN(Config c, LoadConfig(path));
-  return client::ControllerClient::Connect(c.controller.socket_path);
+  return client::ControllerClient::ConnectTo(c);
 }
 
 namespace {

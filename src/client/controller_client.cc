@@ -4,13 +4,54 @@
 #include <google/protobuf/wire_format_lite.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "muster/common/framing.h"
+#include "muster/common/munge.h"
 
 namespace muster::client {
+
+namespace {
+// A credential is used at once; munged refuses it after this long anyway.
+constexpr int kCredentialTtlS = 60;
+}  // namespace
 
 Result<ControllerClient> ControllerClient::Connect(const std::string& socket_path) {
   MUSTER_ASSIGN_OR_RETURN(int fd, ConnectUnix(socket_path));
   return ControllerClient(fd);
+}
+
+Result<ControllerClient> ControllerClient::ConnectTcp(const Config& config) {
+  const std::string& address = config.controller.api_address;
+  if (address.empty()) {
+    return FailedPrecondition("the controller's socket " + config.controller.socket_path +
+                              " is not on this host, and " + config.source +
+                              " sets no controller.api_address to reach it over the network");
+  }
+  MUSTER_ASSIGN_OR_RETURN(const Munge* munge, Munge::Get());
+  MUSTER_ASSIGN_OR_RETURN(
+      std::string credential,
+      munge->Encode(config.munge.socket, "muster-api:" + config.cluster_name, kCredentialTtlS));
+  auto fd = muster::ConnectTcp(address, 10'000);
+  if (!fd.ok()) return fd.status().Prepend("cannot reach the controller at " + address);
+  ControllerClient client(*fd);
+  v1::AuthenticateRequest req;
+  req.set_munge_credential(std::move(credential));
+  v1::AuthenticateResponse resp;
+  if (Status st = client.Call(v1::METHOD_AUTHENTICATE, req, &resp, 30'000); !st.ok()) {
+    return st.Prepend("the controller at " + address + " did not accept this host's credential");
+  }
+  return client;
+}
+
+Result<ControllerClient> ControllerClient::ConnectTo(const Config& config) {
+  const char* env = std::getenv("MUSTER_API");
+  const std::string forced = env ? env : "";
+  if (forced == "tcp") return ConnectTcp(config);
+  auto local = Connect(config.controller.socket_path);
+  if (local.ok() || forced == "socket" || config.controller.api_address.empty()) return local;
+  // Not the controller's host (or its socket is gone): the network way.
+  return ConnectTcp(config);
 }
 
 ControllerClient& ControllerClient::operator=(ControllerClient&& o) noexcept {

@@ -184,6 +184,19 @@ Status Validate(Config& c, const std::string& source) {
         "register as a node. Configure [tls] (see `muster certs`), or, on a network only the "
         "cluster's hosts reach, say so with `insecure = true` under [controller]");
   }
+  for (const auto& [key, value] : {std::pair{"api_address", &c.controller.api_address},
+                                   std::pair{"api_listen", &c.controller.api_listen}}) {
+    std::string host;
+    uint16_t port = 0;
+    if (!value->empty() && (!SplitHostPort(*value, &host, &port).ok() || port == 0)) {
+      return InvalidArgument(source + ": controller." + key + " '" + *value +
+                             "' is not host:port with a port");
+    }
+  }
+  if (!c.controller.api_listen.empty() && c.controller.api_address.empty()) {
+    return InvalidArgument(source +
+                           ": controller.api_listen needs api_address (where clients connect)");
+  }
   std::set<std::string> node_names;
   for (const auto& n : c.nodes) {
     if (!IsValidNodeName(n.name)) {
@@ -266,6 +279,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       [&](TableReader& t) {
         MUSTER_RETURN_IF_ERROR(t.String("socket", &c.controller.socket_path));
         MUSTER_RETURN_IF_ERROR(t.String("agent_address", &c.controller.agent_address));
+        MUSTER_RETURN_IF_ERROR(t.String("api_address", &c.controller.api_address));
+        MUSTER_RETURN_IF_ERROR(t.String("api_listen", &c.controller.api_listen));
         MUSTER_RETURN_IF_ERROR(t.Bool("insecure", &c.controller.insecure));
         MUSTER_RETURN_IF_ERROR(t.String("state_dir", &c.controller.state_dir));
         MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
@@ -345,6 +360,9 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         return t.String("controller_name", &c.tls.controller_name);
       },
       source));
+
+  MUSTER_RETURN_IF_ERROR(SubTable(
+      r, "munge", [&](TableReader& t) { return t.String("socket", &c.munge.socket); }, source));
 
   MUSTER_RETURN_IF_ERROR(TableArray(
       r, "nodes",

@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "agent_service.h"
-#include "local_api_server.h"
+#include "api_server.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/tls_files.h"
 #include "muster/controller/controller_runner.h"
@@ -33,6 +33,7 @@ class ControllerServer::Impl {
 
   ControllerServerOptions options_;
   int agent_port_ = 0;
+  int api_port_ = 0;
   uint64_t epoch_ = 0;
 
  private:
@@ -43,7 +44,7 @@ class ControllerServer::Impl {
   std::unique_ptr<ApiDispatcher> dispatcher_;
   std::unique_ptr<AgentService> agents_;
   std::unique_ptr<grpc::Server> grpc_server_;
-  std::unique_ptr<LocalApiServer> local_api_;
+  std::unique_ptr<ApiServer> api_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -96,8 +97,13 @@ Status ControllerServer::Impl::Start() {
     return FailedPrecondition("cannot listen for agents on " + c.controller.agent_address +
                               " (address in use?)");
   }
-  local_api_ = std::make_unique<LocalApiServer>(executor_->io(), *dispatcher_, options_.config);
-  MUSTER_RETURN_IF_ERROR(local_api_->Listen(c.controller.socket_path));
+  api_ = std::make_unique<ApiServer>(executor_->io(), *dispatcher_, options_.config);
+  MUSTER_RETURN_IF_ERROR(api_->ListenUnix(c.controller.socket_path));
+  if (!c.controller.api_address.empty()) {
+    const std::string& listen =
+        c.controller.api_listen.empty() ? c.controller.api_address : c.controller.api_listen;
+    MUSTER_ASSIGN_OR_RETURN(api_port_, api_->ListenTcp(listen));
+  }
 
   runner_->Start(agents_.get());
   executor_->Start(options_.threads);
@@ -120,7 +126,7 @@ void ControllerServer::Impl::Shutdown() {
     was_started = started_;
   }
   if (was_started) {
-    local_api_->Close();
+    api_->Close();
     executor_->RunOnStrandAndWait([this] {
       runner_->Stop();
       agents_->EndAll("controller shutting down");
@@ -134,7 +140,7 @@ void ControllerServer::Impl::Shutdown() {
   } else if (grpc_server_) {
     grpc_server_->Shutdown();
   }
-  local_api_.reset();
+  api_.reset();
   grpc_server_.reset();
   agents_.reset();
   dispatcher_.reset();
@@ -165,6 +171,7 @@ Status ControllerServer::Start() { return impl_->Start(); }
 void ControllerServer::Shutdown() { impl_->Shutdown(); }
 void ControllerServer::Wait() { impl_->Wait(); }
 int ControllerServer::agent_port() const { return impl_->agent_port_; }
+int ControllerServer::api_port() const { return impl_->api_port_; }
 uint64_t ControllerServer::epoch() const { return impl_->epoch_; }
 const std::string& ControllerServer::socket_path() const {
   return impl_->options_.config.controller.socket_path;

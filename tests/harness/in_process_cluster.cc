@@ -80,6 +80,7 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(InProcessClust
     << "[controller]\nsocket = \"" << c->dir_ << "/ctld.sock\"\n"
     << "agent_address = \"127.0.0.1:" << FreePort() << "\"\n"
     << "state_dir = \"" << c->dir_ << "/state\"\nlog_level = \"warn\"\n"
+    << (o.remote_api ? "api_address = \"127.0.0.1:" + std::to_string(FreePort()) + "\"\n" : "")
     << "[scheduling]\nsched_min_interval_ms = 2\n"
     << "heartbeat_interval_ms = " << o.heartbeat_interval_ms << "\n"
     << "node_not_responding_ms = " << o.node_not_responding_ms << "\n"
@@ -105,6 +106,10 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(InProcessClust
       << "controller_key_file = \"" << certs.dir << "/controller.key\"\n"
       << "node_cert_file = \"" << certs.dir << "/%n.crt\"\n"
       << "node_key_file = \"" << certs.dir << "/%n.key\"\n";
+  }
+  if (o.remote_api) {
+    MUSTER_ASSIGN_OR_RETURN(c->munged_, TestMunged::Start(c->dir_ + "/munge"));
+    t << "[munge]\nsocket = \"" << c->munged_->socket() << "\"\n";
   }
   int half = (o.nodes + 1) / 2;
   for (int i = 1; i <= o.nodes; ++i) {

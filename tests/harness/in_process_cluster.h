@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/test_munged.h"
 #include "muster/agent/agent.h"
 #include "muster/client/controller_client.h"
 #include "muster/common/status.h"
@@ -31,6 +32,9 @@ struct InProcessClusterOptions {
   // Mutual TLS between the controller and the agents, with a CA and certificates made by
   // `muster certs`'s code in dir()/tls.
   bool tls = false;
+  // The user API on TCP as well (controller.api_address on loopback), with a munged of the
+  // cluster's own for the MUNGE credentials (config [munge] socket).
+  bool remote_api = false;
 };
 
 class InProcessCluster {
@@ -73,6 +77,7 @@ class InProcessCluster {
   std::string dir_, config_path_;
   std::string cgroup_root_;  // "" when the cluster runs without cgroups
   Config config_;
+  std::unique_ptr<TestMunged> munged_;
   std::unique_ptr<rpc::ControllerServer> controller_;
   std::vector<std::unique_ptr<agent::Agent>> agents_;
 };

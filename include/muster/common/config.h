@@ -21,7 +21,13 @@ bool IsValidNodeName(const std::string& name);
 
 struct ControllerConfig {
   std::string socket_path = "/run/muster/musterctld.sock";  // user API (framed protobuf)
-  std::string agent_address = "127.0.0.1:6817";             // where agents connect
+  // The user API over TCP for commands on other hosts (login and compute nodes), authenticated
+  // with MUNGE: where they connect ("head01:6819"); empty: the socket only.
+  std::string api_address;
+  // What musterctld binds for it; empty: api_address. ("0.0.0.0:6819" where the head node's
+  // name resolves to a loopback address on the head node itself.)
+  std::string api_listen;
+  std::string agent_address = "127.0.0.1:6817";  // where agents connect
   // Without [tls], an agent_address beyond loopback is refused unless this says, in so many
   // words, that the network between the hosts is trusted.
   bool insecure = false;
@@ -104,6 +110,10 @@ struct TlsConfig {
   std::string NodeKeyFile(const std::string& node) const;
 };
 
+struct MungeConfig {
+  std::string socket = "/run/munge/munge.socket.2";  // munged's socket on every host
+};
+
 struct PartitionConfig {
   std::string name;
   std::string nodes_expr;
@@ -141,6 +151,7 @@ struct Config {
   SchedulingConfig scheduling;
   AgentConfig agent;
   TlsConfig tls;
+  MungeConfig munge;
   std::vector<PartitionConfig> partitions;
   std::vector<NodeConfig> nodes;  // in configuration order
 

@@ -86,6 +86,9 @@ inline Status DeadlineExceeded(std::string m) {
   return {StatusCode::kDeadlineExceeded, std::move(m)};
 }
 inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
+inline Status Unauthenticated(std::string m) {
+  return {StatusCode::kUnauthenticated, std::move(m)};
+}
 
 // "what: strerror(errno)" as an INTERNAL (or the given code) status.
 Status ErrnoStatus(std::string_view what, int err, StatusCode code = StatusCode::kInternal);

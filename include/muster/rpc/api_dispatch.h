@@ -28,6 +28,7 @@ struct ApiReply {
 // allocations attached through it (they end when it closes).
 struct ClientSession {
   controller::Caller caller;
+  std::string origin;                 // "local" (the Unix socket) or the TCP peer's address
   std::vector<uint64_t> allocations;  // strand-confined
 };
 

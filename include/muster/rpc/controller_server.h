@@ -47,6 +47,7 @@ class ControllerServer {
   void Wait();
 
   int agent_port() const;  // the bound TCP port (useful with port 0)
+  int api_port() const;    // the user API's TCP port; 0 without controller.api_address
   uint64_t epoch() const;
   const std::string& socket_path() const;
 

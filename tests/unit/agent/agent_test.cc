@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "agent_fakes.h"
+#include "harness/test_user.h"
 #include "muster/common/config.h"
 #include "muster/common/framing.h"
-#include "test_user.h"
 
 namespace muster::agent {
 namespace {
@@ -387,7 +387,7 @@ TEST_F(AgentTest, StopFollowsKillJobsOnStop) {
 // spool directory. A job (here a real script as an unprivileged user) can reach its own batch
 // script there but cannot plant a link for root to write through, add a file, or move the state.
 TEST_F(AgentTest, AJobCannotPlantLinksOrTouchTheRecordsTheRootAgentKeeps) {
-  const testing::TestUser& u = testing::TestUserFactory::Get();
+  const muster::testing::TestUser& u = muster::testing::TestUserFactory::Get();
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a job as another user";
   // As root (CI) the attack must be tried, not skipped.
   ASSERT_TRUE(u.ready) << "cannot create the test user (useradd/groupadd)";
@@ -400,7 +400,7 @@ TEST_F(AgentTest, AJobCannotPlantLinksOrTouchTheRecordsTheRootAgentKeeps) {
   link_->Connect(1);
   v1::ControllerMessage m = Launch(1);
   v1::JobSpec* spec = m.mutable_launch_job()->mutable_spec();
-  spec->set_user(testing::TestUser::kName);
+  spec->set_user(muster::testing::TestUser::kName);
   spec->set_uid(u.uid);
   spec->set_gid(u.gid);
   spec->set_work_dir(out);

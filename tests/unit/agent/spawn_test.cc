@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "cgroup.h"
-#include "test_user.h"
+#include "harness/test_user.h"
 
 namespace muster::agent {
 namespace {
@@ -155,7 +155,7 @@ class RootLauncherTest : public LauncherTest {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
-    const testing::TestUser& u = testing::TestUserFactory::Get();
+    const muster::testing::TestUser& u = muster::testing::TestUserFactory::Get();
     ASSERT_TRUE(u.ready) << "as root the test user must be made (useradd/groupadd)";
     LauncherTest::SetUp();
     // The user writes its output here; the keeper's record goes where only root writes.
@@ -175,7 +175,7 @@ class RootLauncherTest : public LauncherTest {
     s.change_user = true;
     s.uid = uid_;
     s.gid = gid_;
-    s.groups = GroupsOf(testing::TestUser::kName, gid_);
+    s.groups = GroupsOf(muster::testing::TestUser::kName, gid_);
     s.stdout_path = (dir_ / "out.txt").string();
     s.exit_file = (keep_ / "exit").string();
     return s;
@@ -244,6 +244,48 @@ TEST_F(RootLauncherTest, SignallingTheJobReachesWhatEscapedItsSession) {
   DecodeWaitStatus(*ReadExitFile(s.exit_file), &code, &sig);
   EXPECT_EQ(sig, SIGTERM);
   EXPECT_TRUE(Gone(daemon));
+}
+
+// Output files and the working directory are the user's business: opened and entered after the
+// switch to the user, so root's rights never reach them.
+TEST_F(RootLauncherTest, OutputAndDirectoryAreReachedAsTheUserNeverAsRoot) {
+  // A file only root may write: -o pointing at it fails, and it is left as it was.
+  const std::string precious = (keep_ / "precious").string();  // keep_ is root's, 0711
+  std::ofstream(precious) << "root's\n";
+  ::chmod(precious.c_str(), 0644);
+  SpawnSpec s = AsUser("echo pwned");
+  s.stdout_path = precious;
+  auto sp = Spawn(s);
+  ASSERT_FALSE(sp.ok()) << "wrote a root-only file";
+  EXPECT_NE(sp.status().message().find("cannot open output file " + precious), std::string::npos)
+      << sp.status().message();
+  EXPECT_EQ(Read(precious), "root's\n");
+
+  // A link the user planted at its output path, pointing at that file: followed as the user,
+  // so refused the same way.
+  const std::string planted = (dir_ / "planted.out").string();
+  std::filesystem::create_symlink(precious, planted);
+  s.stdout_path = planted;
+  sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_EQ(Read(precious), "root's\n");
+  s.stdout_path = (dir_ / "out.txt").string();
+  s.stderr_path = planted;
+  sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("cannot open"), std::string::npos);
+  EXPECT_EQ(Read(precious), "root's\n");
+
+  // A directory the user cannot enter: the job fails to start and says why.
+  const std::string closed = (keep_ / "closed").string();
+  std::filesystem::create_directory(closed);
+  ::chmod(closed.c_str(), 0700);
+  s = AsUser("echo inside");
+  s.cwd = closed;
+  sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("cannot change to directory " + closed), std::string::npos)
+      << sp.status().message();
 }
 
 // Processes are created inside their cgroup (clone3 CLONE_INTO_CGROUP), directly and under a

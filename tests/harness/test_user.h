@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace muster::agent::testing {
+namespace muster::testing {
 
 struct TestUser {
   bool ready = false;  // false: not root, or useradd is missing; tests skip
@@ -53,4 +53,4 @@ class TestUserFactory {
   bool created_ = false;
 };
 
-}  // namespace muster::agent::testing
+}  // namespace muster::testing

@@ -1,0 +1,253 @@
+// The controller's user API under abuse. On the Unix socket: an oversized or stalled request
+// closes only its own connection, and one user's connections are capped without affecting anyone
+// else's. On TCP: nothing is served before a valid MUNGE credential made for this cluster's API,
+// a credential works once, and strangers are bounded per address and in time.
+#include "api_server.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "harness/test_munged.h"
+#include "muster/common/framing.h"
+#include "muster/common/job_limits.h"
+#include "muster/common/munge.h"
+#include "muster/controller/controller_runner.h"
+#include "muster/rpc/asio_executor.h"
+#include "muster/store/state_store.h"
+#include "one_node_config.h"
+
+namespace muster::rpc {
+namespace {
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spdlog::set_level(spdlog::level::warn);
+    dir_ = std::filesystem::temp_directory_path() / ("muster-api-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    socket_ = (dir_ / "api.sock").string();
+    auto c = testing::OneNodeConfig();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    config_ = *c;
+    controller::ControllerRunnerOptions o;
+    o.config = config_;
+    o.executor = &executor_;
+    o.store = std::make_unique<store::InMemoryStateStore>();
+    auto r = controller::ControllerRunner::Create(std::move(o));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    runner_ = std::move(*r);
+    executor_.Start(2);
+    runner_->Start(nullptr);
+    dispatcher_ = std::make_unique<ApiDispatcher>(*runner_);
+    auto munged = muster::testing::TestMunged::Start((dir_ / "munge").string());
+    ASSERT_TRUE(munged.ok()) << munged.status().ToString();
+    munged_ = std::move(*munged);
+    config_.munge.socket = munged_->socket();
+    ApiServerOptions lo;
+    lo.max_connections_per_user = 3;
+    lo.request_deadline_ms = 1000;
+    lo.authenticate_deadline_ms = 500;
+    lo.max_unauthenticated_per_address = 3;
+    server_ = std::make_unique<ApiServer>(executor_.io(), *dispatcher_, config_, lo);
+    ASSERT_TRUE(server_->ListenUnix(socket_).ok());
+    auto port = server_->ListenTcp("127.0.0.1:0");
+    ASSERT_TRUE(port.ok()) << port.status().ToString();
+    tcp_address_ = "127.0.0.1:" + std::to_string(*port);
+  }
+  void TearDown() override {
+    for (int fd : open_) ::close(fd);
+    if (server_) server_->Close();
+    executor_.Stop();
+    std::filesystem::remove_all(dir_);
+  }
+
+  int Connect() {
+    auto fd = ConnectUnix(socket_);
+    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+    if (fd.ok()) open_.push_back(*fd);
+    return fd.ok() ? *fd : -1;
+  }
+  int ConnectRemote() {
+    auto fd = ConnectTcp(tcp_address_, 5000);
+    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+    if (fd.ok()) open_.push_back(*fd);
+    return fd.ok() ? *fd : -1;
+  }
+  // A credential of this process's user carrying `payload` (by default the API's).
+  std::string Credential(const std::string& payload = "") {
+    auto munge = Munge::Get();
+    EXPECT_TRUE(munge.ok()) << munge.status().ToString();
+    auto cred = (*munge)->Encode(
+        munged_->socket(), payload.empty() ? "muster-api:" + config_.cluster_name : payload, 60);
+    EXPECT_TRUE(cred.ok()) << cred.status().ToString();
+    return cred.ok() ? *cred : "";
+  }
+  // Sends an authentication; returns the reply frame.
+  static Result<Frame> Authenticate(int fd, const std::string& credential) {
+    v1::AuthenticateRequest req;
+    req.set_munge_credential(credential);
+    MUSTER_RETURN_IF_ERROR(WriteFrame(fd, v1::METHOD_AUTHENTICATE, req.SerializeAsString()));
+    return ReadFrame(fd, 5000);
+  }
+  static constexpr uint32_t kUnauthenticated = static_cast<uint32_t>(StatusCode::kUnauthenticated);
+  // Whether the server closed the connection within `ms` (any frame it sent first is read).
+  static bool ClosedWithin(int fd, int ms, std::string* said = nullptr) {
+    for (;;) {
+      struct pollfd p {
+        fd, POLLIN, 0
+      };
+      if (::poll(&p, 1, ms) <= 0) return false;
+      char buf[4096];
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return true;
+      if (said) said->append(buf, static_cast<size_t>(n));
+    }
+  }
+  static Status Info(int fd) {
+    MUSTER_RETURN_IF_ERROR(WriteFrame(fd, v1::METHOD_CONTROLLER_INFO, ""));
+    MUSTER_ASSIGN_OR_RETURN(Frame f, ReadFrame(fd, 5000));
+    if (f.type != 0) return Internal("status " + std::to_string(f.type) + ": " + f.payload);
+    return Status::Ok();
+  }
+
+  std::filesystem::path dir_;
+  std::string socket_;
+  Config config_;
+  AsioExecutor executor_;
+  std::unique_ptr<controller::ControllerRunner> runner_;
+  std::unique_ptr<ApiDispatcher> dispatcher_;
+  std::unique_ptr<muster::testing::TestMunged> munged_;
+  std::unique_ptr<ApiServer> server_;
+  std::string tcp_address_;
+  std::vector<int> open_;
+};
+
+TEST_F(ApiServerTest, AnOversizedRequestIsRefusedOnItsHeader) {
+  const int fd = Connect();
+  ASSERT_TRUE(Info(fd).ok());
+  // A header promising more than any request may be; no body follows.
+  std::string header = EncodeFrame(v1::METHOD_SUBMIT_JOB, "").substr(0, 8);
+  const uint32_t len = htonl(4 + kMaxApiRequestBytes + 1);
+  std::memcpy(header.data(), &len, 4);
+  ASSERT_EQ(::write(fd, header.data(), 8), 8);
+  EXPECT_TRUE(ClosedWithin(fd, 2000)) << "the server waited for 8 MiB it would not take";
+  EXPECT_TRUE(Info(Connect()).ok()) << "and goes on serving";
+}
+
+TEST_F(ApiServerTest, ARequestThatStallsHalfwayIsClosedAtItsDeadline) {
+  const int fd = Connect();
+  const std::string frame = EncodeFrame(v1::METHOD_CONTROLLER_INFO, std::string(100, 'x'));
+  ASSERT_EQ(::write(fd, frame.data(), 20), 20);
+  EXPECT_FALSE(ClosedWithin(fd, 200)) << "not before its deadline";
+  // A byte every 200 ms does not extend it: the deadline runs from the request's first byte.
+  bool closed = false;
+  for (int i = 0; i < 25 && !closed; ++i) {
+    (void)!::send(fd, "x", 1, MSG_NOSIGNAL);
+    closed = ClosedWithin(fd, 200);
+  }
+  EXPECT_TRUE(closed) << "a request trickling in holds its connection forever";
+  // An idle connection between requests stays: an allocation's owner holds one for hours.
+  const int idle = Connect();
+  EXPECT_FALSE(ClosedWithin(idle, 1200));
+  EXPECT_TRUE(Info(idle).ok());
+}
+
+TEST_F(ApiServerTest, OneUsersConnectionsAreCapped) {
+  std::vector<int> fds;
+  for (int i = 0; i < 3; ++i) {
+    fds.push_back(Connect());
+    ASSERT_TRUE(Info(fds.back()).ok());
+  }
+  const int fourth = Connect();
+  std::string said;
+  ASSERT_TRUE(ClosedWithin(fourth, 2000, &said));
+  EXPECT_NE(said.find("too many connections from uid"), std::string::npos) << said;
+  // Closing one makes room again.
+  ::close(fds[0]);
+  open_.erase(std::find(open_.begin(), open_.end(), fds[0]));
+  bool admitted = false;
+  for (int i = 0; i < 50 && !admitted; ++i) {
+    const int again = Connect();
+    admitted = Info(again).ok();
+    if (!admitted) ::usleep(20'000);
+  }
+  EXPECT_TRUE(admitted);
+}
+
+TEST_F(ApiServerTest, OverTcpNothingIsServedBeforeAuthentication) {
+  const int fd = ConnectRemote();
+  ASSERT_TRUE(WriteFrame(fd, v1::METHOD_LIST_JOBS, "").ok());
+  auto reply = ReadFrame(fd, 5000);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->type, kUnauthenticated) << reply->payload;
+  EXPECT_NE(reply->payload.find("MUNGE"), std::string::npos) << reply->payload;
+  EXPECT_TRUE(ClosedWithin(fd, 2000)) << "and nothing more is read from it";
+}
+
+TEST_F(ApiServerTest, AValidCredentialAuthenticatesItsUserOnce) {
+  const std::string cred = Credential();
+  const int fd = ConnectRemote();
+  auto reply = Authenticate(fd, cred);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  ASSERT_EQ(reply->type, 0u) << reply->payload;
+  v1::AuthenticateResponse who;
+  ASSERT_TRUE(who.ParseFromString(reply->payload));
+  EXPECT_EQ(who.uid(), ::getuid());
+  EXPECT_EQ(who.gid(), ::getgid());
+  EXPECT_TRUE(Info(fd).ok());
+  // A second identity on the same connection is refused; the first one stays.
+  auto again = Authenticate(fd, Credential());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->type, static_cast<uint32_t>(StatusCode::kFailedPrecondition));
+  EXPECT_TRUE(Info(fd).ok());
+  // The same credential on another connection is a replay.
+  const int thief = ConnectRemote();
+  auto replay = Authenticate(thief, cred);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->type, kUnauthenticated) << replay->payload;
+  EXPECT_NE(replay->payload.find("Replayed"), std::string::npos) << replay->payload;
+  EXPECT_TRUE(ClosedWithin(thief, 2000));
+}
+
+TEST_F(ApiServerTest, ForgedOrForeignCredentialsAreRefused) {
+  for (const std::string& cred :
+       {std::string("MUNGE:garbage:"), std::string(), std::string(70'000, 'A'),
+        Credential("slurm-auth"), Credential("muster-api:another-cluster")}) {
+    const int fd = ConnectRemote();
+    auto reply = Authenticate(fd, cred);
+    if (reply.ok()) {
+      EXPECT_EQ(reply->type, kUnauthenticated) << reply->payload;
+    }  // an oversized one is cut off on its header instead
+    EXPECT_TRUE(ClosedWithin(fd, 2000)) << cred.substr(0, 40);
+  }
+  EXPECT_TRUE(Info(Connect()).ok()) << "the server goes on serving";
+}
+
+TEST_F(ApiServerTest, StrangersAreBoundedInNumberAndTime) {
+  // One that says nothing is closed at the authentication deadline.
+  const int silent = ConnectRemote();
+  EXPECT_TRUE(ClosedWithin(silent, 3000)) << "an unauthenticated connection held forever";
+  // At most three waiting from one address; the fourth is told why.
+  std::vector<int> waiting;
+  for (int i = 0; i < 3; ++i) waiting.push_back(ConnectRemote());
+  const int fourth = ConnectRemote();
+  std::string said;
+  ASSERT_TRUE(ClosedWithin(fourth, 2000, &said));
+  EXPECT_NE(said.find("too many unauthenticated connections"), std::string::npos) << said;
+  // Authenticating frees a place.
+  auto reply = Authenticate(waiting[0], Credential());
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->type, 0u) << reply->payload;
+  const int fifth = ConnectRemote();
+  auto ok = Authenticate(fifth, Credential());
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->type, 0u) << ok->payload;
+}
+
+}  // namespace
+}  // namespace muster::rpc
