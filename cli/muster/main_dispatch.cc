@@ -69,8 +69,9 @@ Jobs:
 
 Nodes:
   nodes [--json]                     list nodes
-  node drain NODES --reason TEXT     stop placing work on nodes (admin)
-  node resume NODES                  undo a drain (admin)
+  node drain NODES --reason TEXT     stop placing work on nodes (operators, admins)
+  node resume NODES                  undo a drain (operators, admins)
+  audit [--since TIME] [--user U]    what admins and operators did (admins, operators)
 
 Cluster:
   info                               controller version, epoch and counts
@@ -147,6 +148,7 @@ int Main(int argc, char** argv) {
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
   if (cmd == "certs") return CmdCerts(sub_argc, sub_argv);
+  if (cmd == "audit") return CmdAudit(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {

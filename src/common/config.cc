@@ -273,6 +273,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   TableReader r(root, "", source);
   MUSTER_RETURN_IF_ERROR(r.String("cluster_name", &c.cluster_name));
   MUSTER_RETURN_IF_ERROR(r.StringList("admins", &c.admins));
+  MUSTER_RETURN_IF_ERROR(r.StringList("operators", &c.operators));
 
   MUSTER_RETURN_IF_ERROR(SubTable(
       r, "controller",
@@ -308,6 +309,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.Uint("max_array_size", &s.max_array_size, 1, 4'000'001));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("accounting_retention_days", &s.accounting_retention_days, 0, 100'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("audit_retention_days", &s.audit_retention_days, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("allocation_grace_ms", &s.allocation_grace_ms, 1'000, 86'400'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("backfill_depth", &s.backfill_depth, 0, 100'000));

@@ -15,4 +15,10 @@ Status CheckAdmin(const Caller& caller, std::string_view action) {
   return PermissionDenied(std::string(action) + " needs an admin (root or listed in admins)");
 }
 
+Status CheckOperator(const Caller& caller, std::string_view action) {
+  if (caller.is_admin || caller.is_operator) return Status::Ok();
+  return PermissionDenied(std::string(action) +
+                          " needs an operator or an admin (listed in operators or admins)");
+}
+
 }  // namespace muster::controller

@@ -16,4 +16,7 @@ Status CheckJobAccess(const Caller& caller, const v1::JobRecord& job, std::strin
 // Only admins may. PERMISSION_DENIED saying what needs an admin.
 Status CheckAdmin(const Caller& caller, std::string_view action);
 
+// Operators and admins may (nodes: drain, resume). PERMISSION_DENIED otherwise.
+Status CheckOperator(const Caller& caller, std::string_view action);
+
 }  // namespace muster::controller

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "allocation_manager.h"
+#include "audit_log.h"
 #include "engine_context.h"
 #include "history.h"
 #include "job_explainer.h"
@@ -43,7 +44,8 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       job_views_(std::make_unique<JobViews>(*ctx_, *jobs_)),
       node_views_(std::make_unique<NodeViews>(*ctx_, *nodes_, *ledger_)),
       explainer_(std::make_unique<JobExplainer>(*jobs_, *scheduler_)),
-      history_(std::make_unique<HistoryRetention>(*ctx_)) {}
+      history_(std::make_unique<HistoryRetention>(*ctx_)),
+      audit_(std::make_unique<AuditLog>(*ctx_)) {}
 
 Engine::~Engine() = default;
 
@@ -191,23 +193,68 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
                                                 const v1::CancelJobRequest& req, TimeMs now) {
   MUSTER_RETURN_IF_ERROR(
       CheckIdCount(static_cast<size_t>(req.job_ids_size() + req.single_job_ids_size())));
-  return jobs_->Cancel(caller, req, now);
+  v1::CancelJobResponse resp = jobs_->Cancel(caller, req, now);
+  AuditForeignJobs(caller, req.signal() != 0 ? "signal" : "cancel",
+                   req.signal() != 0 ? "signal " + std::to_string(req.signal()) : "",
+                   resp.results(), now);
+  return resp;
 }
 
 Result<v1::UpdateJobResponse> Engine::UpdateJob(const Caller& caller,
                                                 const v1::UpdateJobRequest& req, TimeMs now) {
   MUSTER_RETURN_IF_ERROR(CheckIdCount(static_cast<size_t>(req.job_ids_size())));
-  return jobs_->Update(caller, req, now);
+  v1::UpdateJobResponse resp = jobs_->Update(caller, req, now);
+  std::string action = v1::UpdateJobRequest::Action_Name(req.action());
+  for (char& ch : action) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  AuditForeignJobs(caller, action, "", resp.results(), now);
+  return resp;
+}
+
+void Engine::AuditForeignJobs(
+    const Caller& caller, const std::string& action, const std::string& detail,
+    const google::protobuf::RepeatedPtrField<v1::CancelJobResult>& results, TimeMs now) {
+  // The caller's own jobs are its business; what it did (or tried) to others' is audited.
+  std::vector<uint64_t> foreign;
+  Status first_error;
+  bool refused = false;
+  for (const auto& r : results) {
+    const JobEntry* job = jobs_->Find(r.job_id());
+    if (!job || job->rec.spec().uid() == caller.uid) continue;
+    foreign.push_back(r.job_id());
+    if (r.code() != 0 && first_error.ok()) {
+      first_error = Status(static_cast<StatusCode>(r.code()), r.message());
+    }
+    refused = refused || r.code() == static_cast<int>(StatusCode::kPermissionDenied);
+  }
+  if (foreign.empty()) return;
+  audit_->Record(caller, action, JobsTarget(foreign), detail, !refused, first_error, now);
 }
 
 Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
                                                   const v1::UpdateNodeRequest& req, TimeMs now) {
-  return nodes_->Update(caller, req, now);
+  auto resp = nodes_->Update(caller, req, now);
+  const bool drain = req.action() == v1::UpdateNodeRequest::DRAIN;
+  audit_->Record(caller, drain ? "drain" : "resume",
+                 "nodes " + std::string(req.nodes().substr(0, 1024)),
+                 drain ? std::string(req.reason().substr(0, 1024)) : "",
+                 resp.status().code() != StatusCode::kPermissionDenied, resp.status(), now);
+  return resp;
+}
+
+Result<v1::ListAuditResponse> Engine::ListAudit(const Caller& caller,
+                                                const v1::ListAuditRequest& req, TimeMs now) const {
+  return audit_->List(caller, req, now);
 }
 
 Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
                                                   const v1::CreateStepRequest& req, TimeMs now) {
-  return steps_->CreateStep(caller, req, now);
+  auto resp = steps_->CreateStep(caller, req, now);
+  const JobEntry* job = jobs_->Find(req.job_id());
+  if (job && job->rec.spec().uid() != caller.uid) {
+    audit_->Record(caller, "step", JobsTarget({req.job_id()}), "",
+                   resp.status().code() != StatusCode::kPermissionDenied, resp.status(), now);
+  }
+  return resp;
 }
 
 Result<v1::ReleaseAllocationResponse> Engine::ReleaseAllocation(
@@ -217,8 +264,15 @@ Result<v1::ReleaseAllocationResponse> Engine::ReleaseAllocation(
 }
 
 Result<v1::AttachAllocationResponse> Engine::AttachAllocation(
-    const Caller& caller, const v1::AttachAllocationRequest& req) {
-  MUSTER_ASSIGN_OR_RETURN(const JobEntry* job, allocations_->Attach(caller, req));
+    const Caller& caller, const v1::AttachAllocationRequest& req, TimeMs now) {
+  auto attached = allocations_->Attach(caller, req);
+  const JobEntry* target = jobs_->Find(req.job_id());
+  if (target && target->rec.spec().uid() != caller.uid) {
+    audit_->Record(caller, "attach", JobsTarget({req.job_id()}), "",
+                   attached.status().code() != StatusCode::kPermissionDenied, attached.status(),
+                   now);
+  }
+  MUSTER_ASSIGN_OR_RETURN(const JobEntry* job, std::move(attached));
   v1::AttachAllocationResponse resp;
   *resp.mutable_job() = job_views_->ToJobInfo(*job);
   return resp;
@@ -368,6 +422,7 @@ void Engine::Tick(TimeMs now) {
   jobs_->Archive(now);
   if (!jobs_->interactive().empty()) allocations_->Check(now);
   history_->Purge(now);
+  audit_->Purge(now);
 }
 
 std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {

@@ -191,7 +191,7 @@ std::string NodeManager::WhyUnschedulable(const NodeEntry& node) const {
 
 Result<v1::UpdateNodeResponse> NodeManager::Update(const Caller& caller,
                                                    const v1::UpdateNodeRequest& req, TimeMs now) {
-  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "draining and resuming nodes"));
+  MUSTER_RETURN_IF_ERROR(CheckOperator(caller, "draining and resuming nodes"));
   MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(req.nodes()));
   if (names.empty()) return InvalidArgument("no node names given");
   std::vector<std::string> unknown;

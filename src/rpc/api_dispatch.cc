@@ -130,13 +130,16 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
           payload, [&](const auto& r) { return engine.ReleaseAllocation(caller, r, now); });
     case v1::METHOD_ATTACH_ALLOCATION:
       return Handle<v1::AttachAllocationRequest>(
-          payload, [&](const auto& r) { return engine.AttachAllocation(caller, r); });
+          payload, [&](const auto& r) { return engine.AttachAllocation(caller, r, now); });
     case v1::METHOD_UPDATE_JOB:
       return Handle<v1::UpdateJobRequest>(
           payload, [&](const auto& r) { return engine.UpdateJob(caller, r, now); });
     case v1::METHOD_EXPLAIN_JOB:
       return Handle<v1::ExplainJobRequest>(
           payload, [&](const auto& r) { return engine.ExplainJob(r, now); });
+    case v1::METHOD_LIST_AUDIT:
+      return Handle<v1::ListAuditRequest>(
+          payload, [&](const auto& r) { return engine.ListAudit(caller, r, now); });
     case v1::METHOD_LIST_ACCOUNTING:
       return Handle<v1::ListAccountingRequest>(
           payload, [&](const auto& r) { return engine.ListAccounting(r, now); });
@@ -172,6 +175,9 @@ controller::Caller ResolveCaller(uint32_t uid, uint32_t gid, const Config& confi
   const auto& a = config.admins;
   c.is_admin = uid == 0 || std::find(a.begin(), a.end(), c.user) != a.end() ||
                std::find(a.begin(), a.end(), std::to_string(uid)) != a.end();
+  const auto& o = config.operators;
+  c.is_operator = std::find(o.begin(), o.end(), c.user) != o.end() ||
+                  std::find(o.begin(), o.end(), std::to_string(uid)) != o.end();
   return c;
 }
 

@@ -188,6 +188,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
  private:
   void Admitted(uid_t uid, gid_t gid) {
     session_->caller = ResolveCaller(uid, gid, shared_->config);
+    session_->caller.origin = session_->origin;
     if (!shared_->Admit(uid)) {
       // Told why, then closed: the limit is per user, so others are not affected.
       return ReplyAndClose(ResourceExhausted("too many connections from uid " +

@@ -81,4 +81,9 @@ Status CheckRequestBounds(const v1::ListAccountingRequest& r) {
   return CheckStates(r.states());
 }
 
+Status CheckRequestBounds(const v1::ListAuditRequest& r) {
+  if (r.since_ms() < 0 || r.until_ms() < 0) return InvalidArgument("audit times must be >= 0");
+  return CheckText("user", r.user(), kMaxShortStringBytes);
+}
+
 }  // namespace muster::rpc

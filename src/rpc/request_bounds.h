@@ -16,6 +16,7 @@ Status CheckRequestBounds(const v1::UpdateJobRequest& r);
 Status CheckRequestBounds(const v1::CancelJobRequest& r);
 Status CheckRequestBounds(const v1::CreateStepRequest& r);
 Status CheckRequestBounds(const v1::ListAccountingRequest& r);
+Status CheckRequestBounds(const v1::ListAuditRequest& r);
 // Requests with nothing of variable size.
 template <typename Request>
 Status CheckRequestBounds(const Request&) {

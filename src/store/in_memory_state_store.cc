@@ -36,7 +36,9 @@ Status InMemoryStateStore::Commit(const Mutation& mutation, Durability durabilit
 Result<LoadedState> InMemoryStateStore::LoadAll() {
   std::vector<RawRecord> raw;
   for (int f = 0; f < kNumFamilies; ++f) {
-    if (static_cast<Family>(f) == Family::kJobPayload) continue;
+    if (static_cast<Family>(f) == Family::kJobPayload || static_cast<Family>(f) == Family::kAudit) {
+      continue;
+    }
     for (const auto& [k, v] : data_[f]) raw.push_back({static_cast<Family>(f), k, v});
   }
   std::vector<RawRecord> quarantine;
@@ -86,6 +88,19 @@ Result<v1::JobPayload> InMemoryStateStore::ReadJobPayload(uint64_t id) {
     return p;
   }
   return NotFound("job " + std::to_string(id) + " has no stored payload");
+}
+
+Status InMemoryStateStore::ScanAudit(
+    const std::string& from_key,
+    const std::function<bool(const std::string&, const v1::AuditEntry&)>& fn) {
+  auto& fam = Fam(Family::kAudit);
+  auto it = std::lower_bound(fam.begin(), fam.end(), from_key,
+                             [](const auto& kv, const std::string& k) { return kv.first < k; });
+  for (; it != fam.end(); ++it) {
+    v1::AuditEntry e;
+    if (e.ParseFromString(it->second) && !fn(it->first, e)) break;
+  }
+  return Status::Ok();
 }
 
 void InMemoryStateStore::CorruptForTest(Family family, const std::string& key) {

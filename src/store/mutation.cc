@@ -16,6 +16,8 @@ const char* FamilyName(Family f) {
       return "quarantine";
     case Family::kJobPayload:
       return "job_payload";
+    case Family::kAudit:
+      return "audit";
   }
   return "?";
 }
@@ -27,6 +29,23 @@ std::string Mutation::JobKey(uint64_t id) {
     id >>= 8;
   }
   return k;
+}
+
+std::string Mutation::AuditKey(int64_t time_ms, uint32_t epoch, uint32_t seq) {
+  std::string k = JobKey(static_cast<uint64_t>(time_ms));
+  for (uint32_t v : {epoch, seq}) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+      k.push_back(static_cast<char>((v >> shift) & 0xff));
+  }
+  return k;
+}
+
+void Mutation::PutAudit(const std::string& key, const v1::AuditEntry& entry) {
+  ops_.push_back({Family::kAudit, key, entry.SerializeAsString()});
+}
+
+void Mutation::DeleteAudit(const std::string& key) {
+  ops_.push_back({Family::kAudit, key, std::nullopt});
 }
 
 void Mutation::PutMeta(const v1::MetaRecord& meta) {
@@ -125,6 +144,7 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
         break;
       case Family::kQuarantine:
       case Family::kJobPayload:  // read at launch, never at recovery
+      case Family::kAudit:       // read by `muster audit`, never at recovery
         break;
     }
   }

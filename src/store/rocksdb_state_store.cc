@@ -71,7 +71,9 @@ class RocksDbStateStore final : public StateStore {
     std::vector<RawRecord> raw;
     for (int f = 0; f < kNumFamilies; ++f) {
       Family fam = static_cast<Family>(f);
-      if (fam == Family::kQuarantine || fam == Family::kJobPayload) continue;
+      if (fam == Family::kQuarantine || fam == Family::kJobPayload || fam == Family::kAudit) {
+        continue;
+      }
       std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), Handle(fam)));
       if (fam == Family::kJobHistory) {
         // Only the newest id matters for recovery; the history is read on demand.
@@ -142,6 +144,21 @@ class RocksDbStateStore final : public StateStore {
       if (!fn(j)) break;
     }
     return FromRocks(it->status(), "cannot read job history");
+  }
+
+  Status ScanAudit(
+      const std::string& from_key,
+      const std::function<bool(const std::string&, const v1::AuditEntry&)>& fn) override {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, Handle(Family::kAudit)));
+    v1::AuditEntry e;
+    for (it->Seek(from_key); it->Valid(); it->Next()) {
+      e.Clear();
+      if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+      if (!fn(it->key().ToString(), e)) break;
+    }
+    return FromRocks(it->status(), "cannot read the audit log");
   }
 
  private:

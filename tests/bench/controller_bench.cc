@@ -34,6 +34,11 @@ class BufferedStore : public store::StateStore {
     return inner_->ReadHistory(limit);
   }
   Result<v1::JobPayload> ReadJobPayload(uint64_t id) override { return inner_->ReadJobPayload(id); }
+  Status ScanAudit(
+      const std::string& from,
+      const std::function<bool(const std::string&, const v1::AuditEntry&)>& fn) override {
+    return inner_->ScanAudit(from, fn);
+  }
   Status ScanHistory(uint64_t from_id,
                      const std::function<bool(const v1::JobRecord&)>& fn) override {
     return inner_->ScanHistory(from_id, fn);

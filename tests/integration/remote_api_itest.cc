@@ -19,7 +19,8 @@ struct CliRun {
 // Runs the muster CLI (as `uid`/`gid` when given), with MUSTER_CONF and MUSTER_API=tcp: the way
 // it runs on a host that has no controller socket.
 CliRun RunMuster(const std::string& config, const std::vector<std::string>& args, uid_t uid = 0,
-                 gid_t gid = 0, const std::string& api = "tcp") {
+                 gid_t gid = 0, const std::string& api = "tcp",
+                 const std::string& program = kMuster) {
   int pipefd[2];
   if (::pipe(pipefd) != 0) return {};
   pid_t pid = ::fork();
@@ -30,14 +31,15 @@ CliRun RunMuster(const std::string& config, const std::vector<std::string>& args
     if (uid != 0 && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0)) {
       ::_exit(126);
     }
+    if (::chdir("/") != 0) ::_exit(126);  // the test's own directory may be closed to the user
     std::vector<std::string> env_s = {"MUSTER_CONF=" + config, "MUSTER_API=" + api,
                                       "PATH=/usr/bin:/bin"};
-    std::vector<char*> env, argv{const_cast<char*>(kMuster.c_str())};
+    std::vector<char*> env, argv{const_cast<char*>(program.c_str())};
     for (auto& e : env_s) env.push_back(e.data());
     env.push_back(nullptr);
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execve(kMuster.c_str(), argv.data(), env.data());
+    ::execve(program.c_str(), argv.data(), env.data());
     ::_exit(127);
   }
   ::close(pipefd[1]);
@@ -98,24 +100,28 @@ TEST(RemoteApiTest, AnotherUserOverTcpIsStillAnotherUser) {
   ASSERT_TRUE(user.ready) << "cannot create the muster-test user";
   auto cluster = StartRemoteCluster(1);
   ASSERT_TRUE(cluster);
+  // The build tree may sit where the other user cannot reach (/root): a copy of the CLI it can.
+  const std::string cli = cluster->dir() + "/muster";
+  std::filesystem::copy_file(kMuster, cli);
+  std::filesystem::permissions(cli, std::filesystem::perms(0755));
+  auto as_user = [&](const std::vector<std::string>& args) {
+    return RunMuster(cluster->config_path(), args, user.uid, user.gid, "tcp", cli);
+  };
   auto victim = cluster->Submit("#!/bin/sh\nsleep 60\n", Gang(1, 1));
   ASSERT_TRUE(victim.ok()) << victim.status().ToString();
   ASSERT_EVENTUALLY(cluster->State(*victim) == v1::RUNNING, 10'000);
   // The other user sees the queue (no privacy configured) but cannot touch root's job.
-  CliRun queue = RunMuster(cluster->config_path(), {"queue", "--noheader"}, user.uid, user.gid);
+  CliRun queue = as_user({"queue", "--noheader"});
   EXPECT_EQ(queue.exit_code, 0) << queue.out;
   EXPECT_NE(queue.out.find(std::to_string(*victim)), std::string::npos) << queue.out;
-  CliRun cancel =
-      RunMuster(cluster->config_path(), {"cancel", std::to_string(*victim)}, user.uid, user.gid);
+  CliRun cancel = as_user({"cancel", std::to_string(*victim)});
   EXPECT_NE(cancel.exit_code, 0) << cancel.out;
-  CliRun hold = RunMuster(cluster->config_path(), {"control", "hold", std::to_string(*victim)},
-                          user.uid, user.gid);
+  CliRun hold = as_user({"control", "hold", std::to_string(*victim)});
   EXPECT_NE(hold.exit_code, 0) << hold.out;
   EXPECT_EQ(cluster->State(*victim), v1::RUNNING);
   // Its own submission is its own: the job runs as that user.
   CliRun submit =
-      RunMuster(cluster->config_path(),
-                {"submit", "--parsable", "-o", "/dev/null", "--wrap", "id -u"}, user.uid, user.gid);
+      as_user({"submit", "--parsable", "--chdir=/tmp", "-o", "/dev/null", "--wrap", "id -u"});
   ASSERT_EQ(submit.exit_code, 0) << submit.out;
   auto mine = cluster->Job(std::stoull(submit.out));
   ASSERT_TRUE(mine.ok()) << mine.status().ToString();

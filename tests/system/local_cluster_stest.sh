@@ -365,6 +365,11 @@ grep -q "State=IDLE+DRAIN" <<<"$(scontrol show node node4)" || fail "drain: $(sc
 grep -q "Reason=fan noise \[" <<<"$(scontrol show node node4)" || fail "reason: $(scontrol show node node4)"
 scontrol update NodeName=node4 State=RESUME
 grep -q "State=IDLE " <<<"$(scontrol show node node4)" || fail "resume: $(scontrol show node node4)"
+# Both land in the audit log, with who, from where and the reason.
+audit=$(muster audit --since now-1hours)
+grep -q "$(id -un) .* local .* drain .*nodes node4 .*OK \[fan noise\]" <<<"$audit" || fail "audit: $audit"
+grep -q "resume .*nodes node4 .*OK" <<<"$audit" || fail "audit resume: $audit"
+[ "$(muster audit --json | grep -o '"action":"drain"' | wc -l)" -ge 1 ] || fail "audit --json"
 grep -q "^   Nodes=node\[1-4\]$" <<<"$(scontrol show partition gpu)" || fail "scontrol show partition"
 scontrol update NodeName=node3 State=DRAIN Reason=rma
 [ "$(sinfo | head -1)" = "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST" ] || fail "sinfo header: $(sinfo)"

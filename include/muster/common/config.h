@@ -48,6 +48,8 @@ struct SchedulingConfig {
   uint32_t max_array_size = 1001;                // job array task ids are below this (MaxArraySize)
   // Finished jobs (with their steps) stay in the accounting history (sacct) this long; 0: forever.
   uint32_t accounting_retention_days = 365;
+  // The audit log (privileged actions, refused attempts) keeps entries this long; 0: forever.
+  uint32_t audit_retention_days = 365;
   // An srun/salloc allocation whose client is not connected (after a controller restart, or a
   // client that died before attaching) is ended after this long.
   uint32_t allocation_grace_ms = 60'000;
@@ -146,7 +148,8 @@ struct NodeConfig {
 struct Config {
   std::string source;  // file the config came from
   std::string cluster_name = "muster";
-  std::vector<std::string> admins;  // user names or numeric uids; root is always an admin
+  std::vector<std::string> admins;     // user names or numeric uids; root is always an admin
+  std::vector<std::string> operators;  // may drain and resume nodes and read the audit log
   ControllerConfig controller;
   SchedulingConfig scheduling;
   AgentConfig agent;

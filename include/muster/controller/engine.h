@@ -42,7 +42,9 @@ struct Caller {
   uint32_t uid = 0;
   uint32_t gid = 0;
   std::string user;
-  bool is_admin = false;  // root or listed in the config's admins
+  bool is_admin = false;     // root or listed in the config's admins
+  bool is_operator = false;  // listed in the config's operators: drains and resumes nodes
+  std::string origin;        // "local" or the client's address (the audit log says it)
 };
 
 // A command for one node's agent, or (close_session) an order to drop its session so that the
@@ -68,6 +70,7 @@ using JobRowVisitor = std::function<void(const v1::JobInfo& row, std::string_vie
 class AllocationManager;
 class EngineContext;
 class HistoryRetention;
+class AuditLog;
 class JobExplainer;
 class JobManager;
 class JobViews;
@@ -118,7 +121,8 @@ class Engine {
                                                           const v1::ReleaseAllocationRequest& req,
                                                           TimeMs now);
   Result<v1::AttachAllocationResponse> AttachAllocation(const Caller& caller,
-                                                        const v1::AttachAllocationRequest& req);
+                                                        const v1::AttachAllocationRequest& req,
+                                                        TimeMs now);
   void AllocationClientGone(uint64_t job_id, TimeMs now);
   // scontrol hold/release/requeue. Per-job results: NOT_FOUND, PERMISSION_DENIED, or
   // FAILED_PRECONDITION (not pending / not running / not requeueable).
@@ -126,6 +130,9 @@ class Engine {
                                           TimeMs now);
   // muster explain: why a pending job waits (see JobExplainer). NOT_FOUND for unknown jobs.
   Result<v1::ExplainJobResponse> ExplainJob(const v1::ExplainJobRequest& req, TimeMs now) const;
+  // muster audit: the audit log (admins and operators).
+  Result<v1::ListAuditResponse> ListAudit(const Caller& caller, const v1::ListAuditRequest& req,
+                                          TimeMs now) const;
   // sacct: live jobs and the archived history (read from the store), filtered.
   Result<v1::ListAccountingResponse> ListAccounting(const v1::ListAccountingRequest& req,
                                                     TimeMs now) const;
@@ -189,6 +196,11 @@ class Engine {
   Engine(EngineOptions options, store::StateStore* store);
   Status Recover(TimeMs now);
 
+  // One audit entry for what the caller did, or tried, to jobs that are not its own.
+  void AuditForeignJobs(const Caller& caller, const std::string& action, const std::string& detail,
+                        const google::protobuf::RepeatedPtrField<v1::CancelJobResult>& results,
+                        TimeMs now);
+
   std::unique_ptr<EngineContext> ctx_;
   std::unique_ptr<ResourceLedger> ledger_;
   std::unique_ptr<NodeManager> nodes_;
@@ -200,6 +212,7 @@ class Engine {
   std::unique_ptr<NodeViews> node_views_;
   std::unique_ptr<JobExplainer> explainer_;
   std::unique_ptr<HistoryRetention> history_;
+  std::unique_ptr<AuditLog> audit_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;
 };

@@ -13,14 +13,14 @@
 
 namespace muster::store {
 
-enum class Family { kMeta, kJobs, kNodes, kJobHistory, kQuarantine, kJobPayload };
+enum class Family { kMeta, kJobs, kNodes, kJobHistory, kQuarantine, kJobPayload, kAudit };
 
 // kSync: durable when Commit returns (the write-ahead rule for anything acknowledged or sent).
 // kBuffered: written, made durable by the next synced commit or by the OS; for facts that recovery
 // can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
 // is harmless and they need not pay for an fsync.
 enum class Durability { kSync, kBuffered };
-inline constexpr int kNumFamilies = 6;
+inline constexpr int kNumFamilies = 7;
 const char* FamilyName(Family f);
 
 // A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
@@ -43,6 +43,9 @@ class Mutation {
   // payload (an array task's shared payload stays: DeleteJobPayload when its last task goes).
   void ArchiveJob(const v1::JobRecord& job);
   void DeleteHistory(uint64_t id);  // an archived record past its retention
+  // The audit log, keyed by AuditKey (time first, so it reads in time order).
+  void PutAudit(const std::string& key, const v1::AuditEntry& entry);
+  void DeleteAudit(const std::string& key);
 
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
@@ -50,6 +53,8 @@ class Mutation {
   void Append(const Mutation& other);
 
   static std::string JobKey(uint64_t id);  // big-endian, so keys sort by id
+  // Big-endian time, then the controller's epoch and a counter: in time order, never reused.
+  static std::string AuditKey(int64_t time_ms, uint32_t epoch, uint32_t seq);
 
  private:
   std::vector<Op> ops_;
@@ -86,6 +91,11 @@ class StateStore {
   virtual Status ScanHistory(uint64_t from_id,
                              const std::function<bool(const v1::JobRecord&)>& fn) = 0;
 
+  // Visits audit entries with key >= from_key in key (time) order until `fn` returns false.
+  // Entries that do not parse are skipped. Strand only.
+  virtual Status ScanAudit(
+      const std::string& from_key,
+      const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) = 0;
   // Reads a live job's payload (script, environment). NOT_FOUND when there is none, DATA_LOSS
   // when it does not parse.
   virtual Result<v1::JobPayload> ReadJobPayload(uint64_t id) = 0;
@@ -104,6 +114,9 @@ class InMemoryStateStore : public StateStore {
   Status ScanHistory(uint64_t from_id,
                      const std::function<bool(const v1::JobRecord&)>& fn) override;
   Result<v1::JobPayload> ReadJobPayload(uint64_t id) override;
+  Status ScanAudit(
+      const std::string& from_key,
+      const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) override;
 
   // Overwrites a stored value with bytes that do not parse.
   void CorruptForTest(Family family, const std::string& key);

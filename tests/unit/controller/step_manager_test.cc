@@ -230,8 +230,9 @@ TEST_F(EngineTest, InteractiveAllocationsEndWithTheirClient) {
   auto id = *Submit(spec, Alice());
   v1::AttachAllocationRequest at;
   at.set_job_id(id);
-  EXPECT_EQ(engine_->AttachAllocation(Bob(), at).status().code(), StatusCode::kPermissionDenied);
-  ASSERT_TRUE(engine_->AttachAllocation(Alice(), at).ok());
+  EXPECT_EQ(engine_->AttachAllocation(Bob(), at, now_).status().code(),
+            StatusCode::kPermissionDenied);
+  ASSERT_TRUE(engine_->AttachAllocation(Alice(), at, now_).ok());
   Pass();
   ASSERT_EQ(Job(id).state(), v1::RUNNING);
   EXPECT_TRUE(Job(id).interactive());
@@ -253,12 +254,14 @@ TEST_F(EngineTest, InteractiveAllocationsEndWithTheirClient) {
   // A client that dies: its connection closes and the allocation ends.
   auto id2 = *Submit(spec, Alice());
   ASSERT_TRUE(engine_
-                  ->AttachAllocation(Alice(),
-                                     [&] {
-                                       v1::AttachAllocationRequest a;
-                                       a.set_job_id(id2);
-                                       return a;
-                                     }())
+                  ->AttachAllocation(
+                      Alice(),
+                      [&] {
+                        v1::AttachAllocationRequest a;
+                        a.set_job_id(id2);
+                        return a;
+                      }(),
+                      now_)
                   .ok());
   Pass();
   ASSERT_EQ(Job(id2).state(), v1::RUNNING);
@@ -277,12 +280,14 @@ TEST_F(EngineTest, InteractiveAllocationsEndWithTheirClient) {
   limited.set_time_limit_ms(60'000);
   auto id4 = *Submit(limited, Alice());
   ASSERT_TRUE(engine_
-                  ->AttachAllocation(Alice(),
-                                     [&] {
-                                       v1::AttachAllocationRequest a;
-                                       a.set_job_id(id4);
-                                       return a;
-                                     }())
+                  ->AttachAllocation(
+                      Alice(),
+                      [&] {
+                        v1::AttachAllocationRequest a;
+                        a.set_job_id(id4);
+                        return a;
+                      }(),
+                      now_)
                   .ok());
   Pass();
   ASSERT_EQ(Job(id4).state(), v1::RUNNING);

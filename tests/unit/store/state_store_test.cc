@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <tuple>
 
 namespace muster::store {
 namespace {
@@ -183,6 +184,46 @@ TYPED_TEST(StateStoreTest, CorruptRecordIsReportedAndQuarantinedNotFatal) {
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->problems.empty());
   EXPECT_EQ(again->jobs.size(), 1u);
+}
+
+TYPED_TEST(StateStoreTest, AuditEntriesReadBackInTimeOrderAfterAReopen) {
+  auto s = this->factory_.Open();
+  ASSERT_TRUE(s);
+  Mutation m;
+  // Written out of order, two in the same millisecond from different controller runs.
+  for (auto [t, epoch, seq] :
+       {std::tuple{3000, 1u, 0u}, {1000, 1u, 1u}, {2000, 2u, 0u}, {2000, 1u, 7u}}) {
+    v1::AuditEntry e;
+    e.set_time_ms(t);
+    e.set_action("drain");
+    e.set_detail(std::to_string(epoch) + "/" + std::to_string(seq));
+    m.PutAudit(Mutation::AuditKey(t, epoch, seq), e);
+  }
+  ASSERT_TRUE(s->Commit(m).ok());
+  this->factory_.Close(s);
+  s = this->factory_.Open();
+  auto state = s->LoadAll();
+  ASSERT_TRUE(state.ok());
+  EXPECT_TRUE(state->problems.empty()) << "the audit log is not part of recovery";
+  std::vector<std::string> seen;
+  std::string last_key;
+  ASSERT_TRUE(s->ScanAudit(Mutation::AuditKey(2000, 0, 0), [&](const std::string& key,
+                                                               const v1::AuditEntry& e) {
+                 seen.push_back(std::to_string(e.time_ms()) + ":" + e.detail());
+                 last_key = key;
+                 return true;
+               }).ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"2000:1/7", "2000:2/0", "3000:1/0"}));
+  Mutation del;
+  del.DeleteAudit(last_key);
+  ASSERT_TRUE(s->Commit(del).ok());
+  int left = 0;
+  ASSERT_TRUE(
+      s->ScanAudit(Mutation::AuditKey(0, 0, 0), [&](const std::string&, const v1::AuditEntry&) {
+         ++left;
+         return true;
+       }).ok());
+  EXPECT_EQ(left, 3);
 }
 
 TEST(RocksDbStateStoreTest, SecondOpenOfTheSameDirIsRefused) {

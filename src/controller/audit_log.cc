@@ -1,0 +1,91 @@
+#include "audit_log.h"
+
+#include <spdlog/spdlog.h>
+
+#include "access.h"
+
+namespace muster::controller {
+
+std::string_view RoleOf(const Caller& caller) {
+  if (caller.is_admin) return "admin";
+  if (caller.is_operator) return "operator";
+  return "user";
+}
+
+std::string JobsTarget(const std::vector<uint64_t>& ids) {
+  if (ids.size() == 1) return "job " + std::to_string(ids[0]);
+  std::string out = "jobs ";
+  for (size_t i = 0; i < ids.size() && i < 20; ++i) {
+    out += (i ? "," : "") + std::to_string(ids[i]);
+  }
+  if (ids.size() > 20) out += ",...";
+  return out + " (" + std::to_string(ids.size()) + ")";
+}
+
+void AuditLog::Record(const Caller& caller, std::string action, std::string target,
+                      std::string detail, bool allowed, const Status& result, TimeMs now) {
+  v1::AuditEntry e;
+  e.set_time_ms(now);
+  e.set_uid(caller.uid);
+  e.set_user(caller.user);
+  e.set_origin(caller.origin);
+  e.set_role(std::string(RoleOf(caller)));
+  e.set_action(std::move(action));
+  e.set_target(std::move(target));
+  e.set_detail(std::move(detail));
+  e.set_allowed(allowed);
+  e.set_result(result.ok() ? "OK" : result.message());
+  spdlog::info("audit: {} ({}, {}) {} {}{}: {}", e.user(), e.role(), e.origin(), e.action(),
+               e.target(), allowed ? "" : " REFUSED", e.result());
+  store::Mutation m;
+  m.PutAudit(store::Mutation::AuditKey(now, static_cast<uint32_t>(ctx_.epoch()), seq_++), e);
+  Status s = ctx_.Commit(m, allowed ? store::Durability::kSync : store::Durability::kBuffered);
+  if (!s.ok()) spdlog::error("audit: cannot record the entry above: {}", s.ToString());
+}
+
+Result<v1::ListAuditResponse> AuditLog::List(const Caller& caller, const v1::ListAuditRequest& req,
+                                             TimeMs now) const {
+  if (!caller.is_admin && !caller.is_operator) {
+    return PermissionDenied("the audit log is for admins and operators");
+  }
+  const TimeMs since = req.since_ms() > 0 ? req.since_ms() : now - 86'400'000;
+  const TimeMs until = req.until_ms() > 0 ? req.until_ms() : now;
+  const uint32_t limit = req.limit() == 0 ? 1000 : std::min<uint32_t>(req.limit(), 10'000);
+  v1::ListAuditResponse resp;
+  Status s = ctx_.store().ScanAudit(store::Mutation::AuditKey(since, 0, 0),
+                                    [&](const std::string&, const v1::AuditEntry& e) {
+                                      if (e.time_ms() > until) return false;
+                                      if (!req.user().empty() && e.user() != req.user())
+                                        return true;
+                                      if (static_cast<uint32_t>(resp.entries_size()) >= limit) {
+                                        resp.set_truncated(true);
+                                        return false;
+                                      }
+                                      *resp.add_entries() = e;
+                                      return true;
+                                    });
+  MUSTER_RETURN_IF_ERROR(s);
+  return resp;
+}
+
+void AuditLog::Purge(TimeMs now) {
+  const uint32_t days = ctx_.scheduling().audit_retention_days;
+  constexpr TimeMs kEvery = 3'600'000;
+  if (days == 0 || (last_purge_ms_ != 0 && now - last_purge_ms_ < kEvery)) return;
+  last_purge_ms_ = now;
+  const TimeMs cutoff = now - static_cast<TimeMs>(days) * 86'400'000;
+  store::Mutation m;
+  Status s = ctx_.store().ScanAudit(store::Mutation::AuditKey(0, 0, 0),
+                                    [&](const std::string& key, const v1::AuditEntry& e) {
+                                      if (e.time_ms() >= cutoff) return false;
+                                      m.DeleteAudit(key);
+                                      return m.size() < 10'000;
+                                    });
+  if (s.ok()) s = ctx_.Commit(m, store::Durability::kBuffered);
+  if (!s.ok()) spdlog::error("audit retention purge failed (will retry): {}", s.ToString());
+  if (!m.empty() && s.ok()) {
+    spdlog::info("audit: dropped {} entries older than {} days", m.size(), days);
+  }
+}
+
+}  // namespace muster::controller

@@ -1,0 +1,226 @@
+// Who may do what (docs/admin-guide.md, "Permissions"): one test per row of the table, each
+// trying the action as the job's owner, another user, an operator and an admin. And the audit
+// log those actions leave.
+#include "engine_fixture.h"
+
+namespace muster::controller {
+namespace {
+
+class PermissionsTest : public EngineTest {
+ protected:
+  static Caller Operator() {
+    Caller c{2000, 2000, "opal", false};
+    c.is_operator = true;
+    c.origin = "10.0.0.7";
+    return c;
+  }
+  static Caller Mallory() {
+    Caller c = Bob();
+    c.origin = "10.0.0.66";
+    return c;
+  }
+
+  StatusCode Cancel(const Caller& who, uint64_t id, int signal = 0) {
+    v1::CancelJobRequest r;
+    r.add_job_ids(id);
+    r.set_signal(signal);
+    auto resp = engine_->CancelJob(who, r, now_);
+    EXPECT_TRUE(resp.ok());
+    return static_cast<StatusCode>(resp->results(0).code());
+  }
+  StatusCode Update(const Caller& who, uint64_t id, v1::UpdateJobRequest::Action action) {
+    v1::UpdateJobRequest r;
+    r.add_job_ids(id);
+    r.set_action(action);
+    auto resp = engine_->UpdateJob(who, r, now_);
+    EXPECT_TRUE(resp.ok());
+    return resp->results_size() ? static_cast<StatusCode>(resp->results(0).code())
+                                : StatusCode::kOk;
+  }
+  StatusCode Drain(const Caller& who, v1::UpdateNodeRequest::Action action) {
+    v1::UpdateNodeRequest r;
+    r.set_nodes("node4");
+    r.set_action(action);
+    r.set_reason("bad fan");
+    return engine_->UpdateNode(who, r, now_).status().code();
+  }
+  std::vector<v1::AuditEntry> Audit() {
+    auto r = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::vector<v1::AuditEntry>(r->entries().begin(), r->entries().end())
+                  : std::vector<v1::AuditEntry>{};
+  }
+  uint64_t Pending(const Caller& owner) {
+    v1::JobSpec s = Gang(1, 1);
+    s.set_hold(false);
+    auto id = Submit(s, owner);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return *id;
+  }
+};
+
+TEST_F(PermissionsTest, EveryoneSubmitsAndSeesTheQueueAndTheNodes) {
+  for (const Caller& who : {Alice(), Mallory(), Operator(), Root()}) {
+    ASSERT_TRUE(Submit(Gang(1, 1), who).ok()) << who.user;
+    auto jobs = engine_->ListJobs(v1::ListJobsRequest());
+    ASSERT_TRUE(jobs.ok());
+    EXPECT_GE(jobs->jobs_size(), 1);
+    EXPECT_TRUE(engine_->ListNodes(v1::ListNodesRequest(), now_).ok());
+  }
+  EXPECT_TRUE(Audit().empty()) << "nothing privileged happened";
+}
+
+TEST_F(PermissionsTest, CancelAndSignalOnlyOwnJobsOrAsAdmin) {
+  const uint64_t job = Pending(Alice());
+  EXPECT_EQ(Cancel(Mallory(), job), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Cancel(Operator(), job), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Job(job).state(), v1::PENDING);
+  EXPECT_EQ(Cancel(Alice(), job), StatusCode::kOk);
+  EXPECT_EQ(Cancel(Root(), Pending(Alice())), StatusCode::kOk);
+  // A signal is a cancel's kin: the same rule (a pending job cannot take one, whoever asks).
+  const uint64_t other = Pending(Alice());
+  EXPECT_EQ(Cancel(Mallory(), other, 10), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Cancel(Alice(), other, 10), StatusCode::kFailedPrecondition);
+
+  // The audit log: the refusals and the admin's cancel, not the owner's own.
+  std::vector<v1::AuditEntry> log = Audit();
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[0].user(), "bob");
+  EXPECT_EQ(log[0].origin(), "10.0.0.66");
+  EXPECT_EQ(log[0].role(), "user");
+  EXPECT_EQ(log[0].action(), "cancel");
+  EXPECT_EQ(log[0].target(), "job " + std::to_string(job));
+  EXPECT_FALSE(log[0].allowed());
+  EXPECT_NE(log[0].result().find("belongs to alice"), std::string::npos) << log[0].result();
+  EXPECT_EQ(log[1].role(), "operator");
+  EXPECT_FALSE(log[1].allowed());
+  EXPECT_EQ(log[2].user(), "root");
+  EXPECT_TRUE(log[2].allowed());
+  EXPECT_EQ(log[2].result(), "OK");
+  EXPECT_EQ(log[3].action(), "signal");
+  EXPECT_EQ(log[3].detail(), "signal 10");
+  EXPECT_EQ(log[3].time_ms(), now_);
+}
+
+TEST_F(PermissionsTest, HoldReleaseAndRequeueOnlyOwnJobsOrAsAdmin) {
+  const uint64_t job = Pending(Alice());
+  EXPECT_EQ(Update(Mallory(), job, v1::UpdateJobRequest::HOLD), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Update(Operator(), job, v1::UpdateJobRequest::HOLD), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Update(Alice(), job, v1::UpdateJobRequest::HOLD), StatusCode::kOk);
+  EXPECT_EQ(Update(Mallory(), job, v1::UpdateJobRequest::RELEASE), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Update(Root(), job, v1::UpdateJobRequest::RELEASE), StatusCode::kOk);
+  // An admin's hold is released only by an admin, even for the job's owner.
+  EXPECT_EQ(Update(Root(), job, v1::UpdateJobRequest::HOLD), StatusCode::kOk);
+  EXPECT_EQ(Update(Alice(), job, v1::UpdateJobRequest::RELEASE), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Update(Root(), job, v1::UpdateJobRequest::RELEASE), StatusCode::kOk);
+  AllUp();
+  Pass();
+  ASSERT_EQ(Job(job).state(), v1::RUNNING);
+  EXPECT_EQ(Update(Mallory(), job, v1::UpdateJobRequest::REQUEUE), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Update(Alice(), job, v1::UpdateJobRequest::REQUEUE), StatusCode::kOk);
+  std::vector<std::string> actions;
+  for (const auto& e : Audit()) actions.push_back(e.user() + " " + e.action());
+  EXPECT_EQ(actions,
+            (std::vector<std::string>{"bob hold", "opal hold", "bob release", "root release",
+                                      "root hold", "root release", "bob requeue"}));
+}
+
+TEST_F(PermissionsTest, StepsAndAllocationsOnlyForTheOwnerOrAnAdmin) {
+  AllUp();
+  v1::JobSpec spec = Gang(1, 1);
+  spec.set_interactive(true);
+  const uint64_t alloc = *Submit(spec, Alice());
+  v1::AttachAllocationRequest at;
+  at.set_job_id(alloc);
+  EXPECT_EQ(engine_->AttachAllocation(Mallory(), at, now_).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(engine_->AttachAllocation(Operator(), at, now_).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_TRUE(engine_->AttachAllocation(Alice(), at, now_).ok());
+  const uint64_t batch = *Submit(Gang(1, 1), Alice());
+  Pass();
+  Started(batch, Job(batch).nodes(0));
+  v1::CreateStepRequest step;
+  step.set_job_id(batch);
+  step.set_overlap(true);
+  EXPECT_EQ(engine_->CreateStep(Mallory(), step, now_).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(engine_->CreateStep(Operator(), step, now_).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_TRUE(engine_->CreateStep(Alice(), step, now_).ok());
+  EXPECT_TRUE(engine_->CreateStep(Root(), step, now_).ok());
+  std::vector<std::string> actions;
+  for (const auto& e : Audit()) {
+    actions.push_back(e.user() + " " + e.action() + (e.allowed() ? "" : " refused"));
+  }
+  EXPECT_EQ(actions,
+            (std::vector<std::string>{"bob attach refused", "opal attach refused",
+                                      "bob step refused", "opal step refused", "root step"}));
+}
+
+TEST_F(PermissionsTest, DrainAndResumeForOperatorsAndAdmins) {
+  AllUp();
+  EXPECT_EQ(Drain(Alice(), v1::UpdateNodeRequest::DRAIN), StatusCode::kPermissionDenied);
+  EXPECT_FALSE(Node("node4").drain());
+  EXPECT_EQ(Drain(Operator(), v1::UpdateNodeRequest::DRAIN), StatusCode::kOk);
+  EXPECT_TRUE(Node("node4").drain());
+  EXPECT_EQ(Drain(Mallory(), v1::UpdateNodeRequest::RESUME), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Drain(Root(), v1::UpdateNodeRequest::RESUME), StatusCode::kOk);
+  EXPECT_FALSE(Node("node4").drain());
+  std::vector<v1::AuditEntry> log = Audit();
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[1].user(), "opal");
+  EXPECT_EQ(log[1].action(), "drain");
+  EXPECT_EQ(log[1].target(), "nodes node4");
+  EXPECT_EQ(log[1].detail(), "bad fan");
+  EXPECT_TRUE(log[1].allowed());
+  EXPECT_FALSE(log[0].allowed());
+  EXPECT_EQ(log[3].action(), "resume");
+  EXPECT_TRUE(log[3].allowed());
+}
+
+TEST_F(PermissionsTest, TheAuditLogIsForOperatorsAndAdmins) {
+  AllUp();
+  ASSERT_EQ(Drain(Operator(), v1::UpdateNodeRequest::DRAIN), StatusCode::kOk);
+  EXPECT_EQ(engine_->ListAudit(Alice(), v1::ListAuditRequest(), now_).status().code(),
+            StatusCode::kPermissionDenied);
+  auto op = engine_->ListAudit(Operator(), v1::ListAuditRequest(), now_);
+  ASSERT_TRUE(op.ok());
+  EXPECT_EQ(op->entries_size(), 1);
+  // Filters: by user, by time, and a limit that says it cut the list.
+  v1::ListAuditRequest by_user;
+  by_user.set_user("bob");
+  EXPECT_EQ(engine_->ListAudit(Root(), by_user, now_)->entries_size(), 0);
+  now_ += 10'000;
+  ASSERT_EQ(Drain(Root(), v1::UpdateNodeRequest::RESUME), StatusCode::kOk);
+  v1::ListAuditRequest recent;
+  recent.set_since_ms(now_ - 5'000);
+  EXPECT_EQ(engine_->ListAudit(Root(), recent, now_)->entries_size(), 1);
+  v1::ListAuditRequest one;
+  one.set_limit(1);
+  auto cut = engine_->ListAudit(Root(), one, now_);
+  EXPECT_EQ(cut->entries_size(), 1);
+  EXPECT_TRUE(cut->truncated());
+}
+
+TEST_F(PermissionsTest, TheAuditLogOutlivesARestartAndExpiresWithItsRetention) {
+  config_.scheduling.audit_retention_days = 2;
+  Restart();
+  AllUp();
+  ASSERT_EQ(Drain(Operator(), v1::UpdateNodeRequest::DRAIN), StatusCode::kOk);
+  Restart();
+  EXPECT_EQ(Audit().size(), 1u) << "kept in the store";
+  AllUp();
+  now_ += 86'400'000;
+  ASSERT_EQ(Drain(Root(), v1::UpdateNodeRequest::RESUME), StatusCode::kOk);
+  now_ += 86'400'000 + 1;
+  engine_->Tick(now_);
+  v1::ListAuditRequest all;
+  all.set_since_ms(1);
+  auto left = engine_->ListAudit(Root(), all, now_);
+  ASSERT_EQ(left->entries_size(), 1) << "the entry older than 2 days is gone";
+  EXPECT_EQ(left->entries(0).action(), "resume");
+}
+
+}  // namespace
+}  // namespace muster::controller
