@@ -274,6 +274,19 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   MUSTER_RETURN_IF_ERROR(r.String("cluster_name", &c.cluster_name));
   MUSTER_RETURN_IF_ERROR(r.StringList("admins", &c.admins));
   MUSTER_RETURN_IF_ERROR(r.StringList("operators", &c.operators));
+  std::vector<std::string> private_data;
+  MUSTER_RETURN_IF_ERROR(r.StringList("private_data", &private_data));
+  for (const auto& what : private_data) {
+    if (what == "jobs") {
+      c.private_jobs = true;
+    } else if (what == "usage" || what == "accounts" || what == "users") {
+      return r.Error(r.Get("private_data"), "private_data",
+                     "'" + what + "' is not supported yet (only \"jobs\")");
+    } else {
+      return r.Error(r.Get("private_data"), "private_data",
+                     "unknown value '" + what + "' (supported: \"jobs\")");
+    }
+  }
 
   MUSTER_RETURN_IF_ERROR(SubTable(
       r, "controller",
@@ -438,6 +451,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.TimeLimit("max_time", &p.max_time_ms));
         MUSTER_RETURN_IF_ERROR(t.TimeLimit("default_time", &p.default_time_ms));
         MUSTER_RETURN_IF_ERROR(t.Uint("priority_tier", &p.priority_tier, 0, 65'535));
+        MUSTER_RETURN_IF_ERROR(t.StringList("allowed_uids", &p.allowed_uids));
+        MUSTER_RETURN_IF_ERROR(t.StringList("denied_uids", &p.denied_uids));
         auto expanded = ExpandHostlist(p.nodes_expr);
         if (!expanded.ok()) return t.Error(t.Get("nodes"), "nodes", expanded.status().message());
         p.nodes = std::move(*expanded);

@@ -3,6 +3,7 @@
 
 #include <string_view>
 
+#include "muster/common/config.h"
 #include "muster/common/status.h"
 #include "muster/controller/engine.h"
 #include "muster/v1/records.pb.h"
@@ -15,6 +16,14 @@ Status CheckJobAccess(const Caller& caller, const v1::JobRecord& job, std::strin
 
 // Only admins may. PERMISSION_DENIED saying what needs an admin.
 Status CheckAdmin(const Caller& caller, std::string_view action);
+
+// Whether the caller may submit to every partition the (normalised) spec names: in the
+// partition's allowed_uids when that list is set, never in its denied_uids. Admins always may.
+// PERMISSION_DENIED naming the partition.
+Status CheckPartitionAccess(const Caller& caller, const v1::JobSpec& spec, const Config& config);
+
+// private_data = ["jobs"]: users other than admins and operators see only their own jobs.
+bool SeesOnlyOwnJobs(const Caller& caller, const Config& config);
 
 // Operators and admins may (nodes: drain, resume). PERMISSION_DENIED otherwise.
 Status CheckOperator(const Caller& caller, std::string_view action);

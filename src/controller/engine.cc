@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "access.h"
 #include "allocation_manager.h"
 #include "audit_log.h"
 #include "engine_context.h"
@@ -132,6 +133,7 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   int64_t time_limit = 0;
   MUSTER_RETURN_IF_ERROR(
       NormalizeJobSpec(spec, ctx_->config(), ctx_->partition_limits(), &time_limit));
+  MUSTER_RETURN_IF_ERROR(CheckPartitionAccess(caller, spec, ctx_->config()));
 
   v1::JobRecord rec;
   rec.set_id(ctx_->meta().next_job_id());
@@ -284,6 +286,26 @@ void Engine::AllocationClientGone(uint64_t job_id, TimeMs now) {
 
 // ---------------------------------------------------------------------------------------------
 // Views
+
+void Engine::ScopeToCaller(const Caller& caller, v1::ListJobsRequest* req) const {
+  if (!SeesOnlyOwnJobs(caller, ctx_->config())) return;
+  req->clear_users();
+  req->add_users(caller.user);
+}
+
+void Engine::ScopeToCaller(const Caller& caller, v1::ListAccountingRequest* req) const {
+  if (!SeesOnlyOwnJobs(caller, ctx_->config())) return;
+  req->clear_users();
+  req->add_users(caller.user);
+}
+
+Status Engine::CheckJobVisible(const Caller& caller, uint64_t job_id) const {
+  if (!SeesOnlyOwnJobs(caller, ctx_->config())) return Status::Ok();
+  const JobEntry* job = jobs_->Find(job_id);
+  if (!job || job->rec.spec().uid() == caller.uid) return Status::Ok();  // NOT_FOUND follows
+  return PermissionDenied("job " + std::to_string(job_id) +
+                          " is another user's (this cluster keeps jobs private)");
+}
 
 Result<v1::GetJobResponse> Engine::GetJob(const v1::GetJobRequest& req) const {
   return job_views_->GetJob(req);

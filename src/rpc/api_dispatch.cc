@@ -57,6 +57,7 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
         return done({InvalidArgument("request does not parse as " + req.GetTypeName()), ""});
       }
       if (Status st = CheckRequestBounds(req); !st.ok()) return done({st, ""});
+      engine.ScopeToCaller(session->caller, &req);
       auto query = std::make_shared<controller::Engine::AccountingQuery>(
           engine.PrepareAccounting(req, runner_.Now()));
       runner_.executor().Offload(controller::Executor::Lane::kQuery, [query, done] {
@@ -103,7 +104,10 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
       return Handle<v1::CancelJobRequest>(
           payload, [&](const auto& r) { return engine.CancelJob(caller, r, now); });
     case v1::METHOD_GET_JOB:
-      return Handle<v1::GetJobRequest>(payload, [&](const auto& r) { return engine.GetJob(r); });
+      return Handle<v1::GetJobRequest>(payload, [&](const auto& r) -> Result<v1::GetJobResponse> {
+        MUSTER_RETURN_IF_ERROR(engine.CheckJobVisible(caller, r.job_id()));
+        return engine.GetJob(r);
+      });
     case v1::METHOD_LIST_JOBS: {
       // squeue's hot path: the engine builds the reply's bytes itself.
       v1::ListJobsRequest req;
@@ -111,6 +115,7 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
         return {InvalidArgument("request does not parse as " + req.GetTypeName()), ""};
       }
       if (Status st = CheckRequestBounds(req); !st.ok()) return {st, ""};
+      engine.ScopeToCaller(caller, &req);
       return {Status::Ok(), EncodeJobList(engine, req)};
     }
     case v1::METHOD_LIST_NODES:
@@ -136,7 +141,10 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
           payload, [&](const auto& r) { return engine.UpdateJob(caller, r, now); });
     case v1::METHOD_EXPLAIN_JOB:
       return Handle<v1::ExplainJobRequest>(
-          payload, [&](const auto& r) { return engine.ExplainJob(r, now); });
+          payload, [&](const auto& r) -> Result<v1::ExplainJobResponse> {
+            MUSTER_RETURN_IF_ERROR(engine.CheckJobVisible(caller, r.job_id()));
+            return engine.ExplainJob(r, now);
+          });
     case v1::METHOD_LIST_AUDIT:
       return Handle<v1::ListAuditRequest>(
           payload, [&](const auto& r) { return engine.ListAudit(caller, r, now); });

@@ -124,6 +124,10 @@ struct PartitionConfig {
   int64_t max_time_ms = 0;      // 0: unlimited
   int64_t default_time_ms = 0;  // 0: max_time_ms
   uint32_t priority_tier = 1;
+  // Who may submit to it (user names or numeric uids): when allowed_uids is set, only those;
+  // never those in denied_uids. Admins always may.
+  std::vector<std::string> allowed_uids;
+  std::vector<std::string> denied_uids;
 };
 
 struct NodeConfig {
@@ -150,6 +154,8 @@ struct Config {
   std::string cluster_name = "muster";
   std::vector<std::string> admins;     // user names or numeric uids; root is always an admin
   std::vector<std::string> operators;  // may drain and resume nodes and read the audit log
+  // private_data = ["jobs"] (Slurm's PrivateData=jobs): users see only their own jobs.
+  bool private_jobs = false;
   ControllerConfig controller;
   SchedulingConfig scheduling;
   AgentConfig agent;

@@ -98,6 +98,12 @@ class Engine {
   Result<v1::CancelJobResponse> CancelJob(const Caller& caller, const v1::CancelJobRequest& req,
                                           TimeMs now);
   Result<v1::GetJobResponse> GetJob(const v1::GetJobRequest& req) const;
+  // Privacy (config private_data = ["jobs"]): what a caller may read. Every read of jobs on a
+  // caller's behalf goes through these first: a listing narrowed to the caller's own jobs, and
+  // PERMISSION_DENIED for one job that is another's. Admins and operators see everything.
+  void ScopeToCaller(const Caller& caller, v1::ListJobsRequest* req) const;
+  void ScopeToCaller(const Caller& caller, v1::ListAccountingRequest* req) const;
+  Status CheckJobVisible(const Caller& caller, uint64_t job_id) const;
   // squeue: the matching jobs' rows, in id order, to `visit` (the transport encodes them).
   void VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const;
   // The same rows as one message (tests and callers that want the structure).

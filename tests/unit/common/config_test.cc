@@ -140,6 +140,22 @@ TEST(ConfigTest, TlsNeedsEveryFileAndExpandsTheNodeName) {
               "controller's certificate name");
 }
 
+TEST(ConfigTest, PrivacyAndPartitionAccess) {
+  const std::string base = "[[nodes]]\nnames = \"n1\"\n";
+  auto c = ParseConfig("private_data = [\"jobs\"]\noperators = [\"opal\"]\n" + base +
+                           "[[partition]]\nname = \"p\"\nnodes = \"n1\"\n"
+                           "allowed_uids = [\"alice\", \"1002\"]\ndenied_uids = [\"bob\"]\n",
+                       "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->private_jobs);
+  EXPECT_EQ(c->operators, std::vector<std::string>{"opal"});
+  EXPECT_EQ(c->partitions[0].allowed_uids, (std::vector<std::string>{"alice", "1002"}));
+  EXPECT_EQ(c->partitions[0].denied_uids, std::vector<std::string>{"bob"});
+  EXPECT_FALSE(ParseConfig(base, "t.toml")->private_jobs);
+  ExpectError("private_data = [\"usage\"]\n" + base, "1", "not supported yet");
+  ExpectError("private_data = [\"jobz\"]\n" + base, "1", "unknown value 'jobz'");
+}
+
 TEST(ConfigTest, NodeNamesAreSafeAsPaths) {
   for (const char* bad : {"../etc", "a/b", ".hidden", "-rf", "n 1", "n\\x01"}) {
     EXPECT_FALSE(IsValidNodeName(bad)) << bad;

@@ -222,5 +222,46 @@ TEST_F(PermissionsTest, TheAuditLogOutlivesARestartAndExpiresWithItsRetention) {
   EXPECT_EQ(left->entries(0).action(), "resume");
 }
 
+TEST_F(PermissionsTest, PartitionsAdmitOnlyTheirUsers) {
+  PartitionConfig restricted;
+  restricted.name = "restricted";
+  restricted.nodes = {"node1", "node2"};
+  restricted.allowed_uids = {"alice", "2000"};
+  config_.partitions.push_back(restricted);
+  config_.partitions[0].denied_uids = {"1001"};  // gpu: everyone but bob
+  Restart();
+  v1::JobSpec in_restricted = Gang(1, 1);
+  in_restricted.add_partitions("restricted");
+  EXPECT_TRUE(Submit(in_restricted, Alice()).ok());
+  EXPECT_TRUE(Submit(in_restricted, Operator()).ok()) << "listed by uid";
+  auto refused = Submit(in_restricted, Mallory());
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find("partition 'restricted'"), std::string::npos)
+      << refused.status().message();
+  // Bob is denied the default partition, and a list that names it is refused as a whole.
+  EXPECT_EQ(Submit(Gang(1, 1), Mallory()).status().code(), StatusCode::kPermissionDenied);
+  v1::JobSpec both = in_restricted;
+  both.add_partitions("gpu");
+  EXPECT_EQ(Submit(both, Mallory()).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(Submit(Gang(1, 1), Alice()).ok());
+  EXPECT_TRUE(Submit(in_restricted, Root()).ok()) << "admins always may";
+}
+
+TEST_F(PermissionsTest, AJobRunsAsRootOnlyWhenRootSubmittedIt) {
+  v1::JobSpec spec = Gang(1, 1);
+  spec.set_uid(0);
+  spec.set_gid(0);
+  spec.set_user("root");
+  auto id = Submit(spec, Alice());
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(Job(*id).user(), "alice") << "the credentials decide, not the request";
+  EXPECT_EQ(Job(*id).uid(), 1000u);
+  spec.set_uid(1000);
+  spec.set_user("alice");
+  auto for_alice = Submit(spec, Root());
+  ASSERT_TRUE(for_alice.ok());
+  EXPECT_EQ(Job(*for_alice).uid(), 1000u) << "root may submit on a user's behalf";
+}
+
 }  // namespace
 }  // namespace muster::controller

@@ -20,6 +20,7 @@ class ApiDispatchTest : public ::testing::Test {
     spdlog::set_level(spdlog::level::warn);
     auto c = testing::OneNodeConfig();
     ASSERT_TRUE(c.ok()) << c.status().ToString();
+    Tweak(*c);
     controller::ControllerRunnerOptions o;
     o.config = *c;
     o.clock = &clock_;
@@ -33,6 +34,8 @@ class ApiDispatchTest : public ::testing::Test {
     session_ = std::make_shared<ClientSession>();
     session_->caller = Caller{1000, 1000, "alice", false};
   }
+
+  virtual void Tweak(Config&) {}
 
   // One request, as a transport hands it over; runs the executor until the reply is there.
   ApiReply Call(v1::Method method, const google::protobuf::MessageLite& req) {
@@ -196,6 +199,54 @@ TEST_F(ApiDispatchTest, AnAllocationEndsWhenTheConnectionThatAttachedItCloses) {
   EXPECT_EQ(Call(v1::METHOD_ATTACH_ALLOCATION, attach).status.code(),
             StatusCode::kPermissionDenied);
   EXPECT_TRUE(session_->allocations.empty());
+}
+
+// private_data = ["jobs"]: a user's views hold its own jobs only; operators and admins see all.
+class PrivateJobsTest : public ApiDispatchTest {
+ protected:
+  void Tweak(Config& c) override {
+    c.private_jobs = true;
+    c.operators = {"opal"};
+  }
+  // The ids a listing, a job lookup and an accounting query show to `who`.
+  std::vector<uint64_t> Listed(const Caller& who) {
+    session_->caller = who;
+    v1::ListJobsResponse jobs;
+    EXPECT_TRUE(jobs.ParseFromString(Call(v1::METHOD_LIST_JOBS, v1::ListJobsRequest()).payload));
+    std::vector<uint64_t> ids;
+    for (const auto& j : jobs.jobs()) ids.push_back(j.id());
+    v1::ListAccountingRequest all;
+    all.add_users("alice");
+    all.add_users("bob");
+    v1::ListAccountingResponse acct;
+    EXPECT_TRUE(acct.ParseFromString(Call(v1::METHOD_LIST_ACCOUNTING, all).payload));
+    std::vector<uint64_t> acct_ids;
+    for (const auto& j : acct.jobs()) acct_ids.push_back(j.id());
+    EXPECT_EQ(acct_ids, ids) << "accounting shows what the queue shows";
+    return ids;
+  }
+};
+
+TEST_F(PrivateJobsTest, UsersSeeTheirOwnJobsOnly) {
+  const uint64_t alices = Submit();
+  session_->caller = Caller{1001, 1001, "bob", false};
+  const uint64_t bobs = Submit();
+  EXPECT_EQ(Listed(Caller{1000, 1000, "alice", false}), std::vector<uint64_t>{alices});
+  EXPECT_EQ(Listed(Caller{1001, 1001, "bob", false}), std::vector<uint64_t>{bobs});
+  Caller op{2000, 2000, "opal", false};
+  op.is_operator = true;
+  EXPECT_EQ(Listed(op), (std::vector<uint64_t>{alices, bobs}));
+  EXPECT_EQ(Listed(Caller{0, 0, "root", true}), (std::vector<uint64_t>{alices, bobs}));
+  // One job by id: another's is refused, whether shown or explained.
+  session_->caller = Caller{1001, 1001, "bob", false};
+  v1::GetJobRequest get;
+  get.set_job_id(alices);
+  EXPECT_EQ(Call(v1::METHOD_GET_JOB, get).status.code(), StatusCode::kPermissionDenied);
+  v1::ExplainJobRequest explain;
+  explain.set_job_id(alices);
+  EXPECT_EQ(Call(v1::METHOD_EXPLAIN_JOB, explain).status.code(), StatusCode::kPermissionDenied);
+  get.set_job_id(bobs);
+  EXPECT_TRUE(Call(v1::METHOD_GET_JOB, get).status.ok());
 }
 
 TEST(ControllerCommandLineTest, OptionsAndMistakes) {
