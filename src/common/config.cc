@@ -295,6 +295,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("agent_address", &c.controller.agent_address));
         MUSTER_RETURN_IF_ERROR(t.String("api_address", &c.controller.api_address));
         MUSTER_RETURN_IF_ERROR(t.String("api_listen", &c.controller.api_listen));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("user_request_rate", &c.controller.user_request_rate, 0, 1'000'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("user_request_burst", &c.controller.user_request_burst, 1, 10'000'000));
         MUSTER_RETURN_IF_ERROR(t.Bool("insecure", &c.controller.insecure));
         MUSTER_RETURN_IF_ERROR(t.String("state_dir", &c.controller.state_dir));
         MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
@@ -320,6 +324,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("max_array_size", &s.max_array_size, 1, 4'000'001));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("max_pending_jobs_per_user", &s.max_pending_jobs_per_user, 0, 100'000'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("accounting_retention_days", &s.accounting_retention_days, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("audit_retention_days", &s.audit_retention_days, 0, 100'000));

@@ -164,6 +164,15 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
     array.set_array_job_id(rec.id());
   }
   const uint64_t count = tasks.empty() ? 1 : tasks.size();
+  // Per user, like Slurm's MaxSubmitJobs: one user's flood of submissions cannot fill the
+  // controller's job table for everyone. Root is not limited.
+  if (sc.max_pending_jobs_per_user > 0 && spec.uid() != 0 &&
+      jobs_->PendingOf(spec.uid()) + count > sc.max_pending_jobs_per_user) {
+    return ResourceExhausted(
+        "user " + spec.user() + " has " + std::to_string(jobs_->PendingOf(spec.uid())) +
+        " pending jobs; at most " + std::to_string(sc.max_pending_jobs_per_user) +
+        " may wait at once (scheduling.max_pending_jobs_per_user)");
+  }
   v1::MetaRecord next_meta = ctx_->meta();
   next_meta.set_next_job_id(next_meta.next_job_id() + count);
   // The script and environment go to their own record, read back at launch only.

@@ -57,6 +57,21 @@ void JobManager::Insert(JobEntry entry) {
   }
 }
 
+void JobManager::MarkPending(uint64_t id, uint32_t uid) {
+  if (pending_.insert(id).second) ++pending_per_uid_[uid];
+}
+
+void JobManager::UnmarkPending(uint64_t id, uint32_t uid) {
+  if (pending_.erase(id) == 0) return;
+  auto it = pending_per_uid_.find(uid);
+  if (it != pending_per_uid_.end() && --it->second == 0) pending_per_uid_.erase(it);
+}
+
+uint32_t JobManager::PendingOf(uint32_t uid) const {
+  auto it = pending_per_uid_.find(uid);
+  return it == pending_per_uid_.end() ? 0 : it->second;
+}
+
 void JobManager::RebuildOrder() {
   order_.clear();
   order_.reserve(jobs_.size());
@@ -70,7 +85,7 @@ void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
   const uint64_t id = rec.id();
   JobEntry& job = jobs_.emplace(id, MakeJobEntry(std::move(rec))).first->second;
   const v1::JobRecord& r = job.rec;
-  if (r.state() == v1::PENDING) pending_.insert(id);
+  if (r.state() == v1::PENDING) MarkPending(id, r.spec().uid());
   if (r.spec().interactive() && r.end_time_ms() == 0 &&
       (r.state() == v1::PENDING || r.state() == v1::RUNNING)) {
     // Its client lost the connection with the old controller: it may attach again.
@@ -135,8 +150,9 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
       e.orphan_since_ms = now;  // its client attaches next
       interactive_.insert(id);
     }
+    const uint32_t uid = e.rec.spec().uid();
     Insert(std::move(e));
-    pending_.insert(id);
+    MarkPending(id, uid);
   }
   ctx_.RequestPass();
   return Status::Ok();

@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,8 @@ class JobManager {
   // of them, and a walk over cold records is memory-bound; an array can be fetched ahead.
   const std::vector<std::pair<uint64_t, const JobEntry*>>& order() const { return order_; }
   const std::set<uint64_t>& pending() const { return pending_; }
+  // How many PENDING jobs a user has (array tasks each count).
+  uint32_t PendingOf(uint32_t uid) const;
   const std::set<uint64_t>& interactive() const { return interactive_; }
   size_t size() const { return jobs_.size(); }
   // The jobs `ids` name: each id, and for a job array's id every task of the array (the tasks
@@ -138,15 +141,19 @@ class JobManager {
   void ReleaseNode(JobEntry& job, const NodeEntry& node);
   void Insert(JobEntry entry);
   void RebuildOrder();
+  // pending_ and the per-user counts, together.
+  void MarkPending(uint64_t id, uint32_t uid);
+  void UnmarkPending(uint64_t id, uint32_t uid);
 
   EngineContext& ctx_;
   NodeManager& nodes_;
   ResourceLedger& ledger_;
   std::map<uint64_t, JobEntry> jobs_;  // live and recently finished jobs, by id
   std::vector<std::pair<uint64_t, const JobEntry*>> order_;
-  std::set<uint64_t> pending_;                      // PENDING jobs (the scheduler's input)
-  std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
-  std::set<uint64_t> interactive_;                  // active srun/salloc allocations
+  std::set<uint64_t> pending_;                              // PENDING jobs (the scheduler's input)
+  std::unordered_map<uint32_t, uint32_t> pending_per_uid_;  // the same, counted per user
+  std::set<std::pair<TimeMs, uint64_t>> finished_;          // (end time, id) of finished jobs
+  std::set<uint64_t> interactive_;                          // active srun/salloc allocations
 };
 
 }  // namespace muster::controller

@@ -111,8 +111,8 @@ void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
   const v1::JobRecord& r = job.rec;
   const uint64_t id = r.id();
   const v1::JobState to = r.state();
-  if (from == v1::PENDING && to != v1::PENDING) pending_.erase(id);
-  if (from != v1::PENDING && to == v1::PENDING) pending_.insert(id);
+  if (from == v1::PENDING && to != v1::PENDING) UnmarkPending(id, r.spec().uid());
+  if (from != v1::PENDING && to == v1::PENDING) MarkPending(id, r.spec().uid());
   if (Ended(to)) finished_.insert({r.end_time_ms(), id});
 
   if (from == v1::PENDING && to == v1::PENDING) {

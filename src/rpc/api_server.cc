@@ -20,6 +20,7 @@
 #include "munge_verifier.h"
 #include "muster/common/framing.h"
 #include "muster/common/job_limits.h"
+#include "request_rate.h"
 
 namespace muster::rpc {
 
@@ -82,7 +83,10 @@ std::string PeerAddress(const Socket& socket) {
 // Connections per user and in all, and unauthenticated ones per address and in all.
 struct ApiServer::Shared {
   Shared(ApiDispatcher& d, const Config& c, ApiServerOptions o)
-      : dispatcher(d), config(c), options(o) {}
+      : dispatcher(d),
+        config(c),
+        options(o),
+        rate(c.controller.user_request_rate, c.controller.user_request_burst) {}
 
   bool Admit(uid_t uid) {
     std::lock_guard<std::mutex> l(mu);
@@ -119,6 +123,7 @@ struct ApiServer::Shared {
   const Config& config;
   MungeVerifier* verifier = nullptr;  // the server's; set by ListenTcp before it accepts
   const ApiServerOptions options;
+  RequestRateLimiter rate;
   LogLimiter refusals;
 
  private:
@@ -136,6 +141,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
       : shared_(std::move(shared)),
         socket_(std::move(socket)),
         deadline_(socket_.get_executor()),
+        throttle_(socket_.get_executor()),
         session_(std::make_shared<ClientSession>()) {}
   ~Connection() {
     if (admitted_) shared_->Release(session_->caller.uid);
@@ -254,6 +260,32 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
     }
     deadline_.cancel();
     deadline_armed_ = false;
+    // The user's turn: now, after a wait its rate calls for, or (too long a wait) not at all.
+    auto wait = shared_->rate.Reserve(session_->caller.uid, std::chrono::steady_clock::now(),
+                                      std::chrono::milliseconds(shared_->options.max_throttle_ms));
+    if (!wait) {
+      if (shared_->refusals.Allow()) {
+        spdlog::warn("api: uid={} ({}) is over its request rate; request refused",
+                     session_->caller.uid, session_->origin);
+      }
+      return Reply({ResourceExhausted("too many requests from " + session_->caller.user +
+                                      " (controller.user_request_rate); slow down"),
+                    ""},
+                   false);
+    }
+    if (wait->count() > 0) {
+      throttle_.expires_after(*wait);
+      auto self = shared_from_this();
+      auto frame = std::make_shared<Frame>(std::move(f));
+      throttle_.async_wait([this, self, frame](auto ec) {
+        if (!ec) Dispatch(std::move(*frame));
+      });
+      return;
+    }
+    Dispatch(std::move(f));
+  }
+
+  void Dispatch(Frame f) {
     auto self = shared_from_this();
     shared_->dispatcher.Dispatch(session_, f.type, std::move(f.payload), [this, self](ApiReply r) {
       asio::post(socket_.get_executor(), [this, self, r = std::move(r)] { Reply(r, false); });
@@ -322,12 +354,14 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
   // The client is gone: so are the allocations it held (a released one is unaffected).
   void Closed() {
     deadline_.cancel();
+    throttle_.cancel();
     if (authenticated_) shared_->dispatcher.SessionClosed(session_);
   }
 
   std::shared_ptr<Shared> shared_;
   Socket socket_;
   asio::steady_timer deadline_;
+  asio::steady_timer throttle_;  // holds a request back until its user's turn
   std::shared_ptr<ClientSession> session_;
   bool admitted_ = false;       // counted in the per-user limits
   bool stranger_ = false;       // counted as unauthenticated

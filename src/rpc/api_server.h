@@ -31,6 +31,9 @@ struct ApiServerOptions {
   int authenticate_deadline_ms = 10'000;
   int max_unauthenticated = 256;
   int max_unauthenticated_per_address = 32;
+  // A user over its request rate (config controller.user_request_rate) waits at most this long
+  // for its turn; beyond that the request is refused (RESOURCE_EXHAUSTED).
+  int max_throttle_ms = 5'000;
 };
 
 // Listen* and Close are called once each, from any thread.

@@ -58,7 +58,10 @@ double StatusKb(const char* key) {
 }
 
 std::string ClusterConfig(uint32_t nodes) {
-  std::string c = "cluster_name = \"bench\"\n[scheduling]\nbackfill_depth = 100\n";
+  // The engine at full size: no per-user pending limit.
+  std::string c =
+      "cluster_name = \"bench\"\n[scheduling]\nbackfill_depth = 100\nmax_pending_jobs_per_user = "
+      "0\n";
   for (uint32_t first = 1; first <= nodes; first += 32) {
     uint32_t last = std::min(nodes, first + 31);
     uint32_t leaf = (first - 1) / 32 + 1, spine = (leaf - 1) / 16 + 1;

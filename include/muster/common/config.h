@@ -27,6 +27,10 @@ struct ControllerConfig {
   // What musterctld binds for it; empty: api_address. ("0.0.0.0:6819" where the head node's
   // name resolves to a loopback address on the head node itself.)
   std::string api_listen;
+  // Requests per second one user may make (a token bucket of user_request_burst); beyond it the
+  // user's requests wait their turn. 0: no limit. Root is not limited.
+  uint32_t user_request_rate = 100;
+  uint32_t user_request_burst = 200;
   std::string agent_address = "127.0.0.1:6817";  // where agents connect
   // Without [tls], an agent_address beyond loopback is refused unless this says, in so many
   // words, that the network between the hosts is trusted.
@@ -46,6 +50,8 @@ struct SchedulingConfig {
   uint32_t finished_job_retention_ms = 300'000;  // finished jobs stay visible (Slurm's MinJobAge)
   uint32_t max_job_count = 1'000'000;            // pending + running jobs
   uint32_t max_array_size = 1001;                // job array task ids are below this (MaxArraySize)
+  // Pending jobs (array tasks each) one user may have at once; 0: no limit. Root is exempt.
+  uint32_t max_pending_jobs_per_user = 50'000;
   // Finished jobs (with their steps) stay in the accounting history (sacct) this long; 0: forever.
   uint32_t accounting_retention_days = 365;
   // The audit log (privileged actions, refused attempts) keeps entries this long; 0: forever.

@@ -247,6 +247,28 @@ TEST_F(PermissionsTest, PartitionsAdmitOnlyTheirUsers) {
   EXPECT_TRUE(Submit(in_restricted, Root()).ok()) << "admins always may";
 }
 
+TEST_F(PermissionsTest, OneUserCannotFillTheQueue) {
+  config_.scheduling.max_pending_jobs_per_user = 3;
+  Restart();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Submit(Gang(1, 1), Alice()).ok());
+  auto fourth = Submit(Gang(1, 1), Alice());
+  EXPECT_EQ(fourth.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(fourth.status().message().find("3 pending jobs"), std::string::npos)
+      << fourth.status().message();
+  EXPECT_TRUE(Submit(Gang(1, 1), Mallory()).ok()) << "another user is not affected";
+  EXPECT_TRUE(Submit(Gang(1, 1), Root()).ok()) << "root is not limited";
+  // Jobs that start make room; an array counts each task.
+  AllUp();
+  Pass();
+  v1::JobSpec array = Gang(1, 1);
+  array.set_array("1-3");
+  EXPECT_TRUE(Submit(array, Alice()).ok());
+  EXPECT_EQ(Submit(array, Alice()).status().code(), StatusCode::kResourceExhausted);
+  // The count survives a restart (rebuilt from the records).
+  Restart();
+  EXPECT_EQ(Submit(Gang(1, 1), Alice()).status().code(), StatusCode::kResourceExhausted);
+}
+
 TEST_F(PermissionsTest, AJobRunsAsRootOnlyWhenRootSubmittedIt) {
   v1::JobSpec spec = Gang(1, 1);
   spec.set_uid(0);

@@ -8,11 +8,14 @@
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "harness/test_munged.h"
+#include "harness/test_user.h"
 #include "muster/common/framing.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/munge.h"
@@ -53,6 +56,7 @@ class ApiServerTest : public ::testing::Test {
     lo.request_deadline_ms = 1000;
     lo.authenticate_deadline_ms = 500;
     lo.max_unauthenticated_per_address = 3;
+    Tweak(lo, config_);
     server_ = std::make_unique<ApiServer>(executor_.io(), *dispatcher_, config_, lo);
     ASSERT_TRUE(server_->ListenUnix(socket_).ok());
     auto port = server_->ListenTcp("127.0.0.1:0");
@@ -65,6 +69,8 @@ class ApiServerTest : public ::testing::Test {
     executor_.Stop();
     std::filesystem::remove_all(dir_);
   }
+
+  virtual void Tweak(ApiServerOptions&, Config&) {}
 
   int Connect() {
     auto fd = ConnectUnix(socket_);
@@ -247,6 +253,85 @@ TEST_F(ApiServerTest, StrangersAreBoundedInNumberAndTime) {
   auto ok = Authenticate(fifth, Credential());
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->type, 0u) << ok->payload;
+}
+
+// A user over its request rate is held back, then refused; root never is. The user's requests
+// run in a child that becomes the test user (its uid is what SO_PEERCRED reports).
+class RequestRateTest : public ApiServerTest {
+ protected:
+  void Tweak(ApiServerOptions& o, Config& c) override {
+    o.max_connections_per_user = 40;
+    o.max_throttle_ms = 400;
+    c.controller.user_request_rate = 20;
+    c.controller.user_request_burst = 2;
+  }
+};
+
+TEST_F(RequestRateTest, AUserOverItsRateWaitsItsTurnThenIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  const muster::testing::TestUser& user = muster::testing::TestUserFactory::Get();
+  ASSERT_TRUE(user.ready);
+  std::filesystem::permissions(dir_, std::filesystem::perms(0755));
+  // Runs `rounds` of requests as the user, one on each of `connections` connections at once;
+  // returns "elapsed_ms refused".
+  auto as_user = [&](int rounds, int connections) {
+    int out[2];
+    EXPECT_EQ(::pipe(out), 0);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(out[0]);
+      if (::setgroups(0, nullptr) != 0 || ::setgid(user.gid) != 0 || ::setuid(user.uid) != 0) {
+        ::_exit(1);
+      }
+      std::vector<int> fds;
+      for (int c = 0; c < connections; ++c) {
+        auto fd = ConnectUnix(socket_);
+        if (!fd.ok()) ::_exit(2);
+        fds.push_back(*fd);
+      }
+      auto start = std::chrono::steady_clock::now();
+      int refused = 0;
+      for (int i = 0; i < rounds; ++i) {
+        for (int fd : fds) {
+          if (!WriteFrame(fd, v1::METHOD_CONTROLLER_INFO, "").ok()) ::_exit(3);
+        }
+        for (int fd : fds) {
+          auto f = ReadFrame(fd, 10'000);
+          if (!f.ok()) ::_exit(4);
+          if (f->type == static_cast<uint32_t>(StatusCode::kResourceExhausted)) ++refused;
+        }
+      }
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+      std::string text = std::to_string(ms) + " " + std::to_string(refused);
+      (void)!::write(out[1], text.data(), text.size());
+      ::_exit(0);
+    }
+    ::close(out[1]);
+    char buf[64] = {};
+    ssize_t got = ::read(out[0], buf, sizeof buf - 1);
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    return std::string(buf, got > 0 ? static_cast<size_t>(got) : 0);
+  };
+  // 2 at once, then 20 a second: 8 requests take at least 6 x 50 ms, and none is refused.
+  std::istringstream paced(as_user(8, 1));
+  long ms = 0, refused = -1;
+  paced >> ms >> refused;
+  EXPECT_GE(ms, 280) << "the user was not held back";
+  EXPECT_EQ(refused, 0);
+  // Thirty at once on as many connections: those whose turn would come after 400 ms are refused.
+  std::istringstream flood(as_user(1, 30));
+  flood >> ms >> refused;
+  EXPECT_GT(refused, 0);
+  // Root (this process) is not limited.
+  const int fd = Connect();
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Info(fd).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
 }
 
 }  // namespace
