@@ -1,7 +1,10 @@
 # Warnings, sanitizers and the helpers every module uses. Module boundaries (cmake/modules.json)
 # are checked by the ctest `module_boundaries` over the link graph written here.
 
-set(MUSTER_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wno-missing-field-initializers)
+set(MUSTER_WARNINGS -Wall -Wextra -Wpedantic -Wnon-virtual-dtor -Wno-missing-field-initializers)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND MUSTER_WARNINGS -Wshadow=local)  # GCC's spelling; clang (the fuzz preset) has none
+endif()
 if(MUSTER_WERROR)
   list(APPEND MUSTER_WARNINGS -Werror)
 endif()
@@ -9,6 +12,10 @@ endif()
 if(MUSTER_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+endif()
+if(MUSTER_FUZZ)
+  # Coverage for libFuzzer in every library the targets link; the targets add the fuzzer itself.
+  add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
 
 # muster_add_library(NAME SOURCES ... DEPS ... PRIVATE_DEPS ...): one static library per module.

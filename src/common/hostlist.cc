@@ -97,6 +97,12 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view expr, size_t ma
   std::vector<std::string> out;
   std::string_view s = Trim(expr);
   if (s.empty()) return out;
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return InvalidArgument("host list has a control character (byte " +
+                             std::to_string(static_cast<unsigned char>(c)) + ")");
+    }
+  }
   int depth = 0;
   size_t start = 0;
   for (size_t i = 0; i <= s.size(); ++i) {

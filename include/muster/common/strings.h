@@ -30,4 +30,8 @@ void AppendJsonQuoted(std::string& out, std::string_view s);
 // A random 128-bit hex token from /dev/urandom (for credentials and instance ids).
 std::string RandomHex(size_t bytes);
 
+// The offset of the first byte that breaks UTF-8 (a bad lead or continuation byte, an overlong
+// form, a surrogate, past U+10FFFF, a truncated sequence); npos when the text is valid.
+size_t FindInvalidUtf8(std::string_view text);
+
 }  // namespace muster

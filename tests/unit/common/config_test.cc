@@ -156,6 +156,22 @@ TEST(ConfigTest, PrivacyAndPartitionAccess) {
   ExpectError("private_data = [\"jobz\"]\n" + base, "1", "unknown value 'jobz'");
 }
 
+// Found by fuzzing: toml++ reached undefined behaviour on some invalid UTF-8.
+TEST(ConfigTest, InvalidUtf8IsRefusedWithItsLine) {
+  ExpectError("cluster_name = \"a\"\n[[nodes]]\nnames = \"n1\xff\xff\"\n", "3", "not valid UTF-8");
+}
+
+// Found by fuzzing: toml++ 3.3 reached undefined behaviour on a non-ASCII character where
+// whitespace may stand. Valid TOML has them only in strings and comments, where they still work.
+TEST(ConfigTest, NonAsciiOnlyInStringsAndComments) {
+  auto ok = ParseConfig(
+      "# caf\xc3\xa9\ncluster_name = \"caf\xc3\xa9\"\n[[nodes]]\nnames = \"n1\"\n", "t.toml");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->cluster_name, "caf\xc3\xa9");
+  ExpectError("cluster_name = \"a\"\nem = \xc3\xa9\n", "2", "");  // the parser's own words
+  ExpectError("x = \"\"\"a\\\n   \xc3\xa9\"\"\"\n", "2", "where TOML allows only ASCII");
+}
+
 TEST(ConfigTest, NodeNamesAreSafeAsPaths) {
   for (const char* bad : {"../etc", "a/b", ".hidden", "-rf", "n 1", "n\\x01"}) {
     EXPECT_FALSE(IsValidNodeName(bad)) << bad;

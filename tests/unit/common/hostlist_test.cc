@@ -64,5 +64,15 @@ TEST(HostlistTest, CompressesCounts) {
   EXPECT_EQ(CompressCounts({1, 2, 1}), "1,2,1");
 }
 
+// Found by fuzzing: names with NUL and control bytes came out of an expression.
+TEST(HostlistTest, ControlCharactersAreRefused) {
+  for (std::string expr :
+       {std::string("n\x11[1-2]"), std::string("a\0b", 3), std::string("x\x7f")}) {
+    auto r = ExpandHostlist(expr);
+    ASSERT_FALSE(r.ok()) << "accepted a control character";
+    EXPECT_NE(r.status().message().find("control character"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace muster
