@@ -245,7 +245,11 @@ Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
                                                   const v1::UpdateNodeRequest& req, TimeMs now) {
   auto resp = nodes_->Update(caller, req, now);
   const bool drain = req.action() == v1::UpdateNodeRequest::DRAIN;
-  audit_->Record(caller, drain ? "drain" : "resume",
+  const bool resume = req.action() == v1::UpdateNodeRequest::RESUME;
+  audit_->Record(caller,
+                 drain    ? "drain"
+                 : resume ? "resume"
+                          : "update",
                  "nodes " + std::string(req.nodes().substr(0, 1024)),
                  drain ? std::string(req.reason().substr(0, 1024)) : "",
                  resp.status().code() != StatusCode::kPermissionDenied, resp.status(), now);
