@@ -10,6 +10,8 @@ PACKAGES=(
   # libraries
   libboost-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev
+  # libcrypto: step credentials (HMAC-SHA256), in the daemons only
+  libssl-dev
   # `muster certs` and `muster local up` make the daemons' TLS certificates with it
   openssl
   # MUNGE: users' credentials over TCP (libmunge is loaded at run time; the tests run munged)

@@ -41,6 +41,9 @@ class AgentContext {
   JobCgroups cgroups;                                 // set at start
   std::function<void(const v1::AgentMessage&)> send;  // set at start
   bool stopping = false;                              // no new work: the agent is stopping
+  // What step credentials are checked with; from the controller at each registration, kept in
+  // memory only (a restarted agent gets it again when it registers).
+  std::string step_key;
   mutable std::mutex mu;
   v1::NodeInventory inventory;  // mu
 };

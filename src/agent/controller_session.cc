@@ -56,6 +56,7 @@ void ControllerSession::OnConnected(const v1::RegisterResponse& resp) {
     }
   }
   hb_interval_ms_ = std::max<uint32_t>(50, resp.heartbeat_interval_ms());
+  if (resp.epoch() >= epoch_) ctx_.step_key = resp.step_key();
   // Events sent while the controller was away are sent again; it ignores what it already knows.
   jobs_.ReportAll();
   if (health_.last()) {

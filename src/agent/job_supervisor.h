@@ -42,6 +42,9 @@ struct LocalJob {
   bool timed_out = false;
   bool terminating = false;
   int64_t killed_at_ms = 0;  // monotonic time SIGKILL was sent
+  // Steps started here, with when their credentials expire: each credential starts its step
+  // once (entries are dropped once the credential has expired and cannot be shown again).
+  std::map<uint32_t, int64_t> started_steps;
   std::unique_ptr<boost::asio::steady_timer> limit_timer, kill_timer, poll_timer;
   uint32_t run() const { return launch.requeue_count(); }
 };

@@ -3,7 +3,46 @@
 #include <algorithm>
 #include <set>
 
+#include "muster/credentials/step_credential.h"
+
 namespace muster::agent {
+
+Result<v1::StepGrant> CheckStepCredential(const v1::StepLaunchRequest& req,
+                                          const v1::LaunchJob& job, const std::string& node,
+                                          std::string_view step_key, int64_t now_ms) {
+  const std::string what =
+      "step " + std::to_string(req.step_id()) + " of job " + std::to_string(req.job_id());
+  auto opened = credentials::OpenStepGrant(step_key, req.credential());
+  if (!opened.ok()) return opened.status().Prepend(what);
+  const v1::StepGrant& g = *opened;
+  auto refuse = [&](const std::string& why) {
+    return PermissionDenied(what + ": the credential " + why);
+  };
+  if (g.node() != node) return refuse("is for node " + g.node() + ", not " + node);
+  if (g.job_id() != req.job_id() || g.job_id() != job.job_id() || g.step_id() != req.step_id()) {
+    return refuse("is for step " + std::to_string(g.step_id()) + " of job " +
+                  std::to_string(g.job_id()));
+  }
+  if (g.run() != job.requeue_count() || g.run() != req.run()) {
+    return refuse("is for an earlier run of the job (it was requeued)");
+  }
+  if (g.uid() != job.spec().uid()) return refuse("names another user");
+  if (now_ms > g.expires_ms()) {
+    return refuse("expired " + std::to_string((now_ms - g.expires_ms()) / 1000) +
+                  " s ago (do the clocks of the controller and " + node + " agree?)");
+  }
+  const bool same = g.node_id() == req.node_id() && g.first_task() == req.first_task() &&
+                    g.ntasks() == req.ntasks() && g.total_tasks() == req.total_tasks() &&
+                    g.total_nodes() == req.total_nodes() &&
+                    g.cpus_per_task() == req.cpus_per_task() &&
+                    g.gpus_given() == req.gpus_given() &&
+                    std::equal(g.cpu_ids().begin(), g.cpu_ids().end(), req.cpu_ids().begin(),
+                               req.cpu_ids().end()) &&
+                    std::equal(g.gpu_indices().begin(), g.gpu_indices().end(),
+                               req.gpu_indices().begin(), req.gpu_indices().end());
+  if (!same) return refuse("grants other tasks, CPUs or GPUs than the request asks for");
+  return opened;
+}
 
 Status CheckStepWithinGrant(const v1::StepLaunchRequest& req, const v1::LaunchJob& job,
                             const std::string& node) {

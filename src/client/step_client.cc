@@ -320,7 +320,7 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     v1::StepLaunchRequest req;
     req.set_job_id(step.job_id());
     req.set_step_id(step.step_id());
-    req.set_credential(step.credential());
+    req.set_credential(n.credential());
     for (const auto& a : o.argv) req.add_argv(a);
     for (const auto& e : environment) req.add_environment(e);
     req.set_work_dir(o.work_dir);

@@ -331,6 +331,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.Uint("audit_retention_days", &s.audit_retention_days, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("allocation_grace_ms", &s.allocation_grace_ms, 1'000, 86'400'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("step_credential_lifetime_ms", &s.step_credential_lifetime_ms,
+                                      1'000, 86'400'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("backfill_depth", &s.backfill_depth, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("max_switch_wait_ms", &s.max_switch_wait_ms, 0, 30U * 86'400'000));

@@ -17,6 +17,7 @@
 #include "job_views.h"
 #include "muster/common/strings.h"
 #include "muster/common/version.h"
+#include "muster/credentials/step_credential.h"
 #include "node_manager.h"
 #include "node_views.h"
 #include "resource_ledger.h"
@@ -68,6 +69,10 @@ Status Engine::Recover(TimeMs now) {
   if (state.meta) meta = *state.meta;
   meta.set_next_job_id(std::max<uint64_t>({meta.next_job_id(), max_id + 1, 1}));
   meta.set_epoch(meta.epoch() + 1);
+  // Made once, at the first start: every node's step key derives from it.
+  if (meta.step_key_secret().size() != credentials::kKeySize) {
+    meta.set_step_key_secret(credentials::NewSecret());
+  }
   store::Mutation m;
   m.PutMeta(meta);
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_->Commit(m), "cannot record the new controller epoch");

@@ -5,8 +5,13 @@
 #include <cstdlib>
 
 #include "muster/common/strings.h"
+#include "muster/credentials/step_credential.h"
 
 namespace muster::controller {
+
+std::string EngineContext::StepKeyOf(std::string_view node) const {
+  return credentials::NodeStepKey(meta_.step_key_secret(), node);
+}
 
 EngineContext::EngineContext(EngineOptions options, store::StateStore* store)
     : options_(std::move(options)), store_(store) {

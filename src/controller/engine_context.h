@@ -33,6 +33,9 @@ class EngineContext {
   v1::MetaRecord& meta() { return meta_; }
   const v1::MetaRecord& meta() const { return meta_; }
   uint64_t epoch() const { return meta_.epoch(); }
+  // The key `node` checks its step grants with (credentials/step_credential.h): derived from the
+  // secret in the meta record, so it survives restarts and every node's differs.
+  std::string StepKeyOf(std::string_view node) const;
 
   // The largest node of each partition, per GPU type (submissions are sized against it).
   const PartitionLimitMap& partition_limits() const { return partition_limits_; }

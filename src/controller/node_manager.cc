@@ -96,6 +96,7 @@ Result<v1::RegisterResponse> NodeManager::Register(const v1::RegisterRequest& re
   resp.set_topology(c.topology);
   resp.set_heartbeat_interval_ms(ctx_.scheduling().heartbeat_interval_ms);
   resp.set_cluster_name(ctx_.config().cluster_name);
+  resp.set_step_key(ctx_.StepKeyOf(c.name));
   return resp;
 }
 

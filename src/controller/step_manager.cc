@@ -7,6 +7,7 @@
 
 #include "access.h"
 #include "muster/core/step_layout.h"
+#include "muster/credentials/step_credential.h"
 #include "step_state.h"
 
 namespace muster::controller {
@@ -122,7 +123,6 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   v1::CreateStepResponse resp;
   resp.set_job_id(job->rec.id());
   resp.set_step_id(step_id);
-  resp.set_credential(job->rec.credential());
   resp.set_gpus_given(want_gpus);
   resp.set_cpus_per_task(layout.cpus_per_task);
   resp.set_name(step.name());
@@ -150,6 +150,26 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
     first += p.tasks;
   }
   resp.set_total_tasks(first);
+  // Each node gets its own grant, sealed under its own key: good for this step on that node only.
+  v1::StepGrant grant;
+  grant.set_job_id(job->rec.id());
+  grant.set_step_id(step_id);
+  grant.set_run(job->rec.requeue_count());
+  grant.set_uid(job->rec.spec().uid());
+  grant.set_total_tasks(first);
+  grant.set_total_nodes(static_cast<uint32_t>(resp.nodes_size()));
+  grant.set_cpus_per_task(layout.cpus_per_task);
+  grant.set_gpus_given(want_gpus);
+  grant.set_expires_ms(now + ctx_.scheduling().step_credential_lifetime_ms);
+  for (v1::StepNode& sn : *resp.mutable_nodes()) {
+    grant.set_node(sn.node());
+    grant.set_node_id(sn.node_id());
+    grant.set_first_task(sn.first_task());
+    grant.set_ntasks(sn.ntasks());
+    *grant.mutable_cpu_ids() = sn.cpu_ids();
+    *grant.mutable_gpu_indices() = sn.gpu_indices();
+    sn.set_credential(credentials::SealStepGrant(ctx_.StepKeyOf(sn.node()), grant));
+  }
 
   v1::JobRecord next = job->rec;
   next.set_next_step_id(step_id + 1);

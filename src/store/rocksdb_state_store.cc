@@ -3,6 +3,8 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -24,12 +26,29 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   return Internal(m);
 }
 
+// The store holds every job's script and environment and the secret step keys derive from: only
+// the controller's user may read it, and nobody else may have made or own the directory.
+Status KeepPrivate(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return Internal("cannot stat state_dir " + dir);
+  if (st.st_uid != ::geteuid()) {
+    return PermissionDenied("state_dir " + dir + " belongs to uid " + std::to_string(st.st_uid) +
+                            ", not to the controller's user (uid " + std::to_string(::geteuid()) +
+                            ")");
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+    return Internal("cannot make state_dir " + dir + " private (mode 0700)");
+  }
+  return Status::Ok();
+}
+
 class RocksDbStateStore final : public StateStore {
  public:
   static Result<std::unique_ptr<StateStore>> Open(const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return Internal("cannot create state_dir " + dir + ": " + ec.message());
+    MUSTER_RETURN_IF_ERROR(KeepPrivate(dir));
     rocksdb::DBOptions opts;
     opts.create_if_missing = true;
     opts.create_missing_column_families = true;

@@ -1,5 +1,6 @@
 // Steps and allocations: tasks per slot, srun/salloc allocations, steps with GPUs of their own.
 #include "harness/cluster_test.h"
+#include "muster/common/framing.h"
 
 namespace muster::testing {
 namespace {
@@ -34,7 +35,6 @@ TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
                                                "2 0 1 node2 0,1,2,3", "3 1 1 node2 0,1,2,3"}))
       << stdout_text;
   EXPECT_NE(stderr_text.find("err2\n"), std::string::npos);
-  // A wrong credential is refused by the agent.
   ASSERT_TRUE(c->CancelJob([&] {
                  v1::CancelJobRequest r;
                  r.add_job_ids(*id);
@@ -42,6 +42,83 @@ TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
                }())
                   .ok());
   ASSERT_EVENTUALLY(cluster_->State(*id) == v1::CANCELLED, 10'000);
+}
+
+// Sends one step launch to an agent as srun would and reads its answer: OK once the tasks ran
+// and exited, or the agent's refusal.
+Status LaunchRaw(const std::string& address, const v1::StepLaunchRequest& req) {
+  auto fd = ConnectTcp(address, 5000);
+  if (!fd.ok()) return fd.status();
+  Status result = WriteFrame(*fd, 0, req.SerializeAsString());
+  while (result.ok()) {
+    auto f = ReadFrame(*fd, 10'000);
+    if (!f.ok()) {
+      result = f.status();
+    } else if (f->type != 0) {
+      result = Status(static_cast<StatusCode>(f->type), f->payload);
+    } else {
+      v1::StepEvent e;
+      if (e.ParseFromString(f->payload) && e.has_exit()) break;
+    }
+  }
+  ::close(*fd);
+  return result;
+}
+
+TEST_F(ClusterTest, AStepCredentialStartsItsStepOnceAndOnlyOnItsNode) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", Gang(2, 1));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  auto c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  v1::CreateStepRequest cr;
+  cr.set_job_id(*id);
+  cr.set_ntasks(2);
+  cr.set_overlap(true);
+  Result<v1::CreateStepResponse> step = Unavailable("not yet");
+  for (int i = 0; i < 100 && step.status().code() == StatusCode::kUnavailable; ++i) {
+    step = c->CreateStep(cr);
+    if (!step.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  ASSERT_EQ(step->nodes_size(), 2);
+  auto request = [&](const v1::StepNode& n) {
+    v1::StepLaunchRequest r;
+    r.set_job_id(*id);
+    r.set_step_id(step->step_id());
+    r.set_credential(n.credential());
+    r.add_argv("true");
+    r.set_work_dir("/");
+    r.set_node_id(n.node_id());
+    r.set_first_task(n.first_task());
+    r.set_ntasks(n.ntasks());
+    r.set_total_tasks(step->total_tasks());
+    r.set_total_nodes(2);
+    r.set_cpus_per_task(step->cpus_per_task());
+    *r.mutable_cpu_ids() = n.cpu_ids();
+    r.set_run(step->run());
+    return r;
+  };
+  const v1::StepNode& n1 = step->nodes(0);
+  const v1::StepNode& n2 = step->nodes(1);
+  // node1's credential shown to node2's agent (as node1's part, or dressed up as node2's).
+  Status st = LaunchRaw(n2.step_address(), request(n1));
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.ToString();
+  v1::StepLaunchRequest dressed = request(n2);
+  dressed.set_credential(n1.credential());
+  st = LaunchRaw(n2.step_address(), dressed);
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.ToString();
+  EXPECT_NE(st.message().find("not sealed for this node"), std::string::npos) << st.ToString();
+  // Each works once where it belongs; shown again, it is refused.
+  EXPECT_TRUE(LaunchRaw(n1.step_address(), request(n1)).ok());
+  EXPECT_TRUE(LaunchRaw(n2.step_address(), request(n2)).ok());
+  st = LaunchRaw(n1.step_address(), request(n1));
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("started here already"), std::string::npos) << st.ToString();
+  // Nor does it start another step.
+  v1::StepLaunchRequest more = request(n2);
+  more.set_step_id(step->step_id() + 1);
+  EXPECT_EQ(LaunchRaw(n2.step_address(), more).code(), StatusCode::kPermissionDenied);
 }
 
 TEST_F(ClusterTest, AnAllocationRunsStepsAndEndsWithItsClient) {

@@ -59,6 +59,9 @@ struct SchedulingConfig {
   // An srun/salloc allocation whose client is not connected (after a controller restart, or a
   // client that died before attaching) is ended after this long.
   uint32_t allocation_grace_ms = 60'000;
+  // A step's credential (what srun shows an agent to start the step there) is good this long
+  // after the controller makes it (Slurm's cred_expire); the nodes' clocks must agree this well.
+  uint32_t step_credential_lifetime_ms = 120'000;
   // Backfill: how many blocked jobs get a reservation per pass (1 = EASY; 0 = no backfill).
   uint32_t backfill_depth = 100;
   // --switches=N without @time waits this long for N leaf switches (Slurm's max_switch_wait);

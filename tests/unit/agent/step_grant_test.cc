@@ -1,7 +1,10 @@
-// A step request is checked against what the controller granted the job on this node.
+// A step request is checked against its credential (a grant the controller sealed for this node)
+// and against what the controller granted the job on this node.
 #include "step_grant.h"
 
 #include <gtest/gtest.h>
+
+#include "muster/credentials/step_credential.h"
 
 namespace muster::agent {
 namespace {
@@ -57,6 +60,123 @@ TEST(StepGrantTest, MoreThanTheGrantIsRefused) {
   r.set_first_task(4'294'967'295u);  // wraps past the total
   EXPECT_EQ(CheckStepWithinGrant(r, Job(), "node1").code(), StatusCode::kInvalidArgument);
 }
+
+namespace credential_tests {
+
+constexpr int64_t kNow = 1'700'000'000'000;
+const std::string kSecret(32, 's');
+
+v1::LaunchJob RunningJob() {
+  v1::LaunchJob l = Job();
+  l.set_requeue_count(2);
+  l.mutable_spec()->set_uid(1000);
+  return l;
+}
+
+// What the controller grants step 5 on node1, and the request that srun sends with it.
+v1::StepGrant Grant() {
+  v1::StepGrant g;
+  g.set_job_id(7);
+  g.set_step_id(5);
+  g.set_run(2);
+  g.set_uid(1000);
+  g.set_node("node1");
+  g.set_ntasks(2);
+  g.set_total_tasks(2);
+  g.set_total_nodes(1);
+  g.set_cpus_per_task(1);
+  g.add_cpu_ids(0);
+  g.add_cpu_ids(1);
+  g.set_expires_ms(kNow + 120'000);
+  return g;
+}
+
+v1::StepLaunchRequest RequestFor(const v1::StepGrant& g, const std::string& sealed_for = "node1") {
+  v1::StepLaunchRequest r = Step(g.ntasks());
+  r.set_step_id(g.step_id());
+  r.set_run(g.run());
+  *r.mutable_cpu_ids() = g.cpu_ids();
+  r.set_credential(credentials::SealStepGrant(credentials::NodeStepKey(kSecret, sealed_for), g));
+  return r;
+}
+
+Status Check(const v1::StepLaunchRequest& r, int64_t now = kNow) {
+  return CheckStepCredential(r, RunningJob(), "node1", credentials::NodeStepKey(kSecret, "node1"),
+                             now)
+      .status();
+}
+
+TEST(StepCredentialTest, TheControllersGrantForThisNodeIsAccepted) {
+  EXPECT_TRUE(Check(RequestFor(Grant())).ok()) << Check(RequestFor(Grant())).ToString();
+  EXPECT_TRUE(Check(RequestFor(Grant()), kNow + 120'000).ok()) << "good until it expires";
+}
+
+TEST(StepCredentialTest, ForgedOrForeignCredentialsAreRefused) {
+  v1::StepLaunchRequest r = RequestFor(Grant());
+  r.set_credential("the job's old shared secret");
+  EXPECT_EQ(Check(r).code(), StatusCode::kPermissionDenied);
+  // Sealed for node2 (a user holding node2's credential, or node2's agent forging one).
+  Status st = Check(RequestFor(Grant(), "node2"));
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("not sealed for this node"), std::string::npos) << st.message();
+  // node2's grant sealed with node1's key still names node2.
+  v1::StepGrant g = Grant();
+  g.set_node("node2");
+  EXPECT_NE(Check(RequestFor(g)).message().find("is for node node2"), std::string::npos);
+  // A grant changed after sealing: more CPUs than the controller gave.
+  r = RequestFor(Grant());
+  v1::SealedStepGrant sealed;
+  ASSERT_TRUE(sealed.ParseFromString(r.credential()));
+  g = Grant();
+  g.add_cpu_ids(2);
+  g.SerializeToString(sealed.mutable_grant());
+  r.set_credential(sealed.SerializeAsString());
+  r.add_cpu_ids(2);
+  EXPECT_EQ(Check(r).code(), StatusCode::kPermissionDenied);
+  // Before the node has registered it has no key to check with.
+  EXPECT_EQ(
+      CheckStepCredential(RequestFor(Grant()), RunningJob(), "node1", "", kNow).status().code(),
+      StatusCode::kUnavailable);
+}
+
+TEST(StepCredentialTest, AGrantIsBoundToItsJobStepUserRunAndTime) {
+  auto refused = [](const v1::StepGrant& g, const std::string& why) {
+    Status st = Check(RequestFor(g));
+    EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << why;
+    return st.message();
+  };
+  v1::StepGrant g = Grant();
+  g.set_job_id(8);
+  refused(g, "another job");
+  g = Grant();
+  g.set_uid(0);
+  EXPECT_NE(refused(g, "root").find("names another user"), std::string::npos);
+  g = Grant();
+  g.set_run(1);
+  EXPECT_NE(refused(g, "an earlier run").find("earlier run"), std::string::npos);
+  // Another step's grant, shown with this step's id.
+  v1::StepLaunchRequest r = RequestFor(Grant());
+  r.set_step_id(6);
+  EXPECT_EQ(Check(r).code(), StatusCode::kPermissionDenied);
+  Status st = Check(RequestFor(Grant()), kNow + 120'001);
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("expired"), std::string::npos) << st.message();
+}
+
+TEST(StepCredentialTest, TheRequestMustAskForWhatTheGrantSays) {
+  v1::StepLaunchRequest r = RequestFor(Grant());
+  r.add_cpu_ids(2);
+  EXPECT_EQ(Check(r).code(), StatusCode::kPermissionDenied);
+  r = RequestFor(Grant());
+  r.set_ntasks(1);
+  EXPECT_EQ(Check(r).code(), StatusCode::kPermissionDenied);
+  r = RequestFor(Grant());
+  r.set_gpus_given(true);
+  r.add_gpu_indices(2);
+  EXPECT_NE(Check(r).message().find("other tasks, CPUs or GPUs"), std::string::npos);
+}
+
+}  // namespace credential_tests
 
 }  // namespace
 }  // namespace muster::agent

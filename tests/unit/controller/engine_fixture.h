@@ -88,7 +88,9 @@ class EngineTest : public ::testing::Test {
     r.set_instance_id(instance);
     for (auto id : jobs) r.add_running_job_ids(id);
     if (request_tweak) request_tweak(&r);
-    ASSERT_TRUE(engine_->RegisterNode(r, now_).ok());
+    auto registered = engine_->RegisterNode(r, now_);
+    ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+    registered_[node] = *registered;
     v1::Hello h;
     h.set_node(node);
     h.set_instance_id(instance);
@@ -197,6 +199,7 @@ class EngineTest : public ::testing::Test {
   TimeMs now_ = 1'700'000'000'000;
   int creds_ = 0;
   std::vector<Outgoing> outbox_;
+  std::map<std::string, v1::RegisterResponse> registered_;  // the last answer to each node
 };
 
 }  // namespace muster::controller

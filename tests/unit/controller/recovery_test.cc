@@ -16,6 +16,16 @@ TEST_F(EngineTest, JobIdsAreNeverReusedAndEpochGrowsAcrossRestarts) {
   EXPECT_EQ(*Submit(Gang(1, 1)), 3u);
 }
 
+TEST_F(EngineTest, NodeStepKeysSurviveRestarts) {
+  Up("node1");
+  const std::string key = registered_["node1"].step_key();
+  EXPECT_EQ(key.size(), 32u);
+  Restart();
+  Up("node1");
+  EXPECT_EQ(registered_["node1"].step_key(), key)
+      << "credentials made before a restart still open on the node afterwards";
+}
+
 TEST_F(EngineTest, RecoveryKeepsRunningJobsAndReconcilesWhatAgentsReport) {
   AllUp();
   auto kept = *Submit(Gang(2, 8));

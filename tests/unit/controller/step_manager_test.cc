@@ -1,5 +1,6 @@
 // Steps and interactive allocations through the engine.
 #include "engine_fixture.h"
+#include "muster/credentials/step_credential.h"
 
 namespace muster::controller {
 namespace {
@@ -34,7 +35,30 @@ TEST_F(EngineTest, StepsOnlyForTheOwnerOfARunningJob) {
   EXPECT_EQ(s->step_id(), 0u);
   EXPECT_EQ(s->nodes_size(), 2);
   EXPECT_EQ(s->nodes(1).first_task(), 1u);
-  EXPECT_EQ(s->credential(), Sent("node1")[0].launch_job().credential());
+  // Each node's credential is a grant for this step, the job's user and that node, sealed under
+  // the key the node got when it registered: no other node's key opens it.
+  for (int i = 0; i < 2; ++i) {
+    const v1::StepNode& n = s->nodes(i);
+    auto g = credentials::OpenStepGrant(registered_[n.node()].step_key(), n.credential());
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g->node(), n.node());
+    EXPECT_EQ(g->job_id(), id);
+    EXPECT_EQ(g->step_id(), 0u);
+    EXPECT_EQ(g->uid(), 1000u);
+    EXPECT_EQ(g->first_task(), n.first_task());
+    EXPECT_EQ(g->ntasks(), n.ntasks());
+    EXPECT_EQ(g->cpu_ids_size(), n.cpu_ids_size());
+    EXPECT_EQ(g->total_nodes(), 2u);
+    EXPECT_EQ(g->expires_ms(), now_ + config_.scheduling.step_credential_lifetime_ms);
+  }
+  EXPECT_NE(registered_["node1"].step_key(), registered_["node2"].step_key());
+  EXPECT_EQ(credentials::OpenStepGrant(registered_["node2"].step_key(), s->nodes(0).credential())
+                .status()
+                .code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(s->nodes(0).credential().find(Sent("node1")[0].launch_job().credential()),
+            std::string::npos)
+      << "the job's own credential stays between controller and agents";
   // The first step holds every CPU of the job: a second one waits, unless it overlaps.
   EXPECT_EQ(engine_->CreateStep(Alice(), r, now_).status().code(), StatusCode::kUnavailable);
   r.set_overlap(true);
