@@ -16,8 +16,8 @@ PACKAGES=(
   openssl
   # MUNGE: users' credentials over TCP (libmunge is loaded at run time; the tests run munged)
   libmunge-dev munge
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks (iproute2: the multi-host test's network namespaces)
+  libgtest-dev libgmock-dev libbenchmark-dev iproute2
   # real programs launched through srun in the system tests (torch.distributed, MPICH)
   python3 python3-torch mpich libmpich-dev
 )

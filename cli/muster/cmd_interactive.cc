@@ -23,7 +23,8 @@ namespace {
 
 std::string RunUsage(const std::string& prog) {
   return "Usage: " + prog + R"( [OPTIONS] COMMAND [ARGS...]
-Inside a job (SLURM_JOB_ID set): run COMMAND as a job step on the job's nodes.
+Inside a job (SLURM_JOB_ID set), or with --jobid=ID: run COMMAND as a job step on that job's
+nodes (only the job's owner and admins may).
 Outside a job: get an allocation with the options below, run the step in it, release it.
 
   -N, --nodes=N              nodes for the step (or the allocation)
@@ -195,7 +196,9 @@ int CmdRun(int argc, char** argv) {
   if (!controller.ok()) return Fail("run", controller.status());
   if (Status st = client::CatchForwardedSignals(); !st.ok()) return Fail("run", st);
 
-  const char* in_job = JobIdFromEnv();
+  // --jobid: a step in a job already running (srun --jobid), as from inside it.
+  const std::string jobid_arg = o.jobid ? std::to_string(*o.jobid) : "";
+  const char* in_job = o.jobid ? jobid_arg.c_str() : JobIdFromEnv();
   if (in_job) {
     auto id = ParseUint(in_job);
     if (!id)

@@ -110,8 +110,15 @@ void GrpcControllerLink::Run() {
     }
     if (!st.ok()) {
       if (failures++ % 20 == 0) {
-        spdlog::warn("node={} cannot register with {}: {} (retrying)", node_, address_,
-                     st.error_message());
+        // A refused certificate looks like an unreachable controller from this side.
+        const bool quiet_failure = st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                                   st.error_code() == grpc::StatusCode::UNAVAILABLE;
+        spdlog::warn("node={} cannot register with {}: {} (retrying){}", node_, address_,
+                     st.error_message(),
+                     tls_ && quiet_failure
+                         ? "; if the controller is up, it may refuse this node's certificate "
+                           "(another CA, another node's name): its log says why"
+                         : "");
       }
       SleepBackoff(&backoff_ms);
       continue;

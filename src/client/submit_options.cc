@@ -33,6 +33,7 @@ enum LongOnly {
   kPty,
   kMpi,
   kTestOnly,
+  kJobId,
 };
 
 const struct option kLongOptions[] = {
@@ -77,6 +78,7 @@ const struct option kLongOptions[] = {
     {"input", required_argument, nullptr, 'i'},
     {"unbuffered", no_argument, nullptr, 'u'},
     {"mpi", required_argument, nullptr, kMpi},
+    {"jobid", required_argument, nullptr, kJobId},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
@@ -92,6 +94,7 @@ bool Accepted(int c, OptionSet set) {
     case 'i':
     case 'u':
     case kMpi:
+    case kJobId:
       return set == OptionSet::kRun;
     case 'I':
       return set != OptionSet::kBatch;
@@ -434,6 +437,12 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case kPty:
         o->pty = true;
         break;
+      case kJobId: {
+        auto id = ParseUint(val);
+        if (!id || *id == 0) return err("--jobid wants a job id, got '" + val + "'");
+        o->jobid = *id;
+        break;
+      }
       case 'I': {
         auto n = val.empty() ? Result<uint32_t>(1u) : Count("--immediate", val);
         if (!n.ok()) return err(n.status().message());

@@ -111,9 +111,12 @@ Status ControllerServer::Impl::Start() {
     std::lock_guard<std::mutex> l(mu_);
     started_ = true;
   }
-  spdlog::info("musterctld serving: cluster={} epoch={} agents={}:{} ({}) socket={} nodes={}",
-               c.cluster_name, epoch_, c.controller.agent_address, agent_port_,
-               c.tls.enabled() ? "mutual TLS" : "no TLS", c.controller.socket_path, c.nodes.size());
+  spdlog::info(
+      "musterctld serving: cluster={} epoch={} agents={} (port {}, {}) socket={} api={} nodes={}",
+      c.cluster_name, epoch_, c.controller.agent_address, agent_port_,
+      c.tls.enabled() ? "mutual TLS" : "no TLS", c.controller.socket_path,
+      c.controller.api_address.empty() ? "none" : c.controller.api_address + " (MUNGE)",
+      c.nodes.size());
   return Status::Ok();
 }
 

@@ -41,6 +41,7 @@ struct SubmitOptions {
   bool exact = false;             // hold only the CPUs the step asks for
   bool overlap = false;           // share CPUs with other steps
   bool kill_on_bad_exit = false;  // -K: a task failing kills the step
+  std::optional<uint64_t> jobid;  // --jobid: a step in this (running) job, as if inside it
   bool pty = false;
   std::optional<uint32_t> immediate_s;  // -I[SECS]: give up when not allocated in time
   std::optional<std::string> input;     // -i

@@ -261,6 +261,21 @@ TEST(RunOptionsTest, EachCommandTakesItsOwnOptions) {
   EXPECT_EQ(i.immediate_s.value_or(0), 5u);
 }
 
+TEST(RunOptionsTest, JobIdNamesTheJobToRunAStepIn) {
+  SubmitOptions o;
+  ASSERT_TRUE(
+      ParseSubmitArgs({"--jobid=42", "--overlap", "hostname"}, "command line", &o, OptionSet::kRun)
+          .ok());
+  EXPECT_EQ(o.jobid.value_or(0), 42u);
+  SubmitOptions bad;
+  EXPECT_EQ(ParseSubmitArgs({"--jobid=x", "true"}, "command line", &bad, OptionSet::kRun).code(),
+            StatusCode::kInvalidArgument);
+  SubmitOptions batch;
+  EXPECT_EQ(ParseSubmitArgs({"--jobid=42", "x.sh"}, "command line", &batch).code(),
+            StatusCode::kInvalidArgument)
+      << "sbatch has no --jobid";
+}
+
 TEST(RunOptionsTest, AnAllocationSpecCarriesNoScript) {
   SubmitOptions o;
   ASSERT_TRUE(ParseSubmitArgs({"-N2", "sleep", "5"}, "command line", &o, OptionSet::kRun).ok());
