@@ -7,6 +7,8 @@
 # Checks, as users and as attackers would:
 #   - a user on the login node submits a 2-node gang; its script, on the compute node, runs
 #     `muster queue` and a `muster run` step across both nodes, and the job completes;
+#   - srun and salloc allocations, srun --pty, and sbatch/squeue/scontrol/sinfo/sacct/scancel
+#     work from the login host;
 #   - a request with no credential gets UNAUTHENTICATED and no data;
 #   - a rogue agent with a certificate from its own CA cannot register as node1;
 #   - user A can neither see, cancel, nor run a step in user B's job (private_data = ["jobs"]).
@@ -217,6 +219,26 @@ grep -q "^task 0 on node1 as $USER_A$" "$out" && grep -q "^task 1 on node2 as $U
   { cat "$out"; fail "the step's tasks across both compute hosts"; }
 [ "$(stat -c %U "$out")" = $USER_A ] || fail "output file not the user's"
 sed 's/^/  | /' "$out"
+
+echo "== from the login host: srun and salloc allocations, --pty, and the Slurm front ends"
+"$DIR/bin/muster" compat install "$DIR/bin" >/dev/null
+out=$(as $USER_A "$NS_LOGIN" srun -N2 -l hostname) || fail "srun -N2 from the login host: $out"
+[ "$(grep -c "^[01]: " <<<"$out")" = 2 ] || fail "srun -N2 output: $out"
+out=$(as $USER_A "$NS_LOGIN" salloc -N1 sh -c 'srun printenv SLURMD_NODENAME') ||
+  fail "salloc from the login host: $out"
+grep -q "^node[12]$" <<<"$out" || fail "salloc's step: $out"
+# A terminal for the step's task 0 (script(1) gives srun one).
+out=$(as $USER_A "$NS_LOGIN" script -qec "srun -N1 --pty sh -c 'tty; id -un'" /dev/null) ||
+  fail "srun --pty: $out"
+grep -q "^/dev/pts/" <<<"$out" && grep -q "$USER_A" <<<"$out" || fail "srun --pty: $out"
+out=$(as $USER_A "$NS_LOGIN" sacct -j "$id_a" -n -X -o JobID,State) || fail "sacct: $out"
+grep -q "COMPLETED" <<<"$out" || fail "sacct: $out"
+id_s=$(as $USER_A "$NS_LOGIN" sbatch --parsable --wrap 'sleep 30') || fail "sbatch: $id_s"
+as $USER_A "$NS_LOGIN" squeue -h -j "$id_s" -o %i | grep -q "^$id_s$" || fail "squeue"
+as $USER_A "$NS_LOGIN" scontrol show job "$id_s" | grep -q "JobId=$id_s" || fail "scontrol"
+as $USER_A "$NS_LOGIN" sinfo -h >/dev/null || fail "sinfo"
+as $USER_A "$NS_LOGIN" scancel "$id_s" || fail "scancel"
+wait_for 30 is_state $USER_A "$id_s" CANCELLED
 
 echo "== a request without a credential gets nothing"
 reply=$(host "$NS_LOGIN" python3 - "$CTL_IP" <<'PY'
