@@ -33,6 +33,8 @@ int CmdLocal(int argc, char** argv);
 int CmdTopology(int argc, char** argv);
 int CmdCerts(int argc, char** argv);
 int CmdAudit(int argc, char** argv);
+int CmdAccount(int argc, char** argv);
+int CmdUser(int argc, char** argv);
 
 // The controller of the cluster named by $MUSTER_CONF (or /etc/muster/muster.toml).
 Result<client::ControllerClient> ConnectController();

@@ -58,7 +58,8 @@ int CmdJob(int argc, char** argv) {
   }
   int64_t now = SystemClock::Get()->NowMs();
   std::printf("JobId=%llu JobName=%s\n", static_cast<unsigned long long>(j.id()), j.name().c_str());
-  std::printf("   UserId=%s(%u) Priority=%lld\n", j.user().c_str(), j.uid(),
+  std::printf("   UserId=%s(%u) Account=%s Priority=%lld\n", j.user().c_str(), j.uid(),
+              j.account().empty() ? "(null)" : j.account().c_str(),
               static_cast<long long>(j.priority()));
   std::printf("   JobState=%s Reason=%s%s%s\n", JobStateName(j.state(), j.completing()).c_str(),
               j.reason().c_str(),

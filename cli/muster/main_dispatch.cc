@@ -73,6 +73,10 @@ Nodes:
   node resume NODES                  undo a drain (operators, admins)
   audit [--since TIME] [--user U]    what admins and operators did (admins, operators)
 
+Accounts:
+  account add|modify|remove|list     the account tree jobs charge (-A); changes: admins
+  user add|modify|remove|list        users' accounts and default account; changes: admins
+
 Cluster:
   info                               controller version, epoch and counts
   local up [--nodes N] [--gpus-per-node G] [--dir DIR] [--no-tls]
@@ -149,6 +153,8 @@ int Main(int argc, char** argv) {
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
   if (cmd == "certs") return CmdCerts(sub_argc, sub_argv);
   if (cmd == "audit") return CmdAudit(sub_argc, sub_argv);
+  if (cmd == "account") return CmdAccount(sub_argc, sub_argv);
+  if (cmd == "user") return CmdUser(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {

@@ -181,7 +181,7 @@ std::string SqueueField(char letter, const v1::JobInfo& j, const RowId& row, int
       return "gres:gpu:" + (j.gpu_type().empty() ? "" : j.gpu_type() + ":") +
              std::to_string(j.gpus_per_node());
     case 'a':
-      return "(null)";
+      return j.account().empty() ? "(null)" : j.account();
     case 'K':
       return row.tasks;
     default:

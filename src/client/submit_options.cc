@@ -39,6 +39,7 @@ enum LongOnly {
 const struct option kLongOptions[] = {
     {"job-name", required_argument, nullptr, 'J'},
     {"partition", required_argument, nullptr, 'p'},
+    {"account", required_argument, nullptr, 'A'},
     {"nodes", required_argument, nullptr, 'N'},
     {"ntasks", required_argument, nullptr, 'n'},
     {"ntasks-per-node", required_argument, nullptr, kNtasksPerNode},
@@ -81,7 +82,7 @@ const struct option kLongOptions[] = {
     {"jobid", required_argument, nullptr, kJobId},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
+constexpr const char* kShortOptions = "+:J:p:A:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
 
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
@@ -112,8 +113,7 @@ bool Accepted(int c, OptionSet set) {
 }
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {"account",
-                                                 "qos",
+const std::set<std::string> kKnownUnsupported = {"qos",
                                                  "dependency",
                                                  "mail-type",
                                                  "mail-user",
@@ -273,6 +273,9 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         break;
       case 'p':
         o->partition = val;
+        break;
+      case 'A':
+        o->account = val;
         break;
       case 'N': {
         // --nodes=N or min-max: the job gets as many nodes as are free in the range.
@@ -563,6 +566,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
     }
   }
   s.set_name(name);
+  if (o.account) s.set_account(*o.account);
   if (o.partition) {
     for (const auto& p : Split(*o.partition, ',', true)) s.add_partitions(p);
   }
@@ -658,6 +662,7 @@ first; options on the command line override them.
 
   -J, --job-name=NAME        job name (default: the script's file name)
   -p, --partition=P[,P2]     partition(s) to run in (default: the cluster's default)
+  -A, --account=ACCOUNT      the account the job charges (default: yours)
   -N, --nodes=N[-MAX]        number of nodes (a gang: all start together or none); with a
                              range, as many as are free
   -n, --ntasks=N             number of tasks

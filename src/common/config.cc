@@ -1,9 +1,11 @@
 #include "muster/common/config.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -174,8 +176,40 @@ Status ValidateTls(const TlsConfig& t, const std::string& source) {
   return Status::Ok();
 }
 
+// The accounts form one tree under "root": unique names, known parents, no cycles. Sorted so
+// that parents come before their children.
+Status ValidateAccounts(std::vector<AccountConfig>& accounts, const std::string& source) {
+  std::map<std::string, const AccountConfig*> by_name;
+  for (const auto& a : accounts) {
+    if (!by_name.emplace(a.name, &a).second) {
+      return InvalidArgument(source + ": account '" + a.name + "' is defined twice");
+    }
+  }
+  std::vector<AccountConfig> ordered;
+  std::set<std::string> placed = {"root"};
+  while (ordered.size() < accounts.size()) {
+    const size_t before = ordered.size();
+    for (const auto& a : accounts) {
+      if (placed.count(a.name) || !placed.count(a.parent)) continue;
+      placed.insert(a.name);
+      ordered.push_back(a);
+    }
+    if (ordered.size() == before) {
+      for (const auto& a : accounts) {
+        if (placed.count(a.name)) continue;
+        return InvalidArgument(
+            source + ": account '" + a.name + "' has parent '" + a.parent + "', which " +
+            (by_name.count(a.parent) ? "is its own descendant (a cycle)" : "is not defined"));
+      }
+    }
+  }
+  accounts = std::move(ordered);
+  return Status::Ok();
+}
+
 Status Validate(Config& c, const std::string& source) {
   MUSTER_RETURN_IF_ERROR(ValidateTls(c.tls, source));
+  MUSTER_RETURN_IF_ERROR(ValidateAccounts(c.accounts, source));
   if (!IsLoopbackAddress(c.controller.agent_address) && !c.controller.insecure &&
       !c.tls.enabled()) {
     return FailedPrecondition(
@@ -469,6 +503,29 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       },
       source));
 
+  MUSTER_RETURN_IF_ERROR(TableArray(
+      r, "accounts",
+      [&](TableReader& t, const toml::table& tbl) {
+        AccountConfig a;
+        MUSTER_RETURN_IF_ERROR(t.String("name", &a.name));
+        if (!IsValidAccountName(a.name) || a.name == "root") {
+          return t.Error(&tbl, "name",
+                         "every [[accounts]] needs a name of letters, digits, '.', '_' and '-' "
+                         "(not \"root\", which is the tree's root)");
+        }
+        MUSTER_RETURN_IF_ERROR(t.String("parent", &a.parent));
+        MUSTER_RETURN_IF_ERROR(t.Uint("shares", &a.shares, 1, 1'000'000));
+        MUSTER_RETURN_IF_ERROR(t.String("description", &a.description));
+        MUSTER_RETURN_IF_ERROR(t.StringList("users", &a.users));
+        for (const auto& u : a.users) {
+          if (!IsValidAccountName(u))
+            return t.Error(t.Get("users"), "users", "bad user name '" + u + "'");
+        }
+        c.accounts.push_back(std::move(a));
+        return Status::Ok();
+      },
+      source));
+
   MUSTER_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   MUSTER_RETURN_IF_ERROR(Validate(c, source));
   return c;
@@ -513,6 +570,16 @@ std::string TlsConfig::NodeCertFile(const std::string& node) const {
 
 std::string TlsConfig::NodeKeyFile(const std::string& node) const {
   return ReplaceNodeName(node_key_file, node);
+}
+
+bool IsValidAccountName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '-') return false;
+  for (char ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool IsValidNodeName(const std::string& name) {

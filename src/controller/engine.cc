@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "access.h"
+#include "account_manager.h"
 #include "allocation_manager.h"
 #include "audit_log.h"
 #include "engine_context.h"
@@ -47,7 +48,8 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       node_views_(std::make_unique<NodeViews>(*ctx_, *nodes_, *ledger_)),
       explainer_(std::make_unique<JobExplainer>(*jobs_, *scheduler_)),
       history_(std::make_unique<HistoryRetention>(*ctx_)),
-      audit_(std::make_unique<AuditLog>(*ctx_)) {}
+      audit_(std::make_unique<AuditLog>(*ctx_)),
+      accounts_(std::make_unique<AccountManager>(*ctx_)) {}
 
 Engine::~Engine() = default;
 
@@ -75,6 +77,7 @@ Status Engine::Recover(TimeMs now) {
   }
   store::Mutation m;
   m.PutMeta(meta);
+  accounts_->Restore(state.accounts, state.users, m);
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_->Commit(m), "cannot record the new controller epoch");
 
   for (const auto& nr : state.nodes) {
@@ -139,6 +142,9 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   MUSTER_RETURN_IF_ERROR(
       NormalizeJobSpec(spec, ctx_->config(), ctx_->partition_limits(), &time_limit));
   MUSTER_RETURN_IF_ERROR(CheckPartitionAccess(caller, spec, ctx_->config()));
+  MUSTER_ASSIGN_OR_RETURN(std::string account,
+                          accounts_->ResolveForJob(spec.user(), spec.account()));
+  spec.set_account(std::move(account));
 
   v1::JobRecord rec;
   rec.set_id(ctx_->meta().next_job_id());
@@ -260,6 +266,38 @@ Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
                  resp.status().code() != StatusCode::kPermissionDenied, resp.status(), now);
   return resp;
 }
+
+Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
+                                                        const v1::UpdateAccountRequest& req,
+                                                        TimeMs now) {
+  auto in_use = [this](const std::string& account) {
+    for (const auto& [id, job] : jobs_->jobs()) {
+      if (job.rec.spec().account() == account) return true;
+    }
+    return false;
+  };
+  Status st = accounts_->UpdateAccount(caller, req, in_use);
+  audit_->Record(caller, "account " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
+                 "account " + req.name().substr(0, 64),
+                 (req.has_parent() ? "parent=" + req.parent().substr(0, 64) + " " : "") +
+                     (req.has_shares() ? "shares=" + std::to_string(req.shares()) : ""),
+                 st.code() != StatusCode::kPermissionDenied, st, now);
+  MUSTER_RETURN_IF_ERROR(st);
+  return v1::UpdateAccountResponse();
+}
+
+Result<v1::UpdateUserResponse> Engine::UpdateUser(const Caller& caller,
+                                                  const v1::UpdateUserRequest& req, TimeMs now) {
+  Status st = accounts_->UpdateUser(caller, req);
+  audit_->Record(caller, "user " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
+                 "user " + req.user().substr(0, 64),
+                 "account=" + req.account().substr(0, 64) + (req.make_default() ? " default" : ""),
+                 st.code() != StatusCode::kPermissionDenied, st, now);
+  MUSTER_RETURN_IF_ERROR(st);
+  return v1::UpdateUserResponse();
+}
+
+Result<v1::ListAccountsResponse> Engine::ListAccounts() const { return accounts_->List(); }
 
 Result<v1::ListAuditResponse> Engine::ListAudit(const Caller& caller,
                                                 const v1::ListAuditRequest& req, TimeMs now) const {

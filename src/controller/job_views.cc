@@ -19,6 +19,7 @@ v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
   info.set_name(s.name());
   info.set_user(s.user());
   info.set_uid(s.uid());
+  info.set_account(s.account());
   info.set_state(r.state());
   info.set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
   info.set_reason(r.reason());

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "muster/common/config.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/output_pattern.h"
 #include "muster/common/text_bounds.h"
@@ -54,6 +55,10 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   MUSTER_RETURN_IF_ERROR(CheckText("submit host", spec.submit_host(), kMaxShortStringBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--gpus type", spec.gpu_type(), kMaxShortStringBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--topology", spec.topology(), kMaxShortStringBytes));
+  if (!spec.account().empty() && !IsValidAccountName(spec.account())) {
+    return InvalidArgument("bad account name '" + spec.account().substr(0, 64) +
+                           "': at most 64 letters, digits, '.', '_' and '-'");
+  }
   MUSTER_RETURN_IF_ERROR(CheckText("--constraint", spec.constraint(), kMaxExpressionBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--array", spec.array(), kMaxExpressionBytes));
   MUSTER_RETURN_IF_ERROR(

@@ -148,6 +148,15 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_LIST_AUDIT:
       return Handle<v1::ListAuditRequest>(
           payload, [&](const auto& r) { return engine.ListAudit(caller, r, now); });
+    case v1::METHOD_UPDATE_ACCOUNT:
+      return Handle<v1::UpdateAccountRequest>(
+          payload, [&](const auto& r) { return engine.UpdateAccount(caller, r, now); });
+    case v1::METHOD_UPDATE_USER:
+      return Handle<v1::UpdateUserRequest>(
+          payload, [&](const auto& r) { return engine.UpdateUser(caller, r, now); });
+    case v1::METHOD_LIST_ACCOUNTS:
+      return Handle<v1::ListAccountsRequest>(payload,
+                                             [&](const auto&) { return engine.ListAccounts(); });
     case v1::METHOD_LIST_ACCOUNTING:
       return Handle<v1::ListAccountingRequest>(
           payload, [&](const auto& r) { return engine.ListAccounting(r, now); });

@@ -86,4 +86,21 @@ Status CheckRequestBounds(const v1::ListAuditRequest& r) {
   return CheckText("user", r.user(), kMaxShortStringBytes);
 }
 
+Status CheckRequestBounds(const v1::UpdateAccountRequest& r) {
+  if (!v1::AccountOp_IsValid(r.op()) || r.op() == v1::ACCOUNT_OP_UNSPECIFIED) {
+    return InvalidArgument("unknown account operation " + std::to_string(r.op()));
+  }
+  MUSTER_RETURN_IF_ERROR(CheckText("account", r.name(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("parent", r.parent(), kMaxShortStringBytes));
+  return CheckText("description", r.description(), kMaxExpressionBytes);
+}
+
+Status CheckRequestBounds(const v1::UpdateUserRequest& r) {
+  if (!v1::AccountOp_IsValid(r.op()) || r.op() == v1::ACCOUNT_OP_UNSPECIFIED) {
+    return InvalidArgument("unknown user operation " + std::to_string(r.op()));
+  }
+  MUSTER_RETURN_IF_ERROR(CheckText("user", r.user(), kMaxShortStringBytes));
+  return CheckText("account", r.account(), kMaxShortStringBytes);
+}
+
 }  // namespace muster::rpc

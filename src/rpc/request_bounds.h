@@ -17,6 +17,8 @@ Status CheckRequestBounds(const v1::CancelJobRequest& r);
 Status CheckRequestBounds(const v1::CreateStepRequest& r);
 Status CheckRequestBounds(const v1::ListAccountingRequest& r);
 Status CheckRequestBounds(const v1::ListAuditRequest& r);
+Status CheckRequestBounds(const v1::UpdateAccountRequest& r);
+Status CheckRequestBounds(const v1::UpdateUserRequest& r);
 // Requests with nothing of variable size.
 template <typename Request>
 Status CheckRequestBounds(const Request&) {

@@ -18,6 +18,10 @@ const char* FamilyName(Family f) {
       return "job_payload";
     case Family::kAudit:
       return "audit";
+    case Family::kAccounts:
+      return "accounts";
+    case Family::kUsers:
+      return "users";
   }
   return "?";
 }
@@ -46,6 +50,22 @@ void Mutation::PutAudit(const std::string& key, const v1::AuditEntry& entry) {
 
 void Mutation::DeleteAudit(const std::string& key) {
   ops_.push_back({Family::kAudit, key, std::nullopt});
+}
+
+void Mutation::PutAccount(const v1::AccountRecord& account) {
+  ops_.push_back({Family::kAccounts, account.name(), account.SerializeAsString()});
+}
+
+void Mutation::DeleteAccount(const std::string& name) {
+  ops_.push_back({Family::kAccounts, name, std::nullopt});
+}
+
+void Mutation::PutUser(const v1::UserRecord& user) {
+  ops_.push_back({Family::kUsers, user.name(), user.SerializeAsString()});
+}
+
+void Mutation::DeleteUser(const std::string& name) {
+  ops_.push_back({Family::kUsers, name, std::nullopt});
 }
 
 void Mutation::PutMeta(const v1::MetaRecord& meta) {
@@ -135,6 +155,24 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
           bad(r, "does not parse or its name does not match its key");
         } else {
           out.nodes.push_back(std::move(n));
+        }
+        break;
+      }
+      case Family::kAccounts: {
+        v1::AccountRecord a;
+        if (!a.ParseFromString(r.value) || a.name() != r.key) {
+          bad(r, "does not parse or its name does not match its key");
+        } else {
+          out.accounts.push_back(std::move(a));
+        }
+        break;
+      }
+      case Family::kUsers: {
+        v1::UserRecord u;
+        if (!u.ParseFromString(r.value) || u.name() != r.key) {
+          bad(r, "does not parse or its name does not match its key");
+        } else {
+          out.users.push_back(std::move(u));
         }
         break;
       }

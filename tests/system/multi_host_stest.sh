@@ -22,8 +22,14 @@ for tool in ip munged openssl useradd runuser python3; do
 done
 
 TAG="mh$$"
+# Namespaces must be creatable and enterable (inside a chroot, `ip -n` cannot enter them).
 if ! ip netns add "$TAG-probe" 2>/dev/null; then
   echo "SKIP: cannot create network namespaces here"; exit 77
+fi
+if ! ip -n "$TAG-probe" link set lo up 2>/dev/null; then
+  ip netns del "$TAG-probe" 2>/dev/null || umount "/run/netns/$TAG-probe" 2>/dev/null || true
+  rm -f "/run/netns/$TAG-probe"
+  echo "SKIP: cannot enter network namespaces here (a chroot?)"; exit 77
 fi
 ip netns del "$TAG-probe"
 NS_SW="$TAG-sw" NS_CTL="$TAG-ctl" NS_N1="$TAG-n1" NS_N2="$TAG-n2" NS_LOGIN="$TAG-login"

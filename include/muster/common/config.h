@@ -18,6 +18,8 @@ bool IsLoopbackAddress(const std::string& host_port);
 // Whether a node name is one Muster accepts: letters, digits, '.', '_' and '-', not starting
 // with '.' or '-', at most 64 characters. Names become paths (spool, cgroups, certificates).
 bool IsValidNodeName(const std::string& name);
+// An account or user name: 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'.
+bool IsValidAccountName(const std::string& name);
 
 struct ControllerConfig {
   std::string socket_path = "/run/muster/musterctld.sock";  // user API (framed protobuf)
@@ -139,6 +141,16 @@ struct PartitionConfig {
   std::vector<std::string> denied_uids;
 };
 
+// An account of the sharing tree ([[accounts]]); the tree's root, "root", is implicit.
+struct AccountConfig {
+  std::string name;
+  std::string parent = "root";
+  uint32_t shares = 1;  // fair-share weight among its siblings
+  std::string description;
+  std::vector<std::string>
+      users;  // associated users (the first account naming a user is its default)
+};
+
 struct NodeConfig {
   std::string name;
   uint32_t cpus = 1;
@@ -171,7 +183,8 @@ struct Config {
   TlsConfig tls;
   MungeConfig munge;
   std::vector<PartitionConfig> partitions;
-  std::vector<NodeConfig> nodes;  // in configuration order
+  std::vector<NodeConfig> nodes;        // in configuration order
+  std::vector<AccountConfig> accounts;  // parents before children (checked: a tree under root)
 
   const NodeConfig* FindNode(const std::string& name) const;
   const PartitionConfig* FindPartition(const std::string& name) const;

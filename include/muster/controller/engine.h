@@ -71,6 +71,7 @@ class AllocationManager;
 class EngineContext;
 class HistoryRetention;
 class AuditLog;
+class AccountManager;
 class JobExplainer;
 class JobManager;
 class JobViews;
@@ -137,6 +138,12 @@ class Engine {
   // muster explain: why a pending job waits (see JobExplainer). NOT_FOUND for unknown jobs.
   Result<v1::ExplainJobResponse> ExplainJob(const v1::ExplainJobRequest& req, TimeMs now) const;
   // muster audit: the audit log (admins and operators).
+  // Accounts and users' associations (admins change them; everyone may list them).
+  Result<v1::UpdateAccountResponse> UpdateAccount(const Caller& caller,
+                                                  const v1::UpdateAccountRequest& req, TimeMs now);
+  Result<v1::UpdateUserResponse> UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req,
+                                            TimeMs now);
+  Result<v1::ListAccountsResponse> ListAccounts() const;
   Result<v1::ListAuditResponse> ListAudit(const Caller& caller, const v1::ListAuditRequest& req,
                                           TimeMs now) const;
   // sacct: live jobs and the archived history (read from the store), filtered.
@@ -219,6 +226,7 @@ class Engine {
   std::unique_ptr<JobExplainer> explainer_;
   std::unique_ptr<HistoryRetention> history_;
   std::unique_ptr<AuditLog> audit_;
+  std::unique_ptr<AccountManager> accounts_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;
 };

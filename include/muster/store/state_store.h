@@ -13,14 +13,24 @@
 
 namespace muster::store {
 
-enum class Family { kMeta, kJobs, kNodes, kJobHistory, kQuarantine, kJobPayload, kAudit };
+enum class Family {
+  kMeta,
+  kJobs,
+  kNodes,
+  kJobHistory,
+  kQuarantine,
+  kJobPayload,
+  kAudit,
+  kAccounts,
+  kUsers
+};
 
 // kSync: durable when Commit returns (the write-ahead rule for anything acknowledged or sent).
 // kBuffered: written, made durable by the next synced commit or by the OS; for facts that recovery
 // can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
 // is harmless and they need not pay for an fsync.
 enum class Durability { kSync, kBuffered };
-inline constexpr int kNumFamilies = 7;
+inline constexpr int kNumFamilies = 9;
 const char* FamilyName(Family f);
 
 // A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
@@ -46,6 +56,11 @@ class Mutation {
   // The audit log, keyed by AuditKey (time first, so it reads in time order).
   void PutAudit(const std::string& key, const v1::AuditEntry& entry);
   void DeleteAudit(const std::string& key);
+  // Accounts and users' associations, by name (the config's are stored too, marked so).
+  void PutAccount(const v1::AccountRecord& account);
+  void DeleteAccount(const std::string& name);
+  void PutUser(const v1::UserRecord& user);
+  void DeleteUser(const std::string& name);
 
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
@@ -64,6 +79,8 @@ struct LoadedState {
   std::optional<v1::MetaRecord> meta;
   std::vector<v1::JobRecord> jobs;  // live (not yet archived) jobs, by id
   std::vector<v1::NodeRecord> nodes;
+  std::vector<v1::AccountRecord> accounts;
+  std::vector<v1::UserRecord> users;
   uint64_t max_history_job_id = 0;    // so ids are never reused even if meta is lost
   std::vector<std::string> problems;  // corrupt records found, reported and quarantined
 };

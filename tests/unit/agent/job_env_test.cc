@@ -26,6 +26,7 @@ v1::LaunchJob TwoNodeLaunch() {
   auto* s = l.mutable_spec();
   s->set_name("train");
   s->set_user("alice");
+  s->set_account("physics");
   s->set_uid(1000);
   s->set_ntasks(4);
   s->set_gpus_per_node(8);
@@ -65,6 +66,8 @@ TEST(JobEnvTest, BatchEnvironmentHasSlurmAndMusterVariables) {
   EXPECT_EQ(env["SLURM_LOCALID"], "0");
   EXPECT_EQ(env["SLURM_SUBMIT_DIR"], "/home/alice/src");
   EXPECT_EQ(env["SLURM_JOB_PARTITION"], "gpu");
+  EXPECT_EQ(env["SLURM_JOB_ACCOUNT"], "physics");
+  EXPECT_EQ(env["MUSTER_JOB_ACCOUNT"], "physics");
   EXPECT_EQ(env["SLURM_GPUS_ON_NODE"], "8");
   EXPECT_EQ(env["SLURM_JOB_GPUS"], "0,1,2,3,4,5,6,7");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");

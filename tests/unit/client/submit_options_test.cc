@@ -60,14 +60,28 @@ TEST(SubmitArgsTest, ValuesThatWouldOverflowAreRefused) {
   EXPECT_EQ(*Parse({"-t", "99999-00:00:00"}).time_limit_ms, 99999LL * 86'400'000);
 }
 
+TEST(SubmitArgsTest, AccountGoesIntoTheSpec) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"-A", "physics", "x.sh"}, "command line", &o).ok());
+  EXPECT_EQ(o.account.value_or(""), "physics");
+  SubmitOptions l;
+  ASSERT_TRUE(ParseSubmitArgs({"--account=chem"}, "script line 2", &l).ok());
+  SubmitContext ctx;
+  ctx.cwd = "/home/u";
+  ctx.script = "#!/bin/sh\ntrue\n";
+  auto spec = BuildJobSpec(l, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->account(), "chem");
+}
+
 TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   SubmitOptions o;
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
-  s = ParseSubmitArgs({"--account=abc"}, "script line 3", &o);
+  s = ParseSubmitArgs({"--qos=high"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --account is not supported"), std::string::npos)
+  EXPECT_NE(s.message().find("script line 3: option --qos is not supported"), std::string::npos)
       << s.message();
   s = ParseSubmitArgs({"--gres=nvme:fast:x:2"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);

@@ -98,6 +98,43 @@ constexpr const char* kTlsSection =
     "node_cert_file = \"/etc/muster/tls/%n.crt\"\nnode_key_file = \"/etc/muster/tls/%n.key\"\n";
 
 // Without TLS, an address beyond loopback must be accepted in so many words.
+TEST(ConfigTest, AccountsFormOneTreeUnderRoot) {
+  auto c = ParseConfig(std::string(kGood) + R"(
+[[accounts]]
+name = "physics"
+parent = "science"
+shares = 2
+users = ["alice"]
+[[accounts]]
+name = "science"
+description = "the science division"
+)",
+                       "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->accounts.size(), 2u);
+  EXPECT_EQ(c->accounts[0].name, "science") << "parents come first";
+  EXPECT_EQ(c->accounts[0].parent, "root");
+  EXPECT_EQ(c->accounts[0].shares, 1u);
+  EXPECT_EQ(c->accounts[1].users, std::vector<std::string>{"alice"});
+  auto bad = [](const std::string& accounts) {
+    auto r = ParseConfig(std::string(kGood) + accounts, "t.toml");
+    EXPECT_FALSE(r.ok()) << accounts;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(bad("[[accounts]]\nname = \"a\"\nparent = \"b\"\n"
+                "[[accounts]]\nname = \"b\"\nparent = \"a\"\n")
+                .find("its own descendant (a cycle)"),
+            std::string::npos);
+  EXPECT_NE(bad("[[accounts]]\nname = \"a\"\nparent = \"nope\"\n").find("is not defined"),
+            std::string::npos);
+  EXPECT_NE(bad("[[accounts]]\nname = \"a\"\n[[accounts]]\nname = \"a\"\n").find("twice"),
+            std::string::npos);
+  bad("[[accounts]]\nname = \"root\"\n");
+  bad("[[accounts]]\nname = \"a b\"\n");
+  bad("[[accounts]]\nname = \"a\"\nshares = 0\n");
+  bad("[[accounts]]\nname = \"a\"\nusers = [\"x;rm\"]\n");
+}
+
 TEST(ConfigTest, ANonLoopbackAgentAddressNeedsTlsOrInsecure) {
   const std::string base = "[[nodes]]\nnames = \"n1\"\ncpus = 1\nmemory_mb = 1\n";
   for (const char* addr : {"127.0.0.1:6817", "127.3.4.5:1", "[::1]:6817", "localhost:6817"}) {

@@ -203,6 +203,32 @@ TEST_F(PermissionsTest, TheAuditLogIsForOperatorsAndAdmins) {
   EXPECT_TRUE(cut->truncated());
 }
 
+TEST_F(PermissionsTest, OnlyAdminsChangeAccountsAndEveryoneMayListThem) {
+  v1::UpdateAccountRequest add;
+  add.set_op(v1::ACCOUNT_OP_ADD);
+  add.set_name("team");
+  v1::UpdateUserRequest join;
+  join.set_op(v1::ACCOUNT_OP_ADD);
+  join.set_user("alice");
+  join.set_account("team");
+  for (const Caller& who : {Alice(), Bob(), Operator()}) {
+    EXPECT_EQ(engine_->UpdateAccount(who, add, now_).status().code(),
+              StatusCode::kPermissionDenied);
+  }
+  ASSERT_TRUE(engine_->UpdateAccount(Root(), add, now_).ok());
+  for (const Caller& who : {Alice(), Bob(), Operator()}) {
+    EXPECT_EQ(engine_->UpdateUser(who, join, now_).status().code(), StatusCode::kPermissionDenied);
+  }
+  ASSERT_TRUE(engine_->UpdateUser(Root(), join, now_).ok());
+  EXPECT_EQ(engine_->ListAccounts()->accounts_size(), 2);
+  // Each change, and each refusal, is in the audit log.
+  auto log = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->entries_size(), 8);
+  EXPECT_EQ(log->entries(3).action(), "account add");
+  EXPECT_TRUE(log->entries(3).allowed());
+}
+
 TEST_F(PermissionsTest, TheAuditLogOutlivesARestartAndExpiresWithItsRetention) {
   config_.scheduling.audit_retention_days = 2;
   Restart();

@@ -1,0 +1,288 @@
+#include "account_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "access.h"
+#include "muster/common/strings.h"
+
+namespace muster::controller {
+namespace {
+
+bool Contains(const google::protobuf::RepeatedPtrField<std::string>& list, const std::string& v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
+
+void Erase(google::protobuf::RepeatedPtrField<std::string>* list, const std::string& v) {
+  list->erase(std::remove(list->begin(), list->end(), v), list->end());
+}
+
+}  // namespace
+
+void AccountManager::Restore(const std::vector<v1::AccountRecord>& accounts,
+                             const std::vector<v1::UserRecord>& users, store::Mutation& m) {
+  const Config& config = ctx_.config();
+  std::set<std::string> configured;
+  for (const AccountConfig& a : config.accounts) configured.insert(a.name);
+  for (const v1::AccountRecord& a : accounts) {
+    if (a.from_config() && !configured.count(a.name())) {
+      spdlog::info("account {} is no longer in the config; removed", a.name());
+      m.DeleteAccount(a.name());
+      continue;
+    }
+    if (!a.from_config() && configured.count(a.name())) continue;  // the config's wins
+    accounts_[a.name()] = a;
+  }
+  for (const AccountConfig& a : config.accounts) {
+    v1::AccountRecord r;
+    r.set_name(a.name);
+    r.set_parent(a.parent);
+    r.set_shares(a.shares);
+    r.set_description(a.description);
+    r.set_from_config(true);
+    if (!accounts_.count(a.name) ||
+        accounts_[a.name].SerializeAsString() != r.SerializeAsString()) {
+      m.PutAccount(r);
+    }
+    accounts_[a.name] = std::move(r);
+  }
+  // A live account whose parent went away with the config hangs under root instead.
+  for (auto& [name, a] : accounts_) {
+    if (!Exists(a.parent()) || IsUnder(a.parent(), name)) {
+      spdlog::warn("account {}: parent {} is gone; it now hangs under root", name, a.parent());
+      a.set_parent("root");
+      m.PutAccount(a);
+    }
+  }
+  // Associations: the config's are derived afresh; live ones stay while their account does.
+  for (v1::UserRecord u : users) {
+    for (const std::string& c : u.config_accounts()) Erase(u.mutable_accounts(), c);
+    u.clear_config_accounts();
+    for (int i = u.accounts_size() - 1; i >= 0; --i) {
+      if (!accounts_.count(u.accounts(i))) u.mutable_accounts()->DeleteSubrange(i, 1);
+    }
+    users_[u.name()] = std::move(u);
+  }
+  for (const AccountConfig& a : config.accounts) {
+    for (const std::string& name : a.users) {
+      v1::UserRecord& u = users_[name];
+      u.set_name(name);
+      if (!Contains(u.config_accounts(), a.name)) u.add_config_accounts(a.name);
+      if (!Contains(u.accounts(), a.name)) u.add_accounts(a.name);
+    }
+  }
+  for (auto it = users_.begin(); it != users_.end();) {
+    v1::UserRecord& u = it->second;
+    if (!u.default_account().empty() && !Contains(u.accounts(), u.default_account())) {
+      u.clear_default_account();
+    }
+    if (u.accounts().empty()) {
+      m.DeleteUser(it->first);
+      it = users_.erase(it);
+      continue;
+    }
+    m.PutUser(u);
+    ++it;
+  }
+}
+
+bool AccountManager::IsUnder(const std::string& account, const std::string& ancestor) const {
+  std::string at = account;
+  for (size_t hops = 0; hops <= accounts_.size() + 1; ++hops) {
+    if (at == ancestor) return true;
+    auto it = accounts_.find(at);
+    if (it == accounts_.end()) return false;
+    at = it->second.parent();
+  }
+  return true;  // a cycle: treat as under, so nothing builds on it
+}
+
+Result<std::string> AccountManager::ResolveForJob(const std::string& user,
+                                                  const std::string& requested) const {
+  if (!enforced()) return requested;
+  auto it = users_.find(user);
+  if (it == users_.end()) {
+    return InvalidArgument("user " + user +
+                           " is in no account, so it cannot run jobs here; an admin adds it with "
+                           "`muster user add " +
+                           user + " --account NAME`");
+  }
+  const v1::UserRecord& u = it->second;
+  if (requested.empty()) {
+    return u.default_account().empty() ? u.accounts(0) : u.default_account();
+  }
+  if (Contains(u.accounts(), requested)) return requested;
+  std::vector<std::string> mine(u.accounts().begin(), u.accounts().end());
+  return InvalidArgument("invalid account: user " + user + " is not in account '" + requested +
+                         "' (its accounts: " + Join(mine, ", ") + ")");
+}
+
+Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccountRequest& req,
+                                     const std::function<bool(const std::string&)>& in_use) {
+  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "change accounts"));
+  const std::string& name = req.name();
+  if (!IsValidAccountName(name) || name == "root") {
+    return InvalidArgument("bad account name '" + name.substr(0, 64) +
+                           "': letters, digits, '.', '_' and '-' (and not root)");
+  }
+  if (req.has_description() && req.description().size() > 1024) {
+    return InvalidArgument("an account's description is at most 1024 bytes");
+  }
+  if (req.has_shares() && (req.shares() == 0 || req.shares() > 1'000'000)) {
+    return InvalidArgument("shares must be between 1 and 1000000");
+  }
+  auto it = accounts_.find(name);
+  if (req.op() != v1::ACCOUNT_OP_ADD) {
+    if (it == accounts_.end()) return NotFound("account " + name + " does not exist");
+    if (it->second.from_config()) {
+      return FailedPrecondition("account " + name + " is defined in " + ctx_.config().source +
+                                "; change it there");
+    }
+  }
+  store::Mutation m;
+  switch (req.op()) {
+    case v1::ACCOUNT_OP_ADD: {
+      if (it != accounts_.end()) return AlreadyExists("account " + name + " exists");
+      v1::AccountRecord a;
+      a.set_name(name);
+      a.set_parent(req.has_parent() ? req.parent() : "root");
+      a.set_shares(req.has_shares() ? req.shares() : 1);
+      a.set_description(req.description());
+      if (!Exists(a.parent())) return NotFound("parent account " + a.parent() + " does not exist");
+      m.PutAccount(a);
+      MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+      accounts_[name] = std::move(a);
+      return Status::Ok();
+    }
+    case v1::ACCOUNT_OP_MODIFY: {
+      v1::AccountRecord a = it->second;
+      if (req.has_parent()) {
+        if (!Exists(req.parent())) {
+          return NotFound("parent account " + req.parent() + " does not exist");
+        }
+        if (IsUnder(req.parent(), name)) {
+          return InvalidArgument("account " + req.parent() + " lies under " + name +
+                                 ": it cannot become its parent (a cycle)");
+        }
+        a.set_parent(req.parent());
+      }
+      if (req.has_shares()) a.set_shares(req.shares());
+      if (req.has_description()) a.set_description(req.description());
+      m.PutAccount(a);
+      MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+      it->second = std::move(a);
+      return Status::Ok();
+    }
+    case v1::ACCOUNT_OP_REMOVE: {
+      for (const auto& [other, a] : accounts_) {
+        if (a.parent() == name) {
+          return FailedPrecondition("account " + name + " has sub-account " + other +
+                                    "; remove or move it first");
+        }
+      }
+      for (const auto& [user, u] : users_) {
+        if (Contains(u.accounts(), name)) {
+          return FailedPrecondition("account " + name + " still has user " + user +
+                                    "; remove the user from it first");
+        }
+      }
+      if (in_use(name)) {
+        return FailedPrecondition("jobs that have not finished charge account " + name);
+      }
+      m.DeleteAccount(name);
+      MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+      accounts_.erase(it);
+      return Status::Ok();
+    }
+    default:
+      return InvalidArgument("unknown account operation");
+  }
+}
+
+Status AccountManager::CommitUser(const v1::UserRecord& user) {
+  store::Mutation m;
+  if (user.accounts().empty()) {
+    m.DeleteUser(user.name());
+  } else {
+    m.PutUser(user);
+  }
+  MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+  if (user.accounts().empty()) {
+    users_.erase(user.name());
+  } else {
+    users_[user.name()] = user;
+  }
+  return Status::Ok();
+}
+
+Status AccountManager::UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req) {
+  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "change users' accounts"));
+  if (!IsValidAccountName(req.user())) {
+    return InvalidArgument("bad user name '" + req.user().substr(0, 64) + "'");
+  }
+  if (!accounts_.count(req.account())) {
+    return NotFound("account " + req.account().substr(0, 64) + " does not exist");
+  }
+  auto found = users_.find(req.user());
+  v1::UserRecord u;
+  if (found != users_.end()) u = found->second;
+  u.set_name(req.user());
+  const bool member = Contains(u.accounts(), req.account());
+  switch (req.op()) {
+    case v1::ACCOUNT_OP_ADD:
+      if (member && !req.make_default()) {
+        return AlreadyExists("user " + req.user() + " is in account " + req.account());
+      }
+      if (!member) u.add_accounts(req.account());
+      if (req.make_default()) u.set_default_account(req.account());
+      return CommitUser(u);
+    case v1::ACCOUNT_OP_MODIFY:
+      if (!member) {
+        return FailedPrecondition("user " + req.user() + " is not in account " + req.account() +
+                                  "; add it first");
+      }
+      u.set_default_account(req.account());
+      return CommitUser(u);
+    case v1::ACCOUNT_OP_REMOVE:
+      if (!member) {
+        return NotFound("user " + req.user() + " is not in account " + req.account());
+      }
+      if (Contains(u.config_accounts(), req.account())) {
+        return FailedPrecondition("user " + req.user() + " is in account " + req.account() +
+                                  " by " + ctx_.config().source + "; change it there");
+      }
+      Erase(u.mutable_accounts(), req.account());
+      if (u.default_account() == req.account()) u.clear_default_account();
+      return CommitUser(u);
+    default:
+      return InvalidArgument("unknown user operation");
+  }
+}
+
+v1::ListAccountsResponse AccountManager::List() const {
+  v1::ListAccountsResponse resp;
+  v1::AccountRecord* root = resp.add_accounts();
+  root->set_name("root");
+  root->set_shares(1);
+  root->set_description("the root of the account tree");
+  // Depth first from root, children by name: parents before children, as sacctmgr prints.
+  std::map<std::string, std::vector<const v1::AccountRecord*>> children;
+  for (const auto& [name, a] : accounts_) children[a.parent()].push_back(&a);
+  std::vector<std::string> todo = {"root"};
+  while (!todo.empty()) {
+    const std::string at = todo.back();
+    todo.pop_back();
+    if (at != "root") *resp.add_accounts() = accounts_.at(at);
+    auto kids = children.find(at);
+    if (kids == children.end()) continue;
+    for (auto k = kids->second.rbegin(); k != kids->second.rend(); ++k) {
+      todo.push_back((*k)->name());
+    }
+  }
+  for (const auto& [name, u] : users_) *resp.add_users() = u;
+  return resp;
+}
+
+}  // namespace muster::controller

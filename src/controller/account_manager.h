@@ -1,0 +1,61 @@
+// The sharing tree: accounts under "root" and the accounts each user may charge (associations),
+// from the config file and from admins' commands (persisted in the store). The config's accounts
+// and associations are applied at every start and changed only there; live ones are added,
+// changed and removed with `muster account` / `muster user` (sacctmgr).
+//
+// With no account defined anywhere, accounts are not enforced: a job records whatever -A names.
+// Once one exists, every job charges an account its user is associated with (-A, or the user's
+// default), as Slurm's AccountingStorageEnforce=associations.
+//
+// Strand-confined.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine_context.h"
+#include "muster/controller/engine.h"
+#include "muster/store/state_store.h"
+#include "muster/v1/controller.pb.h"
+
+namespace muster::controller {
+
+class AccountManager {
+ public:
+  explicit AccountManager(EngineContext& ctx) : ctx_(ctx) {}
+
+  // At recovery: the stored records with the config applied over them. What that changes in the
+  // store (the config's accounts, associations it no longer names, orphans moved under root) is
+  // added to `m`; problems are logged.
+  void Restore(const std::vector<v1::AccountRecord>& accounts,
+               const std::vector<v1::UserRecord>& users, store::Mutation& m);
+
+  bool enforced() const { return !accounts_.empty(); }
+  bool Exists(const std::string& account) const {
+    return account == "root" || accounts_.count(account);
+  }
+
+  // The account a job of `user` charges: `requested` when the user is associated with it, else
+  // the user's default. INVALID_ARGUMENT (naming the user's accounts) otherwise.
+  Result<std::string> ResolveForJob(const std::string& user, const std::string& requested) const;
+
+  // Admins only. `in_use` says whether unfinished jobs charge an account (one is not removed
+  // while they do).
+  Status UpdateAccount(const Caller& caller, const v1::UpdateAccountRequest& req,
+                       const std::function<bool(const std::string&)>& in_use);
+  Status UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req);
+  v1::ListAccountsResponse List() const;
+
+ private:
+  // Whether `account` lies under `ancestor` (or is it).
+  bool IsUnder(const std::string& account, const std::string& ancestor) const;
+  Status CommitUser(const v1::UserRecord& user);
+
+  EngineContext& ctx_;
+  std::map<std::string, v1::AccountRecord> accounts_;  // "root" is implicit
+  std::map<std::string, v1::UserRecord> users_;
+};
+
+}  // namespace muster::controller
