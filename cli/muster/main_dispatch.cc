@@ -43,8 +43,8 @@ int Usage(const std::string& cmd, const std::string& message) {
 
 // The Slurm commands `muster` answers to when a link by that name points at it.
 const std::vector<std::string>& FrontEnds() {
-  static const std::vector<std::string> names = {"sbatch", "srun",  "salloc",  "squeue",
-                                                 "sinfo",  "sacct", "scancel", "scontrol"};
+  static const std::vector<std::string> names = {
+      "sbatch", "srun", "salloc", "squeue", "sinfo", "sacct", "scancel", "scontrol", "sacctmgr"};
   return names;
 }
 
@@ -86,7 +86,8 @@ Cluster:
                                      the CA and the daemons' TLS certificates
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
-                                     squeue, sinfo, sacct, scancel, scontrol)
+                                     squeue, sinfo, sacct, scancel, scontrol,
+                                     sacctmgr)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -130,6 +131,10 @@ int Main(int argc, char** argv) {
   if (self == "scontrol") {
     g_front_end = self;
     return CmdControl(argc, argv);
+  }
+  if (self == "sacctmgr") {
+    g_front_end = self;
+    return CmdSacctmgr(argc, argv);
   }
   if (argc < 2) {
     PrintHelp();

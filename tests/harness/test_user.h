@@ -1,6 +1,7 @@
 // A real unprivileged user for the tests that run jobs as someone other than root (CI runs as
-// root): `muster-test`, with a supplementary group `muster-test-extra`. Made once per test binary
-// where missing, and removed at its end if it made them.
+// root): `muster-test`, with a supplementary group `muster-test-extra`. Made where missing and
+// kept: test binaries run side by side (ctest -j) and share it, so none may remove it while
+// another still uses it.
 #pragma once
 
 #include <grp.h>
@@ -30,11 +31,11 @@ class TestUserFactory {
  private:
   TestUserFactory() {
     if (::geteuid() != 0) return;
-    created_ = ::getpwnam(TestUser::kName) == nullptr;
     int rc = std::system(
         "(getent group muster-test-extra >/dev/null || groupadd muster-test-extra) && "
         "(id muster-test >/dev/null 2>&1 || useradd --no-create-home --shell /bin/sh "
-        "--groups muster-test-extra muster-test)");
+        "--groups muster-test-extra muster-test) && "
+        "usermod -a -G muster-test-extra muster-test");
     struct passwd* pw = ::getpwnam(TestUser::kName);
     struct group* gr = ::getgrnam("muster-test-extra");
     if (rc != 0 || !pw || !gr) return;
@@ -43,14 +44,7 @@ class TestUserFactory {
     user_.extra_gid = gr->gr_gid;
     user_.ready = true;
   }
-  ~TestUserFactory() {
-    // What the setup made, it removes (a user that existed before stays).
-    if (created_ && user_.ready) {
-      (void)std::system("userdel muster-test; groupdel muster-test-extra 2>/dev/null");
-    }
-  }
   TestUser user_;
-  bool created_ = false;
 };
 
 }  // namespace muster::testing

@@ -378,6 +378,36 @@ grep -q "^gpu\*         up   infinite      1  drain node3$" <<<"$(sinfo)" || fai
 grep -q "^rma  .* node3$" <<<"$(sinfo -R -h)" || fail "sinfo -R: $(sinfo -R)"
 scontrol update NodeName=node3 State=RESUME
 
+echo "== accounts through sacctmgr: -A, the default account, squeue %a, sacct Account"
+# Last: once an account exists, every job must charge one of its user's.
+me=$(id -un)
+"$DIR/compat/sacctmgr" -i add account science description=Science
+"$DIR/compat/sacctmgr" -i add account physics parent=science fairshare=2
+"$DIR/compat/sacctmgr" -i add user "$me" account=physics,science defaultaccount=science
+out=$("$DIR/compat/sacctmgr" -n -P show assoc format=Account,User,Share,ParentName)
+grep -qx "physics||2|science" <<<"$out" && grep -qx "physics|$me|1|" <<<"$out" ||
+  fail "sacctmgr show assoc: $out"
+[ "$("$DIR/compat/sacctmgr" -n -P show user "$me" format=User,DefaultAccount)" = "$me|science" ] ||
+  fail "default account"
+# Held, so that they stay in the queue however slow the machine.
+id_h=$("$DIR/compat/sbatch" --parsable -H -A physics -o /dev/null --wrap true)
+id_d=$("$DIR/compat/sbatch" --parsable -H -o /dev/null --wrap true)
+[ "$("$DIR/compat/squeue" -h -j "$id_h,$id_d" -o '%i %a' | sort | tr '\n' ' ')" = "$id_h physics $id_d science " ] ||
+  fail "squeue %a: $("$DIR/compat/squeue" -h -j "$id_h,$id_d" -o '%i %a')"
+"$DIR/compat/scancel" "$id_h" "$id_d"
+id_p=$("$DIR/compat/sbatch" --parsable -A physics -o "$WORK/acct-%j.out" --wrap 'echo $SLURM_JOB_ACCOUNT')
+wait_for 30 is_state "$id_p" COMPLETED
+[ "$(cat "$WORK/acct-$id_p.out")" = physics ] || fail "SLURM_JOB_ACCOUNT: $(cat "$WORK/acct-$id_p.out")"
+[ "$("$DIR/compat/sacct" -j "$id_p" -X -n -P -o Account)" = physics ] || fail "sacct Account"
+set +e
+err=$("$DIR/compat/sbatch" -A nosuch --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "is not in account 'nosuch'" <<<"$err" || fail "unknown account: rc=$rc $err"
+set +e
+err=$("$DIR/compat/sacctmgr" -i delete account science 2>&1); rc=$?
+set -e
+[ $rc != 0 ] && grep -q "sub-account physics" <<<"$err" || fail "removing a parent: rc=$rc $err"
+
 mkdir -p "$DIR/slurm" && touch "$DIR/slurm/sbatch"
 if muster compat install "$DIR/slurm" >/dev/null 2>&1; then fail "compat install replaced a file"; fi
 muster compat remove "$DIR/compat" >/dev/null

@@ -54,7 +54,8 @@ class ApiServerTest : public ::testing::Test {
     ApiServerOptions lo;
     lo.max_connections_per_user = 3;
     lo.request_deadline_ms = 1000;
-    lo.authenticate_deadline_ms = 500;
+    lo.authenticate_deadline_ms =
+        1500;  // room for a loaded machine between connect and Authenticate
     lo.max_unauthenticated_per_address = 3;
     Tweak(lo, config_);
     server_ = std::make_unique<ApiServer>(executor_.io(), *dispatcher_, config_, lo);
@@ -237,7 +238,7 @@ TEST_F(ApiServerTest, ForgedOrForeignCredentialsAreRefused) {
 TEST_F(ApiServerTest, StrangersAreBoundedInNumberAndTime) {
   // One that says nothing is closed at the authentication deadline.
   const int silent = ConnectRemote();
-  EXPECT_TRUE(ClosedWithin(silent, 3000)) << "an unauthenticated connection held forever";
+  EXPECT_TRUE(ClosedWithin(silent, 5000)) << "an unauthenticated connection held forever";
   // At most three waiting from one address; the fourth is told why.
   std::vector<int> waiting;
   for (int i = 0; i < 3; ++i) waiting.push_back(ConnectRemote());

@@ -1,0 +1,362 @@
+// sacctmgr: Slurm's account manager, for the accounts and associations Muster has.
+//   sacctmgr [-i] add|create account NAME [parent=P] [fairshare=N] [description=TEXT]
+//   sacctmgr [-i] add|create user NAME account=A [defaultaccount=A]
+//   sacctmgr [-i] modify account [where] [name=]NAME set parent=P fairshare=N description=TEXT
+//   sacctmgr [-i] modify user [where] [name=]NAME set defaultaccount=A
+//   sacctmgr [-i] remove|delete account NAME | user NAME [account=A]
+//   sacctmgr [-n] [-p|-P] show|list account|user|assoc [where ...] [format=F1,F2%W,...]
+// Changes are made at once (-i is accepted and implied: there is no confirmation prompt).
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "cli.h"
+#include "muster/common/strings.h"
+
+namespace muster::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Usage: sacctmgr [-i] [-n] [-p|-P] COMMAND ENTITY [SPECS]\n"
+    "  add|create account NAME [parent=P] [fairshare=N] [description=TEXT]\n"
+    "  add|create user NAME account=A [defaultaccount=A]\n"
+    "  modify account|user [where] [name=]NAME set parent=P fairshare=N description=TEXT\n"
+    "                                                  | defaultaccount=A\n"
+    "  remove|delete account NAME | user NAME [account=A]\n"
+    "  show|list account|user|association [where name=N account=A user=U] [format=F,F%W]\n"
+    "  -n no header; -p '|' after every field; -P '|' between fields. Changes need an admin.\n";
+
+// key=value words (keys case-insensitive), split at "where" and "set".
+struct Specs {
+  std::vector<std::string> names;            // bare words (entity names)
+  std::map<std::string, std::string> where;  // before "set" (and after "where")
+  std::map<std::string, std::string> set;
+};
+
+Result<Specs> ParseSpecs(const std::vector<std::string>& words) {
+  Specs s;
+  bool in_set = false;
+  for (const std::string& w : words) {
+    const std::string lw = ToLower(w);
+    if (lw == "where") continue;
+    if (lw == "set") {
+      in_set = true;
+      continue;
+    }
+    const size_t eq = w.find('=');
+    if (eq == std::string::npos) {
+      if (in_set) return InvalidArgument("'" + w + "' after set is not KEY=VALUE");
+      s.names.push_back(w);
+      continue;
+    }
+    std::string key = ToLower(w.substr(0, eq));
+    (in_set ? s.set : s.where)[key] = w.substr(eq + 1);
+  }
+  return s;
+}
+
+// A value by any of its spellings (sacctmgr accepts name, names, account, accounts, ...).
+std::optional<std::string> Take(std::map<std::string, std::string>& m,
+                                std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    auto it = m.find(k);
+    if (it == m.end()) continue;
+    std::string v = it->second;
+    m.erase(it);
+    return v;
+  }
+  return std::nullopt;
+}
+
+Status NoLeftovers(const std::map<std::string, std::string>& m) {
+  if (m.empty()) return Status::Ok();
+  return Unimplemented("sacctmgr: '" + m.begin()->first +
+                       "' is not supported (Muster has accounts, parents, fairshare, "
+                       "descriptions, users and default accounts)");
+}
+
+Status Call(v1::Method method, const google::protobuf::MessageLite& req,
+            google::protobuf::MessageLite* resp) {
+  auto controller = ConnectController();
+  if (!controller.ok()) return controller.status();
+  return controller->Call(method, req, resp);
+}
+
+Status UpdateAccount(v1::AccountOp op, const std::string& name, Specs& s) {
+  v1::UpdateAccountRequest req;
+  req.set_op(op);
+  req.set_name(name);
+  auto& values = op == v1::ACCOUNT_OP_MODIFY ? s.set : s.where;
+  if (auto p = Take(values, {"parent", "parentname"})) req.set_parent(*p);
+  if (auto f = Take(values, {"fairshare", "share", "shares"})) {
+    auto n = ParseUint(*f);
+    if (!n || *n == 0 || *n > 1'000'000) return InvalidArgument("fairshare must be 1 to 1000000");
+    req.set_shares(static_cast<uint32_t>(*n));
+  }
+  if (auto d = Take(values, {"description", "descr"})) req.set_description(*d);
+  Take(values, {"organization", "org", "cluster", "clusters"});  // one cluster, no organisations
+  MUSTER_RETURN_IF_ERROR(NoLeftovers(values));
+  v1::UpdateAccountResponse resp;
+  return Call(v1::METHOD_UPDATE_ACCOUNT, req, &resp);
+}
+
+Status UpdateUser(v1::AccountOp op, const std::string& user, const std::string& account,
+                  bool make_default) {
+  v1::UpdateUserRequest req;
+  req.set_op(op);
+  req.set_user(user);
+  req.set_account(account);
+  req.set_make_default(make_default);
+  v1::UpdateUserResponse resp;
+  return Call(v1::METHOD_UPDATE_USER, req, &resp);
+}
+
+struct Column {
+  const char* name;
+  int width;
+  std::function<std::string(const v1::AccountRecord*, const v1::UserRecord*)> value;
+};
+
+std::string DefaultOf(const v1::UserRecord& u) {
+  return u.default_account().empty() ? u.accounts(0) : u.default_account();
+}
+
+const std::vector<Column>& Columns() {
+  static const std::vector<Column> columns = {
+      {"Cluster", 10, [](auto, auto) { return std::string(); }},
+      {"Account", 10, [](const v1::AccountRecord* a, auto) { return a ? a->name() : ""; }},
+      {"User", 10, [](auto, const v1::UserRecord* u) { return u ? u->name() : ""; }},
+      {"Partition", 10, [](auto, auto) { return std::string(); }},
+      {"Share", 9,
+       [](const v1::AccountRecord* a, const v1::UserRecord* u) {
+         return u ? std::string("1") : a ? std::to_string(a->shares()) : "";
+       }},
+      {"ParentName", 10,
+       [](const v1::AccountRecord* a, const v1::UserRecord* u) {
+         return u || !a ? std::string() : a->parent();
+       }},
+      {"Descr", 20, [](const v1::AccountRecord* a, auto) { return a ? a->description() : ""; }},
+      {"Org", 20, [](const v1::AccountRecord* a, auto) { return a ? a->name() : ""; }},
+      {"DefaultAccount", 10, [](auto, const v1::UserRecord* u) { return u ? DefaultOf(*u) : ""; }},
+      {"Admin", 9, [](auto, const v1::UserRecord* u) { return u ? std::string("None") : ""; }},
+  };
+  return columns;
+}
+
+const Column* FindColumn(const std::string& name) {
+  std::string lname = ToLower(name);
+  if (lname == "def acct" || lname == "defaultacct" || lname == "defacct") lname = "defaultaccount";
+  if (lname == "description") lname = "descr";
+  if (lname == "organization") lname = "org";
+  if (lname == "fairshare") lname = "share";
+  if (lname == "parent") lname = "parentname";
+  for (const Column& c : Columns()) {
+    if (ToLower(c.name) == lname) return &c;
+  }
+  return nullptr;
+}
+
+int Show(const std::string& entity, Specs& s, bool header, const std::string& sep,
+         bool trailing_sep) {
+  std::string format;
+  if (auto f = Take(s.where, {"format"})) format = *f;
+  auto names = Take(s.where, {"name", "names", "account", "accounts", "user", "users"});
+  std::set<std::string> only(s.names.begin(), s.names.end());
+  if (names) {
+    for (const auto& n : Split(*names, ',', true)) only.insert(n);
+  }
+  if (Status st = NoLeftovers(s.where); !st.ok()) return Fail("sacctmgr", st);
+  const bool users = entity == "user" || entity == "users";
+  const bool assoc = entity.rfind("assoc", 0) == 0;
+  if (format.empty()) {
+    format = users   ? "User,DefaultAccount,Admin"
+             : assoc ? "Cluster,Account,User,Partition,Share"
+                     : "Account,Descr,Org";
+  }
+  struct Chosen {
+    const Column* column;
+    int width;
+  };
+  std::vector<Chosen> chosen;
+  for (const std::string& f : Split(format, ',', true)) {
+    const size_t pct = f.find('%');
+    const Column* c = FindColumn(f.substr(0, pct));
+    if (!c) return Fail("sacctmgr", InvalidArgument("unknown format field '" + f + "'"));
+    int width = c->width;
+    if (pct != std::string::npos) {
+      auto w = ParseUint(f.substr(pct + 1));
+      if (!w || *w > 1000) return Fail("sacctmgr", InvalidArgument("bad width in '" + f + "'"));
+      width = static_cast<int>(*w);
+    }
+    chosen.push_back({c, width});
+  }
+  v1::ListAccountsResponse all;
+  if (Status st = Call(v1::METHOD_LIST_ACCOUNTS, v1::ListAccountsRequest(), &all); !st.ok()) {
+    return Fail("sacctmgr", st);
+  }
+  const bool parsable = !sep.empty();
+  auto print_row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (parsable) {
+        line += cells[i];
+        if (i + 1 < cells.size() || trailing_sep) line += sep;
+      } else {
+        std::string cell = cells[i].substr(0, static_cast<size_t>(chosen[i].width));
+        line += (i ? " " : "") + std::string(chosen[i].width - cell.size(), ' ') + cell;
+      }
+    }
+    std::printf("%s\n", line.c_str());
+  };
+  if (header) {
+    std::vector<std::string> names_row, dashes;
+    for (const Chosen& c : chosen) {
+      // sacctmgr's own headings where they differ from the field names.
+      const std::string heading = c.column->name;
+      names_row.push_back(heading == "DefaultAccount" ? "Def Acct" : heading);
+      dashes.push_back(std::string(static_cast<size_t>(c.width), '-'));
+    }
+    print_row(names_row);
+    if (!parsable) print_row(dashes);
+  }
+  auto row = [&](const v1::AccountRecord* a, const v1::UserRecord* u) {
+    std::vector<std::string> cells;
+    for (const Chosen& c : chosen) cells.push_back(c.column->value(a, u));
+    print_row(cells);
+  };
+  std::map<std::string, const v1::AccountRecord*> by_name;
+  for (const auto& a : all.accounts()) by_name[a.name()] = &a;
+  if (users) {
+    for (const auto& u : all.users()) {
+      if (only.empty() || only.count(u.name())) row(nullptr, &u);
+    }
+  } else if (assoc) {
+    // Each account's own line, then a line per user in it, as sacctmgr lists associations.
+    for (const auto& a : all.accounts()) {
+      if (only.empty() || only.count(a.name())) row(&a, nullptr);
+      for (const auto& u : all.users()) {
+        for (const auto& in : u.accounts()) {
+          if (in == a.name() && (only.empty() || only.count(a.name()) || only.count(u.name()))) {
+            row(&a, &u);
+          }
+        }
+      }
+    }
+  } else {
+    for (const auto& a : all.accounts()) {
+      if (only.empty() || only.count(a.name())) row(&a, nullptr);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int CmdSacctmgr(int argc, char** argv) {
+  bool header = true, trailing = false;
+  std::string sep;
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kHelp, stdout);
+      return kExitOk;
+    }
+    if (a == "-i" || a == "--immediate") continue;
+    if (a == "-n" || a == "--noheader") {
+      header = false;
+    } else if (a == "-p" || a == "--parsable") {
+      sep = "|";
+      trailing = true;
+    } else if (a == "-P" || a == "--parsable2") {
+      sep = "|";
+      trailing = false;
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage("sacctmgr", "unknown option " + a);
+    } else {
+      words.push_back(a);
+    }
+  }
+  if (words.size() < 2) return Usage("sacctmgr", "expected a command and an entity (see -h)");
+  const std::string command = ToLower(words[0]);
+  std::string entity = ToLower(words[1]);
+  auto specs = ParseSpecs({words.begin() + 2, words.end()});
+  if (!specs.ok()) return Usage("sacctmgr", specs.status().message());
+  Specs& s = *specs;
+  if (command == "show" || command == "list") {
+    if (entity != "account" && entity != "accounts" && entity != "user" && entity != "users" &&
+        entity.rfind("assoc", 0) != 0) {
+      return Fail("sacctmgr", Unimplemented("sacctmgr show " + entity +
+                                            " is not supported (account, user, association)"));
+    }
+    return Show(entity, s, header, sep, trailing);
+  }
+  if (entity == "accounts") entity = "account";
+  if (entity == "users") entity = "user";
+  if (entity != "account" && entity != "user") {
+    return Fail("sacctmgr", Unimplemented("sacctmgr " + command + " " + entity +
+                                          " is not supported (account, user)"));
+  }
+  // The entity's name: a bare word, or name= before set.
+  if (auto n = Take(s.where, {"name", "names"})) s.names.push_back(*n);
+  if (s.names.size() != 1) return Usage("sacctmgr", "expected one " + entity + " name");
+  const std::string name = s.names[0];
+  Status st;
+  if (command == "add" || command == "create") {
+    if (entity == "account") {
+      st = UpdateAccount(v1::ACCOUNT_OP_ADD, name, s);
+    } else {
+      auto account = Take(s.where, {"account", "accounts"});
+      auto def = Take(s.where, {"defaultaccount"});
+      if (!account && !def) return Usage("sacctmgr", "add user needs account=A");
+      if (Status left = NoLeftovers(s.where); !left.ok()) return Fail("sacctmgr", left);
+      std::vector<std::string> accounts = Split(account.value_or(""), ',', true);
+      if (def && std::find(accounts.begin(), accounts.end(), *def) == accounts.end()) {
+        accounts.push_back(*def);
+      }
+      for (const auto& a : accounts) {
+        st = UpdateUser(v1::ACCOUNT_OP_ADD, name, a, def && *def == a);
+        if (!st.ok()) break;
+      }
+    }
+  } else if (command == "modify" || command == "update") {
+    if (entity == "account") {
+      st = UpdateAccount(v1::ACCOUNT_OP_MODIFY, name, s);
+    } else {
+      auto def = Take(s.set, {"defaultaccount"});
+      if (!def) return Usage("sacctmgr", "modify user needs set defaultaccount=A");
+      if (Status left = NoLeftovers(s.set); !left.ok()) return Fail("sacctmgr", left);
+      st = UpdateUser(v1::ACCOUNT_OP_MODIFY, name, *def, true);
+    }
+  } else if (command == "remove" || command == "delete") {
+    if (entity == "account") {
+      st = UpdateAccount(v1::ACCOUNT_OP_REMOVE, name, s);
+    } else {
+      auto account = Take(s.where, {"account", "accounts"});
+      v1::ListAccountsResponse all;
+      if (!account) {
+        // Every account of the user's that is not the config's.
+        st = Call(v1::METHOD_LIST_ACCOUNTS, v1::ListAccountsRequest(), &all);
+        std::vector<std::string> mine;
+        for (const auto& u : all.users()) {
+          if (u.name() != name) continue;
+          for (const auto& a : u.accounts()) mine.push_back(a);
+        }
+        if (st.ok() && mine.empty()) st = NotFound("user " + name + " is in no account");
+        account = Join(mine, ",");
+      }
+      for (const auto& a : Split(*account, ',', true)) {
+        if (!st.ok()) break;
+        st = UpdateUser(v1::ACCOUNT_OP_REMOVE, name, a, false);
+      }
+    }
+  } else {
+    return Usage("sacctmgr", "unknown command '" + command + "' (add, modify, remove, show)");
+  }
+  if (!st.ok()) return Fail("sacctmgr", st);
+  return kExitOk;
+}
+
+}  // namespace muster::cli
