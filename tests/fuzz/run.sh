@@ -21,7 +21,7 @@ cmake --build --preset fuzz --target "${TARGETS[@]/#/fuzz_}" >/dev/null
 OUT=build/fuzz/work
 mkdir -p "$OUT" build/fuzz/crashes
 status=0
-printf "%-18s %12s %10s %8s %s\n" TARGET EXECUTIONS EXEC/S CRASHES CORPUS
+printf "%-18s %12s %10s %8s %6s %s\n" TARGET EXECUTIONS EXEC/S CRASHES SLOW CORPUS
 for t in "${TARGETS[@]}"; do
   mkdir -p "$OUT/$t"
   log="$OUT/$t.log"
@@ -34,9 +34,13 @@ for t in "${TARGETS[@]}"; do
   set -e
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  crashes=$(find build/fuzz/crashes -name "$t-*" | wc -l)
+  # Crashes, leaks, timeouts and running out of memory fail the run; a slow unit (over 10 s,
+  # usually a loaded machine) is reported, to be looked at.
+  crashes=$(find build/fuzz/crashes \( -name "$t-crash-*" -o -name "$t-leak-*" \
+    -o -name "$t-timeout-*" -o -name "$t-oom-*" \) | wc -l)
+  slow=$(find build/fuzz/crashes -name "$t-slow-unit-*" | wc -l)
   units=$(find "$OUT/$t" -type f | wc -l)
-  printf "%-18s %12s %10s %8s %s\n" "$t" "${execs:-?}" "${rate:-?}" "$crashes" "$units"
+  printf "%-18s %12s %10s %8s %6s %s\n" "$t" "${execs:-?}" "${rate:-?}" "$crashes" "$slow" "$units"
   if [ "$rc" != 0 ] || [ "$crashes" != 0 ]; then
     status=1
     echo "  $t: exit $rc; see $log" >&2
