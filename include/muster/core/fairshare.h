@@ -1,0 +1,54 @@
+// Hierarchical fair-share in the manner of Slurm's Fair Tree: siblings are compared first, by
+// their share of the siblings' shares over their share of the siblings' usage (the level
+// fair-share); the tree is then walked depth first, higher level fair-share first, and each user
+// association gets a rank in walking order. A job's fair-share factor is its association's rank
+// over the number of associations: 1.0 for the most under-served, near 0 for the most
+// over-served. Pure: accounts and decayed usage in, factors out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace muster::core {
+
+struct FairShareAccount {
+  std::string name;
+  std::string parent;  // "root" for a top-level account
+  uint32_t shares = 1;
+};
+
+// A user's association with an account, with its usage (billing units, decayed). Users within an
+// account weigh the same (a share of 1 each), as Slurm's default.
+struct FairShareAssociation {
+  std::string account;
+  std::string user;
+  double usage = 0;
+};
+
+// One line of the tree (an account, or a user under an account): what sshare shows.
+struct FairShareRow {
+  std::string account;
+  std::string user;  // empty for an account's own line
+  int depth = 0;     // 0 for root's children
+  uint32_t raw_shares = 1;
+  double norm_shares = 0;  // shares over the siblings' shares
+  double raw_usage = 0;    // its own usage, or its subtree's for an account
+  double norm_usage = 0;   // usage over the siblings' usage (0 when they have none)
+  double level_fs = 0;     // norm_shares / norm_usage; infinity when it has used nothing
+  double factor = 0;       // users only: the fair-share factor
+};
+
+struct FairShareResult {
+  std::vector<FairShareRow> rows;  // walking order: higher level fair-share first
+  std::map<std::pair<std::string, std::string>, double> factor;  // (account, user) -> factor
+};
+
+// Accounts whose parent is missing are treated as top-level; associations of unknown accounts
+// are left out (factor 0).
+FairShareResult ComputeFairTree(const std::vector<FairShareAccount>& accounts,
+                                const std::vector<FairShareAssociation>& associations);
+
+}  // namespace muster::core

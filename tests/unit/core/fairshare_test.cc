@@ -1,0 +1,70 @@
+// Fair Tree: siblings first, then down the tree; ranks become factors.
+#include "muster/core/fairshare.h"
+
+#include <gtest/gtest.h>
+
+namespace muster::core {
+namespace {
+
+double Factor(const FairShareResult& r, const std::string& account, const std::string& user) {
+  auto it = r.factor.find({account, user});
+  return it == r.factor.end() ? -1 : it->second;
+}
+
+TEST(FairTreeTest, TheUnderServedSiblingComesFirst) {
+  const std::vector<FairShareAccount> accounts = {{"a", "root", 1}, {"b", "root", 1}};
+  auto r = ComputeFairTree(accounts, {{"a", "alice", 300}, {"b", "bob", 100}});
+  EXPECT_DOUBLE_EQ(Factor(r, "b", "bob"), 1.0);
+  EXPECT_DOUBLE_EQ(Factor(r, "a", "alice"), 0.5);
+  // Shares weigh in: with 4 times b's shares, a's 3 times the usage is its fair due.
+  auto weighted = ComputeFairTree({{"a", "root", 4}, {"b", "root", 1}},
+                                  {{"a", "alice", 300}, {"b", "bob", 100}});
+  EXPECT_DOUBLE_EQ(Factor(weighted, "a", "alice"), 1.0);
+  EXPECT_DOUBLE_EQ(Factor(weighted, "b", "bob"), 0.5);
+}
+
+TEST(FairTreeTest, SiblingsAreComparedBeforeTheirChildren) {
+  // org2 has used nothing: every one of its users ranks above every user of org1, however
+  // little some of org1's have used themselves.
+  const std::vector<FairShareAccount> accounts = {{"org1", "root", 1},
+                                                  {"org2", "root", 1},
+                                                  {"t1", "org1", 1},
+                                                  {"t2", "org1", 1},
+                                                  {"t3", "org2", 1}};
+  auto r = ComputeFairTree(accounts,
+                           {{"t1", "u1", 1000}, {"t2", "u2", 1}, {"t3", "u3", 0}, {"t3", "u4", 0}});
+  EXPECT_DOUBLE_EQ(Factor(r, "t3", "u3"), 1.0);
+  EXPECT_DOUBLE_EQ(Factor(r, "t3", "u4"), 1.0) << "equal usage, equal rank";
+  EXPECT_DOUBLE_EQ(Factor(r, "t2", "u2"), 0.5);
+  EXPECT_DOUBLE_EQ(Factor(r, "t1", "u1"), 0.25);
+  // The rows walk the tree, the under-served first, with each line's numbers.
+  ASSERT_GE(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].account, "org2");
+  EXPECT_EQ(r.rows[0].depth, 0);
+  EXPECT_DOUBLE_EQ(r.rows[0].norm_shares, 0.5);
+  EXPECT_DOUBLE_EQ(r.rows[0].raw_usage, 0);
+  bool saw_org1 = false;
+  for (const FairShareRow& row : r.rows) {
+    if (row.account != "org1" || !row.user.empty()) continue;
+    saw_org1 = true;
+    EXPECT_DOUBLE_EQ(row.raw_usage, 1001);
+    EXPECT_DOUBLE_EQ(row.norm_usage, 1.0);
+    EXPECT_DOUBLE_EQ(row.level_fs, 0.5);
+  }
+  EXPECT_TRUE(saw_org1);
+}
+
+TEST(FairTreeTest, NoUsageAtAllIsATieAndBrokenTreesStillRank) {
+  auto r = ComputeFairTree({{"a", "root", 1}, {"b", "root", 3}}, {{"a", "x", 0}, {"b", "y", 0}});
+  EXPECT_DOUBLE_EQ(Factor(r, "a", "x"), 1.0);
+  EXPECT_DOUBLE_EQ(Factor(r, "b", "y"), 1.0);
+  // A cycle and a missing parent make top-level accounts; an unknown account has no factor.
+  auto broken = ComputeFairTree({{"a", "b", 1}, {"b", "a", 1}, {"c", "gone", 1}},
+                                {{"a", "x", 5}, {"c", "y", 1}, {"nope", "z", 0}});
+  EXPECT_GT(Factor(broken, "a", "x"), 0);
+  EXPECT_GT(Factor(broken, "c", "y"), Factor(broken, "a", "x"));
+  EXPECT_EQ(Factor(broken, "nope", "z"), -1);
+}
+
+}  // namespace
+}  // namespace muster::core
