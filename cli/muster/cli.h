@@ -36,6 +36,7 @@ int CmdAudit(int argc, char** argv);
 int CmdAccount(int argc, char** argv);
 int CmdUser(int argc, char** argv);
 int CmdSacctmgr(int argc, char** argv);
+int CmdShare(int argc, char** argv);
 
 // The controller of the cluster named by $MUSTER_CONF (or /etc/muster/muster.toml).
 Result<client::ControllerClient> ConnectController();

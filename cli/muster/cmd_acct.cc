@@ -440,16 +440,7 @@ int CmdAcct(int argc, char** argv) {
   if (!columns.ok()) return Usage("acct", columns.status().message());
   if (!all_users) {
     // Your own jobs by default, as sacct shows them.
-    char name[256];
-    struct passwd* pw = nullptr;
-    struct passwd pwd;
-    char buf[4096];
-    if (::getpwuid_r(::getuid(), &pwd, buf, sizeof buf, &pw) == 0 && pw) {
-      req.add_users(pw->pw_name);
-    } else {
-      std::snprintf(name, sizeof name, "%u", ::getuid());
-      req.add_users(name);
-    }
+    req.add_users(CurrentUserName());
   }
   if (req.job_ids_size() == 0) {
     req.set_start_ms(start ? *start : *ParseWhen("today", now));

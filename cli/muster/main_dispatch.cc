@@ -43,8 +43,9 @@ int Usage(const std::string& cmd, const std::string& message) {
 
 // The Slurm commands `muster` answers to when a link by that name points at it.
 const std::vector<std::string>& FrontEnds() {
-  static const std::vector<std::string> names = {
-      "sbatch", "srun", "salloc", "squeue", "sinfo", "sacct", "scancel", "scontrol", "sacctmgr"};
+  static const std::vector<std::string> names = {"sbatch",   "srun",  "salloc",  "squeue",
+                                                 "sinfo",    "sacct", "scancel", "scontrol",
+                                                 "sacctmgr", "sshare"};
   return names;
 }
 
@@ -76,6 +77,7 @@ Nodes:
 Accounts:
   account add|modify|remove|list     the account tree jobs charge (-A); changes: admins
   user add|modify|remove|list        users' accounts and default account; changes: admins
+  share [-a] [-l] [-A ACCOUNTS]      the fair-share tree: shares, usage, factors (sshare)
 
 Cluster:
   info                               controller version, epoch and counts
@@ -87,7 +89,7 @@ Cluster:
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
                                      squeue, sinfo, sacct, scancel, scontrol,
-                                     sacctmgr)
+                                     sacctmgr, sshare)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -136,6 +138,10 @@ int Main(int argc, char** argv) {
     g_front_end = self;
     return CmdSacctmgr(argc, argv);
   }
+  if (self == "sshare") {
+    g_front_end = self;
+    return CmdShare(argc, argv);
+  }
   if (argc < 2) {
     PrintHelp();
     return kExitUsage;
@@ -160,6 +166,7 @@ int Main(int argc, char** argv) {
   if (cmd == "audit") return CmdAudit(sub_argc, sub_argv);
   if (cmd == "account") return CmdAccount(sub_argc, sub_argv);
   if (cmd == "user") return CmdUser(sub_argc, sub_argv);
+  if (cmd == "share") return CmdShare(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {

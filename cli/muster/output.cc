@@ -1,5 +1,8 @@
 #include "output.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -339,6 +342,14 @@ Result<int64_t> ParseWhen(const std::string& v, int64_t now) {
   return InvalidArgument(
       "bad time '" + v +
       "' (expected YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], now[-N{min,hours,days}])");
+}
+
+std::string CurrentUserName() {
+  struct passwd* pw = nullptr;
+  struct passwd pwd;
+  char buf[4096];
+  if (::getpwuid_r(::getuid(), &pwd, buf, sizeof buf, &pw) == 0 && pw) return pw->pw_name;
+  return std::to_string(::getuid());
 }
 
 }  // namespace muster::cli

@@ -52,6 +52,9 @@ struct JobRef {
 Result<std::vector<JobRef>> ParseJobRefs(const std::string& list);
 // Whether `j` is one of the jobs `refs` name (a job array's id names all its tasks).
 bool RefsMatch(const std::vector<JobRef>& refs, const v1::JobInfo& j);
+// The calling user's name (its uid in digits when it has none).
+std::string CurrentUserName();
+
 // "7", or "7_3" for a job array's task (squeue's %i, sacct's JobID).
 std::string JobIdText(const v1::JobInfo& j);
 

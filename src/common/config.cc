@@ -90,6 +90,37 @@ class TableReader {
     return Status::Ok();
   }
 
+  Status Double(const std::string& key, double* out, double min, double max) {
+    const toml::node* n = Get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_number()) return Error(n, key, "expected a number");
+    const double v =
+        n->is_integer() ? static_cast<double>(*n->value<int64_t>()) : *n->value<double>();
+    if (!(v >= min && v <= max)) {
+      return Error(
+          n, key,
+          "value is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    *out = v;
+    return Status::Ok();
+  }
+
+  // A sub-table of name = number, e.g. [billing.gpu_types].
+  Status NumberTable(const std::string& key, std::map<std::string, double>* out, double min,
+                     double max) {
+    const toml::node* n = Get(key);
+    if (!n) return Status::Ok();
+    const toml::table* t = n->as_table();
+    if (!t) return Error(n, key, "expected a table of name = number");
+    TableReader sub(*t, Qualified(key), source_);
+    for (auto&& [k, v] : *t) {
+      double value = 0;
+      MUSTER_RETURN_IF_ERROR(sub.Double(std::string(k.str()), &value, min, max));
+      (*out)[std::string(k.str())] = value;
+    }
+    return Status::Ok();
+  }
+
   Status StringList(const std::string& key, std::vector<std::string>* out) {
     const toml::node* n = Get(key);
     if (!n) return Status::Ok();
@@ -380,6 +411,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             t.Uint("priority_weight_qos", &s.priority_weight_qos, 0, 1'000'000'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("priority_weight_fairshare", &s.priority_weight_fairshare, 0, 1'000'000'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("fairshare_half_life_ms", &s.fairshare_half_life_ms, 60'000,
+                                      3'650ULL * 86'400'000));
         return t.Uint("priority_max_age_ms", &s.priority_max_age_ms, 1, 3'650ULL * 86'400'000);
       },
       source));
@@ -420,6 +453,15 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
 
   MUSTER_RETURN_IF_ERROR(SubTable(
       r, "munge", [&](TableReader& t) { return t.String("socket", &c.munge.socket); }, source));
+  MUSTER_RETURN_IF_ERROR(SubTable(
+      r, "billing",
+      [&](TableReader& t) {
+        MUSTER_RETURN_IF_ERROR(t.Double("cpu", &c.billing.cpu, 0, 1e6));
+        MUSTER_RETURN_IF_ERROR(t.Double("mem_gb", &c.billing.mem_gb, 0, 1e6));
+        MUSTER_RETURN_IF_ERROR(t.Double("gpu", &c.billing.gpu, 0, 1e6));
+        return t.NumberTable("gpu_types", &c.billing.gpu_types, 0, 1e6);
+      },
+      source));
 
   MUSTER_RETURN_IF_ERROR(TableArray(
       r, "nodes",

@@ -103,6 +103,11 @@ Result<std::string> AccountManager::ResolveForJob(const std::string& user,
                                                   const std::string& requested) const {
   if (!enforced()) return requested;
   auto it = users_.find(user);
+  // root is always in the root account, as in Slurm's default associations.
+  if (user == "root" && (requested.empty() || requested == "root") &&
+      (it == users_.end() || requested == "root")) {
+    return std::string("root");
+  }
   if (it == users_.end()) {
     return InvalidArgument("user " + user +
                            " is in no account, so it cannot run jobs here; an admin adds it with "

@@ -47,6 +47,8 @@ class AccountManager {
                        const std::function<bool(const std::string&)>& in_use);
   Status UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req);
   v1::ListAccountsResponse List() const;
+  const std::map<std::string, v1::AccountRecord>& accounts() const { return accounts_; }
+  const std::map<std::string, v1::UserRecord>& users() const { return users_; }
 
  private:
   // Whether `account` lies under `ancestor` (or is it).

@@ -5,12 +5,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "access.h"
 #include "account_manager.h"
 #include "allocation_manager.h"
 #include "audit_log.h"
 #include "engine_context.h"
+#include "fair_share.h"
 #include "history.h"
 #include "job_explainer.h"
 #include "job_manager.h"
@@ -49,7 +51,10 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       explainer_(std::make_unique<JobExplainer>(*jobs_, *scheduler_)),
       history_(std::make_unique<HistoryRetention>(*ctx_)),
       audit_(std::make_unique<AuditLog>(*ctx_)),
-      accounts_(std::make_unique<AccountManager>(*ctx_)) {}
+      accounts_(std::make_unique<AccountManager>(*ctx_)),
+      fair_share_(std::make_unique<FairShare>(*ctx_, *jobs_, *accounts_)) {
+  scheduler_->SetFairShare([this](const v1::JobSpec& spec) { return fair_share_->FactorOf(spec); });
+}
 
 Engine::~Engine() = default;
 
@@ -78,6 +83,7 @@ Status Engine::Recover(TimeMs now) {
   store::Mutation m;
   m.PutMeta(meta);
   accounts_->Restore(state.accounts, state.users, m);
+  fair_share_->Restore(state.usage);
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_->Commit(m), "cannot record the new controller epoch");
 
   for (const auto& nr : state.nodes) {
@@ -299,6 +305,30 @@ Result<v1::UpdateUserResponse> Engine::UpdateUser(const Caller& caller,
 
 Result<v1::ListAccountsResponse> Engine::ListAccounts() const { return accounts_->List(); }
 
+Result<v1::ListSharesResponse> Engine::ListShares(const v1::ListSharesRequest& req,
+                                                  TimeMs now) const {
+  const std::set<std::string> accounts(req.accounts().begin(), req.accounts().end());
+  const std::set<std::string> users(req.users().begin(), req.users().end());
+  v1::ListSharesResponse resp;
+  const core::FairShareResult tree = fair_share_->ComputeAt(now);
+  for (const core::FairShareRow& row : tree.rows) {
+    if (!accounts.empty() && !accounts.count(row.account)) continue;
+    if (!users.empty() && !row.user.empty() && !users.count(row.user)) continue;
+    if (!users.empty() && row.user.empty() && !req.with_accounts()) continue;
+    v1::ShareRow* r = resp.add_rows();
+    r->set_account(row.account);
+    r->set_user(row.user);
+    r->set_depth(static_cast<uint32_t>(row.depth));
+    r->set_raw_shares(row.raw_shares);
+    r->set_norm_shares(row.norm_shares);
+    r->set_raw_usage(row.raw_usage);
+    r->set_effective_usage(row.norm_usage);
+    r->set_level_fs(row.level_fs);
+    r->set_fairshare(row.factor);
+  }
+  return resp;
+}
+
 Result<v1::ListAuditResponse> Engine::ListAudit(const Caller& caller,
                                                 const v1::ListAuditRequest& req, TimeMs now) const {
   return audit_->List(caller, req, now);
@@ -496,6 +526,7 @@ void Engine::OnAgentMessage(const std::string& name, const v1::AgentMessage& msg
 
 void Engine::Tick(TimeMs now) {
   scheduler_->Tick(now);
+  fair_share_->Accrue(now);
   for (auto& [node, why] : nodes_->Sweep(now)) jobs_->NodeLost(*node, why, now);
   jobs_->Archive(now);
   if (!jobs_->interactive().empty()) allocations_->Check(now);
@@ -504,6 +535,7 @@ void Engine::Tick(TimeMs now) {
 }
 
 std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
+  fair_share_->Recompute(now);
   return scheduler_->Prepare(now);
 }
 

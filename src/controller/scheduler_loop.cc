@@ -78,6 +78,7 @@ core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
   core::PendingJob pj;
   pj.id = r.id();
   pj.submit_time_ms = r.submit_time_ms();
+  if (fairshare_of_) pj.priority.fairshare = fairshare_of_(r.spec());
   pj.request = job.request;
   pj.priority.fixed = r.priority();
   if (r.spec().max_switches() > 0) {

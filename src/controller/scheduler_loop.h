@@ -8,6 +8,7 @@
 // Strand-confined, but for Compute.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,6 +34,10 @@ class SchedulerLoop {
   // Priorities age and forecasts drift: pending work gets a pass at least every
   // sched_max_interval_ms.
   void Tick(TimeMs now);
+  // Where a pending job's fair-share factor comes from (0 when unset).
+  void SetFairShare(std::function<double(const v1::JobSpec&)> factor_of) {
+    fairshare_of_ = std::move(factor_of);
+  }
 
   // nullopt when no job can be considered.
   std::optional<Engine::PassInput> Prepare(TimeMs now);
@@ -72,6 +77,7 @@ class SchedulerLoop {
   std::map<std::string, Status> ever_cache_;  // core::ShapeKey -> Place(kEver)
   std::vector<core::Reservation> reservations_;
   TimeMs last_pass_ms_ = 0;
+  std::function<double(const v1::JobSpec&)> fairshare_of_;
 };
 
 }  // namespace muster::controller

@@ -157,6 +157,9 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_LIST_ACCOUNTS:
       return Handle<v1::ListAccountsRequest>(payload,
                                              [&](const auto&) { return engine.ListAccounts(); });
+    case v1::METHOD_LIST_SHARES:
+      return Handle<v1::ListSharesRequest>(
+          payload, [&](const auto& r) { return engine.ListShares(r, now); });
     case v1::METHOD_LIST_ACCOUNTING:
       return Handle<v1::ListAccountingRequest>(
           payload, [&](const auto& r) { return engine.ListAccounting(r, now); });

@@ -103,4 +103,10 @@ Status CheckRequestBounds(const v1::UpdateUserRequest& r) {
   return CheckText("account", r.account(), kMaxShortStringBytes);
 }
 
+Status CheckRequestBounds(const v1::ListSharesRequest& r) {
+  MUSTER_RETURN_IF_ERROR(
+      CheckTextList("accounts", r.accounts(), kMaxListEntries, kMaxShortStringBytes));
+  return CheckTextList("users", r.users(), kMaxListEntries, kMaxShortStringBytes);
+}
+
 }  // namespace muster::rpc

@@ -22,6 +22,8 @@ const char* FamilyName(Family f) {
       return "accounts";
     case Family::kUsers:
       return "users";
+    case Family::kUsage:
+      return "usage";
   }
   return "?";
 }
@@ -66,6 +68,14 @@ void Mutation::PutUser(const v1::UserRecord& user) {
 
 void Mutation::DeleteUser(const std::string& name) {
   ops_.push_back({Family::kUsers, name, std::nullopt});
+}
+
+void Mutation::PutUsage(const v1::UsageRecord& usage) {
+  ops_.push_back({Family::kUsage, usage.account() + "/" + usage.user(), usage.SerializeAsString()});
+}
+
+void Mutation::DeleteUsage(const std::string& account, const std::string& user) {
+  ops_.push_back({Family::kUsage, account + "/" + user, std::nullopt});
 }
 
 void Mutation::PutMeta(const v1::MetaRecord& meta) {
@@ -173,6 +183,16 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
           bad(r, "does not parse or its name does not match its key");
         } else {
           out.users.push_back(std::move(u));
+        }
+        break;
+      }
+      case Family::kUsage: {
+        v1::UsageRecord u;
+        if (!u.ParseFromString(r.value) || u.account() + "/" + u.user() != r.key ||
+            !(u.usage() >= 0)) {
+          bad(r, "does not parse or does not match its key");
+        } else {
+          out.usage.push_back(std::move(u));
         }
         break;
       }

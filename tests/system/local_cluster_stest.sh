@@ -399,6 +399,8 @@ id_p=$("$DIR/compat/sbatch" --parsable -A physics -o "$WORK/acct-%j.out" --wrap 
 wait_for 30 is_state "$id_p" COMPLETED
 [ "$(cat "$WORK/acct-$id_p.out")" = physics ] || fail "SLURM_JOB_ACCOUNT: $(cat "$WORK/acct-$id_p.out")"
 [ "$("$DIR/compat/sacct" -j "$id_p" -X -n -P -o Account)" = physics ] || fail "sacct Account"
+out=$("$DIR/compat/sshare" -a -n -P -o Account,User,RawShares,FairShare)
+grep -q "^ *physics|$me|1|" <<<"$out" && grep -q "^ *physics||2|" <<<"$out" || fail "sshare: $out"
 set +e
 err=$("$DIR/compat/sbatch" -A nosuch --wrap true 2>&1); rc=$?
 set -e

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,8 @@ struct SchedulingConfig {
   // A step's credential (what srun shows an agent to start the step there) is good this long
   // after the controller makes it (Slurm's cred_expire); the nodes' clocks must agree this well.
   uint32_t step_credential_lifetime_ms = 120'000;
+  // Fair-share usage halves every this long (Slurm's PriorityDecayHalfLife).
+  uint64_t fairshare_half_life_ms = 7ULL * 86'400'000;
   // Backfill: how many blocked jobs get a reservation per pass (1 = EASY; 0 = no backfill).
   uint32_t backfill_depth = 100;
   // --switches=N without @time waits this long for N leaf switches (Slurm's max_switch_wait);
@@ -121,6 +124,14 @@ struct TlsConfig {
   // node_cert_file / node_key_file with %n replaced.
   std::string NodeCertFile(const std::string& node) const;
   std::string NodeKeyFile(const std::string& node) const;
+};
+
+// What a job's usage costs, in billing units per second, for fair-share ([billing]).
+struct BillingConfig {
+  double cpu = 0;                           // per allocated CPU
+  double mem_gb = 0;                        // per GB of allocated memory
+  double gpu = 1.0;                         // per GPU of a type gpu_types does not name
+  std::map<std::string, double> gpu_types;  // per GPU of that type, e.g. h100 = 2.0
 };
 
 struct MungeConfig {
@@ -182,6 +193,7 @@ struct Config {
   AgentConfig agent;
   TlsConfig tls;
   MungeConfig munge;
+  BillingConfig billing;
   std::vector<PartitionConfig> partitions;
   std::vector<NodeConfig> nodes;        // in configuration order
   std::vector<AccountConfig> accounts;  // parents before children (checked: a tree under root)

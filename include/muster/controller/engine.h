@@ -72,6 +72,7 @@ class EngineContext;
 class HistoryRetention;
 class AuditLog;
 class AccountManager;
+class FairShare;
 class JobExplainer;
 class JobManager;
 class JobViews;
@@ -144,6 +145,8 @@ class Engine {
   Result<v1::UpdateUserResponse> UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req,
                                             TimeMs now);
   Result<v1::ListAccountsResponse> ListAccounts() const;
+  // sshare: the fair-share tree with each line's shares, usage and factor.
+  Result<v1::ListSharesResponse> ListShares(const v1::ListSharesRequest& req, TimeMs now) const;
   Result<v1::ListAuditResponse> ListAudit(const Caller& caller, const v1::ListAuditRequest& req,
                                           TimeMs now) const;
   // sacct: live jobs and the archived history (read from the store), filtered.
@@ -227,6 +230,7 @@ class Engine {
   std::unique_ptr<HistoryRetention> history_;
   std::unique_ptr<AuditLog> audit_;
   std::unique_ptr<AccountManager> accounts_;
+  std::unique_ptr<FairShare> fair_share_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;
 };

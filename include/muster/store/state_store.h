@@ -22,7 +22,8 @@ enum class Family {
   kJobPayload,
   kAudit,
   kAccounts,
-  kUsers
+  kUsers,
+  kUsage
 };
 
 // kSync: durable when Commit returns (the write-ahead rule for anything acknowledged or sent).
@@ -30,7 +31,7 @@ enum class Family {
 // can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
 // is harmless and they need not pay for an fsync.
 enum class Durability { kSync, kBuffered };
-inline constexpr int kNumFamilies = 9;
+inline constexpr int kNumFamilies = 10;
 const char* FamilyName(Family f);
 
 // A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
@@ -61,6 +62,9 @@ class Mutation {
   void DeleteAccount(const std::string& name);
   void PutUser(const v1::UserRecord& user);
   void DeleteUser(const std::string& name);
+  // Fair-share usage, keyed "account/user".
+  void PutUsage(const v1::UsageRecord& usage);
+  void DeleteUsage(const std::string& account, const std::string& user);
 
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
@@ -81,6 +85,7 @@ struct LoadedState {
   std::vector<v1::NodeRecord> nodes;
   std::vector<v1::AccountRecord> accounts;
   std::vector<v1::UserRecord> users;
+  std::vector<v1::UsageRecord> usage;
   uint64_t max_history_job_id = 0;    // so ids are never reused even if meta is lost
   std::vector<std::string> problems;  // corrupt records found, reported and quarantined
 };

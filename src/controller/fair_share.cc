@@ -1,0 +1,133 @@
+#include "fair_share.h"
+
+#include <cmath>
+
+#include "muster/common/strings.h"
+
+namespace muster::controller {
+namespace {
+
+constexpr TimeMs kFlushEveryMs = 60'000;
+constexpr TimeMs kAccrueEveryMs = 1'000;
+
+// A MIG slice's share of its GPU: "3g.40gb" is 3 of the GPU's 7 compute slices.
+double MigFraction(const std::string& profile) {
+  const size_t g = profile.find('g');
+  if (g == 0 || g == std::string::npos) return 1.0;
+  const auto slices = ParseUint(profile.substr(0, g));
+  return slices && *slices > 0 && *slices <= 7 ? static_cast<double>(*slices) / 7.0 : 1.0;
+}
+
+}  // namespace
+
+void FairShare::Restore(const std::vector<v1::UsageRecord>& usage) {
+  for (const v1::UsageRecord& u : usage) {
+    usage_[{u.account(), u.user()}] = {u.usage(), u.updated_ms(), false};
+  }
+}
+
+double FairShare::Decayed(const Usage& u, TimeMs now) const {
+  const double half_life = static_cast<double>(ctx_.scheduling().fairshare_half_life_ms);
+  if (now <= u.updated_ms || half_life <= 0) return u.units;
+  return u.units * std::exp2(-static_cast<double>(now - u.updated_ms) / half_life);
+}
+
+double FairShare::UsageOf(const std::string& account, const std::string& user, TimeMs now) const {
+  auto it = usage_.find({account, user});
+  return it == usage_.end() ? 0 : Decayed(it->second, now);
+}
+
+double FairShare::BillingRate(const v1::JobRecord& r) const {
+  const BillingConfig& b = ctx_.config().billing;
+  double rate = 0;
+  for (const v1::NodeAllocation& n : r.allocation().nodes()) {
+    rate += b.cpu * n.cpu_ids_size() + b.mem_gb * static_cast<double>(n.mem_mb()) / 1024.0;
+    std::string type;
+    if (const NodeConfig* nc = ctx_.config().FindNode(n.node())) type = nc->gpu_type;
+    auto typed = b.gpu_types.find(type);
+    const double per_gpu = typed == b.gpu_types.end() ? b.gpu : typed->second;
+    rate += per_gpu * n.gpu_indices_size();
+    for (const v1::GresUnits& g : n.gres()) {
+      if (g.name() == "gpu") {
+        rate += per_gpu * MigFraction(g.type()) * g.units_size();  // MIG slices
+      } else if (g.name() == "shard") {
+        const NodeConfig* nc = ctx_.config().FindNode(n.node());
+        const double per = nc && nc->shards_per_gpu > 0 ? 1.0 / nc->shards_per_gpu : 1.0;
+        rate += per_gpu * per * g.units_size();
+      }
+    }
+  }
+  return rate;
+}
+
+void FairShare::Charge(const v1::JobSpec& spec, double units, TimeMs now) {
+  if (spec.account().empty() || units <= 0) return;
+  Usage& u = usage_[{spec.account(), spec.user()}];
+  u.units = Decayed(u, now) + units;
+  u.updated_ms = now;
+  u.dirty = true;
+}
+
+void FairShare::Accrue(TimeMs now) {
+  if (now - last_accrual_ms_ < kAccrueEveryMs) return;
+  last_accrual_ms_ = now;
+  // Jobs charged before that are no longer running: the rest of their run.
+  for (auto it = charged_until_.begin(); it != charged_until_.end();) {
+    const JobEntry* job = jobs_.Find(it->first);
+    if (job && job->rec.state() == v1::RUNNING) {
+      ++it;
+      continue;
+    }
+    if (job && job->rec.end_time_ms() > it->second) {
+      Charge(
+          job->rec.spec(),
+          BillingRate(job->rec) * static_cast<double>(job->rec.end_time_ms() - it->second) / 1000.0,
+          now);
+    }
+    it = charged_until_.erase(it);
+  }
+  for (const auto& [id, job] : jobs_.jobs()) {
+    const v1::JobRecord& r = job.rec;
+    if (r.state() != v1::RUNNING || r.start_time_ms() <= 0) continue;
+    auto [it, fresh] = charged_until_.emplace(id, r.start_time_ms());
+    if (now <= it->second) continue;
+    Charge(r.spec(), BillingRate(r) * static_cast<double>(now - it->second) / 1000.0, now);
+    it->second = now;
+  }
+  if (now - last_flush_ms_ < kFlushEveryMs) return;
+  last_flush_ms_ = now;
+  store::Mutation m;
+  for (auto& [key, u] : usage_) {
+    if (!u.dirty) continue;
+    v1::UsageRecord rec;
+    rec.set_account(key.first);
+    rec.set_user(key.second);
+    rec.set_usage(u.units);
+    rec.set_updated_ms(u.updated_ms);
+    m.PutUsage(rec);
+    u.dirty = false;
+  }
+  if (!m.empty()) ctx_.CommitOrDie(m, store::Durability::kBuffered);
+}
+
+core::FairShareResult FairShare::ComputeAt(TimeMs now) const {
+  if (!accounts_.enforced()) return {};
+  std::vector<core::FairShareAccount> tree;
+  for (const auto& [name, a] : accounts_.accounts()) {
+    tree.push_back({a.name(), a.parent(), a.shares()});
+  }
+  std::vector<core::FairShareAssociation> associations;
+  for (const auto& [name, u] : accounts_.users()) {
+    for (const std::string& account : u.accounts()) {
+      associations.push_back({account, name, UsageOf(account, name, now)});
+    }
+  }
+  return core::ComputeFairTree(tree, associations);
+}
+
+double FairShare::FactorOf(const v1::JobSpec& spec) const {
+  auto it = result_.factor.find({spec.account(), spec.user()});
+  return it == result_.factor.end() ? 0 : it->second;
+}
+
+}  // namespace muster::controller
