@@ -17,7 +17,12 @@ else
 fi
 command -v clang++ >/dev/null || { echo "run.sh: clang++ is missing (apt-get install clang)" >&2; exit 1; }
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target "${TARGETS[@]/#/fuzz_}" >/dev/null
+mkdir -p build/fuzz
+if ! cmake --build --preset fuzz --target "${TARGETS[@]/#/fuzz_}" >build/fuzz/build.log 2>&1; then
+  tail -n 40 build/fuzz/build.log >&2
+  echo "run.sh: the fuzz build failed (build/fuzz/build.log)" >&2
+  exit 1
+fi
 OUT=build/fuzz/work
 mkdir -p "$OUT" build/fuzz/crashes
 status=0
