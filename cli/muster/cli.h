@@ -37,6 +37,7 @@ int CmdAccount(int argc, char** argv);
 int CmdUser(int argc, char** argv);
 int CmdSacctmgr(int argc, char** argv);
 int CmdShare(int argc, char** argv);
+int CmdSprio(int argc, char** argv);
 
 // The controller of the cluster named by $MUSTER_CONF (or /etc/muster/muster.toml).
 Result<client::ControllerClient> ConnectController();

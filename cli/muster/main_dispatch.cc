@@ -43,9 +43,9 @@ int Usage(const std::string& cmd, const std::string& message) {
 
 // The Slurm commands `muster` answers to when a link by that name points at it.
 const std::vector<std::string>& FrontEnds() {
-  static const std::vector<std::string> names = {"sbatch",   "srun",  "salloc",  "squeue",
-                                                 "sinfo",    "sacct", "scancel", "scontrol",
-                                                 "sacctmgr", "sshare"};
+  static const std::vector<std::string> names = {"sbatch",   "srun",   "salloc",  "squeue",
+                                                 "sinfo",    "sacct",  "scancel", "scontrol",
+                                                 "sacctmgr", "sshare", "sprio"};
   return names;
 }
 
@@ -89,7 +89,7 @@ Cluster:
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
                                      squeue, sinfo, sacct, scancel, scontrol,
-                                     sacctmgr, sshare)
+                                     sacctmgr, sshare, sprio)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -141,6 +141,10 @@ int Main(int argc, char** argv) {
   if (self == "sshare") {
     g_front_end = self;
     return CmdShare(argc, argv);
+  }
+  if (self == "sprio") {
+    g_front_end = self;
+    return CmdSprio(argc, argv);
   }
   if (argc < 2) {
     PrintHelp();

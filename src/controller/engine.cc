@@ -427,6 +427,13 @@ Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {
   resp.set_nodes(static_cast<uint32_t>(nodes_->size()));
   job_views_->FillControllerInfo(&resp);
   resp.set_next_job_id(ctx_->meta().next_job_id());
+  const SchedulingConfig& sc = ctx_->scheduling();
+  v1::PriorityWeights* w = resp.mutable_priority_weights();
+  w->set_age(sc.priority_weight_age);
+  w->set_size(sc.priority_weight_size);
+  w->set_partition(sc.priority_weight_partition);
+  w->set_qos(sc.priority_weight_qos);
+  w->set_fairshare(sc.priority_weight_fairshare);
   return resp;
 }
 

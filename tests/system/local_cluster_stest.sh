@@ -401,6 +401,7 @@ wait_for 30 is_state "$id_p" COMPLETED
 [ "$("$DIR/compat/sacct" -j "$id_p" -X -n -P -o Account)" = physics ] || fail "sacct Account"
 out=$("$DIR/compat/sshare" -a -n -P -o Account,User,RawShares,FairShare)
 grep -q "^ *physics|$me|1|" <<<"$out" && grep -q "^ *physics||2|" <<<"$out" || fail "sshare: $out"
+"$DIR/compat/sprio" -w | grep -q "^ *Weights  .* 10000 " || fail "sprio -w: $("$DIR/compat/sprio" -w)"
 set +e
 err=$("$DIR/compat/sbatch" -A nosuch --wrap true 2>&1); rc=$?
 set -e
