@@ -1,5 +1,8 @@
 // Fair-share through the engine: usage charged in billing units as jobs run, decayed, kept across
 // restarts, and the factor that orders pending jobs.
+#include <map>
+#include <set>
+
 #include "engine_fixture.h"
 
 namespace muster::controller {
@@ -128,6 +131,67 @@ TEST_F(FairShareTest, UsageSurvivesARestart) {
   Pass();
   EXPECT_NEAR(Row("a", "alice").raw_usage(), before, before * 0.001);
   EXPECT_DOUBLE_EQ(Row("b", "bob").fairshare(), 1.0);
+}
+
+// A day of saturating load from two 50/50 accounts whose jobs differ (alice: hour-long whole-node
+// jobs; bob: 20-minute ones): fair-share brings their GPU-hours within 5% of each other.
+TEST_F(FairShareTest, TwoEqualAccountsConvergeOverADayOfSaturatingLoad) {
+  config_.scheduling.fairshare_half_life_ms = 6 * 3'600'000;
+  Restart();
+  AllUp();
+  struct Running {
+    uint64_t id;
+    std::string node;
+    TimeMs ends;
+    bool alice;
+  };
+  std::vector<Running> running;
+  std::map<bool, int> pending = {{true, 0}, {false, 0}};
+  std::map<bool, double> gpu_hours = {{true, 0}, {false, 0}};
+  std::set<uint64_t> queued;
+  std::map<uint64_t, bool> owner;
+  const TimeMs step = 5 * 60'000, day = 24 * 3'600'000;
+  for (TimeMs t = 0; t < day; t += step) {
+    // Both keep four jobs waiting.
+    for (bool alice : {true, false}) {
+      while (pending[alice] < 4) {
+        auto id = Submit(Gang(1, 8), alice ? Alice() : Bob());
+        ASSERT_TRUE(id.ok()) << id.status().ToString();
+        queued.insert(*id);
+        owner[*id] = alice;
+        ++pending[alice];
+      }
+    }
+    Pass();
+    for (auto it = queued.begin(); it != queued.end();) {
+      const v1::JobInfo j = Job(*it);
+      if (j.state() != v1::RUNNING) {
+        ++it;
+        continue;
+      }
+      Started(*it, j.nodes(0));
+      const bool alice = owner[*it];
+      running.push_back({*it, j.nodes(0), now_ + (alice ? 60 : 20) * 60'000, alice});
+      running_.insert(*it);
+      --pending[alice];
+      it = queued.erase(it);
+    }
+    Advance(step);
+    for (auto it = running.begin(); it != running.end();) {
+      if (it->ends > now_) {
+        ++it;
+        continue;
+      }
+      Exited(it->id, it->node, 0);
+      Cleaned(it->id, it->node);
+      running_.erase(it->id);
+      gpu_hours[it->alice] += 8.0 * (it->alice ? 1.0 : 1.0 / 3.0);
+      it = running.erase(it);
+    }
+  }
+  const double a = gpu_hours[true], b = gpu_hours[false];
+  ASSERT_GT(a + b, 24 * 4 * 8 * 0.8) << "the cluster was kept busy";
+  EXPECT_NEAR(a / (a + b), 0.5, 0.05) << "alice " << a << " GPU-hours, bob " << b;
 }
 
 }  // namespace
