@@ -38,6 +38,7 @@ int CmdUser(int argc, char** argv);
 int CmdSacctmgr(int argc, char** argv);
 int CmdShare(int argc, char** argv);
 int CmdSprio(int argc, char** argv);
+int CmdReport(int argc, char** argv);
 
 // The controller of the cluster named by $MUSTER_CONF (or /etc/muster/muster.toml).
 Result<client::ControllerClient> ConnectController();

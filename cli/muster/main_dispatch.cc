@@ -78,6 +78,7 @@ Accounts:
   account add|modify|remove|list     the account tree jobs charge (-A); changes: admins
   user add|modify|remove|list        users' accounts and default account; changes: admins
   share [-a] [-l] [-A ACCOUNTS]      the fair-share tree: shares, usage, factors (sshare)
+  report usage [--start T] [--by ...] GPU- and CPU-hours by account, user and GPU type
 
 Cluster:
   info                               controller version, epoch and counts
@@ -171,6 +172,7 @@ int Main(int argc, char** argv) {
   if (cmd == "account") return CmdAccount(sub_argc, sub_argv);
   if (cmd == "user") return CmdUser(sub_argc, sub_argv);
   if (cmd == "share") return CmdShare(sub_argc, sub_argv);
+  if (cmd == "report") return CmdReport(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {

@@ -401,6 +401,9 @@ wait_for 30 is_state "$id_p" COMPLETED
 [ "$("$DIR/compat/sacct" -j "$id_p" -X -n -P -o Account)" = physics ] || fail "sacct Account"
 out=$("$DIR/compat/sshare" -a -n -P -o Account,User,RawShares,FairShare)
 grep -q "^ *physics|$me|1|" <<<"$out" && grep -q "^ *physics||2|" <<<"$out" || fail "sshare: $out"
+out=$(muster report usage --start now-1hour --end now --by account --json)
+grep -q '"account":"physics","gpu_hours":[0-9.e-]*,"cpu_hours":[0-9.e-]*,"jobs":1}' <<<"$out" ||
+  fail "report usage: $out"
 "$DIR/compat/sprio" -w | grep -q "^ *Weights  .* 10000 " || fail "sprio -w: $("$DIR/compat/sprio" -w)"
 set +e
 err=$("$DIR/compat/sbatch" -A nosuch --wrap true 2>&1); rc=$?
