@@ -62,7 +62,7 @@ void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = ""
   line("   Priority=" + std::to_string(j.priority()) + " Nice=0 Account=" + OrNull(j.account()) +
        " QOS=(null)");
   line("   JobState=" + state + " Reason=" + (j.reason().empty() ? "None" : j.reason()) +
-       " Dependency=(null)");
+       " Dependency=" + OrNull(j.dependency()));
   line("   Requeue=" + std::string(j.no_requeue() || j.interactive() ? "0" : "1") + " Restarts=" +
        std::to_string(j.requeue_count()) + " BatchFlag=" + (j.interactive() ? "0" : "1") +
        " Reboot=0 ExitCode=" + std::to_string(j.exit_code()) + ":" +

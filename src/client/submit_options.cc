@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "muster/common/dependency.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
@@ -34,12 +35,14 @@ enum LongOnly {
   kMpi,
   kTestOnly,
   kJobId,
+  kDependency,
 };
 
 const struct option kLongOptions[] = {
     {"job-name", required_argument, nullptr, 'J'},
     {"partition", required_argument, nullptr, 'p'},
     {"account", required_argument, nullptr, 'A'},
+    {"dependency", required_argument, nullptr, 'd'},
     {"nodes", required_argument, nullptr, 'N'},
     {"ntasks", required_argument, nullptr, 'n'},
     {"ntasks-per-node", required_argument, nullptr, kNtasksPerNode},
@@ -82,7 +85,7 @@ const struct option kLongOptions[] = {
     {"jobid", required_argument, nullptr, kJobId},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:A:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
+constexpr const char* kShortOptions = "+:J:p:A:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
 
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
@@ -114,7 +117,6 @@ bool Accepted(int c, OptionSet set) {
 
 // Slurm options that scripts use but this version does not implement: refused by name.
 const std::set<std::string> kKnownUnsupported = {"qos",
-                                                 "dependency",
                                                  "mail-type",
                                                  "mail-user",
                                                  "comment",
@@ -277,6 +279,15 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'A':
         o->account = val;
         break;
+      case 'd': {
+        auto dep = ParseDependency(val);
+        if (!dep.ok()) {
+          return dep.status().code() == StatusCode::kUnimplemented ? dep.status()
+                                                                   : err(dep.status().message());
+        }
+        o->dependency = FormatDependency(*dep);
+        break;
+      }
       case 'N': {
         // --nodes=N or min-max: the job gets as many nodes as are free in the range.
         size_t dash = val.find('-');
@@ -567,6 +578,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   }
   s.set_name(name);
   if (o.account) s.set_account(*o.account);
+  if (o.dependency) s.set_dependency(*o.dependency);
   if (o.partition) {
     for (const auto& p : Split(*o.partition, ',', true)) s.add_partitions(p);
   }
@@ -663,6 +675,8 @@ first; options on the command line override them.
   -J, --job-name=NAME        job name (default: the script's file name)
   -p, --partition=P[,P2]     partition(s) to run in (default: the cluster's default)
   -A, --account=ACCOUNT      the account the job charges (default: yours)
+  -d, --dependency=SPEC      after:ID[+MIN], afterany, afterok, afternotok:ID[:ID], singleton;
+                             ',' all of them, '?' any of them
   -N, --nodes=N[-MAX]        number of nodes (a gang: all start together or none); with a
                              range, as many as are free
   -n, --ntasks=N             number of tasks

@@ -11,6 +11,7 @@
 #include "account_manager.h"
 #include "allocation_manager.h"
 #include "audit_log.h"
+#include "dependencies.h"
 #include "engine_context.h"
 #include "fair_share.h"
 #include "history.h"
@@ -52,7 +53,8 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       history_(std::make_unique<HistoryRetention>(*ctx_)),
       audit_(std::make_unique<AuditLog>(*ctx_)),
       accounts_(std::make_unique<AccountManager>(*ctx_)),
-      fair_share_(std::make_unique<FairShare>(*ctx_, *jobs_, *accounts_)) {
+      fair_share_(std::make_unique<FairShare>(*ctx_, *jobs_, *accounts_)),
+      dependencies_(std::make_unique<DependencyTracker>(*ctx_, *jobs_)) {
   scheduler_->SetFairShare([this](const v1::JobSpec& spec) { return fair_share_->FactorOf(spec); });
 }
 
@@ -158,6 +160,10 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   rec.set_submit_time_ms(now);
   rec.set_time_limit_ms(time_limit);
   rec.set_priority(0);  // multifactor; an admin may fix it later
+  if (!spec.dependency().empty()) {
+    MUSTER_RETURN_IF_ERROR(dependencies_->TermsFor(&spec, &rec));
+    *rec.mutable_spec() = spec;
+  }
   const core::JobRequest request = ToCoreRequest(rec);
   MUSTER_RETURN_IF_ERROR(scheduler_->CanEverRun(request));
   if (req.test_only()) {
@@ -543,6 +549,7 @@ void Engine::Tick(TimeMs now) {
 
 std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
   fair_share_->Recompute(now);
+  dependencies_->Resolve(now);
   return scheduler_->Prepare(now);
 }
 

@@ -131,10 +131,15 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
   std::vector<v1::JobRecord> next;
   for (const v1::JobRecord& r : recs) {
     const bool held = r.spec().hold();
-    JobChange c{
-        .to = v1::PENDING,
-        .reason = held ? JobReason::kJobHeldUser : JobReason::kNone,
-        .detail = held ? std::optional<std::string>("held at submission (--hold)") : std::nullopt};
+    JobChange c{.to = v1::PENDING,
+                .reason = held                            ? JobReason::kJobHeldUser
+                          : r.dependency_terms_size() > 0 ? JobReason::kDependency
+                                                          : JobReason::kNone,
+                .detail = held ? std::optional<std::string>("held at submission (--hold)")
+                          : r.dependency_terms_size() > 0
+                              ? std::optional<std::string>("waits for --dependency=" +
+                                                           r.spec().dependency())
+                              : std::nullopt};
     next.push_back(NextRecord(r, c, now));
     m.PutJob(next.back());
   }

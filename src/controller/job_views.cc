@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "dependencies.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/output_pattern.h"
 #include "muster/common/strings.h"
@@ -83,6 +84,7 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
   info.set_no_requeue(s.no_requeue());
   info.set_hold(s.hold());
   info.set_features(s.constraint());
+  info.set_dependency(DependencyTracker::Describe(r));
   info.set_required_nodes(CompressHostlist({s.required_nodes().begin(), s.required_nodes().end()}));
   info.set_excluded_nodes(CompressHostlist({s.excluded_nodes().begin(), s.excluded_nodes().end()}));
   info.set_max_switches(s.max_switches());

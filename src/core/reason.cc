@@ -15,6 +15,8 @@ constexpr std::array kNames = {
     "PartitionTimeLimit",
     "ReqNodeNotAvail",
     "JobArrayTaskLimit",
+    "Dependency",
+    "DependencyNeverSatisfied",
     "JobHeldUser",
     "JobHeldAdmin",
     "NodeFail",

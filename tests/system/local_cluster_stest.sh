@@ -378,6 +378,17 @@ grep -q "^gpu\*         up   infinite      1  drain node3$" <<<"$(sinfo)" || fai
 grep -q "^rma  .* node3$" <<<"$(sinfo -R -h)" || fail "sinfo -R: $(sinfo -R)"
 scontrol update NodeName=node3 State=RESUME
 
+echo "== --dependency: afterok runs after success, afternotok never does"
+d1=$("$DIR/compat/sbatch" --parsable -o /dev/null --wrap 'sleep 1')
+d2=$("$DIR/compat/sbatch" --parsable -d "afterok:$d1" -o /dev/null --wrap true)
+d3=$("$DIR/compat/sbatch" --parsable --dependency="afternotok:$d1" -o /dev/null --wrap true)
+[ "$("$DIR/compat/squeue" -h -j "$d2" -o %r)" = Dependency ] || fail "squeue: dependency reason"
+"$DIR/compat/scontrol" show job "$d2" | grep -q "Dependency=afterok:$d1(unfulfilled)" ||
+  fail "scontrol Dependency="
+wait_for 30 is_state "$d2" COMPLETED
+wait_for 30 test "$("$DIR/compat/squeue" -h -j "$d3" -o %r)" = DependencyNeverSatisfied
+"$DIR/compat/scancel" "$d3"
+
 echo "== accounts through sacctmgr: -A, the default account, squeue %a, sacct Account"
 # Last: once an account exists, every job must charge one of its user's.
 me=$(id -un)

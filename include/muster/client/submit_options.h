@@ -14,7 +14,8 @@
 namespace muster::client {
 
 struct SubmitOptions {
-  std::optional<std::string> job_name, partition, account, output, error, chdir, export_vars, wrap;
+  std::optional<std::string> job_name, partition, account, dependency, output, error, chdir,
+      export_vars, wrap;
   std::optional<uint32_t> nodes, min_nodes, ntasks, ntasks_per_node, cpus_per_task;
   std::optional<uint32_t> gpus, gpus_per_node;
   std::optional<std::string> gpu_type;

@@ -73,6 +73,7 @@ class HistoryRetention;
 class AuditLog;
 class AccountManager;
 class FairShare;
+class DependencyTracker;
 class JobExplainer;
 class JobManager;
 class JobViews;
@@ -231,6 +232,7 @@ class Engine {
   std::unique_ptr<AuditLog> audit_;
   std::unique_ptr<AccountManager> accounts_;
   std::unique_ptr<FairShare> fair_share_;
+  std::unique_ptr<DependencyTracker> dependencies_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;
 };

@@ -11,13 +11,15 @@ namespace muster::core {
 enum class JobReason : uint8_t {
   kNone,
   // Waiting: the scheduler's verdicts.
-  kPriority,            // what it needs is free, or will be, for a job ahead of it
-  kResources,           // not enough free now
-  kBadConstraints,      // no node can ever satisfy the request as given
-  kPartitionNodeLimit,  // more nodes than the partition has
-  kPartitionTimeLimit,  // a longer time limit than the partition allows
-  kReqNodeNotAvail,     // required nodes (or too many candidates) are down or drained
-  kJobArrayTaskLimit,   // its array already runs as many tasks as its %N allows
+  kPriority,                  // what it needs is free, or will be, for a job ahead of it
+  kResources,                 // not enough free now
+  kBadConstraints,            // no node can ever satisfy the request as given
+  kPartitionNodeLimit,        // more nodes than the partition has
+  kPartitionTimeLimit,        // a longer time limit than the partition allows
+  kReqNodeNotAvail,           // required nodes (or too many candidates) are down or drained
+  kJobArrayTaskLimit,         // its array already runs as many tasks as its %N allows
+  kDependency,                // --dependency: waiting for other jobs
+  kDependencyNeverSatisfied,  // --dependency: it cannot be satisfied any more
   // Held.
   kJobHeldUser,
   kJobHeldAdmin,

@@ -1,0 +1,172 @@
+#include "dependencies.h"
+
+#include <spdlog/spdlog.h>
+
+#include "muster/core/reason.h"
+
+namespace muster::controller {
+namespace {
+
+bool Ended(v1::JobState s) {
+  return s != v1::PENDING && s != v1::RUNNING && s != v1::JOB_STATE_UNSPECIFIED;
+}
+
+bool EndedOk(const v1::JobRecord& r) {
+  return r.state() == v1::COMPLETED && r.exit_code() == 0 && r.exit_signal() == 0;
+}
+
+Dependency ToDependency(const v1::JobRecord& r) {
+  Dependency d;
+  d.any = r.dependency_any();
+  for (const v1::DependencyRecord& t : r.dependency_terms()) {
+    d.terms.push_back({static_cast<DependencyTerm::Kind>(t.kind()), t.job_id(), t.delay_ms()});
+  }
+  return d;
+}
+
+}  // namespace
+
+Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const {
+  MUSTER_ASSIGN_OR_RETURN(Dependency d, ParseDependency(spec->dependency()));
+  Dependency expanded;
+  expanded.any = d.any;
+  for (const DependencyTerm& t : d.terms) {
+    if (t.kind == DependencyTerm::Kind::kSingleton) {
+      expanded.terms.push_back(t);
+      continue;
+    }
+    const JobEntry* job = jobs_.Find(t.job_id);
+    std::vector<uint64_t> ids;
+    if (job && !(job->rec.has_array() && job->rec.array().array_job_id() == t.job_id)) {
+      ids.push_back(t.job_id);
+    } else {
+      // A job array's id: all of its tasks (consecutive ids from the array's own).
+      for (uint64_t id = t.job_id;; ++id) {
+        const JobEntry* task = jobs_.Find(id);
+        if (!task || !task->rec.has_array() || task->rec.array().array_job_id() != t.job_id) break;
+        ids.push_back(id);
+      }
+    }
+    if (ids.empty()) {
+      return InvalidArgument("Job dependency problem: job " + std::to_string(t.job_id) +
+                             " is not known (finished too long ago, or never submitted)");
+    }
+    for (uint64_t id : ids) expanded.terms.push_back({t.kind, id, t.delay_ms});
+  }
+  if (expanded.terms.size() > 10'000) {
+    return InvalidArgument("Job dependency problem: more than 10000 jobs named");
+  }
+  spec->set_dependency(FormatDependency(d));
+  rec->set_dependency_any(expanded.any);
+  rec->clear_dependency_terms();
+  for (const DependencyTerm& t : expanded.terms) {
+    v1::DependencyRecord* r = rec->add_dependency_terms();
+    r->set_kind(static_cast<v1::DependencyRecord::Kind>(t.kind));
+    r->set_job_id(t.job_id);
+    r->set_delay_ms(t.delay_ms);
+  }
+  return Status::Ok();
+}
+
+DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& waiter,
+                                                       const v1::DependencyRecord& term,
+                                                       TimeMs now) const {
+  if (term.kind() == v1::DependencyRecord::SINGLETON) {
+    // No earlier job of the same user and name still waits or runs (ids only grow, so once
+    // true it stays true).
+    for (const auto& [id, job] : jobs_.jobs()) {
+      if (id >= waiter.id()) break;
+      const v1::JobRecord& r = job.rec;
+      if (!Ended(r.state()) && r.spec().uid() == waiter.spec().uid() &&
+          r.spec().name() == waiter.spec().name()) {
+        return Outcome::kWaiting;
+      }
+    }
+    return Outcome::kSatisfied;
+  }
+  const JobEntry* dep = jobs_.Find(term.job_id());
+  if (!dep) {
+    // Archived before it was resolved (the controller was away that long): its result is gone.
+    return term.kind() == v1::DependencyRecord::AFTEROK ||
+                   term.kind() == v1::DependencyRecord::AFTERNOTOK
+               ? Outcome::kNever
+               : Outcome::kSatisfied;
+  }
+  const v1::JobRecord& r = dep->rec;
+  const bool ended = Ended(r.state());
+  switch (term.kind()) {
+    case v1::DependencyRecord::AFTER:
+      if (ended) return Outcome::kSatisfied;
+      return r.state() == v1::RUNNING && now >= r.start_time_ms() + term.delay_ms()
+                 ? Outcome::kSatisfied
+                 : Outcome::kWaiting;
+    case v1::DependencyRecord::AFTERANY:
+      return ended ? Outcome::kSatisfied : Outcome::kWaiting;
+    case v1::DependencyRecord::AFTEROK:
+      if (!ended) return Outcome::kWaiting;
+      return EndedOk(r) ? Outcome::kSatisfied : Outcome::kNever;
+    case v1::DependencyRecord::AFTERNOTOK:
+      if (!ended) return Outcome::kWaiting;
+      return EndedOk(r) ? Outcome::kNever : Outcome::kSatisfied;
+    default:
+      return Outcome::kNever;
+  }
+}
+
+void DependencyTracker::Resolve(TimeMs now) {
+  store::Mutation m;
+  std::vector<std::pair<uint64_t, v1::JobRecord>> changed;
+  for (uint64_t id : jobs_.pending()) {
+    const JobEntry* job = jobs_.Find(id);
+    if (!job || job->rec.dependency_terms_size() == 0) continue;
+    const v1::JobRecord& r = job->rec;
+    if (core::ParseReason(r.reason()) == core::JobReason::kDependencyNeverSatisfied) continue;
+    v1::JobRecord next = r;
+    next.clear_dependency_terms();
+    bool any_satisfied = false, any_never = false;
+    for (const v1::DependencyRecord& t : r.dependency_terms()) {
+      const Outcome o = Evaluate(r, t, now);
+      any_satisfied = any_satisfied || o == Outcome::kSatisfied;
+      any_never = any_never || o == Outcome::kNever;
+      if (o != Outcome::kSatisfied) *next.add_dependency_terms() = t;
+    }
+    bool never = false;
+    if (r.dependency_any()) {
+      if (any_satisfied) {
+        next.clear_dependency_terms();
+      } else {
+        never = true;
+        for (const v1::DependencyRecord& t : next.dependency_terms()) {
+          never = never && Evaluate(r, t, now) == Outcome::kNever;
+        }
+      }
+    } else {
+      never = any_never;
+    }
+    if (never) {
+      next.set_reason(core::ReasonName(core::JobReason::kDependencyNeverSatisfied));
+      next.set_reason_detail("a job it depends on ended so that --dependency=" +
+                             r.spec().dependency() + " can never be satisfied; cancel it");
+    } else if (next.dependency_terms_size() == 0 &&
+               core::ParseReason(r.reason()) == core::JobReason::kDependency) {
+      next.set_reason(core::ReasonName(core::JobReason::kNone));
+      next.clear_reason_detail();
+    }
+    if (next.SerializeAsString() == r.SerializeAsString()) continue;
+    m.PutJob(next);
+    changed.emplace_back(id, std::move(next));
+  }
+  if (changed.empty()) return;
+  ctx_.CommitOrDie(m);
+  for (auto& [id, rec] : changed) {
+    if (JobEntry* job = jobs_.Find(id)) job->rec = std::move(rec);
+  }
+}
+
+std::string DependencyTracker::Describe(const v1::JobRecord& r) {
+  if (r.dependency_terms_size() == 0) return "";
+  const bool never = core::ParseReason(r.reason()) == core::JobReason::kDependencyNeverSatisfied;
+  return FormatDependency(ToDependency(r)) + (never ? "(failed)" : "(unfulfilled)");
+}
+
+}  // namespace muster::controller

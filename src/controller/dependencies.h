@@ -1,0 +1,42 @@
+// --dependency: which jobs a pending job waits for, resolved against the jobs the controller
+// knows. Terms are dropped from the job's record as they are satisfied (as Slurm does), so a
+// resolution outlives the job it was about; a job whose terms can never be satisfied waits with
+// DependencyNeverSatisfied until it is cancelled. A job with terms left stays out of the pass.
+//
+// Strand-confined.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine_context.h"
+#include "job_manager.h"
+#include "muster/common/dependency.h"
+#include "muster/v1/records.pb.h"
+
+namespace muster::controller {
+
+class DependencyTracker {
+ public:
+  DependencyTracker(EngineContext& ctx, JobManager& jobs) : ctx_(ctx), jobs_(jobs) {}
+
+  // The terms of `spec.dependency()` for a new job: a job array's id stands for all its tasks;
+  // every job named must be known. INVALID_ARGUMENT ("Job dependency problem: ...") otherwise.
+  // Normalises spec->dependency.
+  Status TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const;
+
+  // Before each pass: resolves what it can and writes what changed.
+  void Resolve(TimeMs now);
+
+  // What is left, as scontrol shows it: "afterok:12(unfulfilled)"; "" when nothing is.
+  static std::string Describe(const v1::JobRecord& r);
+
+ private:
+  enum class Outcome { kSatisfied, kWaiting, kNever };
+  Outcome Evaluate(const v1::JobRecord& waiter, const v1::DependencyRecord& term, TimeMs now) const;
+
+  EngineContext& ctx_;
+  JobManager& jobs_;
+};
+
+}  // namespace muster::controller
