@@ -1,5 +1,6 @@
 #include "fair_share.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "muster/common/strings.h"
@@ -23,6 +24,7 @@ double MigFraction(const std::string& profile) {
 void FairShare::Restore(const std::vector<v1::UsageRecord>& usage) {
   for (const v1::UsageRecord& u : usage) {
     usage_[{u.account(), u.user()}] = {u.usage(), u.updated_ms(), false};
+    restored_until_[{u.account(), u.user()}] = u.updated_ms();
   }
 }
 
@@ -89,7 +91,12 @@ void FairShare::Accrue(TimeMs now) {
   for (const auto& [id, job] : jobs_.jobs()) {
     const v1::JobRecord& r = job.rec;
     if (r.state() != v1::RUNNING || r.start_time_ms() <= 0) continue;
-    auto [it, fresh] = charged_until_.emplace(id, r.start_time_ms());
+    TimeMs from = r.start_time_ms();
+    if (auto mark = restored_until_.find({r.spec().account(), r.spec().user()});
+        mark != restored_until_.end()) {
+      from = std::max(from, mark->second);
+    }
+    auto [it, fresh] = charged_until_.emplace(id, from);
     if (now <= it->second) continue;
     Charge(r.spec(), BillingRate(r) * static_cast<double>(now - it->second) / 1000.0, now);
     it->second = now;

@@ -52,6 +52,9 @@ class FairShare {
   const AccountManager& accounts_;
   std::map<std::pair<std::string, std::string>, Usage> usage_;
   std::map<uint64_t, TimeMs> charged_until_;  // jobs charged up to this time
+  // Until when each association was charged before a restart (its last flush): a job that ran
+  // across the restart is charged from there, not again from its start.
+  std::map<std::pair<std::string, std::string>, TimeMs> restored_until_;
   core::FairShareResult result_;
   TimeMs last_flush_ms_ = 0;
   TimeMs last_accrual_ms_ = 0;

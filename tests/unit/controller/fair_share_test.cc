@@ -133,6 +133,26 @@ TEST_F(FairShareTest, UsageSurvivesARestart) {
   EXPECT_DOUBLE_EQ(Row("b", "bob").fairshare(), 1.0);
 }
 
+TEST_F(FairShareTest, AJobRunningAcrossARestartIsNotChargedTwice) {
+  auto id = Submit(Gang(1, 8), Alice());
+  Pass();
+  const std::string node = Job(*id).nodes(0);
+  Started(*id, node);
+  running_.insert(*id);
+  for (int i = 0; i < 24; ++i) Advance(5'000);  // two minutes: a flush after the first
+  Restart();
+  for (const char* n : {"node1", "node2", "node3", "node4"}) {
+    Up(n, n == node ? std::vector<uint64_t>{*id} : std::vector<uint64_t>{});
+  }
+  ASSERT_EQ(Job(*id).state(), v1::RUNNING);
+  Advance(5'000);
+  Pass();
+  // 8 H100s (weight 2) for 125 s at most, give or take a little decay; not 245 s.
+  const double usage = Row("a", "alice").raw_usage();
+  EXPECT_LE(usage, 8 * 2 * 125.0 * 1.001);
+  EXPECT_GE(usage, 8 * 2 * 120.0 * 0.99);
+}
+
 // A day of saturating load from two 50/50 accounts whose jobs differ (alice: hour-long whole-node
 // jobs; bob: 20-minute ones): fair-share brings their GPU-hours within 5% of each other.
 TEST_F(FairShareTest, TwoEqualAccountsConvergeOverADayOfSaturatingLoad) {
