@@ -116,9 +116,14 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
 void DependencyTracker::Resolve(TimeMs now) {
   store::Mutation m;
   std::vector<std::pair<uint64_t, v1::JobRecord>> changed;
-  for (uint64_t id : jobs_.pending()) {
+  for (auto w = waiting_.begin(); w != waiting_.end();) {
+    const uint64_t id = *w;
     const JobEntry* job = jobs_.Find(id);
-    if (!job || job->rec.dependency_terms_size() == 0) continue;
+    if (!job || job->rec.state() != v1::PENDING || job->rec.dependency_terms_size() == 0) {
+      w = waiting_.erase(w);
+      continue;
+    }
+    ++w;
     const v1::JobRecord& r = job->rec;
     if (core::ParseReason(r.reason()) == core::JobReason::kDependencyNeverSatisfied) continue;
     v1::JobRecord next = r;

@@ -6,6 +6,7 @@
 // Strand-confined.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ class DependencyTracker {
   // Normalises spec->dependency.
   Status TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const;
 
+  // A job with terms to resolve (at submission and recovery): Resolve looks at these only.
+  void Track(uint64_t id) { waiting_.insert(id); }
   // Before each pass: resolves what it can and writes what changed.
   void Resolve(TimeMs now);
 
@@ -37,6 +40,7 @@ class DependencyTracker {
 
   EngineContext& ctx_;
   JobManager& jobs_;
+  std::set<uint64_t> waiting_;  // pending jobs that had terms left when last seen
 };
 
 }  // namespace muster::controller

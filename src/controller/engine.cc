@@ -97,6 +97,7 @@ Status Engine::Recover(TimeMs now) {
   auto index_of = [this](const std::string& name) { return ctx_->NodeIndex(name); };
   for (auto& rec : state.jobs) {
     ledger_->HoldRecovered(rec, index_of);
+    if (rec.dependency_terms_size() > 0) dependencies_->Track(rec.id());
     jobs_->Restore(std::move(rec), now);
   }
   MUSTER_RETURN_IF_ERROR_PREPEND(jobs_->FinishRestore(now), "cannot record jobs of removed nodes");
@@ -213,7 +214,11 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
       recs.back().mutable_array()->set_task_id(tasks[k]);
     }
   }
+  const uint64_t last_id = recs.empty() ? rec.id() : recs.back().id();
   MUSTER_RETURN_IF_ERROR(jobs_->Submit(std::move(recs), payload, request, next_meta, now));
+  if (rec.dependency_terms_size() > 0) {
+    for (uint64_t id = rec.id(); id <= last_id; ++id) dependencies_->Track(id);
+  }
   spdlog::info("submit job={} user={} nodes={} gpus_per_node={} partition={}{}", rec.id(),
                rec.spec().user(), rec.spec().nodes(), rec.spec().gpus_per_node(),
                Join({rec.spec().partitions().begin(), rec.spec().partitions().end()}, ","),
