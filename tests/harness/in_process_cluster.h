@@ -40,6 +40,9 @@ struct InProcessClusterOptions {
 class InProcessCluster {
  public:
   // Starts the controller and every agent and waits until all nodes are up.
+  // Ports are picked free up front (the controller must come back on the same one after a
+  // restart); another process may take one before it is bound, so a start that finds its port
+  // in use is tried again with new ones.
   static Result<std::unique_ptr<InProcessCluster>> Start(InProcessClusterOptions options = {});
   ~InProcessCluster();
 
@@ -70,6 +73,7 @@ class InProcessCluster {
   Status WaitForNodesUp(int timeout_ms);
 
  private:
+  static Result<std::unique_ptr<InProcessCluster>> StartOnce(InProcessClusterOptions options);
   InProcessCluster() = default;
   Status StartController();
 
