@@ -7,6 +7,9 @@
 namespace muster::controller {
 namespace {
 
+// What one job may wait for: its record carries every term until it resolves.
+constexpr size_t kMaxTermsPerJob = 1000;
+
 bool Ended(v1::JobState s) {
   return s != v1::PENDING && s != v1::RUNNING && s != v1::JOB_STATE_UNSPECIFIED;
 }
@@ -41,7 +44,7 @@ Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const 
       ids.push_back(t.job_id);
     } else {
       // A job array's id: all of its tasks (consecutive ids from the array's own).
-      for (uint64_t id = t.job_id;; ++id) {
+      for (uint64_t id = t.job_id; ids.size() <= kMaxTermsPerJob; ++id) {
         const JobEntry* task = jobs_.Find(id);
         if (!task || !task->rec.has_array() || task->rec.array().array_job_id() != t.job_id) break;
         ids.push_back(id);
@@ -52,9 +55,11 @@ Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const 
                              " is not known (finished too long ago, or never submitted)");
     }
     for (uint64_t id : ids) expanded.terms.push_back({t.kind, id, t.delay_ms});
-  }
-  if (expanded.terms.size() > 10'000) {
-    return InvalidArgument("Job dependency problem: more than 10000 jobs named");
+    if (expanded.terms.size() > kMaxTermsPerJob) {
+      return InvalidArgument("Job dependency problem: more than " +
+                             std::to_string(kMaxTermsPerJob) +
+                             " jobs named (a job array's id counts each of its tasks)");
+    }
   }
   spec->set_dependency(FormatDependency(d));
   rec->set_dependency_any(expanded.any);
@@ -73,16 +78,17 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
                                                        TimeMs now) const {
   if (term.kind() == v1::DependencyRecord::SINGLETON) {
     // No earlier job of the same user and name still waits or runs (ids only grow, so once
-    // true it stays true).
-    for (const auto& [id, job] : jobs_.jobs()) {
-      if (id >= waiter.id()) break;
-      const v1::JobRecord& r = job.rec;
-      if (!Ended(r.state()) && r.spec().uid() == waiter.spec().uid() &&
-          r.spec().name() == waiter.spec().name()) {
-        return Outcome::kWaiting;
+    // true it stays true). The earliest such job per user and name, built once per pass.
+    if (!singletons_) {
+      singletons_.emplace();
+      for (const auto& [id, job] : jobs_.jobs()) {
+        if (Ended(job.rec.state())) continue;
+        singletons_->emplace(std::make_pair(job.rec.spec().uid(), job.rec.spec().name()), id);
       }
     }
-    return Outcome::kSatisfied;
+    auto first = singletons_->find({waiter.spec().uid(), waiter.spec().name()});
+    return first == singletons_->end() || first->second >= waiter.id() ? Outcome::kSatisfied
+                                                                       : Outcome::kWaiting;
   }
   const JobEntry* dep = jobs_.Find(term.job_id());
   if (!dep) {
@@ -114,10 +120,19 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
 }
 
 void DependencyTracker::Resolve(TimeMs now) {
+  // A user may queue many jobs with many terms: one pass looks at a bounded number of terms and
+  // the next goes on where it stopped, so no submission can hold the strand (a term resolves
+  // within a few passes).
+  constexpr size_t kTermsPerPass = 20'000;
+  size_t budget = kTermsPerPass;
+  singletons_.reset();
   store::Mutation m;
   std::vector<std::pair<uint64_t, v1::JobRecord>> changed;
-  for (auto w = waiting_.begin(); w != waiting_.end();) {
+  auto w = waiting_.upper_bound(resume_after_);
+  for (size_t seen = 0, total = waiting_.size(); seen < total && budget > 0; ++seen) {
+    if (w == waiting_.end()) w = waiting_.begin();
     const uint64_t id = *w;
+    resume_after_ = id;
     const JobEntry* job = jobs_.Find(id);
     if (!job || job->rec.state() != v1::PENDING || job->rec.dependency_terms_size() == 0) {
       w = waiting_.erase(w);
@@ -126,43 +141,57 @@ void DependencyTracker::Resolve(TimeMs now) {
     ++w;
     const v1::JobRecord& r = job->rec;
     if (core::ParseReason(r.reason()) == core::JobReason::kDependencyNeverSatisfied) continue;
+    // All of them (','): satisfied terms are dropped up to the first that still waits; any one
+    // ('?'): the first satisfied one settles it.
+    std::vector<const v1::DependencyRecord*> left;
+    bool any_satisfied = false, never = false, all_never = true, stopped = false;
+    for (const v1::DependencyRecord& t : r.dependency_terms()) {
+      if (stopped) {
+        left.push_back(&t);
+        continue;
+      }
+      --budget;
+      const Outcome o = Evaluate(r, t, now);
+      if (o == Outcome::kSatisfied) {
+        any_satisfied = true;
+        if (r.dependency_any()) break;
+        continue;
+      }
+      left.push_back(&t);
+      all_never = all_never && o == Outcome::kNever;
+      if (o == Outcome::kNever && !r.dependency_any()) never = true;
+      if (o == Outcome::kWaiting && !r.dependency_any()) stopped = true;
+      if (budget == 0) stopped = true;
+    }
+    if (r.dependency_any()) {
+      if (any_satisfied) left.clear();
+      never = !any_satisfied && !stopped && all_never;
+    }
+    const bool fewer = static_cast<int>(left.size()) < r.dependency_terms_size();
+    const bool cleared =
+        left.empty() && core::ParseReason(r.reason()) == core::JobReason::kDependency;
+    if (!fewer && !never && !cleared) continue;
     v1::JobRecord next = r;
     next.clear_dependency_terms();
-    bool any_satisfied = false, any_never = false;
-    for (const v1::DependencyRecord& t : r.dependency_terms()) {
-      const Outcome o = Evaluate(r, t, now);
-      any_satisfied = any_satisfied || o == Outcome::kSatisfied;
-      any_never = any_never || o == Outcome::kNever;
-      if (o != Outcome::kSatisfied) *next.add_dependency_terms() = t;
-    }
-    bool never = false;
-    if (r.dependency_any()) {
-      if (any_satisfied) {
-        next.clear_dependency_terms();
-      } else {
-        never = true;
-        for (const v1::DependencyRecord& t : next.dependency_terms()) {
-          never = never && Evaluate(r, t, now) == Outcome::kNever;
-        }
-      }
-    } else {
-      never = any_never;
-    }
+    for (const v1::DependencyRecord* t : left) *next.add_dependency_terms() = *t;
     if (never) {
       next.set_reason(core::ReasonName(core::JobReason::kDependencyNeverSatisfied));
       next.set_reason_detail("a job it depends on ended so that --dependency=" +
                              r.spec().dependency() + " can never be satisfied; cancel it");
-    } else if (next.dependency_terms_size() == 0 &&
-               core::ParseReason(r.reason()) == core::JobReason::kDependency) {
+    } else if (cleared) {
       next.set_reason(core::ReasonName(core::JobReason::kNone));
       next.clear_reason_detail();
     }
-    if (next.SerializeAsString() == r.SerializeAsString()) continue;
     m.PutJob(next);
     changed.emplace_back(id, std::move(next));
   }
   if (changed.empty()) return;
-  ctx_.CommitOrDie(m);
+  // Not applied when it cannot be written: the next pass tries again (nothing was promised).
+  if (Status st = ctx_.Commit(m); !st.ok()) {
+    spdlog::error("dependencies: cannot record resolved terms ({}); trying again next pass",
+                  st.ToString());
+    return;
+  }
   for (auto& [id, rec] : changed) {
     if (JobEntry* job = jobs_.Find(id)) job->rec = std::move(rec);
   }

@@ -6,8 +6,11 @@
 // Strand-confined.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine_context.h"
@@ -41,6 +44,10 @@ class DependencyTracker {
   EngineContext& ctx_;
   JobManager& jobs_;
   std::set<uint64_t> waiting_;  // pending jobs that had terms left when last seen
+  uint64_t resume_after_ = 0;   // where the last pass stopped looking
+  // Per pass, built when a singleton term is first met: (uid, name) -> its earliest unfinished
+  // job.
+  mutable std::optional<std::map<std::pair<uint32_t, std::string>, uint64_t>> singletons_;
 };
 
 }  // namespace muster::controller

@@ -1,5 +1,7 @@
 #include "fair_share.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -104,6 +106,7 @@ void FairShare::Accrue(TimeMs now) {
   if (now - last_flush_ms_ < kFlushEveryMs) return;
   last_flush_ms_ = now;
   store::Mutation m;
+  std::vector<Usage*> written;
   for (auto& [key, u] : usage_) {
     if (!u.dirty) continue;
     v1::UsageRecord rec;
@@ -112,9 +115,15 @@ void FairShare::Accrue(TimeMs now) {
     rec.set_usage(u.units);
     rec.set_updated_ms(u.updated_ms);
     m.PutUsage(rec);
-    u.dirty = false;
+    written.push_back(&u);
   }
-  if (!m.empty()) ctx_.CommitOrDie(m, store::Durability::kBuffered);
+  if (m.empty()) return;
+  // Usage is not worth stopping the controller for (a full disk): kept in memory, tried again.
+  if (Status st = ctx_.Commit(m, store::Durability::kBuffered); !st.ok()) {
+    spdlog::warn("fair-share: cannot write usage ({}); trying again in a minute", st.ToString());
+    return;
+  }
+  for (Usage* u : written) u->dirty = false;
 }
 
 core::FairShareResult FairShare::ComputeAt(TimeMs now) const {

@@ -61,6 +61,7 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   }
   MUSTER_RETURN_IF_ERROR(CheckText("--constraint", spec.constraint(), kMaxExpressionBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--array", spec.array(), kMaxExpressionBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("--dependency", spec.dependency(), kMaxExpressionBytes));
   MUSTER_RETURN_IF_ERROR(
       CheckTextList("--partition", spec.partitions(), kMaxListEntries, kMaxShortStringBytes));
   if (static_cast<size_t>(spec.gres_size()) > kMaxListEntries) {

@@ -137,5 +137,29 @@ TEST_F(DependencyTest, AfterWaitsForTheStartPlusItsDelayAndSurvivesRestarts) {
   EXPECT_EQ(Job(later).state(), v1::RUNNING);
 }
 
+TEST_F(DependencyTest, WhatOneJobMayWaitForIsBoundedAndResolvingIsSpreadOverPasses) {
+  const uint64_t done = *After("");
+  Finish(done, 0);
+  std::string many = "afterok";
+  for (int i = 0; i < 1001; ++i) many += ":" + std::to_string(done);
+  Status st = After(many).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("more than 1000"), std::string::npos) << st.message();
+  EXPECT_EQ(After("afterok:" + std::string(5000, '1')).status().code(),
+            StatusCode::kInvalidArgument)
+      << "the text is bounded before it is parsed";
+  // 30 jobs of 1000 satisfied terms each: one pass looks at 20,000 terms, the next at the rest.
+  many.erase(many.rfind(':'));
+  std::vector<uint64_t> waiting;
+  for (int i = 0; i < 30; ++i) waiting.push_back(*After(many, 0));
+  engine_->RunSchedulePass(now_);
+  size_t resolved = 0;
+  for (uint64_t id : waiting) resolved += Job(id).dependency().empty();
+  EXPECT_GT(resolved, 0u);
+  EXPECT_LT(resolved, waiting.size());
+  engine_->RunSchedulePass(now_);
+  for (uint64_t id : waiting) EXPECT_EQ(Job(id).dependency(), "") << id;
+}
+
 }  // namespace
 }  // namespace muster::controller

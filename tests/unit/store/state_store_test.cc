@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -233,6 +234,29 @@ TEST(RocksDbStateStoreTest, SecondOpenOfTheSameDirIsRefused) {
   auto b = OpenRocksDbStateStore(dir.string());
   EXPECT_FALSE(b.ok());
   a->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// The store holds every job's script and environment and the secret behind the nodes' step keys.
+TEST(RocksDbStateStoreTest, TheDirectoryIsMadePrivateAndMustBeTheControllers) {
+  auto dir = std::filesystem::temp_directory_path() / ("muster-priv-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::chmod(dir.c_str(), 0755);
+  {
+    auto store = OpenRocksDbStateStore(dir.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "others could read the jobs' environments";
+  if (::geteuid() == 0) {
+    // Made (or handed over) by someone else: refused, not trusted.
+    ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+    auto foreign = OpenRocksDbStateStore(dir.string());
+    EXPECT_EQ(foreign.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_NE(foreign.status().message().find("belongs to uid 65534"), std::string::npos)
+        << foreign.status().message();
+  }
   std::filesystem::remove_all(dir);
 }
 
