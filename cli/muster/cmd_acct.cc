@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cli.h"
+#include "format_spec.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
@@ -132,28 +133,20 @@ struct Column {
 };
 
 Result<std::vector<Column>> ParseFormat(const std::string& spec) {
+  std::string names;
+  for (const Field& f : Fields()) names += std::string(names.empty() ? "" : " ") + f.name;
+  auto find = [](const std::string& name) -> std::optional<size_t> {
+    for (size_t i = 0; i < Fields().size(); ++i) {
+      if (EqualsIgnoreCase(Fields()[i].name, name)) return i;
+    }
+    return std::nullopt;
+  };
+  MUSTER_ASSIGN_OR_RETURN(std::vector<NamedField> named, ParseNamedFields(spec, find, names));
   std::vector<Column> out;
-  for (std::string item : Split(spec, ',', true)) {
-    size_t width = 0;
-    size_t pct = item.find('%');
-    if (pct != std::string::npos) {
-      auto w = ParseUint(item.substr(pct + 1));
-      if (!w || *w == 0 || *w > 1000) return InvalidArgument("bad width in --format item " + item);
-      width = static_cast<size_t>(*w);
-      item = item.substr(0, pct);
-    }
-    const Field* found = nullptr;
-    for (const Field& f : Fields()) {
-      if (EqualsIgnoreCase(f.name, item)) found = &f;
-    }
-    if (!found) {
-      std::string names;
-      for (const Field& f : Fields()) names += std::string(names.empty() ? "" : " ") + f.name;
-      return InvalidArgument("unknown --format field '" + item + "' (supported: " + names + ")");
-    }
-    out.push_back({found, width ? width : found->width});
+  for (const NamedField& n : named) {
+    const Field& f = Fields()[n.index];
+    out.push_back({&f, n.width ? n.width : f.width});
   }
-  if (out.empty()) return InvalidArgument("--format lists no fields");
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "cli.h"
+#include "format_spec.h"
 #include "muster/common/strings.h"
 
 namespace muster::cli {
@@ -179,18 +180,18 @@ int Show(const std::string& entity, Specs& s, bool header, const std::string& se
     const Column* column;
     int width;
   };
+  std::string supported;
+  for (const Column& c : Columns()) supported += std::string(supported.empty() ? "" : " ") + c.name;
+  auto find = [](const std::string& name) -> std::optional<size_t> {
+    const Column* c = FindColumn(name);
+    return c ? std::optional<size_t>(static_cast<size_t>(c - Columns().data())) : std::nullopt;
+  };
+  auto named = ParseNamedFields(format, find, supported);
+  if (!named.ok()) return Fail("sacctmgr", named.status());
   std::vector<Chosen> chosen;
-  for (const std::string& f : Split(format, ',', true)) {
-    const size_t pct = f.find('%');
-    const Column* c = FindColumn(f.substr(0, pct));
-    if (!c) return Fail("sacctmgr", InvalidArgument("unknown format field '" + f + "'"));
-    int width = c->width;
-    if (pct != std::string::npos) {
-      auto w = ParseUint(f.substr(pct + 1));
-      if (!w || *w > 1000) return Fail("sacctmgr", InvalidArgument("bad width in '" + f + "'"));
-      width = static_cast<int>(*w);
-    }
-    chosen.push_back({c, width});
+  for (const NamedField& n : *named) {
+    const Column& c = Columns()[n.index];
+    chosen.push_back({&c, n.width ? static_cast<int>(n.width) : c.width});
   }
   v1::ListAccountsResponse all;
   if (Status st = Call(v1::METHOD_LIST_ACCOUNTS, v1::ListAccountsRequest(), &all); !st.ok()) {

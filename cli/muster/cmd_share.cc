@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "cli.h"
+#include "format_spec.h"
 #include "muster/common/strings.h"
 #include "output.h"
 
@@ -130,22 +131,20 @@ int CmdShare(int argc, char** argv) {
     const Field* field;
     int width;
   };
+  std::string supported;
+  for (const Field& f : Fields()) supported += std::string(supported.empty() ? "" : " ") + f.name;
+  auto find = [](const std::string& name) -> std::optional<size_t> {
+    for (size_t i = 0; i < Fields().size(); ++i) {
+      if (EqualsIgnoreCase(Fields()[i].name, name)) return i;
+    }
+    return std::nullopt;
+  };
+  auto named = ParseNamedFields(format, find, supported);
+  if (!named.ok()) return Usage("share", named.status().message());
   std::vector<Chosen> chosen;
-  for (const std::string& f : Split(format, ',', true)) {
-    const size_t pct = f.find('%');
-    const std::string name = ToLower(f.substr(0, pct));
-    const Field* found = nullptr;
-    for (const Field& field : Fields()) {
-      if (ToLower(field.name) == name) found = &field;
-    }
-    if (!found) return Usage("share", "unknown format field '" + f + "'");
-    int width = found->width;
-    if (pct != std::string::npos) {
-      auto w = ParseUint(f.substr(pct + 1));
-      if (!w || *w > 1000) return Usage("share", "bad width in '" + f + "'");
-      width = static_cast<int>(*w);
-    }
-    chosen.push_back({found, width});
+  for (const NamedField& n : *named) {
+    const Field& f = Fields()[n.index];
+    chosen.push_back({&f, n.width ? static_cast<int>(n.width) : f.width});
   }
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("share", controller.status());

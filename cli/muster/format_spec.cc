@@ -1,5 +1,7 @@
 #include "format_spec.h"
 
+#include "muster/common/strings.h"
+
 namespace muster::cli {
 
 Result<std::vector<FormatItem>> ParseFormatSpec(const std::string& fmt, std::string_view letters) {
@@ -66,6 +68,29 @@ void RenderLine(const std::vector<FormatItem>& items, const std::function<std::s
     while (out.size() > start && out.back() == ' ') out.pop_back();
   }
   out += '\n';
+}
+
+Result<std::vector<NamedField>> ParseNamedFields(
+    const std::string& spec, const std::function<std::optional<size_t>(const std::string&)>& find,
+    const std::string& supported) {
+  std::vector<NamedField> out;
+  for (std::string item : Split(spec, ',', true)) {
+    NamedField f;
+    if (const size_t pct = item.find('%'); pct != std::string::npos) {
+      auto w = ParseUint(item.substr(pct + 1));
+      if (!w || *w == 0 || *w > 1000) return InvalidArgument("bad width in format field " + item);
+      f.width = static_cast<size_t>(*w);
+      item.resize(pct);
+    }
+    auto index = find(item);
+    if (!index) {
+      return InvalidArgument("unknown format field '" + item + "' (supported: " + supported + ")");
+    }
+    f.index = *index;
+    out.push_back(f);
+  }
+  if (out.empty()) return InvalidArgument("the format lists no fields");
+  return out;
 }
 
 }  // namespace muster::cli

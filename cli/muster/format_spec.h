@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,5 +33,17 @@ void AppendColumn(std::string& out, std::string_view v, size_t width, bool right
 // drops trailing blanks (`trim`), squeue keeps them.
 void RenderLine(const std::vector<FormatItem>& items,
                 const std::function<std::string(char letter)>& value, bool trim, std::string& out);
+
+// Slurm's lists of named fields (sacct -o, sshare -o, sacctmgr format=): "Name,Name%WIDTH",
+// names case-insensitive. `find` gives a name's field (nullopt: not one); a width of 0 means the
+// field's own. INVALID_ARGUMENT naming `supported` for an unknown name, a bad width (1 to 1000)
+// or an empty list.
+struct NamedField {
+  size_t index = 0;
+  size_t width = 0;
+};
+Result<std::vector<NamedField>> ParseNamedFields(
+    const std::string& spec, const std::function<std::optional<size_t>(const std::string&)>& find,
+    const std::string& supported);
 
 }  // namespace muster::cli
