@@ -23,15 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
-wait_for() {
-  local deadline=$(( $(date +%s) + $1 )); shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$deadline" ] || fail "timed out waiting for: $*"
-    sleep 0.1
-  done
-}
+. "$ROOT/tests/system/lib.sh"
 state() { muster job show "$1" --json | sed -n 's/.*"state":"\([A-Z_]*\)".*/\1/p'; }
 is_state() { [ "$(state "$1")" = "$2" ]; }
 json_field() { sed -n "s/.*\"$2\":\\([^,}]*\\).*/\\1/p" <<<"$1"; }

@@ -58,15 +58,7 @@ cleanup() {
   rm -rf "$DIR"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
-wait_for() {
-  local deadline=$(( $(date +%s) + $1 )); shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$deadline" ] || fail "timed out waiting for: $*"
-    sleep 0.2
-  done
-}
+. "$(dirname "$0")/lib.sh"
 
 echo "== hosts: namespaces, a bridge, veth pairs"
 for ns in "$NS_SW" "$NS_CTL" "$NS_N1" "$NS_N2" "$NS_LOGIN"; do

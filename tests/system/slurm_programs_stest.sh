@@ -20,7 +20,7 @@ cleanup() {
   rm -rf "$DIR"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$ROOT/tests/system/lib.sh"
 cd "$DIR"
 
 # Debian's packages (scripts/install-deps.sh installs them).
