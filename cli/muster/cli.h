@@ -34,6 +34,7 @@ int CmdTopology(int argc, char** argv);
 int CmdCerts(int argc, char** argv);
 int CmdAudit(int argc, char** argv);
 int CmdAccount(int argc, char** argv);
+int CmdQos(int argc, char** argv);
 int CmdUser(int argc, char** argv);
 int CmdSacctmgr(int argc, char** argv);
 int CmdShare(int argc, char** argv);

@@ -4,7 +4,11 @@
 //   sacctmgr [-i] modify account [where] [name=]NAME set parent=P fairshare=N description=TEXT
 //   sacctmgr [-i] modify user [where] [name=]NAME set defaultaccount=A
 //   sacctmgr [-i] remove|delete account NAME | user NAME [account=A]
-//   sacctmgr [-n] [-p|-P] show|list account|user|assoc [where ...] [format=F1,F2%W,...]
+//   sacctmgr [-i] add|modify|remove qos NAME [set] Priority=N Preempt=Q1,Q2 PreemptMode=M
+//            UsageFactor=F GraceTime=SECS Flags=DenyOnLimit and limits
+//   account and qos limits: GrpTRES=gres/gpu[:TYPE]=N,node=N GrpJobs= GrpSubmitJobs= MaxJobs=
+//            MaxSubmitJobs= MaxTRES=gres/gpu=N,node=N MaxTRESPerUser= (qos) MaxWall= (-1 clears)
+//   sacctmgr [-n] [-p|-P] show|list account|user|assoc|qos [where ...] [format=F1,F2%W,...]
 // Changes are made at once (-i is accepted and implied: there is no confirmation prompt).
 #include <algorithm>
 #include <cstdio>
@@ -15,18 +19,24 @@
 #include "cli.h"
 #include "format_spec.h"
 #include "muster/common/strings.h"
+#include "sacctmgr_limits.h"
 
 namespace muster::cli {
 namespace {
 
 constexpr const char* kHelp =
     "Usage: sacctmgr [-i] [-n] [-p|-P] COMMAND ENTITY [SPECS]\n"
-    "  add|create account NAME [parent=P] [fairshare=N] [description=TEXT]\n"
+    "  add|create account NAME [parent=P] [fairshare=N] [description=TEXT] [qos=Q,Q]\n"
+    "                          [defaultqos=Q] [LIMITS]\n"
+    "  add|modify|remove qos NAME [set] [priority=N] [preempt=Q,Q] [preemptmode=requeue|cancel]\n"
+    "                          [usagefactor=F] [gracetime=SECS] [flags=DenyOnLimit] [LIMITS]\n"
+    "  LIMITS: GrpTRES=gres/gpu[:TYPE]=N,node=N GrpJobs=N GrpSubmitJobs=N MaxJobs=N\n"
+    "          MaxSubmitJobs=N MaxTRES=gres/gpu=N,node=N MaxTRESPerUser=gres/gpu=N MaxWall=T\n"
     "  add|create user NAME account=A [defaultaccount=A]\n"
     "  modify account|user [where] [name=]NAME set parent=P fairshare=N description=TEXT\n"
     "                                                  | defaultaccount=A\n"
     "  remove|delete account NAME | user NAME [account=A]\n"
-    "  show|list account|user|association [where name=N account=A user=U] [format=F,F%W]\n"
+    "  show|list account|user|association|qos [where name=N account=A user=U] [format=F,F%W]\n"
     "  -n no header; -p '|' after every field; -P '|' between fields. Changes need an admin.\n";
 
 // key=value words (keys case-insensitive), split at "where" and "set".
@@ -58,24 +68,16 @@ Result<Specs> ParseSpecs(const std::vector<std::string>& words) {
   return s;
 }
 
-// A value by any of its spellings (sacctmgr accepts name, names, account, accounts, ...).
 std::optional<std::string> Take(std::map<std::string, std::string>& m,
                                 std::initializer_list<const char*> keys) {
-  for (const char* k : keys) {
-    auto it = m.find(k);
-    if (it == m.end()) continue;
-    std::string v = it->second;
-    m.erase(it);
-    return v;
-  }
-  return std::nullopt;
+  return TakeKey(m, keys);
 }
 
 Status NoLeftovers(const std::map<std::string, std::string>& m) {
   if (m.empty()) return Status::Ok();
   return Unimplemented("sacctmgr: '" + m.begin()->first +
                        "' is not supported (Muster has accounts, parents, fairshare, "
-                       "descriptions, users and default accounts)");
+                       "descriptions, users, default accounts, QoS and the limits in -h)");
 }
 
 Status Call(v1::Method method, const google::protobuf::MessageLite& req,
@@ -97,6 +99,9 @@ Status UpdateAccount(v1::AccountOp op, const std::string& name, Specs& s) {
     req.set_shares(static_cast<uint32_t>(*n));
   }
   if (auto d = Take(values, {"description", "descr"})) req.set_description(*d);
+  if (auto q = Take(values, {"qos", "qoslevel"})) req.set_qos(*q == "''" ? "" : *q);
+  if (auto q = Take(values, {"defaultqos"})) req.set_default_qos(*q == "''" ? "" : *q);
+  MUSTER_RETURN_IF_ERROR(TakeLimits(values, /*qos=*/false, req.mutable_limits()));
   Take(values, {"organization", "org", "cluster", "clusters"});  // one cluster, no organisations
   MUSTER_RETURN_IF_ERROR(NoLeftovers(values));
   v1::UpdateAccountResponse resp;
@@ -124,6 +129,13 @@ std::string DefaultOf(const v1::UserRecord& u) {
   return u.default_account().empty() ? u.accounts(0) : u.default_account();
 }
 
+// An account's limit column; user lines show their account's limits, as inherited.
+std::function<std::string(const v1::AccountRecord*, const v1::UserRecord*)> Limit(const char* c) {
+  return [c](const v1::AccountRecord* a, const v1::UserRecord*) {
+    return a ? LimitColumn(a->limits(), c) : std::string();
+  };
+}
+
 const std::vector<Column>& Columns() {
   static const std::vector<Column> columns = {
       {"Cluster", 10, [](auto, auto) { return std::string(); }},
@@ -142,6 +154,18 @@ const std::vector<Column>& Columns() {
       {"Org", 20, [](const v1::AccountRecord* a, auto) { return a ? a->name() : ""; }},
       {"DefaultAccount", 10, [](auto, const v1::UserRecord* u) { return u ? DefaultOf(*u) : ""; }},
       {"Admin", 9, [](auto, const v1::UserRecord* u) { return u ? std::string("None") : ""; }},
+      {"QOS", 20,
+       [](const v1::AccountRecord* a, auto) {
+         return a ? Join(std::vector<std::string>(a->qos().begin(), a->qos().end()), ",") : "";
+       }},
+      {"Def QOS", 9, [](const v1::AccountRecord* a, auto) { return a ? a->default_qos() : ""; }},
+      {"GrpTRES", 13, Limit("GrpTRES")},
+      {"GrpJobs", 7, Limit("GrpJobs")},
+      {"GrpSubmit", 9, Limit("GrpSubmit")},
+      {"MaxJobs", 7, Limit("MaxJobs")},
+      {"MaxSubmit", 9, Limit("MaxSubmit")},
+      {"MaxTRES", 13, Limit("MaxTRES")},
+      {"MaxWall", 11, Limit("MaxWall")},
   };
   return columns;
 }
@@ -153,6 +177,7 @@ const Column* FindColumn(const std::string& name) {
   if (lname == "organization") lname = "org";
   if (lname == "fairshare") lname = "share";
   if (lname == "parent") lname = "parentname";
+  if (lname == "defaultqos" || lname == "defqos") lname = "def qos";
   for (const Column& c : Columns()) {
     if (ToLower(c.name) == lname) return &c;
   }
@@ -286,6 +311,31 @@ int CmdSacctmgr(int argc, char** argv) {
   auto specs = ParseSpecs({words.begin() + 2, words.end()});
   if (!specs.ok()) return Usage("sacctmgr", specs.status().message());
   Specs& s = *specs;
+  if (entity == "qos") {
+    if (command == "show" || command == "list") {
+      auto format = Take(s.where, {"format"});
+      if (auto n = Take(s.where, {"name", "names"})) {
+        for (const auto& x : Split(*n, ',', true)) s.names.push_back(x);
+      }
+      if (Status left = NoLeftovers(s.where); !left.ok()) return Fail("sacctmgr", left);
+      return ShowQos(s.names, format.value_or(""), header, sep, trailing);
+    }
+    if (auto n = Take(s.where, {"name", "names"})) s.names.push_back(*n);
+    if (s.names.size() != 1) return Usage("sacctmgr", "expected one qos name");
+    Status st;
+    if (command == "add" || command == "create") {
+      st = UpdateQos(v1::ACCOUNT_OP_ADD, s.names[0], s.where);
+    } else if (command == "modify" || command == "update") {
+      if (Status left = NoLeftovers(s.where); !left.ok()) return Fail("sacctmgr", left);
+      st = UpdateQos(v1::ACCOUNT_OP_MODIFY, s.names[0], s.set);
+    } else if (command == "remove" || command == "delete") {
+      st = UpdateQos(v1::ACCOUNT_OP_REMOVE, s.names[0], s.where);
+    } else {
+      return Usage("sacctmgr", "unknown command '" + command + "' (add, modify, remove, show)");
+    }
+    if (!st.ok()) return Fail("sacctmgr", st);
+    return kExitOk;
+  }
   if (command == "show" || command == "list") {
     if (entity != "account" && entity != "accounts" && entity != "user" && entity != "users" &&
         entity.rfind("assoc", 0) != 0) {

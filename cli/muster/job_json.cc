@@ -62,7 +62,10 @@ void SlurmJobJson(JsonWriter& w, const v1::JobInfo& j, const std::string& cluste
   const bool pending = j.state() == v1::PENDING;
   const std::string nodes = NodeList(j);
   w.BeginObject();
-  w.Field("account", j.account()).Field("job_id", j.id()).Field("name", j.name());
+  w.Field("account", j.account())
+      .Field("qos", j.qos())
+      .Field("job_id", j.id())
+      .Field("name", j.name());
   w.Field("user_name", j.user()).Field("user_id", j.uid());
   w.Field("job_state", JobStateName(j.state(), j.completing()));
   w.Field("state_reason", j.reason().empty() ? std::string("None") : j.reason());

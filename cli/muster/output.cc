@@ -14,6 +14,7 @@
 
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
+#include "muster/common/signals.h"
 #include "muster/common/strings.h"
 
 namespace muster::cli {
@@ -30,18 +31,7 @@ int64_t ElapsedMs(const v1::JobInfo& j, int64_t now) {
 
 std::string TimeLimitText(int64_t ms) { return ms <= 0 ? "UNLIMITED" : FormatDuration(ms); }
 
-int ParseSignalName(const std::string& v) {
-  static const std::map<std::string, int> names = {
-      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
-      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"CONT", SIGCONT},
-      {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"ALRM", SIGALRM}, {"URG", SIGURG}};
-  if (auto n = ParseUint(v); n && *n > 0 && *n < 65) return static_cast<int>(*n);
-  std::string name = v;
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (StartsWith(name, "SIG")) name = name.substr(3);
-  auto it = names.find(name);
-  return it == names.end() ? 0 : it->second;
-}
+int ParseSignalName(const std::string& v) { return SignalNumber(v); }
 
 std::string Right(const std::string& s, size_t width) {
   if (s.size() >= width) return s.substr(0, width);

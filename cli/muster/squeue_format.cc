@@ -21,7 +21,7 @@ Result<std::vector<FormatItem>> ParseSqueueLongFormat(const std::string& fmt) {
       {"numnodes", 'D'},  {"numcpus", 'C'},    {"timeused", 'M'},     {"timelimit", 'l'},
       {"partition", 'P'}, {"reasonlist", 'R'}, {"reason", 'r'},       {"nodelist", 'N'},
       {"priority", 'Q'},  {"submittime", 'V'}, {"starttime", 'S'},    {"tres-per-node", 'b'},
-      {"account", 'a'}};
+      {"account", 'a'},   {"qos", 'q'}};
   std::vector<FormatItem> items;
   for (const std::string& part : Split(fmt, ',', true)) {
     FormatItem f;
@@ -94,6 +94,8 @@ std::string SqueueHeader(char letter) {
       return "TRES_PER_NODE";
     case 'a':
       return "ACCOUNT";
+    case 'q':
+      return "QOS";
     case 'F':
       return "ARRAY_JOB_ID";
     case 'K':
@@ -182,6 +184,8 @@ std::string SqueueField(char letter, const v1::JobInfo& j, const RowId& row, int
              std::to_string(j.gpus_per_node());
     case 'a':
       return j.account().empty() ? "(null)" : j.account();
+    case 'q':
+      return j.qos().empty() ? "normal" : j.qos();
     case 'K':
       return row.tasks;
     default:

@@ -94,6 +94,7 @@ size_t JobSupervisor::Detach() {
     // Step tasks talk to their client through this process: they cannot outlive it.
     for (pid_t g : job->step_pgids) ctx_.launcher.Kill(-g, SIGKILL);
     if (job->limit_timer) job->limit_timer->cancel();
+    if (job->warn_timer) job->warn_timer->cancel();
     if (job->kill_timer) job->kill_timer->cancel();
     if (job->poll_timer) job->poll_timer->cancel();
     kept += job->keeper > 0 && !job->exited;
@@ -494,6 +495,24 @@ void JobSupervisor::ArmTimeLimit(LocalJob& job) {
   job.limit_timer->async_wait([this, id](boost::system::error_code e) {
     if (!e) OnTimeLimit(id);
   });
+  const v1::JobSpec& spec = l.spec();
+  if (spec.signal() > 0 && spec.signal() < 65 && l.batch_node()) {
+    // --signal=[B:]SIG@secs: the job hears SIG that long before its limit, to checkpoint.
+    const int64_t warn_in = remaining - static_cast<int64_t>(spec.signal_time_s()) * 1000;
+    job.warn_timer = std::make_unique<asio::steady_timer>(ctx_.io);
+    job.warn_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, warn_in)));
+    job.warn_timer->async_wait([this, id](boost::system::error_code e) {
+      LocalJob* j = e ? nullptr : Find(id);
+      if (!j || j->exited || j->terminating) return;
+      const v1::JobSpec& sp = j->launch.spec();
+      spdlog::info("job={} node={} signal {} before its time limit", id, ctx_.node(), sp.signal());
+      if (sp.signal_batch_only() && j->task_pid > 0) {
+        ctx_.launcher.Kill(-j->task_pid, sp.signal());
+      } else {
+        SignalJob(*j, sp.signal());
+      }
+    });
+  }
 }
 
 void JobSupervisor::OnTimeLimit(uint64_t id) {
@@ -505,9 +524,15 @@ void JobSupervisor::OnTimeLimit(uint64_t id) {
   StartKill(*job, job->launch.kill_grace_ms());
 }
 
-void JobSupervisor::StartKill(LocalJob& job, uint32_t grace_ms) {
+void JobSupervisor::StartKill(LocalJob& job, uint32_t grace_ms, int first_signal, bool batch_only) {
   SignalJob(job, SIGCONT);  // a stopped process cannot act on SIGTERM
-  SignalJob(job, SIGTERM);
+  if (first_signal <= 0 || first_signal >= 65) first_signal = SIGTERM;
+  if (batch_only && job.task_pid > 0 && !job.exited) {
+    // --signal=B:SIG: the batch script is told (to checkpoint and end its steps itself).
+    ctx_.launcher.Kill(-job.task_pid, first_signal);
+  } else {
+    SignalJob(job, first_signal);
+  }
   if (job.kill_timer) return;
   const uint64_t id = job.launch.job_id();
   job.kill_timer = std::make_unique<asio::steady_timer>(ctx_.io);
@@ -536,7 +561,8 @@ void JobSupervisor::Terminate(const v1::TerminateJob& t) {
     spdlog::info("job={} node={} terminating: {}", t.job_id(), ctx_.node(), t.reason());
     job->terminating = true;
     if (job->limit_timer) job->limit_timer->cancel();
-    StartKill(*job, t.kill_grace_ms());
+    if (job->warn_timer) job->warn_timer->cancel();
+    StartKill(*job, t.kill_grace_ms(), t.signal(), t.signal_batch_only());
   }
   CheckClean(t.job_id());
 }

@@ -46,6 +46,7 @@ struct LocalJob {
   // once (entries are dropped once the credential has expired and cannot be shown again).
   std::map<uint32_t, int64_t> started_steps;
   std::unique_ptr<boost::asio::steady_timer> limit_timer, kill_timer, poll_timer;
+  std::unique_ptr<boost::asio::steady_timer> warn_timer;  // --signal=SIG@secs before the limit
   uint32_t run() const { return launch.requeue_count(); }
 };
 
@@ -91,7 +92,9 @@ class JobSupervisor {
  private:
   void StartJob(uint64_t id);  // after the prolog: the batch script, JobStarted
   void FailLaunch(uint64_t id, const std::string& why, bool node_fault);
-  void StartKill(LocalJob& job, uint32_t grace_ms);
+  // SIGCONT, then `first_signal` (SIGTERM when 0; to the batch script alone with `batch_only`),
+  // then SIGKILL after the grace.
+  void StartKill(LocalJob& job, uint32_t grace_ms, int first_signal = 0, bool batch_only = false);
   void SignalJob(LocalJob& job, int sig);
   void ArmTimeLimit(LocalJob& job);
   void OnTimeLimit(uint64_t id);

@@ -9,6 +9,7 @@
 #include "muster/common/dependency.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
+#include "muster/common/signals.h"
 #include "muster/common/strings.h"
 
 namespace muster::client {
@@ -36,6 +37,7 @@ enum LongOnly {
   kTestOnly,
   kJobId,
   kDependency,
+  kSignal,
 };
 
 const struct option kLongOptions[] = {
@@ -43,6 +45,8 @@ const struct option kLongOptions[] = {
     {"partition", required_argument, nullptr, 'p'},
     {"account", required_argument, nullptr, 'A'},
     {"dependency", required_argument, nullptr, 'd'},
+    {"qos", required_argument, nullptr, 'q'},
+    {"signal", required_argument, nullptr, kSignal},
     {"nodes", required_argument, nullptr, 'N'},
     {"ntasks", required_argument, nullptr, 'n'},
     {"ntasks-per-node", required_argument, nullptr, kNtasksPerNode},
@@ -85,7 +89,7 @@ const struct option kLongOptions[] = {
     {"jobid", required_argument, nullptr, kJobId},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:A:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
+constexpr const char* kShortOptions = "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
 
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
@@ -116,11 +120,9 @@ bool Accepted(int c, OptionSet set) {
 }
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {"qos",
-                                                 "mail-type",
+const std::set<std::string> kKnownUnsupported = {"mail-type",
                                                  "mail-user",
                                                  "comment",
-                                                 "signal",
                                                  "begin",
                                                  "deadline",
                                                  "reservation",
@@ -279,6 +281,33 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'A':
         o->account = val;
         break;
+      case 'q':
+        o->qos = val;
+        break;
+      case kSignal: {
+        // [{R|B}:]SIG[@secs], as Slurm's.
+        std::string v = val;
+        o->signal_batch_only = false;
+        if (v.size() > 2 && v[1] == ':' && (v[0] == 'B' || v[0] == 'R')) {
+          o->signal_batch_only = v[0] == 'B';
+          v = v.substr(2);
+        }
+        std::string when;
+        if (size_t at = v.find('@'); at != std::string::npos) {
+          when = v.substr(at + 1);
+          v = v.substr(0, at);
+        }
+        const int sig = SignalNumber(v);
+        if (sig == 0) return err("--signal: unknown signal '" + v + "'");
+        o->signal = sig;
+        o->signal_time_s = 60;
+        if (!when.empty()) {
+          auto secs = ParseUint(when);
+          if (!secs || *secs > 65'535) return err("--signal: bad time '" + when + "' (seconds)");
+          o->signal_time_s = static_cast<uint32_t>(*secs);
+        }
+        break;
+      }
       case 'd': {
         auto dep = ParseDependency(val);
         if (!dep.ok()) {
@@ -578,6 +607,12 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   }
   s.set_name(name);
   if (o.account) s.set_account(*o.account);
+  if (o.qos) s.set_qos(*o.qos);
+  if (o.signal) {
+    s.set_signal(*o.signal);
+    s.set_signal_time_s(o.signal_time_s);
+    s.set_signal_batch_only(o.signal_batch_only);
+  }
   if (o.dependency) s.set_dependency(*o.dependency);
   if (o.partition) {
     for (const auto& p : Split(*o.partition, ',', true)) s.add_partitions(p);
@@ -675,6 +710,9 @@ first; options on the command line override them.
   -J, --job-name=NAME        job name (default: the script's file name)
   -p, --partition=P[,P2]     partition(s) to run in (default: the cluster's default)
   -A, --account=ACCOUNT      the account the job charges (default: yours)
+  -q, --qos=QOS              its quality of service (default: the account's)
+      --signal=[B:]SIG[@SECS]  SIG instead of SIGTERM when preempted (to the batch
+                             script only with B:)
   -d, --dependency=SPEC      after:ID[+MIN], afterany, afterok, afternotok:ID[:ID], singleton;
                              ',' all of them, '?' any of them
   -N, --nodes=N[-MAX]        number of nodes (a gang: all start together or none); with a

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "config_reader.h"
 #include "muster/common/duration.h"
 #include "muster/common/framing.h"
 #include "muster/common/hostlist.h"
@@ -17,171 +18,11 @@
 
 namespace muster {
 namespace {
-
-// Reads one TOML table, remembering which keys were used so unknown ones can be reported with
-// their line. Every error names the file, line and key.
-class TableReader {
- public:
-  TableReader(const toml::table& t, std::string path, const std::string& source)
-      : t_(t), path_(std::move(path)), source_(source) {}
-
-  Status Error(const toml::node* n, const std::string& key, const std::string& problem) const {
-    int line =
-        n ? static_cast<int>(n->source().begin.line) : static_cast<int>(t_.source().begin.line);
-    return InvalidArgument(source_ + ":" + std::to_string(line) + ": " + Qualified(key) + ": " +
-                           problem);
-  }
-
-  std::string Qualified(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
-
-  const toml::node* Get(const std::string& key) {
-    used_.insert(key);
-    return t_.get(key);
-  }
-
-  Status String(const std::string& key, std::string* out) {
-    const toml::node* n = Get(key);
-    if (!n) return Status::Ok();
-    if (!n->is_string()) return Error(n, key, "expected a string");
-    *out = *n->value<std::string>();
-    return Status::Ok();
-  }
-
-  Status Bool(const std::string& key, bool* out) {
-    const toml::node* n = Get(key);
-    if (!n) return Status::Ok();
-    if (!n->is_boolean()) return Error(n, key, "expected true or false");
-    *out = *n->value<bool>();
-    return Status::Ok();
-  }
-
-  template <typename T>
-  Status Uint(const std::string& key, T* out, uint64_t min = 0,
-              uint64_t max = std::numeric_limits<T>::max()) {
-    const toml::node* n = Get(key);
-    if (!n) return Status::Ok();
-    if (!n->is_integer()) return Error(n, key, "expected a whole number");
-    int64_t v = *n->value<int64_t>();
-    if (v < 0 || static_cast<uint64_t>(v) < min || static_cast<uint64_t>(v) > max) {
-      return Error(n, key,
-                   "value " + std::to_string(v) + " is out of range [" + std::to_string(min) +
-                       ", " + std::to_string(max) + "]");
-    }
-    *out = static_cast<T>(v);
-    return Status::Ok();
-  }
-
-  // A time limit in Slurm's format ("1-00:00:00", "UNLIMITED") or a number of minutes.
-  Status TimeLimit(const std::string& key, int64_t* out) {
-    const toml::node* n = Get(key);
-    if (!n) return Status::Ok();
-    if (n->is_integer()) {
-      int64_t v = *n->value<int64_t>();
-      if (v < 0) return Error(n, key, "must not be negative");
-      *out = v * 60'000;
-      return Status::Ok();
-    }
-    if (!n->is_string()) return Error(n, key, "expected a time such as \"1-00:00:00\"");
-    auto r = ParseTimeLimit(*n->value<std::string>());
-    if (!r.ok()) return Error(n, key, r.status().message());
-    *out = *r;
-    return Status::Ok();
-  }
-
-  Status Double(const std::string& key, double* out, double min, double max) {
-    const toml::node* n = Get(key);
-    if (!n) return Status::Ok();
-    if (!n->is_number()) return Error(n, key, "expected a number");
-    const double v =
-        n->is_integer() ? static_cast<double>(*n->value<int64_t>()) : *n->value<double>();
-    if (!(v >= min && v <= max)) {
-      return Error(
-          n, key,
-          "value is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-    }
-    *out = v;
-    return Status::Ok();
-  }
-
-  // A sub-table of name = number, e.g. [billing.gpu_types].
-  Status NumberTable(const std::string& key, std::map<std::string, double>* out, double min,
-                     double max) {
-    const toml::node* n = Get(key);
-    if (!n) return Status::Ok();
-    const toml::table* t = n->as_table();
-    if (!t) return Error(n, key, "expected a table of name = number");
-    TableReader sub(*t, Qualified(key), source_);
-    for (auto&& [k, v] : *t) {
-      double value = 0;
-      MUSTER_RETURN_IF_ERROR(sub.Double(std::string(k.str()), &value, min, max));
-      (*out)[std::string(k.str())] = value;
-    }
-    return Status::Ok();
-  }
-
-  Status StringList(const std::string& key, std::vector<std::string>* out) {
-    const toml::node* n = Get(key);
-    if (!n) return Status::Ok();
-    const toml::array* a = n->as_array();
-    if (!a) return Error(n, key, "expected a list of strings");
-    out->clear();
-    for (const toml::node& e : *a) {
-      if (!e.is_string()) return Error(&e, key, "expected a list of strings");
-      out->push_back(*e.value<std::string>());
-    }
-    return Status::Ok();
-  }
-
-  Status CheckNoUnknownKeys() const {
-    for (auto&& [k, v] : t_) {
-      std::string key(k.str());
-      if (!used_.count(key)) {
-        int line = static_cast<int>(k.source().begin.line);
-        if (line == 0) line = static_cast<int>(v.source().begin.line);
-        return InvalidArgument(source_ + ":" + std::to_string(line) + ": unknown key '" +
-                               Qualified(key) + "'");
-      }
-    }
-    return Status::Ok();
-  }
-
- private:
-  const toml::table& t_;
-  std::string path_;
-  const std::string& source_;
-  std::set<std::string> used_;
-};
-
-Status SubTable(TableReader& parent, const std::string& key,
-                const std::function<Status(TableReader&)>& fn, const std::string& source) {
-  const toml::node* n = parent.Get(key);
-  if (!n) return Status::Ok();
-  const toml::table* t = n->as_table();
-  if (!t) return parent.Error(n, key, "expected a table [" + key + "]");
-  TableReader r(*t, key, source);
-  MUSTER_RETURN_IF_ERROR(fn(r));
-  return r.CheckNoUnknownKeys();
-}
-
-// [[name]] arrays of tables.
-Status TableArray(TableReader& parent, const std::string& key,
-                  const std::function<Status(TableReader&, const toml::table&)>& fn,
-                  const std::string& source) {
-  const toml::node* n = parent.Get(key);
-  if (!n) return Status::Ok();
-  const toml::array* a = n->as_array();
-  if (!a) return parent.Error(n, key, "expected [[" + key + "]] tables");
-  for (const toml::node& e : *a) {
-    const toml::table* t = e.as_table();
-    if (!t) return parent.Error(&e, key, "expected [[" + key + "]] tables");
-    TableReader r(*t, key, source);
-    MUSTER_RETURN_IF_ERROR(fn(r, *t));
-    MUSTER_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
-  }
-  return Status::Ok();
-}
+using config_internal::ParseSharing;
+using config_internal::SubTable;
+using config_internal::TableArray;
+using config_internal::TableReader;
+using config_internal::ValidateSharing;
 
 Status ValidateTls(const TlsConfig& t, const std::string& source) {
   const std::pair<const char*, const std::string*> files[] = {
@@ -207,40 +48,9 @@ Status ValidateTls(const TlsConfig& t, const std::string& source) {
   return Status::Ok();
 }
 
-// The accounts form one tree under "root": unique names, known parents, no cycles. Sorted so
-// that parents come before their children.
-Status ValidateAccounts(std::vector<AccountConfig>& accounts, const std::string& source) {
-  std::map<std::string, const AccountConfig*> by_name;
-  for (const auto& a : accounts) {
-    if (!by_name.emplace(a.name, &a).second) {
-      return InvalidArgument(source + ": account '" + a.name + "' is defined twice");
-    }
-  }
-  std::vector<AccountConfig> ordered;
-  std::set<std::string> placed = {"root"};
-  while (ordered.size() < accounts.size()) {
-    const size_t before = ordered.size();
-    for (const auto& a : accounts) {
-      if (placed.count(a.name) || !placed.count(a.parent)) continue;
-      placed.insert(a.name);
-      ordered.push_back(a);
-    }
-    if (ordered.size() == before) {
-      for (const auto& a : accounts) {
-        if (placed.count(a.name)) continue;
-        return InvalidArgument(
-            source + ": account '" + a.name + "' has parent '" + a.parent + "', which " +
-            (by_name.count(a.parent) ? "is its own descendant (a cycle)" : "is not defined"));
-      }
-    }
-  }
-  accounts = std::move(ordered);
-  return Status::Ok();
-}
-
 Status Validate(Config& c, const std::string& source) {
   MUSTER_RETURN_IF_ERROR(ValidateTls(c.tls, source));
-  MUSTER_RETURN_IF_ERROR(ValidateAccounts(c.accounts, source));
+  MUSTER_RETURN_IF_ERROR(ValidateSharing(c, source));
   if (!IsLoopbackAddress(c.controller.agent_address) && !c.controller.insecure &&
       !c.tls.enabled()) {
     return FailedPrecondition(
@@ -413,6 +223,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             t.Uint("priority_weight_fairshare", &s.priority_weight_fairshare, 0, 1'000'000'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("fairshare_half_life_ms", &s.fairshare_half_life_ms, 60'000,
                                       3'650ULL * 86'400'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("preempt_min_runtime_ms", &s.preempt_min_runtime_ms, 0, 30ULL * 86'400'000));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("max_preemptors_per_pass", &s.max_preemptors_per_pass, 0, 1'000));
         return t.Uint("priority_max_age_ms", &s.priority_max_age_ms, 1, 3'650ULL * 86'400'000);
       },
       source));
@@ -545,28 +359,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       },
       source));
 
-  MUSTER_RETURN_IF_ERROR(TableArray(
-      r, "accounts",
-      [&](TableReader& t, const toml::table& tbl) {
-        AccountConfig a;
-        MUSTER_RETURN_IF_ERROR(t.String("name", &a.name));
-        if (!IsValidAccountName(a.name) || a.name == "root") {
-          return t.Error(&tbl, "name",
-                         "every [[accounts]] needs a name of letters, digits, '.', '_' and '-' "
-                         "(not \"root\", which is the tree's root)");
-        }
-        MUSTER_RETURN_IF_ERROR(t.String("parent", &a.parent));
-        MUSTER_RETURN_IF_ERROR(t.Uint("shares", &a.shares, 1, 1'000'000));
-        MUSTER_RETURN_IF_ERROR(t.String("description", &a.description));
-        MUSTER_RETURN_IF_ERROR(t.StringList("users", &a.users));
-        for (const auto& u : a.users) {
-          if (!IsValidAccountName(u))
-            return t.Error(t.Get("users"), "users", "bad user name '" + u + "'");
-        }
-        c.accounts.push_back(std::move(a));
-        return Status::Ok();
-      },
-      source));
+  MUSTER_RETURN_IF_ERROR(ParseSharing(r, c, source));
 
   MUSTER_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   MUSTER_RETURN_IF_ERROR(Validate(c, source));

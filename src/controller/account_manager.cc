@@ -7,6 +7,7 @@
 
 #include "access.h"
 #include "muster/common/strings.h"
+#include "usage_limits.h"
 
 namespace muster::controller {
 namespace {
@@ -41,6 +42,9 @@ void AccountManager::Restore(const std::vector<v1::AccountRecord>& accounts,
     r.set_parent(a.parent);
     r.set_shares(a.shares);
     r.set_description(a.description);
+    *r.mutable_limits() = ToLimitsRecord(a.limits);
+    for (const std::string& q : a.qos) r.add_qos(q);
+    r.set_default_qos(a.default_qos);
     r.set_from_config(true);
     if (!accounts_.count(a.name) ||
         accounts_[a.name].SerializeAsString() != r.SerializeAsString()) {
@@ -124,6 +128,29 @@ Result<std::string> AccountManager::ResolveForJob(const std::string& user,
                          "' (its accounts: " + Join(mine, ", ") + ")");
 }
 
+Result<std::string> AccountManager::ResolveQos(const std::string& account,
+                                               const std::string& requested) const {
+  // The nearest account (up the tree) that names a list, and the nearest that names a default.
+  const google::protobuf::RepeatedPtrField<std::string>* allowed = nullptr;
+  std::string fallback;
+  std::string at = account;
+  for (size_t hops = 0; hops <= accounts_.size(); ++hops) {
+    auto it = accounts_.find(at);
+    if (it == accounts_.end()) break;
+    if (!allowed && it->second.qos_size() > 0) allowed = &it->second.qos();
+    if (fallback.empty()) fallback = it->second.default_qos();
+    at = it->second.parent();
+  }
+  if (fallback.empty()) fallback = allowed ? allowed->Get(0) : "normal";
+  const std::string& qos = requested.empty() ? fallback : requested;
+  if (allowed && !Contains(*allowed, qos)) {
+    std::vector<std::string> names(allowed->begin(), allowed->end());
+    return InvalidArgument("invalid qos: account " + account + " may not use qos '" + qos +
+                           "' (its QoS: " + Join(names, ", ") + ")");
+  }
+  return qos;
+}
+
 Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccountRequest& req,
                                      const std::function<bool(const std::string&)>& in_use) {
   MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "change accounts"));
@@ -138,6 +165,37 @@ Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccou
   if (req.has_shares() && (req.shares() == 0 || req.shares() > 1'000'000)) {
     return InvalidArgument("shares must be between 1 and 1000000");
   }
+  if (req.limits().max_gpus_per_user_size() > 0) {
+    return InvalidArgument(
+        "GPUs per user is a QoS limit (MaxTRESPerUser); an account limits its users' GPUs "
+        "together with GrpTRES");
+  }
+  std::vector<std::string> qos_list;
+  if (req.has_qos()) {
+    qos_list = Split(req.qos(), ',', true);
+    if (qos_list.size() > 64) return InvalidArgument("an account allows at most 64 QoS");
+    for (const std::string& q : qos_list) {
+      if (!qos_exists_ || !qos_exists_(q))
+        return NotFound("qos " + q.substr(0, 64) + " does not exist");
+    }
+  }
+  if (req.has_default_qos() && !req.default_qos().empty() &&
+      (!qos_exists_ || !qos_exists_(req.default_qos()))) {
+    return NotFound("qos " + req.default_qos().substr(0, 64) + " does not exist");
+  }
+  // The QoS list and default as they will be, checked together.
+  auto apply_qos = [&](v1::AccountRecord& a) -> Status {
+    if (req.has_qos()) {
+      a.clear_qos();
+      for (const std::string& q : qos_list) a.add_qos(q);
+    }
+    if (req.has_default_qos()) a.set_default_qos(req.default_qos());
+    if (!a.default_qos().empty() && a.qos_size() > 0 && !Contains(a.qos(), a.default_qos())) {
+      return InvalidArgument("default qos " + a.default_qos() +
+                             " is not in the account's qos list");
+    }
+    return PatchLimits(req.limits(), a.mutable_limits());
+  };
   auto it = accounts_.find(name);
   if (req.op() != v1::ACCOUNT_OP_ADD) {
     if (it == accounts_.end()) return NotFound("account " + name + " does not exist");
@@ -156,6 +214,7 @@ Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccou
       a.set_shares(req.has_shares() ? req.shares() : 1);
       a.set_description(req.description());
       if (!Exists(a.parent())) return NotFound("parent account " + a.parent() + " does not exist");
+      MUSTER_RETURN_IF_ERROR(apply_qos(a));
       m.PutAccount(a);
       MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
       accounts_[name] = std::move(a);
@@ -175,6 +234,7 @@ Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccou
       }
       if (req.has_shares()) a.set_shares(req.shares());
       if (req.has_description()) a.set_description(req.description());
+      MUSTER_RETURN_IF_ERROR(apply_qos(a));
       m.PutAccount(a);
       MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
       it->second = std::move(a);

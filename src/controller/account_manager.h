@@ -43,6 +43,13 @@ class AccountManager {
 
   // Admins only. `in_use` says whether unfinished jobs charge an account (one is not removed
   // while they do).
+  // The QoS a job charging `account` runs under: `requested` when the account (or, when it names
+  // none, its nearest ancestor that does) allows it, else the default up the tree ("normal" at
+  // the top). INVALID_ARGUMENT naming the allowed QoS otherwise.
+  Result<std::string> ResolveQos(const std::string& account, const std::string& requested) const;
+  // Whether a QoS name exists (for account changes that name QoS).
+  void SetQosExists(std::function<bool(const std::string&)> fn) { qos_exists_ = std::move(fn); }
+
   Status UpdateAccount(const Caller& caller, const v1::UpdateAccountRequest& req,
                        const std::function<bool(const std::string&)>& in_use);
   Status UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req);
@@ -58,6 +65,7 @@ class AccountManager {
   EngineContext& ctx_;
   std::map<std::string, v1::AccountRecord> accounts_;  // "root" is implicit
   std::map<std::string, v1::UserRecord> users_;
+  std::function<bool(const std::string&)> qos_exists_;
 };
 
 }  // namespace muster::controller

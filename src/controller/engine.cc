@@ -24,10 +24,13 @@
 #include "muster/credentials/step_credential.h"
 #include "node_manager.h"
 #include "node_views.h"
+#include "preemption.h"
+#include "qos_manager.h"
 #include "resource_ledger.h"
 #include "scheduler_loop.h"
 #include "spec_bounds.h"
 #include "step_manager.h"
+#include "usage_limits.h"
 
 namespace muster::controller {
 namespace {
@@ -54,8 +57,19 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       audit_(std::make_unique<AuditLog>(*ctx_)),
       accounts_(std::make_unique<AccountManager>(*ctx_)),
       fair_share_(std::make_unique<FairShare>(*ctx_, *jobs_, *accounts_)),
-      dependencies_(std::make_unique<DependencyTracker>(*ctx_, *jobs_)) {
+      dependencies_(std::make_unique<DependencyTracker>(*ctx_, *jobs_)),
+      qos_(std::make_unique<QosManager>(*ctx_)),
+      limits_(std::make_unique<LimitTracker>(*ctx_, *accounts_, *qos_, *jobs_)),
+      preemptor_(std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *scheduler_)) {
   scheduler_->SetFairShare([this](const v1::JobSpec& spec) { return fair_share_->FactorOf(spec); });
+  scheduler_->SetQosFactor(
+      [this](const v1::JobSpec& spec) { return qos_->PriorityFactor(spec.qos()); });
+  scheduler_->SetLimits(limits_.get());
+  accounts_->SetQosExists([this](const std::string& name) { return qos_->Exists(name); });
+  fair_share_->SetUsageFactor([this](const std::string& name) {
+    const v1::QosRecord* q = qos_->Find(name);
+    return q ? q->usage_factor() : 1.0;
+  });
 }
 
 Engine::~Engine() = default;
@@ -84,6 +98,7 @@ Status Engine::Recover(TimeMs now) {
   }
   store::Mutation m;
   m.PutMeta(meta);
+  qos_->Restore(state.qos, m);
   accounts_->Restore(state.accounts, state.users, m);
   fair_share_->Restore(state.usage);
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_->Commit(m), "cannot record the new controller epoch");
@@ -154,6 +169,13 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   MUSTER_ASSIGN_OR_RETURN(std::string account,
                           accounts_->ResolveForJob(spec.user(), spec.account()));
   spec.set_account(std::move(account));
+  if (!spec.qos().empty() && !qos_->Exists(spec.qos())) {
+    return InvalidArgument("invalid qos '" + spec.qos().substr(0, 64) +
+                           "': no such QoS (`sacctmgr show qos` lists them)");
+  }
+  MUSTER_ASSIGN_OR_RETURN(std::string qos, accounts_->ResolveQos(spec.account(), spec.qos()));
+  spec.set_qos(std::move(qos));
+  if (time_limit == 0) time_limit = limits_->WallLimit(spec);
 
   v1::JobRecord rec;
   rec.set_id(ctx_->meta().next_job_id());
@@ -188,6 +210,9 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
     array.set_array_job_id(rec.id());
   }
   const uint64_t count = tasks.empty() ? 1 : tasks.size();
+  MUSTER_RETURN_IF_ERROR(limits_->CheckSubmit(
+      spec, time_limit, {request.nodes, request.nodes * request.gpus_per_node, request.gpu_type},
+      count));
   // Per user, like Slurm's MaxSubmitJobs: one user's flood of submissions cannot fill the
   // controller's job table for everyone. Root is not limited.
   if (sc.max_pending_jobs_per_user > 0 && spec.uid() != 0 &&
@@ -281,62 +306,6 @@ Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
                  "nodes " + std::string(req.nodes().substr(0, 1024)),
                  drain ? std::string(req.reason().substr(0, 1024)) : "",
                  resp.status().code() != StatusCode::kPermissionDenied, resp.status(), now);
-  return resp;
-}
-
-Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
-                                                        const v1::UpdateAccountRequest& req,
-                                                        TimeMs now) {
-  auto in_use = [this](const std::string& account) {
-    for (const auto& [id, job] : jobs_->jobs()) {
-      if (job.rec.spec().account() == account) return true;
-    }
-    return false;
-  };
-  Status st = accounts_->UpdateAccount(caller, req, in_use);
-  audit_->Record(caller, "account " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
-                 "account " + req.name().substr(0, 64),
-                 (req.has_parent() ? "parent=" + req.parent().substr(0, 64) + " " : "") +
-                     (req.has_shares() ? "shares=" + std::to_string(req.shares()) : ""),
-                 st.code() != StatusCode::kPermissionDenied, st, now);
-  MUSTER_RETURN_IF_ERROR(st);
-  return v1::UpdateAccountResponse();
-}
-
-Result<v1::UpdateUserResponse> Engine::UpdateUser(const Caller& caller,
-                                                  const v1::UpdateUserRequest& req, TimeMs now) {
-  Status st = accounts_->UpdateUser(caller, req);
-  audit_->Record(caller, "user " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
-                 "user " + req.user().substr(0, 64),
-                 "account=" + req.account().substr(0, 64) + (req.make_default() ? " default" : ""),
-                 st.code() != StatusCode::kPermissionDenied, st, now);
-  MUSTER_RETURN_IF_ERROR(st);
-  return v1::UpdateUserResponse();
-}
-
-Result<v1::ListAccountsResponse> Engine::ListAccounts() const { return accounts_->List(); }
-
-Result<v1::ListSharesResponse> Engine::ListShares(const v1::ListSharesRequest& req,
-                                                  TimeMs now) const {
-  const std::set<std::string> accounts(req.accounts().begin(), req.accounts().end());
-  const std::set<std::string> users(req.users().begin(), req.users().end());
-  v1::ListSharesResponse resp;
-  const core::FairShareResult tree = fair_share_->ComputeAt(now);
-  for (const core::FairShareRow& row : tree.rows) {
-    if (!accounts.empty() && !accounts.count(row.account)) continue;
-    if (!users.empty() && !row.user.empty() && !users.count(row.user)) continue;
-    if (!users.empty() && row.user.empty() && !req.with_accounts()) continue;
-    v1::ShareRow* r = resp.add_rows();
-    r->set_account(row.account);
-    r->set_user(row.user);
-    r->set_depth(static_cast<uint32_t>(row.depth));
-    r->set_raw_shares(row.raw_shares);
-    r->set_norm_shares(row.norm_shares);
-    r->set_raw_usage(row.raw_usage);
-    r->set_effective_usage(row.norm_usage);
-    r->set_level_fs(row.level_fs);
-    r->set_fairshare(row.factor);
-  }
   return resp;
 }
 
@@ -560,7 +529,10 @@ std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
 
 core::SchedulePass Engine::ComputePass(const PassInput& in) { return SchedulerLoop::Compute(in); }
 
-void Engine::ApplyPass(const core::SchedulePass& pass, TimeMs now) { scheduler_->Apply(pass, now); }
+void Engine::ApplyPass(const core::SchedulePass& pass, TimeMs now) {
+  scheduler_->Apply(pass, now);
+  preemptor_->AfterPass(pass, now);
+}
 
 void Engine::RunSchedulePass(TimeMs now) {
   if (auto in = PreparePass(now)) ApplyPass(ComputePass(*in), now);

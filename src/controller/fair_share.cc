@@ -61,6 +61,8 @@ double FairShare::BillingRate(const v1::JobRecord& r) const {
       }
     }
   }
+  // The QoS's UsageFactor: a scavenger QoS may cost less, a premium one more.
+  if (usage_factor_of_) rate *= usage_factor_of_(r.spec().qos());
   return rate;
 }
 

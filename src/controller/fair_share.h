@@ -7,6 +7,7 @@
 // Strand-confined.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -25,6 +26,10 @@ class FairShare {
       : ctx_(ctx), jobs_(jobs), accounts_(accounts) {}
 
   void Restore(const std::vector<v1::UsageRecord>& usage);
+  // A QoS's usage factor (1 when unset).
+  void SetUsageFactor(std::function<double(const std::string& qos)> fn) {
+    usage_factor_of_ = std::move(fn);
+  }
   // Charges running jobs for the time since they were last charged, and jobs that ended since
   // then for the rest of their run; flushes changed usage to the store every minute.
   void Accrue(TimeMs now);
@@ -58,6 +63,7 @@ class FairShare {
   core::FairShareResult result_;
   TimeMs last_flush_ms_ = 0;
   TimeMs last_accrual_ms_ = 0;
+  std::function<double(const std::string&)> usage_factor_of_;
 };
 
 }  // namespace muster::controller

@@ -102,6 +102,10 @@ class JobManager {
   // already under way.
   void RequeueOrFail(JobEntry& job, core::JobReason reason, const std::string& why, TimeMs now,
                      store::Mutation& m);
+  // The running job gives way to job `preemptor`: requeued (with `requeue`, when it may be) or
+  // ended PREEMPTED; its nodes get its --signal and `grace_ms` before SIGKILL.
+  void Preempt(JobEntry& job, uint64_t preemptor, const std::string& why, bool requeue,
+               uint32_t grace_ms, TimeMs now, store::Mutation& m);
   // An srun/salloc allocation ends (its client released it, went away, or it timed out).
   void EndAllocation(JobEntry& job, v1::JobState state, core::JobReason reason,
                      const std::string& detail, TimeMs now, int32_t exit_code, int32_t signal);

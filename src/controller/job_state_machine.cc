@@ -4,7 +4,7 @@
 //   PENDING -> PENDING      held or released
 //   PENDING -> RUNNING      started by the scheduler
 //   PENDING -> CANCELLED    cancelled, or an srun/salloc allocation ended, before it started
-//   RUNNING -> COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL     its end
+//   RUNNING -> COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | PREEMPTED     its end
 //   RUNNING -> PENDING      requeued: the whole gang stops and it waits for every node to be clean
 //
 // NextRecord says what the record becomes; Transition persists it (or puts it into the caller's
@@ -33,7 +33,7 @@ bool Allowed(v1::JobState from, v1::JobState to) {
       return to == v1::PENDING || to == v1::RUNNING || to == v1::CANCELLED;
     case v1::RUNNING:
       return to == v1::COMPLETED || to == v1::FAILED || to == v1::CANCELLED || to == v1::TIMEOUT ||
-             to == v1::NODE_FAIL || to == v1::PENDING;
+             to == v1::NODE_FAIL || to == v1::PREEMPTED || to == v1::PENDING;
     default:
       return false;  // terminal states are final
   }
@@ -72,6 +72,9 @@ v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& 
     r.set_batch_started(false);
     r.set_credential(c.credential);
     r.set_next_step_id(0);
+    r.set_preempt_time_ms(0);
+    r.set_preempt_grace_ms(0);
+    r.clear_preempted_by();
     *r.mutable_allocation() = c.allocation;
   } else if (from == v1::PENDING && Ended(c.to)) {
     r.set_end_time_ms(now);
@@ -126,7 +129,9 @@ void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
   } else if (from == v1::PENDING && Ended(to)) {
     ctx_.RequestPass();  // it may have held back lower-priority jobs
   } else if (from == v1::RUNNING && Ended(to)) {
-    const std::string why = to == v1::CANCELLED ? "cancelled" : "job finished";
+    const std::string why = to == v1::CANCELLED   ? "cancelled"
+                            : to == v1::PREEMPTED ? "preempted"
+                                                  : "job finished";
     for (const auto& n : r.completing_nodes()) SendTerminate(n, job, why);
     ctx_.RequestPass();
   } else if (from == v1::RUNNING && to == v1::PENDING) {
@@ -158,6 +163,35 @@ void JobManager::RequeueOrFail(JobEntry& job, JobReason reason, const std::strin
     return;
   }
   Transition(job, {.to = v1::PENDING, .reason = reason, .detail = "requeued: " + why}, now, m);
+}
+
+void JobManager::Preempt(JobEntry& job, uint64_t preemptor, const std::string& why, bool requeue,
+                         uint32_t grace_ms, TimeMs now, store::Mutation& m) {
+  v1::JobRecord& r = job.rec;
+  if (r.state() != v1::RUNNING || r.preempt_time_ms() > 0) return;
+  r.set_preempt_time_ms(now);
+  r.set_preempt_grace_ms(grace_ms);
+  r.set_preempted_by(preemptor);
+  r.set_preempt_count(r.preempt_count() + 1);
+  spdlog::warn("preempt job={} for job={} ({}): {}", r.id(), preemptor, requeue ? "requeue" : "end",
+               why);
+  if (r.spec().interactive()) {
+    // An srun/salloc allocation cannot be requeued: its client's tasks end with it.
+    Transition(job, {.to = v1::PREEMPTED, .reason = JobReason::kPreempted, .detail = why}, now, m);
+    interactive_.erase(r.id());
+    return;
+  }
+  if (r.cancel_requested()) {
+    Transition(job, {.to = v1::CANCELLED}, now, m);
+    return;
+  }
+  if (requeue && !r.spec().no_requeue()) {
+    Transition(job,
+               {.to = v1::PENDING, .reason = JobReason::kPreempted, .detail = "requeued: " + why},
+               now, m);
+    return;
+  }
+  Transition(job, {.to = v1::PREEMPTED, .reason = JobReason::kPreempted, .detail = why}, now, m);
 }
 
 void JobManager::EndAllocation(JobEntry& job, v1::JobState state, JobReason reason,
@@ -273,6 +307,12 @@ void JobManager::SendTerminate(const std::string& node, const JobEntry& job,
   t->set_job_id(r.id());
   t->set_reason(reason);
   t->set_kill_grace_ms(ctx_.scheduling().kill_grace_ms);
+  if (r.preempt_time_ms() > 0) {
+    // A preempted run: its --signal (or SIGTERM), then its QoS's grace time to checkpoint.
+    t->set_kill_grace_ms(r.preempt_grace_ms());
+    t->set_signal(r.spec().signal());
+    t->set_signal_batch_only(r.spec().signal_batch_only());
+  }
   // A requeued job pends with its old run still cleaning up: that run is the one to stop.
   t->set_run(r.state() == v1::PENDING && r.requeue_count() > 0 ? r.requeue_count() - 1
                                                                : r.requeue_count());

@@ -21,9 +21,11 @@ v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
   info.set_user(s.user());
   info.set_uid(s.uid());
   info.set_account(s.account());
+  info.set_qos(s.qos());
   info.set_state(r.state());
   info.set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
   info.set_reason(r.reason());
+  info.set_preempt_count(r.preempt_count());
   info.set_partition(r.allocation().partition().empty() && s.partitions_size() > 0
                          ? s.partitions(0)
                          : r.allocation().partition());

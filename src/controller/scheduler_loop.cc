@@ -26,6 +26,17 @@ SchedulerLoop::SchedulerLoop(EngineContext& ctx, JobManager& jobs, const NodeMan
   capacity_view_ = base_view_;
   for (size_t i = 0; i < ledger.size(); ++i) capacity_view_.nodes.push_back(ledger.node(i));
   priority_scale_ = core::PriorityScale::Of(capacity_view_);
+  for (const core::PartitionView& pv : capacity_view_.partitions) {
+    std::string type;
+    bool mixed = false;
+    for (core::NodeIndex n : pv.nodes) {
+      const core::NodeView& nv = capacity_view_.nodes[n];
+      if (nv.gpus == 0) continue;
+      if (!type.empty() && nv.gpu_type != type) mixed = true;
+      type = nv.gpu_type;
+    }
+    partition_gpu_type_[pv.name] = mixed ? "" : type;
+  }
   const SchedulingConfig& sc = c.scheduling;
   config_.backfill_depth = sc.backfill_depth;
   config_.weights.age = sc.priority_weight_age;
@@ -74,12 +85,26 @@ core::ClusterView SchedulerLoop::LiveView(TimeMs now) const {
   return view;
 }
 
+std::string SchedulerLoop::GpuTypeOf(const core::JobRequest& r) const {
+  if (!r.gpu_type.empty() || r.gpus_per_node == 0) return r.gpu_type;
+  // Any type will do, but where every candidate node has one type, that is the one it gets.
+  std::string type;
+  for (const std::string& p : r.partitions) {
+    auto it = partition_gpu_type_.find(p);
+    if (it == partition_gpu_type_.end() || it->second.empty()) return "";
+    if (!type.empty() && type != it->second) return "";
+    type = it->second;
+  }
+  return type;
+}
+
 core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
   const v1::JobRecord& r = job.rec;
   core::PendingJob pj;
   pj.id = r.id();
   pj.submit_time_ms = r.submit_time_ms();
   if (fairshare_of_) pj.priority.fairshare = fairshare_of_(r.spec());
+  if (qos_of_) pj.priority.qos = qos_of_(r.spec());
   pj.request = job.request;
   pj.priority.fixed = r.priority();
   if (r.spec().max_switches() > 0) {
@@ -139,11 +164,26 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
       if (auto it = array_room.find(r.array().array_job_id()); it != array_room.end()) --it->second;
     }
   }
+  std::vector<core::LimitCounter> counters;
+  if (limits_) limits_->BeginPass(&counters);
   for (uint64_t id : jobs_.pending()) {
     JobEntry& job = *jobs_.Find(id);
     if (!InPass(job.rec)) {
       job.had_reservation = false;  // out of this pass: it holds no reservation in it
       continue;
+    }
+    JobUse use;
+    if (limits_) {
+      use = {job.request.nodes, job.request.nodes * job.request.gpus_per_node,
+             GpuTypeOf(job.request)};
+      std::string detail;
+      const core::JobReason over =
+          limits_->PerJobLimit(job.rec.spec(), job.rec.time_limit_ms(), use, &detail);
+      if (over != core::JobReason::kNone) {
+        job.had_reservation = false;
+        jobs_.SetWaitReason(job, over, std::move(detail));
+        continue;
+      }
     }
     if (job.rec.has_array() && job.rec.array().max_running() > 0 &&
         array_room[job.rec.array().array_job_id()]-- <= 0) {
@@ -155,12 +195,14 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
       continue;
     }
     core::PendingJob pj = ToPendingJob(job);
+    if (limits_) pj.limits = limits_->ChargesOf(job.rec.spec(), use);
     job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
                                          priority_scale_, now, config_.weights);
     in.queue.push_back(std::move(pj));
   }
   if (in.queue.empty()) return std::nullopt;
   in.view = LiveView(now);
+  in.view.limits = std::move(counters);
   return in;
 }
 

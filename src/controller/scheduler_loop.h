@@ -23,6 +23,7 @@
 #include "muster/core/types.h"
 #include "node_manager.h"
 #include "resource_ledger.h"
+#include "usage_limits.h"
 
 namespace muster::controller {
 
@@ -38,6 +39,12 @@ class SchedulerLoop {
   void SetFairShare(std::function<double(const v1::JobSpec&)> factor_of) {
     fairshare_of_ = std::move(factor_of);
   }
+  // Where a pending job's QoS factor comes from (0 when unset).
+  void SetQosFactor(std::function<double(const v1::JobSpec&)> factor_of) {
+    qos_of_ = std::move(factor_of);
+  }
+  // Account and QoS limits (none when unset).
+  void SetLimits(LimitTracker* limits) { limits_ = limits; }
 
   // nullopt when no job can be considered.
   std::optional<Engine::PassInput> Prepare(TimeMs now);
@@ -62,6 +69,9 @@ class SchedulerLoop {
 
  private:
   core::PendingJob ToPendingJob(const JobEntry& job) const;
+  // The GPU type a request will get: its own, or the one type its partitions have ("" when
+  // they mix types).
+  std::string GpuTypeOf(const core::JobRequest& r) const;
   // A start decided on a snapshot still holds: the job waits, its nodes take work, and every
   // unit of its placement is free.
   bool StartStillValid(const core::JobStart& start) const;
@@ -78,6 +88,9 @@ class SchedulerLoop {
   std::vector<core::Reservation> reservations_;
   TimeMs last_pass_ms_ = 0;
   std::function<double(const v1::JobSpec&)> fairshare_of_;
+  std::function<double(const v1::JobSpec&)> qos_of_;
+  LimitTracker* limits_ = nullptr;
+  std::map<std::string, std::string> partition_gpu_type_;  // "" when mixed or none
 };
 
 }  // namespace muster::controller

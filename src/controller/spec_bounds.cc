@@ -59,6 +59,13 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
     return InvalidArgument("bad account name '" + spec.account().substr(0, 64) +
                            "': at most 64 letters, digits, '.', '_' and '-'");
   }
+  if (!spec.qos().empty() && !IsValidAccountName(spec.qos())) {
+    return InvalidArgument("bad qos name '" + spec.qos().substr(0, 64) +
+                           "': at most 64 letters, digits, '.', '_' and '-'");
+  }
+  if (spec.signal() < 0 || spec.signal() > 64 || spec.signal_time_s() > 65'535) {
+    return InvalidArgument("--signal: the signal is 1-64 and its time at most 65535 seconds");
+  }
   MUSTER_RETURN_IF_ERROR(CheckText("--constraint", spec.constraint(), kMaxExpressionBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--array", spec.array(), kMaxExpressionBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--dependency", spec.dependency(), kMaxExpressionBytes));

@@ -17,6 +17,21 @@ constexpr std::array kNames = {
     "JobArrayTaskLimit",
     "Dependency",
     "DependencyNeverSatisfied",
+    "AssocGrpJobsLimit",
+    "AssocGrpNodeLimit",
+    "AssocGrpGRES",
+    "AssocMaxJobsLimit",
+    "AssocMaxWallDurationPerJobLimit",
+    "AssocMaxGRESPerJob",
+    "AssocMaxNodePerJobLimit",
+    "QOSGrpJobsLimit",
+    "QOSGrpNodeLimit",
+    "QOSGrpGRES",
+    "QOSMaxJobsPerUserLimit",
+    "QOSMaxGRESPerUser",
+    "QOSMaxWallDurationPerJobLimit",
+    "QOSMaxGRESPerJob",
+    "QOSMaxNodePerJobLimit",
     "JobHeldUser",
     "JobHeldAdmin",
     "NodeFail",
@@ -27,8 +42,9 @@ constexpr std::array kNames = {
     "Prolog",
     "GpuFail",
     "JobRequeued",
+    "Preempted",
 };
-static_assert(kNames.size() == static_cast<size_t>(JobReason::kJobRequeued) + 1,
+static_assert(kNames.size() == static_cast<size_t>(JobReason::kPreempted) + 1,
               "every JobReason has a name");
 
 }  // namespace

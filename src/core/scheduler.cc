@@ -19,6 +19,25 @@ std::string When(TimeMs now, TimeMs t) {
   return t <= now ? std::string("now") : "in " + FormatDuration(t - now);
 }
 
+// The first limit the job's charges would pass, or null.
+const LimitCharge* OverLimit(const std::vector<LimitCharge>& charges,
+                             const std::vector<LimitCounter>& counters) {
+  for (const LimitCharge& c : charges) {
+    if (c.counter >= counters.size()) continue;
+    const LimitCounter& lc = counters[c.counter];
+    if (lc.used + c.amount > lc.max) return &c;
+  }
+  return nullptr;
+}
+
+std::string LimitDetail(const LimitCounter& c, uint64_t amount) {
+  return c.what + ": " + std::to_string(c.used) + " of " + std::to_string(c.max) +
+         " in use, this job needs " + std::to_string(amount) +
+         (amount > c.max
+              ? " (more than the limit: it can never start under it)"
+              : "; it starts when " + std::to_string(c.used + amount - c.max) + " more are free");
+}
+
 struct Ordered {
   const PendingJob* job;
   bool had_reservation;
@@ -61,7 +80,8 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
   const bool backfill = config.backfill_depth > 0;
   std::set<std::string> blocked;  // without backfill: partitions a blocked job holds back
   uint32_t estimates = 0;
-  std::map<uint32_t, TimeMs> last_estimate;  // per shape id: later jobs start no earlier
+  std::map<uint32_t, TimeMs> last_estimate;          // per shape id: later jobs start no earlier
+  std::vector<LimitCounter> counters = view.limits;  // with this pass's starts added
 
   for (size_t i : PriorityOrder(view, queue, now, config)) {
     const PendingJob& job = queue[i];
@@ -94,8 +114,19 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
       }
     }
 
+    // A job over an account or QoS limit waits without a reservation (as Slurm's): what it
+    // would hold is not the cluster's to give.
+    if (const LimitCharge* over = OverLimit(job.limits, counters)) {
+      pass.pending.push_back({job.id, counters[over->counter].reason,
+                              LimitDetail(counters[over->counter], over->amount), kNever});
+      continue;
+    }
+
     Planner::Attempt a = planner.TryStart(job.id, r);
     if (a.kind == Planner::Kind::kStarted) {
+      for (const LimitCharge& c : job.limits) {
+        if (c.counter < counters.size()) counters[c.counter].used += c.amount;
+      }
       if (!pass.reservations.empty()) ++pass.stats.backfilled;
       pass.starts.push_back({job.id, std::move(a.placement)});
       continue;

@@ -151,6 +151,9 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_UPDATE_ACCOUNT:
       return Handle<v1::UpdateAccountRequest>(
           payload, [&](const auto& r) { return engine.UpdateAccount(caller, r, now); });
+    case v1::METHOD_UPDATE_QOS:
+      return Handle<v1::UpdateQosRequest>(
+          payload, [&](const auto& r) { return engine.UpdateQos(caller, r, now); });
     case v1::METHOD_UPDATE_USER:
       return Handle<v1::UpdateUserRequest>(
           payload, [&](const auto& r) { return engine.UpdateUser(caller, r, now); });

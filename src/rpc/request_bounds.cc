@@ -92,6 +92,26 @@ Status CheckRequestBounds(const v1::UpdateAccountRequest& r) {
   }
   MUSTER_RETURN_IF_ERROR(CheckText("account", r.name(), kMaxShortStringBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("parent", r.parent(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("qos", r.qos(), kMaxExpressionBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("default qos", r.default_qos(), kMaxShortStringBytes));
+  if (r.limits().grp_gpus_size() > 64 || r.limits().max_gpus_per_user_size() > 64) {
+    return InvalidArgument("at most 64 GPU types per limit");
+  }
+  return CheckText("description", r.description(), kMaxExpressionBytes);
+}
+
+Status CheckRequestBounds(const v1::UpdateQosRequest& r) {
+  if (!v1::AccountOp_IsValid(r.op()) || r.op() == v1::ACCOUNT_OP_UNSPECIFIED) {
+    return InvalidArgument("unknown qos operation " + std::to_string(r.op()));
+  }
+  if (r.has_preempt_mode() && !v1::PreemptMode_IsValid(r.preempt_mode())) {
+    return InvalidArgument("unknown preempt mode " + std::to_string(r.preempt_mode()));
+  }
+  if (r.limits().grp_gpus_size() > 64 || r.limits().max_gpus_per_user_size() > 64) {
+    return InvalidArgument("at most 64 GPU types per limit");
+  }
+  MUSTER_RETURN_IF_ERROR(CheckText("qos", r.name(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("preempt", r.preempt(), kMaxExpressionBytes));
   return CheckText("description", r.description(), kMaxExpressionBytes);
 }
 

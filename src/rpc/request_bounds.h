@@ -18,6 +18,7 @@ Status CheckRequestBounds(const v1::CreateStepRequest& r);
 Status CheckRequestBounds(const v1::ListAccountingRequest& r);
 Status CheckRequestBounds(const v1::ListAuditRequest& r);
 Status CheckRequestBounds(const v1::UpdateAccountRequest& r);
+Status CheckRequestBounds(const v1::UpdateQosRequest& r);
 Status CheckRequestBounds(const v1::UpdateUserRequest& r);
 Status CheckRequestBounds(const v1::ListSharesRequest& r);
 // Requests with nothing of variable size.

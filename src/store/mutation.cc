@@ -24,6 +24,8 @@ const char* FamilyName(Family f) {
       return "users";
     case Family::kUsage:
       return "usage";
+    case Family::kQos:
+      return "qos";
   }
   return "?";
 }
@@ -72,6 +74,14 @@ void Mutation::DeleteUser(const std::string& name) {
 
 void Mutation::PutUsage(const v1::UsageRecord& usage) {
   ops_.push_back({Family::kUsage, usage.account() + "/" + usage.user(), usage.SerializeAsString()});
+}
+
+void Mutation::PutQos(const v1::QosRecord& qos) {
+  ops_.push_back({Family::kQos, qos.name(), qos.SerializeAsString()});
+}
+
+void Mutation::DeleteQos(const std::string& name) {
+  ops_.push_back({Family::kQos, name, std::nullopt});
 }
 
 void Mutation::DeleteUsage(const std::string& account, const std::string& user) {
@@ -193,6 +203,15 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
           bad(r, "does not parse or does not match its key");
         } else {
           out.usage.push_back(std::move(u));
+        }
+        break;
+      }
+      case Family::kQos: {
+        v1::QosRecord q;
+        if (!q.ParseFromString(r.value) || q.name() != r.key) {
+          bad(r, "does not parse or its name does not match its key");
+        } else {
+          out.qos.push_back(std::move(q));
         }
         break;
       }

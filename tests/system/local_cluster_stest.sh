@@ -408,6 +408,32 @@ out=$(muster report usage --start now-1hour --end now --by account --json)
 grep -q '"account":"physics","gpu_hours":[0-9.e-]*,"cpu_hours":[0-9.e-]*,"jobs":1}' <<<"$out" ||
   fail "report usage: $out"
 "$DIR/compat/sprio" -w | grep -q "^ *Weights  .* 10000 " || fail "sprio -w: $("$DIR/compat/sprio" -w)"
+
+echo "== QoS through sacctmgr: a low-QoS 2-node gang is preempted by a high-QoS job, requeued"
+"$DIR/compat/sacctmgr" -i add qos low
+"$DIR/compat/sacctmgr" -i add qos high priority=100 preempt=low
+"$DIR/compat/sacctmgr" -i modify account physics set qos=normal,low,high defaultqos=normal
+out=$("$DIR/compat/sacctmgr" -n -P show qos high format=Name,Priority,Preempt,PreemptMode)
+[ "$out" = "high|100|low|requeue" ] || fail "sacctmgr show qos: $out"
+filler=$("$DIR/compat/sbatch" --parsable -A physics -N 2 --gpus-per-node=8 -o /dev/null --wrap 'sleep 300')
+low=$("$DIR/compat/sbatch" --parsable -A physics --qos=low -N 2 --gpus-per-node=8 \
+  --signal=B:USR1 -o /dev/null --wrap 'trap "exit 0" USR1; sleep 300 & wait')
+wait_for 30 is_state "$filler" RUNNING
+wait_for 30 is_state "$low" RUNNING
+[ "$("$DIR/compat/squeue" -h -j "$low,$filler" -o '%i %q' | sort | tr '\n' ' ')" = \
+  "$filler normal $low low " ] || fail "squeue %q: $("$DIR/compat/squeue" -h -j "$low,$filler" -o '%i %q')"
+high=$("$DIR/compat/sbatch" --parsable -A physics --qos=high -N 2 --gpus-per-node=8 -o /dev/null --wrap true)
+wait_for 30 is_state "$high" COMPLETED
+is_state "$filler" RUNNING || fail "a normal-QoS job was preempted"
+"$DIR/compat/scontrol" show job "$low" | grep -q "Restarts=1" ||
+  fail "low job not requeued: $("$DIR/compat/scontrol" show job "$low")"
+"$DIR/compat/scontrol" show job "$low" | grep -q "QOS=low" || fail "scontrol QOS="
+[ "$("$DIR/compat/sacct" -j "$high" -X -n -P -o Account,QOS)" = "physics|high" ] || fail "sacct QOS"
+"$DIR/compat/scancel" "$filler" "$low"
+set +e
+err=$("$DIR/compat/sbatch" -A physics --qos=gold --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "invalid qos 'gold'" <<<"$err" || fail "unknown qos: rc=$rc $err"
 set +e
 err=$("$DIR/compat/sbatch" -A nosuch --wrap true 2>&1); rc=$?
 set -e

@@ -14,8 +14,12 @@
 namespace muster::client {
 
 struct SubmitOptions {
-  std::optional<std::string> job_name, partition, account, dependency, output, error, chdir,
+  std::optional<std::string> job_name, partition, account, qos, dependency, output, error, chdir,
       export_vars, wrap;
+  // --signal=[B:]SIG[@secs]
+  std::optional<int> signal;
+  uint32_t signal_time_s = 60;
+  bool signal_batch_only = false;
   std::optional<uint32_t> nodes, min_nodes, ntasks, ntasks_per_node, cpus_per_task;
   std::optional<uint32_t> gpus, gpus_per_node;
   std::optional<std::string> gpu_type;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,10 @@ struct SchedulingConfig {
   uint32_t priority_weight_qos = 1000;
   uint32_t priority_weight_fairshare = 10000;
   uint64_t priority_max_age_ms = 7ULL * 24 * 3600 * 1000;  // age factor reaches 1 here
+  // A job that started less than this long ago is not preempted (Slurm's PreemptExemptTime).
+  uint64_t preempt_min_runtime_ms = 0;
+  // At most this many pending jobs per pass look for victims to preempt.
+  uint32_t max_preemptors_per_pass = 8;
 };
 
 struct AgentConfig {
@@ -152,6 +157,21 @@ struct PartitionConfig {
   std::vector<std::string> denied_uids;
 };
 
+// Limits of an account (with its sub-accounts) or of a QoS: Slurm's Grp* (the whole account or
+// QoS) and Max* (per user, per job) limits. Unset: none. GPU maps are per GPU type; "" is any.
+struct LimitsConfig {
+  std::optional<uint32_t> grp_jobs;    // running jobs
+  std::optional<uint32_t> grp_submit;  // pending and running jobs
+  std::optional<uint32_t> grp_nodes;   // nodes held by running jobs
+  std::map<std::string, uint32_t> grp_gpus;
+  std::optional<uint32_t> max_jobs_per_user;
+  std::optional<uint32_t> max_submit_per_user;
+  std::map<std::string, uint32_t> max_gpus_per_user;
+  std::optional<uint32_t> max_gpus_per_job;
+  std::optional<uint32_t> max_nodes_per_job;
+  std::optional<int64_t> max_wall_ms;
+};
+
 // An account of the sharing tree ([[accounts]]); the tree's root, "root", is implicit.
 struct AccountConfig {
   std::string name;
@@ -160,6 +180,22 @@ struct AccountConfig {
   std::string description;
   std::vector<std::string>
       users;  // associated users (the first account naming a user is its default)
+  LimitsConfig limits;
+  std::vector<std::string> qos;  // QoS its jobs may use; empty: as its parent (root: any)
+  std::string default_qos;       // empty: as its parent (root: "normal")
+};
+
+// A quality of service ([[qos]]). "normal" exists unless the config defines it.
+struct QosConfig {
+  std::string name;
+  std::string description;
+  uint32_t priority = 0;
+  std::vector<std::string> preempt;      // QoS whose jobs this one's may preempt
+  std::string preempt_mode = "requeue";  // requeue or cancel: how its own jobs give way
+  double usage_factor = 1.0;
+  uint64_t grace_time_ms = 0;
+  bool deny_on_limit = false;  // flags = ["DenyOnLimit"]
+  LimitsConfig limits;
 };
 
 struct NodeConfig {
@@ -197,6 +233,7 @@ struct Config {
   std::vector<PartitionConfig> partitions;
   std::vector<NodeConfig> nodes;        // in configuration order
   std::vector<AccountConfig> accounts;  // parents before children (checked: a tree under root)
+  std::vector<QosConfig> qos;           // checked: known names, no preemption cycles
 
   const NodeConfig* FindNode(const std::string& name) const;
   const PartitionConfig* FindPartition(const std::string& name) const;

@@ -2,11 +2,17 @@
 // then wait for one in main().
 #pragma once
 
+#include <string>
+
 namespace muster {
 
 // Blocks SIGTERM, SIGINT and SIGHUP for this thread and the threads it starts; ignores SIGPIPE.
 void BlockTerminationSignals();
 // Waits for one of them; returns its number.
 int WaitForTerminationSignal();
+
+// A signal by name (USR1, SIGUSR1) or number (1-64), as scancel --signal and sbatch --signal take
+// it; 0 when it is neither.
+int SignalNumber(const std::string& text);
 
 }  // namespace muster

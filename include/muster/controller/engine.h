@@ -72,6 +72,9 @@ class EngineContext;
 class HistoryRetention;
 class AuditLog;
 class AccountManager;
+class LimitTracker;
+class Preemptor;
+class QosManager;
 class FairShare;
 class DependencyTracker;
 class JobExplainer;
@@ -145,7 +148,9 @@ class Engine {
                                                   const v1::UpdateAccountRequest& req, TimeMs now);
   Result<v1::UpdateUserResponse> UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req,
                                             TimeMs now);
-  Result<v1::ListAccountsResponse> ListAccounts() const;
+  Result<v1::ListAccountsResponse> ListAccounts() const;  // with the QoS
+  Result<v1::UpdateQosResponse> UpdateQos(const Caller& caller, const v1::UpdateQosRequest& req,
+                                          TimeMs now);
   // sshare: the fair-share tree with each line's shares, usage and factor.
   Result<v1::ListSharesResponse> ListShares(const v1::ListSharesRequest& req, TimeMs now) const;
   Result<v1::ListAuditResponse> ListAudit(const Caller& caller, const v1::ListAuditRequest& req,
@@ -233,6 +238,9 @@ class Engine {
   std::unique_ptr<AccountManager> accounts_;
   std::unique_ptr<FairShare> fair_share_;
   std::unique_ptr<DependencyTracker> dependencies_;
+  std::unique_ptr<QosManager> qos_;
+  std::unique_ptr<LimitTracker> limits_;
+  std::unique_ptr<Preemptor> preemptor_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;
 };

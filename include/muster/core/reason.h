@@ -20,6 +20,22 @@ enum class JobReason : uint8_t {
   kJobArrayTaskLimit,         // its array already runs as many tasks as its %N allows
   kDependency,                // --dependency: waiting for other jobs
   kDependencyNeverSatisfied,  // --dependency: it cannot be satisfied any more
+  // Limits of the job's account (association) or QoS; the detail names the numbers.
+  kAssocGrpJobsLimit,
+  kAssocGrpNodeLimit,
+  kAssocGrpGRES,
+  kAssocMaxJobsLimit,
+  kAssocMaxWallDurationPerJobLimit,
+  kAssocMaxGRESPerJob,
+  kAssocMaxNodePerJobLimit,
+  kQOSGrpJobsLimit,
+  kQOSGrpNodeLimit,
+  kQOSGrpGRES,
+  kQOSMaxJobsPerUserLimit,
+  kQOSMaxGRESPerUser,
+  kQOSMaxWallDurationPerJobLimit,
+  kQOSMaxGRESPerJob,
+  kQOSMaxNodePerJobLimit,
   // Held.
   kJobHeldUser,
   kJobHeldAdmin,
@@ -32,6 +48,7 @@ enum class JobReason : uint8_t {
   kProlog,
   kGpuFail,
   kJobRequeued,
+  kPreempted,  // ended or requeued to make room for a job of a higher QoS
 };
 
 // Slurm's name: "None", "Resources", "JobHeldUser", ...

@@ -90,11 +90,27 @@ struct RunningUse {
   std::vector<uint32_t> gres;  // units held per pool of the node (index into NodeView::gres)
 };
 
+// A limit on what a group of jobs may hold at once (an account's GPUs, a user's running jobs
+// in a QoS): what running jobs use now and the most allowed. A pass adds what it starts.
+struct LimitCounter {
+  JobReason reason = JobReason::kNone;  // the pending reason of a job it holds back
+  std::string what;                     // "account physics: GPUs (GrpTRES gres/gpu)"
+  uint64_t used = 0;
+  uint64_t max = 0;
+};
+
+// What a job adds to a counter when it starts.
+struct LimitCharge {
+  uint32_t counter = 0;  // index into ClusterView::limits
+  uint64_t amount = 0;
+};
+
 // An immutable snapshot of nodes, partitions and running work for one pass.
 struct ClusterView {
   std::vector<NodeView> nodes;
   std::vector<PartitionView> partitions;
-  std::vector<RunningUse> running;  // one per (running job, node); may be empty
+  std::vector<RunningUse> running;   // one per (running job, node); may be empty
+  std::vector<LimitCounter> limits;  // account and QoS limits that are set
 
   const PartitionView* FindPartition(const std::string& name) const;
 };
@@ -158,6 +174,8 @@ struct PendingJob {
   // The job held a reservation in the previous pass. Such jobs are planned before any other so
   // that later, higher-priority arrivals cannot push them back again and again (no starvation).
   bool had_reservation = false;
+  // Limits it counts against: it starts only while each has room for it.
+  std::vector<LimitCharge> limits;
 };
 
 // What a started job gets on one node, by index: never just counted.

@@ -23,7 +23,8 @@ enum class Family {
   kAudit,
   kAccounts,
   kUsers,
-  kUsage
+  kUsage,
+  kQos
 };
 
 // kSync: durable when Commit returns (the write-ahead rule for anything acknowledged or sent).
@@ -31,7 +32,7 @@ enum class Family {
 // can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
 // is harmless and they need not pay for an fsync.
 enum class Durability { kSync, kBuffered };
-inline constexpr int kNumFamilies = 10;
+inline constexpr int kNumFamilies = 11;
 const char* FamilyName(Family f);
 
 // A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
@@ -65,6 +66,9 @@ class Mutation {
   // Fair-share usage, keyed "account/user".
   void PutUsage(const v1::UsageRecord& usage);
   void DeleteUsage(const std::string& account, const std::string& user);
+  // QoS, by name (the config's are stored too, marked so).
+  void PutQos(const v1::QosRecord& qos);
+  void DeleteQos(const std::string& name);
 
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
@@ -86,6 +90,7 @@ struct LoadedState {
   std::vector<v1::AccountRecord> accounts;
   std::vector<v1::UserRecord> users;
   std::vector<v1::UsageRecord> usage;
+  std::vector<v1::QosRecord> qos;
   uint64_t max_history_job_id = 0;    // so ids are never reused even if meta is lost
   std::vector<std::string> problems;  // corrupt records found, reported and quarantined
 };

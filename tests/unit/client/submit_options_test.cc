@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 namespace muster::client {
 namespace {
 
@@ -74,14 +76,30 @@ TEST(SubmitArgsTest, AccountGoesIntoTheSpec) {
   EXPECT_EQ(spec->account(), "chem");
 }
 
+TEST(SubmitArgsTest, QosAndSignal) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"-q", "high", "--signal=B:USR1@90"}, "command line", &o).ok());
+  EXPECT_EQ(o.qos, "high");
+  EXPECT_EQ(o.signal, SIGUSR1);
+  EXPECT_EQ(o.signal_time_s, 90u);
+  EXPECT_TRUE(o.signal_batch_only);
+  SubmitOptions p;
+  ASSERT_TRUE(ParseSubmitArgs({"--signal=TERM"}, "command line", &p).ok());
+  EXPECT_EQ(p.signal, SIGTERM);
+  EXPECT_EQ(p.signal_time_s, 60u);
+  EXPECT_FALSE(p.signal_batch_only);
+  EXPECT_FALSE(ParseSubmitArgs({"--signal=NOPE"}, "command line", &p).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"--signal=USR1@soon"}, "command line", &p).ok());
+}
+
 TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   SubmitOptions o;
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
-  s = ParseSubmitArgs({"--qos=high"}, "script line 3", &o);
+  s = ParseSubmitArgs({"--begin=now+1hour"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --qos is not supported"), std::string::npos)
+  EXPECT_NE(s.message().find("script line 3: option --begin is not supported"), std::string::npos)
       << s.message();
   s = ParseSubmitArgs({"--gres=nvme:fast:x:2"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);

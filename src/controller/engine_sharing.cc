@@ -1,0 +1,107 @@
+// Engine: the sharing policy's requests (accounts, users' associations, QoS, the fair-share
+// tree), routed to the account, QoS and fair-share managers.
+#include "access.h"
+#include "account_manager.h"
+#include "audit_log.h"
+#include "engine_context.h"
+#include "fair_share.h"
+#include "job_manager.h"
+#include "muster/common/strings.h"
+#include "muster/controller/engine.h"
+#include "qos_manager.h"
+#include "usage_limits.h"
+
+namespace muster::controller {
+
+Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
+                                                        const v1::UpdateAccountRequest& req,
+                                                        TimeMs now) {
+  auto in_use = [this](const std::string& account) {
+    for (const auto& [id, job] : jobs_->jobs()) {
+      if (job.rec.spec().account() == account) return true;
+    }
+    return false;
+  };
+  Status st = accounts_->UpdateAccount(caller, req, in_use);
+  audit_->Record(caller, "account " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
+                 "account " + req.name().substr(0, 64),
+                 (req.has_parent() ? "parent=" + req.parent().substr(0, 64) + " " : "") +
+                     (req.has_shares() ? "shares=" + std::to_string(req.shares()) : ""),
+                 st.code() != StatusCode::kPermissionDenied, st, now);
+  MUSTER_RETURN_IF_ERROR(st);
+  ctx_->RequestPass();  // limits may have changed
+  return v1::UpdateAccountResponse();
+}
+
+Result<v1::UpdateUserResponse> Engine::UpdateUser(const Caller& caller,
+                                                  const v1::UpdateUserRequest& req, TimeMs now) {
+  Status st = accounts_->UpdateUser(caller, req);
+  audit_->Record(caller, "user " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
+                 "user " + req.user().substr(0, 64),
+                 "account=" + req.account().substr(0, 64) + (req.make_default() ? " default" : ""),
+                 st.code() != StatusCode::kPermissionDenied, st, now);
+  MUSTER_RETURN_IF_ERROR(st);
+  return v1::UpdateUserResponse();
+}
+
+Result<v1::ListAccountsResponse> Engine::ListAccounts() const {
+  v1::ListAccountsResponse resp = accounts_->List();
+  for (const auto& [name, q] : qos_->all()) *resp.add_qos() = q;
+  return resp;
+}
+
+Result<v1::UpdateQosResponse> Engine::UpdateQos(const Caller& caller,
+                                                const v1::UpdateQosRequest& req, TimeMs now) {
+  auto in_use = [this](const std::string& qos) -> std::string {
+    for (const auto& [id, job] : jobs_->jobs()) {
+      const v1::JobRecord& r = job.rec;
+      if ((r.state() == v1::PENDING || r.state() == v1::RUNNING) && r.spec().qos() == qos) {
+        return "job " + std::to_string(id);
+      }
+    }
+    for (const auto& [name, a] : accounts_->accounts()) {
+      if (a.default_qos() == qos ||
+          std::find(a.qos().begin(), a.qos().end(), qos) != a.qos().end()) {
+        return "account " + name;
+      }
+    }
+    return "";
+  };
+  Status st = qos_->Update(caller, req, in_use);
+  std::string detail;
+  if (req.has_priority()) detail += "priority=" + std::to_string(req.priority()) + " ";
+  if (req.has_preempt()) detail += "preempt=" + req.preempt().substr(0, 256) + " ";
+  if (AnyLimit(req.limits())) detail += FormatLimits(req.limits());
+  audit_->Record(caller, "qos " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
+                 "qos " + req.name().substr(0, 64), detail,
+                 st.code() != StatusCode::kPermissionDenied, st, now);
+  MUSTER_RETURN_IF_ERROR(st);
+  ctx_->RequestPass();  // priorities and limits may have changed
+  return v1::UpdateQosResponse();
+}
+
+Result<v1::ListSharesResponse> Engine::ListShares(const v1::ListSharesRequest& req,
+                                                  TimeMs now) const {
+  const std::set<std::string> accounts(req.accounts().begin(), req.accounts().end());
+  const std::set<std::string> users(req.users().begin(), req.users().end());
+  v1::ListSharesResponse resp;
+  const core::FairShareResult tree = fair_share_->ComputeAt(now);
+  for (const core::FairShareRow& row : tree.rows) {
+    if (!accounts.empty() && !accounts.count(row.account)) continue;
+    if (!users.empty() && !row.user.empty() && !users.count(row.user)) continue;
+    if (!users.empty() && row.user.empty() && !req.with_accounts()) continue;
+    v1::ShareRow* r = resp.add_rows();
+    r->set_account(row.account);
+    r->set_user(row.user);
+    r->set_depth(static_cast<uint32_t>(row.depth));
+    r->set_raw_shares(row.raw_shares);
+    r->set_norm_shares(row.norm_shares);
+    r->set_raw_usage(row.raw_usage);
+    r->set_effective_usage(row.norm_usage);
+    r->set_level_fs(row.level_fs);
+    r->set_fairshare(row.factor);
+  }
+  return resp;
+}
+
+}  // namespace muster::controller

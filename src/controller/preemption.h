@@ -1,0 +1,51 @@
+// Preemption: after each pass, the highest-priority jobs that could not start and whose QoS
+// names others in its preempt list get room by stopping whole running jobs of those QoS (the
+// core picks the victims, gang- and topology-aware). Victims get their --signal (or SIGTERM),
+// their QoS's grace_time, then SIGKILL, and are requeued (or end PREEMPTED under preempt_mode
+// cancel). A preemptor whose victims are still leaving preempts nothing more; a job that started
+// less than preempt_min_runtime ago is not a candidate; the preempt lists never form a circle
+// (qos_manager.h), so two jobs cannot push each other off in turn.
+//
+// Strand-confined.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine_context.h"
+#include "job_manager.h"
+#include "qos_manager.h"
+#include "resource_ledger.h"
+#include "scheduler_loop.h"
+
+namespace muster::controller {
+
+class Preemptor {
+ public:
+  Preemptor(EngineContext& ctx, JobManager& jobs, const QosManager& qos,
+            const ResourceLedger& ledger, const SchedulerLoop& scheduler)
+      : ctx_(ctx), jobs_(jobs), qos_(qos), ledger_(ledger), scheduler_(scheduler) {}
+
+  // Looks at the pass's waiting jobs (called after it was applied).
+  void AfterPass(const core::SchedulePass& pass, TimeMs now);
+
+  // Jobs waiting for the victims they preempted to leave (for explanations and tests).
+  const std::map<uint64_t, std::vector<uint64_t>>& waiting() const { return waiting_; }
+
+ private:
+  bool MayPreempt(const JobEntry& preemptor) const;
+  // Whether a preemptor's earlier victims still hold resources.
+  bool VictimsLeaving(uint64_t preemptor) const;
+  void Preempt(JobEntry& victim, const JobEntry& preemptor, TimeMs now, store::Mutation& m);
+
+  EngineContext& ctx_;
+  JobManager& jobs_;
+  const QosManager& qos_;
+  const ResourceLedger& ledger_;
+  const SchedulerLoop& scheduler_;
+  std::map<uint64_t, std::vector<uint64_t>> waiting_;  // preemptor -> its victims
+};
+
+}  // namespace muster::controller
