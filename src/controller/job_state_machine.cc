@@ -168,7 +168,8 @@ void JobManager::RequeueOrFail(JobEntry& job, JobReason reason, const std::strin
 void JobManager::Preempt(JobEntry& job, uint64_t preemptor, const std::string& why, bool requeue,
                          uint32_t grace_ms, TimeMs now, store::Mutation& m) {
   v1::JobRecord& r = job.rec;
-  if (r.state() != v1::RUNNING || r.preempt_time_ms() > 0) return;
+  // A job already on its way down (cancelled, or preempted before) is left to finish so.
+  if (r.state() != v1::RUNNING || r.preempt_time_ms() > 0 || r.cancel_requested()) return;
   r.set_preempt_time_ms(now);
   r.set_preempt_grace_ms(grace_ms);
   r.set_preempted_by(preemptor);
@@ -179,10 +180,6 @@ void JobManager::Preempt(JobEntry& job, uint64_t preemptor, const std::string& w
     // An srun/salloc allocation cannot be requeued: its client's tasks end with it.
     Transition(job, {.to = v1::PREEMPTED, .reason = JobReason::kPreempted, .detail = why}, now, m);
     interactive_.erase(r.id());
-    return;
-  }
-  if (r.cancel_requested()) {
-    Transition(job, {.to = v1::CANCELLED}, now, m);
     return;
   }
   if (requeue && !r.spec().no_requeue()) {

@@ -67,7 +67,7 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
   }
   if (preemptors.empty()) return;
 
-  const core::ClusterView view = scheduler_.LiveView(now);
+  core::ClusterView view = scheduler_.LiveView(now);
   std::set<uint64_t> taken;  // victims chosen in this pass
   store::Mutation m;
   for (JobEntry* preemptor : preemptors) {
@@ -108,6 +108,12 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
       Preempt(*victim, *preemptor, now, m);
       victims.push_back(v);
       taken.insert(v);
+    }
+    // The nodes are spoken for: a later preemptor of this pass must not count their free part
+    // (or what these victims free) as its own.
+    for (core::NodeIndex n : plan->nodes) {
+      view.nodes[n].schedulable = false;
+      view.nodes[n].unavailable = "being freed for job " + std::to_string(preemptor->id());
     }
     jobs_.SetWaitReason(*preemptor, core::JobReason::kResources,
                         "preempting " + std::to_string(victims.size()) + " job(s) to start on " +

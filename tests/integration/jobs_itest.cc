@@ -1,4 +1,6 @@
 // Jobs end to end: a gang with its GPUs and environment, ends, limits, cancels, drains.
+#include <fstream>
+
 #include "harness/cluster_test.h"
 #include "muster/common/job_limits.h"
 
@@ -59,6 +61,29 @@ TEST_F(ClusterTest, TimeLimitEndsTheJobAsTimeout) {
   EXPECT_EQ(job->exit_signal(), SIGKILL);
   EXPECT_GE(job->end_time_ms() - job->start_time_ms(), 700 + 400);
   EXPECT_TRUE(ProcessGone(jobs_ + "t.pid"));
+}
+
+TEST_F(ClusterTest, SignalBeforeTheTimeLimitReachesTheBatchScript) {
+  // --signal=B:USR1@2 with a 3 s limit: USR1 after about a second; the script checkpoints and
+  // ends on its own, so the job completes instead of timing out.
+  v1::JobSpec s = Gang(1, 0);
+  s.set_time_limit_ms(3'000);
+  s.set_signal(SIGUSR1);
+  s.set_signal_time_s(2);
+  s.set_signal_batch_only(true);
+  auto id = cluster_->Submit(
+      "#!/bin/sh\ntrap 'echo checkpoint > " + jobs_ + "sig.out; exit 0' USR1\nsleep 60 &\nwait\n",
+      s);
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::COMPLETED || cluster_->State(*id) == v1::TIMEOUT,
+                    10'000);
+  EXPECT_EQ(cluster_->State(*id), v1::COMPLETED);
+  auto job = cluster_->Job(*id);
+  EXPECT_LT(job->end_time_ms() - job->start_time_ms(), 3'000);
+  std::ifstream in(jobs_ + "sig.out");
+  std::string word;
+  in >> word;
+  EXPECT_EQ(word, "checkpoint");
 }
 
 TEST_F(ClusterTest, NonZeroExitFailsAndLaunchErrorsAreReported) {

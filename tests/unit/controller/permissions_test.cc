@@ -229,6 +229,24 @@ TEST_F(PermissionsTest, OnlyAdminsChangeAccountsAndEveryoneMayListThem) {
   EXPECT_TRUE(log->entries(3).allowed());
 }
 
+TEST_F(PermissionsTest, OnlyAdminsChangeQosAndEveryoneMayListThem) {
+  v1::UpdateQosRequest add;
+  add.set_op(v1::ACCOUNT_OP_ADD);
+  add.set_name("gold");
+  add.set_priority(10);
+  for (const Caller& who : {Alice(), Bob(), Operator()}) {
+    EXPECT_EQ(engine_->UpdateQos(who, add, now_).status().code(), StatusCode::kPermissionDenied);
+  }
+  ASSERT_TRUE(engine_->UpdateQos(Root(), add, now_).ok());
+  EXPECT_EQ(engine_->ListAccounts()->qos_size(), 2);  // normal and gold
+  auto log = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->entries_size(), 4);
+  EXPECT_EQ(log->entries(0).action(), "qos add");
+  EXPECT_FALSE(log->entries(0).allowed());
+  EXPECT_TRUE(log->entries(3).allowed());
+}
+
 TEST_F(PermissionsTest, TheAuditLogOutlivesARestartAndExpiresWithItsRetention) {
   config_.scheduling.audit_retention_days = 2;
   Restart();

@@ -213,6 +213,36 @@ TEST_F(QosTest, HighQosPreemptsAWholeLowGangUnderOneLeafAndStartsWhenItLeft) {
   EXPECT_EQ(nodes, (std::vector<std::string>{"node3", "node4"}));
 }
 
+TEST_F(QosTest, TwoPreemptorsInOnePassDoNotCountTheSameFreeNode) {
+  // One leaf of four nodes: node4 is free, node1-3 each run a low job. Two 2-node high jobs
+  // wait: the first takes node4 and one victim's node, so the second must free two nodes of its
+  // own (counting node4 again, it would stop one job for nothing and still not start).
+  for (NodeConfig& n : config_.nodes) n.topology = "spine1/leaf1";
+  Restart();
+  AllUp();
+  std::vector<uint64_t> lows;
+  for (const char* n : {"node1", "node2", "node3"}) {
+    v1::JobSpec s = Gang(1, 8);
+    s.set_qos("low");
+    s.add_required_nodes(n);
+    auto id = Submit(s, Root());
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    lows.push_back(*id);
+  }
+  Pass();
+  for (uint64_t id : lows) Run(id);
+  auto a = SubmitQos(2, 8, "high", Root());
+  auto b = SubmitQos(2, 8, "high", Root());
+  Pass();
+  size_t preempted = 0;
+  for (uint64_t id : lows) preempted += Job(id).state() == v1::PENDING;
+  EXPECT_EQ(preempted, 3u);
+  for (uint64_t id : lows) CleanUp(id, 0);
+  Pass();
+  EXPECT_EQ(Job(*a).state(), v1::RUNNING);
+  EXPECT_EQ(Job(*b).state(), v1::RUNNING);
+}
+
 TEST_F(QosTest, NoPreemptionThatWouldNotLetThePreemptorStart) {
   auto low = SubmitQos(1, 8, "low");
   auto normal = SubmitQos(3, 8, "normal", Root());
