@@ -35,6 +35,7 @@ int CmdCerts(int argc, char** argv);
 int CmdAudit(int argc, char** argv);
 int CmdAccount(int argc, char** argv);
 int CmdQos(int argc, char** argv);
+int CmdQuota(int argc, char** argv);
 int CmdUser(int argc, char** argv);
 int CmdSacctmgr(int argc, char** argv);
 int CmdShare(int argc, char** argv);

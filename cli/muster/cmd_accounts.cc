@@ -15,7 +15,8 @@ namespace {
 void PrintAccountHelp() {
   std::printf(
       "Usage: muster account add NAME [--parent P] [--shares N] [--description TEXT]\n"
-      "       muster account modify NAME [--parent P] [--shares N] [--description TEXT]\n"
+      "                              [--quota TYPE=G[:MAX[:LEND]]]... [--cohort C]\n"
+      "       muster account modify NAME [same options]\n"
       "       muster account remove NAME\n"
       "       muster account list [--json]\n"
       "The account tree (under root) that jobs charge with -A; its users come from\n"
@@ -23,6 +24,11 @@ void PrintAccountHelp() {
       "  --parent P         the account above (default root)\n"
       "  --shares N         fair-share weight among its siblings (default 1)\n"
       "  --description TEXT\n"
+      "  --quota TYPE=G[:MAX[:LEND]]  GPU quota: G guaranteed TYPE GPUs, borrowing up to MAX\n"
+      "                     in all (default: as far as the cohort lends), lending at most\n"
+      "                     LEND of its idle ones (default G); TYPE=none removes it\n"
+      "  --cohort C         the cohort it lends to and borrows from (\"\" leaves it)\n"
+      "`muster quota` shows the quotas with what they use, borrow and lend.\n"
       "Adding, changing and removing need an admin. An account with sub-accounts, users or\n"
       "unfinished jobs is not removed.\n");
 }
@@ -115,6 +121,31 @@ int PrintUsers(bool json) {
   return kExitOk;
 }
 
+// TYPE=G[:MAX[:LEND]], or TYPE=none (removes the quota: guaranteed 4294967295).
+Result<v1::GpuQuota> ParseQuota(const std::string& v, std::string* type) {
+  const size_t eq = v.find('=');
+  const std::string bad = "bad --quota '" + v + "' (expected TYPE=GUARANTEED[:MAX[:LEND]])";
+  if (eq == std::string::npos || eq == 0) return InvalidArgument(bad);
+  *type = ToLower(v.substr(0, eq));
+  v1::GpuQuota q;
+  if (ToLower(v.substr(eq + 1)) == "none") {
+    q.set_guaranteed(0xFFFFFFFFu);
+    return q;
+  }
+  std::vector<std::string> f = Split(v.substr(eq + 1), ':');
+  if (f.empty() || f.size() > 3) return InvalidArgument(bad);
+  std::vector<uint32_t> n;
+  for (const std::string& x : f) {
+    auto u = ParseUint(x);
+    if (!u || *u > 1'000'000'000) return InvalidArgument(bad);
+    n.push_back(static_cast<uint32_t>(*u));
+  }
+  q.set_guaranteed(n[0]);
+  if (n.size() > 1) q.set_max(n[1]);
+  if (n.size() > 2) q.set_lending_limit(n[2]);
+  return q;
+}
+
 Result<v1::AccountOp> OpOf(const std::string& verb) {
   if (verb == "add") return v1::ACCOUNT_OP_ADD;
   if (verb == "modify") return v1::ACCOUNT_OP_MODIFY;
@@ -141,6 +172,8 @@ int CmdAccount(int argc, char** argv) {
   const struct option opts[] = {{"parent", required_argument, nullptr, 'p'},
                                 {"shares", required_argument, nullptr, 's'},
                                 {"description", required_argument, nullptr, 'd'},
+                                {"quota", required_argument, nullptr, 'q'},
+                                {"cohort", required_argument, nullptr, 'c'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
   optind = 2;
@@ -159,6 +192,16 @@ int CmdAccount(int argc, char** argv) {
       case 'd':
         req.set_description(optarg);
         break;
+      case 'q': {
+        std::string type;
+        auto q = ParseQuota(optarg, &type);
+        if (!q.ok()) return Usage("account", q.status().message());
+        (*req.mutable_quotas())[type] = *q;
+        break;
+      }
+      case 'c':
+        req.set_cohort(optarg);
+        break;
       case 'h':
         PrintAccountHelp();
         return kExitOk;
@@ -169,7 +212,8 @@ int CmdAccount(int argc, char** argv) {
   if (optind + 1 != argc) return Usage("account", "expected one account name");
   req.set_name(argv[optind]);
   if (*op == v1::ACCOUNT_OP_REMOVE &&
-      (req.has_parent() || req.has_shares() || req.has_description())) {
+      (req.has_parent() || req.has_shares() || req.has_description() || req.quotas_size() > 0 ||
+       req.has_cohort())) {
     return Usage("account", "remove takes no options");
   }
   auto controller = ConnectController();

@@ -60,7 +60,8 @@ void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = ""
        " JobName=" + j.name());
   line("   UserId=" + j.user() + "(" + std::to_string(j.uid()) + ") MCS_label=N/A");
   line("   Priority=" + std::to_string(j.priority()) + " Nice=0 Account=" + OrNull(j.account()) +
-       " QOS=" + (j.qos().empty() ? std::string("normal") : j.qos()));
+       " QOS=" + (j.qos().empty() ? std::string("normal") : j.qos()) +
+       (j.borrowed() ? " Borrowed=Yes" : ""));
   line("   JobState=" + state + " Reason=" + (j.reason().empty() ? "None" : j.reason()) +
        " Dependency=" + OrNull(j.dependency()));
   line("   Requeue=" + std::string(j.no_requeue() || j.interactive() ? "0" : "1") + " Restarts=" +

@@ -64,6 +64,7 @@ void SlurmJobJson(JsonWriter& w, const v1::JobInfo& j, const std::string& cluste
   w.BeginObject();
   w.Field("account", j.account())
       .Field("qos", j.qos())
+      .Field("borrowed", j.borrowed())
       .Field("job_id", j.id())
       .Field("name", j.name());
   w.Field("user_name", j.user()).Field("user_id", j.uid());

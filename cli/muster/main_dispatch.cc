@@ -78,6 +78,7 @@ Accounts:
   account add|modify|remove|list     the account tree jobs charge (-A); changes: admins
   user add|modify|remove|list        users' accounts and default account; changes: admins
   qos add|modify|remove|list         QoS: priority, limits, preemption (KEY=VALUE as sacctmgr's)
+  quota                              GPU quotas: guaranteed, max, in use, borrowed, lent
   share [-a] [-l] [-A ACCOUNTS]      the fair-share tree: shares, usage, factors (sshare)
   report usage [--start T] [--by ...] GPU- and CPU-hours by account, user and GPU type
 
@@ -172,6 +173,7 @@ int Main(int argc, char** argv) {
   if (cmd == "audit") return CmdAudit(sub_argc, sub_argv);
   if (cmd == "account") return CmdAccount(sub_argc, sub_argv);
   if (cmd == "qos") return CmdQos(sub_argc, sub_argv);
+  if (cmd == "quota") return CmdQuota(sub_argc, sub_argv);
   if (cmd == "user") return CmdUser(sub_argc, sub_argv);
   if (cmd == "share") return CmdShare(sub_argc, sub_argv);
   if (cmd == "report") return CmdReport(sub_argc, sub_argv);

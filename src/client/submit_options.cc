@@ -161,8 +161,41 @@ Result<uint32_t> Count(const std::string& opt, const std::string& v, uint32_t mi
   return static_cast<uint32_t>(*n);
 }
 
-// "[type:]N" as --gpus and --gpus-per-node take it.
+// "[type:]N" as --gpus and --gpus-per-node take it, or "type:N|type:N" for a job that accepts
+// any of several GPU types (tried in that order; the counts must be equal).
 Status TypedCount(const std::string& opt, const std::string& v, SubmitOptions* o, uint32_t* out) {
+  o->gpu_types.clear();
+  if (v.find('|') != std::string::npos) {
+    std::vector<std::string> types;
+    std::optional<uint32_t> count;
+    for (const std::string& alt : Split(v, '|')) {
+      size_t colon = alt.find(':');
+      if (colon == std::string::npos || colon == 0 ||
+          alt.find(':', colon + 1) != std::string::npos) {
+        return InvalidArgument("invalid value for " + opt + ": '" + v +
+                               "' (expected type:count|type:count, such as h100:8|a100:8)");
+      }
+      MUSTER_ASSIGN_OR_RETURN(uint32_t n, Count(opt, alt.substr(colon + 1)));
+      if (count && *count != n) {
+        return InvalidArgument("invalid value for " + opt + ": '" + v +
+                               "': every GPU type must have the same count");
+      }
+      count = n;
+      std::string type = alt.substr(0, colon);
+      if (std::find(types.begin(), types.end(), type) != types.end()) {
+        return InvalidArgument("invalid value for " + opt + ": '" + v + "': " + type +
+                               " is named twice");
+      }
+      types.push_back(std::move(type));
+    }
+    if (types.size() > 8) {
+      return InvalidArgument("invalid value for " + opt + ": at most 8 GPU types");
+    }
+    o->gpu_type.reset();
+    o->gpu_types = std::move(types);
+    *out = *count;
+    return Status::Ok();
+  }
   size_t colon = v.rfind(':');
   std::string count = colon == std::string::npos ? v : v.substr(colon + 1);
   if (colon != std::string::npos) {
@@ -218,6 +251,7 @@ Status ParseGres(const std::string& v, SubmitOptions* o) {
     }
     if (count == 0) return InvalidArgument("--gres=" + item + ": count must be at least 1");
     o->gpus_per_node = count;
+    o->gpu_types.clear();
   }
   return Status::Ok();
 }
@@ -626,6 +660,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_gpus_per_node(o.gpus_per_node.value_or(0));
   s.set_gpus_total(o.gpus.value_or(0));
   s.set_gpu_type(o.gpu_type.value_or(""));
+  for (const std::string& t : o.gpu_types) s.add_gpu_types(t);
   s.set_exclusive(o.exclusive);
   s.set_gpus_per_task(o.gpus_per_task.value_or(0));
   s.set_mem_per_gpu_mb(o.mem_per_gpu_mb.value_or(0));

@@ -58,6 +58,44 @@ Status ReadLimits(TableReader& t, LimitsConfig* l) {
   return Status::Ok();
 }
 
+// quota = { h100 = 16 } or { h100 = { guaranteed = 16, max = 32, lending_limit = 8 } }.
+Status ReadQuotas(TableReader& t, const std::string& source,
+                  std::map<std::string, QuotaConfig>* out) {
+  const toml::node* n = t.Get("quota");
+  if (!n) return Status::Ok();
+  const toml::table* tbl = n->as_table();
+  if (!tbl) return t.Error(n, "quota", "expected a table such as { h100 = { guaranteed = 16 } }");
+  for (auto&& [k, v] : *tbl) {
+    const std::string type(k.str());
+    if (!IsValidAccountName(type)) return t.Error(&v, "quota", "bad GPU type '" + type + "'");
+    QuotaConfig q;
+    if (v.is_integer()) {
+      const int64_t g = *v.value<int64_t>();
+      if (g < 0 || g > 1'000'000'000) {
+        return t.Error(&v, "quota." + type, "expected a whole number of GPUs");
+      }
+      q.guaranteed = static_cast<uint32_t>(g);
+    } else if (const toml::table* qt = v.as_table()) {
+      TableReader r(*qt, t.Qualified("quota." + type), source);
+      MUSTER_RETURN_IF_ERROR(r.Uint("guaranteed", &q.guaranteed, 0, 1'000'000'000));
+      MUSTER_RETURN_IF_ERROR(OptionalUint(r, "max", &q.max));
+      MUSTER_RETURN_IF_ERROR(OptionalUint(r, "lending_limit", &q.lending_limit));
+      MUSTER_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+    } else {
+      return t.Error(&v, "quota." + type,
+                     "expected a number of GPUs or { guaranteed = N, max = N, lending_limit = N }");
+    }
+    if (q.max && *q.max < q.guaranteed) {
+      return t.Error(&v, "quota." + type, "max is below guaranteed");
+    }
+    if (q.lending_limit && *q.lending_limit > q.guaranteed) {
+      return t.Error(&v, "quota." + type, "lending_limit is above guaranteed");
+    }
+    (*out)[type] = q;
+  }
+  return Status::Ok();
+}
+
 Status ReadName(TableReader& t, const toml::table& tbl, const char* what, std::string* out) {
   MUSTER_RETURN_IF_ERROR(t.String("name", out));
   if (!IsValidAccountName(*out) || *out == "root") {
@@ -87,6 +125,11 @@ Status ParseSharing(TableReader& r, Config& c, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(ReadLimits(t, &a.limits));
         MUSTER_RETURN_IF_ERROR(t.StringList("qos", &a.qos));
         MUSTER_RETURN_IF_ERROR(t.String("default_qos", &a.default_qos));
+        MUSTER_RETURN_IF_ERROR(ReadQuotas(t, source, &a.quotas));
+        MUSTER_RETURN_IF_ERROR(t.String("cohort", &a.cohort));
+        if (!a.cohort.empty() && !IsValidAccountName(a.cohort)) {
+          return t.Error(t.Get("cohort"), "cohort", "bad cohort name '" + a.cohort + "'");
+        }
         c.accounts.push_back(std::move(a));
         return Status::Ok();
       },

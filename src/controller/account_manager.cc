@@ -12,6 +12,33 @@
 namespace muster::controller {
 namespace {
 
+// An update's quotas replace the account's per GPU type (guaranteed kUnlimited removes one);
+// the result must keep lending_limit <= guaranteed <= max.
+Status PatchQuotas(const v1::UpdateAccountRequest& req, v1::AccountRecord* a) {
+  if (req.quotas_size() > 64) return InvalidArgument("at most 64 GPU types per update");
+  for (const auto& [type, q] : req.quotas()) {
+    if (!IsValidAccountName(type)) {
+      return InvalidArgument("bad GPU type '" + type.substr(0, 64) + "' in a quota");
+    }
+    if (q.guaranteed() == kUnlimited) {
+      a->mutable_quotas()->erase(type);
+      continue;
+    }
+    if (q.has_max() && q.max() < q.guaranteed()) {
+      return InvalidArgument("quota " + type + ": max " + std::to_string(q.max()) +
+                             " is below guaranteed " + std::to_string(q.guaranteed()));
+    }
+    if (q.has_lending_limit() && q.lending_limit() > q.guaranteed()) {
+      return InvalidArgument("quota " + type + ": lending_limit " +
+                             std::to_string(q.lending_limit()) + " is above guaranteed " +
+                             std::to_string(q.guaranteed()));
+    }
+    (*a->mutable_quotas())[type] = q;
+  }
+  if (req.has_cohort()) a->set_cohort(req.cohort());
+  return Status::Ok();
+}
+
 bool Contains(const google::protobuf::RepeatedPtrField<std::string>& list, const std::string& v) {
   return std::find(list.begin(), list.end(), v) != list.end();
 }
@@ -45,6 +72,13 @@ void AccountManager::Restore(const std::vector<v1::AccountRecord>& accounts,
     *r.mutable_limits() = ToLimitsRecord(a.limits);
     for (const std::string& q : a.qos) r.add_qos(q);
     r.set_default_qos(a.default_qos);
+    for (const auto& [type, q] : a.quotas) {
+      v1::GpuQuota& g = (*r.mutable_quotas())[type];
+      g.set_guaranteed(q.guaranteed);
+      if (q.max) g.set_max(*q.max);
+      if (q.lending_limit) g.set_lending_limit(*q.lending_limit);
+    }
+    r.set_cohort(a.cohort);
     r.set_from_config(true);
     if (!accounts_.count(a.name) ||
         accounts_[a.name].SerializeAsString() != r.SerializeAsString()) {
@@ -165,6 +199,10 @@ Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccou
   if (req.has_shares() && (req.shares() == 0 || req.shares() > 1'000'000)) {
     return InvalidArgument("shares must be between 1 and 1000000");
   }
+  if (req.has_cohort() && !req.cohort().empty() && !IsValidAccountName(req.cohort())) {
+    return InvalidArgument("bad cohort name '" + req.cohort().substr(0, 64) +
+                           "': letters, digits, '.', '_' and '-'");
+  }
   if (req.limits().max_gpus_per_user_size() > 0) {
     return InvalidArgument(
         "GPUs per user is a QoS limit (MaxTRESPerUser); an account limits its users' GPUs "
@@ -194,6 +232,7 @@ Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccou
       return InvalidArgument("default qos " + a.default_qos() +
                              " is not in the account's qos list");
     }
+    MUSTER_RETURN_IF_ERROR(PatchQuotas(req, &a));
     return PatchLimits(req.limits(), a.mutable_limits());
   };
   auto it = accounts_.find(name);

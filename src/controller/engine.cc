@@ -60,11 +60,14 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       dependencies_(std::make_unique<DependencyTracker>(*ctx_, *jobs_)),
       qos_(std::make_unique<QosManager>(*ctx_)),
       limits_(std::make_unique<LimitTracker>(*ctx_, *accounts_, *qos_, *jobs_)),
-      preemptor_(std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *scheduler_)) {
+      quotas_(std::make_unique<QuotaBook>(*ctx_, *accounts_, *jobs_, *limits_)),
+      preemptor_(
+          std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *scheduler_, *quotas_)) {
   scheduler_->SetFairShare([this](const v1::JobSpec& spec) { return fair_share_->FactorOf(spec); });
   scheduler_->SetQosFactor(
       [this](const v1::JobSpec& spec) { return qos_->PriorityFactor(spec.qos()); });
   scheduler_->SetLimits(limits_.get());
+  scheduler_->SetQuotas(quotas_.get());
   accounts_->SetQosExists([this](const std::string& name) { return qos_->Exists(name); });
   fair_share_->SetUsageFactor([this](const std::string& name) {
     const v1::QosRecord* q = qos_->Find(name);

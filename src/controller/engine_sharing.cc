@@ -9,6 +9,7 @@
 #include "muster/common/strings.h"
 #include "muster/controller/engine.h"
 #include "qos_manager.h"
+#include "quota_book.h"
 #include "usage_limits.h"
 
 namespace muster::controller {
@@ -47,6 +48,22 @@ Result<v1::UpdateUserResponse> Engine::UpdateUser(const Caller& caller,
 Result<v1::ListAccountsResponse> Engine::ListAccounts() const {
   v1::ListAccountsResponse resp = accounts_->List();
   for (const auto& [name, q] : qos_->all()) *resp.add_qos() = q;
+  core::ClusterView view;
+  quotas_->Fill(&view);
+  for (const auto& [name, a] : accounts_->accounts()) {
+    std::map<std::string, v1::GpuQuota> sorted(a.quotas().begin(), a.quotas().end());
+    for (const auto& [type, q] : sorted) {
+      const int32_t i = quotas_->QuotaIndex(name, type);
+      if (i < 0) continue;
+      const core::QuotaView& v = view.quotas[static_cast<size_t>(i)];
+      v1::QuotaUse* u = resp.add_quota_use();
+      u->set_account(name);
+      u->set_gpu_type(type);
+      u->set_used(v.used);
+      u->set_borrowed(v.Borrows());
+      u->set_lent(v.Lends());
+    }
+  }
   return resp;
 }
 

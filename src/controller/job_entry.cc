@@ -20,7 +20,7 @@ std::string BriefSpecFields(const v1::JobRecord& r) {
   if (s.partitions_size() > 0) info.set_partition(s.partitions(0));  // until it runs somewhere
   info.set_cpus_per_task(s.cpus_per_task());
   info.set_gpus_per_node(s.gpus_per_node());
-  info.set_gpu_type(s.gpu_type());
+  info.set_gpu_type(GpuTypeWords(s));
   std::string gres;
   for (const v1::GresSpec& g : s.gres()) {
     if (!gres.empty()) gres += ',';
@@ -39,6 +39,13 @@ JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request) {
   e.request = request ? *request : ToCoreRequest(e.rec);
   e.brief_spec_fields = BriefSpecFields(e.rec);
   return e;
+}
+
+std::string GpuTypeWords(const v1::JobSpec& spec) {
+  if (spec.gpu_types_size() == 0) return spec.gpu_type();
+  std::string out;
+  for (const std::string& t : spec.gpu_types()) out += (out.empty() ? "" : "|") + t;
+  return out;
 }
 
 bool IsActive(const v1::JobRecord& rec) {

@@ -19,6 +19,7 @@ struct JobEntry {
   // From the last scheduling pass (memory only; recomputed by every pass).
   TimeMs expected_start_ms = core::kNever;
   bool had_reservation = false;
+  bool preempting = false;  // its preemption victims are leaving (preemption.h)
   core::PriorityFactors priority;
   // Interactive allocations: whether a client connection holds it, and since when none does.
   bool client_attached = false;
@@ -33,6 +34,9 @@ struct JobEntry {
 // An entry for a record entering memory (submitted or recovered); `request`, when given, is its
 // request already derived (the tasks of a job array share one).
 JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request = nullptr);
+
+// The GPU type a job asks for as views show it: "h100", "h100|a100" for alternatives, "" for any.
+std::string GpuTypeWords(const v1::JobSpec& spec);
 
 // Pending, running, or still cleaning up somewhere.
 bool IsActive(const v1::JobRecord& rec);

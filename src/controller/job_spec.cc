@@ -67,6 +67,21 @@ Result<std::vector<std::vector<std::string>>> ParseConstraint(const std::string&
 
 namespace {
 
+// What a GPU type names over the job's partitions: nodes with whole GPUs of that type, and
+// nodes with MIG slices of that profile.
+std::pair<bool, bool> KindOf(const v1::JobSpec& spec, const PartitionLimitMap& limits,
+                             const std::string& type) {
+  bool whole = false, mig = false;
+  for (const std::string& name : spec.partitions()) {
+    auto l = limits.find(name);
+    if (l == limits.end()) continue;
+    auto t = l->second.max_gpus_type.find(type);
+    whole = whole || (t != l->second.max_gpus_type.end() && t->second > 0);
+    mig = mig || l->second.mig_types.count(type) > 0;
+  }
+  return {whole, mig};
+}
+
 // Removes repeated names, keeping the first of each, in O(n log n).
 void Dedupe(google::protobuf::RepeatedPtrField<std::string>* names) {
   std::set<std::string_view> seen;
@@ -125,14 +140,7 @@ Status NormalizeGres(v1::JobSpec& spec, const PartitionLimitMap& limits) {
   }
   const std::string& type = spec.gpu_type();
   if (!type.empty() && spec.gpus_per_node() > 0) {
-    bool whole = false, mig = false;
-    for (const std::string& name : spec.partitions()) {
-      auto l = limits.find(name);
-      if (l == limits.end()) continue;
-      auto t = l->second.max_gpus_type.find(type);
-      whole = whole || (t != l->second.max_gpus_type.end() && t->second > 0);
-      mig = mig || l->second.mig_types.count(type) > 0;
-    }
+    const auto [whole, mig] = KindOf(spec, limits, type);
     if (mig && !whole) {
       v1::GresSpec slices;
       slices.set_name("gpu");
@@ -145,6 +153,42 @@ Status NormalizeGres(v1::JobSpec& spec, const PartitionLimitMap& limits) {
   }
   spec.clear_gres();
   for (auto& g : items) *spec.add_gres() = std::move(g);
+  return Status::Ok();
+}
+
+// --gpus-per-node=h100:8|a100:8: whole-GPU types (not MIG profiles), each one some partition
+// of the job has, named once; the job's gpu_type stays empty (any) and the scheduler tries them
+// in order.
+Status NormalizeGpuTypes(v1::JobSpec& spec, const PartitionLimitMap& limits) {
+  if (spec.gpu_types_size() == 0) return Status::Ok();
+  if (spec.gpu_types_size() == 1) {
+    spec.set_gpu_type(spec.gpu_types(0));
+    spec.clear_gpu_types();
+    return Status::Ok();
+  }
+  if (spec.gpu_types_size() > 8) return InvalidArgument("at most 8 GPU types per job");
+  if (!spec.gpu_type().empty()) {
+    return InvalidArgument("give one GPU type or a list of alternatives, not both");
+  }
+  std::set<std::string> seen;
+  for (std::string& type : *spec.mutable_gpu_types()) {
+    type = ToLower(type);
+    if (!IsValidAccountName(type)) {
+      return InvalidArgument("bad GPU type '" + type.substr(0, 64) + "'");
+    }
+    if (!seen.insert(type).second) return InvalidArgument("GPU type " + type + " is named twice");
+    const auto [whole, mig] = KindOf(spec, limits, type);
+    if (mig) {
+      return InvalidArgument("GPU type " + type +
+                             " is a MIG profile; alternatives are whole-GPU types only");
+    }
+    if (!whole) {
+      return FailedPrecondition(
+          "job can never run on GPU type " + type + ": no node of " +
+          Join(std::vector<std::string>(spec.partitions().begin(), spec.partitions().end()), ",") +
+          " has it");
+    }
+  }
   return Status::Ok();
 }
 
@@ -187,6 +231,7 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
   *time_limit_ms = spec.time_limit_ms() > 0 ? spec.time_limit_ms() : std::max<int64_t>(limit, 0);
 
   spec.set_gpu_type(ToLower(spec.gpu_type()));
+  MUSTER_RETURN_IF_ERROR(NormalizeGpuTypes(spec, limits));
   if (spec.cpus_per_task() == 0) spec.set_cpus_per_task(1);
   const uint32_t cpt = spec.cpus_per_task();
   uint32_t nodes = spec.nodes(), ntasks = spec.ntasks(), tpn = spec.ntasks_per_node();

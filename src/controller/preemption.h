@@ -1,6 +1,8 @@
 // Preemption: after each pass, the highest-priority jobs that could not start and whose QoS
-// names others in its preempt list get room by stopping whole running jobs of those QoS (the
-// core picks the victims, gang- and topology-aware). Victims get their --signal (or SIGTERM),
+// names others in its preempt list get room by stopping whole running jobs of those QoS, and jobs
+// whose account's guaranteed GPU quota has room for them take back GPUs lent out, by stopping
+// whole jobs marked borrowed (quota_book.h). The core picks the victims, gang- and
+// topology-aware. Victims get their --signal (or SIGTERM),
 // their QoS's grace_time, then SIGKILL, and are requeued (or end PREEMPTED under preempt_mode
 // cancel). A preemptor whose victims are still leaving preempts nothing more; a job that started
 // less than preempt_min_runtime ago is not a candidate; the preempt lists never form a circle
@@ -10,13 +12,16 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "engine_context.h"
 #include "job_manager.h"
+#include "muster/core/preemption.h"
 #include "qos_manager.h"
+#include "quota_book.h"
 #include "resource_ledger.h"
 #include "scheduler_loop.h"
 
@@ -25,8 +30,13 @@ namespace muster::controller {
 class Preemptor {
  public:
   Preemptor(EngineContext& ctx, JobManager& jobs, const QosManager& qos,
-            const ResourceLedger& ledger, const SchedulerLoop& scheduler)
-      : ctx_(ctx), jobs_(jobs), qos_(qos), ledger_(ledger), scheduler_(scheduler) {}
+            const ResourceLedger& ledger, const SchedulerLoop& scheduler, const QuotaBook& quotas)
+      : ctx_(ctx),
+        jobs_(jobs),
+        qos_(qos),
+        ledger_(ledger),
+        scheduler_(scheduler),
+        quotas_(quotas) {}
 
   // Looks at the pass's waiting jobs (called after it was applied).
   void AfterPass(const core::SchedulePass& pass, TimeMs now);
@@ -38,13 +48,17 @@ class Preemptor {
   bool MayPreempt(const JobEntry& preemptor) const;
   // Whether a preemptor's earlier victims still hold resources.
   bool VictimsLeaving(uint64_t preemptor) const;
-  void Preempt(JobEntry& victim, const JobEntry& preemptor, TimeMs now, store::Mutation& m);
+  void Preempt(JobEntry& victim, const JobEntry& preemptor, const std::string& why, TimeMs now,
+               store::Mutation& m);
+  // A running job as a candidate, or nullopt when the ledger does not hold all of it.
+  std::optional<core::PreemptCandidate> Candidate(const JobEntry& job) const;
 
   EngineContext& ctx_;
   JobManager& jobs_;
   const QosManager& qos_;
   const ResourceLedger& ledger_;
   const SchedulerLoop& scheduler_;
+  const QuotaBook& quotas_;
   std::map<uint64_t, std::vector<uint64_t>> waiting_;  // preemptor -> its victims
 };
 

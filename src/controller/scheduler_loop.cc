@@ -114,6 +114,9 @@ core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
     pj.max_leaves_wait_ms = asked > 0 ? std::min(asked, cap) : cap;
   }
   pj.had_reservation = job.had_reservation;
+  pj.preempting = job.preempting;
+  // --gpus-per-node=h100:8|a100:8: its types in order (Prepare adds limits and quotas).
+  for (const std::string& type : r.spec().gpu_types()) pj.choices.push_back({type, {}, -1});
   return pj;
 }
 
@@ -166,16 +169,18 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
   }
   std::vector<core::LimitCounter> counters;
   if (limits_) limits_->BeginPass(&counters);
+  core::ClusterView quota_view;  // its quotas and cohorts go into the pass's view
+  const bool quotas = quotas_ && quotas_->any();
+  if (quotas) quotas_->Fill(&quota_view);
   for (uint64_t id : jobs_.pending()) {
     JobEntry& job = *jobs_.Find(id);
     if (!InPass(job.rec)) {
       job.had_reservation = false;  // out of this pass: it holds no reservation in it
       continue;
     }
-    JobUse use;
+    const JobUse use{job.request.nodes, job.request.nodes * job.request.gpus_per_node,
+                     GpuTypeOf(job.request)};
     if (limits_) {
-      use = {job.request.nodes, job.request.nodes * job.request.gpus_per_node,
-             GpuTypeOf(job.request)};
       std::string detail;
       const core::JobReason over =
           limits_->PerJobLimit(job.rec.spec(), job.rec.time_limit_ms(), use, &detail);
@@ -195,7 +200,26 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
       continue;
     }
     core::PendingJob pj = ToPendingJob(job);
-    if (limits_) pj.limits = limits_->ChargesOf(job.rec.spec(), use);
+    if (quotas || !pj.choices.empty()) {
+      // Each GPU type it may run on is a choice with its own limit charges and quota.
+      pj.choices.clear();
+      for (std::string& type : quotas
+                                   ? quotas_->ChoiceTypes(job)
+                                   : std::vector<std::string>(job.rec.spec().gpu_types().begin(),
+                                                              job.rec.spec().gpu_types().end())) {
+        core::PendingJob::Choice c;
+        if (limits_) {
+          JobUse typed = use;
+          if (!type.empty()) typed.gpu_type = type;
+          c.limits = limits_->ChargesOf(job.rec.spec(), typed);
+        }
+        if (quotas && use.gpus > 0) c.quota = quotas_->QuotaIndex(job.rec.spec().account(), type);
+        c.gpu_type = std::move(type);
+        pj.choices.push_back(std::move(c));
+      }
+    } else if (limits_) {
+      pj.limits = limits_->ChargesOf(job.rec.spec(), use);
+    }
     job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
                                          priority_scale_, now, config_.weights);
     in.queue.push_back(std::move(pj));
@@ -203,6 +227,8 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
   if (in.queue.empty()) return std::nullopt;
   in.view = LiveView(now);
   in.view.limits = std::move(counters);
+  in.view.quotas = std::move(quota_view.quotas);
+  in.view.cohorts = std::move(quota_view.cohorts);
   return in;
 }
 
@@ -231,6 +257,7 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
                 .allocation = ledger_.ToAllocation(s.placement),
                 .credential = ctx_.MakeCredential()};
     v1::JobRecord next = jobs_.NextRecord(job->rec, c, now);
+    next.set_borrowed(quotas_ && quotas_->Borrowed(s, job->rec));
     m.PutJob(next);
     started.push_back({job, &s.placement, std::move(next)});
   }

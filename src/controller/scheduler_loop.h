@@ -22,6 +22,7 @@
 #include "muster/core/priority.h"
 #include "muster/core/types.h"
 #include "node_manager.h"
+#include "quota_book.h"
 #include "resource_ledger.h"
 #include "usage_limits.h"
 
@@ -45,6 +46,8 @@ class SchedulerLoop {
   }
   // Account and QoS limits (none when unset).
   void SetLimits(LimitTracker* limits) { limits_ = limits; }
+  // GPU quotas (none when unset).
+  void SetQuotas(QuotaBook* quotas) { quotas_ = quotas; }
 
   // nullopt when no job can be considered.
   std::optional<Engine::PassInput> Prepare(TimeMs now);
@@ -90,6 +93,7 @@ class SchedulerLoop {
   std::function<double(const v1::JobSpec&)> fairshare_of_;
   std::function<double(const v1::JobSpec&)> qos_of_;
   LimitTracker* limits_ = nullptr;
+  QuotaBook* quotas_ = nullptr;
   std::map<std::string, std::string> partition_gpu_type_;  // "" when mixed or none
 };
 

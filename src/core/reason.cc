@@ -32,6 +32,8 @@ constexpr std::array kNames = {
     "QOSMaxWallDurationPerJobLimit",
     "QOSMaxGRESPerJob",
     "QOSMaxNodePerJobLimit",
+    "QuotaMax",
+    "QuotaBorrow",
     "JobHeldUser",
     "JobHeldAdmin",
     "NodeFail",

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "muster/common/duration.h"
 #include "muster/core/priority.h"
+#include "muster/core/quota.h"
 #include "planner.h"
 
 namespace muster::core {
@@ -40,6 +42,7 @@ std::string LimitDetail(const LimitCounter& c, uint64_t amount) {
 
 struct Ordered {
   const PendingJob* job;
+  bool preempting;
   bool had_reservation;
   uint32_t tier;
   int64_t priority;
@@ -54,7 +57,7 @@ std::vector<size_t> PriorityOrder(const ClusterView& view, const std::vector<Pen
   keys.reserve(queue.size());
   for (const PendingJob& j : queue) {
     uint32_t tier = TierOf(j.request, view);
-    keys.push_back({&j, j.had_reservation, tier,
+    keys.push_back({&j, j.preempting, j.had_reservation, tier,
                     ComputePriority(j, tier, scale, now, config.weights).priority});
   }
   std::vector<size_t> order(queue.size());
@@ -62,6 +65,7 @@ std::vector<size_t> PriorityOrder(const ClusterView& view, const std::vector<Pen
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const Ordered& x = keys[a];
     const Ordered& y = keys[b];
+    if (x.preempting != y.preempting) return x.preempting;
     if (x.had_reservation != y.had_reservation) return x.had_reservation;
     if (x.tier != y.tier) return x.tier > y.tier;
     if (x.priority != y.priority) return x.priority > y.priority;
@@ -82,6 +86,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
   uint32_t estimates = 0;
   std::map<uint32_t, TimeMs> last_estimate;          // per shape id: later jobs start no earlier
   std::vector<LimitCounter> counters = view.limits;  // with this pass's starts added
+  std::vector<QuotaView> quotas = view.quotas;       // likewise
 
   for (size_t i : PriorityOrder(view, queue, now, config)) {
     const PendingJob& job = queue[i];
@@ -114,27 +119,82 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
       }
     }
 
-    // A job over an account or QoS limit waits without a reservation (as Slurm's): what it
-    // would hold is not the cluster's to give.
-    if (const LimitCharge* over = OverLimit(job.limits, counters)) {
-      pass.pending.push_back({job.id, counters[over->counter].reason,
-                              LimitDetail(counters[over->counter], over->amount), kNever});
-      continue;
-    }
-
-    Planner::Attempt a = planner.TryStart(job.id, r);
-    if (a.kind == Planner::Kind::kStarted) {
-      for (const LimitCharge& c : job.limits) {
-        if (c.counter < counters.size()) counters[c.counter].used += c.amount;
+    // Its ways to run, in order: the first with room under its limits and quota that fits now
+    // starts. A job over a limit or quota waits without a reservation (as Slurm's): what it would
+    // hold is not the cluster's to give. Otherwise the first with room plans its start.
+    const size_t n_choices = job.choices.empty() ? 1 : job.choices.size();
+    const uint64_t gpus = uint64_t{job.request.nodes} * job.request.gpus_per_node;
+    PendingReason blocked_by{job.id, JobReason::kNone, "", kNever};
+    std::optional<Planner::Attempt> waiting;
+    JobRequest chosen;  // the choice that waits, when it is not the request itself
+    const JobRequest* cp = &r;
+    bool started = false;
+    for (size_t k = 0; k < n_choices; ++k) {
+      const PendingJob::Choice* choice = job.choices.empty() ? nullptr : &job.choices[k];
+      JobRequest alt;
+      const JobRequest* rk = &r;
+      if (choice && choice->gpu_type != r.gpu_type) {
+        alt = r;
+        alt.gpu_type = choice->gpu_type;
+        rk = &alt;
       }
-      if (!pass.reservations.empty()) ++pass.stats.backfilled;
-      pass.starts.push_back({job.id, std::move(a.placement)});
+      const std::vector<LimitCharge>& limits = choice ? choice->limits : job.limits;
+      if (const LimitCharge* over = OverLimit(limits, counters)) {
+        if (blocked_by.reason == JobReason::kNone) {
+          blocked_by.reason = counters[over->counter].reason;
+          blocked_by.detail = LimitDetail(counters[over->counter], over->amount);
+        }
+        continue;
+      }
+      if (choice && choice->quota >= 0) {
+        std::string detail;
+        const JobReason q =
+            QuotaBlock(quotas, view.cohorts, static_cast<uint32_t>(choice->quota), gpus, &detail);
+        if (q != JobReason::kNone) {
+          if (blocked_by.reason == JobReason::kNone) {
+            blocked_by.reason = q;
+            blocked_by.detail = std::move(detail);
+          }
+          continue;
+        }
+      }
+      Planner::Attempt a = planner.TryStart(job.id, *rk);
+      if (a.kind == Planner::Kind::kStarted) {
+        for (const LimitCharge& c : limits) {
+          if (c.counter < counters.size()) counters[c.counter].used += c.amount;
+        }
+        bool borrowed = false;
+        if (choice && choice->quota >= 0) {
+          QuotaView& q = quotas[static_cast<size_t>(choice->quota)];
+          borrowed = WouldBorrow(q, gpus);
+          q.used += gpus;
+        }
+        if (!pass.reservations.empty()) ++pass.stats.backfilled;
+        pass.starts.push_back({job.id, std::move(a.placement), borrowed});
+        started = true;
+        break;
+      }
+      if (a.kind == Planner::Kind::kNotRunnable || waiting) {
+        if (blocked_by.reason == JobReason::kNone && a.kind == Planner::Kind::kNotRunnable) {
+          blocked_by.reason = a.reason;
+          blocked_by.detail = a.detail;
+        }
+        continue;
+      }
+      waiting = std::move(a);
+      if (rk == &alt) {
+        chosen = std::move(alt);
+        cp = &chosen;
+      }
+    }
+    if (started) continue;
+    if (!waiting) {
+      pass.pending.push_back(std::move(blocked_by));
       continue;
     }
-    if (a.kind == Planner::Kind::kNotRunnable) {
-      pass.pending.push_back({job.id, a.reason, a.detail, kNever});
-      continue;
-    }
+    Planner::Attempt& a = *waiting;
+    if (cp != &r && relaxes_at != kNever) relaxed.gpu_type = cp->gpu_type;
+    const JobRequest& rc = *cp;
     if (!backfill) {
       for (const auto& p : r.partitions) blocked.insert(p);
       pass.pending.push_back({job.id, a.reason, a.detail, kNever});
@@ -143,9 +203,9 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
 
     const std::string& shape = *a.shape_text;
     if (pass.reservations.size() < config.backfill_depth) {
-      const bool others_first = planner.HasReservationIn(r);
-      Planner::Forecast f = planner.EarliestStart(r);
-      const JobRequest* reserved = &r;
+      const bool others_first = planner.HasReservationIn(rc);
+      Planner::Forecast f = planner.EarliestStart(rc);
+      const JobRequest* reserved = &rc;
       if (f.start == kNever && relaxes_at != kNever) {
         // No start within the leaf limit: plan for when the limit is dropped.
         f = planner.EarliestStart(relaxed, relaxes_at);
@@ -162,7 +222,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
       }
       planner.Reserve(job.id, *reserved, f);
       pass.reservations.push_back(
-          {job.id, f.partition, f.start, Profile::EndOf(f.start, r.time_limit_ms), f.nodes});
+          {job.id, f.partition, f.start, Profile::EndOf(f.start, rc.time_limit_ms), f.nodes});
       std::string where =
           std::to_string(f.nodes.size()) + (f.nodes.size() == 1 ? " node" : " nodes");
       uint32_t leaves = planner.index().LeavesSpanned(f.nodes);
@@ -192,7 +252,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
       // Forecasts are the expensive part of a pass: at most `backfill_depth` of them for
       // estimates, one per request shape.
       uint32_t before = planner.forecasts();
-      expected = planner.EstimateStart(r, estimates < config.backfill_depth);
+      expected = planner.EstimateStart(rc, estimates < config.backfill_depth);
       if (planner.forecasts() != before) ++estimates;
       auto [it, inserted] = last_estimate.try_emplace(a.shape_id, expected);
       if (!inserted) {

@@ -430,6 +430,34 @@ is_state "$filler" RUNNING || fail "a normal-QoS job was preempted"
 "$DIR/compat/scontrol" show job "$low" | grep -q "QOS=low" || fail "scontrol QOS="
 [ "$("$DIR/compat/sacct" -j "$high" -X -n -P -o Account,QOS)" = "physics|high" ] || fail "sacct QOS"
 "$DIR/compat/scancel" "$filler" "$low"
+
+echo "== GPU quotas: physics borrows science's idle H100; science takes them back"
+muster account modify science --quota h100=16 --cohort lab
+muster account modify physics --quota h100=16:24 --cohort lab
+p=()
+for i in 1 2 3; do
+  p+=("$("$DIR/compat/sbatch" --parsable -A physics --gpus-per-node=8 -o /dev/null --wrap 'sleep 300')")
+  wait_for 30 is_state "${p[-1]}" RUNNING
+done
+"$DIR/compat/scontrol" show job "${p[2]}" | grep -q "Borrowed=Yes" ||
+  fail "third physics job not borrowed: $("$DIR/compat/scontrol" show job "${p[2]}")"
+"$DIR/compat/scontrol" show job "${p[0]}" | grep -q "Borrowed=" && fail "a guaranteed job is borrowed"
+out=$(muster quota)
+grep -q "^physics  *h100  *lab  *16  *24  *16  *24  *8  *0$" <<<"$out" || fail "muster quota: $out"
+grep -q "^science  *h100  *lab  *16  *cohort  *16  *0  *0  *16$" <<<"$out" || fail "muster quota: $out"
+s1=$("$DIR/compat/sbatch" --parsable -A science --gpus-per-node=8 -o /dev/null --wrap 'sleep 300')
+s2=$("$DIR/compat/sbatch" --parsable -A science --gpus-per-node=8 -o /dev/null --wrap 'sleep 300')
+wait_for 30 is_state "$s1" RUNNING
+wait_for 30 is_state "$s2" RUNNING
+"$DIR/compat/scontrol" show job "${p[2]}" | grep -q "Restarts=1" ||
+  fail "borrowed job not reclaimed: $("$DIR/compat/scontrol" show job "${p[2]}")"
+is_state "${p[0]}" RUNNING && is_state "${p[1]}" RUNNING || fail "a guaranteed physics job was stopped"
+[ "$("$DIR/compat/squeue" -h -j "${p[2]}" -o '%r')" = QuotaBorrow ] ||
+  fail "requeued borrower's reason: $("$DIR/compat/squeue" -h -j "${p[2]}" -o '%r %T')"
+"$DIR/compat/scancel" "${p[@]}" "$s1" "$s2"
+muster account modify science --quota h100=none --cohort ""
+muster account modify physics --quota h100=none --cohort ""
+
 set +e
 err=$("$DIR/compat/sbatch" -A physics --qos=gold --wrap true 2>&1); rc=$?
 set -e

@@ -23,6 +23,8 @@ struct SubmitOptions {
   std::optional<uint32_t> nodes, min_nodes, ntasks, ntasks_per_node, cpus_per_task;
   std::optional<uint32_t> gpus, gpus_per_node;
   std::optional<std::string> gpu_type;
+  // --gpus-per-node=h100:8|a100:8: GPU types accepted, in order of preference (gpu_type unset).
+  std::vector<std::string> gpu_types;
   std::optional<uint32_t> gpus_per_task;
   std::optional<uint64_t> mem_mb, mem_per_gpu_mb;
   std::optional<std::string> constraint, topology;

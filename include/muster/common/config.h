@@ -172,6 +172,13 @@ struct LimitsConfig {
   std::optional<int64_t> max_wall_ms;
 };
 
+// An account's quota of one GPU type (quota = { h100 = { guaranteed = 16, max = 32 } }).
+struct QuotaConfig {
+  uint32_t guaranteed = 0;
+  std::optional<uint32_t> max;            // unset: only the cohort bounds it (without: guaranteed)
+  std::optional<uint32_t> lending_limit;  // unset: all its idle guaranteed GPUs
+};
+
 // An account of the sharing tree ([[accounts]]); the tree's root, "root", is implicit.
 struct AccountConfig {
   std::string name;
@@ -183,6 +190,8 @@ struct AccountConfig {
   LimitsConfig limits;
   std::vector<std::string> qos;  // QoS its jobs may use; empty: as its parent (root: any)
   std::string default_qos;       // empty: as its parent (root: "normal")
+  std::map<std::string, QuotaConfig> quotas;  // by GPU type
+  std::string cohort;  // accounts of one cohort lend each other idle guaranteed GPUs
 };
 
 // A quality of service ([[qos]]). "normal" exists unless the config defines it.

@@ -74,6 +74,7 @@ class AuditLog;
 class AccountManager;
 class LimitTracker;
 class Preemptor;
+class QuotaBook;
 class QosManager;
 class FairShare;
 class DependencyTracker;
@@ -240,6 +241,7 @@ class Engine {
   std::unique_ptr<DependencyTracker> dependencies_;
   std::unique_ptr<QosManager> qos_;
   std::unique_ptr<LimitTracker> limits_;
+  std::unique_ptr<QuotaBook> quotas_;
   std::unique_ptr<Preemptor> preemptor_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;

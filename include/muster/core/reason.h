@@ -36,6 +36,9 @@ enum class JobReason : uint8_t {
   kQOSMaxWallDurationPerJobLimit,
   kQOSMaxGRESPerJob,
   kQOSMaxNodePerJobLimit,
+  // GPU quotas (Muster's own): at its account's max, or nothing left to borrow in its cohort.
+  kQuotaMax,
+  kQuotaBorrow,
   // Held.
   kJobHeldUser,
   kJobHeldAdmin,

@@ -12,7 +12,8 @@
 namespace muster::core {
 
 // One scheduling pass over the pending queue:
-//  - order: jobs that held a reservation last pass first, then partition priority tier, then
+//  - order: jobs whose preemption victims are leaving, then jobs that held a reservation last
+//    pass, then partition priority tier, then
 //    multifactor priority (see priority.h), then submit time, then job id;
 //  - each job starts now if its whole gang fits without touching a reservation (topology-aware:
 //    the lowest tier that holds it, the fewest leaves, the best fit);

@@ -2,6 +2,7 @@
 // Plain C++ only: no I/O, no clocks, no threads, no protobuf (CI checks the includes).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -105,12 +106,38 @@ struct LimitCharge {
   uint64_t amount = 0;
 };
 
+// A GPU quota: what an account (with its sub-accounts) is guaranteed of one GPU type, how far
+// it may go by borrowing the idle guaranteed GPUs its cohort lends, and how much of its own it
+// lends. `used` is what its running jobs hold; a pass adds what it starts.
+struct QuotaView {
+  std::string what;  // "account physics: h100 GPUs"
+  uint64_t guaranteed = 0;
+  uint64_t max = 0;            // >= guaranteed; the ceiling with borrowing
+  uint64_t lending_limit = 0;  // <= guaranteed
+  uint64_t used = 0;
+  int32_t cohort = -1;  // index into ClusterView::cohorts; -1: none (it never borrows)
+
+  // Idle guaranteed GPUs it lends now, and what it borrows now.
+  uint64_t Lends() const {
+    return used >= guaranteed ? 0 : std::min(lending_limit, guaranteed - used);
+  }
+  uint64_t Borrows() const { return used > guaranteed ? used - guaranteed : 0; }
+};
+
+// Accounts that lend each other idle guaranteed GPUs of one type.
+struct CohortView {
+  std::string name;
+  std::vector<uint32_t> members;  // indices into ClusterView::quotas
+};
+
 // An immutable snapshot of nodes, partitions and running work for one pass.
 struct ClusterView {
   std::vector<NodeView> nodes;
   std::vector<PartitionView> partitions;
   std::vector<RunningUse> running;   // one per (running job, node); may be empty
   std::vector<LimitCounter> limits;  // account and QoS limits that are set
+  std::vector<QuotaView> quotas;     // GPU quotas (per account and GPU type)
+  std::vector<CohortView> cohorts;
 
   const PartitionView* FindPartition(const std::string& name) const;
 };
@@ -174,8 +201,22 @@ struct PendingJob {
   // The job held a reservation in the previous pass. Such jobs are planned before any other so
   // that later, higher-priority arrivals cannot push them back again and again (no starvation).
   bool had_reservation = false;
+  // It preempted running jobs to make room: it is planned before every other job, so that what
+  // they free is its own and no other job (one that borrows, say) takes it first.
+  bool preempting = false;
   // Limits it counts against: it starts only while each has room for it.
   std::vector<LimitCharge> limits;
+
+  // Ways to run it, tried in order where there are any (a job that accepts several GPU types,
+  // or whose account holds GPU quotas): each gives the request's GPU type and replaces `limits`.
+  // The first whose limits and quota have room and that fits now starts; if none fits, the first
+  // with room gets the reservation.
+  struct Choice {
+    std::string gpu_type;
+    std::vector<LimitCharge> limits;
+    int32_t quota = -1;  // index into ClusterView::quotas; -1: no quota applies
+  };
+  std::vector<Choice> choices;
 };
 
 // What a started job gets on one node, by index: never just counted.
@@ -199,6 +240,9 @@ struct Placement {
 struct JobStart {
   JobId job = 0;
   Placement placement;
+  // It runs beyond its account's guaranteed quota: an owner who needs the GPUs back may preempt
+  // it.
+  bool borrowed = false;
 };
 
 // Why a job did not start in this pass (Resources, Priority, ReqNodeNotAvail, ...); `detail` is a

@@ -92,6 +92,34 @@ TEST(SubmitArgsTest, QosAndSignal) {
   EXPECT_FALSE(ParseSubmitArgs({"--signal=USR1@soon"}, "command line", &p).ok());
 }
 
+TEST(SubmitArgsTest, SeveralGpuTypesInOrder) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"--gpus-per-node=h100:8|a100:8"}, "command line", &o).ok());
+  EXPECT_EQ(o.gpu_types, (std::vector<std::string>{"h100", "a100"}));
+  EXPECT_FALSE(o.gpu_type.has_value());
+  EXPECT_EQ(o.gpus_per_node.value_or(0), 8u);
+  SubmitContext ctx;
+  ctx.cwd = "/home/u";
+  ctx.script = "#!/bin/sh\ntrue\n";
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_EQ(spec->gpu_types_size(), 2);
+  EXPECT_EQ(spec->gpu_types(1), "a100");
+  EXPECT_EQ(spec->gpu_type(), "");
+  // A later single type (the command line over #SBATCH) replaces the list.
+  ASSERT_TRUE(ParseSubmitArgs({"--gres=gpu:h100:4"}, "command line", &o).ok());
+  EXPECT_TRUE(o.gpu_types.empty());
+  EXPECT_EQ(o.gpu_type.value_or(""), "h100");
+  // Unequal counts, a type without a count, a repeated type: refused with the reason.
+  Status s = ParseSubmitArgs({"--gpus-per-node=h100:8|a100:4"}, "command line", &o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("same count"), std::string::npos) << s.message();
+  EXPECT_FALSE(ParseSubmitArgs({"--gpus-per-node=h100|a100:8"}, "command line", &o).ok());
+  s = ParseSubmitArgs({"--gpus-per-node=h100:8|h100:8"}, "command line", &o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("named twice"), std::string::npos) << s.message();
+}
+
 TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   SubmitOptions o;
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
