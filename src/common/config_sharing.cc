@@ -9,24 +9,26 @@
 namespace muster::config_internal {
 namespace {
 
+// A count of GPUs: a whole number from 0 to 1000000000.
+Status GpuCount(const TableReader& t, const toml::node& v, const std::string& key, uint32_t* c) {
+  if (!v.is_integer() || *v.value<int64_t>() < 0 || *v.value<int64_t>() > 1'000'000'000) {
+    return t.Error(&v, key, "expected a whole number of GPUs (0 to 1000000000)");
+  }
+  *c = static_cast<uint32_t>(*v.value<int64_t>());
+  return Status::Ok();
+}
+
 // A GPU limit: a number (any type) or a table of type = number ({ h100 = 16, a100 = 8 }).
 Status GpuLimit(TableReader& t, const std::string& key, std::map<std::string, uint32_t>* out) {
   const toml::node* n = t.Get(key);
   if (!n) return Status::Ok();
-  auto count = [&](const toml::node& v, uint32_t* c) {
-    if (!v.is_integer() || *v.value<int64_t>() < 0 || *v.value<int64_t>() > 1'000'000'000) {
-      return t.Error(&v, key, "expected a whole number of GPUs (0 to 1000000000)");
-    }
-    *c = static_cast<uint32_t>(*v.value<int64_t>());
-    return Status::Ok();
-  };
-  if (n->is_integer()) return count(*n, &(*out)[""]);
+  if (n->is_integer()) return GpuCount(t, *n, key, &(*out)[""]);
   const toml::table* tbl = n->as_table();
   if (!tbl) return t.Error(n, key, "expected a number of GPUs or a table such as { h100 = 16 }");
   for (auto&& [k, v] : *tbl) {
     const std::string type(k.str());
     if (!IsValidAccountName(type)) return t.Error(&v, key, "bad GPU type '" + type + "'");
-    MUSTER_RETURN_IF_ERROR(count(v, &(*out)[type]));
+    MUSTER_RETURN_IF_ERROR(GpuCount(t, v, key, &(*out)[type]));
   }
   return Status::Ok();
 }
@@ -70,11 +72,7 @@ Status ReadQuotas(TableReader& t, const std::string& source,
     if (!IsValidAccountName(type)) return t.Error(&v, "quota", "bad GPU type '" + type + "'");
     QuotaConfig q;
     if (v.is_integer()) {
-      const int64_t g = *v.value<int64_t>();
-      if (g < 0 || g > 1'000'000'000) {
-        return t.Error(&v, "quota." + type, "expected a whole number of GPUs");
-      }
-      q.guaranteed = static_cast<uint32_t>(g);
+      MUSTER_RETURN_IF_ERROR(GpuCount(t, v, "quota." + type, &q.guaranteed));
     } else if (const toml::table* qt = v.as_table()) {
       TableReader r(*qt, t.Qualified("quota." + type), source);
       MUSTER_RETURN_IF_ERROR(r.Uint("guaranteed", &q.guaranteed, 0, 1'000'000'000));

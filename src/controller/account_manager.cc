@@ -24,6 +24,11 @@ Status PatchQuotas(const v1::UpdateAccountRequest& req, v1::AccountRecord* a) {
       a->mutable_quotas()->erase(type);
       continue;
     }
+    constexpr uint32_t kMost = 1'000'000'000;
+    if (q.guaranteed() > kMost || (q.has_max() && q.max() > kMost) ||
+        (q.has_lending_limit() && q.lending_limit() > kMost)) {
+      return InvalidArgument("quota " + type + ": at most 1000000000 GPUs");
+    }
     if (q.has_max() && q.max() < q.guaranteed()) {
       return InvalidArgument("quota " + type + ": max " + std::to_string(q.max()) +
                              " is below guaranteed " + std::to_string(q.guaranteed()));

@@ -24,10 +24,28 @@ Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
     return false;
   };
   Status st = accounts_->UpdateAccount(caller, req, in_use);
+  std::string detail;
+  if (req.has_parent()) detail += "parent=" + req.parent().substr(0, 64) + " ";
+  if (req.has_shares()) detail += "shares=" + std::to_string(req.shares()) + " ";
+  if (req.has_cohort()) detail += "cohort=" + req.cohort().substr(0, 64) + " ";
+  // Sorted for a stable line; a request with too many is refused and named by its count.
+  std::map<std::string, v1::GpuQuota> quotas;
+  if (req.quotas_size() <= 64) quotas.insert(req.quotas().begin(), req.quotas().end());
+  size_t shown = 0;
+  for (const auto& [type, q] : quotas) {
+    if (++shown > 8) break;  // the audit line stays short
+    detail += "quota=" + type.substr(0, 64) + ":" +
+              (q.guaranteed() == kUnlimited
+                   ? std::string("none")
+                   : std::to_string(q.guaranteed()) + ":" +
+                         (q.has_max() ? std::to_string(q.max()) : "-") + ":" +
+                         (q.has_lending_limit() ? std::to_string(q.lending_limit()) : "-")) +
+              " ";
+  }
+  if (req.quotas_size() > 8) detail += std::to_string(req.quotas_size()) + " quotas ";
+  if (AnyLimit(req.limits())) detail += FormatLimits(req.limits());
   audit_->Record(caller, "account " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
-                 "account " + req.name().substr(0, 64),
-                 (req.has_parent() ? "parent=" + req.parent().substr(0, 64) + " " : "") +
-                     (req.has_shares() ? "shares=" + std::to_string(req.shares()) : ""),
+                 "account " + req.name().substr(0, 64), detail,
                  st.code() != StatusCode::kPermissionDenied, st, now);
   MUSTER_RETURN_IF_ERROR(st);
   ctx_->RequestPass();  // limits may have changed

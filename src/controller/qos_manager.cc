@@ -202,13 +202,14 @@ Status QosManager::Update(const Caller& caller, const v1::UpdateQosRequest& req,
   if (req.has_deny_on_limit()) q.set_deny_on_limit(req.deny_on_limit());
   if (req.has_preempt()) {
     q.clear_preempt();
+    if (req.preempt().size() > 64 * 65) return InvalidArgument("a QoS preempts at most 64 others");
     for (const std::string& p : Split(req.preempt(), ',', true)) {
       if (p.size() > 64) return InvalidArgument("bad qos name in preempt");
       if (std::find(q.preempt().begin(), q.preempt().end(), p) == q.preempt().end()) {
+        if (q.preempt_size() == 64) return InvalidArgument("a QoS preempts at most 64 others");
         q.add_preempt(p);
       }
     }
-    if (q.preempt_size() > 64) return InvalidArgument("a QoS preempts at most 64 others");
   }
   MUSTER_RETURN_IF_ERROR(PatchLimits(req.limits(), q.mutable_limits()));
   std::map<std::string, v1::QosRecord> after = qos_;

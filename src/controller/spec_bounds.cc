@@ -54,6 +54,8 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   MUSTER_RETURN_IF_ERROR(CheckOutputPattern(spec.stderr_pattern(), "--error"));
   MUSTER_RETURN_IF_ERROR(CheckText("submit host", spec.submit_host(), kMaxShortStringBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--gpus type", spec.gpu_type(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(
+      CheckTextList("--gpus-per-node", spec.gpu_types(), 8, kMaxShortStringBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--topology", spec.topology(), kMaxShortStringBytes));
   if (!spec.account().empty() && !IsValidAccountName(spec.account())) {
     return InvalidArgument("bad account name '" + spec.account().substr(0, 64) +

@@ -277,6 +277,14 @@ TEST_F(QuotaTest, QuotasChangeLiveForAdminsAndSurviveRestarts) {
   (*add.mutable_quotas())["h100"] = q;
   EXPECT_FALSE(engine_->UpdateAccount(Alice(), add, now_).ok());  // not an admin
   ASSERT_TRUE(engine_->UpdateAccount(Root(), add, now_).ok());
+  // The audit log says what changed.
+  auto audit = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_GT(audit->entries_size(), 0);
+  const v1::AuditEntry& last = audit->entries(audit->entries_size() - 1);
+  EXPECT_EQ(last.target(), "account astro");
+  EXPECT_NE(last.detail().find("cohort=science"), std::string::npos) << last.detail();
+  EXPECT_NE(last.detail().find("quota=h100:8:-:4"), std::string::npos) << last.detail();
   Restart();
   EXPECT_EQ(Use("astro", "h100").lent(), 4u);
   // Bad quotas are refused and change nothing.
@@ -292,6 +300,10 @@ TEST_F(QuotaTest, QuotasChangeLiveForAdminsAndSurviveRestarts) {
   EXPECT_NE(r.status().message().find("below guaranteed"), std::string::npos);
   over.clear_max();
   over.set_lending_limit(9);
+  (*bad.mutable_quotas())["h100"] = over;
+  EXPECT_FALSE(engine_->UpdateAccount(Root(), bad, now_).ok());
+  over.clear_lending_limit();
+  over.set_guaranteed(2'000'000'000);
   (*bad.mutable_quotas())["h100"] = over;
   EXPECT_FALSE(engine_->UpdateAccount(Root(), bad, now_).ok());
   EXPECT_EQ(Use("astro", "h100").lent(), 4u);

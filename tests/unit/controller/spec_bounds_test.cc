@@ -60,6 +60,12 @@ TEST(SpecBoundsTest, EachPartIsBoundedAndNamedWhenOver) {
   s = Plain();
   for (int i = 0; i < 65; ++i) s.add_gres()->set_name("nic");
   ExpectRefused(s, "--gres has 65 items");
+  s = Plain();
+  for (int i = 0; i < 9; ++i) s.add_gpu_types("t" + std::to_string(i));
+  ExpectRefused(s, "--gpus-per-node has 9 entries; at most 8");
+  s = Plain();
+  s.add_gpu_types(std::string(kMaxShortStringBytes + 1, 'h'));
+  ExpectRefused(s, "--gpus-per-node");
   // Numbers a raw API client might send, which the CLI's parsers would never produce.
   s = Plain();
   s.set_mem_per_gpu_mb(uint64_t{1} << 60);

@@ -1,0 +1,145 @@
+// The values of submission options that carry more than a word: counts, GPU counts with types
+// (and alternatives), --gres lists, host lists and --switches.
+#include "option_values.h"
+
+#include <algorithm>
+
+#include "muster/common/duration.h"
+#include "muster/common/hostlist.h"
+#include "muster/common/strings.h"
+
+namespace muster::client {
+
+Result<uint32_t> Count(const std::string& opt, const std::string& v, uint32_t min) {
+  auto n = ParseUint(v);
+  if (!n || *n < min || *n > 10'000'000) {
+    return InvalidArgument("invalid value for " + opt + ": '" + v + "' (expected a number" +
+                           (min ? " >= " + std::to_string(min) : "") + ")");
+  }
+  return static_cast<uint32_t>(*n);
+}
+
+// "[type:]N" as --gpus and --gpus-per-node take it, or "type:N|type:N" for a job that accepts
+// any of several GPU types (tried in that order; the counts must be equal).
+Status TypedCount(const std::string& opt, const std::string& v, SubmitOptions* o, uint32_t* out) {
+  o->gpu_types.clear();
+  if (v.find('|') != std::string::npos) {
+    std::vector<std::string> types;
+    std::optional<uint32_t> count;
+    for (const std::string& alt : Split(v, '|')) {
+      size_t colon = alt.find(':');
+      if (colon == std::string::npos || colon == 0 ||
+          alt.find(':', colon + 1) != std::string::npos) {
+        return InvalidArgument("invalid value for " + opt + ": '" + v +
+                               "' (expected type:count|type:count, such as h100:8|a100:8)");
+      }
+      MUSTER_ASSIGN_OR_RETURN(uint32_t n, Count(opt, alt.substr(colon + 1)));
+      if (count && *count != n) {
+        return InvalidArgument("invalid value for " + opt + ": '" + v +
+                               "': every GPU type must have the same count");
+      }
+      count = n;
+      if (types.size() == 8) {
+        return InvalidArgument("invalid value for " + opt + ": at most 8 GPU types");
+      }
+      std::string type = alt.substr(0, colon);
+      if (std::find(types.begin(), types.end(), type) != types.end()) {
+        return InvalidArgument("invalid value for " + opt + ": '" + v + "': " + type +
+                               " is named twice");
+      }
+      types.push_back(std::move(type));
+    }
+    o->gpu_type.reset();
+    o->gpu_types = std::move(types);
+    *out = *count;
+    return Status::Ok();
+  }
+  size_t colon = v.rfind(':');
+  std::string count = colon == std::string::npos ? v : v.substr(colon + 1);
+  if (colon != std::string::npos) {
+    std::string type = v.substr(0, colon);
+    if (type.empty() || type.find(':') != std::string::npos) {
+      return InvalidArgument("invalid value for " + opt + ": '" + v + "' (expected [type:]count)");
+    }
+    o->gpu_type = type;
+  }
+  MUSTER_ASSIGN_OR_RETURN(*out, Count(opt, count));
+  return Status::Ok();
+}
+
+// --gres=gpu[:type][:count][,...]
+Status ParseGres(const std::string& v, SubmitOptions* o) {
+  o->gres.clear();
+  for (const std::string& item : Split(v, ',', true)) {
+    std::vector<std::string> f = Split(item, ':');
+    if (f[0] != "gpu") {
+      // NAME[:TYPE][:COUNT]: shard:2, nvme:1, nvme:fast:1
+      SubmitOptions::Gres g;
+      g.name = f[0];
+      bool ok = !g.name.empty() && f.size() <= 3;
+      if (ok && f.size() >= 2) {
+        if (auto n = ParseUint(f.back()); n && *n >= 1 && *n <= 1'000'000) {
+          g.count = static_cast<uint32_t>(*n);
+          if (f.size() == 3) g.type = f[1];
+        } else if (f.size() == 2) {
+          g.type = f[1];
+        } else {
+          ok = false;
+        }
+      }
+      if (!ok || (f.size() == 3 && g.type.empty())) {
+        return InvalidArgument("invalid --gres '" + item + "' (expected NAME[:TYPE][:COUNT])");
+      }
+      o->gres.push_back(std::move(g));
+      continue;
+    }
+    uint32_t count = 1;
+    if (f.size() == 2) {
+      // gpu:N or gpu:type
+      if (!f[1].empty() && f[1].find_first_not_of("0123456789") == std::string::npos) {
+        MUSTER_ASSIGN_OR_RETURN(count, Count("--gres", f[1]));
+      } else {
+        o->gpu_type = f[1];
+      }
+    } else if (f.size() == 3) {
+      o->gpu_type = f[1];
+      MUSTER_ASSIGN_OR_RETURN(count, Count("--gres", f[2]));
+    } else if (f.size() > 3) {
+      return InvalidArgument("invalid --gres '" + item + "' (expected gpu[:type][:count])");
+    }
+    if (count == 0) return InvalidArgument("--gres=" + item + ": count must be at least 1");
+    o->gpus_per_node = count;
+    o->gpu_types.clear();
+  }
+  return Status::Ok();
+}
+
+// -w / -x: a host list expression, expanded here so the controller sees names.
+Status NodeNames(const std::string& opt, const std::string& v, std::vector<std::string>* out) {
+  if (v.find('/') != std::string::npos) {
+    return Unimplemented(opt + "=" + v + ": reading node names from a file is not supported; " +
+                         "give a host list such as gpu[01-04]");
+  }
+  auto names = ExpandHostlist(v, 100'000);
+  if (!names.ok())
+    return InvalidArgument("invalid " + opt + " '" + v + "': " + names.status().message());
+  *out = std::move(*names);
+  return Status::Ok();
+}
+
+// --switches=N[@time]
+Status ParseSwitches(const std::string& v, SubmitOptions* o) {
+  size_t at = v.find('@');
+  auto n = Count("--switches", v.substr(0, at));
+  if (!n.ok()) return n.status();
+  o->max_switches = *n;
+  o->switches_wait_ms = 0;
+  if (at != std::string::npos) {
+    auto t = ParseTimeLimit(v.substr(at + 1));
+    if (!t.ok()) return InvalidArgument("--switches=" + v + ": " + t.status().message());
+    o->switches_wait_ms = *t;
+  }
+  return Status::Ok();
+}
+
+}  // namespace muster::client
