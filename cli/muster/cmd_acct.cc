@@ -161,6 +161,8 @@ std::string BatchState(const v1::JobInfo& j) {
   switch (j.state()) {
     case v1::RUNNING:
       return "RUNNING";
+    case v1::SUSPENDED:
+      return "SUSPENDED";
     case v1::COMPLETED:
       return "COMPLETED";
     case v1::FAILED:

@@ -120,7 +120,8 @@ int CmdCancel(int argc, char** argv) {
         for (const auto& n : j.nodes()) on |= want_nodes.count(n) > 0;
         if (!on) continue;
       }
-      if (j.state() != v1::PENDING && j.state() != v1::RUNNING) continue;
+      if (j.state() != v1::PENDING && j.state() != v1::RUNNING && j.state() != v1::SUSPENDED)
+        continue;
       req.add_single_job_ids(j.id());
     }
     if (req.single_job_ids_size() == 0) {

@@ -166,10 +166,13 @@ void PrintPartition(const PartitionConfig& p, const Config& c) {
   out += "PartitionName=" + p.name + "\n";
   out += "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL\n";
   out += std::string("   AllocNodes=ALL Default=") + (p.is_default ? "YES" : "NO") + " QoS=N/A\n";
-  out += "   DefaultTime=" + (p.default_time_ms ? FormatDuration(p.default_time_ms) : "NONE") +
-         " DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO\n";
+  out +=
+      "   DefaultTime=" + (p.default_time_ms ? FormatDuration(p.default_time_ms) : "NONE") +
+      " DisableRootJobs=NO ExclusiveUser=NO GraceTime=" + std::to_string(p.grace_time_ms / 1000) +
+      " Hidden=NO\n";
   out += "   MaxNodes=UNLIMITED MaxTime=" + Limit(p.max_time_ms) + " MinNodes=0\n";
   out += "   Nodes=" + CompressHostlist(p.nodes) + "\n";
+  out += "   OverTimeLimit=NONE PreemptMode=" + ToUpper(p.preempt_mode) + "\n";
   out += "   PriorityJobFactor=1 PriorityTier=" + std::to_string(p.priority_tier) +
          " RootOnly=NO ReqResv=NO OverSubscribe=NO\n";
   out += "   State=UP TotalCPUs=" + std::to_string(cpus) +

@@ -326,7 +326,7 @@ int CmdAlloc(int argc, char** argv) {
     }
     if (++ticks % 50 == 0 && !revoked) {
       auto now = controller->GetJob(job->id());
-      if (now.ok() && now->job().state() != v1::RUNNING) {
+      if (now.ok() && now->job().state() != v1::RUNNING && now->job().state() != v1::SUSPENDED) {
         std::fprintf(stderr, "%s: Job allocation %s has been revoked.\n", label.c_str(),
                      id.c_str());
         revoked = true;

@@ -13,7 +13,8 @@ namespace muster::cli {
 int CmdQos(int argc, char** argv) {
   constexpr const char* kUsage =
       "Usage: muster qos list [NAME...] [--parsable]\n"
-      "       muster qos add|modify NAME [priority=N] [preempt=Q,Q] [preemptmode=requeue|cancel]\n"
+      "       muster qos add|modify NAME [priority=N] [preempt=Q,Q] "
+      "[preemptmode=requeue|cancel|suspend]\n"
       "                  [usagefactor=F] [gracetime=SECS] [flags=DenyOnLimit] [LIMITS]\n"
       "       muster qos remove NAME\n"
       "LIMITS as sacctmgr's: GrpTRES=gres/gpu[:TYPE]=N,node=N GrpJobs=N GrpSubmitJobs=N\n"

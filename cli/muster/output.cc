@@ -83,6 +83,8 @@ std::string JobStateName(v1::JobState s, bool completing) {
       return "NODE_FAIL";
     case v1::PREEMPTED:
       return "PREEMPTED";
+    case v1::SUSPENDED:
+      return "SUSPENDED";
     default:
       return "UNKNOWN";
   }
@@ -107,6 +109,8 @@ std::string JobStateCode(v1::JobState s, bool completing) {
       return "NF";
     case v1::PREEMPTED:
       return "PR";
+    case v1::SUSPENDED:
+      return "S";
     default:
       return "?";
   }
@@ -121,7 +125,8 @@ bool ParseJobState(const std::string& in, v1::JobState* out) {
       {"ca", v1::CANCELLED}, {"cancelled", v1::CANCELLED},
       {"to", v1::TIMEOUT},   {"timeout", v1::TIMEOUT},
       {"nf", v1::NODE_FAIL}, {"node_fail", v1::NODE_FAIL},
-      {"pr", v1::PREEMPTED}, {"preempted", v1::PREEMPTED}};
+      {"pr", v1::PREEMPTED}, {"preempted", v1::PREEMPTED},
+      {"s", v1::SUSPENDED},  {"suspended", v1::SUSPENDED}};
   std::string s = ToLower(in);
   for (const auto& [k, v] : kMap) {
     if (s == k) {

@@ -54,7 +54,9 @@ std::string GpuTres(const google::protobuf::Map<std::string, uint32_t>& m) {
   return Join(out, ",");
 }
 
-std::string ModeName(v1::PreemptMode m) { return m == v1::PREEMPT_CANCEL ? "cancel" : "requeue"; }
+std::string ModeName(v1::PreemptMode m) {
+  return m == v1::PREEMPT_CANCEL ? "cancel" : m == v1::PREEMPT_SUSPEND ? "suspend" : "requeue";
+}
 
 }  // namespace
 
@@ -165,8 +167,10 @@ Status UpdateQos(v1::AccountOp op, const std::string& name,
       req.set_preempt_mode(v1::PREEMPT_REQUEUE);
     } else if (m == "cancel") {
       req.set_preempt_mode(v1::PREEMPT_CANCEL);
+    } else if (m == "suspend") {
+      req.set_preempt_mode(v1::PREEMPT_SUSPEND);
     } else {
-      return Unimplemented("PreemptMode " + *v + " is not supported (requeue, cancel)");
+      return Unimplemented("PreemptMode " + *v + " is not supported (requeue, cancel, suspend)");
     }
   }
   if (auto v = TakeKey(values, {"usagefactor"})) {

@@ -35,6 +35,9 @@ void ControllerSession::OnMessage(const v1::ControllerMessage& msg) {
     case v1::ControllerMessage::kSignalJob:
       jobs_.Signal(msg.signal_job());
       break;
+    case v1::ControllerMessage::kSuspendJob:
+      jobs_.Suspend(msg.suspend_job());
+      break;
     default:
       spdlog::warn("node={} got an unknown command; ignored", ctx_.node());
   }

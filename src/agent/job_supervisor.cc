@@ -72,6 +72,30 @@ void JobSupervisor::Signal(const v1::SignalJob& s) {
     ctx_.launcher.Kill(-job->task_pid, s.signal());
 }
 
+void JobSupervisor::Suspend(const v1::SuspendJob& s) {
+  LocalJob* job = Find(s.job_id());
+  if (!job || job->run() != s.run() || job->terminating || job->exited) return;
+  if (!s.resume() && job->suspended) return;
+  if (s.resume() && s.suspended_ms() < 0) return;
+  // Recorded first: an agent restarted in between acts on what it finds.
+  const bool was = std::exchange(job->suspended, !s.resume());
+  if (s.resume()) job->launch.set_suspended_ms(s.suspended_ms());
+  if (Status st = SaveState(*job); !st.ok()) {
+    spdlog::error("job={} node={} {}", s.job_id(), ctx_.node(), st.ToString());
+  }
+  if (!s.resume()) {
+    if (job->limit_timer) job->limit_timer->cancel();
+    if (job->warn_timer) job->warn_timer->cancel();
+    SignalJob(*job, SIGSTOP);
+    spdlog::info("job={} node={} suspended", s.job_id(), ctx_.node());
+    return;
+  }
+  if (was) SignalJob(*job, SIGCONT);
+  ArmTimeLimit(*job);
+  spdlog::info("job={} node={} resumed; time limit extended by {} ms", s.job_id(), ctx_.node(),
+               s.suspended_ms());
+}
+
 void JobSupervisor::ReportAll() {
   for (const auto& [id, job] : jobs_) {
     if (job->started && !job->terminating) {
@@ -223,6 +247,7 @@ Status JobSupervisor::SaveState(const LocalJob& job) {
   st.set_keeper_start(job.keeper_start);
   st.set_task_pid(job.task_pid > 0 ? job.task_pid : 0);
   st.set_cgroup(job.cgroup);
+  st.set_suspended(job.suspended);
   return spool_.SaveState(job.dir, st);
 }
 
@@ -243,6 +268,7 @@ void JobSupervisor::Readopt() {
     job->adopted = true;
     job->keeper = st.keeper_pid() > 0 ? st.keeper_pid() : -1;
     job->keeper_start = st.keeper_start();
+    job->suspended = st.suspended();
     // Only what this agent could have written: a process group of a process other than init,
     // the job's own cgroup under this node's base.
     job->task_pid = st.task_pid() > 1 ? st.task_pid() : -1;
@@ -274,7 +300,7 @@ void JobSupervisor::Readopt() {
         BatchEnded(id);  // reported when the session is up
       }
     }
-    if (!j.exited) ArmTimeLimit(j);
+    if (!j.exited && !j.suspended) ArmTimeLimit(j);
     spdlog::info("job={} node={} re-adopted after an agent restart ({})", id, ctx_.node(), how);
   }
   // Job cgroups no state file speaks for: their processes are unknown to us, so they end.
@@ -488,7 +514,8 @@ void JobSupervisor::StartJob(uint64_t id) {
 void JobSupervisor::ArmTimeLimit(LocalJob& job) {
   const v1::LaunchJob& l = job.launch;
   if (l.time_limit_ms() <= 0) return;
-  const int64_t remaining = l.start_time_ms() + l.time_limit_ms() - SystemClock::Get()->NowMs();
+  const int64_t remaining = l.start_time_ms() + l.time_limit_ms() +
+                            std::max<int64_t>(0, l.suspended_ms()) - SystemClock::Get()->NowMs();
   const uint64_t id = l.job_id();
   job.limit_timer = std::make_unique<asio::steady_timer>(ctx_.io);
   job.limit_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, remaining)));

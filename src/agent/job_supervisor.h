@@ -41,6 +41,7 @@ struct LocalJob {
   v1::BatchExited exit;
   bool timed_out = false;
   bool terminating = false;
+  bool suspended = false;    // stopped by suspend preemption (SIGSTOP), its limit clock too
   int64_t killed_at_ms = 0;  // monotonic time SIGKILL was sent
   // Steps started here, with when their credentials expire: each credential starts its step
   // once (entries are dropped once the credential has expired and cannot be shown again).
@@ -58,6 +59,9 @@ class JobSupervisor {
   void Launch(const v1::LaunchJob& launch);
   void Terminate(const v1::TerminateJob& t);
   void Signal(const v1::SignalJob& s);
+  // Suspend preemption: SIGSTOP every process of the job and stop its time-limit clock, or
+  // SIGCONT them with the limit extended by the time suspended.
+  void Suspend(const v1::SuspendJob& s);
 
   // ---- Restart. ----
   // Jobs a previous agent left: their state files, their keepers, their process groups; job

@@ -183,7 +183,7 @@ Result<v1::JobInfo> Allocate(ControllerClient& controller, const v1::JobSpec& sp
   while (true) {
     MUSTER_ASSIGN_OR_RETURN(v1::GetJobResponse got, controller.GetJob(id));
     const v1::JobInfo& j = got.job();
-    if (j.state() == v1::RUNNING) {
+    if (j.state() == v1::RUNNING || j.state() == v1::SUSPENDED) {
       // Steps can start once every node has set the job up; CreateStep says when that is.
       if (!said_queued || o.quiet) return j;
       std::fprintf(err, "%s: job %s has been allocated resources\n", o.program.c_str(),

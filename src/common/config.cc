@@ -349,6 +349,16 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.TimeLimit("max_time", &p.max_time_ms));
         MUSTER_RETURN_IF_ERROR(t.TimeLimit("default_time", &p.default_time_ms));
         MUSTER_RETURN_IF_ERROR(t.Uint("priority_tier", &p.priority_tier, 0, 65'535));
+        MUSTER_RETURN_IF_ERROR(t.String("preempt_mode", &p.preempt_mode));
+        p.preempt_mode = ToLower(p.preempt_mode);
+        if (p.preempt_mode != "off" && p.preempt_mode != "requeue" && p.preempt_mode != "cancel" &&
+            p.preempt_mode != "suspend") {
+          return t.Error(t.Get("preempt_mode"), "preempt_mode",
+                         "expected off, requeue, cancel or suspend");
+        }
+        int64_t grace = 0;
+        MUSTER_RETURN_IF_ERROR(t.Duration("grace_time", &grace));
+        p.grace_time_ms = static_cast<uint64_t>(grace);
         MUSTER_RETURN_IF_ERROR(t.StringList("allowed_uids", &p.allowed_uids));
         MUSTER_RETURN_IF_ERROR(t.StringList("denied_uids", &p.denied_uids));
         auto expanded = ExpandHostlist(p.nodes_expr);

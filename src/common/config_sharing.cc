@@ -143,12 +143,10 @@ Status ParseSharing(TableReader& r, Config& c, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.StringList("preempt", &q.preempt));
         MUSTER_RETURN_IF_ERROR(t.String("preempt_mode", &q.preempt_mode));
         q.preempt_mode = ToLower(q.preempt_mode);
-        if (q.preempt_mode == "suspend") {
+        if (q.preempt_mode != "requeue" && q.preempt_mode != "cancel" &&
+            q.preempt_mode != "suspend") {
           return t.Error(t.Get("preempt_mode"), "preempt_mode",
-                         "suspend is not supported yet; use requeue or cancel");
-        }
-        if (q.preempt_mode != "requeue" && q.preempt_mode != "cancel") {
-          return t.Error(t.Get("preempt_mode"), "preempt_mode", "expected requeue or cancel");
+                         "expected requeue, cancel or suspend");
         }
         MUSTER_RETURN_IF_ERROR(t.Double("usage_factor", &q.usage_factor, 0, 1000));
         int64_t grace = 0;

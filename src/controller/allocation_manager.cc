@@ -63,8 +63,7 @@ void AllocationManager::Check(TimeMs now) {
       continue;
     }
     const v1::JobRecord& r = job->rec;
-    if (r.state() == v1::RUNNING && r.time_limit_ms() > 0 &&
-        now >= r.start_time_ms() + r.time_limit_ms()) {
+    if (r.state() == v1::RUNNING && now >= LimitEnd(r)) {
       // The agents stop the tasks at the limit themselves; the allocation ends here.
       job->rec.set_timed_out(true);
       jobs_.EndAllocation(*job, v1::TIMEOUT, JobReason::kTimeLimit, "", now, 0, 0);

@@ -527,6 +527,7 @@ void Engine::Tick(TimeMs now) {
 std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
   fair_share_->Recompute(now);
   dependencies_->Resolve(now);
+  preemptor_->ResumeSuspended(now);  // before any pending job may take their CPUs
   return scheduler_->Prepare(now);
 }
 
@@ -567,9 +568,20 @@ Status Engine::CheckInvariantsForTest() const {
                         " but is neither running nor cleaning up there");
       }
       bool recorded = false;
+      // A suspended job's CPUs are parked, not held.
+      auto parked = ledger_->parked(i).find(id);
+      const bool suspended = r.state() == v1::RUNNING && r.suspend_time_ms() > 0;
+      if (suspended != (parked != ledger_->parked(i).end())) {
+        return Internal("job " + std::to_string(id) + " on " + name +
+                        (suspended ? " is suspended without parked CPUs"
+                                   : " has parked CPUs but is not suspended"));
+      }
       for (const auto& na : r.allocation().nodes()) {
         if (na.node() != name) continue;
-        recorded = SamePlacement(held, ledger_->PlacementOf(na, i));
+        core::NodePlacement want = ledger_->PlacementOf(na, i);
+        if (suspended && parked->second != want.cpus) break;
+        if (suspended || r.ended_suspended()) want.cpus.clear();
+        recorded = SamePlacement(held, want);
       }
       if (!recorded) {
         return Internal("what job " + std::to_string(id) + " holds on " + name +

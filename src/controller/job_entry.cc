@@ -53,4 +53,13 @@ bool IsActive(const v1::JobRecord& rec) {
          rec.completing_nodes_size() > 0;
 }
 
+v1::JobState ShownState(const v1::JobRecord& rec) {
+  return rec.state() == v1::RUNNING && rec.suspend_time_ms() > 0 ? v1::SUSPENDED : rec.state();
+}
+
+TimeMs LimitEnd(const v1::JobRecord& rec) {
+  if (rec.time_limit_ms() <= 0 || rec.suspend_time_ms() > 0) return core::kNever;
+  return rec.start_time_ms() + rec.time_limit_ms() + rec.suspended_ms();
+}
+
 }  // namespace muster::controller

@@ -41,4 +41,11 @@ std::string GpuTypeWords(const v1::JobSpec& spec);
 // Pending, running, or still cleaning up somewhere.
 bool IsActive(const v1::JobRecord& rec);
 
+// The state views show: SUSPENDED for a running job stopped by suspend preemption.
+v1::JobState ShownState(const v1::JobRecord& rec);
+
+// When a running job reaches its time limit, the time it spent suspended added; core::kNever
+// without a limit or while suspended (it is not running down its limit then).
+TimeMs LimitEnd(const v1::JobRecord& rec);
+
 }  // namespace muster::controller

@@ -106,6 +106,13 @@ class JobManager {
   // ended PREEMPTED; its nodes get its --signal and `grace_ms` before SIGKILL.
   void Preempt(JobEntry& job, uint64_t preemptor, const std::string& why, bool requeue,
                uint32_t grace_ms, TimeMs now, store::Mutation& m);
+  // Suspend preemption: the running job's processes stop on every node (SIGSTOP) and its CPUs
+  // are lent to job `preemptor` (parked in the ledger); it stays RUNNING, shown SUSPENDED, with
+  // its GPUs and memory. Resume continues it once its CPUs are free again; the time it spent
+  // suspended extends its time limit.
+  void Suspend(JobEntry& job, uint64_t preemptor, const std::string& why, TimeMs now,
+               store::Mutation& m);
+  void Resume(JobEntry& job, TimeMs now, store::Mutation& m);
   // An srun/salloc allocation ends (its client released it, went away, or it timed out).
   void EndAllocation(JobEntry& job, v1::JobState state, core::JobReason reason,
                      const std::string& detail, TimeMs now, int32_t exit_code, int32_t signal);
@@ -132,6 +139,7 @@ class JobManager {
   // ---- Commands to agents. ----
   void SendLaunch(const JobEntry& job, size_t node_pos);
   void SendTerminate(const std::string& node, const JobEntry& job, const std::string& reason);
+  void SendSuspend(const std::string& node, const JobEntry& job, bool resume);
 
   // ---- Retention. ----
   // Finished jobs past finished_job_retention_ms move to the history family (bounded per call).

@@ -41,6 +41,14 @@ bool Allowed(v1::JobState from, v1::JobState to) {
 
 bool Ended(v1::JobState s) { return s != v1::PENDING && s != v1::RUNNING; }
 
+// A run that ends while suspended: the suspension counts into its suspended time.
+void FoldSuspension(v1::JobRecord& r, TimeMs now) {
+  if (r.suspend_time_ms() == 0) return;
+  r.set_suspended_ms(r.suspended_ms() + std::max<TimeMs>(0, now - r.suspend_time_ms()));
+  r.set_suspend_time_ms(0);
+  r.set_ended_suspended(true);
+}
+
 void Remove(google::protobuf::RepeatedPtrField<std::string>* v, const std::string& s) {
   auto it = std::find(v->begin(), v->end(), s);
   if (it != v->end()) v->erase(it);
@@ -75,15 +83,20 @@ v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& 
     r.set_preempt_time_ms(0);
     r.set_preempt_grace_ms(0);
     r.clear_preempted_by();
+    r.set_suspend_time_ms(0);
+    r.set_suspended_ms(0);
+    r.set_ended_suspended(false);
     *r.mutable_allocation() = c.allocation;
   } else if (from == v1::PENDING && Ended(c.to)) {
     r.set_end_time_ms(now);
   } else if (from == v1::RUNNING && Ended(c.to)) {
+    FoldSuspension(r, now);
     // Steps still running are stopped with the job; each node reports how its tasks ended
     // before it reports the job clean there (one ordered stream), which settles what is left.
     r.set_end_time_ms(now);
     set_completing();
   } else if (from == v1::RUNNING && c.to == v1::PENDING) {
+    FoldSuspension(r, now);
     EndRunningSteps(r, v1::CANCELLED, now);
     r.set_requeue_count(r.requeue_count() + 1);
     r.set_batch_started(false);
@@ -117,6 +130,12 @@ void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
   if (from == v1::PENDING && to != v1::PENDING) UnmarkPending(id, r.spec().uid());
   if (from != v1::PENDING && to == v1::PENDING) MarkPending(id, r.spec().uid());
   if (Ended(to)) finished_.insert({r.end_time_ms(), id});
+  if (from == v1::RUNNING && to != v1::RUNNING && !ledger_.parked_jobs().empty()) {
+    // A run that ended suspended: the CPUs it lent are not its own any more.
+    for (const auto& na : r.allocation().nodes()) {
+      if (std::optional<size_t> i = ctx_.NodeIndex(na.node())) ledger_.DropParked(id, *i);
+    }
+  }
 
   if (from == v1::PENDING && to == v1::PENDING) {
     job.request = ToCoreRequest(r);
@@ -189,6 +208,43 @@ void JobManager::Preempt(JobEntry& job, uint64_t preemptor, const std::string& w
     return;
   }
   Transition(job, {.to = v1::PREEMPTED, .reason = JobReason::kPreempted, .detail = why}, now, m);
+}
+
+void JobManager::Suspend(JobEntry& job, uint64_t preemptor, const std::string& why, TimeMs now,
+                         store::Mutation& m) {
+  v1::JobRecord& r = job.rec;
+  if (r.state() != v1::RUNNING || r.preempt_time_ms() > 0 || r.cancel_requested() ||
+      r.suspend_time_ms() > 0) {
+    return;
+  }
+  r.set_suspend_time_ms(now);
+  r.set_preempted_by(preemptor);
+  r.set_preempt_count(r.preempt_count() + 1);
+  r.set_reason(core::ReasonName(JobReason::kPreempted));
+  r.set_reason_detail("suspended: " + why);
+  m.PutJob(r);
+  spdlog::warn("suspend job={} for job={}: {}", r.id(), preemptor, why);
+  for (const auto& na : r.allocation().nodes()) {
+    if (std::optional<size_t> i = ctx_.NodeIndex(na.node())) ledger_.Park(r.id(), *i);
+    SendSuspend(na.node(), job, /*resume=*/false);
+  }
+  ctx_.RequestPass();
+}
+
+void JobManager::Resume(JobEntry& job, TimeMs now, store::Mutation& m) {
+  v1::JobRecord& r = job.rec;
+  if (r.state() != v1::RUNNING || r.suspend_time_ms() == 0) return;
+  r.set_suspended_ms(r.suspended_ms() + std::max<TimeMs>(0, now - r.suspend_time_ms()));
+  r.set_suspend_time_ms(0);
+  r.set_reason(core::ReasonName(JobReason::kNone));
+  r.set_reason_detail("resumed after " + std::to_string(r.suspended_ms() / 1000) +
+                      " s suspended in all");
+  m.PutJob(r);
+  spdlog::info("resume job={} (suspended {} ms in all)", r.id(), r.suspended_ms());
+  for (const auto& na : r.allocation().nodes()) {
+    if (std::optional<size_t> i = ctx_.NodeIndex(na.node())) ledger_.Unpark(r.id(), *i);
+    SendSuspend(na.node(), job, /*resume=*/true);
+  }
 }
 
 void JobManager::EndAllocation(JobEntry& job, v1::JobState state, JobReason reason,
@@ -279,6 +335,7 @@ void JobManager::SendLaunch(const JobEntry& job, size_t pos) {
   l->set_credential(r.credential());
   l->set_cluster_name(ctx_.config().cluster_name);
   l->set_start_time_ms(r.start_time_ms());
+  l->set_suspended_ms(r.suspended_ms());
   l->set_requeue_count(r.requeue_count());
   const std::string& node = r.allocation().nodes(static_cast<int>(pos)).node();
   if (const NodeEntry* n = nodes_.Find(node)) l->set_topology(n->config.topology);
@@ -313,6 +370,16 @@ void JobManager::SendTerminate(const std::string& node, const JobEntry& job,
   // A requeued job pends with its old run still cleaning up: that run is the one to stop.
   t->set_run(r.state() == v1::PENDING && r.requeue_count() > 0 ? r.requeue_count() - 1
                                                                : r.requeue_count());
+  ctx_.Send(node, std::move(msg));
+}
+
+void JobManager::SendSuspend(const std::string& node, const JobEntry& job, bool resume) {
+  v1::ControllerMessage msg;
+  v1::SuspendJob* s = msg.mutable_suspend_job();
+  s->set_job_id(job.id());
+  s->set_run(job.rec.requeue_count());
+  s->set_resume(resume);
+  s->set_suspended_ms(job.rec.suspended_ms());
   ctx_.Send(node, std::move(msg));
 }
 

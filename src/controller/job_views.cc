@@ -22,7 +22,7 @@ v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
   info.set_uid(s.uid());
   info.set_account(s.account());
   info.set_qos(s.qos());
-  info.set_state(r.state());
+  info.set_state(ShownState(r));
   info.set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
   info.set_reason(r.reason());
   info.set_preempt_count(r.preempt_count());
@@ -123,7 +123,7 @@ class AccountingFilter {
       return false;
     }
     if (!users_.empty() && !users_.count(r.spec().user())) return false;
-    if (!states_.empty() && !states_.count(r.state())) return false;
+    if (!states_.empty() && !states_.count(ShownState(r))) return false;
     if (!parts_.empty()) {
       bool any = parts_.count(r.allocation().partition()) > 0;
       for (const auto& p : r.spec().partitions()) any |= parts_.count(p) > 0;
@@ -220,7 +220,7 @@ Result<v1::GetJobResponse> JobViews::GetJob(const v1::GetJobRequest& req) const 
 // (no spec), so that 10,000 rows touch little memory.
 void JobViews::BriefStateFields(const JobEntry& job, v1::JobInfo* info) const {
   const v1::JobRecord& r = job.rec;
-  info->set_state(r.state());
+  info->set_state(ShownState(r));
   info->set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
   if (!r.reason().empty()) info->set_reason(r.reason());
   info->set_submit_time_ms(r.submit_time_ms());
@@ -251,7 +251,7 @@ void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& vi
     const v1::JobRecord& r = job.rec;
     if (!users.empty() && !users.count(r.spec().user())) return;
     if (!states.empty()) {
-      if (!states.count(r.state())) return;
+      if (!states.count(ShownState(r))) return;
     } else if (!req.include_finished() && !IsActive(r) && ids.empty()) {
       return;
     }

@@ -18,9 +18,34 @@ bool WaitsForResources(core::JobReason r) {
 
 }  // namespace
 
+Preemptor::Preemptor(EngineContext& ctx, JobManager& jobs, const QosManager& qos,
+                     const ResourceLedger& ledger, const SchedulerLoop& scheduler,
+                     const QuotaBook& quotas)
+    : ctx_(ctx), jobs_(jobs), qos_(qos), ledger_(ledger), scheduler_(scheduler), quotas_(quotas) {
+  for (const PartitionConfig& pc : ctx.config().partitions) {
+    PartitionPolicy& p = partitions_[pc.name];
+    p.tier = pc.priority_tier;
+    p.preemptable = pc.preempt_mode != "off";
+    p.give_way.mode = pc.preempt_mode == "cancel"    ? v1::PREEMPT_CANCEL
+                      : pc.preempt_mode == "suspend" ? v1::PREEMPT_SUSPEND
+                                                     : v1::PREEMPT_REQUEUE;
+    p.give_way.grace_ms = pc.grace_time_ms;
+    if (p.preemptable) lowest_preemptable_tier_ = std::min(lowest_preemptable_tier_, p.tier);
+  }
+}
+
 bool Preemptor::MayPreempt(const JobEntry& job) const {
   const v1::QosRecord* q = qos_.Find(job.rec.spec().qos());
   return q && q->preempt_size() > 0;
+}
+
+bool Preemptor::TierPreempts(const JobEntry& job) const {
+  if (lowest_preemptable_tier_ == UINT32_MAX) return false;
+  for (const std::string& p : job.request.partitions) {
+    auto it = partitions_.find(p);
+    if (it != partitions_.end() && it->second.tier > lowest_preemptable_tier_) return true;
+  }
+  return false;
 }
 
 bool Preemptor::VictimsLeaving(uint64_t preemptor) const {
@@ -29,22 +54,38 @@ bool Preemptor::VictimsLeaving(uint64_t preemptor) const {
   for (uint64_t v : it->second) {
     const JobEntry* job = jobs_.Find(v);
     if (job && job->rec.completing_nodes_size() > 0) return true;
-    if (job && job->rec.state() == v1::RUNNING) return true;  // not yet told (cannot happen)
+    // Not yet told (cannot happen), unless suspended: then its CPUs are free already.
+    if (job && job->rec.state() == v1::RUNNING && job->rec.suspend_time_ms() == 0) return true;
   }
   return false;
 }
 
-void Preemptor::Preempt(JobEntry& victim, const JobEntry& preemptor, const std::string& why,
-                        TimeMs now, store::Mutation& m) {
-  const v1::QosRecord* vq = qos_.Find(victim.rec.spec().qos());
-  const uint64_t grace =
-      vq && vq->grace_time_ms() > 0 ? vq->grace_time_ms() : ctx_.scheduling().kill_grace_ms;
-  const bool requeue = !vq || vq->preempt_mode() != v1::PREEMPT_CANCEL;
-  jobs_.Preempt(victim, preemptor.id(), why, requeue,
-                static_cast<uint32_t>(std::min<uint64_t>(grace, UINT32_MAX)), now, m);
+Preemptor::GiveWay Preemptor::GiveWayOf(const v1::JobRecord& victim, Cause cause) const {
+  GiveWay g;
+  auto part = partitions_.find(victim.allocation().partition());
+  if (cause == Cause::kTier && part != partitions_.end()) {
+    g = part->second.give_way;
+  } else if (const v1::QosRecord* q = qos_.Find(victim.spec().qos())) {
+    g = {q->preempt_mode(), q->grace_time_ms()};
+  }
+  if (g.mode == v1::PREEMPT_MODE_UNSPECIFIED) g.mode = v1::PREEMPT_REQUEUE;
+  if (g.grace_ms == 0) g.grace_ms = ctx_.scheduling().kill_grace_ms;
+  return g;
 }
 
-std::optional<core::PreemptCandidate> Preemptor::Candidate(const JobEntry& job) const {
+void Preemptor::Preempt(JobEntry& victim, const JobEntry& preemptor, Cause cause,
+                        const std::string& why, TimeMs now, store::Mutation& m) {
+  const GiveWay g = GiveWayOf(victim.rec, cause);
+  if (g.mode == v1::PREEMPT_SUSPEND) {
+    jobs_.Suspend(victim, preemptor.id(), why, now, m);
+    return;
+  }
+  jobs_.Preempt(victim, preemptor.id(), why, g.mode != v1::PREEMPT_CANCEL,
+                static_cast<uint32_t>(std::min<uint64_t>(g.grace_ms, UINT32_MAX)), now, m);
+}
+
+std::optional<core::PreemptCandidate> Preemptor::Candidate(const JobEntry& job,
+                                                           bool suspend) const {
   core::PreemptCandidate c;
   c.job = job.id();
   c.priority = job.priority.priority;
@@ -52,7 +93,13 @@ std::optional<core::PreemptCandidate> Preemptor::Candidate(const JobEntry& job) 
   for (const auto& na : job.rec.allocation().nodes()) {
     std::optional<size_t> i = ctx_.NodeIndex(na.node());
     if (!i || !ledger_.Holds(*i, job.id())) return std::nullopt;
-    c.placement.nodes.push_back(ledger_.held(*i).at(job.id()));
+    core::NodePlacement np = ledger_.held(*i).at(job.id());
+    if (suspend) {  // its GPUs, memory and GRES stay its own
+      np.gpus.clear();
+      np.mem_mb = 0;
+      np.gres.clear();
+    }
+    c.placement.nodes.push_back(std::move(np));
   }
   return c;
 }
@@ -77,7 +124,8 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
     }
   };
   const bool quotas = quotas_.any();
-  if (!qos_.AnyPreemption() && !quotas) return first_in_line();
+  const bool tiers = lowest_preemptable_tier_ != UINT32_MAX;
+  if (!qos_.AnyPreemption() && !quotas && !tiers) return first_in_line();
   const SchedulingConfig& sc = ctx_.scheduling();
   auto usage = quotas ? quotas_.Usage() : decltype(quotas_.Usage()){};
   // Whether a job may take back lent GPUs of some type it runs on.
@@ -94,63 +142,92 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
     if (!WaitsForResources(p.reason) || waiting_.count(p.job)) continue;
     JobEntry* job = jobs_.Find(p.job);
     if (!job || job->rec.state() != v1::PENDING) continue;
-    bool reclaims = false;
-    if (quotas && !MayPreempt(*job)) {
-      for (const std::string& t : quotas_.ChoiceTypes(*job))
-        reclaims = reclaims || may_reclaim(*job, t);
+    bool may = MayPreempt(*job) || TierPreempts(*job);
+    if (quotas && !may) {
+      for (const std::string& t : quotas_.ChoiceTypes(*job)) may = may || may_reclaim(*job, t);
     }
-    if (!MayPreempt(*job) && !reclaims) continue;
-    preemptors.push_back(job);
+    if (may) preemptors.push_back(job);
   }
   if (preemptors.empty()) return first_in_line();
 
+  // One way for a preemptor to run: a GPU type, the partitions to place it in and, when it
+  // preempts by partition tier, that tier (0: not by tier).
+  struct Way {
+    std::string type;
+    std::vector<std::string> partitions;
+    uint32_t tier = 0;
+  };
   core::ClusterView view = scheduler_.LiveView(now);
   std::set<uint64_t> taken;  // victims chosen in this pass
   store::Mutation m;
   for (JobEntry* preemptor : preemptors) {
     const v1::JobSpec& spec = preemptor->rec.spec();
     const bool by_qos = MayPreempt(*preemptor);
+    const bool by_tier = TierPreempts(*preemptor);
     const uint64_t gpus = uint64_t{preemptor->request.nodes} * preemptor->request.gpus_per_node;
     const std::vector<std::string> types =
         quotas ? quotas_.ChoiceTypes(*preemptor)
                : std::vector<std::string>{preemptor->request.gpu_type};
+    std::vector<Way> ways;
+    for (const std::string& t : types) {
+      // By tier, each partition separately: what a victim may give up depends on where the
+      // preemptor then runs.
+      if (by_tier) {
+        for (const std::string& p : preemptor->request.partitions) {
+          auto it = partitions_.find(p);
+          ways.push_back({t, {p}, it == partitions_.end() ? 0 : it->second.tier});
+        }
+      } else {
+        ways.push_back({t, preemptor->request.partitions, 0});
+      }
+    }
     // Its ways to run in order: the first for which some victims let it start.
     std::optional<core::PreemptionPlan> plan;
     std::string type;
-    std::set<uint64_t> reclaimed;  // victims taken as borrowed quota (the rest by QoS)
-    for (const std::string& t : types) {
-      const bool reclaim = may_reclaim(*preemptor, t);
-      if (!by_qos && !reclaim) continue;
+    std::map<uint64_t, Cause> causes;  // of the plan's victims
+    for (const Way& way : ways) {
+      const bool reclaim = may_reclaim(*preemptor, way.type);
+      if (!by_qos && !reclaim && way.tier <= lowest_preemptable_tier_) continue;
       std::vector<core::PreemptCandidate> candidates;
-      std::set<uint64_t> borrowed;
+      std::map<uint64_t, Cause> cause;
       for (const auto& [id, job] : jobs_.jobs()) {
         const v1::JobRecord& r = job.rec;
         if (r.state() != v1::RUNNING || r.cancel_requested() || r.preempt_time_ms() > 0 ||
-            taken.count(id)) {
+            r.suspend_time_ms() > 0 || taken.count(id)) {
           continue;
         }
         if (now - r.start_time_ms() < static_cast<TimeMs>(sc.preempt_min_runtime_ms)) continue;
-        const bool qos_victim = by_qos && qos_.Preempts(spec.qos(), r.spec().qos());
-        const bool quota_victim = reclaim && r.borrowed() && quotas_.RunningType(r) == t &&
-                                  quotas_.Reclaimable(r, t, usage);
-        if (!qos_victim && !quota_victim) continue;
-        if (auto c = Candidate(job)) {
+        std::optional<Cause> why;
+        if (by_qos && qos_.Preempts(spec.qos(), r.spec().qos())) {
+          why = Cause::kQos;
+        } else if (way.tier > 0) {
+          auto it = partitions_.find(r.allocation().partition());
+          if (it != partitions_.end() && it->second.preemptable && it->second.tier < way.tier)
+            why = Cause::kTier;
+        }
+        if (!why && reclaim && r.borrowed() && quotas_.RunningType(r) == way.type &&
+            quotas_.Reclaimable(r, way.type, usage)) {
+          why = Cause::kQuota;
+        }
+        if (!why) continue;
+        if (auto c = Candidate(job, GiveWayOf(r, *why).mode == v1::PREEMPT_SUSPEND)) {
           candidates.push_back(std::move(*c));
-          if (!qos_victim) borrowed.insert(id);
+          cause[id] = *why;
         }
       }
       if (candidates.empty()) continue;
       core::JobRequest request = preemptor->request;
-      if (!t.empty()) request.gpu_type = t;
+      request.partitions = way.partitions;
+      if (!way.type.empty()) request.gpu_type = way.type;
       Result<core::PreemptionPlan> p = core::PlanPreemption(request, view, candidates);
       if (!p.ok()) {
         spdlog::debug("job={} cannot preempt for {} GPUs: {}", preemptor->id(),
-                      t.empty() ? "any" : t, p.status().message());
+                      way.type.empty() ? "any" : way.type, p.status().message());
         continue;
       }
       plan = std::move(*p);
-      type = t;
-      reclaimed = std::move(borrowed);
+      type = way.type;
+      causes = std::move(cause);
       break;
     }
     if (!plan) continue;
@@ -165,13 +242,19 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
             usage.find({quotas_.Holder(victim->rec.spec().account(), use.gpu_type), use.gpu_type});
         if (it != usage.end()) it->second -= std::min<uint64_t>(it->second, use.gpus);
       }
-      const std::string why = reclaimed.count(v)
-                                  ? "reclaimed by job " + std::to_string(preemptor->id()) +
-                                        " (account " + quotas_.Holder(spec.account(), type) +
-                                        "'s guaranteed " + type + " GPUs)"
-                                  : "preempted by job " + std::to_string(preemptor->id()) +
-                                        " (qos " + qos_.Find(spec.qos())->name() + ")";
-      Preempt(*victim, *preemptor, why, now, m);
+      const Cause cause = causes[v];
+      const std::string by = std::to_string(preemptor->id());
+      std::string why;
+      if (cause == Cause::kQuota) {
+        why = "reclaimed by job " + by + " (account " + quotas_.Holder(spec.account(), type) +
+              "'s guaranteed " + type + " GPUs)";
+      } else if (cause == Cause::kTier) {
+        why = "preempted by job " + by + " (partition " + plan->partition + ", priority tier " +
+              std::to_string(partitions_.at(plan->partition).tier) + ")";
+      } else {
+        why = "preempted by job " + by + " (qos " + qos_.Find(spec.qos())->name() + ")";
+      }
+      Preempt(*victim, *preemptor, cause, why, now, m);
       victims.push_back(v);
       taken.insert(v);
     }
@@ -192,6 +275,44 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
   }
   ctx_.CommitOrDie(m);
   first_in_line();
+}
+
+void Preemptor::ResumeSuspended(TimeMs now) {
+  if (ledger_.parked_jobs().empty()) return;
+  auto cpus_back = [&](const JobEntry& job) {
+    for (const auto& na : job.rec.allocation().nodes()) {
+      std::optional<size_t> i = ctx_.NodeIndex(na.node());
+      if (i && !ledger_.CpusBack(job.id(), *i)) return false;
+    }
+    return true;
+  };
+  std::vector<JobEntry*> ready;
+  for (const auto& [id, nodes] : ledger_.parked_jobs()) {
+    JobEntry* job = jobs_.Find(id);
+    // A cancelled one is only told to end (its agents continue it to hear its SIGTERM).
+    if (!job || job->rec.state() != v1::RUNNING || job->rec.suspend_time_ms() == 0 ||
+        job->rec.cancel_requested()) {
+      continue;
+    }
+    // Its preemptor still waiting to start on the CPUs it lent: not yet.
+    const JobEntry* by = jobs_.Find(job->rec.preempted_by());
+    if (by && by->rec.state() == v1::PENDING && !by->rec.spec().hold()) {
+      std::optional<core::JobReason> r = core::ParseReason(by->rec.reason());
+      if (r && WaitsForResources(*r)) continue;
+    }
+    if (cpus_back(*job)) ready.push_back(job);
+  }
+  std::sort(ready.begin(), ready.end(), [](const JobEntry* a, const JobEntry* b) {
+    if (a->rec.suspend_time_ms() != b->rec.suspend_time_ms())
+      return a->rec.suspend_time_ms() < b->rec.suspend_time_ms();
+    return a->id() < b->id();
+  });
+  store::Mutation m;
+  for (JobEntry* job : ready) {
+    // An earlier resume in this loop may have taken CPUs this one needs.
+    if (cpus_back(*job)) jobs_.Resume(*job, now, m);
+  }
+  ctx_.CommitOrDie(m);
 }
 
 }  // namespace muster::controller

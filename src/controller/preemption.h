@@ -1,12 +1,14 @@
 // Preemption: after each pass, the highest-priority jobs that could not start and whose QoS
-// names others in its preempt list get room by stopping whole running jobs of those QoS, and jobs
-// whose account's guaranteed GPU quota has room for them take back GPUs lent out, by stopping
-// whole jobs marked borrowed (quota_book.h). The core picks the victims, gang- and
-// topology-aware. Victims get their --signal (or SIGTERM),
-// their QoS's grace_time, then SIGKILL, and are requeued (or end PREEMPTED under preempt_mode
-// cancel). A preemptor whose victims are still leaving preempts nothing more; a job that started
-// less than preempt_min_runtime ago is not a candidate; the preempt lists never form a circle
-// (qos_manager.h), so two jobs cannot push each other off in turn.
+// names others in its preempt list get room by stopping whole running jobs of those QoS, jobs of a
+// partition with a higher priority_tier by stopping jobs of lower-tier partitions whose
+// preempt_mode allows it, and jobs whose account's guaranteed GPU quota has room for them take
+// back GPUs lent out, by stopping whole jobs marked borrowed (quota_book.h). The core picks the
+// victims, gang- and topology-aware. Victims get their --signal (or SIGTERM), their QoS's (or,
+// preempted by tier, their partition's) grace_time, then SIGKILL, and are requeued (or end
+// PREEMPTED under preempt_mode cancel). A preemptor whose victims are still leaving preempts
+// nothing more; a job that started less than preempt_min_runtime ago is not a candidate; the
+// preempt lists never form a circle (qos_manager.h), so two jobs cannot push each other off in
+// turn.
 //
 // Strand-confined.
 #pragma once
@@ -30,28 +32,42 @@ namespace muster::controller {
 class Preemptor {
  public:
   Preemptor(EngineContext& ctx, JobManager& jobs, const QosManager& qos,
-            const ResourceLedger& ledger, const SchedulerLoop& scheduler, const QuotaBook& quotas)
-      : ctx_(ctx),
-        jobs_(jobs),
-        qos_(qos),
-        ledger_(ledger),
-        scheduler_(scheduler),
-        quotas_(quotas) {}
+            const ResourceLedger& ledger, const SchedulerLoop& scheduler, const QuotaBook& quotas);
 
   // Looks at the pass's waiting jobs (called after it was applied).
   void AfterPass(const core::SchedulePass& pass, TimeMs now);
+  // Before a pass: suspended jobs whose CPUs are free again and whose preemptor no longer waits
+  // for them continue, oldest suspension first, ahead of any pending job.
+  void ResumeSuspended(TimeMs now);
 
   // Jobs waiting for the victims they preempted to leave (for explanations and tests).
   const std::map<uint64_t, std::vector<uint64_t>>& waiting() const { return waiting_; }
 
  private:
+  // Why a victim gives way: it decides the victim's preempt_mode and grace time.
+  enum class Cause { kQos, kTier, kQuota };
+  // How a victim gives way, and its signal-to-SIGKILL time.
+  struct GiveWay {
+    v1::PreemptMode mode = v1::PREEMPT_REQUEUE;
+    uint64_t grace_ms = 0;
+  };
+  struct PartitionPolicy {
+    uint32_t tier = 1;
+    bool preemptable = false;  // preempt_mode is not off
+    GiveWay give_way;
+  };
+
   bool MayPreempt(const JobEntry& preemptor) const;
+  // Whether one of the job's partitions has a higher tier than some preemptable partition.
+  bool TierPreempts(const JobEntry& preemptor) const;
+  GiveWay GiveWayOf(const v1::JobRecord& victim, Cause cause) const;
   // Whether a preemptor's earlier victims still hold resources.
   bool VictimsLeaving(uint64_t preemptor) const;
-  void Preempt(JobEntry& victim, const JobEntry& preemptor, const std::string& why, TimeMs now,
-               store::Mutation& m);
-  // A running job as a candidate, or nullopt when the ledger does not hold all of it.
-  std::optional<core::PreemptCandidate> Candidate(const JobEntry& job) const;
+  void Preempt(JobEntry& victim, const JobEntry& preemptor, Cause cause, const std::string& why,
+               TimeMs now, store::Mutation& m);
+  // A running job as a candidate, or nullopt when the ledger does not hold all of it. A job
+  // that would be suspended frees only its CPUs.
+  std::optional<core::PreemptCandidate> Candidate(const JobEntry& job, bool suspend) const;
 
   EngineContext& ctx_;
   JobManager& jobs_;
@@ -59,6 +75,8 @@ class Preemptor {
   const ResourceLedger& ledger_;
   const SchedulerLoop& scheduler_;
   const QuotaBook& quotas_;
+  std::map<std::string, PartitionPolicy> partitions_;
+  uint32_t lowest_preemptable_tier_ = UINT32_MAX;      // UINT32_MAX: no partition is preemptable
   std::map<uint64_t, std::vector<uint64_t>> waiting_;  // preemptor -> its victims
 };
 

@@ -17,7 +17,9 @@ v1::QosRecord FromConfig(const QosConfig& c) {
   q.set_description(c.description);
   q.set_priority(c.priority);
   for (const std::string& p : c.preempt) q.add_preempt(p);
-  q.set_preempt_mode(c.preempt_mode == "cancel" ? v1::PREEMPT_CANCEL : v1::PREEMPT_REQUEUE);
+  q.set_preempt_mode(c.preempt_mode == "cancel"    ? v1::PREEMPT_CANCEL
+                     : c.preempt_mode == "suspend" ? v1::PREEMPT_SUSPEND
+                                                   : v1::PREEMPT_REQUEUE);
   q.set_usage_factor(c.usage_factor);
   q.set_grace_time_ms(c.grace_time_ms);
   q.set_deny_on_limit(c.deny_on_limit);
@@ -152,8 +154,8 @@ Status QosManager::Update(const Caller& caller, const v1::UpdateQosRequest& req,
     return InvalidArgument("grace_time is at most a year");
   }
   if (req.has_preempt_mode() && req.preempt_mode() != v1::PREEMPT_REQUEUE &&
-      req.preempt_mode() != v1::PREEMPT_CANCEL) {
-    return InvalidArgument("preempt_mode is requeue or cancel (suspend is not supported yet)");
+      req.preempt_mode() != v1::PREEMPT_CANCEL && req.preempt_mode() != v1::PREEMPT_SUSPEND) {
+    return InvalidArgument("preempt_mode is requeue, cancel or suspend");
   }
   auto it = qos_.find(name);
   if (req.op() != v1::ACCOUNT_OP_ADD) {

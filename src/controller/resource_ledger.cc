@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace muster::controller {
 namespace {
@@ -93,6 +94,10 @@ void ResourceLedger::HoldRecovered(
     const v1::JobRecord& rec,
     const std::function<std::optional<size_t>(const std::string&)>& index_of) {
   std::set<std::string> holding;
+  // A suspended job's CPUs are parked: its preemptor may hold them now. A run that ended
+  // suspended holds none.
+  const bool suspended = rec.state() == v1::RUNNING && rec.suspend_time_ms() > 0;
+  const bool no_cpus = suspended || rec.ended_suspended();
   if (rec.state() == v1::RUNNING) {
     for (const auto& na : rec.allocation().nodes()) holding.insert(na.node());
   }
@@ -104,6 +109,8 @@ void ResourceLedger::HoldRecovered(
     Node& node = nodes_[*i];
     core::NodeView& v = node.view;
     core::NodePlacement np = PlacementOf(na, *i);
+    std::vector<uint32_t> parked;
+    if (no_cpus) parked = std::exchange(np.cpus, {});
     // Never hold anything twice: drop (and report) what the node does not have (the config
     // changed) or what is already held.
     auto keep = [&](const std::string& what, std::vector<uint32_t>& ids, auto&& is_free,
@@ -121,7 +128,7 @@ void ResourceLedger::HoldRecovered(
     };
     keep(
         "cpu", np.cpus, [&](uint32_t c) { return v.cpu_free[c]; },
-        static_cast<size_t>(na.cpu_ids_size()));
+        no_cpus ? 0 : static_cast<size_t>(na.cpu_ids_size()));
     keep(
         "gpu", np.gpus, [&](uint32_t g) { return v.gpu_free[g]; },
         static_cast<size_t>(na.gpu_indices_size()));
@@ -142,16 +149,68 @@ void ResourceLedger::HoldRecovered(
     }
     v.Take(np);
     node.held[rec.id()] = std::move(np);
+    if (suspended) {
+      node.parked[rec.id()] = std::move(parked);
+      ++parked_jobs_[rec.id()];
+    }
   }
 }
 
 bool ResourceLedger::Release(uint64_t job, size_t i) {
   Node& n = nodes_[i];
+  if (n.parked.erase(job)) Unparked(job);
   auto it = n.held.find(job);
   if (it == n.held.end()) return false;
   n.view.Give(it->second);
   n.held.erase(it);
   return true;
+}
+
+void ResourceLedger::Park(uint64_t job, size_t i) {
+  Node& n = nodes_[i];
+  auto it = n.held.find(job);
+  if (it == n.held.end() || n.parked.count(job)) return;
+  core::NodePlacement cpus;
+  cpus.node = static_cast<core::NodeIndex>(i);
+  cpus.cpus = std::move(it->second.cpus);
+  it->second.cpus.clear();
+  n.view.Give(cpus);
+  n.parked[job] = std::move(cpus.cpus);
+  ++parked_jobs_[job];
+}
+
+bool ResourceLedger::CpusBack(uint64_t job, size_t i) const {
+  const Node& n = nodes_[i];
+  auto it = n.parked.find(job);
+  if (it == n.parked.end()) return true;
+  for (uint32_t c : it->second) {
+    if (!n.view.cpu_free[c]) return false;
+  }
+  return true;
+}
+
+void ResourceLedger::Unpark(uint64_t job, size_t i) {
+  Node& n = nodes_[i];
+  auto it = n.parked.find(job);
+  if (it == n.parked.end()) return;
+  core::NodePlacement cpus;
+  cpus.node = static_cast<core::NodeIndex>(i);
+  cpus.cpus = std::move(it->second);
+  n.parked.erase(it);
+  Unparked(job);
+  auto held = n.held.find(job);
+  if (held == n.held.end()) return;
+  n.view.Take(cpus);
+  held->second.cpus = std::move(cpus.cpus);
+}
+
+void ResourceLedger::DropParked(uint64_t job, size_t i) {
+  if (nodes_[i].parked.erase(job)) Unparked(job);
+}
+
+void ResourceLedger::Unparked(uint64_t job) {
+  auto it = parked_jobs_.find(job);
+  if (it != parked_jobs_.end() && --it->second == 0) parked_jobs_.erase(it);
 }
 
 bool ResourceLedger::Fits(const core::Placement& placement) const {

@@ -3,8 +3,9 @@
 // records' form (node names, CPU ids, GRES by name and type) and the core's (node indices, GRES
 // by pool). A holding is converted once, when it is taken; releasing it gives back exactly that.
 //
-// Invariants (CheckInvariants): a unit is free exactly when no job holds it; no unit is held
-// twice; a GPU is never held whole and as shards at once; free memory is capacity minus holdings.
+// Invariants (CheckInvariants): a unit is free exactly when no job holds it (a suspended job's
+// parked CPUs are not held); no unit is held twice; a GPU is never held whole and as shards at
+// once; free memory is capacity minus holdings.
 //
 // Strand-confined.
 #pragma once
@@ -42,8 +43,24 @@ class ResourceLedger {
   // config changed) or what is already held is dropped and logged: nothing is held twice.
   void HoldRecovered(const v1::JobRecord& rec,
                      const std::function<std::optional<size_t>(const std::string&)>& index_of);
-  // The job gives back what it held on node i. False when it held nothing there.
+  // The job gives back what it held on node i (parked CPUs included). False when it held
+  // nothing there.
   bool Release(uint64_t job, size_t i);
+
+  // Suspend preemption: a suspended job's CPUs on node i are parked (free for others; its GPUs,
+  // memory and GRES stay held), and taken back when it resumes. Unpark REQUIRES CpusBack.
+  void Park(uint64_t job, size_t i);
+  // Every parked CPU of the job on node i is free again.
+  bool CpusBack(uint64_t job, size_t i) const;
+  void Unpark(uint64_t job, size_t i);
+  // A suspended run ended: its parked CPUs are no longer its own to take back.
+  void DropParked(uint64_t job, size_t i);
+  // The suspended jobs' parked CPUs on node i.
+  const std::map<uint64_t, std::vector<uint32_t>>& parked(size_t i) const {
+    return nodes_[i].parked;
+  }
+  // The jobs with parked CPUs somewhere, in id order.
+  const std::map<uint64_t, uint32_t>& parked_jobs() const { return parked_jobs_; }
 
   // Every unit of `placement` is still free (decisions made on a snapshot meet the live state).
   bool Fits(const core::Placement& placement) const;
@@ -64,8 +81,12 @@ class ResourceLedger {
   struct Node {
     core::NodeView view;
     std::map<uint64_t, core::NodePlacement> held;
+    std::map<uint64_t, std::vector<uint32_t>> parked;  // suspended jobs' CPUs
   };
+  void Unparked(uint64_t job);
+
   std::vector<Node> nodes_;
+  std::map<uint64_t, uint32_t> parked_jobs_;  // job -> nodes it has parked CPUs on
 };
 
 }  // namespace muster::controller

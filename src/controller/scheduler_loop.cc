@@ -76,9 +76,7 @@ core::ClusterView SchedulerLoop::LiveView(TimeMs now) const {
     const JobEntry* job = jobs_.Find(id);
     if (!job) return overdue;
     const v1::JobRecord& r = job->rec;
-    TimeMs end = core::kNever;
-    if (r.state() == v1::RUNNING && r.time_limit_ms() > 0)
-      end = r.start_time_ms() + r.time_limit_ms();
+    TimeMs end = LimitEnd(r);
     if (r.state() != v1::RUNNING || end <= now) end = overdue;
     return end;
   });

@@ -42,6 +42,10 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
     return FailedPrecondition("job " + jid + " is not running (" +
                               v1::JobState_Name(job->rec.state()) + ")");
   }
+  if (job->rec.suspend_time_ms() > 0) {
+    return Unavailable("job " + jid + " is suspended (" + job->rec.reason_detail() +
+                       "); its steps start when it resumes");
+  }
   const auto& alloc = job->rec.allocation().nodes();
   if (job->started_nodes.size() < static_cast<size_t>(alloc.size())) {
     return Unavailable("job " + jid + "'s nodes are still starting");

@@ -431,6 +431,31 @@ is_state "$filler" RUNNING || fail "a normal-QoS job was preempted"
 [ "$("$DIR/compat/sacct" -j "$high" -X -n -P -o Account,QOS)" = "physics|high" ] || fail "sacct QOS"
 "$DIR/compat/scancel" "$filler" "$low"
 
+echo "== Suspend: a scav-QoS CPU gang is stopped in place on all its nodes for a high job, then continues"
+"$DIR/compat/sacctmgr" -i add qos scav preemptmode=suspend
+"$DIR/compat/sacctmgr" -i modify qos high set preempt=low,scav
+"$DIR/compat/sacctmgr" -i modify account physics set qos=normal,low,high,scav defaultqos=normal
+rm -f "$WORK/ticks"
+scav=$("$DIR/compat/sbatch" --parsable -A physics --qos=scav -N 4 --ntasks-per-node=1 -c 16 \
+  -o /dev/null --wrap "while :; do echo x >> $WORK/ticks; sleep 0.1; done")
+wait_for 30 is_state "$scav" RUNNING
+wait_for 10 test -s "$WORK/ticks"
+high=$("$DIR/compat/sbatch" --parsable -A physics --qos=high -N 2 --gpus-per-node=1 -o /dev/null \
+  --wrap 'sleep 3')
+wait_for 30 is_state "$scav" SUSPENDED
+[ "$("$DIR/compat/squeue" -h -j "$scav" -o '%t %r')" = "S Preempted" ] ||
+  fail "squeue of the suspended job: $("$DIR/compat/squeue" -h -j "$scav" -o '%t %r')"
+wait_for 30 is_state "$high" RUNNING
+n1=$(wc -l <"$WORK/ticks"); sleep 1; n2=$(wc -l <"$WORK/ticks")
+[ "$n1" = "$n2" ] || fail "the suspended job still runs ($n1 -> $n2 lines)"
+wait_for 30 is_state "$high" COMPLETED
+wait_for 30 is_state "$scav" RUNNING
+n1=$(wc -l <"$WORK/ticks"); sleep 1; n2=$(wc -l <"$WORK/ticks")
+[ "$n2" -gt "$n1" ] || fail "the resumed job does not run ($n1 -> $n2 lines)"
+"$DIR/compat/scontrol" show job "$scav" | grep -q "Restarts=0" || fail "a suspended job was requeued"
+"$DIR/compat/scancel" "$scav"
+wait_for 30 is_state "$scav" CANCELLED
+
 echo "== GPU quotas: physics borrows science's idle H100; science takes them back"
 muster account modify science --quota h100=16 --cohort lab
 muster account modify physics --quota h100=16:24 --cohort lab

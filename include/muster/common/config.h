@@ -151,6 +151,11 @@ struct PartitionConfig {
   int64_t max_time_ms = 0;      // 0: unlimited
   int64_t default_time_ms = 0;  // 0: max_time_ms
   uint32_t priority_tier = 1;
+  // How this partition's jobs give way to jobs of a partition with a higher priority_tier on the
+  // same nodes (Slurm's preempt/partition_prio): "off" (never), "requeue", "cancel" or
+  // "suspend" (stopped in place, keeping GPUs and memory, continued when its CPUs are free).
+  std::string preempt_mode = "off";
+  uint64_t grace_time_ms = 0;  // signal -> SIGKILL for its preempted jobs; 0: kill_grace
   // Who may submit to it (user names or numeric uids): when allowed_uids is set, only those;
   // never those in denied_uids. Admins always may.
   std::vector<std::string> allowed_uids;
@@ -200,7 +205,7 @@ struct QosConfig {
   std::string description;
   uint32_t priority = 0;
   std::vector<std::string> preempt;      // QoS whose jobs this one's may preempt
-  std::string preempt_mode = "requeue";  // requeue or cancel: how its own jobs give way
+  std::string preempt_mode = "requeue";  // requeue, cancel or suspend: how its jobs give way
   double usage_factor = 1.0;
   uint64_t grace_time_ms = 0;
   bool deny_on_limit = false;  // flags = ["DenyOnLimit"]

@@ -14,6 +14,7 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 std::string_view Trim(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 std::string ToLower(std::string_view s);
+std::string ToUpper(std::string_view s);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);  // ASCII
 // For secrets (credentials): the time taken depends on the lengths only, never on where the
 // first difference is.

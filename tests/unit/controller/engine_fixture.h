@@ -175,6 +175,19 @@ class EngineTest : public ::testing::Test {
     Agent(node, m);
   }
 
+  // Starts job `id` on its nodes (the agents report it started).
+  void Run(uint64_t id) {
+    ASSERT_EQ(Job(id).state(), v1::RUNNING) << id << ": " << Job(id).reason_detail();
+    const v1::JobInfo job = Job(id);
+    for (const auto& n : job.nodes()) Started(id, n);
+  }
+
+  // The job's nodes report its run `run` gone.
+  void CleanUp(uint64_t id, uint32_t run) {
+    const v1::JobInfo job = Job(id);
+    for (const auto& n : job.nodes()) Cleaned(id, n, run);
+  }
+
   void Flush() {
     engine_->TakeOutgoing();
     outbox_.clear();

@@ -70,19 +70,6 @@ class QosTest : public EngineTest {
     s.set_topology(topology);
     return Submit(s, who);
   }
-
-  // Starts job `id` on its nodes (the agents report it started).
-  void Run(uint64_t id) {
-    ASSERT_EQ(Job(id).state(), v1::RUNNING) << id << ": " << Job(id).reason_detail();
-    const v1::JobInfo job = Job(id);
-    for (const auto& n : job.nodes()) Started(id, n);
-  }
-
-  // The nodes report the job's old run gone.
-  void CleanUp(uint64_t id, uint32_t run) {
-    const v1::JobInfo job = Job(id);
-    for (const auto& n : job.nodes()) Cleaned(id, n, run);
-  }
 };
 
 TEST_F(QosTest, JobsGetTheAccountsDefaultQosAndOnlyAllowedOnes) {
@@ -348,7 +335,8 @@ TEST(QosConfigTest, BadPoliciesAreRefusedWithTheReason) {
             std::string::npos);
   EXPECT_NE(bad("[[qos]]\nname = \"a\"\npreempt = [\"zz\"]\n").find("not defined"),
             std::string::npos);
-  EXPECT_NE(bad("[[qos]]\nname = \"a\"\npreempt_mode = \"suspend\"\n").find("not supported"),
+  EXPECT_NE(bad("[[qos]]\nname = \"a\"\npreempt_mode = \"pause\"\n")
+                .find("expected requeue, cancel or suspend"),
             std::string::npos);
   EXPECT_NE(bad("[[qos]]\nname = \"a\"\nflags = [\"NoReserve\"]\n").find("unknown flag"),
             std::string::npos);

@@ -75,12 +75,6 @@ class QuotaTest : public EngineTest {
     return Submit(s, who);
   }
 
-  void Run(uint64_t id) {
-    ASSERT_EQ(Job(id).state(), v1::RUNNING) << id << ": " << Job(id).reason_detail();
-    const v1::JobInfo job = Job(id);
-    for (const auto& n : job.nodes()) Started(id, n);
-  }
-
   v1::QuotaUse Use(const std::string& account, const std::string& type) {
     auto all = engine_->ListAccounts();
     EXPECT_TRUE(all.ok());

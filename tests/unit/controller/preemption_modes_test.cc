@@ -1,0 +1,272 @@
+// Preemption by partition priority_tier (Slurm's preempt/partition_prio): jobs of a higher-tier
+// partition push whole jobs of a lower-tier partition on the same nodes aside when that partition's
+// preempt_mode allows it, with the partition's grace time; partitions that keep the default
+// preempt_mode = "off" are never preempted by tier. And the suspend mode: victims stopped in
+// place on every node, keeping GPUs and memory, lending their CPUs, continued when they are free
+// again, with their time limit extended by the time suspended.
+#include "engine_fixture.h"
+
+namespace muster::controller {
+namespace {
+
+constexpr const char* kPartitions = R"(
+[[partition]]
+name = "scavenge"
+nodes = "node[1-4]"
+priority_tier = 1
+preempt_mode = "requeue"
+grace_time = "1s"
+
+[[partition]]
+name = "spot"
+nodes = "node[1-4]"
+priority_tier = 1
+preempt_mode = "cancel"
+
+[[partition]]
+name = "prio"
+nodes = "node[1-4]"
+priority_tier = 5
+
+[[partition]]
+name = "shared"
+nodes = "node[1-4]"
+priority_tier = 1
+preempt_mode = "suspend"
+
+[[partition]]
+name = "prio2"
+nodes = "node[1-4]"
+priority_tier = 5
+preempt_mode = "requeue"
+)";
+
+class PartitionPreemptionTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    auto c = ParseConfig(std::string(kConfig) + kPartitions, "test.toml");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    config_ = *c;
+    Restart();
+    AllUp();
+  }
+
+  uint64_t SubmitTo(const std::string& partition, uint32_t nodes, uint32_t gpus,
+                    const std::string& topology = "") {
+    v1::JobSpec s = Gang(nodes, gpus);
+    s.add_partitions(partition);
+    s.set_topology(topology);
+    auto id = Submit(s, Root());
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : 0;
+  }
+};
+
+TEST_F(PartitionPreemptionTest, HigherTierPreemptsAWholeGangOfAPreemptablePartition) {
+  const uint64_t g1 = SubmitTo("scavenge", 2, 8, "leaf");
+  Pass();
+  Run(g1);
+  now_ += 60'000;
+  const uint64_t g2 = SubmitTo("scavenge", 2, 8, "leaf");
+  Pass();
+  Run(g2);
+  Flush();
+  const uint64_t high = SubmitTo("prio", 2, 8, "leaf");
+  Pass();
+  // The later gang goes, whole, with the partition's grace; the older one keeps running.
+  EXPECT_EQ(Job(g1).state(), v1::RUNNING);
+  ASSERT_EQ(Job(g2).state(), v1::PENDING);
+  EXPECT_EQ(Job(g2).reason(), "Preempted");
+  EXPECT_NE(Job(g2).reason_detail().find("preempted by job " + std::to_string(high) +
+                                         " (partition prio, priority tier 5)"),
+            std::string::npos)
+      << Job(g2).reason_detail();
+  const v1::JobInfo victim = Job(g2);
+  for (const auto& n : victim.nodes()) {
+    auto sent = Sent(n);
+    ASSERT_EQ(sent.size(), 1u) << n;
+    ASSERT_TRUE(sent[0].has_terminate_job());
+    EXPECT_EQ(sent[0].terminate_job().kill_grace_ms(), 1000u);
+  }
+  Pass();
+  EXPECT_EQ(Job(g1).state(), v1::RUNNING) << "nothing more while the victim leaves";
+  CleanUp(g2, 0);
+  Pass();
+  ASSERT_EQ(Job(high).state(), v1::RUNNING);
+  EXPECT_EQ(Job(high).partition(), "prio");
+}
+
+TEST_F(PartitionPreemptionTest, CancelModeEndsTheJobPreempted) {
+  const uint64_t spot = SubmitTo("spot", 4, 8);
+  Pass();
+  Run(spot);
+  const uint64_t high = SubmitTo("prio", 1, 8);
+  Pass();
+  EXPECT_EQ(Job(spot).state(), v1::PREEMPTED);
+  CleanUp(spot, 0);
+  Pass();
+  EXPECT_EQ(Job(high).state(), v1::RUNNING);
+}
+
+TEST_F(PartitionPreemptionTest, NoPreemptionOfOffPartitionsOrTheSameTier) {
+  // The default partition "gpu" (tier 1, preempt_mode off) is never preempted by tier.
+  const uint64_t plain = SubmitTo("gpu", 4, 8);
+  Pass();
+  Run(plain);
+  const uint64_t high = SubmitTo("prio", 1, 8);
+  Pass();
+  EXPECT_EQ(Job(plain).state(), v1::RUNNING);
+  EXPECT_EQ(Job(high).state(), v1::PENDING);
+  Exited(plain, "node1", 0);
+  for (const char* n : {"node1", "node2", "node3", "node4"}) Cleaned(plain, n);
+  Pass();
+  ASSERT_EQ(Job(high).state(), v1::RUNNING);
+  Run(high);
+  // prio2 is preemptable but has the same tier as prio: a prio job does not push it aside.
+  const uint64_t same = SubmitTo("prio2", 3, 8);
+  Pass();
+  Run(same);
+  const uint64_t another = SubmitTo("prio", 1, 8);
+  Pass();
+  EXPECT_EQ(Job(same).state(), v1::RUNNING);
+  EXPECT_EQ(Job(another).state(), v1::PENDING);
+}
+
+TEST_F(PartitionPreemptionTest, ByTierTheVictimsAreOnlyThoseBelowThePartitionPlacedIn) {
+  // A job that may run in scavenge or prio preempts only for its prio placement: placed in
+  // scavenge (tier 1) it would outrank nobody.
+  const uint64_t low = SubmitTo("scavenge", 4, 8);
+  Pass();
+  Run(low);
+  v1::JobSpec s = Gang(1, 8);
+  s.add_partitions("scavenge");
+  s.add_partitions("prio");
+  auto both = Submit(s, Root());
+  ASSERT_TRUE(both.ok());
+  Pass();
+  EXPECT_EQ(Job(low).state(), v1::PENDING);
+  CleanUp(low, 0);
+  Pass();
+  EXPECT_EQ(Job(*both).state(), v1::RUNNING);
+}
+
+TEST_F(PartitionPreemptionTest, SuspendLendsCpusKeepsGpusAndResumesWhenThePreemptorEnds) {
+  // A CPU-only 2-node gang fills every CPU of node1-2 (GPUs idle), with a 1 h limit.
+  v1::JobSpec cpu = Gang(2, 0);
+  cpu.add_partitions("shared");
+  cpu.set_ntasks_per_node(16);
+  cpu.set_time_limit_ms(3'600'000);
+  cpu.add_required_nodes("node1");
+  cpu.add_required_nodes("node2");
+  auto low = Submit(cpu, Root());
+  ASSERT_TRUE(low.ok()) << low.status().ToString();
+  // And a GPU job in "shared" holds node3-4's GPUs: suspending it would free no GPU.
+  const uint64_t gpu_low = SubmitTo("shared", 2, 8);
+  Pass();
+  Run(*low);
+  Run(gpu_low);
+  Flush();
+  // A prio job needing 2 nodes with 4 CPUs and 4 GPUs each: only node1-2 have GPUs to give.
+  v1::JobSpec want = Gang(2, 4);
+  want.add_partitions("prio");
+  want.set_ntasks_per_node(4);
+  auto high = Submit(want, Root());
+  ASSERT_TRUE(high.ok());
+  Pass();
+  // The CPU gang is suspended on both nodes, whole; it stays RUNNING inside, SUSPENDED outside.
+  ASSERT_EQ(Job(*low).state(), v1::SUSPENDED) << Job(*low).reason_detail();
+  EXPECT_EQ(Job(*low).reason(), "Preempted");
+  EXPECT_NE(Job(*low).reason_detail().find("suspended: preempted by job " + std::to_string(*high)),
+            std::string::npos);
+  EXPECT_EQ(Job(gpu_low).state(), v1::RUNNING) << "suspending it frees no GPU";
+  for (const char* n : {"node1", "node2"}) {
+    auto sent = Sent(n);
+    ASSERT_EQ(sent.size(), 1u) << n;
+    ASSERT_TRUE(sent[0].has_suspend_job()) << n;
+    EXPECT_FALSE(sent[0].suspend_job().resume());
+  }
+  EXPECT_TRUE(Sent("node3").empty());
+  // The next pass starts the preemptor on the lent CPUs (a resume must not take them back).
+  now_ += 1000;
+  Pass();
+  ASSERT_EQ(Job(*high).state(), v1::RUNNING);
+  EXPECT_EQ(Job(*low).state(), v1::SUSPENDED);
+  Run(*high);
+  // squeue -t S finds it.
+  v1::ListJobsRequest lr;
+  lr.add_states(v1::SUSPENDED);
+  auto listed = engine_->ListJobs(lr);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->jobs_size(), 1);
+  EXPECT_EQ(listed->jobs(0).id(), *low);
+  // A controller restart keeps the suspension and who holds the CPUs.
+  Restart();
+  Up("node1", {*low, *high});
+  Up("node2", {*low, *high});
+  Up("node3", {gpu_low});
+  Up("node4", {gpu_low});
+  EXPECT_EQ(Job(*low).state(), v1::SUSPENDED);
+  Flush();
+  // The preemptor ends 10 minutes later: the suspended gang continues on both nodes, with 10 min
+  // (and the second before) added to its time limit.
+  now_ += 600'000;
+  Exited(*high, "node1", 0);
+  Cleaned(*high, "node1");
+  Cleaned(*high, "node2");
+  Pass();
+  ASSERT_EQ(Job(*low).state(), v1::RUNNING) << Job(*low).reason_detail();
+  for (const char* n : {"node1", "node2"}) {
+    auto sent = Sent(n);
+    auto it = std::find_if(sent.begin(), sent.end(),
+                           [](const v1::ControllerMessage& m) { return m.has_suspend_job(); });
+    ASSERT_NE(it, sent.end()) << n;
+    EXPECT_TRUE(it->suspend_job().resume());
+    EXPECT_EQ(it->suspend_job().suspended_ms(), 601'000);
+  }
+  // Suspended jobs are not preempted again while suspended, and once resumed they run on their
+  // CPUs: a new prio job preempts again (suspends it again) rather than sharing them.
+  v1::JobSpec again = want;
+  auto second = Submit(again, Root());
+  ASSERT_TRUE(second.ok());
+  Pass();
+  EXPECT_EQ(Job(*low).state(), v1::SUSPENDED);
+  EXPECT_EQ(Job(*low).preempt_count(), 2u);
+  // Cancelled while suspended: its nodes are told to end it (SIGCONT first, agent side) and its
+  // GPUs and memory come back with the CPUs it no longer holds.
+  Flush();
+  v1::CancelJobRequest cr;
+  cr.add_job_ids(*low);
+  ASSERT_TRUE(engine_->CancelJob(Root(), cr, now_).ok());
+  auto sent = Sent("node1");
+  ASSERT_FALSE(sent.empty());
+  EXPECT_TRUE(sent.back().has_terminate_job());
+  Pass();
+  EXPECT_EQ(Job(*low).state(), v1::SUSPENDED) << "not resumed while it is being cancelled";
+  Exited(*low, "node1", 0, SIGTERM);
+  EXPECT_EQ(Job(*low).state(), v1::CANCELLED);
+  // A restart while its nodes clean up: they hold its GPUs, never the CPUs it lent.
+  Restart();
+  Up("node1", {*low});
+  Up("node2", {*low});
+  Up("node3", {gpu_low});
+  Up("node4", {gpu_low});
+  Cleaned(*low, "node1");
+  Cleaned(*low, "node2");
+  Pass();
+  EXPECT_EQ(Job(*second).state(), v1::RUNNING);
+}
+
+TEST(PartitionPreemptionConfigTest, BadModesAreRefused) {
+  auto c = ParseConfig(std::string(kConfig) +
+                           "[[partition]]\nname = \"x\"\nnodes = \"node1\"\n"
+                           "preempt_mode = \"sometimes\"\n",
+                       "test.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("expected off, requeue, cancel or suspend"),
+            std::string::npos)
+      << c.status().message();
+}
+
+}  // namespace
+}  // namespace muster::controller
