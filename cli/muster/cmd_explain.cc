@@ -39,6 +39,13 @@ void PrintExplanation(const v1::JobExplanation& x, int64_t now) {
   line("  factors: age " + Factor(f.age()) + "  size " + Factor(f.size()) + "  partition " +
        Factor(f.partition()) + "  qos " + Factor(f.qos()) + "  fairshare " + Factor(f.fairshare()) +
        "  nice " + std::to_string(f.nice()));
+  for (const v1::LimitHeld& l : x.limits()) {
+    line("Limit " + l.reason() + ": " + l.what());
+    line("  " + std::to_string(l.used()) + " of " + std::to_string(l.max()) +
+         " in use, this job needs " + std::to_string(l.need()) + ", " + std::to_string(l.over()) +
+         " over");
+    line("  it can start " + l.frees());
+  }
   if (x.expected_start_ms() > 0) {
     line(std::string(x.reserved() ? "Reserved start: " : "Expected start: ") +
          At(x.expected_start_ms(), now) +
@@ -127,6 +134,15 @@ void ExplanationJson(JsonWriter& w, const v1::JobExplanation& x) {
     w.BeginObject().Field("job_id", r.job_id()).Field("partition", r.partition());
     w.Field("start_time", r.start_ms() / 1000).Field("end_time", r.end_ms() / 1000);
     w.Field("nodes", r.nodes()).EndObject();
+  }
+  w.EndArray();
+  w.Key("limits").BeginArray();
+  for (const auto& l : x.limits()) {
+    w.BeginObject().Field("reason", l.reason()).Field("what", l.what());
+    w.Field("used", l.used()).Field("max", l.max()).Field("need", l.need());
+    w.Field("over", l.over()).Key("freeing_jobs").BeginArray();
+    for (uint64_t j : l.freeing_jobs()) w.Uint(j);
+    w.EndArray().Field("free_at", l.free_at_ms() / 1000).Field("frees", l.frees()).EndObject();
   }
   w.EndArray();
   w.Key("changes").BeginArray();

@@ -67,6 +67,7 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
   scheduler_->SetQosFactor(
       [this](const v1::JobSpec& spec) { return qos_->PriorityFactor(spec.qos()); });
   scheduler_->SetLimits(limits_.get());
+  explainer_->SetLimits(limits_.get(), quotas_.get());
   scheduler_->SetQuotas(quotas_.get());
   accounts_->SetQosExists([this](const std::string& name) { return qos_->Exists(name); });
   fair_share_->SetUsageFactor([this](const std::string& name) {

@@ -8,6 +8,7 @@
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/core/explain.h"
+#include "muster/core/reason.h"
 #include "muster/core/scheduler.h"
 
 namespace muster::controller {
@@ -27,7 +28,100 @@ std::string When(TimeMs ms, TimeMs now) {
   return FormatTimestamp(ms) + " (in " + FormatDuration(ms - now) + ")";
 }
 
+// The running jobs whose end frees `over` of a limit they share with the job, ending first.
+void Freeing(const JobManager& jobs, std::vector<std::pair<uint64_t, uint64_t>> holders,
+             v1::LimitHeld* held) {
+  std::vector<std::pair<TimeMs, std::pair<uint64_t, uint64_t>>> by_end;
+  for (const auto& h : holders) {
+    const JobEntry* j = jobs.Find(h.first);
+    by_end.push_back({j ? LimitEnd(j->rec) : core::kNever, h});
+  }
+  std::sort(by_end.begin(), by_end.end());
+  uint64_t freed = 0;
+  TimeMs last = 0;
+  std::vector<std::string> words;
+  for (const auto& [end, h] : by_end) {
+    if (freed >= held->over()) break;
+    freed += h.second;
+    last = end;
+    held->add_freeing_jobs(h.first);
+    if (words.size() < static_cast<size_t>(kListed)) {
+      words.push_back("job " + std::to_string(h.first) + " (" + std::to_string(h.second) +
+                      (end == core::kNever ? ", no time limit)"
+                                           : ", time limit reached " + FormatTimestamp(end) + ")"));
+    }
+  }
+  if (freed < held->over()) {
+    held->set_frees("it needs " + std::to_string(held->need()) + " where the limit is " +
+                    std::to_string(held->max()) +
+                    ": it can never start under it; ask for less or ask an administrator to "
+                    "raise it");
+    return;
+  }
+  if (last != core::kNever) held->set_free_at_ms(last);
+  std::string f = "when " + std::to_string(held->over()) + " more are free: after ";
+  for (size_t k = 0; k < words.size(); ++k) f += (k ? ", " : "") + words[k];
+  if (static_cast<size_t>(held->freeing_jobs_size()) > words.size()) {
+    f += " and " + std::to_string(held->freeing_jobs_size() - static_cast<int>(words.size())) +
+         " more";
+  }
+  f += held->freeing_jobs_size() == 1 ? " ends" : " end";
+  held->set_frees(f + ", or when an administrator raises the limit");
+}
+
 }  // namespace
+
+void JobExplainer::ExplainLimits(const JobEntry& job, v1::JobExplanation* x) const {
+  const v1::JobSpec& spec = job.rec.spec();
+  const JobUse use{job.request.nodes, job.request.nodes * job.request.gpus_per_node,
+                   scheduler_.GpuTypeOf(job.request)};
+  if (limits_) {
+    for (LimitTracker::Holding& h : limits_->HoldingLimits(spec, use)) {
+      v1::LimitHeld* held = x->add_limits();
+      held->set_reason(std::string(core::ReasonName(h.counter.reason)));
+      held->set_what(h.counter.what);
+      held->set_used(h.counter.used);
+      held->set_max(h.counter.max);
+      held->set_need(h.need);
+      held->set_over(h.counter.used + h.need - h.counter.max);
+      Freeing(jobs_, std::move(h.jobs), held);
+    }
+  }
+  const std::optional<core::JobReason> reason = core::ParseReason(job.rec.reason());
+  const bool quota_reason =
+      reason == core::JobReason::kQuotaMax || reason == core::JobReason::kQuotaBorrow;
+  if (!quotas_ || !quota_reason || use.gpus == 0) return;
+  // Its quota types in order; the first it is over is the one the pass named.
+  for (const std::string& type : quotas_->ChoiceTypes(job)) {
+    const std::string holder = quotas_->Holder(spec.account(), type);
+    const std::optional<core::QuotaView> q =
+        holder.empty() ? std::nullopt : quotas_->ViewOf(holder, type);
+    if (!q) continue;
+    std::vector<std::pair<uint64_t, uint64_t>> jobs = quotas_->JobsOf(holder, type);
+    uint64_t used = 0;
+    for (const auto& [id, gpus] : jobs) used += gpus;
+    // Beyond its max it waits for its own jobs; within it, for idle GPUs its cohort lends (or,
+    // without borrowing, for its guarantee).
+    const bool at_max = used + use.gpus > q->max;
+    v1::LimitHeld* held = x->add_limits();
+    held->set_reason(at_max ? "QuotaMax" : "QuotaBorrow");
+    held->set_what(q->what + (at_max ? " (quota max)"
+                                     : " (guaranteed " + std::to_string(q->guaranteed) +
+                                           ", the rest borrowed)"));
+    held->set_used(used);
+    held->set_max(at_max ? q->max : q->guaranteed);
+    held->set_need(use.gpus);
+    held->set_over(used + use.gpus > held->max() ? used + use.gpus - held->max() : 0);
+    Freeing(jobs_, std::move(jobs), held);
+    if (!at_max) {
+      held->set_frees(held->frees() +
+                      "; or sooner, when the other accounts of its cohort leave "
+                      "more of their guaranteed " +
+                      type + " GPUs idle");
+    }
+    break;
+  }
+}
 
 JobExplainer::JobExplainer(const JobManager& jobs, const SchedulerLoop& scheduler)
     : jobs_(jobs), scheduler_(scheduler) {}
@@ -168,6 +262,8 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
     a->set_nodes(CompressHostlist(names));
   }
 
+  ExplainLimits(job, &x);
+
   // What would change it.
   const std::string id = std::to_string(r.id());
   if (r.spec().hold()) {
@@ -214,6 +310,11 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
     summary = "can never run as asked: " + explained.front().never;
   } else if (!queued) {
     summary = "waits for its previous run to be cleaned up";
+  } else if (x.limits_size() > 0) {
+    const v1::LimitHeld& l = x.limits(0);
+    summary = "held back by " + l.reason() + ": " + l.what() + ": " + std::to_string(l.used()) +
+              " of " + std::to_string(l.max()) + " in use, it needs " + std::to_string(l.need()) +
+              "; it can start " + l.frees();
   } else {
     summary = r.reason();
     for (const auto& e : explained) {

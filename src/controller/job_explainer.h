@@ -1,6 +1,7 @@
 // "Why is my job not running, and when will it?" (muster explain, scontrol show job's Explain=):
 // the core judges every node of the job's partitions; this adds the priority rank, the running
-// jobs holding the busy nodes, the reservations ahead, and what would change the answer.
+// jobs holding the busy nodes, the reservations ahead, the limits and GPU quotas it is over (with
+// the running jobs whose end frees them), and what would change the answer.
 //
 // Strand-confined.
 #pragma once
@@ -9,7 +10,9 @@
 #include "muster/common/clock.h"
 #include "muster/common/status.h"
 #include "muster/v1/controller.pb.h"
+#include "quota_book.h"
 #include "scheduler_loop.h"
+#include "usage_limits.h"
 
 namespace muster::controller {
 
@@ -17,12 +20,22 @@ class JobExplainer {
  public:
   JobExplainer(const JobManager& jobs, const SchedulerLoop& scheduler);
 
+  void SetLimits(LimitTracker* limits, const QuotaBook* quotas) {
+    limits_ = limits;
+    quotas_ = quotas;
+  }
+
   // NOT_FOUND for a job not (or no longer) in memory.
   Result<v1::ExplainJobResponse> Explain(const v1::ExplainJobRequest& req, TimeMs now) const;
 
  private:
+  // The limits and quotas the pending job is over, each with what would free it.
+  void ExplainLimits(const JobEntry& job, v1::JobExplanation* x) const;
+
   const JobManager& jobs_;
   const SchedulerLoop& scheduler_;
+  LimitTracker* limits_ = nullptr;
+  const QuotaBook* quotas_ = nullptr;
 };
 
 }  // namespace muster::controller

@@ -11,6 +11,17 @@ namespace {
 
 constexpr uint64_t kNoCeiling = 0xFFFFFFFFu;
 
+core::QuotaView MakeView(const std::string& name, const v1::AccountRecord& a,
+                         const std::string& type, const v1::GpuQuota& q) {
+  core::QuotaView v;
+  v.what = "account " + name + ": " + type + " GPUs";
+  v.guaranteed = q.guaranteed();
+  const bool in_cohort = !a.cohort().empty();
+  v.max = q.has_max() ? q.max() : in_cohort ? kNoCeiling : q.guaranteed();
+  v.lending_limit = !in_cohort ? 0 : q.has_lending_limit() ? q.lending_limit() : q.guaranteed();
+  return v;
+}
+
 std::string Key(const std::string& holder, const std::string& type) { return holder + '\n' + type; }
 
 }  // namespace
@@ -74,18 +85,35 @@ std::vector<std::string> QuotaBook::ChoiceTypes(const JobEntry& job) const {
   return types;
 }
 
+std::optional<core::QuotaView> QuotaBook::ViewOf(const std::string& holder,
+                                                 const std::string& type) const {
+  auto a = accounts_.accounts().find(holder);
+  if (a == accounts_.accounts().end()) return std::nullopt;
+  auto q = a->second.quotas().find(type);
+  if (q == a->second.quotas().end()) return std::nullopt;
+  return MakeView(holder, a->second, type, q->second);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> QuotaBook::JobsOf(const std::string& holder,
+                                                             const std::string& type) const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const auto& [id, job] : jobs_.jobs()) {
+    if (job.rec.state() != v1::RUNNING) continue;
+    const JobUse use = limits_.RunningUse(job.rec);
+    if (use.gpus > 0 && use.gpu_type == type && Holder(job.rec.spec().account(), type) == holder)
+      out.push_back({id, use.gpus});
+  }
+  return out;
+}
+
 void QuotaBook::Fill(core::ClusterView* view) {
   index_.clear();
   std::map<std::string, int32_t> cohorts;  // cohort + '\n' + type -> index
   for (const auto& [name, a] : accounts_.accounts()) {
     std::map<std::string, v1::GpuQuota> sorted(a.quotas().begin(), a.quotas().end());
     for (const auto& [type, q] : sorted) {
-      core::QuotaView v;
-      v.what = "account " + name + ": " + type + " GPUs";
-      v.guaranteed = q.guaranteed();
+      core::QuotaView v = MakeView(name, a, type, q);
       const bool in_cohort = !a.cohort().empty();
-      v.max = q.has_max() ? q.max() : in_cohort ? kNoCeiling : q.guaranteed();
-      v.lending_limit = !in_cohort ? 0 : q.has_lending_limit() ? q.lending_limit() : q.guaranteed();
       const auto index = static_cast<int32_t>(view->quotas.size());
       if (in_cohort) {
         auto [it, added] =

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +55,12 @@ class QuotaBook {
 
   // The GPU type a running job holds ("" for none or unknown).
   std::string RunningType(const v1::JobRecord& rec) const;
+  // The running jobs counted against the quota (holder, type), with their GPUs.
+  std::vector<std::pair<uint64_t, uint64_t>> JobsOf(const std::string& holder,
+                                                    const std::string& type) const;
+  // The quota (holder, type) as the core sees it (effective max and lending limit; cohort
+  // unset); nullopt when there is none.
+  std::optional<core::QuotaView> ViewOf(const std::string& holder, const std::string& type) const;
   // GPUs of each quota (holder, type) held by running jobs now.
   std::map<std::pair<std::string, std::string>, uint64_t> Usage() const;
   // Whether a job of `account` may take back borrowed `type` GPUs for `gpus` more: its quota's

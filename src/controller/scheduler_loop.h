@@ -69,12 +69,12 @@ class SchedulerLoop {
   const std::vector<core::Reservation>& reservations() const { return reservations_; }
   // Pending, not held, not waiting for its previous run to leave its nodes.
   static bool InPass(const v1::JobRecord& rec);
-
- private:
-  core::PendingJob ToPendingJob(const JobEntry& job) const;
   // The GPU type a request will get: its own, or the one type its partitions have ("" when
   // they mix types).
   std::string GpuTypeOf(const core::JobRequest& r) const;
+
+ private:
+  core::PendingJob ToPendingJob(const JobEntry& job) const;
   // A start decided on a snapshot still holds: the job waits, its nodes take work, and every
   // unit of its placement is free.
   bool StartStillValid(const core::JobStart& start) const;

@@ -371,6 +371,38 @@ void LimitTracker::BeginPass(std::vector<core::LimitCounter>* counters) {
   counters_ = live;
 }
 
+std::vector<LimitTracker::Holding> LimitTracker::HoldingLimits(const v1::JobSpec& spec,
+                                                               const JobUse& use) {
+  // Counters of its own, for this question only; the pass's state is left as it was.
+  std::vector<core::LimitCounter> scratch;
+  auto* saved_counters = std::exchange(counters_, &scratch);
+  auto saved_index = std::exchange(index_, {});
+  auto saved_keys = std::exchange(keys_, {});
+  auto saved_used = std::exchange(used_, {});
+  const std::vector<core::LimitCharge> charges = ChargesOf(spec, use);
+  const size_t own = scratch.size();
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> jobs(own);
+  for (const auto& [id, job] : jobs_.jobs()) {
+    if (job.rec.state() != v1::RUNNING) continue;
+    for (const core::LimitCharge& c : ChargesOf(job.rec.spec(), RunningUse(job.rec))) {
+      if (c.counter >= own) continue;
+      scratch[c.counter].used += c.amount;
+      jobs[c.counter].push_back({id, c.amount});
+    }
+  }
+  counters_ = saved_counters;
+  index_ = std::move(saved_index);
+  keys_ = std::move(saved_keys);
+  used_ = std::move(saved_used);
+  std::vector<Holding> out;
+  for (const core::LimitCharge& c : charges) {
+    const core::LimitCounter& counter = scratch[c.counter];
+    if (counter.used + c.amount <= counter.max) continue;
+    out.push_back({counter, c.amount, std::move(jobs[c.counter])});
+  }
+  return out;
+}
+
 JobUse LimitTracker::RunningUse(const v1::JobRecord& r) const {
   const JobTotals t = TotalsOf(r);
   JobUse use{t.nodes, t.gpus, r.spec().gpu_type()};

@@ -70,6 +70,15 @@ class LimitTracker {
   // What a running job holds (its GPUs' type from its nodes when it asked for any type).
   JobUse RunningUse(const v1::JobRecord& rec) const;
 
+  // For explanations, outside a pass: the counted limits a pending job with `use` is over now,
+  // each with the running jobs counted against it and their share.
+  struct Holding {
+    core::LimitCounter counter;  // what, used now, max
+    uint64_t need = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> jobs;  // (running job, its share)
+  };
+  std::vector<Holding> HoldingLimits(const v1::JobSpec& spec, const JobUse& use);
+
  private:
   // A counter for (scope, limit), made on first use.
   uint32_t Counter(const std::string& key, core::JobReason reason, std::string what, uint64_t max);

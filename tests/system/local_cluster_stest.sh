@@ -479,6 +479,10 @@ wait_for 30 is_state "$s2" RUNNING
 is_state "${p[0]}" RUNNING && is_state "${p[1]}" RUNNING || fail "a guaranteed physics job was stopped"
 [ "$("$DIR/compat/squeue" -h -j "${p[2]}" -o '%r')" = QuotaBorrow ] ||
   fail "requeued borrower's reason: $("$DIR/compat/squeue" -h -j "${p[2]}" -o '%r %T')"
+out=$(muster explain "${p[2]}")
+grep -q "^Limit QuotaBorrow: account physics: h100 GPUs (guaranteed 16, the rest borrowed)$" <<<"$out" &&
+  grep -q "^  16 of 16 in use, this job needs 8, 8 over$" <<<"$out" &&
+  grep -q "^  it can start when 8 more are free: after job ${p[0]} " <<<"$out" || fail "muster explain: $out"
 "$DIR/compat/scancel" "${p[@]}" "$s1" "$s2"
 muster account modify science --quota h100=none --cohort ""
 muster account modify physics --quota h100=none --cohort ""

@@ -123,6 +123,48 @@ TEST_F(QosTest, AccountGpuLimitHoldsJobsWithTheReasonAndNumbers) {
   EXPECT_EQ(Job(*c).state(), v1::RUNNING);
 }
 
+TEST_F(QosTest, ExplainNamesTheLimitHowFarOverAndTheJobsWhoseEndFreesIt) {
+  v1::JobSpec one_hour = Gang(1, 8);
+  one_hour.set_qos("normal");
+  one_hour.set_time_limit_ms(2 * 3'600'000);
+  auto a = Submit(one_hour, Alice());
+  one_hour.set_time_limit_ms(3'600'000);
+  auto b = Submit(one_hour, Alice());
+  Pass();
+  auto c = SubmitQos(2, 8, "normal");  // 16 more where 16 of 16 are in use
+  Pass();
+  ASSERT_EQ(Job(*c).state(), v1::PENDING);
+  v1::ExplainJobRequest er;
+  er.set_job_id(*c);
+  auto x = engine_->ExplainJob(er, now_);
+  ASSERT_TRUE(x.ok());
+  const v1::JobExplanation& e = x->explanation();
+  ASSERT_EQ(e.limits_size(), 1);
+  const v1::LimitHeld& l = e.limits(0);
+  EXPECT_EQ(l.reason(), "AssocGrpGRES");
+  EXPECT_EQ(l.what(), "account physics: h100 GPUs (GrpTRES gres/gpu:h100)");
+  EXPECT_EQ(l.used(), 16u);
+  EXPECT_EQ(l.max(), 16u);
+  EXPECT_EQ(l.need(), 16u);
+  EXPECT_EQ(l.over(), 16u);
+  // Both must end; b's limit comes first; the limit frees when a's does.
+  ASSERT_EQ(l.freeing_jobs_size(), 2);
+  EXPECT_EQ(l.freeing_jobs(0), *b);
+  EXPECT_EQ(l.freeing_jobs(1), *a);
+  EXPECT_EQ(l.free_at_ms(), now_ + 2 * 3'600'000);
+  EXPECT_EQ(e.summary().rfind("held back by AssocGrpGRES", 0), 0u) << e.summary();
+  // A job over the limit on its own can never start under it.
+  auto huge = SubmitQos(3, 8, "normal");
+  ASSERT_TRUE(huge.ok());
+  Pass();
+  er.set_job_id(*huge);
+  x = engine_->ExplainJob(er, now_);
+  ASSERT_TRUE(x.ok());
+  ASSERT_EQ(x->explanation().limits_size(), 1);
+  EXPECT_NE(x->explanation().limits(0).frees().find("can never start under it"), std::string::npos)
+      << x->explanation().limits(0).frees();
+}
+
 TEST_F(QosTest, AccountRunningJobLimitAndQosPerUserLimit) {
   auto b1 = SubmitQos(1, 1, "normal", Bob());
   auto b2 = SubmitQos(1, 1, "normal", Bob());

@@ -258,6 +258,22 @@ TEST_F(QuotaTest, MaxCapsAnAccountEvenWhenTheCohortLends) {
   EXPECT_NE(Job(ids[3]).reason_detail().find("account bio: h100 GPUs: 24 in use of at most 24"),
             std::string::npos)
       << Job(ids[3]).reason_detail();
+  // muster explain names the quota and the first of bio's jobs whose end makes room.
+  v1::ExplainJobRequest er;
+  er.set_job_id(ids[3]);
+  auto x = engine_->ExplainJob(er, now_);
+  ASSERT_TRUE(x.ok());
+  ASSERT_EQ(x->explanation().limits_size(), 1);
+  const v1::LimitHeld& l = x->explanation().limits(0);
+  EXPECT_EQ(l.reason(), "QuotaMax");
+  EXPECT_EQ(l.used(), 24u);
+  EXPECT_EQ(l.max(), 24u);
+  EXPECT_EQ(l.over(), 8u);
+  ASSERT_EQ(l.freeing_jobs_size(), 1);
+  EXPECT_EQ(l.freeing_jobs(0), ids[0]);
+  EXPECT_NE(l.frees().find("when 8 more are free: after job " + std::to_string(ids[0])),
+            std::string::npos)
+      << l.frees();
 }
 
 TEST_F(QuotaTest, QuotasChangeLiveForAdminsAndSurviveRestarts) {
