@@ -59,9 +59,9 @@ void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = ""
                       : "") +
        " JobName=" + j.name());
   line("   UserId=" + j.user() + "(" + std::to_string(j.uid()) + ") MCS_label=N/A");
-  line("   Priority=" + std::to_string(j.priority()) + " Nice=0 Account=" + OrNull(j.account()) +
-       " QOS=" + (j.qos().empty() ? std::string("normal") : j.qos()) +
-       (j.borrowed() ? " Borrowed=Yes" : ""));
+  line("   Priority=" + std::to_string(j.priority()) + " Nice=" + std::to_string(j.nice()) +
+       " Account=" + OrNull(j.account()) + " QOS=" +
+       (j.qos().empty() ? std::string("normal") : j.qos()) + (j.borrowed() ? " Borrowed=Yes" : ""));
   line("   JobState=" + state + " Reason=" + (j.reason().empty() ? "None" : j.reason()) +
        " Dependency=" + OrNull(j.dependency()));
   line("   Requeue=" + std::string(j.no_requeue() || j.interactive() ? "0" : "1") + " Restarts=" +
@@ -69,7 +69,8 @@ void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = ""
        " Reboot=0 ExitCode=" + std::to_string(j.exit_code()) + ":" +
        std::to_string(j.exit_signal()));
   line("   RunTime=" + FormatHms(run) + " TimeLimit=" + Limit(j.time_limit_ms()) + " TimeMin=N/A");
-  line("   SubmitTime=" + When(j.submit_time_ms()) + " EligibleTime=" + When(j.submit_time_ms()));
+  line("   SubmitTime=" + When(j.submit_time_ms()) +
+       " EligibleTime=" + When(std::max(j.submit_time_ms(), j.begin_time_ms())));
   std::string start = When(j.start_time_ms());
   std::string end = When(j.end_time_ms());
   if (j.state() == v1::PENDING) {
@@ -288,12 +289,81 @@ std::map<std::string, std::string> KeyValues(const std::vector<std::string>& arg
   return kv;
 }
 
+// Sends a job update; each job's error on stderr (exit 1 when any failed).
+int SendJobUpdate(const v1::UpdateJobRequest& req) {
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("control", controller.status());
+  auto resp = controller->UpdateJob(req);
+  if (!resp.ok()) return Fail("control", resp.status());
+  int rc = kExitOk;
+  for (const auto& r : resp->results()) {
+    if (r.code() == 0) continue;
+    std::fprintf(stderr, "%s: error: %s\n", ProgramName("control").c_str(), r.message().c_str());
+    rc = kExitFailed;
+  }
+  return rc;
+}
+
+// scontrol update JobId=ID[,ID] Key=Value...: a pending job's settings.
+int UpdateJob(std::map<std::string, std::string> kv) {
+  const std::string ids = kv.count("jobid") ? kv["jobid"] : kv["job"];
+  kv.erase("jobid");
+  kv.erase("job");
+  v1::UpdateJobRequest req;
+  req.set_action(v1::UpdateJobRequest::MODIFY);
+  for (const auto& item : Split(ids, ',', true)) {
+    auto id = ParseUint(item);
+    if (!id) return Usage("control", "bad job id '" + item + "'");
+    req.add_job_ids(*id);
+  }
+  if (req.job_ids_size() == 0) return Usage("control", "update needs JobId=ID");
+  v1::JobModification& m = *req.mutable_modify();
+  auto number = [](const std::string& v) -> std::optional<int64_t> {
+    const bool neg = !v.empty() && v[0] == '-';
+    auto n = ParseUint(neg ? v.substr(1) : v);
+    if (!n || *n > 4'294'967'295ULL) return std::nullopt;
+    return neg ? -static_cast<int64_t>(*n) : static_cast<int64_t>(*n);
+  };
+  for (const auto& [k, v] : kv) {
+    if (k == "priority") {
+      auto n = number(v);
+      if (!n) return Usage("control", "Priority=" + v + ": expected a number");
+      m.set_priority(*n);
+    } else if (k == "nice") {
+      auto n = v.empty() ? std::optional<int64_t>(100) : number(v);
+      if (!n || *n < -2'147'483'645 || *n > 2'147'483'645) {
+        return Usage("control", "Nice=" + v + ": expected -2147483645 to 2147483645");
+      }
+      m.set_nice(static_cast<int32_t>(*n));
+    } else if (k == "timelimit") {
+      auto t = ParseTimeLimit(v);
+      if (!t.ok()) return Usage("control", "TimeLimit=" + v + ": " + t.status().message());
+      m.set_time_limit_ms(*t);
+    } else if (k == "partition") {
+      for (const auto& p : Split(v, ',', true)) m.add_partitions(p);
+      if (m.partitions_size() == 0) return Usage("control", "Partition= needs a name");
+    } else if (k == "qos") {
+      m.set_qos(v);
+    } else if (k == "account") {
+      m.set_account(v);
+    } else if (k == "dependency") {
+      m.set_dependency(v);
+    } else if (k == "begintime" || k == "starttime") {
+      auto t = ParseWhen(v, SystemClock::Get()->NowMs());
+      if (!t.ok()) return Usage("control", "BeginTime=" + v + ": " + t.status().message());
+      m.set_begin_time_ms(*t);
+    } else {
+      return Fail("control", Unimplemented("update JobId=... " + k +
+                                           "=... is not supported (Priority, Nice, TimeLimit, "
+                                           "Partition, QOS, Account, Dependency, BeginTime)"));
+    }
+  }
+  return SendJobUpdate(req);
+}
+
 int Update(const std::vector<std::string>& args) {
   auto kv = KeyValues(args);
-  if (kv.count("jobid") || kv.count("job")) {
-    return Fail("control", Unimplemented("update JobId=... is not supported yet; use hold, "
-                                         "release, requeue or cancel"));
-  }
+  if (kv.count("jobid") || kv.count("job")) return UpdateJob(kv);
   const std::string nodes = kv.count("nodename") ? kv["nodename"] : kv["node"];
   if (nodes.empty()) return Usage("control", "update needs NodeName=NODES State=...");
   std::string state = kv["state"];
@@ -341,17 +411,7 @@ int JobAction(const std::string& verb, const std::vector<std::string>& args) {
   req.set_action(verb == "hold"      ? v1::UpdateJobRequest::HOLD
                  : verb == "release" ? v1::UpdateJobRequest::RELEASE
                                      : v1::UpdateJobRequest::REQUEUE);
-  auto controller = ConnectController();
-  if (!controller.ok()) return Fail("control", controller.status());
-  auto resp = controller->UpdateJob(req);
-  if (!resp.ok()) return Fail("control", resp.status());
-  int rc = kExitOk;
-  for (const auto& r : resp->results()) {
-    if (r.code() == 0) continue;
-    std::fprintf(stderr, "%s: error: %s\n", ProgramName("control").c_str(), r.message().c_str());
-    rc = kExitFailed;
-  }
-  return rc;
+  return SendJobUpdate(req);
 }
 
 }  // namespace
@@ -367,6 +427,8 @@ int CmdControl(int argc, char** argv) {
         "  show hostnames [LIST]      one name per line (LIST defaults to $SLURM_JOB_NODELIST)\n"
         "  show hostlist NAMES        the compressed form of a comma-separated list\n"
         "  update NodeName=NODES State=DRAIN Reason=TEXT | State=RESUME (admins)\n"
+        "  update JobId=ID[,ID] [Priority=N] [Nice=N] [TimeLimit=T] [Partition=P] [QOS=Q]\n"
+        "         [Account=A] [Dependency=D] [BeginTime=T]   (a pending job)\n"
         "  hold ID... | release ID... | requeue ID...\n",
         ProgramName("control").c_str());
     return args.empty() ? kExitUsage : kExitOk;

@@ -279,66 +279,6 @@ JsonWriter& JsonWriter::Null() {
   return *this;
 }
 
-Result<int64_t> ParseWhen(const std::string& v, int64_t now) {
-  auto local = [](struct tm tm) {
-    tm.tm_isdst = -1;
-    return static_cast<int64_t>(std::mktime(&tm)) * 1000;
-  };
-  time_t t = static_cast<time_t>(now / 1000);
-  struct tm today;
-  localtime_r(&t, &today);
-  today.tm_hour = today.tm_min = today.tm_sec = 0;
-  if (v == "today" || v == "midnight") return local(today);
-  if (StartsWith(v, "now")) {
-    if (v == "now") return now;
-    const char sign = v[3];
-    std::string rest = v.substr(4);
-    size_t digits = 0;
-    while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) ++digits;
-    auto n = ParseUint(rest.substr(0, digits));
-    std::string unit = rest.substr(digits);
-    int64_t mult = 1000;
-    if (unit.empty() || StartsWith(unit, "s")) {
-      mult = 1000;
-    } else if (StartsWith(unit, "min")) {
-      mult = 60'000;
-    } else if (StartsWith(unit, "h")) {
-      mult = 3'600'000;
-    } else if (StartsWith(unit, "d")) {
-      mult = 86'400'000;
-    } else if (StartsWith(unit, "w")) {
-      mult = 7LL * 86'400'000;
-    } else {
-      n.reset();
-    }
-    if ((sign != '-' && sign != '+') || !n) return InvalidArgument("bad time '" + v + "'");
-    return now + (sign == '-' ? -1 : 1) * static_cast<int64_t>(*n) * mult;
-  }
-  struct tm tm = today;
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
-  char tail = 0;
-  if (std::sscanf(v.c_str(), "%d-%d-%dT%d:%d:%d%c", &y, &mo, &d, &h, &mi, &s, &tail) >= 3 &&
-      tail == 0 && y > 1900) {
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = s;
-    return local(tm);
-  }
-  y = -1;
-  if (std::sscanf(v.c_str(), "%d/%d/%d%c", &mo, &d, &y, &tail) >= 2 && tail == 0) {
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    if (y >= 0) tm.tm_year = y < 100 ? y + 100 : y - 1900;
-    return local(tm);
-  }
-  return InvalidArgument(
-      "bad time '" + v +
-      "' (expected YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], now[-N{min,hours,days}])");
-}
-
 std::string CurrentUserName() {
   struct passwd* pw = nullptr;
   struct passwd pwd;

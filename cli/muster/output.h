@@ -29,7 +29,6 @@ std::string NodeList(const v1::JobInfo& j);
 int64_t ElapsedMs(const v1::JobInfo& j, int64_t now_ms);
 // A point in time as sacct's -S/-E take it (local time): YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY],
 // now[{+|-}N[units]], today, midnight. In milliseconds since the epoch.
-Result<int64_t> ParseWhen(const std::string& v, int64_t now);
 // A time limit as squeue prints it: "UNLIMITED" or a duration.
 std::string TimeLimitText(int64_t ms);
 // A signal by name (USR1, SIGUSR1) or number (1-64), as scancel --signal takes it; 0 when

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "muster/common/clock.h"
 #include "muster/common/dependency.h"
 #include "muster/common/duration.h"
 #include "muster/common/signals.h"
@@ -38,6 +39,7 @@ enum LongOnly {
   kJobId,
   kDependency,
   kSignal,
+  kNice,
 };
 
 const struct option kLongOptions[] = {
@@ -47,6 +49,8 @@ const struct option kLongOptions[] = {
     {"dependency", required_argument, nullptr, 'd'},
     {"qos", required_argument, nullptr, 'q'},
     {"signal", required_argument, nullptr, kSignal},
+    {"nice", optional_argument, nullptr, kNice},
+    {"begin", required_argument, nullptr, 'b'},
     {"nodes", required_argument, nullptr, 'N'},
     {"ntasks", required_argument, nullptr, 'n'},
     {"ntasks-per-node", required_argument, nullptr, kNtasksPerNode},
@@ -89,7 +93,7 @@ const struct option kLongOptions[] = {
     {"jobid", required_argument, nullptr, kJobId},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:";
+constexpr const char* kShortOptions = "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:";
 
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
@@ -120,36 +124,20 @@ bool Accepted(int c, OptionSet set) {
 }
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {"mail-type",
-                                                 "mail-user",
-                                                 "comment",
-                                                 "begin",
-                                                 "deadline",
-                                                 "reservation",
-                                                 "mem-per-cpu",
-                                                 "cpus-per-gpu",
-                                                 "ntasks-per-gpu",
-                                                 "licenses",
-                                                 "open-mode",
-                                                 "input",
-                                                 "nice",
-                                                 "priority",
-                                                 "uid",
-                                                 "gid",
-                                                 "wait",
-                                                 "kill-on-invalid-dep",
-                                                 "distribution",
-                                                 "threads-per-core",
-                                                 "hint",
-                                                 "overcommit",
-                                                 "oversubscribe",
-                                                 "propagate",
-                                                 "get-user-env",
-                                                 "container",
-                                                 "cluster",
-                                                 "clusters",
-                                                 "wckey",
-                                                 "reboot",
+const std::set<std::string> kKnownUnsupported = {"mail-type",     "mail-user",
+                                                 "comment",       "deadline",
+                                                 "reservation",   "mem-per-cpu",
+                                                 "cpus-per-gpu",  "ntasks-per-gpu",
+                                                 "licenses",      "open-mode",
+                                                 "input",         "priority",
+                                                 "uid",           "gid",
+                                                 "wait",          "kill-on-invalid-dep",
+                                                 "distribution",  "threads-per-core",
+                                                 "hint",          "overcommit",
+                                                 "oversubscribe", "propagate",
+                                                 "get-user-env",  "container",
+                                                 "cluster",       "clusters",
+                                                 "wckey",         "reboot",
                                                  "spread-job"};
 
 }  // namespace
@@ -186,6 +174,28 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'q':
         o->qos = val;
         break;
+      case kNice: {
+        // --nice alone is 100, as in Slurm; a negative nice needs an administrator.
+        if (!optarg) {
+          o->nice = 100;
+          break;
+        }
+        const std::string v = val;
+        const bool neg = !v.empty() && v[0] == '-';
+        auto n = ParseUint(neg ? v.substr(1) : v);
+        if (!n || *n > 2'147'483'645) {
+          return InvalidArgument(origin + ": --nice=" + v +
+                                 ": expected a number between -2147483645 and 2147483645");
+        }
+        o->nice = static_cast<int32_t>(neg ? -static_cast<int64_t>(*n) : static_cast<int64_t>(*n));
+        break;
+      }
+      case 'b': {
+        auto when = ParseWhen(val, SystemClock::Get()->NowMs());
+        if (!when.ok()) return InvalidArgument(origin + ": --begin: " + when.status().message());
+        o->begin_time_ms = *when;
+        break;
+      }
       case kSignal: {
         // [{R|B}:]SIG[@secs], as Slurm's.
         std::string v = val;
@@ -510,6 +520,8 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_name(name);
   if (o.account) s.set_account(*o.account);
   if (o.qos) s.set_qos(*o.qos);
+  if (o.nice) s.set_nice(*o.nice);
+  if (o.begin_time_ms) s.set_begin_time_ms(*o.begin_time_ms);
   if (o.signal) {
     s.set_signal(*o.signal);
     s.set_signal_time_s(o.signal_time_s);

@@ -1,6 +1,8 @@
 #include "muster/common/duration.h"
 
+#include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <ctime>
 
 #include "muster/common/strings.h"
@@ -158,6 +160,95 @@ std::string FormatTimestamp(int64_t unix_ms) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   return buf;
+}
+
+Result<int64_t> ParseWhen(const std::string& v, int64_t now) {
+  if (v.size() > 64) return InvalidArgument("bad time: longer than 64 characters");
+  auto local = [](struct tm tm) {
+    tm.tm_isdst = -1;
+    return static_cast<int64_t>(std::mktime(&tm)) * 1000;
+  };
+  const time_t now_s = static_cast<time_t>(now / 1000);
+  struct tm today;
+  localtime_r(&now_s, &today);
+  today.tm_hour = today.tm_min = today.tm_sec = 0;
+  if (v == "today" || v == "midnight") return local(today);
+  if (v == "noon" || v == "teatime" || v == "tomorrow") {
+    struct tm tm = today;
+    if (v == "tomorrow") tm.tm_mday += 1;
+    tm.tm_hour = v == "noon" ? 12 : v == "teatime" ? 16 : 0;
+    int64_t t = local(tm);
+    if (t < now && v != "tomorrow") {  // the next one
+      tm.tm_mday += 1;
+      t = local(tm);
+    }
+    return t;
+  }
+  if (StartsWith(v, "now")) {
+    if (v == "now") return now;
+    const char sign = v[3];
+    std::string rest = v.substr(4);
+    size_t digits = 0;
+    while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) ++digits;
+    auto n = ParseUint(rest.substr(0, digits));
+    std::string unit = rest.substr(digits);
+    int64_t mult = 1000;
+    if (unit.empty() || StartsWith(unit, "s")) {
+      mult = 1000;
+    } else if (StartsWith(unit, "min")) {
+      mult = 60'000;
+    } else if (StartsWith(unit, "h")) {
+      mult = 3'600'000;
+    } else if (StartsWith(unit, "d")) {
+      mult = 86'400'000;
+    } else if (StartsWith(unit, "w")) {
+      mult = 7LL * 86'400'000;
+    } else {
+      n.reset();
+    }
+    if ((sign != '-' && sign != '+') || !n) return InvalidArgument("bad time '" + v + "'");
+    return now + (sign == '-' ? -1 : 1) * static_cast<int64_t>(*n) * mult;
+  }
+  struct tm tm = today;
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  char tail = 0;
+  if (std::sscanf(v.c_str(), "%d-%d-%dT%d:%d:%d%c", &y, &mo, &d, &h, &mi, &s, &tail) >= 3 &&
+      tail == 0 && y > 1900) {
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = s;
+    return local(tm);
+  }
+  // HH:MM[:SS]: today, or tomorrow when that time has passed.
+  h = mi = s = 0;
+  tail = 0;
+  if (v.find(':') != std::string::npos && v.find('-') == std::string::npos &&
+      std::sscanf(v.c_str(), "%d:%d:%d%c", &h, &mi, &s, &tail) >= 2 && tail == 0 && h >= 0 &&
+      h < 24 && mi >= 0 && mi < 60 && s >= 0 && s < 61) {
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = s;
+    int64_t t = local(tm);
+    if (t < now) {
+      tm.tm_mday += 1;
+      t = local(tm);
+    }
+    return t;
+  }
+  y = -1;
+  if (std::sscanf(v.c_str(), "%d/%d/%d%c", &mo, &d, &y, &tail) >= 2 && tail == 0) {
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    if (y >= 0) tm.tm_year = y < 100 ? y + 100 : y - 1900;
+    return local(tm);
+  }
+  return InvalidArgument(
+      "bad time '" + v +
+      "' (expected YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS], MM/DD[/YY], "
+      "now[+-N{seconds,minutes,hours,days,weeks}], midnight, noon, teatime or tomorrow)");
 }
 
 }  // namespace muster

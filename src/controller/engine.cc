@@ -17,6 +17,7 @@
 #include "history.h"
 #include "job_explainer.h"
 #include "job_manager.h"
+#include "job_modifier.h"
 #include "job_spec.h"
 #include "job_views.h"
 #include "muster/common/strings.h"
@@ -62,7 +63,9 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       limits_(std::make_unique<LimitTracker>(*ctx_, *accounts_, *qos_, *jobs_)),
       quotas_(std::make_unique<QuotaBook>(*ctx_, *accounts_, *jobs_, *limits_)),
       preemptor_(
-          std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *scheduler_, *quotas_)) {
+          std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *scheduler_, *quotas_)),
+      modifier_(std::make_unique<JobModifier>(*ctx_, *jobs_, *accounts_, *qos_, *dependencies_,
+                                              *scheduler_)) {
   scheduler_->SetFairShare([this](const v1::JobSpec& spec) { return fair_share_->FactorOf(spec); });
   scheduler_->SetQosFactor(
       [this](const v1::JobSpec& spec) { return qos_->PriorityFactor(spec.qos()); });
@@ -170,6 +173,9 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   MUSTER_RETURN_IF_ERROR(
       NormalizeJobSpec(spec, ctx_->config(), ctx_->partition_limits(), &time_limit));
   MUSTER_RETURN_IF_ERROR(CheckPartitionAccess(caller, spec, ctx_->config()));
+  if (spec.nice() < 0 && !caller.is_admin) {
+    return PermissionDenied("only an administrator may give a negative --nice (raise a priority)");
+  }
   MUSTER_ASSIGN_OR_RETURN(std::string account,
                           accounts_->ResolveForJob(spec.user(), spec.account()));
   spec.set_account(std::move(account));
@@ -271,6 +277,24 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
 Result<v1::UpdateJobResponse> Engine::UpdateJob(const Caller& caller,
                                                 const v1::UpdateJobRequest& req, TimeMs now) {
   MUSTER_RETURN_IF_ERROR(CheckIdCount(static_cast<size_t>(req.job_ids_size())));
+  if (req.action() == v1::UpdateJobRequest::MODIFY) {
+    v1::UpdateJobResponse resp;
+    const std::vector<uint64_t> ids =
+        jobs_->ExpandArrays({req.job_ids().begin(), req.job_ids().end()});
+    MUSTER_RETURN_IF_ERROR(CheckIdCount(ids.size()));
+    std::set<uint64_t> seen;
+    for (uint64_t id : ids) {
+      if (!seen.insert(id).second) continue;
+      v1::CancelJobResult* r = resp.add_results();
+      r->set_job_id(id);
+      if (Status s = modifier_->Modify(caller, id, req.modify()); !s.ok()) {
+        r->set_code(static_cast<int>(s.code()));
+        r->set_message(s.message());
+      }
+    }
+    AuditForeignJobs(caller, "update", req.modify().ShortDebugString(), resp.results(), now);
+    return resp;
+  }
   v1::UpdateJobResponse resp = jobs_->Update(caller, req, now);
   std::string action = v1::UpdateJobRequest::Action_Name(req.action());
   for (char& ch : action) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));

@@ -6,9 +6,9 @@
 namespace muster::controller {
 namespace {
 
-// squeue's brief row, the part that never changes after submission (the spec is immutable but
-// for --hold, which the row does not show): encoded once, when the job enters memory. A listing
-// appends the changing part after it, whose fields win (see job_views.h).
+// squeue's brief row, the part the spec decides: encoded when the job enters memory and again
+// when scontrol update changes its spec (--hold, which the row does not show, changes nothing).
+// A listing appends the changing part after it, whose fields win (see job_views.h).
 std::string BriefSpecFields(const v1::JobRecord& r) {
   const v1::JobSpec& s = r.spec();
   v1::JobInfo info;
@@ -39,6 +39,11 @@ JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request) {
   e.request = request ? *request : ToCoreRequest(e.rec);
   e.brief_spec_fields = BriefSpecFields(e.rec);
   return e;
+}
+
+void RefreshSpecFields(JobEntry& e) {
+  e.request = ToCoreRequest(e.rec);
+  e.brief_spec_fields = BriefSpecFields(e.rec);
 }
 
 std::string GpuTypeWords(const v1::JobSpec& spec) {

@@ -35,6 +35,9 @@ struct JobEntry {
 // request already derived (the tasks of a job array share one).
 JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request = nullptr);
 
+// After its spec changed (scontrol update): the request and squeue's row derived again.
+void RefreshSpecFields(JobEntry& e);
+
 // The GPU type a job asks for as views show it: "h100", "h100|a100" for alternatives, "" for any.
 std::string GpuTypeWords(const v1::JobSpec& spec);
 

@@ -72,6 +72,8 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
   info.set_gpus_per_node(s.gpus_per_node());
   info.set_gpu_type(GpuTypeWords(s));
   info.set_borrowed(r.state() == v1::RUNNING && r.borrowed());
+  info.set_nice(s.nice());
+  info.set_begin_time_ms(s.begin_time_ms());
   info.set_mem_per_node_mb(s.mem_per_node_mb());
   PatternVars vars =
       JobPatternVars(r.id(), s.name(), s.user(), r.has_array() ? r.array().array_job_id() : 0,

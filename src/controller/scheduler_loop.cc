@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "job_views.h"
+#include "muster/common/duration.h"
 #include "muster/core/scheduler.h"
 
 namespace muster::controller {
@@ -105,6 +106,7 @@ core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
   if (qos_of_) pj.priority.qos = qos_of_(r.spec());
   pj.request = job.request;
   pj.priority.fixed = r.priority();
+  pj.priority.nice = r.spec().nice();
   if (r.spec().max_switches() > 0) {
     // --switches=N[@time]: the wait is capped by (and defaults to) max_switch_wait_ms.
     const int64_t cap = ctx_.scheduling().max_switch_wait_ms;
@@ -174,6 +176,13 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
     JobEntry& job = *jobs_.Find(id);
     if (!InPass(job.rec)) {
       job.had_reservation = false;  // out of this pass: it holds no reservation in it
+      continue;
+    }
+    if (job.rec.spec().begin_time_ms() > now) {
+      job.had_reservation = false;
+      jobs_.SetWaitReason(
+          job, core::JobReason::kBeginTime,
+          "not before " + FormatTimestamp(job.rec.spec().begin_time_ms()) + " (--begin)");
       continue;
     }
     const JobUse use{job.request.nodes, job.request.nodes * job.request.gpus_per_node,

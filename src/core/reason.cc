@@ -17,6 +17,7 @@ constexpr std::array kNames = {
     "JobArrayTaskLimit",
     "Dependency",
     "DependencyNeverSatisfied",
+    "BeginTime",
     "AssocGrpJobsLimit",
     "AssocGrpNodeLimit",
     "AssocGrpGRES",

@@ -58,6 +58,14 @@ Status CheckRequestBounds(const v1::UpdateJobRequest& r) {
   if (!v1::UpdateJobRequest::Action_IsValid(r.action())) {
     return InvalidArgument("unknown job action " + std::to_string(r.action()));
   }
+  const v1::JobModification& m = r.modify();
+  if (m.partitions_size() > 64) return InvalidArgument("at most 64 partitions");
+  for (const std::string& p : m.partitions()) {
+    if (p.size() > 256) return InvalidArgument("a partition name is too long");
+  }
+  if (m.qos().size() > 256 || m.account().size() > 256 || m.dependency().size() > 4096) {
+    return InvalidArgument("a QoS, account or dependency is too long");
+  }
   return Status::Ok();
 }
 

@@ -345,6 +345,18 @@ held=$(sbatch --parsable -H -N2 -o /dev/null --wrap 'sleep 300')
 job=$(scontrol show job "$held")
 grep -q "^JobId=$held JobName=wrap$" <<<"$job" && grep -q "JobState=PENDING Reason=JobHeldUser" <<<"$job" ||
   fail "scontrol show job: $job"
+scontrol update JobId="$held" TimeLimit=10 Nice=50
+job=$(scontrol show job "$held")
+grep -q " Nice=50 " <<<"$job" && grep -q "TimeLimit=10:00 " <<<"$job" || fail "scontrol update: $job"
+set +e
+err=$(scontrol update JobId="$held" Partition=nosuch 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "partition 'nosuch' does not exist" <<<"$err" || fail "bad partition: rc=$rc $err"
+late=$(sbatch --parsable --begin=now+1hour -o /dev/null --wrap true)
+reason_is() { [ "$(squeue -h -j "$1" -o %r)" = "$2" ]; }
+wait_for 10 reason_is "$late" BeginTime
+scontrol update JobId="$late" BeginTime=now
+wait_for 30 is_state "$late" COMPLETED
 scontrol release "$held"
 wait_for 30 is_state "$held" RUNNING
 grep -q "^   NodeList=node\[1-2\]$" <<<"$(scontrol show job "$held")" || fail "NodeList: $(scontrol show job "$held")"

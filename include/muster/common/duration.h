@@ -22,6 +22,12 @@ Result<uint64_t> ParseMemoryMb(std::string_view text);
 // A duration with a unit for config files: "500ms", "30s", "5m", "2h", "1d".
 Result<int64_t> ParseDurationMs(std::string_view text);
 
+// A point in time as Slurm's commands take it (sbatch --begin, sacct -S): YYYY-MM-DD[THH:MM[:SS]],
+// HH:MM[:SS] (the next such time), MM/DD[/YY], now[+-N[unit]] (seconds unless a unit is given:
+// s, min, h, d, w and their longer forms), today, midnight, noon, teatime, tomorrow. Local time;
+// returns unix milliseconds.
+Result<int64_t> ParseWhen(const std::string& v, int64_t now);
+
 // ISO-like local time for people: 2026-11-22T10:33:14 (Slurm's format). "N/A" for 0.
 std::string FormatTimestamp(int64_t unix_ms);
 

@@ -79,6 +79,7 @@ class QosManager;
 class FairShare;
 class DependencyTracker;
 class JobExplainer;
+class JobModifier;
 class JobManager;
 class JobViews;
 class NodeManager;
@@ -243,6 +244,7 @@ class Engine {
   std::unique_ptr<LimitTracker> limits_;
   std::unique_ptr<QuotaBook> quotas_;
   std::unique_ptr<Preemptor> preemptor_;
+  std::unique_ptr<JobModifier> modifier_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;
 };

@@ -20,6 +20,7 @@ enum class JobReason : uint8_t {
   kJobArrayTaskLimit,         // its array already runs as many tasks as its %N allows
   kDependency,                // --dependency: waiting for other jobs
   kDependencyNeverSatisfied,  // --dependency: it cannot be satisfied any more
+  kBeginTime,                 // --begin: not before its begin time
   // Limits of the job's account (association) or QoS; the detail names the numbers.
   kAssocGrpJobsLimit,
   kAssocGrpNodeLimit,

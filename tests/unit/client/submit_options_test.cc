@@ -4,6 +4,8 @@
 
 #include <csignal>
 
+#include "muster/common/clock.h"
+
 namespace muster::client {
 namespace {
 
@@ -120,14 +122,38 @@ TEST(SubmitArgsTest, SeveralGpuTypesInOrder) {
   EXPECT_NE(s.message().find("named twice"), std::string::npos) << s.message();
 }
 
+TEST(SubmitArgsTest, NiceAndBegin) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"--nice"}, "command line", &o).ok());
+  EXPECT_EQ(*o.nice, 100) << "--nice alone is 100, as in Slurm";
+  ASSERT_TRUE(ParseSubmitArgs({"--nice=-20"}, "command line", &o).ok());
+  EXPECT_EQ(*o.nice, -20);
+  EXPECT_FALSE(ParseSubmitArgs({"--nice=lots"}, "command line", &o).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"--nice=3000000000"}, "command line", &o).ok());
+  const int64_t before = SystemClock::Get()->NowMs();
+  ASSERT_TRUE(ParseSubmitArgs({"--begin=now+1hour"}, "command line", &o).ok());
+  EXPECT_GE(*o.begin_time_ms, before + 3'600'000);
+  EXPECT_LE(*o.begin_time_ms, SystemClock::Get()->NowMs() + 3'600'000);
+  ASSERT_TRUE(ParseSubmitArgs({"-b", "now+90"}, "command line", &o).ok());
+  EXPECT_GE(*o.begin_time_ms, before + 90'000) << "seconds without a unit";
+  ASSERT_TRUE(ParseSubmitArgs({"--begin=23:59"}, "command line", &o).ok());
+  EXPECT_GT(*o.begin_time_ms, before) << "the next 23:59";
+  EXPECT_LE(*o.begin_time_ms, before + 86'400'000);
+  Status s = ParseSubmitArgs({"--begin=someday"}, "script line 2", &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("script line 2: --begin: bad time 'someday'"), std::string::npos)
+      << s.message();
+}
+
 TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   SubmitOptions o;
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
-  s = ParseSubmitArgs({"--begin=now+1hour"}, "script line 3", &o);
+  s = ParseSubmitArgs({"--deadline=now+1hour"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --begin is not supported"), std::string::npos)
+  EXPECT_NE(s.message().find("script line 3: option --deadline is not supported"),
+            std::string::npos)
       << s.message();
   s = ParseSubmitArgs({"--gres=nvme:fast:x:2"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);

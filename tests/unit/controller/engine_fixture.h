@@ -56,6 +56,15 @@ class EngineTest : public ::testing::Test {
     Restart();
   }
 
+  // The test cluster with `extra` appended to its config, restarted with every node up.
+  void UseConfig(const std::string& extra) {
+    auto c = ParseConfig(std::string(kConfig) + extra, "test.toml");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    config_ = *c;
+    Restart();
+    AllUp();
+  }
+
   void Restart() {
     engine_.reset();
     EngineOptions o;

@@ -45,11 +45,7 @@ class PartitionPreemptionTest : public EngineTest {
  protected:
   void SetUp() override {
     EngineTest::SetUp();
-    auto c = ParseConfig(std::string(kConfig) + kPartitions, "test.toml");
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    config_ = *c;
-    Restart();
-    AllUp();
+    UseConfig(kPartitions);
   }
 
   uint64_t SubmitTo(const std::string& partition, uint32_t nodes, uint32_t gpus,

@@ -56,11 +56,7 @@ class QosTest : public EngineTest {
  protected:
   void SetUp() override {
     EngineTest::SetUp();
-    auto c = ParseConfig(std::string(kConfig) + kPolicy, "test.toml");
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    config_ = *c;
-    Restart();
-    AllUp();
+    UseConfig(kPolicy);
   }
 
   Result<uint64_t> SubmitQos(uint32_t nodes, uint32_t gpus, const std::string& qos,

@@ -1,0 +1,50 @@
+// scontrol update JobId=...: a pending job's priority (admins), nice, time limit, partitions,
+// QoS, account, dependency and begin time change, checked as a submission is (who may, what
+// exists, what the account allows, whether it can ever run), persisted, and the job is judged
+// again at the next pass.
+//
+// Strand-confined.
+#pragma once
+
+#include "account_manager.h"
+#include "dependencies.h"
+#include "engine_context.h"
+#include "job_manager.h"
+#include "muster/common/status.h"
+#include "muster/controller/engine.h"
+#include "muster/v1/controller.pb.h"
+#include "qos_manager.h"
+#include "scheduler_loop.h"
+
+namespace muster::controller {
+
+class JobModifier {
+ public:
+  JobModifier(EngineContext& ctx, JobManager& jobs, const AccountManager& accounts,
+              const QosManager& qos, DependencyTracker& dependencies, SchedulerLoop& scheduler)
+      : ctx_(ctx),
+        jobs_(jobs),
+        accounts_(accounts),
+        qos_(qos),
+        dependencies_(dependencies),
+        scheduler_(scheduler) {}
+
+  // NOT_FOUND, PERMISSION_DENIED (not the caller's job; a priority, a negative nice or a longer
+  // time limit from a user), FAILED_PRECONDITION (not pending), INVALID_ARGUMENT (a bad value,
+  // an unknown QoS or dependency, a dependency circle, a request that could never run),
+  // INTERNAL (the store failed): nothing changed then.
+  Status Modify(const Caller& caller, uint64_t id, const v1::JobModification& mod);
+
+ private:
+  // Whether following dependencies from `terms` reaches job `id` (a circle no job could leave).
+  bool ReachesItself(uint64_t id, const v1::JobRecord& rec) const;
+
+  EngineContext& ctx_;
+  JobManager& jobs_;
+  const AccountManager& accounts_;
+  const QosManager& qos_;
+  DependencyTracker& dependencies_;
+  SchedulerLoop& scheduler_;
+};
+
+}  // namespace muster::controller
