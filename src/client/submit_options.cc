@@ -40,6 +40,7 @@ enum LongOnly {
   kDependency,
   kSignal,
   kNice,
+  kKillOnInvalidDep,
 };
 
 const struct option kLongOptions[] = {
@@ -50,6 +51,7 @@ const struct option kLongOptions[] = {
     {"qos", required_argument, nullptr, 'q'},
     {"signal", required_argument, nullptr, kSignal},
     {"nice", optional_argument, nullptr, kNice},
+    {"kill-on-invalid-dep", required_argument, nullptr, kKillOnInvalidDep},
     {"begin", required_argument, nullptr, 'b'},
     {"nodes", required_argument, nullptr, 'N'},
     {"ntasks", required_argument, nullptr, 'n'},
@@ -124,20 +126,33 @@ bool Accepted(int c, OptionSet set) {
 }
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {"mail-type",     "mail-user",
-                                                 "comment",       "deadline",
-                                                 "reservation",   "mem-per-cpu",
-                                                 "cpus-per-gpu",  "ntasks-per-gpu",
-                                                 "licenses",      "open-mode",
-                                                 "input",         "priority",
-                                                 "uid",           "gid",
-                                                 "wait",          "kill-on-invalid-dep",
-                                                 "distribution",  "threads-per-core",
-                                                 "hint",          "overcommit",
-                                                 "oversubscribe", "propagate",
-                                                 "get-user-env",  "container",
-                                                 "cluster",       "clusters",
-                                                 "wckey",         "reboot",
+const std::set<std::string> kKnownUnsupported = {"mail-type",
+                                                 "mail-user",
+                                                 "comment",
+                                                 "deadline",
+                                                 "reservation",
+                                                 "mem-per-cpu",
+                                                 "cpus-per-gpu",
+                                                 "ntasks-per-gpu",
+                                                 "licenses",
+                                                 "open-mode",
+                                                 "input",
+                                                 "priority",
+                                                 "uid",
+                                                 "gid",
+                                                 "wait",
+                                                 "distribution",
+                                                 "threads-per-core",
+                                                 "hint",
+                                                 "overcommit",
+                                                 "oversubscribe",
+                                                 "propagate",
+                                                 "get-user-env",
+                                                 "container",
+                                                 "cluster",
+                                                 "clusters",
+                                                 "wckey",
+                                                 "reboot",
                                                  "spread-job"};
 
 }  // namespace
@@ -188,6 +203,15 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
                                  ": expected a number between -2147483645 and 2147483645");
         }
         o->nice = static_cast<int32_t>(neg ? -static_cast<int64_t>(*n) : static_cast<int64_t>(*n));
+        break;
+      }
+      case kKillOnInvalidDep: {
+        const std::string v = ToLower(val);
+        if (v != "yes" && v != "no") {
+          return InvalidArgument(origin + ": --kill-on-invalid-dep=" + std::string(val) +
+                                 ": expected yes or no");
+        }
+        o->kill_on_invalid_dep = v == "yes";
         break;
       }
       case 'b': {
@@ -521,6 +545,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   if (o.account) s.set_account(*o.account);
   if (o.qos) s.set_qos(*o.qos);
   if (o.nice) s.set_nice(*o.nice);
+  if (o.kill_on_invalid_dep) s.set_kill_on_invalid_dep(*o.kill_on_invalid_dep ? 1 : 2);
   if (o.begin_time_ms) s.set_begin_time_ms(*o.begin_time_ms);
   if (o.signal) {
     s.set_signal(*o.signal);

@@ -227,6 +227,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             t.Uint("preempt_min_runtime_ms", &s.preempt_min_runtime_ms, 0, 30ULL * 86'400'000));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("max_preemptors_per_pass", &s.max_preemptors_per_pass, 0, 1'000));
+        MUSTER_RETURN_IF_ERROR(t.Bool("kill_invalid_depend", &s.kill_invalid_depend));
         return t.Uint("priority_max_age_ms", &s.priority_max_age_ms, 1, 3'650ULL * 86'400'000);
       },
       source));

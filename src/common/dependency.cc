@@ -21,6 +21,8 @@ const char* DependencyKindName(DependencyTerm::Kind kind) {
       return "afternotok";
     case DependencyTerm::Kind::kSingleton:
       return "singleton";
+    case DependencyTerm::Kind::kAfterCorr:
+      return "aftercorr";
   }
   return "?";
 }
@@ -51,7 +53,9 @@ Result<Dependency> ParseDependency(std::string_view text) {
       k = DependencyTerm::Kind::kAfterOk;
     } else if (kind == "afternotok") {
       k = DependencyTerm::Kind::kAfterNotOk;
-    } else if (kind == "aftercorr" || kind == "afterburstbuffer" || kind == "expand") {
+    } else if (kind == "aftercorr") {
+      k = DependencyTerm::Kind::kAfterCorr;
+    } else if (kind == "afterburstbuffer" || kind == "expand") {
       return Unimplemented("--dependency=" + kind + " is not supported yet");
     } else {
       auto id = ParseUint(fields[0]);  // a bare id is afterany (Slurm's shorthand)

@@ -40,7 +40,14 @@ Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const 
     }
     const JobEntry* job = jobs_.Find(t.job_id);
     std::vector<uint64_t> ids;
-    if (job && !(job->rec.has_array() && job->rec.array().array_job_id() == t.job_id)) {
+    if (t.kind == DependencyTerm::Kind::kAfterCorr) {
+      // The array itself: each waiting task looks up its own counterpart when it is evaluated.
+      if (!job || !job->rec.has_array() || job->rec.array().array_job_id() != t.job_id) {
+        return InvalidArgument("Job dependency problem: aftercorr:" + std::to_string(t.job_id) +
+                               " names no job array (use the array's job id)");
+      }
+      ids.push_back(t.job_id);
+    } else if (job && !(job->rec.has_array() && job->rec.array().array_job_id() == t.job_id)) {
       ids.push_back(t.job_id);
     } else {
       // A job array's id: all of its tasks (consecutive ids from the array's own).
@@ -90,10 +97,28 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
     return first == singletons_->end() || first->second >= waiter.id() ? Outcome::kSatisfied
                                                                        : Outcome::kWaiting;
   }
-  const JobEntry* dep = jobs_.Find(term.job_id());
+  uint64_t dep_id = term.job_id();
+  if (term.kind() == v1::DependencyRecord::AFTERCORR) {
+    // The task of that array with the waiter's own task id; without one, nothing to wait for.
+    if (!waiter.has_array()) return Outcome::kNever;
+    std::optional<uint64_t> found;
+    for (uint64_t id = term.job_id(); id < term.job_id() + ctx_.scheduling().max_array_size; ++id) {
+      const JobEntry* task = jobs_.Find(id);
+      if (!task || !task->rec.has_array() || task->rec.array().array_job_id() != term.job_id())
+        break;
+      if (task->rec.array().task_id() == waiter.array().task_id()) {
+        found = id;
+        break;
+      }
+    }
+    if (!found) return Outcome::kSatisfied;
+    dep_id = *found;
+  }
+  const JobEntry* dep = jobs_.Find(dep_id);
   if (!dep) {
     // Archived before it was resolved (the controller was away that long): its result is gone.
     return term.kind() == v1::DependencyRecord::AFTEROK ||
+                   term.kind() == v1::DependencyRecord::AFTERCORR ||
                    term.kind() == v1::DependencyRecord::AFTERNOTOK
                ? Outcome::kNever
                : Outcome::kSatisfied;
@@ -109,6 +134,7 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
     case v1::DependencyRecord::AFTERANY:
       return ended ? Outcome::kSatisfied : Outcome::kWaiting;
     case v1::DependencyRecord::AFTEROK:
+    case v1::DependencyRecord::AFTERCORR:
       if (!ended) return Outcome::kWaiting;
       return EndedOk(r) ? Outcome::kSatisfied : Outcome::kNever;
     case v1::DependencyRecord::AFTERNOTOK:
@@ -192,9 +218,31 @@ void DependencyTracker::Resolve(TimeMs now) {
                   st.ToString());
     return;
   }
+  std::vector<uint64_t> to_cancel;
   for (auto& [id, rec] : changed) {
-    if (JobEntry* job = jobs_.Find(id)) job->rec = std::move(rec);
+    JobEntry* job = jobs_.Find(id);
+    if (!job) continue;
+    job->rec = std::move(rec);
+    const uint32_t kill = job->rec.spec().kill_on_invalid_dep();
+    if (core::ParseReason(job->rec.reason()) == core::JobReason::kDependencyNeverSatisfied &&
+        (kill == 1 || (kill == 0 && ctx_.scheduling().kill_invalid_depend))) {
+      to_cancel.push_back(id);
+    }
   }
+  // kill_invalid_depend: such a job ends CANCELLED, and jobs waiting on it see that in turn.
+  if (to_cancel.empty()) return;
+  store::Mutation end;
+  for (uint64_t id : to_cancel) {
+    JobEntry* job = jobs_.Find(id);
+    jobs_.Transition(*job,
+                     {.to = v1::CANCELLED,
+                      .reason = core::JobReason::kDependencyNeverSatisfied,
+                      .detail = "cancelled: its --dependency=" + job->rec.spec().dependency() +
+                                " can never be satisfied (kill_invalid_depend)"},
+                     now, end);
+    spdlog::info("job={} cancelled: dependency never satisfied", id);
+  }
+  ctx_.CommitOrDie(end);
 }
 
 std::string DependencyTracker::Describe(const v1::JobRecord& r) {

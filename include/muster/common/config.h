@@ -84,6 +84,10 @@ struct SchedulingConfig {
   uint64_t preempt_min_runtime_ms = 0;
   // At most this many pending jobs per pass look for victims to preempt.
   uint32_t max_preemptors_per_pass = 8;
+  // A job whose --dependency can never be satisfied is cancelled (reason
+  // DependencyNeverSatisfied) instead of pending until someone does (Slurm's
+  // kill_invalid_depend); sbatch --kill-on-invalid-dep=yes|no decides per job.
+  bool kill_invalid_depend = false;
 };
 
 struct AgentConfig {

@@ -13,7 +13,8 @@
 namespace muster {
 
 struct DependencyTerm {
-  enum class Kind { kAfter, kAfterAny, kAfterOk, kAfterNotOk, kSingleton };
+  // In the order of the records' DependencyRecord::Kind.
+  enum class Kind { kAfter, kAfterAny, kAfterOk, kAfterNotOk, kSingleton, kAfterCorr };
   Kind kind = Kind::kAfterAny;
   uint64_t job_id = 0;   // 0 for singleton
   int64_t delay_ms = 0;  // after:ID+MINUTES
@@ -24,7 +25,8 @@ struct Dependency {
   bool any = false;  // '?': one satisfied term is enough
 };
 
-// INVALID_ARGUMENT naming the part that does not parse; aftercorr is refused as not supported.
+// INVALID_ARGUMENT naming the part that does not parse; afterburstbuffer and expand are refused
+// as not supported.
 Result<Dependency> ParseDependency(std::string_view text);
 // Slurm's form: "afterok:12:13,afterany:14" (ids of one kind grouped, in order).
 std::string FormatDependency(const Dependency& d);

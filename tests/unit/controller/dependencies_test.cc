@@ -46,7 +46,8 @@ TEST(DependencyParseTest, SlurmsFormsParseAndPrint) {
                           "sometime:4", "afterok:1+5", "singleton:3", "afterok:0"}) {
     EXPECT_EQ(ParseDependency(bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
-  EXPECT_EQ(ParseDependency("aftercorr:5").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(FormatDependency(*ParseDependency("aftercorr:5")), "aftercorr:5");
+  EXPECT_EQ(ParseDependency("expand:5").status().code(), StatusCode::kUnimplemented);
 }
 
 TEST_F(DependencyTest, AfterOkWaitsForSuccessAndNeverRunsAfterFailure) {
@@ -102,6 +103,61 @@ TEST_F(DependencyTest, UnknownJobsAreRefusedAndArraysStandForTheirTasks) {
   Finish(arr + 2, 0);
   Pass();
   EXPECT_EQ(Job(after).state(), v1::RUNNING);
+}
+
+TEST_F(DependencyTest, AfterCorrPairsTasksOfTwoArraysByTaskId) {
+  v1::JobSpec array = Gang(1, 1);
+  array.set_array("0-2");
+  const uint64_t first = *Submit(array, Alice());
+  array.set_dependency("aftercorr:" + std::to_string(first));
+  array.set_array("0-3");  // task 3 has no counterpart: it need not wait
+  auto second = Submit(array, Alice());
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  // aftercorr names an array, not a plain job.
+  const uint64_t plain = *After("");
+  EXPECT_EQ(After("aftercorr:" + std::to_string(plain)).status().code(),
+            StatusCode::kInvalidArgument);
+  Finish(first + 1, 0);  // task 1 ended well; tasks 0 and 2 still run or wait
+  Pass();
+  EXPECT_EQ(Job(*second + 1).state(), v1::RUNNING) << "its counterpart (task 1) ended well";
+  EXPECT_EQ(Job(*second + 3).state(), v1::RUNNING) << "no task 3 in the first array";
+  EXPECT_EQ(Job(*second).state(), v1::PENDING);
+  Finish(first, 2);  // task 0 failed: its counterpart can never run
+  Pass();
+  EXPECT_EQ(Job(*second).reason(), "DependencyNeverSatisfied");
+  EXPECT_EQ(Job(*second + 2).state(), v1::PENDING);
+}
+
+TEST_F(DependencyTest, KillInvalidDependCancelsWhatCanNeverRun) {
+  const uint64_t first = *After("");
+  // Per job: --kill-on-invalid-dep=yes.
+  v1::JobSpec spec = Gang(1, 1);
+  spec.set_dependency("afterok:" + std::to_string(first));
+  spec.set_kill_on_invalid_dep(1);
+  const uint64_t killed = *Submit(spec, Alice());
+  const uint64_t kept = *After("afterok:" + std::to_string(first));
+  const uint64_t chained = *After("afterany:" + std::to_string(killed));
+  Finish(first, 1);
+  Pass();
+  EXPECT_EQ(Job(killed).state(), v1::CANCELLED);
+  EXPECT_EQ(Job(killed).reason(), "DependencyNeverSatisfied");
+  EXPECT_EQ(Job(kept).state(), v1::PENDING) << "the cluster's default keeps it";
+  EXPECT_EQ(Job(kept).reason(), "DependencyNeverSatisfied");
+  Pass();
+  EXPECT_EQ(Job(chained).state(), v1::RUNNING) << "afterany is satisfied by the cancelled job";
+  // The cluster's kill_invalid_depend, and a job that says no.
+  config_.scheduling.kill_invalid_depend = true;
+  Restart();
+  AllUp();
+  const uint64_t second = *After("");
+  const uint64_t dies = *After("afternotok:" + std::to_string(second));
+  spec.set_dependency("afternotok:" + std::to_string(second));
+  spec.set_kill_on_invalid_dep(2);
+  const uint64_t stays = *Submit(spec, Alice());
+  Finish(second, 0);
+  Pass();
+  EXPECT_EQ(Job(dies).state(), v1::CANCELLED);
+  EXPECT_EQ(Job(stays).state(), v1::PENDING);
 }
 
 TEST_F(DependencyTest, SingletonWaitsForEarlierJobsOfTheSameNameAndUser) {
