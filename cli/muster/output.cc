@@ -85,6 +85,8 @@ std::string JobStateName(v1::JobState s, bool completing) {
       return "PREEMPTED";
     case v1::SUSPENDED:
       return "SUSPENDED";
+    case v1::DEADLINE:
+      return "DEADLINE";
     default:
       return "UNKNOWN";
   }
@@ -111,6 +113,8 @@ std::string JobStateCode(v1::JobState s, bool completing) {
       return "PR";
     case v1::SUSPENDED:
       return "S";
+    case v1::DEADLINE:
+      return "DL";
     default:
       return "?";
   }
@@ -126,7 +130,8 @@ bool ParseJobState(const std::string& in, v1::JobState* out) {
       {"to", v1::TIMEOUT},   {"timeout", v1::TIMEOUT},
       {"nf", v1::NODE_FAIL}, {"node_fail", v1::NODE_FAIL},
       {"pr", v1::PREEMPTED}, {"preempted", v1::PREEMPTED},
-      {"s", v1::SUSPENDED},  {"suspended", v1::SUSPENDED}};
+      {"s", v1::SUSPENDED},  {"suspended", v1::SUSPENDED},
+      {"dl", v1::DEADLINE},  {"deadline", v1::DEADLINE}};
   std::string s = ToLower(in);
   for (const auto& [k, v] : kMap) {
     if (s == k) {

@@ -41,6 +41,7 @@ enum LongOnly {
   kSignal,
   kNice,
   kKillOnInvalidDep,
+  kDeadline,
 };
 
 const struct option kLongOptions[] = {
@@ -53,6 +54,7 @@ const struct option kLongOptions[] = {
     {"nice", optional_argument, nullptr, kNice},
     {"kill-on-invalid-dep", required_argument, nullptr, kKillOnInvalidDep},
     {"begin", required_argument, nullptr, 'b'},
+    {"deadline", required_argument, nullptr, kDeadline},
     {"nodes", required_argument, nullptr, 'N'},
     {"ntasks", required_argument, nullptr, 'n'},
     {"ntasks-per-node", required_argument, nullptr, kNtasksPerNode},
@@ -126,34 +128,14 @@ bool Accepted(int c, OptionSet set) {
 }
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {"mail-type",
-                                                 "mail-user",
-                                                 "comment",
-                                                 "deadline",
-                                                 "reservation",
-                                                 "mem-per-cpu",
-                                                 "cpus-per-gpu",
-                                                 "ntasks-per-gpu",
-                                                 "licenses",
-                                                 "open-mode",
-                                                 "input",
-                                                 "priority",
-                                                 "uid",
-                                                 "gid",
-                                                 "wait",
-                                                 "distribution",
-                                                 "threads-per-core",
-                                                 "hint",
-                                                 "overcommit",
-                                                 "oversubscribe",
-                                                 "propagate",
-                                                 "get-user-env",
-                                                 "container",
-                                                 "cluster",
-                                                 "clusters",
-                                                 "wckey",
-                                                 "reboot",
-                                                 "spread-job"};
+const std::set<std::string> kKnownUnsupported = {
+    "mail-type",    "mail-user",    "comment",        "reservation",
+    "mem-per-cpu",  "cpus-per-gpu", "ntasks-per-gpu", "licenses",
+    "open-mode",    "input",        "priority",       "uid",
+    "gid",          "wait",         "distribution",   "threads-per-core",
+    "hint",         "overcommit",   "oversubscribe",  "propagate",
+    "get-user-env", "container",    "cluster",        "clusters",
+    "wckey",        "reboot",       "spread-job"};
 
 }  // namespace
 
@@ -218,6 +200,12 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         auto when = ParseWhen(val, SystemClock::Get()->NowMs());
         if (!when.ok()) return InvalidArgument(origin + ": --begin: " + when.status().message());
         o->begin_time_ms = *when;
+        break;
+      }
+      case kDeadline: {
+        auto when = ParseWhen(val, SystemClock::Get()->NowMs());
+        if (!when.ok()) return InvalidArgument(origin + ": --deadline: " + when.status().message());
+        o->deadline_ms = *when;
         break;
       }
       case kSignal: {
@@ -547,6 +535,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   if (o.nice) s.set_nice(*o.nice);
   if (o.kill_on_invalid_dep) s.set_kill_on_invalid_dep(*o.kill_on_invalid_dep ? 1 : 2);
   if (o.begin_time_ms) s.set_begin_time_ms(*o.begin_time_ms);
+  if (o.deadline_ms) s.set_deadline_ms(*o.deadline_ms);
   if (o.signal) {
     s.set_signal(*o.signal);
     s.set_signal_time_s(o.signal_time_s);

@@ -553,6 +553,7 @@ std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
   fair_share_->Recompute(now);
   dependencies_->Resolve(now);
   preemptor_->ResumeSuspended(now);  // before any pending job may take their CPUs
+  jobs_->EndPastDeadline(now);
   return scheduler_->Prepare(now);
 }
 

@@ -141,6 +141,10 @@ class JobManager {
   void SendTerminate(const std::string& node, const JobEntry& job, const std::string& reason);
   void SendSuspend(const std::string& node, const JobEntry& job, bool resume);
 
+  // --deadline: pending jobs that can no longer end before their deadline (it passed, or their
+  // time limit from now reaches past it) end DEADLINE.
+  void EndPastDeadline(TimeMs now);
+
   // ---- Retention. ----
   // Finished jobs past finished_job_retention_ms move to the history family (bounded per call).
   void Archive(TimeMs now);

@@ -17,6 +17,7 @@
 #include "job_manager.h"
 #include "job_spec.h"
 #include "muster/common/check.h"
+#include "muster/common/duration.h"
 #include "muster/common/job_limits.h"
 #include "step_state.h"
 
@@ -30,7 +31,7 @@ bool Allowed(v1::JobState from, v1::JobState to) {
     case v1::JOB_STATE_UNSPECIFIED:
       return to == v1::PENDING;
     case v1::PENDING:
-      return to == v1::PENDING || to == v1::RUNNING || to == v1::CANCELLED;
+      return to == v1::PENDING || to == v1::RUNNING || to == v1::CANCELLED || to == v1::DEADLINE;
     case v1::RUNNING:
       return to == v1::COMPLETED || to == v1::FAILED || to == v1::CANCELLED || to == v1::TIMEOUT ||
              to == v1::NODE_FAIL || to == v1::PREEMPTED || to == v1::PENDING;
@@ -245,6 +246,31 @@ void JobManager::Resume(JobEntry& job, TimeMs now, store::Mutation& m) {
     if (std::optional<size_t> i = ctx_.NodeIndex(na.node())) ledger_.Unpark(r.id(), *i);
     SendSuspend(na.node(), job, /*resume=*/true);
   }
+}
+
+void JobManager::EndPastDeadline(TimeMs now) {
+  std::vector<uint64_t> late;
+  for (uint64_t id : pending_) {
+    const v1::JobRecord& r = jobs_.at(id).rec;
+    const int64_t deadline = r.spec().deadline_ms();
+    if (deadline > 0 &&
+        (now >= deadline || (r.time_limit_ms() > 0 && now + r.time_limit_ms() > deadline))) {
+      late.push_back(id);
+    }
+  }
+  if (late.empty()) return;
+  store::Mutation m;
+  for (uint64_t id : late) {
+    JobEntry& job = jobs_.at(id);
+    const std::string words = "it could not end before its deadline " +
+                              FormatTimestamp(job.rec.spec().deadline_ms()) +
+                              (job.rec.time_limit_ms() > 0
+                                   ? " (time limit " + FormatDuration(job.rec.time_limit_ms()) + ")"
+                                   : "");
+    Transition(job, {.to = v1::DEADLINE, .reason = JobReason::kDeadLine, .detail = words}, now, m);
+    spdlog::info("job={} DEADLINE: {}", id, words);
+  }
+  ctx_.CommitOrDie(m);
 }
 
 void JobManager::EndAllocation(JobEntry& job, v1::JobState state, JobReason reason,

@@ -95,7 +95,9 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   if (spec.nice() < -2'147'483'645 || spec.nice() > 2'147'483'645) {
     return InvalidArgument("nice is between -2147483645 and 2147483645");
   }
-  if (spec.begin_time_ms() < 0) return InvalidArgument("begin time must not be negative");
+  if (spec.begin_time_ms() < 0 || spec.deadline_ms() < 0) {
+    return InvalidArgument("begin and deadline times must not be negative");
+  }
   for (uint32_t n :
        {spec.nodes(), spec.min_nodes(), spec.ntasks(), spec.ntasks_per_node(), spec.cpus_per_task(),
         spec.gpus_per_node(), spec.gpus_total(), spec.gpus_per_task()}) {

@@ -18,6 +18,7 @@ constexpr std::array kNames = {
     "Dependency",
     "DependencyNeverSatisfied",
     "BeginTime",
+    "DeadLine",
     "AssocGrpJobsLimit",
     "AssocGrpNodeLimit",
     "AssocGrpGRES",

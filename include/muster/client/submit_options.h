@@ -23,6 +23,7 @@ struct SubmitOptions {
   std::optional<int32_t> nice;           // --nice[=N]: subtracted from the priority
   std::optional<int64_t> begin_time_ms;  // --begin: not started before (unix ms)
   std::optional<bool> kill_on_invalid_dep;
+  std::optional<int64_t> deadline_ms;  // --deadline: removed unless it can end before (unix ms)
   std::optional<uint32_t> nodes, min_nodes, ntasks, ntasks_per_node, cpus_per_task;
   std::optional<uint32_t> gpus, gpus_per_node;
   std::optional<std::string> gpu_type;

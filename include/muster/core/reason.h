@@ -21,6 +21,7 @@ enum class JobReason : uint8_t {
   kDependency,                // --dependency: waiting for other jobs
   kDependencyNeverSatisfied,  // --dependency: it cannot be satisfied any more
   kBeginTime,                 // --begin: not before its begin time
+  kDeadLine,                  // --deadline: it could not end before its deadline
   // Limits of the job's account (association) or QoS; the detail names the numbers.
   kAssocGrpJobsLimit,
   kAssocGrpNodeLimit,

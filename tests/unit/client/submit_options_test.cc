@@ -139,6 +139,8 @@ TEST(SubmitArgsTest, NiceAndBegin) {
   ASSERT_TRUE(ParseSubmitArgs({"--begin=23:59"}, "command line", &o).ok());
   EXPECT_GT(*o.begin_time_ms, before) << "the next 23:59";
   EXPECT_LE(*o.begin_time_ms, before + 86'400'000);
+  ASSERT_TRUE(ParseSubmitArgs({"--deadline=now+2hours"}, "command line", &o).ok());
+  EXPECT_GE(*o.deadline_ms, before + 7'200'000);
   Status s = ParseSubmitArgs({"--begin=someday"}, "script line 2", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("script line 2: --begin: bad time 'someday'"), std::string::npos)
@@ -150,9 +152,9 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
-  s = ParseSubmitArgs({"--deadline=now+1hour"}, "script line 3", &o);
+  s = ParseSubmitArgs({"--mail-type=END"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --deadline is not supported"),
+  EXPECT_NE(s.message().find("script line 3: option --mail-type is not supported"),
             std::string::npos)
       << s.message();
   s = ParseSubmitArgs({"--gres=nvme:fast:x:2"}, "command line", &o);

@@ -195,5 +195,26 @@ TEST_F(JobModifierTest, BeginTimeHoldsTheJobUntilThen) {
   EXPECT_EQ(Job(*later).state(), v1::RUNNING);
 }
 
+TEST_F(JobModifierTest, DeadlineEndsAJobThatCanNoLongerFinishInTime) {
+  // The cluster is full; one job must end within 2 h and runs for 1 h, one has no limit.
+  const uint64_t busy = Waiting();
+  v1::JobSpec s = Gang(1, 8);
+  s.set_time_limit_ms(3'600'000);
+  s.set_deadline_ms(now_ + 2 * 3'600'000);
+  auto timed = Submit(s, Alice());
+  ASSERT_TRUE(timed.ok());
+  Pass();
+  EXPECT_EQ(Job(*timed).state(), v1::PENDING);
+  // Half an hour later it could still end in time; past the hour mark it cannot.
+  now_ += 1'800'000;
+  Pass();
+  EXPECT_EQ(Job(*timed).state(), v1::PENDING);
+  now_ += 1'860'000;
+  Pass();
+  EXPECT_EQ(Job(*timed).state(), v1::DEADLINE);
+  EXPECT_EQ(Job(*timed).reason(), "DeadLine");
+  EXPECT_EQ(Job(busy).state(), v1::PENDING) << "no deadline, no end";
+}
+
 }  // namespace
 }  // namespace muster::controller
