@@ -410,6 +410,7 @@ int JobAction(const std::string& verb, const std::vector<std::string>& args) {
   for (uint64_t id : ids) req.add_job_ids(id);
   req.set_action(verb == "hold"      ? v1::UpdateJobRequest::HOLD
                  : verb == "release" ? v1::UpdateJobRequest::RELEASE
+                 : verb == "top"     ? v1::UpdateJobRequest::TOP
                                      : v1::UpdateJobRequest::REQUEUE);
   return SendJobUpdate(req);
 }
@@ -429,7 +430,9 @@ int CmdControl(int argc, char** argv) {
         "  update NodeName=NODES State=DRAIN Reason=TEXT | State=RESUME (admins)\n"
         "  update JobId=ID[,ID] [Priority=N] [Nice=N] [TimeLimit=T] [Partition=P] [QOS=Q]\n"
         "         [Account=A] [Dependency=D] [BeginTime=T]   (a pending job)\n"
-        "  hold ID... | release ID... | requeue ID...\n",
+        "  hold ID... | release ID... | requeue ID...\n"
+        "  top ID[,ID]                first among your pending jobs of its partition, account\n"
+        "                             and QoS (admins; users with enable_user_top)\n",
         ProgramName("control").c_str());
     return args.empty() ? kExitUsage : kExitOk;
   }
@@ -437,10 +440,12 @@ int CmdControl(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (verb == "show") return Show(rest);
   if (verb == "update") return Update(rest);
-  if (verb == "hold" || verb == "release" || verb == "requeue") return JobAction(verb, rest);
+  if (verb == "hold" || verb == "release" || verb == "requeue" || verb == "top") {
+    return JobAction(verb, rest);
+  }
   return Fail("control", Unimplemented("'" + verb +
                                        "' is not supported (show, update, hold, release, "
-                                       "requeue)"));
+                                       "requeue, top)"));
 }
 
 }  // namespace muster::cli

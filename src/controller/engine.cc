@@ -277,22 +277,27 @@ Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,
 Result<v1::UpdateJobResponse> Engine::UpdateJob(const Caller& caller,
                                                 const v1::UpdateJobRequest& req, TimeMs now) {
   MUSTER_RETURN_IF_ERROR(CheckIdCount(static_cast<size_t>(req.job_ids_size())));
-  if (req.action() == v1::UpdateJobRequest::MODIFY) {
+  if (req.action() == v1::UpdateJobRequest::MODIFY || req.action() == v1::UpdateJobRequest::TOP) {
     v1::UpdateJobResponse resp;
-    const std::vector<uint64_t> ids =
-        jobs_->ExpandArrays({req.job_ids().begin(), req.job_ids().end()});
+    std::vector<uint64_t> ids = jobs_->ExpandArrays({req.job_ids().begin(), req.job_ids().end()});
+    // top's list is in order: the first named ends first, so it is moved last.
+    if (req.action() == v1::UpdateJobRequest::TOP) std::reverse(ids.begin(), ids.end());
     MUSTER_RETURN_IF_ERROR(CheckIdCount(ids.size()));
     std::set<uint64_t> seen;
     for (uint64_t id : ids) {
       if (!seen.insert(id).second) continue;
       v1::CancelJobResult* r = resp.add_results();
       r->set_job_id(id);
-      if (Status s = modifier_->Modify(caller, id, req.modify()); !s.ok()) {
+      Status s = req.action() == v1::UpdateJobRequest::TOP
+                     ? modifier_->Top(caller, id)
+                     : modifier_->Modify(caller, id, req.modify());
+      if (!s.ok()) {
         r->set_code(static_cast<int>(s.code()));
         r->set_message(s.message());
       }
     }
-    AuditForeignJobs(caller, "update", req.modify().ShortDebugString(), resp.results(), now);
+    AuditForeignJobs(caller, req.action() == v1::UpdateJobRequest::TOP ? "top" : "update",
+                     req.modify().ShortDebugString(), resp.results(), now);
     return resp;
   }
   v1::UpdateJobResponse resp = jobs_->Update(caller, req, now);

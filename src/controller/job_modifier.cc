@@ -8,6 +8,7 @@
 #include "access.h"
 #include "job_entry.h"
 #include "job_spec.h"
+#include "job_views.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
 
@@ -159,6 +160,64 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
   if (job->rec.dependency_terms_size() > 0) dependencies_.Track(id);
   ctx_.RequestPass();
   spdlog::info("update job={} by {}: {}", id, caller.user, Join(changed, " "));
+  return Status::Ok();
+}
+
+Status JobModifier::Top(const Caller& caller, uint64_t id) {
+  JobEntry* job = jobs_.Find(id);
+  const std::string jid = std::to_string(id);
+  if (!job) return NotFound("job " + jid + " does not exist");
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec, "move"));
+  if (!caller.is_admin && !ctx_.scheduling().enable_user_top) {
+    return PermissionDenied("scontrol top is for administrators here (enable_user_top is off)");
+  }
+  const v1::JobSpec& spec = job->rec.spec();
+  if (job->rec.state() != v1::PENDING) return FailedPrecondition("job " + jid + " is not pending");
+  if (spec.partitions_size() != 1) {
+    return FailedPrecondition("job " + jid +
+                              " names several partitions; top moves only jobs of one");
+  }
+  // Its like jobs: same user, partition, account and QoS, pending.
+  std::vector<JobEntry*> others;
+  int64_t highest = INT64_MIN;
+  for (uint64_t other : jobs_.pending()) {
+    JobEntry* o = jobs_.Find(other);
+    if (!o || other == id) continue;
+    const v1::JobSpec& os = o->rec.spec();
+    if (os.uid() != spec.uid() || os.partitions_size() != 1 ||
+        os.partitions(0) != spec.partitions(0) || os.account() != spec.account() ||
+        os.qos() != spec.qos()) {
+      continue;
+    }
+    others.push_back(o);
+    highest = std::max(highest, JobViews::EffectivePriority(*o));
+  }
+  const int64_t mine = JobViews::EffectivePriority(*job);
+  if (others.empty() || mine > highest) return Status::Ok();  // first already
+  // What it must gain, taken from the others in equal parts (nice stays within its bounds).
+  const int64_t gain = highest - mine + 1;
+  const int64_t each =
+      (gain + static_cast<int64_t>(others.size()) - 1) / static_cast<int64_t>(others.size());
+  auto clamp = [](int64_t n) {
+    return static_cast<int32_t>(std::clamp<int64_t>(n, -2'147'483'645, 2'147'483'645));
+  };
+  store::Mutation m;
+  std::vector<std::pair<JobEntry*, v1::JobRecord>> next;
+  v1::JobRecord top = job->rec;
+  top.mutable_spec()->set_nice(clamp(int64_t{spec.nice()} - gain));
+  m.PutJob(top);
+  next.emplace_back(job, std::move(top));
+  for (JobEntry* o : others) {
+    v1::JobRecord r = o->rec;
+    r.mutable_spec()->set_nice(clamp(int64_t{r.spec().nice()} + each));
+    m.PutJob(r);
+    next.emplace_back(o, std::move(r));
+  }
+  MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+  for (auto& [entry, rec] : next) entry->rec = std::move(rec);
+  ctx_.RequestPass();
+  spdlog::info("top job={} by {}: nice -{} (and +{} on {} other job(s))", id, caller.user, gain,
+               each, others.size());
   return Status::Ok();
 }
 

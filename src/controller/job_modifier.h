@@ -35,6 +35,12 @@ class JobModifier {
   // INTERNAL (the store failed): nothing changed then.
   Status Modify(const Caller& caller, uint64_t id, const v1::JobModification& mod);
 
+  // scontrol top: job `id` goes ahead of the other pending jobs of its user with the same
+  // single partition, account and QoS, by lowering its nice and raising theirs by as much in
+  // all (the user's share of the queue stays the same). Admins, or users on their own jobs
+  // under enable_user_top.
+  Status Top(const Caller& caller, uint64_t id);
+
  private:
   // Whether following dependencies from `terms` reaches job `id` (a circle no job could leave).
   bool ReachesItself(uint64_t id, const v1::JobRecord& rec) const;

@@ -88,6 +88,8 @@ struct SchedulingConfig {
   // DependencyNeverSatisfied) instead of pending until someone does (Slurm's
   // kill_invalid_depend); sbatch --kill-on-invalid-dep=yes|no decides per job.
   bool kill_invalid_depend = false;
+  // scontrol top for users on their own jobs (Slurm's enable_user_top); admins always may.
+  bool enable_user_top = false;
 };
 
 struct AgentConfig {

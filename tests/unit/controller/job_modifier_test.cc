@@ -195,6 +195,44 @@ TEST_F(JobModifierTest, BeginTimeHoldsTheJobUntilThen) {
   EXPECT_EQ(Job(*later).state(), v1::RUNNING);
 }
 
+TEST_F(JobModifierTest, TopPutsAJobFirstAmongItsUsersLikeJobsByTradingNice) {
+  const uint64_t a = Waiting();
+  const uint64_t b = Waiting();
+  const uint64_t c = Waiting();
+  Pass();
+  // Same size and age: submission order decides; c is last.
+  v1::UpdateJobRequest req;
+  req.add_job_ids(c);
+  req.set_action(v1::UpdateJobRequest::TOP);
+  auto r = engine_->UpdateJob(Alice(), req, now_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results(0).code(), static_cast<int>(StatusCode::kPermissionDenied))
+      << "users need enable_user_top";
+  r = engine_->UpdateJob(Root(), req, now_);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->results(0).code(), 0) << r->results(0).message();
+  Pass();
+  EXPECT_GT(Job(c).priority(), Job(a).priority());
+  EXPECT_GT(Job(c).priority(), Job(b).priority());
+  // The nice it gained the others gave up, in equal parts: the sum is unchanged (or one more).
+  const int64_t sum = int64_t{Job(a).nice()} + Job(b).nice() + Job(c).nice();
+  EXPECT_GE(sum, 0);
+  EXPECT_LE(sum, 1);
+  EXPECT_LT(Job(c).nice(), 0) << "top may lower nice below zero";
+  // Under enable_user_top its owner may too.
+  config_.scheduling.enable_user_top = true;
+  Restart();
+  for (const char* n : {"node1", "node2", "node3", "node4"}) Up(n, {filler_});
+  Pass();
+  ASSERT_EQ(Job(a).state(), v1::PENDING);
+  req.set_job_ids(0, a);
+  r = engine_->UpdateJob(Alice(), req, now_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results(0).code(), 0) << r->results(0).message();
+  Pass();
+  EXPECT_GT(Job(a).priority(), Job(c).priority());
+}
+
 TEST_F(JobModifierTest, DeadlineEndsAJobThatCanNoLongerFinishInTime) {
   // The cluster is full; one job must end within 2 h and runs for 1 h, one has no limit.
   const uint64_t busy = Waiting();
