@@ -150,6 +150,10 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
       JobEntry* job = Find(id);
       if (job && (job->rec.state() != v1::RUNNING || job->rec.cancel_requested())) {
         SendTerminate(name, *job, job->rec.cancel_requested() ? "cancelled" : "job finished");
+      } else if (job && (job->rec.suspend_time_ms() > 0 || job->rec.suspended_ms() > 0)) {
+        // A suspend or resume sent while the node had no session was lost: say it again (the
+        // agent acts on the state it is told, so a repeat changes nothing).
+        SendSuspend(name, *job, /*resume=*/job->rec.suspend_time_ms() == 0);
       }
       continue;
     }

@@ -147,7 +147,12 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   if (r.state() != v1::PENDING) {
     std::vector<std::string> nodes;
     for (const auto& na : r.allocation().nodes()) nodes.push_back(na.node());
-    if (r.state() == v1::RUNNING) {
+    x.set_state(ShownState(r));
+    if (r.state() == v1::RUNNING && r.suspend_time_ms() > 0) {
+      x.set_summary("suspended since " + FormatTimestamp(r.suspend_time_ms()) + " on " +
+                    CompressHostlist(nodes) + " (" + r.reason_detail() +
+                    "); it continues when its CPUs are free again");
+    } else if (r.state() == v1::RUNNING) {
       x.set_summary("running since " + FormatTimestamp(r.start_time_ms()) + " on " +
                     CompressHostlist(nodes) + " in partition " + r.allocation().partition());
     } else {

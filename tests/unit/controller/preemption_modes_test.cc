@@ -203,6 +203,14 @@ TEST_F(PartitionPreemptionTest, SuspendLendsCpusKeepsGpusAndResumesWhenThePreemp
   Up("node3", {gpu_low});
   Up("node4", {gpu_low});
   EXPECT_EQ(Job(*low).state(), v1::SUSPENDED);
+  {
+    // The reconnected agents are told again that it is suspended (one told while away missed it).
+    auto again = Sent("node2");
+    auto it = std::find_if(again.begin(), again.end(),
+                           [](const v1::ControllerMessage& m) { return m.has_suspend_job(); });
+    ASSERT_NE(it, again.end());
+    EXPECT_FALSE(it->suspend_job().resume());
+  }
   Flush();
   // The preemptor ends 10 minutes later: the suspended gang continues on both nodes, with 10 min
   // (and the second before) added to its time limit.
