@@ -229,6 +229,11 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             t.Uint("max_preemptors_per_pass", &s.max_preemptors_per_pass, 0, 1'000));
         MUSTER_RETURN_IF_ERROR(t.Bool("kill_invalid_depend", &s.kill_invalid_depend));
         MUSTER_RETURN_IF_ERROR(t.Bool("enable_user_top", &s.enable_user_top));
+        MUSTER_RETURN_IF_ERROR(t.String("fairshare_algorithm", &s.fairshare_algorithm));
+        if (s.fairshare_algorithm != "fair_tree" && s.fairshare_algorithm != "drf") {
+          return t.Error(t.Get("fairshare_algorithm"), "fairshare_algorithm",
+                         "expected fair_tree or drf");
+        }
         return t.Uint("priority_max_age_ms", &s.priority_max_age_ms, 1, 3'650ULL * 86'400'000);
       },
       source));

@@ -134,6 +134,7 @@ core::FairShareResult FairShare::ComputeAt(TimeMs now) const {
   for (const auto& [name, a] : accounts_.accounts()) {
     tree.push_back({a.name(), a.parent(), a.shares()});
   }
+  if (ctx_.scheduling().fairshare_algorithm == "drf") return ComputeDrfNow(tree);
   std::vector<core::FairShareAssociation> associations;
   for (const auto& [name, u] : accounts_.users()) {
     for (const std::string& account : u.accounts()) {
@@ -141,6 +142,39 @@ core::FairShareResult FairShare::ComputeAt(TimeMs now) const {
     }
   }
   return core::ComputeFairTree(tree, associations);
+}
+
+core::FairShareResult FairShare::ComputeDrfNow(
+    const std::vector<core::FairShareAccount>& tree) const {
+  // The cluster's totals, and what each association's running jobs hold of them.
+  std::map<std::string, double> capacity;
+  for (const NodeConfig& n : ctx_.config().nodes) {
+    capacity["cpu"] += n.cpus;
+    capacity["mem"] += static_cast<double>(n.memory_mb);
+    if (n.gpus > 0) capacity["gpu:" + n.gpu_type] += n.gpus;
+  }
+  std::map<std::pair<std::string, std::string>, std::map<std::string, double>> held;
+  for (const auto& [id, job] : jobs_.jobs()) {
+    const v1::JobRecord& r = job.rec;
+    if (r.state() != v1::RUNNING) continue;
+    auto& h = held[{r.spec().account(), r.spec().user()}];
+    for (const v1::NodeAllocation& na : r.allocation().nodes()) {
+      h["cpu"] += na.cpu_ids_size();
+      h["mem"] += static_cast<double>(na.mem_mb());
+      if (na.gpu_indices_size() == 0) continue;
+      if (std::optional<size_t> i = ctx_.NodeIndex(na.node()))
+        h["gpu:" + ctx_.config().nodes[*i].gpu_type] += na.gpu_indices_size();
+    }
+  }
+  std::vector<core::DrfAssociation> associations;
+  for (const auto& [name, u] : accounts_.users()) {
+    for (const std::string& account : u.accounts()) {
+      core::DrfAssociation as{account, name, {}};
+      if (auto it = held.find({account, name}); it != held.end()) as.held = it->second;
+      associations.push_back(std::move(as));
+    }
+  }
+  return core::ComputeDrf(tree, associations, capacity);
 }
 
 double FairShare::FactorOf(const v1::JobSpec& spec) const {

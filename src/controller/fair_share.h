@@ -50,6 +50,8 @@ class FairShare {
     bool dirty = false;
   };
   double Decayed(const Usage& u, TimeMs now) const;
+  // fairshare_algorithm = "drf": the factors from what running jobs hold now.
+  core::FairShareResult ComputeDrfNow(const std::vector<core::FairShareAccount>& tree) const;
   void Charge(const v1::JobSpec& spec, double units, TimeMs now);
 
   EngineContext& ctx_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <tuple>
 
 namespace muster::core {
 namespace {
@@ -131,6 +132,77 @@ FairShareResult ComputeFairTree(const std::vector<FairShareAccount>& accounts,
   };
   walk(nodes[0].children, 0);
   return result;
+}
+
+FairShareResult ComputeDrf(const std::vector<FairShareAccount>& accounts,
+                           const std::vector<DrfAssociation>& associations,
+                           const std::map<std::string, double>& capacity) {
+  // Each account's share of the tree: its shares over its siblings', times its parent's.
+  std::map<std::string, const FairShareAccount*> by_name;
+  std::map<std::string, double> sibling_shares;  // parent -> sum of its children's shares
+  for (const FairShareAccount& a : accounts) {
+    if (a.name == "root" || by_name.count(a.name)) continue;
+    by_name[a.name] = &a;
+  }
+  auto parent_of = [&](const FairShareAccount& a) {
+    return by_name.count(a.parent) ? a.parent : std::string("root");
+  };
+  for (const auto& [name, a] : by_name) {
+    sibling_shares[parent_of(*a)] += std::max<uint32_t>(a->shares, 1);
+  }
+  auto weight_of = [&](const std::string& account) {
+    double w = 1;
+    std::string at = account;
+    for (size_t hops = 0; at != "root" && hops <= by_name.size(); ++hops) {
+      auto it = by_name.find(at);
+      if (it == by_name.end()) return 0.0;
+      const std::string up = parent_of(*it->second);
+      w *= std::max<uint32_t>(it->second->shares, 1) / sibling_shares[up];
+      at = up;
+    }
+    return w;
+  };
+  std::map<std::string, size_t> users_of;
+  for (const DrfAssociation& as : associations) ++users_of[as.account];
+
+  struct Ranked {
+    const DrfAssociation* as;
+    double weight, dominant;
+  };
+  std::vector<Ranked> ranked;
+  for (const DrfAssociation& as : associations) {
+    if (!by_name.count(as.account)) continue;
+    const double weight = weight_of(as.account) / static_cast<double>(users_of[as.account]);
+    double dominant = 0;
+    for (const auto& [resource, amount] : as.held) {
+      auto cap = capacity.find(resource);
+      if (cap == capacity.end() || cap->second <= 0) continue;
+      dominant = std::max(dominant, amount / cap->second);
+    }
+    ranked.push_back({&as, weight, weight > 0 ? dominant / weight : kInfinity});
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.dominant != b.dominant) return a.dominant < b.dominant;
+    return std::tie(a.as->account, a.as->user) < std::tie(b.as->account, b.as->user);
+  });
+  FairShareResult out;
+  const double n = static_cast<double>(ranked.size());
+  size_t first = 0;  // equal dominant shares share a factor (the better rank)
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (i > 0 && ranked[i - 1].dominant != ranked[i].dominant) first = i;
+    const double factor = (n - static_cast<double>(first)) / n;
+    const Ranked& r = ranked[i];
+    FairShareRow row;
+    row.account = r.as->account;
+    row.user = r.as->user;
+    row.depth = 1;
+    row.norm_shares = r.weight;
+    row.raw_usage = r.dominant;
+    row.factor = factor;
+    out.rows.push_back(row);
+    out.factor[{r.as->account, r.as->user}] = factor;
+  }
+  return out;
 }
 
 }  // namespace muster::core

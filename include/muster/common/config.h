@@ -66,6 +66,9 @@ struct SchedulingConfig {
   // A step's credential (what srun shows an agent to start the step there) is good this long
   // after the controller makes it (Slurm's cred_expire); the nodes' clocks must agree this well.
   uint32_t step_credential_lifetime_ms = 120'000;
+  // How accounts are ordered for the fair-share factor: "fair_tree" (usage over time, Slurm's
+  // Fair Tree) or "drf" (dominant resource fairness over what runs now).
+  std::string fairshare_algorithm = "fair_tree";
   // Fair-share usage halves every this long (Slurm's PriorityDecayHalfLife).
   uint64_t fairshare_half_life_ms = 7ULL * 86'400'000;
   // Backfill: how many blocked jobs get a reservation per pass (1 = EASY; 0 = no backfill).

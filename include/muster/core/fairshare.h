@@ -51,4 +51,19 @@ struct FairShareResult {
 FairShareResult ComputeFairTree(const std::vector<FairShareAccount>& accounts,
                                 const std::vector<FairShareAssociation>& associations);
 
+// Dominant resource fairness, the alternative ordering: an association's dominant share is the
+// largest fraction of any one resource (each GPU type, CPUs, memory; `capacity` has the
+// cluster's totals by name) that its running jobs hold, over its weight: its account's share of
+// the tree (norm shares multiplied down from the top) split evenly among the account's users.
+// Associations are ranked by it, lowest first (ties by name), and the factor is the rank as for
+// Fair Tree. Rows: one per association, norm_shares its weight, raw_usage its dominant share.
+struct DrfAssociation {
+  std::string account;
+  std::string user;
+  std::map<std::string, double> held;  // resource name -> amount held now
+};
+FairShareResult ComputeDrf(const std::vector<FairShareAccount>& accounts,
+                           const std::vector<DrfAssociation>& associations,
+                           const std::map<std::string, double>& capacity);
+
 }  // namespace muster::core

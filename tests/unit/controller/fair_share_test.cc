@@ -120,6 +120,37 @@ TEST_F(FairShareTest, TheLessServedAccountsJobGoesFirst) {
   EXPECT_EQ(Job(alices).state(), v1::PENDING);
 }
 
+TEST_F(FairShareTest, DrfOrdersByWhatRunsNowAcrossResources) {
+  config_.scheduling.fairshare_algorithm = "drf";
+  Restart();
+  AllUp();
+  // alice holds 16 of 32 GPUs; bob a CPU-only job with 4 of 64 CPUs: bob's dominant share is
+  // the smaller, so his next job goes first, though alice's was submitted earlier.
+  auto gpus = Submit(Gang(2, 8), Alice());
+  v1::JobSpec cpu = Gang(1, 0);
+  cpu.set_ntasks_per_node(4);
+  auto cpus = Submit(cpu, Bob());
+  Pass();
+  ASSERT_EQ(Job(*gpus).state(), v1::RUNNING);
+  ASSERT_EQ(Job(*cpus).state(), v1::RUNNING);
+  auto fill = Submit(Gang(2, 8), Root());
+  Pass();
+  ASSERT_EQ(Job(*fill).state(), v1::RUNNING);
+  const uint64_t alices = *Submit(Gang(1, 8), Alice());
+  const uint64_t bobs = *Submit(Gang(1, 8), Bob());
+  Pass();
+  EXPECT_DOUBLE_EQ(Row("b", "bob").fairshare(), 1.0);
+  EXPECT_DOUBLE_EQ(Row("a", "alice").fairshare(), 0.5);
+  EXPECT_GT(Job(bobs).priority(), Job(alices).priority());
+  // Bad values are refused by name.
+  std::string text = kConfig;
+  text.replace(text.find("[scheduling]\n"), 13,
+               "[scheduling]\nfairshare_algorithm = \"lottery\"\n");
+  auto bad = ParseConfig(text, "test.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("expected fair_tree or drf"), std::string::npos);
+}
+
 TEST_F(FairShareTest, UsageSurvivesARestart) {
   RunFor(Alice(), 8, 1'200'000);
   for (int i = 0; i < 13; ++i) Advance(5'000);  // the minute's flush

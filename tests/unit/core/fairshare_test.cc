@@ -66,5 +66,34 @@ TEST(FairTreeTest, NoUsageAtAllIsATieAndBrokenTreesStillRank) {
   EXPECT_EQ(Factor(broken, "nope", "z"), -1);
 }
 
+TEST(DrfTest, TheDominantShareOrdersAssociationsWeightedByShares) {
+  const std::vector<FairShareAccount> tree = {{"physics", "root", 1}, {"bio", "root", 1}};
+  const std::map<std::string, double> capacity = {
+      {"gpu:h100", 32}, {"cpu", 256}, {"mem", 1'000'000}};
+  // physics holds half the GPUs and few CPUs; bio few GPUs but 60% of the CPUs: bio's dominant
+  // share (CPUs, 0.6) is the larger, so physics ranks first.
+  std::vector<DrfAssociation> as = {
+      {"physics", "alice", {{"gpu:h100", 16}, {"cpu", 16}}},
+      {"bio", "bob", {{"gpu:h100", 2}, {"cpu", 154}}},
+  };
+  FairShareResult r = ComputeDrf(tree, as, capacity);
+  EXPECT_DOUBLE_EQ(r.factor.at({"physics", "alice"}), 1.0);
+  EXPECT_DOUBLE_EQ(r.factor.at({"bio", "bob"}), 0.5);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].account, "physics");
+  EXPECT_NEAR(r.rows[0].raw_usage, 0.5 / 0.5, 1e-9);  // dominant share over its weight
+  // Shares weigh in: with three times bio's shares, physics' 0.5 counts as less than bio's 0.6.
+  const std::vector<FairShareAccount> weighted = {{"physics", "root", 1}, {"bio", "root", 3}};
+  r = ComputeDrf(weighted, as, capacity);
+  EXPECT_DOUBLE_EQ(r.factor.at({"bio", "bob"}), 1.0);
+  // Two users of one account split its weight; nothing held ties at the top; unknown accounts
+  // are left out.
+  as = {{"physics", "alice", {}}, {"physics", "carol", {}}, {"nosuch", "dave", {{"cpu", 1}}}};
+  r = ComputeDrf(tree, as, capacity);
+  EXPECT_DOUBLE_EQ(r.factor.at({"physics", "alice"}), 1.0);
+  EXPECT_DOUBLE_EQ(r.factor.at({"physics", "carol"}), 1.0);
+  EXPECT_FALSE(r.factor.count({"nosuch", "dave"}));
+}
+
 }  // namespace
 }  // namespace muster::core
