@@ -62,6 +62,8 @@ const std::vector<Field>& Fields() {
       {"Account", 10,
        [](const Row& r, int64_t) { return r.job ? r.job->account() : std::string(); }},
       {"QOS", 10, [](const Row& r, int64_t) { return r.job ? r.job->qos() : std::string(); }},
+      {"Reservation", 12,
+       [](const Row& r, int64_t) { return r.job ? r.job->reservation() : std::string(); }},
       {"AllocCPUS", 10, [](const Row& r, int64_t) { return std::to_string(r.cpus); }},
       {"State", 10, [](const Row& r, int64_t) { return r.state; }},
       {"ExitCode", 8,

@@ -1,5 +1,6 @@
-// muster control (scontrol): show job|node|partition|hostnames, update NodeName=...,
-// hold|release|requeue. Output in scontrol's Key=Value layout, for the scripts that parse it.
+// muster control (scontrol): show job|node|partition|reservation|hostnames, update NodeName=...,
+// hold|release|requeue; create|update|delete reservation go to cmd_reservation.cc. Output in
+// scontrol's Key=Value layout, for the scripts that parse it.
 #include <unistd.h>
 
 #include <cstdio>
@@ -42,6 +43,7 @@ std::string NodeStateUpper(const v1::NodeInfo& n) {
     default:
       s = "UNKNOWN";
   }
+  if (!n.reservation().empty()) s += n.maint() ? "+MAINT" : "+RESERVED";
   return n.drain() ? s + "+DRAIN" : s;
 }
 
@@ -80,6 +82,7 @@ void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = ""
   }
   line("   StartTime=" + start + " EndTime=" + end + " Deadline=N/A");
   line("   Partition=" + j.partition());
+  if (!j.reservation().empty()) line("   Reservation=" + j.reservation());
   line("   ReqNodeList=" + OrNull(j.required_nodes()) +
        " ExcNodeList=" + OrNull(j.excluded_nodes()));
   const std::string nodes = CompressHostlist({j.nodes().begin(), j.nodes().end()});
@@ -183,10 +186,15 @@ void PrintPartition(const PartitionConfig& p, const Config& c) {
   std::fputs(out.c_str(), stdout);
 }
 
-int Show(const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("control", "show what? job, node, partition or hostnames");
+int Show(const std::vector<std::string>& args, bool oneliner) {
+  if (args.empty()) {
+    return Usage("control", "show what? job, node, partition, reservation or hostnames");
+  }
   std::string what = args[0];
   const std::string arg = args.size() > 1 ? args[1] : "";
+  if (what == "reservation" || what == "reservations" || what == "res") {
+    return ShowReservations(arg, oneliner);
+  }
   if (what == "hostnames" || what == "hostname") {
     std::string list = arg;
     if (list.empty()) {
@@ -273,8 +281,8 @@ int Show(const std::vector<std::string>& args) {
     return kExitOk;
   }
   return Fail("control", Unimplemented("show " + what +
-                                       " is not supported (job, node, partition, hostnames, "
-                                       "hostlist)"));
+                                       " is not supported (job, node, partition, reservation, "
+                                       "hostnames, hostlist)"));
 }
 
 // KEY=VALUE words, keys case-insensitive as scontrol takes them.
@@ -364,6 +372,9 @@ int UpdateJob(std::map<std::string, std::string> kv) {
 int Update(const std::vector<std::string>& args) {
   auto kv = KeyValues(args);
   if (kv.count("jobid") || kv.count("job")) return UpdateJob(kv);
+  if (kv.count("reservationname") || kv.count("reservation")) {
+    return ReservationCommand("update", args);
+  }
   const std::string nodes = kv.count("nodename") ? kv["nodename"] : kv["node"];
   if (nodes.empty()) return Usage("control", "update needs NodeName=NODES State=...");
   std::string state = kv["state"];
@@ -421,10 +432,17 @@ int CmdControl(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // scontrol's -d/--details and -o/--oneliner are accepted only where they change nothing here.
   std::erase_if(args, [](const std::string& a) { return a == "-d" || a == "--details"; });
+  bool oneliner = false;  // -o: show reservation's one line per record
+  std::erase_if(args, [&](const std::string& a) {
+    return (a == "-o" || a == "--oneliner") && (oneliner = true);
+  });
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::printf(
         "Usage: %s COMMAND\n"
         "  show job [ID] | show node [NODES] | show partition [NAME]\n"
+        "  show reservation [NAME] [-o]\n"
+        "  create reservation KEY=VALUE... | update ReservationName=NAME KEY=VALUE...\n"
+        "  delete ReservationName=NAME   advance reservations (admins; see muster reservation)\n"
         "  show hostnames [LIST]      one name per line (LIST defaults to $SLURM_JOB_NODELIST)\n"
         "  show hostlist NAMES        the compressed form of a comma-separated list\n"
         "  update NodeName=NODES State=DRAIN Reason=TEXT | State=RESUME (admins)\n"
@@ -438,14 +456,24 @@ int CmdControl(int argc, char** argv) {
   }
   const std::string verb = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (verb == "show") return Show(rest);
+  if (verb == "show") return Show(rest, oneliner);
   if (verb == "update") return Update(rest);
+  if (verb == "create" || verb == "delete") {
+    // scontrol create reservation KEY=VALUE...; scontrol delete ReservationName=NAME.
+    if (!rest.empty() && (ToLower(rest[0]) == "reservation" || ToLower(rest[0]) == "res")) {
+      rest.erase(rest.begin());
+    } else if (verb == "create") {
+      return Fail("control", Unimplemented("create " + (rest.empty() ? "" : rest[0]) +
+                                           " is not supported (create reservation)"));
+    }
+    return ReservationCommand(verb, rest);
+  }
   if (verb == "hold" || verb == "release" || verb == "requeue" || verb == "top") {
     return JobAction(verb, rest);
   }
   return Fail("control", Unimplemented("'" + verb +
-                                       "' is not supported (show, update, hold, release, "
-                                       "requeue, top)"));
+                                       "' is not supported (show, update, create, delete, hold, "
+                                       "release, requeue, top)"));
 }
 
 }  // namespace muster::cli

@@ -38,6 +38,7 @@ std::string NodeStateText(const v1::NodeInfo& n) {
     if (n.state() == v1::NODE_DOWN) return "down+drain";
     return busy ? "draining" : "drained";
   }
+  if (!n.reservation().empty()) base += n.maint() ? "+maint" : "+reserved";
   return base;
 }
 
@@ -82,6 +83,7 @@ int CmdNodes(int argc, char** argv) {
     w.BeginObject().Key("nodes").BeginArray();
     for (const auto& n : resp->nodes()) {
       w.BeginObject().Field("name", n.name()).Field("state", NodeStateText(n));
+      if (!n.reservation().empty()) w.Field("reservation", n.reservation());
       w.Field("drain", n.drain()).Field("reason", n.reason()).Field("reason_user", n.reason_user());
       w.Field("drained_by", n.drained_by()).Field("isolation", n.isolation());
       w.Key("partitions").BeginArray();

@@ -138,7 +138,7 @@ int CmdQueue(int argc, char** argv) {
             "Usage: %s [-u USERS] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
             "[--start | --priority] [-r] [%s] [-o FORMAT] [--json]\n"
             "  -o/--format FORMAT  squeue's fields: %%[.][WIDTH]LETTER, letters i A j u t T D C M "
-            "l P R r N Q V S b a F K\n",
+            "l P R r N Q V S b a F K q v\n",
             ProgramName("queue").c_str(), squeue ? "-h/--noheader" : "--noheader");
         std::printf(
             "Pending and running jobs (with --all also those finished recently).\n"

@@ -23,6 +23,8 @@ std::string ShortState(const v1::NodeInfo& n) {
   if (n.drain()) return n.state() == v1::NODE_DOWN ? "down" : busy ? "drng" : "drain";
   switch (n.state()) {
     case v1::NODE_IDLE:
+      // An idle node in an active advance reservation (as Slurm's: busy nodes say so instead).
+      if (!n.reservation().empty()) return n.maint() ? "maint" : "resv";
       return "idle";
     case v1::NODE_MIXED:
       return "mix";
@@ -42,6 +44,7 @@ std::string LongState(const v1::NodeInfo& n) {
   if (n.drain()) return n.state() == v1::NODE_DOWN ? "down" : busy ? "draining" : "drained";
   switch (n.state()) {
     case v1::NODE_IDLE:
+      if (!n.reservation().empty()) return n.maint() ? "maint" : "reserved";
       return "idle";
     case v1::NODE_MIXED:
       return "mixed";

@@ -64,6 +64,7 @@ void SlurmJobJson(JsonWriter& w, const v1::JobInfo& j, const std::string& cluste
   w.BeginObject();
   w.Field("account", j.account())
       .Field("qos", j.qos())
+      .Field("reservation", j.reservation())
       .Field("borrowed", j.borrowed())
       .Field("job_id", j.id())
       .Field("name", j.name());

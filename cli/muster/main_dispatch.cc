@@ -65,7 +65,7 @@ Jobs:
                                      allocation of its own (srun)
   alloc [OPTIONS] [COMMAND]          get an allocation and run COMMAND (a shell) in it (salloc)
   acct [OPTIONS]                     finished and live jobs with their steps (sacct)
-  control show|update|hold|release|requeue ...   scontrol's commands
+  control show|update|create|delete|hold|release|requeue ...   scontrol's commands
   explain JOB [--json]               why a job waits, and what would let it start
 
 Nodes:
@@ -81,6 +81,8 @@ Accounts:
   quota                              GPU quotas: guaranteed, max, in use, borrowed, lent
   share [-a] [-l] [-A ACCOUNTS]      the fair-share tree: shares, usage, factors (sshare)
   report usage [--start T] [--by ...] GPU- and CPU-hours by account, user and GPU type
+  reservation create|update|delete|list|show   advance and maintenance reservations
+                                     (changes: admins)
 
 Cluster:
   info                               controller version, epoch and counts
@@ -177,6 +179,7 @@ int Main(int argc, char** argv) {
   if (cmd == "user") return CmdUser(sub_argc, sub_argv);
   if (cmd == "share") return CmdShare(sub_argc, sub_argv);
   if (cmd == "report") return CmdReport(sub_argc, sub_argv);
+  if (cmd == "reservation") return CmdReservation(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {

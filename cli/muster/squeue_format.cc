@@ -21,7 +21,7 @@ Result<std::vector<FormatItem>> ParseSqueueLongFormat(const std::string& fmt) {
       {"numnodes", 'D'},  {"numcpus", 'C'},    {"timeused", 'M'},     {"timelimit", 'l'},
       {"partition", 'P'}, {"reasonlist", 'R'}, {"reason", 'r'},       {"nodelist", 'N'},
       {"priority", 'Q'},  {"submittime", 'V'}, {"starttime", 'S'},    {"tres-per-node", 'b'},
-      {"account", 'a'},   {"qos", 'q'}};
+      {"account", 'a'},   {"qos", 'q'},        {"reservation", 'v'}};
   std::vector<FormatItem> items;
   for (const std::string& part : Split(fmt, ',', true)) {
     FormatItem f;
@@ -96,6 +96,8 @@ std::string SqueueHeader(char letter) {
       return "ACCOUNT";
     case 'q':
       return "QOS";
+    case 'v':
+      return "RESERVATION";
     case 'F':
       return "ARRAY_JOB_ID";
     case 'K':
@@ -186,6 +188,8 @@ std::string SqueueField(char letter, const v1::JobInfo& j, const RowId& row, int
       return j.account().empty() ? "(null)" : j.account();
     case 'q':
       return j.qos().empty() ? "normal" : j.qos();
+    case 'v':
+      return j.reservation().empty() ? "(null)" : j.reservation();
     case 'K':
       return row.tasks;
     default:

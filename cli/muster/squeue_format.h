@@ -16,7 +16,7 @@ namespace muster::cli {
 // squeue's own default -o.
 inline constexpr char kSqueueDefaultFormat[] = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 // The -o letters squeue supports here.
-inline constexpr char kSqueueLetters[] = "iAjutTDCMlPRrNQVSbaFKq";
+inline constexpr char kSqueueLetters[] = "iAjutTDCMlPRrNQVSbaFKqv";
 
 // -o/--format.
 Result<std::vector<FormatItem>> ParseSqueueFormat(const std::string& format);

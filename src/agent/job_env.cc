@@ -89,6 +89,7 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
   env.Slurm("SUBMIT_HOST", s.submit_host());
   env.Slurm("JOB_PARTITION", l.allocation().partition());
   if (!s.account().empty()) env.Slurm("JOB_ACCOUNT", s.account());
+  if (!s.reservation().empty()) env.Slurm("JOB_RESERVATION", s.reservation());
   env.Slurm("CLUSTER_NAME", l.cluster_name());
   env.Slurm("JOB_USER", s.user());
   env.Slurm("JOB_UID", std::to_string(s.uid()));

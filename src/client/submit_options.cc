@@ -42,6 +42,7 @@ enum LongOnly {
   kNice,
   kKillOnInvalidDep,
   kDeadline,
+  kReservation,
 };
 
 const struct option kLongOptions[] = {
@@ -55,6 +56,7 @@ const struct option kLongOptions[] = {
     {"kill-on-invalid-dep", required_argument, nullptr, kKillOnInvalidDep},
     {"begin", required_argument, nullptr, 'b'},
     {"deadline", required_argument, nullptr, kDeadline},
+    {"reservation", required_argument, nullptr, kReservation},
     {"nodes", required_argument, nullptr, 'N'},
     {"ntasks", required_argument, nullptr, 'n'},
     {"ntasks-per-node", required_argument, nullptr, kNtasksPerNode},
@@ -170,6 +172,9 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         break;
       case 'q':
         o->qos = val;
+        break;
+      case kReservation:
+        o->reservation = val;
         break;
       case kNice: {
         // --nice alone is 100, as in Slurm; a negative nice needs an administrator.
@@ -532,6 +537,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_name(name);
   if (o.account) s.set_account(*o.account);
   if (o.qos) s.set_qos(*o.qos);
+  if (o.reservation) s.set_reservation(*o.reservation);
   if (o.nice) s.set_nice(*o.nice);
   if (o.kill_on_invalid_dep) s.set_kill_on_invalid_dep(*o.kill_on_invalid_dep ? 1 : 2);
   if (o.begin_time_ms) s.set_begin_time_ms(*o.begin_time_ms);
@@ -640,6 +646,7 @@ first; options on the command line override them.
   -p, --partition=P[,P2]     partition(s) to run in (default: the cluster's default)
   -A, --account=ACCOUNT      the account the job charges (default: yours)
   -q, --qos=QOS              its quality of service (default: the account's)
+      --reservation=NAME     run inside that advance reservation
       --signal=[B:]SIG[@SECS]  SIG instead of SIGTERM when preempted (to the batch
                              script only with B:)
   -d, --dependency=SPEC      after:ID[+MIN], afterany, afterok, afternotok:ID[:ID], singleton;

@@ -27,6 +27,7 @@
 #include "node_views.h"
 #include "preemption.h"
 #include "qos_manager.h"
+#include "reservation_manager.h"
 #include "resource_ledger.h"
 #include "scheduler_loop.h"
 #include "spec_bounds.h"
@@ -60,6 +61,7 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       fair_share_(std::make_unique<FairShare>(*ctx_, *jobs_, *accounts_)),
       dependencies_(std::make_unique<DependencyTracker>(*ctx_, *jobs_)),
       qos_(std::make_unique<QosManager>(*ctx_)),
+      reservations_(std::make_unique<ReservationManager>(*ctx_, *accounts_)),
       limits_(std::make_unique<LimitTracker>(*ctx_, *accounts_, *qos_, *jobs_)),
       quotas_(std::make_unique<QuotaBook>(*ctx_, *accounts_, *jobs_, *limits_)),
       preemptor_(
@@ -72,6 +74,7 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
   scheduler_->SetLimits(limits_.get());
   explainer_->SetLimits(limits_.get(), quotas_.get());
   scheduler_->SetQuotas(quotas_.get());
+  scheduler_->SetAdvanceReservations(reservations_.get());
   accounts_->SetQosExists([this](const std::string& name) { return qos_->Exists(name); });
   fair_share_->SetUsageFactor([this](const std::string& name) {
     const v1::QosRecord* q = qos_->Find(name);
@@ -107,6 +110,7 @@ Status Engine::Recover(TimeMs now) {
   m.PutMeta(meta);
   qos_->Restore(state.qos, m);
   accounts_->Restore(state.accounts, state.users, m);
+  reservations_->Restore(state.reservations, m);
   fair_share_->Restore(state.usage);
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_->Commit(m), "cannot record the new controller epoch");
 
@@ -185,6 +189,10 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   }
   MUSTER_ASSIGN_OR_RETURN(std::string qos, accounts_->ResolveQos(spec.account(), spec.qos()));
   spec.set_qos(std::move(qos));
+  if (!spec.reservation().empty()) {
+    MUSTER_RETURN_IF_ERROR(
+        reservations_->CheckUse(caller, spec.reservation(), spec.user(), spec.account()));
+  }
   if (time_limit == 0) time_limit = limits_->WallLimit(spec);
 
   v1::JobRecord rec;
@@ -427,8 +435,18 @@ Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) co
   return resp;
 }
 
-Result<v1::ListNodesResponse> Engine::ListNodes(const v1::ListNodesRequest& req, TimeMs) const {
-  return node_views_->ListNodes(req);
+Result<v1::ListNodesResponse> Engine::ListNodes(const v1::ListNodesRequest& req, TimeMs now) const {
+  MUSTER_ASSIGN_OR_RETURN(v1::ListNodesResponse resp, node_views_->ListNodes(req));
+  if (!reservations_->all().empty()) {
+    const auto active = reservations_->ActiveByNode(now);
+    for (v1::NodeInfo& n : *resp.mutable_nodes()) {
+      auto i = ctx_->NodeIndex(n.name());
+      if (!i || !active[*i]) continue;
+      n.set_reservation(active[*i]->name());
+      n.set_maint(active[*i]->maint());
+    }
+  }
+  return resp;
 }
 
 Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {
@@ -552,6 +570,7 @@ void Engine::Tick(TimeMs now) {
   if (!jobs_->interactive().empty()) allocations_->Check(now);
   history_->Purge(now);
   audit_->Purge(now);
+  if (reservations_->Tick(now)) ctx_->RequestPass();
 }
 
 std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {

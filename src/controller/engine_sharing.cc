@@ -1,15 +1,18 @@
 // Engine: the sharing policy's requests (accounts, users' associations, QoS, the fair-share
-// tree), routed to the account, QoS and fair-share managers.
+// tree, advance reservations), routed to the account, QoS, fair-share and reservation managers.
 #include "access.h"
 #include "account_manager.h"
 #include "audit_log.h"
 #include "engine_context.h"
 #include "fair_share.h"
 #include "job_manager.h"
+#include "muster/common/duration.h"
 #include "muster/common/strings.h"
 #include "muster/controller/engine.h"
 #include "qos_manager.h"
 #include "quota_book.h"
+#include "reservation_manager.h"
+#include "scheduler_loop.h"
 #include "usage_limits.h"
 
 namespace muster::controller {
@@ -136,6 +139,61 @@ Result<v1::ListSharesResponse> Engine::ListShares(const v1::ListSharesRequest& r
     r->set_level_fs(row.level_fs);
     r->set_fairshare(row.factor);
   }
+  return resp;
+}
+
+Result<v1::UpdateReservationResponse> Engine::UpdateReservation(
+    const Caller& caller, const v1::UpdateReservationRequest& req, TimeMs now) {
+  auto in_use = [this](const std::string& name) -> std::string {
+    for (const auto& [id, job] : jobs_->jobs()) {
+      const v1::JobRecord& r = job.rec;
+      if ((r.state() == v1::PENDING || r.state() == v1::RUNNING) &&
+          r.spec().reservation() == name) {
+        return "job " + std::to_string(id);
+      }
+    }
+    return "";
+  };
+  // The nodes as they are, less the reservation's own running jobs (they are meant to be there).
+  core::ClusterView live = scheduler_->LiveView(now);
+  std::erase_if(live.running, [&](const core::RunningUse& u) {
+    const JobEntry* job = jobs_->Find(u.job);
+    return job && job->rec.spec().reservation() == req.name();
+  });
+  std::string name;
+  Status st = reservations_->Update(caller, req, now, live, in_use, &name);
+  std::string detail;
+  if (req.has_start_ms()) detail += "start=" + FormatTimestamp(req.start_ms()) + " ";
+  if (req.has_end_ms()) detail += "end=" + FormatTimestamp(req.end_ms()) + " ";
+  if (req.has_duration_ms()) detail += "duration=" + FormatDuration(req.duration_ms()) + " ";
+  if (req.has_nodes()) detail += "nodes=" + req.nodes().substr(0, 256) + " ";
+  if (req.has_gpus()) detail += "gpus=" + std::to_string(req.gpus()) + " ";
+  if (req.has_flags()) detail += "flags=" + req.flags().substr(0, 128) + " ";
+  audit_->Record(caller, "reservation " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
+                 "reservation " + (name.empty() ? req.name().substr(0, 64) : name), detail,
+                 st.code() != StatusCode::kPermissionDenied, st, now);
+  MUSTER_RETURN_IF_ERROR(st);
+  ctx_->RequestPass();
+  v1::UpdateReservationResponse resp;
+  resp.set_name(name);
+  return resp;
+}
+
+Result<v1::ListReservationsResponse> Engine::ListReservations(
+    const v1::ListReservationsRequest& req, TimeMs now) const {
+  v1::ListReservationsResponse resp;
+  resp.set_now_ms(now);
+  std::vector<const v1::ReservationRecord*> all;
+  for (const auto& [name, r] : reservations_->all()) {
+    if (req.name().empty() || req.name() == name) all.push_back(&r);
+  }
+  if (!req.name().empty() && all.empty()) {
+    return NotFound("reservation " + req.name().substr(0, 64) + " not found");
+  }
+  std::sort(all.begin(), all.end(), [](const auto* a, const auto* b) {
+    return a->start_ms() != b->start_ms() ? a->start_ms() < b->start_ms() : a->name() < b->name();
+  });
+  for (const v1::ReservationRecord* r : all) *resp.add_reservations() = *r;
   return resp;
 }
 

@@ -17,6 +17,7 @@ std::string BriefSpecFields(const v1::JobRecord& r) {
   info.set_user(s.user());
   info.set_account(s.account());
   info.set_qos(s.qos());
+  info.set_reservation(s.reservation());
   if (s.partitions_size() > 0) info.set_partition(s.partitions(0));  // until it runs somewhere
   info.set_cpus_per_task(s.cpus_per_task());
   info.set_gpus_per_node(s.gpus_per_node());

@@ -327,6 +327,10 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
       summary += "; " + std::to_string(e.fit_now) + " of " + std::to_string(e.nodes) +
                  " nodes in " + e.partition + " can take it now, it needs " +
                  std::to_string(e.needed);
+      for (const core::NodeGroup& g : e.groups) {
+        if (g.verdict != core::NodeVerdict::kReserved) continue;
+        summary += "; " + CompressHostlist(g.nodes) + " " + g.cause;
+      }
       break;
     }
     if (!by_end.empty() && by_end.front().second.end != core::kNever) {

@@ -361,6 +361,7 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   if (auto f = ParseConstraint(s.constraint()); f.ok()) r.features = std::move(*f);
   r.required_nodes.assign(s.required_nodes().begin(), s.required_nodes().end());
   r.excluded_nodes.assign(s.excluded_nodes().begin(), s.excluded_nodes().end());
+  r.reservation = s.reservation();
   r.max_leaves = s.max_switches();
   if (s.topology() == "leaf") {
     r.scope = core::JobRequest::Scope::kLeaf;

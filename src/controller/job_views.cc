@@ -22,6 +22,7 @@ v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
   info.set_uid(s.uid());
   info.set_account(s.account());
   info.set_qos(s.qos());
+  info.set_reservation(s.reservation());
   info.set_state(ShownState(r));
   info.set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
   info.set_reason(r.reason());

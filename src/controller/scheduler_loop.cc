@@ -81,6 +81,7 @@ core::ClusterView SchedulerLoop::LiveView(TimeMs now) const {
     if (r.state() != v1::RUNNING || end <= now) end = overdue;
     return end;
   });
+  if (advance_) advance_->AddWindows(view, now);
   return view;
 }
 
@@ -129,7 +130,11 @@ bool SchedulerLoop::StartStillValid(const core::JobStart& start) const {
   return ledger_.Fits(start.placement);
 }
 
-Status SchedulerLoop::CanEverRun(const core::JobRequest& request) {
+Status SchedulerLoop::CanEverRun(const core::JobRequest& asked) {
+  // Reservations come and go (and change their nodes): they are not the configuration's, so
+  // the answer, cached per shape, leaves them out; the pass says when one does not fit.
+  core::JobRequest request = asked;
+  request.reservation.clear();
   const std::string shape = core::ShapeKey(request);
   auto cached = ever_cache_.find(shape);
   if (cached == ever_cache_.end()) {
@@ -265,6 +270,15 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
                 .credential = ctx_.MakeCredential()};
     v1::JobRecord next = jobs_.NextRecord(job->rec, c, now);
     next.set_borrowed(quotas_ && quotas_->Borrowed(s, job->rec));
+    if (advance_ && !next.spec().reservation().empty()) {
+      // A job of a reservation ends with it (as Slurm's ResvOverRun = 0).
+      const TimeMs until = advance_->EndOfRunIn(next.spec().reservation(), now);
+      if (until != core::kNever) {
+        const int64_t asked =
+            next.spec().time_limit_ms() > 0 ? next.spec().time_limit_ms() : next.time_limit_ms();
+        next.set_time_limit_ms(asked > 0 && now + asked <= until ? asked : until - now);
+      }
+    }
     m.PutJob(next);
     started.push_back({job, &s.placement, std::move(next)});
   }

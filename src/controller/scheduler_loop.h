@@ -23,6 +23,7 @@
 #include "muster/core/types.h"
 #include "node_manager.h"
 #include "quota_book.h"
+#include "reservation_manager.h"
 #include "resource_ledger.h"
 #include "usage_limits.h"
 
@@ -48,6 +49,8 @@ class SchedulerLoop {
   void SetLimits(LimitTracker* limits) { limits_ = limits; }
   // GPU quotas (none when unset).
   void SetQuotas(QuotaBook* quotas) { quotas_ = quotas; }
+  // Advance reservations (none when unset): their windows go into every view.
+  void SetAdvanceReservations(const ReservationManager* advance) { advance_ = advance; }
 
   // nullopt when no job can be considered.
   std::optional<Engine::PassInput> Prepare(TimeMs now);
@@ -94,6 +97,7 @@ class SchedulerLoop {
   std::function<double(const v1::JobSpec&)> qos_of_;
   LimitTracker* limits_ = nullptr;
   QuotaBook* quotas_ = nullptr;
+  const ReservationManager* advance_ = nullptr;
   std::map<std::string, std::string> partition_gpu_type_;  // "" when mixed or none
 };
 

@@ -65,6 +65,10 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
     return InvalidArgument("bad qos name '" + spec.qos().substr(0, 64) +
                            "': at most 64 letters, digits, '.', '_' and '-'");
   }
+  if (!spec.reservation().empty() && !IsValidAccountName(spec.reservation())) {
+    return InvalidArgument("bad reservation name '" + spec.reservation().substr(0, 64) +
+                           "': at most 64 letters, digits, '.', '_' and '-'");
+  }
   if (spec.signal() < 0 || spec.signal() > 64 || spec.signal_time_s() > 65'535) {
     return InvalidArgument("--signal: the signal is 1-64 and its time at most 65535 seconds");
   }

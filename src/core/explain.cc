@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cluster_index.h"
+#include "muster/common/duration.h"
 #include "muster/common/strings.h"
 #include "muster/core/scheduler.h"
 
@@ -20,9 +21,15 @@ std::string GresName(const GresRequest& g) { return g.name + (g.type.empty() ? "
 
 // The first reason `n` cannot take one slot now, with the cause in words that are the same for
 // every node it applies to (so that nodes group by it).
-NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need, std::string* cause) {
+// `reserved`: why an advance reservation keeps the node from the job ("" when none does).
+NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need,
+                  const std::string& reserved, std::string* cause) {
   if (Contains(r.excluded_nodes, n.name)) {
     *cause = "excluded (--exclude)";
+    return NodeVerdict::kExcluded;
+  }
+  if (!reserved.empty() && reserved[0] == '!') {
+    *cause = reserved.substr(1);
     return NodeVerdict::kExcluded;
   }
   if (!HasFeatures(n, r)) {
@@ -50,6 +57,10 @@ NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need, std:
       *cause = "has fewer than " + std::to_string(g.count) + " " + GresName(g);
       return NodeVerdict::kTooSmall;
     }
+  }
+  if (!reserved.empty()) {
+    *cause = reserved;
+    return NodeVerdict::kReserved;
   }
   if (!n.schedulable) {
     *cause = n.unavailable.empty() ? "not available" : n.unavailable;
@@ -97,14 +108,57 @@ const char* NodeVerdictName(NodeVerdict v) {
       return "lacks_features";
     case NodeVerdict::kTooSmall:
       return "too_small";
+    case NodeVerdict::kReserved:
+      return "reserved";
   }
   return "?";
+}
+
+// Per node, what advance reservations keep from the job: "" nothing; a cause; or "!" and a
+// cause for a node outside the job's own (non-flex) reservation.
+std::vector<std::string> ReservedCauses(const JobRequest& r, const ClusterView& view, TimeMs now) {
+  std::vector<std::string> out(view.nodes.size());
+  if (view.advance.empty()) return out;
+  const TimeMs end = r.time_limit_ms > 0 ? now + r.time_limit_ms : kNever;
+  auto in = [](TimeMs t, TimeMs from) {
+    return t <= from ? std::string("now") : "in " + FormatDuration(t - from);
+  };
+  const AdvanceReservation* own = nullptr;
+  for (const AdvanceReservation& a : view.advance) {
+    if (a.name == r.reservation && !a.flex) own = &a;
+  }
+  if (own) {
+    std::vector<char> inside(view.nodes.size(), 0);
+    for (NodeIndex n : own->nodes) {
+      if (n < inside.size()) inside[n] = 1;
+    }
+    for (size_t n = 0; n < out.size(); ++n) {
+      if (!inside[n]) out[n] = "!outside reservation " + own->name;
+    }
+  }
+  for (const AdvanceReservation& a : view.advance) {
+    if (a.name == r.reservation || !(a.start_ms < end && now < a.end_ms)) continue;
+    const std::string cause =
+        "reserved: " + std::string(a.maint ? "maintenance reservation " : "reservation ") + a.name +
+        (a.start_ms <= now ? " until " + in(a.end_ms, now)
+                           : " from " + in(a.start_ms, now) + " to " + in(a.end_ms, now) +
+                                 ", which the job's time limit would run into");
+    for (size_t k = 0; k < a.nodes.size(); ++k) {
+      const NodeIndex n = a.nodes[k];
+      if (n >= out.size() || !out[n].empty()) continue;
+      // A GPU count keeps only some GPUs: the node is kept from the job when the rest is short.
+      if (!a.gpus.empty() && view.nodes[n].gpus >= a.gpus[k] + NeedOf(r).gpus) continue;
+      out[n] = cause;
+    }
+  }
+  return out;
 }
 
 std::vector<PartitionExplanation> ExplainPlacement(const JobRequest& request,
                                                    const ClusterView& view, TimeMs now) {
   std::vector<PartitionExplanation> out;
   const Need need = NeedOf(request);
+  const std::vector<std::string> reserved = ReservedCauses(request, view, now);
   for (const std::string& name : request.partitions) {
     const PartitionView* p = view.FindPartition(name);
     if (!p) continue;
@@ -116,7 +170,7 @@ std::vector<PartitionExplanation> ExplainPlacement(const JobRequest& request,
     for (NodeIndex i : p->nodes) {
       const NodeView& n = view.nodes[i];
       std::string cause;
-      const NodeVerdict v = Judge(n, request, need, &cause);
+      const NodeVerdict v = Judge(n, request, need, reserved[i], &cause);
       if (v == NodeVerdict::kFitsNow) ++e.fit_now;
       auto [it, added] = group_of.try_emplace({v, cause}, e.groups.size());
       if (added) e.groups.push_back({v, cause, {}});

@@ -124,6 +124,21 @@ Status NamesExist(const JobRequest& r, const ClusterView& view) {
 
 Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
   MUSTER_RETURN_IF_ERROR(NamesExist(r, view));
+  // --reservation: only the reservation's nodes, unless it is flex.
+  std::vector<char> outside;
+  if (!r.reservation.empty()) {
+    const AdvanceReservation* found = nullptr;
+    for (const AdvanceReservation& a : view.advance) {
+      if (a.name == r.reservation) found = &a;
+    }
+    if (!found) return NotFound("reservation " + r.reservation + " does not exist");
+    if (!found->flex) {
+      outside.assign(view.nodes.size(), 1);
+      for (NodeIndex n : found->nodes) {
+        if (n < outside.size()) outside[n] = 0;
+      }
+    }
+  }
   std::string first_failure;
   for (const std::string& name : r.partitions) {
     const PartitionView* p = view.FindPartition(name);
@@ -142,7 +157,8 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
     for (NodeIndex i : p->nodes) {
       const NodeView& n = view.nodes[i];
       const bool excluded = std::find(r.excluded_nodes.begin(), r.excluded_nodes.end(), n.name) !=
-                            r.excluded_nodes.end();
+                                r.excluded_nodes.end() ||
+                            (!outside.empty() && outside[i]);
       bool gres_ok = true;
       for (const GresRequest& g : r.gres) gres_ok = gres_ok && GresUnits(n, g, false) >= g.count;
       if ((need.gpus == 0 || (TypeMatches(n, r) && n.gpus >= need.gpus)) && n.cpus >= need.cpus &&

@@ -13,6 +13,7 @@ std::string ShapeKey(const JobRequest& r) {
   for (const auto& alt : r.features) key += "|f:" + Join(alt, "&");
   if (!r.excluded_nodes.empty()) key += "|x:" + Join(r.excluded_nodes, ",");
   if (!r.required_nodes.empty()) key += "|w:" + Join(r.required_nodes, ",");
+  if (!r.reservation.empty()) key += "|r:" + r.reservation;
   key += "|l" + std::to_string(r.max_leaves) + "s" + std::to_string(static_cast<int>(r.scope));
   key += '|' + std::to_string(r.MinNodes()) + '-' + std::to_string(r.nodes) + '|' +
          std::to_string(MaxSlotCpus(r)) + '|' + std::to_string(r.mem_per_node_mb) + '|' +
@@ -72,8 +73,64 @@ Planner::Planner(const ClusterView& view, TimeMs now, const SchedulerConfig& con
       profile_(index_, view_.running, now),
       now_(now),
       config_(config),
-      reserved_partition_(view_.partitions.size(), 0) {}
+      reserved_partition_(view_.partitions.size(), 0) {
+  AddWindows();
+}
 
+void Planner::AddWindows() {
+  if (view_.advance.empty()) return;
+  std::map<std::string, size_t> by_name;
+  for (const AdvanceReservation& a : view_.advance) {
+    if (a.end_ms <= now_ || a.start_ms >= a.end_ms) continue;
+    auto [it, inserted] = by_name.try_emplace(a.name, windows_.size());
+    if (inserted) {
+      Window w;
+      w.first = &a;
+      w.hold = kWindowHold + windows_.size();
+      w.nodes = NodeSet(index_.size());
+      for (NodeIndex n : a.nodes) {
+        if (n < view_.nodes.size()) w.nodes.Set(index_.PosOf(n));
+      }
+      windows_.push_back(std::move(w));
+    }
+    Window& w = windows_[it->second];
+    if (a.start_ms < w.first->start_ms) w.first = &a;
+    w.occurrences.emplace_back(a.start_ms, a.end_ms);
+    for (size_t k = 0; k < a.nodes.size(); ++k) {
+      if (a.nodes[k] >= view_.nodes.size()) continue;
+      Need need;
+      need.exclusive = a.gpus.empty();
+      need.gpus = k < a.gpus.size() ? a.gpus[k] : 0;
+      profile_.AddHold(a.nodes[k], need, a.start_ms, a.end_ms, w.hold);
+    }
+  }
+  for (Window& w : windows_) std::sort(w.occurrences.begin(), w.occurrences.end());
+}
+
+const std::pair<TimeMs, TimeMs>* Planner::OccurrenceAt(const Window& w, TimeMs t) const {
+  for (const auto& occ : w.occurrences) {
+    if (occ.first <= t && t < occ.second) return &occ;
+  }
+  return nullptr;
+}
+
+const Planner::Window* Planner::WindowOfHold(JobId blocker) const {
+  if (blocker < kWindowHold || blocker - kWindowHold >= windows_.size()) return nullptr;
+  return &windows_[blocker - kWindowHold];
+}
+
+std::string Planner::HolderText(JobId blocker) const {
+  const Window* w = WindowOfHold(blocker);
+  if (!w) return "job " + std::to_string(blocker) + ", which is ahead in the queue";
+  const AdvanceReservation& a = *w->first;
+  auto when = [&](TimeMs t) {
+    return t <= now_ ? std::string("now") : "in " + FormatDuration(t - now_);
+  };
+  return std::string(a.maint ? "maintenance " : "") + "reservation " + a.name + " (" +
+         (a.start_ms <= now_ ? "until " + when(a.end_ms)
+                             : "from " + when(a.start_ms) + " to " + when(a.end_ms)) +
+         ")";
+}
 Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
   auto [it, inserted] = shapes_.try_emplace(ShapeKey(r));
   ShapeState& s = it->second;
@@ -92,6 +149,12 @@ Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
   for (const std::string& name : r.excluded_nodes) {
     if (index_.FindNode(name) < 0) s.unknown_nodes.push_back(name);
   }
+  if (!r.reservation.empty()) {
+    for (const Window& w : windows_) {
+      if (w.first->name == r.reservation) s.window = &w;
+    }
+  }
+  const bool confined = s.window && !s.window->first->flex;
   // Names of the required nodes outside `set`.
   auto missing = [&](const NodeSet& set) {
     std::vector<std::string> names;
@@ -109,6 +172,7 @@ Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
     }
     if (ps.part >= 0) {
       NodeSet all = index_.CapacitySet(static_cast<size_t>(ps.part), r, s.need, false);
+      if (confined) all &= s.window->nodes;
       ps.capacity = static_cast<uint32_t>(all.Count());
       if (auto never = missing(all); !never.empty()) {
         ps.required_never = Join(never, ",");
@@ -130,6 +194,12 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
     a.code = StatusCode::kNotFound;
     a.reason = JobReason::kBadConstraints;
     a.detail = "no such node: " + Join(s.unknown_nodes, ",");
+    return a;
+  }
+  if (!r.reservation.empty() && !s.window) {
+    a.code = StatusCode::kNotFound;
+    a.reason = JobReason::kReservationDeleted;
+    a.detail = "reservation " + r.reservation + " does not exist (it ended or was deleted)";
     return a;
   }
   if (ps.part < 0) {
@@ -200,6 +270,7 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
   const NodeSet& base = ps.up_capacity;
   const NodeSet& held = profile_.Held();
   const bool any_held = held.Any();
+  const JobId exempt = s.window ? s.window->hold : 0;
   bool any_free = false;
   JobId blocker = 0;
   std::vector<NodeIndex> nodes;
@@ -210,7 +281,8 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
       NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
       if (!index_.FitsNow(n, need)) return false;
       any_free = true;
-      if (any_held && held.Test(pos) && !profile_.FitsDuring(n, need, now_, end, &blocker)) {
+      if (any_held && held.Test(pos) &&
+          !profile_.FitsDuring(n, need, now_, end, &blocker, exempt)) {
         return false;
       }
       nodes.push_back(n);
@@ -231,7 +303,7 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
       if (any_held) {
         scratch_.FindInBoth(held, [&](size_t pos) {
           NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
-          if (!profile_.FitsDuring(n, need, now_, end, &blocker)) scratch_.Reset(pos);
+          if (!profile_.FitsDuring(n, need, now_, end, &blocker, exempt)) scratch_.Reset(pos);
           return false;
         });
       }
@@ -270,7 +342,29 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
 
 Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
   ShapeState& s = StateOf(r);
-  const TimeMs end = Profile::EndOf(now_, r.time_limit_ms);
+  TimeMs end = Profile::EndOf(now_, r.time_limit_ms);
+  if (s.window && !s.window->first->flex) {
+    // Only while the reservation lasts, and ending with it.
+    if (const auto* occ = OccurrenceAt(*s.window, now_)) {
+      end = std::min(end, occ->second);
+    } else {
+      Attempt a;
+      a.kind = Kind::kNotRunnable;
+      a.shape_id = s.id;
+      a.shape_text = &s.text;
+      a.reason = JobReason::kReservation;
+      for (const auto& o : s.window->occurrences) {
+        if (o.first > now_) {
+          a.expected = o.first;
+          break;
+        }
+      }
+      a.detail =
+          "waiting for reservation " + r.reservation + ", which begins " +
+          (a.expected == kNever ? std::string("later") : "in " + FormatDuration(a.expected - now_));
+      return a;
+    }
+  }
   const TimeMs duration = end == kNever ? kNever : end - now_;
   Attempt first_static;
   bool open = false, held = false, searched = false;
@@ -314,9 +408,9 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
   if (held) {
     a.kind = Kind::kHeldForOthers;
     a.blocker = blocker;
-    a.reason = JobReason::kPriority;
-    a.detail = "needs " + s.text + "; what is free now is reserved for job " +
-               std::to_string(blocker) + ", which is ahead in the queue";
+    // Slurm's word for nodes an advance reservation keeps: ReqNodeNotAvail.
+    a.reason = WindowOfHold(blocker) ? JobReason::kReqNodeNotAvail : JobReason::kPriority;
+    a.detail = "needs " + s.text + "; what is free now is reserved for " + HolderText(blocker);
   } else {
     a.kind = Kind::kNoFreeResources;
     a.reason = JobReason::kResources;
@@ -332,6 +426,7 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
   const uint32_t min_nodes = r.MinNodes();
   Forecast f;
   const NodeSet& base = ps.up_capacity;
+  const JobId exempt = s.window ? s.window->hold : 0;
   std::vector<TimeMs> earliest;
   NodeSet feasible(index_.size());
   TimeMs t = std::max(now_, from);
@@ -341,7 +436,7 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
     TimeMs forced_at = t;  // when every required node is free
     base.ForEach([&](size_t pos) {
       NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
-      TimeMs e = profile_.EarliestStart(n, need, t, r.time_limit_ms);
+      TimeMs e = profile_.EarliestStart(n, need, t, r.time_limit_ms, exempt);
       if (e == t) feasible.Set(pos);
       if (e != kNever) earliest.push_back(e);
       if (forced && s.forced.Test(pos)) forced_at = std::max(forced_at, e);
@@ -388,6 +483,8 @@ Planner::Forecast Planner::EarliestStart(const JobRequest& r, TimeMs from) {
     if (StaticCheck(r, s, ps).reason != JobReason::kNone) continue;
     ++forecasts_;
     Forecast f = ForecastIn(r, s, ps, from);
+    // A job of a reservation starts only inside it.
+    if (s.window && !s.window->first->flex && !OccurrenceAt(*s.window, f.start)) continue;
     if (f.start < best.start) best = std::move(f);
   }
   return best;

@@ -30,7 +30,18 @@ class Planner {
     // The request's equivalence class: an id and Shape() text, valid for the planner's life.
     uint32_t shape_id = 0;
     const std::string* shape_text = nullptr;
+    TimeMs expected = kNever;  // kNotRunnable: when it may start after all (its reservation's)
   };
+  // An advance reservation, by name: every occurrence holds its nodes in the profile under one
+  // id, which the reservation's own jobs are exempt from.
+  struct Window {
+    const AdvanceReservation* first = nullptr;  // the earliest occurrence in the view
+    JobId hold = 0;
+    NodeSet nodes;                                       // positions
+    std::vector<std::pair<TimeMs, TimeMs>> occurrences;  // by start
+  };
+  // Holds of advance reservations carry ids from here up (job ids stay far below).
+  static constexpr JobId kWindowHold = JobId{1} << 62;
   struct Forecast {
     TimeMs start = kNever;
     std::string partition;
@@ -59,6 +70,11 @@ class Planner {
   uint32_t answered_from_shape() const { return answered_from_shape_; }
   // Partitions in which a reservation was made.
   bool HasReservationIn(const JobRequest& r) const;
+  // The advance reservation a blocker id stands for, or null (a job's reservation).
+  const Window* WindowOfHold(JobId blocker) const;
+  // What holds resources a job would need: "job 12, which is ahead in the queue", "maintenance
+  // reservation m1, from in 2h to in 4h".
+  std::string HolderText(JobId blocker) const;
 
   // The request in words: "2 nodes x (8 h100 GPUs, 4 CPUs)".
   static std::string Shape(const JobRequest& r);
@@ -87,6 +103,7 @@ class Planner {
     std::vector<PartState> parts;            // per requested partition
     bool estimated = false;
     TimeMs estimate = kNever;
+    const Window* window = nullptr;  // --reservation, when it exists
   };
   ShapeState& StateOf(const JobRequest& r);
   // Why partition k of the request cannot take the job at all now; empty when it can.
@@ -95,9 +112,14 @@ class Planner {
              Attempt* out);
   Forecast ForecastIn(const JobRequest& r, const ShapeState& s, const PartState& ps, TimeMs from);
 
+  // The occurrence of `w` that holds time t, or null.
+  const std::pair<TimeMs, TimeMs>* OccurrenceAt(const Window& w, TimeMs t) const;
+  void AddWindows();
+
   ClusterView view_;
   ClusterIndex index_;
   Profile profile_;
+  std::vector<Window> windows_;
   TimeMs now_;
   SchedulerConfig config_;
   std::map<std::string, ShapeState> shapes_;

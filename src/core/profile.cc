@@ -113,19 +113,19 @@ Profile::Amount Profile::FreeNow(NodeIndex n) const {
   return {index_.FreeCpus(n), index_.FreeGpus(n), static_cast<int64_t>(index_.FreeMem(n)), -1};
 }
 
-Profile::Amount Profile::AvailAt(NodeIndex n, TimeMs t) const {
+Profile::Amount Profile::AvailAt(NodeIndex n, TimeMs t, JobId exempt) const {
   Amount a = FreeNow(n);
   for (const Event& e : releases_[n]) {
     if (e.t > t) break;
     a.Add(e.a);
   }
   for (const Hold& h : holds_[n]) {
-    if (h.start <= t && t < h.end) a.Add(h.a, -1);
+    if (h.start <= t && t < h.end && h.job != exempt) a.Add(h.a, -1);
   }
   return a;
 }
 
-Profile::Gres Profile::GresAvailAt(NodeIndex n, TimeMs t) const {
+Profile::Gres Profile::GresAvailAt(NodeIndex n, TimeMs t, JobId exempt) const {
   Gres have;
   for (const GresView& pool : index_.view().nodes[n].gres) {
     have.push_back(static_cast<int64_t>(pool.FreeUnits()));
@@ -140,7 +140,7 @@ Profile::Gres Profile::GresAvailAt(NodeIndex n, TimeMs t) const {
     add(e.a, 1);
   }
   for (const Hold& h : holds_[n]) {
-    if (h.start <= t && t < h.end) add(h.a, -1);
+    if (h.start <= t && t < h.end && h.job != exempt) add(h.a, -1);
   }
   return have;
 }
@@ -152,18 +152,19 @@ bool Profile::GresCovers(const Gres& have, const Gres& want) {
   return true;
 }
 
-bool Profile::FitsDuring(NodeIndex n, const Need& need, TimeMs t, TimeMs end,
-                         JobId* blocker) const {
+bool Profile::FitsDuring(NodeIndex n, const Need& need, TimeMs t, TimeMs end, JobId* blocker,
+                         JobId exempt) const {
   Gres want_gres;
   const Amount want = AmountOf(n, need, &want_gres);
   const bool gres = index_.HasGres(n);
   auto fits_at = [&](TimeMs at) {
-    return AvailAt(n, at).Covers(want) && (!gres || GresCovers(GresAvailAt(n, at), want_gres));
+    return AvailAt(n, at, exempt).Covers(want) &&
+           (!gres || GresCovers(GresAvailAt(n, at, exempt), want_gres));
   };
   auto blame = [&](TimeMs at) {
     if (!blocker) return;
     for (const Hold& h : holds_[n]) {
-      if (h.start <= at && at < h.end) {
+      if (h.start <= at && at < h.end && h.job != exempt) {
         *blocker = h.job;
         return;
       }
@@ -175,7 +176,7 @@ bool Profile::FitsDuring(NodeIndex n, const Need& need, TimeMs t, TimeMs end,
   }
   // Availability only drops where a hold begins, so those are the only other points to check.
   for (const Hold& h : holds_[n]) {
-    if (h.start > t && h.start < end && !fits_at(h.start)) {
+    if (h.job != exempt && h.start > t && h.start < end && !fits_at(h.start)) {
       blame(h.start);
       return false;
     }
@@ -183,7 +184,8 @@ bool Profile::FitsDuring(NodeIndex n, const Need& need, TimeMs t, TimeMs end,
   return true;
 }
 
-TimeMs Profile::EarliestStart(NodeIndex n, const Need& need, TimeMs from, TimeMs duration) const {
+TimeMs Profile::EarliestStart(NodeIndex n, const Need& need, TimeMs from, TimeMs duration,
+                              JobId exempt) const {
   const auto& rel = releases_[n];
   if (holds_[n].empty() && !index_.HasGres(n)) {
     // Without holds availability only grows: walk the releases until the need is covered.
@@ -211,7 +213,7 @@ TimeMs Profile::EarliestStart(NodeIndex n, const Need& need, TimeMs from, TimeMs
   std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
   for (TimeMs t : times) {
-    if (FitsDuring(n, need, t, EndOf(t, duration), nullptr)) return t;
+    if (FitsDuring(n, need, t, EndOf(t, duration), nullptr, exempt)) return t;
   }
   return kNever;
 }

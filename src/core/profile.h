@@ -24,10 +24,13 @@ class Profile {
   // Positions of nodes that carry a hold.
   const NodeSet& Held() const { return held_; }
   // Can node n give `need` during all of [t, end)? When not because of a hold, *blocker (if
-  // given) names the holding job.
-  bool FitsDuring(NodeIndex n, const Need& need, TimeMs t, TimeMs end, JobId* blocker) const;
-  // The earliest t >= from with FitsDuring(n, need, t, t + duration), or kNever.
-  TimeMs EarliestStart(NodeIndex n, const Need& need, TimeMs from, TimeMs duration) const;
+  // given) names the holding job. Holds of `exempt` (a job's own advance reservation) do not
+  // count.
+  bool FitsDuring(NodeIndex n, const Need& need, TimeMs t, TimeMs end, JobId* blocker,
+                  JobId exempt = 0) const;
+  // The earliest t >= from with FitsDuring(n, need, t, t + duration, exempt), or kNever.
+  TimeMs EarliestStart(NodeIndex n, const Need& need, TimeMs from, TimeMs duration,
+                       JobId exempt = 0) const;
   // A job whose release on node n happens at t (0 when none): to say what a wait is for.
   JobId ReleasedAt(NodeIndex n, TimeMs t) const;
 
@@ -68,8 +71,8 @@ class Profile {
   void Couple(NodeIndex n, Amount* a, Gres* gres) const;
   int32_t Store(Gres g);
   Amount FreeNow(NodeIndex n) const;
-  Amount AvailAt(NodeIndex n, TimeMs t) const;
-  Gres GresAvailAt(NodeIndex n, TimeMs t) const;  // only for nodes with pools
+  Amount AvailAt(NodeIndex n, TimeMs t, JobId exempt) const;
+  Gres GresAvailAt(NodeIndex n, TimeMs t, JobId exempt) const;  // only for nodes with pools
   static bool GresCovers(const Gres& have, const Gres& want);
 
   const ClusterIndex& index_;

@@ -19,6 +19,8 @@ constexpr std::array kNames = {
     "DependencyNeverSatisfied",
     "BeginTime",
     "DeadLine",
+    "Reservation",
+    "ReservationDeleted",
     "AssocGrpJobsLimit",
     "AssocGrpNodeLimit",
     "AssocGrpGRES",

@@ -178,6 +178,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
         if (blocked_by.reason == JobReason::kNone && a.kind == Planner::Kind::kNotRunnable) {
           blocked_by.reason = a.reason;
           blocked_by.detail = a.detail;
+          blocked_by.expected_start_ms = a.expected;
         }
         continue;
       }
@@ -235,13 +236,16 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
                            When(now, f.start);
       if (f.waits_for) detail += ", when job " + std::to_string(f.waits_for) + " ends";
       if (a.kind == Planner::Kind::kHeldForOthers) {
-        detail += "; what is free now is reserved for job " + std::to_string(a.blocker);
+        detail += "; what is free now is reserved for " + planner.HolderText(a.blocker);
       }
       // "Resources" for a job first in line for its resources, as Slurm's top job; "Priority"
-      // when it waits behind another job's reservation.
-      const JobReason reason = a.kind == Planner::Kind::kHeldForOthers || others_first
-                                   ? JobReason::kPriority
-                                   : JobReason::kResources;
+      // when it waits behind another job's reservation; "ReqNodeNotAvail" when an advance
+      // reservation (maintenance, say) keeps what it would use.
+      const JobReason reason =
+          a.kind == Planner::Kind::kHeldForOthers && planner.WindowOfHold(a.blocker)
+              ? JobReason::kReqNodeNotAvail
+          : a.kind == Planner::Kind::kHeldForOthers || others_first ? JobReason::kPriority
+                                                                    : JobReason::kResources;
       pass.pending.push_back({job.id, reason, detail, f.start});
       continue;
     }

@@ -154,6 +154,12 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_UPDATE_QOS:
       return Handle<v1::UpdateQosRequest>(
           payload, [&](const auto& r) { return engine.UpdateQos(caller, r, now); });
+    case v1::METHOD_UPDATE_RESERVATION:
+      return Handle<v1::UpdateReservationRequest>(
+          payload, [&](const auto& r) { return engine.UpdateReservation(caller, r, now); });
+    case v1::METHOD_LIST_RESERVATIONS:
+      return Handle<v1::ListReservationsRequest>(
+          payload, [&](const auto& r) { return engine.ListReservations(r, now); });
     case v1::METHOD_UPDATE_USER:
       return Handle<v1::UpdateUserRequest>(
           payload, [&](const auto& r) { return engine.UpdateUser(caller, r, now); });

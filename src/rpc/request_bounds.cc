@@ -137,4 +137,21 @@ Status CheckRequestBounds(const v1::ListSharesRequest& r) {
   return CheckTextList("users", r.users(), kMaxListEntries, kMaxShortStringBytes);
 }
 
+Status CheckRequestBounds(const v1::UpdateReservationRequest& r) {
+  if (!v1::AccountOp_IsValid(r.op()) || r.op() == v1::ACCOUNT_OP_UNSPECIFIED) {
+    return InvalidArgument("unknown reservation operation " + std::to_string(r.op()));
+  }
+  MUSTER_RETURN_IF_ERROR(CheckText("reservation", r.name(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("nodes", r.nodes(), kMaxExpressionBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("gpu type", r.gpu_type(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("partition", r.partition(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("users", r.users(), kMaxExpressionBytes * 16));
+  MUSTER_RETURN_IF_ERROR(CheckText("accounts", r.accounts(), kMaxExpressionBytes * 16));
+  return CheckText("flags", r.flags(), kMaxShortStringBytes);
+}
+
+Status CheckRequestBounds(const v1::ListReservationsRequest& r) {
+  return CheckText("reservation", r.name(), kMaxShortStringBytes);
+}
+
 }  // namespace muster::rpc

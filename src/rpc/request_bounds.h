@@ -21,6 +21,8 @@ Status CheckRequestBounds(const v1::UpdateAccountRequest& r);
 Status CheckRequestBounds(const v1::UpdateQosRequest& r);
 Status CheckRequestBounds(const v1::UpdateUserRequest& r);
 Status CheckRequestBounds(const v1::ListSharesRequest& r);
+Status CheckRequestBounds(const v1::UpdateReservationRequest& r);
+Status CheckRequestBounds(const v1::ListReservationsRequest& r);
 // Requests with nothing of variable size.
 template <typename Request>
 Status CheckRequestBounds(const Request&) {

@@ -26,6 +26,8 @@ const char* FamilyName(Family f) {
       return "usage";
     case Family::kQos:
       return "qos";
+    case Family::kReservations:
+      return "reservations";
   }
   return "?";
 }
@@ -82,6 +84,14 @@ void Mutation::PutQos(const v1::QosRecord& qos) {
 
 void Mutation::DeleteQos(const std::string& name) {
   ops_.push_back({Family::kQos, name, std::nullopt});
+}
+
+void Mutation::PutReservation(const v1::ReservationRecord& reservation) {
+  ops_.push_back({Family::kReservations, reservation.name(), reservation.SerializeAsString()});
+}
+
+void Mutation::DeleteReservation(const std::string& name) {
+  ops_.push_back({Family::kReservations, name, std::nullopt});
 }
 
 void Mutation::DeleteUsage(const std::string& account, const std::string& user) {
@@ -212,6 +222,16 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
           bad(r, "does not parse or its name does not match its key");
         } else {
           out.qos.push_back(std::move(q));
+        }
+        break;
+      }
+      case Family::kReservations: {
+        v1::ReservationRecord rr;
+        if (!rr.ParseFromString(r.value) || rr.name() != r.key || rr.end_ms() <= rr.start_ms() ||
+            rr.gpus_size() > rr.nodes_size()) {
+          bad(r, "does not parse, does not match its key or has no time span");
+        } else {
+          out.reservations.push_back(std::move(rr));
         }
         break;
       }

@@ -499,6 +499,50 @@ grep -q "^Limit QuotaBorrow: account physics: h100 GPUs (guaranteed 16, the rest
 muster account modify science --quota h100=none --cohort ""
 muster account modify physics --quota h100=none --cohort ""
 
+echo "== Reservations: a user reservation its jobs run in, a maintenance window jobs keep out of"
+sc="$DIR/compat/scontrol"
+out=$("$sc" create reservation ReservationName=maint StartTime=now+1hour Duration=2:00:00 \
+  Nodes='node[1-2]' Users=root Flags=MAINT,IGNORE_JOBS)
+[ "$out" = "Reservation created: maint" ] || fail "create reservation: $out"
+"$sc" create reservation ReservationName=team StartTime=now Duration=60 Nodes=node3 Users=root >/dev/null
+out=$("$sc" show reservation team)
+grep -q "^ReservationName=team StartTime=.* Duration=01:00:00$" <<<"$out" &&
+  grep -q "Nodes=node3 NodeCnt=1 CoreCnt=16 .*Flags=SPEC_NODES$" <<<"$out" &&
+  grep -q "Users=root .* State=ACTIVE " <<<"$out" || fail "show reservation: $out"
+"$sc" show reservation maint | grep -q "Flags=MAINT,IGNORE_JOBS,SPEC_NODES" || fail "maint flags"
+[ "$("$DIR/compat/sinfo" -h -N -n node3 -o '%t')" = resv ] || fail "sinfo of a reserved node"
+in_team=$("$DIR/compat/sbatch" --parsable --reservation=team -t 10 -o /dev/null --wrap 'sleep 300')
+crossing=$("$DIR/compat/sbatch" --parsable -N 2 -t 3:00:00 -o /dev/null --wrap true)
+wait_for 30 is_state "$in_team" RUNNING
+[ "$("$DIR/compat/squeue" -h -j "$in_team" -o '%v %N')" = "team node3" ] ||
+  fail "squeue %v: $("$DIR/compat/squeue" -h -j "$in_team" -o '%v %N')"
+reason_is() { [ "$("$DIR/compat/squeue" -h -j "$1" -o '%r')" = "$2" ]; }
+wait_for 30 reason_is "$crossing" ReqNodeNotAvail
+"$sc" show job "$crossing" | grep -q "maintenance reservation maint" ||
+  fail "no word of the maintenance: $("$sc" show job "$crossing")"
+set +e
+err=$("$sc" delete ReservationName=team 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "in use by job $in_team" <<<"$err" || fail "delete in use: rc=$rc $err"
+"$DIR/compat/scancel" "$in_team" "$crossing"
+wait_for 30 is_state "$in_team" CANCELLED
+"$sc" delete ReservationName=team
+"$sc" create reservation ReservationName=now StartTime=now Duration=10 Nodes=node4 Users=root \
+  Flags=maint >/dev/null
+[ "$("$DIR/compat/sinfo" -h -N -n node4 -o '%t')" = maint ] || fail "sinfo of a node in maintenance"
+muster reservation list | grep -q "^now  *ACTIVE .* node4 " || fail "muster reservation list"
+set +e
+err=$("$DIR/compat/sbatch" --reservation=nosuch --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "invalid reservation 'nosuch'" <<<"$err" || fail "unknown reservation: $err"
+set +e
+err=$("$sc" show reservation nosuch 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && [ "$err" = "Reservation nosuch not found" ] || fail "show unknown: rc=$rc $err"
+"$sc" delete ReservationName=now
+muster reservation delete maint
+[ "$("$sc" show reservation)" = "No reservations in the system" ] || fail "reservations left"
+
 set +e
 err=$("$DIR/compat/sbatch" -A physics --qos=gold --wrap true 2>&1); rc=$?
 set -e

@@ -15,7 +15,7 @@ namespace muster::client {
 
 struct SubmitOptions {
   std::optional<std::string> job_name, partition, account, qos, dependency, output, error, chdir,
-      export_vars, wrap;
+      export_vars, wrap, reservation;
   // --signal=[B:]SIG[@secs]
   std::optional<int> signal;
   uint32_t signal_time_s = 60;

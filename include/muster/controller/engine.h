@@ -76,6 +76,7 @@ class LimitTracker;
 class Preemptor;
 class QuotaBook;
 class QosManager;
+class ReservationManager;
 class FairShare;
 class DependencyTracker;
 class JobExplainer;
@@ -153,6 +154,12 @@ class Engine {
   Result<v1::ListAccountsResponse> ListAccounts() const;  // with the QoS
   Result<v1::UpdateQosResponse> UpdateQos(const Caller& caller, const v1::UpdateQosRequest& req,
                                           TimeMs now);
+  // Advance reservations (admins change them; everyone may list them).
+  Result<v1::UpdateReservationResponse> UpdateReservation(const Caller& caller,
+                                                          const v1::UpdateReservationRequest& req,
+                                                          TimeMs now);
+  Result<v1::ListReservationsResponse> ListReservations(const v1::ListReservationsRequest& req,
+                                                        TimeMs now) const;
   // sshare: the fair-share tree with each line's shares, usage and factor.
   Result<v1::ListSharesResponse> ListShares(const v1::ListSharesRequest& req, TimeMs now) const;
   Result<v1::ListAuditResponse> ListAudit(const Caller& caller, const v1::ListAuditRequest& req,
@@ -241,6 +248,7 @@ class Engine {
   std::unique_ptr<FairShare> fair_share_;
   std::unique_ptr<DependencyTracker> dependencies_;
   std::unique_ptr<QosManager> qos_;
+  std::unique_ptr<ReservationManager> reservations_;
   std::unique_ptr<LimitTracker> limits_;
   std::unique_ptr<QuotaBook> quotas_;
   std::unique_ptr<Preemptor> preemptor_;

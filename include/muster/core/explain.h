@@ -10,8 +10,16 @@
 
 namespace muster::core {
 
-enum class NodeVerdict { kFitsNow, kBusy, kUnavailable, kExcluded, kLacksFeatures, kTooSmall };
-const char* NodeVerdictName(NodeVerdict v);  // "fits_now", "busy", ...
+enum class NodeVerdict {
+  kFitsNow,
+  kBusy,
+  kUnavailable,
+  kExcluded,
+  kLacksFeatures,
+  kTooSmall,
+  kReserved,  // an advance reservation the job is not in keeps it while the job would run
+};
+const char* NodeVerdictName(NodeVerdict v);  // "fits_now", "busy", "reserved", ...
 
 struct NodeGroup {
   NodeVerdict verdict = NodeVerdict::kFitsNow;

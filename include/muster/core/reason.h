@@ -22,6 +22,8 @@ enum class JobReason : uint8_t {
   kDependencyNeverSatisfied,  // --dependency: it cannot be satisfied any more
   kBeginTime,                 // --begin: not before its begin time
   kDeadLine,                  // --deadline: it could not end before its deadline
+  kReservation,               // --reservation: waiting for its reservation to begin
+  kReservationDeleted,        // --reservation: the reservation ended or was deleted
   // Limits of the job's account (association) or QoS; the detail names the numbers.
   kAssocGrpJobsLimit,
   kAssocGrpNodeLimit,

@@ -130,6 +130,19 @@ struct CohortView {
   std::vector<uint32_t> members;  // indices into ClusterView::quotas
 };
 
+// An admin's advance reservation (scontrol create reservation): from start to end its nodes, or
+// some GPUs on each of them, are kept for the jobs that name it, and no other job may hold
+// them then. A recurring one (daily, weekly) comes as one entry per occurrence, same name.
+struct AdvanceReservation {
+  std::string name;
+  TimeMs start_ms = 0;
+  TimeMs end_ms = kNever;
+  std::vector<NodeIndex> nodes;  // ascending
+  std::vector<uint32_t> gpus;    // GPUs held on each node (parallel to nodes); empty: whole nodes
+  bool maint = false;  // a maintenance window: a job that would run into it waits, saying so
+  bool flex = false;   // its jobs may also start before it, run past it and use other nodes
+};
+
 // An immutable snapshot of nodes, partitions and running work for one pass.
 struct ClusterView {
   std::vector<NodeView> nodes;
@@ -138,6 +151,7 @@ struct ClusterView {
   std::vector<LimitCounter> limits;  // account and QoS limits that are set
   std::vector<QuotaView> quotas;     // GPU quotas (per account and GPU type)
   std::vector<CohortView> cohorts;
+  std::vector<AdvanceReservation> advance;  // by start
 
   const PartitionView* FindPartition(const std::string& name) const;
 };
@@ -176,6 +190,9 @@ struct JobRequest {
   uint32_t max_leaves = 0;
   enum class Scope { kAny, kLeaf, kBlock, kNvlink };
   Scope scope = Scope::kAny;
+  // --reservation: it runs only inside that advance reservation (on its nodes, while it lasts,
+  // ending with it), unless the reservation is flex.
+  std::string reservation;
 
   // The smallest gang the job accepts.
   uint32_t MinNodes() const { return min_nodes > 0 && min_nodes < nodes ? min_nodes : nodes; }

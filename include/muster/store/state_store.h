@@ -24,7 +24,8 @@ enum class Family {
   kAccounts,
   kUsers,
   kUsage,
-  kQos
+  kQos,
+  kReservations
 };
 
 // kSync: durable when Commit returns (the write-ahead rule for anything acknowledged or sent).
@@ -32,7 +33,7 @@ enum class Family {
 // can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
 // is harmless and they need not pay for an fsync.
 enum class Durability { kSync, kBuffered };
-inline constexpr int kNumFamilies = 11;
+inline constexpr int kNumFamilies = 12;
 const char* FamilyName(Family f);
 
 // A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
@@ -69,6 +70,9 @@ class Mutation {
   // QoS, by name (the config's are stored too, marked so).
   void PutQos(const v1::QosRecord& qos);
   void DeleteQos(const std::string& name);
+  // Advance reservations, by name.
+  void PutReservation(const v1::ReservationRecord& reservation);
+  void DeleteReservation(const std::string& name);
 
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
@@ -91,6 +95,7 @@ struct LoadedState {
   std::vector<v1::UserRecord> users;
   std::vector<v1::UsageRecord> usage;
   std::vector<v1::QosRecord> qos;
+  std::vector<v1::ReservationRecord> reservations;
   uint64_t max_history_job_id = 0;    // so ids are never reused even if meta is lost
   std::vector<std::string> problems;  // corrupt records found, reported and quarantined
 };

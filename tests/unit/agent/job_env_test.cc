@@ -27,6 +27,7 @@ v1::LaunchJob TwoNodeLaunch() {
   s->set_name("train");
   s->set_user("alice");
   s->set_account("physics");
+  s->set_reservation("team");
   s->set_uid(1000);
   s->set_ntasks(4);
   s->set_gpus_per_node(8);
@@ -68,6 +69,7 @@ TEST(JobEnvTest, BatchEnvironmentHasSlurmAndMusterVariables) {
   EXPECT_EQ(env["SLURM_JOB_PARTITION"], "gpu");
   EXPECT_EQ(env["SLURM_JOB_ACCOUNT"], "physics");
   EXPECT_EQ(env["MUSTER_JOB_ACCOUNT"], "physics");
+  EXPECT_EQ(env["SLURM_JOB_RESERVATION"], "team");
   EXPECT_EQ(env["SLURM_GPUS_ON_NODE"], "8");
   EXPECT_EQ(env["SLURM_JOB_GPUS"], "0,1,2,3,4,5,6,7");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
