@@ -42,6 +42,7 @@ int CmdShare(int argc, char** argv);
 int CmdSprio(int argc, char** argv);
 int CmdReport(int argc, char** argv);
 int CmdReservation(int argc, char** argv);
+int CmdSreport(int argc, char** argv);
 // scontrol show reservation [NAME] [-o]; scontrol create|update|delete reservation KEY=VALUE...
 int ShowReservations(const std::string& name, bool oneliner);
 int ReservationCommand(const std::string& verb, const std::vector<std::string>& words);

@@ -14,6 +14,7 @@
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
 #include "output.h"
+#include "usage_window.h"
 
 namespace muster::cli {
 namespace {
@@ -106,17 +107,8 @@ int CmdReport(int argc, char** argv) {
   if (end <= start) return Usage("report", "--end must come after --start");
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("report", controller.status());
-  v1::ListNodesResponse nodes;
-  if (auto n = controller->ListNodes(v1::ListNodesRequest()); n.ok()) nodes = std::move(*n);
-  std::map<std::string, std::string> type_of;
-  for (const auto& n : nodes.nodes()) type_of[n.name()] = n.gpu_type();
-  v1::ListAccountingRequest req;
-  req.set_start_ms(start);
-  req.set_end_ms(end);
-  req.set_without_steps(true);
-  for (const auto& u : users) req.add_users(u);
-  auto resp = controller->ListAccounting(req);
-  if (!resp.ok()) return Fail("report", resp.status());
+  auto used = UsageInWindow(*controller, start, end, users, now);
+  if (!used.ok()) return Fail("report", used.status());
 
   const bool by_account = std::count(by.begin(), by.end(), "account") > 0;
   const bool by_user = std::count(by.begin(), by.end(), "user") > 0;
@@ -124,27 +116,19 @@ int CmdReport(int argc, char** argv) {
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, Totals> rows;
   Totals total;
-  for (const v1::JobInfo& j : resp->jobs()) {
+  for (const JobUsage& j : *used) {
     if (!accounts.empty() &&
-        std::find(accounts.begin(), accounts.end(), j.account()) == accounts.end()) {
+        std::find(accounts.begin(), accounts.end(), j.account) == accounts.end()) {
       continue;
     }
-    if (j.start_time_ms() <= 0) continue;  // never ran
-    const int64_t ran_to = j.end_time_ms() > 0 ? j.end_time_ms() : now;
-    const int64_t from = std::max(j.start_time_ms(), start), to = std::min(ran_to, end);
-    if (to <= from) continue;
-    const double seconds = static_cast<double>(to - from) / 1000.0;
-    std::string type = j.gpu_type();
-    if (type.empty() && j.nodes_size() > 0) type = type_of[j.nodes(0)];
-    if (j.gpus_total() == 0) type = "-";
-    Key key{by_account ? (j.account().empty() ? "(none)" : j.account()) : "",
-            by_user ? j.user() : "", by_type ? (type.empty() ? "gpu" : type) : ""};
+    Key key{by_account ? (j.account.empty() ? "(none)" : j.account) : "", by_user ? j.user : "",
+            by_type ? j.gpu_type : ""};
     Totals& t = rows[key];
-    t.gpu_s += seconds * j.gpus_total();
-    t.cpu_s += seconds * j.cpus_total();
+    t.gpu_s += j.gpu_s;
+    t.cpu_s += j.cpu_s;
     ++t.jobs;
-    total.gpu_s += seconds * j.gpus_total();
-    total.cpu_s += seconds * j.cpus_total();
+    total.gpu_s += j.gpu_s;
+    total.cpu_s += j.cpu_s;
     ++total.jobs;
   }
   std::vector<std::pair<Key, Totals>> sorted(rows.begin(), rows.end());

@@ -45,7 +45,7 @@ int Usage(const std::string& cmd, const std::string& message) {
 const std::vector<std::string>& FrontEnds() {
   static const std::vector<std::string> names = {"sbatch",   "srun",   "salloc",  "squeue",
                                                  "sinfo",    "sacct",  "scancel", "scontrol",
-                                                 "sacctmgr", "sshare", "sprio"};
+                                                 "sacctmgr", "sshare", "sprio",   "sreport"};
   return names;
 }
 
@@ -94,7 +94,7 @@ Cluster:
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
                                      squeue, sinfo, sacct, scancel, scontrol,
-                                     sacctmgr, sshare, sprio)
+                                     sacctmgr, sshare, sprio, sreport)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -150,6 +150,10 @@ int Main(int argc, char** argv) {
   if (self == "sprio") {
     g_front_end = self;
     return CmdSprio(argc, argv);
+  }
+  if (self == "sreport") {
+    g_front_end = self;
+    return CmdSreport(argc, argv);
   }
   if (argc < 2) {
     PrintHelp();

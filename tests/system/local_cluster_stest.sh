@@ -420,6 +420,15 @@ out=$(muster report usage --start now-1hour --end now --by account --json)
 grep -q '"account":"physics","gpu_hours":[0-9.e-]*,"cpu_hours":[0-9.e-]*,"jobs":1}' <<<"$out" ||
   fail "report usage: $out"
 "$DIR/compat/sprio" -w | grep -q "^ *Weights  .* 10000 " || fail "sprio -w: $("$DIR/compat/sprio" -w)"
+out=$("$DIR/compat/sreport" -n -P -t seconds cluster AccountUtilizationByUser start=now-1hour \
+  end=now+1hour)
+[ "$(cut -d'|' -f2,3 <<<"$out" | tr '\n' ' ')" = "root| science| science|$me physics| physics|$me " ] &&
+  grep -Eq "^[^|]+\|physics\|$me\|[^|]*\|[0-9]+\|0$" <<<"$out" || fail "sreport by user: $out"
+out=$("$DIR/compat/sreport" -P -T cpu,gres/gpu cluster UserUtilizationByAccount start=now-1hour \
+  end=now+1hour)
+grep -qx "Cluster|Login|Proper Name|Account|TRES Name|Used" <<<"$out" &&
+  grep -q "^Cluster/User/Account Utilization " <<<"$out" &&
+  grep -Eq "^[^|]+\|$me\|[^|]*\|physics\|gres/gpu\|0$" <<<"$out" || fail "sreport by account: $out"
 
 echo "== QoS through sacctmgr: a low-QoS 2-node gang is preempted by a high-QoS job, requeued"
 "$DIR/compat/sacctmgr" -i add qos low
@@ -501,6 +510,8 @@ muster account modify physics --quota h100=none --cohort ""
 
 echo "== Reservations: a user reservation its jobs run in, a maintenance window jobs keep out of"
 sc="$DIR/compat/scontrol"
+all_idle() { [ "$(muster nodes | grep -c ' idle ')" = 4 ]; }
+wait_for 60 all_idle  # the quota jobs have left (a running job would make its node busy)
 out=$("$sc" create reservation ReservationName=maint StartTime=now+1hour Duration=2:00:00 \
   Nodes='node[1-2]' Users=root Flags=MAINT,IGNORE_JOBS)
 [ "$out" = "Reservation created: maint" ] || fail "create reservation: $out"
