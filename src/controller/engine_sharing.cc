@@ -155,11 +155,15 @@ Result<v1::UpdateReservationResponse> Engine::UpdateReservation(
     return "";
   };
   // The nodes as they are, less the reservation's own running jobs (they are meant to be there).
-  core::ClusterView live = scheduler_->LiveView(now);
-  std::erase_if(live.running, [&](const core::RunningUse& u) {
-    const JobEntry* job = jobs_->Find(u.job);
-    return job && job->rec.spec().reservation() == req.name();
-  });
+  // Built only for an admin's create or change: the view of a large cluster is not cheap.
+  core::ClusterView live;
+  if (caller.is_admin && req.op() != v1::ACCOUNT_OP_REMOVE) {
+    live = scheduler_->LiveView(now);
+    std::erase_if(live.running, [&](const core::RunningUse& u) {
+      const JobEntry* job = jobs_->Find(u.job);
+      return job && job->rec.spec().reservation() == req.name();
+    });
+  }
   std::string name;
   Status st = reservations_->Update(caller, req, now, live, in_use, &name);
   std::string detail;

@@ -21,15 +21,20 @@ std::string GresName(const GresRequest& g) { return g.name + (g.type.empty() ? "
 
 // The first reason `n` cannot take one slot now, with the cause in words that are the same for
 // every node it applies to (so that nodes group by it).
-// `reserved`: why an advance reservation keeps the node from the job ("" when none does).
-NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need,
-                  const std::string& reserved, std::string* cause) {
+// What advance reservations make of a node for one job.
+struct Kept {
+  bool outside = false;  // outside the job's own (non-flex) reservation
+  std::string by;        // why another reservation keeps it from the job; "" when none does
+};
+
+NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need, const Kept& kept,
+                  std::string* cause) {
   if (Contains(r.excluded_nodes, n.name)) {
     *cause = "excluded (--exclude)";
     return NodeVerdict::kExcluded;
   }
-  if (!reserved.empty() && reserved[0] == '!') {
-    *cause = reserved.substr(1);
+  if (kept.outside) {
+    *cause = "outside reservation " + r.reservation;
     return NodeVerdict::kExcluded;
   }
   if (!HasFeatures(n, r)) {
@@ -58,8 +63,8 @@ NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need,
       return NodeVerdict::kTooSmall;
     }
   }
-  if (!reserved.empty()) {
-    *cause = reserved;
+  if (!kept.by.empty()) {
+    *cause = kept.by;
     return NodeVerdict::kReserved;
   }
   if (!n.schedulable) {
@@ -114,10 +119,9 @@ const char* NodeVerdictName(NodeVerdict v) {
   return "?";
 }
 
-// Per node, what advance reservations keep from the job: "" nothing; a cause; or "!" and a
-// cause for a node outside the job's own (non-flex) reservation.
-std::vector<std::string> ReservedCauses(const JobRequest& r, const ClusterView& view, TimeMs now) {
-  std::vector<std::string> out(view.nodes.size());
+// Per node, what advance reservations make of it for the job.
+std::vector<Kept> ReservedCauses(const JobRequest& r, const ClusterView& view, TimeMs now) {
+  std::vector<Kept> out(view.nodes.size());
   if (view.advance.empty()) return out;
   const TimeMs end = r.time_limit_ms > 0 ? now + r.time_limit_ms : kNever;
   auto in = [](TimeMs t, TimeMs from) {
@@ -133,9 +137,10 @@ std::vector<std::string> ReservedCauses(const JobRequest& r, const ClusterView& 
       if (n < inside.size()) inside[n] = 1;
     }
     for (size_t n = 0; n < out.size(); ++n) {
-      if (!inside[n]) out[n] = "!outside reservation " + own->name;
+      out[n].outside = !inside[n];
     }
   }
+  const uint32_t gpus_needed = NeedOf(r).gpus;
   for (const AdvanceReservation& a : view.advance) {
     if (a.name == r.reservation || !(a.start_ms < end && now < a.end_ms)) continue;
     const std::string cause =
@@ -145,10 +150,10 @@ std::vector<std::string> ReservedCauses(const JobRequest& r, const ClusterView& 
                                  ", which the job's time limit would run into");
     for (size_t k = 0; k < a.nodes.size(); ++k) {
       const NodeIndex n = a.nodes[k];
-      if (n >= out.size() || !out[n].empty()) continue;
+      if (n >= out.size() || out[n].outside || !out[n].by.empty()) continue;
       // A GPU count keeps only some GPUs: the node is kept from the job when the rest is short.
-      if (!a.gpus.empty() && view.nodes[n].gpus >= a.gpus[k] + NeedOf(r).gpus) continue;
-      out[n] = cause;
+      if (!a.gpus.empty() && view.nodes[n].gpus >= a.gpus[k] + gpus_needed) continue;
+      out[n].by = cause;
     }
   }
   return out;
@@ -158,7 +163,7 @@ std::vector<PartitionExplanation> ExplainPlacement(const JobRequest& request,
                                                    const ClusterView& view, TimeMs now) {
   std::vector<PartitionExplanation> out;
   const Need need = NeedOf(request);
-  const std::vector<std::string> reserved = ReservedCauses(request, view, now);
+  const std::vector<Kept> reserved = ReservedCauses(request, view, now);
   for (const std::string& name : request.partitions) {
     const PartitionView* p = view.FindPartition(name);
     if (!p) continue;
