@@ -47,16 +47,16 @@ median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1
 # sample FILE_PREFIX CMD...: SAMPLES runs each way, alternating; microseconds per line.
 sample() {
   local name=$1; shift
-  : > "$name.socket"; : > "$name.tcp"
+  : > "$DIR/$name.socket"; : > "$DIR/$name.tcp"
   for ((i = 0; i < SAMPLES; i++)); do
     for way in socket tcp; do
       local s=${EPOCHREALTIME/./}; MUSTER_API=$way "$@" >/dev/null; local e=${EPOCHREALTIME/./}
-      echo $(( e - s )) >> "$name.$way"
+      echo $(( e - s )) >> "$DIR/$name.$way"
     done
   done
 }
 report() {
-  local a b; a=$(median < "$1.socket"); b=$(median < "$1.tcp")
+  local a b; a=$(median < "$DIR/$1.socket"); b=$(median < "$DIR/$1.tcp")
   echo "$2: socket p50 $a ms, tcp+munge p50 $b ms, difference $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", b - a}') ms"
 }
 
