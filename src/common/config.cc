@@ -153,13 +153,17 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   MUSTER_RETURN_IF_ERROR(r.StringList("private_data", &private_data));
   for (const auto& what : private_data) {
     if (what == "jobs") {
-      c.private_jobs = true;
-    } else if (what == "usage" || what == "accounts" || what == "users") {
-      return r.Error(r.Get("private_data"), "private_data",
-                     "'" + what + "' is not supported yet (only \"jobs\")");
+      c.private_data.jobs = true;
+    } else if (what == "usage") {
+      c.private_data.usage = true;
+    } else if (what == "accounts") {
+      c.private_data.accounts = true;
+    } else if (what == "users") {
+      c.private_data.users = true;
     } else {
-      return r.Error(r.Get("private_data"), "private_data",
-                     "unknown value '" + what + "' (supported: \"jobs\")");
+      return r.Error(
+          r.Get("private_data"), "private_data",
+          "unknown value '" + what + "' (supported: \"jobs\", \"usage\", \"accounts\", \"users\")");
     }
   }
 

@@ -39,8 +39,13 @@ Status CheckPartitionAccess(const Caller& caller, const v1::JobSpec& spec, const
   return Status::Ok();
 }
 
+Config::PrivateData HiddenFrom(const Caller& caller, const Config& config) {
+  if (caller.is_admin || caller.is_operator) return {};
+  return config.private_data;
+}
+
 bool SeesOnlyOwnJobs(const Caller& caller, const Config& config) {
-  return config.private_jobs && !caller.is_admin && !caller.is_operator;
+  return HiddenFrom(caller, config).jobs;
 }
 
 Status CheckOperator(const Caller& caller, std::string_view action) {

@@ -22,6 +22,9 @@ Status CheckAdmin(const Caller& caller, std::string_view action);
 // PERMISSION_DENIED naming the partition.
 Status CheckPartitionAccess(const Caller& caller, const v1::JobSpec& spec, const Config& config);
 
+// What private_data hides from this caller: nothing from admins and operators.
+Config::PrivateData HiddenFrom(const Caller& caller, const Config& config);
+
 // private_data = ["jobs"]: users other than admins and operators see only their own jobs.
 bool SeesOnlyOwnJobs(const Caller& caller, const Config& config);
 

@@ -142,6 +142,23 @@ bool AccountManager::IsUnder(const std::string& account, const std::string& ance
   return true;  // a cycle: treat as under, so nothing builds on it
 }
 
+std::set<std::string> AccountManager::AccountsAbove(const std::string& user) const {
+  std::set<std::string> out = {"root"};
+  auto u = users_.find(user);
+  if (u == users_.end()) return out;
+  for (const std::string& account : u->second.accounts()) {
+    std::string at = account;
+    // Bounded by the tree's size: a cycle (refused when made) cannot loop here.
+    for (size_t hops = 0; hops <= accounts_.size() && at != "root"; ++hops) {
+      auto it = accounts_.find(at);
+      if (it == accounts_.end()) break;
+      out.insert(at);
+      at = it->second.parent();
+    }
+  }
+  return out;
+}
+
 Result<std::string> AccountManager::ResolveForJob(const std::string& user,
                                                   const std::string& requested) const {
   if (!enforced()) return requested;

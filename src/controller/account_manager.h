@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ class AccountManager {
                        const std::function<bool(const std::string&)>& in_use);
   Status UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req);
   v1::ListAccountsResponse List() const;
+  // The accounts `user` is associated with and every account above them, "root" included: what
+  // private_data = ["accounts"] or ["usage"] leaves a user to see.
+  std::set<std::string> AccountsAbove(const std::string& user) const;
   const std::map<std::string, v1::AccountRecord>& accounts() const { return accounts_; }
   const std::map<std::string, v1::UserRecord>& users() const { return users_; }
 

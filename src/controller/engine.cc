@@ -401,7 +401,9 @@ void Engine::ScopeToCaller(const Caller& caller, v1::ListJobsRequest* req) const
 }
 
 void Engine::ScopeToCaller(const Caller& caller, v1::ListAccountingRequest* req) const {
-  if (!SeesOnlyOwnJobs(caller, ctx_->config())) return;
+  // A finished job's record is usage too (sacct, sreport, muster report usage).
+  const Config::PrivateData hidden = HiddenFrom(caller, ctx_->config());
+  if (!hidden.jobs && !hidden.usage) return;
   req->clear_users();
   req->add_users(caller.user);
 }

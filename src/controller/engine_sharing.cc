@@ -16,6 +16,21 @@
 #include "usage_limits.h"
 
 namespace muster::controller {
+namespace {
+
+// Keeps, in order, the elements `keep` says yes to.
+template <class T, class Keep>
+void KeepOnly(google::protobuf::RepeatedPtrField<T>* field, Keep keep) {
+  int kept = 0;
+  for (int i = 0; i < field->size(); ++i) {
+    if (!keep(field->Get(i))) continue;
+    if (kept != i) field->SwapElements(kept, i);
+    ++kept;
+  }
+  field->DeleteSubrange(kept, field->size() - kept);
+}
+
+}  // namespace
 
 Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
                                                         const v1::UpdateAccountRequest& req,
@@ -66,12 +81,25 @@ Result<v1::UpdateUserResponse> Engine::UpdateUser(const Caller& caller,
   return v1::UpdateUserResponse();
 }
 
-Result<v1::ListAccountsResponse> Engine::ListAccounts() const {
+Result<v1::ListAccountsResponse> Engine::ListAccounts(const Caller& caller) const {
+  const Config::PrivateData hidden = HiddenFrom(caller, ctx_->config());
+  const std::set<std::string> mine = hidden.accounts || hidden.usage
+                                         ? accounts_->AccountsAbove(caller.user)
+                                         : std::set<std::string>();
   v1::ListAccountsResponse resp = accounts_->List();
+  if (hidden.accounts) {
+    KeepOnly(resp.mutable_accounts(),
+             [&](const v1::AccountRecord& a) { return mine.count(a.name()) > 0; });
+  }
+  if (hidden.users) {
+    KeepOnly(resp.mutable_users(),
+             [&](const v1::UserRecord& u) { return u.name() == caller.user; });
+  }
   for (const auto& [name, q] : qos_->all()) *resp.add_qos() = q;
   core::ClusterView view;
   quotas_->Fill(&view);
   for (const auto& [name, a] : accounts_->accounts()) {
+    if ((hidden.accounts || hidden.usage) && !mine.count(name)) continue;
     std::map<std::string, v1::GpuQuota> sorted(a.quotas().begin(), a.quotas().end());
     for (const auto& [type, q] : sorted) {
       const int32_t i = quotas_->QuotaIndex(name, type);
@@ -118,13 +146,22 @@ Result<v1::UpdateQosResponse> Engine::UpdateQos(const Caller& caller,
   return v1::UpdateQosResponse();
 }
 
-Result<v1::ListSharesResponse> Engine::ListShares(const v1::ListSharesRequest& req,
+Result<v1::ListSharesResponse> Engine::ListShares(const Caller& caller,
+                                                  const v1::ListSharesRequest& req,
                                                   TimeMs now) const {
   const std::set<std::string> accounts(req.accounts().begin(), req.accounts().end());
   const std::set<std::string> users(req.users().begin(), req.users().end());
+  // Private usage: the caller's own lines and the accounts above them, as if nobody else were
+  // there (the factors are the tree's, so the caller's own numbers stay true).
+  const Config::PrivateData hidden = HiddenFrom(caller, ctx_->config());
+  const bool only_mine = hidden.usage || hidden.users || hidden.accounts;
+  const std::set<std::string> mine =
+      only_mine ? accounts_->AccountsAbove(caller.user) : std::set<std::string>();
   v1::ListSharesResponse resp;
   const core::FairShareResult tree = fair_share_->ComputeAt(now);
   for (const core::FairShareRow& row : tree.rows) {
+    if (only_mine && !mine.count(row.account)) continue;
+    if ((hidden.usage || hidden.users) && !row.user.empty() && row.user != caller.user) continue;
     if (!accounts.empty() && !accounts.count(row.account)) continue;
     if (!users.empty() && !row.user.empty() && !users.count(row.user)) continue;
     if (!users.empty() && row.user.empty() && !req.with_accounts()) continue;

@@ -164,11 +164,11 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
       return Handle<v1::UpdateUserRequest>(
           payload, [&](const auto& r) { return engine.UpdateUser(caller, r, now); });
     case v1::METHOD_LIST_ACCOUNTS:
-      return Handle<v1::ListAccountsRequest>(payload,
-                                             [&](const auto&) { return engine.ListAccounts(); });
+      return Handle<v1::ListAccountsRequest>(
+          payload, [&](const auto&) { return engine.ListAccounts(caller); });
     case v1::METHOD_LIST_SHARES:
       return Handle<v1::ListSharesRequest>(
-          payload, [&](const auto& r) { return engine.ListShares(r, now); });
+          payload, [&](const auto& r) { return engine.ListShares(caller, r, now); });
     case v1::METHOD_LIST_ACCOUNTING:
       return Handle<v1::ListAccountingRequest>(
           payload, [&](const auto& r) { return engine.ListAccounting(r, now); });

@@ -245,8 +245,17 @@ struct Config {
   std::string cluster_name = "muster";
   std::vector<std::string> admins;     // user names or numeric uids; root is always an admin
   std::vector<std::string> operators;  // may drain and resume nodes and read the audit log
-  // private_data = ["jobs"] (Slurm's PrivateData=jobs): users see only their own jobs.
-  bool private_jobs = false;
+  // private_data (Slurm's PrivateData): what users other than admins and operators may not see
+  // of others. jobs: others' jobs and their accounting records. usage: others' fair-share rows,
+  // accounting records and quota use (only the caller's own, and the accounts above them).
+  // accounts: accounts other than the caller's and those above them. users: other users'
+  // associations.
+  struct PrivateData {
+    bool jobs = false;
+    bool usage = false;
+    bool accounts = false;
+    bool users = false;
+  } private_data;
   ControllerConfig controller;
   SchedulingConfig scheduling;
   AgentConfig agent;

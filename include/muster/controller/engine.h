@@ -151,7 +151,8 @@ class Engine {
                                                   const v1::UpdateAccountRequest& req, TimeMs now);
   Result<v1::UpdateUserResponse> UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req,
                                             TimeMs now);
-  Result<v1::ListAccountsResponse> ListAccounts() const;  // with the QoS
+  // With the QoS; what private_data hides from the caller left out.
+  Result<v1::ListAccountsResponse> ListAccounts(const Caller& caller) const;
   Result<v1::UpdateQosResponse> UpdateQos(const Caller& caller, const v1::UpdateQosRequest& req,
                                           TimeMs now);
   // Advance reservations (admins change them; everyone may list them).
@@ -161,7 +162,8 @@ class Engine {
   Result<v1::ListReservationsResponse> ListReservations(const v1::ListReservationsRequest& req,
                                                         TimeMs now) const;
   // sshare: the fair-share tree with each line's shares, usage and factor.
-  Result<v1::ListSharesResponse> ListShares(const v1::ListSharesRequest& req, TimeMs now) const;
+  Result<v1::ListSharesResponse> ListShares(const Caller& caller, const v1::ListSharesRequest& req,
+                                            TimeMs now) const;
   Result<v1::ListAuditResponse> ListAudit(const Caller& caller, const v1::ListAuditRequest& req,
                                           TimeMs now) const;
   // sacct: live jobs and the archived history (read from the store), filtered.

@@ -184,12 +184,16 @@ TEST(ConfigTest, PrivacyAndPartitionAccess) {
                            "allowed_uids = [\"alice\", \"1002\"]\ndenied_uids = [\"bob\"]\n",
                        "t.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_TRUE(c->private_jobs);
+  EXPECT_TRUE(c->private_data.jobs);
+  EXPECT_FALSE(c->private_data.usage);
   EXPECT_EQ(c->operators, std::vector<std::string>{"opal"});
   EXPECT_EQ(c->partitions[0].allowed_uids, (std::vector<std::string>{"alice", "1002"}));
   EXPECT_EQ(c->partitions[0].denied_uids, std::vector<std::string>{"bob"});
-  EXPECT_FALSE(ParseConfig(base, "t.toml")->private_jobs);
-  ExpectError("private_data = [\"usage\"]\n" + base, "1", "not supported yet");
+  EXPECT_FALSE(ParseConfig(base, "t.toml")->private_data.jobs);
+  auto all = ParseConfig("private_data = [\"usage\", \"accounts\", \"users\"]\n" + base, "t.toml");
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_TRUE(all->private_data.usage && all->private_data.accounts && all->private_data.users);
+  EXPECT_FALSE(all->private_data.jobs);
   ExpectError("private_data = [\"jobz\"]\n" + base, "1", "unknown value 'jobz'");
 }
 

@@ -56,7 +56,7 @@ class AccountTest : public EngineTest {
 
   std::vector<std::string> AccountNames() {
     std::vector<std::string> names;
-    auto list = engine_->ListAccounts();
+    auto list = engine_->ListAccounts(Root());
     if (!list.ok()) return names;
     for (const auto& a : list->accounts()) names.push_back(a.name());
     return names;
@@ -154,7 +154,7 @@ users = ["alice", "bob"]
 name = "chem"
 users = ["alice"]
 )");
-  auto list = engine_->ListAccounts();
+  auto list = engine_->ListAccounts(Root());
   ASSERT_TRUE(list.ok());
   bool found = false;
   for (const auto& a : list->accounts()) {

@@ -72,7 +72,7 @@ class FairShareTest : public EngineTest {
   std::set<uint64_t> running_;
 
   v1::ShareRow Row(const std::string& account, const std::string& user) {
-    auto rows = engine_->ListShares(v1::ListSharesRequest(), now_);
+    auto rows = engine_->ListShares(Root(), v1::ListSharesRequest(), now_);
     for (const auto& r : rows->rows()) {
       if (r.account() == account && r.user() == user) return r;
     }

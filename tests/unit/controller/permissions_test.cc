@@ -1,6 +1,8 @@
 // Who may do what (docs/admin-guide.md, "Permissions"): one test per row of the table, each
 // trying the action as the job's owner, another user, an operator and an admin. And the audit
 // log those actions leave.
+#include <set>
+
 #include "engine_fixture.h"
 
 namespace muster::controller {
@@ -220,7 +222,7 @@ TEST_F(PermissionsTest, OnlyAdminsChangeAccountsAndEveryoneMayListThem) {
     EXPECT_EQ(engine_->UpdateUser(who, join, now_).status().code(), StatusCode::kPermissionDenied);
   }
   ASSERT_TRUE(engine_->UpdateUser(Root(), join, now_).ok());
-  EXPECT_EQ(engine_->ListAccounts()->accounts_size(), 2);
+  EXPECT_EQ(engine_->ListAccounts(Root())->accounts_size(), 2);
   // Each change, and each refusal, is in the audit log.
   auto log = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
   ASSERT_TRUE(log.ok());
@@ -238,7 +240,7 @@ TEST_F(PermissionsTest, OnlyAdminsChangeQosAndEveryoneMayListThem) {
     EXPECT_EQ(engine_->UpdateQos(who, add, now_).status().code(), StatusCode::kPermissionDenied);
   }
   ASSERT_TRUE(engine_->UpdateQos(Root(), add, now_).ok());
-  EXPECT_EQ(engine_->ListAccounts()->qos_size(), 2);  // normal and gold
+  EXPECT_EQ(engine_->ListAccounts(Root())->qos_size(), 2);  // normal and gold
   auto log = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
   ASSERT_TRUE(log.ok());
   ASSERT_EQ(log->entries_size(), 4);
@@ -327,6 +329,104 @@ TEST_F(PermissionsTest, AJobRunsAsRootOnlyWhenRootSubmittedIt) {
   auto for_alice = Submit(spec, Root());
   ASSERT_TRUE(for_alice.ok());
   EXPECT_EQ(Job(*for_alice).uid(), 1000u) << "root may submit on a user's behalf";
+}
+
+// private_data = ["usage"], ["accounts"], ["users"]: a user's fair-share lines, accounts, users
+// and quota use shrink to their own and the accounts above them; operators and admins see all.
+class PrivateDataTest : public PermissionsTest {
+ protected:
+  void Use(Config::PrivateData hidden) {
+    UseConfig(R"(
+[[accounts]]
+name = "org"
+[[accounts]]
+name = "a"
+parent = "org"
+users = ["alice"]
+quota = { h100 = 8 }
+[[accounts]]
+name = "b"
+parent = "org"
+users = ["bob"]
+quota = { h100 = 8 }
+[[accounts]]
+name = "c"
+users = ["carol"]
+)");
+    config_.private_data = hidden;  // top-level keys go before the tables: set here
+    config_.operators = {"opal"};
+    Restart();
+    AllUp();
+  }
+  // "account/user" for every fair-share line `who` is shown.
+  std::set<std::string> Shares(const Caller& who) {
+    auto r = engine_->ListShares(who, v1::ListSharesRequest(), now_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::set<std::string> out;
+    for (const auto& row : r->rows()) out.insert(row.account() + "/" + row.user());
+    return out;
+  }
+  struct Listing {
+    std::set<std::string> accounts, users, quota_use;
+  };
+  Listing Accounts(const Caller& who) {
+    auto r = engine_->ListAccounts(who);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    Listing l;
+    for (const auto& a : r->accounts()) l.accounts.insert(a.name());
+    for (const auto& u : r->users()) l.users.insert(u.name());
+    for (const auto& q : r->quota_use()) l.quota_use.insert(q.account());
+    EXPECT_EQ(r->qos_size(), 1) << "QoS are never private";
+    return l;
+  }
+  const std::set<std::string> all_shares_ = {"org/",  "a/", "a/alice", "b/",
+                                             "b/bob", "c/", "c/carol"};
+  const std::set<std::string> all_accounts_ = {"root", "org", "a", "b", "c"};
+  const std::set<std::string> all_users_ = {"alice", "bob", "carol"};
+};
+
+TEST_F(PrivateDataTest, NothingPrivateShowsEveryoneEverything) {
+  Use({});
+  EXPECT_EQ(Shares(Alice()), all_shares_);
+  EXPECT_EQ(Accounts(Bob()).accounts, all_accounts_);
+  EXPECT_EQ(Accounts(Bob()).users, all_users_);
+  EXPECT_EQ(Accounts(Bob()).quota_use, (std::set<std::string>{"a", "b"}));
+}
+
+TEST_F(PrivateDataTest, UsageLeavesAUserTheirOwnLinesAndTheAccountsAboveThem) {
+  Use({.usage = true});
+  EXPECT_EQ(Shares(Alice()), (std::set<std::string>{"org/", "a/", "a/alice"}));
+  EXPECT_EQ(Shares(Bob()), (std::set<std::string>{"org/", "b/", "b/bob"}));
+  EXPECT_EQ(Shares(Caller{1002, 1002, "carol", false}), (std::set<std::string>{"c/", "c/carol"}));
+  EXPECT_TRUE(Shares(Caller{1003, 1003, "dave", false}).empty()) << "a user in no account";
+  EXPECT_EQ(Shares(Operator()), all_shares_);
+  EXPECT_EQ(Shares(Root()), all_shares_);
+  // The account definitions stay public; the quota use is usage.
+  const Listing alice = Accounts(Alice());
+  EXPECT_EQ(alice.accounts, all_accounts_);
+  EXPECT_EQ(alice.users, all_users_);
+  EXPECT_EQ(alice.quota_use, std::set<std::string>{"a"});
+  EXPECT_EQ(Accounts(Operator()).quota_use, (std::set<std::string>{"a", "b"}));
+}
+
+TEST_F(PrivateDataTest, AccountsLeaveAUserTheirOwnAccounts) {
+  Use({.accounts = true});
+  const Listing bob = Accounts(Bob());
+  EXPECT_EQ(bob.accounts, (std::set<std::string>{"root", "org", "b"}));
+  EXPECT_EQ(bob.users, all_users_);
+  EXPECT_EQ(bob.quota_use, std::set<std::string>{"b"});
+  EXPECT_EQ(Shares(Bob()), (std::set<std::string>{"org/", "b/", "b/bob"}));
+  EXPECT_EQ(Accounts(Root()).accounts, all_accounts_);
+  EXPECT_EQ(Accounts(Operator()).accounts, all_accounts_);
+}
+
+TEST_F(PrivateDataTest, UsersLeaveAUserTheirOwnAssociations) {
+  Use({.users = true});
+  const Listing carol = Accounts(Caller{1002, 1002, "carol", false});
+  EXPECT_EQ(carol.users, std::set<std::string>{"carol"});
+  EXPECT_EQ(carol.accounts, all_accounts_);
+  EXPECT_EQ(Shares(Alice()), (std::set<std::string>{"org/", "a/", "a/alice"}));
+  EXPECT_EQ(Accounts(Root()).users, all_users_);
 }
 
 }  // namespace

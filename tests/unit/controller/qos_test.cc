@@ -356,7 +356,7 @@ TEST_F(QosTest, QosChangesAreAdminsOnlyAndNeverCircular) {
   EXPECT_EQ(engine_->UpdateQos(Root(), cfg, now_).status().code(), StatusCode::kFailedPrecondition);
   // Live QoS survive a restart.
   Restart();
-  auto list = engine_->ListAccounts();
+  auto list = engine_->ListAccounts(Root());
   bool found = false;
   for (const auto& q : list->qos()) found = found || (q.name() == "gold" && q.priority() == 50);
   EXPECT_TRUE(found);

@@ -76,7 +76,7 @@ class QuotaTest : public EngineTest {
   }
 
   v1::QuotaUse Use(const std::string& account, const std::string& type) {
-    auto all = engine_->ListAccounts();
+    auto all = engine_->ListAccounts(Root());
     EXPECT_TRUE(all.ok());
     for (const v1::QuotaUse& u : all->quota_use()) {
       if (u.account() == account && u.gpu_type() == type) return u;
@@ -322,7 +322,7 @@ TEST_F(QuotaTest, QuotasChangeLiveForAdminsAndSurviveRestarts) {
   none.set_guaranteed(0xFFFFFFFFu);
   (*bad.mutable_quotas())["h100"] = none;
   ASSERT_TRUE(engine_->UpdateAccount(Root(), bad, now_).ok());
-  auto all = engine_->ListAccounts();
+  auto all = engine_->ListAccounts(Root());
   for (const v1::QuotaUse& u : all->quota_use()) EXPECT_NE(u.account(), "astro");
 }
 

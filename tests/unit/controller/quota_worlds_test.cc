@@ -126,7 +126,7 @@ TEST_F(QuotaWorlds, InvariantsHoldAfterEveryPass) {
       }
       preemptors_to_start.clear();
       // Quotas: never above their max.
-      auto all = engine_->ListAccounts();
+      auto all = engine_->ListAccounts(Root());
       ASSERT_TRUE(all.ok());
       std::map<std::string, uint64_t> used;
       for (const v1::QuotaUse& u : all->quota_use()) used[u.account()] = u.used();

@@ -205,7 +205,7 @@ TEST_F(ApiDispatchTest, AnAllocationEndsWhenTheConnectionThatAttachedItCloses) {
 class PrivateJobsTest : public ApiDispatchTest {
  protected:
   void Tweak(Config& c) override {
-    c.private_jobs = true;
+    c.private_data.jobs = true;
     c.operators = {"opal"};
   }
   // The ids a listing, a job lookup and an accounting query show to `who`.
@@ -247,6 +247,34 @@ TEST_F(PrivateJobsTest, UsersSeeTheirOwnJobsOnly) {
   EXPECT_EQ(Call(v1::METHOD_EXPLAIN_JOB, explain).status.code(), StatusCode::kPermissionDenied);
   get.set_job_id(bobs);
   EXPECT_TRUE(Call(v1::METHOD_GET_JOB, get).status.ok());
+}
+
+// private_data = ["usage"]: the queue stays public, the accounting records (sacct, sreport,
+// muster report usage) are the caller's own.
+class PrivateUsageTest : public ApiDispatchTest {
+ protected:
+  void Tweak(Config& c) override { c.private_data.usage = true; }
+  std::vector<uint64_t> Accounted(const Caller& who) {
+    session_->caller = who;
+    v1::ListAccountingResponse acct;
+    EXPECT_TRUE(acct.ParseFromString(
+        Call(v1::METHOD_LIST_ACCOUNTING, v1::ListAccountingRequest()).payload));
+    std::vector<uint64_t> ids;
+    for (const auto& j : acct.jobs()) ids.push_back(j.id());
+    return ids;
+  }
+};
+
+TEST_F(PrivateUsageTest, AccountingIsTheCallersOwnButTheQueueIsNot) {
+  const uint64_t alices = Submit();
+  session_->caller = Caller{1001, 1001, "bob", false};
+  const uint64_t bobs = Submit();
+  v1::ListJobsResponse jobs;
+  ASSERT_TRUE(jobs.ParseFromString(Call(v1::METHOD_LIST_JOBS, v1::ListJobsRequest()).payload));
+  EXPECT_EQ(jobs.jobs_size(), 2);
+  EXPECT_EQ(Accounted(Caller{1001, 1001, "bob", false}), std::vector<uint64_t>{bobs});
+  EXPECT_EQ(Accounted(Caller{1000, 1000, "alice", false}), std::vector<uint64_t>{alices});
+  EXPECT_EQ(Accounted(Caller{0, 0, "root", true}), (std::vector<uint64_t>{alices, bobs}));
 }
 
 TEST(ControllerCommandLineTest, OptionsAndMistakes) {
