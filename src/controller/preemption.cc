@@ -16,6 +16,10 @@ bool WaitsForResources(core::JobReason r) {
   return r == core::JobReason::kResources || r == core::JobReason::kPriority;
 }
 
+bool HeldByItsQuota(core::JobReason r) {
+  return r == core::JobReason::kQuotaBorrow || r == core::JobReason::kQuotaMax;
+}
+
 }  // namespace
 
 Preemptor::Preemptor(EngineContext& ctx, JobManager& jobs, const QosManager& qos,
@@ -104,6 +108,32 @@ std::optional<core::PreemptCandidate> Preemptor::Candidate(const JobEntry& job,
   return c;
 }
 
+bool Preemptor::EndsWithinGuarantee(const JobEntry& preemptor, const std::string& type,
+                                    const core::PreemptionPlan& plan,
+                                    const std::map<uint64_t, Cause>& causes,
+                                    const QuotaUsage& usage) const {
+  const uint64_t gpus = uint64_t{preemptor.request.nodes} * preemptor.request.gpus_per_node;
+  if (gpus == 0) return true;
+  // Victims by QoS or tier charge the preemptor's own quota (candidates are chosen so): what
+  // they give back is its account's again. A preemptor that names no type runs on theirs.
+  std::string on = type;
+  uint64_t freed = 0;
+  bool by_policy = false;
+  for (uint64_t v : plan.victims) {
+    auto c = causes.find(v);
+    const JobEntry* victim = jobs_.Find(v);
+    if (c == causes.end() || c->second == Cause::kQuota || !victim) continue;
+    by_policy = true;
+    freed += TotalsOf(victim->rec).gpus;
+    if (on.empty()) on = quotas_.RunningType(victim->rec);
+  }
+  if (!by_policy || on.empty() || !quotas_.TypeHasQuotas(on)) return true;
+  QuotaUsage after = usage;
+  const auto key = std::make_pair(quotas_.Holder(preemptor.rec.spec().account(), on), on);
+  if (auto it = after.find(key); it != after.end()) it->second -= std::min(it->second, freed);
+  return quotas_.MayReclaim(preemptor.rec.spec().account(), on, gpus, after);
+}
+
 void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
   // Forget preemptors that started, ended or whose victims have all left.
   for (auto it = waiting_.begin(); it != waiting_.end();) {
@@ -136,13 +166,25 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
   };
   // Preemptors in the pass's order (its pending list is in priority order): jobs that could
   // preempt someone, so that jobs that cannot do not use up the pass's preemptors.
+  // A job its own quota holds back (its account at its guarantee or max) may push aside its
+  // own account's jobs by QoS or tier (as Kueue within a ClusterQueue): what they free is its
+  // quota, so only the nodes they hold are its to take.
   std::vector<JobEntry*> preemptors;
+  std::set<uint64_t> quota_held;
   for (const core::PendingReason& p : pass.pending) {
     if (preemptors.size() >= sc.max_preemptors_per_pass) break;
-    if (!WaitsForResources(p.reason) || waiting_.count(p.job)) continue;
+    const bool held = quotas && HeldByItsQuota(p.reason);
+    if ((!WaitsForResources(p.reason) && !held) || waiting_.count(p.job)) continue;
     JobEntry* job = jobs_.Find(p.job);
     if (!job || job->rec.state() != v1::PENDING) continue;
     bool may = MayPreempt(*job) || TierPreempts(*job);
+    if (held) {
+      if (may) {
+        preemptors.push_back(job);
+        quota_held.insert(job->id());
+      }
+      continue;
+    }
     if (quotas && !may) {
       for (const std::string& t : quotas_.ChoiceTypes(*job)) may = may || may_reclaim(*job, t);
     }
@@ -158,7 +200,10 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
     uint32_t tier = 0;
   };
   core::ClusterView view = scheduler_.LiveView(now);
-  std::set<uint64_t> taken;  // victims chosen in this pass
+  // Victims chosen in this pass, and the jobs it started: a job is never pushed off in the pass
+  // that gave it its nodes (it would start only to be stopped; the preemptor tries next pass).
+  std::set<uint64_t> taken;
+  for (const core::JobStart& s : pass.starts) taken.insert(s.job);
   store::Mutation m;
   for (JobEntry* preemptor : preemptors) {
     const v1::JobSpec& spec = preemptor->rec.spec();
@@ -205,6 +250,16 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
           if (it != partitions_.end() && it->second.preemptable && it->second.tier < way.tier)
             why = Cause::kTier;
         }
+        // On GPUs under quotas, capacity moves between accounts only by reclaim: QoS and tier
+        // act among jobs charging the same quota (Kueue's default). Across quotas they would
+        // take a guarantee from its owner, or let a borrower push aside another borrower only
+        // to be reclaimed itself, and again, in a loop.
+        if (why && quotas) {
+          const std::string rtype = quotas_.RunningType(r);
+          if (quotas_.Holder(r.spec().account(), rtype) != quotas_.Holder(spec.account(), rtype)) {
+            why.reset();
+          }
+        }
         if (!why && reclaim && r.borrowed() && quotas_.RunningType(r) == way.type &&
             quotas_.Reclaimable(r, way.type, usage)) {
           why = Cause::kQuota;
@@ -219,10 +274,25 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
       core::JobRequest request = preemptor->request;
       request.partitions = way.partitions;
       if (!way.type.empty()) request.gpu_type = way.type;
+      if (quota_held.count(preemptor->id())) {
+        std::set<core::NodeIndex> held_by_candidates;
+        for (const core::PreemptCandidate& c : candidates) {
+          for (const core::NodePlacement& np : c.placement.nodes)
+            held_by_candidates.insert(np.node);
+        }
+        for (core::NodeIndex i = 0; i < view.nodes.size(); ++i) {
+          if (!held_by_candidates.count(i)) request.excluded_nodes.push_back(view.nodes[i].name);
+        }
+      }
       Result<core::PreemptionPlan> p = core::PlanPreemption(request, view, candidates);
       if (!p.ok()) {
         spdlog::debug("job={} cannot preempt for {} GPUs: {}", preemptor->id(),
                       way.type.empty() ? "any" : way.type, p.status().message());
+        continue;
+      }
+      if (quotas && !EndsWithinGuarantee(*preemptor, way.type, *p, cause, usage)) {
+        spdlog::debug("job={} would preempt by QoS or tier to run on borrowed {} GPUs: not done",
+                      preemptor->id(), way.type);
         continue;
       }
       plan = std::move(*p);

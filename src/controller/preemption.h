@@ -68,6 +68,13 @@ class Preemptor {
   // A running job as a candidate, or nullopt when the ledger does not hold all of it. A job
   // that would be suspended frees only its CPUs.
   std::optional<core::PreemptCandidate> Candidate(const JobEntry& job, bool suspend) const;
+  using QuotaUsage = std::map<std::pair<std::string, std::string>, uint64_t>;
+  // On GPUs under quotas, whether a plan with victims by QoS or tier lets the preemptor run
+  // within its account's guarantee. Preempting to run on borrowed GPUs only moves the loss
+  // around: the owner takes them back, the victim returns, and so on.
+  bool EndsWithinGuarantee(const JobEntry& preemptor, const std::string& type,
+                           const core::PreemptionPlan& plan,
+                           const std::map<uint64_t, Cause>& causes, const QuotaUsage& usage) const;
 
   EngineContext& ctx_;
   JobManager& jobs_;

@@ -45,8 +45,22 @@ struct Ordered {
   bool preempting;
   bool had_reservation;
   uint32_t tier;
+  bool within_guarantee;
   int64_t priority;
 };
+
+// Whether one of the job's ways to run fits within its quota's guarantee as the pass begins.
+// Such jobs go before those that would borrow (as Kueue orders them): otherwise a borrower of
+// higher priority takes what an owner's reclaim freed, and is reclaimed in turn.
+bool WithinGuarantee(const PendingJob& j, const std::vector<QuotaView>& quotas) {
+  const uint64_t gpus = uint64_t{j.request.nodes} * j.request.gpus_per_node;
+  for (const PendingJob::Choice& c : j.choices) {
+    if (c.quota < 0 || static_cast<size_t>(c.quota) >= quotas.size()) continue;
+    const QuotaView& q = quotas[static_cast<size_t>(c.quota)];
+    if (q.used + gpus <= q.guaranteed) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -57,7 +71,7 @@ std::vector<size_t> PriorityOrder(const ClusterView& view, const std::vector<Pen
   keys.reserve(queue.size());
   for (const PendingJob& j : queue) {
     uint32_t tier = TierOf(j.request, view);
-    keys.push_back({&j, j.preempting, j.had_reservation, tier,
+    keys.push_back({&j, j.preempting, j.had_reservation, tier, WithinGuarantee(j, view.quotas),
                     ComputePriority(j, tier, scale, now, config.weights).priority});
   }
   std::vector<size_t> order(queue.size());
@@ -68,6 +82,7 @@ std::vector<size_t> PriorityOrder(const ClusterView& view, const std::vector<Pen
     if (x.preempting != y.preempting) return x.preempting;
     if (x.had_reservation != y.had_reservation) return x.had_reservation;
     if (x.tier != y.tier) return x.tier > y.tier;
+    if (x.within_guarantee != y.within_guarantee) return x.within_guarantee;
     if (x.priority != y.priority) return x.priority > y.priority;
     if (x.job->submit_time_ms != y.job->submit_time_ms)
       return x.job->submit_time_ms < y.job->submit_time_ms;

@@ -13,8 +13,9 @@ namespace muster::core {
 
 // One scheduling pass over the pending queue:
 //  - order: jobs whose preemption victims are leaving, then jobs that held a reservation last
-//    pass, then partition priority tier, then
-//    multifactor priority (see priority.h), then submit time, then job id;
+//    pass, then partition priority tier, then jobs that fit within their GPU quota's guarantee
+//    before those that would borrow (Kueue's order), then multifactor priority (see
+//    priority.h), then submit time, then job id;
 //  - each job starts now if its whole gang fits without touching a reservation (topology-aware:
 //    the lowest tier that holds it, the fewest leaves, the best fit);
 //  - the first `backfill_depth` blocked jobs get a reservation at their earliest start on the

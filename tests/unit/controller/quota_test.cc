@@ -276,6 +276,75 @@ TEST_F(QuotaTest, MaxCapsAnAccountEvenWhenTheCohortLends) {
       << l.frees();
 }
 
+// With a QoS that preempts: on GPUs under quotas it acts among the jobs of one quota, and only
+// where the preemptor then runs within its guarantee; across accounts, only reclaim moves GPUs.
+class QuotaQosTest : public QuotaTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    auto c = ParseConfig(std::string(kQuotaConfig) +
+                             "[[qos]]\nname = \"high\"\npriority = 10\npreempt = [\"normal\"]\n",
+                         "test.toml");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    config_ = *c;
+    Restart();
+    for (const char* n : {"node1", "node2", "node3", "node4", "node5", "node6"}) Up(n);
+  }
+  uint64_t Running(const Caller& who, const std::string& qos = "normal") {
+    v1::JobSpec s = Gang(1, 8);
+    s.set_gpu_type("h100");
+    s.set_qos(qos);
+    auto id = Submit(s, who);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    Pass();
+    EXPECT_EQ(Job(*id).state(), v1::RUNNING) << Job(*id).reason_detail();
+    Run(*id);
+    now_ += 1000;
+    return *id;
+  }
+  uint64_t Pending(const Caller& who) {
+    v1::JobSpec s = Gang(1, 8);
+    s.set_gpu_type("h100");
+    s.set_qos("high");
+    auto id = Submit(s, who);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    Pass();
+    return *id;
+  }
+};
+
+TEST_F(QuotaQosTest, AnotherAccountsHighQosDoesNotTakeAGuarantee) {
+  // Each account at its 16 guaranteed h100: the h100 nodes are full. physics started last, so
+  // its jobs would lose the least work: the cheapest victims, were they not guaranteed.
+  const std::vector<uint64_t> bio = {Running(Bob()), Running(Bob())};
+  const std::vector<uint64_t> physics = {Running(Alice()), Running(Alice())};
+  const uint64_t high = Pending(Bob());
+  EXPECT_EQ(Job(high).state(), v1::PENDING);
+  for (uint64_t id : physics) EXPECT_EQ(Job(id).state(), v1::RUNNING) << "physics' guarantee";
+  // Its own account's normal job gives way: bio stays within its 16.
+  Pass();
+  int preempted = 0;
+  for (uint64_t id : bio) preempted += Job(id).state() == v1::PENDING;
+  EXPECT_EQ(preempted, 1);
+  EXPECT_NE(Job(bio[1]).reason_detail().find("(qos high)"), std::string::npos)
+      << Job(bio[1]).reason_detail();
+  for (uint64_t id : physics) EXPECT_EQ(Job(id).state(), v1::RUNNING);
+}
+
+TEST_F(QuotaQosTest, NoPreemptionByQosToRunOnBorrowedGpus) {
+  // physics holds 24: 16 guaranteed and 8 borrowed from bio (which lends its idle 16).
+  const std::vector<uint64_t> physics = {Running(Alice()), Running(Alice()), Running(Alice())};
+  EXPECT_TRUE(Job(physics[2]).borrowed());
+  const uint64_t filler = Running(Carol());  // the last h100 node: no quota, borrowed
+  // A high job of physics would replace one of its own and still borrow: not done.
+  const uint64_t high = Pending(Alice());
+  Pass();
+  EXPECT_EQ(Job(high).state(), v1::PENDING);
+  for (uint64_t id : physics) EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  // chem's job has no quota: QoS does not reach it across accounts either.
+  EXPECT_EQ(Job(filler).state(), v1::RUNNING);
+}
+
 TEST_F(QuotaTest, QuotasChangeLiveForAdminsAndSurviveRestarts) {
   v1::UpdateAccountRequest add;
   add.set_op(v1::ACCOUNT_OP_ADD);

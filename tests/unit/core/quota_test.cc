@@ -123,6 +123,27 @@ TEST_F(QuotaTest, WithoutACohortNothingIsBorrowed) {
   EXPECT_NE(ReasonOf(pass, 1)->detail.find("no cohort"), std::string::npos);
 }
 
+TEST_F(QuotaTest, AnOwnerWithinItsGuaranteeGoesBeforeAHigherPriorityBorrower) {
+  // One node left. a is at its 32 (a job of it would borrow) with the higher priority; b has
+  // room in its guarantee. b's job takes the node; without the order, a's would, and b would
+  // reclaim it next pass.
+  view_.quotas[0].used = 32;
+  view_.quotas[1].used = 24;
+  for (uint32_t n = 0; n < 7; ++n) view_.nodes[n].gpu_free.assign(8, false);
+  PendingJob borrower = Job(1, 1, 8, {{"h100", 0}});
+  borrower.priority.qos = 1.0;
+  PendingJob owner = Job(2, 1, 8, {{"h100", 1}});
+  std::vector<size_t> order = PriorityOrder(view_, {borrower, owner}, 0, {});
+  EXPECT_EQ(order, (std::vector<size_t>{1, 0}));
+  SchedulePass pass = Schedule(view_, {borrower, owner}, 0, {});
+  ASSERT_NE(StartOf(pass, 2), nullptr);
+  EXPECT_FALSE(StartOf(pass, 2)->borrowed);
+  EXPECT_EQ(StartOf(pass, 1), nullptr);
+  // Both within (or both beyond) their guarantees: priority decides as before.
+  view_.quotas[0].used = 0;
+  EXPECT_EQ(PriorityOrder(view_, {borrower, owner}, 0, {}), (std::vector<size_t>{0, 1}));
+}
+
 TEST_F(QuotaTest, StartsInOnePassChargeTheQuotaForTheNext) {
   // Six one-node jobs of a: 4 fit the guarantee, 4 more the loan of b's idle 32; each start
   // counts as the pass goes, and the first four are not borrowed.
