@@ -1,7 +1,7 @@
-// The step service: `muster run` and srun connect to each node of a step, present the job's
-// credential, and the agent starts the step's tasks there as the job's user, relays their output
-// and input (pipes, files or a terminal), forwards signals, and reports how they ended, to the
-// client and to the controller.
+// The step service: `muster run` and srun connect to each node of a step and present the job's
+// credential; once the request is checked against its job and grant, a StepSupervisor takes the
+// connection and runs the step (its tasks as the job's user, their I/O, signals, exits), and the
+// controller hears when it ended.
 //
 // Io thread, but for Listen and address().
 #pragma once

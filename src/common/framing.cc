@@ -127,6 +127,16 @@ Status FrameAssembler::Append(const char* data, size_t n) {
   return Status::Ok();
 }
 
+std::string FrameAssembler::TakeBytes() {
+  std::string out;
+  for (const Frame& f : ready_) out += EncodeFrame(f.type, f.payload);
+  out += partial_;
+  ready_.clear();
+  partial_.clear();
+  need_ = 0;
+  return out;
+}
+
 bool FrameAssembler::Pop(Frame* frame) {
   if (ready_.empty()) return false;
   *frame = std::move(ready_.front());

@@ -38,6 +38,9 @@ class FrameAssembler {
   bool mid_frame() const { return !partial_.empty(); }
   // The bytes of that part held now (what was received, not what its header promised).
   size_t held_bytes() const { return partial_.size(); }
+  // Everything held, as the bytes that arrived (queued frames encoded again, then the partial
+  // one), for another reader to take over the stream; empty afterwards.
+  std::string TakeBytes();
 
  private:
   uint32_t max_payload_;

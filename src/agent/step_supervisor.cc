@@ -1,0 +1,550 @@
+#include "step_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "cgroup.h"
+#include "job_env.h"
+#include "job_spool.h"
+#include "muster/agent/step_supervisor_main.h"
+#include "muster/common/strings.h"
+#include "spawn.h"
+
+namespace muster::agent {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+// Whether the output pattern names the node or the task: one file per node (or task), which
+// this node may truncate; otherwise several nodes share the file and only append to it.
+bool PerNodePattern(const std::string& p) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] != '%') continue;
+    size_t j = i + 1;
+    while (j < p.size() && std::isdigit(static_cast<unsigned char>(p[j]))) ++j;
+    if (j < p.size() && (p[j] == 't' || p[j] == 'n' || p[j] == 'N')) return true;
+    if (j < p.size() && p[j] == '%') i = j;
+  }
+  return false;
+}
+
+}  // namespace
+
+void StepSupervisor::TaskIo::CloseChildEnds() {
+  for (int* fd : {&child_out, &child_err, &child_in}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+void StepSupervisor::TaskIo::CloseAll() {
+  CloseChildEnds();
+  for (int* fd : {&out, &err, &in}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+StepSupervisor::StepSupervisor(asio::io_context& io, Launcher& launcher,
+                               v1::StepSupervisorSetup setup, tcp::socket socket, Hooks hooks)
+    : io_(io),
+      launcher_(launcher),
+      setup_(std::move(setup)),
+      req_(setup_.request()),
+      socket_(std::move(socket)),
+      hooks_(std::move(hooks)) {}
+
+StepSupervisor::~StepSupervisor() {
+  if (tty_fd_ >= 0) ::close(tty_fd_);
+}
+
+void StepSupervisor::Start() {
+  // What the client sent behind its request, as if it arrived now.
+  const std::string& early = setup_.client_bytes();
+  if (!early.empty() && !frames_.Append(early.data(), early.size()).ok()) {
+    return Fail(InvalidArgument("bad frame after the step request"));
+  }
+  if (Status s = Launch(); !s.ok()) return Fail(s);
+  WatchClient();
+}
+
+bool StepSupervisor::OwnCgroup() const {
+  return !setup_.step_cgroup().empty() && setup_.step_cgroup() != setup_.job_cgroup();
+}
+
+Status StepSupervisor::Launch() {
+  const v1::LaunchJob& launch = setup_.launch();
+  const v1::JobSpec& spec = launch.spec();
+  const bool root = ::geteuid() == 0;
+  PatternVars vars = PatternVarsOf(launch);  // for -o/-e/-i
+  vars.node = setup_.node();
+  vars.node_id = req_.node_id();
+  vars.step = std::to_string(req_.step_id());
+  std::set<std::string> truncated;  // output files of this step opened here already
+  for (uint32_t local = 0; local < req_.ntasks(); ++local) {
+    Task t;
+    t.id = req_.first_task() + local;
+    SpawnSpec sp;
+    sp.argv.assign(req_.argv().begin(), req_.argv().end());
+    sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), setup_.visible_devices(),
+                          req_, local, setup_.launch_host());
+    sp.cwd = req_.work_dir().empty() ? spec.work_dir() : req_.work_dir();
+    sp.change_user = root && spec.uid() != 0;
+    sp.uid = spec.uid();
+    sp.gid = spec.gid();
+    if (sp.change_user) sp.groups = launcher_.GroupsOf(spec.user(), spec.gid());
+    vars.task_id = t.id;
+    TaskIo io;
+    if (Status st = OpenTaskIo(vars, sp, t.id, truncated, &io); !st.ok()) {
+      io.CloseAll();
+      return st;
+    }
+    if (!setup_.step_cgroup().empty()) {
+      sp.cgroup_fd = ::open(setup_.step_cgroup().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    auto spawned = launcher_.Spawn(sp);
+    io.CloseChildEnds();
+    if (sp.cgroup_fd >= 0) ::close(sp.cgroup_fd);
+    if (!spawned.ok()) {
+      io.CloseAll();
+      // Like srun: say why on the task's stderr and give it exit code 127.
+      SendOutput(t.id, 2,
+                 "muster: task " + std::to_string(t.id) + ": " + spawned.status().message() + "\n");
+      t.exited = true;
+      t.status = 127 << 8;
+      tasks_.push_back(t);
+      continue;
+    }
+    t.pid = spawned->pid;
+    t.open_pipes = (io.out >= 0) + (io.err >= 0);
+    tasks_.push_back(t);
+    const size_t idx = tasks_.size() - 1;
+    if (hooks_.task_started) hooks_.task_started(t.pid);
+    if (io.out >= 0) ReadPipe(idx, io.out, 1);
+    if (io.err >= 0) ReadPipe(idx, io.err, 2);
+    if (io.in >= 0) {
+      StdinSink sink;
+      sink.fd = std::make_shared<asio::posix::stream_descriptor>(io_, io.in);
+      sinks_.push_back(std::move(sink));
+    }
+    WatchExit(idx, t.pid, spawned->pidfd);
+  }
+  for (size_t i = 0; i < tasks_.size(); ++i) MaybeReport(i);
+  return Status::Ok();
+}
+
+void StepSupervisor::WatchExit(size_t idx, pid_t pid, int pidfd) {
+  auto self = shared_from_this();
+  auto sd = std::make_shared<asio::posix::stream_descriptor>(io_, pidfd);
+  sd->async_wait(asio::posix::stream_descriptor::wait_read,
+                 [this, self, sd, idx, pid](boost::system::error_code) {
+                   const int status = launcher_.Reap(pid, /*our_child=*/true);
+                   tasks_[idx].exited = true;
+                   tasks_[idx].status = status < 0 ? 0 : status;
+                   // Every task has exited: what they left behind (holding their output open,
+                   // say) ends.
+                   bool all = true;
+                   for (const Task& task : tasks_) all = all && task.exited;
+                   if (all && OwnCgroup()) JobCgroups::Kill(setup_.step_cgroup());
+                   MaybeReport(idx);
+                 });
+}
+
+// Pipes, files or a terminal for one task, as the request asks (srun -o/-e/-i, --pty).
+Status StepSupervisor::OpenTaskIo(const PatternVars& vars, SpawnSpec& sp, uint32_t task,
+                                  std::set<std::string>& truncated, TaskIo* io) {
+  if (req_.pty() && task == 0) {
+    // The terminal carries stdin, stdout and stderr; the agent holds the master side.
+    int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return ErrnoStatus("posix_openpt", errno);
+    char name[128];
+    if (::grantpt(master) != 0 || ::unlockpt(master) != 0 ||
+        ::ptsname_r(master, name, sizeof name) != 0) {
+      int e = errno;
+      ::close(master);
+      return ErrnoStatus("pseudo-terminal", e);
+    }
+    if (sp.change_user && ::chown(name, sp.uid, static_cast<gid_t>(-1)) != 0) {
+      int e = errno;
+      ::close(master);
+      return ErrnoStatus(std::string("chown ") + name, e);
+    }
+    if (req_.window().rows() > 0 && req_.window().cols() > 0) {
+      struct winsize ws {};
+      ws.ws_row = static_cast<unsigned short>(req_.window().rows());
+      ws.ws_col = static_cast<unsigned short>(req_.window().cols());
+      ::ioctl(master, TIOCSWINSZ, &ws);
+    }
+    sp.tty_path = name;
+    io->out = master;
+    io->in = ::fcntl(master, F_DUPFD_CLOEXEC, 3);
+    tty_fd_ = ::fcntl(master, F_DUPFD_CLOEXEC, 3);  // for window sizes; ours to close
+    return io->in >= 0 && tty_fd_ >= 0 ? Status::Ok() : ErrnoStatus("dup", errno);
+  }
+  int p[2];
+  const std::string& cwd = sp.cwd;
+  // Output: files on the node (truncated by the first opener, unless nodes share the file),
+  // else pipes read here and sent to the client.
+  auto file = [&](const std::string& pattern, std::string* path) {
+    *path = ExpandOutputPattern(pattern, vars, cwd);
+    sp.append_output = true;
+    sp.truncate_output =
+        (req_.total_nodes() <= 1 || PerNodePattern(pattern)) && truncated.insert(*path).second;
+  };
+  if (!req_.stdout_pattern().empty()) {
+    file(req_.stdout_pattern(), &sp.stdout_path);
+  } else {
+    if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+    io->out = p[0];
+    io->child_out = sp.stdout_fd = p[1];
+  }
+  if (!req_.stderr_pattern().empty()) {
+    if (req_.stdout_pattern().empty()) {
+      // stdout to the client (the pipe above), stderr to a file the child opens.
+      file(req_.stderr_pattern(), &sp.stderr_path);
+    } else {
+      std::string path;
+      const bool trunc_out = sp.truncate_output;
+      file(req_.stderr_pattern(), &path);
+      sp.truncate_output = sp.truncate_output && trunc_out;
+      sp.stderr_path = path;
+    }
+  } else if (req_.stdout_pattern().empty()) {
+    if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+    io->err = p[0];
+    io->child_err = sp.stderr_fd = p[1];
+  }
+  // Input: the client's (through a pipe), a file, or /dev/null.
+  const bool from_client =
+      req_.stdin_mode() == v1::StepLaunchRequest::STDIN_ALL ||
+      (req_.stdin_mode() == v1::StepLaunchRequest::STDIN_TASK && task == req_.stdin_task());
+  if (from_client) {
+    if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+    io->in = p[1];
+    io->child_in = sp.stdin_fd = p[0];
+  } else if (!req_.stdin_pattern().empty()) {
+    sp.stdin_path = ExpandOutputPattern(req_.stdin_pattern(), vars, cwd);
+  }
+  return Status::Ok();
+}
+
+void StepSupervisor::ReadPipe(size_t idx, int fd, uint32_t stream) {
+  auto sd = std::make_shared<asio::posix::stream_descriptor>(io_, fd);
+  auto buf = std::make_shared<std::array<char, 16384>>();
+  auto self = shared_from_this();
+  auto read = std::make_shared<std::function<void()>>();
+  *read = [this, self, sd, buf, idx, stream, read] {
+    sd->async_read_some(asio::buffer(*buf), [this, self, sd, buf, idx, stream, read](
+                                                boost::system::error_code ec, size_t n) {
+      if (n > 0) SendOutput(tasks_[idx].id, stream, std::string(buf->data(), n));
+      if (ec) {
+        --tasks_[idx].open_pipes;
+        MaybeReport(idx);
+        *read = nullptr;  // break the self-reference
+        return;
+      }
+      (*read)();
+    });
+  };
+  (*read)();
+}
+
+void StepSupervisor::MaybeReport(size_t idx) {
+  Task& t = tasks_[idx];
+  if (t.reported || !t.exited || t.open_pipes > 0) return;
+  t.reported = true;
+  if (t.pid > 0 && hooks_.task_done) hooks_.task_done(t.pid);
+  v1::StepEvent ev;
+  int code, sig;
+  DecodeWaitStatus(t.status, &code, &sig);
+  ev.mutable_exit()->set_task(t.id);
+  ev.mutable_exit()->set_exit_code(code);
+  ev.mutable_exit()->set_signal(sig);
+  Write(0, ev.SerializeAsString());
+  exit_code_ = std::max(exit_code_, code);
+  if (sig && !signal_) signal_ = sig;
+  if (++reported_ == tasks_.size()) {
+    done_ = true;
+    CloseStdin();
+    ReportEnd();
+  }
+  if (done_ && !writing_) Close();
+}
+
+// The controller keeps the step's state: it hears once every task here has ended.
+void StepSupervisor::ReportEnd() {
+  if (reported_end_) return;
+  reported_end_ = true;
+  v1::StepEnded e;
+  e.set_job_id(req_.job_id());
+  e.set_step_id(req_.step_id());
+  e.set_run(req_.run());
+  e.set_exit_code(exit_code_);
+  e.set_signal(signal_);
+  e.set_killed(killed_);
+  if (hooks_.ended) hooks_.ended(e);
+}
+
+void StepSupervisor::SendOutput(uint32_t task, uint32_t stream, std::string data) {
+  v1::StepEvent ev;
+  ev.mutable_output()->set_task(task);
+  ev.mutable_output()->set_stream(stream);
+  ev.mutable_output()->set_data(std::move(data));
+  Write(0, ev.SerializeAsString());
+}
+
+void StepSupervisor::Fail(const Status& s) {
+  KillTasks();  // tasks started before the failure must not outlive the step
+  Write(static_cast<uint32_t>(s.code()), s.message());
+  done_ = true;
+  if (exit_code_ == 0) exit_code_ = 1;
+  ReportEnd();
+}
+
+void StepSupervisor::Write(uint32_t type, const std::string& payload) {
+  queue_.push_back(EncodeFrame(type, payload));
+  if (!writing_) WriteNext();
+}
+
+void StepSupervisor::WriteNext() {
+  if (queue_.empty()) {
+    writing_ = false;
+    if (done_) Close();
+    return;
+  }
+  writing_ = true;
+  auto self = shared_from_this();
+  asio::async_write(socket_, asio::buffer(queue_.front()), [this, self](auto ec, size_t) {
+    queue_.pop_front();
+    if (ec) {
+      KillTasks();  // the client went away: so does the step
+      queue_.clear();
+      writing_ = false;
+      return;
+    }
+    WriteNext();
+  });
+}
+
+// After the launch the client sends signals (type 1), stdin (type 2) and terminal sizes
+// (type 3); when it closes the connection (or sends junk) the step ends, as when srun is
+// killed.
+void StepSupervisor::WatchClient() {
+  Frame f;
+  while (frames_.Pop(&f)) {
+    const uint32_t type = f.type;
+    const size_t len = f.payload.size();
+    const bool ok = (type == 1 && len <= 64) || (type == 2 && len <= kMaxStdinFrame) ||
+                    (type == 3 && len <= 64);
+    if (!ok) {
+      if (!done_) KillTasks();
+      return;
+    }
+    if (type == 2) {
+      ToStdin(f.payload);
+      if (StdinBacklog() > kMaxStdinBacklog) {
+        client_paused_ = true;  // resumed by WriteStdin once the tasks have read some
+        return;
+      }
+    } else if (type == 3) {
+      v1::StepWindow w;
+      if (w.ParseFromString(f.payload) && tty_fd_ >= 0 && w.rows() > 0 && w.cols() > 0) {
+        struct winsize ws {};
+        ws.ws_row = static_cast<unsigned short>(w.rows());
+        ws.ws_col = static_cast<unsigned short>(w.cols());
+        ::ioctl(tty_fd_, TIOCSWINSZ, &ws);  // the task's foreground group gets SIGWINCH
+      }
+    } else {
+      v1::StepSignal sig;
+      if (!sig.ParseFromString(f.payload) || sig.signal() <= 0 || sig.signal() >= 65) {
+        if (!done_) KillTasks();
+        return;
+      }
+      SignalTasks(sig.signal());
+    }
+  }
+  auto self = shared_from_this();
+  socket_.async_read_some(asio::buffer(chunk_), [this, self](auto ec, size_t n) {
+    if (ec || !frames_.Append(chunk_.data(), n).ok()) {
+      if (!done_) KillTasks();
+      return;
+    }
+    WatchClient();
+  });
+}
+
+size_t StepSupervisor::StdinBacklog() const {
+  size_t n = 0;
+  for (const StdinSink& k : sinks_) n = std::max(n, k.queued);
+  return n;
+}
+
+// Client stdin to every sink; an empty chunk is the end of input.
+void StepSupervisor::ToStdin(const std::string& data) {
+  for (size_t i = 0; i < sinks_.size(); ++i) {
+    StdinSink& k = sinks_[i];
+    if (!k.fd || k.eof) continue;
+    if (data.empty()) {
+      k.eof = true;
+    } else {
+      k.queue.push_back(data);
+      k.queued += data.size();
+    }
+    if (!k.writing) WriteStdin(i);
+  }
+}
+
+void StepSupervisor::WriteStdin(size_t i) {
+  StdinSink& k = sinks_[i];
+  if (k.queue.empty()) {
+    k.writing = false;
+    if (k.eof && k.fd) {
+      boost::system::error_code ignored;
+      k.fd->close(ignored);  // the task reads end of file
+      k.fd.reset();
+    }
+    if (client_paused_ && StdinBacklog() <= kMaxStdinBacklog / 2) {
+      client_paused_ = false;
+      WatchClient();
+    }
+    return;
+  }
+  k.writing = true;
+  auto self = shared_from_this();
+  asio::async_write(*k.fd, asio::buffer(k.queue.front()), [this, self, i](auto ec, size_t) {
+    StdinSink& sink = sinks_[i];
+    if (!sink.fd) {  // closed meanwhile (the step ended): the queue is gone too
+      sink.writing = false;
+      return;
+    }
+    if (ec) {
+      // The task closed its stdin (or ended): what it did not read is dropped, as with a pipe.
+      sink.queued = 0;
+      sink.queue.clear();
+      sink.eof = true;
+    } else {
+      sink.queued -= sink.queue.front().size();
+      sink.queue.pop_front();
+    }
+    WriteStdin(i);
+  });
+}
+
+void StepSupervisor::SignalTasks(int sig) {
+  if (sig == SIGKILL) return KillTasks();
+  for (const Task& t : tasks_) {
+    if (t.pid > 0 && !t.exited) launcher_.Kill(-t.pid, sig);
+  }
+}
+
+void StepSupervisor::KillTasks() {
+  CloseStdin();
+  for (const Task& t : tasks_) {
+    if (t.pid > 0 && !t.exited) {
+      launcher_.Kill(-t.pid, SIGKILL);
+      killed_ = true;
+    }
+  }
+  if (OwnCgroup()) JobCgroups::Kill(setup_.step_cgroup());
+}
+
+void StepSupervisor::CloseStdin() {
+  for (StdinSink& k : sinks_) {
+    if (!k.fd) continue;
+    boost::system::error_code ignored;
+    k.fd->close(ignored);
+    k.fd.reset();
+    k.queue.clear();
+    k.queued = 0;
+  }
+  if (client_paused_) {
+    client_paused_ = false;
+    WatchClient();
+  }
+}
+
+void StepSupervisor::Close() {
+  boost::system::error_code ignored;
+  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+}
+
+namespace {
+
+// Written aside, then renamed: the agent never reads half a record.
+bool Record(const std::string& path, const std::string& bytes) {
+  const std::string aside = path + ".new";
+  if (!WriteFileCloexec(aside, bytes, 0600)) return false;
+  return ::rename(aside.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+std::string StepRecordPath(const std::string& job_dir, uint32_t step_id, const char* what) {
+  return job_dir + "/step" + std::to_string(step_id) + "." + what;
+}
+
+int StepSupervisorMain(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: muster-stepd SETUP_FILE (started by musterd)\n");
+    return 1;
+  }
+  std::ifstream in(argv[1], std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  ::unlink(argv[1]);
+  v1::StepSupervisorSetup setup;
+  if (!in || !setup.ParseFromString(bytes.str())) {
+    spdlog::error("muster-stepd: cannot read the step setup {}", argv[1]);
+    return 1;
+  }
+  // A task that closed its stdin must not end the supervisor writing to it.
+  ::signal(SIGPIPE, SIG_IGN);
+  asio::io_context io;
+  boost::system::error_code ec;
+  tcp::socket socket(io);
+  const int fd = ::fcntl(0, F_DUPFD_CLOEXEC, 3);  // the client's connection
+  if (fd >= 0) socket.assign(tcp::v4(), fd, ec);  // the family only matters for new sockets
+  if (fd < 0 || ec) {
+    spdlog::error("muster-stepd: fd 0 is not the client's connection");
+    return 1;
+  }
+  const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  std::unique_ptr<Launcher> launcher = NewProcessLauncher();
+  const std::string job_dir = setup.job_dir();
+  const uint32_t step = setup.request().step_id();
+  StepSupervisor::Hooks hooks;
+  v1::StepTaskPids pids;
+  hooks.task_started = [&](pid_t pid) {
+    pids.add_pids(pid);
+    if (!Record(StepRecordPath(job_dir, step, "tasks"), pids.SerializeAsString())) {
+      spdlog::warn("muster-stepd: cannot record the tasks of step {}: {}", step,
+                   std::strerror(errno));
+    }
+  };
+  hooks.ended = [&](const v1::StepEnded& e) {
+    if (!Record(StepRecordPath(job_dir, step, "end"), e.SerializeAsString())) {
+      spdlog::error("muster-stepd: cannot record the end of step {}: {}", step,
+                    std::strerror(errno));
+    }
+  };
+  std::make_shared<StepSupervisor>(io, *launcher, std::move(setup), std::move(socket),
+                                   std::move(hooks))
+      ->Start();
+  io.run();
+  return 0;
+}
+
+}  // namespace muster::agent

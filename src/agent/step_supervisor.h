@@ -1,0 +1,130 @@
+// One step on one node once the agent has accepted its request: the tasks started as the job's
+// user (their output through pipes, files or a terminal), their output streamed to the client,
+// the client's input, signals and terminal sizes passed on, each task's exit reported to the
+// client, and the step's end. It runs inside the agent, or in muster-stepd, a process of its own
+// that holds the client's connection, so that a step can outlive its agent.
+//
+// Single-threaded: everything runs on the io_context it is given.
+#pragma once
+
+// clang-format off
+#include <utility>  // Asio 1.74 uses std::exchange without including <utility> itself
+#include <boost/asio.hpp>
+// clang-format on
+#include <array>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "muster/agent/launcher.h"
+#include "muster/common/framing.h"
+#include "muster/common/output_pattern.h"
+#include "muster/common/status.h"
+#include "muster/v1/agent.pb.h"
+#include "muster/v1/node.pb.h"
+#include "muster/v1/step_supervisor.pb.h"
+
+namespace muster::agent {
+
+class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
+ public:
+  // Frames the client may send once the step runs: signals and terminal sizes (64 bytes at
+  // most) and stdin chunks.
+  static constexpr size_t kMaxStdinFrame = 1u << 20;
+
+  struct Hooks {
+    // A task started (its pid is also its process group) / ended with its output drained.
+    std::function<void(pid_t)> task_started;
+    std::function<void(pid_t)> task_done;
+    // Once: every task here has ended (or the step failed to start).
+    std::function<void(const v1::StepEnded&)> ended;
+  };
+
+  StepSupervisor(boost::asio::io_context& io, Launcher& launcher, v1::StepSupervisorSetup setup,
+                 boost::asio::ip::tcp::socket socket, Hooks hooks);
+  ~StepSupervisor();
+
+  // Starts the tasks and serves the client until the step ends. A failure to start is told to
+  // the client (an error frame) and ends the step.
+  void Start();
+
+ private:
+  struct Task {
+    uint32_t id = 0;
+    pid_t pid = -1;
+    int open_pipes = 0;
+    bool exited = false;
+    int status = 0;
+    bool reported = false;
+  };
+  // Where the client's stdin goes: a task's stdin pipe, or its terminal (written in order; the
+  // client is not read while too much waits, so a task that never reads cannot grow this).
+  struct StdinSink {
+    std::shared_ptr<boost::asio::posix::stream_descriptor> fd;
+    std::deque<std::string> queue;
+    size_t queued = 0;
+    bool writing = false;
+    bool eof = false;  // close once the queue is written
+  };
+  // One task's I/O ends: what the supervisor keeps (output to read, input to write) and what the
+  // child inherits (closed here once it has started).
+  struct TaskIo {
+    int out = -1, err = -1, in = -1;  // ours
+    int child_out = -1, child_err = -1, child_in = -1;
+    void CloseChildEnds();
+    void CloseAll();
+  };
+  static constexpr size_t kMaxStdinBacklog = 4u << 20;
+
+  Status Launch();
+  Status OpenTaskIo(const PatternVars& vars, SpawnSpec& sp, uint32_t task,
+                    std::set<std::string>& truncated, TaskIo* io);
+  void ReadPipe(size_t idx, int fd, uint32_t stream);
+  void WatchExit(size_t idx, pid_t pid, int pidfd);
+  void MaybeReport(size_t idx);
+  void ReportEnd();
+  void SendOutput(uint32_t task, uint32_t stream, std::string data);
+  void Fail(const Status& s);
+  void Write(uint32_t type, const std::string& payload);
+  void WriteNext();
+  void WatchClient();
+  size_t StdinBacklog() const;
+  void ToStdin(const std::string& data);
+  void WriteStdin(size_t i);
+  void SignalTasks(int sig);
+  void KillTasks();
+  void CloseStdin();
+  void Close();
+  // The step has a cgroup of its own (not just the job's): killed when its tasks have ended.
+  bool OwnCgroup() const;
+
+  boost::asio::io_context& io_;
+  Launcher& launcher_;
+  const v1::StepSupervisorSetup setup_;
+  const v1::StepLaunchRequest& req_;  // setup_.request()
+  boost::asio::ip::tcp::socket socket_;
+  Hooks hooks_;
+  FrameAssembler frames_{kMaxStdinFrame};
+  std::array<char, 16 * 1024> chunk_;
+  int exit_code_ = 0;  // the highest of the tasks here
+  int signal_ = 0;
+  bool killed_ = false;  // we killed tasks (the client went away, or the step failed)
+  std::vector<StdinSink> sinks_;
+  bool client_paused_ = false;  // too much stdin waits for the tasks: the client is not read
+  int tty_fd_ = -1;             // srun --pty: the terminal's master side (owned by its reader)
+  bool reported_end_ = false;
+  std::vector<Task> tasks_;
+  size_t reported_ = 0;
+  bool done_ = false;
+  std::deque<std::string> queue_;
+  bool writing_ = false;
+};
+
+// Where a step's records live in its job's directory: "tasks" (StepTaskPids) and "end"
+// (StepEnded).
+std::string StepRecordPath(const std::string& job_dir, uint32_t step_id, const char* what);
+
+}  // namespace muster::agent

@@ -1,0 +1,214 @@
+// muster-stepd, the step supervisor, as its own process: the client's connection on fd 0 and a
+// setup file, as the agent hands a step over. Output, stdin, signals and exits go through the
+// connection; the tasks' pids and the step's end are recorded in the job's directory.
+#include "step_supervisor.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "muster/common/framing.h"
+#include "muster/v1/step_supervisor.pb.h"
+
+namespace muster::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StepSupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("muster-stepd-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (client_ >= 0) ::close(client_);
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    fs::remove_all(dir_);
+  }
+
+  // A step of one task running `script` under sh, handed to a new muster-stepd; `early` is what
+  // the client sent behind its request before the hand-over.
+  void Start(const std::string& script, const std::string& early = "") {
+    v1::StepSupervisorSetup setup;
+    v1::StepLaunchRequest& r = *setup.mutable_request();
+    r.set_job_id(7);
+    r.set_step_id(3);
+    r.set_run(1);
+    r.add_argv("/bin/sh");
+    r.add_argv("-c");
+    r.add_argv(script);
+    r.add_environment("PATH=/usr/bin:/bin");
+    r.set_ntasks(1);
+    r.set_total_tasks(1);
+    r.set_total_nodes(1);
+    r.set_stdin_mode(v1::StepLaunchRequest::STDIN_TASK);
+    v1::LaunchJob& l = *setup.mutable_launch();
+    l.set_job_id(7);
+    l.mutable_spec()->set_uid(::getuid());
+    l.mutable_spec()->set_gid(::getgid());
+    l.mutable_spec()->set_work_dir(dir_.string());
+    setup.set_node("node1");
+    setup.set_job_dir(dir_.string());
+    setup.set_client_bytes(early);
+    setup_path_ = (dir_ / "setup").string();
+    {
+      std::ofstream out(setup_path_, std::ios::binary);
+      out << setup.SerializeAsString();
+    }
+    // A loopback connection, as srun's to the node.
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(listener, 1), 0);
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    client_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_EQ(::connect(client_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const int server = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    ::close(listener);
+    ASSERT_GE(server, 0);
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      ::dup2(server, 0);
+      ::execl(MUSTER_STEPD, MUSTER_STEPD, setup_path_.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(server);
+  }
+
+  void Send(uint32_t type, const std::string& payload) {
+    ASSERT_TRUE(WriteFrame(client_, type, payload).ok());
+  }
+
+  // Everything the step sends until it closes the connection: output by stream, exits by task.
+  struct Heard {
+    std::map<uint32_t, std::string> output;  // stream -> bytes
+    std::vector<v1::TaskExit> exits;
+    std::string error;
+  };
+  Heard Listen() {
+    Heard h;
+    for (;;) {
+      auto f = ReadFrame(client_, 10'000);
+      if (!f.ok()) break;
+      if (f->type != 0) {
+        h.error = f->payload;
+        continue;
+      }
+      v1::StepEvent ev;
+      EXPECT_TRUE(ev.ParseFromString(f->payload));
+      if (ev.has_output()) h.output[ev.output().stream()] += ev.output().data();
+      if (ev.has_exit()) h.exits.push_back(ev.exit());
+    }
+    return h;
+  }
+
+  int WaitSupervisor() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+  template <class Msg>
+  bool ReadRecord(const char* what, Msg* out) {
+    std::ifstream in(StepRecordPath(dir_.string(), 3, what), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return in && out->ParseFromString(ss.str());
+  }
+
+  fs::path dir_;
+  std::string setup_path_;
+  int client_ = -1;
+  pid_t pid_ = -1;
+};
+
+TEST_F(StepSupervisorTest, RunsTheStepThroughTheConnectionAndRecordsItsEnd) {
+  // stdin sent before the hand-over and after it both reach the task.
+  Start("echo out; echo err >&2; read a; read b; echo got $a $b; exit 3",
+        EncodeFrame(2, "early\n"));
+  Send(2, "late\n");
+  Send(2, "");
+  Heard h = Listen();
+  EXPECT_EQ(h.error, "");
+  EXPECT_EQ(h.output[1], "out\ngot early late\n");
+  EXPECT_EQ(h.output[2], "err\n");
+  ASSERT_EQ(h.exits.size(), 1u);
+  EXPECT_EQ(h.exits[0].exit_code(), 3);
+  const int status = WaitSupervisor();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  v1::StepEnded end;
+  ASSERT_TRUE(ReadRecord("end", &end));
+  EXPECT_EQ(end.job_id(), 7u);
+  EXPECT_EQ(end.step_id(), 3u);
+  EXPECT_EQ(end.run(), 1u);
+  EXPECT_EQ(end.exit_code(), 3);
+  EXPECT_FALSE(end.killed());
+  v1::StepTaskPids pids;
+  ASSERT_TRUE(ReadRecord("tasks", &pids));
+  ASSERT_EQ(pids.pids_size(), 1);
+  EXPECT_GT(pids.pids(0), 0);
+  EXPECT_FALSE(fs::exists(setup_path_)) << "the setup is read once, then removed";
+}
+
+TEST_F(StepSupervisorTest, SignalsReachTheTasks) {
+  Start("trap 'echo term; exit 7' TERM; echo ready; while :; do sleep 0.05; done");
+  auto f = ReadFrame(client_, 10'000);
+  ASSERT_TRUE(f.ok());
+  v1::StepSignal sig;
+  sig.set_signal(SIGTERM);
+  Send(1, sig.SerializeAsString());
+  Heard h = Listen();
+  EXPECT_EQ(h.output[1], "term\n");
+  ASSERT_EQ(h.exits.size(), 1u);
+  EXPECT_EQ(h.exits[0].exit_code(), 7);
+  WaitSupervisor();
+}
+
+TEST_F(StepSupervisorTest, AClientThatGoesAwayEndsTheStepAsKilled) {
+  Start("echo ready; sleep 600");
+  ASSERT_TRUE(ReadFrame(client_, 10'000).ok());
+  ::close(client_);
+  client_ = -1;
+  const int status = WaitSupervisor();  // the task was killed, so the supervisor ends
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  v1::StepEnded end;
+  ASSERT_TRUE(ReadRecord("end", &end));
+  EXPECT_TRUE(end.killed());
+  v1::StepTaskPids pids;
+  ASSERT_TRUE(ReadRecord("tasks", &pids));
+  ASSERT_EQ(pids.pids_size(), 1);
+  EXPECT_NE(::kill(pids.pids(0), 0), 0) << "its task is gone";
+}
+
+TEST_F(StepSupervisorTest, AnUnreadableSetupIsRefused) {
+  setup_path_ = (dir_ / "missing").string();
+  pid_ = ::fork();
+  ASSERT_GE(pid_, 0);
+  if (pid_ == 0) {
+    ::execl(MUSTER_STEPD, MUSTER_STEPD, setup_path_.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const int status = WaitSupervisor();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+}
+
+}  // namespace
+}  // namespace muster::agent
