@@ -27,6 +27,24 @@ namespace muster::agent {
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 
+namespace {
+
+// muster-stepd: beside this musterd (a build tree, a local cluster), else where the package
+// puts it; "none" when neither exists (steps then run in the agent).
+std::string FindStepSupervisor() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = self.parent_path() / "muster-stepd";
+    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+  }
+  const char* packaged = "/usr/libexec/muster/muster-stepd";
+  if (::access(packaged, X_OK) == 0) return packaged;
+  return "none";
+}
+
+}  // namespace
+
 class Agent::Impl {
  public:
   explicit Impl(AgentOptions o)
@@ -83,6 +101,9 @@ void Agent::Impl::ResolveOptions(const OsInventory& os) {
   if (o.spool_dir.empty()) o.spool_dir = o.config.agent.spool_dir + "/" + o.node_name;
   if (o.step_address.empty()) o.step_address = o.config.agent.step_address;
   if (o.controller_address.empty()) o.controller_address = o.config.controller.agent_address;
+  // A test's launcher starts nothing real: its steps run in the agent unless it names the program.
+  if (o.step_supervisor.empty()) o.step_supervisor = o.launcher ? "none" : FindStepSupervisor();
+  if (o.step_supervisor == "none") o.step_supervisor.clear();
 }
 
 Status Agent::Impl::Start() {
@@ -92,6 +113,12 @@ Status Agent::Impl::Start() {
   if (!IsValidNodeName(o.node_name)) {
     return InvalidArgument("node name '" + o.node_name +
                            "' is not valid (letters, digits, '.', '_' and '-', at most 64)");
+  }
+  if (o.step_supervisor.empty()) {
+    spdlog::warn("node={} no muster-stepd: steps run inside the agent and end when it stops",
+                 o.node_name);
+  } else {
+    spdlog::info("node={} steps run under {}", o.node_name, o.step_supervisor);
   }
   std::optional<ControllerLinkTls> tls;
   if (o.config.tls.enabled()) {
@@ -213,8 +240,8 @@ void Agent::Impl::Detach() {
   });
   StopIoThread();
   spdlog::info(
-      "musterd node={} stopped; {} batch job(s) keep running and are re-adopted at the next "
-      "start",
+      "musterd node={} stopped; {} batch script(s) and step(s) keep running and are re-adopted "
+      "at the next start",
       options_.node_name, kept);
 }
 

@@ -67,6 +67,7 @@ void JobSupervisor::Signal(const v1::SignalJob& s) {
   }
   if (s.steps()) {
     for (pid_t g : job->step_pgids) ctx_.launcher.Kill(-g, s.signal());
+    for (pid_t g : SupervisedTaskGroups(*job)) ctx_.launcher.Kill(-g, s.signal());
   }
   if (s.batch() && job->task_pid > 0 && !job->exited)
     ctx_.launcher.Kill(-job->task_pid, s.signal());
@@ -109,14 +110,17 @@ void JobSupervisor::ReportAll() {
       *m.mutable_batch_exited() = job->exit;
       ctx_.Send(m);
     }
+    ReportStepEnds(*job);
   }
 }
 
 size_t JobSupervisor::Detach() {
   size_t kept = 0;
   for (auto& [id, job] : jobs_) {
-    // Step tasks talk to their client through this process: they cannot outlive it.
+    // Steps run here in the agent talk to their client through this process: they cannot
+    // outlive it. Those under muster-stepd do.
     for (pid_t g : job->step_pgids) ctx_.launcher.Kill(-g, SIGKILL);
+    kept += job->supervised_steps.size();
     if (job->limit_timer) job->limit_timer->cancel();
     if (job->warn_timer) job->warn_timer->cancel();
     if (job->kill_timer) job->kill_timer->cancel();
@@ -248,6 +252,12 @@ Status JobSupervisor::SaveState(const LocalJob& job) {
   st.set_task_pid(job.task_pid > 0 ? job.task_pid : 0);
   st.set_cgroup(job.cgroup);
   st.set_suspended(job.suspended);
+  for (const auto& [step, proc] : job.supervised_steps) {
+    v1::StepSupervisorState* s = st.add_steps();
+    s->set_step_id(step);
+    s->set_pid(proc.pid);
+    s->set_start(proc.start);
+  }
   return spool_.SaveState(job.dir, st);
 }
 
@@ -300,8 +310,10 @@ void JobSupervisor::Readopt() {
         BatchEnded(id);  // reported when the session is up
       }
     }
+    ReadoptSteps(j, st);
     if (!j.exited && !j.suspended) ArmTimeLimit(j);
-    spdlog::info("job={} node={} re-adopted after an agent restart ({})", id, ctx_.node(), how);
+    spdlog::info("job={} node={} re-adopted after an agent restart ({}; {} step(s) running)", id,
+                 ctx_.node(), how, j.supervised_steps.size());
   }
   // Job cgroups no state file speaks for: their processes are unknown to us, so they end.
   for (const auto& [id, dir] : ctx_.cgroups.List()) {
@@ -332,6 +344,10 @@ void JobSupervisor::PublishJobIds() {
     a.set_run(j->run());
     a.set_uid(j->launch.spec().uid());
     a.set_credential(j->launch.credential());
+    // Steps still running, and those that ended while no agent was there to say so: their end
+    // follows the registration (ReportAll), and must not be taken for a loss before it.
+    for (const auto& [step, proc] : j->supervised_steps) a.add_running_steps(step);
+    for (const v1::StepEnded& end : RecordedStepEnds(*j)) a.add_running_steps(end.step_id());
   }
   std::lock_guard<std::mutex> l(mu_);
   job_ids_ = std::move(ids);
@@ -340,6 +356,7 @@ void JobSupervisor::PublishJobIds() {
 
 void JobSupervisor::SignalJob(LocalJob& job, int sig) {
   for (pid_t g : job.pgids) ctx_.launcher.Kill(-g, sig);
+  for (pid_t g : SupervisedTaskGroups(job)) ctx_.launcher.Kill(-g, sig);
   if (!job.cgroup.empty()) {
     if (sig == SIGKILL) {
       JobCgroups::Kill(job.cgroup);

@@ -18,6 +18,7 @@
 #include "job_spool.h"
 #include "muster/v1/agent.pb.h"
 #include "muster/v1/node.pb.h"
+#include "muster/v1/step_supervisor.pb.h"
 
 namespace muster::agent {
 
@@ -46,6 +47,12 @@ struct LocalJob {
   // Steps started here, with when their credentials expire: each credential starts its step
   // once (entries are dropped once the credential has expired and cannot be shown again).
   std::map<uint32_t, int64_t> started_steps;
+  // Steps run by a supervisor process (muster-stepd), by step id: they outlive the agent.
+  struct SupervisedStep {
+    pid_t pid = -1;
+    uint64_t start = 0;  // its start time (clock ticks), to tell a reused pid apart
+  };
+  std::map<uint32_t, SupervisedStep> supervised_steps;
   std::unique_ptr<boost::asio::steady_timer> limit_timer, kill_timer, poll_timer;
   std::unique_ptr<boost::asio::steady_timer> warn_timer;  // --signal=SIG@secs before the limit
   uint32_t run() const { return launch.requeue_count(); }
@@ -83,9 +90,15 @@ class JobSupervisor {
   // A process of the job ended (step tasks report theirs): the job may be clean now.
   void CheckClean(uint64_t job_id);
 
+  // ---- Steps under muster-stepd (job_steps.cc). ----
+  // Starts the step's supervisor with the client's connection (`client_fd`, ours to close) and
+  // `setup`; it runs the step from now on and the controller hears of its end from here.
+  Status SuperviseStep(LocalJob& job, const v1::StepSupervisorSetup& setup, int client_fd);
+
   // ---- Stopping. ----
-  // An agent restart: step tasks end (their I/O runs through this process), timers stop, batch
-  // scripts keep running under their keepers. Returns how many batch scripts keep running.
+  // An agent restart: steps run in the agent end (their I/O runs through this process), timers
+  // stop, batch scripts keep running under their keepers and steps under their supervisors.
+  // Returns how many batch scripts and supervised steps keep running.
   size_t Detach();
   // Ending every job: SIGCONT and SIGTERM now; returns how many processes of ours still run.
   size_t TerminateAll();
@@ -111,6 +124,19 @@ class JobSupervisor {
   Status LimitGpuDevices(const LocalJob& job);
   Status SaveState(const LocalJob& job);
   void PublishJobIds();
+  // Steps under muster-stepd (job_steps.cc): a supervisor's end (its record, or killed when it
+  // left none), the process groups of their tasks (from the records the supervisors keep), the
+  // supervisors a previous agent left, and their ends again after a reconnect.
+  void WatchStepSupervisor(uint64_t job_id, uint32_t step_id, int pidfd, bool our_child);
+  void StepSupervisorEnded(uint64_t job_id, uint32_t step_id);
+  // The step's end as its supervisor recorded it; when it left none, a killed end (recorded now)
+  // and whatever of its tasks is left killed.
+  v1::StepEnded EndOf(const LocalJob& job, uint32_t step_id, pid_t supervisor);
+  std::vector<pid_t> SupervisedTaskGroups(const LocalJob& job) const;
+  void ReadoptSteps(LocalJob& job, const v1::AgentJobState& state);
+  // The ends of its steps the supervisors recorded (the agent may not have reported them).
+  std::vector<v1::StepEnded> RecordedStepEnds(const LocalJob& job) const;
+  void ReportStepEnds(const LocalJob& job) const;
 
   AgentContext& ctx_;
   JobSpool& spool_;

@@ -1,5 +1,6 @@
 #include "step_service.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -127,6 +128,16 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
     setup.set_client_bytes(frames_.TakeBytes());
     setup.set_job_dir(job->dir);
 
+    if (!ctx_.options.step_supervisor.empty()) {
+      // muster-stepd takes the connection: the step outlives this agent.
+      const int fd = ::fcntl(socket_.native_handle(), F_DUPFD_CLOEXEC, 3);
+      if (fd < 0) return ErrnoStatus("dup", errno);
+      MUSTER_RETURN_IF_ERROR(jobs_.SuperviseStep(*job, setup, fd));
+      deadline_.cancel();
+      boost::system::error_code ignored;
+      socket_.close(ignored);  // ours only: the supervisor holds its own copy
+      return Status::Ok();
+    }
     StepSupervisor::Hooks hooks;
     const uint64_t id = job_id_;
     hooks.task_started = [jobs = &jobs_, id](pid_t pid) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -534,16 +535,37 @@ int StepSupervisorMain(int argc, char** argv) {
                    std::strerror(errno));
     }
   };
+  // Once the step has ended, the client has this long to take what is still queued for it.
+  asio::steady_timer last_words(io);
   hooks.ended = [&](const v1::StepEnded& e) {
     if (!Record(StepRecordPath(job_dir, step, "end"), e.SerializeAsString())) {
       spdlog::error("muster-stepd: cannot record the end of step {}: {}", step,
                     std::strerror(errno));
     }
+    last_words.expires_after(std::chrono::seconds(30));
+    last_words.async_wait([&](boost::system::error_code err) {
+      if (!err) io.stop();
+    });
   };
-  std::make_shared<StepSupervisor>(io, *launcher, std::move(setup), std::move(socket),
-                                   std::move(hooks))
-      ->Start();
-  io.run();
+  // The agent signals the step's tasks itself (by the pids recorded above); what reaches the
+  // supervisor too (a signal to the whole job cgroup, a scancel of the job) must not end it
+  // before it has told the client and recorded the end. SIGKILL still does.
+  asio::signal_set ignored(io, SIGTERM, SIGINT, SIGHUP);
+  for (int sig : {SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) ignored.add(sig);
+  std::function<void()> keep_ignoring = [&] {
+    ignored.async_wait([&](boost::system::error_code e, int) {
+      if (!e) keep_ignoring();
+    });
+  };
+  keep_ignoring();
+  auto supervisor = std::make_shared<StepSupervisor>(io, *launcher, std::move(setup),
+                                                     std::move(socket), std::move(hooks));
+  supervisor->Start();
+  std::weak_ptr<StepSupervisor> alive = supervisor;
+  supervisor.reset();
+  // Runs until the step is over (nothing holds it any more), or its client stalls past the end.
+  while (!alive.expired() && !io.stopped() && io.run_one() > 0) {
+  }
   return 0;
 }
 

@@ -497,7 +497,10 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
   bool restarted = false;
   MUSTER_ASSIGN_OR_RETURN(v1::RegisterResponse resp, nodes_->Register(req, now, m, &restarted));
   const v1::NodeInventory& inv = req.inventory();
-  if (restarted) steps_->StepsLostOnNode(*nodes_->Find(inv.name()), now, m);
+  if (restarted) {
+    steps_->StepsLostOnNode(*nodes_->Find(inv.name()),
+                            {req.adopted_jobs().begin(), req.adopted_jobs().end()}, now, m);
+  }
   MUSTER_RETURN_IF_ERROR(ctx_->Commit(m));
   spdlog::info("register node={} instance={} gpus={} ({}) step_address={} restarted={} jobs={}",
                inv.name(), req.instance_id(), inv.gpus_size(), inv.gpu_source(), inv.step_address(),

@@ -206,10 +206,18 @@ void StepManager::OnStepEnded(NodeEntry& node, const v1::StepEnded& e, TimeMs no
   ctx_.CommitOrDie(m, store::Durability::kBuffered);
 }
 
-void StepManager::StepsLostOnNode(NodeEntry& node, TimeMs now, store::Mutation& m) {
+void StepManager::StepsLostOnNode(NodeEntry& node, const std::vector<v1::AdoptedJob>& adopted,
+                                  TimeMs now, store::Mutation& m) {
   for (const auto& [id, placement] : ledger_.held(node.index)) {
     JobEntry* job = jobs_.Find(id);
-    if (job && StepsEndedOnNode(job->rec, node.name(), /*lost=*/true, now)) m.PutJob(job->rec);
+    if (!job) continue;
+    std::set<uint32_t> running;
+    for (const v1::AdoptedJob& a : adopted) {
+      if (a.job_id() == id && a.run() == job->rec.requeue_count()) {
+        running.insert(a.running_steps().begin(), a.running_steps().end());
+      }
+    }
+    if (StepsEndedOnNode(job->rec, node.name(), /*lost=*/true, now, running)) m.PutJob(job->rec);
   }
 }
 

@@ -32,7 +32,10 @@ class StepManager {
   void OnStepEnded(NodeEntry& node, const v1::StepEnded& e, TimeMs now);
   // The node's agent restarted: step tasks talk to their client through the agent, so the ones
   // it ran ended with it.
-  void StepsLostOnNode(NodeEntry& node, TimeMs now, store::Mutation& m);
+  // The node's agent restarted: its steps ended with it, but for those an adopted job says its
+  // supervisor still runs.
+  void StepsLostOnNode(NodeEntry& node, const std::vector<v1::AdoptedJob>& adopted, TimeMs now,
+                       store::Mutation& m);
 
  private:
   EngineContext& ctx_;

@@ -54,10 +54,12 @@ bool StepEndedOnNode(v1::JobRecord& job, const std::string& node, const v1::Step
   return false;
 }
 
-bool StepsEndedOnNode(v1::JobRecord& job, const std::string& node, bool lost, TimeMs now) {
+bool StepsEndedOnNode(v1::JobRecord& job, const std::string& node, bool lost, TimeMs now,
+                      const std::set<uint32_t>& still_running) {
   bool changed = false;
   for (v1::StepRecord& s : *job.mutable_steps()) {
     if (s.state() != v1::RUNNING || !Contains(s.running_nodes(), node)) continue;
+    if (still_running.count(s.id())) continue;
     Remove(s.mutable_running_nodes(), node);
     s.set_killed(true);
     if (lost) s.set_node_lost(true);

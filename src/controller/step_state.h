@@ -4,6 +4,7 @@
 // persists it).
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "muster/common/clock.h"
@@ -19,8 +20,10 @@ void BeginStep(v1::StepRecord& step, TimeMs now);
 bool StepEndedOnNode(v1::JobRecord& job, const std::string& node, const v1::StepEnded& e,
                      TimeMs now);
 // Nothing of the job runs on `node` any more: its running steps are over there (killed, or lost
-// with the node). True when a step changed.
-bool StepsEndedOnNode(v1::JobRecord& job, const std::string& node, bool lost, TimeMs now);
+// with the node), but for those in `still_running` (their supervisors outlived a restart of the
+// node's agent). True when a step changed.
+bool StepsEndedOnNode(v1::JobRecord& job, const std::string& node, bool lost, TimeMs now,
+                      const std::set<uint32_t>& still_running = {});
 // The job's run is over: every step still running ends as `state`.
 void EndRunningSteps(v1::JobRecord& job, v1::JobState state, TimeMs now);
 

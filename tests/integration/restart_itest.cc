@@ -1,5 +1,10 @@
-// Restarts and losses: agents re-adopting their jobs, a stale controller fenced off, lost nodes,
-// controller restarts.
+// Restarts and losses: agents re-adopting their jobs and steps, a stale controller fenced off,
+// lost nodes, controller restarts.
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
 #include "harness/cluster_test.h"
 
 namespace muster::testing {
@@ -41,6 +46,52 @@ TEST_F(ClusterTest, AgentRestartReadoptsRunningBatchJobs) {
   EXPECT_EQ(Read(jobs_ + "slurm-" + std::to_string(*id) + ".out"), "done\n");
   ASSERT_EVENTUALLY(!cluster_->Job(*id)->completing(), 5'000);
   EXPECT_EQ(cluster_->Node(node)->gpus_allocated(), 0u);
+}
+
+// A 2-node step streaming numbered lines while both agents restart twice: its supervisors hold
+// the tasks and the client's connections, so every line arrives once and in order per task, the
+// exit code is right, and the controller accounts the step once.
+TEST_F(ClusterTest, AStepOutlivesRestartsOfItsAgents) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 60\n", Gang(2, 1));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  auto c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  client::StepOptions o;
+  o.shape.set_job_id(*id);
+  o.shape.set_ntasks(2);
+  o.argv = {"sh", "-c",
+            "for i in $(seq 1 80); do echo \"$SLURM_PROCID $i\"; sleep 0.025; done; "
+            "exit $((SLURM_PROCID + 4))"};
+  o.environment = {"PATH=/usr/bin:/bin"};
+  o.work_dir = "/";
+  StepRun run;
+  std::thread client([&] { run = RunCapturing(*c, o); });
+  ::usleep(300'000);
+  for (int round = 0; round < 2; ++round) {
+    for (int i : {0, 1}) cluster_->DetachAgent(i);
+    ::usleep(200'000);
+    for (int i : {0, 1}) ASSERT_TRUE(cluster_->StartAgent(i).ok());
+    ::usleep(300'000);
+  }
+  client.join();
+  ASSERT_TRUE(run.rc.ok()) << run.rc.status().ToString() << "\n" << run.err;
+  EXPECT_EQ(*run.rc, 5);
+  std::map<int, std::vector<int>> seen;
+  std::istringstream lines(run.out);
+  for (int task, n; lines >> task >> n;) seen[task].push_back(n);
+  std::vector<int> all(80);
+  std::iota(all.begin(), all.end(), 1);
+  EXPECT_EQ(seen[0], all) << run.out;
+  EXPECT_EQ(seen[1], all) << run.out;
+  // The controller heard the step end once, from both nodes, as the tasks ended it.
+  ASSERT_EVENTUALLY(
+      cluster_->Job(*id)->steps_size() > 0 && cluster_->Job(*id)->steps(0).state() != v1::RUNNING,
+      10'000);
+  const v1::JobInfo job = *cluster_->Job(*id);
+  EXPECT_EQ(job.steps(0).state(), v1::FAILED) << "a task exited 5";
+  EXPECT_EQ(job.steps(0).exit_code(), 5);
+  EXPECT_EQ(cluster_->State(*id), v1::RUNNING) << "the job itself ran on";
 }
 
 TEST_F(ClusterTest, JobsCancelledOrLostWhileTheAgentIsAwayAreSettledWhenItReturns) {

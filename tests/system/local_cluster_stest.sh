@@ -508,6 +508,48 @@ grep -q "^Limit QuotaBorrow: account physics: h100 GPUs (guaranteed 16, the rest
 muster account modify science --quota h100=none --cohort ""
 muster account modify physics --quota h100=none --cohort ""
 
+echo "== a step outlives its agents: SIGKILLed and restarted, then stopped and upgraded"
+# As a real node runs: jobs stay when musterd stops (the local cluster's default ends them).
+sed -i 's/^kill_jobs_on_stop = true$/kill_jobs_on_stop = false/' "$MUSTER_CONF"
+job=$(muster submit --parsable -N 2 --gpus-per-node=1 --wrap 'sleep 300')
+wait_for 30 is_state "$job" RUNNING
+nodes=$(muster queue -j "$job" -o '%N' --noheader)
+"$C/srun" --jobid="$job" --overlap -N2 -n2 bash -c \
+  'for i in $(seq 1 120); do echo "$SLURM_PROCID $i"; sleep 0.05; done; exit $((SLURM_PROCID + 4))' \
+  >stream.out 2>stream.err &
+srun_pid=$!
+streaming() { [ "$(wc -l <stream.out)" -ge 10 ]; }
+wait_for 10 streaming
+agent_pid() { cat "$DIR/cluster/run/musterd-$1.pid"; }
+restart_agents() {  # $1: the signal that stops the job's agents
+  local n p
+  for n in $(muster control show hostnames "$nodes"); do
+    p=$(agent_pid "$n")
+    kill "-$1" "$p"
+    wait_for 20 bash -c "! kill -0 $p 2>/dev/null"
+  done
+}
+restart_agents KILL
+muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 >/dev/null
+sleep 1
+# An upgrade: the agent stops as systemd stops it, a new binary replaces the old (a new file,
+# as a package install does), and the new one starts.
+restart_agents TERM
+cp -p "$BIN/musterd" "$BIN/musterd.new" && mv -f "$BIN/musterd.new" "$BIN/musterd"
+muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 >/dev/null
+set +e
+wait $srun_pid; rc=$?
+set -e
+[ $rc = 5 ] || fail "srun across agent restarts: exit $rc, expected 5; $(cat stream.err)"
+for t in 0 1; do
+  got=$(awk -v t=$t '$1 == t {print $2}' stream.out | tr '\n' ' ')
+  [ "$got" = "$(seq 1 120 | tr '\n' ' ')" ] || fail "task $t's lines across restarts: $got"
+done
+wait_for 20 bash -c "muster acct -j $job --json | grep -q '\"return_code\":5'" ||
+  fail "the step's end was not accounted: $(muster acct -j "$job")"
+muster cancel "$job"
+wait_for 30 is_state "$job" CANCELLED
+
 echo "== Reservations: a user reservation its jobs run in, a maintenance window jobs keep out of"
 sc="$DIR/compat/scontrol"
 all_idle() { [ "$(muster nodes | grep -c ' idle ')" = 4 ]; }

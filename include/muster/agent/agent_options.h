@@ -24,6 +24,10 @@ struct AgentOptions {
   std::string controller_address;  // default: config.controller.agent_address
   // How long a step connection (srun, muster run) may take to send its request, from connect.
   int step_request_deadline_ms = 30'000;
+  // muster-stepd, which runs each step in a process of its own so that steps outlive a restart
+  // of the agent. Empty: next to musterd, else /usr/libexec/muster/muster-stepd; "none" (or not
+  // found): steps run inside the agent and end with it.
+  std::string step_supervisor;
   // Seams (tests): how processes start, and how the controller is reached. Empty: fork/exec and
   // the gRPC link.
   std::shared_ptr<Launcher> launcher;

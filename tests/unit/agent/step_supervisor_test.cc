@@ -198,6 +198,22 @@ TEST_F(StepSupervisorTest, AClientThatGoesAwayEndsTheStepAsKilled) {
   EXPECT_NE(::kill(pids.pids(0), 0), 0) << "its task is gone";
 }
 
+TEST_F(StepSupervisorTest, SignalsToTheSupervisorItselfDoNotEndTheStep) {
+  // A signal to the whole job cgroup reaches the supervisor too; the agent signals the tasks.
+  Start("echo ready; read x; echo got $x");
+  ASSERT_TRUE(ReadFrame(client_, 10'000).ok());
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) ASSERT_EQ(::kill(pid_, sig), 0);
+  ::usleep(50'000);
+  Send(2, "on\n");
+  Send(2, "");
+  Heard h = Listen();
+  EXPECT_EQ(h.output[1], "got on\n");
+  ASSERT_EQ(h.exits.size(), 1u);
+  EXPECT_EQ(h.exits[0].exit_code(), 0);
+  const int status = WaitSupervisor();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 TEST_F(StepSupervisorTest, AnUnreadableSetupIsRefused) {
   setup_path_ = (dir_ / "missing").string();
   pid_ = ::fork();

@@ -176,6 +176,41 @@ TEST_F(EngineTest, StepsWithGpusGetTheirOwnAndWaitWhenNoneAreLeft) {
   EXPECT_EQ(engine_->CreateStep(Alice(), r, now_).status().code(), StatusCode::kFailedPrecondition);
 }
 
+// A restarted agent whose steps run under muster-stepd names those still running (or ended
+// while it was away, their end following the registration): they stay RUNNING and end with what
+// their supervisor recorded; its other steps there ended with the old agent.
+TEST_F(EngineTest, StepsASupervisorKeptThroughAnAgentRestartRunOn) {
+  AllUp();
+  auto id = *Submit(Gang(2, 1), Alice());
+  Pass();
+  Started(id, "node1");
+  Started(id, "node2");
+  std::string credential;
+  for (const auto& m : Sent("node2")) {
+    if (m.has_launch_job()) credential = m.launch_job().credential();
+  }
+  v1::CreateStepRequest r;
+  r.set_job_id(id);
+  r.set_overlap(true);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(engine_->CreateStep(Alice(), r, now_).ok());
+  Up("node2", {id}, "node2-new", nullptr, [&](v1::RegisterRequest* reg) {
+    v1::AdoptedJob* a = reg->add_adopted_jobs();
+    a->set_job_id(id);
+    a->set_run(0);
+    a->set_uid(1000);
+    a->set_credential(credential);
+    a->add_running_steps(1);
+  });
+  Agent("node1", StepEnd(id, 0));
+  Agent("node1", StepEnd(id, 1));
+  EXPECT_EQ(Job(id).steps(0).state(), v1::NODE_FAIL) << "its tasks on node2 ended with the agent";
+  EXPECT_EQ(Job(id).steps(1).state(), v1::RUNNING) << "its supervisor on node2 still runs it";
+  Agent("node2", StepEnd(id, 1, 5));
+  EXPECT_EQ(Job(id).steps(1).state(), v1::FAILED);
+  EXPECT_EQ(Job(id).steps(1).exit_code(), 5);
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+}
+
 TEST_F(EngineTest, StepStatesFollowTheirTasksTheAgentAndTheJob) {
   AllUp();
   auto id = *Submit(Gang(2, 1), Alice());
