@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Drives `srun --pty bash` through a real terminal, as a person would: checks that the task has
 a terminal of the right size that follows ours, that Ctrl-C and Ctrl-Z reach its foreground job,
-and that srun ends with the shell's exit code. Usage: pty_session.py SRUN [ARGS...]"""
+and that srun ends with the shell's exit code. Usage: pty_session.py SRUN [ARGS...]
+With PTY_PAUSE=PATH set it stops after the first command (creating PATH.ready) until PATH.go
+exists: the test restarts the agents meanwhile, and the session must carry on as if nothing
+happened."""
 import fcntl
 import os
 import pty
@@ -47,6 +50,15 @@ def say(line, until):
 # output that differs from the echo of what was typed ($((...)) is expanded by the shell).
 pump("bash-")
 say("echo READY=$((40+2))\r", "READY=42")
+# PTY_PAUSE=PATH: the test restarts the agents here (PATH.ready tells it when, PATH.go when done).
+pause = os.environ.get("PTY_PAUSE")
+if pause:
+    open(pause + ".ready", "w").close()
+    end = time.time() + 60
+    while not os.path.exists(pause + ".go"):
+        if time.time() > end:
+            sys.exit("timed out waiting for %s.go" % pause)
+        time.sleep(0.1)
 say("echo TTY=$(tty) SIZE=$(stty size) JOB=$SLURM_JOB_ID END=$((1+1))\r", "END=2")
 fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 100, 0, 0))
 os.kill(pid, signal.SIGWINCH)

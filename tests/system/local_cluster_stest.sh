@@ -549,6 +549,23 @@ wait_for 20 bash -c "muster acct -j $job --json | grep -q '\"return_code\":5'" |
   fail "the step's end was not accounted: $(muster acct -j "$job")"
 muster cancel "$job"
 wait_for 30 is_state "$job" CANCELLED
+# srun --pty across a crash of every agent: the terminal session carries on.
+rm -f pty.pause.*
+PTY_PAUSE="$PWD/pty.pause" timeout 120 python3 "$ROOT/tests/programs/pty_session.py" "$C/srun" \
+  >pty.out 2>&1 &
+pty_pid=$!
+wait_for 30 test -e pty.pause.ready
+for n in node1 node2 node3 node4; do
+  p=$(agent_pid "$n")
+  kill -KILL "$p"
+  wait_for 20 bash -c "! kill -0 $p 2>/dev/null"
+done
+muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 >/dev/null
+touch pty.pause.go
+set +e
+wait $pty_pid; rc=$?
+set -e
+[ $rc = 0 ] && grep -q "^EXIT=7$" pty.out || fail "srun --pty across agent restarts: $(cat pty.out)"
 
 echo "== Reservations: a user reservation its jobs run in, a maintenance window jobs keep out of"
 sc="$DIR/compat/scontrol"
