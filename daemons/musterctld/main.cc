@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
                stdout);
     return 0;
   }
+  if (!cl->check_state.empty()) return muster::rpc::CheckStateCommand(cl->check_state, stdout);
   auto config = muster::LoadConfig(muster::ResolveConfigPath(cl->config_path));
   if (!config.ok()) {
     std::fprintf(stderr, "musterctld: %s\n", config.status().message().c_str());

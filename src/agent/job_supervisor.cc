@@ -357,6 +357,10 @@ void JobSupervisor::PublishJobIds() {
 void JobSupervisor::SignalJob(LocalJob& job, int sig) {
   for (pid_t g : job.pgids) ctx_.launcher.Kill(-g, sig);
   for (pid_t g : SupervisedTaskGroups(job)) ctx_.launcher.Kill(-g, sig);
+  if (sig == SIGKILL) {
+    // Step supervisors ignore the catchable signals; the end of the job ends them too.
+    for (const auto& [step, proc] : job.supervised_steps) ctx_.launcher.Kill(proc.pid, SIGKILL);
+  }
   if (!job.cgroup.empty()) {
     if (sig == SIGKILL) {
       JobCgroups::Kill(job.cgroup);

@@ -130,6 +130,9 @@ muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 >/dev/null
 for id in "${ids[@]}"; do wait_for 60 is_state "$id" COMPLETED; done
 next=$(muster submit --parsable --wrap true)
 [ "$next" -gt "${ids[5]}" ] || fail "job id $next reused"
+# The state directory checked offline, beside the running controller, read-only.
+check=$("$BIN/musterctld" --check-state "$DIR/cluster/state") || fail "--check-state: $check"
+grep -q "^sound$" <<<"$check" && grep -q "^  jobs " <<<"$check" || fail "--check-state said: $check"
 
 echo "== what the agents found and how they isolate jobs"
 json=$(muster nodes --json)

@@ -4,6 +4,7 @@
 // in-process test cluster run this same class.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -25,11 +26,15 @@ struct ControllerCommandLine {
   std::string log_level;    // empty: the config's
   bool help = false;
   bool version = false;
+  std::string check_state;  // --check-state DIR: verify a state directory offline and exit
 };
 // Parses musterctld's arguments (argv[0] is the program). INVALID_ARGUMENT, naming the option,
 // for an unknown option, a missing value or a stray argument.
 Result<ControllerCommandLine> ParseControllerCommandLine(int argc, char** argv);
 std::string ControllerUsage();
+// --check-state DIR: prints what the state directory holds and every problem found, read-only.
+// Returns the exit code: 0 sound, 1 problems found, 2 unreadable.
+int CheckStateCommand(const std::string& dir, std::FILE* out);
 
 // Thread-safe: Start/Shutdown/Wait may be called from any thread (once each).
 class ControllerServer {

@@ -165,6 +165,16 @@ class InMemoryStateStore : public StateStore {
   size_t synced_commits_ = 0;
 };
 
+// musterctld --check-state: what a state directory holds, read without changing it (it may be
+// checked while a controller runs on it). `problems` names every record recovery would
+// quarantine, and every archived job or payload that does not parse.
+struct StateCheck {
+  std::vector<std::pair<std::string, uint64_t>> records;  // family name -> records
+  uint64_t quarantined = 0;                               // moved aside by earlier recoveries
+  std::vector<std::string> problems;
+};
+Result<StateCheck> CheckStateDir(const std::string& dir);
+
 // Shared by both stores: decode what was read, quarantining what does not parse.
 // `quarantine` receives (family, key, raw value) of every bad record.
 struct RawRecord {

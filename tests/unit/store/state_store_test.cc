@@ -43,6 +43,7 @@ class RocksFactory : public StoreFactory {
     return s.ok() ? std::move(*s) : nullptr;
   }
   void Close(std::unique_ptr<StateStore>& s) override { s.reset(); }
+  std::string dir() const { return dir_.string(); }
   void Corrupt(std::unique_ptr<StateStore>& s, Family f, const std::string& key) override {
     s.reset();
     // Write junk with RocksDB directly, as a torn or foreign write would leave it.
@@ -225,6 +226,43 @@ TYPED_TEST(StateStoreTest, AuditEntriesReadBackInTimeOrderAfterAReopen) {
          return true;
        }).ok());
   EXPECT_EQ(left, 3);
+}
+
+// musterctld --check-state: read-only (also beside a running controller), every record that
+// recovery would quarantine named, nothing moved.
+TEST(RocksDbStateStoreTest, CheckStateFindsWhatRecoveryWouldQuarantineAndChangesNothing) {
+  RocksFactory f;
+  auto s = f.Open();
+  Mutation m;
+  v1::MetaRecord meta;
+  meta.set_epoch(3);
+  m.PutMeta(meta);
+  m.PutJob(Job(1));
+  m.PutJob(Job(2));
+  ASSERT_TRUE(s->Commit(m).ok());
+  auto clean = CheckStateDir(f.dir());
+  ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+  EXPECT_TRUE(clean->problems.empty()) << clean->problems[0];
+  uint64_t jobs = 0;
+  for (const auto& [family, n] : clean->records) {
+    if (family == FamilyName(Family::kJobs)) jobs = n;
+  }
+  EXPECT_EQ(jobs, 2u);
+  f.Corrupt(s, Family::kJobs, Mutation::JobKey(2));  // reopened: a controller holds it now
+  for (int round = 0; round < 2; ++round) {
+    auto check = CheckStateDir(f.dir());
+    ASSERT_TRUE(check.ok()) << check.status().ToString();
+    ASSERT_EQ(check->problems.size(), 1u) << "round " << round;
+    EXPECT_NE(check->problems[0].find("job 2"), std::string::npos) << check->problems[0];
+    EXPECT_NE(check->problems[0].find("recovery would quarantine"), std::string::npos);
+  }
+  // Recovery quarantines it; the check then counts it there.
+  ASSERT_TRUE(s->LoadAll().ok());
+  auto after = CheckStateDir(f.dir());
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->problems.empty());
+  EXPECT_EQ(after->quarantined, 1u);
+  EXPECT_FALSE(CheckStateDir(f.dir() + "/nothing-here").ok());
 }
 
 TEST(RocksDbStateStoreTest, SecondOpenOfTheSameDirIsRefused) {
