@@ -177,7 +177,10 @@ std::vector<v1::StepEnded> JobSupervisor::RecordedStepEnds(const LocalJob& job) 
     const std::string name = entry.path().filename().string();
     if (name.rfind("step", 0) != 0 || entry.path().extension() != ".end") continue;
     v1::StepEnded end;
-    if (!ReadRecord(entry.path().string(), &end) || end.job_id() != job.launch.job_id()) continue;
+    if (!ReadRecord(entry.path().string(), &end) || end.job_id() != job.launch.job_id() ||
+        end.run() != job.run()) {
+      continue;  // another job's, or an earlier run's (its steps are settled)
+    }
     if (job.supervised_steps.count(end.step_id())) continue;  // recorded just before it exits
     ends.push_back(std::move(end));
   }
