@@ -1,5 +1,9 @@
 // Restarts and losses: agents re-adopting their jobs and steps, a stale controller fenced off,
 // lost nodes, controller restarts.
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -50,7 +54,8 @@ TEST_F(ClusterTest, AgentRestartReadoptsRunningBatchJobs) {
 
 // A 2-node step streaming numbered lines while both agents restart twice: its supervisors hold
 // the tasks and the client's connections, so every line arrives once and in order per task, the
-// exit code is right, and the controller accounts the step once.
+// exit code is right, and the controller accounts the step once. The tasks stream until the test
+// says stop, so the restarts are sure to fall inside the step.
 TEST_F(ClusterTest, AStepOutlivesRestartsOfItsAgents) {
   auto id = cluster_->Submit("#!/bin/sh\nsleep 60\n", Gang(2, 1));
   ASSERT_TRUE(id.ok());
@@ -60,38 +65,114 @@ TEST_F(ClusterTest, AStepOutlivesRestartsOfItsAgents) {
   client::StepOptions o;
   o.shape.set_job_id(*id);
   o.shape.set_ntasks(2);
+  const std::string stop = jobs_ + "stop-streaming";
   o.argv = {"sh", "-c",
-            "for i in $(seq 1 80); do echo \"$SLURM_PROCID $i\"; sleep 0.025; done; "
-            "exit $((SLURM_PROCID + 4))"};
+            "i=0; while [ ! -e " + stop +
+                " ]; do i=$((i+1)); echo \"$SLURM_PROCID $i\"; "
+                "sleep 0.01; done; exit $((SLURM_PROCID + 4))"};
   o.environment = {"PATH=/usr/bin:/bin"};
   o.work_dir = "/";
   StepRun run;
   std::thread client([&] { run = RunCapturing(*c, o); });
-  ::usleep(300'000);
-  for (int round = 0; round < 2; ++round) {
+  auto step_running = [&] {
+    auto j = cluster_->Job(*id);
+    return j.ok() && j->steps_size() == 1 && j->steps(0).state() == v1::RUNNING &&
+           j->steps(0).running_nodes_size() == 2;
+  };
+  bool restarted = WaitFor(step_running, 10'000);
+  for (int round = 0; round < 2 && restarted; ++round) {
     for (int i : {0, 1}) cluster_->DetachAgent(i);
-    ::usleep(200'000);
-    for (int i : {0, 1}) ASSERT_TRUE(cluster_->StartAgent(i).ok());
-    ::usleep(300'000);
+    ::usleep(200'000);  // the agents stay away a while; the tasks go on printing
+    for (int i : {0, 1}) restarted = cluster_->StartAgent(i).ok() && restarted;
   }
+  const bool ran_through = restarted && step_running();
+  std::ofstream(stop) << "";
   client.join();
+  ASSERT_TRUE(restarted) << "the step did not start, or an agent did not come back";
+  EXPECT_TRUE(ran_through) << "the controller must keep the step running across the restarts";
   ASSERT_TRUE(run.rc.ok()) << run.rc.status().ToString() << "\n" << run.err;
   EXPECT_EQ(*run.rc, 5);
   std::map<int, std::vector<int>> seen;
   std::istringstream lines(run.out);
   for (int task, n; lines >> task >> n;) seen[task].push_back(n);
-  std::vector<int> all(80);
-  std::iota(all.begin(), all.end(), 1);
-  EXPECT_EQ(seen[0], all) << run.out;
-  EXPECT_EQ(seen[1], all) << run.out;
+  for (int task : {0, 1}) {
+    std::vector<int> expected(seen[task].size());
+    std::iota(expected.begin(), expected.end(), 1);
+    EXPECT_GT(seen[task].size(), 20u) << "task " << task;
+    EXPECT_EQ(seen[task], expected) << "task " << task << ": each line once, in order\n" << run.out;
+  }
   // The controller heard the step end once, from both nodes, as the tasks ended it.
-  ASSERT_EVENTUALLY(
-      cluster_->Job(*id)->steps_size() > 0 && cluster_->Job(*id)->steps(0).state() != v1::RUNNING,
-      10'000);
+  ASSERT_EVENTUALLY(cluster_->Job(*id)->steps(0).state() != v1::RUNNING, 10'000);
   const v1::JobInfo job = *cluster_->Job(*id);
   EXPECT_EQ(job.steps(0).state(), v1::FAILED) << "a task exited 5";
   EXPECT_EQ(job.steps(0).exit_code(), 5);
   EXPECT_EQ(cluster_->State(*id), v1::RUNNING) << "the job itself ran on";
+}
+
+// Reaps this process's muster-stepd children that have exited; returns how many still run.
+int ReapExitedStepSupervisors() {
+  int running = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const size_t close = stat.rfind(')');
+    if (stat.find("(muster-stepd)") == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != ::getpid()) continue;
+    if (state == 'Z') {
+      ::waitpid(std::stoi(name), nullptr, 0);
+    } else {
+      ++running;
+    }
+  }
+  return running;
+}
+
+// A step that ends while its agents are away: its supervisors record the end, the client hears
+// it at once, and the controller gets it from the returning agents (not a loss).
+TEST_F(ClusterTest, AStepThatEndsWhileItsAgentsAreAwayIsAccountedWhenTheyReturn) {
+  auto id = cluster_->Submit("#!/bin/sh\nsleep 60\n", Gang(2, 1));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  auto c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  client::StepOptions o;
+  o.shape.set_job_id(*id);
+  o.shape.set_ntasks(2);
+  const std::string go = jobs_ + "finish";
+  o.argv = {"sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done; exit 3"};
+  o.environment = {"PATH=/usr/bin:/bin"};
+  o.work_dir = "/";
+  StepRun run;
+  std::thread client([&] { run = RunCapturing(*c, o); });
+  const bool started = WaitFor(
+      [&] {
+        auto j = cluster_->Job(*id);
+        return j.ok() && j->steps_size() == 1 && j->steps(0).running_nodes_size() == 2;
+      },
+      10'000);
+  for (int i : {0, 1}) cluster_->DetachAgent(i);
+  std::ofstream(go) << "";
+  client.join();  // the supervisors answer the client with no agent running
+  ASSERT_TRUE(started);
+  // Gone for good before the agents return (on a node init reaps them; here they are this
+  // process's children): the new agents find only the records they left.
+  ASSERT_EVENTUALLY(ReapExitedStepSupervisors() == 0, 10'000);
+  ASSERT_TRUE(run.rc.ok()) << run.rc.status().ToString() << "\n" << run.err;
+  EXPECT_EQ(*run.rc, 3);
+  EXPECT_EQ(cluster_->Job(*id)->steps(0).state(), v1::RUNNING) << "nobody told the controller yet";
+  for (int i : {0, 1}) ASSERT_TRUE(cluster_->StartAgent(i).ok());
+  ASSERT_EVENTUALLY(cluster_->Job(*id)->steps(0).state() != v1::RUNNING, 10'000);
+  const v1::JobInfo job = *cluster_->Job(*id);
+  EXPECT_EQ(job.steps(0).state(), v1::FAILED) << "ended with exit 3, not lost with the agents";
+  EXPECT_EQ(job.steps(0).exit_code(), 3);
+  EXPECT_FALSE(job.steps(0).node_lost());
 }
 
 TEST_F(ClusterTest, JobsCancelledOrLostWhileTheAgentIsAwayAreSettledWhenItReturns) {
