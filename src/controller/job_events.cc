@@ -114,13 +114,14 @@ void JobManager::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs n
   Remove(job->rec.mutable_completing_nodes(), node.name());
   ReleaseNode(*job, node);
   StepsEndedOnNode(job->rec, node.name(), /*lost=*/false, now);
-  if (job->rec.completing_nodes_size() == 0) {
-    EndRunningSteps(job->rec, v1::CANCELLED, now);
-    store::Mutation m;
-    m.PutJob(job->rec);
-    // Buffered: after a crash the node's next registration tells again that it is clean.
-    ctx_.CommitOrDie(m, store::Durability::kBuffered);
-  }
+  if (job->rec.completing_nodes_size() == 0) EndRunningSteps(job->rec, v1::CANCELLED, now);
+  // Recorded with each node, not only the last: the node's resources may go to another job at
+  // once, and a recovery that read this node as still completing would hold them for this job
+  // too. Buffered: the log is sequential, so any later synced write (that job's start) makes
+  // this durable first; after a crash before that, the node's registration says it again.
+  store::Mutation m;
+  m.PutJob(job->rec);
+  ctx_.CommitOrDie(m, store::Durability::kBuffered);
 }
 
 void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
@@ -204,10 +205,11 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
         spdlog::warn("job={} FAILED: {}", id, why);
       }
     } else {
-      // Finished (or requeued) and the agent has nothing left of it: it is clean there.
+      // Finished (or requeued) and the agent has nothing left of it: it is clean there (and
+      // recorded so before the node takes new work, as in JobCleaned).
       Remove(job->rec.mutable_completing_nodes(), name);
       ReleaseNode(*job, node);
-      if (job->rec.completing_nodes_size() == 0) m.PutJob(job->rec);
+      m.PutJob(job->rec);
     }
   }
   ctx_.CommitOrDie(m);

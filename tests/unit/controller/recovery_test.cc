@@ -58,6 +58,41 @@ TEST_F(EngineTest, RecoveryKeepsRunningJobsAndReconcilesWhatAgentsReport) {
   ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
 }
 
+// Found by the crash harness: a gang's node reported clean, a new job started on it, and the
+// controller died before the gang's other node was clean. Recovery must not give the gang the
+// node back (the new job runs there): the partial clean is recorded before the node is reused.
+TEST_F(EngineTest, ANodeAGangLeftIsNotHeldForItAgainAfterACrash) {
+  AllUp();
+  auto gang = *Submit(Gang(2, 8));
+  Pass();
+  Run(gang);
+  ASSERT_EQ(Job(gang).nodes(0), "node1");
+  Exited(gang, "node1", 0);
+  Cleaned(gang, "node1");  // node2 is still cleaning up
+  ASSERT_TRUE(Job(gang).completing());
+  v1::JobSpec on_node1 = Gang(1, 8);
+  on_node1.add_required_nodes("node1");
+  auto next = *Submit(on_node1);
+  Pass();
+  ASSERT_EQ(Job(next).state(), v1::RUNNING);
+  ASSERT_EQ(Job(next).nodes(0), "node1");
+  Run(next);
+  Restart();
+  // node1's GPUs are the new job's alone; the gang still waits for node2 only.
+  EXPECT_EQ(Node("node1").gpus_allocated(), 8u);
+  EXPECT_EQ(Job(gang).state(), v1::COMPLETED);
+  Up("node1", {next});
+  Up("node2", {gang});
+  Up("node3");
+  Up("node4");
+  auto third = *Submit(on_node1);
+  Pass();
+  EXPECT_EQ(Job(third).state(), v1::PENDING) << "node1's GPUs handed out twice";
+  EXPECT_EQ(Node("node1").gpus_allocated(), 8u);
+  ASSERT_TRUE(engine_->CheckInvariantsForTest().ok())
+      << engine_->CheckInvariantsForTest().ToString();
+}
+
 TEST_F(EngineTest, RunningJobOnANodeRemovedFromTheConfigIsRequeuedAtRecovery) {
   AllUp();
   auto id = *Submit(Gang(2, 8));

@@ -1,0 +1,811 @@
+// crash_harness: the controller never loses or doubles anything, checked the hard way. Concurrent
+// clients submit, cancel, hold and release jobs and drain and resume nodes on a running local
+// cluster (`muster local up`) while the harness kills its controller with SIGKILL at random
+// moments (during recovery too) and starts it again. After every round it compares what the
+// clients were told with what the controller holds:
+//   - every acknowledged submission exists exactly once (each carries a unique name), one whose
+//     answer was lost at most once, and no job exists that no client asked for;
+//   - ids are unique, increase per client, and an id acknowledged by a restarted controller is
+//     above every id an earlier one acknowledged;
+//   - no GPU is in two unfinished jobs' allocations;
+//   - a job running at the kill runs on after it with the same start and allocation, or ended on
+//     its own or by a cancel a client sent: never requeued, failed or lost;
+//   - the last acknowledged hold, release and cancel of each job, and drain and resume of each
+//     node, still hold.
+// At the end, with every job over: no job ran twice (each job appends its id to a shared file as
+// it starts), every job that started did so once, and accounting has each job once with the start
+// the live view had.
+//   usage: crash_harness --cluster DIR --musterctld PATH [--rounds N] [--clients N] [--seed N]
+//                        [--max-kill-delay-ms MS] [--summary FILE]
+// Exit 0: no violation; 1: violations (each printed); 2: usage or setup error.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "muster/client/controller_client.h"
+#include "muster/common/procfs.h"
+
+namespace {
+
+using muster::Status;
+using muster::StatusCode;
+using muster::client::ControllerClient;
+namespace v1 = muster::v1;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string cluster, musterctld, summary;
+  int rounds = 20, clients = 4, max_kill_delay_ms = 1200;
+  uint64_t seed = 0;
+};
+
+// What a client knows of one request's fate.
+enum class Outcome { kAcked, kRefused, kUnknown };
+
+// A transport failure leaves the outcome unknown (the controller may have acted before it died);
+// any other error is the controller's answer.
+Outcome OutcomeOf(const Status& st) {
+  if (st.ok()) return Outcome::kAcked;
+  const StatusCode c = st.code();
+  return c == StatusCode::kUnavailable || c == StatusCode::kDeadlineExceeded ? Outcome::kUnknown
+                                                                             : Outcome::kRefused;
+}
+
+struct Submission {
+  std::string name;
+  uint64_t id = 0;  // when acknowledged
+  Outcome outcome = Outcome::kUnknown;
+  bool hold = false;
+  int gen_sent = 0;   // controller generation when sent
+  int gen_after = 0;  // ... and when the answer (or failure) came
+};
+
+struct Op {
+  char kind;  // c: cancel, h: hold, r: release, d: drain, u: resume (undrain)
+  Outcome outcome;
+};
+
+struct ClientLedger {
+  std::vector<Submission> subs;
+  std::map<uint64_t, std::vector<Op>> job_ops;      // per job, in the order sent
+  std::map<std::string, std::vector<Op>> node_ops;  // per node (each client owns some nodes)
+  std::set<uint64_t> open;                          // its jobs it believes unfinished
+  std::set<uint64_t> held;                          // ... and held (what it releases)
+  uint64_t acked = 0, refused = 0, unknown = 0;
+};
+
+// Lets the harness stop every client at an operation boundary, check, and let them go on.
+class Gate {
+ public:
+  explicit Gate(int clients) : clients_(clients) {}
+  void Checkpoint() {
+    std::unique_lock l(mu_);
+    if (!paused_) return;
+    ++idle_;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return !paused_; });
+    --idle_;
+  }
+  void Pause() {
+    std::unique_lock l(mu_);
+    paused_ = true;
+    cv_.wait(l, [&] { return idle_ == clients_ || stopped_ == clients_; });
+  }
+  void Resume() {
+    std::lock_guard l(mu_);
+    paused_ = false;
+    cv_.notify_all();
+  }
+  void Stopped() {
+    std::lock_guard l(mu_);
+    ++stopped_;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const int clients_;
+  int idle_ = 0, stopped_ = 0;
+  bool paused_ = false;
+};
+
+bool IsFinal(v1::JobState s) { return s != v1::PENDING && s != v1::RUNNING && s != v1::SUSPENDED; }
+
+class Harness {
+ public:
+  explicit Harness(Options o)
+      : o_(std::move(o)),
+        socket_(o_.cluster + "/run/musterctld.sock"),
+        runs_log_(o_.cluster + "/crash-runs.log"),
+        gate_(o_.clients),
+        ledgers_(o_.clients) {}
+
+  int Run();
+
+ private:
+  void Client(int index);
+  std::string Script(std::mt19937_64& rng) const;
+  void Submit(int index, ControllerClient& c, std::mt19937_64& rng, bool* broken);
+  void JobOp(int index, ControllerClient& c, char kind, uint64_t id, bool* broken);
+  void NodeOp(int index, ControllerClient& c, const std::string& node, bool* broken);
+  void Refresh(int index, ControllerClient& c, bool* broken);
+
+  std::optional<ControllerClient> Connect() const;
+  pid_t ControllerPid() const;
+  bool KillController(pid_t pid);
+  pid_t StartController();
+  std::optional<double> WaitServing(pid_t pid);
+
+  // Invariants; each broken one is appended to violations_.
+  void CheckRound(int round, const std::map<uint64_t, v1::JobInfo>& running_at_kill);
+  void CheckEnd();
+  bool ListAll(std::map<uint64_t, v1::JobInfo>* jobs);
+  void Violation(const std::string& what);
+  bool DrainQueue(int timeout_s);
+
+  Options o_;
+  const std::string socket_, runs_log_;
+  Gate gate_;
+  std::vector<ClientLedger> ledgers_;  // ledgers_[i] only touched by client i (or while paused)
+  std::vector<std::string> nodes_;
+  std::atomic<int> gen_{0};
+  std::atomic<bool> stop_{false};
+  pid_t own_child_ = 0;  // a controller this process started (reaped with waitpid)
+  std::vector<std::string> violations_;
+  std::vector<double> restart_ms_;
+  int killed_in_recovery_ = 0;
+  // The start and allocation each job had when last seen running, for the end's checks.
+  std::map<uint64_t, v1::JobInfo> last_running_;
+};
+
+std::optional<ControllerClient> Harness::Connect() const {
+  auto c = ControllerClient::Connect(socket_);
+  if (!c.ok()) return std::nullopt;
+  return std::move(*c);
+}
+
+pid_t Harness::ControllerPid() const {
+  std::ifstream in(o_.cluster + "/run/musterctld.pid");
+  pid_t pid = 0;
+  in >> pid;
+  return pid;
+}
+
+bool Harness::KillController(pid_t pid) {
+  if (::kill(pid, SIGKILL) != 0) return false;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    if (pid == own_child_) {
+      int status = 0;
+      if (::waitpid(pid, &status, 0) == pid) return true;
+    } else if (!muster::ProcessAlive(pid)) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+pid_t Harness::StartController() {
+  const std::string conf = o_.cluster + "/muster.toml";
+  const std::string log = o_.cluster + "/log/musterctld.log";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int in = ::open("/dev/null", O_RDONLY);
+    if (out >= 0) ::dup2(out, 1), ::dup2(out, 2);
+    if (in >= 0) ::dup2(in, 0);
+    ::execl(o_.musterctld.c_str(), o_.musterctld.c_str(), "--config", conf.c_str(), nullptr);
+    _exit(127);
+  }
+  if (pid > 0) {
+    own_child_ = pid;
+    // `muster local down` stops what the pid file names.
+    std::ofstream(o_.cluster + "/run/musterctld.pid") << pid << "\n";
+  }
+  return pid;
+}
+
+// Milliseconds from start to the first answered request; nullopt if it died or never answered.
+std::optional<double> Harness::WaitServing(pid_t pid) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      own_child_ = 0;
+      return std::nullopt;
+    }
+    if (auto c = Connect()) {
+      if (c->ControllerInfo().ok()) {
+        return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return std::nullopt;
+}
+
+std::string Harness::Script(std::mt19937_64& rng) const {
+  static const char* kSleeps[] = {"0", "0.2", "0.5", "1", "2"};
+  std::ostringstream s;
+  s << "#!/bin/sh\n"
+    << "echo \"$SLURM_JOB_ID\" >> " << runs_log_ << "\n"
+    << "sleep " << kSleeps[rng() % 5] << "\n";
+  return s.str();
+}
+
+void Harness::Submit(int index, ControllerClient& c, std::mt19937_64& rng, bool* broken) {
+  ClientLedger& l = ledgers_[index];
+  static const uint32_t kGpus[] = {0, 1, 2, 4, 8};
+  v1::SubmitJobRequest req;
+  v1::JobSpec* s = req.mutable_spec();
+  Submission sub;
+  sub.name = "crash-c" + std::to_string(index) + "-" + std::to_string(l.subs.size());
+  sub.hold = rng() % 10 == 0;
+  s->set_name(sub.name);
+  s->set_script(Script(rng));
+  s->set_work_dir(o_.cluster + "/work");
+  s->set_stdout_pattern("/dev/null");
+  s->add_environment("PATH=/usr/bin:/bin");
+  s->set_hold(sub.hold);
+  if (rng() % 6 == 0) {  // a 2-node gang
+    s->set_nodes(2);
+    s->set_gpus_per_node(8);
+  } else {
+    s->set_nodes(1);
+    s->set_gpus_per_node(kGpus[rng() % 5]);
+  }
+  sub.gen_sent = gen_.load();
+  auto resp = c.SubmitJob(req);
+  sub.gen_after = gen_.load();
+  sub.outcome = OutcomeOf(resp.status());
+  if (resp.ok()) sub.id = resp->job_id();
+  if (sub.outcome == Outcome::kUnknown) *broken = true;
+  if (sub.outcome == Outcome::kRefused) {
+    Violation("submission " + sub.name + " refused: " + resp.status().ToString());
+  }
+  if (sub.id) l.open.insert(sub.id);
+  if (sub.id && sub.hold) l.held.insert(sub.id);
+  l.subs.push_back(std::move(sub));
+}
+
+void Harness::JobOp(int index, ControllerClient& c, char kind, uint64_t id, bool* broken) {
+  Status st;
+  std::string refusal;
+  if (kind == 'c') {
+    v1::CancelJobRequest r;
+    r.add_job_ids(id);
+    auto resp = c.CancelJob(r);
+    st = resp.status();
+    if (resp.ok() && (resp->results_size() != 1 || resp->results(0).code() != 0)) {
+      refusal = resp->results_size() ? resp->results(0).message() : "no result";
+    }
+  } else {
+    v1::UpdateJobRequest r;
+    r.add_job_ids(id);
+    r.set_action(kind == 'h' ? v1::UpdateJobRequest::HOLD : v1::UpdateJobRequest::RELEASE);
+    auto resp = c.UpdateJob(r);
+    st = resp.status();
+    if (resp.ok() && (resp->results_size() != 1 || resp->results(0).code() != 0)) {
+      refusal = resp->results_size() ? resp->results(0).message() : "no result";
+    }
+  }
+  Outcome out = OutcomeOf(st);
+  if (out == Outcome::kAcked && !refusal.empty()) out = Outcome::kRefused;
+  if (out == Outcome::kUnknown) *broken = true;
+  ClientLedger& l = ledgers_[index];
+  l.job_ops[id].push_back({kind, out});
+  if (kind == 'h' && out == Outcome::kAcked) l.held.insert(id);
+  if (kind != 'h' && out == Outcome::kAcked) l.held.erase(id);
+}
+
+void Harness::NodeOp(int index, ControllerClient& c, const std::string& node, bool* broken) {
+  auto& ops = ledgers_[index].node_ops[node];
+  // Drain, then resume, then drain: a node is never left drained for long.
+  const bool drain = ops.empty() || ops.back().kind == 'u' || ops.back().outcome != Outcome::kAcked;
+  v1::UpdateNodeRequest r;
+  r.set_nodes(node);
+  r.set_action(drain ? v1::UpdateNodeRequest::DRAIN : v1::UpdateNodeRequest::RESUME);
+  if (drain) r.set_reason("crash harness");
+  auto resp = c.UpdateNode(r);
+  const Outcome out = OutcomeOf(resp.status());
+  if (out == Outcome::kUnknown) *broken = true;
+  ops.push_back({drain ? 'd' : 'u', out});
+}
+
+// Learns which of its jobs are over, so that a client keeps only a few unfinished.
+void Harness::Refresh(int index, ControllerClient& c, bool* broken) {
+  ClientLedger& l = ledgers_[index];
+  if (l.open.empty()) return;
+  v1::ListJobsRequest r;
+  for (uint64_t id : l.open) r.add_job_ids(id);
+  r.set_brief(true);
+  auto resp = c.ListJobs(r);
+  if (!resp.ok()) {
+    if (OutcomeOf(resp.status()) == Outcome::kUnknown) *broken = true;
+    return;
+  }
+  for (const auto& j : resp->jobs()) {
+    if (IsFinal(j.state())) l.open.erase(j.id()), l.held.erase(j.id());
+  }
+}
+
+void Harness::Client(int index) {
+  std::mt19937_64 rng(o_.seed * 1000 + static_cast<uint64_t>(index));
+  ClientLedger& l = ledgers_[index];
+  std::optional<ControllerClient> conn;
+  std::vector<std::string> my_nodes;
+  for (size_t n = static_cast<size_t>(index); n < nodes_.size();
+       n += static_cast<size_t>(o_.clients)) {
+    my_nodes.push_back(nodes_[n]);
+  }
+  uint64_t ops = 0;
+  while (!stop_.load()) {
+    gate_.Checkpoint();
+    if (stop_.load()) break;
+    if (!conn) conn = Connect();
+    if (!conn) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    bool broken = false;
+    const unsigned pick = static_cast<unsigned>(rng() % 100);
+    const std::vector<uint64_t> open(l.open.begin(), l.open.end());
+    const uint64_t any = open.empty() ? 0 : open[rng() % open.size()];
+    const std::vector<uint64_t> held(l.held.begin(), l.held.end());
+    const uint64_t a_held = held.empty() ? 0 : held[rng() % held.size()];
+    // A node of its own it drained (or may have); at the cap, it is resumed before anything.
+    std::string drained;
+    for (const std::string& n : my_nodes) {
+      const auto it = l.node_ops.find(n);
+      if (it != l.node_ops.end() && it->second.back().kind == 'd') drained = n;
+    }
+    if (a_held && (l.open.size() >= 12 || pick < 8)) {
+      JobOp(index, *conn, 'r', a_held, &broken);
+    } else if (!drained.empty() && l.open.size() >= 12) {
+      NodeOp(index, *conn, drained, &broken);
+    } else if (++ops % 8 == 0 || l.open.size() >= 12) {
+      Refresh(index, *conn, &broken);
+      if (l.open.size() >= 12 && !broken) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    } else if (pick < 60) {
+      Submit(index, *conn, rng, &broken);
+    } else if (pick < 70 && any) {
+      JobOp(index, *conn, 'c', any, &broken);
+    } else if (pick < 80 && any) {
+      JobOp(index, *conn, 'h', any, &broken);
+    } else if (pick < 85 && any) {
+      JobOp(index, *conn, 'r', any, &broken);
+    } else if (!my_nodes.empty()) {
+      NodeOp(index, *conn, my_nodes[rng() % my_nodes.size()], &broken);
+    }
+    if (broken) conn.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 25));
+  }
+  // Whatever a client left held or drained is released by the end's cleanup.
+  gate_.Stopped();
+}
+
+void Harness::Violation(const std::string& what) {
+  std::fprintf(stderr, "VIOLATION: %s\n", what.c_str());
+  violations_.push_back(what);
+}
+
+bool Harness::ListAll(std::map<uint64_t, v1::JobInfo>* jobs) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto c = Connect();
+    if (c) {
+      // Accounting has every job, finished ones beyond the live view's retention too; the live
+      // view adds allocations and holds.
+      v1::ListAccountingRequest acct;
+      v1::ListJobsRequest live;
+      live.set_include_finished(true);
+      auto a = c->ListAccounting(acct);
+      auto l = a.ok() ? c->ListJobs(live) : a.status();
+      if (a.ok() && l.ok()) {
+        jobs->clear();
+        for (const auto& j : a->jobs()) {
+          if (!jobs->emplace(j.id(), j).second)
+            Violation("accounting has job " + std::to_string(j.id()) + " twice");
+        }
+        std::set<uint64_t> seen;
+        for (const auto& j : l->jobs()) {
+          if (!seen.insert(j.id()).second) {
+            Violation("the job list has job " + std::to_string(j.id()) + " twice");
+          }
+          (*jobs)[j.id()] = j;
+        }
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Violation("the controller did not list its jobs");
+  return false;
+}
+
+void Harness::CheckRound(int round, const std::map<uint64_t, v1::JobInfo>& running_at_kill) {
+  const std::string at = "round " + std::to_string(round) + ": ";
+  std::map<uint64_t, v1::JobInfo> jobs;
+  if (!ListAll(&jobs)) return;
+
+  // Names: each acknowledged submission once, an unanswered one at most once, nothing else.
+  std::map<std::string, std::vector<uint64_t>> by_name;
+  for (const auto& [id, j] : jobs) by_name[j.name()].push_back(id);
+  std::set<std::string> asked;
+  // Acknowledged ids with the generations bounding who answered them.
+  std::vector<const Submission*> acked;
+  for (const ClientLedger& l : ledgers_) {
+    uint64_t last = 0;
+    for (const Submission& s : l.subs) {
+      asked.insert(s.name);
+      const auto it = by_name.find(s.name);
+      const size_t copies = it == by_name.end() ? 0 : it->second.size();
+      if (s.outcome == Outcome::kAcked) {
+        acked.push_back(&s);
+        if (copies != 1) {
+          Violation(at + "acknowledged job " + std::to_string(s.id) + " (" + s.name + ") exists " +
+                    std::to_string(copies) + " times");
+        } else if (it->second[0] != s.id) {
+          Violation(at + s.name + " was acknowledged as job " + std::to_string(s.id) +
+                    " but is job " + std::to_string(it->second[0]));
+        }
+        if (s.id <= last) {
+          Violation(at + "ids not increasing for one client: " + std::to_string(last) + " then " +
+                    std::to_string(s.id));
+        }
+        last = s.id;
+      } else if (copies > 1) {
+        Violation(at + "unanswered submission " + s.name + " exists " + std::to_string(copies) +
+                  " times");
+      }
+    }
+  }
+  for (const auto& [name, ids] : by_name) {
+    if (!asked.count(name)) {
+      Violation(at + "job " + std::to_string(ids[0]) + " (" + name + ") that no client submitted");
+    }
+  }
+  // An id a later controller acknowledged is above every id an earlier one did.
+  std::map<int, uint64_t> max_by_gen;  // the highest id acknowledged by generation <= g
+  for (const Submission* s : acked) {
+    max_by_gen[s->gen_after] = std::max(max_by_gen[s->gen_after], s->id);
+  }
+  for (auto it = max_by_gen.begin(); it != max_by_gen.end(); ++it) {
+    if (it != max_by_gen.begin()) it->second = std::max(it->second, std::prev(it)->second);
+  }
+  for (const Submission* s : acked) {
+    // Sent after generation gen_sent - 1 had died: answered by a later controller.
+    auto before = max_by_gen.lower_bound(s->gen_sent);
+    if (before == max_by_gen.begin()) continue;
+    --before;
+    if (s->id <= before->second) {
+      Violation(at + "job id " + std::to_string(s->id) + " from a restarted controller is not " +
+                "above " + std::to_string(before->second) + ", acknowledged before");
+    }
+  }
+
+  // No GPU in two unfinished jobs' allocations.
+  std::map<std::pair<std::string, uint32_t>, uint64_t> gpu_owner;
+  for (const auto& [id, j] : jobs) {
+    if (j.state() != v1::RUNNING && !j.completing()) continue;
+    for (const auto& na : j.allocation().nodes()) {
+      for (uint32_t g : na.gpu_indices()) {
+        auto [it, fresh] = gpu_owner.emplace(std::make_pair(na.node(), g), id);
+        if (!fresh) {
+          Violation(at + na.node() + " GPU " + std::to_string(g) + " is in jobs " +
+                    std::to_string(it->second) + " and " + std::to_string(id));
+        }
+      }
+    }
+    if (j.state() == v1::RUNNING) last_running_[id] = j;
+  }
+
+  // Jobs running at the kill ran on, or ended on their own or by a cancel someone sent.
+  std::set<uint64_t> cancel_sent;
+  for (const ClientLedger& l : ledgers_) {
+    for (const auto& [id, ops] : l.job_ops) {
+      for (const Op& op : ops) {
+        if (op.kind == 'c' && op.outcome != Outcome::kRefused) cancel_sent.insert(id);
+      }
+    }
+  }
+  for (const auto& [id, before] : running_at_kill) {
+    const auto it = jobs.find(id);
+    const std::string jid = "job " + std::to_string(id);
+    if (it == jobs.end()) {
+      Violation(at + jid + " was running at the kill and is gone");
+      continue;
+    }
+    const v1::JobInfo& now = it->second;
+    if (now.requeue_count() != 0 || now.state() == v1::PENDING) {
+      Violation(at + jid + " was running at the kill and was requeued");
+    } else if (now.state() == v1::RUNNING) {
+      if (now.start_time_ms() != before.start_time_ms() ||
+          now.allocation().SerializeAsString() != before.allocation().SerializeAsString()) {
+        Violation(at + jid + " runs on with another start or allocation");
+      }
+    } else if (now.state() == v1::CANCELLED ? !cancel_sent.count(id)
+                                            : now.state() != v1::COMPLETED) {
+      Violation(at + jid + " was running at the kill and ended " + v1::JobState_Name(now.state()) +
+                " (" + now.reason() + ")");
+    }
+  }
+
+  // The last acknowledged operation on each job and node holds (when none sent later is unknown).
+  for (const ClientLedger& l : ledgers_) {
+    for (const auto& [id, ops] : l.job_ops) {
+      const auto it = jobs.find(id);
+      if (it == jobs.end() || ops.back().outcome != Outcome::kAcked) continue;
+      const v1::JobInfo& j = it->second;
+      const std::string jid = "job " + std::to_string(id);
+      switch (ops.back().kind) {
+        case 'c':
+          if (!IsFinal(j.state())) Violation(at + jid + " was cancelled but is " + j.reason());
+          break;
+        case 'h':
+          if (j.state() != v1::PENDING || !j.hold()) {
+            Violation(at + jid + " was held but is " + v1::JobState_Name(j.state()) +
+                      (j.hold() ? " held" : " not held"));
+          }
+          break;
+        case 'r':
+          if (j.hold()) Violation(at + jid + " was released but is held");
+          break;
+      }
+    }
+    for (const Submission& s : l.subs) {
+      if (s.outcome != Outcome::kAcked || !s.hold || l.job_ops.count(s.id)) continue;
+      const auto it = jobs.find(s.id);
+      if (it != jobs.end() && (!it->second.hold() || it->second.state() != v1::PENDING)) {
+        Violation(at + "job " + std::to_string(s.id) + " was submitted held but is " +
+                  v1::JobState_Name(it->second.state()));
+      }
+    }
+  }
+  std::map<std::string, bool> drained;
+  if (auto c = Connect()) {
+    auto nodes = c->ListNodes({});
+    if (nodes.ok()) {
+      for (const auto& n : nodes->nodes()) drained[n.name()] = n.drain();
+    }
+  }
+  for (const ClientLedger& l : ledgers_) {
+    for (const auto& [node, ops] : l.node_ops) {
+      if (ops.back().outcome != Outcome::kAcked || !drained.count(node)) continue;
+      if (drained[node] != (ops.back().kind == 'd')) {
+        Violation(at + node + " was " + (ops.back().kind == 'd' ? "drained" : "resumed") +
+                  " but is " + (drained[node] ? "drained" : "not drained"));
+      }
+    }
+  }
+}
+
+// Releases what the clients held, resumes their nodes and waits for every job to end.
+bool Harness::DrainQueue(int timeout_s) {
+  const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  while (Clock::now() < deadline) {
+    auto c = Connect();
+    if (!c) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    v1::UpdateNodeRequest resume;
+    resume.set_nodes(std::accumulate(
+        nodes_.begin(), nodes_.end(), std::string(),
+        [](std::string a, const std::string& b) { return a.empty() ? b : a + "," + b; }));
+    resume.set_action(v1::UpdateNodeRequest::RESUME);
+    (void)c->UpdateNode(resume);
+    auto live = c->ListJobs({});
+    if (live.ok()) {
+      if (live->jobs().empty()) return true;
+      v1::UpdateJobRequest release;
+      release.set_action(v1::UpdateJobRequest::RELEASE);
+      for (const auto& j : live->jobs()) {
+        if (j.hold()) release.add_job_ids(j.id());
+      }
+      if (release.job_ids_size() > 0) (void)c->UpdateJob(release);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+void Harness::CheckEnd() {
+  std::map<uint64_t, v1::JobInfo> jobs;
+  if (!ListAll(&jobs)) return;
+  std::map<uint64_t, int> runs;
+  std::ifstream in(runs_log_);
+  for (uint64_t id; in >> id;) ++runs[id];
+  for (const auto& [id, n] : runs) {
+    if (n > 1) Violation("job " + std::to_string(id) + " ran " + std::to_string(n) + " times");
+    if (!jobs.count(id)) Violation("job " + std::to_string(id) + " ran but is not accounted");
+  }
+  for (const auto& [id, j] : jobs) {
+    const std::string jid = "job " + std::to_string(id);
+    if (!IsFinal(j.state())) Violation(jid + " never ended");
+    if (j.state() == v1::COMPLETED && !runs.count(id)) Violation(jid + " completed but never ran");
+    const auto seen = last_running_.find(id);
+    if (seen != last_running_.end() && seen->second.start_time_ms() != j.start_time_ms()) {
+      Violation(jid + " is accounted with another start than it ran with");
+    }
+  }
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+int Harness::Run() {
+  {
+    auto c = Connect();
+    if (!c) {
+      std::fprintf(stderr, "crash_harness: no controller at %s\n", socket_.c_str());
+      return 2;
+    }
+    auto nodes = c->ListNodes({});
+    if (!nodes.ok()) {
+      std::fprintf(stderr, "crash_harness: %s\n", nodes.status().ToString().c_str());
+      return 2;
+    }
+    for (const auto& n : nodes->nodes()) nodes_.push_back(n.name());
+  }
+  std::mt19937_64 rng(o_.seed);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < o_.clients; ++i) clients.emplace_back([this, i] { Client(i); });
+  const auto began = Clock::now();
+  for (int round = 1; round <= o_.rounds; ++round) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(rng() % static_cast<uint64_t>(o_.max_kill_delay_ms + 1)));
+    std::map<uint64_t, v1::JobInfo> running_at_kill;
+    if (auto c = Connect()) {
+      v1::ListJobsRequest r;
+      r.add_states(v1::RUNNING);
+      if (auto l = c->ListJobs(r); l.ok()) {
+        for (const auto& j : l->jobs()) running_at_kill.emplace(j.id(), j);
+      }
+    }
+    const pid_t victim = ControllerPid();
+    if (victim <= 0 || !KillController(victim)) {
+      Violation("round " + std::to_string(round) + ": cannot kill the controller (pid " +
+                std::to_string(victim) + ")");
+      break;
+    }
+    // Sometimes a restart is killed again before it serves: recovery must survive that too.
+    std::optional<double> served;
+    for (int attempt = 0; attempt < 3 && !served; ++attempt) {
+      ++gen_;
+      const pid_t pid = StartController();
+      if (pid <= 0) break;
+      if (attempt == 0 && rng() % 5 == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 150'000));
+        if (KillController(pid)) {
+          ++killed_in_recovery_;
+          continue;
+        }
+      }
+      served = WaitServing(pid);
+    }
+    if (!served) {
+      Violation("round " + std::to_string(round) + ": the restarted controller never served");
+      break;
+    }
+    restart_ms_.push_back(*served);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 500));
+    gate_.Pause();
+    CheckRound(round, running_at_kill);
+    gate_.Resume();
+    uint32_t pending = 0, running = 0;
+    if (auto c = Connect()) {
+      if (auto info = c->ControllerInfo(); info.ok()) {
+        pending = info->jobs_pending(), running = info->jobs_running();
+      }
+    }
+    std::printf(
+        "round %d: restart served in %.0f ms, %zu running at the kill; now %u pending, %u "
+        "running; %zu violations\n",
+        round, *served, running_at_kill.size(), pending, running, violations_.size());
+    std::fflush(stdout);
+  }
+  stop_ = true;
+  gate_.Resume();
+  for (auto& t : clients) t.join();
+  const double rounds_s = std::chrono::duration<double>(Clock::now() - began).count();
+  if (!DrainQueue(300)) Violation("jobs still unfinished 300 s after the last round");
+  CheckEnd();
+
+  uint64_t acked = 0, unknown = 0;
+  for (const ClientLedger& l : ledgers_) {
+    for (const Submission& s : l.subs) {
+      acked += s.outcome == Outcome::kAcked;
+      unknown += s.outcome == Outcome::kUnknown;
+    }
+  }
+  char summary[1024];
+  std::snprintf(summary, sizeof summary,
+                "{\"rounds\": %d, \"clients\": %d, \"seed\": %llu, \"violations\": %zu, "
+                "\"submissions_acked\": %llu, \"submissions_unanswered\": %llu, "
+                "\"killed_during_recovery\": %d, \"restart_ms_median\": %.1f, "
+                "\"restart_ms_p99\": %.1f, \"restart_ms_max\": %.1f, \"rounds_s\": %.1f}\n",
+                o_.rounds, o_.clients, static_cast<unsigned long long>(o_.seed), violations_.size(),
+                static_cast<unsigned long long>(acked), static_cast<unsigned long long>(unknown),
+                killed_in_recovery_, Percentile(restart_ms_, 0.5), Percentile(restart_ms_, 0.99),
+                Percentile(restart_ms_, 1.0), rounds_s);
+  std::fputs(summary, stdout);
+  if (!o_.summary.empty()) std::ofstream(o_.summary) << summary;
+  return violations_.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  o.seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "crash_harness: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    try {
+      if (a == "--cluster")
+        o.cluster = value();
+      else if (a == "--musterctld")
+        o.musterctld = value();
+      else if (a == "--rounds")
+        o.rounds = std::stoi(value());
+      else if (a == "--clients")
+        o.clients = std::stoi(value());
+      else if (a == "--seed")
+        o.seed = std::stoull(value());
+      else if (a == "--max-kill-delay-ms")
+        o.max_kill_delay_ms = std::stoi(value());
+      else if (a == "--summary")
+        o.summary = value();
+      else {
+        std::fprintf(stderr, "crash_harness: unknown option %s\n", a.c_str());
+        return 2;
+      }
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "crash_harness: bad value for %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (o.cluster.empty() || o.musterctld.empty() || o.rounds < 1 || o.rounds > 100'000 ||
+      o.clients < 1 || o.clients > 64 || o.max_kill_delay_ms < 0) {
+    std::fprintf(stderr,
+                 "usage: crash_harness --cluster DIR --musterctld PATH [--rounds N] [--clients N] "
+                 "[--seed N] [--max-kill-delay-ms MS] [--summary FILE]\n");
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  std::printf("crash_harness: seed %llu\n", static_cast<unsigned long long>(o.seed));
+  return Harness(o).Run();
+}
