@@ -29,6 +29,7 @@ int CmdControl(int argc, char** argv);
 int CmdExplain(int argc, char** argv);
 int CmdSinfo(int argc, char** argv);
 int CmdInfo(int argc, char** argv);
+int CmdDiag(int argc, char** argv);
 int CmdLocal(int argc, char** argv);
 int CmdTopology(int argc, char** argv);
 int CmdCerts(int argc, char** argv);

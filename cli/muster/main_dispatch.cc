@@ -43,9 +43,9 @@ int Usage(const std::string& cmd, const std::string& message) {
 
 // The Slurm commands `muster` answers to when a link by that name points at it.
 const std::vector<std::string>& FrontEnds() {
-  static const std::vector<std::string> names = {"sbatch",   "srun",   "salloc",  "squeue",
-                                                 "sinfo",    "sacct",  "scancel", "scontrol",
-                                                 "sacctmgr", "sshare", "sprio",   "sreport"};
+  static const std::vector<std::string> names = {
+      "sbatch",   "srun",     "salloc", "squeue", "sinfo",   "sacct", "scancel",
+      "scontrol", "sacctmgr", "sshare", "sprio",  "sreport", "sdiag"};
   return names;
 }
 
@@ -86,6 +86,7 @@ Accounts:
 
 Cluster:
   info                               controller version, epoch and counts
+  diag [-r] [--json]                 what the controller spends its time on (sdiag)
   local up [--nodes N] [--gpus-per-node G] [--dir DIR] [--no-tls]
                                      start a local test cluster (fake GPUs) and wait for it
   local down [--dir DIR] [--purge]   stop it
@@ -94,7 +95,7 @@ Cluster:
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
                                      squeue, sinfo, sacct, scancel, scontrol,
-                                     sacctmgr, sshare, sprio, sreport)
+                                     sacctmgr, sshare, sprio, sreport, sdiag)
 
 The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 'muster COMMAND --help' shows a command's options.
@@ -155,6 +156,10 @@ int Main(int argc, char** argv) {
     g_front_end = self;
     return CmdSreport(argc, argv);
   }
+  if (self == "sdiag") {
+    g_front_end = self;
+    return CmdDiag(argc, argv);
+  }
   if (argc < 2) {
     PrintHelp();
     return kExitUsage;
@@ -174,6 +179,7 @@ int Main(int argc, char** argv) {
   if (cmd == "control") return CmdControl(sub_argc, sub_argv);
   if (cmd == "explain") return CmdExplain(sub_argc, sub_argv);
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
+  if (cmd == "diag") return CmdDiag(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
   if (cmd == "certs") return CmdCerts(sub_argc, sub_argv);
   if (cmd == "audit") return CmdAudit(sub_argc, sub_argv);

@@ -160,6 +160,11 @@ Result<v1::ControllerInfoResponse> ControllerClient::ControllerInfo() {
   return Do<v1::ControllerInfoResponse>(*this, v1::METHOD_CONTROLLER_INFO,
                                         v1::ControllerInfoRequest());
 }
+Result<v1::DiagnosticsResponse> ControllerClient::Diagnostics(bool reset) {
+  v1::DiagnosticsRequest r;
+  r.set_reset(reset);
+  return Do<v1::DiagnosticsResponse>(*this, v1::METHOD_DIAGNOSTICS, r);
+}
 Result<v1::CreateStepResponse> ControllerClient::CreateStep(const v1::CreateStepRequest& r) {
   return Do<v1::CreateStepResponse>(*this, v1::METHOD_CREATE_STEP, r);
 }

@@ -73,6 +73,7 @@ void ControllerRunner::AfterEvent() {
 }
 
 void ControllerRunner::StartPass() {
+  const auto began = ServiceStats::Clock::now();
   auto in = engine_->PreparePass(Now());
   if (!in) {
     AfterEvent();
@@ -81,16 +82,23 @@ void ControllerRunner::StartPass() {
   pass_running_ = true;
   auto input = std::make_shared<Engine::PassInput>(std::move(*in));
   // The core's part runs off the strand, so requests and agents are served while it computes.
-  options_.executor->Offload(Executor::Lane::kScheduling, [this, input, stopped = stopped_] {
-    if (stopped->load()) return;
-    auto pass = std::make_shared<core::SchedulePass>(Engine::ComputePass(*input));
-    options_.executor->Post([this, pass, stopped] {
-      if (stopped->load()) return;
-      pass_running_ = false;
-      engine_->ApplyPass(*pass, Now());
-      AfterEvent();
-    });
-  });
+  const auto prepared = ServiceStats::Clock::now() - began;
+  options_.executor->Offload(
+      Executor::Lane::kScheduling, [this, input, began, prepared, stopped = stopped_] {
+        if (stopped->load()) return;
+        auto pass = std::make_shared<core::SchedulePass>(Engine::ComputePass(*input));
+        options_.executor->Post([this, pass, began, prepared, stopped] {
+          if (stopped->load()) return;
+          pass_running_ = false;
+          const auto applying = ServiceStats::Clock::now();
+          engine_->ApplyPass(*pass, Now());
+          const auto done = ServiceStats::Clock::now();
+          // The whole pass, and the part of it that held the strand (requests and agents waited).
+          stats_.Record("scheduler/pass", done - began);
+          stats_.Record("scheduler/pass_on_strand", prepared + (done - applying));
+          AfterEvent();
+        });
+      });
 }
 
 void ControllerRunner::ArmTick() {

@@ -451,6 +451,20 @@ Result<v1::ListNodesResponse> Engine::ListNodes(const v1::ListNodesRequest& req,
   return resp;
 }
 
+void Engine::FillDiagnostics(v1::DiagnosticsResponse* resp) const {
+  v1::ControllerInfoResponse info;
+  job_views_->FillControllerInfo(&info);
+  resp->set_epoch(ctx_->epoch());
+  resp->set_start_time_ms(start_time_ms_);
+  resp->set_nodes(static_cast<uint32_t>(nodes_->size()));
+  uint32_t responding = 0;
+  for (size_t i = 0; i < nodes_->size(); ++i) responding += nodes_->at(i).session;
+  resp->set_nodes_responding(responding);
+  resp->set_jobs_pending(info.jobs_pending());
+  resp->set_jobs_running(info.jobs_running());
+  resp->set_records_quarantined(static_cast<uint32_t>(recovery_problems_.size()));
+}
+
 Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {
   v1::ControllerInfoResponse resp;
   resp.set_version(kVersion);

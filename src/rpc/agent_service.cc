@@ -7,6 +7,37 @@
 #include <mutex>
 
 namespace muster::rpc {
+namespace {
+
+using StatsClock = controller::ServiceStats::Clock;
+
+// sdiag's name for an agent message.
+const char* AgentKind(v1::AgentMessage::MsgCase c) {
+  switch (c) {
+    case v1::AgentMessage::kHello:
+      return "agent/hello";
+    case v1::AgentMessage::kHeartbeat:
+      return "agent/heartbeat";
+    case v1::AgentMessage::kJobStarted:
+      return "agent/job_started";
+    case v1::AgentMessage::kJobLaunchFailed:
+      return "agent/job_launch_failed";
+    case v1::AgentMessage::kBatchExited:
+      return "agent/batch_exited";
+    case v1::AgentMessage::kJobCleaned:
+      return "agent/job_cleaned";
+    case v1::AgentMessage::kGpuHealth:
+      return "agent/gpu_health";
+    case v1::AgentMessage::kNodeHealth:
+      return "agent/node_health";
+    case v1::AgentMessage::kStepEnded:
+      return "agent/step_ended";
+    default:
+      return "agent/unknown";
+  }
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // One agent's Session stream. gRPC callbacks arrive on gRPC threads; anything touching the engine
@@ -47,6 +78,7 @@ class AgentService::AgentSession final
     }
     v1::AgentMessage msg = std::move(in_);
     in_.Clear();
+    const auto arrived = StatsClock::now();
     if (node_.empty()) {
       if (msg.msg_case() != v1::AgentMessage::kHello) {
         End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "first message must be Hello"));
@@ -58,7 +90,7 @@ class AgentService::AgentSession final
       }
       node_ = msg.hello().node();
       instance_ = msg.hello().instance_id();
-      service_->runner_.executor().Post([this, hello = msg.hello()] {
+      service_->runner_.executor().Post([this, hello = msg.hello(), arrived] {
         controller::ControllerRunner& runner = service_->runner_;
         Status s = runner.stopped() ? Unavailable("the controller is stopping")
                                     : runner.engine().AttachSession(hello, runner.Now());
@@ -74,12 +106,14 @@ class AgentService::AgentSession final
           attached_ = true;
         }
         runner.AfterEvent();
+        runner.stats().Record(AgentKind(v1::AgentMessage::kHello), StatsClock::now() - arrived);
       });
     } else {
-      service_->runner_.Post([this, msg = std::move(msg)] {
+      service_->runner_.Post([this, msg = std::move(msg), arrived] {
         controller::ControllerRunner& runner = service_->runner_;
         if (attached_) runner.engine().OnAgentMessage(node_, msg, runner.Now());
         runner.AfterEvent();
+        runner.stats().Record(AgentKind(msg.msg_case()), StatsClock::now() - arrived);
       });
     }
     StartRead(&in_);
@@ -157,7 +191,7 @@ grpc::ServerUnaryReactor* AgentService::Register(grpc::CallbackServerContext* ct
     reactor->Finish(peer);
     return reactor;
   }
-  runner_.executor().Post([this, reactor, req, resp] {
+  runner_.executor().Post([this, reactor, req, resp, arrived = StatsClock::now()] {
     if (runner_.stopped()) {
       reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the controller is stopping"));
       return;
@@ -171,6 +205,7 @@ grpc::ServerUnaryReactor* AgentService::Register(grpc::CallbackServerContext* ct
           grpc::Status(static_cast<grpc::StatusCode>(r.status().code()), r.status().message()));
     }
     runner_.AfterEvent();
+    runner_.stats().Record("agent/register", StatsClock::now() - arrived);
   });
   return reactor;
 }

@@ -41,13 +41,58 @@ ApiReply Handle(const std::string& payload, Fn&& fn) {
   return {Status::Ok(), result->SerializeAsString()};
 }
 
+std::string ApiKind(uint32_t method) {
+  if (method > 1000 || !v1::Method_IsValid(static_cast<int>(method))) return "api/unknown";
+  const std::string& name = v1::Method_Name(static_cast<v1::Method>(method));
+  return "api/" + name.substr(name.rfind("METHOD_", 0) == 0 ? 7 : 0);
+}
+
+Result<v1::DiagnosticsResponse> Diagnostics(controller::ControllerRunner& runner,
+                                            const controller::Caller& caller,
+                                            const std::string& payload) {
+  v1::DiagnosticsRequest req;
+  if (!req.ParseFromString(payload)) {
+    return InvalidArgument("request does not parse as " + req.GetTypeName());
+  }
+  if (req.reset() && !caller.is_admin) {
+    return PermissionDenied("only admins reset the statistics (sdiag -r)");
+  }
+  v1::DiagnosticsResponse resp;
+  runner.engine().FillDiagnostics(&resp);
+  resp.set_now_ms(runner.Now());
+  resp.set_since_ms(std::max(runner.stats().reset_ms(), resp.start_time_ms()));
+  for (const auto& t : runner.stats().Snapshot()) {
+    v1::ServiceTiming* out = resp.add_timings();
+    out->set_kind(t.kind);
+    out->set_count(t.count);
+    out->set_mean_us(t.mean_us);
+    out->set_p50_us(t.p50_us);
+    out->set_p99_us(t.p99_us);
+    out->set_max_us(t.max_us);
+  }
+  // The reply covers what the reset ends.
+  if (req.reset()) runner.stats().Reset(runner.Now());
+  return resp;
+}
+
 }  // namespace
 
 void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t method,
-                             std::string payload, std::function<void(ApiReply)> done) {
+                             std::string payload, std::function<void(ApiReply)> reply) {
+  // Every request is timed from here (its arrival) to its reply, for sdiag.
+  auto done = [this, method, arrived = controller::ServiceStats::Clock::now(),
+               reply = std::move(reply)](ApiReply r) {
+    runner_.stats().Record(ApiKind(method), controller::ServiceStats::Clock::now() - arrived);
+    reply(std::move(r));
+  };
   runner_.Post([this, session = std::move(session), method, payload = std::move(payload),
-                done = std::move(done)] {
+                done = std::move(done)]() mutable {
     controller::Engine& engine = runner_.engine();
+    if (method == v1::METHOD_DIAGNOSTICS) {
+      auto resp = Diagnostics(runner_, session->caller, payload);
+      return done(resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
+                            : ApiReply{resp.status(), ""});
+    }
     if (method == v1::METHOD_LIST_ACCOUNTING) {
       // sacct: the live jobs are read on the strand, the archive is scanned on the query worker
       // (a 100,000-job history would hold the strand, and with it scheduling and every request,

@@ -58,8 +58,6 @@ class RocksDbStateStore final : public StateStore {
     // every write-ahead log alive until its own memtable fills: a 100,000-job fill left 390 MB of
     // logs and a 2.3 s replay (docs/benchmarks.md, Recovery).
     opts.max_total_wal_size = 32 << 20;
-    // What the logs replay stays in memtables instead of being written out before serving.
-    opts.avoid_flush_during_recovery = true;
     std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
     cfs.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
     for (int f = 0; f < kNumFamilies; ++f) {

@@ -12,7 +12,10 @@ DIR=$(mktemp -d /tmp/muster-crash.XXXXXX)
 cleanup() {
   rc=$?
   if [ $rc -ne 0 ]; then
-    echo "--- FAILED (rc=$rc); controller log:" >&2
+    # The logs (and the state) stay for the post-mortem: the violation names jobs and rounds.
+    kept=$(mktemp -d /tmp/muster-crash-failed.XXXXXX)
+    cp -a "$DIR/cluster/log" "$DIR/cluster/state" "$kept/" 2>/dev/null || true
+    echo "--- FAILED (rc=$rc); logs and state kept in $kept; controller log:" >&2
     tail -n 40 "$DIR"/cluster/log/musterctld.log >&2 || true
   fi
   "$BIN/muster" local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true

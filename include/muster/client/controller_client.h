@@ -48,6 +48,8 @@ class ControllerClient {
   Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& r);
   Result<v1::UpdateNodeResponse> UpdateNode(const v1::UpdateNodeRequest& r);
   Result<v1::ControllerInfoResponse> ControllerInfo();
+  // sdiag; reset (admins) starts the counts again.
+  Result<v1::DiagnosticsResponse> Diagnostics(bool reset = false);
   Result<v1::CreateStepResponse> CreateStep(const v1::CreateStepRequest& r);
   // Binds an srun/salloc allocation to this connection: closing it ends the allocation.
   Result<v1::AttachAllocationResponse> AttachAllocation(uint64_t job_id);

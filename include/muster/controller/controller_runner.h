@@ -20,6 +20,7 @@
 #include "muster/common/status.h"
 #include "muster/controller/engine.h"
 #include "muster/controller/executor.h"
+#include "muster/controller/service_stats.h"
 #include "muster/store/state_store.h"
 
 namespace muster::controller {
@@ -70,6 +71,8 @@ class ControllerRunner {
   void AfterEvent();
 
   uint64_t epoch() const { return epoch_; }
+  // Thread-safe: what the controller spent its time on (sdiag).
+  ServiceStats& stats() { return stats_; }
   const Config& config() const { return options_.config; }
 
  private:
@@ -87,6 +90,7 @@ class ControllerRunner {
   bool pass_running_ = false;
   // Shared with work in flight, which may outlive a stop: it checks before touching the engine.
   std::shared_ptr<std::atomic<bool>> stopped_;
+  ServiceStats stats_;
 };
 
 }  // namespace muster::controller

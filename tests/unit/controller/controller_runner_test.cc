@@ -202,3 +202,30 @@ TEST_F(ControllerRunnerTest, AfterStopNothingMoves) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+TEST(ServiceStatsTest, PercentilesAreNeverBelowTheTruthAndAtMostAQuarterOctaveAbove) {
+  ServiceStats stats;
+  for (int us = 1; us <= 1000; ++us) stats.Record("agent/heartbeat", std::chrono::microseconds(us));
+  stats.Record("api/SUBMIT_JOB", std::chrono::milliseconds(3));
+  auto snap = stats.Snapshot();
+  ASSERT_EQ(snap.size(), 2u);
+  const ServiceStats::Timing& hb = snap[0];
+  EXPECT_EQ(hb.kind, "agent/heartbeat");
+  EXPECT_EQ(hb.count, 1000u);
+  EXPECT_NEAR(hb.mean_us, 500.5, 0.01);
+  EXPECT_GE(hb.p50_us, 500);
+  EXPECT_LE(hb.p50_us, 500 * 1.19);
+  EXPECT_GE(hb.p99_us, 990);
+  EXPECT_LE(hb.p99_us, 1000);  // never above the largest seen
+  EXPECT_EQ(hb.max_us, 1000);
+  EXPECT_EQ(snap[1].p99_us, 3000);
+  stats.Reset(42);
+  EXPECT_TRUE(stats.Snapshot().empty());
+  EXPECT_EQ(stats.reset_ms(), 42);
+}
+
+}  // namespace
+}  // namespace muster::controller

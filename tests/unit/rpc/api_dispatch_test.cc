@@ -177,6 +177,46 @@ TEST_F(ApiDispatchTest, AccountingScansOffTheStrandAndStillAnswers) {
             StatusCode::kInvalidArgument);
 }
 
+// sdiag: every request and pass is counted by kind; only admins reset the counts.
+TEST_F(ApiDispatchTest, DiagnosticsCountEachKindOfWorkAndOnlyAdminsResetThem) {
+  Submit();
+  Submit();
+  (void)Call(v1::METHOD_SUBMIT_JOB, std::string("\xff\xff", 2));  // refused, still counted
+  executor_.AdvanceMs(1000);                                      // a scheduling pass falls due
+  auto diag = [&](bool reset) {
+    v1::DiagnosticsRequest req;
+    req.set_reset(reset);
+    ApiReply r = Call(v1::METHOD_DIAGNOSTICS, req);
+    v1::DiagnosticsResponse resp;
+    EXPECT_TRUE(!r.status.ok() || resp.ParseFromString(r.payload));
+    return std::make_pair(r.status, resp);
+  };
+  auto count = [](const v1::DiagnosticsResponse& d, const std::string& kind) -> uint64_t {
+    for (const auto& t : d.timings()) {
+      if (t.kind() == kind) return t.count();
+    }
+    return 0;
+  };
+  auto [st, d] = diag(false);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(count(d, "api/SUBMIT_JOB"), 3u);
+  EXPECT_GE(count(d, "scheduler/pass"), 1u);
+  EXPECT_EQ(d.jobs_pending() + d.jobs_running(), 2u);
+  EXPECT_EQ(d.nodes(), 1u);
+  for (const auto& t : d.timings()) {
+    EXPECT_LE(t.p50_us(), t.p99_us()) << t.kind();
+    EXPECT_LE(t.p99_us(), t.max_us()) << t.kind();
+  }
+  EXPECT_EQ(diag(true).first.code(), StatusCode::kPermissionDenied);
+  session_->caller.is_admin = true;
+  auto [reset_st, before_reset] = diag(true);
+  ASSERT_TRUE(reset_st.ok()) << reset_st.ToString();
+  EXPECT_EQ(count(before_reset, "api/SUBMIT_JOB"), 3u) << "the reset's reply covers what it ends";
+  auto after = diag(false).second;
+  EXPECT_EQ(count(after, "api/SUBMIT_JOB"), 0u);
+  EXPECT_EQ(count(after, "api/DIAGNOSTICS"), 1u);  // the reset itself
+}
+
 TEST_F(ApiDispatchTest, AnAllocationEndsWhenTheConnectionThatAttachedItCloses) {
   const uint64_t id = Submit(/*interactive=*/true);
   v1::AttachAllocationRequest attach;

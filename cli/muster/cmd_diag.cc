@@ -1,0 +1,102 @@
+// `muster diag` and sdiag: what the controller spends its time on. For each kind of work (an
+// API method, an agent message, a scheduling pass) the count and the time from arrival to done,
+// queueing included. The layout is Muster's own (Slurm's sdiag lists other counters).
+#include <getopt.h>
+
+#include <cstdio>
+
+#include "cli.h"
+#include "muster/common/duration.h"
+#include "output.h"
+
+namespace muster::cli {
+namespace {
+
+void PrintDiagHelp(const std::string& prog) {
+  std::printf(
+      "Usage: %s [-r] [--json]\n"
+      "What the controller spends its time on, per API method, agent message and scheduling\n"
+      "pass: count, and mean, p50, p99 and max time from arrival to done (microseconds).\n"
+      "  -r, --reset   start the counts again (admins)\n"
+      "  --json        as JSON\n",
+      prog.c_str());
+}
+
+void PrintJson(const v1::DiagnosticsResponse& d) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("now_ms").Int(d.now_ms()).Key("start_time_ms").Int(d.start_time_ms());
+  w.Key("since_ms").Int(d.since_ms()).Key("epoch").Uint(d.epoch());
+  w.Key("nodes").Uint(d.nodes()).Key("nodes_responding").Uint(d.nodes_responding());
+  w.Key("jobs_pending").Uint(d.jobs_pending()).Key("jobs_running").Uint(d.jobs_running());
+  w.Key("records_quarantined").Uint(d.records_quarantined());
+  w.Key("timings").BeginArray();
+  for (const auto& t : d.timings()) {
+    w.BeginObject().Key("kind").String(t.kind()).Key("count").Uint(t.count());
+    w.Key("mean_us").Double(t.mean_us()).Key("p50_us").Double(t.p50_us());
+    w.Key("p99_us").Double(t.p99_us()).Key("max_us").Double(t.max_us()).EndObject();
+  }
+  w.EndArray().EndObject();
+  std::printf("%s\n", w.str().c_str());
+}
+
+void PrintText(const v1::DiagnosticsResponse& d) {
+  std::printf("Controller time   %s\n", FormatTimestamp(d.now_ms()).c_str());
+  std::printf("Started           %s (epoch %llu)\n", FormatTimestamp(d.start_time_ms()).c_str(),
+              static_cast<unsigned long long>(d.epoch()));
+  std::printf("Counts since      %s\n", FormatTimestamp(d.since_ms()).c_str());
+  std::printf("Nodes             %u (%u with an agent session)\n", d.nodes(), d.nodes_responding());
+  std::printf("Jobs              %u pending, %u running\n", d.jobs_pending(), d.jobs_running());
+  std::printf("Quarantined       %u record(s) at this start's recovery\n\n",
+              d.records_quarantined());
+  std::printf("%-28s %10s %10s %10s %10s %12s\n", "KIND", "COUNT", "MEAN_US", "P50_US", "P99_US",
+              "MAX_US");
+  for (const auto& t : d.timings()) {
+    std::printf("%-28s %10llu %10.0f %10.0f %10.0f %12.0f\n", t.kind().c_str(),
+                static_cast<unsigned long long>(t.count()), t.mean_us(), t.p50_us(), t.p99_us(),
+                t.max_us());
+  }
+}
+
+}  // namespace
+
+int CmdDiag(int argc, char** argv) {
+  const std::string prog = ProgramName("diag");
+  bool reset = false, json = false;
+  const struct option opts[] = {{"reset", no_argument, nullptr, 'r'},
+                                {"json", no_argument, nullptr, 'J'},
+                                {"help", no_argument, nullptr, 'H'},
+                                {"usage", no_argument, nullptr, 'H'},
+                                {nullptr, 0, nullptr, 0}};
+  optind = 0;
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, ":r", opts, nullptr)) != -1;) {
+    switch (c) {
+      case 'r':
+        reset = true;
+        break;
+      case 'J':
+        json = true;
+        break;
+      case 'H':
+        PrintDiagHelp(prog);
+        return kExitOk;
+      default:
+        return Usage("diag", std::string("option ") + argv[optind - 1] + " is not supported");
+    }
+  }
+  if (optind < argc) return Usage("diag", std::string("unexpected argument ") + argv[optind]);
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("diag", controller.status());
+  auto d = controller->Diagnostics(reset);
+  if (!d.ok()) return Fail("diag", d.status());
+  if (json) {
+    PrintJson(*d);
+  } else {
+    PrintText(*d);
+    if (reset) std::printf("\nCounts reset.\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace muster::cli

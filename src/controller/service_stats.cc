@@ -1,0 +1,61 @@
+#include "muster/controller/service_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace muster::controller {
+
+int ServiceStats::BucketOf(double us) {
+  if (us < 1) return 0;
+  return std::min(kBuckets - 1, static_cast<int>(std::floor(4 * std::log2(us))) + 1);
+}
+
+double ServiceStats::BucketTop(int bucket) {
+  return bucket == 0 ? 1 : std::exp2(static_cast<double>(bucket) / 4);
+}
+
+double ServiceStats::Percentile(const Series& s, double p) {
+  const auto rank = static_cast<uint64_t>(std::ceil(p * static_cast<double>(s.count)));
+  uint64_t seen = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    seen += s.buckets[static_cast<size_t>(b)];
+    if (seen >= std::max<uint64_t>(rank, 1)) return std::min(BucketTop(b), s.max_us);
+  }
+  return s.max_us;
+}
+
+void ServiceStats::Record(std::string_view kind, Clock::duration took) {
+  const double us = std::chrono::duration<double, std::micro>(took).count();
+  std::lock_guard l(mu_);
+  auto it = series_.find(kind);
+  if (it == series_.end()) it = series_.emplace(std::string(kind), Series{}).first;
+  Series& s = it->second;
+  ++s.count;
+  s.total_us += us;
+  s.max_us = std::max(s.max_us, us);
+  ++s.buckets[static_cast<size_t>(BucketOf(us))];
+}
+
+std::vector<ServiceStats::Timing> ServiceStats::Snapshot() const {
+  std::lock_guard l(mu_);
+  std::vector<Timing> out;
+  out.reserve(series_.size());
+  for (const auto& [kind, s] : series_) {
+    out.push_back({kind, s.count, s.total_us / static_cast<double>(std::max<uint64_t>(s.count, 1)),
+                   Percentile(s, 0.5), Percentile(s, 0.99), s.max_us});
+  }
+  return out;
+}
+
+void ServiceStats::Reset(int64_t now_ms) {
+  std::lock_guard l(mu_);
+  series_.clear();
+  reset_ms_ = now_ms;
+}
+
+int64_t ServiceStats::reset_ms() const {
+  std::lock_guard l(mu_);
+  return reset_ms_;
+}
+
+}  // namespace muster::controller
