@@ -180,6 +180,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             t.Uint("user_request_burst", &c.controller.user_request_burst, 1, 10'000'000));
         MUSTER_RETURN_IF_ERROR(t.Bool("insecure", &c.controller.insecure));
         MUSTER_RETURN_IF_ERROR(t.String("state_dir", &c.controller.state_dir));
+        MUSTER_RETURN_IF_ERROR(t.Bool("group_commit", &c.controller.group_commit));
         MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
         return t.String("log_file", &c.controller.log_file);
       },

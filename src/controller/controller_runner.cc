@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+
+#include "group_commit_store.h"
 
 namespace muster::controller {
 
@@ -13,6 +16,7 @@ ControllerRunner::ControllerRunner(ControllerRunnerOptions options)
 ControllerRunner::~ControllerRunner() {
   Stop();
   engine_.reset();  // before the store it writes to
+  group_.reset();
   store_.reset();
 }
 
@@ -27,11 +31,14 @@ Result<std::unique_ptr<ControllerRunner>> ControllerRunner::Create(
     MUSTER_ASSIGN_OR_RETURN(runner->store_,
                             store::OpenRocksDbStateStore(o.config.controller.state_dir));
   }
+  runner->group_ = std::make_unique<GroupCommitStore>(runner->store_.get(), &runner->stats_);
   EngineOptions eo;
   eo.config = o.config;
   eo.make_credential = o.make_credential;
+  // Recovery's writes (the new epoch) are synced one by one, before anything is served.
   MUSTER_ASSIGN_OR_RETURN(runner->engine_,
-                          Engine::Create(std::move(eo), runner->store_.get(), runner->Now()));
+                          Engine::Create(std::move(eo), runner->group_.get(), runner->Now()));
+  runner->group_->set_grouping(o.config.controller.group_commit);
   runner->epoch_ = runner->engine_->epoch();
   return runner;
 }
@@ -55,11 +62,15 @@ void ControllerRunner::Stop() { stopped_->store(true); }
 void ControllerRunner::AfterEvent() {
   std::vector<Outgoing> out = engine_->TakeOutgoing();
   if (!out.empty()) {
-    if (agents_) {
-      agents_->Deliver(std::move(out));
-    } else {
-      spdlog::debug("{} agent command(s) dropped: no agent service", out.size());
-    }
+    // An agent acts on a command at once (a launch runs a script): what it follows from must
+    // survive a crash first.
+    WhenDurable([this, out = std::move(out)]() mutable {
+      if (agents_) {
+        agents_->Deliver(std::move(out));
+      } else {
+        spdlog::debug("{} agent command(s) dropped: no agent service", out.size());
+      }
+    });
   }
   if (engine_->schedule_requested() && !sched_armed_ && !pass_running_ && !stopped_->load()) {
     sched_armed_ = true;
@@ -99,6 +110,48 @@ void ControllerRunner::StartPass() {
           AfterEvent();
         });
       });
+}
+
+void ControllerRunner::WhenDurable(std::function<void()> fn) {
+  const uint64_t need = group_->written();
+  if (waiting_.empty() && need <= synced_) {
+    fn();
+    return;
+  }
+  waiting_.emplace_back(need, std::move(fn));
+  StartSync();
+}
+
+void ControllerRunner::ReleaseDurable() {
+  // In order: a completion never overtakes one handed over before it.
+  while (!waiting_.empty() && waiting_.front().first <= synced_) {
+    auto fn = std::move(waiting_.front().second);
+    waiting_.pop_front();
+    fn();
+  }
+}
+
+void ControllerRunner::StartSync() {
+  ReleaseDurable();
+  if (sync_running_ || waiting_.empty()) return;
+  sync_running_ = true;
+  // Everything written before the sync starts is covered by it.
+  const uint64_t covers = group_->written();
+  const auto began = ServiceStats::Clock::now();
+  options_.executor->Offload(Executor::Lane::kSync, [this, covers, began, stopped = stopped_] {
+    if (stopped->load()) return;
+    if (Status s = group_->Sync(); !s.ok()) {
+      spdlog::critical("{}; exiting so that recovery restarts from what is on disk", s.ToString());
+      spdlog::default_logger()->flush();
+      std::abort();
+    }
+    Post([this, covers, began] {
+      stats_.Record("store/sync", ServiceStats::Clock::now() - began);
+      sync_running_ = false;
+      synced_ = std::max(synced_, covers);
+      StartSync();
+    });
+  });
 }
 
 void ControllerRunner::ArmTick() {

@@ -28,6 +28,11 @@ std::optional<size_t> EngineContext::NodeIndex(const std::string& name) const {
   return it->second;
 }
 
+const NodeConfig* EngineContext::NodeConfigOf(const std::string& name) const {
+  const std::optional<size_t> i = NodeIndex(name);
+  return i ? &options_.config.nodes[*i] : nullptr;
+}
+
 void EngineContext::Send(const std::string& node, v1::ControllerMessage msg) {
   msg.set_epoch(meta_.epoch());
   outgoing_.push_back({node, std::move(msg)});

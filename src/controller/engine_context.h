@@ -43,6 +43,8 @@ class EngineContext {
   // A configured node's index (configuration order, the same in every manager); nullopt for a
   // name the configuration does not define.
   std::optional<size_t> NodeIndex(const std::string& name) const;
+  // The node's configuration by name, through the index (Config::FindNode walks every node).
+  const NodeConfig* NodeConfigOf(const std::string& name) const;
 
   // Commands for agents, stamped with the epoch; the runner delivers them after each event.
   void Send(const std::string& node, v1::ControllerMessage msg);

@@ -197,14 +197,14 @@ grpc::ServerUnaryReactor* AgentService::Register(grpc::CallbackServerContext* ct
       return;
     }
     auto r = runner_.engine().RegisterNode(*req, runner_.Now());
+    grpc::Status reply = grpc::Status::OK;
     if (r.ok()) {
       *resp = std::move(*r);
-      reactor->Finish(grpc::Status::OK);
     } else {
-      reactor->Finish(
-          grpc::Status(static_cast<grpc::StatusCode>(r.status().code()), r.status().message()));
+      reply = grpc::Status(static_cast<grpc::StatusCode>(r.status().code()), r.status().message());
     }
     runner_.AfterEvent();
+    runner_.WhenDurable([reactor, reply] { reactor->Finish(reply); });
     runner_.stats().Record("agent/register", StatsClock::now() - arrived);
   });
   return reactor;

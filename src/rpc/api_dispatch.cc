@@ -124,7 +124,8 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
       if (req.ParseFromString(payload)) session->allocations.push_back(req.job_id());
     }
     runner_.AfterEvent();
-    done(std::move(r));
+    // Acknowledged only once what it changed is on disk.
+    runner_.WhenDurable([done, r = std::move(r)]() mutable { done(std::move(r)); });
   });
 }
 

@@ -33,7 +33,14 @@ void AsioExecutor::StartTimer(int64_t delay_ms, std::function<void()> fn) {
 }
 
 void AsioExecutor::Offload(Lane lane, std::function<void()> fn) {
-  asio::post(lane == Lane::kScheduling ? sched_pool_ : query_pool_, std::move(fn));
+  switch (lane) {
+    case Lane::kScheduling:
+      return asio::post(sched_pool_, std::move(fn));
+    case Lane::kQuery:
+      return asio::post(query_pool_, std::move(fn));
+    case Lane::kSync:
+      return asio::post(sync_pool_, std::move(fn));
+  }
 }
 
 void AsioExecutor::Start(int threads) {
@@ -66,6 +73,7 @@ void AsioExecutor::Stop() {
   threads_.clear();
   sched_pool_.join();  // a pass in flight finishes; its result is dropped with the io_context
   query_pool_.join();  // a scan in flight finishes before the store goes away
+  sync_pool_.join();   // so does a sync
 }
 
 }  // namespace muster::rpc

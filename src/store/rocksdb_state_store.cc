@@ -128,6 +128,9 @@ class RocksDbStateStore final : public StateStore {
     return state;
   }
 
+  // RocksDB syncs every log file written so far; writes may go on meanwhile.
+  Status Sync() override { return FromRocks(db_->SyncWAL(), "cannot sync the state store"); }
+
   Result<v1::JobPayload> ReadJobPayload(uint64_t id) override {
     std::string value;
     rocksdb::Status s =

@@ -81,7 +81,14 @@ struct Submission {
 struct Op {
   char kind;  // c: cancel, h: hold, r: release, d: drain, u: resume (undrain)
   Outcome outcome;
+  int64_t answered_ms = 0;  // wall clock when the answer came
 };
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 struct ClientLedger {
   std::vector<Submission> subs;
@@ -315,7 +322,7 @@ void Harness::JobOp(int index, ControllerClient& c, char kind, uint64_t id, bool
   if (out == Outcome::kAcked && !refusal.empty()) out = Outcome::kRefused;
   if (out == Outcome::kUnknown) *broken = true;
   ClientLedger& l = ledgers_[index];
-  l.job_ops[id].push_back({kind, out});
+  l.job_ops[id].push_back({kind, out, WallMs()});
   if (kind == 'h' && out == Outcome::kAcked) l.held.insert(id);
   if (kind != 'h' && out == Outcome::kAcked) l.held.erase(id);
 }
@@ -507,11 +514,17 @@ void Harness::CheckRound(int round, const std::map<uint64_t, v1::JobInfo>& runni
     }
   }
 
-  // No GPU in two unfinished jobs' allocations.
+  // No GPU in two jobs' allocations: running jobs hold all their nodes, finished ones those that
+  // have not reported them clean yet.
   std::map<std::pair<std::string, uint32_t>, uint64_t> gpu_owner;
   for (const auto& [id, j] : jobs) {
     if (j.state() != v1::RUNNING && !j.completing()) continue;
     for (const auto& na : j.allocation().nodes()) {
+      if (j.state() != v1::RUNNING &&
+          std::find(j.completing_nodes().begin(), j.completing_nodes().end(), na.node()) ==
+              j.completing_nodes().end()) {
+        continue;
+      }
       for (uint32_t g : na.gpu_indices()) {
         auto [it, fresh] = gpu_owner.emplace(std::make_pair(na.node(), g), id);
         if (!fresh) {
@@ -563,7 +576,8 @@ void Harness::CheckRound(int round, const std::map<uint64_t, v1::JobInfo>& runni
       const std::string jid = "job " + std::to_string(id);
       switch (ops.back().kind) {
         case 'c':
-          if (!IsFinal(j.state())) Violation(at + jid + " was cancelled but is " + j.reason());
+          // A running job is being stopped (it ends CANCELLED, checked at the end).
+          if (j.state() == v1::PENDING) Violation(at + jid + " was cancelled but is pending");
           break;
         case 'h':
           if (j.state() != v1::PENDING || !j.hold()) {
@@ -642,6 +656,20 @@ void Harness::CheckEnd() {
   for (const auto& [id, n] : runs) {
     if (n > 1) Violation("job " + std::to_string(id) + " ran " + std::to_string(n) + " times");
     if (!jobs.count(id)) Violation("job " + std::to_string(id) + " ran but is not accounted");
+  }
+  // An acknowledged cancel ends the job CANCELLED, unless it had ended before the answer came.
+  for (const ClientLedger& l : ledgers_) {
+    for (const auto& [id, ops] : l.job_ops) {
+      const auto it = jobs.find(id);
+      for (const Op& op : ops) {
+        if (op.kind != 'c' || op.outcome != Outcome::kAcked || it == jobs.end()) continue;
+        const v1::JobInfo& j = it->second;
+        if (j.state() != v1::CANCELLED && j.end_time_ms() > op.answered_ms) {
+          Violation("job " + std::to_string(id) + " was cancelled but ended " +
+                    v1::JobState_Name(j.state()) + " after that");
+        }
+      }
+    }
   }
   for (const auto& [id, j] : jobs) {
     const std::string jid = "job " + std::to_string(id);

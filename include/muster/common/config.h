@@ -40,6 +40,9 @@ struct ControllerConfig {
   // words, that the network between the hosts is trusted.
   bool insecure = false;
   std::string state_dir = "/var/lib/muster";
+  // Changes written while a sync is under way share the next one (a reply or an agent command
+  // still waits until its change is on disk). false: one sync per change, on the strand.
+  bool group_commit = true;
   std::string log_level = "info";
   std::string log_file;  // empty: stderr (journald under systemd)
 };

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +25,8 @@
 #include "muster/store/state_store.h"
 
 namespace muster::controller {
+
+class GroupCommitStore;
 
 // The agents' side of the transport: delivers the engine's commands to their sessions (a command
 // for a node without a session is dropped; reconciliation resends what matters when it
@@ -66,9 +69,14 @@ class ControllerRunner {
   // ---- On the strand. ----
   Engine& engine() { return *engine_; }
   TimeMs Now() const { return options_.clock->NowMs(); }
-  // After each event: the engine's commands go out, and a scheduling pass is armed when one is
-  // due (at most one every sched_min_interval_ms, one at a time).
+  // After each event: the engine's commands go out (once what they depend on is durable), and a
+  // scheduling pass is armed when one is due (at most one every sched_min_interval_ms, one at a
+  // time).
   void AfterEvent();
+  // Runs `fn` (a reply, a delivery) once every change written so far is durable, and after every
+  // `fn` handed over before it: at once when nothing waits; with group commit, after the next
+  // sync. A failed sync ends the controller (recovery restarts from what is on disk).
+  void WhenDurable(std::function<void()> fn);
 
   uint64_t epoch() const { return epoch_; }
   // Thread-safe: what the controller spent its time on (sdiag).
@@ -79,10 +87,13 @@ class ControllerRunner {
   explicit ControllerRunner(ControllerRunnerOptions options);
   void ArmTick();
   void StartPass();
+  void StartSync();
+  void ReleaseDurable();
 
   ControllerRunnerOptions options_;
   std::unique_ptr<store::StateStore> store_;
-  std::unique_ptr<Engine> engine_;  // strand-confined
+  std::unique_ptr<GroupCommitStore> group_;  // over store_; the engine writes through it
+  std::unique_ptr<Engine> engine_;           // strand-confined
   uint64_t epoch_ = 0;
   // Strand-confined.
   AgentSessions* agents_ = nullptr;
@@ -91,6 +102,11 @@ class ControllerRunner {
   // Shared with work in flight, which may outlive a stop: it checks before touching the engine.
   std::shared_ptr<std::atomic<bool>> stopped_;
   ServiceStats stats_;
+  // Group commit, strand-confined: completions waiting for a sync, with the write count each
+  // needs durable; the count the last sync covered; whether a sync is under way.
+  std::deque<std::pair<uint64_t, std::function<void()>>> waiting_;
+  uint64_t synced_ = 0;
+  bool sync_running_ = false;
 };
 
 }  // namespace muster::controller

@@ -12,8 +12,9 @@ namespace muster::controller {
 class Executor {
  public:
   // Work that runs off the strand, each kind on its own worker so that one does not wait for the
-  // other: the scheduling pass's core, and reads of the archive (sacct).
-  enum class Lane { kScheduling, kQuery };
+  // other: the scheduling pass's core, reads of the archive (sacct), and the store's group
+  // commit syncs.
+  enum class Lane { kScheduling, kQuery, kSync };
 
   virtual ~Executor() = default;
   // Runs `fn` on the strand, after what is already queued there. Thread-safe.

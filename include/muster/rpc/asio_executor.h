@@ -45,6 +45,7 @@ class AsioExecutor final : public controller::Executor {
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::thread_pool sched_pool_{1};
   boost::asio::thread_pool query_pool_{1};
+  boost::asio::thread_pool sync_pool_{1};
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   std::set<std::shared_ptr<Timer>> timers_;  // strand-confined: cancelled at Stop

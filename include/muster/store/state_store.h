@@ -131,6 +131,10 @@ class StateStore {
   // Reads a live job's payload (script, environment). NOT_FOUND when there is none, DATA_LOSS
   // when it does not parse.
   virtual Result<v1::JobPayload> ReadJobPayload(uint64_t id) = 0;
+
+  // Makes every commit made before the call durable (group commit: buffered commits, then one
+  // sync for all of them). May run on another thread than Commit, concurrently with it.
+  virtual Status Sync() { return Status::Ok(); }
 };
 
 // Opens (creating if needed) a RocksDB store in `dir`. FAILED_PRECONDITION when another process

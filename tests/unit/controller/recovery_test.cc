@@ -70,6 +70,8 @@ TEST_F(EngineTest, ANodeAGangLeftIsNotHeldForItAgainAfterACrash) {
   Exited(gang, "node1", 0);
   Cleaned(gang, "node1");  // node2 is still cleaning up
   ASSERT_TRUE(Job(gang).completing());
+  ASSERT_EQ(Job(gang).completing_nodes_size(), 1);
+  EXPECT_EQ(Job(gang).completing_nodes(0), "node2");
   v1::JobSpec on_node1 = Gang(1, 8);
   on_node1.add_required_nodes("node1");
   auto next = *Submit(on_node1);

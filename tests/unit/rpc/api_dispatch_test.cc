@@ -25,7 +25,7 @@ class ApiDispatchTest : public ::testing::Test {
     o.config = *c;
     o.clock = &clock_;
     o.executor = &executor_;
-    o.store = std::make_unique<store::InMemoryStateStore>();
+    o.store = MakeStore();
     auto r = controller::ControllerRunner::Create(std::move(o));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     runner_ = std::move(*r);
@@ -36,6 +36,9 @@ class ApiDispatchTest : public ::testing::Test {
   }
 
   virtual void Tweak(Config&) {}
+  virtual std::unique_ptr<store::StateStore> MakeStore() {
+    return std::make_unique<store::InMemoryStateStore>();
+  }
 
   // One request, as a transport hands it over; runs the executor until the reply is there.
   ApiReply Call(v1::Method method, const google::protobuf::MessageLite& req) {
@@ -175,6 +178,49 @@ TEST_F(ApiDispatchTest, AccountingScansOffTheStrandAndStillAnswers) {
   EXPECT_EQ(resp.jobs(0).id(), id);
   EXPECT_EQ(Call(v1::METHOD_LIST_ACCOUNTING, "\xff\xff").status.code(),
             StatusCode::kInvalidArgument);
+}
+
+// Group commit: submissions that arrive while the store syncs share the next sync, and none is
+// answered before a sync covering it has returned.
+class GroupCommitTest : public ApiDispatchTest {
+ protected:
+  struct SyncCountingStore : store::InMemoryStateStore {
+    explicit SyncCountingStore(GroupCommitTest* t) : test(t) {}
+    Status Sync() override {
+      test->replies_at_sync.push_back(test->replies.size());
+      return Status::Ok();
+    }
+    GroupCommitTest* test;
+  };
+  std::unique_ptr<store::StateStore> MakeStore() override {
+    return std::make_unique<SyncCountingStore>(this);
+  }
+  std::vector<size_t> replies_at_sync;
+  std::vector<uint64_t> replies;
+};
+
+TEST_F(GroupCommitTest, SubmissionsShareOneSyncAndAreAnsweredAfterItInOrder) {
+  for (int i = 0; i < 20; ++i) {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_work_dir("/tmp");
+    req.mutable_spec()->set_script("#!/bin/sh\ntrue\n");
+    dispatcher_->Dispatch(session_, v1::METHOD_SUBMIT_JOB, req.SerializeAsString(),
+                          [&](ApiReply r) {
+                            v1::SubmitJobResponse resp;
+                            ASSERT_TRUE(r.status.ok() && resp.ParseFromString(r.payload));
+                            replies.push_back(resp.job_id());
+                          });
+  }
+  executor_.RunUntilIdle();
+  ASSERT_EQ(replies.size(), 20u);
+  EXPECT_TRUE(std::is_sorted(replies.begin(), replies.end()));
+  ASSERT_FALSE(replies_at_sync.empty());
+  EXPECT_EQ(replies_at_sync[0], 0u) << "a submission was answered before its sync";
+  EXPECT_LE(replies_at_sync.size(), 2u) << "20 submissions, one sync for all (and a spare)";
+  // A read that changes nothing is answered without a sync of its own.
+  const size_t syncs = replies_at_sync.size();
+  (void)Job(replies[0]);
+  EXPECT_EQ(replies_at_sync.size(), syncs);
 }
 
 // sdiag: every request and pass is counted by kind; only admins reset the counts.
