@@ -14,7 +14,7 @@
 //                       any 100 ms (the herd the backoff's jitter spreads)
 //   usage: agent_load --musterctld PATH --dir DIR [--nodes 12500] [--channels 500]
 //                     [--heartbeat-ms 5000] [--clients 50] [--submit-rate 10] [--phase-s 30]
-//                     [--job-s 20-60]
+//                     [--job-s 20-60] [--group-commit true|false]
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -55,6 +55,7 @@ struct Options {
   uint32_t nodes = 12'500, channels = 500, heartbeat_ms = 5000, clients = 50;
   double submit_rate = 10;  // per client, per second
   uint32_t phase_s = 30, job_min_s = 20, job_max_s = 60;
+  bool group_commit = true;
 };
 
 double Percentile(std::vector<double> v, double p) {
@@ -485,6 +486,7 @@ int Load::Run() {
     std::ofstream conf(o_.dir + "/muster.toml");
     conf << "cluster_name = \"load\"\n[controller]\nsocket = \"" << Socket() << "\"\nstate_dir = \""
          << o_.dir << "/state\"\nagent_address = \"127.0.0.1:" << port << "\"\n"
+         << "group_commit = " << (o_.group_commit ? "true" : "false") << "\n"
          << "[scheduling]\nheartbeat_interval_ms = " << o_.heartbeat_ms
          << "\nnode_not_responding_ms = " << 6 * o_.heartbeat_ms
          << "\nnode_down_ms = " << 12 * o_.heartbeat_ms << "\nmax_pending_jobs_per_user = 0\n";
@@ -647,6 +649,8 @@ int main(int argc, char** argv) {
       o.submit_rate = std::stod(v);
     else if (a == "--phase-s")
       o.phase_s = static_cast<uint32_t>(std::stoul(v));
+    else if (a == "--group-commit")
+      o.group_commit = v != "false";
     else if (a == "--job-s") {
       o.job_min_s = static_cast<uint32_t>(std::stoul(v));
       o.job_max_s = static_cast<uint32_t>(std::stoul(v.substr(v.find('-') + 1)));
@@ -659,7 +663,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: agent_load --musterctld PATH --dir DIR [--nodes N] [--channels N] "
                  "[--heartbeat-ms MS] [--clients N] [--submit-rate PER_CLIENT_PER_S] "
-                 "[--phase-s S] [--job-s MIN-MAX]\n");
+                 "[--phase-s S] [--job-s MIN-MAX] [--group-commit true|false]\n");
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
