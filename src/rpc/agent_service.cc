@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -104,10 +105,13 @@ class AgentService::AgentSession final
           }
           sessions[node_] = this;
           attached_ = true;
+          attached_once_ = true;
         }
         runner.AfterEvent();
         runner.stats().Record(AgentKind(v1::AgentMessage::kHello), StatsClock::now() - arrived);
       });
+    } else if (msg.msg_case() == v1::AgentMessage::kHeartbeat && attached_once_.load()) {
+      service_->Heard(node_, arrived);
     } else {
       service_->runner_.Post([this, msg = std::move(msg), arrived] {
         controller::ControllerRunner& runner = service_->runner_;
@@ -155,6 +159,9 @@ class AgentService::AgentSession final
   v1::AgentMessage in_;
   std::string node_, instance_;  // set by the first read, then read-only
   bool attached_ = false;        // strand-confined
+  // The same, readable from gRPC threads (heartbeats of a session not yet attached take the
+  // strand's way, in order behind its Hello).
+  std::atomic<bool> attached_once_{false};
   std::mutex mu_;
   std::deque<v1::ControllerMessage> out_;
   bool writing_ = false;
@@ -215,6 +222,40 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentService::
   std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
   return new AgentSession(
       this, [this, auth](const std::string& node) { return CheckPeerIsNode(auth.get(), node); });
+}
+
+void AgentService::Heard(const std::string& node, StatsClock::time_point arrived) {
+  std::lock_guard l(heard_mu_);
+  heard_.emplace_back(node, arrived);
+  if (heard_armed_) return;
+  heard_armed_ = true;
+  runner_.executor().PostAfter(kHeartbeatBatchMs, [this] { DrainHeard(); });
+}
+
+void AgentService::DrainHeard() {
+  std::vector<std::pair<std::string, StatsClock::time_point>> heard;
+  {
+    std::lock_guard l(heard_mu_);
+    heard.swap(heard_);
+    heard_armed_ = false;
+  }
+  if (runner_.stopped()) return;
+  static const v1::AgentMessage kHeartbeat = [] {
+    v1::AgentMessage m;
+    m.mutable_heartbeat();
+    return m;
+  }();
+  const auto now = runner_.Now();
+  for (const auto& [node, arrived] : heard) {
+    // A node whose session ended meanwhile is not heard from (its replacement says so itself).
+    if (!sessions_.count(node)) continue;
+    runner_.engine().OnAgentMessage(node, kHeartbeat, now);
+  }
+  runner_.AfterEvent();
+  const auto done = StatsClock::now();
+  for (const auto& [node, arrived] : heard) {
+    runner_.stats().Record(AgentKind(v1::AgentMessage::kHeartbeat), done - arrived);
+  }
 }
 
 void AgentService::Deliver(std::vector<controller::Outgoing> commands) {

@@ -3,8 +3,11 @@
 // commands to the sessions. No logic of its own.
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "muster/controller/controller_runner.h"
@@ -39,9 +42,19 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
   // certificate names the node. PERMISSION_DENIED otherwise, saying which names it carries.
   grpc::Status CheckPeerIsNode(const grpc::AuthContext* auth, const std::string& node) const;
 
+  // Heartbeats only say "still here": they are collected and handed to the strand together every
+  // kHeartbeatBatchMs instead of waking it for each (2,500 a second at 12,500 nodes; the wake-ups,
+  // not the engine, were most of their cost). Thread-safe.
+  void Heard(const std::string& node, std::chrono::steady_clock::time_point arrived);
+  void DrainHeard();  // on the strand
+  static constexpr int64_t kHeartbeatBatchMs = 50;
+
   controller::ControllerRunner& runner_;
   const bool verify_node_names_;
   std::map<std::string, AgentSession*> sessions_;  // strand-confined
+  std::mutex heard_mu_;
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> heard_;
+  bool heard_armed_ = false;  // a drain is due; under heard_mu_
 };
 
 }  // namespace muster::rpc
