@@ -90,8 +90,10 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
     controller::Engine& engine = runner_.engine();
     if (method == v1::METHOD_DIAGNOSTICS) {
       auto resp = Diagnostics(runner_, session->caller, payload);
-      return done(resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
-                            : ApiReply{resp.status(), ""});
+      ApiReply r = resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
+                             : ApiReply{resp.status(), ""};
+      // Behind the replies still waiting for a sync: never ahead of an earlier answer.
+      return runner_.WhenDurable([done, r = std::move(r)]() mutable { done(std::move(r)); });
     }
     if (method == v1::METHOD_LIST_ACCOUNTING) {
       // sacct: the live jobs are read on the strand, the archive is scanned on the query worker
