@@ -3,7 +3,8 @@
 # ../shared/reference/slurm/run_bench.sh measures real Slurm 22.05 on this kind of machine.
 #   usage: tests/bench/cluster_bench.sh [BIN_DIR]     (default build/release/bin)
 # Env: N (jobs for throughput, default 1000), LAT_N (latency samples, default 20), NODES (4),
-# TLS (1: the daemons talk mutual TLS, as `muster local up` sets up by default; 0: plain).
+# TLS (1: the daemons talk mutual TLS, as `muster local up` sets up by default; 0: plain),
+# GROUP_COMMIT (1: the default; 0: one synced write per change).
 # Prints one line per figure; docs/benchmarks.md records the results.
 set -euo pipefail
 BIN=$(cd "${1:-build/release/bin}" && pwd)
@@ -15,6 +16,14 @@ DIR=$(mktemp -d /tmp/muster-bench.XXXXXX)
 trap 'muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
 TLS_FLAG=$([ "${TLS:-1}" = 0 ] && echo --no-tls || true)
 eval "$(muster local up --dir "$DIR/cluster" --nodes "$NODES" --gpus-per-node 8 $TLS_FLAG 2>/dev/null)"
+if [ "${GROUP_COMMIT:-1}" = 0 ]; then
+  # One synced write per change, on the controller's strand (controller.group_commit = false).
+  sed -i 's/^\[controller\]$/[controller]\ngroup_commit = false/' "$MUSTER_CONF"
+  ctld=$(cat "$DIR/cluster/run/musterctld.pid")
+  kill "$ctld"
+  while kill -0 "$ctld" 2>/dev/null; do sleep 0.05; done
+  muster local up --dir "$DIR/cluster" --nodes "$NODES" --gpus-per-node 8 $TLS_FLAG >/dev/null 2>&1
+fi
 cd "$DIR"
 
 now() { echo "${EPOCHREALTIME/./}"; }  # microseconds
