@@ -582,7 +582,6 @@ int Load::Run() {
   ::kill(ctld_, SIGKILL);
   int st = 0;
   ::waitpid(ctld_, &st, 0);
-  const auto killed = Clock::now();
   std::this_thread::sleep_for(Ms(1000));
   const auto restarting = Clock::now();
   ctld_ = StartController();
@@ -604,7 +603,6 @@ int Load::Run() {
       peak_per_100ms = std::max(peak_per_100ms, ++per_slot[static_cast<int64_t>(s * 10)]);
     }
   }
-  (void)killed;
   std::printf(
       "{\"nodes\": %u, \"channels\": %u, \"heartbeat_ms\": %u, \"clients\": %u, "
       "\"submit_rate_per_client\": %.1f, \"register_all_s\": %.2f, "

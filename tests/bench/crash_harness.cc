@@ -7,14 +7,16 @@
 //     answer was lost at most once, and no job exists that no client asked for;
 //   - ids are unique, increase per client, and an id acknowledged by a restarted controller is
 //     above every id an earlier one acknowledged;
-//   - no GPU is in two unfinished jobs' allocations;
+//   - no GPU is held by two jobs (a running job holds its allocation, a finished one the nodes
+//     that have not reported it clean);
 //   - a job running at the kill runs on after it with the same start and allocation, or ended on
 //     its own or by a cancel a client sent: never requeued, failed or lost;
-//   - the last acknowledged hold, release and cancel of each job, and drain and resume of each
-//     node, still hold.
+//   - the last acknowledged hold and release of each job, and drain and resume of each node,
+//     still hold; a cancelled job is not pending.
 // At the end, with every job over: no job ran twice (each job appends its id to a shared file as
-// it starts), every job that started did so once, and accounting has each job once with the start
-// the live view had.
+// it starts), every job that started did so once, accounting has each job once with the start
+// the live view had, and an acknowledged cancel ended its job CANCELLED (unless it had ended
+// before the answer came).
 //   usage: crash_harness --cluster DIR --musterctld PATH [--rounds N] [--clients N] [--seed N]
 //                        [--max-kill-delay-ms MS] [--summary FILE]
 // Exit 0: no violation; 1: violations (each printed); 2: usage or setup error.
