@@ -1,5 +1,6 @@
 // musterctld: the controller daemon. Command line -> config -> ControllerServer -> wait for a
 // signal -> Shutdown.
+#include <absl/synchronization/mutex.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -11,6 +12,10 @@
 #include "muster/rpc/controller_server.h"
 
 int main(int argc, char** argv) {
+  // gRPC locks absl mutexes on every message, and Debian's absl checks each lock for deadlock
+  // cycles (a debugging aid): a fifth of the controller's CPU for 12,500 agents' heartbeats
+  // (docs/benchmarks.md).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   auto cl = muster::rpc::ParseControllerCommandLine(argc, argv);
   if (!cl.ok()) {
     std::fprintf(stderr, "musterctld: %s\n%s", cl.status().message().c_str(),

@@ -1,4 +1,5 @@
 // musterd: the node agent. Command line -> config -> Agent -> wait for a signal -> Stop.
+#include <absl/synchronization/mutex.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include "muster/logging/logging.h"
 
 int main(int argc, char** argv) {
+  // As in musterctld: gRPC's absl mutexes without the debugging aid of deadlock detection.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   auto cl = muster::agent::ParseAgentCommandLine(argc, argv);
   if (!cl.ok()) {
     std::fprintf(stderr, "musterd: %s\n%s", cl.status().message().c_str(),

@@ -231,6 +231,8 @@ class Load {
     if (batch_running) End(n, t.job_id(), t.run(), SIGTERM);
   }
   Timers& timers() { return timers_; }
+  // The run is over: sessions that end now are left as they are (the process exits).
+  std::atomic<bool> stopping{false};
   std::atomic<uint64_t> launches{0};
 
  private:
@@ -310,6 +312,7 @@ void Session::OnReadDone(bool ok) {
 }
 
 void Session::OnDone(const grpc::Status&) {
+  if (load_->stopping.load()) return;
   {
     std::lock_guard l(mu_);
     done_ = true;
@@ -620,6 +623,7 @@ int Load::Run() {
       loaded_diag.c_str(), serve_ms, delays.size(), first_back_s, last_back_s,
       Percentile(delays, 0.5), Percentile(delays, 0.99), peak_per_100ms);
   std::fflush(stdout);
+  stopping = true;
   ::kill(ctld_, SIGTERM);
   ::waitpid(ctld_, &st, 0);
   std::_Exit(0);  // the simulated sessions are not torn down one by one
