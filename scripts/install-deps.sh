@@ -12,6 +12,8 @@ PACKAGES=(
   librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev
   # libcrypto: step credentials (HMAC-SHA256), in the daemons only
   libssl-dev
+  # absl (gRPC's own dependency): the daemons turn off its mutex deadlock detection
+  libabsl-dev
   # `muster certs` and `muster local up` make the daemons' TLS certificates with it
   openssl
   # MUNGE: users' credentials over TCP (libmunge is loaded at run time; the tests run munged)
