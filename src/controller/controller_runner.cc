@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "group_commit_store.h"
+#include "muster/store/group_commit_store.h"
 
 namespace muster::controller {
 
@@ -31,7 +31,9 @@ Result<std::unique_ptr<ControllerRunner>> ControllerRunner::Create(
     MUSTER_ASSIGN_OR_RETURN(runner->store_,
                             store::OpenRocksDbStateStore(o.config.controller.state_dir));
   }
-  runner->group_ = std::make_unique<GroupCommitStore>(runner->store_.get(), &runner->stats_);
+  runner->group_ = std::make_unique<store::GroupCommitStore>(
+      runner->store_.get(),
+      [stats = &runner->stats_](auto took) { stats->Record("store/write", took); });
   EngineOptions eo;
   eo.config = o.config;
   eo.make_credential = o.make_credential;

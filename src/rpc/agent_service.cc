@@ -229,7 +229,7 @@ void AgentService::Heard(const std::string& node, StatsClock::time_point arrived
   heard_.emplace_back(node, arrived);
   if (heard_armed_) return;
   heard_armed_ = true;
-  runner_.executor().PostAfter(kHeartbeatBatchMs, [this] { DrainHeard(); });
+  runner_.executor().PostAfter(heartbeat_batch_ms_, [this] { DrainHeard(); });
 }
 
 void AgentService::DrainHeard() {

@@ -3,6 +3,7 @@
 // commands to the sessions. No logic of its own.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -22,7 +23,10 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
   // With verify_node_names (mutual TLS), a Register or Hello is accepted only for the node its
   // client certificate names.
   AgentService(controller::ControllerRunner& runner, bool verify_node_names)
-      : runner_(runner), verify_node_names_(verify_node_names) {}
+      : runner_(runner),
+        verify_node_names_(verify_node_names),
+        heartbeat_batch_ms_(
+            std::clamp<int64_t>(runner.config().scheduling.heartbeat_interval_ms / 10, 1, 50)) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
                                      const v1::RegisterRequest* req,
@@ -43,14 +47,15 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
   grpc::Status CheckPeerIsNode(const grpc::AuthContext* auth, const std::string& node) const;
 
   // Heartbeats only say "still here": they are collected and handed to the strand together every
-  // kHeartbeatBatchMs instead of waking it for each (2,500 a second at 12,500 nodes; the wake-ups,
-  // not the engine, were most of their cost). Thread-safe.
+  // heartbeat_batch_ms_ (a tenth of the heartbeat interval, at most 50 ms) instead of waking it
+  // for each (2,500 a second at 12,500 nodes; the wake-ups, not the engine, were most of their
+  // cost). Thread-safe.
   void Heard(const std::string& node, std::chrono::steady_clock::time_point arrived);
   void DrainHeard();  // on the strand
-  static constexpr int64_t kHeartbeatBatchMs = 50;
 
   controller::ControllerRunner& runner_;
   const bool verify_node_names_;
+  const int64_t heartbeat_batch_ms_;
   std::map<std::string, AgentSession*> sessions_;  // strand-confined
   std::mutex heard_mu_;
   std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> heard_;

@@ -24,9 +24,11 @@
 #include "muster/controller/service_stats.h"
 #include "muster/store/state_store.h"
 
-namespace muster::controller {
-
+namespace muster::store {
 class GroupCommitStore;
+}
+
+namespace muster::controller {
 
 // The agents' side of the transport: delivers the engine's commands to their sessions (a command
 // for a node without a session is dropped; reconciliation resends what matters when it
@@ -92,8 +94,8 @@ class ControllerRunner {
 
   ControllerRunnerOptions options_;
   std::unique_ptr<store::StateStore> store_;
-  std::unique_ptr<GroupCommitStore> group_;  // over store_; the engine writes through it
-  std::unique_ptr<Engine> engine_;           // strand-confined
+  std::unique_ptr<store::GroupCommitStore> group_;  // over store_; the engine writes through it
+  std::unique_ptr<Engine> engine_;                  // strand-confined
   uint64_t epoch_ = 0;
   // Strand-confined.
   AgentSessions* agents_ = nullptr;

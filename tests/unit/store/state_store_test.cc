@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <tuple>
 
+#include "muster/store/group_commit_store.h"
+
 namespace muster::store {
 namespace {
 
@@ -230,6 +232,32 @@ TYPED_TEST(StateStoreTest, AuditEntriesReadBackInTimeOrderAfterAReopen) {
 
 // musterctld --check-state: read-only (also beside a running controller), every record that
 // recovery would quarantine named, nothing moved.
+// Group commit's store: off, a synced commit is synced by the inner store; on, it is written
+// buffered and counted, for the controller to wait on the next Sync; buffered ones are not counted.
+TEST(GroupCommitStoreTest, GroupedCommitsAreBufferedAndCounted) {
+  InMemoryStateStore inner;
+  int timed = 0;
+  GroupCommitStore store(&inner, [&](auto) { ++timed; });
+  Mutation m;
+  v1::JobRecord r;
+  r.set_id(1);
+  m.PutJob(r);
+  ASSERT_TRUE(store.Commit(m, Durability::kSync).ok());
+  EXPECT_EQ(inner.synced_commits(), 1u);
+  EXPECT_EQ(store.written(), 0u);
+  store.set_grouping(true);
+  ASSERT_TRUE(store.Commit(m, Durability::kSync).ok());
+  ASSERT_TRUE(store.Commit(m, Durability::kBuffered).ok());
+  EXPECT_EQ(inner.synced_commits(), 1u) << "a grouped commit waits for Sync";
+  EXPECT_EQ(inner.commits(), 3u);
+  EXPECT_EQ(store.written(), 1u);
+  EXPECT_EQ(timed, 3);
+  EXPECT_TRUE(store.Sync().ok());
+  inner.FailNextCommitsForTest(1);
+  EXPECT_FALSE(store.Commit(m, Durability::kSync).ok());
+  EXPECT_EQ(store.written(), 1u) << "a failed write is not counted";
+}
+
 TEST(RocksDbStateStoreTest, CheckStateFindsWhatRecoveryWouldQuarantineAndChangesNothing) {
   RocksFactory f;
   auto s = f.Open();

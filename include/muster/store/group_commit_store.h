@@ -2,23 +2,25 @@
 // for the disk, and what depends on the change being durable (a reply, a command to an agent)
 // waits for the next sync, which one worker makes for every change written before it. At 500
 // submissions a second the strand no longer spends the second in fsync (docs/benchmarks.md).
-// This store counts the writes; ControllerRunner::WhenDurable holds completions until a sync
-// covers them.
+// This store counts the writes; the controller (ControllerRunner::WhenDurable) holds
+// completions until a sync covers them.
 #pragma once
 
-#include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <memory>
+#include <functional>
+#include <utility>
 
-#include "muster/controller/service_stats.h"
 #include "muster/store/state_store.h"
 
-namespace muster::controller {
+namespace muster::store {
 
-class GroupCommitStore final : public store::StateStore {
+class GroupCommitStore final : public StateStore {
  public:
-  // `stats` (may be null) gets each write's time on the strand ("store/write").
-  GroupCommitStore(store::StateStore* inner, ServiceStats* stats) : inner_(inner), stats_(stats) {}
+  using WriteTimer = std::function<void(std::chrono::steady_clock::duration)>;
+  // `on_write` (may be empty) gets each write's time (sdiag's "store/write").
+  GroupCommitStore(StateStore* inner, WriteTimer on_write)
+      : inner_(inner), on_write_(std::move(on_write)) {}
 
   // Off (the default): commits are synced one by one, as the inner store makes them. On: a
   // synced commit is written buffered and counted; Sync makes it durable.
@@ -27,16 +29,16 @@ class GroupCommitStore final : public store::StateStore {
   // Commits that asked for durability, written so far. Strand only.
   uint64_t written() const { return written_; }
 
-  Status Commit(const store::Mutation& m, store::Durability d) override {
-    const auto began = ServiceStats::Clock::now();
-    const bool counted = grouping_ && d == store::Durability::kSync;
-    Status st = inner_->Commit(m, counted ? store::Durability::kBuffered : d);
-    if (stats_) stats_->Record("store/write", ServiceStats::Clock::now() - began);
+  Status Commit(const Mutation& m, Durability d) override {
+    const auto began = std::chrono::steady_clock::now();
+    const bool counted = grouping_ && d == Durability::kSync;
+    Status st = inner_->Commit(m, counted ? Durability::kBuffered : d);
+    if (on_write_) on_write_(std::chrono::steady_clock::now() - began);
     if (st.ok() && counted) ++written_;
     return st;
   }
   Status Sync() override { return inner_->Sync(); }
-  Result<store::LoadedState> LoadAll() override { return inner_->LoadAll(); }
+  Result<LoadedState> LoadAll() override { return inner_->LoadAll(); }
   Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override {
     return inner_->ReadHistory(limit);
   }
@@ -52,10 +54,10 @@ class GroupCommitStore final : public store::StateStore {
   Result<v1::JobPayload> ReadJobPayload(uint64_t id) override { return inner_->ReadJobPayload(id); }
 
  private:
-  store::StateStore* inner_;
-  ServiceStats* stats_;
+  StateStore* inner_;
+  WriteTimer on_write_;
   bool grouping_ = false;
   uint64_t written_ = 0;
 };
 
-}  // namespace muster::controller
+}  // namespace muster::store
