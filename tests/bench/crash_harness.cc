@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "crash_invariants.h"
 #include "muster/client/controller_client.h"
 #include "muster/common/procfs.h"
 
@@ -49,6 +50,12 @@ namespace {
 
 using muster::Status;
 using muster::StatusCode;
+using muster::bench::crash::ClientLedger;
+using muster::bench::crash::IsFinal;
+using muster::bench::crash::Jobs;
+using muster::bench::crash::Op;
+using muster::bench::crash::Outcome;
+using muster::bench::crash::Submission;
 using muster::client::ControllerClient;
 namespace v1 = muster::v1;
 using Clock = std::chrono::steady_clock;
@@ -59,9 +66,6 @@ struct Options {
   uint64_t seed = 0;
 };
 
-// What a client knows of one request's fate.
-enum class Outcome { kAcked, kRefused, kUnknown };
-
 // A transport failure leaves the outcome unknown (the controller may have acted before it died);
 // any other error is the controller's answer.
 Outcome OutcomeOf(const Status& st) {
@@ -71,35 +75,11 @@ Outcome OutcomeOf(const Status& st) {
                                                                              : Outcome::kRefused;
 }
 
-struct Submission {
-  std::string name;
-  uint64_t id = 0;  // when acknowledged
-  Outcome outcome = Outcome::kUnknown;
-  bool hold = false;
-  int gen_sent = 0;   // controller generation when sent
-  int gen_after = 0;  // ... and when the answer (or failure) came
-};
-
-struct Op {
-  char kind;  // c: cancel, h: hold, r: release, d: drain, u: resume (undrain)
-  Outcome outcome;
-  int64_t answered_ms = 0;  // wall clock when the answer came
-};
-
 int64_t WallMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-struct ClientLedger {
-  std::vector<Submission> subs;
-  std::map<uint64_t, std::vector<Op>> job_ops;      // per job, in the order sent
-  std::map<std::string, std::vector<Op>> node_ops;  // per node (each client owns some nodes)
-  std::set<uint64_t> open;                          // its jobs it believes unfinished
-  std::set<uint64_t> held;                          // ... and held (what it releases)
-  uint64_t acked = 0, refused = 0, unknown = 0;
-};
 
 // Lets the harness stop every client at an operation boundary, check, and let them go on.
 class Gate {
@@ -137,8 +117,6 @@ class Gate {
   bool paused_ = false;
 };
 
-bool IsFinal(v1::JobState s) { return s != v1::PENDING && s != v1::RUNNING && s != v1::SUSPENDED; }
-
 class Harness {
  public:
   explicit Harness(Options o)
@@ -164,11 +142,12 @@ class Harness {
   pid_t StartController();
   std::optional<double> WaitServing(pid_t pid);
 
-  // Invariants; each broken one is appended to violations_.
-  void CheckRound(int round, const std::map<uint64_t, v1::JobInfo>& running_at_kill);
+  // The invariants (crash_invariants.h) after a round and at the end; what they find is printed.
+  void CheckRound(int round, const Jobs& running_at_kill);
   void CheckEnd();
-  bool ListAll(std::map<uint64_t, v1::JobInfo>* jobs);
+  bool ListAll(Jobs* jobs);
   void Violation(const std::string& what);
+  void Report(size_t found);
   bool DrainQueue(int timeout_s);
 
   Options o_;
@@ -178,12 +157,11 @@ class Harness {
   std::vector<std::string> nodes_;
   std::atomic<int> gen_{0};
   std::atomic<bool> stop_{false};
-  pid_t own_child_ = 0;  // a controller this process started (reaped with waitpid)
-  std::vector<std::string> violations_;
+  pid_t own_child_ = 0;                  // a controller this process started (reaped with waitpid)
+  std::vector<std::string> violations_;  // all found, the checker's included
+  muster::bench::crash::Checker checker_;
   std::vector<double> restart_ms_;
   int killed_in_recovery_ = 0;
-  // The start and allocation each job had when last seen running, for the end's checks.
-  std::map<uint64_t, v1::JobInfo> last_running_;
 };
 
 std::optional<ControllerClient> Harness::Connect() const {
@@ -417,12 +395,17 @@ void Harness::Client(int index) {
   gate_.Stopped();
 }
 
+void Harness::Report(size_t found) {
+  const auto& all = checker_.violations();
+  for (size_t i = all.size() - found; i < all.size(); ++i) Violation(all[i]);
+}
+
 void Harness::Violation(const std::string& what) {
   std::fprintf(stderr, "VIOLATION: %s\n", what.c_str());
   violations_.push_back(what);
 }
 
-bool Harness::ListAll(std::map<uint64_t, v1::JobInfo>* jobs) {
+bool Harness::ListAll(Jobs* jobs) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto c = Connect();
     if (c) {
@@ -455,152 +438,9 @@ bool Harness::ListAll(std::map<uint64_t, v1::JobInfo>* jobs) {
   return false;
 }
 
-void Harness::CheckRound(int round, const std::map<uint64_t, v1::JobInfo>& running_at_kill) {
-  const std::string at = "round " + std::to_string(round) + ": ";
-  std::map<uint64_t, v1::JobInfo> jobs;
+void Harness::CheckRound(int round, const Jobs& running_at_kill) {
+  Jobs jobs;
   if (!ListAll(&jobs)) return;
-
-  // Names: each acknowledged submission once, an unanswered one at most once, nothing else.
-  std::map<std::string, std::vector<uint64_t>> by_name;
-  for (const auto& [id, j] : jobs) by_name[j.name()].push_back(id);
-  std::set<std::string> asked;
-  // Acknowledged ids with the generations bounding who answered them.
-  std::vector<const Submission*> acked;
-  for (const ClientLedger& l : ledgers_) {
-    uint64_t last = 0;
-    for (const Submission& s : l.subs) {
-      asked.insert(s.name);
-      const auto it = by_name.find(s.name);
-      const size_t copies = it == by_name.end() ? 0 : it->second.size();
-      if (s.outcome == Outcome::kAcked) {
-        acked.push_back(&s);
-        if (copies != 1) {
-          Violation(at + "acknowledged job " + std::to_string(s.id) + " (" + s.name + ") exists " +
-                    std::to_string(copies) + " times");
-        } else if (it->second[0] != s.id) {
-          Violation(at + s.name + " was acknowledged as job " + std::to_string(s.id) +
-                    " but is job " + std::to_string(it->second[0]));
-        }
-        if (s.id <= last) {
-          Violation(at + "ids not increasing for one client: " + std::to_string(last) + " then " +
-                    std::to_string(s.id));
-        }
-        last = s.id;
-      } else if (copies > 1) {
-        Violation(at + "unanswered submission " + s.name + " exists " + std::to_string(copies) +
-                  " times");
-      }
-    }
-  }
-  for (const auto& [name, ids] : by_name) {
-    if (!asked.count(name)) {
-      Violation(at + "job " + std::to_string(ids[0]) + " (" + name + ") that no client submitted");
-    }
-  }
-  // An id a later controller acknowledged is above every id an earlier one did.
-  std::map<int, uint64_t> max_by_gen;  // the highest id acknowledged by generation <= g
-  for (const Submission* s : acked) {
-    max_by_gen[s->gen_after] = std::max(max_by_gen[s->gen_after], s->id);
-  }
-  for (auto it = max_by_gen.begin(); it != max_by_gen.end(); ++it) {
-    if (it != max_by_gen.begin()) it->second = std::max(it->second, std::prev(it)->second);
-  }
-  for (const Submission* s : acked) {
-    // Sent after generation gen_sent - 1 had died: answered by a later controller.
-    auto before = max_by_gen.lower_bound(s->gen_sent);
-    if (before == max_by_gen.begin()) continue;
-    --before;
-    if (s->id <= before->second) {
-      Violation(at + "job id " + std::to_string(s->id) + " from a restarted controller is not " +
-                "above " + std::to_string(before->second) + ", acknowledged before");
-    }
-  }
-
-  // No GPU in two jobs' allocations: running jobs hold all their nodes, finished ones those that
-  // have not reported them clean yet.
-  std::map<std::pair<std::string, uint32_t>, uint64_t> gpu_owner;
-  for (const auto& [id, j] : jobs) {
-    if (j.state() != v1::RUNNING && !j.completing()) continue;
-    for (const auto& na : j.allocation().nodes()) {
-      if (j.state() != v1::RUNNING &&
-          std::find(j.completing_nodes().begin(), j.completing_nodes().end(), na.node()) ==
-              j.completing_nodes().end()) {
-        continue;
-      }
-      for (uint32_t g : na.gpu_indices()) {
-        auto [it, fresh] = gpu_owner.emplace(std::make_pair(na.node(), g), id);
-        if (!fresh) {
-          Violation(at + na.node() + " GPU " + std::to_string(g) + " is in jobs " +
-                    std::to_string(it->second) + " and " + std::to_string(id));
-        }
-      }
-    }
-    if (j.state() == v1::RUNNING) last_running_[id] = j;
-  }
-
-  // Jobs running at the kill ran on, or ended on their own or by a cancel someone sent.
-  std::set<uint64_t> cancel_sent;
-  for (const ClientLedger& l : ledgers_) {
-    for (const auto& [id, ops] : l.job_ops) {
-      for (const Op& op : ops) {
-        if (op.kind == 'c' && op.outcome != Outcome::kRefused) cancel_sent.insert(id);
-      }
-    }
-  }
-  for (const auto& [id, before] : running_at_kill) {
-    const auto it = jobs.find(id);
-    const std::string jid = "job " + std::to_string(id);
-    if (it == jobs.end()) {
-      Violation(at + jid + " was running at the kill and is gone");
-      continue;
-    }
-    const v1::JobInfo& now = it->second;
-    if (now.requeue_count() != 0 || now.state() == v1::PENDING) {
-      Violation(at + jid + " was running at the kill and was requeued");
-    } else if (now.state() == v1::RUNNING) {
-      if (now.start_time_ms() != before.start_time_ms() ||
-          now.allocation().SerializeAsString() != before.allocation().SerializeAsString()) {
-        Violation(at + jid + " runs on with another start or allocation");
-      }
-    } else if (now.state() == v1::CANCELLED ? !cancel_sent.count(id)
-                                            : now.state() != v1::COMPLETED) {
-      Violation(at + jid + " was running at the kill and ended " + v1::JobState_Name(now.state()) +
-                " (" + now.reason() + ")");
-    }
-  }
-
-  // The last acknowledged operation on each job and node holds (when none sent later is unknown).
-  for (const ClientLedger& l : ledgers_) {
-    for (const auto& [id, ops] : l.job_ops) {
-      const auto it = jobs.find(id);
-      if (it == jobs.end() || ops.back().outcome != Outcome::kAcked) continue;
-      const v1::JobInfo& j = it->second;
-      const std::string jid = "job " + std::to_string(id);
-      switch (ops.back().kind) {
-        case 'c':
-          // A running job is being stopped (it ends CANCELLED, checked at the end).
-          if (j.state() == v1::PENDING) Violation(at + jid + " was cancelled but is pending");
-          break;
-        case 'h':
-          if (j.state() != v1::PENDING || !j.hold()) {
-            Violation(at + jid + " was held but is " + v1::JobState_Name(j.state()) +
-                      (j.hold() ? " held" : " not held"));
-          }
-          break;
-        case 'r':
-          if (j.hold()) Violation(at + jid + " was released but is held");
-          break;
-      }
-    }
-    for (const Submission& s : l.subs) {
-      if (s.outcome != Outcome::kAcked || !s.hold || l.job_ops.count(s.id)) continue;
-      const auto it = jobs.find(s.id);
-      if (it != jobs.end() && (!it->second.hold() || it->second.state() != v1::PENDING)) {
-        Violation(at + "job " + std::to_string(s.id) + " was submitted held but is " +
-                  v1::JobState_Name(it->second.state()));
-      }
-    }
-  }
   std::map<std::string, bool> drained;
   if (auto c = Connect()) {
     auto nodes = c->ListNodes({});
@@ -608,15 +448,8 @@ void Harness::CheckRound(int round, const std::map<uint64_t, v1::JobInfo>& runni
       for (const auto& n : nodes->nodes()) drained[n.name()] = n.drain();
     }
   }
-  for (const ClientLedger& l : ledgers_) {
-    for (const auto& [node, ops] : l.node_ops) {
-      if (ops.back().outcome != Outcome::kAcked || !drained.count(node)) continue;
-      if (drained[node] != (ops.back().kind == 'd')) {
-        Violation(at + node + " was " + (ops.back().kind == 'd' ? "drained" : "resumed") +
-                  " but is " + (drained[node] ? "drained" : "not drained"));
-      }
-    }
-  }
+  Report(checker_.Round("round " + std::to_string(round) + ": ", ledgers_, jobs, running_at_kill,
+                        drained));
 }
 
 // Releases what the clients held, resumes their nodes and waits for every job to end.
@@ -650,38 +483,12 @@ bool Harness::DrainQueue(int timeout_s) {
 }
 
 void Harness::CheckEnd() {
-  std::map<uint64_t, v1::JobInfo> jobs;
+  Jobs jobs;
   if (!ListAll(&jobs)) return;
   std::map<uint64_t, int> runs;
   std::ifstream in(runs_log_);
   for (uint64_t id; in >> id;) ++runs[id];
-  for (const auto& [id, n] : runs) {
-    if (n > 1) Violation("job " + std::to_string(id) + " ran " + std::to_string(n) + " times");
-    if (!jobs.count(id)) Violation("job " + std::to_string(id) + " ran but is not accounted");
-  }
-  // An acknowledged cancel ends the job CANCELLED, unless it had ended before the answer came.
-  for (const ClientLedger& l : ledgers_) {
-    for (const auto& [id, ops] : l.job_ops) {
-      const auto it = jobs.find(id);
-      for (const Op& op : ops) {
-        if (op.kind != 'c' || op.outcome != Outcome::kAcked || it == jobs.end()) continue;
-        const v1::JobInfo& j = it->second;
-        if (j.state() != v1::CANCELLED && j.end_time_ms() > op.answered_ms) {
-          Violation("job " + std::to_string(id) + " was cancelled but ended " +
-                    v1::JobState_Name(j.state()) + " after that");
-        }
-      }
-    }
-  }
-  for (const auto& [id, j] : jobs) {
-    const std::string jid = "job " + std::to_string(id);
-    if (!IsFinal(j.state())) Violation(jid + " never ended");
-    if (j.state() == v1::COMPLETED && !runs.count(id)) Violation(jid + " completed but never ran");
-    const auto seen = last_running_.find(id);
-    if (seen != last_running_.end() && seen->second.start_time_ms() != j.start_time_ms()) {
-      Violation(jid + " is accounted with another start than it ran with");
-    }
-  }
+  Report(checker_.End(ledgers_, jobs, runs));
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -711,7 +518,7 @@ int Harness::Run() {
   for (int round = 1; round <= o_.rounds; ++round) {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(rng() % static_cast<uint64_t>(o_.max_kill_delay_ms + 1)));
-    std::map<uint64_t, v1::JobInfo> running_at_kill;
+    Jobs running_at_kill;
     if (auto c = Connect()) {
       v1::ListJobsRequest r;
       r.add_states(v1::RUNNING);
