@@ -226,14 +226,15 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentService::
 
 void AgentService::Heard(const std::string& node, StatsClock::time_point arrived) {
   std::lock_guard l(heard_mu_);
-  heard_.emplace_back(node, arrived);
+  auto [it, first] = heard_.try_emplace(node, arrived, 0);
+  ++it->second.second;
   if (heard_armed_) return;
   heard_armed_ = true;
   runner_.executor().PostAfter(heartbeat_batch_ms_, [this] { DrainHeard(); });
 }
 
 void AgentService::DrainHeard() {
-  std::vector<std::pair<std::string, StatsClock::time_point>> heard;
+  std::map<std::string, std::pair<StatsClock::time_point, uint32_t>> heard;
   {
     std::lock_guard l(heard_mu_);
     heard.swap(heard_);
@@ -246,15 +247,17 @@ void AgentService::DrainHeard() {
     return m;
   }();
   const auto now = runner_.Now();
-  for (const auto& [node, arrived] : heard) {
+  for (const auto& [node, first_and_count] : heard) {
     // A node whose session ended meanwhile is not heard from (its replacement says so itself).
     if (!sessions_.count(node)) continue;
     runner_.engine().OnAgentMessage(node, kHeartbeat, now);
   }
   runner_.AfterEvent();
   const auto done = StatsClock::now();
-  for (const auto& [node, arrived] : heard) {
-    runner_.stats().Record(AgentKind(v1::AgentMessage::kHeartbeat), done - arrived);
+  for (const auto& [node, first_and_count] : heard) {
+    for (uint32_t i = 0; i < first_and_count.second; ++i) {
+      runner_.stats().Record(AgentKind(v1::AgentMessage::kHeartbeat), done - first_and_count.first);
+    }
   }
 }
 

@@ -58,7 +58,9 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
   const int64_t heartbeat_batch_ms_;
   std::map<std::string, AgentSession*> sessions_;  // strand-confined
   std::mutex heard_mu_;
-  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> heard_;
+  // Per node (configured nodes only: an unknown node's session never attaches), however many
+  // heartbeats it sent in the batch: the first one's arrival, and how many.
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, uint32_t>> heard_;
   bool heard_armed_ = false;  // a drain is due; under heard_mu_
 };
 

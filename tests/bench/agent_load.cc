@@ -633,32 +633,37 @@ int Load::Run() {
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--musterctld")
-      o.musterctld = v;
-    else if (a == "--dir")
-      o.dir = v;
-    else if (a == "--nodes")
-      o.nodes = static_cast<uint32_t>(std::stoul(v));
-    else if (a == "--channels")
-      o.channels = static_cast<uint32_t>(std::stoul(v));
-    else if (a == "--heartbeat-ms")
-      o.heartbeat_ms = static_cast<uint32_t>(std::stoul(v));
-    else if (a == "--clients")
-      o.clients = static_cast<uint32_t>(std::stoul(v));
-    else if (a == "--submit-rate")
-      o.submit_rate = std::stod(v);
-    else if (a == "--phase-s")
-      o.phase_s = static_cast<uint32_t>(std::stoul(v));
-    else if (a == "--group-commit")
-      o.group_commit = v != "false";
-    else if (a == "--job-s") {
-      o.job_min_s = static_cast<uint32_t>(std::stoul(v));
-      o.job_max_s = static_cast<uint32_t>(std::stoul(v.substr(v.find('-') + 1)));
-    } else {
-      o.dir.clear();
+  try {
+    for (int i = 1; i + 1 < argc; i += 2) {
+      const std::string a = argv[i], v = argv[i + 1];
+      if (a == "--musterctld")
+        o.musterctld = v;
+      else if (a == "--dir")
+        o.dir = v;
+      else if (a == "--nodes")
+        o.nodes = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--channels")
+        o.channels = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--heartbeat-ms")
+        o.heartbeat_ms = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--clients")
+        o.clients = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--submit-rate")
+        o.submit_rate = std::stod(v);
+      else if (a == "--phase-s")
+        o.phase_s = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--group-commit")
+        o.group_commit = v != "false";
+      else if (a == "--job-s") {
+        o.job_min_s = static_cast<uint32_t>(std::stoul(v));
+        o.job_max_s = static_cast<uint32_t>(std::stoul(v.substr(v.find('-') + 1)));
+      } else {
+        o.dir.clear();
+      }
     }
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "%s: a value that is not a number\n", "agent_load");
+    return 2;
   }
   if (argc % 2 == 0 || o.musterctld.empty() || o.dir.empty() || o.nodes == 0 || o.channels == 0 ||
       o.submit_rate <= 0 || o.job_max_s < o.job_min_s) {

@@ -152,20 +152,25 @@ int Main(const Options& o) {
 
 int main(int argc, char** argv) {
   muster::bench::Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--dir")
-      o.dir = v;
-    else if (a == "--musterctld")
-      o.musterctld = v;
-    else if (a == "--nodes")
-      o.nodes = static_cast<uint32_t>(std::stoul(v));
-    else if (a == "--jobs")
-      o.jobs = static_cast<uint32_t>(std::stoul(v));
-    else if (a == "--runs")
-      o.runs = static_cast<uint32_t>(std::stoul(v));
-    else
-      o.dir.clear();
+  try {
+    for (int i = 1; i + 1 < argc; i += 2) {
+      const std::string a = argv[i], v = argv[i + 1];
+      if (a == "--dir")
+        o.dir = v;
+      else if (a == "--musterctld")
+        o.musterctld = v;
+      else if (a == "--nodes")
+        o.nodes = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--jobs")
+        o.jobs = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--runs")
+        o.runs = static_cast<uint32_t>(std::stoul(v));
+      else
+        o.dir.clear();
+    }
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "%s: a value that is not a number\n", "recovery_bench");
+    return 2;
   }
   if (argc % 2 == 0 || o.dir.empty() || o.musterctld.empty() || o.runs == 0) {
     std::fprintf(stderr,

@@ -10,3 +10,23 @@ wait_for() {
     sleep 0.1
   done
 }
+
+# skip_without_netns TAG TOOL...: exit 77 (ctest's "skipped") unless this runs as root with the
+# tools, and network namespaces can be both created and entered here (inside a chroot `ip -n`
+# cannot enter them).
+skip_without_netns() {
+  local tag=$1; shift
+  if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root (network namespaces)"; exit 77; fi
+  for tool in ip "$@"; do
+    command -v "$tool" >/dev/null || { echo "SKIP: $tool is missing"; exit 77; }
+  done
+  if ! ip netns add "$tag-probe" 2>/dev/null; then
+    echo "SKIP: cannot create network namespaces here"; exit 77
+  fi
+  if ! ip -n "$tag-probe" link set lo up 2>/dev/null; then
+    ip netns del "$tag-probe" 2>/dev/null || umount "/run/netns/$tag-probe" 2>/dev/null || true
+    rm -f "/run/netns/$tag-probe"
+    echo "SKIP: cannot enter network namespaces here (a chroot?)"; exit 77
+  fi
+  ip netns del "$tag-probe"
+}

@@ -16,22 +16,9 @@
 # without them. Stops exactly the processes it started, by pid, and removes what it made.
 set -euo pipefail
 BIN=$(cd "${1:?usage: $0 BIN_DIR}" && pwd)
-if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root (network namespaces)"; exit 77; fi
-for tool in ip munged openssl useradd runuser python3; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool is missing"; exit 77; }
-done
-
+. "$(dirname "$0")/lib.sh"
 TAG="mh$$"
-# Namespaces must be creatable and enterable (inside a chroot, `ip -n` cannot enter them).
-if ! ip netns add "$TAG-probe" 2>/dev/null; then
-  echo "SKIP: cannot create network namespaces here"; exit 77
-fi
-if ! ip -n "$TAG-probe" link set lo up 2>/dev/null; then
-  ip netns del "$TAG-probe" 2>/dev/null || umount "/run/netns/$TAG-probe" 2>/dev/null || true
-  rm -f "/run/netns/$TAG-probe"
-  echo "SKIP: cannot enter network namespaces here (a chroot?)"; exit 77
-fi
-ip netns del "$TAG-probe"
+skip_without_netns "$TAG" munged openssl useradd runuser python3
 NS_SW="$TAG-sw" NS_CTL="$TAG-ctl" NS_N1="$TAG-n1" NS_N2="$TAG-n2" NS_LOGIN="$TAG-login"
 NET=10.213.7
 CTL_IP=$NET.1 N1_IP=$NET.11 N2_IP=$NET.12 LOGIN_IP=$NET.20 ROGUE_IP=$NET.30
@@ -58,7 +45,6 @@ cleanup() {
   rm -rf "$DIR"
 }
 trap cleanup EXIT
-. "$(dirname "$0")/lib.sh"
 
 echo "== hosts: namespaces, a bridge, veth pairs"
 for ns in "$NS_SW" "$NS_CTL" "$NS_N1" "$NS_N2" "$NS_LOGIN"; do

@@ -14,17 +14,9 @@
 # started, by pid, and removes what it made.
 set -euo pipefail
 BIN=$(cd "${1:?usage: $0 BIN_DIR}" && pwd)
-if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root (network namespaces)"; exit 77; fi
-command -v ip >/dev/null || { echo "SKIP: ip is missing"; exit 77; }
+. "$(dirname "$0")/lib.sh"
 TAG="pt$$"
-if ! ip netns add "$TAG-probe" 2>/dev/null; then
-  echo "SKIP: cannot create network namespaces here"; exit 77
-fi
-if ! ip -n "$TAG-probe" link set lo up 2>/dev/null; then
-  ip netns del "$TAG-probe" 2>/dev/null || true
-  echo "SKIP: cannot enter network namespaces here (a chroot?)"; exit 77
-fi
-ip netns del "$TAG-probe"
+skip_without_netns "$TAG"
 NS_SW="$TAG-sw" NS_CTL="$TAG-ctl"
 NET=10.214.9
 CTL_IP=$NET.1
@@ -47,7 +39,6 @@ cleanup() {
   rm -rf "$DIR"
 }
 trap cleanup EXIT
-. "$(dirname "$0")/lib.sh"
 now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
 
 echo "== hosts: namespaces, a bridge, veth pairs"
