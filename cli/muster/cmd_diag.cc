@@ -30,6 +30,7 @@ void PrintJson(const v1::DiagnosticsResponse& d) {
   w.Key("nodes").Uint(d.nodes()).Key("nodes_responding").Uint(d.nodes_responding());
   w.Key("jobs_pending").Uint(d.jobs_pending()).Key("jobs_running").Uint(d.jobs_running());
   w.Key("records_quarantined").Uint(d.records_quarantined());
+  w.Key("store_space_problem").String(d.store_space_problem());
   w.Key("timings").BeginArray();
   for (const auto& t : d.timings()) {
     w.BeginObject().Key("kind").String(t.kind()).Key("count").Uint(t.count());
@@ -47,8 +48,9 @@ void PrintText(const v1::DiagnosticsResponse& d) {
   std::printf("Counts since      %s\n", FormatTimestamp(d.since_ms()).c_str());
   std::printf("Nodes             %u (%u with an agent session)\n", d.nodes(), d.nodes_responding());
   std::printf("Jobs              %u pending, %u running\n", d.jobs_pending(), d.jobs_running());
-  std::printf("Quarantined       %u record(s) at this start's recovery\n\n",
-              d.records_quarantined());
+  std::printf("Quarantined       %u record(s) at this start's recovery\n", d.records_quarantined());
+  std::printf("State store       %s\n\n",
+              d.store_space_problem().empty() ? "room to write" : d.store_space_problem().c_str());
   std::printf("%-28s %10s %10s %10s %10s %12s\n", "KIND", "COUNT", "MEAN_US", "P50_US", "P99_US",
               "MAX_US");
   for (const auto& t : d.timings()) {

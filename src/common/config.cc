@@ -181,6 +181,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.Bool("insecure", &c.controller.insecure));
         MUSTER_RETURN_IF_ERROR(t.String("state_dir", &c.controller.state_dir));
         MUSTER_RETURN_IF_ERROR(t.Bool("group_commit", &c.controller.group_commit));
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("state_reserve_mb", &c.controller.state_reserve_mb, 0, 1'000'000));
         MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
         return t.String("log_file", &c.controller.log_file);
       },

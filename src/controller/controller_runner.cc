@@ -28,8 +28,11 @@ Result<std::unique_ptr<ControllerRunner>> ControllerRunner::Create(
   if (o.store) {
     runner->store_ = std::move(o.store);
   } else {
-    MUSTER_ASSIGN_OR_RETURN(runner->store_,
-                            store::OpenRocksDbStateStore(o.config.controller.state_dir));
+    MUSTER_ASSIGN_OR_RETURN(
+        runner->store_,
+        store::OpenRocksDbStateStore(
+            o.config.controller.state_dir,
+            {.reserve_bytes = uint64_t{o.config.controller.state_reserve_mb} << 20}));
   }
   runner->group_ = std::make_unique<store::GroupCommitStore>(
       runner->store_.get(),

@@ -88,6 +88,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options, store::Sta
                                                TimeMs now) {
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(options), store));
   MUSTER_RETURN_IF_ERROR(engine->Recover(now));
+  engine->WatchSpace();  // a start on a nearly full disk says so at once
   return engine;
 }
 
@@ -463,6 +464,7 @@ void Engine::FillDiagnostics(v1::DiagnosticsResponse* resp) const {
   resp->set_jobs_pending(info.jobs_pending());
   resp->set_jobs_running(info.jobs_running());
   resp->set_records_quarantined(static_cast<uint32_t>(recovery_problems_.size()));
+  resp->set_store_space_problem(space_problem_);
 }
 
 Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {
@@ -590,6 +592,18 @@ void Engine::Tick(TimeMs now) {
   history_->Purge(now);
   audit_->Purge(now);
   if (reservations_->Tick(now)) ctx_->RequestPass();
+  WatchSpace();
+}
+
+void Engine::WatchSpace() {
+  const Status room = ctx_->RoomForNewWork();
+  std::string problem = room.ok() ? std::string() : room.message();
+  if (problem.empty() && !space_problem_.empty()) {
+    spdlog::warn("the state store has room again: new jobs are accepted");
+  } else if (!problem.empty() && space_problem_.empty()) {
+    spdlog::error("{}", problem);
+  }
+  space_problem_ = std::move(problem);
 }
 
 std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {

@@ -57,6 +57,8 @@ class EngineContext {
   bool schedule_requested() const { return schedule_requested_; }
   void PassStarted() { schedule_requested_ = false; }
 
+  // Whether the store's disk has room for new jobs (store::SpaceGuard); the reason if not.
+  Status RoomForNewWork() const { return store_->RoomForNewWork(); }
   // For changes a request asked for: the error goes back to the caller, nothing changed.
   Status Commit(const store::Mutation& m,
                 store::Durability durability = store::Durability::kSync) const;

@@ -127,6 +127,7 @@ Status JobManager::FinishRestore(TimeMs now) {
 Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload& payload,
                           const core::JobRequest& request, const v1::MetaRecord& next_meta,
                           TimeMs now) {
+  MUSTER_RETURN_IF_ERROR_PREPEND(ctx_.RoomForNewWork(), "job not accepted");
   store::Mutation m;
   std::vector<v1::JobRecord> next;
   for (const v1::JobRecord& r : recs) {

@@ -8,11 +8,21 @@ std::vector<std::pair<std::string, std::string>>& InMemoryStateStore::Fam(Family
   return data_[static_cast<int>(f)];
 }
 
+Status InMemoryStateStore::RoomForNewWork() {
+  return guard_ ? guard_->RoomForNewWork() : Status::Ok();
+}
+
+void InMemoryStateStore::GuardSpaceForTest(uint64_t reserve_bytes,
+                                           SpaceGuard::FreeBytes free_bytes) {
+  guard_.emplace("(in memory)", reserve_bytes, std::move(free_bytes));
+}
+
 Status InMemoryStateStore::Commit(const Mutation& mutation, Durability durability) {
   if (fail_commits_ > 0) {
     --fail_commits_;
     return Internal("injected commit failure");
   }
+  if (guard_) MUSTER_RETURN_IF_ERROR(guard_->RoomForWrite());
   for (const auto& op : mutation.ops()) {
     auto& fam = Fam(op.family);
     auto it = std::lower_bound(fam.begin(), fam.end(), op.key,

@@ -44,11 +44,15 @@ Status KeepPrivate(const std::string& dir) {
 
 class RocksDbStateStore final : public StateStore {
  public:
-  static Result<std::unique_ptr<StateStore>> Open(const std::string& dir) {
+  static Result<std::unique_ptr<StateStore>> Open(const std::string& dir,
+                                                  const StoreOptions& options) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return Internal("cannot create state_dir " + dir + ": " + ec.message());
     MUSTER_RETURN_IF_ERROR(KeepPrivate(dir));
+    // Opening writes (a new log, a manifest, the replayed log's tables): not below the floor.
+    SpaceGuard guard(dir, options.reserve_bytes);
+    MUSTER_RETURN_IF_ERROR_PREPEND(guard.RoomForWrite(), "cannot open the state store");
     rocksdb::DBOptions opts;
     opts.create_if_missing = true;
     opts.create_missing_column_families = true;
@@ -63,7 +67,7 @@ class RocksDbStateStore final : public StateStore {
     for (int f = 0; f < kNumFamilies; ++f) {
       cfs.emplace_back(FamilyName(static_cast<Family>(f)), rocksdb::ColumnFamilyOptions());
     }
-    auto store = std::unique_ptr<RocksDbStateStore>(new RocksDbStateStore());
+    auto store = std::unique_ptr<RocksDbStateStore>(new RocksDbStateStore(std::move(guard)));
     rocksdb::DB* db = nullptr;
     rocksdb::Status s = rocksdb::DB::Open(opts, dir, cfs, &store->handles_, &db);
     MUSTER_RETURN_IF_ERROR(FromRocks(s, "cannot open state store in " + dir));
@@ -79,6 +83,7 @@ class RocksDbStateStore final : public StateStore {
   }
 
   Status Commit(const Mutation& mutation, Durability durability) override {
+    MUSTER_RETURN_IF_ERROR(guard_.RoomForWrite());
     rocksdb::WriteBatch batch;
     for (const auto& op : mutation.ops()) {
       auto* cf = Handle(op.family);
@@ -127,6 +132,8 @@ class RocksDbStateStore final : public StateStore {
     }
     return state;
   }
+
+  Status RoomForNewWork() override { return guard_.RoomForNewWork(); }
 
   // RocksDB syncs every log file written so far; writes may go on meanwhile.
   Status Sync() override { return FromRocks(db_->SyncWAL(), "cannot sync the state store"); }
@@ -188,17 +195,19 @@ class RocksDbStateStore final : public StateStore {
   }
 
  private:
-  RocksDbStateStore() = default;
+  explicit RocksDbStateStore(SpaceGuard guard) : guard_(std::move(guard)) {}
   rocksdb::ColumnFamilyHandle* Handle(Family f) { return handles_[1 + static_cast<int>(f)]; }
 
+  SpaceGuard guard_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<StateStore>> OpenRocksDbStateStore(const std::string& dir) {
-  return RocksDbStateStore::Open(dir);
+Result<std::unique_ptr<StateStore>> OpenRocksDbStateStore(const std::string& dir,
+                                                          const StoreOptions& options) {
+  return RocksDbStateStore::Open(dir, options);
 }
 
 }  // namespace muster::store

@@ -22,6 +22,7 @@ NET=10.214.9
 CTL_IP=$NET.1
 DIR=$(mktemp -d /tmp/muster-pt.XXXXXX)
 chmod 755 "$DIR"
+cd "$DIR"  # batch output (slurm-%j.out) lands here, not where the test was started
 PIDS=()
 NAMESPACES=()
 cleanup() {

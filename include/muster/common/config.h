@@ -43,6 +43,9 @@ struct ControllerConfig {
   // Changes written while a sync is under way share the next one (a reply or an agent command
   // still waits until its change is on disk). false: one sync per change, on the strand.
   bool group_commit = true;
+  // Free space kept on state_dir's disk for what is already admitted (store::SpaceGuard): below
+  // it new jobs are refused, below a quarter of it nothing is written. 0: no checks.
+  uint32_t state_reserve_mb = 128;
   std::string log_level = "info";
   std::string log_file;  // empty: stderr (journald under systemd)
 };

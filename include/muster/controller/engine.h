@@ -230,6 +230,8 @@ class Engine {
  private:
   Engine(EngineOptions options, store::StateStore* store);
   Status Recover(TimeMs now);
+  // Logs when the store's disk runs short of, or has again, room for new jobs (each tick).
+  void WatchSpace();
 
   // One audit entry for what the caller did, or tried, to jobs that are not its own.
   void AuditForeignJobs(const Caller& caller, const std::string& action, const std::string& detail,
@@ -259,6 +261,7 @@ class Engine {
   std::unique_ptr<JobModifier> modifier_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;
+  std::string space_problem_;  // why new jobs are refused (a nearly full disk); empty: they are not
 };
 
 }  // namespace muster::controller

@@ -38,6 +38,7 @@ class GroupCommitStore final : public StateStore {
     return st;
   }
   Status Sync() override { return inner_->Sync(); }
+  Status RoomForNewWork() override { return inner_->RoomForNewWork(); }
   Result<LoadedState> LoadAll() override { return inner_->LoadAll(); }
   Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override {
     return inner_->ReadHistory(limit);

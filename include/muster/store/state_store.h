@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "muster/common/status.h"
+#include "muster/store/space_guard.h"
 #include "muster/v1/records.pb.h"
 
 namespace muster::store {
@@ -135,11 +136,23 @@ class StateStore {
   // Makes every commit made before the call durable (group commit: buffered commits, then one
   // sync for all of them). May run on another thread than Commit, concurrently with it.
   virtual Status Sync() { return Status::Ok(); }
+
+  // Whether new work (a submission) may be admitted: RESOURCE_EXHAUSTED, saying why, while the
+  // store's disk is below its reserve of free space (SpaceGuard). Commit itself refuses only
+  // below the floor. Strand only.
+  virtual Status RoomForNewWork() { return Status::Ok(); }
+};
+
+struct StoreOptions {
+  // Free space kept for what is already admitted (SpaceGuard); 0: no checks.
+  uint64_t reserve_bytes = 0;
 };
 
 // Opens (creating if needed) a RocksDB store in `dir`. FAILED_PRECONDITION when another process
-// holds it, INTERNAL for other storage errors.
-Result<std::unique_ptr<StateStore>> OpenRocksDbStateStore(const std::string& dir);
+// holds it, RESOURCE_EXHAUSTED when its disk is below the SpaceGuard's floor, INTERNAL for other
+// storage errors.
+Result<std::unique_ptr<StateStore>> OpenRocksDbStateStore(const std::string& dir,
+                                                          const StoreOptions& options = {});
 
 // Volatile store for tests and the simulator; single-threaded (no concurrent ScanHistory).
 class InMemoryStateStore : public StateStore {
@@ -153,7 +166,10 @@ class InMemoryStateStore : public StateStore {
   Status ScanAudit(
       const std::string& from_key,
       const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) override;
+  Status RoomForNewWork() override;
 
+  // A disk of `free_bytes` under a SpaceGuard with this reserve (none by default).
+  void GuardSpaceForTest(uint64_t reserve_bytes, SpaceGuard::FreeBytes free_bytes);
   // Overwrites a stored value with bytes that do not parse.
   void CorruptForTest(Family family, const std::string& key);
   // Makes the next `n` commits fail with INTERNAL (a full or failing disk).
@@ -164,6 +180,7 @@ class InMemoryStateStore : public StateStore {
  private:
   std::vector<std::pair<std::string, std::string>>& Fam(Family f);
   std::vector<std::pair<std::string, std::string>> data_[kNumFamilies];  // sorted by key
+  std::optional<SpaceGuard> guard_;
   int fail_commits_ = 0;
   size_t commits_ = 0;
   size_t synced_commits_ = 0;

@@ -35,6 +35,63 @@ TEST_F(EngineTest, FailedCommitRefusesTheSubmission) {
   EXPECT_EQ(*Submit(Gang(1, 1)), 1u);
 }
 
+TEST_F(EngineTest, ANearlyFullDiskRefusesNewJobsWhileAdmittedOnesGoOn) {
+  uint64_t free = uint64_t{1000} << 20;
+  store_.GuardSpaceForTest(uint64_t{100} << 20,
+                           [&free](const std::string&) -> Result<uint64_t> { return free; });
+  AllUp();
+  const uint64_t running = *Submit(Gang(1, 8));
+  Pass();
+  Run(running);
+  const uint64_t queued = *Submit(Gang(4, 8));  // waits for node1
+
+  free = uint64_t{60} << 20;  // below the reserve (100), above the floor (25)
+  auto refused = Submit(Gang(1, 1));
+  ASSERT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("job not accepted: the controller's state directory"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("60 MiB free"), std::string::npos);
+  engine_->Tick(now_);
+  v1::DiagnosticsResponse diag;
+  engine_->FillDiagnostics(&diag);
+  EXPECT_NE(diag.store_space_problem().find("new jobs are refused"), std::string::npos);
+
+  // What was admitted goes on in the reserve: the running job ends and is accounted, the queued
+  // one starts, a cancel is recorded.
+  Exited(running, "node1", 0);
+  EXPECT_EQ(Job(running).state(), v1::COMPLETED);
+  CleanUp(running, 0);
+  Pass();
+  EXPECT_EQ(Job(queued).state(), v1::RUNNING);
+  Flush();
+  v1::CancelJobRequest cancel;
+  cancel.add_job_ids(queued);
+  ASSERT_EQ(engine_->CancelJob(Root(), cancel, now_)->results(0).code(), 0);
+  auto told = Sent("node2");
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].terminate_job().reason(), "cancelled");
+
+  // Back above the reserve but not by an eighth: still refused (no flapping at the mark).
+  free = uint64_t{105} << 20;
+  EXPECT_EQ(Submit(Gang(1, 1)).status().code(), StatusCode::kResourceExhausted);
+  free = uint64_t{120} << 20;
+  const uint64_t pending = *Submit(Gang(4, 8));  // waits: the cancelled gang still holds all
+  engine_->Tick(now_);
+  diag.Clear();
+  engine_->FillDiagnostics(&diag);
+  EXPECT_EQ(diag.store_space_problem(), "");
+
+  // Below the floor nothing is written: a request's change is refused, not made in memory only.
+  free = uint64_t{10} << 20;
+  v1::CancelJobRequest late;
+  late.add_job_ids(pending);
+  auto r = engine_->CancelJob(Root(), late, now_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results(0).code(), static_cast<int>(StatusCode::kResourceExhausted));
+  EXPECT_EQ(Job(pending).state(), v1::PENDING);
+}
+
 TEST_F(EngineTest, ScriptLivesOutsideTheRecordAndIsReadBackAtLaunch) {
   AllUp();
   v1::JobSpec spec = Gang(1, 1);
