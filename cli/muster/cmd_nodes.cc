@@ -192,8 +192,10 @@ int CmdNode(int argc, char** argv) {
     req.set_action(v1::UpdateNodeRequest::DRAIN);
   } else if (action == "resume") {
     req.set_action(v1::UpdateNodeRequest::RESUME);
+  } else if (action == "confirm-down") {
+    req.set_action(v1::UpdateNodeRequest::CONFIRM_DOWN);
   } else {
-    return Usage("node", "unknown action '" + action + "' (drain or resume)");
+    return Usage("node", "unknown action '" + action + "' (drain, resume or confirm-down)");
   }
   std::vector<std::string> names;
   for (int i = 2; i < argc; ++i) {

@@ -72,6 +72,8 @@ Nodes:
   nodes [--json]                     list nodes
   node drain NODES --reason TEXT     stop placing work on nodes (operators, admins)
   node resume NODES                  undo a drain (operators, admins)
+  node confirm-down NODES            lost nodes are off for good: jobs requeued from them may
+                                     start elsewhere (admins)
   audit [--since TIME] [--user U]    what admins and operators did (admins, operators)
 
 Accounts:

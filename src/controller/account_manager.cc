@@ -7,6 +7,7 @@
 
 #include "access.h"
 #include "muster/common/strings.h"
+#include "name_list.h"
 #include "usage_limits.h"
 
 namespace muster::controller {
@@ -42,14 +43,6 @@ Status PatchQuotas(const v1::UpdateAccountRequest& req, v1::AccountRecord* a) {
   }
   if (req.has_cohort()) a->set_cohort(req.cohort());
   return Status::Ok();
-}
-
-bool Contains(const google::protobuf::RepeatedPtrField<std::string>& list, const std::string& v) {
-  return std::find(list.begin(), list.end(), v) != list.end();
-}
-
-void Erase(google::protobuf::RepeatedPtrField<std::string>* list, const std::string& v) {
-  list->erase(std::remove(list->begin(), list->end(), v), list->end());
 }
 
 }  // namespace
@@ -101,7 +94,7 @@ void AccountManager::Restore(const std::vector<v1::AccountRecord>& accounts,
   }
   // Associations: the config's are derived afresh; live ones stay while their account does.
   for (v1::UserRecord u : users) {
-    for (const std::string& c : u.config_accounts()) Erase(u.mutable_accounts(), c);
+    for (const std::string& c : u.config_accounts()) Remove(u.mutable_accounts(), c);
     u.clear_config_accounts();
     for (int i = u.accounts_size() - 1; i >= 0; --i) {
       if (!accounts_.count(u.accounts(i))) u.mutable_accounts()->DeleteSubrange(i, 1);
@@ -379,7 +372,7 @@ Status AccountManager::UpdateUser(const Caller& caller, const v1::UpdateUserRequ
         return FailedPrecondition("user " + req.user() + " is in account " + req.account() +
                                   " by " + ctx_.config().source + "; change it there");
       }
-      Erase(u.mutable_accounts(), req.account());
+      Remove(u.mutable_accounts(), req.account());
       if (u.default_account() == req.account()) u.clear_default_account();
       return CommitUser(u);
     default:

@@ -338,13 +338,19 @@ void Engine::AuditForeignJobs(
 
 Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
                                                   const v1::UpdateNodeRequest& req, TimeMs now) {
-  auto resp = nodes_->Update(caller, req, now);
   const bool drain = req.action() == v1::UpdateNodeRequest::DRAIN;
   const bool resume = req.action() == v1::UpdateNodeRequest::RESUME;
+  const bool confirm = req.action() == v1::UpdateNodeRequest::CONFIRM_DOWN;
+  Result<v1::UpdateNodeResponse> resp = [&]() -> Result<v1::UpdateNodeResponse> {
+    if (!confirm) return nodes_->Update(caller, req, now);
+    MUSTER_ASSIGN_OR_RETURN(auto lost, nodes_->ConfirmableDown(caller, req.nodes()));
+    return jobs_->ConfirmDown(lost, caller.user);
+  }();
   audit_->Record(caller,
-                 drain    ? "drain"
-                 : resume ? "resume"
-                          : "update",
+                 drain     ? "drain"
+                 : resume  ? "resume"
+                 : confirm ? "confirm-down"
+                           : "update",
                  "nodes " + std::string(req.nodes().substr(0, 1024)),
                  drain ? std::string(req.reason().substr(0, 1024)) : "",
                  resp.status().code() != StatusCode::kPermissionDenied, resp.status(), now);

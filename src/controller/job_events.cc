@@ -6,6 +6,7 @@
 
 #include "job_manager.h"
 #include "muster/common/strings.h"
+#include "name_list.h"
 #include "step_state.h"
 
 namespace muster::controller {
@@ -15,15 +16,6 @@ using core::JobReason;
 
 // TerminateJob.run for "whatever run of this job you have".
 constexpr uint32_t kAnyRun = 0xffffffffu;
-
-bool Contains(const google::protobuf::RepeatedPtrField<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-void Remove(google::protobuf::RepeatedPtrField<std::string>* v, const std::string& s) {
-  auto it = std::find(v->begin(), v->end(), s);
-  if (it != v->end()) v->erase(it);
-}
 
 }  // namespace
 
@@ -107,6 +99,13 @@ void JobManager::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs n
     spdlog::info("node={} cleaned stale job={}", node.name(), e.job_id());
     ctx_.RequestPass();
   }
+  if (node.unconfirmed_jobs.count(e.job_id())) {
+    // Buffered: the job's next start is a synced write after it; a crash before that leaves the
+    // job waiting until the node registers again without it.
+    store::Mutation m;
+    Confirm(node, e.job_id(), "ended its old run", m);
+    ctx_.CommitOrDie(m, store::Durability::kBuffered);
+  }
   JobEntry* job = Find(e.job_id());
   // Only nodes still cleaning up are released; a requeued job cannot run again before all of its
   // old nodes are clean, so a running job never has completing nodes.
@@ -173,6 +172,12 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
     ctx_.Send(name, std::move(msg));
   }
   store::Mutation m;
+  // Jobs requeued while this node was lost: one it no longer runs is confirmed now; one it still
+  // runs is stale (terminated above) and confirmed when the node reports it cleaned.
+  const std::set<uint64_t> unconfirmed = node.unconfirmed_jobs;
+  for (uint64_t id : unconfirmed) {
+    if (!reported.count(id)) Confirm(node, id, "came back without it", m);
+  }
   std::vector<uint64_t> held;
   for (const auto& [id, placement] : ledger_.held(node.index)) held.push_back(id);
   for (uint64_t id : held) {
@@ -231,6 +236,31 @@ void JobManager::NodeLost(NodeEntry& node, const std::string& why, TimeMs now) {
     }
   }
   ctx_.CommitOrDie(m);
+}
+
+Result<v1::UpdateNodeResponse> JobManager::ConfirmDown(const std::vector<NodeEntry*>& nodes,
+                                                       const std::string& who) {
+  // Written first, applied after: a request's failed write changes nothing.
+  std::map<uint64_t, v1::JobRecord> next;
+  for (const NodeEntry* node : nodes) {
+    for (uint64_t id : node->unconfirmed_jobs) {
+      const JobEntry* job = Find(id);
+      if (!job) continue;
+      Remove(next.try_emplace(id, job->rec).first->second.mutable_unconfirmed_nodes(),
+             node->name());
+    }
+  }
+  store::Mutation m;
+  for (const auto& [id, rec] : next) m.PutJob(rec);
+  MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+  store::Mutation committed;  // the same records again
+  v1::UpdateNodeResponse resp;
+  for (NodeEntry* node : nodes) {
+    const std::set<uint64_t> ids = node->unconfirmed_jobs;
+    for (uint64_t id : ids) Confirm(*node, id, "confirmed down by " + who, committed);
+    resp.add_updated(node->name());
+  }
+  return resp;
 }
 
 void JobManager::GpuFailed(NodeEntry& node, uint32_t gpu, const std::string& why, TimeMs now,

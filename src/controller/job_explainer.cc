@@ -281,6 +281,11 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   if (r.completing_nodes_size() > 0) {
     x.add_changes("its previous run is still being cleaned up; it is considered again after");
   }
+  for (const std::string& n : r.unconfirmed_nodes()) {
+    x.add_changes("node " + n + " was lost while it ran the previous run and may still run it: " +
+                  n + " must come back and end it, or an administrator confirm it is off " +
+                  "(muster node confirm-down " + n + ")");
+  }
   if (never_everywhere) {
     for (const auto& e : explained) x.add_changes("in partition " + e.partition + ": " + e.never);
   }

@@ -9,6 +9,7 @@
 #include "access.h"
 #include "job_spec.h"
 #include "muster/common/strings.h"
+#include "name_list.h"
 
 namespace muster::controller {
 
@@ -116,6 +117,16 @@ Status JobManager::FinishRestore(TimeMs now) {
     for (const auto& n : gone) {
       spdlog::warn("recovery: job={} held node {}, which the config no longer defines", id, n);
       LostOnNode(job, n, "node " + n + " is no longer in the configuration", now, lost);
+    }
+    // Lost nodes it still waits for; one the config no longer defines cannot run anything.
+    const auto waits_for = job.rec.unconfirmed_nodes();
+    for (const std::string& n : waits_for) {
+      if (NodeEntry* node = nodes_.Find(n)) {
+        node->unconfirmed_jobs.insert(id);
+      } else {
+        Remove(job.rec.mutable_unconfirmed_nodes(), n);
+        lost.PutJob(job.rec);
+      }
     }
   }
   return ctx_.Commit(lost);

@@ -132,6 +132,10 @@ class JobManager {
   void ReconcileNode(NodeEntry& node, TimeMs now);
   // The node is lost: every job holding resources there loses it (requeued or failed).
   void NodeLost(NodeEntry& node, const std::string& why, TimeMs now);
+  // muster node confirm-down: the jobs waiting for these lost nodes to confirm their old runs
+  // ended stop waiting for them (`who` for the log).
+  Result<v1::UpdateNodeResponse> ConfirmDown(const std::vector<NodeEntry*>& nodes,
+                                             const std::string& who);
   // GPU `gpu` of the node turned unhealthy: the running jobs bound to it are requeued.
   void GpuFailed(NodeEntry& node, uint32_t gpu, const std::string& why, TimeMs now,
                  store::Mutation& m);
@@ -153,6 +157,11 @@ class JobManager {
   // The job's share of `node_name` is gone (the node was lost or removed from the config).
   void LostOnNode(JobEntry& job, const std::string& node_name, const std::string& why, TimeMs now,
                   store::Mutation& m);
+  // The lost node may still run the (requeued) job's old run: it does not start again until
+  // Confirm says the node ended it.
+  void MarkUnconfirmed(JobEntry& job, const std::string& node_name);
+  // The job's old run no longer runs on `node` (`how` says why, for the log).
+  void Confirm(NodeEntry& node, uint64_t id, const std::string& how, store::Mutation& m);
   // The job no longer holds anything on `node`: what was left of it there is clean.
   void ReleaseNode(JobEntry& job, const NodeEntry& node);
   void Insert(JobEntry entry);

@@ -19,6 +19,7 @@
 #include "muster/common/check.h"
 #include "muster/common/duration.h"
 #include "muster/common/job_limits.h"
+#include "name_list.h"
 #include "step_state.h"
 
 namespace muster::controller {
@@ -48,11 +49,6 @@ void FoldSuspension(v1::JobRecord& r, TimeMs now) {
   r.set_suspended_ms(r.suspended_ms() + std::max<TimeMs>(0, now - r.suspend_time_ms()));
   r.set_suspend_time_ms(0);
   r.set_ended_suspended(true);
-}
-
-void Remove(google::protobuf::RepeatedPtrField<std::string>* v, const std::string& s) {
-  auto it = std::find(v->begin(), v->end(), s);
-  if (it != v->end()) v->erase(it);
 }
 
 }  // namespace
@@ -314,14 +310,37 @@ void JobManager::LostOnNode(JobEntry& job, const std::string& node_name, const s
   StepsEndedOnNode(r, node_name, /*lost=*/true, now);
   if (r.state() != v1::RUNNING) {
     if (r.completing_nodes_size() == 0) EndRunningSteps(r, v1::CANCELLED, now);
-    m.PutJob(r);
-    return;
-  }
-  if (r.cancel_requested()) {
+  } else if (r.cancel_requested()) {
     Transition(job, {.to = v1::CANCELLED}, now, m);
-    return;
+  } else {
+    RequeueOrFail(job, JobReason::kNodeFail, why, now, m);
   }
-  RequeueOrFail(job, JobReason::kNodeFail, why, now, m);
+  // The node is cut off, not known to be off: it may go on running what it ran of this job. A
+  // job that may run again waits for it (no job on two sets of nodes at once).
+  if (job.rec.state() == v1::PENDING) MarkUnconfirmed(job, node_name);
+  m.PutJob(job.rec);
+}
+
+void JobManager::MarkUnconfirmed(JobEntry& job, const std::string& node_name) {
+  NodeEntry* node = nodes_.Find(node_name);
+  if (!node) return;  // gone from the configuration: it cannot come back to run anything
+  if (!Contains(job.rec.unconfirmed_nodes(), node_name)) job.rec.add_unconfirmed_nodes(node_name);
+  node->unconfirmed_jobs.insert(job.id());
+  job.rec.set_reason_detail(job.rec.reason_detail() + "; it starts again once " + node_name +
+                            " is back and has ended its run there, or an administrator confirms " +
+                            node_name + " is down (muster node confirm-down " + node_name + ")");
+}
+
+void JobManager::Confirm(NodeEntry& node, uint64_t id, const std::string& how, store::Mutation& m) {
+  if (!node.unconfirmed_jobs.erase(id)) return;
+  JobEntry* job = Find(id);
+  if (!job || !Contains(job->rec.unconfirmed_nodes(), node.name())) return;
+  Remove(job->rec.mutable_unconfirmed_nodes(), node.name());
+  m.PutJob(job->rec);
+  spdlog::info("job={}: node={} {}; {}", id, node.name(), how,
+               job->rec.unconfirmed_nodes_size() == 0 ? "it may start again"
+                                                      : "other lost nodes still unconfirmed");
+  ctx_.RequestPass();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -88,6 +88,7 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
     *info.mutable_allocation() = r.allocation();
   }
   if (r.state() != v1::RUNNING) *info.mutable_completing_nodes() = r.completing_nodes();
+  *info.mutable_unconfirmed_nodes() = r.unconfirmed_nodes();
   info.set_no_requeue(s.no_requeue());
   info.set_hold(s.hold());
   info.set_features(s.constraint());

@@ -190,6 +190,24 @@ std::string NodeManager::WhyUnschedulable(const NodeEntry& node) const {
 // ---------------------------------------------------------------------------------------------
 // Admin
 
+Result<std::vector<NodeEntry*>> NodeManager::ConfirmableDown(const Caller& caller,
+                                                             const std::string& hostlist) {
+  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "confirming nodes down"));
+  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(hostlist));
+  if (names.empty()) return InvalidArgument("no node names given");
+  std::vector<NodeEntry*> out;
+  for (const auto& n : names) {
+    NodeEntry* node = Find(n);
+    if (!node) return NotFound("unknown node " + n);
+    if (node->session) {
+      return FailedPrecondition("node " + n +
+                                " is connected: its agent reports what it still runs itself");
+    }
+    out.push_back(node);
+  }
+  return out;
+}
+
 Result<v1::UpdateNodeResponse> NodeManager::Update(const Caller& caller,
                                                    const v1::UpdateNodeRequest& req, TimeMs now) {
   MUSTER_RETURN_IF_ERROR(CheckOperator(caller, "draining and resuming nodes"));

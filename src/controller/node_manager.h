@@ -39,6 +39,7 @@ struct NodeEntry {
   std::string step_address;
   v1::NodeInventory inventory;
   std::set<uint64_t> stale_jobs;             // reported by the agent but not ours: terminate first
+  std::set<uint64_t> unconfirmed_jobs;       // requeued while it was lost; may still run here
   std::vector<uint64_t> reported_jobs;       // from the last Register, reconciled at AttachSession
   std::set<uint64_t> lost_jobs;              // ditto: started there once, state lost since
   std::vector<v1::AdoptedJob> adopted_jobs;  // ditto: what it read back from its spool
@@ -54,6 +55,10 @@ class NodeManager {
   bool Restore(const v1::NodeRecord& rec);
   // Every node gets node_down_ms from `now` to register.
   void StartLiveness(TimeMs now);
+
+  // muster node confirm-down: the named nodes, none with an agent session (admins).
+  Result<std::vector<NodeEntry*>> ConfirmableDown(const Caller& caller,
+                                                  const std::string& hostlist);
 
   NodeEntry* Find(const std::string& name);
   const NodeEntry* Find(const std::string& name) const;

@@ -56,9 +56,9 @@ void SchedulerLoop::Tick(TimeMs now) {
 }
 
 bool SchedulerLoop::InPass(const v1::JobRecord& r) {
-  // A requeued job waits until its old run has left every node.
+  // A requeued job waits until its old run has left every node, lost ones included.
   return r.state() == v1::PENDING && !r.spec().hold() && r.completing_nodes_size() == 0 &&
-         r.dependency_terms_size() == 0;
+         r.unconfirmed_nodes_size() == 0 && r.dependency_terms_size() == 0;
 }
 
 core::ClusterView SchedulerLoop::LiveView(TimeMs now) const {

@@ -4,17 +4,10 @@
 
 #include <algorithm>
 
+#include "name_list.h"
+
 namespace muster::controller {
 namespace {
-
-bool Contains(const google::protobuf::RepeatedPtrField<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-void Remove(google::protobuf::RepeatedPtrField<std::string>* v, const std::string& s) {
-  auto it = std::find(v->begin(), v->end(), s);
-  if (it != v->end()) v->erase(it);
-}
 
 // The last node reported: the step's final state from what its nodes said. A task that failed by
 // itself makes the step FAILED even when the others were then killed (srun -K); killed alone is

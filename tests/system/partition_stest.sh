@@ -129,31 +129,48 @@ chmod 666 "$RUNS"
 script="echo \"\$SLURM_JOB_ID \$SLURM_RESTART_COUNT \$(hostname) \$\$\" >> $RUNS; exec sleep 600"
 
 echo "== a node cut off: NOT_RESPONDING, then DOWN; its gang requeued within 3 s + 1 s"
-gang=$(muster submit --parsable -N 2 -w node1,node2 --gpus-per-node=2 --wrap "$script")
+# Not pinned: once requeued, the gang could start at once on the two nodes left.
+gang=$(muster submit --parsable -N 2 --gpus-per-node=2 --wrap "$script")
 wait_for 30 is_state "$gang" RUNNING
 wait_for 10 grep -q "^$gang 0 " "$RUNS"
 old_pid=$(awk -v j="$gang" '$1 == j && $2 == 0 {print $4}' "$RUNS")
 kill -0 "$old_pid" || fail "the gang's batch script (pid $old_pid) is not running"
+# The node running the batch script is the one cut off.
+read -r first other < <(job_json "$gang" | sed -n 's/.*"nodes":\["\(node[0-9]\)","\(node[0-9]\)"\].*/\1 \2/p')
+[ -n "$first" ] && [ -n "$other" ] || fail "cannot read the gang's nodes: $(job_json "$gang")"
 t0=$(now_ms)
-cut n1
-wait_for 5 bash -c "muster nodes | grep -qE '^node1 +not_responding'"
+cut "n${first#node}"
+wait_for 5 bash -c "muster nodes | grep -qE '^$first +not_responding'"
 seen_nr=$(( $(now_ms) - t0 ))
 wait_for 10 bash -c "[ \"\$(muster job show $gang --json | sed -n 's/.*\"requeue_count\":\([0-9]*\).*/\1/p')\" = 1 ]"
 requeued=$(( $(now_ms) - t0 ))
 echo "   NOT_RESPONDING seen after ${seen_nr} ms, requeued after ${requeued} ms"
 [ "$seen_nr" -ge 700 ] || fail "node1 NOT_RESPONDING after only ${seen_nr} ms"
 [ "$requeued" -le 4000 ] || fail "the gang was requeued ${requeued} ms after the cut (limit 4000)"
-[ "$(node_state node1)" = down ] || fail "node1 is $(node_state node1), not down"
-grep -q "node=node1 DOWN" "$DIR/log/musterctld.log" || fail "no DOWN line for node1 in the log"
+[ "$(node_state "$first")" = down ] || fail "$first is $(node_state "$first"), not down"
+grep -q "node=$first DOWN" "$DIR/log/musterctld.log" || fail "no DOWN line for $first in the log"
 is_state "$gang" PENDING || fail "the requeued gang is $(state "$gang")"
-# Its batch script runs on the cut-off node1; node2, which it also held, was told to stop it.
-wait_for 5 grep -q "job=$gang node=node2 terminating" "$DIR/log/musterd-node2.log"
+# Its batch script runs on the cut-off node; the other node it held was told to stop it.
+wait_for 5 grep -q "job=$gang node=$other terminating" "$DIR/log/musterd-$other.log"
 
-echo "== the link heals: node1 registers again, its stale run is killed, the gang runs once more"
-heal n1
-wait_for 15 bash -c "! kill -0 $old_pid 2>/dev/null"
+echo "== while cut off: the old run goes on there, so the gang starts nowhere else"
+sleep 2  # two nodes are free all along
+is_state "$gang" PENDING || fail "the requeued gang is $(state "$gang") while $first may still run it"
+[ "$(grep -c "^$gang " "$RUNS")" = 1 ] || { cat "$RUNS"; fail "the gang started again meanwhile"; }
+kill -0 "$old_pid" || fail "the old run on the cut-off node ended by itself"
+muster job show "$gang" | grep -q "confirm-down $first" ||
+  fail "the reason does not say what it waits for: $(muster job show "$gang")"
+
+echo "== the link heals: $first registers again, its stale run is killed, then the gang runs again"
+heal "n${first#node}"
+# Checked every 50 ms: the new run never starts while the old one lives.
+deadline=$(( $(date +%s) + 30 ))
+until grep -q "^$gang 1 " "$RUNS"; do
+  [ "$(date +%s)" -lt "$deadline" ] || fail "the gang did not run again within 30 s of the heal"
+  sleep 0.05
+done
+! kill -0 "$old_pid" 2>/dev/null || fail "the gang runs again while its old run still runs"
 wait_for 30 is_state "$gang" RUNNING
-wait_for 10 grep -q "^$gang 1 " "$RUNS"
 [ "$(grep -c "^$gang " "$RUNS")" = 2 ] || { cat "$RUNS"; fail "the gang started other than twice"; }
 [ "$(requeues "$gang")" = 1 ] || fail "the gang was requeued $(requeues "$gang") times"
 muster cancel "$gang"

@@ -80,41 +80,111 @@ TEST_F(EngineTest, SilentNodeGoesNotRespondingThenDownAndItsGangIsRequeued) {
   Pass();
   EXPECT_EQ(Job(id).state(), v1::PENDING);
   Cleaned(id, "node1", 0);
+  // node1, node3 and node4 are free, but node2 is cut off, not known to be off: it may still run
+  // the old run, so the gang does not start anywhere (no job on two sets of nodes at once).
+  for (int i = 0; i < 3; ++i) beat(1000);
   Pass();
   j = Job(id);
-  EXPECT_EQ(j.state(), v1::RUNNING);
-  EXPECT_EQ(j.nodes(0), "node3");  // node1's leaf has only one node left
-  auto l = Sent("node3");
-  ASSERT_EQ(l.size(), 1u);
-  EXPECT_EQ(l[0].launch_job().requeue_count(), 1u);
-  // node2 comes back still running the old run: it is terminated there before node2 takes work.
+  EXPECT_EQ(j.state(), v1::PENDING);
+  ASSERT_EQ(j.unconfirmed_nodes_size(), 1);
+  EXPECT_EQ(j.unconfirmed_nodes(0), "node2");
+  EXPECT_NE(j.reason_detail().find("muster node confirm-down node2"), std::string::npos)
+      << j.reason_detail();
+  // node2 comes back still running the old run: it is terminated there before node2 takes work,
+  // and the gang waits for it to be gone.
   Up("node2", {id}, "node2-new");
   auto stale = Sent("node2");
   ASSERT_EQ(stale.size(), 1u);
   EXPECT_TRUE(stale[0].has_terminate_job());
-  auto other = *Submit(Gang(2, 8));
   Pass();
-  EXPECT_EQ(Job(other).state(), v1::PENDING);
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
   Cleaned(id, "node2", 0);
   Pass();
-  EXPECT_EQ(Job(other).state(), v1::RUNNING);
+  j = Job(id);
+  EXPECT_EQ(j.state(), v1::RUNNING);
+  EXPECT_EQ(j.unconfirmed_nodes_size(), 0);
+  auto l = Sent(j.nodes(0));
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].launch_job().requeue_count(), 1u);
 }
 
-TEST_F(EngineTest, NoRequeueJobEndsNodeFail) {
+// The gang of the test above, requeued from node2, which went silent while it ran there.
+class LostNodeTest : public EngineTest {
+ protected:
+  uint64_t RequeueFromSilentNode2() {
+    AllUp();
+    const uint64_t id = *Submit(Gang(2, 8));
+    Pass();
+    Run(id);
+    OnlyOthersTalkFor(12);
+    EXPECT_EQ(Node("node2").state(), v1::NODE_DOWN);
+    Cleaned(id, "node1", 0);
+    Pass();
+    EXPECT_EQ(Job(id).state(), v1::PENDING);
+    return id;
+  }
+  // node1, node3 and node4 heartbeat every second for `seconds`; node2 is silent.
+  void OnlyOthersTalkFor(int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      now_ += 1000;
+      v1::AgentMessage hb;
+      hb.mutable_heartbeat();
+      for (const char* n : {"node1", "node3", "node4"}) engine_->OnAgentMessage(n, hb, now_);
+      engine_->Tick(now_);
+    }
+  }
+  Result<v1::UpdateNodeResponse> ConfirmDown(const std::string& nodes, Caller who = Root()) {
+    v1::UpdateNodeRequest req;
+    req.set_nodes(nodes);
+    req.set_action(v1::UpdateNodeRequest::CONFIRM_DOWN);
+    return engine_->UpdateNode(who, req, now_);
+  }
+};
+
+TEST_F(LostNodeTest, NoRequeueJobEndsNodeFail) {
   AllUp();
   v1::JobSpec s = Gang(2, 8);
   s.set_no_requeue(true);
   auto id = *Submit(s);
   Pass();
-  for (int i = 0; i < 12; ++i) {
-    now_ += 1000;
-    v1::AgentMessage hb;
-    hb.mutable_heartbeat();
-    for (const char* n : {"node1", "node3", "node4"}) engine_->OnAgentMessage(n, hb, now_);
-    engine_->Tick(now_);
-  }
+  OnlyOthersTalkFor(12);
   EXPECT_EQ(Job(id).state(), v1::NODE_FAIL);
+  EXPECT_EQ(Job(id).unconfirmed_nodes_size(), 0) << "nothing will run it again: nothing waits";
   ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+TEST_F(LostNodeTest, ANodeBackWithoutTheOldRunLetsTheRequeuedJobStart) {
+  const uint64_t id = RequeueFromSilentNode2();
+  Up("node2", {}, "node2-rebooted");  // it rebooted: nothing of the old run is left
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  EXPECT_EQ(Job(id).unconfirmed_nodes_size(), 0);
+}
+
+TEST_F(LostNodeTest, TheWaitSurvivesARestartAndEndsWhenAnAdminConfirmsTheNodeDown) {
+  const uint64_t id = RequeueFromSilentNode2();
+  Restart();
+  for (const char* n : {"node1", "node3", "node4"}) Up(n);
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::PENDING) << "the restart forgot that node2 may still run it";
+
+  auto refused = ConfirmDown("node2", Alice());
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  auto connected = ConfirmDown("node1");
+  EXPECT_EQ(connected.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(connected.status().message().find("node1 is connected"), std::string::npos);
+  EXPECT_EQ(ConfirmDown("node9").status().code(), StatusCode::kNotFound);
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::PENDING);
+
+  auto ok = ConfirmDown("node2");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->updated_size(), 1);
+  Pass();
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  // Recorded: a restart does not bring the wait back.
+  Restart();
+  EXPECT_EQ(Job(id).unconfirmed_nodes_size(), 0);
 }
 
 TEST_F(EngineTest, NodeWithLessHardwareThanConfiguredIsDrainedWithWhatIsMissing) {
