@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One job array of trivial jobs on a local cluster: the submission call and the drain (first
+# submission until the queue is empty), the issue's array figures.
+#   usage: tests/bench/array_bench.sh [BIN_DIR]     (default build/release/bin)
+# Env: N (tasks, default 1000; at most scheduling.max_array_size), RUNS (default 3),
+# SPOOL_TMPFS (1: the agents' spool on a tmpfs, in a mount namespace of its own; root only).
+set -euo pipefail
+BIN=$(cd "${1:-build/release/bin}" && pwd)
+N=${N:-1000}
+RUNS=${RUNS:-3}
+if [ "${SPOOL_TMPFS:-0}" = 1 ] && [ -z "${MUSTER_ARRAY_BENCH_NS:-}" ]; then
+  exec env MUSTER_ARRAY_BENCH_NS=1 unshare -m --propagation private bash "$0" "$@"
+fi
+export PATH="$BIN:$PATH"
+now() { echo "${EPOCHREALTIME/./}"; }  # microseconds
+for ((run = 1; run <= RUNS; run++)); do
+  DIR=$(mktemp -d /tmp/muster-array-bench.XXXXXX)
+  trap 'muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true
+        umount "$DIR/cluster/spool" 2>/dev/null || true; rm -rf "$DIR"' EXIT
+  if [ -n "${MUSTER_ARRAY_BENCH_NS:-}" ]; then
+    mkdir -p "$DIR/cluster/spool"
+    mount -t tmpfs -o mode=0755 tmpfs "$DIR/cluster/spool"
+  fi
+  eval "$(muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 2>/dev/null)"
+  sleep 1  # the agents' first heartbeats, out of the way
+  t0=$(now)
+  muster submit --array="1-$N" -o /dev/null --wrap true >/dev/null
+  t1=$(now)
+  until [ -z "$(muster queue --noheader)" ]; do sleep 0.05; done
+  t2=$(now)
+  awk -v n="$N" -v a="$t0" -v b="$t1" -v c="$t2" -v r="$run" 'BEGIN {
+    printf "run %d: %d-task array: submission call %.1f ms; drained %.0f tasks/s (%.2f s)\n",
+           r, n, (b - a) / 1e3, n / ((c - a) / 1e6), (c - a) / 1e6 }'
+  muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true
+  umount "$DIR/cluster/spool" 2>/dev/null || true
+  rm -rf "$DIR"
+  trap - EXIT
+done
