@@ -324,8 +324,9 @@ void JobManager::LostOnNode(JobEntry& job, const std::string& node_name, const s
 void JobManager::MarkUnconfirmed(JobEntry& job, const std::string& node_name) {
   NodeEntry* node = nodes_.Find(node_name);
   if (!node) return;  // gone from the configuration: it cannot come back to run anything
-  if (!Contains(job.rec.unconfirmed_nodes(), node_name)) job.rec.add_unconfirmed_nodes(node_name);
   node->unconfirmed_jobs.insert(job.id());
+  if (Contains(job.rec.unconfirmed_nodes(), node_name)) return;
+  job.rec.add_unconfirmed_nodes(node_name);
   job.rec.set_reason_detail(job.rec.reason_detail() + "; it starts again once " + node_name +
                             " is back and has ended its run there, or an administrator confirms " +
                             node_name + " is down (muster node confirm-down " + node_name + ")");
