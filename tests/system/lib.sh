@@ -1,4 +1,4 @@
-# Shared by the system tests (sourced): fail and wait_for.
+# Shared by the system tests (sourced): fail, wait_for, skip_without_netns, reap_leftovers.
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -29,4 +29,17 @@ skip_without_netns() {
     echo "SKIP: cannot enter network namespaces here (a chroot?)"; exit 77
   fi
   ip netns del "$tag-probe"
+}
+
+# reap_leftovers DIR: after a test's cleanup stopped what it started, whatever still runs with DIR
+# (the test's own temporary directory) on its command line escaped it: name it, kill it by pid,
+# and return 1 so that the test fails.
+reap_leftovers() {
+  local left
+  left=$(pgrep -f -- "$1/" || true)
+  [ -n "$left" ] || return 0
+  echo "FAIL: still running after cleanup:" >&2
+  ps -o pid=,args= -p "$(echo $left | tr ' ' ,)" >&2 || true
+  kill -KILL $left 2>/dev/null || true
+  return 1
 }

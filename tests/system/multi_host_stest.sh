@@ -40,9 +40,11 @@ cleanup() {
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   done
+  reap_leftovers "$DIR" || rc=1
   for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   for u in "${MADE_USERS[@]}"; do userdel "$u" 2>/dev/null || true; done
   rm -rf "$DIR"
+  exit $rc
 }
 trap cleanup EXIT
 
@@ -152,6 +154,10 @@ host() {
   ip netns exec "$ns" unshare --mount --propagation private \
     sh -c 'mount -t tmpfs -o size=1m,mode=755 none "$0" && exec "$@"' "$DIR/ctl/run" "$@"
 }
+# daemon NS COMMAND... &: host, as the background job itself, so that $! is the daemon's pid
+# (a function run in the background is a subshell that would otherwise stand in between).
+daemon() { local ns=$1; shift; exec ip netns exec "$ns" unshare --mount --propagation private \
+  sh -c 'mount -t tmpfs -o size=1m,mode=755 none "$0" && exec "$@"' "$DIR/ctl/run" "$@"; }
 # as USER NS COMMAND...: run the CLI's COMMAND as USER on host NS.
 as() {
   local u=$1 ns=$2; shift 2
@@ -166,7 +172,7 @@ PIDS+=($!)
 wait_for 20 ip netns exec "$NS_CTL" "$DIR/bin/muster" info
 for n in 1 2; do
   ns_var=NS_N$n ip_var=N${n}_IP
-  host "${!ns_var}" "$DIR/bin/musterd" --config "$CONF" --name "node$n" \
+  daemon "${!ns_var}" "$DIR/bin/musterd" --config "$CONF" --name "node$n" \
     --gpu-fixture "$DIR/gpus.toml" --spool "$DIR/spool/node$n" \
     --step-address "${!ip_var}:0" >"$DIR/log/musterd-node$n.log" 2>&1 &
   PIDS+=($!)
@@ -272,7 +278,7 @@ sed -e "s|node_cert_file = .*|node_cert_file = \"$DIR/rogue/node1.crt\"|" \
     -e "s|node_key_file = .*|node_key_file = \"$DIR/rogue/node1.key\"|" \
     -e "s|spool_dir = .*|spool_dir = \"$DIR/rogue/spool\"|" "$CONF" > "$DIR/rogue/muster.toml"
 ip -n "$NS_LOGIN" addr add $ROGUE_IP/24 dev eth0
-host "$NS_LOGIN" "$DIR/bin/musterd" --config "$DIR/rogue/muster.toml" --name node1 \
+daemon "$NS_LOGIN" "$DIR/bin/musterd" --config "$DIR/rogue/muster.toml" --name node1 \
   --gpu-fixture "$DIR/gpus.toml" --spool "$DIR/rogue/spool/node1" \
   --step-address "$ROGUE_IP:0" >"$DIR/log/rogue.log" 2>&1 &
 rogue=$!

@@ -36,8 +36,10 @@ cleanup() {
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   done
+  reap_leftovers "$DIR" || rc=1
   for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$DIR"
+  exit $rc
 }
 trap cleanup EXIT
 now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
