@@ -185,7 +185,8 @@ int CmdNodes(int argc, char** argv) {
 int CmdNode(int argc, char** argv) {
   if (argc < 3)
     return Usage("node",
-                 "expected 'muster node drain NODES --reason TEXT' or 'muster node resume NODES'");
+                 "expected 'muster node drain NODES --reason TEXT', 'muster node resume NODES' or "
+                 "'muster node confirm-down NODES'");
   std::string action = argv[1];
   v1::UpdateNodeRequest req;
   if (action == "drain") {

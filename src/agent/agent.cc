@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "admin_scripts.h"
 #include "agent_context.h"
@@ -29,17 +30,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// muster-stepd: beside this musterd (a build tree, a local cluster), else where the package
-// puts it; "none" when neither exists (steps then run in the agent).
-std::string FindStepSupervisor() {
+// A helper program (muster-stepd, muster-keeper): beside this musterd (a build tree, a local
+// cluster), else where the package puts it; "none" when neither exists.
+std::string FindHelper(const std::string& name) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const fs::path beside = self.parent_path() / "muster-stepd";
+    const fs::path beside = self.parent_path() / name;
     if (::access(beside.c_str(), X_OK) == 0) return beside.string();
   }
-  const char* packaged = "/usr/libexec/muster/muster-stepd";
-  if (::access(packaged, X_OK) == 0) return packaged;
+  const std::string packaged = "/usr/libexec/muster/" + name;
+  if (::access(packaged.c_str(), X_OK) == 0) return packaged;
   return "none";
 }
 
@@ -99,11 +100,19 @@ void Agent::Impl::ResolveOptions(const OsInventory& os) {
   AgentOptions& o = options_;
   if (o.node_name.empty()) o.node_name = os.hostname;
   if (o.spool_dir.empty()) o.spool_dir = o.config.agent.spool_dir + "/" + o.node_name;
+  if (o.job_state_dir.empty()) {
+    o.job_state_dir = o.config.agent.job_state_dir.empty()
+                          ? o.spool_dir
+                          : o.config.agent.job_state_dir + "/" + o.node_name;
+  }
   if (o.step_address.empty()) o.step_address = o.config.agent.step_address;
   if (o.controller_address.empty()) o.controller_address = o.config.controller.agent_address;
   // A test's launcher starts nothing real: its steps run in the agent unless it names the program.
-  if (o.step_supervisor.empty()) o.step_supervisor = o.launcher ? "none" : FindStepSupervisor();
+  if (o.step_supervisor.empty())
+    o.step_supervisor = o.launcher ? "none" : FindHelper("muster-stepd");
   if (o.step_supervisor == "none") o.step_supervisor.clear();
+  if (o.keeper_program.empty()) o.keeper_program = FindHelper("muster-keeper");
+  if (o.keeper_program == "none") o.keeper_program.clear();
 }
 
 Status Agent::Impl::Start() {
@@ -120,6 +129,10 @@ Status Agent::Impl::Start() {
   } else {
     spdlog::info("node={} steps run under {}", o.node_name, o.step_supervisor);
   }
+  if (o.keeper_program.empty()) {
+    spdlog::info("node={} no muster-keeper: batch scripts are kept by copies of the agent",
+                 o.node_name);
+  }
   std::optional<ControllerLinkTls> tls;
   if (o.config.tls.enabled()) {
     auto id = LoadNodeTlsIdentity(o.config.tls, o.node_name);
@@ -135,15 +148,26 @@ Status Agent::Impl::Start() {
     spdlog::warn("node={} talks to the controller at {} without TLS (controller.insecure = true)",
                  o.node_name, o.controller_address);
   }
-  std::error_code ec;
-  if (!fs::exists(o.spool_dir, ec)) {
-    fs::create_directories(o.spool_dir, ec);
-    if (ec) return Internal("cannot create spool dir " + o.spool_dir + ": " + ec.message());
-    fs::permissions(o.spool_dir, fs::perms(0755), ec);  // ours alone, whatever the umask
+  // The job-state base first: on a shared tmpfs another user may have made it (or a link) before
+  // us, and nothing of ours goes inside until it is known to be ours.
+  std::vector<std::string> own_dirs;
+  if (!o.config.agent.job_state_dir.empty() &&
+      o.job_state_dir == o.config.agent.job_state_dir + "/" + o.node_name) {
+    own_dirs.push_back(o.config.agent.job_state_dir);
   }
-  if (Status st = CheckOwnDirectory(o.spool_dir); !st.ok()) {
-    return FailedPrecondition("refusing to use spool dir " + o.spool_dir + ": " + st.message() +
-                              "; musterd keeps only its own files there");
+  own_dirs.push_back(o.spool_dir);
+  own_dirs.push_back(o.job_state_dir);
+  for (const std::string& dir : own_dirs) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) {
+      fs::create_directories(dir, ec);
+      if (ec) return Internal("cannot create " + dir + ": " + ec.message());
+      fs::permissions(dir, fs::perms(0755), ec);  // ours alone, whatever the umask
+    }
+    if (Status st = CheckOwnDirectory(dir); !st.ok()) {
+      return FailedPrecondition("refusing to use " + dir + ": " + st.message() +
+                                "; musterd keeps only its own files there");
+    }
   }
   MUSTER_ASSIGN_OR_RETURN(Discovered found, Discover(o, os));
   ctx_.inventory = std::move(found.inventory);
@@ -156,7 +180,7 @@ Status Agent::Impl::Start() {
     spdlog::warn("node={} isolation: {}", o.node_name, ctx_.cgroups.description());
   }
 
-  spool_ = std::make_unique<JobSpool>(o.spool_dir);
+  spool_ = std::make_unique<JobSpool>(o.spool_dir, o.job_state_dir);
   jobs_ = std::make_unique<JobSupervisor>(ctx_, *spool_);
   health_ = std::make_unique<HealthCheck>(ctx_);
   session_ = std::make_unique<ControllerSession>(ctx_, *jobs_, *spool_, *health_, RandomHex(8));

@@ -37,7 +37,7 @@ bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t m
 }
 
 std::string JobSpool::JobDir(uint64_t job_id) const {
-  return dir_ + "/job" + std::to_string(job_id);
+  return jobs_dir_ + "/job" + std::to_string(job_id);
 }
 
 Status JobSpool::MakeJobDir(uint64_t job_id) const {
@@ -80,46 +80,51 @@ Status JobSpool::SaveState(const std::string& job_dir, const v1::AgentJobState& 
 std::vector<JobSpool::Left> JobSpool::Scan() const {
   std::vector<Left> out;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() < 4 || name.compare(0, 3, "job") != 0) continue;
-    auto id = ParseUint(std::string_view(name).substr(3));
-    if (!id) continue;
-    const std::string dir = e.path().string();
-    const Status own = CheckOwnDirectory(dir);
-    const int fd =
-        own.ok() ? ::open((dir + "/state").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
-    if (own.ok() && fd < 0 && errno == ENOENT) {
-      // Its launch never finished (the agent stopped in between): nothing of it was started.
-      fs::remove_all(dir, ec);
-      continue;
+  // Jobs started before job_state_dir was set (an upgrade) are still in the spool itself.
+  std::vector<std::string> roots{jobs_dir_};
+  if (dir_ != jobs_dir_) roots.push_back(dir_);
+  for (const std::string& root : roots) {
+    for (const auto& e : fs::directory_iterator(root, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.size() < 4 || name.compare(0, 3, "job") != 0) continue;
+      auto id = ParseUint(std::string_view(name).substr(3));
+      if (!id) continue;
+      const std::string dir = e.path().string();
+      const Status own = CheckOwnDirectory(dir);
+      const int fd =
+          own.ok() ? ::open((dir + "/state").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+      if (own.ok() && fd < 0 && errno == ENOENT) {
+        // Its launch never finished (the agent stopped in between): nothing of it was started.
+        fs::remove_all(dir, ec);
+        continue;
+      }
+      std::string bytes;
+      struct stat fst {};
+      const bool trusted =
+          fd >= 0 && ::fstat(fd, &fst) == 0 && fst.st_uid == ::geteuid() && S_ISREG(fst.st_mode);
+      if (trusted) {
+        char buf[64 * 1024];
+        for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) bytes.append(buf, size_t(n));
+      }
+      if (fd >= 0) ::close(fd);
+      if (!own.ok()) spdlog::error("{}: not re-adopted: {}", dir, own.message());
+      v1::AgentJobState st;
+      Left left;
+      left.job_id = *id;
+      left.dir = dir;
+      if (!trusted || !st.ParseFromString(bytes) || st.launch().job_id() != *id) {
+        const std::string aside = dir + ".corrupt";
+        fs::rename(dir, aside, ec);
+        spdlog::error(
+            "{}/state is corrupt or untrusted; moved aside to {} (the controller will treat the "
+            "job as lost on this node)",
+            dir, aside);
+      } else {
+        left.job_id = st.launch().job_id();
+        left.state = std::move(st);
+      }
+      out.push_back(std::move(left));
     }
-    std::string bytes;
-    struct stat fst {};
-    const bool trusted =
-        fd >= 0 && ::fstat(fd, &fst) == 0 && fst.st_uid == ::geteuid() && S_ISREG(fst.st_mode);
-    if (trusted) {
-      char buf[64 * 1024];
-      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) bytes.append(buf, size_t(n));
-    }
-    if (fd >= 0) ::close(fd);
-    if (!own.ok()) spdlog::error("{}: not re-adopted: {}", dir, own.message());
-    v1::AgentJobState st;
-    Left left;
-    left.job_id = *id;
-    left.dir = dir;
-    if (!trusted || !st.ParseFromString(bytes) || st.launch().job_id() != *id) {
-      const std::string aside = dir + ".corrupt";
-      fs::rename(dir, aside, ec);
-      spdlog::error(
-          "{}/state is corrupt or untrusted; moved aside to {} (the controller will treat the "
-          "job as lost on this node)",
-          dir, aside);
-    } else {
-      left.job_id = st.launch().job_id();
-      left.state = std::move(st);
-    }
-    out.push_back(std::move(left));
   }
   return out;
 }

@@ -28,9 +28,12 @@ bool WriteFileCloexec(const std::string& path, const std::string& data, mode_t m
 // 0700) by name and nothing more.
 class JobSpool {
  public:
-  explicit JobSpool(std::string dir) : dir_(std::move(dir)) {}
+  // `jobs_dir`: where the job<ID> directories live (empty: in `dir`, with the epoch).
+  explicit JobSpool(std::string dir, std::string jobs_dir = "")
+      : dir_(std::move(dir)), jobs_dir_(jobs_dir.empty() ? dir_ : std::move(jobs_dir)) {}
 
   const std::string& dir() const { return dir_; }
+  const std::string& jobs_dir() const { return jobs_dir_; }
   std::string JobDir(uint64_t job_id) const;
   // Creates the job's directory (or takes back one a previous run left) as described above.
   Status MakeJobDir(uint64_t job_id) const;
@@ -56,6 +59,7 @@ class JobSpool {
 
  private:
   std::string dir_;
+  std::string jobs_dir_;
 };
 
 }  // namespace muster::agent

@@ -502,6 +502,7 @@ void JobSupervisor::StartJob(uint64_t id) {
                          : ExpandOutputPattern(spec.stderr_pattern(), vars, spec.work_dir());
     // A keeper waits for the script and records how it ended, so a restarted agent still knows.
     sp.exit_file = j.dir + "/exit";
+    sp.keeper_program = ctx_.options.keeper_program;
     // Every process of the job starts in its cgroup (a write of "0" by the child itself).
     if (!j.cgroup.empty()) {
       sp.cgroup_fd = ::open(j.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

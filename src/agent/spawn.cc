@@ -17,37 +17,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "muster/keeper/child.h"
+#include "muster/keeper/keeper_spec.h"
 
 namespace muster::agent {
 namespace {
 
-enum Stage { kSetsid = 1, kCgroup, kGroups, kGid, kUid, kChdir, kStdin, kStdout, kStderr, kExec };
-
-// Everything the child needs, prepared by the parent. The child shares the parent's memory
-// (CLONE_VM | CLONE_VFORK, as posix_spawn does), so it never copies the agent's address space;
-// it may only make raw system calls, and reports a failure by writing stage/err here.
-struct ChildArgs {
-  const char* path;
-  char* const* argv;
-  char* const* envp;
-  const char* cwd;
-  bool change_user;
-  uid_t uid;
-  gid_t gid;
-  const gid_t* groups;
-  size_t ngroups;
-  const char* stdout_path;
-  const char* stderr_path;  // nullptr: same as stdout
-  int stdout_fd, stderr_fd;
-  int output_flags;
-  int stdin_fd;
-  const char* stdin_path;  // nullptr: /dev/null
-  const char* tty_path;    // nullptr: no terminal
-  int cgroup_procs_fd;     // fallback for kernels without CLONE_INTO_CGROUP: move in by writing "0"
-  int report_fd = -1;  // a child in its own memory (clone3 without CLONE_VM) reports failure here
-  volatile int stage = 0;
-  volatile int err = 0;
-};
+using keeper::ChildArgs;
+using keeper::ChildMain;
+using keeper::KeeperArgs;
+using keeper::KeeperMain;
+using keeper::KeeperReport;
+using namespace keeper::stages;
 
 // A fork (own copy of memory, no glibc fork handlers) created directly in a cgroup. Returns the
 // pid in the parent, 0 in the child, -1 with errno (ENOSYS before Linux 5.7) on failure.
@@ -60,6 +45,7 @@ long ForkIntoCgroup(int cgroup_fd, bool vfork) {
 }
 
 #if defined(__x86_64__)
+constexpr bool kCanCloneVmIntoCgroup = true;
 // clone3 with CLONE_VM: the child runs on `args->stack` and calls fn(arg), which must exec or
 // exit; glibc (2.36) offers no clone3 wrapper. The kernel keeps r12/r13 in the child, so they
 // carry fn and arg across. Returns the child's pid, or -errno.
@@ -85,267 +71,23 @@ __attribute__((noinline)) long Clone3WithVm(struct clone_args* args, int (*fn)(v
       : "rcx", "r11", "memory");
   return ret;
 }
+
+// A vfork-like child (sharing our memory, on `stack`) created in the cgroup: fn(arg) must exec
+// or exit. The child's pid, or -errno.
+long CloneVmIntoCgroup(void* stack, size_t stack_size, int cgroup_fd, int (*fn)(void*), void* arg) {
+  struct clone_args args {};
+  args.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<uint64_t>(stack);
+  args.stack_size = stack_size;
+  args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  return Clone3WithVm(&args, fn, arg);
+}
+#else
+constexpr bool kCanCloneVmIntoCgroup = false;
 #endif
 
 int ProcsFd(int cgroup_fd) { return ::openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC); }
-
-// What a keeper needs. It runs in a copy of the agent's address space (a fork without glibc's
-// fork handlers), so, like the task's child, it makes raw system calls only.
-struct KeeperArgs {
-  ChildArgs* child;
-  char* task_stack_top;
-  // The exit record is written relative to its directory (the agent checked that only it can
-  // write there), never through a link: unlinkat, then openat O_EXCL|O_NOFOLLOW, then renameat.
-  int exit_dir_fd;
-  const char* exit_tmp;   // a name in that directory
-  const char* exit_name;  // ditto
-  int report_fd;
-};
-
-// What the keeper tells the agent through the report pipe once the task has exec'd (or failed).
-struct KeeperReport {
-  int32_t pid;
-  int32_t stage;
-  int32_t err;
-};
-
-// The kernel's sigaction layout (glibc's differs).
-struct KernelSigaction {
-  void (*handler)(int);
-  unsigned long flags;
-  void (*restorer)();
-  uint64_t mask;
-};
-
-long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
-  long r = ::syscall(nr, a, b, c, d);
-  return r;
-}
-
-#if defined(__clang__) || defined(__GNUC__)
-#define MUSTER_CHILD_CODE __attribute__((no_sanitize("address", "undefined")))
-#else
-#define MUSTER_CHILD_CODE
-#endif
-
-[[noreturn]] MUSTER_CHILD_CODE void ChildFail(ChildArgs* a, int stage) {
-  a->err = errno;
-  a->stage = stage;
-  if (a->report_fd >= 0) {
-    int32_t r[2] = {stage, a->err};
-    ::syscall(SYS_write, a->report_fd, r, sizeof r);
-  }
-  ::syscall(SYS_exit_group, 127);
-  __builtin_unreachable();
-}
-
-int OpenOutput(const char* path, int flags) {
-  return static_cast<int>(
-      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), flags | O_CLOEXEC, 0644));
-}
-
-int OpenRead(const char* path) {
-  return static_cast<int>(
-      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
-}
-
-// Not instrumented by the sanitizers: the child shares the agent's memory on a 64 KiB stack
-// until it execs, and AddressSanitizer's bookkeeping (its no-return hook inspects the signal
-// stack) does not belong in it.
-MUSTER_CHILD_CODE int ChildMain(void* arg) {
-  auto* a = static_cast<ChildArgs*>(arg);
-  // Default dispositions and an empty mask: the job must not inherit the agent's signal setup.
-  KernelSigaction dfl{SIG_DFL, 0, nullptr, 0};
-  for (long sig = 1; sig < 65; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    Sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
-  }
-  uint64_t empty = 0;
-  Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty), 0, 8);
-  if (Sys(SYS_setsid) < 0) ChildFail(a, kSetsid);
-  // Into the job's cgroup before anything of the user's runs ("0" moves the writer).
-  if (a->cgroup_procs_fd >= 0 &&
-      Sys(SYS_write, a->cgroup_procs_fd, reinterpret_cast<long>("0"), 1) != 1) {
-    ChildFail(a, kCgroup);
-  }
-  if (a->change_user) {
-    // Raw calls: glibc's wrappers would try to change the credentials of every thread.
-    if (Sys(SYS_setgroups, static_cast<long>(a->ngroups), reinterpret_cast<long>(a->groups)) != 0) {
-      ChildFail(a, kGroups);
-    }
-    if (Sys(SYS_setresgid, a->gid, a->gid, a->gid) != 0) ChildFail(a, kGid);
-    if (Sys(SYS_setresuid, a->uid, a->uid, a->uid) != 0) ChildFail(a, kUid);
-  }
-  if (a->cwd && *a->cwd && Sys(SYS_chdir, reinterpret_cast<long>(a->cwd)) != 0)
-    ChildFail(a, kChdir);
-  if (a->tty_path) {
-    // A session leader opening a terminal: it becomes the controlling one (TIOCSCTTY makes sure).
-    int tty = static_cast<int>(
-        Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(a->tty_path), O_RDWR | O_CLOEXEC));
-    if (tty < 0 || Sys(SYS_ioctl, tty, TIOCSCTTY, 0) < 0) ChildFail(a, kStdin);
-    for (long fd = 0; fd < 3; ++fd) {
-      if (Sys(SYS_dup2, tty, fd) < 0) ChildFail(a, kStdin);
-    }
-  } else {
-    int in = a->stdin_fd >= 0 ? a->stdin_fd : OpenRead(a->stdin_path ? a->stdin_path : "/dev/null");
-    if (in < 0 || Sys(SYS_dup2, in, 0) < 0) ChildFail(a, kStdin);
-    int out = a->stdout_fd >= 0 ? a->stdout_fd : OpenOutput(a->stdout_path, a->output_flags);
-    if (out < 0 || Sys(SYS_dup2, out, 1) < 0) ChildFail(a, kStdout);
-    int err = a->stderr_fd >= 0 ? a->stderr_fd
-              : a->stderr_path  ? OpenOutput(a->stderr_path, a->output_flags)
-                                : out;
-    if (err < 0 || Sys(SYS_dup2, err, 2) < 0) ChildFail(a, kStderr);
-  }
-  Sys(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
-      reinterpret_cast<long>(a->envp));
-  ChildFail(a, kExec);
-}
-
-void CloseAllBut(const int* keep, int n) {
-  // `keep` ascending; close_range needs Linux 5.9, older kernels get the loop.
-  int from = 3;
-  for (int i = 0; i <= n; ++i) {
-    int to = i < n ? keep[i] - 1 : 65535;
-    if (to >= from && Sys(SYS_close_range, from, to, 0) != 0) {
-      for (int fd = from; fd <= to && fd < 4096; ++fd) Sys(SYS_close, fd);
-    }
-    if (i < n) from = keep[i] + 1;
-  }
-}
-
-// Kills the keeper's children (orphans of the job reparent to it, a subreaper) and reaps them,
-// until none is left. Raw system calls only.
-void KillChildrenUntilNone() {
-  const long self = Sys(SYS_getpid);
-  char path[64] = "/proc/self/task/";
-  int len = 16;
-  char digits[16];
-  int d = 0;
-  for (long v = self; v > 0; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
-  while (d) path[len++] = digits[--d];
-  const char tail[] = "/children";
-  for (char ch : tail) path[len++] = ch;  // copies the terminating NUL too
-  for (int round = 0; round < 1000; ++round) {
-    int fd = static_cast<int>(
-        Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
-    if (fd < 0) return;  // no CONFIG_PROC_CHILDREN: the agent's cleanup has to do
-    {
-      char buf[4096];
-      long n = Sys(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf);
-      Sys(SYS_close, fd);
-      long pid = 0;
-      for (long i = 0; i < n; ++i) {
-        if (buf[i] >= '0' && buf[i] <= '9') {
-          pid = pid * 10 + (buf[i] - '0');
-        } else if (pid > 0) {
-          Sys(SYS_kill, -pid, SIGKILL);  // its group, when it leads one
-          Sys(SYS_kill, pid, SIGKILL);
-          pid = 0;
-        }
-      }
-    }
-    // Reap what died; a process stuck in the kernel must not hold the job's end forever.
-    int status;
-    long r;
-    while ((r = Sys(SYS_wait4, -1, reinterpret_cast<long>(&status), WNOHANG, 0)) > 0) {
-    }
-    if (r < 0 && errno == ECHILD) return;
-    struct timespec ts {
-      0, 10'000'000
-    };
-    Sys(SYS_nanosleep, reinterpret_cast<long>(&ts), 0);
-  }
-}
-
-MUSTER_CHILD_CODE int KeeperMain(void* arg) {
-  auto* k = static_cast<KeeperArgs*>(arg);
-  ChildArgs* c = k->child;
-  // Its own session, deaf to the signals aimed at the agent's terminal or at the job's process
-  // group: only SIGKILL ends a keeper before its task.
-  Sys(SYS_setsid);
-  // Processes of the job that daemonize (setsid, double fork) become the keeper's children
-  // instead of init's: the agent finds them under it, and the keeper ends them with the job.
-  Sys(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1);
-  KernelSigaction ign{SIG_IGN, 0, nullptr, 0};
-  for (long sig : {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2}) {
-    Sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&ign), 0, 8);
-  }
-  uint64_t empty = 0;
-  Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty), 0, 8);
-  // The agent's sockets and files must not live on in the keeper (a restarted agent could not
-  // bind its step port while a keeper held the old one).
-  int keep[5], n = 0;
-  for (int fd : {k->report_fd, c->stdout_fd, c->stderr_fd, c->cgroup_procs_fd, k->exit_dir_fd}) {
-    if (fd < 3) continue;
-    int i = n++;
-    while (i > 0 && keep[i - 1] > fd) {
-      keep[i] = keep[i - 1];
-      --i;
-    }
-    keep[i] = fd;
-  }
-  CloseAllBut(keep, n);
-  // Nor the agent's stdout and stderr (a terminal, a pipe a supervisor waits on).
-  int null_fd = static_cast<int>(
-      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDWR | O_CLOEXEC));
-  if (null_fd >= 0) {
-    for (int fd = 0; fd < 3; ++fd) {
-      if (fd != c->stdout_fd && fd != c->stderr_fd) Sys(SYS_dup2, null_fd, fd);
-    }
-    if (null_fd > 2) Sys(SYS_close, null_fd);
-  }
-  long pid = -1;
-  for (int attempt = 0;; ++attempt) {
-    c->stage = 0;
-    c->err = 0;
-    pid = ::clone(ChildMain, k->task_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
-    if (pid < 0 || c->stage != kExec || c->err != ETXTBSY || attempt >= 20) break;
-    int status;
-    Sys(SYS_wait4, pid, reinterpret_cast<long>(&status), 0, 0);
-    struct timespec ts {
-      0, 5'000'000
-    };
-    Sys(SYS_nanosleep, reinterpret_cast<long>(&ts), 0);
-  }
-  KeeperReport r{static_cast<int32_t>(pid), pid < 0 ? -1 : c->stage, pid < 0 ? errno : c->err};
-  Sys(SYS_write, k->report_fd, reinterpret_cast<long>(&r), sizeof r);
-  Sys(SYS_close, k->report_fd);
-  if (pid < 0 || c->stage != 0) {
-    int status;
-    if (pid > 0) Sys(SYS_wait4, pid, reinterpret_cast<long>(&status), 0, 0);
-    Sys(SYS_exit_group, 127);
-  }
-  int status = 0;
-  while (Sys(SYS_wait4, pid, reinterpret_cast<long>(&status), 0, 0) < 0 && errno == EINTR) {
-  }
-  // "<status>\n", written to a temporary name and renamed: a reader sees all of it or nothing.
-  // No fsync: the record must outlive the agent, not the machine (a node that crashed lost its
-  // jobs anyway, and the controller requeues them).
-  char buf[16];
-  int len = 0;
-  unsigned v = static_cast<unsigned>(status);
-  char digits[12];
-  int d = 0;
-  do {
-    digits[d++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v);
-  while (d) buf[len++] = digits[--d];
-  buf[len++] = '\n';
-  Sys(SYS_unlinkat, k->exit_dir_fd, reinterpret_cast<long>(k->exit_tmp), 0);
-  int fd = static_cast<int>(Sys(SYS_openat, k->exit_dir_fd, reinterpret_cast<long>(k->exit_tmp),
-                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (fd >= 0) {
-    Sys(SYS_write, fd, reinterpret_cast<long>(buf), len);
-    Sys(SYS_close, fd);
-    Sys(SYS_renameat, k->exit_dir_fd, reinterpret_cast<long>(k->exit_tmp), k->exit_dir_fd,
-        reinterpret_cast<long>(k->exit_name));
-  }
-  // The script is over, so is the job here: whatever it left behind (now our children) ends.
-  KillChildrenUntilNone();
-  Sys(SYS_exit_group, 0);
-  return 0;
-}
 
 // argv[0] looked up in the task's PATH (the agent's own PATH is not the job's).
 std::string ResolveProgram(const std::string& name, const std::vector<std::string>& env) {
@@ -410,8 +152,124 @@ Status StageError(const SpawnSpec& spec, int stage, int err) {
   }
 }
 
-// The task under a keeper: the keeper is forked (its own copy of memory; it outlives this call),
-// starts the task the same way Spawn does and reports the task's pid or failure through a pipe.
+// The keeper as a copy of the agent (a fork without CLONE_VM): what runs without muster-keeper.
+// Returns its pid, or -1 with errno.
+pid_t ForkKeeper(const SpawnSpec& spec, ChildArgs& a, int dir_fd, const std::string& tmp,
+                 const std::string& name, int report_fd) {
+  constexpr size_t kStack = 64 * 1024;
+  void* stacks = ::mmap(nullptr, 2 * kStack, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stacks == MAP_FAILED) return -1;
+  KeeperArgs k{&a,       static_cast<char*>(stacks) + 2 * kStack, dir_fd, tmp.c_str(), name.c_str(),
+               report_fd};
+  pid_t keeper = -1;
+  if (spec.cgroup_fd >= 0) {
+    // The keeper starts in the job's cgroup and the task inherits it: nothing is moved later.
+    keeper = static_cast<pid_t>(ForkIntoCgroup(spec.cgroup_fd, false));
+    if (keeper == 0) KeeperMain(&k);                              // never returns
+    if (keeper < 0) a.cgroup_procs_fd = ProcsFd(spec.cgroup_fd);  // old kernel: the task moves
+  }
+  if (keeper < 0) keeper = ::clone(KeeperMain, static_cast<char*>(stacks) + kStack, SIGCHLD, &k);
+  const int clone_err = errno;
+  if (a.cgroup_procs_fd >= 0) ::close(a.cgroup_procs_fd);
+  ::munmap(stacks, 2 * kStack);  // the keeper has its own copy
+  errno = clone_err;
+  return keeper;
+}
+
+std::optional<std::string> OptionalString(const char* s) {
+  return s ? std::optional<std::string>(s) : std::nullopt;
+}
+
+// The keeper as the muster-keeper program, started like a task (sharing the agent's memory until
+// its execve, in the job's cgroup from the start) with what to run in a memfd. Returns its pid.
+Result<pid_t> ExecKeeper(const SpawnSpec& spec, ChildArgs& a, int dir_fd, const std::string& name,
+                         int report_fd) {
+  keeper::KeeperSpec ks;
+  ks.report_fd = report_fd;
+  ks.exit_dir_fd = dir_fd;
+  ks.exit_name = name;
+  ks.path = a.path;
+  for (char* const* p = a.argv; *p; ++p) ks.argv.emplace_back(*p);
+  for (char* const* p = a.envp; *p; ++p) ks.env.emplace_back(*p);
+  ks.cwd = a.cwd;
+  ks.change_user = a.change_user;
+  ks.uid = a.uid;
+  ks.gid = a.gid;
+  ks.groups.assign(a.groups, a.groups + a.ngroups);
+  ks.stdout_path = a.stdout_path;
+  ks.stderr_path = OptionalString(a.stderr_path);
+  ks.stdin_path = OptionalString(a.stdin_path);
+  ks.tty_path = OptionalString(a.tty_path);
+  ks.stdin_fd = a.stdin_fd;
+  ks.stdout_fd = a.stdout_fd;
+  ks.stderr_fd = a.stderr_fd;
+  ks.output_flags = a.output_flags;
+  const bool into_cgroup = spec.cgroup_fd >= 0 && kCanCloneVmIntoCgroup;
+  if (spec.cgroup_fd >= 0 && !into_cgroup) {
+    ks.cgroup_procs_fd = ProcsFd(spec.cgroup_fd);  // the task moves itself in
+  }
+  struct Fds {
+    int spec = -1, procs = -1;
+    ~Fds() {
+      if (spec >= 0) ::close(spec);
+      if (procs >= 0) ::close(procs);
+    }
+  } fds;
+  fds.procs = ks.cgroup_procs_fd;
+  fds.spec = ::memfd_create("muster-keeper-spec", MFD_CLOEXEC);
+  if (fds.spec < 0) return ErrnoStatus("memfd_create", errno, StatusCode::kResourceExhausted);
+  const std::string bytes = keeper::EncodeKeeperSpec(ks);
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::write(fds.spec, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoStatus("writing the keeper's spec", errno);
+    done += static_cast<size_t>(n);
+  }
+  std::vector<int> inherit = {report_fd, dir_fd, fds.spec};
+  for (int fd : {ks.stdin_fd, ks.stdout_fd, ks.stderr_fd, ks.cgroup_procs_fd}) {
+    if (fd >= 0) inherit.push_back(fd);
+  }
+  const std::string spec_arg = std::to_string(fds.spec);
+  char* argv[] = {const_cast<char*>(spec.keeper_program.c_str()),
+                  const_cast<char*>(spec_arg.c_str()), nullptr};
+  char* envp[] = {nullptr};  // nothing of the job's environment reaches root's keeper
+  keeper::ExecArgs e{spec.keeper_program.c_str(), argv, envp, inherit.data(),
+                     static_cast<int>(inherit.size())};
+  constexpr size_t kStack = 64 * 1024;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
+  long pid = -1;
+  int clone_err = 0;
+#if defined(__x86_64__)
+  if (into_cgroup) {
+    pid = CloneVmIntoCgroup(stack, kStack, spec.cgroup_fd, keeper::ExecMain, &e);
+    if (pid < 0) clone_err = static_cast<int>(-pid);
+  }
+#endif
+  if (!into_cgroup) {
+    pid = ::clone(keeper::ExecMain, static_cast<char*>(stack) + kStack,
+                  CLONE_VM | CLONE_VFORK | SIGCHLD, &e);
+    if (pid < 0) clone_err = errno;
+  }
+  ::munmap(stack, kStack);
+  if (pid < 0) {
+    if (into_cgroup && (clone_err == ENOSYS || clone_err == E2BIG || clone_err == EINVAL)) {
+      return Unimplemented("clone3 into a cgroup");
+    }
+    return ErrnoStatus("clone", clone_err, StatusCode::kResourceExhausted);
+  }
+  if (e.err != 0) {
+    int status;
+    ::waitpid(static_cast<pid_t>(pid), &status, 0);
+    return Internal("cannot start the keeper " + spec.keeper_program + ": " + std::strerror(e.err));
+  }
+  return static_cast<pid_t>(pid);
+}
+
+// The task under a keeper, which outlives this call: it starts the task the same way Spawn does,
+// reports the task's pid or failure through a pipe, waits and records how the task ended.
 Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
   const size_t slash = spec.exit_file.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : spec.exit_file.substr(0, slash + 1);
@@ -436,34 +294,20 @@ Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
     ::close(dir_fd);
     return ErrnoStatus("pipe", errno);
   }
-  constexpr size_t kStack = 64 * 1024;
-  void* stacks = ::mmap(nullptr, 2 * kStack, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stacks == MAP_FAILED) {
-    ::close(report[0]);
-    ::close(report[1]);
-    ::close(dir_fd);
-    return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
+  Result<pid_t> started = Unimplemented("no keeper program");
+  if (!spec.keeper_program.empty()) started = ExecKeeper(spec, a, dir_fd, name, report[1]);
+  if (!started.ok() && started.status().code() == StatusCode::kUnimplemented) {
+    pid_t pid = ForkKeeper(spec, a, dir_fd, tmp, name, report[1]);
+    started = pid >= 0 ? Result<pid_t>(pid)
+                       : Result<pid_t>(ErrnoStatus("clone", errno, StatusCode::kResourceExhausted));
   }
-  KeeperArgs k{&a,       static_cast<char*>(stacks) + 2 * kStack, dir_fd, tmp.c_str(), name.c_str(),
-               report[1]};
-  pid_t keeper = -1;
-  if (spec.cgroup_fd >= 0) {
-    // The keeper starts in the job's cgroup and the task inherits it: nothing is moved later.
-    keeper = static_cast<pid_t>(ForkIntoCgroup(spec.cgroup_fd, false));
-    if (keeper == 0) KeeperMain(&k);                              // never returns
-    if (keeper < 0) a.cgroup_procs_fd = ProcsFd(spec.cgroup_fd);  // old kernel: the task moves
-  }
-  if (keeper < 0) keeper = ::clone(KeeperMain, static_cast<char*>(stacks) + kStack, SIGCHLD, &k);
-  int clone_err = errno;
-  if (a.cgroup_procs_fd >= 0) ::close(a.cgroup_procs_fd);
-  ::munmap(stacks, 2 * kStack);  // the keeper has its own copy
   ::close(report[1]);
-  ::close(dir_fd);  // ditto
-  if (keeper < 0) {
+  ::close(dir_fd);  // the keeper has its own
+  if (!started.ok()) {
     ::close(report[0]);
-    return ErrnoStatus("clone", clone_err, StatusCode::kResourceExhausted);
+    return started.status();
   }
+  const pid_t keeper = *started;
   KeeperReport r{-1, -1, 0};
   ssize_t n;
   do {
@@ -496,13 +340,7 @@ Result<Spawned> SpawnIntoCgroup(const SpawnSpec& spec, ChildArgs& a) {
   for (int attempt = 0;; ++attempt) {
     a.stage = 0;
     a.err = 0;
-    struct clone_args args {};
-    args.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
-    args.exit_signal = SIGCHLD;
-    args.stack = reinterpret_cast<uint64_t>(stack);
-    args.stack_size = kStack;
-    args.cgroup = static_cast<uint64_t>(spec.cgroup_fd);
-    pid = Clone3WithVm(&args, ChildMain, &a);
+    pid = CloneVmIntoCgroup(stack, kStack, spec.cgroup_fd, ChildMain, &a);
     if (pid < 0 || a.stage != kExec || a.err != ETXTBSY || attempt >= 20) break;
     int status;
     ::waitpid(static_cast<pid_t>(pid), &status, 0);

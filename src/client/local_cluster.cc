@@ -1,9 +1,11 @@
 #include "muster/client/local_cluster.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +110,27 @@ Result<pid_t> StartDaemon(const std::vector<std::string>& argv, const std::strin
   return pid;
 }
 
+// A name of this cluster's own, for what lives outside its directory.
+std::string DirTag(const std::string& dir) {
+  std::ostringstream t;
+  t << std::hex << (std::hash<std::string>{}(dir)&0xffffffffu);
+  return t.str();
+}
+
+constexpr const char* kShmPrefix = "/dev/shm/muster-local-";
+
+// The jobs' state on a tmpfs where there is one: a drain of short jobs otherwise spends a third
+// of the agents' time in ext4's inode allocation (docs/benchmarks.md). Empty: /dev/shm is not a
+// writable tmpfs here; the state stays in the spool.
+std::string LocalJobStateDir(const std::string& dir) {
+  struct statfs st {};
+  if (::statfs("/dev/shm", &st) != 0 || st.f_type != TMPFS_MAGIC ||
+      ::access("/dev/shm", W_OK) != 0) {
+    return "";
+  }
+  return kShmPrefix + DirTag(dir);
+}
+
 std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uint16_t port) {
   std::ostringstream c;
   c << kMarker << " Edit freely; `muster local up` reuses it.\n"
@@ -129,8 +152,12 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uin
     << "kill_jobs_on_stop = true\n"
     << "# Job cgroups under a name of this cluster's own: another local cluster's node1 is not "
        "ours.\n"
-    << "cgroup_root = \"muster-local-" << std::hex << (std::hash<std::string>{}(dir)&0xffffffffu)
-    << std::dec << "\"\n\n";
+    << "cgroup_root = \"muster-local-" << DirTag(dir) << "\"\n";
+  if (const std::string jobs = LocalJobStateDir(dir); !jobs.empty()) {
+    c << "# Each job's state, script and exit record on a tmpfs (as /run on a real node).\n"
+      << "job_state_dir = \"" << jobs << "\"\n";
+  }
+  c << "\n";
   if (o.tls) {
     c << "# Mutual TLS between the controller and the agents, as on a real cluster (made by the\n"
       << "# same code as `muster certs`).\n"
@@ -365,6 +392,11 @@ Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
                                 " does not look like a `muster local` directory; not deleting it");
     }
     std::error_code ec;
+    // Ours only if it is where `local up` puts it.
+    if (auto conf = LoadConfig(dir + "/muster.toml");
+        conf.ok() && conf->agent.job_state_dir == kShmPrefix + DirTag(dir)) {
+      fs::remove_all(conf->agent.job_state_dir, ec);
+    }
     fs::remove_all(dir, ec);
     if (ec) return Internal("cannot delete " + dir + ": " + ec.message());
   }

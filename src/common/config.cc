@@ -249,6 +249,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       r, "agent",
       [&](TableReader& t) {
         MUSTER_RETURN_IF_ERROR(t.String("spool_dir", &c.agent.spool_dir));
+        MUSTER_RETURN_IF_ERROR(t.String("job_state_dir", &c.agent.job_state_dir));
         MUSTER_RETURN_IF_ERROR(t.String("step_address", &c.agent.step_address));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("gpu_health_interval_ms", &c.agent.gpu_health_interval_ms, 50, 3'600'000));

@@ -3,23 +3,21 @@
 # submission until the queue is empty), the issue's array figures.
 #   usage: tests/bench/array_bench.sh [BIN_DIR]     (default build/release/bin)
 # Env: N (tasks, default 1000; at most scheduling.max_array_size), RUNS (default 3),
-# SPOOL_TMPFS (1: the agents' spool on a tmpfs, in a mount namespace of its own; root only).
+# JOB_STATE_ON_DISK (1: the jobs' state in the agents' spool on disk, as without
+# agent.job_state_dir, instead of the tmpfs /dev/shm that `muster local up` picks).
 set -euo pipefail
 BIN=$(cd "${1:-build/release/bin}" && pwd)
 N=${N:-1000}
 RUNS=${RUNS:-3}
-if [ "${SPOOL_TMPFS:-0}" = 1 ] && [ -z "${MUSTER_ARRAY_BENCH_NS:-}" ]; then
-  exec env MUSTER_ARRAY_BENCH_NS=1 unshare -m --propagation private bash "$0" "$@"
-fi
 export PATH="$BIN:$PATH"
 now() { echo "${EPOCHREALTIME/./}"; }  # microseconds
 for ((run = 1; run <= RUNS; run++)); do
   DIR=$(mktemp -d /tmp/muster-array-bench.XXXXXX)
-  trap 'muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true
-        umount "$DIR/cluster/spool" 2>/dev/null || true; rm -rf "$DIR"' EXIT
-  if [ -n "${MUSTER_ARRAY_BENCH_NS:-}" ]; then
-    mkdir -p "$DIR/cluster/spool"
-    mount -t tmpfs -o mode=0755 tmpfs "$DIR/cluster/spool"
+  trap 'muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
+  if [ "${JOB_STATE_ON_DISK:-0}" = 1 ]; then
+    muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 >/dev/null 2>&1
+    muster local down --dir "$DIR/cluster" >/dev/null
+    sed -i '/^job_state_dir = /d' "$DIR/cluster/muster.toml"
   fi
   eval "$(muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 2>/dev/null)"
   sleep 1  # the agents' first heartbeats, out of the way
@@ -32,7 +30,6 @@ for ((run = 1; run <= RUNS; run++)); do
     printf "run %d: %d-task array: submission call %.1f ms; drained %.0f tasks/s (%.2f s)\n",
            r, n, (b - a) / 1e3, n / ((c - a) / 1e6), (c - a) / 1e6 }'
   muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true
-  umount "$DIR/cluster/spool" 2>/dev/null || true
   rm -rf "$DIR"
   trap - EXIT
 done

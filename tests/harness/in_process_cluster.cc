@@ -175,6 +175,7 @@ Status InProcessCluster::StartAgent(int i) {
   a.topology_xml = options_.topology_xml;
   a.spool_dir = dir_ + "/spool/" + a.node_name;
   a.step_supervisor = MUSTER_BIN_DIR "/muster-stepd";  // steps outlive their agent, as on a node
+  a.keeper_program = MUSTER_BIN_DIR "/muster-keeper";
   MUSTER_ASSIGN_OR_RETURN(agents_[static_cast<size_t>(i)], agent::Agent::Create(a));
   return agents_[static_cast<size_t>(i)]->Start();
 }

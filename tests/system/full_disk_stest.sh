@@ -28,6 +28,7 @@ cleanup() {
   fi
   muster local down --dir "$CL" >/dev/null 2>&1 || true
   umount "$CL/state" 2>/dev/null || true
+  muster local down --dir "$CL" --purge >/dev/null 2>&1 || true
   rm -rf "$DIR"
 }
 trap cleanup EXIT

@@ -14,12 +14,14 @@ namespace muster::agent {
 
 struct AgentOptions {
   Config config;
-  std::string config_path;         // exported to jobs as MUSTER_CONF
-  std::string node_name;           // default: the host name
-  std::string gpu_fixture;         // fake GPUs from this file instead of NVML
-  std::string topology_xml;        // CPU/PCI layout from this hwloc XML instead of the machine
-  std::string gpu_faults;          // fixture mode: injected GPU faults (default spool/gpu-faults)
-  std::string spool_dir;           // default: config.agent.spool_dir/<node>
+  std::string config_path;   // exported to jobs as MUSTER_CONF
+  std::string node_name;     // default: the host name
+  std::string gpu_fixture;   // fake GPUs from this file instead of NVML
+  std::string topology_xml;  // CPU/PCI layout from this hwloc XML instead of the machine
+  std::string gpu_faults;    // fixture mode: injected GPU faults (default spool/gpu-faults)
+  std::string spool_dir;     // default: config.agent.spool_dir/<node>
+  // default: config.agent.job_state_dir/<node>, or spool_dir when that is empty
+  std::string job_state_dir;
   std::string step_address;        // default: config.agent.step_address
   std::string controller_address;  // default: config.controller.agent_address
   // How long a step connection (srun, muster run) may take to send its request, from connect.
@@ -28,6 +30,9 @@ struct AgentOptions {
   // of the agent. Empty: next to musterd, else /usr/libexec/muster/muster-stepd; "none" (or not
   // found): steps run inside the agent and end with it.
   std::string step_supervisor;
+  // muster-keeper, the program each batch script runs under. Empty: next to musterd, else
+  // /usr/libexec/muster/muster-keeper; "none" (or not found): a copy of the agent keeps it.
+  std::string keeper_program;
   // Seams (tests): how processes start, and how the controller is reached. Empty: fork/exec and
   // the gRPC link.
   std::shared_ptr<Launcher> launcher;

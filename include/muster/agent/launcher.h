@@ -47,6 +47,9 @@ struct SpawnSpec {
   // Batch scripts: a keeper process starts the task, waits for it and writes its wait status to
   // this file (atomically), so the status survives a restart of the agent. Empty: no keeper.
   std::string exit_file;
+  // The keeper as this program (muster-keeper), started with vfork + exec; empty: a copy of the
+  // agent (a fork, whose copy of the agent's page tables costs more than the rest of a short job).
+  std::string keeper_program;
 };
 
 struct Spawned {

@@ -103,6 +103,11 @@ struct SchedulingConfig {
 
 struct AgentConfig {
   std::string spool_dir = "/var/spool/muster";
+  // Where each job's state, batch script and exit record live (job<ID> directories, one more
+  // level per node name as the spool). Empty: inside spool_dir. A tmpfs (/run/muster) saves the
+  // disk's inode churn of short jobs; it survives agent restarts, and after a reboot the jobs are
+  // gone anyway.
+  std::string job_state_dir;
   std::string step_address = "127.0.0.1:0";  // `muster run` connects here; port 0 = any
   std::string log_level = "info";
   // GPU health (NVML XID events, ECC, row remapping, fallen off the bus) is checked this often.

@@ -65,14 +65,21 @@ nodes = "node1"
     fs::remove_all(dir_);
   }
 
-  // Starts an agent on this test's spool, with the fakes.
-  void StartAgent() {
+  // An agent's options on this test's spool, with the fake launcher.
+  AgentOptions BaseOptions() {
     AgentOptions o;
     o.config = config_;
     o.node_name = "node1";
     o.spool_dir = dir_ + "/spool";
     o.gpu_fixture = dir_ + "/gpus.toml";
-    o.launcher = real_launcher_ ? real_launcher_ : launcher_;
+    o.launcher = launcher_;
+    return o;
+  }
+
+  // Starts an agent on this test's spool, with the fakes.
+  void StartAgent() {
+    AgentOptions o = BaseOptions();
+    if (real_launcher_) o.launcher = real_launcher_;
     o.step_request_deadline_ms = step_deadline_ms_;
     o.controller_link = [this](const std::string&, const std::string&, const std::string&,
                                ControllerLink::Callbacks cb) {
@@ -134,6 +141,18 @@ nodes = "node1"
 
   bool Sent(const std::function<bool(const v1::AgentMessage&)>& match) {
     return link_->WaitFor(match);
+  }
+
+  // What a previous agent left in `dir`: job 7's state, its keeper 4242 (started at tick 99)
+  // running task 4243.
+  void LeaveRunningJob(const std::string& dir) {
+    v1::AgentJobState st;
+    *st.mutable_launch() = Launch(1).launch_job();
+    st.set_keeper_pid(4242);
+    st.set_keeper_start(99);
+    st.set_task_pid(4243);
+    fs::create_directories(dir + "/job7");
+    std::ofstream(dir + "/job7/state") << st.SerializeAsString();
   }
 
   std::string dir_;
@@ -260,14 +279,7 @@ TEST_F(AgentTest, ARestartedAgentReadoptsWhatRunsAndReportsWhatItLost) {
   // What a previous agent left: job 7 running under its keeper, job 8 whose state is corrupt,
   // job 9 whose launch never finished.
   const std::string spool = dir_ + "/spool";
-  v1::ControllerMessage old = Launch(1);
-  v1::AgentJobState st;
-  *st.mutable_launch() = old.launch_job();
-  st.set_keeper_pid(4242);
-  st.set_keeper_start(99);
-  st.set_task_pid(4243);
-  fs::create_directories(spool + "/job7");
-  std::ofstream(spool + "/job7/state") << st.SerializeAsString();
+  LeaveRunningJob(spool);
   fs::create_directories(spool + "/job8");
   std::ofstream(spool + "/job8/state") << "not a protobuf \xff\xff\xff";
   fs::create_directories(spool + "/job9");
@@ -296,6 +308,62 @@ TEST_F(AgentTest, ARestartedAgentReadoptsWhatRunsAndReportsWhatItLost) {
     return m.has_batch_exited() && m.batch_exited().job_id() == kJob &&
            m.batch_exited().exit_code() == 0 && m.batch_exited().signal() == 0;
   }));
+}
+
+// With agent.job_state_dir set (a tmpfs such as /run/muster on a real node), each job's
+// directory lives there, one level per node; jobs an older agent left in the spool itself (before
+// an upgrade that set it) are still re-adopted from there.
+TEST_F(AgentTest, AJobStateDirHoldsNewJobsAndJobsLeftInTheSpoolAreStillReadopted) {
+  config_.agent.job_state_dir = dir_ + "/run";
+  const std::string spool = dir_ + "/spool";
+  LeaveRunningJob(spool);
+  launcher_->AddRunning(4242, 4243, 99);
+
+  StartAgent();
+  const v1::RegisterRequest reg = link_->Register();
+  ASSERT_EQ(reg.running_job_ids_size(), 1);
+  EXPECT_EQ(reg.running_job_ids(0), kJob) << "the job left in the spool is re-adopted";
+  EXPECT_TRUE(fs::is_directory(dir_ + "/run/node1"));
+
+  link_->Connect(1);
+  v1::ControllerMessage next = Launch(1);
+  next.mutable_launch_job()->set_job_id(8);
+  link_->Command(next);
+  ASSERT_TRUE(
+      Sent([](const auto& m) { return m.has_job_started() && m.job_started().job_id() == 8; }));
+  const std::string job_dir = dir_ + "/run/node1/job8";
+  EXPECT_TRUE(fs::exists(job_dir + "/state"));
+  EXPECT_TRUE(fs::exists(job_dir + "/script"));
+  EXPECT_FALSE(fs::exists(spool + "/job8")) << "new jobs go to the job state directory";
+
+  launcher_->Exit(4242, 0, spool + "/job7/exit");
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_batch_exited() && m.batch_exited().job_id() == kJob;
+  })) << "the old job's keeper record is still read where it was left";
+}
+
+// On a shared tmpfs another user can make the job state directory first, or a link in its place:
+// the agent refuses to start rather than keep root's job records where someone else steers them.
+TEST_F(AgentTest, AJobStateDirSomeoneElseCouldHavePreparedIsRefused) {
+  fs::create_directories(dir_ + "/elsewhere");
+  fs::create_directory_symlink(dir_ + "/elsewhere", dir_ + "/run");
+  config_.agent.job_state_dir = dir_ + "/run";
+  AgentOptions o = BaseOptions();
+  auto a = Agent::Create(o);
+  ASSERT_TRUE(a.ok());
+  Status st = (*a)->Start();
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find(dir_ + "/run"), std::string::npos) << st.message();
+  EXPECT_FALSE(fs::exists(dir_ + "/elsewhere/node1")) << "nothing made through the link";
+
+  fs::remove(dir_ + "/run");
+  fs::create_directories(dir_ + "/run");
+  fs::permissions(dir_ + "/run", fs::perms::all);  // anyone may write in it
+  a = Agent::Create(o);
+  ASSERT_TRUE(a.ok());
+  st = (*a)->Start();
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("written by other users"), std::string::npos) << st.message();
 }
 
 // A state file is trusted only where only the agent could have written it, and only for the job
@@ -354,13 +422,7 @@ TEST_F(AgentTest, ALeftoverJobDirectoryOthersCouldChangeIsMovedAsideNotReused) {
 
 TEST_F(AgentTest, AKeeperPidReusedByAnotherProcessIsNotAdopted) {
   const std::string spool = dir_ + "/spool";
-  v1::AgentJobState st;
-  *st.mutable_launch() = Launch(1).launch_job();
-  st.set_keeper_pid(4242);
-  st.set_keeper_start(99);
-  st.set_task_pid(4243);
-  fs::create_directories(spool + "/job7");
-  std::ofstream(spool + "/job7/state") << st.SerializeAsString();
+  LeaveRunningJob(spool);
   launcher_->AddRunning(4242, 4243, 12345);  // the same pid, started at another time
 
   StartAgent();
@@ -528,12 +590,7 @@ TEST_F(AgentTest, TheStepPortBoundsWhatAStrangerCanMakeItHold) {
 // Without TLS on the agent channel, a controller beyond loopback is refused unless the config
 // says `insecure = true`.
 TEST_F(AgentTest, AControllerBeyondLoopbackNeedsInsecure) {
-  AgentOptions o;
-  o.config = config_;
-  o.node_name = "node1";
-  o.spool_dir = dir_ + "/spool";
-  o.gpu_fixture = dir_ + "/gpus.toml";
-  o.launcher = launcher_;
+  AgentOptions o = BaseOptions();
   o.controller_address = "10.1.2.3:6817";
   auto a = Agent::Create(o);
   ASSERT_TRUE(a.ok());

@@ -120,38 +120,44 @@ TEST_F(LauncherTest, DropsPrivilegesWhenAskedTo) {
 // The keeper runs as root and writes the job's exit record as the job ends: never through a
 // link planted at its temporary or final name, and never in a directory others can write.
 TEST_F(LauncherTest, TheExitRecordIsNeverWrittenThroughALinkNorWhereOthersCanWrite) {
-  std::filesystem::permissions(dir_, std::filesystem::perms(0711));
-  const std::string precious = (dir_ / "precious").string();
-  std::ofstream(precious) << "precious\n";
-  std::filesystem::create_symlink(precious, dir_ / "exit.tmp");
-  std::filesystem::create_symlink(precious, dir_ / "exit");
-  SpawnSpec s;
-  s.argv = {"sh", "-c", "exit 3"};
-  s.env = {"PATH=/usr/bin:/bin"};
-  s.stdout_path = "/dev/null";
-  s.exit_file = (dir_ / "exit").string();
-  auto sp = Spawn(s);
-  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
-  Wait(*sp);
-  EXPECT_EQ(Read(precious), "precious\n") << "the keeper wrote through a planted link";
-  EXPECT_FALSE(std::filesystem::is_symlink(dir_ / "exit"));
-  auto status = ReadExitFile(s.exit_file);
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
-  int code, sig;
-  DecodeWaitStatus(*status, &code, &sig);
-  EXPECT_EQ(code, 3);
+  for (const std::string keeper : {"", MUSTER_KEEPER}) {
+    SCOPED_TRACE(keeper.empty() ? "a copy of the agent keeps it" : "muster-keeper keeps it");
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    std::filesystem::permissions(dir_, std::filesystem::perms(0711));
+    const std::string precious = (dir_ / "precious").string();
+    std::ofstream(precious) << "precious\n";
+    std::filesystem::create_symlink(precious, dir_ / "exit.tmp");
+    std::filesystem::create_symlink(precious, dir_ / "exit");
+    SpawnSpec s;
+    s.argv = {"sh", "-c", "exit 3"};
+    s.env = {"PATH=/usr/bin:/bin"};
+    s.stdout_path = "/dev/null";
+    s.exit_file = (dir_ / "exit").string();
+    s.keeper_program = keeper;
+    auto sp = Spawn(s);
+    ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+    Wait(*sp);
+    EXPECT_EQ(Read(precious), "precious\n") << "the keeper wrote through a planted link";
+    EXPECT_FALSE(std::filesystem::is_symlink(dir_ / "exit"));
+    auto status = ReadExitFile(s.exit_file);
+    ASSERT_TRUE(status.ok()) << status.status().ToString();
+    int code, sig;
+    DecodeWaitStatus(*status, &code, &sig);
+    EXPECT_EQ(code, 3);
 
-  std::filesystem::permissions(dir_, std::filesystem::perms::all);  // now anyone may plant links
-  auto refused = Spawn(s);
-  ASSERT_FALSE(refused.ok()) << "a keeper started with its record in a world-writable directory";
-  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
-  EXPECT_NE(refused.status().message().find("another user could write"), std::string::npos)
-      << refused.status().message();
+    std::filesystem::permissions(dir_, std::filesystem::perms::all);  // now anyone may plant links
+    auto refused = Spawn(s);
+    ASSERT_FALSE(refused.ok()) << "a keeper started with its record in a world-writable directory";
+    EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_NE(refused.status().message().find("another user could write"), std::string::npos)
+        << refused.status().message();
+  }
 }
 
 // As root (CI): a real user made by the test setup, with a supplementary group; the job runs as
 // that user under a keeper, and what it daemonizes ends with it.
-class RootLauncherTest : public LauncherTest {
+class RootLauncherTest : public LauncherTest, public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
@@ -178,6 +184,7 @@ class RootLauncherTest : public LauncherTest {
     s.groups = GroupsOf(muster::testing::TestUser::kName, gid_);
     s.stdout_path = (dir_ / "out.txt").string();
     s.exit_file = (keep_ / "exit").string();
+    s.keeper_program = GetParam();
     return s;
   }
   std::filesystem::path keep_;
@@ -194,7 +201,7 @@ bool Gone(pid_t pid) {
   return close != std::string::npos && stat[close + 2] == 'Z';
 }
 
-TEST_F(RootLauncherTest, RunsAsTheUserWithItsGroupsAndItsLeftoversEndWithIt) {
+TEST_P(RootLauncherTest, RunsAsTheUserWithItsGroupsAndItsLeftoversEndWithIt) {
   const std::string daemon_pid = (dir_ / "d.pid").string();
   SpawnSpec s = AsUser(
       "id -u; id -g; id -G; echo $FOO; setsid sh -c 'sleep 60 </dev/null "
@@ -228,7 +235,7 @@ TEST_F(RootLauncherTest, RunsAsTheUserWithItsGroupsAndItsLeftoversEndWithIt) {
   EXPECT_TRUE(Gone(std::stoi(Read(daemon_pid)))) << "the daemonized sleep outlived its job";
 }
 
-TEST_F(RootLauncherTest, SignallingTheJobReachesWhatEscapedItsSession) {
+TEST_P(RootLauncherTest, SignallingTheJobReachesWhatEscapedItsSession) {
   const std::string daemon_pid = (dir_ / "d.pid").string();
   SpawnSpec s = AsUser("setsid sh -c 'sleep 60 </dev/null >/dev/null 2>&1 & echo $! > " +
                        daemon_pid + "'; exec sleep 60");
@@ -248,7 +255,7 @@ TEST_F(RootLauncherTest, SignallingTheJobReachesWhatEscapedItsSession) {
 
 // Output files and the working directory are the user's business: opened and entered after the
 // switch to the user, so root's rights never reach them.
-TEST_F(RootLauncherTest, OutputAndDirectoryAreReachedAsTheUserNeverAsRoot) {
+TEST_P(RootLauncherTest, OutputAndDirectoryAreReachedAsTheUserNeverAsRoot) {
   // A file only root may write: -o pointing at it fails, and it is left as it was.
   const std::string precious = (keep_ / "precious").string();  // keep_ is root's, 0711
   std::ofstream(precious) << "root's\n";
@@ -288,6 +295,13 @@ TEST_F(RootLauncherTest, OutputAndDirectoryAreReachedAsTheUserNeverAsRoot) {
       << sp.status().message();
 }
 
+// Each batch script is kept either by a copy of the agent or by the muster-keeper program.
+INSTANTIATE_TEST_SUITE_P(Keepers, RootLauncherTest, ::testing::Values("", MUSTER_KEEPER),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           return p.param.empty() ? std::string("AgentCopy")
+                                                  : std::string("KeeperProgram");
+                         });
+
 // Processes are created inside their cgroup (clone3 CLONE_INTO_CGROUP), directly and under a
 // keeper; failures still say what failed. Needs a writable cgroup v2 hierarchy (root).
 TEST_F(LauncherTest, StartsInsideTheGivenCgroup) {
@@ -297,8 +311,10 @@ TEST_F(LauncherTest, StartsInsideTheGivenCgroup) {
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   int fd = ::open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
-  for (bool kept : {false, true}) {
+  for (const std::string mode : {"direct", "copy-kept", "program-kept"}) {
+    const bool kept = mode != "direct";
     SpawnSpec s;
+    if (mode == "program-kept") s.keeper_program = MUSTER_KEEPER;
     s.argv = {"sh", "-c", "cat /proc/self/cgroup"};
     s.env = {"PATH=/usr/bin:/bin"};
     s.cgroup_fd = fd;
@@ -309,7 +325,7 @@ TEST_F(LauncherTest, StartsInsideTheGivenCgroup) {
     Wait(*sp);
     std::string want = "/launcher-test-" + std::to_string(::getpid()) + "/job_7\n";
     std::string got = Read(s.stdout_path);
-    EXPECT_NE(got.find(want), std::string::npos) << (kept ? "kept: " : "direct: ") << got;
+    EXPECT_NE(got.find(want), std::string::npos) << mode << ": " << got;
     s.argv = {"/nonexistent/program"};
     auto bad = Spawn(s);
     ASSERT_FALSE(bad.ok());

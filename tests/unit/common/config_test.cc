@@ -278,6 +278,7 @@ TEST(ConfigTest, ShippedExampleConfigIsValid) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->nodes.size(), 128u);
   EXPECT_EQ(c->DefaultPartition()->name, "gpu");
+  EXPECT_EQ(c->agent.job_state_dir, "/run/muster") << "as musterd.service's RuntimeDirectory";
 }
 
 }  // namespace
