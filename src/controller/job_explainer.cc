@@ -169,8 +169,8 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   JobViews::FillPriorityFactors(job, x.mutable_priority_factors());
   const bool queued = SchedulerLoop::InPass(r);
   uint32_t ahead = 0, competing = 0;
-  for (uint64_t id : jobs_.pending()) {
-    const JobEntry& other = *jobs_.Find(id);
+  for (const auto& [id, entry] : jobs_.pending()) {
+    const JobEntry& other = *entry;
     if (!SchedulerLoop::InPass(other.rec) || !SharesPartition(other.rec.spec(), parts)) continue;
     ++competing;
     if (id == r.id()) continue;

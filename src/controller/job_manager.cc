@@ -58,13 +58,20 @@ void JobManager::Insert(JobEntry entry) {
   }
 }
 
-void JobManager::MarkPending(uint64_t id, uint32_t uid) {
-  if (pending_.insert(id).second) ++pending_per_uid_[uid];
+void JobManager::MarkPending(JobEntry& job) {
+  const v1::JobRecord& r = job.rec;
+  if (pending_.emplace(r.id(), &job).second) ++pending_per_uid_[r.spec().uid()];
+  if (r.spec().deadline_ms() > 0) {
+    pending_with_deadline_.insert(r.id());
+  } else {
+    pending_with_deadline_.erase(r.id());
+  }
 }
 
-void JobManager::UnmarkPending(uint64_t id, uint32_t uid) {
-  if (pending_.erase(id) == 0) return;
-  auto it = pending_per_uid_.find(uid);
+void JobManager::UnmarkPending(const v1::JobRecord& r) {
+  pending_with_deadline_.erase(r.id());
+  if (pending_.erase(r.id()) == 0) return;
+  auto it = pending_per_uid_.find(r.spec().uid());
   if (it != pending_per_uid_.end() && --it->second == 0) pending_per_uid_.erase(it);
 }
 
@@ -86,7 +93,7 @@ void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
   const uint64_t id = rec.id();
   JobEntry& job = jobs_.emplace(id, MakeJobEntry(std::move(rec))).first->second;
   const v1::JobRecord& r = job.rec;
-  if (r.state() == v1::PENDING) MarkPending(id, r.spec().uid());
+  if (r.state() == v1::PENDING) MarkPending(job);
   if (r.spec().interactive() && r.end_time_ms() == 0 &&
       (r.state() == v1::PENDING || r.state() == v1::RUNNING)) {
     // Its client lost the connection with the old controller: it may attach again.
@@ -167,9 +174,8 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
       e.orphan_since_ms = now;  // its client attaches next
       interactive_.insert(id);
     }
-    const uint32_t uid = e.rec.spec().uid();
     Insert(std::move(e));
-    MarkPending(id, uid);
+    MarkPending(jobs_.at(id));
   }
   ctx_.RequestPass();
   return Status::Ok();

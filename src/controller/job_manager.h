@@ -55,7 +55,9 @@ class JobManager {
   // The same entries as a flat array in id order (a map's nodes never move): squeue walks all
   // of them, and a walk over cold records is memory-bound; an array can be fetched ahead.
   const std::vector<std::pair<uint64_t, const JobEntry*>>& order() const { return order_; }
-  const std::set<uint64_t>& pending() const { return pending_; }
+  // The PENDING jobs by id, with their entries (a map's nodes never move): the scheduler walks
+  // them at every pass, a lookup each would cost more than the walk.
+  const std::map<uint64_t, JobEntry*>& pending() const { return pending_; }
   // How many PENDING jobs a user has (array tasks each count).
   uint32_t PendingOf(uint32_t uid) const;
   const std::set<uint64_t>& interactive() const { return interactive_; }
@@ -166,19 +168,21 @@ class JobManager {
   void ReleaseNode(JobEntry& job, const NodeEntry& node);
   void Insert(JobEntry entry);
   void RebuildOrder();
-  // pending_ and the per-user counts, together.
-  void MarkPending(uint64_t id, uint32_t uid);
-  void UnmarkPending(uint64_t id, uint32_t uid);
+  // pending_, the per-user counts and pending_with_deadline_, together.
+  void MarkPending(JobEntry& job);
+  void UnmarkPending(const v1::JobRecord& r);
 
   EngineContext& ctx_;
   NodeManager& nodes_;
   ResourceLedger& ledger_;
   std::map<uint64_t, JobEntry> jobs_;  // live and recently finished jobs, by id
   std::vector<std::pair<uint64_t, const JobEntry*>> order_;
-  std::set<uint64_t> pending_;                              // PENDING jobs (the scheduler's input)
+  std::map<uint64_t, JobEntry*> pending_;  // PENDING jobs (the scheduler's input), into jobs_
   std::unordered_map<uint32_t, uint32_t> pending_per_uid_;  // the same, counted per user
-  std::set<std::pair<TimeMs, uint64_t>> finished_;          // (end time, id) of finished jobs
-  std::set<uint64_t> interactive_;                          // active srun/salloc allocations
+  // The pending jobs with a --deadline (few): what EndPastDeadline looks at every tick.
+  std::set<uint64_t> pending_with_deadline_;
+  std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
+  std::set<uint64_t> interactive_;                  // active srun/salloc allocations
 };
 
 }  // namespace muster::controller

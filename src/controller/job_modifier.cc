@@ -180,9 +180,8 @@ Status JobModifier::Top(const Caller& caller, uint64_t id) {
   // Its like jobs: same user, partition, account and QoS, pending.
   std::vector<JobEntry*> others;
   int64_t highest = INT64_MIN;
-  for (uint64_t other : jobs_.pending()) {
-    JobEntry* o = jobs_.Find(other);
-    if (!o || other == id) continue;
+  for (const auto& [other, o] : jobs_.pending()) {
+    if (other == id) continue;
     const v1::JobSpec& os = o->rec.spec();
     if (os.uid() != spec.uid() || os.partitions_size() != 1 ||
         os.partitions(0) != spec.partitions(0) || os.account() != spec.account() ||

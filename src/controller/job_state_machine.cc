@@ -124,8 +124,8 @@ void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
   const v1::JobRecord& r = job.rec;
   const uint64_t id = r.id();
   const v1::JobState to = r.state();
-  if (from == v1::PENDING && to != v1::PENDING) UnmarkPending(id, r.spec().uid());
-  if (from != v1::PENDING && to == v1::PENDING) MarkPending(id, r.spec().uid());
+  if (from == v1::PENDING && to != v1::PENDING) UnmarkPending(r);
+  if (to == v1::PENDING) MarkPending(job);  // also when a modification changed its spec
   if (Ended(to)) finished_.insert({r.end_time_ms(), id});
   if (from == v1::RUNNING && to != v1::RUNNING && !ledger_.parked_jobs().empty()) {
     // A run that ended suspended: the CPUs it lent are not its own any more.
@@ -246,8 +246,8 @@ void JobManager::Resume(JobEntry& job, TimeMs now, store::Mutation& m) {
 
 void JobManager::EndPastDeadline(TimeMs now) {
   std::vector<uint64_t> late;
-  for (uint64_t id : pending_) {
-    const v1::JobRecord& r = jobs_.at(id).rec;
+  for (uint64_t id : pending_with_deadline_) {
+    const v1::JobRecord& r = pending_.at(id)->rec;
     const int64_t deadline = r.spec().deadline_ms();
     if (deadline > 0 &&
         (now >= deadline || (r.time_limit_ms() > 0 && now + r.time_limit_ms() > deadline))) {

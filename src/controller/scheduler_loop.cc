@@ -159,8 +159,8 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
   in.config = config_;
   // Job arrays with %N: how many more of their tasks may start in this pass.
   std::map<uint64_t, int64_t> array_room;
-  for (uint64_t id : jobs_.pending()) {
-    const v1::JobRecord& r = jobs_.Find(id)->rec;
+  for (const auto& [id, job] : jobs_.pending()) {
+    const v1::JobRecord& r = job->rec;
     if (r.has_array() && r.array().max_running() > 0) {
       array_room.emplace(r.array().array_job_id(), r.array().max_running());
     }
@@ -177,8 +177,8 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
   core::ClusterView quota_view;  // its quotas and cohorts go into the pass's view
   const bool quotas = quotas_ && quotas_->any();
   if (quotas) quotas_->Fill(&quota_view);
-  for (uint64_t id : jobs_.pending()) {
-    JobEntry& job = *jobs_.Find(id);
+  for (const auto& [id, entry] : jobs_.pending()) {
+    JobEntry& job = *entry;
     if (!InPass(job.rec)) {
       job.had_reservation = false;  // out of this pass: it holds no reservation in it
       continue;
@@ -324,8 +324,8 @@ v1::TestOnlyResult SchedulerLoop::TestOnly(uint64_t id, const core::JobRequest& 
   Engine::PassInput in;
   in.now = now;
   in.config = config_;
-  for (uint64_t pending : jobs_.pending()) {
-    const JobEntry& job = *jobs_.Find(pending);
+  for (const auto& [pending, entry] : jobs_.pending()) {
+    const JobEntry& job = *entry;
     if (InPass(job.rec)) in.queue.push_back(ToPendingJob(job));
   }
   core::PendingJob pj;

@@ -243,10 +243,12 @@ TEST_F(JobModifierTest, DeadlineEndsAJobThatCanNoLongerFinishInTime) {
   ASSERT_TRUE(timed.ok());
   Pass();
   EXPECT_EQ(Job(*timed).state(), v1::PENDING);
-  // Half an hour later it could still end in time; past the hour mark it cannot.
+  // Half an hour later it could still end in time; past the hour mark it cannot, also for a
+  // controller that restarted in between.
   now_ += 1'800'000;
   Pass();
   EXPECT_EQ(Job(*timed).state(), v1::PENDING);
+  Restart();
   now_ += 1'860'000;
   Pass();
   EXPECT_EQ(Job(*timed).state(), v1::DEADLINE);
