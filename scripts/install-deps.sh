@@ -18,8 +18,9 @@ PACKAGES=(
   openssl
   # MUNGE: users' credentials over TCP (libmunge is loaded at run time; the tests run munged)
   libmunge-dev munge
-  # tests and benchmarks (iproute2: the multi-host test's network namespaces)
-  libgtest-dev libgmock-dev libbenchmark-dev iproute2
+  # tests and benchmarks (iproute2: the multi-host test's network namespaces; etcd-server: the
+  # controllers' leader election, started by the tests on loopback)
+  libgtest-dev libgmock-dev libbenchmark-dev iproute2 etcd-server
   # real programs launched through srun in the system tests (torch.distributed, MPICH)
   python3 python3-torch mpich libmpich-dev
 )

@@ -1,0 +1,62 @@
+// Leader election among controllers through etcd (its v3 API over gRPC): a lease-held leader
+// key. Whoever creates the key leads while its lease lives; the key's create revision, which
+// etcd makes larger for every later leader, is the fencing epoch that leader stamps on what it
+// sends, so that a former leader that comes back finds its commands refused.
+//
+// A candidate grants itself a lease (ttl_s), then tries a guarded write: "if the key does not
+// exist, create it with my address under my lease". It leads when that succeeds; otherwise it
+// learns who leads and tries again when that leader's key is gone (its lease expired: it died,
+// froze or lost etcd; or it resigned). A leader keeps its lease alive from a thread of its own
+// and knows it lost the lead when etcd says the lease is gone or does not answer within the TTL.
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "muster/common/status.h"
+
+namespace muster::rpc {
+
+struct EtcdElectionOptions {
+  std::vector<std::string> endpoints;  // host:port of etcd's client URLs; tried in turn
+  std::string key = "/muster/controller/leader";
+  std::string candidate;  // this controller's address, the leader key's value
+  int64_t ttl_s = 2;      // the lease: how long a leader that stops answering still leads
+  // How often a follower looks whether the leader key is still there.
+  std::chrono::milliseconds poll{200};
+  std::chrono::milliseconds rpc_timeout{1000};
+};
+
+struct Leadership {
+  std::string leader;  // the leader key's value (its controller's address)
+  int64_t epoch = 0;   // the leader key's create revision: the fencing epoch
+  int64_t lease = 0;
+};
+
+class EtcdElection {
+ public:
+  static Result<std::unique_ptr<EtcdElection>> Create(EtcdElectionOptions options);
+  virtual ~EtcdElection() = default;
+
+  // Who leads now; NOT_FOUND when no one does, UNAVAILABLE when etcd cannot be reached.
+  virtual Result<Leadership> Leader() = 0;
+  // Returns once this candidate leads (its epoch), or CANCELLED once Stop was called;
+  // UNAVAILABLE errors from etcd are retried until then. `on_lost` runs (on the keep-alive
+  // thread) when the lead is lost afterwards: etcd says the lease is gone, or it went a whole
+  // TTL without confirming it.
+  virtual Result<Leadership> Campaign(std::function<void()> on_lost) = 0;
+  // Whether this candidate still leads, as far as it knows.
+  virtual bool leading() const = 0;
+  // Gives the lead up at once (revokes the lease: the key goes with it), so that a standby
+  // takes over without waiting for the TTL.
+  virtual void Resign() = 0;
+  // Ends a Campaign in progress and the keep-alives, without revoking (as a crash would).
+  virtual void Stop() = 0;
+};
+
+}  // namespace muster::rpc

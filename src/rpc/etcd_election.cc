@@ -1,0 +1,318 @@
+#include "muster/rpc/etcd_election.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "etcd/election.grpc.pb.h"
+
+namespace muster::rpc {
+namespace {
+
+using Clock = std::chrono::steady_clock;  // gRPC deadlines take the system clock
+
+bool IsLoopback(const std::string& endpoint) {
+  return endpoint.rfind("127.", 0) == 0 || endpoint.rfind("localhost:", 0) == 0 ||
+         endpoint.rfind("[::1]:", 0) == 0;
+}
+
+Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  const std::string words = "etcd " + what + ": " + s.error_message();
+  switch (s.error_code()) {
+    case grpc::StatusCode::OK:
+      return Status::Ok();
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return Unavailable(words);
+    case grpc::StatusCode::NOT_FOUND:
+      return NotFound(words);
+    default:
+      return Internal(words);
+  }
+}
+
+class EtcdElectionImpl final : public EtcdElection {
+ public:
+  explicit EtcdElectionImpl(EtcdElectionOptions o) : o_(std::move(o)) {
+    // Reconnect within a poll or so: gRPC's default backoff (from 1 s, growing to minutes)
+    // would leave a controller started before etcd, or cut off from it for a while, deaf to
+    // etcd for far longer than a failover may take.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);  // gRPC's connect timeout, in fact
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    for (const std::string& e : o_.endpoints) {
+      auto channel = grpc::CreateCustomChannel(e, grpc::InsecureChannelCredentials(), args);
+      endpoints_.push_back(
+          {etcdserverpb::KV::NewStub(channel), etcdserverpb::Lease::NewStub(channel)});
+    }
+  }
+  ~EtcdElectionImpl() override { Stop(); }
+
+  Result<Leadership> Leader() override {
+    etcdserverpb::RangeRequest req;
+    req.set_key(o_.key);
+    etcdserverpb::RangeResponse resp;
+    MUSTER_RETURN_IF_ERROR(Call("range", [&](size_t i, grpc::ClientContext* ctx) {
+      return endpoints_[i].kv->Range(ctx, req, &resp);
+    }));
+    if (resp.kvs_size() == 0) return NotFound("no controller leads (" + o_.key + " is not set)");
+    return Of(resp.kvs(0));
+  }
+
+  Result<Leadership> Campaign(std::function<void()> on_lost) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      on_lost_ = std::move(on_lost);
+    }
+    while (!stop_) {
+      Result<Leadership> won = TryOnce();
+      if (won.ok()) return won;
+      if (won.status().code() != StatusCode::kUnavailable &&
+          won.status().code() != StatusCode::kAlreadyExists) {
+        return won.status();
+      }
+      if (won.status().code() == StatusCode::kUnavailable) {
+        spdlog::warn("leader election: {}", won.status().message());
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, o_.poll, [&] { return stop_.load(); });
+    }
+    return Status{StatusCode::kCancelled, "the campaign was stopped"};
+  }
+
+  bool leading() const override { return leading_; }
+
+  void Resign() override {
+    int64_t lease = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      lease = lease_;
+      lease_ = 0;
+      leading_ = false;
+    }
+    StopKeepAlive();
+    if (lease == 0) return;
+    etcdserverpb::LeaseRevokeRequest req;
+    req.set_id(lease);
+    etcdserverpb::LeaseRevokeResponse resp;
+    Status st = Call("lease revoke", [&](size_t i, grpc::ClientContext* ctx) {
+      return endpoints_[i].lease->LeaseRevoke(ctx, req, &resp);
+    });
+    if (!st.ok()) spdlog::warn("leader election: resigning: {}", st.message());
+  }
+
+  void Stop() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    StopKeepAlive();
+    leading_ = false;
+  }
+
+ private:
+  struct Endpoint {
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+  };
+
+  static Leadership Of(const etcdserverpb::KeyValue& kv) {
+    return Leadership{kv.value(), kv.create_revision(), kv.lease()};
+  }
+
+  // One call, tried on each endpoint in turn from the last that answered, until one does.
+  template <typename Fn>
+  Status Call(const std::string& what, Fn fn) {
+    Status last = Unavailable("no etcd endpoint configured");
+    for (size_t n = 0; n < endpoints_.size(); ++n) {
+      const size_t i = (current_ + n) % endpoints_.size();
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + o_.rpc_timeout);
+      ctx.set_wait_for_ready(true);  // a connection being made again is waited for, in time
+      grpc::Status s = fn(i, &ctx);
+      if (s.ok()) {
+        current_ = i;
+        return Status::Ok();
+      }
+      last = FromGrpc(s, what + " at " + o_.endpoints[i]);
+      if (last.code() != StatusCode::kUnavailable) return last;
+    }
+    return last;
+  }
+
+  // A lease of our own: the one we have while etcd keeps it, else a new one with keep-alives.
+  Result<int64_t> OurLease() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lease_ != 0) return lease_;
+    }
+    StopKeepAlive();  // a previous lease's thread, if its lease expired
+    etcdserverpb::LeaseGrantRequest req;
+    req.set_ttl(o_.ttl_s);
+    etcdserverpb::LeaseGrantResponse resp;
+    const Clock::time_point sent = Clock::now();
+    MUSTER_RETURN_IF_ERROR(Call("lease grant", [&](size_t i, grpc::ClientContext* ctx) {
+      return endpoints_[i].lease->LeaseGrant(ctx, req, &resp);
+    }));
+    if (!resp.error().empty() || resp.id() == 0) {
+      return Internal("etcd refused a lease: " + resp.error());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    lease_ = resp.id();
+    ttl_ = std::chrono::seconds(resp.ttl() > 0 ? resp.ttl() : o_.ttl_s);
+    confirmed_at_ = sent;
+    keep_alive_stop_ = false;
+    keep_alive_ = std::thread([this, lease = lease_] { KeepAlive(lease); });
+    return lease_;
+  }
+
+  // kAlreadyExists: someone else leads (logged once per leader).
+  Result<Leadership> TryOnce() {
+    MUSTER_ASSIGN_OR_RETURN(int64_t lease, OurLease());
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::Compare* c = txn.add_compare();
+    c->set_key(o_.key);
+    c->set_target(etcdserverpb::Compare::CREATE);
+    c->set_result(etcdserverpb::Compare::EQUAL);
+    c->set_create_revision(0);  // the key does not exist
+    etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+    put->set_key(o_.key);
+    put->set_value(o_.candidate);
+    put->set_lease(lease);
+    txn.add_failure()->mutable_request_range()->set_key(o_.key);
+    etcdserverpb::TxnResponse resp;
+    Status st = Call("txn", [&](size_t i, grpc::ClientContext* ctx) {
+      return endpoints_[i].kv->Txn(ctx, txn, &resp);
+    });
+    if (st.code() == StatusCode::kNotFound) {  // our lease expired in between: a new one
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lease_ == lease) lease_ = 0;
+      return Unavailable(st.message());
+    }
+    MUSTER_RETURN_IF_ERROR(st);
+    Leadership now;
+    if (resp.succeeded()) {
+      now = Leadership{o_.candidate, resp.header().revision(), lease};
+    } else if (resp.responses_size() == 1 && resp.responses(0).has_response_range() &&
+               resp.responses(0).response_range().kvs_size() == 1) {
+      now = Of(resp.responses(0).response_range().kvs(0));
+      if (now.lease != lease) {
+        if (now.epoch != seen_epoch_) {
+          spdlog::info("leader election: {} leads (epoch {}); {} stands by", now.leader, now.epoch,
+                       o_.candidate);
+          seen_epoch_ = now.epoch;
+        }
+        return AlreadyExists(now.leader + " leads");
+      }
+      // Our own key from an attempt whose answer was lost: we lead.
+    } else {
+      return Unavailable("the leader key changed under the election; trying again");
+    }
+    leading_ = true;
+    spdlog::info("leader election: {} leads (epoch {})", o_.candidate, now.epoch);
+    return now;
+  }
+
+  // Renews `lease` every third of its TTL, one short stream per renewal, until told to stop.
+  // The lead is lost when etcd says the lease is gone, or when nine tenths of a TTL have passed
+  // since the last renewal it confirmed was sent: etcd counts the TTL from when it received
+  // that renewal, so the leader stops believing it leads before etcd can hand the key on.
+  void KeepAlive(int64_t lease) {
+    Clock::time_point next = Clock::now();
+    int64_t granted = -1;
+    while (true) {
+      Clock::time_point give_up;
+      std::chrono::milliseconds ttl;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        ttl = ttl_;
+        give_up = confirmed_at_ + ttl - ttl / 10;
+        if (granted > 0) next = confirmed_at_ + ttl / 3;
+        wake_.wait_until(lock, std::min(next, give_up),
+                         [&] { return keep_alive_stop_ || stop_.load(); });
+        if (keep_alive_stop_ || stop_) return;
+      }
+      const Clock::time_point sent = Clock::now();
+      if (sent >= give_up) break;
+      granted = -1;
+      {
+        grpc::ClientContext ctx;
+        const auto left = std::min<Clock::duration>(o_.rpc_timeout, give_up - sent);
+        ctx.set_deadline(std::chrono::system_clock::now() + left);
+        auto stream = endpoints_[current_].lease->LeaseKeepAlive(&ctx);
+        etcdserverpb::LeaseKeepAliveRequest req;
+        req.set_id(lease);
+        etcdserverpb::LeaseKeepAliveResponse resp;
+        if (stream->Write(req) && stream->Read(&resp)) granted = resp.ttl();
+        stream->WritesDone();
+        stream->Finish().ok();
+      }
+      if (granted == 0) break;  // etcd no longer has it
+      if (granted > 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        confirmed_at_ = sent;
+        continue;
+      }
+      current_ = (current_ + 1) % endpoints_.size();  // no answer: the next endpoint, soon
+      next = Clock::now() + std::chrono::milliseconds(100);
+    }
+    std::function<void()> lost;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lease_ == lease) lease_ = 0;
+      if (leading_.exchange(false)) lost = on_lost_;
+    }
+    spdlog::warn("leader election: {} lost its lease {} ({})", o_.candidate, lease,
+                 granted == 0 ? "etcd let it expire" : "etcd did not confirm it in time");
+    if (lost) lost();
+  }
+
+  void StopKeepAlive() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      keep_alive_stop_ = true;
+    }
+    wake_.notify_all();
+    if (keep_alive_.joinable() && keep_alive_.get_id() != std::this_thread::get_id()) {
+      keep_alive_.join();
+    }
+  }
+
+  const EtcdElectionOptions o_;
+  std::vector<Endpoint> endpoints_;
+  std::atomic<size_t> current_{0};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> leading_{false};
+  bool keep_alive_stop_ = false;
+  int64_t lease_ = 0;  // guarded by mu_
+  std::chrono::milliseconds ttl_{0};
+  Clock::time_point confirmed_at_;
+  std::function<void()> on_lost_;
+  std::thread keep_alive_;
+  int64_t seen_epoch_ = 0;  // Campaign's thread only
+};
+
+}  // namespace
+
+Result<std::unique_ptr<EtcdElection>> EtcdElection::Create(EtcdElectionOptions o) {
+  if (o.endpoints.empty()) return InvalidArgument("leader election: no etcd endpoints");
+  for (const std::string& e : o.endpoints) {
+    if (!IsLoopback(e)) {
+      return Unimplemented("leader election: etcd at " + e +
+                           ": only etcd on loopback is supported yet (no TLS to etcd)");
+    }
+  }
+  if (o.candidate.empty()) return InvalidArgument("leader election: no candidate address");
+  if (o.ttl_s < 1 || o.ttl_s > 60) return InvalidArgument("leader election: ttl_s must be 1-60");
+  return std::unique_ptr<EtcdElection>(new EtcdElectionImpl(std::move(o)));
+}
+
+}  // namespace muster::rpc
