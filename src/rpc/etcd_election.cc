@@ -69,6 +69,7 @@ class EtcdElectionImpl final : public EtcdElection {
       std::lock_guard<std::mutex> lock(mu_);
       on_lost_ = std::move(on_lost);
     }
+    bool warned = false;
     while (!stop_) {
       Result<Leadership> won = TryOnce();
       if (won.ok()) return won;
@@ -76,9 +77,10 @@ class EtcdElectionImpl final : public EtcdElection {
           won.status().code() != StatusCode::kAlreadyExists) {
         return won.status();
       }
-      if (won.status().code() == StatusCode::kUnavailable) {
-        spdlog::warn("leader election: {}", won.status().message());
-      }
+      // Once per outage, not at every poll.
+      const bool unavailable = won.status().code() == StatusCode::kUnavailable;
+      if (unavailable && !warned) spdlog::warn("leader election: {}", won.status().message());
+      warned = unavailable;
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait_for(lock, o_.poll, [&] { return stop_.load(); });
     }
@@ -214,7 +216,13 @@ class EtcdElectionImpl final : public EtcdElection {
     } else {
       return Unavailable("the leader key changed under the election; trying again");
     }
-    leading_ = true;
+    {
+      // Only while the lease is still being kept alive: a keep-alive that gave it up in the
+      // meantime would never tell us we lost the lead.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lease_ != lease) return Unavailable("our lease lapsed while we took the lead; again");
+      leading_ = true;
+    }
     spdlog::info("leader election: {} leads (epoch {})", o_.candidate, now.epoch);
     return now;
   }
