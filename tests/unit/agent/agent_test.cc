@@ -336,9 +336,10 @@ TEST_F(AgentTest, AJobStateDirHoldsNewJobsAndJobsLeftInTheSpoolAreStillReadopted
   EXPECT_TRUE(fs::exists(job_dir + "/script"));
   EXPECT_FALSE(fs::exists(spool + "/job8")) << "new jobs go to the job state directory";
 
-  launcher_->Exit(4242, 0, spool + "/job7/exit");
+  launcher_->Exit(4242, 5 << 8, spool + "/job7/exit");
   ASSERT_TRUE(Sent([](const auto& m) {
-    return m.has_batch_exited() && m.batch_exited().job_id() == kJob;
+    return m.has_batch_exited() && m.batch_exited().job_id() == kJob &&
+           m.batch_exited().exit_code() == 5;
   })) << "the old job's keeper record is still read where it was left";
 }
 
