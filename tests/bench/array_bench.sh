@@ -17,6 +17,10 @@ for ((run = 1; run <= RUNS; run++)); do
   if [ "${JOB_STATE_ON_DISK:-0}" = 1 ]; then
     muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 >/dev/null 2>&1
     muster local down --dir "$DIR/cluster" >/dev/null
+    # The tmpfs directory that first start made is ours to remove; `local down --purge` only
+    # removes the one the config still names.
+    shm=$(sed -n 's/^job_state_dir = "\(\/dev\/shm\/muster-local-[0-9a-f]*\)"$/\1/p' "$DIR/cluster/muster.toml")
+    [ -z "$shm" ] || rm -rf "$shm"
     sed -i '/^job_state_dir = /d' "$DIR/cluster/muster.toml"
   fi
   eval "$(muster local up --dir "$DIR/cluster" --nodes 4 --gpus-per-node 8 2>/dev/null)"
