@@ -208,13 +208,6 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   }
   const core::JobRequest request = ToCoreRequest(rec);
   MUSTER_RETURN_IF_ERROR(scheduler_->CanEverRun(request));
-  if (req.test_only()) {
-    v1::SubmitJobResponse resp;
-    resp.set_job_id(rec.id());
-    *resp.mutable_test_only() = scheduler_->TestOnly(rec.id(), request, now);
-    return resp;
-  }
-
   // A job array is one job per task id, with consecutive job ids from the array's own.
   std::vector<uint32_t> tasks;
   v1::ArrayTask array;
@@ -240,6 +233,14 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
         "user " + spec.user() + " has " + std::to_string(jobs_->PendingOf(spec.uid())) +
         " pending jobs; at most " + std::to_string(sc.max_pending_jobs_per_user) +
         " may wait at once (scheduling.max_pending_jobs_per_user)");
+  }
+  // --test-only: everything a real submission is checked against (the limits and the per-user
+  // cap included), then a forecast instead of a job.
+  if (req.test_only()) {
+    v1::SubmitJobResponse resp;
+    resp.set_job_id(rec.id());
+    *resp.mutable_test_only() = scheduler_->TestOnly(rec.id(), request, now);
+    return resp;
   }
   v1::MetaRecord next_meta = ctx_->meta();
   next_meta.set_next_job_id(next_meta.next_job_id() + count);

@@ -301,6 +301,15 @@ TEST_F(PermissionsTest, OneUserCannotFillTheQueue) {
   EXPECT_EQ(fourth.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(fourth.status().message().find("3 pending jobs"), std::string::npos)
       << fourth.status().message();
+  // sbatch --test-only says so too, rather than forecasting a start the real one cannot get.
+  v1::SubmitJobRequest test_only;
+  *test_only.mutable_spec() = Gang(1, 1);
+  test_only.mutable_spec()->set_script("#!/bin/sh\ntrue\n");
+  test_only.mutable_spec()->set_work_dir("/tmp");
+  test_only.set_test_only(true);
+  EXPECT_EQ(engine_->SubmitJob(Alice(), test_only, now_).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_TRUE(engine_->SubmitJob(Mallory(), test_only, now_).ok());
   EXPECT_TRUE(Submit(Gang(1, 1), Mallory()).ok()) << "another user is not affected";
   EXPECT_TRUE(Submit(Gang(1, 1), Root()).ok()) << "root is not limited";
   // Jobs that start make room; an array counts each task.
