@@ -89,32 +89,6 @@ constexpr bool kCanCloneVmIntoCgroup = false;
 
 int ProcsFd(int cgroup_fd) { return ::openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC); }
 
-// The stack a vfork-like child (CLONE_VM | CLONE_VFORK) runs on until it execs: one per thread,
-// made once and reused, since the thread waits for its child to exec before it can start
-// another. An mmap and munmap per start cost a TLB shootdown across the agent's threads each
-// (3.5% of the agent's time while draining an array on a virtual machine).
-constexpr size_t kSpawnStack = 64 * 1024;
-class SpawnStack {
- public:
-  ~SpawnStack() {
-    if (base_ != nullptr) ::munmap(base_, kSpawnStack);
-  }
-  // The stack's lowest address, nullptr (errno set) when it cannot be made.
-  void* Get() {
-    if (base_ == nullptr) {
-      void* p = ::mmap(nullptr, kSpawnStack, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-      if (p == MAP_FAILED) return nullptr;
-      base_ = p;
-    }
-    return base_;
-  }
-
- private:
-  void* base_ = nullptr;
-};
-thread_local SpawnStack spawn_stack;
-
 // argv[0] looked up in the task's PATH (the agent's own PATH is not the job's).
 std::string ResolveProgram(const std::string& name, const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
@@ -262,9 +236,10 @@ Result<pid_t> ExecKeeper(const SpawnSpec& spec, ChildArgs& a, int dir_fd, const 
   char* envp[] = {nullptr};  // nothing of the job's environment reaches root's keeper
   keeper::ExecArgs e{spec.keeper_program.c_str(), argv, envp, inherit.data(),
                      static_cast<int>(inherit.size())};
-  constexpr size_t kStack = kSpawnStack;
-  void* stack = spawn_stack.Get();
-  if (stack == nullptr) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
+  constexpr size_t kStack = 64 * 1024;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
   long pid = -1;
   int clone_err = 0;
 #if defined(__x86_64__)
@@ -278,6 +253,7 @@ Result<pid_t> ExecKeeper(const SpawnSpec& spec, ChildArgs& a, int dir_fd, const 
                   CLONE_VM | CLONE_VFORK | SIGCHLD, &e);
     if (pid < 0) clone_err = errno;
   }
+  ::munmap(stack, kStack);
   if (pid < 0) {
     if (into_cgroup && (clone_err == ENOSYS || clone_err == E2BIG || clone_err == EINVAL)) {
       return Unimplemented("clone3 into a cgroup");
@@ -356,9 +332,10 @@ Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
 Result<Spawned> SpawnIntoCgroup(const SpawnSpec& spec, ChildArgs& a) {
 #if defined(__x86_64__)
   // Sharing memory as Spawn does, so no copy of the agent's address space is made per task.
-  constexpr size_t kStack = kSpawnStack;
-  void* stack = spawn_stack.Get();
-  if (stack == nullptr) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
+  constexpr size_t kStack = 64 * 1024;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
   long pid = -1;
   for (int attempt = 0;; ++attempt) {
     a.stage = 0;
@@ -369,6 +346,7 @@ Result<Spawned> SpawnIntoCgroup(const SpawnSpec& spec, ChildArgs& a) {
     ::waitpid(static_cast<pid_t>(pid), &status, 0);
     ::usleep(5000);
   }
+  ::munmap(stack, kStack);
   if (pid < 0) {
     if (-pid == ENOSYS || -pid == E2BIG || -pid == EINVAL) return Unimplemented("clone3");
     return ErrnoStatus("clone3", static_cast<int>(-pid), StatusCode::kResourceExhausted);
@@ -487,9 +465,10 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
     a.cgroup_procs_fd = ProcsFd(spec.cgroup_fd);  // old kernel: the child moves itself in
   }
 
-  constexpr size_t kStack = kSpawnStack;
-  void* stack = spawn_stack.Get();
-  if (stack == nullptr) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
+  constexpr size_t kStack = 64 * 1024;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return ErrnoStatus("mmap", errno, StatusCode::kResourceExhausted);
   pid_t pid = -1;
   for (int attempt = 0;; ++attempt) {
     a.stage = 0;
@@ -506,6 +485,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
     ::usleep(5000);
   }
   int clone_err = errno;
+  ::munmap(stack, kStack);
   if (a.cgroup_procs_fd >= 0) ::close(a.cgroup_procs_fd);
   if (pid < 0) return ErrnoStatus("clone", clone_err, StatusCode::kResourceExhausted);
   if (a.stage != 0) {

@@ -90,7 +90,8 @@ while time.time() < end:
         except OSError:
             pass
 else:
-    sys.exit("srun did not end after `exit 7`")
+    sys.exit("srun did not end after `exit 7`; the terminal showed:\n" +
+             out.decode(errors="replace"))
 text = out.decode(errors="replace")
 sys.stdout.write(text + "\n")
 print("EXIT=%d" % os.WEXITSTATUS(status))
