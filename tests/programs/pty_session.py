@@ -76,7 +76,15 @@ say("echo INT=$? END=$((3+1))\r", "END=4")
 say("sh -c 'echo RUNNING=$((6+1)); exec sleep 30'\r", "RUNNING=7")
 say("\x1a", "Stopped")  # Ctrl-Z: job control in the remote shell
 # Reap it before leaving: a shell with a stopped job refuses the first `exit`.
-say("kill -9 %1; wait %1 2>/dev/null; jobs; echo KILLED=$((4+1))\r", "KILLED=5")
+# bash learns of the kill asynchronously: until it has, `jobs` still lists the job as stopped
+# (and `exit` would be refused), so ask until it no longer does.
+say("kill -9 %1; echo KILLED=$((4+1))\r", "KILLED=5")
+for attempt in range(50):
+    before = len(out)
+    say("jobs; echo CHECKED=$((200+%d))\r" % attempt, "CHECKED=%d" % (200 + attempt))
+    if b"Stopped" not in out[before:]:
+        break
+    time.sleep(0.1)
 os.write(fd, b"exit 7\r")
 end = time.time() + 10
 while time.time() < end:
