@@ -392,10 +392,17 @@ Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
                                 " does not look like a `muster local` directory; not deleting it");
     }
     std::error_code ec;
-    // Ours only if it is where `local up` puts it.
+    // Ours only if it is where `local up` puts it and nobody else owns or may change it: on the
+    // shared /dev/shm another user could have made it, and a recursive delete (as root, maybe)
+    // must not walk a tree someone else can rearrange under it.
     if (auto conf = LoadConfig(dir + "/muster.toml");
         conf.ok() && conf->agent.job_state_dir == kShmPrefix + DirTag(dir)) {
-      fs::remove_all(conf->agent.job_state_dir, ec);
+      if (Status own = CheckOwnDirectory(conf->agent.job_state_dir); own.ok()) {
+        fs::remove_all(conf->agent.job_state_dir, ec);
+      } else if (own.code() != StatusCode::kNotFound && progress) {
+        std::fprintf(progress, "not deleting %s: %s\n", conf->agent.job_state_dir.c_str(),
+                     own.message().c_str());
+      }
     }
     fs::remove_all(dir, ec);
     if (ec) return Internal("cannot delete " + dir + ": " + ec.message());

@@ -3,10 +3,13 @@
 #include "muster/client/local_cluster.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "muster/common/config.h"
 
 namespace muster::client {
 namespace {
@@ -52,6 +55,31 @@ TEST_F(LocalClusterTest, AConfigThatIsALinkOrWritableByOthersIsRefused) {
   fs::permissions(dir_ / "muster.toml", fs::perms(0666));
   st = Up();
   EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.ToString();
+}
+
+// `local down --purge` deletes the jobs' state directory on /dev/shm only when it is the
+// cluster's own: one another user made there (the name is predictable) is left alone.
+TEST_F(LocalClusterTest, PurgeLeavesAJobStateDirectoryOfSomeoneElseAlone) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory of another user";
+  ASSERT_FALSE(Up().ok()) << "nothing can start from /nonexistent";
+  auto conf = LoadConfig((dir_ / "muster.toml").string());
+  ASSERT_TRUE(conf.ok()) << conf.status().ToString();
+  const std::string shm = conf->agent.job_state_dir;
+  if (shm.empty()) GTEST_SKIP() << "/dev/shm is not a writable tmpfs here";
+  fs::remove_all(shm);
+  fs::create_directories(shm + "/node1");
+  std::ofstream(shm + "/node1/theirs") << "not yours\n";
+  ASSERT_EQ(::chown(shm.c_str(), 65534, 65534), 0);
+  EXPECT_TRUE(LocalDown(dir_.string(), /*purge=*/true, nullptr).ok());
+  EXPECT_TRUE(fs::exists(shm + "/node1/theirs")) << "deleted another user's directory";
+  fs::remove_all(shm);
+
+  // Its own is deleted with the cluster.
+  ASSERT_FALSE(Up().ok());
+  fs::create_directories(shm + "/node1");
+  fs::permissions(shm, fs::perms(0755));
+  EXPECT_TRUE(LocalDown(dir_.string(), /*purge=*/true, nullptr).ok());
+  EXPECT_FALSE(fs::exists(shm));
 }
 
 }  // namespace
