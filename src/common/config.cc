@@ -250,6 +250,9 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       [&](TableReader& t) {
         MUSTER_RETURN_IF_ERROR(t.String("spool_dir", &c.agent.spool_dir));
         MUSTER_RETURN_IF_ERROR(t.String("job_state_dir", &c.agent.job_state_dir));
+        if (!c.agent.job_state_dir.empty() && c.agent.job_state_dir[0] != '/') {
+          return t.Error(t.Get("job_state_dir"), "job_state_dir", "expected an absolute path");
+        }
         MUSTER_RETURN_IF_ERROR(t.String("step_address", &c.agent.step_address));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("gpu_health_interval_ms", &c.agent.gpu_health_interval_ms, 50, 3'600'000));

@@ -239,6 +239,8 @@ TEST(ConfigTest, BadValuesAreErrorsWithTheirLine) {
   ExpectError("[[nodes]]\nnames = \"n1\"\nmig = [\"1g.10gb\"]\n", "3", "PROFILE:COUNT");
   ExpectError("[[nodes]]\nnames = \"n1\"\ngres = [\"nvme:0\"]\n", "3", "NAME[:TYPE]:COUNT");
   ExpectError("[[nodes]]\nnames = \"n1\"\ngres = [\"shard:4\"]\n", "3", "shards_per_gpu");
+  ExpectError("[agent]\njob_state_dir = \"run/muster\"\n", "2",
+              "agent.job_state_dir: expected an absolute path");
 }
 
 TEST(ConfigTest, CrossChecks) {
