@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "muster/common/strings.h"
@@ -83,6 +84,7 @@ std::vector<JobSpool::Left> JobSpool::Scan() const {
   // Jobs started before job_state_dir was set (an upgrade) are still in the spool itself.
   std::vector<std::string> roots{jobs_dir_};
   if (dir_ != jobs_dir_) roots.push_back(dir_);
+  std::set<uint64_t> seen;
   for (const std::string& root : roots) {
     for (const auto& e : fs::directory_iterator(root, ec)) {
       const std::string name = e.path().filename().string();
@@ -90,6 +92,12 @@ std::vector<JobSpool::Left> JobSpool::Scan() const {
       auto id = ParseUint(std::string_view(name).substr(3));
       if (!id) continue;
       const std::string dir = e.path().string();
+      if (seen.count(*id) != 0) {
+        // The same job in both places: the job state directory's is the newer run. Left where
+        // it is for the admin, neither adopted nor reported lost.
+        spdlog::error("{}: job {} is also in {}; this older copy is ignored", dir, *id, jobs_dir_);
+        continue;
+      }
       const Status own = CheckOwnDirectory(dir);
       const int fd =
           own.ok() ? ::open((dir + "/state").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
@@ -123,6 +131,7 @@ std::vector<JobSpool::Left> JobSpool::Scan() const {
         left.job_id = st.launch().job_id();
         left.state = std::move(st);
       }
+      seen.insert(*id);
       out.push_back(std::move(left));
     }
   }

@@ -343,6 +343,29 @@ TEST_F(AgentTest, AJobStateDirHoldsNewJobsAndJobsLeftInTheSpoolAreStillReadopted
   })) << "the old job's keeper record is still read where it was left";
 }
 
+// A job in both places (an older copy left in the spool): the job state directory's is adopted,
+// once; the other is neither adopted again nor reported lost.
+TEST_F(AgentTest, AJobInBothTheSpoolAndTheJobStateDirIsAdoptedOnce) {
+  config_.agent.job_state_dir = dir_ + "/run";
+  LeaveRunningJob(dir_ + "/run/node1");
+  LeaveRunningJob(dir_ + "/spool");
+  launcher_->AddRunning(4242, 4243, 99);
+  StartAgent();
+  const v1::RegisterRequest reg = link_->Register();
+  ASSERT_EQ(reg.running_job_ids_size(), 1);
+  EXPECT_EQ(reg.running_job_ids(0), kJob);
+  EXPECT_EQ(reg.lost_job_ids_size(), 0);
+  EXPECT_EQ(reg.adopted_jobs_size(), 1);
+  EXPECT_TRUE(fs::exists(dir_ + "/spool/job7/state")) << "left for the admin";
+  link_->Connect(1);
+  // Its keeper records the end where the newer copy is, and that is where it is read.
+  launcher_->Exit(4242, 5 << 8, dir_ + "/run/node1/job7/exit");
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_batch_exited() && m.batch_exited().job_id() == kJob &&
+           m.batch_exited().exit_code() == 5;
+  }));
+}
+
 // On a shared tmpfs another user can make the job state directory first, or a link in its place:
 // the agent refuses to start rather than keep root's job records where someone else steers them.
 TEST_F(AgentTest, AJobStateDirSomeoneElseCouldHavePreparedIsRefused) {
