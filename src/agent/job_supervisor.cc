@@ -644,7 +644,9 @@ void JobSupervisor::CheckClean(uint64_t id) {
                  ctx_.node());
   }
   const std::string& epilog = ctx_.options.config.agent.epilog;
-  if (!epilog.empty() && !job->epilog_done && job->started) {
+  // Every job this node took gets its epilog, also one ended during its prolog (the epilog
+  // undoes what the prolog set up, and the admin's accounting expects one per job and node).
+  if (!epilog.empty() && !job->epilog_done) {
     job->epilog_running = true;
     RunAdminScript(ctx_, "epilog", epilog,
                    AdminScriptEnv(job->launch, ctx_.node(), job->visible_devices, job->cgroup),

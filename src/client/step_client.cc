@@ -25,6 +25,10 @@
 namespace muster::client {
 namespace {
 
+// How long a node's step port may refuse connections before the launch gives up on it: an agent
+// restart (a crash, an upgrade) takes about a second; its running steps are kept meanwhile.
+constexpr int kAgentRestartGraceMs = 10'000;
+
 // Per-(task, stream) line buffers, so lines of different tasks never interleave mid-line.
 class LineWriter {
  public:
@@ -280,7 +284,9 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
       return give_up(
           Unavailable("node " + n.node() + " has no step address (agent not registered?)"));
     }
-    auto fd = ConnectTcp(n.step_address(), 5000);
+    // A refusal is tried again a while: the node's agent may be restarting (an upgrade), and the
+    // step's grant outlives that.
+    auto fd = ConnectTcp(n.step_address(), 5000, kAgentRestartGraceMs);
     if (!fd.ok()) return give_up(fd.status().Prepend("node " + n.node()));
     auto has = [&](uint32_t task) {
       return task >= n.first_task() && task < n.first_task() + n.ntasks();

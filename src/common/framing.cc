@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "muster/common/strings.h"
@@ -191,16 +192,10 @@ Status SplitHostPort(const std::string& hp, std::string* host, uint16_t* port) {
   return Status::Ok();
 }
 
-Result<int> ConnectTcp(const std::string& host_port, int timeout_ms) {
-  std::string host;
-  uint16_t port = 0;
-  MUSTER_RETURN_IF_ERROR(SplitHostPort(host_port, &host, &port));
-  struct addrinfo hints {};
-  hints.ai_socktype = SOCK_STREAM;
-  struct addrinfo* res = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0) return Unavailable("cannot resolve " + host + ": " + ::gai_strerror(rc));
-  Status last = Unavailable("no address for " + host_port);
+namespace {
+
+// One pass over the resolved addresses; errno is the last failure's.
+int ConnectOnce(const addrinfo* res, int timeout_ms) {
   for (auto* ai = res; ai; ai = ai->ai_next) {
     int fd =
         ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
@@ -225,14 +220,40 @@ Result<int> ConnectTcp(const std::string& host_port, int timeout_ms) {
       ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      ::freeaddrinfo(res);
       return fd;
     }
-    last = Unavailable("cannot connect to " + host_port + ": " + std::strerror(errno));
+    const int e = errno;
     ::close(fd);
+    errno = e;
   }
+  return -1;
+}
+
+}  // namespace
+
+Result<int> ConnectTcp(const std::string& host_port, int timeout_ms, int refused_retry_ms) {
+  std::string host;
+  uint16_t port = 0;
+  MUSTER_RETURN_IF_ERROR(SplitHostPort(host_port, &host, &port));
+  struct addrinfo hints {};
+  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (rc != 0) return Unavailable("cannot resolve " + host + ": " + ::gai_strerror(rc));
+  const auto give_up_at =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(refused_retry_ms);
+  int pause_ms = 50;
+  errno = EADDRNOTAVAIL;
+  int fd = ConnectOnce(res, timeout_ms);
+  while (fd < 0 && errno == ECONNREFUSED && std::chrono::steady_clock::now() < give_up_at) {
+    ::usleep(static_cast<useconds_t>(pause_ms) * 1000);
+    pause_ms = std::min(pause_ms * 2, 500);
+    fd = ConnectOnce(res, timeout_ms);
+  }
+  const int e = errno;
   ::freeaddrinfo(res);
-  return last;
+  if (fd >= 0) return fd;
+  return Unavailable("cannot connect to " + host_port + ": " + std::strerror(e));
 }
 
 }  // namespace muster

@@ -143,6 +143,35 @@ TEST(ClusterPrologTest, PrologAndEpilogRunAsTheAdminsAndTheirFailuresDrain) {
   std::filesystem::remove_all(dir);
 }
 
+// A gang whose batch script ends while another node's prolog still runs: that node gets its
+// terminate during the prolog, and still runs the epilog once the prolog is done.
+TEST(ClusterPrologTest, ANodeTerminatedDuringItsPrologStillRunsTheEpilog) {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("muster-pt-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/prolog")
+      << "#!/bin/sh\n[ \"$SLURMD_NODENAME\" = node2 ] && sleep 1\nexit 0\n";
+  std::ofstream(dir + "/epilog") << "#!/bin/sh\ntouch " << dir
+                                 << "/epilog.$SLURMD_NODENAME\nexit 0\n";
+  for (const char* s : {"/prolog", "/epilog"}) {
+    std::filesystem::permissions(dir + s, std::filesystem::perms::owner_all);
+  }
+  InProcessClusterOptions o;
+  o.nodes = 2;
+  o.prolog = dir + "/prolog";
+  o.epilog = dir + "/epilog";
+  auto c = InProcessCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  InProcessCluster& cluster = **c;
+  auto id = cluster.Submit("#!/bin/sh\ntrue\n", Gang(2, 1));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster.State(*id) == v1::COMPLETED && !cluster.Job(*id)->completing(), 10'000);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/epilog.node1"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/epilog.node2"))
+      << "the node whose prolog the job's end interrupted ran no epilog";
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ClusterPrologTest, JobCancelledWhileItsPrologFailsStillDrainsAndFrees) {
   std::string dir =
       std::filesystem::temp_directory_path() / ("muster-pc-" + std::to_string(::getpid()));

@@ -66,9 +66,11 @@ TEST_F(ClusterTest, AStepOutlivesRestartsOfItsAgents) {
   o.shape.set_job_id(*id);
   o.shape.set_ntasks(2);
   const std::string stop = jobs_ + "stop-streaming";
+  // Each task says it runs (the step is RUNNING at the controller from its creation, before the
+  // client has reached the nodes), and prints at least 30 lines whenever the stop comes.
   o.argv = {"sh", "-c",
-            "i=0; while [ ! -e " + stop +
-                " ]; do i=$((i+1)); echo \"$SLURM_PROCID $i\"; "
+            "touch " + jobs_ + "started.$SLURM_PROCID; i=0; while [ ! -e " + stop +
+                " ] || [ $i -lt 30 ]; do i=$((i+1)); echo \"$SLURM_PROCID $i\"; "
                 "sleep 0.01; done; exit $((SLURM_PROCID + 4))"};
   o.environment = {"PATH=/usr/bin:/bin"};
   o.work_dir = "/";
@@ -79,7 +81,11 @@ TEST_F(ClusterTest, AStepOutlivesRestartsOfItsAgents) {
     return j.ok() && j->steps_size() == 1 && j->steps(0).state() == v1::RUNNING &&
            j->steps(0).running_nodes_size() == 2;
   };
-  bool restarted = WaitFor(step_running, 10'000);
+  auto tasks_started = [&] {
+    return std::filesystem::exists(jobs_ + "started.0") &&
+           std::filesystem::exists(jobs_ + "started.1");
+  };
+  bool restarted = WaitFor([&] { return step_running() && tasks_started(); }, 10'000);
   for (int round = 0; round < 2 && restarted; ++round) {
     for (int i : {0, 1}) cluster_->DetachAgent(i);
     ::usleep(200'000);  // the agents stay away a while; the tasks go on printing
@@ -146,7 +152,9 @@ TEST_F(ClusterTest, AStepThatEndsWhileItsAgentsAreAwayIsAccountedWhenTheyReturn)
   o.shape.set_job_id(*id);
   o.shape.set_ntasks(2);
   const std::string go = jobs_ + "finish";
-  o.argv = {"sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done; exit 3"};
+  o.argv = {"sh", "-c",
+            "touch " + jobs_ + "started.$SLURM_PROCID; while [ ! -e " + go +
+                " ]; do sleep 0.01; done; exit 3"};
   o.environment = {"PATH=/usr/bin:/bin"};
   o.work_dir = "/";
   StepRun run;
@@ -154,7 +162,9 @@ TEST_F(ClusterTest, AStepThatEndsWhileItsAgentsAreAwayIsAccountedWhenTheyReturn)
   const bool started = WaitFor(
       [&] {
         auto j = cluster_->Job(*id);
-        return j.ok() && j->steps_size() == 1 && j->steps(0).running_nodes_size() == 2;
+        return j.ok() && j->steps_size() == 1 && j->steps(0).running_nodes_size() == 2 &&
+               std::filesystem::exists(jobs_ + "started.0") &&
+               std::filesystem::exists(jobs_ + "started.1");
       },
       10'000);
   for (int i : {0, 1}) cluster_->DetachAgent(i);

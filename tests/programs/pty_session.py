@@ -23,11 +23,11 @@ fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 132, 0, 0))
 out = b""
 
 
-def pump(until, timeout=10.0):
-    """Reads the terminal until `until` has appeared in the output."""
+def pump(until, timeout=10.0, since=0):
+    """Reads the terminal until `until` has appeared in the output (after offset `since`)."""
     global out
     end = time.time() + timeout
-    while until.encode() not in out:
+    while until.encode() not in out[since:]:
         if time.time() > end:
             sys.exit("timed out waiting for %r; got:\n%s" % (until, out.decode(errors="replace")))
         r, _, _ = select.select([fd], [], [], 0.1)
@@ -42,8 +42,10 @@ def pump(until, timeout=10.0):
 
 
 def say(line, until):
+    """Types `line`, then reads until `until` appears in what comes after it."""
+    since = len(out)
     os.write(fd, line.encode())
-    pump(until)
+    pump(until, since=since)
 
 
 # Typed before the shell is up, input may be flushed: wait for its prompt. Each check waits for
@@ -75,16 +77,14 @@ say("\x03", "^C")  # Ctrl-C: the remote line discipline interrupts it
 say("echo INT=$? END=$((3+1))\r", "END=4")
 say("sh -c 'echo RUNNING=$((6+1)); exec sleep 30'\r", "RUNNING=7")
 say("\x1a", "Stopped")  # Ctrl-Z: job control in the remote shell
-# Reap it before leaving: a shell with a stopped job refuses the first `exit`.
-# bash learns of the kill asynchronously: until it has, `jobs` still lists the job as stopped
-# (and `exit` would be refused), so ask until it no longer does.
-say("kill -9 %1; echo KILLED=$((4+1))\r", "KILLED=5")
-for attempt in range(50):
-    before = len(out)
-    say("jobs; echo CHECKED=$((200+%d))\r" % attempt, "CHECKED=%d" % (200 + attempt))
-    if b"Stopped" not in out[before:]:
-        break
-    time.sleep(0.1)
+# Resumed in the foreground (a shell with a stopped job refuses the first `exit`), then
+# interrupted again. (Killing the stopped job with `kill -9 %1` instead left bash listing it as
+# stopped for good in about one run in ten under load, with no such trouble outside srun:
+# not understood, noted in the issue.)
+say("fg\r", "exec sleep 30")
+time.sleep(0.3)  # bash has given it the terminal back
+say("\x03", "^C")
+say("echo RESUMED=$? END=$((4+1))\r", "RESUMED=130 END=5")
 os.write(fd, b"exit 7\r")
 end = time.time() + 10
 while time.time() < end:

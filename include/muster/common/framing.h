@@ -61,8 +61,9 @@ Result<Frame> ReadFrame(int fd, int timeout_ms = -1);
 
 // Connects to a Unix socket. UNAVAILABLE (with the path) when nobody listens there.
 Result<int> ConnectUnix(const std::string& path);
-// Connects to host:port over TCP (numeric IPv4/IPv6 or a resolvable name).
-Result<int> ConnectTcp(const std::string& host_port, int timeout_ms);
+// Connects to host:port over TCP (numeric IPv4/IPv6 or a resolvable name). A refused connection
+// is tried again for up to refused_retry_ms (a daemon restarting: an agent being upgraded).
+Result<int> ConnectTcp(const std::string& host_port, int timeout_ms, int refused_retry_ms = 0);
 // Splits "host:port" / "[v6]:port". INVALID_ARGUMENT when malformed.
 Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port);
 

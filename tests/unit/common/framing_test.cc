@@ -2,7 +2,13 @@
 // it, bounded by what arrived rather than by what a header promised.
 #include "muster/common/framing.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
 
 namespace muster {
 namespace {
@@ -75,6 +81,39 @@ TEST(FrameAssemblerTest, HoldsWhatArrivedAndRefusesAnOversizedHeaderAtOnce) {
   const char bogus[8] = {0, 0, 0, 2, 0, 0, 0, 1};  // a length below the header's own 4 bytes
   FrameAssembler c(1024);
   EXPECT_FALSE(c.Append(bogus, 8).ok());
+}
+
+// A port nobody listens on yet: refused at once without patience; with it, the connection is
+// made once a listener appears (an agent coming back from a restart).
+TEST(ConnectTcpTest, ARefusedConnectionIsTriedAgainWithinItsPatience) {
+  // A free loopback port: bound, then closed again.
+  int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(probe);
+  const std::string where = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  auto refused = ConnectTcp(where, 1000);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("refused"), std::string::npos)
+      << refused.status().ToString();
+
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  std::thread late([&] {
+    ::usleep(300'000);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(listener, 4), 0);
+  });
+  auto patient = ConnectTcp(where, 1000, 5000);
+  late.join();
+  ASSERT_TRUE(patient.ok()) << patient.status().ToString();
+  ::close(*patient);
+  ::close(listener);
 }
 
 }  // namespace
