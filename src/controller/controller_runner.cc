@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "muster/store/group_commit_store.h"
+#include "muster/store/replicating_store.h"
 
 namespace muster::controller {
 
@@ -17,6 +18,8 @@ ControllerRunner::~ControllerRunner() {
   Stop();
   engine_.reset();  // before the store it writes to
   group_.reset();
+  replicating_.reset();
+  replication_log_.reset();
   store_.reset();
 }
 
@@ -34,17 +37,31 @@ Result<std::unique_ptr<ControllerRunner>> ControllerRunner::Create(
             o.config.controller.state_dir,
             {.reserve_bytes = uint64_t{o.config.controller.state_reserve_mb} << 20}));
   }
+  store::StateStore* below_group = runner->store_.get();
+  if (o.replication.enabled) {
+    runner->replicating_ =
+        std::make_unique<store::ReplicatingStore>(below_group, o.replication.may_write);
+    below_group = runner->replicating_.get();
+  }
   runner->group_ = std::make_unique<store::GroupCommitStore>(
-      runner->store_.get(),
-      [stats = &runner->stats_](auto took) { stats->Record("store/write", took); });
+      below_group, [stats = &runner->stats_](auto took) { stats->Record("store/write", took); });
   EngineOptions eo;
   eo.config = o.config;
   eo.make_credential = o.make_credential;
+  eo.min_epoch = o.min_epoch;
   // Recovery's writes (the new epoch) are synced one by one, before anything is served.
   MUSTER_ASSIGN_OR_RETURN(runner->engine_,
                           Engine::Create(std::move(eo), runner->group_.get(), runner->Now()));
   runner->group_->set_grouping(o.config.controller.group_commit);
   runner->epoch_ = runner->engine_->epoch();
+  if (runner->replicating_) {
+    // Numbered within this epoch: a standby that followed another epoch starts from a snapshot.
+    runner->replication_log_ = std::make_unique<store::ReplicationLog>(
+        store::ReplicationLog::Options{.leader_epoch = runner->epoch_,
+                                       .ack_timeout = o.replication.ack_timeout},
+        o.replication.membership);
+    runner->replicating_->set_log(runner->replication_log_.get());
+  }
   return runner;
 }
 
@@ -146,6 +163,7 @@ void ControllerRunner::StartSync() {
   options_.executor->Offload(Executor::Lane::kSync, [this, covers, began, stopped = stopped_] {
     if (stopped->load()) return;
     if (Status s = group_->Sync(); !s.ok()) {
+      if (stopped->load()) return;  // shutting down: a standby wait was cut short
       spdlog::critical("{}; exiting so that recovery restarts from what is on disk", s.ToString());
       spdlog::default_logger()->flush();
       std::abort();

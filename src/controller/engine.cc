@@ -86,13 +86,14 @@ Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options, store::StateStore* store,
                                                TimeMs now) {
+  const uint64_t min_epoch = options.min_epoch;
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(options), store));
-  MUSTER_RETURN_IF_ERROR(engine->Recover(now));
+  MUSTER_RETURN_IF_ERROR(engine->Recover(now, min_epoch));
   engine->WatchSpace();  // a start on a nearly full disk says so at once
   return engine;
 }
 
-Status Engine::Recover(TimeMs now) {
+Status Engine::Recover(TimeMs now, uint64_t min_epoch) {
   MUSTER_ASSIGN_OR_RETURN(store::LoadedState state, ctx_->store().LoadAll());
   recovery_problems_ = state.problems;
   for (const auto& p : recovery_problems_) spdlog::error("recovery: {}", p);
@@ -102,7 +103,7 @@ Status Engine::Recover(TimeMs now) {
   v1::MetaRecord& meta = ctx_->meta();
   if (state.meta) meta = *state.meta;
   meta.set_next_job_id(std::max<uint64_t>({meta.next_job_id(), max_id + 1, 1}));
-  meta.set_epoch(meta.epoch() + 1);
+  meta.set_epoch(std::max<uint64_t>(meta.epoch() + 1, min_epoch));
   // Made once, at the first start: every node's step key derives from it.
   if (meta.step_key_secret().size() != credentials::kKeySize) {
     meta.set_step_key_secret(credentials::NewSecret());

@@ -16,6 +16,7 @@
 #include "muster/controller/controller_runner.h"
 #include "muster/rpc/api_dispatch.h"
 #include "muster/rpc/asio_executor.h"
+#include "replication_service.h"
 
 namespace muster::rpc {
 
@@ -31,6 +32,10 @@ class ControllerServer::Impl {
     cv_.wait(l, [&] { return stopped_; });
   }
 
+  store::ReplicationLog* replication_log() const {
+    return runner_ ? runner_->replication_log() : nullptr;
+  }
+
   ControllerServerOptions options_;
   int agent_port_ = 0;
   int api_port_ = 0;
@@ -43,6 +48,7 @@ class ControllerServer::Impl {
   std::unique_ptr<controller::ControllerRunner> runner_;
   std::unique_ptr<ApiDispatcher> dispatcher_;
   std::unique_ptr<AgentService> agents_;
+  std::unique_ptr<ReplicationService> replication_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<ApiServer> api_;
 
@@ -78,6 +84,8 @@ Status ControllerServer::Impl::Start() {
   ro.config = c;
   ro.clock = options_.clock;
   ro.executor = executor_.get();
+  ro.replication = options_.replication;
+  ro.min_epoch = options_.min_epoch;
   MUSTER_ASSIGN_OR_RETURN(runner_, controller::ControllerRunner::Create(std::move(ro)));
   epoch_ = runner_->epoch();
   dispatcher_ = std::make_unique<ApiDispatcher>(*runner_);
@@ -87,6 +95,12 @@ Status ControllerServer::Impl::Start() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(c.controller.agent_address, agent_credentials, &agent_port_);
   builder.RegisterService(agents_.get());
+  if (runner_->replication_log()) {
+    replication_ = std::make_unique<ReplicationService>(
+        runner_->replicating_store(), runner_->replication_log(),
+        c.tls.enabled() ? c.tls.controller_name : "");
+    builder.RegisterService(replication_.get());
+  }
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxAgentMessageBytes));
   builder.SetMaxSendMessageSize(static_cast<int>(kMaxAgentMessageBytes));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
@@ -134,6 +148,10 @@ void ControllerServer::Impl::Shutdown() {
       runner_->Stop();
       agents_->EndAll("controller shutting down");
     });
+    if (replication_) {
+      replication_->Stop();
+      runner_->replication_log()->Stop();
+    }
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     grpc_server_->Wait();
     executor_->RunOnStrandAndWait([] {});  // sessions' OnDone posted their cleanup; let it run
@@ -146,6 +164,7 @@ void ControllerServer::Impl::Shutdown() {
   api_.reset();
   grpc_server_.reset();
   agents_.reset();
+  replication_.reset();
   dispatcher_.reset();
   runner_.reset();
   executor_.reset();
@@ -176,6 +195,10 @@ void ControllerServer::Wait() { impl_->Wait(); }
 int ControllerServer::agent_port() const { return impl_->agent_port_; }
 int ControllerServer::api_port() const { return impl_->api_port_; }
 uint64_t ControllerServer::epoch() const { return impl_->epoch_; }
+std::vector<std::string> ControllerServer::standbys_in_sync() const {
+  auto* log = impl_->replication_log();
+  return log ? log->in_sync() : std::vector<std::string>{};
+}
 const std::string& ControllerServer::socket_path() const {
   return impl_->options_.config.controller.socket_path;
 }

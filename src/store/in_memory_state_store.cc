@@ -43,10 +43,37 @@ Status InMemoryStateStore::Commit(const Mutation& mutation, Durability durabilit
   return Status::Ok();
 }
 
+Status InMemoryStateStore::ReadSnapshot(
+    const std::function<void()>& taken,
+    const std::function<bool(Family, const std::string&, const std::string&)>& fn) {
+  taken();
+  for (int f = 0; f < kNumFamilies; ++f) {
+    if (static_cast<Family>(f) == Family::kReplica) continue;
+    for (const auto& [k, v] : data_[f]) {
+      if (!fn(static_cast<Family>(f), k, v)) return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Result<v1::ReplicaPosition> InMemoryStateStore::ReadReplicaPosition() {
+  for (const auto& [k, v] : Fam(Family::kReplica)) {
+    v1::ReplicaPosition p;
+    if (k == "position" && p.ParseFromString(v)) return p;
+  }
+  return NotFound("the store holds no standby copy");
+}
+
+Status InMemoryStateStore::Wipe() {
+  for (auto& fam : data_) fam.clear();
+  return Status::Ok();
+}
+
 Result<LoadedState> InMemoryStateStore::LoadAll() {
   std::vector<RawRecord> raw;
   for (int f = 0; f < kNumFamilies; ++f) {
-    if (static_cast<Family>(f) == Family::kJobPayload || static_cast<Family>(f) == Family::kAudit) {
+    if (static_cast<Family>(f) == Family::kJobPayload || static_cast<Family>(f) == Family::kAudit ||
+        static_cast<Family>(f) == Family::kReplica) {
       continue;
     }
     for (const auto& [k, v] : data_[f]) raw.push_back({static_cast<Family>(f), k, v});

@@ -28,6 +28,8 @@ const char* FamilyName(Family f) {
       return "qos";
     case Family::kReservations:
       return "reservations";
+    case Family::kReplica:
+      return "replica";
   }
   return "?";
 }
@@ -136,6 +138,18 @@ void Mutation::DeleteHistory(uint64_t id) {
   ops_.push_back({Family::kJobHistory, JobKey(id), std::nullopt});
 }
 
+void Mutation::PutRaw(Family family, std::string key, std::string value) {
+  ops_.push_back({family, std::move(key), std::move(value)});
+}
+
+void Mutation::EraseRaw(Family family, std::string key) {
+  ops_.push_back({family, std::move(key), std::nullopt});
+}
+
+void Mutation::PutReplicaPosition(const v1::ReplicaPosition& position) {
+  ops_.push_back({Family::kReplica, "position", position.SerializeAsString()});
+}
+
 void Mutation::Append(const Mutation& other) {
   ops_.insert(ops_.end(), other.ops_.begin(), other.ops_.end());
 }
@@ -242,6 +256,7 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
       case Family::kQuarantine:
       case Family::kJobPayload:  // read at launch, never at recovery
       case Family::kAudit:       // read by `muster audit`, never at recovery
+      case Family::kReplica:     // a standby's bookkeeping
         break;
     }
   }

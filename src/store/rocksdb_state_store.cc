@@ -99,7 +99,8 @@ class RocksDbStateStore final : public StateStore {
     std::vector<RawRecord> raw;
     for (int f = 0; f < kNumFamilies; ++f) {
       Family fam = static_cast<Family>(f);
-      if (fam == Family::kQuarantine || fam == Family::kJobPayload || fam == Family::kAudit) {
+      if (fam == Family::kQuarantine || fam == Family::kJobPayload || fam == Family::kAudit ||
+          fam == Family::kReplica) {
         continue;
       }
       std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), Handle(fam)));
@@ -134,6 +135,56 @@ class RocksDbStateStore final : public StateStore {
   }
 
   Status RoomForNewWork() override { return guard_.RoomForNewWork(); }
+
+  Status ReadSnapshot(
+      const std::function<void()>& taken,
+      const std::function<bool(Family, const std::string&, const std::string&)>& fn) override {
+    const rocksdb::Snapshot* snap = db_->GetSnapshot();
+    taken();
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    ro.fill_cache = false;
+    Status result = Status::Ok();
+    bool more = true;
+    for (int f = 0; f < kNumFamilies && more && result.ok(); ++f) {
+      const Family fam = static_cast<Family>(f);
+      if (fam == Family::kReplica) continue;
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, Handle(fam)));
+      for (it->SeekToFirst(); it->Valid() && more; it->Next()) {
+        more = fn(fam, it->key().ToString(), it->value().ToString());
+      }
+      result = FromRocks(it->status(), std::string("cannot read ") + FamilyName(fam));
+    }
+    db_->ReleaseSnapshot(snap);
+    return result;
+  }
+
+  Result<v1::ReplicaPosition> ReadReplicaPosition() override {
+    std::string value;
+    rocksdb::Status s =
+        db_->Get(rocksdb::ReadOptions(), Handle(Family::kReplica), "position", &value);
+    if (s.IsNotFound()) return NotFound("the store holds no standby copy");
+    MUSTER_RETURN_IF_ERROR(FromRocks(s, "cannot read the standby's position"));
+    v1::ReplicaPosition p;
+    if (!p.ParseFromString(value)) return DataLoss("the standby's position does not parse");
+    return p;
+  }
+
+  Status Wipe() override {
+    for (int f = 0; f < kNumFamilies; ++f) {
+      rocksdb::WriteBatch batch;
+      std::unique_ptr<rocksdb::Iterator> it(
+          db_->NewIterator(rocksdb::ReadOptions(), Handle(static_cast<Family>(f))));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        batch.Delete(Handle(static_cast<Family>(f)), it->key()).PermitUncheckedError();
+      }
+      MUSTER_RETURN_IF_ERROR(FromRocks(it->status(), "cannot read the store to wipe it"));
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      MUSTER_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "cannot wipe the store"));
+    }
+    return Status::Ok();
+  }
 
   // RocksDB syncs every log file written so far; writes may go on meanwhile.
   Status Sync() override { return FromRocks(db_->SyncWAL(), "cannot sync the state store"); }

@@ -8,7 +8,7 @@
 
 #include "muster/controller/engine.h"
 #include "muster/core/types.h"
-#include "muster/store/state_store.h"
+#include "muster/store/forwarding_store.h"
 
 namespace muster::bench {
 
@@ -19,29 +19,16 @@ std::string ClusterConfig(uint32_t nodes);
 v1::JobSpec Spec(const core::JobRequest& r, uint32_t k);
 
 // Commits buffered (not synced): what these benchmarks measure is memory and CPU, not fsync.
-class BufferedStore : public store::StateStore {
+class BufferedStore : public store::ForwardingStore {
  public:
-  explicit BufferedStore(std::unique_ptr<store::StateStore> inner) : inner_(std::move(inner)) {}
+  explicit BufferedStore(std::unique_ptr<store::StateStore> inner)
+      : store::ForwardingStore(inner.get()), owned_(std::move(inner)) {}
   Status Commit(const store::Mutation& m, store::Durability) override {
-    return inner_->Commit(m, store::Durability::kBuffered);
-  }
-  Result<store::LoadedState> LoadAll() override { return inner_->LoadAll(); }
-  Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override {
-    return inner_->ReadHistory(limit);
-  }
-  Result<v1::JobPayload> ReadJobPayload(uint64_t id) override { return inner_->ReadJobPayload(id); }
-  Status ScanAudit(
-      const std::string& from,
-      const std::function<bool(const std::string&, const v1::AuditEntry&)>& fn) override {
-    return inner_->ScanAudit(from, fn);
-  }
-  Status ScanHistory(uint64_t from_id,
-                     const std::function<bool(const v1::JobRecord&)>& fn) override {
-    return inner_->ScanHistory(from_id, fn);
+    return inner()->Commit(m, store::Durability::kBuffered);
   }
 
  private:
-  std::unique_ptr<store::StateStore> inner_;
+  std::unique_ptr<store::StateStore> owned_;
 };
 
 // Registers every configured node (as its agent would) and attaches its session.

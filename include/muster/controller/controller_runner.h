@@ -22,11 +22,13 @@
 #include "muster/controller/engine.h"
 #include "muster/controller/executor.h"
 #include "muster/controller/service_stats.h"
+#include "muster/store/replication_log.h"
 #include "muster/store/state_store.h"
 
 namespace muster::store {
 class GroupCommitStore;
-}
+class ReplicatingStore;
+}  // namespace muster::store
 
 namespace muster::controller {
 
@@ -39,6 +41,15 @@ class AgentSessions {
   virtual void Deliver(std::vector<Outgoing> commands) = 0;
 };
 
+// A leader with hot standbys (store::ReplicationLog): what it commits is streamed to them, and
+// nothing is acknowledged before the in-sync ones have it.
+struct ControllerReplicationOptions {
+  bool enabled = false;
+  store::ReplicationLog::Membership membership;  // where the in-sync set is published (etcd)
+  std::function<Status()> may_write;             // an error once this controller no longer leads
+  std::chrono::milliseconds ack_timeout{2000};
+};
+
 struct ControllerRunnerOptions {
   Config config;
   Clock* clock = SystemClock::Get();
@@ -47,6 +58,8 @@ struct ControllerRunnerOptions {
   std::unique_ptr<store::StateStore> store;
   // Job credentials; empty: random.
   std::function<std::string()> make_credential;
+  uint64_t min_epoch = 0;  // EngineOptions::min_epoch
+  ControllerReplicationOptions replication;
 };
 
 // Create, Start, Stop and epoch() are thread-safe; everything else runs on the strand (from work
@@ -81,6 +94,9 @@ class ControllerRunner {
   void WhenDurable(std::function<void()> fn);
 
   uint64_t epoch() const { return epoch_; }
+  // With replication: the store standbys read from, and the log of changes (thread-safe).
+  store::ReplicatingStore* replicating_store() { return replicating_.get(); }
+  store::ReplicationLog* replication_log() { return replication_log_.get(); }
   // Thread-safe: what the controller spent its time on (sdiag).
   ServiceStats& stats() { return stats_; }
   const Config& config() const { return options_.config; }
@@ -94,6 +110,8 @@ class ControllerRunner {
 
   ControllerRunnerOptions options_;
   std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<store::ReplicationLog> replication_log_;
+  std::unique_ptr<store::ReplicatingStore> replicating_;  // over store_, with replication
   std::unique_ptr<store::GroupCommitStore> group_;  // over store_; the engine writes through it
   std::unique_ptr<Engine> engine_;                  // strand-confined
   uint64_t epoch_ = 0;

@@ -59,6 +59,9 @@ struct EngineOptions {
   Config config;
   // Produces job credentials; tests and the simulator inject a deterministic one.
   std::function<std::string()> make_credential;
+  // The epoch is at least this (a leader elected through etcd: the leader key's revision), so
+  // that agents refuse a former leader that comes back.
+  uint64_t min_epoch = 0;
 };
 
 // squeue's rows, visited in id order. `row` holds what changes as the job runs; for a brief list
@@ -229,7 +232,7 @@ class Engine {
 
  private:
   Engine(EngineOptions options, store::StateStore* store);
-  Status Recover(TimeMs now);
+  Status Recover(TimeMs now, uint64_t min_epoch);
   // Logs when the store's disk runs short of, or has again, room for new jobs (each tick).
   void WatchSpace();
 

@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
 #include "muster/common/status.h"
+#include "muster/controller/controller_runner.h"
 
 namespace muster::rpc {
 
@@ -18,6 +20,10 @@ struct ControllerServerOptions {
   Config config;
   int threads = 2;  // io_context threads (one strand owns the engine)
   Clock* clock = SystemClock::Get();
+  // A leader with hot standbys: they follow its store through the Replication service on the
+  // agents' port.
+  controller::ControllerReplicationOptions replication;
+  uint64_t min_epoch = 0;  // a leader elected through etcd: its leader key's revision
 };
 
 // musterctld's command line.
@@ -54,6 +60,8 @@ class ControllerServer {
   int agent_port() const;  // the bound TCP port (useful with port 0)
   int api_port() const;    // the user API's TCP port; 0 without controller.api_address
   uint64_t epoch() const;
+  // With replication: the standbys in sync now (their acknowledgement is awaited). Thread-safe.
+  std::vector<std::string> standbys_in_sync() const;
   const std::string& socket_path() const;
 
  private:

@@ -11,16 +11,16 @@
 #include <functional>
 #include <utility>
 
-#include "muster/store/state_store.h"
+#include "muster/store/forwarding_store.h"
 
 namespace muster::store {
 
-class GroupCommitStore final : public StateStore {
+class GroupCommitStore final : public ForwardingStore {
  public:
   using WriteTimer = std::function<void(std::chrono::steady_clock::duration)>;
   // `on_write` (may be empty) gets each write's time (sdiag's "store/write").
   GroupCommitStore(StateStore* inner, WriteTimer on_write)
-      : inner_(inner), on_write_(std::move(on_write)) {}
+      : ForwardingStore(inner), on_write_(std::move(on_write)) {}
 
   // Off (the default): commits are synced one by one, as the inner store makes them. On: a
   // synced commit is written buffered and counted; Sync makes it durable.
@@ -32,30 +32,13 @@ class GroupCommitStore final : public StateStore {
   Status Commit(const Mutation& m, Durability d) override {
     const auto began = std::chrono::steady_clock::now();
     const bool counted = grouping_ && d == Durability::kSync;
-    Status st = inner_->Commit(m, counted ? Durability::kBuffered : d);
+    Status st = inner()->Commit(m, counted ? Durability::kBuffered : d);
     if (on_write_) on_write_(std::chrono::steady_clock::now() - began);
     if (st.ok() && counted) ++written_;
     return st;
   }
-  Status Sync() override { return inner_->Sync(); }
-  Status RoomForNewWork() override { return inner_->RoomForNewWork(); }
-  Result<LoadedState> LoadAll() override { return inner_->LoadAll(); }
-  Result<std::vector<v1::JobRecord>> ReadHistory(size_t limit) override {
-    return inner_->ReadHistory(limit);
-  }
-  Status ScanHistory(uint64_t from_id,
-                     const std::function<bool(const v1::JobRecord&)>& fn) override {
-    return inner_->ScanHistory(from_id, fn);
-  }
-  Status ScanAudit(
-      const std::string& from_key,
-      const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) override {
-    return inner_->ScanAudit(from_key, fn);
-  }
-  Result<v1::JobPayload> ReadJobPayload(uint64_t id) override { return inner_->ReadJobPayload(id); }
 
  private:
-  StateStore* inner_;
   WriteTimer on_write_;
   bool grouping_ = false;
   uint64_t written_ = 0;

@@ -11,6 +11,7 @@
 #include "muster/common/status.h"
 #include "muster/store/space_guard.h"
 #include "muster/v1/records.pb.h"
+#include "muster/v1/replication.pb.h"
 
 namespace muster::store {
 
@@ -26,7 +27,9 @@ enum class Family {
   kUsers,
   kUsage,
   kQos,
-  kReservations
+  kReservations,
+  // A standby's position in the leader's change stream (ReplicaPosition); never replicated.
+  kReplica
 };
 
 // kSync: durable when Commit returns (the write-ahead rule for anything acknowledged or sent).
@@ -34,7 +37,7 @@ enum class Family {
 // can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
 // is harmless and they need not pay for an fsync.
 enum class Durability { kSync, kBuffered };
-inline constexpr int kNumFamilies = 12;
+inline constexpr int kNumFamilies = 13;
 const char* FamilyName(Family f);
 
 // A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
@@ -74,6 +77,11 @@ class Mutation {
   // Advance reservations, by name.
   void PutReservation(const v1::ReservationRecord& reservation);
   void DeleteReservation(const std::string& name);
+
+  // A standby's copy: the leader's keys and values as they are, and where the copy stands.
+  void PutRaw(Family family, std::string key, std::string value);
+  void EraseRaw(Family family, std::string key);
+  void PutReplicaPosition(const v1::ReplicaPosition& position);
 
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
@@ -137,6 +145,18 @@ class StateStore {
   // sync for all of them). May run on another thread than Commit, concurrently with it.
   virtual Status Sync() { return Status::Ok(); }
 
+  // Visits every record of every family but kReplica, as of one moment: `taken` runs right after
+  // that moment is fixed (a caller that holds its commit lock meanwhile learns which commit it
+  // is), then `fn` sees the records, family by family in key order, until it returns false.
+  // May run on another thread than Commit.
+  virtual Status ReadSnapshot(
+      const std::function<void()>& taken,
+      const std::function<bool(Family, const std::string& key, const std::string& value)>& fn) = 0;
+  // A standby's position (NOT_FOUND when the store holds no copy of a leader's).
+  virtual Result<v1::ReplicaPosition> ReadReplicaPosition() = 0;
+  // Deletes every record of every family (a standby about to load a snapshot), synced.
+  virtual Status Wipe() = 0;
+
   // Whether new work (a submission) may be admitted: RESOURCE_EXHAUSTED, saying why, while the
   // store's disk is below its reserve of free space (SpaceGuard). Commit itself refuses only
   // below the floor. Strand only.
@@ -167,6 +187,11 @@ class InMemoryStateStore : public StateStore {
       const std::string& from_key,
       const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) override;
   Status RoomForNewWork() override;
+  Status ReadSnapshot(const std::function<void()>& taken,
+                      const std::function<bool(Family, const std::string& key,
+                                               const std::string& value)>& fn) override;
+  Result<v1::ReplicaPosition> ReadReplicaPosition() override;
+  Status Wipe() override;
 
   // A disk of `free_bytes` under a SpaceGuard with this reserve (none by default).
   void GuardSpaceForTest(uint64_t reserve_bytes, SpaceGuard::FreeBytes free_bytes);
