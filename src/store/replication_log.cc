@@ -53,27 +53,37 @@ bool ReplicationLog::Read(uint64_t after, size_t max_bytes, std::chrono::millise
 }
 
 void ReplicationLog::Acked(const std::string& standby, uint64_t seq) {
-  std::unique_lock<std::mutex> l(mu_);
-  Standby& s = standbys_[standby];
-  s.acked = std::max(s.acked, seq);
-  // It has everything appended so far, and every later sync waits for it: from here on all that
-  // the leader acknowledges is on its disk, so it may be published as in sync.
-  if (!s.in_sync && s.acked >= last_seq_) s.in_sync = true;
-  changed_.notify_all();
-  if (s.in_sync && !s.published && membership_) {
-    l.unlock();
-    Status st = membership_(standby, true);
-    l.lock();
-    auto it = standbys_.find(standby);
-    if (st.ok() && it != standbys_.end() && it->second.in_sync) it->second.published = true;
-  } else if (s.in_sync && !membership_) {
-    s.published = true;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    Standby& s = standbys_[standby];
+    s.acked = std::max(s.acked, seq);
+    // It has everything appended so far, and every later sync waits for it: from here on all
+    // that the leader acknowledges is on its disk, so it may be published as in sync.
+    if (!s.in_sync && s.acked >= last_seq_) s.in_sync = true;
+    changed_.notify_all();
+    if (!s.in_sync || s.published) return;
+    if (!membership_) {
+      s.published = true;
+      return;
+    }
   }
+  // One publication at a time, so that a drop's "out" never lands before a join's "in".
+  std::lock_guard<std::mutex> m(membership_mu_);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = standbys_.find(standby);
+    if (it == standbys_.end() || !it->second.in_sync || it->second.published) return;
+  }
+  Status st = membership_(standby, true);
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = standbys_.find(standby);
+  if (st.ok() && it != standbys_.end() && it->second.in_sync) it->second.published = true;
 }
 
 Status ReplicationLog::Drop(std::unique_lock<std::mutex>& l, const std::string& name) {
   if (membership_) {
     l.unlock();
+    std::lock_guard<std::mutex> m(membership_mu_);
     Status st = membership_(name, false);
     l.lock();
     if (!st.ok()) return st.Prepend("cannot drop standby " + name + " from the in-sync set");

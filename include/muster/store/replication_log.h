@@ -70,6 +70,7 @@ class ReplicationLog {
 
   const Options options_;
   const Membership membership_;
+  std::mutex membership_mu_;  // held across a Membership call; taken before mu_
   mutable std::mutex mu_;
   std::condition_variable changed_;  // a change appended, an ack, a stop
   std::deque<std::pair<uint64_t, Batch>> kept_;
