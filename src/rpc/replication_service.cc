@@ -78,6 +78,15 @@ grpc::Status ReplicationService::Follow(
   if (name.empty() || name.size() > kMaxStandbyName) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a standby needs a name (1-128 bytes)");
   }
+  // Two streams under one name would share one place in the in-sync set: the second waits until
+  // the first has ended (a standby reconnecting) or is refused for good (two named alike).
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!following_.insert(name).second) {
+      return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                          "a standby named " + name + " already follows");
+    }
+  }
   // Acknowledgements arrive on their own thread; the stream ends when the standby goes.
   std::atomic<bool> gone{false};
   std::thread acks([&] {
@@ -114,6 +123,10 @@ grpc::Status ReplicationService::Follow(
   ctx->TryCancel();
   acks.join();
   log_->Detached(name);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    following_.erase(name);
+  }
   spdlog::info("standby {} no longer follows", name);
   return grpc::Status::OK;
 }

@@ -9,6 +9,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "muster/store/replicating_store.h"
@@ -39,6 +41,8 @@ class ReplicationService final : public v1::Replication::Service {
   store::ReplicationLog* log_;
   const std::string controller_name_;
   std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  std::set<std::string> following_;  // mu_: names with a stream now (one stream per name)
 };
 
 }  // namespace muster::rpc

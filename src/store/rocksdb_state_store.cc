@@ -171,16 +171,23 @@ class RocksDbStateStore final : public StateStore {
   }
 
   Status Wipe() override {
-    for (int f = 0; f < kNumFamilies; ++f) {
+    // In batches of bounded size (a store of 100,000 jobs would otherwise be one huge batch), the
+    // position first: a wipe cut short leaves a copy that asks for a snapshot again.
+    constexpr size_t kBatchKeys = 10'000;
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    for (int f = kNumFamilies - 1; f >= 0; --f) {  // kReplica is the last family
+      rocksdb::ColumnFamilyHandle* cf = Handle(static_cast<Family>(f));
       rocksdb::WriteBatch batch;
-      std::unique_ptr<rocksdb::Iterator> it(
-          db_->NewIterator(rocksdb::ReadOptions(), Handle(static_cast<Family>(f))));
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf));
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        batch.Delete(Handle(static_cast<Family>(f)), it->key()).PermitUncheckedError();
+        batch.Delete(cf, it->key()).PermitUncheckedError();
+        if (static_cast<size_t>(batch.Count()) >= kBatchKeys) {
+          MUSTER_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "cannot wipe the store"));
+          batch.Clear();
+        }
       }
       MUSTER_RETURN_IF_ERROR(FromRocks(it->status(), "cannot read the store to wipe it"));
-      rocksdb::WriteOptions wo;
-      wo.sync = true;
       MUSTER_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "cannot wipe the store"));
     }
     return Status::Ok();

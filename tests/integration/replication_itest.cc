@@ -132,6 +132,32 @@ TEST_F(ReplicationServiceTest, AStandbyThatGoesIsDroppedAndOneThatReturnsResumes
   EXPECT_TRUE(StandbysJobs().count(*again));
 }
 
+// A second standby under a name that already follows is refused (they would share one place in
+// the in-sync set); the first goes on undisturbed.
+TEST_F(ReplicationServiceTest, ASecondStandbyUnderTheSameNameIsRefused) {
+  StartFollower();
+  ASSERT_TRUE(WaitInSync(true));
+  auto other_store = store::OpenRocksDbStateStore(dir_ + "/impostor");
+  ASSERT_TRUE(other_store.ok());
+  ReplicationFollowerOptions f;
+  f.name = "standby1";
+  const std::string address = "127.0.0.1:" + std::to_string(leader_->agent_port());
+  f.leader_address = [address] { return address; };
+  f.store = other_store->get();
+  ReplicationFollower impostor(std::move(f));
+  impostor.Start();
+  auto c = client::ControllerClient::Connect(config_.controller.socket_path);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 3; ++i) {
+    auto id = Submit(*c);
+    ASSERT_TRUE(id.ok());
+    EXPECT_TRUE(StandbysJobs().count(*id));
+  }
+  impostor.Stop();
+  EXPECT_EQ(impostor.applied_seq(), 0u) << "the second stream under the name got changes";
+  EXPECT_EQ(leader_->standbys_in_sync(), std::vector<std::string>{"standby1"});
+}
+
 TEST_F(ReplicationServiceTest, AStandbyOfAnEarlierLeaderGetsASnapshotOfTheNewOne) {
   StartFollower();
   ASSERT_TRUE(WaitInSync(true));

@@ -91,6 +91,44 @@ class StateStoreTest : public ::testing::Test {
 using Factories = ::testing::Types<RocksFactory, MemoryFactory>;
 TYPED_TEST_SUITE(StateStoreTest, Factories);
 
+// A standby's bookkeeping: its position is kept apart from the records (a snapshot leaves it
+// out, recovery ignores it), and a wipe takes everything, the position first among it.
+TYPED_TEST(StateStoreTest, ReplicaPositionSnapshotAndWipe) {
+  auto s = this->factory_.Open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->ReadReplicaPosition().status().code(), StatusCode::kNotFound);
+  Mutation m;
+  for (uint64_t id = 1; id <= 3; ++id) m.PutJob(Job(id));
+  v1::ReplicaPosition p;
+  p.set_leader_epoch(5);
+  p.set_seq(42);
+  m.PutReplicaPosition(p);
+  ASSERT_TRUE(s->Commit(m).ok());
+  auto read = s->ReadReplicaPosition();
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->seq(), 42u);
+  auto loaded = s->LoadAll();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->jobs.size(), 3u);
+  EXPECT_TRUE(loaded->problems.empty()) << "the position is no record to quarantine";
+  int seen = 0;
+  bool taken = false;
+  ASSERT_TRUE(s->ReadSnapshot([&] { taken = true; },
+                              [&](Family f, const std::string&, const std::string&) {
+                                EXPECT_NE(f, Family::kReplica);
+                                ++seen;
+                                return true;
+                              })
+                  .ok());
+  EXPECT_TRUE(taken);
+  EXPECT_EQ(seen, 3);
+  ASSERT_TRUE(s->Wipe().ok());
+  EXPECT_EQ(s->ReadReplicaPosition().status().code(), StatusCode::kNotFound);
+  loaded = s->LoadAll();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->jobs.empty());
+}
+
 TYPED_TEST(StateStoreTest, CommitCloseReopenRecover) {
   auto s = this->factory_.Open();
   ASSERT_TRUE(s);
