@@ -31,6 +31,9 @@ void PrintJson(const v1::DiagnosticsResponse& d) {
   w.Key("jobs_pending").Uint(d.jobs_pending()).Key("jobs_running").Uint(d.jobs_running());
   w.Key("records_quarantined").Uint(d.records_quarantined());
   w.Key("store_space_problem").String(d.store_space_problem());
+  w.Key("replicating").Bool(d.replicating()).Key("standbys_in_sync").BeginArray();
+  for (const std::string& s : d.standbys_in_sync()) w.String(s);
+  w.EndArray();
   w.Key("timings").BeginArray();
   for (const auto& t : d.timings()) {
     w.BeginObject().Key("kind").String(t.kind()).Key("count").Uint(t.count());
@@ -49,8 +52,15 @@ void PrintText(const v1::DiagnosticsResponse& d) {
   std::printf("Nodes             %u (%u with an agent session)\n", d.nodes(), d.nodes_responding());
   std::printf("Jobs              %u pending, %u running\n", d.jobs_pending(), d.jobs_running());
   std::printf("Quarantined       %u record(s) at this start's recovery\n", d.records_quarantined());
-  std::printf("State store       %s\n\n",
+  std::printf("State store       %s\n",
               d.store_space_problem().empty() ? "room to write" : d.store_space_problem().c_str());
+  if (d.replicating()) {
+    std::string names;
+    for (const std::string& s : d.standbys_in_sync()) names += (names.empty() ? "" : ", ") + s;
+    std::printf("Standbys in sync  %s\n",
+                names.empty() ? "none (no other controller may take over now)" : names.c_str());
+  }
+  std::printf("\n");
   std::printf("%-28s %10s %10s %10s %10s %12s\n", "KIND", "COUNT", "MEAN_US", "P50_US", "P99_US",
               "MAX_US");
   for (const auto& t : d.timings()) {

@@ -22,6 +22,7 @@ int CmdLocal(int argc, char** argv) {
                                 {"dir", required_argument, nullptr, 'd'},
                                 {"purge", no_argument, nullptr, 'P'},
                                 {"no-tls", no_argument, nullptr, 'T'},
+                                {"standby", no_argument, nullptr, 'S'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
   optind = 0;
@@ -60,13 +61,18 @@ int CmdLocal(int argc, char** argv) {
       case 'T':
         o.tls = false;
         break;
+      case 'S':
+        o.standby = true;
+        break;
       case 'h':
         std::printf(
             "Usage: muster local up [--nodes N] [--gpus-per-node G] [--cpus-per-node C] [--dir "
-            "DIR] [--no-tls]\n"
+            "DIR] [--no-tls] [--standby]\n"
             "       muster local down [--dir DIR] [--purge]\n"
             "DIR defaults to $MUSTER_LOCAL_DIR or ~/.muster/local. The daemons talk mutual TLS\n"
-            "with certificates made in DIR/tls, unless a new cluster is made with --no-tls.\n");
+            "with certificates made in DIR/tls, unless a new cluster is made with --no-tls.\n"
+            "--standby: two controllers (ctl-a leads, ctl-b stands by) and an etcd of the\n"
+            "cluster's own on loopback (needs Debian's etcd-server).\n");
         return kExitOk;
       default:
         return Usage("local", "unknown or incomplete option");

@@ -1,14 +1,19 @@
 // musterctld: the controller daemon. Command line -> config -> ControllerServer -> wait for a
 // signal -> Shutdown.
 #include <absl/synchronization/mutex.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
+#include <thread>
 
 #include "muster/common/config.h"
 #include "muster/common/signals.h"
 #include "muster/common/version.h"
 #include "muster/logging/logging.h"
+#include "muster/rpc/controller_candidate.h"
 #include "muster/rpc/controller_server.h"
 
 int main(int argc, char** argv) {
@@ -42,15 +47,56 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("musterctld {} starting with {}", muster::kVersion, config->source);
+  std::string name = cl->name;
+  if (name.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    name = host;
+    if (config->controllers.size() > 0 && name.find('.') != std::string::npos &&
+        !muster::ConfigForController(*config, name).ok()) {
+      name = name.substr(0, name.find('.'));  // the short name, as [[controllers]] may say
+    }
+  }
+  auto mine = muster::ConfigForController(*config, name);
+  if (!mine.ok()) {
+    spdlog::critical("cannot start: {}", mine.status().ToString());
+    return 1;
+  }
   muster::BlockTerminationSignals();
-  auto server = muster::rpc::ControllerServer::Create({*config});
-  muster::Status st = server.ok() ? (*server)->Start() : server.status();
+  if (mine->controller.etcd_endpoints.empty()) {
+    auto server = muster::rpc::ControllerServer::Create({*mine});
+    muster::Status st = server.ok() ? (*server)->Start() : server.status();
+    if (!st.ok()) {
+      spdlog::critical("cannot start: {}", st.ToString());
+      return 1;
+    }
+    const int sig = muster::WaitForTerminationSignal();
+    spdlog::info("signal {}: shutting down", sig);
+    (*server)->Shutdown();
+    return 0;
+  }
+  // A hot standby's controller: follows until it leads; a leader that loses the lead exits with
+  // an error so that systemd starts it again, as a standby.
+  auto candidate = muster::rpc::ControllerCandidate::Create({*mine, name});
+  muster::Status st = candidate.ok() ? (*candidate)->Start() : candidate.status();
   if (!st.ok()) {
     spdlog::critical("cannot start: {}", st.ToString());
     return 1;
   }
+  std::atomic<bool> ended{false};
+  muster::Status why;
+  std::thread watch([&] {
+    why = (*candidate)->Wait();
+    ended = true;
+    ::kill(::getpid(), SIGTERM);  // wakes the signal wait below
+  });
   const int sig = muster::WaitForTerminationSignal();
-  spdlog::info("signal {}: shutting down", sig);
-  (*server)->Shutdown();
+  if (!ended) spdlog::info("signal {}: shutting down", sig);
+  (*candidate)->Shutdown(/*resign=*/true);
+  watch.join();
+  if (!why.ok()) {
+    spdlog::critical("stopped: {}", why.ToString());
+    return 1;
+  }
   return 0;
 }

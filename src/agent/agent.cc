@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -106,7 +107,11 @@ void Agent::Impl::ResolveOptions(const OsInventory& os) {
                           : o.config.agent.job_state_dir + "/" + o.node_name;
   }
   if (o.step_address.empty()) o.step_address = o.config.agent.step_address;
-  if (o.controller_address.empty()) o.controller_address = o.config.controller.agent_address;
+  if (o.controller_address.empty()) {
+    for (const std::string& a : ControllerAgentAddresses(o.config)) {
+      o.controller_address += (o.controller_address.empty() ? "" : ",") + a;
+    }
+  }
   // A test's launcher starts nothing real: its steps run in the agent unless it names the program.
   if (o.step_supervisor.empty())
     o.step_supervisor = o.launcher ? "none" : FindHelper("muster-stepd");
@@ -133,12 +138,18 @@ Status Agent::Impl::Start() {
     spdlog::info("node={} no muster-keeper: batch scripts are kept by copies of the agent",
                  o.node_name);
   }
+  const std::vector<std::string> controllers = Split(o.controller_address, ',');
+  if (controllers.empty() ||
+      std::find(controllers.begin(), controllers.end(), "") != controllers.end()) {
+    return InvalidArgument("controller address '" + o.controller_address +
+                           "' is not host:port[,host:port...]");
+  }
   std::optional<ControllerLinkTls> tls;
   if (o.config.tls.enabled()) {
     auto id = LoadNodeTlsIdentity(o.config.tls, o.node_name);
     if (!id.ok()) return id.status();
     tls = ControllerLinkTls{std::move(*id), o.config.tls.controller_name};
-  } else if (!IsLoopbackAddress(o.controller_address)) {
+  } else if (!std::all_of(controllers.begin(), controllers.end(), IsLoopbackAddress)) {
     if (!o.config.controller.insecure) {
       return FailedPrecondition("controller address " + o.controller_address +
                                 " is not a loopback address and [tls] is not configured; "
@@ -206,7 +217,7 @@ Status Agent::Impl::Start() {
   link_ = o.controller_link
               ? o.controller_link(o.controller_address, o.node_name, session_->instance_id(),
                                   std::move(cb))
-              : NewGrpcControllerLink(o.controller_address, o.node_name, session_->instance_id(),
+              : NewGrpcControllerLink(controllers, o.node_name, session_->instance_id(),
                                       std::move(tls), std::move(cb));
   ctx_.send = [this](const v1::AgentMessage& m) { link_->Send(m); };
 

@@ -8,7 +8,7 @@ std::string AgentUsage() {
   return "Usage: musterd [--config FILE] [--name NODE] [--gpu-fixture FILE] [--spool DIR]\n"
          "               [--topology-xml HWLOC_XML] [--gpu-faults FILE] [--probe]\n"
          "               [--step-address HOST:PORT]\n"
-         "               [--controller HOST:PORT]\n"
+         "               [--controller HOST:PORT[,HOST:PORT...]]\n"
          "               [--log-level LEVEL] [--log-file FILE]\n";
 }
 

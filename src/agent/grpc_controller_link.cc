@@ -8,10 +8,10 @@
 
 namespace muster::agent {
 
-GrpcControllerLink::GrpcControllerLink(std::string address, std::string node,
+GrpcControllerLink::GrpcControllerLink(std::vector<std::string> addresses, std::string node,
                                        std::string instance_id,
                                        std::optional<ControllerLinkTls> tls, Callbacks cb)
-    : address_(std::move(address)),
+    : addresses_(std::move(addresses)),
       node_(std::move(node)),
       instance_id_(std::move(instance_id)),
       tls_(std::move(tls)),
@@ -60,9 +60,14 @@ void GrpcControllerLink::SleepBackoff(int* backoff_ms) {
 }
 
 void GrpcControllerLink::Run() {
+  // One controller: wait for it (a restart) within the registration's deadline. Several: a
+  // standby does not listen until it leads, so a refused connection means "the next one", and a
+  // leader that froze must be given up within a few seconds (the standby takes over after its
+  // lease), long before the new leader would count this node as down.
+  const bool several = addresses_.size() > 1;
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, several ? 2'000 : 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, several ? 2'000 : 5'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Reconnect quickly after a controller restart; the link adds its own jittered backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -83,11 +88,25 @@ void GrpcControllerLink::Run() {
   } else {
     credentials = grpc::InsecureChannelCredentials();
   }
-  auto channel = grpc::CreateCustomChannel(address_, credentials, args);
-  auto stub = v1::NodeRegistry::NewStub(channel);
+  // One controller: one channel for good. Several: a fresh channel for each attempt, so that a
+  // standby that has just taken over is tried at once, not after the backoff its address earned
+  // while it did not listen (a reused channel never got through to it at all).
+  std::unique_ptr<v1::NodeRegistry::Stub> stub_for_good;
+  if (!several) {
+    stub_for_good =
+        v1::NodeRegistry::NewStub(grpc::CreateCustomChannel(addresses_[0], credentials, args));
+  }
+  size_t current = 0;
+  size_t failed_in_round = 0;
   int backoff_ms = 100;
   int failures = 0;
   while (!stop_) {
+    const std::string& address = addresses_[current];
+    std::unique_ptr<v1::NodeRegistry::Stub> attempt;
+    if (several) {
+      attempt = v1::NodeRegistry::NewStub(grpc::CreateCustomChannel(address, credentials, args));
+    }
+    v1::NodeRegistry::Stub* stub = several ? attempt.get() : stub_for_good.get();
     if (paused_) {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [&] { return stop_.load() || !paused_.load(); });
@@ -96,8 +115,8 @@ void GrpcControllerLink::Run() {
     v1::RegisterRequest req = cb_.make_register();
     v1::RegisterResponse resp;
     grpc::ClientContext rctx;
-    rctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    rctx.set_wait_for_ready(true);  // wait for the channel to connect instead of failing fast
+    rctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(several ? 2 : 5));
+    rctx.set_wait_for_ready(!several);  // one: wait for the channel to connect, not fail fast
     {
       std::lock_guard<std::mutex> l(mu_);
       if (stop_) break;
@@ -109,11 +128,17 @@ void GrpcControllerLink::Run() {
       ctx_ = nullptr;
     }
     if (!st.ok()) {
+      if (several) {
+        current = (current + 1) % addresses_.size();
+        if (++failed_in_round < addresses_.size()) continue;  // the next one at once
+        failed_in_round = 0;
+      }
       if (failures++ % 20 == 0) {
         // A refused certificate looks like an unreachable controller from this side.
         const bool quiet_failure = st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
                                    st.error_code() == grpc::StatusCode::UNAVAILABLE;
-        spdlog::warn("node={} cannot register with {}: {} (retrying){}", node_, address_,
+        spdlog::warn("node={} cannot register with {}: {} (retrying){}", node_,
+                     several ? "any controller (last: " + address + ")" : address,
                      st.error_message(),
                      tls_ && quiet_failure
                          ? "; if the controller is up, it may refuse this node's certificate "
@@ -151,8 +176,9 @@ void GrpcControllerLink::Run() {
     }
     connected_ = true;
     failures = 0;
+    failed_in_round = 0;
     backoff_ms = 100;
-    spdlog::info("node={} connected to controller {} (epoch {})", node_, address_, resp.epoch());
+    spdlog::info("node={} connected to controller {} (epoch {})", node_, address, resp.epoch());
     cb_.on_connected(resp);
     v1::ControllerMessage msg;
     while (stream->Read(&msg)) cb_.on_message(std::move(msg));
@@ -168,6 +194,8 @@ void GrpcControllerLink::Run() {
       spdlog::warn("node={} lost the controller session: {}", node_,
                    fin.ok() ? std::string("closed") : fin.error_message());
       cb_.on_disconnected();
+      // The leader went: the next controller is the likelier one to lead now.
+      if (several) current = (current + 1) % addresses_.size();
       SleepBackoff(&backoff_ms);
     } else {
       cb_.on_disconnected();
@@ -175,12 +203,12 @@ void GrpcControllerLink::Run() {
   }
 }
 
-std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::string& address,
+std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::vector<std::string>& addresses,
                                                       const std::string& node,
                                                       const std::string& instance_id,
                                                       std::optional<ControllerLinkTls> tls,
                                                       ControllerLink::Callbacks callbacks) {
-  return std::make_unique<GrpcControllerLink>(address, node, instance_id, std::move(tls),
+  return std::make_unique<GrpcControllerLink>(addresses, node, instance_id, std::move(tls),
                                               std::move(callbacks));
 }
 

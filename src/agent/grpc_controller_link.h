@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "muster/agent/controller_link.h"
 #include "muster/v1/node.grpc.pb.h"
@@ -21,7 +22,7 @@ namespace muster::agent {
 // Thread-safe.
 class GrpcControllerLink final : public ControllerLink {
  public:
-  GrpcControllerLink(std::string address, std::string node, std::string instance_id,
+  GrpcControllerLink(std::vector<std::string> addresses, std::string node, std::string instance_id,
                      std::optional<ControllerLinkTls> tls, Callbacks cb);
   ~GrpcControllerLink() override;
 
@@ -35,7 +36,8 @@ class GrpcControllerLink final : public ControllerLink {
   void Run();
   void SleepBackoff(int* backoff_ms);
 
-  const std::string address_, node_, instance_id_;
+  const std::vector<std::string> addresses_;
+  const std::string node_, instance_id_;
   const std::optional<ControllerLinkTls> tls_;
   Callbacks cb_;
   std::thread thread_;

@@ -110,7 +110,9 @@ Status MakeCa(const CertificateOptions& o, CertificateReport* report) {
 }
 
 // A key and a certificate for `name` signed by the CA: serverAuth for the controller, clientAuth
-// for a node, so that neither can stand in for the other.
+// for a node, so that a node cannot stand in for the controller. The controller's is a client's
+// too: a standby follows the leader with it (a node's name is never the controller's, so the
+// controller's cannot register as a node).
 Status Issue(const CertificateOptions& o, const std::string& file, const std::string& name,
              bool server, CertificateReport* report) {
   std::string key = o.dir + "/" + file + ".key", crt = o.dir + "/" + file + ".crt";
@@ -127,7 +129,7 @@ Status Issue(const CertificateOptions& o, const std::string& file, const std::st
                                               "/O=muster/OU=" + o.cluster_name + "/CN=" + name,
                                               "-addext", "subjectAltName=DNS:" + name, "-addext",
                                               std::string("extendedKeyUsage=") +
-                                                  (server ? "serverAuth" : "clientAuth"),
+                                                  (server ? "serverAuth,clientAuth" : "clientAuth"),
                                               "-addext", "basicConstraints=critical,CA:FALSE",
                                               "-addext", "keyUsage=critical,digitalSignature"})));
   if (st.ok()) {

@@ -4,7 +4,9 @@
 #include <google/protobuf/wire_format_lite.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "muster/common/framing.h"
 #include "muster/common/munge.h"
@@ -22,36 +24,69 @@ Result<ControllerClient> ControllerClient::Connect(const std::string& socket_pat
 }
 
 Result<ControllerClient> ControllerClient::ConnectTcp(const Config& config) {
-  const std::string& address = config.controller.api_address;
-  if (address.empty()) {
+  const std::vector<std::string> addresses = ControllerApiAddresses(config);
+  if (addresses.empty()) {
     return FailedPrecondition("the controller's socket " + config.controller.socket_path +
                               " is not on this host, and " + config.source +
                               " sets no controller.api_address to reach it over the network");
   }
   MUSTER_ASSIGN_OR_RETURN(const Munge* munge, Munge::Get());
-  MUSTER_ASSIGN_OR_RETURN(
-      std::string credential,
-      munge->Encode(config.munge.socket, "muster-api:" + config.cluster_name, kCredentialTtlS));
-  auto fd = muster::ConnectTcp(address, 10'000);
-  if (!fd.ok()) return fd.status().Prepend("cannot reach the controller at " + address);
-  ControllerClient client(*fd);
-  v1::AuthenticateRequest req;
-  req.set_munge_credential(std::move(credential));
-  v1::AuthenticateResponse resp;
-  if (Status st = client.Call(v1::METHOD_AUTHENTICATE, req, &resp, 30'000); !st.ok()) {
-    return st.Prepend("the controller at " + address + " did not accept this host's credential");
+  Status last;
+  for (const std::string& address : addresses) {
+    // A standby does not listen: its refusal is quick, and the next address is tried.
+    auto fd = muster::ConnectTcp(address, 10'000);
+    if (!fd.ok()) {
+      last = fd.status().Prepend("cannot reach the controller at " + address);
+      continue;
+    }
+    ControllerClient client(*fd);
+    MUSTER_ASSIGN_OR_RETURN(
+        std::string credential,
+        munge->Encode(config.munge.socket, "muster-api:" + config.cluster_name, kCredentialTtlS));
+    v1::AuthenticateRequest req;
+    req.set_munge_credential(std::move(credential));
+    v1::AuthenticateResponse resp;
+    if (Status st = client.Call(v1::METHOD_AUTHENTICATE, req, &resp, 30'000); !st.ok()) {
+      return st.Prepend("the controller at " + address + " did not accept this host's credential");
+    }
+    return client;
   }
-  return client;
+  return last;
 }
+
+namespace {
+Result<ControllerClient> ConnectOnce(const Config& config, const std::string& forced) {
+  if (forced == "tcp") return ControllerClient::ConnectTcp(config);
+  Result<ControllerClient> local = Unavailable("no controller socket configured");
+  for (const std::string& path : ControllerSocketPaths(config)) {
+    local = ControllerClient::Connect(path);
+    if (local.ok()) return local;
+  }
+  if (forced == "socket" || ControllerApiAddresses(config).empty()) return local;
+  // Not the controller's host (or its socket is gone): the network way.
+  return ControllerClient::ConnectTcp(config);
+}
+}  // namespace
 
 Result<ControllerClient> ControllerClient::ConnectTo(const Config& config) {
   const char* env = std::getenv("MUSTER_API");
   const std::string forced = env ? env : "";
-  if (forced == "tcp") return ConnectTcp(config);
-  auto local = Connect(config.controller.socket_path);
-  if (local.ok() || forced == "socket" || config.controller.api_address.empty()) return local;
-  // Not the controller's host (or its socket is gone): the network way.
-  return ConnectTcp(config);
+  auto client = ConnectOnce(config, forced);
+  if (client.ok() || config.controllers.size() < 2 ||
+      client.status().code() != StatusCode::kUnavailable) {
+    return client;
+  }
+  // A hot standby: while one controller takes over from another, none answers for a few
+  // seconds (the leader's lease, then the new leader's start). Wait that out, as commands did
+  // not fail when a single controller restarted quickly.
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::chrono::seconds(config.controller.leader_lease_s + 10);
+  while (!client.ok() && client.status().code() == StatusCode::kUnavailable &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    client = ConnectOnce(config, forced);
+  }
+  return client;
 }
 
 ControllerClient& ControllerClient::operator=(ControllerClient&& o) noexcept {

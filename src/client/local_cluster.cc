@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -118,6 +119,7 @@ std::string DirTag(const std::string& dir) {
 }
 
 constexpr const char* kShmPrefix = "/dev/shm/muster-local-";
+constexpr const char* kEtcd = "/usr/bin/etcd";
 
 // The jobs' state on a tmpfs where there is one: a drain of short jobs otherwise spends a third
 // of the agents' time in ext4's inode allocation (docs/benchmarks.md). Empty: /dev/shm is not a
@@ -131,14 +133,30 @@ std::string LocalJobStateDir(const std::string& dir) {
   return kShmPrefix + DirTag(dir);
 }
 
-std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uint16_t port) {
+// The ports a new cluster's daemons listen on.
+struct LocalPorts {
+  uint16_t agents = 0;
+  uint16_t standby_agents = 0;  // --standby: ctl-b's
+  uint16_t etcd_client = 0;     // --standby
+  uint16_t etcd_peer = 0;       // --standby: kept in the config as etcd's command line
+};
+
+std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
+                       const LocalPorts& ports) {
   std::ostringstream c;
   c << kMarker << " Edit freely; `muster local up` reuses it.\n"
     << "cluster_name = \"local\"\n\n"
     << "[controller]\n"
     << "socket = \"" << dir << "/run/musterctld.sock\"\n"
-    << "agent_address = \"127.0.0.1:" << port << "\"\n"
-    << "state_dir = \"" << dir << "/state\"\n\n"
+    << "agent_address = \"127.0.0.1:" << ports.agents << "\"\n"
+    << "state_dir = \"" << dir << "/state\"\n";
+  if (o.standby) {
+    c << "# A hot standby: ctl-a and ctl-b (below) elect their leader through this etcd.\n"
+      << "etcd_endpoints = [\"127.0.0.1:" << ports.etcd_client << "\"]\n"
+      << "leader_lease_s = 2\n"
+      << "# etcd's peer port for `muster local up`: " << ports.etcd_peer << "\n";
+  }
+  c << "\n"
     << "[scheduling]\n"
     << "heartbeat_interval_ms = 1000\n"
     << "node_not_responding_ms = 5000\n"
@@ -190,6 +208,16 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir, uin
     << "nodes = \"node[1-" << o.nodes << "]\"\n"
     << "default = true\n"
     << "max_time = \"UNLIMITED\"\n";
+  if (o.standby) {
+    for (const auto& [name, port] :
+         {std::pair{"ctl-a", ports.agents}, std::pair{"ctl-b", ports.standby_agents}}) {
+      c << "\n[[controllers]]\n"
+        << "name = \"" << name << "\"\n"
+        << "agent_address = \"127.0.0.1:" << port << "\"\n"
+        << "socket = \"" << dir << "/run/" << name << ".sock\"\n"
+        << "state_dir = \"" << dir << "/state/" << name << "\"\n";
+    }
+  }
   return c.str();
 }
 
@@ -240,23 +268,42 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
 
   const std::string conf = dir + "/muster.toml";
   const std::string ctld_pid = dir + "/run/musterctld.pid";
-  bool ctld_alive = Alive(ReadPid(ctld_pid), "musterctld");
+  bool ctld_alive = Alive(ReadPid(ctld_pid), "musterctld") ||
+                    Alive(ReadPid(dir + "/run/musterctld-ctl-a.pid"), "musterctld") ||
+                    Alive(ReadPid(dir + "/run/musterctld-ctl-b.pid"), "musterctld");
   if (fs::exists(conf) || fs::is_symlink(conf)) {
     if (Status st = CheckOwnFile(conf); !st.ok()) {
       return st.Prepend("refusing to use " + dir + " for a local cluster");
     }
     auto existing = LoadConfig(conf);
     if (!existing.ok()) return existing.status().Prepend("existing local cluster config");
-    if (existing->nodes.size() != o.nodes) {
+    if (existing->nodes.size() != o.nodes || existing->controllers.empty() == o.standby) {
       if (ctld_alive) {
-        return FailedPrecondition("a local cluster with " + std::to_string(existing->nodes.size()) +
-                                  " nodes runs in " + dir + "; run `muster local down` first");
+        return FailedPrecondition("a local cluster of another shape (" +
+                                  std::to_string(existing->nodes.size()) + " nodes, " +
+                                  (existing->controllers.empty() ? "one controller" : "a standby") +
+                                  ") runs in " + dir + "; run `muster local down` first");
       }
       fs::remove(conf, ec);
     }
   }
   if (!fs::exists(conf)) {
-    MUSTER_ASSIGN_OR_RETURN(uint16_t port, FreePort());
+    if (o.standby && ::access(kEtcd, X_OK) != 0) {
+      return FailedPrecondition(std::string("--standby needs etcd (") + kEtcd +
+                                ", Debian's etcd-server)");
+    }
+    LocalPorts ports;
+    MUSTER_ASSIGN_OR_RETURN(ports.agents, FreePort());
+    if (o.standby) {
+      // Distinct ones (a port just closed may come round again).
+      uint16_t* more[] = {&ports.standby_agents, &ports.etcd_client, &ports.etcd_peer};
+      std::set<uint16_t> taken = {ports.agents};
+      for (uint16_t* p : more) {
+        do {
+          MUSTER_ASSIGN_OR_RETURN(*p, FreePort());
+        } while (!taken.insert(*p).second);
+      }
+    }
     if (o.tls) {
       CertificateOptions certs;
       certs.dir = dir + "/tls";
@@ -265,8 +312,9 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
       MUSTER_RETURN_IF_ERROR(
           MakeCertificates(certs).status().Prepend("local cluster certificates"));
     }
-    std::ofstream(conf) << ConfigText(o, dir, port);
+    std::ofstream(conf) << ConfigText(o, dir, ports);
     fs::remove_all(dir + "/state", ec);  // a new shape starts with an empty state
+    fs::remove_all(dir + "/etcd", ec);   // and a new election
     fs::create_directories(dir + "/state", ec);
   }
   std::ofstream(dir + "/gpus.toml") << Fixture(o);
@@ -282,31 +330,81 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
     return NotFound("cannot find musterctld and musterd next to this program or on PATH");
   }
 
-  pid_t started_ctld = 0;
-  if (!ctld_alive) {
+  const bool standby = !config.controllers.empty();
+  // Our own children are checked with waitpid (they may not have exec'd yet); older ones by pid.
+  std::vector<std::pair<pid_t, std::string>> started_controllers;  // (pid, log)
+  auto exited = [&](std::vector<std::pair<pid_t, std::string>>& started,
+                    const char* program) -> Status {
+    for (const auto& [pid, log] : started) {
+      int status;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        return FailedPrecondition(std::string(program) + " exited: " + LastLine(log) + " (" + log +
+                                  ")");
+      }
+    }
+    return Status::Ok();
+  };
+  // Waits until a controller serves.
+  auto serving = [&]() -> Status {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.wait_s);
+    while (true) {
+      auto c = standby ? ControllerClient::ConnectTo(config)
+                       : ControllerClient::Connect(config.controller.socket_path);
+      if (c.ok() && c->ControllerInfo().ok()) return Status::Ok();
+      MUSTER_RETURN_IF_ERROR(exited(started_controllers, "musterctld"));
+      if (!standby && started_controllers.empty() && !Alive(ReadPid(ctld_pid), "musterctld")) {
+        return FailedPrecondition("musterctld exited: " + LastLine(dir + "/log/musterctld.log"));
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        return DeadlineExceeded("musterctld did not answer; see " + dir + "/log/");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  };
+  if (standby) {
+    const std::string etcd_pid = dir + "/run/etcd.pid";
+    if (!Alive(ReadPid(etcd_pid), "etcd")) {
+      const std::string client = config.controller.etcd_endpoints.front();
+      const std::string marker = "# etcd's peer port for `muster local up`: ";
+      const std::string text = ReadFile(conf);
+      const size_t at = text.find(marker);
+      const std::string peer =
+          "http://127.0.0.1:" +
+          (at == std::string::npos
+               ? std::string("2380")
+               : text.substr(at + marker.size(), text.find('\n', at) - at - marker.size()));
+      if (progress) std::fprintf(progress, "starting etcd (log: %s/log/etcd.log)\n", dir.c_str());
+      MUSTER_RETURN_IF_ERROR(
+          StartDaemon({kEtcd, "--name=local", "--data-dir=" + dir + "/etcd",
+                       "--listen-client-urls=http://" + client,
+                       "--advertise-client-urls=http://" + client, "--listen-peer-urls=" + peer,
+                       "--initial-advertise-peer-urls=" + peer, "--initial-cluster=local=" + peer},
+                      dir + "/log/etcd.log", etcd_pid)
+              .status());
+    }
+    // ctl-a first, so that it leads a new cluster; the others then stand by.
+    for (const ControllerHostConfig& h : config.controllers) {
+      const std::string pid_file = dir + "/run/musterctld-" + h.name + ".pid";
+      if (Alive(ReadPid(pid_file), "musterctld")) continue;
+      const std::string log = dir + "/log/musterctld-" + h.name + ".log";
+      if (progress) {
+        std::fprintf(progress, "starting musterctld %s (log: %s)\n", h.name.c_str(), log.c_str());
+      }
+      MUSTER_ASSIGN_OR_RETURN(
+          pid_t pid, StartDaemon({ctld, "--config", conf, "--name", h.name}, log, pid_file));
+      started_controllers.emplace_back(pid, log);
+      if (&h == &config.controllers.front()) MUSTER_RETURN_IF_ERROR(serving());
+    }
+  } else if (!ctld_alive) {
     if (progress)
       std::fprintf(progress, "starting musterctld (log: %s/log/musterctld.log)\n", dir.c_str());
-    MUSTER_ASSIGN_OR_RETURN(
-        started_ctld, StartDaemon({ctld, "--config", conf}, dir + "/log/musterctld.log", ctld_pid));
+    const std::string log = dir + "/log/musterctld.log";
+    MUSTER_ASSIGN_OR_RETURN(pid_t pid, StartDaemon({ctld, "--config", conf}, log, ctld_pid));
+    started_controllers.emplace_back(pid, log);
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.wait_s);
   // The controller first: agents would only retry until it answers.
-  while (true) {
-    auto c = ControllerClient::Connect(config.controller.socket_path);
-    if (c.ok() && c->ControllerInfo().ok()) break;
-    // Our own child is checked with waitpid (it may not have exec'd yet); an older one by pid.
-    int status;
-    bool gone = started_ctld ? ::waitpid(started_ctld, &status, WNOHANG) == started_ctld
-                             : !Alive(ReadPid(ctld_pid), "musterctld");
-    if (gone) {
-      std::string log = dir + "/log/musterctld.log";
-      return FailedPrecondition("musterctld exited: " + LastLine(log) + " (" + log + ")");
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      return DeadlineExceeded("musterctld did not answer; see " + dir + "/log/musterctld.log");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  MUSTER_RETURN_IF_ERROR(serving());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.wait_s);
   std::vector<std::pair<pid_t, std::string>> started_agents;
   for (const auto& n : config.nodes) {
     std::string pid_file = dir + "/run/musterd-" + n.name + ".pid";
@@ -322,7 +420,8 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
   // Up = every node registered and responding (idle, or busy with jobs from before a restart).
   std::string last;
   while (true) {
-    auto c = ControllerClient::Connect(config.controller.socket_path);
+    auto c = standby ? ControllerClient::ConnectTo(config)
+                     : ControllerClient::Connect(config.controller.socket_path);
     if (c.ok()) {
       auto nodes = c->ListNodes(v1::ListNodesRequest());
       if (nodes.ok()) {
@@ -336,12 +435,7 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
         last = Join(waiting, ",");
       }
     }
-    for (const auto& [pid, log] : started_agents) {
-      int status;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        return FailedPrecondition("musterd exited: " + LastLine(log) + " (" + log + ")");
-      }
-    }
+    MUSTER_RETURN_IF_ERROR(exited(started_agents, "musterd"));
     if (std::chrono::steady_clock::now() > deadline) {
       return DeadlineExceeded("nodes not up after " + std::to_string(o.wait_s) + " s: " + last +
                               "; see " + dir + "/log/");
@@ -355,13 +449,15 @@ Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
   std::string dir =
       fs::absolute(dir_in.empty() ? DefaultLocalDir() : dir_in).lexically_normal().string();
   if (!fs::exists(dir + "/run")) return NotFound("no local cluster in " + dir);
-  std::vector<std::pair<std::string, std::string>> agents, ctld;  // (pid file, program)
+  std::vector<std::pair<std::string, std::string>> agents, ctld, etcd;  // (pid file, program)
   for (const auto& e : fs::directory_iterator(dir + "/run")) {
     std::string name = e.path().filename().string();
     if (StartsWith(name, "musterd-") && e.path().extension() == ".pid") {
       agents.emplace_back(e.path().string(), "musterd");
-    } else if (name == "musterctld.pid") {
+    } else if (StartsWith(name, "musterctld") && e.path().extension() == ".pid") {
       ctld.emplace_back(e.path().string(), "musterctld");
+    } else if (name == "etcd.pid") {
+      etcd.emplace_back(e.path().string(), "etcd");
     }
   }
   auto stop = [&](const std::vector<std::pair<std::string, std::string>>& which) {
@@ -386,6 +482,7 @@ Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
   };
   stop(agents);
   stop(ctld);
+  stop(etcd);  // last: a leader that loses etcd stops believing it leads
   if (purge) {
     if (ReadFile(dir + "/muster.toml").rfind(kMarker, 0) != 0) {
       return FailedPrecondition(dir +

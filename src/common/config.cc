@@ -18,10 +18,12 @@
 
 namespace muster {
 namespace {
+using config_internal::ParseControllers;
 using config_internal::ParseSharing;
 using config_internal::SubTable;
 using config_internal::TableArray;
 using config_internal::TableReader;
+using config_internal::ValidateControllers;
 using config_internal::ValidateSharing;
 
 Status ValidateTls(const TlsConfig& t, const std::string& source) {
@@ -51,6 +53,7 @@ Status ValidateTls(const TlsConfig& t, const std::string& source) {
 Status Validate(Config& c, const std::string& source) {
   MUSTER_RETURN_IF_ERROR(ValidateTls(c.tls, source));
   MUSTER_RETURN_IF_ERROR(ValidateSharing(c, source));
+  MUSTER_RETURN_IF_ERROR(ValidateControllers(c, source));
   if (!IsLoopbackAddress(c.controller.agent_address) && !c.controller.insecure &&
       !c.tls.enabled()) {
     return FailedPrecondition(
@@ -184,6 +187,9 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(
             t.Uint("state_reserve_mb", &c.controller.state_reserve_mb, 0, 1'000'000));
         MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
+        MUSTER_RETURN_IF_ERROR(t.StringList("etcd_endpoints", &c.controller.etcd_endpoints));
+        MUSTER_RETURN_IF_ERROR(t.String("etcd_prefix", &c.controller.etcd_prefix));
+        MUSTER_RETURN_IF_ERROR(t.Uint("leader_lease_s", &c.controller.leader_lease_s, 1, 60));
         return t.String("log_file", &c.controller.log_file);
       },
       source));
@@ -388,6 +394,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       source));
 
   MUSTER_RETURN_IF_ERROR(ParseSharing(r, c, source));
+  MUSTER_RETURN_IF_ERROR(ParseControllers(r, c, source));
 
   MUSTER_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
   MUSTER_RETURN_IF_ERROR(Validate(c, source));

@@ -202,6 +202,9 @@ inline Status TableArray(TableReader& parent, const std::string& key,
 
 // [[accounts]] and [[qos]] (config_sharing.cc): parsed into `c`.
 Status ParseSharing(TableReader& root, Config& c, const std::string& source);
+// [[controllers]] (config_controllers.cc).
+Status ParseControllers(TableReader& root, Config& c, const std::string& source);
+Status ValidateControllers(const Config& c, const std::string& source);
 // The account tree, QoS names and preemption lists are consistent; accounts sorted parents
 // first.
 Status ValidateSharing(Config& c, const std::string& source);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "muster/store/replication_log.h"
 #include "muster/v1/controller.pb.h"
 #include "request_bounds.h"
 
@@ -61,6 +62,10 @@ Result<v1::DiagnosticsResponse> Diagnostics(controller::ControllerRunner& runner
   runner.engine().FillDiagnostics(&resp);
   resp.set_now_ms(runner.Now());
   resp.set_since_ms(std::max(runner.stats().reset_ms(), resp.start_time_ms()));
+  if (const store::ReplicationLog* log = runner.replication_log()) {
+    resp.set_replicating(true);
+    for (const std::string& name : log->in_sync()) resp.add_standbys_in_sync(name);
+  }
   for (const auto& t : runner.stats().Snapshot()) {
     v1::ServiceTiming* out = resp.add_timings();
     out->set_kind(t.kind);

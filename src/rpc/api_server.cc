@@ -438,7 +438,8 @@ void ApiServer::Accept(Acceptor& acceptor, bool tcp) {
   acceptor.async_accept(
       asio::make_strand(io_), [this, &acceptor, tcp](boost::system::error_code ec, Socket socket) {
         if (ec) {
-          if (ec != asio::error::operation_aborted) {
+          // Closed (shutting down): an accept on it fails at once, again and again.
+          if (ec != asio::error::operation_aborted && acceptor.is_open()) {
             spdlog::error("api accept: {}", ec.message());
             Accept(acceptor, tcp);
           }

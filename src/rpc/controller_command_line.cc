@@ -7,7 +7,9 @@
 namespace muster::rpc {
 
 std::string ControllerUsage() {
-  return std::string("Usage: musterctld [--config FILE] [--log-level LEVEL]\n") +
+  return std::string("Usage: musterctld [--config FILE] [--log-level LEVEL] [--name NAME]\n") +
+         "       --name NAME   which [[controllers]] entry this controller is (default: the\n"
+         "                     host's name)\n" +
          "       musterctld --check-state DIR   verify a state directory (read-only) and exit:\n"
          "                                      0 sound, 1 problems found, 2 unreadable\n" +
          "Config: --config, else $MUSTER_CONF, else " + kDefaultConfigPath + "\n";
@@ -20,10 +22,11 @@ Result<ControllerCommandLine> ParseControllerCommandLine(int argc, char** argv) 
                                 {"version", no_argument, nullptr, 'V'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {"check-state", required_argument, nullptr, 's'},
+                                {"name", required_argument, nullptr, 'n'},
                                 {nullptr, 0, nullptr, 0}};
   optind = 0;  // getopt's state is global: start over
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":c:l:Vhs:", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":c:l:Vhs:n:", opts, nullptr)) != -1;) {
     switch (c) {
       case 'c':
         cl.config_path = optarg;
@@ -39,6 +42,9 @@ Result<ControllerCommandLine> ParseControllerCommandLine(int argc, char** argv) 
         break;
       case 's':
         cl.check_state = optarg;
+        break;
+      case 'n':
+        cl.name = optarg;
         break;
       case ':':
         return InvalidArgument(std::string("option ") + argv[optind - 1] + " needs a value");

@@ -105,7 +105,8 @@ Status ControllerServer::Impl::Start() {
   builder.SetMaxSendMessageSize(static_cast<int>(kMaxAgentMessageBytes));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5'000);
+  // Agents of a hot standby ping every 2 s (to give up a frozen leader quickly).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1'000);
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || agent_port_ == 0) {
     return FailedPrecondition("cannot listen for agents on " + c.controller.agent_address +
@@ -149,8 +150,10 @@ void ControllerServer::Impl::Shutdown() {
       agents_->EndAll("controller shutting down");
     });
     if (replication_) {
-      replication_->Stop();
+      // The log first: standbys whose streams now end keep their standing in etcd (they have
+      // everything this leader acknowledged), so one of them may take over.
       runner_->replication_log()->Stop();
+      replication_->Stop();
     }
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     grpc_server_->Wait();

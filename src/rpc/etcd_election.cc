@@ -74,7 +74,8 @@ class EtcdElectionImpl final : public EtcdElection {
       Result<Leadership> won = TryOnce();
       if (won.ok()) return won;
       if (won.status().code() != StatusCode::kUnavailable &&
-          won.status().code() != StatusCode::kAlreadyExists) {
+          won.status().code() != StatusCode::kAlreadyExists &&
+          won.status().code() != StatusCode::kFailedPrecondition) {
         return won.status();
       }
       // Once per outage, not at every poll.
@@ -87,7 +88,40 @@ class EtcdElectionImpl final : public EtcdElection {
     return Status{StatusCode::kCancelled, "the campaign was stopped"};
   }
 
-  bool leading() const override { return leading_; }
+  bool leading() const override {
+    if (!leading_) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    return Clock::now() < confirmed_at_ + ttl_ - ttl_ / 10;
+  }
+
+  Status RecordInSync(const std::string& name, bool in_sync) override {
+    if (o_.state_prefix.empty()) return FailedPrecondition("leader election: no state_prefix");
+    int64_t epoch = epoch_;
+    if (!leading() || epoch == 0) return FailedPrecondition("this controller no longer leads");
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::Compare* c = txn.add_compare();
+    c->set_key(o_.key);
+    c->set_target(etcdserverpb::Compare::CREATE);
+    c->set_result(etcdserverpb::Compare::EQUAL);
+    c->set_create_revision(epoch);  // our leader key, not a later leader's
+    const std::string key = o_.state_prefix + "insync/" + name;
+    if (in_sync) {
+      etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+      put->set_key(key);
+      put->set_value(std::to_string(epoch));
+    } else {
+      txn.add_success()->mutable_request_delete_range()->set_key(key);
+    }
+    etcdserverpb::TxnResponse resp;
+    MUSTER_RETURN_IF_ERROR(Call("txn", [&](size_t i, grpc::ClientContext* ctx) {
+      return endpoints_[i].kv->Txn(ctx, txn, &resp);
+    }));
+    if (!resp.succeeded()) {
+      return FailedPrecondition("this controller no longer leads (epoch " + std::to_string(epoch) +
+                                " is gone from etcd)");
+    }
+    return Status::Ok();
+  }
 
   void Resign() override {
     int64_t lease = 0;
@@ -96,6 +130,7 @@ class EtcdElectionImpl final : public EtcdElection {
       lease = lease_;
       lease_ = 0;
       leading_ = false;
+      epoch_ = 0;
     }
     StopKeepAlive();
     if (lease == 0) return;
@@ -174,9 +209,8 @@ class EtcdElectionImpl final : public EtcdElection {
     return lease_;
   }
 
-  // kAlreadyExists: someone else leads (logged once per leader).
-  Result<Leadership> TryOnce() {
-    MUSTER_ASSIGN_OR_RETURN(int64_t lease, OurLease());
+  // The leader key, unless someone has it; with state_prefix, only for a candidate that may lead.
+  etcdserverpb::TxnRequest TakeLeadTxn(int64_t lease, bool first_ever) const {
     etcdserverpb::TxnRequest txn;
     etcdserverpb::Compare* c = txn.add_compare();
     c->set_key(o_.key);
@@ -188,22 +222,82 @@ class EtcdElectionImpl final : public EtcdElection {
     put->set_value(o_.candidate);
     put->set_lease(lease);
     txn.add_failure()->mutable_request_range()->set_key(o_.key);
-    etcdserverpb::TxnResponse resp;
-    Status st = Call("txn", [&](size_t i, grpc::ClientContext* ctx) {
-      return endpoints_[i].kv->Txn(ctx, txn, &resp);
-    });
-    if (st.code() == StatusCode::kNotFound) {  // our lease expired in between: a new one
-      std::lock_guard<std::mutex> lock(mu_);
-      if (lease_ == lease) lease_ = 0;
-      return Unavailable(st.message());
+    if (o_.state_prefix.empty()) return txn;
+    const std::string initialized = o_.state_prefix + "initialized";
+    const std::string insync = o_.state_prefix + "insync/";
+    const std::string mine = insync + o_.candidate;
+    c = txn.add_compare();
+    c->set_target(etcdserverpb::Compare::CREATE);
+    if (first_ever) {
+      c->set_key(initialized);
+      c->set_result(etcdserverpb::Compare::EQUAL);
+      c->set_create_revision(0);
+    } else {
+      c->set_key(mine);
+      c->set_result(etcdserverpb::Compare::GREATER);
+      c->set_create_revision(0);
     }
-    MUSTER_RETURN_IF_ERROR(st);
+    put = txn.add_success()->mutable_request_put();
+    put->set_key(initialized);
+    put->set_value(o_.candidate);
+    put = txn.add_success()->mutable_request_put();
+    put->set_key(mine);
+    put->set_value("leader");
+    // Everyone else out of the in-sync set: the two ranges either side of our own key (etcd
+    // refuses a put and a delete of the same key in one transaction).
+    etcdserverpb::DeleteRangeRequest* below = txn.add_success()->mutable_request_delete_range();
+    below->set_key(insync);
+    below->set_range_end(mine);
+    etcdserverpb::DeleteRangeRequest* above = txn.add_success()->mutable_request_delete_range();
+    above->set_key(mine + std::string(1, '\0'));
+    std::string end = insync;
+    end.back() = static_cast<char>(end.back() + 1);  // just past every key under insync/
+    above->set_range_end(end);
+    return txn;
+  }
+
+  // kAlreadyExists: someone else leads (logged once per leader); kFailedPrecondition: no one
+  // leads but this candidate may not (not in sync).
+  Result<Leadership> TryOnce() {
+    MUSTER_ASSIGN_OR_RETURN(int64_t lease, OurLease());
+    etcdserverpb::TxnResponse resp;
+    bool first_ever = false;
+    while (true) {
+      const etcdserverpb::TxnRequest txn = TakeLeadTxn(lease, first_ever);
+      resp.Clear();
+      Status st = Call("txn", [&](size_t i, grpc::ClientContext* ctx) {
+        return endpoints_[i].kv->Txn(ctx, txn, &resp);
+      });
+      if (st.code() == StatusCode::kNotFound) {  // our lease expired in between: a new one
+        std::lock_guard<std::mutex> lock(mu_);
+        if (lease_ == lease) lease_ = 0;
+        return Unavailable(st.message());
+      }
+      MUSTER_RETURN_IF_ERROR(st);
+      const bool nobody_leads = !resp.succeeded() && resp.responses_size() == 1 &&
+                                resp.responses(0).has_response_range() &&
+                                resp.responses(0).response_range().kvs_size() == 0;
+      if (!nobody_leads || o_.state_prefix.empty()) break;
+      if (first_ever) {
+        if (!refused_logged_) {
+          spdlog::warn(
+              "leader election: no controller leads, and {} may not take over: it is not in "
+              "sync with the last leader (a standby that had every acknowledged change must, "
+              "or that leader must come back)",
+              o_.candidate);
+          refused_logged_ = true;
+        }
+        return FailedPrecondition(o_.candidate + " is not in sync");
+      }
+      first_ever = true;  // not in sync: only a cluster that never had a leader would do
+    }
     Leadership now;
     if (resp.succeeded()) {
       now = Leadership{o_.candidate, resp.header().revision(), lease};
     } else if (resp.responses_size() == 1 && resp.responses(0).has_response_range() &&
                resp.responses(0).response_range().kvs_size() == 1) {
       now = Of(resp.responses(0).response_range().kvs(0));
+      refused_logged_ = false;
       if (now.lease != lease) {
         if (now.epoch != seen_epoch_) {
           spdlog::info("leader election: {} leads (epoch {}); {} stands by", now.leader, now.epoch,
@@ -222,6 +316,7 @@ class EtcdElectionImpl final : public EtcdElection {
       std::lock_guard<std::mutex> lock(mu_);
       if (lease_ != lease) return Unavailable("our lease lapsed while we took the lead; again");
       leading_ = true;
+      epoch_ = now.epoch;
     }
     spdlog::info("leader election: {} leads (epoch {})", o_.candidate, now.epoch);
     return now;
@@ -295,17 +390,19 @@ class EtcdElectionImpl final : public EtcdElection {
   const EtcdElectionOptions o_;
   std::vector<Endpoint> endpoints_;
   std::atomic<size_t> current_{0};
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable wake_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> leading_{false};
+  std::atomic<int64_t> epoch_{0};  // our leader key's create revision while we lead
   bool keep_alive_stop_ = false;
   int64_t lease_ = 0;  // guarded by mu_
   std::chrono::milliseconds ttl_{0};
   Clock::time_point confirmed_at_;
   std::function<void()> on_lost_;
   std::thread keep_alive_;
-  int64_t seen_epoch_ = 0;  // Campaign's thread only
+  int64_t seen_epoch_ = 0;       // Campaign's thread only
+  bool refused_logged_ = false;  // Campaign's thread only
 };
 
 }  // namespace

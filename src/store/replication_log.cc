@@ -61,7 +61,7 @@ void ReplicationLog::Acked(const std::string& standby, uint64_t seq) {
     // that the leader acknowledges is on its disk, so it may be published as in sync.
     if (!s.in_sync && s.acked >= last_seq_) s.in_sync = true;
     changed_.notify_all();
-    if (!s.in_sync || s.published) return;
+    if (!s.in_sync || s.published || stopped_) return;
     if (!membership_) {
       s.published = true;
       return;
@@ -72,7 +72,7 @@ void ReplicationLog::Acked(const std::string& standby, uint64_t seq) {
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = standbys_.find(standby);
-    if (it == standbys_.end() || !it->second.in_sync || it->second.published) return;
+    if (it == standbys_.end() || !it->second.in_sync || it->second.published || stopped_) return;
   }
   Status st = membership_(standby, true);
   std::lock_guard<std::mutex> l(mu_);
@@ -81,12 +81,20 @@ void ReplicationLog::Acked(const std::string& standby, uint64_t seq) {
 }
 
 Status ReplicationLog::Drop(std::unique_lock<std::mutex>& l, const std::string& name) {
-  if (membership_) {
+  if (membership_ && !stopped_) {
     l.unlock();
-    std::lock_guard<std::mutex> m(membership_mu_);
-    Status st = membership_(name, false);
+    std::lock_guard<std::mutex> m(membership_mu_);  // after a join's publication, if one is on
     l.lock();
-    if (!st.ok()) return st.Prepend("cannot drop standby " + name + " from the in-sync set");
+    auto it = standbys_.find(name);
+    if (it == standbys_.end()) return Status::Ok();  // dropped meanwhile
+    // Only what was published needs taking back; and a stopped leader acknowledges nothing
+    // more, so the standbys it had keep their standing (they have all it acknowledged).
+    if (it->second.published && !stopped_) {
+      l.unlock();
+      Status st = membership_(name, false);
+      l.lock();
+      if (!st.ok()) return st.Prepend("cannot drop standby " + name + " from the in-sync set");
+    }
   }
   standbys_.erase(name);
   changed_.notify_all();

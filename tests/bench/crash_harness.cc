@@ -13,12 +13,17 @@
 //     its own or by a cancel a client sent: never requeued, failed or lost;
 //   - the last acknowledged hold and release of each job, and drain and resume of each node,
 //     still hold; a cancelled job is not pending.
+// With --failover (a cluster made by `muster local up --standby`), each round stops the leading
+// controller instead, with SIGKILL or (every other round) SIGSTOP, and the standby must serve:
+// the time from the stop to its first answer is the takeover time. A frozen leader is thawed once
+// the standby serves and must then stop on its own (it lost its lease: fenced); the stopped one
+// is started again as the standby and the next round waits until it is in sync.
 // At the end, with every job over: no job ran twice (each job appends its id to a shared file as
 // it starts), every job that started did so once, accounting has each job once with the start
 // the live view had, and an acknowledged cancel ended its job CANCELLED (unless it had ended
 // before the answer came).
 //   usage: crash_harness --cluster DIR --musterctld PATH [--rounds N] [--clients N] [--seed N]
-//                        [--max-kill-delay-ms MS] [--summary FILE]
+//                        [--max-kill-delay-ms MS] [--summary FILE] [--failover]
 // Exit 0: no violation; 1: violations (each printed); 2: usage or setup error.
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -64,6 +69,7 @@ struct Options {
   std::string cluster, musterctld, summary;
   int rounds = 20, clients = 4, max_kill_delay_ms = 1200;
   uint64_t seed = 0;
+  bool failover = false;
 };
 
 // A transport failure leaves the outcome unknown (the controller may have acted before it died);
@@ -139,8 +145,14 @@ class Harness {
   std::optional<ControllerClient> Connect() const;
   pid_t ControllerPid() const;
   bool KillController(pid_t pid);
+  pid_t SpawnController(const std::string& log, const std::string& name) const;
   pid_t StartController();
   std::optional<double> WaitServing(pid_t pid);
+  // --failover: the controllers of a standby cluster, by name.
+  int Leader() const;  // index into config_.controllers of the one serving; -1 if none
+  pid_t PidOf(int c) const;
+  pid_t StartStandby(int c);
+  bool FailoverRound(int round, std::mt19937_64& rng);
 
   // The invariants (crash_invariants.h) after a round and at the end; what they find is printed.
   void CheckRound(int round, const Jobs& running_at_kill);
@@ -162,12 +174,122 @@ class Harness {
   muster::bench::crash::Checker checker_;
   std::vector<double> restart_ms_;
   int killed_in_recovery_ = 0;
+  muster::Config config_;        // --failover
+  std::vector<pid_t> children_;  // --failover: controllers this process started, to reap
+  int frozen_rounds_ = 0;
 };
 
 std::optional<ControllerClient> Harness::Connect() const {
-  auto c = ControllerClient::Connect(socket_);
+  // A standby cluster: whichever controller's socket answers, as the CLI does.
+  auto c = o_.failover ? ControllerClient::ConnectTo(config_) : ControllerClient::Connect(socket_);
   if (!c.ok()) return std::nullopt;
   return std::move(*c);
+}
+
+int Harness::Leader() const {
+  for (size_t i = 0; i < config_.controllers.size(); ++i) {
+    auto c = ControllerClient::Connect(config_.controllers[i].socket_path);
+    if (c.ok() && c->ControllerInfo().ok()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+pid_t Harness::PidOf(int c) const {
+  std::ifstream in(o_.cluster + "/run/musterctld-" + config_.controllers[c].name + ".pid");
+  pid_t pid = 0;
+  in >> pid;
+  return pid;
+}
+
+pid_t Harness::StartStandby(int c) {
+  const std::string& name = config_.controllers[c].name;
+  const pid_t pid = SpawnController(o_.cluster + "/log/musterctld-" + name + ".log", name);
+  if (pid > 0) {
+    children_.push_back(pid);
+    std::ofstream(o_.cluster + "/run/musterctld-" + name + ".pid") << pid << "\n";
+  }
+  return pid;
+}
+
+// Stops the leader (SIGKILL, or SIGSTOP every other round), times the standby's takeover, checks
+// that a frozen leader stops on its own once thawed, and brings the stopped one back as the
+// standby, in sync, for the next round.
+bool Harness::FailoverRound(int round, std::mt19937_64& rng) {
+  const std::string at = "round " + std::to_string(round) + ": ";
+  const int leader = Leader();
+  if (leader < 0) {
+    Violation(at + "no controller serves");
+    return false;
+  }
+  const int standby = 1 - leader;
+  const pid_t victim = PidOf(leader);
+  const bool freeze = round % 2 == 0;
+  ++gen_;
+  const auto stopped = Clock::now();
+  if (victim <= 0 || ::kill(victim, freeze ? SIGSTOP : SIGKILL) != 0) {
+    Violation(at + "cannot stop the leader (pid " + std::to_string(victim) + ")");
+    return false;
+  }
+  std::optional<double> served;
+  const auto deadline = stopped + std::chrono::seconds(30);
+  while (!served && Clock::now() < deadline) {
+    auto c = ControllerClient::Connect(config_.controllers[standby].socket_path);
+    if (c.ok() && c->ControllerInfo().ok()) {
+      served = std::chrono::duration<double, std::milli>(Clock::now() - stopped).count();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  if (freeze) {
+    ++frozen_rounds_;
+    ::kill(victim, SIGCONT);
+  }
+  if (!served) {
+    Violation(at + "the standby " + config_.controllers[standby].name + " never served");
+    return false;
+  }
+  restart_ms_.push_back(*served);
+  // Killed, or thawed: either way it must be gone (a thawed one finds its lease lost and stops).
+  bool gone = false;
+  for (const auto until = Clock::now() + std::chrono::seconds(15); Clock::now() < until;) {
+    int status = 0;
+    if (::waitpid(victim, &status, WNOHANG) == victim) {
+      gone = true;
+      children_.erase(std::remove(children_.begin(), children_.end(), victim), children_.end());
+      break;
+    }
+    if (!muster::ProcessAlive(victim) &&
+        std::find(children_.begin(), children_.end(), victim) == children_.end()) {
+      gone = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!gone) {
+    Violation(at + "the old leader (pid " + std::to_string(victim) +
+              ") still runs 15 s after it was " + (freeze ? "thawed" : "killed") + ": not fenced");
+    ::kill(victim, SIGKILL);
+    ::waitpid(victim, nullptr, 0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 300));
+  if (StartStandby(leader) <= 0) {
+    Violation(at + "cannot start the old leader again");
+    return false;
+  }
+  // In sync again, so that the next round has a standby that may take over.
+  const std::string& name = config_.controllers[leader].name;
+  for (const auto until = Clock::now() + std::chrono::seconds(60); Clock::now() < until;) {
+    if (auto c = ControllerClient::Connect(config_.controllers[standby].socket_path); c.ok()) {
+      if (auto d = c->Diagnostics(); d.ok()) {
+        for (const std::string& s : d->standbys_in_sync()) {
+          if (s == name) return true;
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Violation(at + name + " did not come back in sync within 60 s");
+  return false;
 }
 
 pid_t Harness::ControllerPid() const {
@@ -192,9 +314,9 @@ bool Harness::KillController(pid_t pid) {
   return false;
 }
 
-pid_t Harness::StartController() {
+// musterctld in the background, its output appended to `log`; `name`: --name (a standby's).
+pid_t Harness::SpawnController(const std::string& log, const std::string& name) const {
   const std::string conf = o_.cluster + "/muster.toml";
-  const std::string log = o_.cluster + "/log/musterctld.log";
   pid_t pid = ::fork();
   if (pid == 0) {
     ::setsid();
@@ -202,9 +324,19 @@ pid_t Harness::StartController() {
     int in = ::open("/dev/null", O_RDONLY);
     if (out >= 0) ::dup2(out, 1), ::dup2(out, 2);
     if (in >= 0) ::dup2(in, 0);
-    ::execl(o_.musterctld.c_str(), o_.musterctld.c_str(), "--config", conf.c_str(), nullptr);
+    if (name.empty()) {
+      ::execl(o_.musterctld.c_str(), o_.musterctld.c_str(), "--config", conf.c_str(), nullptr);
+    } else {
+      ::execl(o_.musterctld.c_str(), o_.musterctld.c_str(), "--config", conf.c_str(), "--name",
+              name.c_str(), nullptr);
+    }
     _exit(127);
   }
+  return pid;
+}
+
+pid_t Harness::StartController() {
+  const pid_t pid = SpawnController(o_.cluster + "/log/musterctld.log", "");
   if (pid > 0) {
     own_child_ = pid;
     // `muster local down` stops what the pid file names.
@@ -498,6 +630,15 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 int Harness::Run() {
+  if (o_.failover) {
+    auto config = muster::LoadConfig(o_.cluster + "/muster.toml");
+    if (!config.ok() || config->controllers.size() != 2) {
+      std::fprintf(stderr, "crash_harness: --failover needs `muster local up --standby` in %s\n",
+                   o_.cluster.c_str());
+      return 2;
+    }
+    config_ = std::move(*config);
+  }
   {
     auto c = Connect();
     if (!c) {
@@ -525,6 +666,20 @@ int Harness::Run() {
       if (auto l = c->ListJobs(r); l.ok()) {
         for (const auto& j : l->jobs()) running_at_kill.emplace(j.id(), j);
       }
+    }
+    if (o_.failover) {
+      if (!FailoverRound(round, rng)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 500));
+      gate_.Pause();
+      CheckRound(round, running_at_kill);
+      gate_.Resume();
+      std::printf(
+          "round %d: %s leader, standby served in %.0f ms, %zu running then; %zu "
+          "violations\n",
+          round, round % 2 == 0 ? "froze the" : "killed the", restart_ms_.back(),
+          running_at_kill.size(), violations_.size());
+      std::fflush(stdout);
+      continue;
     }
     const pid_t victim = ControllerPid();
     if (victim <= 0 || !KillController(victim)) {
@@ -586,11 +741,13 @@ int Harness::Run() {
   std::snprintf(summary, sizeof summary,
                 "{\"rounds\": %d, \"clients\": %d, \"seed\": %llu, \"violations\": %zu, "
                 "\"submissions_acked\": %llu, \"submissions_unanswered\": %llu, "
-                "\"killed_during_recovery\": %d, \"restart_ms_median\": %.1f, "
+                "\"killed_during_recovery\": %d, \"failover\": %s, \"frozen_rounds\": %d, "
+                "\"restart_ms_median\": %.1f, "
                 "\"restart_ms_p99\": %.1f, \"restart_ms_max\": %.1f, \"rounds_s\": %.1f}\n",
                 o_.rounds, o_.clients, static_cast<unsigned long long>(o_.seed), violations_.size(),
                 static_cast<unsigned long long>(acked), static_cast<unsigned long long>(unknown),
-                killed_in_recovery_, Percentile(restart_ms_, 0.5), Percentile(restart_ms_, 0.99),
+                killed_in_recovery_, o_.failover ? "true" : "false", frozen_rounds_,
+                Percentile(restart_ms_, 0.5), Percentile(restart_ms_, 0.99),
                 Percentile(restart_ms_, 1.0), rounds_s);
   std::fputs(summary, stdout);
   if (!o_.summary.empty()) std::ofstream(o_.summary) << summary;
@@ -626,6 +783,8 @@ int main(int argc, char** argv) {
         o.max_kill_delay_ms = std::stoi(value());
       else if (a == "--summary")
         o.summary = value();
+      else if (a == "--failover")
+        o.failover = true;
       else {
         std::fprintf(stderr, "crash_harness: unknown option %s\n", a.c_str());
         return 2;
@@ -639,7 +798,7 @@ int main(int argc, char** argv) {
       o.clients < 1 || o.clients > 64 || o.max_kill_delay_ms < 0) {
     std::fprintf(stderr,
                  "usage: crash_harness --cluster DIR --musterctld PATH [--rounds N] [--clients N] "
-                 "[--seed N] [--max-kill-delay-ms MS] [--summary FILE]\n");
+                 "[--seed N] [--max-kill-delay-ms MS] [--summary FILE] [--failover]\n");
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);

@@ -84,11 +84,17 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::StartOnce(InProcessC
                 .string();
   fs::remove_all(c->dir_);
   fs::create_directories(c->dir_ + "/jobs");
+  if (o.standby) {
+    MUSTER_ASSIGN_OR_RETURN(c->etcd_, TestEtcd::Start(c->dir_ + "/etcd"));
+  }
   std::ostringstream t;
   t << "cluster_name = \"itest\"\n"
     << "[controller]\nsocket = \"" << c->dir_ << "/ctld.sock\"\n"
     << "agent_address = \"127.0.0.1:" << FreePort() << "\"\n"
     << "state_dir = \"" << c->dir_ << "/state\"\nlog_level = \"warn\"\n"
+    << (o.standby ? "etcd_endpoints = [\"" + c->etcd_->endpoint() +
+                        "\"]\nleader_lease_s = " + std::to_string(o.leader_lease_s) + "\n"
+                  : "")
     << (o.remote_api ? "api_address = \"127.0.0.1:" + std::to_string(FreePort()) + "\"\n" : "")
     << "[scheduling]\nsched_min_interval_ms = 2\n"
     << "heartbeat_interval_ms = " << o.heartbeat_interval_ms << "\n"
@@ -127,6 +133,14 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::StartOnce(InProcessC
       << "topology = \"spine1/leaf" << (i <= half ? 1 : 2) << "\"\n";
   }
   t << "[[partition]]\nname = \"gpu\"\nnodes = \"node[1-" << o.nodes << "]\"\ndefault = true\n";
+  if (o.standby) {
+    for (const char* name : {"ctl-a", "ctl-b"}) {
+      t << "[[controllers]]\nname = \"" << name << "\"\n"
+        << "agent_address = \"127.0.0.1:" << FreePort() << "\"\n"
+        << "socket = \"" << c->dir_ << "/" << name << ".sock\"\n"
+        << "state_dir = \"" << c->dir_ << "/state-" << name << "\"\n";
+    }
+  }
   c->config_path_ = c->dir_ + "/muster.toml";
   std::ofstream(c->config_path_) << t.str();
   std::ofstream(c->dir_ + "/gpus.toml")
@@ -152,6 +166,11 @@ InProcessCluster::~InProcessCluster() {
 }
 
 Status InProcessCluster::StartController() {
+  if (options_.standby) {
+    MUSTER_RETURN_IF_ERROR(StartCandidate(0));
+    if (WaitForLeader(10'000) != 0) return DeadlineExceeded("ctl-a did not take the lead");
+    return StartCandidate(1);
+  }
   MUSTER_ASSIGN_OR_RETURN(controller_, rpc::ControllerServer::Create({config_}));
   return controller_->Start();
 }
@@ -159,11 +178,45 @@ Status InProcessCluster::StartController() {
 void InProcessCluster::StopController() {
   if (controller_) controller_->Shutdown();
   controller_.reset();
+  for (auto& candidate : candidates_) {
+    if (candidate) candidate->Shutdown();
+    candidate.reset();
+  }
 }
 
 Status InProcessCluster::RestartController() {
+  if (options_.standby) return Unimplemented("RestartController with a standby: CrashCandidate");
   StopController();
   return StartController();
+}
+
+Status InProcessCluster::StartCandidate(int i) {
+  const std::string name = i == 0 ? "ctl-a" : "ctl-b";
+  MUSTER_ASSIGN_OR_RETURN(Config mine, ConfigForController(config_, name));
+  rpc::ControllerCandidateOptions o;
+  o.config = std::move(mine);
+  o.name = name;
+  o.ack_timeout = std::chrono::milliseconds(1000);
+  MUSTER_ASSIGN_OR_RETURN(candidates_[i], rpc::ControllerCandidate::Create(std::move(o)));
+  return candidates_[i]->Start();
+}
+
+void InProcessCluster::CrashCandidate(int i) {
+  if (candidates_[i]) candidates_[i]->Shutdown(/*resign=*/false);
+  candidates_[i].reset();
+}
+
+int InProcessCluster::WaitForLeader(int timeout_ms) const {
+  int leader = -1;
+  WaitFor(
+      [&] {
+        for (int i = 0; i < 2; ++i) {
+          if (candidates_[i] && candidates_[i]->leading()) leader = i;
+        }
+        return leader >= 0;
+      },
+      timeout_ms);
+  return leader;
 }
 
 Status InProcessCluster::StartAgent(int i) {
@@ -216,6 +269,8 @@ Status InProcessCluster::WaitForNodesUp(int timeout_ms) {
 }
 
 Result<client::ControllerClient> InProcessCluster::Client() const {
+  // With a standby: whichever controller's socket answers (the CLI's way).
+  if (options_.standby) return client::ControllerClient::ConnectTo(config_);
   return client::ControllerClient::Connect(config_.controller.socket_path);
 }
 

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "harness/test_etcd.h"
 #include "harness/test_munged.h"
 #include "muster/agent/agent.h"
 #include "muster/client/controller_client.h"
 #include "muster/common/status.h"
+#include "muster/rpc/controller_candidate.h"
 #include "muster/rpc/controller_server.h"
 
 namespace muster::testing {
@@ -35,6 +37,10 @@ struct InProcessClusterOptions {
   // The user API on TCP as well (controller.api_address on loopback), with a munged of the
   // cluster's own for the MUNGE credentials (config [munge] socket).
   bool remote_api = false;
+  // A hot standby: two controllers (ctl-a, which leads first, and ctl-b, standing by) electing
+  // their leader through an etcd of the cluster's own; agents and clients know both.
+  bool standby = false;
+  uint32_t leader_lease_s = 2;
 };
 
 class InProcessCluster {
@@ -72,6 +78,15 @@ class InProcessCluster {
   void StopController();
   Status WaitForNodesUp(int timeout_ms);
 
+  // ---- With standby: controller 0 is ctl-a, 1 is ctl-b. ----
+  rpc::ControllerCandidate* candidate(int i) { return candidates_[i].get(); }
+  Status StartCandidate(int i);
+  // Stops controller i as a crash would: no hand-over, its lease left to run out.
+  void CrashCandidate(int i);
+  // The controller that leads, once one does within timeout_ms; -1 if none.
+  int WaitForLeader(int timeout_ms) const;
+  TestEtcd* etcd() { return etcd_.get(); }
+
  private:
   static Result<std::unique_ptr<InProcessCluster>> StartOnce(InProcessClusterOptions options);
   InProcessCluster() = default;
@@ -83,6 +98,8 @@ class InProcessCluster {
   Config config_;
   std::unique_ptr<TestMunged> munged_;
   std::unique_ptr<rpc::ControllerServer> controller_;
+  std::unique_ptr<TestEtcd> etcd_;
+  std::unique_ptr<rpc::ControllerCandidate> candidates_[2];
   std::vector<std::unique_ptr<agent::Agent>> agents_;
 };
 

@@ -142,11 +142,15 @@ TEST(ClusterTlsTest, ASelfMadeCertificateOrNoneGetsNoConnection) {
   st = RegisterAs(*Registry(address, grpc::InsecureChannelCredentials()), "node1");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
 
-  // The controller's own certificate is for serving only: it cannot be a client.
+  // The controller's own certificate is a client's too (a standby follows the leader with it),
+  // but it names no node: it cannot register as one, neither as node1 nor under its own name.
   auto controller_id = LoadControllerTlsIdentity(cluster.config().tls);
   ASSERT_TRUE(controller_id.ok());
   st = RegisterAs(*Registry(address, PresentingIdentity(*controller_id)), "node1");
-  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  st = RegisterAs(*Registry(address, PresentingIdentity(*controller_id)),
+                  cluster.config().tls.controller_name);
+  EXPECT_NE(st.error_code(), grpc::StatusCode::OK) << "the controller registered as a node";
 
   ExpectVictimUntouched(cluster, job);
 }
@@ -187,7 +191,7 @@ int RegistrationsWithServerPresenting(const TlsIdentity& agent, const std::strin
   cb.on_connected = [](const v1::RegisterResponse&) {};
   cb.on_message = [](v1::ControllerMessage) {};
   cb.on_disconnected = [] {};
-  auto link = agent::NewGrpcControllerLink("127.0.0.1:" + std::to_string(port), "node1", "i1",
+  auto link = agent::NewGrpcControllerLink({"127.0.0.1:" + std::to_string(port)}, "node1", "i1",
                                            agent::ControllerLinkTls{agent, "musterctld"}, cb);
   link->Start();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));

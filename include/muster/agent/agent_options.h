@@ -22,8 +22,10 @@ struct AgentOptions {
   std::string spool_dir;     // default: config.agent.spool_dir/<node>
   // default: config.agent.job_state_dir/<node>, or spool_dir when that is empty
   std::string job_state_dir;
-  std::string step_address;        // default: config.agent.step_address
-  std::string controller_address;  // default: config.controller.agent_address
+  std::string step_address;  // default: config.agent.step_address
+  // Where the controller may be, tried in turn ("host:port[,host:port...]"); default: every
+  // [[controllers]] entry's agent_address, else config.controller.agent_address.
+  std::string controller_address;
   // How long a step connection (srun, muster run) may take to send its request, from connect.
   int step_request_deadline_ms = 30'000;
   // muster-stepd, which runs each step in a process of its own so that steps outlive a restart

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "muster/common/tls_files.h"
 #include "muster/v1/node.pb.h"
@@ -51,8 +52,9 @@ struct ControllerLinkTls {
 };
 
 // The real link: gRPC NodeRegistry, jittered exponential backoff. Mutual TLS when tls is set,
-// plain TCP otherwise.
-std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::string& address,
+// plain TCP otherwise. With several addresses (a hot standby's controllers), one that does not
+// answer is passed over for the next at once; only a whole round of failures backs off.
+std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::vector<std::string>& addresses,
                                                       const std::string& node,
                                                       const std::string& instance_id,
                                                       std::optional<ControllerLinkTls> tls,

@@ -20,6 +20,9 @@ struct LocalClusterOptions {
   std::string bin_dir;  // where musterctld/musterd are; default: next to this program
   int wait_s = 60;      // how long to wait for every node to be up
   bool tls = true;      // mutual TLS between the daemons (certificates in DIR/tls)
+  // A hot standby: an etcd of the cluster's own (DIR/etcd, loopback) and two controllers, ctl-a
+  // (started first, so it leads) and ctl-b, each with its own socket and state directory.
+  bool standby = false;
 };
 
 std::string DefaultLocalDir();
@@ -30,8 +33,9 @@ std::string DefaultLocalDir();
 // daemons' log files named) when it does not come up in time.
 Result<std::string> LocalUp(const LocalClusterOptions& options, FILE* progress);
 
-// Stops the agents, then the controller (SIGTERM, SIGKILL after 10 s), by the pids recorded in
-// dir/run. purge: also delete dir (only when it holds a muster.toml written by LocalUp).
+// Stops the agents, then the controllers, then etcd (SIGTERM, SIGKILL after 10 s), by the pids
+// recorded in dir/run. purge: also delete dir (only when it holds a muster.toml written by
+// LocalUp).
 Status LocalDown(const std::string& dir, bool purge, FILE* progress);
 
 }  // namespace muster::client

@@ -48,6 +48,24 @@ struct ControllerConfig {
   uint32_t state_reserve_mb = 128;
   std::string log_level = "info";
   std::string log_file;  // empty: stderr (journald under systemd)
+  // A hot standby: the [[controllers]] elect their leader through etcd (its v3 API, host:port
+  // of its client URLs, loopback only yet). Empty: one controller, no election.
+  std::vector<std::string> etcd_endpoints;
+  // Where the election's keys live; empty: "/muster/<cluster_name>/".
+  std::string etcd_prefix;
+  // The leader's etcd lease: a leader that stops answering is replaced this long after.
+  uint32_t leader_lease_s = 3;
+};
+
+// One of several controllers ([[controllers]]): one leads, the others follow its state and take
+// over when it fails. Empty fields take [controller]'s value.
+struct ControllerHostConfig {
+  std::string name;           // musterctld --name; default: the host's name
+  std::string agent_address;  // where agents and standbys reach it (required)
+  std::string api_address;
+  std::string api_listen;
+  std::string socket_path;
+  std::string state_dir;
 };
 
 struct SchedulingConfig {
@@ -268,6 +286,7 @@ struct Config {
     bool users = false;
   } private_data;
   ControllerConfig controller;
+  std::vector<ControllerHostConfig> controllers;  // a hot standby's controllers, in order
   SchedulingConfig scheduling;
   AgentConfig agent;
   TlsConfig tls;
@@ -288,6 +307,16 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source);
 
 // Reads and parses a file. NOT_FOUND when it does not exist.
 Result<Config> LoadConfig(const std::string& path);
+
+// Where the controllers are, in the order to try them: every [[controllers]] entry's (with
+// [controller]'s values for what an entry leaves out), else [controller]'s one. Duplicates once.
+std::vector<std::string> ControllerAgentAddresses(const Config& c);
+std::vector<std::string> ControllerApiAddresses(const Config& c);  // the non-empty ones
+std::vector<std::string> ControllerSocketPaths(const Config& c);
+// The config as controller `name` runs it: [controller]'s addresses, socket and state_dir
+// replaced by its [[controllers]] entry's. NOT_FOUND when [[controllers]] does not list it;
+// without [[controllers]], the config as it is.
+Result<Config> ConfigForController(const Config& c, const std::string& name);
 
 // The config path to use: explicit (a --config flag) if given, else $MUSTER_CONF, else the default.
 std::string ResolveConfigPath(const std::string& explicit_path);

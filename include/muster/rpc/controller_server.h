@@ -33,6 +33,7 @@ struct ControllerCommandLine {
   bool help = false;
   bool version = false;
   std::string check_state;  // --check-state DIR: verify a state directory offline and exit
+  std::string name;         // --name: which [[controllers]] entry this is; empty: the host's name
 };
 // Parses musterctld's arguments (argv[0] is the program). INVALID_ARGUMENT, naming the option,
 // for an unknown option, a missing value or a stray argument.

@@ -30,6 +30,11 @@ struct EtcdElectionOptions {
   // How often a follower looks whether the leader key is still there.
   std::chrono::milliseconds poll{200};
   std::chrono::milliseconds rpc_timeout{1000};
+  // A hot standby's rule; empty: any candidate may lead. With it, a candidate takes the lead only
+  // while `<state_prefix>insync/<candidate>` exists (the leader recorded that it has every change
+  // acknowledged so far), or before anyone ever led (`<state_prefix>initialized` absent). The
+  // winner records both, and that no one else is in sync (their copies are about to fall behind).
+  std::string state_prefix;
 };
 
 struct Leadership {
@@ -50,8 +55,12 @@ class EtcdElection {
   // thread) when the lead is lost afterwards: etcd says the lease is gone, or it went a whole
   // TTL without confirming it.
   virtual Result<Leadership> Campaign(std::function<void()> on_lost) = 0;
-  // Whether this candidate still leads, as far as it knows.
+  // Whether this candidate still leads, as far as it knows: false from the moment a TTL may have
+  // passed since etcd last confirmed its lease, even before the keep-alive thread notices.
   virtual bool leading() const = 0;
+  // The leader records whether standby `name` is in sync (with state_prefix). Refused
+  // (FAILED_PRECONDITION) once this candidate no longer leads; UNAVAILABLE when etcd is away.
+  virtual Status RecordInSync(const std::string& name, bool in_sync) = 0;
   // Gives the lead up at once (revokes the lease: the key goes with it), so that a standby
   // takes over without waiting for the TTL.
   virtual void Resign() = 0;

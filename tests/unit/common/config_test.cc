@@ -283,5 +283,92 @@ TEST(ConfigTest, ShippedExampleConfigIsValid) {
   EXPECT_EQ(c->agent.job_state_dir, "/run/muster") << "as musterd.service's RuntimeDirectory";
 }
 
+constexpr const char* kTwoControllers = R"(
+[controller]
+socket = "/run/muster/musterctld.sock"
+state_dir = "/var/lib/muster"
+api_address = "head:6819"
+etcd_endpoints = ["127.0.0.1:2379"]
+leader_lease_s = 2
+
+[[controllers]]
+name = "ctl1"
+agent_address = "127.0.0.1:7001"
+
+[[controllers]]
+name = "ctl2"
+agent_address = "127.0.0.2:7001"
+api_address = "127.0.0.2:6819"
+socket = "/tmp/ctl2.sock"
+state_dir = "/tmp/ctl2"
+
+[[nodes]]
+names = "n1"
+cpus = 1
+
+[[partition]]
+name = "p"
+nodes = "n1"
+)";
+
+TEST(ConfigTest, ControllersOfAHotStandby) {
+  auto c = ParseConfig(kTwoControllers, "ha.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->controller.leader_lease_s, 2u);
+  EXPECT_EQ(c->controller.etcd_endpoints, std::vector<std::string>{"127.0.0.1:2379"});
+  EXPECT_EQ(ControllerAgentAddresses(*c),
+            (std::vector<std::string>{"127.0.0.1:7001", "127.0.0.2:7001"}));
+  EXPECT_EQ(ControllerApiAddresses(*c), (std::vector<std::string>{"head:6819", "127.0.0.2:6819"}));
+  EXPECT_EQ(ControllerSocketPaths(*c),
+            (std::vector<std::string>{"/run/muster/musterctld.sock", "/tmp/ctl2.sock"}));
+
+  auto one = ConfigForController(*c, "ctl1");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->controller.agent_address, "127.0.0.1:7001");
+  EXPECT_EQ(one->controller.state_dir, "/var/lib/muster");
+  EXPECT_EQ(one->controller.api_address, "head:6819");
+  auto two = ConfigForController(*c, "ctl2");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->controller.agent_address, "127.0.0.2:7001");
+  EXPECT_EQ(two->controller.state_dir, "/tmp/ctl2");
+  EXPECT_EQ(two->controller.socket_path, "/tmp/ctl2.sock");
+  EXPECT_EQ(two->controller.api_address, "127.0.0.2:6819");
+  auto stranger = ConfigForController(*c, "ctl3");
+  EXPECT_EQ(stranger.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(stranger.status().message().find("ctl1, ctl2"), std::string::npos);
+
+  // Without [[controllers]]: the one controller of [controller].
+  auto single = ParseConfig(kGood, "test.toml");
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(ControllerAgentAddresses(*single), std::vector<std::string>{"127.0.0.1:0"});
+  EXPECT_TRUE(ControllerApiAddresses(*single).empty());
+  EXPECT_EQ(ConfigForController(*single, "anything")->controller.state_dir, "/tmp/state");
+}
+
+TEST(ConfigTest, ControllersMistakesAreRefused) {
+  const std::string base = kTwoControllers;
+  auto refused = [&](const std::string& from, const std::string& to, const std::string& says) {
+    std::string text = base;
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    auto c = ParseConfig(text, "ha.toml");
+    ASSERT_FALSE(c.ok()) << "accepted with " << to;
+    EXPECT_NE(c.status().message().find(says), std::string::npos) << c.status().ToString();
+  };
+  refused("etcd_endpoints = [\"127.0.0.1:2379\"]", "", "need controller.etcd_endpoints");
+  refused("name = \"ctl2\"", "name = \"ctl1\"", "listed twice");
+  refused("name = \"ctl2\"", "", "needs a name");
+  refused("agent_address = \"127.0.0.2:7001\"", "agent_address = \"127.0.0.1:7001\"",
+          "two [[controllers]] have agent_address");
+  refused("agent_address = \"127.0.0.2:7001\"", "", "expected host:port");
+  refused("agent_address = \"127.0.0.2:7001\"", "agent_address = \"10.0.0.2:7001\"",
+          "not a loopback address");
+  refused("\"127.0.0.1:2379\"", "\"http://127.0.0.1:2379\"", "not host:port");
+  refused("leader_lease_s = 2", "leader_lease_s = 0", "leader_lease_s");
+  refused("leader_lease_s = 2", "etcd_prefix = \"muster\"", "start and end with '/'");
+  refused("socket = \"/tmp/ctl2.sock\"", "sockets = \"/tmp/ctl2.sock\"", "sockets");
+}
+
 }  // namespace
 }  // namespace muster

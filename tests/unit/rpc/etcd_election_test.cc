@@ -3,10 +3,6 @@
 #include "muster/rpc/etcd_election.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,95 +11,39 @@
 #include <string>
 #include <vector>
 
+#include "harness/test_etcd.h"
+
 namespace muster::rpc {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kEtcd = "/usr/bin/etcd";
-
-// Two distinct free loopback ports (both held open while chosen, so they differ).
-std::pair<uint16_t, uint16_t> FreePorts() {
-  uint16_t ports[2];
-  int fds[2];
-  for (int i = 0; i < 2; ++i) {
-    fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fds[i], reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&a), &len);
-    ports[i] = ntohs(a.sin_port);
-  }
-  ::close(fds[0]);
-  ::close(fds[1]);
-  return {ports[0], ports[1]};
-}
-
 class EtcdElectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::access(kEtcd, X_OK) != 0) GTEST_SKIP() << kEtcd << " is not installed (etcd-server)";
+    if (!testing::TestEtcd::Installed()) GTEST_SKIP() << "etcd-server is not installed";
     dir_ = std::filesystem::temp_directory_path() /
            ("muster-etcd-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    const auto [client_port, peer_port] = FreePorts();
-    const std::string client = "127.0.0.1:" + std::to_string(client_port);
-    const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port);
-    endpoint_ = client;
-    std::vector<std::string> args = {kEtcd,
-                                     "--name=t",
-                                     "--data-dir=" + (dir_ / "data").string(),
-                                     "--listen-client-urls=http://" + client,
-                                     "--advertise-client-urls=http://" + client,
-                                     "--listen-peer-urls=" + peer,
-                                     "--initial-advertise-peer-urls=" + peer,
-                                     "--initial-cluster=t=" + peer,
-                                     "--logger=zap",
-                                     "--log-outputs=" + (dir_ / "etcd.log").string()};
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(kEtcd, argv.data());
-      ::_exit(127);
-    }
-    auto probe = Candidate("probe");
-    Status last;
-    for (int i = 0; i < 100; ++i) {
-      int status;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        FAIL() << "etcd exited at start; see " << (dir_ / "etcd.log");
-      }
-      auto leader = probe->Leader();
-      if (leader.status().code() == StatusCode::kNotFound) return;
-      last = leader.status();
-      std::this_thread::sleep_for(100ms);
-    }
-    FAIL() << "etcd did not start (" << last.ToString() << "); see " << (dir_ / "etcd.log");
+    auto etcd = testing::TestEtcd::Start(dir_.string());
+    ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
+    etcd_ = std::move(*etcd);
+    endpoint_ = etcd_->endpoint();
   }
 
   void TearDown() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGCONT);
-      ::kill(pid_, SIGKILL);
-      int status;
-      ::waitpid(pid_, &status, 0);
-    }
+    etcd_.reset();
     if (!HasFailure()) std::filesystem::remove_all(dir_);
   }
 
-  std::unique_ptr<EtcdElection> Candidate(const std::string& name) {
+  std::unique_ptr<EtcdElection> Candidate(const std::string& name,
+                                          const std::string& state_prefix = "") {
     EtcdElectionOptions o;
     o.endpoints = {endpoint_};
     o.candidate = name;
+    o.state_prefix = state_prefix;
     o.ttl_s = 2;
     o.poll = 100ms;
     auto e = EtcdElection::Create(o);
@@ -113,7 +53,7 @@ class EtcdElectionTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::string endpoint_;
-  pid_t pid_ = -1;
+  std::unique_ptr<testing::TestEtcd> etcd_;
 };
 
 TEST_F(EtcdElectionTest, TheFirstCandidateLeadsAndTheOtherStandsBy) {
@@ -181,14 +121,61 @@ TEST_F(EtcdElectionTest, ALeaderCutOffFromEtcdGivesUpTheLeadWithinItsTtl) {
   ASSERT_TRUE(a->Campaign([&] { lost.set_value(Clock::now()); }).ok());
   std::this_thread::sleep_for(500ms);
   const Clock::time_point cut = Clock::now();
-  ASSERT_EQ(::kill(pid_, SIGSTOP), 0);
+  etcd_->Freeze(true);
   auto when = lost.get_future();
   ASSERT_EQ(when.wait_for(4s), std::future_status::ready) << "still believes it leads";
   EXPECT_FALSE(a->leading());
   // It gives up at 0.9 TTL after its last confirmed renewal, which came before the cut: so
   // within the TTL, plus what a loaded machine may delay its timer by.
   EXPECT_LE(when.get() - cut, 2500ms) << "a TTL after the last confirmed renewal, at the latest";
-  ::kill(pid_, SIGCONT);
+  etcd_->Freeze(false);
+}
+
+// A hot standby's rule: only a standby the leader recorded as in sync may take over; the first
+// leader ever needs no record; a new leader is the only one in sync until it records others.
+TEST_F(EtcdElectionTest, OnlyAStandbyRecordedInSyncTakesOver) {
+  const std::string prefix = "/muster/t/";
+  auto a = Candidate("ctl-a", prefix);
+  auto b = Candidate("ctl-b", prefix);
+  auto c = Candidate("ctl-c", prefix);
+  auto first = a->Campaign(nullptr);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();  // nobody ever led: no record needed
+  ASSERT_TRUE(a->RecordInSync("ctl-b", true).ok());
+  ASSERT_TRUE(a->RecordInSync("ctl-c", true).ok());
+  ASSERT_TRUE(a->RecordInSync("ctl-c", false).ok());  // c fell behind
+  auto b_campaign = std::async(std::launch::async, [&] { return b->Campaign(nullptr); });
+  auto c_campaign = std::async(std::launch::async, [&] { return c->Campaign(nullptr); });
+  std::this_thread::sleep_for(300ms);
+  a->Stop();  // dies without resigning
+  ASSERT_EQ(b_campaign.wait_for(5s), std::future_status::ready) << "the in-sync standby waits";
+  auto second = b_campaign.get();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->leader, "ctl-b");
+  EXPECT_GT(second->epoch, first->epoch);
+  EXPECT_EQ(a->RecordInSync("ctl-c", true).code(), StatusCode::kFailedPrecondition)
+      << "a deposed leader must not change who is in sync";
+
+  // b leads alone in sync: when it dies, neither c (dropped by a) nor a (a copy from before b's
+  // lead) may take over; b itself, restarted, may.
+  auto a_again = Candidate("ctl-a", prefix);
+  auto a_campaign = std::async(std::launch::async, [&] { return a_again->Campaign(nullptr); });
+  b->Stop();
+  EXPECT_EQ(a_campaign.wait_for(4s), std::future_status::timeout) << "a took over, not in sync";
+  EXPECT_EQ(c_campaign.wait_for(0s), std::future_status::timeout) << "c took over, not in sync";
+  EXPECT_EQ(a_again->Leader().status().code(), StatusCode::kNotFound);
+  auto b_again = Candidate("ctl-b", prefix);
+  auto third = b_again->Campaign(nullptr);
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_GT(third->epoch, second->epoch);
+  // b records a in sync: now a takes over when b resigns.
+  ASSERT_TRUE(b_again->RecordInSync("ctl-a", true).ok());
+  b_again->Resign();
+  ASSERT_EQ(a_campaign.wait_for(3s), std::future_status::ready);
+  auto fourth = a_campaign.get();
+  ASSERT_TRUE(fourth.ok()) << fourth.status().ToString();
+  EXPECT_EQ(fourth->leader, "ctl-a");
+  c->Stop();
+  EXPECT_EQ(c_campaign.get().status().code(), StatusCode::kCancelled);
 }
 
 TEST(EtcdElectionOptionsTest, MistakesAreRefused) {

@@ -85,6 +85,26 @@ TEST(ReplicationLogTest, SyncsWaitForAnInSyncStandbyAndDropItOnlyOnceTheSetSaysS
   EXPECT_EQ(published.back(), (std::pair<std::string, bool>{"b", false}));
 }
 
+// Only a published standby is taken back out; and a leader that stops keeps its standbys'
+// standing: they have everything it acknowledged, and one of them must be able to take over.
+TEST(ReplicationLogTest, AStoppingLeaderLeavesItsStandbysInSync) {
+  std::vector<std::pair<std::string, bool>> published;
+  ReplicationLog log({.leader_epoch = 1}, [&](const std::string& name, bool in) -> Status {
+    published.emplace_back(name, in);
+    return Status::Ok();
+  });
+  log.Append(JobChange(1));
+  log.Acked("behind", 0);
+  log.Detached("behind");  // never in sync: nothing to take back
+  EXPECT_TRUE(published.empty());
+  log.Acked("b", 1);
+  ASSERT_EQ(published, (std::vector<std::pair<std::string, bool>>{{"b", true}}));
+  log.Stop();
+  log.Detached("b");  // its stream ends as the leader stops
+  log.Acked("c", 1);  // and nobody joins any more
+  EXPECT_EQ(published, (std::vector<std::pair<std::string, bool>>{{"b", true}}));
+}
+
 TEST(ReplicaApplierTest, ASnapshotThenChangesMakeTheStandbysCopyAndItsPosition) {
   InMemoryStateStore leader_disk;
   ReplicatingStore leader(&leader_disk, nullptr);
