@@ -4,7 +4,8 @@
 #   usage: tests/bench/cluster_bench.sh [BIN_DIR]     (default build/release/bin)
 # Env: N (jobs for throughput, default 1000), LAT_N (latency samples, default 20), NODES (4),
 # TLS (1: the daemons talk mutual TLS, as `muster local up` sets up by default; 0: plain),
-# GROUP_COMMIT (1: the default; 0: one synced write per change).
+# GROUP_COMMIT (1: the default; 0: one synced write per change), STANDBY (1: a hot standby,
+# `muster local up --standby`: every acknowledgement waits for the standby's copy too).
 # Prints one line per figure; docs/benchmarks.md records the results.
 set -euo pipefail
 BIN=$(cd "${1:-build/release/bin}" && pwd)
@@ -15,7 +16,16 @@ NODES=${NODES:-4}
 DIR=$(mktemp -d /tmp/muster-bench.XXXXXX)
 trap 'muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
 TLS_FLAG=$([ "${TLS:-1}" = 0 ] && echo --no-tls || true)
-eval "$(muster local up --dir "$DIR/cluster" --nodes "$NODES" --gpus-per-node 8 $TLS_FLAG 2>/dev/null)"
+STANDBY_FLAG=$([ "${STANDBY:-0}" = 1 ] && echo --standby || true)
+eval "$(muster local up --dir "$DIR/cluster" --nodes "$NODES" --gpus-per-node 8 $TLS_FLAG $STANDBY_FLAG 2>/dev/null)"
+if [ -n "$STANDBY_FLAG" ]; then
+  # Measured once the standby is in sync: from then on every acknowledgement waits for it.
+  deadline=$(( $(date +%s) + 60 ))
+  until muster diag | grep -q '^Standbys in sync  ctl-b'; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "the standby never came in sync" >&2; exit 1; }
+    sleep 0.1
+  done
+fi
 if [ "${GROUP_COMMIT:-1}" = 0 ]; then
   # One synced write per change, on the controller's strand (controller.group_commit = false).
   sed -i 's/^\[controller\]$/[controller]\ngroup_commit = false/' "$MUSTER_CONF"

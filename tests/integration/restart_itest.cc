@@ -253,6 +253,9 @@ TEST_F(ClusterTest, LostAgentRequeuesTheWholeGang) {
   ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
   auto first = cluster_->Job(*id);
   ASSERT_EQ(first->nodes(1), "node2");
+  // RUNNING is the controller's word once it sent the launch: node2 must have it before it is
+  // cut off, or it has nothing to run on (1 run in 15 under load).
+  ASSERT_EVENTUALLY(cluster_->agent(1)->num_jobs() == 1, 5'000);
   cluster_->SilenceAgent(1, true);  // node2 stops talking
   ASSERT_EVENTUALLY(cluster_->Node("node2")->state() == v1::NODE_DOWN, 10'000);
   ASSERT_EVENTUALLY(cluster_->Job(*id)->requeue_count() == 1, 10'000);
