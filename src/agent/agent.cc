@@ -214,6 +214,7 @@ Status Agent::Impl::Start() {
     asio::post(io_, [this, m = std::move(m)] { session_->OnMessage(m); });
   };
   cb.on_disconnected = [this] { asio::post(io_, [this] { session_->OnDisconnected(); }); };
+  cb.is_stale = [this](uint64_t epoch) { return session_->IsStale(epoch); };
   link_ = o.controller_link
               ? o.controller_link(o.controller_address, o.node_name, session_->instance_id(),
                                   std::move(cb))

@@ -22,7 +22,7 @@ v1::RegisterRequest ControllerSession::MakeRegister() const {
 void ControllerSession::OnMessage(const v1::ControllerMessage& msg) {
   if (msg.epoch() < epoch_) {
     spdlog::warn("node={} refuses a command from an older controller epoch {} (current {})",
-                 ctx_.node(), msg.epoch(), epoch_);
+                 ctx_.node(), msg.epoch(), epoch_.load());
     return;
   }
   switch (msg.msg_case()) {
@@ -50,7 +50,7 @@ void ControllerSession::OnConnected(const v1::RegisterResponse& resp) {
     spdlog::error(
         "node={} registered with controller epoch {}, older than epoch {} seen before; "
         "its commands will be refused",
-        ctx_.node(), resp.epoch(), epoch_);
+        ctx_.node(), resp.epoch(), epoch_.load());
   } else if (resp.epoch() > epoch_) {
     epoch_ = resp.epoch();
     // Remembered across agent restarts, so a stale controller stays fenced off.

@@ -6,6 +6,7 @@
 // Io thread, but for MakeRegister (the link thread).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -38,6 +39,8 @@ class ControllerSession {
   void OnDisconnected() { hb_timer_.cancel(); }
   void Stop() { hb_timer_.cancel(); }
   uint64_t epoch() const { return epoch_; }
+  // Any thread: whether a controller at `epoch` is older than one this node obeyed.
+  bool IsStale(uint64_t epoch) const { return epoch < epoch_.load(); }
   const std::string& instance_id() const { return instance_id_; }
 
  private:
@@ -49,7 +52,7 @@ class ControllerSession {
   const HealthCheck& health_;
   const std::string instance_id_;
   boost::asio::steady_timer hb_timer_;
-  uint64_t epoch_ = 0;
+  std::atomic<uint64_t> epoch_{0};  // written on the I/O thread; IsStale reads it from the link's
   uint32_t hb_interval_ms_ = 5000;
   uint64_t hb_seq_ = 0;
   std::mt19937 rng_{std::random_device{}()};

@@ -148,6 +148,19 @@ void GrpcControllerLink::Run() {
       SleepBackoff(&backoff_ms);
       continue;
     }
+    if (several && cb_.is_stale && cb_.is_stale(resp.epoch())) {
+      if (failures++ % 20 == 0) {
+        spdlog::warn(
+            "node={} controller {} answers at epoch {}, older than one this node obeyed: "
+            "trying the next controller",
+            node_, address, resp.epoch());
+      }
+      current = (current + 1) % addresses_.size();
+      if (++failed_in_round < addresses_.size()) continue;
+      failed_in_round = 0;
+      SleepBackoff(&backoff_ms);
+      continue;
+    }
     grpc::ClientContext ctx;
     auto stream = stub->Session(&ctx);
     v1::AgentMessage hello;

@@ -3,6 +3,8 @@
 // would (no hand-over): the standby serves within the lease and a little, with every job whose
 // submission was acknowledged and the running jobs still running; a standby that fell out of
 // sync never takes over.
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -10,6 +12,8 @@
 #include <thread>
 
 #include "harness/cluster_test.h"
+#include "muster/agent/controller_link.h"
+#include "muster/v1/node.grpc.pb.h"
 
 namespace muster::testing {
 namespace {
@@ -194,6 +198,65 @@ TEST_F(FailoverTest, AStandbyOutOfSyncNeverTakesOver) {
   ASSERT_EQ(cluster_->WaitForLeader(8'000), 1) << "ctl-b, in sync again, must take over";
   have = JobIds();
   for (uint64_t id : ids) EXPECT_TRUE(have.count(id)) << "job " << id << " lost";
+}
+
+// A controller that accepts registrations at a fixed epoch (its sessions are not implemented).
+class EpochRegistry final : public v1::NodeRegistry::CallbackService {
+ public:
+  explicit EpochRegistry(uint64_t epoch) : epoch_(epoch) {}
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx, const v1::RegisterRequest*,
+                                     v1::RegisterResponse* resp) override {
+    resp->set_epoch(epoch_);
+    auto* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+
+ private:
+  const uint64_t epoch_;
+};
+
+// With several controllers, an agent passes over one that answers at an epoch older than one it
+// obeyed (a deposed leader not yet gone) for the next, instead of holding a session whose every
+// command it would refuse.
+TEST(ControllerLinkTest, AnAgentPassesOverAControllerOlderThanOneItObeyed) {
+  EpochRegistry stale(1), current(5);
+  std::vector<std::unique_ptr<grpc::Server>> servers;
+  std::vector<std::string> addresses;
+  for (EpochRegistry* r : {&stale, &current}) {
+    int port = 0;
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(r);
+    servers.push_back(b.BuildAndStart());
+    ASSERT_NE(port, 0);
+    addresses.push_back("127.0.0.1:" + std::to_string(port));
+  }
+  std::mutex mu;
+  std::vector<uint64_t> sessions;  // the epochs of the controllers it held a session with
+  agent::ControllerLink::Callbacks cb;
+  cb.make_register = [] { return v1::RegisterRequest(); };
+  cb.on_connected = [&](const v1::RegisterResponse& r) {
+    std::lock_guard<std::mutex> l(mu);
+    sessions.push_back(r.epoch());
+  };
+  cb.on_message = [](v1::ControllerMessage) {};
+  cb.on_disconnected = [] {};
+  cb.is_stale = [](uint64_t epoch) { return epoch < 3; };  // it obeyed epoch 3 before
+  auto link = agent::NewGrpcControllerLink(addresses, "node1", "i1", std::nullopt, cb);
+  link->Start();
+  const bool reached = WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> l(mu);
+        return std::find(sessions.begin(), sessions.end(), 5u) != sessions.end();
+      },
+      5'000);
+  link->Stop();
+  for (auto& s : servers) s->Shutdown();
+  EXPECT_TRUE(reached) << "never reached the current controller";
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(std::count(sessions.begin(), sessions.end(), 1u), 0)
+      << "held a session with the deposed controller";
 }
 
 }  // namespace

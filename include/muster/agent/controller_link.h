@@ -25,6 +25,10 @@ class ControllerLink {
     std::function<void(const v1::RegisterResponse&)> on_connected;
     std::function<void(v1::ControllerMessage)> on_message;
     std::function<void()> on_disconnected;
+    // Whether a controller answering at this epoch is older than one this node obeyed. With
+    // several controllers the link then tries the next: a deposed leader that still answers
+    // has its commands refused anyway, and the new leader is elsewhere. May be empty.
+    std::function<bool(uint64_t epoch)> is_stale;
   };
 
   virtual ~ControllerLink() = default;
