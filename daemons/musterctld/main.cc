@@ -3,7 +3,7 @@
 #include <absl/synchronization/mutex.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
+#include <unistd.h>  // getpid
 
 #include <atomic>
 #include <cstdio>
@@ -47,16 +47,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("musterctld {} starting with {}", muster::kVersion, config->source);
-  std::string name = cl->name;
-  if (name.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    name = host;
-    if (config->controllers.size() > 0 && name.find('.') != std::string::npos &&
-        !muster::ConfigForController(*config, name).ok()) {
-      name = name.substr(0, name.find('.'));  // the short name, as [[controllers]] may say
-    }
-  }
+  const std::string name = cl->name.empty() ? muster::DefaultControllerName(*config) : cl->name;
   auto mine = muster::ConfigForController(*config, name);
   if (!mine.ok()) {
     spdlog::critical("cannot start: {}", mine.status().ToString());

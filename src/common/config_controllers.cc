@@ -1,5 +1,7 @@
 // [[controllers]]: the controllers of a hot standby, and where agents and commands look for the
 // one that leads.
+#include <unistd.h>
+
 #include <set>
 
 #include "config_reader.h"
@@ -111,6 +113,17 @@ std::vector<std::string> ControllerApiAddresses(const Config& c) {
 
 std::vector<std::string> ControllerSocketPaths(const Config& c) {
   return EachController(c, &ControllerHostConfig::socket_path, c.controller.socket_path);
+}
+
+std::string DefaultControllerName(const Config& c) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string name = host;
+  const size_t dot = name.find('.');
+  if (dot != std::string::npos && !c.controllers.empty() && !ConfigForController(c, name).ok()) {
+    name.resize(dot);
+  }
+  return name;
 }
 
 Result<Config> ConfigForController(const Config& c, const std::string& name) {

@@ -25,6 +25,8 @@
 //   usage: crash_harness --cluster DIR --musterctld PATH [--rounds N] [--clients N] [--seed N]
 //                        [--max-kill-delay-ms MS] [--summary FILE] [--failover]
 // Exit 0: no violation; 1: violations (each printed); 2: usage or setup error.
+#include "crash_harness.h"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,26 +53,7 @@
 #include "muster/client/controller_client.h"
 #include "muster/common/procfs.h"
 
-namespace {
-
-using muster::Status;
-using muster::StatusCode;
-using muster::bench::crash::ClientLedger;
-using muster::bench::crash::IsFinal;
-using muster::bench::crash::Jobs;
-using muster::bench::crash::Op;
-using muster::bench::crash::Outcome;
-using muster::bench::crash::Submission;
-using muster::client::ControllerClient;
-namespace v1 = muster::v1;
-using Clock = std::chrono::steady_clock;
-
-struct Options {
-  std::string cluster, musterctld, summary;
-  int rounds = 20, clients = 4, max_kill_delay_ms = 1200;
-  uint64_t seed = 0;
-  bool failover = false;
-};
+namespace muster::bench::crash {
 
 // A transport failure leaves the outcome unknown (the controller may have acted before it died);
 // any other error is the controller's answer.
@@ -87,209 +70,11 @@ int64_t WallMs() {
       .count();
 }
 
-// Lets the harness stop every client at an operation boundary, check, and let them go on.
-class Gate {
- public:
-  explicit Gate(int clients) : clients_(clients) {}
-  void Checkpoint() {
-    std::unique_lock l(mu_);
-    if (!paused_) return;
-    ++idle_;
-    cv_.notify_all();
-    cv_.wait(l, [&] { return !paused_; });
-    --idle_;
-  }
-  void Pause() {
-    std::unique_lock l(mu_);
-    paused_ = true;
-    cv_.wait(l, [&] { return idle_ == clients_ || stopped_ == clients_; });
-  }
-  void Resume() {
-    std::lock_guard l(mu_);
-    paused_ = false;
-    cv_.notify_all();
-  }
-  void Stopped() {
-    std::lock_guard l(mu_);
-    ++stopped_;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  const int clients_;
-  int idle_ = 0, stopped_ = 0;
-  bool paused_ = false;
-};
-
-class Harness {
- public:
-  explicit Harness(Options o)
-      : o_(std::move(o)),
-        socket_(o_.cluster + "/run/musterctld.sock"),
-        runs_log_(o_.cluster + "/crash-runs.log"),
-        gate_(o_.clients),
-        ledgers_(o_.clients) {}
-
-  int Run();
-
- private:
-  void Client(int index);
-  std::string Script(std::mt19937_64& rng) const;
-  void Submit(int index, ControllerClient& c, std::mt19937_64& rng, bool* broken);
-  void JobOp(int index, ControllerClient& c, char kind, uint64_t id, bool* broken);
-  void NodeOp(int index, ControllerClient& c, const std::string& node, bool* broken);
-  void Refresh(int index, ControllerClient& c, bool* broken);
-
-  std::optional<ControllerClient> Connect() const;
-  pid_t ControllerPid() const;
-  bool KillController(pid_t pid);
-  pid_t SpawnController(const std::string& log, const std::string& name) const;
-  pid_t StartController();
-  std::optional<double> WaitServing(pid_t pid);
-  // --failover: the controllers of a standby cluster, by name.
-  int Leader() const;  // index into config_.controllers of the one serving; -1 if none
-  pid_t PidOf(int c) const;
-  pid_t StartStandby(int c);
-  bool FailoverRound(int round, std::mt19937_64& rng);
-
-  // The invariants (crash_invariants.h) after a round and at the end; what they find is printed.
-  void CheckRound(int round, const Jobs& running_at_kill);
-  void CheckEnd();
-  bool ListAll(Jobs* jobs);
-  void Violation(const std::string& what);
-  void Report(size_t found);
-  bool DrainQueue(int timeout_s);
-
-  Options o_;
-  const std::string socket_, runs_log_;
-  Gate gate_;
-  std::vector<ClientLedger> ledgers_;  // ledgers_[i] only touched by client i (or while paused)
-  std::vector<std::string> nodes_;
-  std::atomic<int> gen_{0};
-  std::atomic<bool> stop_{false};
-  pid_t own_child_ = 0;                  // a controller this process started (reaped with waitpid)
-  std::vector<std::string> violations_;  // all found, the checker's included
-  muster::bench::crash::Checker checker_;
-  std::vector<double> restart_ms_;
-  int killed_in_recovery_ = 0;
-  muster::Config config_;        // --failover
-  std::vector<pid_t> children_;  // --failover: controllers this process started, to reap
-  int frozen_rounds_ = 0;
-};
-
 std::optional<ControllerClient> Harness::Connect() const {
   // A standby cluster: whichever controller's socket answers, as the CLI does.
   auto c = o_.failover ? ControllerClient::ConnectTo(config_) : ControllerClient::Connect(socket_);
   if (!c.ok()) return std::nullopt;
   return std::move(*c);
-}
-
-int Harness::Leader() const {
-  for (size_t i = 0; i < config_.controllers.size(); ++i) {
-    auto c = ControllerClient::Connect(config_.controllers[i].socket_path);
-    if (c.ok() && c->ControllerInfo().ok()) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-pid_t Harness::PidOf(int c) const {
-  std::ifstream in(o_.cluster + "/run/musterctld-" + config_.controllers[c].name + ".pid");
-  pid_t pid = 0;
-  in >> pid;
-  return pid;
-}
-
-pid_t Harness::StartStandby(int c) {
-  const std::string& name = config_.controllers[c].name;
-  const pid_t pid = SpawnController(o_.cluster + "/log/musterctld-" + name + ".log", name);
-  if (pid > 0) {
-    children_.push_back(pid);
-    std::ofstream(o_.cluster + "/run/musterctld-" + name + ".pid") << pid << "\n";
-  }
-  return pid;
-}
-
-// Stops the leader (SIGKILL, or SIGSTOP every other round), times the standby's takeover, checks
-// that a frozen leader stops on its own once thawed, and brings the stopped one back as the
-// standby, in sync, for the next round.
-bool Harness::FailoverRound(int round, std::mt19937_64& rng) {
-  const std::string at = "round " + std::to_string(round) + ": ";
-  const int leader = Leader();
-  if (leader < 0) {
-    Violation(at + "no controller serves");
-    return false;
-  }
-  const int standby = 1 - leader;
-  const pid_t victim = PidOf(leader);
-  const bool freeze = round % 2 == 0;
-  ++gen_;
-  const auto stopped = Clock::now();
-  if (victim <= 0 || ::kill(victim, freeze ? SIGSTOP : SIGKILL) != 0) {
-    Violation(at + "cannot stop the leader (pid " + std::to_string(victim) + ")");
-    return false;
-  }
-  std::optional<double> served;
-  const auto deadline = stopped + std::chrono::seconds(30);
-  while (!served && Clock::now() < deadline) {
-    auto c = ControllerClient::Connect(config_.controllers[standby].socket_path);
-    if (c.ok() && c->ControllerInfo().ok()) {
-      served = std::chrono::duration<double, std::milli>(Clock::now() - stopped).count();
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-  if (freeze) {
-    ++frozen_rounds_;
-    ::kill(victim, SIGCONT);
-  }
-  if (!served) {
-    Violation(at + "the standby " + config_.controllers[standby].name + " never served");
-    return false;
-  }
-  restart_ms_.push_back(*served);
-  // Killed, or thawed: either way it must be gone (a thawed one finds its lease lost and stops).
-  bool gone = false;
-  for (const auto until = Clock::now() + std::chrono::seconds(15); Clock::now() < until;) {
-    int status = 0;
-    if (::waitpid(victim, &status, WNOHANG) == victim) {
-      gone = true;
-      children_.erase(std::remove(children_.begin(), children_.end(), victim), children_.end());
-      break;
-    }
-    if (!muster::ProcessAlive(victim) &&
-        std::find(children_.begin(), children_.end(), victim) == children_.end()) {
-      gone = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!gone) {
-    Violation(at + "the old leader (pid " + std::to_string(victim) +
-              ") still runs 15 s after it was " + (freeze ? "thawed" : "killed") + ": not fenced");
-    ::kill(victim, SIGKILL);
-    ::waitpid(victim, nullptr, 0);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 300));
-  if (StartStandby(leader) <= 0) {
-    Violation(at + "cannot start the old leader again");
-    return false;
-  }
-  // In sync again, so that the next round has a standby that may take over.
-  const std::string& name = config_.controllers[leader].name;
-  for (const auto until = Clock::now() + std::chrono::seconds(60); Clock::now() < until;) {
-    if (auto c = ControllerClient::Connect(config_.controllers[standby].socket_path); c.ok()) {
-      if (auto d = c->Diagnostics(); d.ok()) {
-        for (const std::string& s : d->standbys_in_sync()) {
-          if (s == name) return true;
-        }
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  Violation(at + name + " did not come back in sync within 60 s");
-  return false;
 }
 
 pid_t Harness::ControllerPid() const {
@@ -754,7 +539,10 @@ int Harness::Run() {
   return violations_.empty() ? 0 : 1;
 }
 
-}  // namespace
+}  // namespace muster::bench::crash
+
+using muster::bench::crash::Harness;
+using muster::bench::crash::Options;
 
 int main(int argc, char** argv) {
   Options o;

@@ -317,6 +317,9 @@ std::vector<std::string> ControllerSocketPaths(const Config& c);
 // replaced by its [[controllers]] entry's. NOT_FOUND when [[controllers]] does not list it;
 // without [[controllers]], the config as it is.
 Result<Config> ConfigForController(const Config& c, const std::string& name);
+// The name musterctld goes by without --name: the host's name, or its first label when only that
+// is among [[controllers]].
+std::string DefaultControllerName(const Config& c);
 
 // The config path to use: explicit (a --config flag) if given, else $MUSTER_CONF, else the default.
 std::string ResolveConfigPath(const std::string& explicit_path);

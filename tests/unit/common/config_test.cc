@@ -1,6 +1,7 @@
 #include "muster/common/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace muster {
 namespace {
@@ -343,6 +344,19 @@ TEST(ConfigTest, ControllersOfAHotStandby) {
   EXPECT_EQ(ControllerAgentAddresses(*single), std::vector<std::string>{"127.0.0.1:0"});
   EXPECT_TRUE(ControllerApiAddresses(*single).empty());
   EXPECT_EQ(ConfigForController(*single, "anything")->controller.state_dir, "/tmp/state");
+}
+
+TEST(ConfigTest, AControllerGoesByItsHostsNameOrItsFirstLabel) {
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string full = host;
+  const std::string label = full.substr(0, full.find('.'));
+  Config c;
+  EXPECT_EQ(DefaultControllerName(c), full);
+  c.controllers.push_back({.name = label, .agent_address = "127.0.0.1:7001"});
+  EXPECT_EQ(DefaultControllerName(c), label);
+  c.controllers.front().name = full;
+  EXPECT_EQ(DefaultControllerName(c), full);
 }
 
 TEST(ConfigTest, ControllersMistakesAreRefused) {
