@@ -50,9 +50,10 @@ Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const 
     } else if (job && !(job->rec.has_array() && job->rec.array().array_job_id() == t.job_id)) {
       ids.push_back(t.job_id);
     } else {
-      // A job array's id: all of its tasks (consecutive ids from the array's own).
+      // A job array's id: all of its tasks (consecutive ids from the array's own), those still
+      // waiting in their carrier's record too.
       for (uint64_t id = t.job_id; ids.size() <= kMaxTermsPerJob; ++id) {
-        const JobEntry* task = jobs_.Find(id);
+        const JobEntry* task = jobs_.Covering(id);
         if (!task || !task->rec.has_array() || task->rec.array().array_job_id() != t.job_id) break;
         ids.push_back(id);
       }
@@ -103,10 +104,15 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
     if (!waiter.has_array()) return Outcome::kNever;
     std::optional<uint64_t> found;
     for (uint64_t id = term.job_id(); id < term.job_id() + ctx_.scheduling().max_array_size; ++id) {
-      const JobEntry* task = jobs_.Find(id);
+      const JobEntry* task = jobs_.Covering(id);
       if (!task || !task->rec.has_array() || task->rec.array().array_job_id() != term.job_id())
         break;
-      if (task->rec.array().task_id() == waiter.array().task_id()) {
+      const uint64_t pos = id - term.job_id();
+      const uint32_t task_id =
+          task->id() == id || !task->array_tasks || pos >= task->array_tasks->size()
+              ? task->rec.array().task_id()
+              : (*task->array_tasks)[pos];
+      if (task_id == waiter.array().task_id()) {
         found = id;
         break;
       }
@@ -114,7 +120,7 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
     if (!found) return Outcome::kSatisfied;
     dep_id = *found;
   }
-  const JobEntry* dep = jobs_.Find(dep_id);
+  const JobEntry* dep = jobs_.Covering(dep_id);  // a task waiting in its carrier is as it is
   if (!dep) {
     // Archived before it was resolved (the controller was away that long): its result is gone.
     return term.kind() == v1::DependencyRecord::AFTEROK ||
@@ -152,6 +158,7 @@ void DependencyTracker::Resolve(TimeMs now) {
   constexpr size_t kTermsPerPass = 20'000;
   size_t budget = kTermsPerPass;
   singletons_.reset();
+  for (uint64_t id : jobs_.TakeSplitWithDependencies()) waiting_.insert(id);
   store::Mutation m;
   std::vector<std::pair<uint64_t, v1::JobRecord>> changed;
   auto w = waiting_.upper_bound(resume_after_);

@@ -10,6 +10,7 @@
 #include "access.h"
 #include "account_manager.h"
 #include "allocation_manager.h"
+#include "array_tasks.h"
 #include "audit_log.h"
 #include "dependencies.h"
 #include "engine_context.h"
@@ -209,13 +210,19 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   }
   const core::JobRequest request = ToCoreRequest(rec);
   MUSTER_RETURN_IF_ERROR(scheduler_->CanEverRun(request));
-  // A job array is one job per task id, with consecutive job ids from the array's own.
+  // A job array: one job per task id, with consecutive job ids from the array's own. Its tasks
+  // wait as one record (array_tasks.h) but for aftercorr, which each task resolves for itself.
   std::vector<uint32_t> tasks;
   v1::ArrayTask array;
+  bool one_record = false;
   if (!spec.array().empty()) {
     if (spec.interactive()) return InvalidArgument("an srun/salloc allocation cannot be an array");
     MUSTER_ASSIGN_OR_RETURN(tasks, ParseArraySpec(spec.array(), sc.max_array_size, &array));
-    if (jobs_->size() + tasks.size() > sc.max_job_count) {
+    one_record = std::none_of(
+        rec.dependency_terms().begin(), rec.dependency_terms().end(),
+        [](const v1::DependencyRecord& t) { return t.kind() == v1::DependencyRecord::AFTERCORR; });
+    const size_t records = one_record ? 1 : tasks.size();
+    if (jobs_->size() + records > sc.max_job_count) {
       return ResourceExhausted("an array of " + std::to_string(tasks.size()) +
                                " tasks would pass the controller's job limit "
                                "(scheduling.max_job_count); try again later");
@@ -252,7 +259,7 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   rec.mutable_spec()->clear_script();
   rec.mutable_spec()->clear_environment();
   std::vector<v1::JobRecord> recs;
-  for (uint64_t k = 0; k < count; ++k) {
+  for (uint64_t k = 0; k < (one_record ? 1 : count); ++k) {
     recs.push_back(rec);
     recs.back().set_id(rec.id() + k);
     if (!tasks.empty()) {
@@ -260,15 +267,21 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
       recs.back().mutable_array()->set_task_id(tasks[k]);
     }
   }
-  const uint64_t last_id = recs.empty() ? rec.id() : recs.back().id();
-  MUSTER_RETURN_IF_ERROR(jobs_->Submit(std::move(recs), payload, request, next_meta, now));
+  if (one_record && count > 1) {
+    WaitingTasks::Range(1, static_cast<uint32_t>(count - 1)).WriteTo(&recs.front());
+  }
+  std::vector<uint64_t> ids;
+  for (const v1::JobRecord& r : recs) ids.push_back(r.id());
+  MUSTER_RETURN_IF_ERROR(jobs_->Submit(
+      std::move(recs), payload, request, next_meta, now,
+      one_record ? std::make_shared<const std::vector<uint32_t>>(std::move(tasks)) : nullptr));
   if (rec.dependency_terms_size() > 0) {
-    for (uint64_t id = rec.id(); id <= last_id; ++id) dependencies_->Track(id);
+    for (uint64_t id : ids) dependencies_->Track(id);
   }
   spdlog::info("submit job={} user={} nodes={} gpus_per_node={} partition={}{}", rec.id(),
                rec.spec().user(), rec.spec().nodes(), rec.spec().gpus_per_node(),
                Join({rec.spec().partitions().begin(), rec.spec().partitions().end()}, ","),
-               tasks.empty() ? "" : " array=" + spec.array());
+               spec.array().empty() ? "" : " array=" + spec.array());
   v1::SubmitJobResponse resp;
   resp.set_job_id(rec.id());
   return resp;
@@ -290,16 +303,17 @@ Result<v1::UpdateJobResponse> Engine::UpdateJob(const Caller& caller,
   MUSTER_RETURN_IF_ERROR(CheckIdCount(static_cast<size_t>(req.job_ids_size())));
   if (req.action() == v1::UpdateJobRequest::MODIFY || req.action() == v1::UpdateJobRequest::TOP) {
     v1::UpdateJobResponse resp;
-    std::vector<uint64_t> ids = jobs_->ExpandArrays({req.job_ids().begin(), req.job_ids().end()});
+    std::vector<JobManager::Target> targets =
+        jobs_->Targets(caller, "update", {req.job_ids().begin(), req.job_ids().end()}, {});
     // top's list is in order: the first named ends first, so it is moved last.
-    if (req.action() == v1::UpdateJobRequest::TOP) std::reverse(ids.begin(), ids.end());
-    MUSTER_RETURN_IF_ERROR(CheckIdCount(ids.size()));
-    std::set<uint64_t> seen;
-    for (uint64_t id : ids) {
-      if (!seen.insert(id).second) continue;
+    if (req.action() == v1::UpdateJobRequest::TOP) std::reverse(targets.begin(), targets.end());
+    MUSTER_RETURN_IF_ERROR(CheckIdCount(targets.size()));
+    for (const JobManager::Target& t : targets) {
+      const uint64_t id = t.id;
       v1::CancelJobResult* r = resp.add_results();
       r->set_job_id(id);
-      Status s = req.action() == v1::UpdateJobRequest::TOP
+      Status s = !t.status.ok() ? t.status
+                 : req.action() == v1::UpdateJobRequest::TOP
                      ? modifier_->Top(caller, id)
                      : modifier_->Modify(caller, id, req.modify());
       if (!s.ok()) {
@@ -419,7 +433,7 @@ void Engine::ScopeToCaller(const Caller& caller, v1::ListAccountingRequest* req)
 
 Status Engine::CheckJobVisible(const Caller& caller, uint64_t job_id) const {
   if (!SeesOnlyOwnJobs(caller, ctx_->config())) return Status::Ok();
-  const JobEntry* job = jobs_->Find(job_id);
+  const JobEntry* job = jobs_->Covering(job_id);  // an array task waiting in its carrier too
   if (!job || job->rec.spec().uid() == caller.uid) return Status::Ok();  // NOT_FOUND follows
   return PermissionDenied("job " + std::to_string(job_id) +
                           " is another user's (this cluster keeps jobs private)");
@@ -646,6 +660,7 @@ Status Engine::CheckInvariantsForTest() const {
     ++k;
   }
   MUSTER_RETURN_IF_ERROR(ledger_->CheckInvariants());
+  MUSTER_RETURN_IF_ERROR(jobs_->CheckArrayInvariants());
   for (size_t i = 0; i < ledger_->size(); ++i) {
     const std::string& name = nodes_->at(i).name();
     for (const auto& [id, held] : ledger_->held(i)) {

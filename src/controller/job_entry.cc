@@ -1,5 +1,6 @@
 #include "job_entry.h"
 
+#include "array_tasks.h"
 #include "job_spec.h"
 #include "muster/v1/controller.pb.h"
 
@@ -34,11 +35,13 @@ std::string BriefSpecFields(const v1::JobRecord& r) {
 
 }  // namespace
 
-JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request) {
+JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request,
+                      std::shared_ptr<const std::vector<uint32_t>> tasks) {
   JobEntry e;
   e.rec = std::move(rec);
   e.request = request ? *request : ToCoreRequest(e.rec);
   e.brief_spec_fields = BriefSpecFields(e.rec);
+  if (Carries(e.rec)) e.array_tasks = tasks ? std::move(tasks) : ArrayTaskList(e.rec);
   return e;
 }
 

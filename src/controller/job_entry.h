@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "muster/common/clock.h"
 #include "muster/core/priority.h"
@@ -27,13 +29,19 @@ struct JobEntry {
   // squeue's row, the part the spec alone decides, encoded once (squeue reads 10,000 rows at a
   // time; see job_views.cc).
   std::string brief_spec_fields;
+  // A carrier's array task list (array_tasks.h), shared by the carriers of one array.
+  std::shared_ptr<const std::vector<uint32_t>> array_tasks;
+  // The jobs this entry counts for in JobManager's pending counts (itself and its waiting tasks).
+  uint64_t counted_pending = 0;
 
   uint64_t id() const { return rec.id(); }
 };
 
-// An entry for a record entering memory (submitted or recovered); `request`, when given, is its
-// request already derived (the tasks of a job array share one).
-JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request = nullptr);
+// An entry for a record entering memory (submitted, recovered or split off a carrier);
+// `request`, when given, is its request already derived (the tasks of a job array share one),
+// `tasks` a carrier's array task list already parsed.
+JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request = nullptr,
+                      std::shared_ptr<const std::vector<uint32_t>> tasks = nullptr);
 
 // After its spec changed (scontrol update): the request and squeue's row derived again.
 void RefreshSpecFields(JobEntry& e);

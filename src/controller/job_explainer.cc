@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "array_tasks.h"
 #include "job_views.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
@@ -128,7 +129,8 @@ JobExplainer::JobExplainer(const JobManager& jobs, const SchedulerLoop& schedule
 
 Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest& req,
                                                      TimeMs now) const {
-  const JobEntry* found = jobs_.Find(req.job_id());
+  // An array task waiting in its carrier's record waits as its carrier does.
+  const JobEntry* found = jobs_.Covering(req.job_id());
   if (!found) {
     return NotFound("job " + std::to_string(req.job_id()) +
                     " does not exist (or finished longer ago than the retention time)");
@@ -172,7 +174,7 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   for (const auto& [id, entry] : jobs_.pending()) {
     const JobEntry& other = *entry;
     if (!SchedulerLoop::InPass(other.rec) || !SharesPartition(other.rec.spec(), parts)) continue;
-    ++competing;
+    competing += static_cast<uint32_t>(TasksOf(other.rec));
     if (id == r.id()) continue;
     const int64_t op = JobViews::EffectivePriority(other);
     if (op > prio || (op == prio && std::make_pair(other.rec.submit_time_ms(), id) <

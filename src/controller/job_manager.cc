@@ -7,6 +7,7 @@
 #include <set>
 
 #include "access.h"
+#include "array_tasks.h"
 #include "job_spec.h"
 #include "muster/common/strings.h"
 #include "name_list.h"
@@ -48,19 +49,27 @@ std::vector<uint64_t> JobManager::ExpandArrays(const std::vector<uint64_t>& ids)
   return out;
 }
 
-void JobManager::Insert(JobEntry entry) {
+JobEntry& JobManager::Insert(JobEntry entry) {
   const uint64_t id = entry.id();
-  const JobEntry* e = &jobs_.emplace(id, std::move(entry)).first->second;
-  if (order_.empty() || order_.back().first < id) {
-    order_.emplace_back(id, e);  // ids only grow
+  JobEntry& e = jobs_.emplace(id, std::move(entry)).first->second;
+  if (!order_stale_ && (order_.empty() || order_.back().first < id)) {
+    order_.emplace_back(id, &e);  // new submissions: ids only grow
   } else {
-    RebuildOrder();
+    order_stale_ = true;  // an array task split off below newer jobs: sorted when next read
   }
+  return e;
 }
 
 void JobManager::MarkPending(JobEntry& job) {
   const v1::JobRecord& r = job.rec;
-  if (pending_.emplace(r.id(), &job).second) ++pending_per_uid_[r.spec().uid()];
+  const uint64_t n = TasksOf(r);
+  pending_.emplace(r.id(), &job);
+  if (n != job.counted_pending) {
+    // Also when a carrier's waiting tasks changed (split off, handed on).
+    uint64_t& count = pending_per_uid_[r.spec().uid()];
+    count = count + n - job.counted_pending;
+    job.counted_pending = n;
+  }
   if (r.spec().deadline_ms() > 0) {
     pending_with_deadline_.insert(r.id());
   } else {
@@ -68,22 +77,29 @@ void JobManager::MarkPending(JobEntry& job) {
   }
 }
 
-void JobManager::UnmarkPending(const v1::JobRecord& r) {
+void JobManager::UnmarkPending(JobEntry& job) {
+  const v1::JobRecord& r = job.rec;
   pending_with_deadline_.erase(r.id());
-  if (pending_.erase(r.id()) == 0) return;
+  pending_.erase(r.id());
+  if (job.counted_pending == 0) return;
   auto it = pending_per_uid_.find(r.spec().uid());
-  if (it != pending_per_uid_.end() && --it->second == 0) pending_per_uid_.erase(it);
+  if (it != pending_per_uid_.end()) {
+    it->second -= std::min(it->second, job.counted_pending);
+    if (it->second == 0) pending_per_uid_.erase(it);
+  }
+  job.counted_pending = 0;
 }
 
-uint32_t JobManager::PendingOf(uint32_t uid) const {
+uint64_t JobManager::PendingOf(uint32_t uid) const {
   auto it = pending_per_uid_.find(uid);
   return it == pending_per_uid_.end() ? 0 : it->second;
 }
 
-void JobManager::RebuildOrder() {
+void JobManager::RebuildOrder() const {
   order_.clear();
   order_.reserve(jobs_.size());
   for (const auto& [id, job] : jobs_) order_.emplace_back(id, &job);
+  order_stale_ = false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -94,6 +110,7 @@ void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
   JobEntry& job = jobs_.emplace(id, MakeJobEntry(std::move(rec))).first->second;
   const v1::JobRecord& r = job.rec;
   if (r.state() == v1::PENDING) MarkPending(job);
+  NoteCarrier(job);
   if (r.spec().interactive() && r.end_time_ms() == 0 &&
       (r.state() == v1::PENDING || r.state() == v1::RUNNING)) {
     // Its client lost the connection with the old controller: it may attach again.
@@ -144,7 +161,7 @@ Status JobManager::FinishRestore(TimeMs now) {
 
 Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload& payload,
                           const core::JobRequest& request, const v1::MetaRecord& next_meta,
-                          TimeMs now) {
+                          TimeMs now, std::shared_ptr<const std::vector<uint32_t>> tasks) {
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_.RoomForNewWork(), "job not accepted");
   store::Mutation m;
   std::vector<v1::JobRecord> next;
@@ -169,13 +186,14 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
   ctx_.meta() = next_meta;
   for (v1::JobRecord& r : next) {
     const uint64_t id = r.id();
-    JobEntry e = MakeJobEntry(std::move(r), &request);  // array tasks share one request
+    JobEntry e = MakeJobEntry(std::move(r), &request, tasks);  // array tasks share one request
     if (e.rec.spec().interactive()) {
       e.orphan_since_ms = now;  // its client attaches next
       interactive_.insert(id);
     }
-    Insert(std::move(e));
-    MarkPending(jobs_.at(id));
+    JobEntry& job = Insert(std::move(e));
+    MarkPending(job);
+    NoteCarrier(job);
   }
   ctx_.RequestPass();
   return Status::Ok();
@@ -187,19 +205,22 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
 v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJobRequest& req,
                                          TimeMs now) {
   v1::CancelJobResponse resp;
-  std::vector<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
-  std::vector<uint64_t> targets = ExpandArrays(ids);
-  std::set<uint64_t> seen(targets.begin(), targets.end());
-  for (uint64_t id : req.single_job_ids()) {
-    if (seen.insert(id).second) targets.push_back(id);
-  }
-  for (uint64_t id : targets) {
+  // A signal splits nothing off an array: a task that has not started cannot take one.
+  const Status not_started = FailedPrecondition("Job is pending execution");
+  for (const Target& t : Targets(caller, "cancel", {req.job_ids().begin(), req.job_ids().end()},
+                                 {req.single_job_ids().begin(), req.single_job_ids().end()},
+                                 req.signal() != 0 ? &not_started : nullptr)) {
+    const uint64_t id = t.id;
     v1::CancelJobResult* r = resp.add_results();
     r->set_job_id(id);
     auto fail = [&](const Status& s) {
       r->set_code(static_cast<int>(s.code()));
       r->set_message(s.message());
     };
+    if (!t.status.ok()) {
+      fail(t.status);
+      continue;
+    }
     JobEntry* job = Find(id);
     if (!job) {
       fail(NotFound("job " + std::to_string(id) + " does not exist"));
@@ -275,15 +296,20 @@ v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJ
 v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJobRequest& req,
                                          TimeMs now) {
   v1::UpdateJobResponse resp;
-  std::set<uint64_t> seen;
-  for (uint64_t id : req.job_ids()) {
-    if (!seen.insert(id).second) continue;  // each job once, however often it is named
+  // An array's id is all of its tasks (as scontrol hold/release ARRAY_ID).
+  for (const Target& t : Targets(caller, "hold, release or requeue",
+                                 {req.job_ids().begin(), req.job_ids().end()}, {})) {
+    const uint64_t id = t.id;
     v1::CancelJobResult* r = resp.add_results();
     r->set_job_id(id);
     auto fail = [&](StatusCode code, const std::string& m) {
       r->set_code(static_cast<int>(code));
       r->set_message(m);
     };
+    if (!t.status.ok()) {
+      fail(t.status.code(), t.status.message());
+      continue;
+    }
     JobEntry* job = Find(id);
     const std::string jid = std::to_string(id);
     if (!job) {
@@ -392,10 +418,15 @@ void JobManager::Archive(TimeMs now) {
     return;
   }
   for (const auto& entry : purge) {
+    if (const v1::JobRecord& r = jobs_.at(entry.second).rec; r.has_array()) {
+      // An ended carrier goes with the tasks it stood for (its record keeps them).
+      auto it = carriers_.find(r.array().array_job_id());
+      if (it != carriers_.end() && it->second == entry.second) carriers_.erase(it);
+    }
     jobs_.erase(entry.second);
     finished_.erase(entry);
   }
-  std::erase_if(order_, [&](const auto& e) { return !jobs_.count(e.first); });
+  if (!order_stale_) std::erase_if(order_, [&](const auto& e) { return !jobs_.count(e.first); });
 }
 
 }  // namespace muster::controller

@@ -12,9 +12,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -54,12 +56,15 @@ class JobManager {
   const std::map<uint64_t, JobEntry>& jobs() const { return jobs_; }
   // The same entries as a flat array in id order (a map's nodes never move): squeue walks all
   // of them, and a walk over cold records is memory-bound; an array can be fetched ahead.
-  const std::vector<std::pair<uint64_t, const JobEntry*>>& order() const { return order_; }
+  const std::vector<std::pair<uint64_t, const JobEntry*>>& order() const {
+    if (order_stale_) RebuildOrder();
+    return order_;
+  }
   // The PENDING jobs by id, with their entries (a map's nodes never move): the scheduler walks
   // them at every pass, a lookup each would cost more than the walk.
   const std::map<uint64_t, JobEntry*>& pending() const { return pending_; }
-  // How many PENDING jobs a user has (array tasks each count).
-  uint32_t PendingOf(uint32_t uid) const;
+  // How many PENDING jobs a user has (array tasks each count, waiting ones too).
+  uint64_t PendingOf(uint32_t uid) const;
   const std::set<uint64_t>& interactive() const { return interactive_; }
   size_t size() const { return jobs_.size(); }
   // The jobs `ids` name: each id, and for a job array's id every task of the array (the tasks
@@ -73,10 +78,51 @@ class JobManager {
   Status FinishRestore(TimeMs now);
 
   // ---- Submission (validated by the engine). ----
-  // Persists `recs` (one per array task, new, not yet PENDING) with their payload and the next
-  // meta record, then adds them as PENDING. INTERNAL when the store fails: nothing was added.
+  // Persists `recs` (new, not yet PENDING: one job, an array's carrier, or one per array task)
+  // with their payload and the next meta record, then adds them as PENDING. `tasks`: an
+  // array's task list, parsed already. INTERNAL when the store fails: nothing was added.
   Status Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload& payload,
-                const core::JobRequest& request, const v1::MetaRecord& next_meta, TimeMs now);
+                const core::JobRequest& request, const v1::MetaRecord& next_meta, TimeMs now,
+                std::shared_ptr<const std::vector<uint32_t>> tasks = nullptr);
+
+  // ---- Job arrays waiting as one record (job_arrays.cc; see array_tasks.h). ----
+  // The entry whose record stands for job `id`: its own, or its carrier's while it waits in
+  // one. nullptr when none does.
+  const JobEntry* Covering(uint64_t id) const;
+  // The jobs a request names, each once, ready to be acted on one by one. An array's id in
+  // `ids` is every task of the array (a carrier once, for itself and its waiting tasks); any
+  // other id, and each of `single_ids`, is that job alone: a task waiting in a carrier is
+  // split off first, and a carrier named alone hands its waiting tasks on first (persisted).
+  // A target comes with an error instead when the caller may not `verb` it (checked before
+  // anything is split) or the split cannot be persisted.
+  struct Target {
+    uint64_t id = 0;
+    Status status;
+  };
+  // With `refuse_waiting`, nothing is split: a waiting task or a carrier named alone comes
+  // with that error instead (a signal for a job that has not started).
+  std::vector<Target> Targets(const Caller& caller, std::string_view verb,
+                              const std::vector<uint64_t>& ids,
+                              const std::vector<uint64_t>& single_ids,
+                              const Status* refuse_waiting = nullptr);
+  // A scheduling pass starts `ids`, some of which may be tasks waiting in a carrier, or
+  // carriers. SplitForStart puts into `m` what their carriers become (fewer waiting tasks, or
+  // a new carrier where one starts) and returns the PENDING record each such start begins
+  // from; after `m` is committed, AdoptSplit makes all of it memory's, and the starts can be
+  // applied to Find(id) as for any job. Nothing changes before the commit.
+  struct ArraySplit {
+    std::map<uint64_t, v1::JobRecord> start_from;          // by the id that starts
+    std::vector<std::pair<uint64_t, v1::JobRecord>> kept;  // carriers that go on waiting
+    std::vector<v1::JobRecord> new_carriers;               // took over from one that starts
+  };
+  ArraySplit SplitForStart(const std::vector<uint64_t>& ids, store::Mutation& m) const;
+  void AdoptSplit(ArraySplit split);
+  // Entries split off a carrier that still had --dependency terms, since the last call (the
+  // dependency tracker follows them).
+  std::vector<uint64_t> TakeSplitWithDependencies() { return std::move(split_with_terms_); }
+  // Tests: carriers hold only tasks that have no record of their own, one per array, indexed;
+  // the pending counts match the pending jobs.
+  Status CheckArrayInvariants() const;
 
   // ---- Requests. ----
   // scancel: per-job results NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION (a signal for a
@@ -166,19 +212,33 @@ class JobManager {
   void Confirm(NodeEntry& node, uint64_t id, const std::string& how, store::Mutation& m);
   // The job no longer holds anything on `node`: what was left of it there is clean.
   void ReleaseNode(JobEntry& job, const NodeEntry& node);
-  void Insert(JobEntry entry);
-  void RebuildOrder();
+  JobEntry& Insert(JobEntry entry);
+  void RebuildOrder() const;
   // pending_, the per-user counts and pending_with_deadline_, together.
   void MarkPending(JobEntry& job);
-  void UnmarkPending(const v1::JobRecord& r);
+  void UnmarkPending(JobEntry& job);
+  // `id` (named alone by a request) becomes a record of its own: split off its carrier, or,
+  // when it is a carrier, with its waiting tasks handed on to the first of them.
+  Status Separate(uint64_t id);
+  // A record split off a carrier (or taking over from one) enters memory, PENDING.
+  JobEntry& AdoptPending(v1::JobRecord rec, const JobEntry& from);
+  // Keeps carriers_ true to `job`'s record.
+  void NoteCarrier(const JobEntry& job);
 
   EngineContext& ctx_;
   NodeManager& nodes_;
   ResourceLedger& ledger_;
   std::map<uint64_t, JobEntry> jobs_;  // live and recently finished jobs, by id
-  std::vector<std::pair<uint64_t, const JobEntry*>> order_;
+  // Rebuilt when next read after an entry entered out of id order (array tasks split off).
+  mutable std::vector<std::pair<uint64_t, const JobEntry*>> order_;
+  mutable bool order_stale_ = false;
   std::map<uint64_t, JobEntry*> pending_;  // PENDING jobs (the scheduler's input), into jobs_
-  std::unordered_map<uint32_t, uint32_t> pending_per_uid_;  // the same, counted per user
+  // The same, counted per user (a carrier counts its waiting tasks too).
+  std::unordered_map<uint32_t, uint64_t> pending_per_uid_;
+  // Each array's carrier (the one record its waiting tasks are in), by the array's id: how a
+  // waiting task's id finds it. Kept until the carrier is archived.
+  std::map<uint64_t, uint64_t> carriers_;
+  std::vector<uint64_t> split_with_terms_;
   // The pending jobs with a --deadline (few): what EndPastDeadline looks at every tick.
   std::set<uint64_t> pending_with_deadline_;
   std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs

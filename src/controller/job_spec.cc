@@ -386,7 +386,7 @@ Result<std::vector<uint32_t>> ParseArraySpec(const std::string& spec, uint32_t m
     max_running = static_cast<uint32_t>(*n);
     ranges = spec.substr(0, pct);
   }
-  std::set<uint32_t> tasks;
+  std::vector<uint32_t> tasks;
   uint32_t step = 1;
   const auto parts = Split(ranges, ',', false);
   for (const std::string& part : parts) {
@@ -406,17 +406,24 @@ Result<std::vector<uint32_t>> ParseArraySpec(const std::string& spec, uint32_t m
       return bad("task ids must be below " + std::to_string(max_array_size) +
                  " (scheduling.max_array_size)");
     }
-    for (uint64_t t = *first; t <= *last; t += by) tasks.insert(static_cast<uint32_t>(t));
+    for (uint64_t t = *first; t <= *last; t += by) tasks.push_back(static_cast<uint32_t>(t));
+    if (tasks.size() > max_array_size) {
+      // Overlapping parts ("0-999,0-999,..."): at most max_array_size distinct ids are kept.
+      std::sort(tasks.begin(), tasks.end());
+      tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
+    }
     if (parts.size() == 1) step = by;
   }
   if (tasks.empty()) return bad("no task ids");
+  std::sort(tasks.begin(), tasks.end());
+  tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
   out->set_count(static_cast<uint32_t>(tasks.size()));
-  out->set_min(*tasks.begin());
-  out->set_max(*tasks.rbegin());
+  out->set_min(tasks.front());
+  out->set_max(tasks.back());
   out->set_step(step);
   out->set_max_running(max_running);
   out->set_spec(spec);
-  return std::vector<uint32_t>(tasks.begin(), tasks.end());
+  return tasks;
 }
 
 }  // namespace muster::controller

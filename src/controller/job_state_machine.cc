@@ -14,6 +14,7 @@
 
 #include <algorithm>
 
+#include "array_tasks.h"
 #include "job_manager.h"
 #include "job_spec.h"
 #include "muster/common/check.h"
@@ -57,6 +58,8 @@ v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& 
                                      TimeMs now) const {
   const v1::JobState from = rec.state();
   MUSTER_CHECK_MSG(Allowed(from, c.to), "job state change not in the state machine");
+  MUSTER_CHECK_MSG(c.to != v1::RUNNING || !Carries(rec),
+                   "an array task starts only once the tasks waiting in its record moved on");
   v1::JobRecord r = rec;
   r.set_state(c.to);
   r.set_reason(core::ReasonName(c.reason));
@@ -124,7 +127,7 @@ void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
   const v1::JobRecord& r = job.rec;
   const uint64_t id = r.id();
   const v1::JobState to = r.state();
-  if (from == v1::PENDING && to != v1::PENDING) UnmarkPending(r);
+  if (from == v1::PENDING && to != v1::PENDING) UnmarkPending(job);
   if (to == v1::PENDING) MarkPending(job);  // also when a modification changed its spec
   if (Ended(to)) finished_.insert({r.end_time_ms(), id});
   if (from == v1::RUNNING && to != v1::RUNNING && !ledger_.parked_jobs().empty()) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "array_tasks.h"
 #include "dependencies.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/output_pattern.h"
@@ -60,6 +61,27 @@ v1::JobInfo AccountingInfo(const v1::JobRecord& r, bool with_steps) {
   return info;
 }
 
+// Where job `id` of the record (task `task` of its array; -1: none) writes its output.
+void SetOutputPaths(const v1::JobRecord& r, uint64_t id, int64_t task, v1::JobInfo* info) {
+  const v1::JobSpec& s = r.spec();
+  PatternVars vars =
+      JobPatternVars(id, s.name(), s.user(), r.has_array() ? r.array().array_job_id() : 0, task);
+  vars.node = r.allocation().nodes().empty() ? "%N" : r.allocation().nodes(0).node();
+  info->set_stdout_path(ExpandOutputPattern(s.stdout_pattern(), vars, s.work_dir()));
+  info->set_stderr_path(s.stderr_pattern().empty()
+                            ? info->stdout_path()
+                            : ExpandOutputPattern(s.stderr_pattern(), vars, s.work_dir()));
+}
+
+// The accounting view of a task waiting in (or ended with) its carrier: the carrier's, with the
+// task's own ids.
+v1::JobInfo WaitingAccountingInfo(const v1::JobInfo& carrier, uint64_t id, uint32_t task) {
+  v1::JobInfo info = carrier;
+  info.set_id(id);
+  info.mutable_array()->set_task_id(task);
+  return info;
+}
+
 // What the record alone tells: the accounting view plus paths, constraints, the allocation and
 // the steps.
 v1::JobInfo RecordInfo(const v1::JobRecord& r) {
@@ -76,14 +98,7 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
   info.set_nice(s.nice());
   info.set_begin_time_ms(s.begin_time_ms());
   info.set_mem_per_node_mb(s.mem_per_node_mb());
-  PatternVars vars =
-      JobPatternVars(r.id(), s.name(), s.user(), r.has_array() ? r.array().array_job_id() : 0,
-                     r.has_array() ? static_cast<int64_t>(r.array().task_id()) : -1);
-  vars.node = r.allocation().nodes().empty() ? "%N" : r.allocation().nodes(0).node();
-  info.set_stdout_path(ExpandOutputPattern(s.stdout_pattern(), vars, s.work_dir()));
-  info.set_stderr_path(s.stderr_pattern().empty()
-                           ? info.stdout_path()
-                           : ExpandOutputPattern(s.stderr_pattern(), vars, s.work_dir()));
+  SetOutputPaths(r, r.id(), r.has_array() ? static_cast<int64_t>(r.array().task_id()) : -1, &info);
   if (r.state() == v1::RUNNING || r.completing_nodes_size() > 0) {
     *info.mutable_allocation() = r.allocation();
   }
@@ -122,9 +137,16 @@ class AccountingFilter {
 
   const std::set<uint64_t>& ids() const { return ids_; }
 
+  // Whether job `id` of the record (its own, or a task waiting in it) is one the ids name;
+  // the rest of the selection is operator()'s.
+  bool Names(const v1::JobRecord& r, uint64_t id) const {
+    return ids_.empty() || ids_.count(id) ||
+           (r.has_array() && ids_.count(r.array().array_job_id()));
+  }
+
   bool operator()(const v1::JobRecord& r) const {
     if (!ids_.empty() && !ids_.count(r.id()) &&
-        !(r.has_array() && ids_.count(r.array().array_job_id()))) {
+        !(r.has_array() && ids_.count(r.array().array_job_id())) && !Carries(r)) {
       return false;
     }
     if (!users_.empty() && !users_.count(r.spec().user())) return false;
@@ -210,14 +232,27 @@ v1::JobInfo JobViews::ToJobInfo(const JobEntry& job) const {
   return info;
 }
 
+v1::JobInfo JobViews::WaitingTaskInfo(const JobEntry& carrier, uint64_t id) const {
+  v1::JobInfo info = ToJobInfo(carrier);
+  const uint64_t pos = id - carrier.rec.array().array_job_id();
+  const int64_t task = carrier.array_tasks && pos < carrier.array_tasks->size()
+                           ? int64_t{(*carrier.array_tasks)[pos]}
+                           : int64_t{carrier.rec.array().task_id()};
+  info.set_id(id);
+  info.mutable_array()->set_task_id(static_cast<uint32_t>(task));
+  SetOutputPaths(carrier.rec, id, task, &info);
+  return info;
+}
+
 Result<v1::GetJobResponse> JobViews::GetJob(const v1::GetJobRequest& req) const {
-  const JobEntry* job = jobs_.Find(req.job_id());
+  const JobEntry* job = jobs_.Covering(req.job_id());
   if (!job) {
     return NotFound("job " + std::to_string(req.job_id()) +
                     " does not exist (or finished longer ago than the retention time)");
   }
   v1::GetJobResponse resp;
-  *resp.mutable_job() = ToJobInfo(*job);
+  *resp.mutable_job() =
+      job->id() == req.job_id() ? ToJobInfo(*job) : WaitingTaskInfo(*job, req.job_id());
   return resp;
 }
 
@@ -252,19 +287,21 @@ void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& vi
   const std::set<std::string> parts(req.partitions().begin(), req.partitions().end());
   const std::set<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
   v1::JobInfo row;
-  auto emit = [&](const JobEntry& job) {
-    const v1::JobRecord& r = job.rec;
-    if (!users.empty() && !users.count(r.spec().user())) return;
+  auto matches = [&](const v1::JobRecord& r) {
+    if (!users.empty() && !users.count(r.spec().user())) return false;
     if (!states.empty()) {
-      if (!states.count(ShownState(r))) return;
+      if (!states.count(ShownState(r))) return false;
     } else if (!req.include_finished() && !IsActive(r) && ids.empty()) {
-      return;
+      return false;
     }
     if (!parts.empty()) {
       bool match = false;
       for (const auto& p : r.spec().partitions()) match |= parts.count(p) > 0;
-      if (!match) return;
+      if (!match) return false;
     }
+    return true;
+  };
+  auto emit = [&](const JobEntry& job) {
     if (req.brief()) {
       row.Clear();  // keeps the strings' buffers: no allocation per job
       BriefStateFields(job, &row);
@@ -274,7 +311,45 @@ void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& vi
       visit(row, {});
     }
   };
+  // A task waiting in its carrier's record: the carrier's row with the task's ids.
+  auto emit_waiting = [&](const JobEntry& carrier, uint64_t id, uint32_t task) {
+    if (req.brief()) {
+      row.Clear();
+      BriefStateFields(carrier, &row);
+      row.set_id(id);
+      row.mutable_array()->set_task_id(task);
+      visit(row, carrier.brief_spec_fields);
+    } else {
+      row = WaitingTaskInfo(carrier, id);
+      visit(row, {});
+    }
+  };
   if (ids.empty()) {
+    // Rows in id order: the tasks waiting in the last carrier seen go out as the walk passes
+    // their ids (one array's ids are consecutive, so one carrier is open at a time).
+    const JobEntry* open = nullptr;
+    std::vector<std::pair<uint64_t, uint32_t>> open_tasks;
+    size_t open_next = 0;
+    auto flush_before = [&](uint64_t limit) {
+      for (; open && open_next < open_tasks.size() && open_tasks[open_next].first < limit;
+           ++open_next) {
+        emit_waiting(*open, open_tasks[open_next].first, open_tasks[open_next].second);
+      }
+    };
+    auto visit_entry = [&](const JobEntry& job) {
+      flush_before(job.id());
+      if (!matches(job.rec)) return;
+      emit(job);
+      if (Carries(job.rec) && job.array_tasks) {
+        open = &job;
+        open_tasks.clear();
+        open_next = 0;
+        ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t id, uint32_t task) {
+          open_tasks.emplace_back(id, task);
+          return true;
+        });
+      }
+    };
     // Every record, cold, one after another: fetch the ones a few steps ahead while this one is
     // visited. Two stages, so that no prefetch waits on a miss itself: 16 ahead, the entry's
     // lines; 8 ahead, the heap objects those lines point to (the reason, the tasks, the row).
@@ -292,21 +367,50 @@ void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& vi
         __builtin_prefetch(near->brief_spec_fields.data());
         __builtin_prefetch(near->request.tasks_per_node.data());
       }
-      emit(*order[i].second);
+      visit_entry(*order[i].second);
     }
+    flush_before(UINT64_MAX);
     return;
   }
   // By id (squeue -j in a workflow's poll loop): look them up, never walk the whole table. A
-  // job array's id stands for all its tasks, which follow it.
-  std::set<uint64_t> found;
+  // job array's id stands for all its tasks, which follow it; a carrier's waiting tasks too.
+  std::map<uint64_t, std::pair<const JobEntry*, int64_t>> found;  // task -1: the entry's own row
+  auto add_entry = [&](const JobEntry& job, bool with_waiting) {
+    found.emplace(job.id(), std::make_pair(&job, int64_t{-1}));
+    if (!with_waiting || !Carries(job.rec) || !job.array_tasks) return;
+    ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t id, uint32_t task) {
+      found.emplace(id, std::make_pair(&job, int64_t{task}));
+      return true;
+    });
+  };
   for (uint64_t id : ids) {
+    bool any = false;
     for (auto it = jobs_.jobs().lower_bound(id); it != jobs_.jobs().end(); ++it) {
       const bool task = it->second.rec.has_array() && it->second.rec.array().array_job_id() == id;
-      if (it->first == id || task) found.insert(it->first);
+      if (it->first == id || task) {
+        add_entry(it->second, task);
+        any = true;
+      }
       if (!task) break;
     }
+    if (any) continue;
+    // One task waiting in its carrier.
+    const JobEntry* carrier = jobs_.Covering(id);
+    if (carrier && carrier->id() != id && carrier->array_tasks) {
+      const uint64_t pos = id - carrier->rec.array().array_job_id();
+      if (pos < carrier->array_tasks->size()) {
+        found.emplace(id, std::make_pair(carrier, int64_t{(*carrier->array_tasks)[pos]}));
+      }
+    }
   }
-  for (uint64_t id : found) emit(*jobs_.Find(id));
+  for (const auto& [id, what] : found) {
+    if (!matches(what.first->rec)) continue;
+    if (what.second < 0) {
+      emit(*what.first);
+    } else {
+      emit_waiting(*what.first, id, static_cast<uint32_t>(what.second));
+    }
+  }
 }
 
 Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequest& req,
@@ -321,7 +425,15 @@ Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequ
     if (!match(job.rec)) continue;
     v1::JobInfo info = AccountingInfo(job.rec, with_steps);
     info.set_priority(EffectivePriority(job));
-    q.live.emplace(id, std::move(info));
+    if (Carries(job.rec) && job.array_tasks) {
+      ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t task_job, uint32_t task) {
+        if (match.Names(job.rec, task_job)) {
+          q.live.emplace(task_job, WaitingAccountingInfo(info, task_job, task));
+        }
+        return true;
+      });
+    }
+    if (match.Names(job.rec, id)) q.live.emplace(id, std::move(info));
   }
   return q;
 }
@@ -333,7 +445,18 @@ Result<v1::ListAccountingResponse> JobViews::ScanAccounting(const Engine::Accoun
   const bool with_steps = !q.req.without_steps();
   auto take = [&](const v1::JobRecord& r) {
     // A job archived after the live part was read is in both: the live view wins.
-    if (match(r) && !q.live.count(r.id())) found.emplace(r.id(), AccountingInfo(r, with_steps));
+    if (!match(r) || q.live.count(r.id())) return found.size() < limit;
+    v1::JobInfo info = AccountingInfo(r, with_steps);
+    if (Carries(r)) {
+      // An array's tasks that ended with their carrier before they were split off.
+      ForEachWaiting(r, *ArrayTaskList(r), [&](uint64_t task_job, uint32_t task) {
+        if (match.Names(r, task_job)) {
+          found.emplace(task_job, WaitingAccountingInfo(info, task_job, task));
+        }
+        return found.size() < limit;
+      });
+    }
+    if (match.Names(r, r.id())) found.emplace(r.id(), std::move(info));
     return found.size() < limit;
   };
   if (!match.ids().empty()) {
@@ -360,7 +483,7 @@ Result<v1::ListAccountingResponse> JobViews::ScanAccounting(const Engine::Accoun
 void JobViews::FillControllerInfo(v1::ControllerInfoResponse* info) const {
   uint32_t pending = 0, running = 0;
   for (const auto& [id, j] : jobs_.jobs()) {
-    if (j.rec.state() == v1::PENDING) ++pending;
+    if (j.rec.state() == v1::PENDING) pending += static_cast<uint32_t>(TasksOf(j.rec));
     if (j.rec.state() == v1::RUNNING) ++running;
   }
   info->set_jobs_pending(pending);

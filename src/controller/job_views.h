@@ -35,6 +35,8 @@ class JobViews {
 
   // scontrol show job: everything the record says, with the last pass's forecast and factors.
   v1::JobInfo ToJobInfo(const JobEntry& job) const;
+  // The same for job `id`, a task waiting in `carrier`'s record.
+  v1::JobInfo WaitingTaskInfo(const JobEntry& carrier, uint64_t id) const;
   // NOT_FOUND for a job not (or no longer) in memory.
   Result<v1::GetJobResponse> GetJob(const v1::GetJobRequest& req) const;
   // squeue: the matching jobs in id order (see Engine::VisitJobs).

@@ -4,11 +4,20 @@
 
 #include <algorithm>
 
+#include "array_tasks.h"
 #include "job_views.h"
 #include "muster/common/duration.h"
 #include "muster/core/scheduler.h"
 
 namespace muster::controller {
+namespace {
+
+std::string ThrottleDetail(const v1::JobRecord& r) {
+  return "the array runs at most " + std::to_string(r.array().max_running()) +
+         " tasks at once (--array=" + r.array().spec() + ")";
+}
+
+}  // namespace
 
 SchedulerLoop::SchedulerLoop(EngineContext& ctx, JobManager& jobs, const NodeManager& nodes,
                              ResourceLedger& ledger)
@@ -122,7 +131,8 @@ core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
 }
 
 bool SchedulerLoop::StartStillValid(const core::JobStart& start) const {
-  const JobEntry* job = jobs_.Find(start.job);
+  // An array task waiting in its carrier's record is as its carrier is.
+  const JobEntry* job = jobs_.Covering(start.job);
   if (!job || !InPass(job->rec)) return false;
   for (const core::NodePlacement& np : start.placement.nodes) {
     if (np.node >= nodes_.size() || !nodes_.Schedulable(nodes_.at(np.node))) return false;
@@ -154,6 +164,7 @@ Status SchedulerLoop::CanEverRun(const core::JobRequest& asked) {
 std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
   ctx_.PassStarted();
   last_pass_ms_ = now;
+  throttled_.clear();
   Engine::PassInput in;
   in.now = now;
   in.config = config_;
@@ -172,6 +183,7 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
       if (auto it = array_room.find(r.array().array_job_id()); it != array_room.end()) --it->second;
     }
   }
+  std::optional<uint64_t> free_cpus;  // on schedulable nodes, summed when an array needs it
   std::vector<core::LimitCounter> counters;
   if (limits_) limits_->BeginPass(&counters);
   core::ClusterView quota_view;  // its quotas and cohorts go into the pass's view
@@ -205,10 +217,7 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
     if (job.rec.has_array() && job.rec.array().max_running() > 0 &&
         array_room[job.rec.array().array_job_id()]-- <= 0) {
       job.had_reservation = false;
-      jobs_.SetWaitReason(job, core::JobReason::kJobArrayTaskLimit,
-                          "the array runs at most " +
-                              std::to_string(job.rec.array().max_running()) +
-                              " tasks at once (--array=" + job.rec.array().spec() + ")");
+      jobs_.SetWaitReason(job, core::JobReason::kJobArrayTaskLimit, ThrottleDetail(job.rec));
       continue;
     }
     core::PendingJob pj = ToPendingJob(job);
@@ -234,6 +243,37 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
     }
     job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
                                          priority_scale_, now, config_.weights);
+    if (Carries(job.rec) && job.array_tasks) {
+      // The tasks waiting in its record go in as jobs of their own, as many as the free CPUs
+      // could start now (with the carrier, one more than that holds the array's place): a
+      // 100,000-task array is not 100,000 entries in every pass.
+      if (!free_cpus) {
+        free_cpus = 0;
+        for (size_t i = 0; i < ledger_.size(); ++i) {
+          if (nodes_.Schedulable(nodes_.at(i))) *free_cpus += ledger_.node(i).FreeCpus();
+        }
+      }
+      uint64_t copies = *free_cpus / std::max<uint64_t>(1, TotalsOf(job.request).cpus);
+      if (job.rec.array().max_running() > 0) {
+        int64_t& left = array_room[job.rec.array().array_job_id()];
+        if (left < static_cast<int64_t>(std::min<uint64_t>(copies, TasksOf(job.rec) - 1))) {
+          // The task that takes over from this carrier, should it start, waits for the %N.
+          throttled_.insert(job.rec.array().array_job_id());
+        }
+        copies = std::min<uint64_t>(copies, static_cast<uint64_t>(std::max<int64_t>(0, left)));
+        left -= static_cast<int64_t>(copies);
+      }
+      const core::PendingJob carrier = pj;
+      in.queue.push_back(std::move(pj));
+      ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t task_job, uint32_t) {
+        if (copies == 0) return false;
+        --copies;
+        in.queue.push_back(carrier);
+        in.queue.back().id = task_job;
+        return true;
+      });
+      continue;
+    }
     in.queue.push_back(std::move(pj));
   }
   if (in.queue.empty()) return std::nullopt;
@@ -251,12 +291,12 @@ core::SchedulePass SchedulerLoop::Compute(const Engine::PassInput& in) {
 void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
   // Persist every start of the pass in one batch, then hold, apply and launch.
   struct Start {
-    JobEntry* job;
+    uint64_t id;
     const core::Placement* placement;
     v1::JobRecord next;
   };
   store::Mutation m;
-  std::vector<Start> started;
+  std::vector<const core::JobStart*> valid;
   for (const core::JobStart& s : pass.starts) {
     if (!StartStillValid(s)) {
       spdlog::warn("scheduling pass: start of job={} no longer fits the live state; next pass",
@@ -264,12 +304,25 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
       ctx_.RequestPass();
       continue;
     }
-    JobEntry* job = jobs_.Find(s.job);
+    valid.push_back(&s);
+  }
+  // Array tasks that start out of their carrier's record get records of their own, written
+  // with the starts.
+  std::vector<uint64_t> ids;
+  for (const core::JobStart* s : valid) ids.push_back(s->job);
+  JobManager::ArraySplit split = jobs_.SplitForStart(ids, m);
+  std::vector<Start> started;
+  std::vector<uint64_t> throttled_carriers;
+  for (const core::JobStart* sp : valid) {
+    const core::JobStart& s = *sp;
+    auto from = split.start_from.find(s.job);
+    const v1::JobRecord& before =
+        from != split.start_from.end() ? from->second : jobs_.Find(s.job)->rec;
     JobChange c{.to = v1::RUNNING,
                 .allocation = ledger_.ToAllocation(s.placement),
                 .credential = ctx_.MakeCredential()};
-    v1::JobRecord next = jobs_.NextRecord(job->rec, c, now);
-    next.set_borrowed(quotas_ && quotas_->Borrowed(s, job->rec));
+    v1::JobRecord next = jobs_.NextRecord(before, c, now);
+    next.set_borrowed(quotas_ && quotas_->Borrowed(s, before));
     if (advance_ && !next.spec().reservation().empty()) {
       // A job of a reservation ends with it (as Slurm's ResvOverRun = 0).
       const TimeMs until = advance_->EndOfRunIn(next.spec().reservation(), now);
@@ -280,7 +333,7 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
       }
     }
     m.PutJob(next);
-    started.push_back({job, &s.placement, std::move(next)});
+    started.push_back({s.job, &s.placement, std::move(next)});
   }
   if (!started.empty()) {
     Status s = ctx_.Commit(m);
@@ -291,9 +344,14 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
       return;
     }
   }
+  for (const v1::JobRecord& r : split.new_carriers) {
+    if (throttled_.count(r.array().array_job_id())) throttled_carriers.push_back(r.id());
+  }
+  jobs_.AdoptSplit(std::move(split));
   for (Start& s : started) {
-    ledger_.Hold(s.job->id(), *s.placement);
-    jobs_.Apply(*s.job, std::move(s.next));
+    JobEntry* job = jobs_.Find(s.id);
+    ledger_.Hold(s.id, *s.placement);
+    jobs_.Apply(*job, std::move(s.next));
   }
   // Reasons only for jobs that still wait (one may have been cancelled or held meanwhile).
   auto waiting = [&](core::JobId id) -> JobEntry* {
@@ -306,6 +364,11 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
     jobs_.SetWaitReason(*job, p.reason, p.detail);
     job->expected_start_ms = p.expected_start_ms;
     job->had_reservation = false;
+  }
+  for (uint64_t id : throttled_carriers) {
+    if (JobEntry* job = waiting(id)) {
+      jobs_.SetWaitReason(*job, core::JobReason::kJobArrayTaskLimit, ThrottleDetail(job->rec));
+    }
   }
   reservations_.clear();
   for (const core::Reservation& r : pass.reservations) {

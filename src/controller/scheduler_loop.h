@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,9 @@ class SchedulerLoop {
   core::PriorityScale priority_scale_;
   std::map<std::string, Status> ever_cache_;  // core::ShapeKey -> Place(kEver)
   std::vector<core::Reservation> reservations_;
+  // Arrays whose %N held back tasks waiting in their carrier in this pass: a task that takes
+  // over from a carrier that starts waits for it too (its reason from Prepare to Apply).
+  std::set<uint64_t> throttled_;
   TimeMs last_pass_ms_ = 0;
   std::function<double(const v1::JobSpec&)> fairshare_of_;
   std::function<double(const v1::JobSpec&)> qos_of_;

@@ -1,6 +1,7 @@
 #include "usage_limits.h"
 
 #include "account_manager.h"
+#include "array_tasks.h"
 #include "job_manager.h"
 #include "job_spec.h"
 #include "job_views.h"
@@ -176,13 +177,14 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
     const v1::JobRecord& r = job.rec;
     if (r.state() != v1::PENDING && r.state() != v1::RUNNING) continue;
     const bool mine = r.spec().uid() == spec.uid();
+    const uint64_t n = TasksOf(r);  // an array's waiting tasks count each
     if (QosOf(r.spec()) == qos_name) {
-      ++qos_jobs;
-      if (mine) ++qos_user_jobs;
+      qos_jobs += n;
+      if (mine) qos_user_jobs += n;
     }
     for (const v1::AccountRecord* a : Lineage(accounts_, r.spec().account())) {
-      ++account_jobs[a->name()];
-      if (mine) ++account_user_jobs[a->name()];
+      account_jobs[a->name()] += n;
+      if (mine) account_user_jobs[a->name()] += n;
     }
   }
   auto over = [&](uint64_t have, uint32_t max, const std::string& words) -> Status {
