@@ -29,26 +29,6 @@ const JobEntry* JobManager::Find(uint64_t id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
-std::vector<uint64_t> JobManager::ExpandArrays(const std::vector<uint64_t>& ids) const {
-  // Each id once, whatever the request repeats: an array's id named 10,000 times is still one
-  // array's tasks, not 10,000 copies of them.
-  std::vector<uint64_t> out;
-  std::set<uint64_t> seen;
-  for (uint64_t id : ids) {
-    if (!seen.insert(id).second) continue;
-    bool array = false;
-    for (auto it = jobs_.lower_bound(id); it != jobs_.end() && it->second.rec.has_array() &&
-                                          it->second.rec.array().array_job_id() == id;
-         ++it) {
-      if (it->first != id && !seen.insert(it->first).second) continue;
-      out.push_back(it->first);
-      array = true;
-    }
-    if (!array) out.push_back(id);
-  }
-  return out;
-}
-
 JobEntry& JobManager::Insert(JobEntry entry) {
   const uint64_t id = entry.id();
   JobEntry& e = jobs_.emplace(id, std::move(entry)).first->second;

@@ -67,9 +67,6 @@ class JobManager {
   uint64_t PendingOf(uint32_t uid) const;
   const std::set<uint64_t>& interactive() const { return interactive_; }
   size_t size() const { return jobs_.size(); }
-  // The jobs `ids` name: each id, and for a job array's id every task of the array (the tasks
-  // follow it with consecutive ids). Ids of no job are kept (callers say "does not exist").
-  std::vector<uint64_t> ExpandArrays(const std::vector<uint64_t>& ids) const;
 
   // ---- Recovery. ----
   // A record from the store enters memory as it was (resources are the ledger's to restore).

@@ -176,6 +176,11 @@ void Harness::Submit(int index, ControllerClient& c, std::mt19937_64& rng, bool*
   if (rng() % 6 == 0) {  // a 2-node gang
     s->set_nodes(2);
     s->set_gpus_per_node(8);
+  } else if (rng() % 5 == 0) {  // a small job array, waiting as one record until its tasks start
+    sub.tasks = 2 + static_cast<uint32_t>(rng() % 5);
+    s->set_array("0-" + std::to_string(sub.tasks - 1) + (rng() % 2 ? "%2" : ""));
+    s->set_nodes(1);
+    s->set_gpus_per_node(kGpus[rng() % 4]);
   } else {
     s->set_nodes(1);
     s->set_gpus_per_node(kGpus[rng() % 5]);
@@ -194,6 +199,17 @@ void Harness::Submit(int index, ControllerClient& c, std::mt19937_64& rng, bool*
   l.subs.push_back(std::move(sub));
 }
 
+// The first error among a cancel's or update's results (one per job; a job array's id gets one
+// per record), or "" when every one succeeded.
+template <typename Response>
+std::string Refusal(const Response& resp) {
+  if (resp.results_size() == 0) return "no result";
+  for (const auto& r : resp.results()) {
+    if (r.code() != 0) return r.message();
+  }
+  return "";
+}
+
 void Harness::JobOp(int index, ControllerClient& c, char kind, uint64_t id, bool* broken) {
   Status st;
   std::string refusal;
@@ -202,18 +218,14 @@ void Harness::JobOp(int index, ControllerClient& c, char kind, uint64_t id, bool
     r.add_job_ids(id);
     auto resp = c.CancelJob(r);
     st = resp.status();
-    if (resp.ok() && (resp->results_size() != 1 || resp->results(0).code() != 0)) {
-      refusal = resp->results_size() ? resp->results(0).message() : "no result";
-    }
+    if (resp.ok()) refusal = Refusal(*resp);
   } else {
     v1::UpdateJobRequest r;
     r.add_job_ids(id);
     r.set_action(kind == 'h' ? v1::UpdateJobRequest::HOLD : v1::UpdateJobRequest::RELEASE);
     auto resp = c.UpdateJob(r);
     st = resp.status();
-    if (resp.ok() && (resp->results_size() != 1 || resp->results(0).code() != 0)) {
-      refusal = resp->results_size() ? resp->results(0).message() : "no result";
-    }
+    if (resp.ok()) refusal = Refusal(*resp);
   }
   Outcome out = OutcomeOf(st);
   if (out == Outcome::kAcked && !refusal.empty()) out = Outcome::kRefused;
@@ -250,8 +262,15 @@ void Harness::Refresh(int index, ControllerClient& c, bool* broken) {
     if (OutcomeOf(resp.status()) == Outcome::kUnknown) *broken = true;
     return;
   }
+  // A job array is open while any of its tasks is.
+  std::set<uint64_t> listed, active;
   for (const auto& j : resp->jobs()) {
-    if (IsFinal(j.state())) l.open.erase(j.id()), l.held.erase(j.id());
+    const uint64_t id = j.has_array() ? j.array().array_job_id() : j.id();
+    listed.insert(id);
+    if (!IsFinal(j.state())) active.insert(id);
+  }
+  for (uint64_t id : listed) {
+    if (!active.count(id)) l.open.erase(id), l.held.erase(id);
   }
 }
 

@@ -102,6 +102,8 @@ class Harness {
   pid_t PidOf(int c) const;
   pid_t StartStandby(int c);
   bool FailoverRound(int round, std::mt19937_64& rng);
+  // Whether controller `serving` counts `standby` in sync, within 60 s.
+  bool InSync(int serving, int standby);
 
   // The invariants (crash_invariants.h) after a round and at the end; what they find is printed.
   void CheckRound(int round, const Jobs& running_at_kill);

@@ -23,21 +23,28 @@ size_t Checker::Round(const std::string& at, const std::vector<ClientLedger>& le
       asked.insert(s.name);
       const auto it = by_name.find(s.name);
       const size_t copies = it == by_name.end() ? 0 : it->second.size();
+      // An array's tasks share its name: each once, with consecutive ids from the array's.
+      const size_t expect = s.tasks > 0 ? s.tasks : 1;
       if (s.outcome == Outcome::kAcked) {
         acked.push_back(&s);
-        if (copies != 1) {
+        if (copies != expect) {
           Violation(at + "acknowledged job " + std::to_string(s.id) + " (" + s.name + ") exists " +
-                    std::to_string(copies) + " times");
-        } else if (it->second[0] != s.id) {
-          Violation(at + s.name + " was acknowledged as job " + std::to_string(s.id) +
-                    " but is job " + std::to_string(it->second[0]));
+                    std::to_string(copies) + " times" +
+                    (s.tasks > 0 ? " (an array of " + std::to_string(s.tasks) + " tasks)" : ""));
+        } else {
+          for (size_t k = 0; k < expect; ++k) {
+            if (it->second[k] == s.id + k) continue;
+            Violation(at + s.name + " was acknowledged as job " + std::to_string(s.id + k) +
+                      " but is job " + std::to_string(it->second[k]));
+            break;
+          }
         }
         if (s.id <= last) {
           Violation(at + "ids not increasing for one client: " + std::to_string(last) + " then " +
                     std::to_string(s.id));
         }
         last = s.id;
-      } else if (copies > 1) {
+      } else if (copies > expect) {
         Violation(at + "unanswered submission " + s.name + " exists " + std::to_string(copies) +
                   " times");
       }
@@ -113,8 +120,11 @@ size_t Checker::Round(const std::string& at, const std::vector<ClientLedger>& le
           now.allocation().SerializeAsString() != before.allocation().SerializeAsString()) {
         Violation(at + jid + " runs on with another start or allocation");
       }
-    } else if (now.state() == v1::CANCELLED ? !cancel_sent.count(id)
-                                            : now.state() != v1::COMPLETED) {
+    } else if (now.state() == v1::CANCELLED
+                   // A cancel of a job array's id reaches each of its tasks.
+                   ? !cancel_sent.count(id) &&
+                         !(now.has_array() && cancel_sent.count(now.array().array_job_id()))
+                   : now.state() != v1::COMPLETED) {
       Violation(at + jid + " was running at the kill and ended " + v1::JobState_Name(now.state()) +
                 " (" + now.reason() + ")");
     }

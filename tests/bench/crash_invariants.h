@@ -23,8 +23,9 @@ struct Submission {
   uint64_t id = 0;  // when acknowledged
   Outcome outcome = Outcome::kUnknown;
   bool hold = false;
-  int gen_sent = 0;   // controller generation when sent
-  int gen_after = 0;  // ... and when the answer (or failure) came
+  int gen_sent = 0;    // controller generation when sent
+  int gen_after = 0;   // ... and when the answer (or failure) came
+  uint32_t tasks = 0;  // a job array's task count (its tasks are jobs id .. id + tasks - 1)
 };
 
 struct Op {

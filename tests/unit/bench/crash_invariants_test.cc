@@ -43,6 +43,43 @@ TEST(CrashInvariantsTest, ALostOrDoubledOrForeignJobIsCaught) {
   EXPECT_NE(c.violations()[0].find("job 1 (a) exists 0 times"), std::string::npos);
 }
 
+// A job array's tasks share its name: each must be there once, with the ids that follow the
+// array's. A task lost (or one counted twice) out of the one record a pending array is, is caught.
+TEST(CrashInvariantsTest, AnArrayMissingOrDoublingATaskIsCaught) {
+  auto array_of = [](uint32_t tasks) {
+    std::vector<ClientLedger> ledgers(1);
+    Submission s{"arr", 10, Outcome::kAcked};
+    s.tasks = tasks;
+    ledgers[0].subs.push_back(s);
+    return ledgers;
+  };
+  Jobs jobs;
+  for (uint64_t id : {10, 11, 12}) jobs[id] = Running(id, "arr", "node" + std::to_string(id), {0});
+  Checker c;
+  EXPECT_EQ(c.Round("r: ", array_of(3), jobs, {}, {}), 0u) << c.violations().front();
+  EXPECT_EQ(c.Round("r: ", array_of(4), jobs, {}, {}), 1u) << "task 13 lost";
+  EXPECT_NE(c.violations().back().find("exists 3 times (an array of 4 tasks)"), std::string::npos);
+  jobs.erase(12);
+  jobs[14] = Running(14, "arr", "node14", {0});  // task 2 under another's id
+  EXPECT_EQ(c.Round("r: ", array_of(3), jobs, {}, {}), 1u);
+  EXPECT_NE(c.violations().back().find("acknowledged as job 12 but is job 14"), std::string::npos);
+
+  // A task running at the kill may end CANCELLED by a cancel of its array's id, not otherwise.
+  Jobs before{{11, Running(11, "arr", "node11", {0})}};
+  before[11].mutable_array()->set_array_job_id(10);
+  Jobs after{{10, before[11]}, {11, before[11]}};
+  after[10].set_id(10);
+  for (auto& [id, j] : after) j.set_state(v1::CANCELLED);
+  auto ledgers = array_of(2);
+  Checker d;
+  EXPECT_EQ(d.Round("r: ", ledgers, after, before, {}), 1u) << "cancelled by no one";
+  EXPECT_NE(d.violations().back().find("job 11 was running at the kill and ended CANCELLED"),
+            std::string::npos);
+  ledgers[0].job_ops[10].push_back({'c', Outcome::kAcked, 0});
+  Checker e;
+  EXPECT_EQ(e.Round("r: ", ledgers, after, before, {}), 0u) << e.violations().front();
+}
+
 TEST(CrashInvariantsTest, AGpuInTwoJobsIsCaughtButAFinishedGangsCleanNodeIsNot) {
   Checker c;
   v1::JobInfo gang = Running(1, "a", "node1", {0});
