@@ -1,5 +1,7 @@
 #include "array_tasks.h"
 
+#include <algorithm>
+
 #include "job_spec.h"
 
 namespace muster::controller {
@@ -17,6 +19,25 @@ WaitingTasks WaitingTasks::Of(const v1::JobRecord& r) {
 WaitingTasks WaitingTasks::Range(uint32_t first, uint32_t last) {
   WaitingTasks w;
   if (first <= last) w.ranges_.emplace_back(first, last);
+  return w;
+}
+
+WaitingTasks WaitingTasks::Clamped(const v1::JobRecord& r, uint32_t lo, uint32_t hi) {
+  std::vector<std::pair<uint32_t, uint32_t>> in;
+  const auto& f = r.array_waiting();
+  for (int i = 0; i + 1 < f.size(); i += 2) {
+    const uint32_t first = std::max(f[i], lo), last = std::min(f[i + 1], hi);
+    if (first <= last) in.emplace_back(first, last);
+  }
+  std::sort(in.begin(), in.end());
+  WaitingTasks w;
+  for (const auto& [first, last] : in) {
+    if (!w.ranges_.empty() && uint64_t{first} <= uint64_t{w.ranges_.back().second} + 1) {
+      w.ranges_.back().second = std::max(w.ranges_.back().second, last);
+    } else {
+      w.ranges_.emplace_back(first, last);
+    }
+  }
   return w;
 }
 

@@ -25,6 +25,10 @@ class WaitingTasks {
   static WaitingTasks Of(const v1::JobRecord& r);
   // Positions first..last.
   static WaitingTasks Range(uint32_t first, uint32_t last);
+  // Positions in [lo, hi] of the record's ranges, whatever their order or overlaps (a damaged
+  // record's), sorted and merged.
+  static WaitingTasks Clamped(const v1::JobRecord& r, uint32_t lo, uint32_t hi);
+  bool operator==(const WaitingTasks& o) const { return ranges_ == o.ranges_; }
   // Replaces the record's array_waiting with these.
   void WriteTo(v1::JobRecord* r) const;
 

@@ -116,7 +116,7 @@ std::vector<JobManager::Target> JobManager::Targets(const Caller& caller, std::s
                                           it->second.rec.array().array_job_id() == id;
          ++it) {
       array = true;
-      if (seen.insert(it->first).second) out.push_back({it->first, Status::Ok()});
+      if (seen.insert(it->first).second) out.push_back({it->first, Status::Ok(), true});
     }
     if (!array) alone(id);
   }
@@ -192,6 +192,30 @@ void JobManager::AdoptSplit(ArraySplit split) {
     MarkPending(*carrier);  // counts what it stands for now
     NoteCarrier(*carrier);
   }
+}
+
+void JobManager::RepairCarrier(JobEntry& job, store::Mutation& m) {
+  v1::JobRecord& r = job.rec;
+  const uint64_t base = r.array().array_job_id();
+  const size_t count = job.array_tasks ? job.array_tasks->size() : 0;
+  WaitingTasks waiting;
+  if (r.id() >= base && r.id() - base + 1 < count) {
+    waiting = WaitingTasks::Clamped(r, static_cast<uint32_t>(r.id() - base + 1),
+                                    static_cast<uint32_t>(count - 1));
+    // Tasks with records of their own (few) are not waiting.
+    for (auto it = jobs_.upper_bound(r.id()); it != jobs_.end() && it->first - base < count; ++it) {
+      waiting.Erase(static_cast<uint32_t>(it->first - base));
+    }
+  }
+  if (waiting == WaitingTasks::Of(r)) return;
+  spdlog::warn(
+      "recovery: job={} (array {}) held waiting tasks that cannot be its own (before it, past its "
+      "array, or jobs with records of their own); kept {} of them",
+      r.id(), base, waiting.Count());
+  waiting.WriteTo(&r);
+  m.PutJob(r);
+  if (r.state() == v1::PENDING) MarkPending(job);
+  NoteCarrier(job);
 }
 
 Status JobManager::CheckArrayInvariants() const {

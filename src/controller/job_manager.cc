@@ -109,6 +109,7 @@ Status JobManager::FinishRestore(TimeMs now) {
   // requeued (or ends NODE_FAIL), a finished one stops waiting for that node to clean up.
   store::Mutation lost;
   for (auto& [id, job] : jobs_) {
+    if (Carries(job.rec)) RepairCarrier(job, lost);
     std::set<std::string> gone;
     for (const auto& na : job.rec.allocation().nodes()) {
       if (!nodes_.Find(na.node()) &&
@@ -280,6 +281,11 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
   for (const Target& t : Targets(caller, "hold, release or requeue",
                                  {req.job_ids().begin(), req.job_ids().end()}, {})) {
     const uint64_t id = t.id;
+    const JobEntry* named = Find(id);
+    if (t.by_array && t.status.ok() && named && req.action() != v1::UpdateJobRequest::REQUEUE &&
+        named->rec.state() != v1::PENDING) {
+      continue;  // a hold or release of an array is about its tasks that still wait
+    }
     v1::CancelJobResult* r = resp.add_results();
     r->set_job_id(id);
     auto fail = [&](StatusCode code, const std::string& m) {

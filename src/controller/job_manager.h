@@ -95,6 +95,7 @@ class JobManager {
   struct Target {
     uint64_t id = 0;
     Status status;
+    bool by_array = false;  // named through its array's id
   };
   // With `refuse_waiting`, nothing is split: a waiting task or a carrier named alone comes
   // with that error instead (a signal for a job that has not started).
@@ -221,6 +222,9 @@ class JobManager {
   JobEntry& AdoptPending(v1::JobRecord rec, const JobEntry& from);
   // Keeps carriers_ true to `job`'s record.
   void NoteCarrier(const JobEntry& job);
+  // Recovery: waiting tasks a carrier cannot hold (before it, past its array, or jobs with a
+  // record of their own, as a damaged store could have it) are dropped, logged, into `m`.
+  void RepairCarrier(JobEntry& job, store::Mutation& m);
 
   EngineContext& ctx_;
   NodeManager& nodes_;

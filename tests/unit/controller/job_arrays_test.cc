@@ -150,6 +150,16 @@ TEST_F(ArrayTest, NamingOneWaitingTaskSplitsItOffAndOnlyIt) {
   EXPECT_EQ(PendingCount(), 4u);
   EXPECT_TRUE(engine_->CheckInvariantsForTest().ok())
       << engine_->CheckInvariantsForTest().ToString();
+  // A hold of the array's id is about its tasks that wait: the cancelled ones are no error.
+  v1::UpdateJobRequest hold_all;
+  hold_all.set_action(v1::UpdateJobRequest::HOLD);
+  hold_all.add_job_ids(id);
+  auto held = engine_->UpdateJob(Alice(), hold_all, now_);
+  ASSERT_TRUE(held.ok());
+  for (const auto& res : held->results()) {
+    EXPECT_EQ(res.code(), 0) << res.job_id() << ": " << res.message();
+  }
+  for (uint64_t k : {1, 2, 4, 5}) EXPECT_TRUE(Job(id + k).hold()) << k;
   // The whole array, by its id: what waits and what was split off.
   v1::CancelJobRequest all;
   all.add_job_ids(id);
@@ -243,6 +253,41 @@ TEST_F(ArrayTest, ADependencyOnAnArrayWaitsForItsWaitingTasks) {
   Pass();
   Pass();
   EXPECT_EQ(Job(waiter).state(), v1::RUNNING);
+}
+
+// A damaged store (or a hand-edited one) may hold a carrier whose waiting tasks overlap, run
+// past its array, include itself, or include a task that has a record of its own: recovery keeps
+// each task once, and no pass tries to start a task twice.
+TEST_F(ArrayTest, RecoveryRepairsACarrierThatHoldsTasksItCannot) {
+  v1::JobSpec spec = Gang(1, 1);
+  spec.set_array("0-5");
+  const uint64_t id = *Submit(spec, Alice());
+  std::vector<v1::JobRecord> stored = Stored();
+  ASSERT_EQ(stored.size(), 1u);
+  v1::JobRecord carrier = stored[0];
+  v1::JobRecord own = carrier;  // task 4 with a record of its own
+  own.set_id(id + 4);
+  own.clear_array_waiting();
+  own.mutable_array()->set_task_id(4);
+  carrier.clear_array_waiting();
+  for (uint32_t v : {3u, 9u, 0u, 2u, 2u, 3u}) carrier.add_array_waiting(v);
+  store::Mutation m;
+  m.PutJob(carrier);
+  m.PutJob(own);
+  ASSERT_TRUE(store_.Commit(m).ok());
+  Restart();
+  AllUp();
+  EXPECT_TRUE(engine_->CheckInvariantsForTest().ok())
+      << engine_->CheckInvariantsForTest().ToString();
+  const auto rows = Listed(id, /*brief=*/true);
+  ASSERT_EQ(rows.size(), 6u);
+  for (uint64_t k = 0; k < 6; ++k) {
+    EXPECT_EQ(rows[k].id(), id + k);
+    EXPECT_EQ(rows[k].array().task_id(), k);
+  }
+  EXPECT_EQ(PendingCount(), 6u);
+  Pass();
+  for (uint64_t k = 0; k < 6; ++k) EXPECT_EQ(Job(id + k).state(), v1::RUNNING) << k;
 }
 
 TEST_F(ArrayTest, AnotherUsersWaitingTaskIsHiddenWhereJobsArePrivate) {
