@@ -340,7 +340,7 @@ void Engine::AuditForeignJobs(
   Status first_error;
   bool refused = false;
   for (const auto& r : results) {
-    const JobEntry* job = jobs_->Find(r.job_id());
+    const JobEntry* job = jobs_->Covering(r.job_id());  // a refused task may still wait in one
     if (!job || job->rec.spec().uid() == caller.uid) continue;
     foreign.push_back(r.job_id());
     if (r.code() != 0 && first_error.ok()) {

@@ -139,7 +139,7 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   const v1::JobRecord& r = job.rec;
   v1::ExplainJobResponse resp;
   v1::JobExplanation& x = *resp.mutable_explanation();
-  x.set_job_id(r.id());
+  x.set_job_id(req.job_id());  // a task waiting in its carrier is explained by it
   x.set_name(r.spec().name());
   x.set_user(r.spec().user());
   x.set_state(r.state());

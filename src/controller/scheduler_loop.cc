@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "array_tasks.h"
 #include "job_views.h"
@@ -177,10 +178,18 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
     }
   }
   if (!array_room.empty()) {
-    for (const auto& [id, job] : jobs_.jobs()) {
-      const v1::JobRecord& r = job.rec;
-      if (!r.has_array() || (r.state() != v1::RUNNING && r.completing_nodes_size() == 0)) continue;
-      if (auto it = array_room.find(r.array().array_job_id()); it != array_room.end()) --it->second;
+    // A task counts while it runs or still cleans up somewhere, that is while it holds
+    // resources on a node: the ledger knows those jobs, far fewer than the jobs in memory.
+    std::set<uint64_t> holding;
+    for (size_t i = 0; i < ledger_.size(); ++i) {
+      for (const auto& [id, held] : ledger_.held(i)) holding.insert(id);
+    }
+    for (uint64_t id : holding) {
+      const JobEntry* job = jobs_.Find(id);
+      if (!job || !job->rec.has_array()) continue;
+      if (auto it = array_room.find(job->rec.array().array_job_id()); it != array_room.end()) {
+        --it->second;
+      }
     }
   }
   std::optional<uint64_t> free_cpus;  // on schedulable nodes, summed when an array needs it

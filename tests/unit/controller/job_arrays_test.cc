@@ -202,6 +202,13 @@ TEST_F(ArrayTest, NoOneSplitsAnotherUsersArray) {
   EXPECT_EQ(u->results(0).code(), static_cast<int>(StatusCode::kPermissionDenied));
   EXPECT_EQ(Stored().size(), before) << "a refused request split nothing off";
   EXPECT_EQ(Job(id + 4).state(), v1::PENDING);
+  // The refusals are audited, as for any job of another user's.
+  auto audit = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->entries_size(), 2);
+  EXPECT_EQ(audit->entries(0).target(), "job " + std::to_string(id + 4));
+  EXPECT_FALSE(audit->entries(0).allowed());
+  EXPECT_EQ(audit->entries(1).action(), "hold");
   // A signal does not split either: a task that has not started cannot take one.
   v1::CancelJobRequest sig;
   sig.add_single_job_ids(id + 6);
