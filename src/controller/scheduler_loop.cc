@@ -325,8 +325,9 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
   for (const core::JobStart* sp : valid) {
     const core::JobStart& s = *sp;
     auto from = split.start_from.find(s.job);
-    const v1::JobRecord& before =
-        from != split.start_from.end() ? from->second : jobs_.Find(s.job)->rec;
+    const JobEntry* own = from == split.start_from.end() ? jobs_.Find(s.job) : nullptr;
+    if (from == split.start_from.end() && !own) continue;  // named twice in one pass: once is all
+    const v1::JobRecord& before = own ? own->rec : from->second;
     JobChange c{.to = v1::RUNNING,
                 .allocation = ledger_.ToAllocation(s.placement),
                 .credential = ctx_.MakeCredential()};
