@@ -15,10 +15,12 @@ namespace muster::cli {
 namespace {
 
 constexpr const char* kDefaultTlsDir = "/etc/muster/tls";
+constexpr const char* kDefaultNodeKeyDir = "/etc/muster/node-keys";
 
 void PrintCertsHelp() {
   std::printf(
       "Usage: muster certs [--dir DIR] [--node NAME]... [--no-controller] [--renew] [--days N]\n"
+      "       muster certs --node-keys [--dir DIR] [--node NAME]... [--renew]\n"
       "Makes what is missing in DIR: a CA (ca.crt, ca.key), the controller's certificate\n"
       "(controller.crt, controller.key) and one per node (NAME.crt, NAME.key): every node of\n"
       "the config's [[nodes]], or only those named with --node.\n"
@@ -29,9 +31,11 @@ void PrintCertsHelp() {
       "keys,\n"
       "                   from the same CA (rotation)\n"
       "  --days N         validity of the controller's and nodes' certificates (default 825)\n"
+      "  --node-keys      instead, without TLS: each node's key for [node_auth] (NAME.key,\n"
+      "                   default DIR %s); with --renew, new ones\n"
       "Keep ca.key on the controller's host (or offline); give each node only ca.crt and its own\n"
-      "NAME.crt and NAME.key.\n",
-      kDefaultTlsDir);
+      "NAME.crt and NAME.key. Node keys: the controllers hold all, each node only its own, 0600.\n",
+      kDefaultTlsDir, kDefaultNodeKeyDir);
 }
 
 }  // namespace
@@ -40,13 +44,12 @@ int CmdCerts(int argc, char** argv) {
   client::CertificateOptions o;
   std::vector<std::string> nodes;
   bool nodes_given = false;
-  const struct option opts[] = {{"dir", required_argument, nullptr, 'd'},
-                                {"node", required_argument, nullptr, 'n'},
-                                {"no-controller", no_argument, nullptr, 'C'},
-                                {"renew", no_argument, nullptr, 'r'},
-                                {"days", required_argument, nullptr, 'D'},
-                                {"help", no_argument, nullptr, 'h'},
-                                {nullptr, 0, nullptr, 0}};
+  bool node_keys = false;
+  const struct option opts[] = {
+      {"dir", required_argument, nullptr, 'd'},     {"node", required_argument, nullptr, 'n'},
+      {"no-controller", no_argument, nullptr, 'C'}, {"renew", no_argument, nullptr, 'r'},
+      {"days", required_argument, nullptr, 'D'},    {"node-keys", no_argument, nullptr, 'K'},
+      {"help", no_argument, nullptr, 'h'},          {nullptr, 0, nullptr, 0}};
   optind = 0;
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, ":d:n:h", opts, nullptr)) != -1;) {
@@ -66,6 +69,9 @@ int CmdCerts(int argc, char** argv) {
         break;
       case 'r':
         o.renew = true;
+        break;
+      case 'K':
+        node_keys = true;
         break;
       case 'D': {
         auto v = ParseUint(optarg);
@@ -89,18 +95,33 @@ int CmdCerts(int argc, char** argv) {
   if (config.ok()) {
     o.cluster_name = config->cluster_name;
     o.controller_name = config->tls.controller_name;
-    if (o.dir.empty() && config->tls.enabled()) {
+    if (o.dir.empty() && node_keys && config->node_auth.enabled()) {
+      o.dir = std::filesystem::path(config->node_auth.key_file).parent_path().string();
+    } else if (o.dir.empty() && !node_keys && config->tls.enabled()) {
       o.dir = std::filesystem::path(config->tls.ca_file).parent_path().string();
     }
     if (!nodes_given) {
       for (const auto& n : config->nodes) nodes.push_back(n.name);
     }
-  } else if (!nodes_given && o.controller) {
+  } else if (!nodes_given && o.controller && !node_keys) {
     std::fprintf(stderr, "muster certs: no config (%s): making the CA and the controller's only\n",
                  config.status().message().c_str());
   }
-  if (o.dir.empty()) o.dir = kDefaultTlsDir;
+  if (o.dir.empty()) o.dir = node_keys ? kDefaultNodeKeyDir : kDefaultTlsDir;
   o.nodes = std::move(nodes);
+  if (node_keys) {
+    if (o.nodes.empty()) return Usage("certs", "no nodes for --node-keys: name them with --node");
+    auto report = client::MakeNodeKeys(o);
+    if (!report.ok()) return Fail("certs", report.status());
+    for (const auto& f : report->written) std::printf("wrote %s\n", f.c_str());
+    for (const auto& f : report->kept) std::printf("kept  %s (--renew to replace it)\n", f.c_str());
+    if (!config.ok() || !config->node_auth.enabled()) {
+      std::printf(
+          "\nTo use them, add to %s on every host:\n[node_auth]\nkey_file = \"%s/%%n.key\"\n",
+          config_path.c_str(), o.dir.c_str());
+    }
+    return kExitOk;
+  }
 
   auto report = client::MakeCertificates(o);
   if (!report.ok()) return Fail("certs", report.status());

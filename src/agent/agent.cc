@@ -21,6 +21,7 @@
 #include "inventory.h"
 #include "job_spool.h"
 #include "job_supervisor.h"
+#include "muster/common/node_keys.h"
 #include "muster/common/strings.h"
 #include "step_service.h"
 
@@ -145,19 +146,35 @@ Status Agent::Impl::Start() {
                            "' is not host:port[,host:port...]");
   }
   std::optional<ControllerLinkTls> tls;
+  std::string node_key;
   if (o.config.tls.enabled()) {
     auto id = LoadNodeTlsIdentity(o.config.tls, o.node_name);
     if (!id.ok()) return id.status();
     tls = ControllerLinkTls{std::move(*id), o.config.tls.controller_name};
-  } else if (!std::all_of(controllers.begin(), controllers.end(), IsLoopbackAddress)) {
-    if (!o.config.controller.insecure) {
+  } else {
+    if (!std::all_of(controllers.begin(), controllers.end(), IsLoopbackAddress) &&
+        !o.config.controller.insecure) {
       return FailedPrecondition("controller address " + o.controller_address +
                                 " is not a loopback address and [tls] is not configured; "
                                 "configure [tls], or set insecure = true under [controller] on a "
                                 "network only the cluster's hosts reach");
     }
-    spdlog::warn("node={} talks to the controller at {} without TLS (controller.insecure = true)",
-                 o.node_name, o.controller_address);
+    if (!o.controller_link && !o.config.node_auth.enabled()) {
+      return FailedPrecondition(
+          "without [tls], this agent must prove which node it is: set key_file under "
+          "[node_auth] (keys made by `muster certs --node-keys`), or configure [tls]");
+    }
+    if (!o.controller_link) {  // a test's own link proves nothing
+      auto key = LoadNodeKey(o.config.node_auth, o.node_name);
+      if (!key.ok()) return key.status();
+      node_key = std::move(*key);
+    }
+    // Said at every start: a development setup, not a production one.
+    spdlog::warn(
+        "node={} talks to the controller at {} without TLS: it proves its node with its key, but "
+        "what it exchanges (jobs' scripts and environments) is not encrypted. Use [tls] in "
+        "production",
+        o.node_name, o.controller_address);
   }
   // The job-state base first: on a shared tmpfs another user may have made it (or a link) before
   // us, and nothing of ours goes inside until it is known to be ours.
@@ -219,7 +236,7 @@ Status Agent::Impl::Start() {
               ? o.controller_link(o.controller_address, o.node_name, session_->instance_id(),
                                   std::move(cb))
               : NewGrpcControllerLink(controllers, o.node_name, session_->instance_id(),
-                                      std::move(tls), std::move(cb));
+                                      std::move(tls), std::move(node_key), std::move(cb));
   ctx_.send = [this](const v1::AgentMessage& m) { link_->Send(m); };
 
   session_->LoadEpoch();

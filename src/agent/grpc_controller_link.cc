@@ -5,16 +5,19 @@
 #include <random>
 
 #include "muster/common/job_limits.h"
+#include "muster/credentials/node_proof.h"
 
 namespace muster::agent {
 
 GrpcControllerLink::GrpcControllerLink(std::vector<std::string> addresses, std::string node,
                                        std::string instance_id,
-                                       std::optional<ControllerLinkTls> tls, Callbacks cb)
+                                       std::optional<ControllerLinkTls> tls, std::string node_key,
+                                       Callbacks cb)
     : addresses_(std::move(addresses)),
       node_(std::move(node)),
       instance_id_(std::move(instance_id)),
       tls_(std::move(tls)),
+      node_key_(std::move(node_key)),
       cb_(std::move(cb)) {}
 
 GrpcControllerLink::~GrpcControllerLink() { Stop(); }
@@ -122,7 +125,26 @@ void GrpcControllerLink::Run() {
       if (stop_) break;
       ctx_ = &rctx;  // Stop cancels a registration that waits for an unreachable controller
     }
-    grpc::Status st = stub->Register(&rctx, req, &resp);
+    grpc::Status st = grpc::Status::OK;
+    if (!tls_) {
+      // Without TLS the registration answers a fresh challenge with this node's key.
+      v1::ChallengeResponse challenge;
+      grpc::ClientContext cctx;
+      cctx.set_deadline(rctx.deadline());
+      cctx.set_wait_for_ready(!several);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ctx_ = &cctx;
+      }
+      st = stub->Challenge(&cctx, v1::ChallengeRequest(), &challenge);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ctx_ = stop_ ? nullptr : &rctx;
+      }
+      req.set_challenge(challenge.challenge());
+      req.set_proof(credentials::NodeProof(node_key_, challenge.challenge(), node_, instance_id_));
+    }
+    if (st.ok() && !stop_) st = stub->Register(&rctx, req, &resp);
     {
       std::lock_guard<std::mutex> l(mu_);
       ctx_ = nullptr;
@@ -167,6 +189,7 @@ void GrpcControllerLink::Run() {
     hello.mutable_hello()->set_node(node_);
     hello.mutable_hello()->set_instance_id(instance_id_);
     hello.mutable_hello()->set_epoch(resp.epoch());
+    hello.mutable_hello()->set_session_ticket(resp.session_ticket());
     {
       std::lock_guard<std::mutex> l(mu_);
       if (stop_) break;
@@ -220,9 +243,10 @@ std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::vector<std::str
                                                       const std::string& node,
                                                       const std::string& instance_id,
                                                       std::optional<ControllerLinkTls> tls,
+                                                      std::string node_key,
                                                       ControllerLink::Callbacks callbacks) {
   return std::make_unique<GrpcControllerLink>(addresses, node, instance_id, std::move(tls),
-                                              std::move(callbacks));
+                                              std::move(node_key), std::move(callbacks));
 }
 
 }  // namespace muster::agent

@@ -23,7 +23,7 @@ namespace muster::agent {
 class GrpcControllerLink final : public ControllerLink {
  public:
   GrpcControllerLink(std::vector<std::string> addresses, std::string node, std::string instance_id,
-                     std::optional<ControllerLinkTls> tls, Callbacks cb);
+                     std::optional<ControllerLinkTls> tls, std::string node_key, Callbacks cb);
   ~GrpcControllerLink() override;
 
   void Start() override;
@@ -39,6 +39,7 @@ class GrpcControllerLink final : public ControllerLink {
   const std::vector<std::string> addresses_;
   const std::string node_, instance_id_;
   const std::optional<ControllerLinkTls> tls_;
+  const std::string node_key_;  // without TLS: answers the controller's challenges
   Callbacks cb_;
   std::thread thread_;
   std::atomic<bool> stop_{false};

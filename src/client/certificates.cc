@@ -1,6 +1,7 @@
 #include "muster/client/certificates.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <random>
 
 #include "muster/common/config.h"
+#include "muster/common/node_keys.h"
 #include "muster/common/own_files.h"
 #include "muster/common/strings.h"
 
@@ -192,6 +194,50 @@ Result<CertificateReport> MakeCertificates(const CertificateOptions& o) {
     MUSTER_RETURN_IF_ERROR(Issue(o, "controller", o.controller_name, true, &report));
   }
   for (const auto& n : o.nodes) MUSTER_RETURN_IF_ERROR(Issue(o, n, n, false, &report));
+  return report;
+}
+
+Result<CertificateReport> MakeNodeKeys(const CertificateOptions& o) {
+  if (o.dir.empty()) return InvalidArgument("no directory for the node keys");
+  for (const auto& n : o.nodes) {
+    if (!IsValidNodeName(n)) return InvalidArgument("'" + n + "' is not a valid node name");
+  }
+  std::error_code ec;
+  if (!Exists(o.dir)) {
+    fs::create_directories(o.dir, ec);
+    if (ec) return FailedPrecondition("cannot create " + o.dir + ": " + ec.message());
+    fs::permissions(o.dir, fs::perms(0700), ec);
+  }
+  if (Status st = CheckOwnDirectory(o.dir); !st.ok()) {
+    return FailedPrecondition("refusing to keep node keys in " + o.dir + ": " + st.message());
+  }
+  CertificateReport report;
+  for (const auto& n : o.nodes) {
+    const std::string path = o.dir + "/" + n + ".key";
+    if (Exists(path) && !o.renew) {
+      MUSTER_RETURN_IF_ERROR(CheckOwnFile(path));  // not a link someone left for us
+      report.kept.push_back(path);
+      continue;
+    }
+    std::string raw(kNodeKeyBytes, '\0');
+    for (size_t got = 0; got < raw.size();) {
+      ssize_t r = ::getrandom(raw.data() + got, raw.size() - got, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return ErrnoStatus("getrandom", errno);
+      got += static_cast<size_t>(r);
+    }
+    const std::string tmp = o.dir + "/." + n + ".key.tmp";
+    ::unlink(tmp.c_str());
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return ErrnoStatus("create " + tmp, errno);
+    const std::string text = NodeKeyText(raw);
+    const bool wrote = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
+    ::close(fd);
+    if (!wrote) return ErrnoStatus("write " + tmp, errno);
+    MUSTER_RETURN_IF_ERROR(Rename(tmp, path, 0600));
+    report.written.push_back(path);
+  }
   return report;
 }
 

@@ -185,6 +185,11 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
       << "controller_key_file = \"" << dir << "/tls/controller.key\"\n"
       << "node_cert_file = \"" << dir << "/tls/%n.crt\"\n"
       << "node_key_file = \"" << dir << "/tls/%n.key\"\n\n";
+  } else {
+    c << "# No TLS (--no-tls, for development): each agent proves its node with its own key\n"
+      << "# (made by the same code as `muster certs --node-keys`); traffic is not encrypted.\n"
+      << "[node_auth]\n"
+      << "key_file = \"" << dir << "/node-keys/%n.key\"\n\n";
   }
   // Two leaf switches under one spine, so gang placement has a topology to respect; each leaf's
   // nodes carry its name as a feature (try --constraint=leaf2) and share an NVLink domain.
@@ -311,6 +316,11 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
       for (uint32_t i = 1; i <= o.nodes; ++i) certs.nodes.push_back("node" + std::to_string(i));
       MUSTER_RETURN_IF_ERROR(
           MakeCertificates(certs).status().Prepend("local cluster certificates"));
+    } else {
+      CertificateOptions keys;
+      keys.dir = dir + "/node-keys";
+      for (uint32_t i = 1; i <= o.nodes; ++i) keys.nodes.push_back("node" + std::to_string(i));
+      MUSTER_RETURN_IF_ERROR(MakeNodeKeys(keys).status().Prepend("local cluster node keys"));
     }
     std::ofstream(conf) << ConfigText(o, dir, ports);
     fs::remove_all(dir + "/state", ec);  // a new shape starts with an empty state

@@ -52,6 +52,11 @@ Status ValidateTls(const TlsConfig& t, const std::string& source) {
 
 Status Validate(Config& c, const std::string& source) {
   MUSTER_RETURN_IF_ERROR(ValidateTls(c.tls, source));
+  if (c.node_auth.enabled() && c.node_auth.key_file.find("%n") == std::string::npos) {
+    return InvalidArgument(source + ": node_auth.key_file '" + c.node_auth.key_file +
+                           "' must contain %n (each node has its own key; the controller reads "
+                           "every node's)");
+  }
   MUSTER_RETURN_IF_ERROR(ValidateSharing(c, source));
   MUSTER_RETURN_IF_ERROR(ValidateControllers(c, source));
   if (!IsLoopbackAddress(c.controller.agent_address) && !c.controller.insecure &&
@@ -290,6 +295,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       source));
 
   MUSTER_RETURN_IF_ERROR(SubTable(
+      r, "node_auth", [&](TableReader& t) { return t.String("key_file", &c.node_auth.key_file); },
+      source));
+
+  MUSTER_RETURN_IF_ERROR(SubTable(
       r, "munge", [&](TableReader& t) { return t.String("socket", &c.munge.socket); }, source));
   MUSTER_RETURN_IF_ERROR(SubTable(
       r, "billing",
@@ -440,6 +449,10 @@ std::string TlsConfig::NodeCertFile(const std::string& node) const {
 
 std::string TlsConfig::NodeKeyFile(const std::string& node) const {
   return ReplaceNodeName(node_key_file, node);
+}
+
+std::string NodeAuthConfig::KeyFile(const std::string& node) const {
+  return ReplaceNodeName(key_file, node);
 }
 
 bool IsValidAccountName(const std::string& name) {

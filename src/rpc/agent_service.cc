@@ -3,12 +3,24 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <mutex>
 
+#include "muster/common/node_keys.h"
+#include "muster/common/strings.h"
+#include "muster/credentials/step_credential.h"
+
 namespace muster::rpc {
 namespace {
+
+// The challenges' clock: only this process compares its readings.
+int64_t MonotonicMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 using StatsClock = controller::ServiceStats::Clock;
 
@@ -94,7 +106,10 @@ class AgentService::AgentSession final
       service_->runner_.executor().Post([this, hello = msg.hello(), arrived] {
         controller::ControllerRunner& runner = service_->runner_;
         Status s = runner.stopped() ? Unavailable("the controller is stopping")
-                                    : runner.engine().AttachSession(hello, runner.Now());
+                   : !service_->TicketMatches(hello)
+                       ? PermissionDenied("this session's ticket is not from node '" + node_ +
+                                          "''s registration with this controller")
+                       : runner.engine().AttachSession(hello, runner.Now());
         if (!s.ok()) {
           End(grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message()));
         } else {
@@ -189,11 +204,51 @@ grpc::Status AgentService::CheckPeerIsNode(const grpc::AuthContext* auth,
                                                                ", not node '" + node + "'");
 }
 
+grpc::Status AgentService::CheckNodeProof(const v1::RegisterRequest& req) {
+  const std::string& node = req.inventory().name();
+  const int64_t now = MonotonicMs();
+  Status s = challenges_.Fresh(req.challenge(), now);
+  if (s.ok()) {
+    if (!IsValidNodeName(node))
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad node name");
+    auto key = LoadNodeKey(runner_.config().node_auth, node);
+    if (!key.ok()) {
+      spdlog::warn("refused a registration as node '{}': {}", node, key.status().message());
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          "this controller has no usable key for node '" + node + "' (its log says why)");
+    }
+    s = challenges_.Check(req.challenge(), req.proof(), *key, node, req.instance_id(), now);
+  }
+  if (!s.ok()) {
+    spdlog::warn("refused a registration as node '{}': {}", node, s.message());
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, s.message());
+  }
+  return grpc::Status::OK;
+}
+
+bool AgentService::TicketMatches(const v1::Hello& hello) const {
+  auto it = tickets_.find(hello.node());
+  return it != tickets_.end() && it->second.first == hello.instance_id() &&
+         ConstantTimeEquals(it->second.second, hello.session_ticket());
+}
+
+grpc::ServerUnaryReactor* AgentService::Challenge(grpc::CallbackServerContext* ctx,
+                                                  const v1::ChallengeRequest*,
+                                                  v1::ChallengeResponse* resp) {
+  resp->set_challenge(challenges_.Issue(MonotonicMs()));
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* AgentService::Register(grpc::CallbackServerContext* ctx,
                                                  const v1::RegisterRequest* req,
                                                  v1::RegisterResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  if (grpc::Status peer = CheckPeerIsNode(ctx->auth_context().get(), req->inventory().name());
+  if (grpc::Status peer = verify_node_names_
+                              ? CheckPeerIsNode(ctx->auth_context().get(), req->inventory().name())
+                              : CheckNodeProof(*req);
       !peer.ok()) {
     reactor->Finish(peer);
     return reactor;
@@ -207,6 +262,8 @@ grpc::ServerUnaryReactor* AgentService::Register(grpc::CallbackServerContext* ct
     grpc::Status reply = grpc::Status::OK;
     if (r.ok()) {
       *resp = std::move(*r);
+      resp->set_session_ticket(credentials::NewSecret());
+      tickets_[req->inventory().name()] = {req->instance_id(), resp->session_ticket()};
     } else {
       reply = grpc::Status(static_cast<grpc::StatusCode>(r.status().code()), r.status().message());
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "muster/controller/controller_runner.h"
+#include "muster/credentials/node_proof.h"
 #include "muster/v1/node.grpc.pb.h"
 
 namespace muster::rpc {
@@ -21,13 +22,17 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
                            public controller::AgentSessions {
  public:
   // With verify_node_names (mutual TLS), a Register or Hello is accepted only for the node its
-  // client certificate names.
+  // client certificate names; without, a Register must answer a challenge with the node's key
+  // ([node_auth]). Either way a Hello must carry the ticket of its node's last registration.
   AgentService(controller::ControllerRunner& runner, bool verify_node_names)
       : runner_(runner),
         verify_node_names_(verify_node_names),
         heartbeat_batch_ms_(
             std::clamp<int64_t>(runner.config().scheduling.heartbeat_interval_ms / 10, 1, 50)) {}
 
+  grpc::ServerUnaryReactor* Challenge(grpc::CallbackServerContext* ctx,
+                                      const v1::ChallengeRequest* req,
+                                      v1::ChallengeResponse* resp) override;
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
                                      const v1::RegisterRequest* req,
                                      v1::RegisterResponse* resp) override;
@@ -45,6 +50,10 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
   // OK when the peer may speak for `node`: always without TLS, else when its verified
   // certificate names the node. PERMISSION_DENIED otherwise, saying which names it carries.
   grpc::Status CheckPeerIsNode(const grpc::AuthContext* auth, const std::string& node) const;
+  // Without TLS: OK when the registration answers one of our challenges with its node's key.
+  grpc::Status CheckNodeProof(const v1::RegisterRequest& req);
+  // Whether a Hello carries its node's last registration's ticket (on the strand).
+  bool TicketMatches(const v1::Hello& hello) const;
 
   // Heartbeats only say "still here": they are collected and handed to the strand together every
   // heartbeat_batch_ms_ (a tenth of the heartbeat interval, at most 50 ms) instead of waking it
@@ -57,6 +66,10 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
   const bool verify_node_names_;
   const int64_t heartbeat_batch_ms_;
   std::map<std::string, AgentSession*> sessions_;  // strand-confined
+  credentials::NodeChallenges challenges_;
+  // Per registered node: the instance and ticket of its last registration (strand-confined;
+  // configured nodes only).
+  std::map<std::string, std::pair<std::string, std::string>> tickets_;
   std::mutex heard_mu_;
   // Per node (configured nodes only: an unknown node's session never attaches), however many
   // heartbeats it sent in the batch: the first one's arrival, and how many.

@@ -70,14 +70,21 @@ Status ControllerServer::Impl::Start() {
     tls.pem_key_cert_pairs.push_back({std::move(id.key_pem), std::move(id.cert_pem)});
     agent_credentials = grpc::SslServerCredentials(tls);
   } else {
-    agent_credentials = grpc::InsecureServerCredentials();
-    if (!IsLoopbackAddress(c.controller.agent_address)) {
-      // Allowed only with insecure = true (the config refuses it otherwise): said at every start.
-      spdlog::warn(
-          "agents connect to {} without TLS (controller.insecure = true): anyone who can "
-          "reach it can register as a node",
-          c.controller.agent_address);
+    // Loopback is no trust boundary: every local user reaches it. Agents prove their node with
+    // its key instead of a certificate.
+    if (!c.node_auth.enabled()) {
+      return FailedPrecondition(
+          "without [tls], agents must prove which node they are: set key_file under [node_auth] "
+          "(keys made by `muster certs --node-keys`), or configure [tls]");
     }
+    agent_credentials = grpc::InsecureServerCredentials();
+    // Said at every start: a development setup, not a production one.
+    spdlog::warn(
+        "agents connect to {} without TLS{}: they prove their node with its key ([node_auth]), "
+        "but what they exchange with this controller (jobs' scripts and environments) is not "
+        "encrypted. Use [tls] in production",
+        c.controller.agent_address,
+        IsLoopbackAddress(c.controller.agent_address) ? "" : " (controller.insecure = true)");
   }
   executor_ = std::make_unique<AsioExecutor>();
   controller::ControllerRunnerOptions ro;

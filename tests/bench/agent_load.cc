@@ -41,7 +41,10 @@
 #include <thread>
 #include <vector>
 
+#include "muster/client/certificates.h"
 #include "muster/client/controller_client.h"
+#include "muster/common/node_keys.h"
+#include "muster/credentials/node_proof.h"
 #include "muster/v1/node.grpc.pb.h"
 
 namespace {
@@ -121,6 +124,7 @@ class Load;
 // One simulated agent: its jobs and its connection state; a Session reactor per connection.
 struct SimNode {
   std::string name, instance;
+  std::string key;  // its [node_auth] key
   v1::NodeRegistry::Stub* stub = nullptr;
   std::mutex mu;
   std::map<uint64_t, uint32_t> jobs;  // job -> run
@@ -132,7 +136,7 @@ struct SimNode {
 
 class Session final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::ControllerMessage> {
  public:
-  Session(Load* load, SimNode* node, uint64_t epoch);
+  Session(Load* load, SimNode* node, uint64_t epoch, const std::string& ticket);
   void Send(v1::AgentMessage m) {
     std::lock_guard l(mu_);
     if (done_) return;
@@ -237,6 +241,7 @@ class Load {
 
  private:
   void Register(SimNode* n);
+  void Register(SimNode* n, const std::string& challenge);
   void Heartbeat(SimNode* n);
   void SendTo(SimNode* n, v1::AgentMessage m) {
     std::lock_guard l(n->mu);
@@ -286,12 +291,14 @@ class Load {
   std::vector<Clock::time_point> reconnect_at_;
 };
 
-Session::Session(Load* load, SimNode* node, uint64_t epoch) : load_(load), node_(node) {
+Session::Session(Load* load, SimNode* node, uint64_t epoch, const std::string& ticket)
+    : load_(load), node_(node) {
   node->stub->async()->Session(&ctx_, this);
   v1::AgentMessage hello;
   hello.mutable_hello()->set_node(node->name);
   hello.mutable_hello()->set_instance_id(node->instance);
   hello.mutable_hello()->set_epoch(epoch);
+  hello.mutable_hello()->set_session_ticket(ticket);
   out_.push_back(std::move(hello));
   writing_ = true;
   StartWrite(&out_.front());
@@ -331,6 +338,26 @@ void Session::OnDone(const grpc::Status&) {
 }
 
 void Load::Register(SimNode* n) {
+  // As a real agent without TLS: a challenge first, answered with the node's key.
+  struct Challenge {
+    grpc::ClientContext ctx;
+    v1::ChallengeRequest req;
+    v1::ChallengeResponse resp;
+  };
+  auto* challenge = new Challenge;
+  challenge->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  n->stub->async()->Challenge(&challenge->ctx, &challenge->req, &challenge->resp,
+                              [this, n, challenge](grpc::Status st) {
+                                if (!st.ok()) {
+                                  Reconnect(n);
+                                } else {
+                                  Register(n, challenge->resp.challenge());
+                                }
+                                delete challenge;
+                              });
+}
+
+void Load::Register(SimNode* n, const std::string& challenge) {
   struct Call {
     grpc::ClientContext ctx;
     v1::RegisterRequest req;
@@ -338,6 +365,8 @@ void Load::Register(SimNode* n) {
   };
   auto* call = new Call;
   call->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  call->req.set_challenge(challenge);
+  call->req.set_proof(muster::credentials::NodeProof(n->key, challenge, n->name, n->instance));
   v1::NodeInventory* inv = call->req.mutable_inventory();
   inv->set_name(n->name);
   inv->set_cpus(128);
@@ -355,7 +384,7 @@ void Load::Register(SimNode* n) {
       {
         std::lock_guard l(n->mu);
         n->backoff_ms = 100;
-        n->session = new Session(this, n, call->resp.epoch());
+        n->session = new Session(this, n, call->resp.epoch(), call->resp.session_ticket());
       }
       Connected(n);
     }
@@ -500,10 +529,18 @@ int Load::Run() {
            << "]\"\ncpus = 128\nmemory_mb = 2048000\ngpus = 8\ngpu_type = \"h100\"\n"
            << "topology = \"spine" << spine << "/leaf" << leaf << "\"\n";
     }
+    conf << "[node_auth]\nkey_file = \"" << o_.dir << "/node-keys/%n.key\"\n";
     conf << "[[partition]]\nname = \"gpu\"\nnodes = \"gpu[1-" << o_.nodes
          << "]\"\ndefault = true\nmax_time = \"3-0\"\n";
   }
   std::filesystem::remove_all(o_.dir + "/state");
+  muster::client::CertificateOptions keys;
+  keys.dir = o_.dir + "/node-keys";
+  for (uint32_t i = 1; i <= o_.nodes; ++i) keys.nodes.push_back("gpu" + std::to_string(i));
+  if (auto made = muster::client::MakeNodeKeys(keys); !made.ok()) {
+    std::fprintf(stderr, "agent_load: %s\n", made.status().message().c_str());
+    return 1;
+  }
   ctld_ = StartController();
   if (ctld_ <= 0) {
     std::fprintf(stderr, "agent_load: musterctld did not start; see %s/musterctld.log\n",
@@ -526,6 +563,14 @@ int Load::Run() {
     auto n = std::make_unique<SimNode>();
     n->name = "gpu" + std::to_string(i + 1);
     n->instance = "load-" + std::to_string(getpid()) + "-" + std::to_string(i);
+    muster::NodeAuthConfig auth;
+    auth.key_file = o_.dir + "/node-keys/%n.key";
+    auto key = muster::LoadNodeKey(auth, n->name);
+    if (!key.ok()) {
+      std::fprintf(stderr, "agent_load: %s\n", key.status().message().c_str());
+      return 1;
+    }
+    n->key = std::move(*key);
     n->stub = stubs_[i % o_.channels].get();
     nodes_.push_back(std::move(n));
   }

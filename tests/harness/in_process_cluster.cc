@@ -121,6 +121,13 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::StartOnce(InProcessC
       << "controller_key_file = \"" << certs.dir << "/controller.key\"\n"
       << "node_cert_file = \"" << certs.dir << "/%n.crt\"\n"
       << "node_key_file = \"" << certs.dir << "/%n.key\"\n";
+  } else {
+    // Without TLS the agents prove their node with its key.
+    client::CertificateOptions keys;
+    keys.dir = c->dir_ + "/node-keys";
+    for (int i = 1; i <= o.nodes; ++i) keys.nodes.push_back("node" + std::to_string(i));
+    MUSTER_RETURN_IF_ERROR(client::MakeNodeKeys(keys).status());
+    t << "[node_auth]\nkey_file = \"" << keys.dir << "/%n.key\"\n";
   }
   if (o.remote_api) {
     MUSTER_ASSIGN_OR_RETURN(c->munged_, TestMunged::Start(c->dir_ + "/munge"));

@@ -13,6 +13,7 @@
 
 #include "harness/cluster_test.h"
 #include "muster/agent/controller_link.h"
+#include "muster/credentials/step_credential.h"
 #include "muster/v1/node.grpc.pb.h"
 
 namespace muster::testing {
@@ -204,6 +205,13 @@ TEST_F(FailoverTest, AStandbyOutOfSyncNeverTakesOver) {
 class EpochRegistry final : public v1::NodeRegistry::CallbackService {
  public:
   explicit EpochRegistry(uint64_t epoch) : epoch_(epoch) {}
+  grpc::ServerUnaryReactor* Challenge(grpc::CallbackServerContext* ctx, const v1::ChallengeRequest*,
+                                      v1::ChallengeResponse* resp) override {
+    resp->set_challenge("any");  // this stand-in checks no proof
+    auto* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx, const v1::RegisterRequest*,
                                      v1::RegisterResponse* resp) override {
     resp->set_epoch(epoch_);
@@ -243,7 +251,8 @@ TEST(ControllerLinkTest, AnAgentPassesOverAControllerOlderThanOneItObeyed) {
   cb.on_message = [](v1::ControllerMessage) {};
   cb.on_disconnected = [] {};
   cb.is_stale = [](uint64_t epoch) { return epoch < 3; };  // it obeyed epoch 3 before
-  auto link = agent::NewGrpcControllerLink(addresses, "node1", "i1", std::nullopt, cb);
+  auto link = agent::NewGrpcControllerLink(addresses, "node1", "i1", std::nullopt,
+                                           std::string(credentials::kKeySize, 'k'), cb);
   link->Start();
   const bool reached = WaitFor(
       [&] {

@@ -192,7 +192,7 @@ int RegistrationsWithServerPresenting(const TlsIdentity& agent, const std::strin
   cb.on_message = [](v1::ControllerMessage) {};
   cb.on_disconnected = [] {};
   auto link = agent::NewGrpcControllerLink({"127.0.0.1:" + std::to_string(port)}, "node1", "i1",
-                                           agent::ControllerLinkTls{agent, "musterctld"}, cb);
+                                           agent::ControllerLinkTls{agent, "musterctld"}, "", cb);
   link->Start();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   link->Stop();

@@ -84,6 +84,8 @@ kill_grace_ms = 1000
 spool_dir = "$DIR/spool"
 kill_jobs_on_stop = true
 cgroup_root = "muster-$TAG"
+[node_auth]
+key_file = "$DIR/node-keys/%n.key"
 [[nodes]]
 names = "node[1-3]"
 cpus = 4
@@ -95,6 +97,7 @@ name = "gpu"
 nodes = "node[1-3]"
 default = true
 EOF
+"$BIN/muster" certs --node-keys --dir "$DIR/node-keys" --node 'node[1-3]' >/dev/null
 cat > "$DIR/gpus.toml" <<EOF
 [node]
 cpus = 4

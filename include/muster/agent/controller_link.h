@@ -56,12 +56,14 @@ struct ControllerLinkTls {
 };
 
 // The real link: gRPC NodeRegistry, jittered exponential backoff. Mutual TLS when tls is set,
-// plain TCP otherwise. With several addresses (a hot standby's controllers), one that does not
+// plain TCP otherwise, each registration then answering the controller's challenge with
+// node_key ([node_auth]). With several addresses (a hot standby's controllers), one that does not
 // answer is passed over for the next at once; only a whole round of failures backs off.
 std::unique_ptr<ControllerLink> NewGrpcControllerLink(const std::vector<std::string>& addresses,
                                                       const std::string& node,
                                                       const std::string& instance_id,
                                                       std::optional<ControllerLinkTls> tls,
+                                                      std::string node_key,
                                                       ControllerLink::Callbacks callbacks);
 
 }  // namespace muster::agent

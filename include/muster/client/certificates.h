@@ -34,4 +34,10 @@ struct CertificateReport {
 // replaced whole (never half-written). FAILED_PRECONDITION when openssl fails or is missing.
 Result<CertificateReport> MakeCertificates(const CertificateOptions& options);
 
+// `muster certs --node-keys`: without TLS, each node's [node_auth] key (dir/<node>.key, 64 random
+// hex digits, 0600) that its agent proves itself with; the controllers need all of them, each
+// node only its own. Missing ones are made (all of options.nodes' with renew); the directory
+// must be this user's alone and no one else's to read.
+Result<CertificateReport> MakeNodeKeys(const CertificateOptions& options);
+
 }  // namespace muster::client

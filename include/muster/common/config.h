@@ -169,6 +169,17 @@ struct TlsConfig {
   std::string NodeKeyFile(const std::string& node) const;
 };
 
+// Without [tls], how an agent proves it speaks for its node ([node_auth]): each node has its own
+// random key in a file only root (or the daemon's user) can read; the agent answers the
+// controller's challenge with an HMAC under it, and the controller, which holds every node's key,
+// checks it. "%n" stands for the node's name, so one line serves the controller and every node.
+struct NodeAuthConfig {
+  std::string key_file;  // e.g. "/etc/muster/node-keys/%n.key"; empty: not configured
+
+  bool enabled() const { return !key_file.empty(); }
+  std::string KeyFile(const std::string& node) const;
+};
+
 // What a job's usage costs, in billing units per second, for fair-share ([billing]).
 struct BillingConfig {
   double cpu = 0;                           // per allocated CPU
@@ -290,6 +301,7 @@ struct Config {
   SchedulingConfig scheduling;
   AgentConfig agent;
   TlsConfig tls;
+  NodeAuthConfig node_auth;
   MungeConfig munge;
   BillingConfig billing;
   std::vector<PartitionConfig> partitions;

@@ -18,6 +18,7 @@
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
 #include "muster/common/framing.h"
+#include "muster/common/node_keys.h"
 
 namespace muster::agent {
 namespace {
@@ -372,6 +373,10 @@ TEST_F(AgentTest, AJobStateDirSomeoneElseCouldHavePreparedIsRefused) {
   fs::create_directories(dir_ + "/elsewhere");
   fs::create_directory_symlink(dir_ + "/elsewhere", dir_ + "/run");
   config_.agent.job_state_dir = dir_ + "/run";
+  // The real link, which proves its node with the node's key.
+  config_.node_auth.key_file = dir_ + "/%n.key";
+  std::ofstream(dir_ + "/node1.key") << NodeKeyText(std::string(kNodeKeyBytes, 'k'));
+  fs::permissions(dir_ + "/node1.key", fs::perms::owner_read | fs::perms::owner_write);
   AgentOptions o = BaseOptions();
   auto a = Agent::Create(o);
   ASSERT_TRUE(a.ok());

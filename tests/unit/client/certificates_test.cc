@@ -106,6 +106,31 @@ TEST_F(CertificatesTest, RefusesADirectoryOthersCanWriteAndNamesThatCollide) {
   }
 }
 
+TEST_F(CertificatesTest, NodeKeysAreRandomPrivateAndKeptUnlessRenewed) {
+  o_.dir = base_ + "/node-keys";
+  auto r = MakeNodeKeys(o_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->written.size(), 2u);
+  EXPECT_EQ(Mode(o_.dir), 0700u);
+  const std::string k1 = Read(o_.dir + "/node1.key"), k2 = Read(o_.dir + "/node2.key");
+  EXPECT_EQ(Mode(o_.dir + "/node1.key"), 0600u);
+  EXPECT_EQ(k1.size(), 65u);
+  EXPECT_EQ(k1.find_first_not_of("0123456789abcdef\n"), std::string::npos) << k1;
+  EXPECT_NE(k1, k2);
+  auto again = MakeNodeKeys(o_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->kept.size(), 2u);
+  EXPECT_EQ(Read(o_.dir + "/node1.key"), k1);
+  o_.renew = true;
+  ASSERT_TRUE(MakeNodeKeys(o_).ok());
+  EXPECT_NE(Read(o_.dir + "/node1.key"), k1);
+  // A link left in place of a key is not taken for one.
+  o_.renew = false;
+  fs::remove(o_.dir + "/node2.key");
+  fs::create_symlink("/etc/hostname", o_.dir + "/node2.key");
+  EXPECT_FALSE(MakeNodeKeys(o_).ok());
+}
+
 TEST_F(CertificatesTest, AMissingOpensslIsAClearError) {
   o_.openssl = "/nonexistent/openssl";
   auto r = MakeCertificates(o_);

@@ -1,4 +1,5 @@
-// The smallest cluster the rpc tests need: one CPU node in one partition.
+// The smallest cluster the rpc tests need: one CPU node in one partition. No agent registers in
+// them; [node_auth] only says where its key would be (a controller without TLS needs it).
 #pragma once
 
 #include "muster/common/config.h"
@@ -7,6 +8,8 @@ namespace muster::rpc::testing {
 
 inline Result<Config> OneNodeConfig() {
   return ParseConfig(R"(
+[node_auth]
+key_file = "/nonexistent/muster-test-keys/%n.key"
 [[nodes]]
 names = "node1"
 cpus = 8
