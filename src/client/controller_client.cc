@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "muster/common/framing.h"
+#include "muster/common/job_limits.h"
 #include "muster/common/munge.h"
 
 namespace muster::client {
@@ -130,31 +131,65 @@ Status ControllerClient::Call(v1::Method method, const google::protobuf::Message
 Status ControllerClient::ListJobsEach(const v1::ListJobsRequest& r,
                                       const std::function<void(const v1::JobInfo&)>& each) {
   using google::protobuf::internal::WireFormatLite;
-  MUSTER_ASSIGN_OR_RETURN(std::string payload, CallRaw(v1::METHOD_LIST_JOBS, r));
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(payload.data()),
-                                            static_cast<int>(payload.size()));
   const uint32_t jobs_tag = WireFormatLite::MakeTag(v1::ListJobsResponse::kJobsFieldNumber,
                                                     WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  const uint32_t next_tag = WireFormatLite::MakeTag(v1::ListJobsResponse::kNextAfterIdFieldNumber,
+                                                    WireFormatLite::WIRETYPE_VARINT);
+  v1::ListJobsRequest page = r;
   v1::JobInfo row;
-  bool parsed = true;
-  for (uint32_t tag; parsed && (tag = in.ReadTag()) != 0;) {
-    if (tag != jobs_tag) {  // a field this client does not know
-      parsed = WireFormatLite::SkipField(&in, tag);
-      continue;
+  std::vector<v1::WaitingRun> runs;
+  // The controller sends a bounded page at a time: ask for the next until it says there is none.
+  for (;;) {
+    MUSTER_ASSIGN_OR_RETURN(std::string payload, CallRaw(v1::METHOD_LIST_JOBS, page));
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(payload.data()),
+                                              static_cast<int>(payload.size()));
+    uint64_t next = 0;
+    bool parsed = true;
+    for (uint32_t tag; parsed && (tag = in.ReadTag()) != 0;) {
+      if (tag == next_tag) {
+        parsed = in.ReadVarint64(&next);
+        continue;
+      }
+      if (tag != jobs_tag) {  // a field this client does not know
+        parsed = WireFormatLite::SkipField(&in, tag);
+        continue;
+      }
+      uint32_t len = 0;
+      parsed = in.ReadVarint32(&len) && len <= payload.size();
+      if (!parsed) break;
+      const auto limit = in.PushLimit(static_cast<int>(len));
+      row.Clear();  // keeps the strings' buffers: no allocation per job
+      parsed = row.MergeFromCodedStream(&in) && in.ConsumedEntireMessage();
+      in.PopLimit(limit);
+      if (!parsed) break;
+      // An array's waiting tasks come as runs of the carrier's row: one row each here.
+      runs.assign(row.array_waiting().begin(), row.array_waiting().end());
+      row.clear_array_waiting();
+      each(row);
+      for (const v1::WaitingRun& run : runs) {
+        if (run.count() > kMaxArrayTasks) {
+          return Internal("controller reply names an implausible run of array tasks");
+        }
+        for (uint32_t k = 0; k < run.count(); ++k) {
+          row.set_id(run.first_id() + k);
+          row.mutable_array()->set_task_id(run.first_task() + k * run.task_step());
+          each(row);
+        }
+      }
     }
-    uint32_t len = 0;
-    parsed = in.ReadVarint32(&len) && len <= payload.size();
-    if (!parsed) break;
-    const auto limit = in.PushLimit(static_cast<int>(len));
-    row.Clear();  // keeps the strings' buffers: no allocation per job
-    parsed = row.MergeFromCodedStream(&in) && in.ConsumedEntireMessage();
-    in.PopLimit(limit);
-    if (parsed) each(row);
+    if (!parsed || in.CurrentPosition() != static_cast<int>(payload.size())) {
+      return Internal("controller reply does not parse (version mismatch?)");
+    }
+    if (next == 0) return Status::Ok();
+    if (next <= page.after_id()) return Internal("controller reply pages backwards");
+    page.set_after_id(next);
   }
-  if (!parsed || in.CurrentPosition() != static_cast<int>(payload.size())) {
-    return Internal("controller reply does not parse (version mismatch?)");
-  }
-  return Status::Ok();
+}
+
+Result<v1::ListJobsResponse> ControllerClient::ListJobs(const v1::ListJobsRequest& r) {
+  v1::ListJobsResponse resp;
+  MUSTER_RETURN_IF_ERROR(ListJobsEach(r, [&](const v1::JobInfo& j) { *resp.add_jobs() = j; }));
+  return resp;
 }
 
 namespace {
@@ -181,9 +216,6 @@ Result<v1::GetJobResponse> ControllerClient::GetJob(uint64_t job_id) {
   v1::GetJobRequest r;
   r.set_job_id(job_id);
   return Do<v1::GetJobResponse>(*this, v1::METHOD_GET_JOB, r);
-}
-Result<v1::ListJobsResponse> ControllerClient::ListJobs(const v1::ListJobsRequest& r) {
-  return Do<v1::ListJobsResponse>(*this, v1::METHOD_LIST_JOBS, r);
 }
 Result<v1::ListNodesResponse> ControllerClient::ListNodes(const v1::ListNodesRequest& r) {
   return Do<v1::ListNodesResponse>(*this, v1::METHOD_LIST_NODES, r);

@@ -13,6 +13,7 @@
 #include "muster/common/duration.h"
 #include "muster/common/framing.h"
 #include "muster/common/hostlist.h"
+#include "muster/common/job_limits.h"
 #include "muster/common/strings.h"
 #include "muster/common/toml.h"
 
@@ -216,7 +217,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(
             t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000));
-        MUSTER_RETURN_IF_ERROR(t.Uint("max_array_size", &s.max_array_size, 1, 4'000'001));
+        MUSTER_RETURN_IF_ERROR(t.Uint("max_array_size", &s.max_array_size, 1, kMaxArrayTasks));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("max_pending_jobs_per_user", &s.max_pending_jobs_per_user, 0, 100'000'000));
         MUSTER_RETURN_IF_ERROR(

@@ -443,8 +443,8 @@ Result<v1::GetJobResponse> Engine::GetJob(const v1::GetJobRequest& req) const {
   return job_views_->GetJob(req);
 }
 
-void Engine::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const {
-  job_views_->VisitJobs(req, visit);
+uint64_t Engine::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const {
+  return job_views_->VisitJobs(req, visit);
 }
 
 Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) const {
@@ -455,6 +455,7 @@ Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) co
     parsed =
         parsed && job->ParseFromArray(spec_fields.data(), static_cast<int>(spec_fields.size()));
     job->MergeFrom(row);
+    return true;
   });
   if (!parsed) return Internal("a job's cached row does not parse");
   return resp;

@@ -281,11 +281,34 @@ void JobViews::BriefStateFields(const JobEntry& job, v1::JobInfo* info) const {
   info->set_cpus_total(t.cpus);
 }
 
-void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const {
+// The runs of consecutive ids whose task ids step evenly, of the tasks waiting in `carrier`.
+void AddWaitingRuns(const JobEntry& carrier, v1::JobInfo* row) {
+  v1::WaitingRun* run = nullptr;
+  ForEachWaiting(carrier.rec, *carrier.array_tasks, [&](uint64_t id, uint32_t task) {
+    if (run && id == run->first_id() + run->count()) {
+      const uint64_t step =
+          run->count() == 1 ? uint64_t{task} - run->first_task() : uint64_t{run->task_step()};
+      if (task > run->first_task() && task == run->first_task() + step * run->count()) {
+        run->set_task_step(static_cast<uint32_t>(step));
+        run->set_count(run->count() + 1);
+        return true;
+      }
+    }
+    run = row->add_array_waiting();
+    run->set_first_id(id);
+    run->set_first_task(task);
+    run->set_count(1);
+    run->set_task_step(1);
+    return true;
+  });
+}
+
+uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const {
   const std::set<std::string> users(req.users().begin(), req.users().end());
   const std::set<int> states(req.states().begin(), req.states().end());
   const std::set<std::string> parts(req.partitions().begin(), req.partitions().end());
   const std::set<uint64_t> ids(req.job_ids().begin(), req.job_ids().end());
+  const uint64_t after = req.after_id();
   v1::JobInfo row;
   auto matches = [&](const v1::JobRecord& r) {
     if (!users.empty() && !users.count(r.spec().user())) return false;
@@ -301,62 +324,83 @@ void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& vi
     }
     return true;
   };
-  auto emit = [&](const JobEntry& job) {
+  // Each returns whether the page has room for more.
+  auto emit = [&](const JobEntry& job, bool with_waiting_runs) {
     if (req.brief()) {
       row.Clear();  // keeps the strings' buffers: no allocation per job
       BriefStateFields(job, &row);
-      visit(row, job.brief_spec_fields);
-    } else {
-      row = ToJobInfo(job);
-      visit(row, {});
+      if (with_waiting_runs) AddWaitingRuns(job, &row);
+      return visit(row, job.brief_spec_fields);
     }
+    row = ToJobInfo(job);
+    return visit(row, {});
   };
-  // A task waiting in its carrier's record: the carrier's row with the task's ids.
+  // A task waiting in its carrier's record, in a full listing: the carrier's row with the task's
+  // ids and output paths (a brief listing sends them as runs of the carrier's row instead).
   auto emit_waiting = [&](const JobEntry& carrier, uint64_t id, uint32_t task) {
     if (req.brief()) {
       row.Clear();
       BriefStateFields(carrier, &row);
       row.set_id(id);
       row.mutable_array()->set_task_id(task);
-      visit(row, carrier.brief_spec_fields);
-    } else {
-      row = WaitingTaskInfo(carrier, id);
-      visit(row, {});
+      return visit(row, carrier.brief_spec_fields);
     }
+    row = WaitingTaskInfo(carrier, id);
+    return visit(row, {});
   };
   if (ids.empty()) {
-    // Rows in id order: the tasks waiting in the last carrier seen go out as the walk passes
-    // their ids (one array's ids are consecutive, so one carrier is open at a time).
+    // Rows in id order: in a full listing, the tasks waiting in the last carrier seen go out as
+    // the walk passes their ids (one array's ids are consecutive, so one carrier is open at a
+    // time); a brief one sends them as runs with the carrier's row.
     const JobEntry* open = nullptr;
     std::vector<std::pair<uint64_t, uint32_t>> open_tasks;
     size_t open_next = 0;
+    uint64_t stopped_at = 0;
     auto flush_before = [&](uint64_t limit) {
       for (; open && open_next < open_tasks.size() && open_tasks[open_next].first < limit;
            ++open_next) {
-        emit_waiting(*open, open_tasks[open_next].first, open_tasks[open_next].second);
+        const auto [id, task] = open_tasks[open_next];
+        if (!emit_waiting(*open, id, task)) {
+          ++open_next;
+          stopped_at = id;
+          return false;
+        }
       }
+      return true;
+    };
+    auto open_carrier = [&](const JobEntry& job) {
+      open = &job;
+      open_tasks.clear();
+      open_next = 0;
+      ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t id, uint32_t task) {
+        if (id > after) open_tasks.emplace_back(id, task);
+        return true;
+      });
     };
     auto visit_entry = [&](const JobEntry& job) {
-      flush_before(job.id());
-      if (!matches(job.rec)) return;
-      emit(job);
-      if (Carries(job.rec) && job.array_tasks) {
-        open = &job;
-        open_tasks.clear();
-        open_next = 0;
-        ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t id, uint32_t task) {
-          open_tasks.emplace_back(id, task);
-          return true;
-        });
-      }
+      if (!flush_before(job.id())) return false;
+      if (!matches(job.rec)) return true;
+      const bool carrier = Carries(job.rec) && job.array_tasks;
+      const bool more = emit(job, carrier && req.brief());
+      if (carrier && !req.brief()) open_carrier(job);
+      if (!more) stopped_at = job.id();
+      return more;
     };
+    const auto& order = jobs_.order();
+    const size_t n = order.size();
+    size_t i = std::lower_bound(order.begin(), order.end(), after + 1,
+                                [](const auto& e, uint64_t id) { return e.first < id; }) -
+               order.begin();
+    // A page that ended amid a carrier's waiting tasks goes on with the rest of them.
+    if (after > 0 && i > 0 && !req.brief()) {
+      const JobEntry& prev = *order[i - 1].second;
+      if (Carries(prev.rec) && prev.array_tasks && matches(prev.rec)) open_carrier(prev);
+    }
     // Every record, cold, one after another: fetch the ones a few steps ahead while this one is
     // visited. Two stages, so that no prefetch waits on a miss itself: 16 ahead, the entry's
     // lines; 8 ahead, the heap objects those lines point to (the reason, the tasks, the row).
     constexpr size_t kAhead = 8;
-    const auto& order = jobs_.order();
-    const size_t n = order.size();
-    for (size_t i = 0; i < n; ++i) {
+    for (; i < n; ++i) {
       if (i + 2 * kAhead < n) {
         const char* far = reinterpret_cast<const char*>(order[i + 2 * kAhead].second);
         for (size_t off = 0; off < sizeof(JobEntry); off += 64) __builtin_prefetch(far + off);
@@ -367,19 +411,19 @@ void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& vi
         __builtin_prefetch(near->brief_spec_fields.data());
         __builtin_prefetch(near->request.tasks_per_node.data());
       }
-      visit_entry(*order[i].second);
+      if (!visit_entry(*order[i].second)) return stopped_at;
     }
-    flush_before(UINT64_MAX);
-    return;
+    if (!flush_before(UINT64_MAX)) return stopped_at;
+    return 0;
   }
   // By id (squeue -j in a workflow's poll loop): look them up, never walk the whole table. A
   // job array's id stands for all its tasks, which follow it; a carrier's waiting tasks too.
   std::map<uint64_t, std::pair<const JobEntry*, int64_t>> found;  // task -1: the entry's own row
   auto add_entry = [&](const JobEntry& job, bool with_waiting) {
-    found.emplace(job.id(), std::make_pair(&job, int64_t{-1}));
+    if (job.id() > after) found.emplace(job.id(), std::make_pair(&job, int64_t{-1}));
     if (!with_waiting || !Carries(job.rec) || !job.array_tasks) return;
     ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t id, uint32_t task) {
-      found.emplace(id, std::make_pair(&job, int64_t{task}));
+      if (id > after) found.emplace(id, std::make_pair(&job, int64_t{task}));
       return true;
     });
   };
@@ -396,7 +440,7 @@ void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& vi
     if (any) continue;
     // One task waiting in its carrier.
     const JobEntry* carrier = jobs_.Covering(id);
-    if (carrier && carrier->id() != id && carrier->array_tasks) {
+    if (carrier && carrier->id() != id && carrier->array_tasks && id > after) {
       const uint64_t pos = id - carrier->rec.array().array_job_id();
       if (pos < carrier->array_tasks->size()) {
         found.emplace(id, std::make_pair(carrier, int64_t{(*carrier->array_tasks)[pos]}));
@@ -405,12 +449,12 @@ void JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& vi
   }
   for (const auto& [id, what] : found) {
     if (!matches(what.first->rec)) continue;
-    if (what.second < 0) {
-      emit(*what.first);
-    } else {
-      emit_waiting(*what.first, id, static_cast<uint32_t>(what.second));
-    }
+    const bool more = what.second < 0
+                          ? emit(*what.first, false)
+                          : emit_waiting(*what.first, id, static_cast<uint32_t>(what.second));
+    if (!more) return id;
   }
+  return 0;
 }
 
 Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequest& req,

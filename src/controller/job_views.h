@@ -40,7 +40,7 @@ class JobViews {
   // NOT_FOUND for a job not (or no longer) in memory.
   Result<v1::GetJobResponse> GetJob(const v1::GetJobRequest& req) const;
   // squeue: the matching jobs in id order (see Engine::VisitJobs).
-  void VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const;
+  uint64_t VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const;
   // sacct, in two parts (see Engine::AccountingQuery).
   Engine::AccountingQuery PrepareAccounting(const v1::ListAccountingRequest& req, TimeMs now) const;
   static Result<v1::ListAccountingResponse> ScanAccounting(const Engine::AccountingQuery& query);

@@ -232,13 +232,26 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
   }
 }
 
-std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRequest& req) {
+std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRequest& req,
+                          size_t page_bytes) {
+  using google::protobuf::io::CodedOutputStream;
   constexpr int kJobs = v1::ListJobsResponse::kJobsFieldNumber;
   std::string out;
-  out.reserve(req.job_ids().empty() ? 1 << 20 : req.job_ids_size() * 200);
-  engine.VisitJobs(req, [&](const v1::JobInfo& row, std::string_view spec_fields) {
-    AppendRepeatedMessage(out, kJobs, spec_fields, row);
-  });
+  out.reserve(
+      std::min<size_t>(page_bytes, req.job_ids().empty() ? 1 << 20 : req.job_ids_size() * 200) +
+      64 * 1024);
+  const uint64_t next =
+      engine.VisitJobs(req, [&](const v1::JobInfo& row, std::string_view spec_fields) {
+        AppendRepeatedMessage(out, kJobs, spec_fields, row);
+        return out.size() < page_bytes;
+      });
+  if (next != 0) {
+    uint8_t tail[16];
+    uint8_t* p = CodedOutputStream::WriteVarint32ToArray(
+        static_cast<uint32_t>(v1::ListJobsResponse::kNextAfterIdFieldNumber) << 3, tail);
+    p = CodedOutputStream::WriteVarint64ToArray(next, p);
+    out.append(reinterpret_cast<const char*>(tail), static_cast<size_t>(p - tail));
+  }
   return out;
 }
 

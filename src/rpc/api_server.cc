@@ -336,7 +336,21 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
     auto self = shared_from_this();
     reply_ = EncodeFrame(static_cast<uint32_t>(r.status.code()),
                          r.status.ok() ? r.payload : r.status.message());
+    // The client must take it in time (the timer is free: no request is being read meanwhile).
+    deadline_.expires_after(std::chrono::milliseconds(shared_->options.reply_deadline_ms));
+    writing_ = true;
+    deadline_.async_wait([this, self](auto ec) {
+      if (ec || !writing_) return;  // written in time, or the connection ended
+      if (shared_->refusals.Allow()) {
+        spdlog::warn("api: {} ({}) did not read its reply in time; closing", Who(),
+                     session_->origin);
+      }
+      boost::system::error_code ignored;
+      socket_.close(ignored);
+    });
     asio::async_write(socket_, asio::buffer(reply_), [this, self, close_after](auto ec, size_t) {
+      writing_ = false;
+      deadline_.cancel();
       reply_.clear();
       reply_.shrink_to_fit();  // a large listing is not kept for the connection's life
       if (ec || close_after) {
@@ -367,6 +381,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
   bool stranger_ = false;       // counted as unauthenticated
   bool authenticated_ = false;  // session_->caller is who is calling
   bool deadline_armed_ = false;
+  bool writing_ = false;  // a reply is on its way out (its deadline runs)
   FrameAssembler frames_{kMaxApiRequestBytes};
   std::array<char, 16 * 1024> chunk_;
   std::string reply_;

@@ -27,6 +27,10 @@ struct ApiServerOptions {
   int max_connections_per_user = 64;
   int max_connections = 4096;
   int request_deadline_ms = 30'000;  // from a request's first byte to its last
+  // How long a client may take to read a reply (one page at most: a listing's are bounded). A
+  // connection reads no next request before its reply is written, so one that asks and never
+  // reads holds one reply until this, then is closed.
+  int reply_deadline_ms = 30'000;
   // TCP connections that have not authenticated yet: how long they have, and how many may wait.
   int authenticate_deadline_ms = 10'000;
   int max_unauthenticated = 256;

@@ -54,7 +54,8 @@ grpc::Status HelloAs(v1::NodeRegistry::Stub& stub, const std::string& node,
   hello.mutable_hello()->set_instance_id("intruder");
   hello.mutable_hello()->set_session_ticket(ticket);
   stream->Write(hello);
-  stream->WritesDone();
+  // The stream stays open from this side: only the controller's verdict ends it (a half-close
+  // would end it too, whatever the verdict).
   v1::ControllerMessage msg;
   int messages = 0;
   while (stream->Read(&msg)) ++messages;

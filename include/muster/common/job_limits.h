@@ -21,6 +21,7 @@ inline constexpr size_t kMaxExpressionBytes = 4096;  // --constraint, --array
 inline constexpr size_t kMaxListEntries = 64;        // partitions, GRES items
 inline constexpr int kMaxPatternWidth = 64;          // %NNj: zero-padding in output patterns
 inline constexpr size_t kMaxJobIdsPerRequest = 10'000;  // one cancel, hold, release or requeue
+inline constexpr uint32_t kMaxArrayTasks = 4'000'001;   // the highest max_array_size there can be
 
 // A request to the controller's API: the largest job fits, nothing much larger is read.
 inline constexpr uint32_t kMaxApiRequestBytes = 8u << 20;

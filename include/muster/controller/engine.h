@@ -68,7 +68,8 @@ struct EngineOptions {
 // `spec_fields` holds the rest, a JobInfo's encoded fields kept per job (squeue reads 10,000
 // rows at a time). A row's full encoding is spec_fields followed by row's own encoding (for a
 // field present in both, the later value wins); for a full list spec_fields is empty.
-using JobRowVisitor = std::function<void(const v1::JobInfo& row, std::string_view spec_fields)>;
+// Returns false when the page is full: the listing stops after that row.
+using JobRowVisitor = std::function<bool(const v1::JobInfo& row, std::string_view spec_fields)>;
 
 class AllocationManager;
 class EngineContext;
@@ -116,9 +117,11 @@ class Engine {
   void ScopeToCaller(const Caller& caller, v1::ListJobsRequest* req) const;
   void ScopeToCaller(const Caller& caller, v1::ListAccountingRequest* req) const;
   Status CheckJobVisible(const Caller& caller, uint64_t job_id) const;
-  // squeue: the matching jobs' rows, in id order, to `visit` (the transport encodes them).
-  void VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const;
-  // The same rows as one message (tests and callers that want the structure).
+  // squeue: the matching jobs' rows after req.after_id, in id order, to `visit` (the transport
+  // encodes them) until it says the page is full. Returns the last row's id when it stopped
+  // early (the next page's after_id), 0 when the listing is complete.
+  uint64_t VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const;
+  // The same rows as one message, every page (tests and callers that want the structure).
   Result<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& req) const;
   Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& req, TimeMs now) const;
   // PERMISSION_DENIED for non-admins; INVALID_ARGUMENT for a drain without reason or a resume of a

@@ -53,9 +53,16 @@ class ApiDispatcher {
 ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& caller, uint32_t method,
                      const std::string& payload, TimeMs now);
 
+// How many bytes of rows one page of a job listing holds (plus the row that crosses it). What a
+// listing costs the controller, and what a client that asks and never reads makes it hold, is
+// one page, however many jobs there are.
+inline constexpr size_t kListPageBytes = 1 << 20;
+
 // squeue's reply, a ListJobsResponse, built straight into bytes from the engine's rows (squeue
-// asks for 10,000 jobs at a time, and a brief row is mostly bytes cached per job).
-std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRequest& req);
+// asks for 10,000 jobs at a time, and a brief row is mostly bytes cached per job): one page,
+// with next_after_id set when more follow.
+std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRequest& req,
+                          size_t page_bytes = kListPageBytes);
 
 // Builds the caller from peer credentials: the user name from the passwd database, admin when
 // root or listed (by name or uid) in config.admins. Thread-safe.
