@@ -16,11 +16,13 @@ namespace {
 
 constexpr const char* kDefaultTlsDir = "/etc/muster/tls";
 constexpr const char* kDefaultNodeKeyDir = "/etc/muster/node-keys";
+constexpr const char* kDefaultEtcdDir = "/etc/muster/etcd-tls";
 
 void PrintCertsHelp() {
   std::printf(
       "Usage: muster certs [--dir DIR] [--node NAME]... [--no-controller] [--renew] [--days N]\n"
       "       muster certs --node-keys [--dir DIR] [--node NAME]... [--renew]\n"
+      "       muster certs --etcd [--dir DIR] [--renew]\n"
       "Makes what is missing in DIR: a CA (ca.crt, ca.key), the controller's certificate\n"
       "(controller.crt, controller.key) and one per node (NAME.crt, NAME.key): every node of\n"
       "the config's [[nodes]], or only those named with --node.\n"
@@ -33,9 +35,12 @@ void PrintCertsHelp() {
       "  --days N         validity of the controller's and nodes' certificates (default 825)\n"
       "  --node-keys      instead, without TLS: each node's key for [node_auth] (NAME.key,\n"
       "                   default DIR %s); with --renew, new ones\n"
+      "  --etcd           instead: etcd's own CA, its server's certificate (server.crt, naming\n"
+      "                   etcd, 127.0.0.1 and localhost) and the controllers' (client.crt), in\n"
+      "                   DIR (default: the directory of etcd_ca_file, else %s)\n"
       "Keep ca.key on the controller's host (or offline); give each node only ca.crt and its own\n"
       "NAME.crt and NAME.key. Node keys: the controllers hold all, each node only its own, 0600.\n",
-      kDefaultTlsDir, kDefaultNodeKeyDir);
+      kDefaultTlsDir, kDefaultNodeKeyDir, kDefaultEtcdDir);
 }
 
 }  // namespace
@@ -45,6 +50,7 @@ int CmdCerts(int argc, char** argv) {
   std::vector<std::string> nodes;
   bool nodes_given = false;
   bool node_keys = false;
+  bool etcd = false;
   const struct option opts[] = {
       {"dir", required_argument, nullptr, 'd'},     {"node", required_argument, nullptr, 'n'},
       {"no-controller", no_argument, nullptr, 'C'}, {"renew", no_argument, nullptr, 'r'},
@@ -73,6 +79,9 @@ int CmdCerts(int argc, char** argv) {
       case 'K':
         node_keys = true;
         break;
+      case 'E':
+        etcd = true;
+        break;
       case 'D': {
         auto v = ParseUint(optarg);
         if (!v || *v == 0 || *v > 36500) return Usage("certs", "bad --days (1 to 36500)");
@@ -89,9 +98,33 @@ int CmdCerts(int argc, char** argv) {
   if (optind < argc)
     return Usage("certs", "unexpected argument '" + std::string(argv[optind]) + "'");
 
+  if (etcd && node_keys) return Usage("certs", "--etcd and --node-keys are separate runs");
   // The config gives the defaults: where [tls] looks, the controller's name, the nodes.
   const std::string config_path = ResolveConfigPath("");
   auto config = LoadConfig(config_path);
+  if (etcd) {
+    if (o.dir.empty()) {
+      o.dir = config.ok() && !config->controller.etcd_ca_file.empty()
+                  ? std::filesystem::path(config->controller.etcd_ca_file).parent_path().string()
+                  : kDefaultEtcdDir;
+    }
+    auto report = client::MakeEtcdCertificates(o.dir, o.renew);
+    if (!report.ok()) return Fail("certs", report.status());
+    for (const auto& f : report->written) std::printf("wrote %s\n", f.c_str());
+    for (const auto& f : report->kept) std::printf("kept  %s (--renew to replace it)\n", f.c_str());
+    std::printf(
+        "\nRun etcd with https:// client and peer URLs and:\n"
+        "  --cert-file=%s/server.crt --key-file=%s/server.key --trusted-ca-file=%s/ca.crt "
+        "--client-cert-auth\n"
+        "  --peer-cert-file=%s/server.crt --peer-key-file=%s/server.key "
+        "--peer-trusted-ca-file=%s/ca.crt --peer-client-cert-auth\n"
+        "and add under [controller] on the controller hosts:\n"
+        "etcd_ca_file = \"%s/ca.crt\"\netcd_cert_file = \"%s/client.crt\"\n"
+        "etcd_key_file = \"%s/client.key\"\n",
+        o.dir.c_str(), o.dir.c_str(), o.dir.c_str(), o.dir.c_str(), o.dir.c_str(), o.dir.c_str(),
+        o.dir.c_str(), o.dir.c_str(), o.dir.c_str());
+    return kExitOk;
+  }
   if (config.ok()) {
     o.cluster_name = config->cluster_name;
     o.controller_name = config->tls.controller_name;

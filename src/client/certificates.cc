@@ -117,6 +117,10 @@ Status MakeCa(const CertificateOptions& o, CertificateReport* report) {
 // controller's cannot register as a node).
 Status Issue(const CertificateOptions& o, const std::string& file, const std::string& name,
              bool server, CertificateReport* report) {
+  std::string sans = "subjectAltName=DNS:" + name;
+  if (server) {
+    for (const std::string& extra : o.controller_sans) sans += "," + extra;
+  }
   std::string key = o.dir + "/" + file + ".key", crt = o.dir + "/" + file + ".crt";
   if (!o.renew && Exists(crt) && Exists(key)) {
     report->kept.push_back(crt);
@@ -129,7 +133,7 @@ Status Issue(const CertificateOptions& o, const std::string& file, const std::st
       o.openssl,
       Concat({"req", "-new"}, Concat(kEcKey, {"-keyout", tmp_key, "-out", tmp_csr, "-subj",
                                               "/O=muster/OU=" + o.cluster_name + "/CN=" + name,
-                                              "-addext", "subjectAltName=DNS:" + name, "-addext",
+                                              "-addext", sans, "-addext",
                                               std::string("extendedKeyUsage=") +
                                                   (server ? "serverAuth,clientAuth" : "clientAuth"),
                                               "-addext", "basicConstraints=critical,CA:FALSE",
@@ -162,7 +166,7 @@ Result<CertificateReport> MakeCertificates(const CertificateOptions& o) {
   }
   for (const auto& n : o.nodes) {
     if (!IsValidNodeName(n)) return InvalidArgument("'" + n + "' is not a valid node name");
-    if (n == o.controller_name || n == "ca" || n == "controller") {
+    if (n == o.controller_name || n == "ca" || n == o.controller_file) {
       return InvalidArgument("a node cannot be named '" + n + "' (its files would be another's)");
     }
   }
@@ -191,10 +195,29 @@ Result<CertificateReport> MakeCertificates(const CertificateOptions& o) {
     MUSTER_RETURN_IF_ERROR(CheckOwnFile(o.dir + "/ca.key"));
   }
   if (o.controller) {
-    MUSTER_RETURN_IF_ERROR(Issue(o, "controller", o.controller_name, true, &report));
+    MUSTER_RETURN_IF_ERROR(Issue(o, o.controller_file, o.controller_name, true, &report));
   }
   for (const auto& n : o.nodes) MUSTER_RETURN_IF_ERROR(Issue(o, n, n, false, &report));
   return report;
+}
+
+Result<CertificateReport> MakeEtcdCertificates(const std::string& dir, bool renew) {
+  CertificateOptions o;
+  o.dir = dir;
+  o.cluster_name = "etcd";
+  o.controller_name = "etcd";
+  o.controller_file = "server";
+  o.controller_sans = {"IP:127.0.0.1", "DNS:localhost"};
+  o.nodes = {"client"};
+  o.renew = renew;
+  return MakeCertificates(o);
+}
+
+std::vector<std::string> EtcdTlsFlags(const std::string& dir) {
+  return {"--cert-file=" + dir + "/server.crt",        "--key-file=" + dir + "/server.key",
+          "--trusted-ca-file=" + dir + "/ca.crt",      "--client-cert-auth",
+          "--peer-cert-file=" + dir + "/server.crt",   "--peer-key-file=" + dir + "/server.key",
+          "--peer-trusted-ca-file=" + dir + "/ca.crt", "--peer-client-cert-auth"};
 }
 
 Result<CertificateReport> MakeNodeKeys(const CertificateOptions& o) {

@@ -154,6 +154,10 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
     c << "# A hot standby: ctl-a and ctl-b (below) elect their leader through this etcd.\n"
       << "etcd_endpoints = [\"127.0.0.1:" << ports.etcd_client << "\"]\n"
       << "leader_lease_s = 2\n"
+      << "# etcd knows the controllers by this certificate from its own CA (muster certs --etcd)\n"
+      << "etcd_ca_file = \"" << dir << "/etcd-tls/ca.crt\"\n"
+      << "etcd_cert_file = \"" << dir << "/etcd-tls/client.crt\"\n"
+      << "etcd_key_file = \"" << dir << "/etcd-tls/client.key\"\n"
       << "# etcd's peer port for `muster local up`: " << ports.etcd_peer << "\n";
   }
   c << "\n"
@@ -379,18 +383,25 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
       const std::string text = ReadFile(conf);
       const size_t at = text.find(marker);
       const std::string peer =
-          "http://127.0.0.1:" +
+          "https://127.0.0.1:" +
           (at == std::string::npos
                ? std::string("2380")
                : text.substr(at + marker.size(), text.find('\n', at) - at - marker.size()));
       if (progress) std::fprintf(progress, "starting etcd (log: %s/log/etcd.log)\n", dir.c_str());
-      MUSTER_RETURN_IF_ERROR(
-          StartDaemon({kEtcd, "--name=local", "--data-dir=" + dir + "/etcd",
-                       "--listen-client-urls=http://" + client,
-                       "--advertise-client-urls=http://" + client, "--listen-peer-urls=" + peer,
-                       "--initial-advertise-peer-urls=" + peer, "--initial-cluster=local=" + peer},
-                      dir + "/log/etcd.log", etcd_pid)
-              .status());
+      // Only the controllers' certificate gets in (clients and peers alike).
+      MUSTER_RETURN_IF_ERROR(MakeEtcdCertificates(dir + "/etcd-tls", false)
+                                 .status()
+                                 .Prepend("local cluster etcd certificates"));
+      std::vector<std::string> etcd_args = {kEtcd,
+                                            "--name=local",
+                                            "--data-dir=" + dir + "/etcd",
+                                            "--listen-client-urls=https://" + client,
+                                            "--advertise-client-urls=https://" + client,
+                                            "--listen-peer-urls=" + peer,
+                                            "--initial-advertise-peer-urls=" + peer,
+                                            "--initial-cluster=local=" + peer};
+      for (const std::string& flag : EtcdTlsFlags(dir + "/etcd-tls")) etcd_args.push_back(flag);
+      MUSTER_RETURN_IF_ERROR(StartDaemon(etcd_args, dir + "/log/etcd.log", etcd_pid).status());
     }
     // ctl-a first, so that it leads a new cluster; the others then stand by.
     for (const ControllerHostConfig& h : config.controllers) {

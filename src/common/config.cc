@@ -195,6 +195,9 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("log_level", &c.controller.log_level));
         MUSTER_RETURN_IF_ERROR(t.StringList("etcd_endpoints", &c.controller.etcd_endpoints));
         MUSTER_RETURN_IF_ERROR(t.String("etcd_prefix", &c.controller.etcd_prefix));
+        MUSTER_RETURN_IF_ERROR(t.String("etcd_ca_file", &c.controller.etcd_ca_file));
+        MUSTER_RETURN_IF_ERROR(t.String("etcd_cert_file", &c.controller.etcd_cert_file));
+        MUSTER_RETURN_IF_ERROR(t.String("etcd_key_file", &c.controller.etcd_key_file));
         MUSTER_RETURN_IF_ERROR(t.Uint("leader_lease_s", &c.controller.leader_lease_s, 1, 60));
         return t.String("log_file", &c.controller.log_file);
       },

@@ -74,6 +74,22 @@ Status ValidateControllers(const Config& c, const std::string& source) {
                              "' is not host:port (etcd's client URL without http://)");
     }
   }
+  const int etcd_tls_files = !c.controller.etcd_ca_file.empty() +
+                             !c.controller.etcd_cert_file.empty() +
+                             !c.controller.etcd_key_file.empty();
+  if (etcd_tls_files != 0 && etcd_tls_files != 3) {
+    return InvalidArgument(source +
+                           ": controller.etcd_ca_file, etcd_cert_file and etcd_key_file "
+                           "go together");
+  }
+  if (!c.controller.etcd_endpoints.empty() && etcd_tls_files == 0) {
+    return FailedPrecondition(
+        source +
+        ": controller.etcd_endpoints needs etcd_ca_file, etcd_cert_file and "
+        "etcd_key_file: an etcd that answers anyone lets any user on its host stop or "
+        "split the election (make them with `muster certs --etcd`; run etcd with "
+        "--client-cert-auth)");
+  }
   if (!c.controller.etcd_prefix.empty() &&
       (c.controller.etcd_prefix.front() != '/' || c.controller.etcd_prefix.back() != '/')) {
     return InvalidArgument(source + ": controller.etcd_prefix must start and end with '/'");

@@ -67,6 +67,11 @@ Status ControllerCandidate::Impl::Start() {
   e.state_prefix = prefix;
   e.candidate = o_.name;
   e.ttl_s = c.controller.leader_lease_s;
+  MUSTER_ASSIGN_OR_RETURN(TlsIdentity etcd_id,
+                          LoadTlsIdentity(c.controller.etcd_ca_file, c.controller.etcd_cert_file,
+                                          c.controller.etcd_key_file));
+  e.tls = std::move(etcd_id);
+  for (const ControllerHostConfig& h : c.controllers) e.candidates.push_back(h.name);
   MUSTER_ASSIGN_OR_RETURN(election_, EtcdElection::Create(std::move(e)));
 
   ReplicationFollowerOptions f;

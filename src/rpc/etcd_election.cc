@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -14,11 +15,6 @@ namespace muster::rpc {
 namespace {
 
 using Clock = std::chrono::steady_clock;  // gRPC deadlines take the system clock
-
-bool IsLoopback(const std::string& endpoint) {
-  return endpoint.rfind("127.", 0) == 0 || endpoint.rfind("localhost:", 0) == 0 ||
-         endpoint.rfind("[::1]:", 0) == 0;
-}
 
 Status FromGrpc(const grpc::Status& s, const std::string& what) {
   const std::string words = "etcd " + what + ": " + s.error_message();
@@ -45,10 +41,17 @@ class EtcdElectionImpl final : public EtcdElection {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);  // gRPC's connect timeout, in fact
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = o_.tls->ca_pem;
+    tls.pem_cert_chain = o_.tls->cert_pem;
+    tls.pem_private_key = o_.tls->key_pem;
+    const auto credentials = grpc::SslCredentials(tls);
+    args.SetSslTargetNameOverride(o_.tls_server_name);
     for (const std::string& e : o_.endpoints) {
-      auto channel = grpc::CreateCustomChannel(e, grpc::InsecureChannelCredentials(), args);
-      endpoints_.push_back(
-          {etcdserverpb::KV::NewStub(channel), etcdserverpb::Lease::NewStub(channel)});
+      auto channel = grpc::CreateCustomChannel(e, credentials, args);
+      endpoints_.push_back({etcdserverpb::KV::NewStub(channel),
+                            etcdserverpb::Lease::NewStub(channel),
+                            etcdserverpb::Watch::NewStub(channel)});
     }
   }
   ~EtcdElectionImpl() override { Stop(); }
@@ -133,6 +136,7 @@ class EtcdElectionImpl final : public EtcdElection {
       epoch_ = 0;
     }
     StopKeepAlive();
+    StopWatch();
     if (lease == 0) return;
     etcdserverpb::LeaseRevokeRequest req;
     req.set_id(lease);
@@ -150,6 +154,7 @@ class EtcdElectionImpl final : public EtcdElection {
     }
     wake_.notify_all();
     StopKeepAlive();
+    StopWatch();
     leading_ = false;
   }
 
@@ -157,6 +162,7 @@ class EtcdElectionImpl final : public EtcdElection {
   struct Endpoint {
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
   };
 
   static Leadership Of(const etcdserverpb::KeyValue& kv) {
@@ -296,8 +302,15 @@ class EtcdElectionImpl final : public EtcdElection {
       now = Leadership{o_.candidate, resp.header().revision(), lease};
     } else if (resp.responses_size() == 1 && resp.responses(0).has_response_range() &&
                resp.responses(0).response_range().kvs_size() == 1) {
-      now = Of(resp.responses(0).response_range().kvs(0));
+      const etcdserverpb::KeyValue& kv = resp.responses(0).response_range().kvs(0);
+      now = Of(kv);
       refused_logged_ = false;
+      if (now.lease != lease && !IsCandidatesKey(kv)) {
+        // Not a candidate's: written by some other etcd client. It would never expire (no
+        // lease) or would stand for a controller that does not exist; it goes.
+        RemoveForeignKey(kv);
+        return Unavailable("removed a leader key no candidate wrote; campaigning again");
+      }
       if (now.lease != lease) {
         if (now.epoch != seen_epoch_) {
           spdlog::info("leader election: {} leads (epoch {}); {} stands by", now.leader, now.epoch,
@@ -318,8 +331,129 @@ class EtcdElectionImpl final : public EtcdElection {
       leading_ = true;
       epoch_ = now.epoch;
     }
+    StartWatch(now.epoch, lease);
     spdlog::info("leader election: {} leads (epoch {})", o_.candidate, now.epoch);
     return now;
+  }
+
+  // Whether a leader key someone else holds is one a candidate wrote: under a lease, naming a
+  // candidate.
+  bool IsCandidatesKey(const etcdserverpb::KeyValue& kv) const {
+    if (kv.lease() == 0) return false;
+    return o_.candidates.empty() ||
+           std::find(o_.candidates.begin(), o_.candidates.end(), kv.value()) != o_.candidates.end();
+  }
+
+  // Deletes that very key (the same modification only: a candidate's key written meanwhile
+  // stays), saying so.
+  void RemoveForeignKey(const etcdserverpb::KeyValue& kv) {
+    spdlog::error(
+        "leader election: the leader key {} names '{}' {}: no candidate wrote it (another etcd "
+        "client did; check who holds etcd's client certificates). {} removes it and campaigns on",
+        o_.key, kv.value(), kv.lease() == 0 ? "and has no lease" : "which is not a [[controllers]]",
+        o_.candidate);
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::Compare* c = txn.add_compare();
+    c->set_key(o_.key);
+    c->set_target(etcdserverpb::Compare::MOD);
+    c->set_result(etcdserverpb::Compare::EQUAL);
+    c->set_mod_revision(kv.mod_revision());
+    txn.add_success()->mutable_request_delete_range()->set_key(o_.key);
+    etcdserverpb::TxnResponse resp;
+    Status st = Call("txn", [&](size_t i, grpc::ClientContext* ctx) {
+      return endpoints_[i].kv->Txn(ctx, txn, &resp);
+    });
+    if (!st.ok()) spdlog::warn("leader election: removing the foreign key: {}", st.message());
+  }
+
+  // The lead is gone (the lease, or the key): once, whoever notices first.
+  void LoseLead(int64_t lease, const std::string& why) {
+    std::function<void()> lost;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lease_ == lease) lease_ = 0;
+      if (leading_.exchange(false)) lost = on_lost_;
+    }
+    spdlog::warn("leader election: {} lost the lead ({})", o_.candidate, why);
+    if (lost) lost();
+  }
+
+  void StartWatch(int64_t epoch, int64_t lease) {
+    StopWatch();
+    std::lock_guard<std::mutex> lock(mu_);
+    watch_stop_ = false;
+    watch_ = std::thread([this, epoch, lease] { WatchKey(epoch, lease); });
+  }
+
+  void StopWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      watch_stop_ = true;
+      if (watch_ctx_) watch_ctx_->TryCancel();
+    }
+    wake_.notify_all();
+    if (watch_.joinable() && watch_.get_id() != std::this_thread::get_id()) watch_.join();
+  }
+
+  // While leading: the leader key must stay the one we created (epoch), under our lease, never
+  // modified. Checked by a read, then watched from the read's revision on: any event on the key
+  // ends the lead at once. An etcd that does not answer is the keep-alive's business (the lease
+  // runs out); the watch just starts again.
+  void WatchKey(int64_t epoch, int64_t lease) {
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (watch_stop_ || stop_) return;
+      }
+      etcdserverpb::RangeRequest read;
+      read.set_key(o_.key);
+      etcdserverpb::RangeResponse now;
+      Status st = Call("range", [&](size_t i, grpc::ClientContext* ctx) {
+        return endpoints_[i].kv->Range(ctx, read, &now);
+      });
+      if (st.ok()) {
+        if (now.kvs_size() == 0) return LoseLead(lease, "the leader key vanished");
+        const etcdserverpb::KeyValue& kv = now.kvs(0);
+        if (kv.create_revision() != epoch || kv.mod_revision() != epoch || kv.lease() != lease) {
+          return LoseLead(lease, "the leader key was changed under it");
+        }
+        grpc::ClientContext ctx;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (watch_stop_ || stop_) return;
+          watch_ctx_ = &ctx;
+        }
+        auto stream = endpoints_[current_].watch->Watch(&ctx);
+        etcdserverpb::WatchRequest create;
+        create.mutable_create_request()->set_key(o_.key);
+        create.mutable_create_request()->set_start_revision(now.header().revision() + 1);
+        etcdserverpb::WatchResponse event;
+        bool changed = false;
+        if (stream->Write(create)) {
+          while (stream->Read(&event)) {
+            if (event.events_size() > 0) {
+              changed = true;
+              break;
+            }
+            if (event.canceled() || event.compact_revision() != 0) break;
+          }
+        }
+        ctx.TryCancel();
+        stream->Finish();
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          watch_ctx_ = nullptr;
+        }
+        if (changed) {
+          return LoseLead(lease, event.events(0).type() == etcdserverpb::Event::DELETE
+                                     ? "the leader key was deleted"
+                                     : "the leader key was overwritten");
+        }
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(100),
+                     [&] { return watch_stop_ || stop_.load(); });
+    }
   }
 
   // Renews `lease` every third of its TTL, one short stream per renewal, until told to stop.
@@ -365,15 +499,8 @@ class EtcdElectionImpl final : public EtcdElection {
       current_ = (current_ + 1) % endpoints_.size();  // no answer: the next endpoint, soon
       next = Clock::now() + std::chrono::milliseconds(100);
     }
-    std::function<void()> lost;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (lease_ == lease) lease_ = 0;
-      if (leading_.exchange(false)) lost = on_lost_;
-    }
-    spdlog::warn("leader election: {} lost its lease {} ({})", o_.candidate, lease,
-                 granted == 0 ? "etcd let it expire" : "etcd did not confirm it in time");
-    if (lost) lost();
+    LoseLead(lease, "its lease " + std::to_string(lease) + ": " +
+                        (granted == 0 ? "etcd let it expire" : "etcd did not confirm it in time"));
   }
 
   void StopKeepAlive() {
@@ -401,19 +528,21 @@ class EtcdElectionImpl final : public EtcdElection {
   Clock::time_point confirmed_at_;
   std::function<void()> on_lost_;
   std::thread keep_alive_;
-  int64_t seen_epoch_ = 0;       // Campaign's thread only
-  bool refused_logged_ = false;  // Campaign's thread only
+  std::thread watch_;
+  bool watch_stop_ = false;                   // guarded by mu_
+  grpc::ClientContext* watch_ctx_ = nullptr;  // guarded by mu_: the watch in progress
+  int64_t seen_epoch_ = 0;                    // Campaign's thread only
+  bool refused_logged_ = false;               // Campaign's thread only
 };
 
 }  // namespace
 
 Result<std::unique_ptr<EtcdElection>> EtcdElection::Create(EtcdElectionOptions o) {
   if (o.endpoints.empty()) return InvalidArgument("leader election: no etcd endpoints");
-  for (const std::string& e : o.endpoints) {
-    if (!IsLoopback(e)) {
-      return Unimplemented("leader election: etcd at " + e +
-                           ": only etcd on loopback is supported yet (no TLS to etcd)");
-    }
+  if (!o.tls) {
+    return InvalidArgument(
+        "leader election: etcd must know its clients: no TLS identity for etcd (controller "
+        "etcd_ca_file, etcd_cert_file, etcd_key_file)");
   }
   if (o.candidate.empty()) return InvalidArgument("leader election: no candidate address");
   if (o.ttl_s < 1 || o.ttl_s > 60) return InvalidArgument("leader election: ttl_s must be 1-60");

@@ -93,7 +93,10 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::StartOnce(InProcessC
     << "agent_address = \"127.0.0.1:" << FreePort() << "\"\n"
     << "state_dir = \"" << c->dir_ << "/state\"\nlog_level = \"warn\"\n"
     << (o.standby ? "etcd_endpoints = [\"" + c->etcd_->endpoint() +
-                        "\"]\nleader_lease_s = " + std::to_string(o.leader_lease_s) + "\n"
+                        "\"]\nleader_lease_s = " + std::to_string(o.leader_lease_s) +
+                        "\netcd_ca_file = \"" + c->etcd_->certs() + "/ca.crt\"\n" +
+                        "etcd_cert_file = \"" + c->etcd_->certs() + "/client.crt\"\n" +
+                        "etcd_key_file = \"" + c->etcd_->certs() + "/client.key\"\n"
                   : "")
     << (o.remote_api ? "api_address = \"127.0.0.1:" + std::to_string(FreePort()) + "\"\n" : "")
     << "[scheduling]\nsched_min_interval_ms = 2\n"

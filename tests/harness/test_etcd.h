@@ -1,5 +1,7 @@
 // An etcd of the test's own (Debian's etcd-server): one member on two free loopback ports, its
 // data and log in a directory the test made, started in the foreground and stopped by its pid.
+// As a real one: TLS with client certificates from its own CA (`muster certs --etcd`'s code in
+// <dir>/certs), for clients and peers.
 #pragma once
 
 #include <netinet/in.h>
@@ -15,7 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "muster/client/certificates.h"
 #include "muster/common/status.h"
+#include "muster/common/tls_files.h"
 #include "muster/rpc/etcd_election.h"
 
 namespace muster::testing {
@@ -35,19 +39,25 @@ class TestEtcd {
     std::filesystem::create_directories(dir, ec);
     auto e = std::unique_ptr<TestEtcd>(new TestEtcd());
     e->log_ = dir + "/etcd.log";
+    e->certs_ = dir + "/certs";
+    MUSTER_RETURN_IF_ERROR(client::MakeEtcdCertificates(e->certs_, false).status());
+    MUSTER_ASSIGN_OR_RETURN(e->tls_,
+                            LoadTlsIdentity(e->certs_ + "/ca.crt", e->certs_ + "/client.crt",
+                                            e->certs_ + "/client.key"));
     const auto [client_port, peer_port] = FreePorts();
     e->endpoint_ = "127.0.0.1:" + std::to_string(client_port);
-    const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port);
+    const std::string peer = "https://127.0.0.1:" + std::to_string(peer_port);
     std::vector<std::string> args = {kProgram,
                                      "--name=t",
                                      "--data-dir=" + dir + "/data",
-                                     "--listen-client-urls=http://" + e->endpoint_,
-                                     "--advertise-client-urls=http://" + e->endpoint_,
+                                     "--listen-client-urls=https://" + e->endpoint_,
+                                     "--advertise-client-urls=https://" + e->endpoint_,
                                      "--listen-peer-urls=" + peer,
                                      "--initial-advertise-peer-urls=" + peer,
-                                     "--initial-cluster=t=" + peer,
-                                     "--logger=zap",
-                                     "--log-outputs=" + e->log_};
+                                     "--initial-cluster=t=" + peer};
+    for (const std::string& a : client::EtcdTlsFlags(e->certs_)) args.push_back(a);
+    args.push_back("--logger=zap");
+    args.push_back("--log-outputs=" + e->log_);
     e->pid_ = ::fork();
     if (e->pid_ < 0) return ErrnoStatus("fork", errno);
     if (e->pid_ == 0) {
@@ -57,10 +67,7 @@ class TestEtcd {
       ::execv(kProgram, argv.data());
       ::_exit(127);
     }
-    rpc::EtcdElectionOptions probe_options;
-    probe_options.endpoints = {e->endpoint_};
-    probe_options.candidate = "probe";
-    probe_options.key = "/probe";
+    rpc::EtcdElectionOptions probe_options = e->Options("/probe", "probe");
     MUSTER_ASSIGN_OR_RETURN(auto probe, rpc::EtcdElection::Create(probe_options));
     Status last;
     for (int i = 0; i < 150; ++i) {
@@ -87,6 +94,17 @@ class TestEtcd {
   }
 
   const std::string& endpoint() const { return endpoint_; }
+  // Where ca.crt, client.crt and client.key are.
+  const std::string& certs() const { return certs_; }
+  // An election on this etcd, as a controller would have it.
+  rpc::EtcdElectionOptions Options(const std::string& key, const std::string& candidate) const {
+    rpc::EtcdElectionOptions o;
+    o.endpoints = {endpoint_};
+    o.key = key;
+    o.candidate = candidate;
+    o.tls = tls_;
+    return o;
+  }
   const std::string& log() const { return log_; }
   // Freezes (SIGSTOP) or thaws (SIGCONT) etcd: to its clients, cut off.
   void Freeze(bool frozen) { ::kill(pid_, frozen ? SIGSTOP : SIGCONT); }
@@ -113,7 +131,8 @@ class TestEtcd {
     return {ports[0], ports[1]};
   }
 
-  std::string endpoint_, log_;
+  std::string endpoint_, log_, certs_;
+  TlsIdentity tls_;
   pid_t pid_ = -1;
 };
 

@@ -53,6 +53,11 @@ struct ControllerConfig {
   std::vector<std::string> etcd_endpoints;
   // Where the election's keys live; empty: "/muster/<cluster_name>/".
   std::string etcd_prefix;
+  // etcd knows the controllers by a client certificate from a CA of its own (`muster certs
+  // --etcd`), and they know it by its certificate naming "etcd": required with etcd_endpoints.
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
   // The leader's etcd lease: a leader that stops answering is replaced this long after.
   uint32_t leader_lease_s = 3;
 };

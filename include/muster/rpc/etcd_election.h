@@ -7,7 +7,9 @@
 // exist, create it with my address under my lease". It leads when that succeeds; otherwise it
 // learns who leads and tries again when that leader's key is gone (its lease expired: it died,
 // froze or lost etcd; or it resigned). A leader keeps its lease alive from a thread of its own
-// and knows it lost the lead when etcd says the lease is gone or does not answer within the TTL.
+// and knows it lost the lead when etcd says the lease is gone or does not answer within the TTL,
+// and it watches its key from another: a key changed or deleted under it (only an etcd client
+// other than a candidate could) ends the lead at once.
 // Thread-safe.
 #pragma once
 
@@ -15,15 +17,26 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "muster/common/status.h"
+#include "muster/common/tls_files.h"
 
 namespace muster::rpc {
 
 struct EtcdElectionOptions {
   std::vector<std::string> endpoints;  // host:port of etcd's client URLs; tried in turn
+  // etcd's CA and the client certificate this candidate presents (etcd runs with
+  // --client-cert-auth): required, since an etcd that answers anyone lets any user on its host
+  // stop or split the election. etcd's certificate must name tls_server_name.
+  std::optional<TlsIdentity> tls;
+  std::string tls_server_name = "etcd";
+  // The candidates that may lead ([[controllers]]). A leader key naming anyone else, or held by
+  // no lease, was not written by a candidate: it is said and removed, and the campaign goes on.
+  // Empty: any value is a candidate's.
+  std::vector<std::string> candidates;
   std::string key = "/muster/controller/leader";
   std::string candidate;  // this controller's address, the leader key's value
   int64_t ttl_s = 2;      // the lease: how long a leader that stops answering still leads
@@ -52,8 +65,8 @@ class EtcdElection {
   virtual Result<Leadership> Leader() = 0;
   // Returns once this candidate leads (its epoch), or CANCELLED once Stop was called;
   // UNAVAILABLE errors from etcd are retried until then. `on_lost` runs (on the keep-alive
-  // thread) when the lead is lost afterwards: etcd says the lease is gone, or it went a whole
-  // TTL without confirming it.
+  // or watch thread) when the lead is lost afterwards: etcd says the lease is gone, it went a
+  // whole TTL without confirming it, or the leader key changed or vanished.
   virtual Result<Leadership> Campaign(std::function<void()> on_lost) = 0;
   // Whether this candidate still leads, as far as it knows: false from the moment a TTL may have
   // passed since etcd last confirmed its lease, even before the keep-alive thread notices.

@@ -290,6 +290,9 @@ socket = "/run/muster/musterctld.sock"
 state_dir = "/var/lib/muster"
 api_address = "head:6819"
 etcd_endpoints = ["127.0.0.1:2379"]
+etcd_ca_file = "/etc/muster/tls/etcd/ca.crt"
+etcd_cert_file = "/etc/muster/tls/etcd/client.crt"
+etcd_key_file = "/etc/muster/tls/etcd/client.key"
 leader_lease_s = 2
 
 [[controllers]]
@@ -381,6 +384,12 @@ TEST(ConfigTest, ControllersMistakesAreRefused) {
   refused("\"127.0.0.1:2379\"", "\"http://127.0.0.1:2379\"", "not host:port");
   refused("leader_lease_s = 2", "leader_lease_s = 0", "leader_lease_s");
   refused("leader_lease_s = 2", "etcd_prefix = \"muster\"", "start and end with '/'");
+  // An etcd that answers anyone lets any local user stop or split the election.
+  refused("etcd_ca_file = \"/etc/muster/tls/etcd/ca.crt\"", "", "go together");
+  refused(
+      "etcd_ca_file = \"/etc/muster/tls/etcd/ca.crt\"\netcd_cert_file = "
+      "\"/etc/muster/tls/etcd/client.crt\"\netcd_key_file = \"/etc/muster/tls/etcd/client.key\"",
+      "", "--client-cert-auth");
   refused("socket = \"/tmp/ctl2.sock\"", "sockets = \"/tmp/ctl2.sock\"", "sockets");
 }
 

@@ -2,6 +2,7 @@
 // and stopped by its pid. Skipped where /usr/bin/etcd is missing.
 #include "muster/rpc/etcd_election.h"
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "etcd/election.grpc.pb.h"
 #include "harness/test_etcd.h"
 
 namespace muster::rpc {
@@ -40,15 +42,26 @@ class EtcdElectionTest : public ::testing::Test {
 
   std::unique_ptr<EtcdElection> Candidate(const std::string& name,
                                           const std::string& state_prefix = "") {
-    EtcdElectionOptions o;
-    o.endpoints = {endpoint_};
-    o.candidate = name;
+    EtcdElectionOptions o = etcd_->Options("/muster/controller/leader", name);
     o.state_prefix = state_prefix;
     o.ttl_s = 2;
     o.poll = 100ms;
     auto e = EtcdElection::Create(o);
     EXPECT_TRUE(e.ok()) << e.status().ToString();
     return e.ok() ? std::move(*e) : nullptr;
+  }
+
+  // A client of etcd's with the controllers' certificate, below the election.
+  std::unique_ptr<etcdserverpb::KV::Stub> RawKv() {
+    const TlsIdentity id = etcd_->Options("", "").tls.value();
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = id.ca_pem;
+    tls.pem_cert_chain = id.cert_pem;
+    tls.pem_private_key = id.key_pem;
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("etcd");
+    return etcdserverpb::KV::NewStub(
+        grpc::CreateCustomChannel(endpoint_, grpc::SslCredentials(tls), args));
   }
 
   std::filesystem::path dir_;
@@ -178,14 +191,81 @@ TEST_F(EtcdElectionTest, OnlyAStandbyRecordedInSyncTakesOver) {
   EXPECT_EQ(c_campaign.get().status().code(), StatusCode::kCancelled);
 }
 
+// What only another etcd client could do to the leader key (etcd trusts the controllers' own
+// certificate alone; this is that certificate): the leader must notice at once, not at the end
+// of a lease that is still being renewed.
+TEST_F(EtcdElectionTest, ALeaderWhoseKeyIsDeletedOrOverwrittenStepsDownAtOnce) {
+  for (bool overwrite : {false, true}) {
+    auto a = Candidate("ctl-a");
+    std::promise<void> lost;
+    auto won = a->Campaign([&] { lost.set_value(); });
+    ASSERT_TRUE(won.ok()) << won.status().ToString();
+    auto kv = RawKv();
+    grpc::ClientContext ctx;
+    if (overwrite) {  // the same name, detached from the lease: it would never expire
+      etcdserverpb::PutRequest put;
+      put.set_key("/muster/controller/leader");
+      put.set_value("ctl-a");
+      etcdserverpb::PutResponse resp;
+      ASSERT_TRUE(kv->Put(&ctx, put, &resp).ok());
+    } else {
+      etcdserverpb::DeleteRangeRequest del;
+      del.set_key("/muster/controller/leader");
+      etcdserverpb::DeleteRangeResponse resp;
+      ASSERT_TRUE(kv->DeleteRange(&ctx, del, &resp).ok());
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(lost.get_future().wait_for(1500ms), std::future_status::ready)
+        << (overwrite ? "overwritten" : "deleted") << " key: the leader did not step down";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "not at once";
+    EXPECT_FALSE(a->leading());
+    a->Stop();
+    // The overwritten key holds no lease and names a controller that no longer leads: the
+    // next campaign removes it (it is no candidate's) and someone leads again.
+    auto b = Candidate("ctl-b");
+    auto next = b->Campaign([] {});
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_EQ(next->leader, "ctl-b");
+    b->Resign();
+  }
+}
+
+// A leader key that names no [[controllers]] entry is said, removed and campaigned past, not
+// waited on forever.
+TEST_F(EtcdElectionTest, AKeyNamingNoCandidateIsRemovedAndTheCampaignGoesOn) {
+  auto kv = RawKv();
+  {
+    grpc::ClientContext ctx;
+    etcdserverpb::PutRequest put;
+    put.set_key("/muster/controller/leader");
+    put.set_value("intruder:6817");
+    etcdserverpb::PutResponse resp;
+    ASSERT_TRUE(kv->Put(&ctx, put, &resp).ok());
+  }
+  EtcdElectionOptions o = etcd_->Options("/muster/controller/leader", "ctl-a");
+  o.candidates = {"ctl-a", "ctl-b"};
+  o.poll = 100ms;
+  auto a = EtcdElection::Create(o);
+  ASSERT_TRUE(a.ok());
+  auto campaign = std::async(std::launch::async, [&] { return (*a)->Campaign([] {}); });
+  ASSERT_EQ(campaign.wait_for(5s), std::future_status::ready) << "it waited on the intruder";
+  auto won = campaign.get();
+  ASSERT_TRUE(won.ok()) << won.status().ToString();
+  EXPECT_EQ(won->leader, "ctl-a");
+  (*a)->Resign();
+}
+
 TEST(EtcdElectionOptionsTest, MistakesAreRefused) {
   EtcdElectionOptions o;
   o.candidate = "x";
+  o.tls = TlsIdentity{};
   EXPECT_EQ(EtcdElection::Create(o).status().code(), StatusCode::kInvalidArgument);
-  o.endpoints = {"10.0.0.5:2379"};
-  auto remote = EtcdElection::Create(o);
-  EXPECT_EQ(remote.status().code(), StatusCode::kUnimplemented) << "no TLS to etcd yet";
   o.endpoints = {"127.0.0.1:2379"};
+  o.tls.reset();
+  auto plain = EtcdElection::Create(o);
+  EXPECT_EQ(plain.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(plain.status().message().find("must know its clients"), std::string::npos);
+  o.tls = TlsIdentity{};
   o.ttl_s = 0;
   EXPECT_EQ(EtcdElection::Create(o).status().code(), StatusCode::kInvalidArgument);
 }
