@@ -463,10 +463,10 @@ int CmdAcct(int argc, char** argv) {
     for (size_t i = 0; i < columns->size(); ++i) {
       const Column& c = (*columns)[i];
       if (parsable) {
-        out += cell(c);
+        AppendPrintable(out, cell(c));  // a job's name or path is shown, never obeyed
         if (parsable == 1 || i + 1 < columns->size()) out += '|';
       } else {
-        out += Fit(cell(c), c.width);
+        out += Fit(Printable(cell(c)), c.width);
         out += ' ';
       }
     }

@@ -104,8 +104,9 @@ int CmdAudit(int argc, char** argv) {
     std::string result = e.allowed() ? e.result() : "REFUSED: " + e.result();
     if (!e.detail().empty()) result += " [" + e.detail() + "]";
     std::printf("%-19s %-12s %-8s %-15s %-8s %-24s %s\n", FormatTimestamp(e.time_ms()).c_str(),
-                e.user().c_str(), e.role().c_str(), e.origin().c_str(), e.action().c_str(),
-                e.target().c_str(), result.c_str());
+                Printable(e.user()).c_str(), Printable(e.role()).c_str(),
+                Printable(e.origin()).c_str(), Printable(e.action()).c_str(),
+                Printable(e.target()).c_str(), Printable(result).c_str());
   }
   if (resp.truncated()) {
     std::fprintf(stderr,

@@ -50,7 +50,10 @@ std::string NodeStateUpper(const v1::NodeInfo& n) {
 // `explain`: the Explain= line (muster explain's one-line summary); empty: the reason's sentence.
 void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = "") {
   std::string out;
-  auto line = [&](const std::string& l) { out += l + "\n"; };
+  auto line = [&](const std::string& l) {  // users' text in it shown, never obeyed
+    AppendPrintable(out, l);
+    out += '\n';
+  };
   const std::string state = JobStateName(j.state(), j.completing());
   int64_t run = 0;
   if (j.start_time_ms() > 0)
@@ -120,7 +123,10 @@ void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = ""
 
 void PrintNode(const v1::NodeInfo& n) {
   std::string out;
-  auto line = [&](const std::string& l) { out += l + "\n"; };
+  auto line = [&](const std::string& l) {  // users' text in it shown, never obeyed
+    AppendPrintable(out, l);
+    out += '\n';
+  };
   line("NodeName=" + n.name() +
        " CoresPerSocket=" + std::to_string(n.packages() ? n.cores() / n.packages() : n.cpus()));
   line("   CPUAlloc=" + std::to_string(n.cpus_allocated()) +

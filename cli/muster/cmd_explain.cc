@@ -18,7 +18,10 @@ std::string At(int64_t ms, int64_t now) {
 
 void PrintExplanation(const v1::JobExplanation& x, int64_t now) {
   std::string out;
-  auto line = [&](const std::string& l) { out += l + "\n"; };
+  auto line = [&](const std::string& l) {  // users' text in it shown, never obeyed
+    AppendPrintable(out, l);
+    out += '\n';
+  };
   line("Job " + std::to_string(x.job_id()) + " (" + x.name() + ", user " + x.user() + "): " +
        JobStateName(x.state(), false) + (x.state() == v1::PENDING ? ", reason " + x.reason() : ""));
   line("  asks for " + x.shape());

@@ -10,10 +10,31 @@
 #include "muster/common/strings.h"
 
 namespace muster::cli {
+namespace {
+
+void PrintLocalHelp() {
+  std::printf(
+      "Usage: muster local up [--nodes N] [--gpus-per-node G] [--cpus-per-node C] [--dir "
+      "DIR] [--no-tls] [--standby]\n"
+      "       muster local down [--dir DIR] [--purge]\n"
+      "DIR defaults to $MUSTER_LOCAL_DIR or ~/.muster/local. The daemons talk mutual TLS\n"
+      "with certificates made in DIR/tls, unless a new cluster is made with --no-tls\n"
+      "(development only: each agent proves its node with a key from DIR/node-keys, but\n"
+      "nothing is encrypted).\n"
+      "--standby: two controllers (ctl-a leads, ctl-b stands by) and an etcd of the\n"
+      "cluster's own on loopback, TLS with its own certificates in DIR/etcd-tls (needs\n"
+      "Debian's etcd-server).\n");
+}
+
+}  // namespace
 
 int CmdLocal(int argc, char** argv) {
   if (argc < 2) return Usage("local", "expected 'up' or 'down'");
   std::string action = argv[1];
+  if (action == "--help" || action == "-h" || action == "help") {
+    PrintLocalHelp();
+    return kExitOk;
+  }
   client::LocalClusterOptions o;
   bool purge = false;
   const struct option opts[] = {{"nodes", required_argument, nullptr, 'n'},
@@ -65,14 +86,7 @@ int CmdLocal(int argc, char** argv) {
         o.standby = true;
         break;
       case 'h':
-        std::printf(
-            "Usage: muster local up [--nodes N] [--gpus-per-node G] [--cpus-per-node C] [--dir "
-            "DIR] [--no-tls] [--standby]\n"
-            "       muster local down [--dir DIR] [--purge]\n"
-            "DIR defaults to $MUSTER_LOCAL_DIR or ~/.muster/local. The daemons talk mutual TLS\n"
-            "with certificates made in DIR/tls, unless a new cluster is made with --no-tls.\n"
-            "--standby: two controllers (ctl-a leads, ctl-b stands by) and an etcd of the\n"
-            "cluster's own on loopback (needs Debian's etcd-server).\n");
+        PrintLocalHelp();
         return kExitOk;
       default:
         return Usage("local", "unknown or incomplete option");

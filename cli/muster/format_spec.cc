@@ -1,5 +1,7 @@
 #include "format_spec.h"
 
+#include <algorithm>
+
 #include "muster/common/strings.h"
 
 namespace muster::cli {
@@ -44,6 +46,15 @@ Result<std::vector<FormatItem>> ParseFormatSpec(const std::string& fmt, std::str
 }
 
 void AppendColumn(std::string& out, std::string_view v, size_t width, bool right) {
+  // Another user's job name, path or reason is shown, never obeyed by the terminal.
+  std::string escaped;
+  if (std::any_of(v.begin(), v.end(), [](char c) {
+        const auto b = static_cast<unsigned char>(c);
+        return b < 0x20 || b >= 0x7f;
+      })) {
+    escaped = Printable(v);
+    v = escaped;
+  }
   if (width == 0) {
     out.append(v);
     return;

@@ -112,9 +112,11 @@ RowId RowIdOf(const v1::JobInfo& j) {
   return {JobIdText(j), std::to_string(j.array().task_id())};
 }
 
-RowId CollapsedRowId(const v1::JobInfo& first, const std::vector<uint32_t>& tasks) {
+RowId CollapsedRowId(const v1::JobInfo& first, std::vector<uint32_t> tasks) {
   RowId row = RowIdOf(first);
   if (tasks.size() <= 1 && first.array().max_running() == 0) return row;
+  // A task split off its carrier (held or updated alone) comes after the carrier's runs.
+  std::sort(tasks.begin(), tasks.end());
   std::vector<std::string> parts;
   for (size_t i = 0; i < tasks.size();) {
     size_t k = i;

@@ -31,7 +31,7 @@ struct RowId {
 RowId RowIdOf(const v1::JobInfo& j);
 // The row of a job array's pending tasks `tasks` (ascending), `first` being the first of them:
 // "7_[4-6,9%2]" as squeue prints it without -r.
-RowId CollapsedRowId(const v1::JobInfo& first, const std::vector<uint32_t>& tasks);
+RowId CollapsedRowId(const v1::JobInfo& first, std::vector<uint32_t> tasks);
 
 std::string SqueueHeader(char letter);
 std::string SqueueField(char letter, const v1::JobInfo& j, const RowId& row, int64_t now_ms);

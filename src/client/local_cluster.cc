@@ -97,7 +97,7 @@ Result<pid_t> StartDaemon(const std::vector<std::string>& argv, const std::strin
   if (pid < 0) return ErrnoStatus("fork", errno);
   if (pid == 0) {
     ::setsid();
-    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
     int in = ::open("/dev/null", O_RDONLY);
     if (out >= 0) {
       ::dup2(out, 1);

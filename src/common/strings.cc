@@ -198,4 +198,55 @@ size_t FindInvalidUtf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+void AppendPrintable(std::string& out, std::string_view s) {
+  size_t plain = 0;  // start of the run that needs no escape
+  auto escape = [&](size_t at, size_t len, unsigned char c) {
+    out.append(s.data() + plain, at - plain);
+    plain = at + len;
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        return;
+      case '\r':
+        out += "\\r";
+        return;
+      case '\t':
+        out += "\\t";
+        return;
+      default:
+        for (size_t k = 0; k < len; ++k) {
+          static constexpr char kDigits[] = "0123456789abcdef";
+          const auto b = static_cast<unsigned char>(s[at + k]);
+          out += "\\x";
+          out += kDigits[b >> 4];
+          out += kDigits[b & 15];
+        }
+    }
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f) escape(i, 1, c);
+      ++i;
+      continue;
+    }
+    const size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;  // as its lead byte says
+    if (i + len > s.size() || FindInvalidUtf8(s.substr(i, len)) != std::string_view::npos) {
+      escape(i, 1, c);  // not UTF-8: the byte alone
+      ++i;
+      continue;
+    }
+    // U+0080..U+009F (C1 controls: 8-bit CSI and the like) as escapes too.
+    if (c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) escape(i, 2, c);
+    i += len;
+  }
+  out.append(s.data() + plain, s.size() - plain);
+}
+
+std::string Printable(std::string_view s) {
+  std::string out;
+  AppendPrintable(out, s);
+  return out;
+}
+
 }  // namespace muster

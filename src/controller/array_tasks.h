@@ -9,6 +9,7 @@
 // Pure helpers over records; JobManager (job_arrays.cc) does the splitting.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -38,14 +39,21 @@ class WaitingTasks {
   std::optional<uint32_t> Front() const;
   // Takes `pos` out; false when it was not there.
   bool Erase(uint32_t pos);
-  // Visits the positions in order while `f` returns true.
+  // Visits the positions from `from` on, in order, while `f` returns true (skipping whole ranges
+  // before `from`: a page of a listing starts where the last one stopped, not at the start).
   template <typename F>
-  void ForEach(F&& f) const {
+  void ForEach(F&& f, uint64_t from = 0) const {
     for (const auto& [first, last] : ranges_) {
-      for (uint64_t p = first; p <= last; ++p) {
+      if (last < from) continue;
+      for (uint64_t p = std::max<uint64_t>(first, from); p <= last; ++p) {
         if (!f(static_cast<uint32_t>(p))) return;
       }
     }
+  }
+  // The last position (none when empty).
+  std::optional<uint32_t> Back() const {
+    if (ranges_.empty()) return std::nullopt;
+    return ranges_.back().second;
   }
 
  private:
@@ -69,10 +77,18 @@ v1::JobRecord SplitRecord(const v1::JobRecord& carrier, const std::vector<uint32
 
 // Visits the tasks waiting in `carrier`, in order, while `f(job id, task id)` returns true.
 template <typename F>
-void ForEachWaiting(const v1::JobRecord& carrier, const std::vector<uint32_t>& tasks, F&& f) {
+void ForEachWaiting(const v1::JobRecord& carrier, const std::vector<uint32_t>& tasks, F&& f,
+                    uint64_t from_id = 0) {
   const uint64_t base = carrier.array().array_job_id();
   WaitingTasks::Of(carrier).ForEach(
-      [&](uint32_t pos) { return pos >= tasks.size() || f(base + pos, tasks[pos]); });
+      [&](uint32_t pos) { return pos >= tasks.size() || f(base + pos, tasks[pos]); },
+      from_id > base ? from_id - base : 0);
+}
+
+// The id of the last task waiting in the carrier (its own when none waits).
+inline uint64_t LastWaitingId(const v1::JobRecord& carrier) {
+  const auto back = WaitingTasks::Of(carrier).Back();
+  return back ? carrier.array().array_job_id() + *back : carrier.id();
 }
 
 }  // namespace muster::controller

@@ -450,13 +450,33 @@ uint64_t Engine::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& 
 Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) const {
   v1::ListJobsResponse resp;
   bool parsed = true;
-  VisitJobs(req, [&](const v1::JobInfo& row, std::string_view spec_fields) {
-    v1::JobInfo* job = resp.add_jobs();
-    parsed =
-        parsed && job->ParseFromArray(spec_fields.data(), static_cast<int>(spec_fields.size()));
-    job->MergeFrom(row);
-    return true;
-  });
+  v1::ListJobsRequest page = req;
+  for (;;) {
+    const uint64_t next =
+        VisitJobs(page, [&](const v1::JobInfo& row, std::string_view spec_fields) {
+          v1::JobInfo* job = resp.add_jobs();
+          parsed = parsed &&
+                   job->ParseFromArray(spec_fields.data(), static_cast<int>(spec_fields.size()));
+          job->MergeFrom(row);
+          // A brief carrier's waiting tasks, a row each, as a client shows them.
+          if (job->array_waiting_size() > 0) {
+            const auto runs = job->array_waiting();
+            job->clear_array_waiting();
+            const v1::JobInfo carrier = *job;
+            for (const v1::WaitingRun& run : runs) {
+              for (uint32_t k = 0; k < run.count(); ++k) {
+                v1::JobInfo* task = resp.add_jobs();
+                *task = carrier;
+                task->set_id(run.first_id() + k);
+                task->mutable_array()->set_task_id(run.first_task() + k * run.task_step());
+              }
+            }
+          }
+          return true;
+        });
+    if (next == 0 || next <= page.after_id()) break;
+    page.set_after_id(next);
+  }
   if (!parsed) return Internal("a job's cached row does not parse");
   return resp;
 }

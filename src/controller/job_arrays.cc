@@ -37,6 +37,12 @@ const JobEntry* JobManager::Covering(uint64_t id) const {
   return carrier;
 }
 
+const JobEntry* JobManager::CarrierBefore(uint64_t id) const {
+  auto it = carriers_.upper_bound(id);
+  if (it == carriers_.begin()) return nullptr;
+  return Find(std::prev(it)->second);
+}
+
 JobEntry& JobManager::AdoptPending(v1::JobRecord rec, const JobEntry& from) {
   JobEntry e = MakeJobEntry(std::move(rec), &from.request, from.array_tasks);
   // Until the next pass says otherwise, what the pass said of the carrier holds for it.

@@ -86,6 +86,9 @@ class JobManager {
   // The entry whose record stands for job `id`: its own, or its carrier's while it waits in
   // one. nullptr when none does.
   const JobEntry* Covering(uint64_t id) const;
+  // The carrier of the array whose ids start at or before `id` (whether or not `id` waits in
+  // it): where a listing that stopped at `id` finds the tasks still waiting past it.
+  const JobEntry* CarrierBefore(uint64_t id) const;
   // The jobs a request names, each once, ready to be acted on one by one. An array's id in
   // `ids` is every task of the array (a carrier once, for itself and its waiting tasks); any
   // other id, and each of `single_ids`, is that job alone: a task waiting in a carrier is

@@ -1,6 +1,7 @@
 #include "job_views.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -281,26 +282,33 @@ void JobViews::BriefStateFields(const JobEntry& job, v1::JobInfo* info) const {
   info->set_cpus_total(t.cpus);
 }
 
-// The runs of consecutive ids whose task ids step evenly, of the tasks waiting in `carrier`.
-void AddWaitingRuns(const JobEntry& carrier, v1::JobInfo* row) {
+// The tasks waiting in `carrier` with ids in [from, limit), as runs of consecutive ids whose task
+// ids step evenly, into `row`; `covered` becomes the last such id.
+void AddWaitingRuns(const JobEntry& carrier, uint64_t from, uint64_t limit, v1::JobInfo* row,
+                    uint64_t* covered) {
   v1::WaitingRun* run = nullptr;
-  ForEachWaiting(carrier.rec, *carrier.array_tasks, [&](uint64_t id, uint32_t task) {
-    if (run && id == run->first_id() + run->count()) {
-      const uint64_t step =
-          run->count() == 1 ? uint64_t{task} - run->first_task() : uint64_t{run->task_step()};
-      if (task > run->first_task() && task == run->first_task() + step * run->count()) {
-        run->set_task_step(static_cast<uint32_t>(step));
-        run->set_count(run->count() + 1);
+  ForEachWaiting(
+      carrier.rec, *carrier.array_tasks,
+      [&](uint64_t id, uint32_t task) {
+        if (id >= limit) return false;
+        *covered = id;
+        if (run && id == run->first_id() + run->count()) {
+          const uint64_t step =
+              run->count() == 1 ? uint64_t{task} - run->first_task() : uint64_t{run->task_step()};
+          if (task > run->first_task() && task == run->first_task() + step * run->count()) {
+            run->set_task_step(static_cast<uint32_t>(step));
+            run->set_count(run->count() + 1);
+            return true;
+          }
+        }
+        run = row->add_array_waiting();
+        run->set_first_id(id);
+        run->set_first_task(task);
+        run->set_count(1);
+        run->set_task_step(1);
         return true;
-      }
-    }
-    run = row->add_array_waiting();
-    run->set_first_id(id);
-    run->set_first_task(task);
-    run->set_count(1);
-    run->set_task_step(1);
-    return true;
-  });
+      },
+      from);
 }
 
 uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const {
@@ -324,83 +332,86 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
     }
     return true;
   };
-  // Each returns whether the page has room for more.
-  auto emit = [&](const JobEntry& job, bool with_waiting_runs) {
+  // The page: full when the visitor says so, or at kMaxListPageRows rows. Rows go out in id
+  // order; `last` is the last id they stand for (the next page's after_id).
+  size_t rows = 0;
+  bool full = false;
+  uint64_t last = 0;
+  auto take = [&](uint64_t through, std::string_view spec_fields) {
+    last = through;
+    if (!visit(row, spec_fields) || ++rows >= kMaxListPageRows) full = true;
+  };
+  auto emit = [&](const JobEntry& job) {
     if (req.brief()) {
       row.Clear();  // keeps the strings' buffers: no allocation per job
       BriefStateFields(job, &row);
-      if (with_waiting_runs) AddWaitingRuns(job, &row);
-      return visit(row, job.brief_spec_fields);
+      take(job.id(), job.brief_spec_fields);
+      return;
     }
     row = ToJobInfo(job);
-    return visit(row, {});
+    take(job.id(), {});
   };
-  // A task waiting in its carrier's record, in a full listing: the carrier's row with the task's
-  // ids and output paths (a brief listing sends them as runs of the carrier's row instead).
-  auto emit_waiting = [&](const JobEntry& carrier, uint64_t id, uint32_t task) {
-    if (req.brief()) {
-      row.Clear();
-      BriefStateFields(carrier, &row);
-      row.set_id(id);
-      row.mutable_array()->set_task_id(task);
-      return visit(row, carrier.brief_spec_fields);
+  // The tasks waiting in a carrier go out as the walk passes their ids (one array's ids are
+  // consecutive, so one carrier is open at a time): in a full listing a row each, with its own
+  // output paths; in a brief one, one row for the first task between two records and runs for
+  // the others, which the client expands (100,000 waiting tasks cost one row, not 100,000).
+  const JobEntry* open = nullptr;
+  uint64_t open_from = 0;  // the next id of the open carrier's to list
+  auto flush_before = [&](uint64_t limit) {
+    if (!open) return;
+    ForEachWaiting(
+        open->rec, *open->array_tasks,
+        [&](uint64_t id, uint32_t task) {
+          if (id >= limit || full) return false;
+          if (req.brief()) {
+            row.Clear();
+            BriefStateFields(*open, &row);
+            row.set_id(id);
+            row.mutable_array()->set_task_id(task);
+            uint64_t covered = id;
+            AddWaitingRuns(*open, id + 1, limit, &row, &covered);
+            open_from = covered + 1;
+            take(covered, open->brief_spec_fields);
+            return false;  // the rest below `limit` is in the runs
+          }
+          row = WaitingTaskInfo(*open, id);
+          open_from = id + 1;
+          take(id, {});
+          return true;
+        },
+        open_from);
+  };
+  auto visit_entry = [&](const JobEntry& job, bool with_waiting) {
+    flush_before(job.id());
+    if (full || !matches(job.rec)) return;
+    emit(job);
+    if (with_waiting && Carries(job.rec) && job.array_tasks) {
+      open = &job;
+      open_from = job.id() + 1;
     }
-    row = WaitingTaskInfo(carrier, id);
-    return visit(row, {});
+  };
+  // A page that stopped amid an array goes on with the tasks still waiting past where it did.
+  auto resume_carrier = [&](const std::function<bool(const JobEntry&)>& listed) {
+    if (after == 0) return;
+    const JobEntry* c = jobs_.CarrierBefore(after);
+    if (c && c->id() <= after && Carries(c->rec) && c->array_tasks && listed(*c) &&
+        matches(c->rec)) {
+      open = c;
+      open_from = after + 1;
+    }
   };
   if (ids.empty()) {
-    // Rows in id order: in a full listing, the tasks waiting in the last carrier seen go out as
-    // the walk passes their ids (one array's ids are consecutive, so one carrier is open at a
-    // time); a brief one sends them as runs with the carrier's row.
-    const JobEntry* open = nullptr;
-    std::vector<std::pair<uint64_t, uint32_t>> open_tasks;
-    size_t open_next = 0;
-    uint64_t stopped_at = 0;
-    auto flush_before = [&](uint64_t limit) {
-      for (; open && open_next < open_tasks.size() && open_tasks[open_next].first < limit;
-           ++open_next) {
-        const auto [id, task] = open_tasks[open_next];
-        if (!emit_waiting(*open, id, task)) {
-          ++open_next;
-          stopped_at = id;
-          return false;
-        }
-      }
-      return true;
-    };
-    auto open_carrier = [&](const JobEntry& job) {
-      open = &job;
-      open_tasks.clear();
-      open_next = 0;
-      ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t id, uint32_t task) {
-        if (id > after) open_tasks.emplace_back(id, task);
-        return true;
-      });
-    };
-    auto visit_entry = [&](const JobEntry& job) {
-      if (!flush_before(job.id())) return false;
-      if (!matches(job.rec)) return true;
-      const bool carrier = Carries(job.rec) && job.array_tasks;
-      const bool more = emit(job, carrier && req.brief());
-      if (carrier && !req.brief()) open_carrier(job);
-      if (!more) stopped_at = job.id();
-      return more;
-    };
     const auto& order = jobs_.order();
     const size_t n = order.size();
     size_t i = std::lower_bound(order.begin(), order.end(), after + 1,
                                 [](const auto& e, uint64_t id) { return e.first < id; }) -
                order.begin();
-    // A page that ended amid a carrier's waiting tasks goes on with the rest of them.
-    if (after > 0 && i > 0 && !req.brief()) {
-      const JobEntry& prev = *order[i - 1].second;
-      if (Carries(prev.rec) && prev.array_tasks && matches(prev.rec)) open_carrier(prev);
-    }
+    resume_carrier([](const JobEntry&) { return true; });
     // Every record, cold, one after another: fetch the ones a few steps ahead while this one is
     // visited. Two stages, so that no prefetch waits on a miss itself: 16 ahead, the entry's
     // lines; 8 ahead, the heap objects those lines point to (the reason, the tasks, the row).
     constexpr size_t kAhead = 8;
-    for (; i < n; ++i) {
+    for (; i < n && !full; ++i) {
       if (i + 2 * kAhead < n) {
         const char* far = reinterpret_cast<const char*>(order[i + 2 * kAhead].second);
         for (size_t off = 0; off < sizeof(JobEntry); off += 64) __builtin_prefetch(far + off);
@@ -411,28 +422,23 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
         __builtin_prefetch(near->brief_spec_fields.data());
         __builtin_prefetch(near->request.tasks_per_node.data());
       }
-      if (!visit_entry(*order[i].second)) return stopped_at;
+      visit_entry(*order[i].second, true);
     }
-    if (!flush_before(UINT64_MAX)) return stopped_at;
-    return 0;
+    if (!full) flush_before(UINT64_MAX);
+    return full ? last : 0;
   }
   // By id (squeue -j in a workflow's poll loop): look them up, never walk the whole table. A
-  // job array's id stands for all its tasks, which follow it; a carrier's waiting tasks too.
-  std::map<uint64_t, std::pair<const JobEntry*, int64_t>> found;  // task -1: the entry's own row
-  auto add_entry = [&](const JobEntry& job, bool with_waiting) {
-    if (job.id() > after) found.emplace(job.id(), std::make_pair(&job, int64_t{-1}));
-    if (!with_waiting || !Carries(job.rec) || !job.array_tasks) return;
-    ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t id, uint32_t task) {
-      if (id > after) found.emplace(id, std::make_pair(&job, int64_t{task}));
-      return true;
-    });
-  };
+  // job array's id stands for all its tasks: its records, and the tasks waiting in its carrier.
+  std::map<uint64_t, const JobEntry*> entries;  // records named, in id order
+  std::set<uint64_t> arrays_named;              // carriers whose waiting tasks were asked for
+  std::map<uint64_t, std::pair<const JobEntry*, uint32_t>> single_tasks;  // waiting, named alone
   for (uint64_t id : ids) {
     bool any = false;
     for (auto it = jobs_.jobs().lower_bound(id); it != jobs_.jobs().end(); ++it) {
       const bool task = it->second.rec.has_array() && it->second.rec.array().array_job_id() == id;
       if (it->first == id || task) {
-        add_entry(it->second, task);
+        entries.emplace(it->first, &it->second);
+        if (task && Carries(it->second.rec)) arrays_named.insert(it->first);
         any = true;
       }
       if (!task) break;
@@ -443,18 +449,38 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
     if (carrier && carrier->id() != id && carrier->array_tasks && id > after) {
       const uint64_t pos = id - carrier->rec.array().array_job_id();
       if (pos < carrier->array_tasks->size()) {
-        found.emplace(id, std::make_pair(carrier, int64_t{(*carrier->array_tasks)[pos]}));
+        single_tasks.emplace(id, std::make_pair(carrier, (*carrier->array_tasks)[pos]));
       }
     }
   }
-  for (const auto& [id, what] : found) {
-    if (!matches(what.first->rec)) continue;
-    const bool more = what.second < 0
-                          ? emit(*what.first, false)
-                          : emit_waiting(*what.first, id, static_cast<uint32_t>(what.second));
-    if (!more) return id;
+  resume_carrier([&](const JobEntry& c) { return arrays_named.count(c.id()) > 0; });
+  auto e = entries.upper_bound(after);
+  auto t = single_tasks.upper_bound(after);
+  while (!full && (e != entries.end() || t != single_tasks.end())) {
+    if (t == single_tasks.end() || (e != entries.end() && e->first < t->first)) {
+      visit_entry(*e->second, arrays_named.count(e->first) > 0);
+      ++e;
+      continue;
+    }
+    flush_before(t->first);
+    const auto [carrier, task] = t->second;
+    // Listed already when its whole array is.
+    if (!full && matches(carrier->rec) && !arrays_named.count(carrier->id())) {
+      if (req.brief()) {
+        row.Clear();
+        BriefStateFields(*carrier, &row);
+        row.set_id(t->first);
+        row.mutable_array()->set_task_id(task);
+        take(t->first, carrier->brief_spec_fields);
+      } else {
+        row = WaitingTaskInfo(*carrier, t->first);
+        take(t->first, {});
+      }
+    }
+    ++t;
   }
-  return 0;
+  if (!full) flush_before(UINT64_MAX);
+  return full ? last : 0;
 }
 
 Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequest& req,

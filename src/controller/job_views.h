@@ -39,6 +39,9 @@ class JobViews {
   v1::JobInfo WaitingTaskInfo(const JobEntry& carrier, uint64_t id) const;
   // NOT_FOUND for a job not (or no longer) in memory.
   Result<v1::GetJobResponse> GetJob(const v1::GetJobRequest& req) const;
+  // The most rows one page of a listing holds, whatever the visitor's byte budget: what one
+  // request may cost the strand.
+  static constexpr size_t kMaxListPageRows = 20'000;
   // squeue: the matching jobs in id order (see Engine::VisitJobs).
   uint64_t VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const;
   // sacct, in two parts (see Engine::AccountingQuery).

@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 
+#include "muster/common/job_limits.h"
 #include "muster/common/node_keys.h"
 #include "muster/common/strings.h"
 #include "muster/credentials/step_credential.h"
@@ -183,8 +184,7 @@ class AgentService::AgentSession final
   bool finished_ = false;
 };
 
-grpc::Status AgentService::CheckPeerIsNode(const grpc::AuthContext* auth,
-                                           const std::string& node) const {
+grpc::Status AgentService::CheckPeerIsNode(const grpc::AuthContext* auth, const std::string& node) {
   if (!verify_node_names_) return grpc::Status::OK;
   if (!auth || !auth->IsPeerAuthenticated()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no verified client certificate");
@@ -197,23 +197,33 @@ grpc::Status AgentService::CheckPeerIsNode(const grpc::AuthContext* auth,
     if (n == node) return grpc::Status::OK;
     names += (names.empty() ? "" : ", ") + n;
   }
-  spdlog::warn("refused a registration as node '{}' from a certificate naming {}", node,
-               names.empty() ? "nothing" : names);
-  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "this certificate names " +
-                                                               (names.empty() ? "no node" : names) +
-                                                               ", not node '" + node + "'");
+  if (refusals_.Allow()) {
+    spdlog::warn("refused a registration as node '{}' from a certificate naming {}",
+                 node.substr(0, kMaxShortStringBytes), names.empty() ? "nothing" : names);
+  }
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                      "this certificate names " + (names.empty() ? "no node" : names) +
+                          ", not node '" + node.substr(0, kMaxShortStringBytes) + "'");
 }
 
 grpc::Status AgentService::CheckNodeProof(const v1::RegisterRequest& req) {
   const std::string& node = req.inventory().name();
+  // Nothing from an unproven request is looked up, or logged, before it names a node we have.
+  if (!configured_nodes_.count(node)) {
+    if (refusals_.Allow()) {
+      spdlog::warn("refused a registration as an unknown node '{}'",
+                   node.substr(0, kMaxShortStringBytes));
+    }
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no such node in this cluster");
+  }
   const int64_t now = MonotonicMs();
   Status s = challenges_.Fresh(req.challenge(), now);
   if (s.ok()) {
-    if (!IsValidNodeName(node))
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad node name");
     auto key = LoadNodeKey(runner_.config().node_auth, node);
     if (!key.ok()) {
-      spdlog::warn("refused a registration as node '{}': {}", node, key.status().message());
+      if (refusals_.Allow()) {
+        spdlog::warn("refused a registration as node '{}': {}", node, key.status().message());
+      }
       return grpc::Status(
           grpc::StatusCode::PERMISSION_DENIED,
           "this controller has no usable key for node '" + node + "' (its log says why)");
@@ -221,7 +231,8 @@ grpc::Status AgentService::CheckNodeProof(const v1::RegisterRequest& req) {
     s = challenges_.Check(req.challenge(), req.proof(), *key, node, req.instance_id(), now);
   }
   if (!s.ok()) {
-    spdlog::warn("refused a registration as node '{}': {}", node, s.message());
+    if (refusals_.Allow())
+      spdlog::warn("refused a registration as node '{}': {}", node, s.message());
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, s.message());
   }
   return grpc::Status::OK;

@@ -8,9 +8,11 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "log_limiter.h"
 #include "muster/controller/controller_runner.h"
 #include "muster/credentials/node_proof.h"
 #include "muster/v1/node.grpc.pb.h"
@@ -28,7 +30,9 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
       : runner_(runner),
         verify_node_names_(verify_node_names),
         heartbeat_batch_ms_(
-            std::clamp<int64_t>(runner.config().scheduling.heartbeat_interval_ms / 10, 1, 50)) {}
+            std::clamp<int64_t>(runner.config().scheduling.heartbeat_interval_ms / 10, 1, 50)) {
+    for (const auto& n : runner.config().nodes) configured_nodes_.insert(n.name);
+  }
 
   grpc::ServerUnaryReactor* Challenge(grpc::CallbackServerContext* ctx,
                                       const v1::ChallengeRequest* req,
@@ -49,7 +53,7 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
 
   // OK when the peer may speak for `node`: always without TLS, else when its verified
   // certificate names the node. PERMISSION_DENIED otherwise, saying which names it carries.
-  grpc::Status CheckPeerIsNode(const grpc::AuthContext* auth, const std::string& node) const;
+  grpc::Status CheckPeerIsNode(const grpc::AuthContext* auth, const std::string& node);
   // Without TLS: OK when the registration answers one of our challenges with its node's key.
   grpc::Status CheckNodeProof(const v1::RegisterRequest& req);
   // Whether a Hello carries its node's last registration's ticket (on the strand).
@@ -67,6 +71,8 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
   const int64_t heartbeat_batch_ms_;
   std::map<std::string, AgentSession*> sessions_;  // strand-confined
   credentials::NodeChallenges challenges_;
+  std::unordered_set<std::string> configured_nodes_;  // the config's, read-only after start
+  LogLimiter refusals_{"{} more refused agent registrations not logged"};
   // Per registered node: the instance and ticket of its last registration (strand-confined;
   // configured nodes only).
   std::map<std::string, std::pair<std::string, std::string>> tickets_;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 
+#include "log_limiter.h"
 #include "munge_verifier.h"
 #include "muster/common/framing.h"
 #include "muster/common/job_limits.h"
@@ -31,36 +32,6 @@ namespace {
 
 // An authentication request is a MUNGE credential of a few hundred bytes.
 constexpr uint32_t kMaxAuthenticateBytes = 64 * 1024;
-
-// Refusals are logged, but a flood of them must not flood the log: at most a few per window,
-// then one line saying how many more there were.
-class LogLimiter {
- public:
-  bool Allow() {
-    auto now = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> l(mu_);
-    if (now - window_start_ > std::chrono::seconds(10)) {
-      if (suppressed_ > 0) {
-        spdlog::warn("api: {} more refused connections not logged", suppressed_);
-      }
-      window_start_ = now;
-      logged_ = 0;
-      suppressed_ = 0;
-    }
-    if (logged_ < 10) {
-      ++logged_;
-      return true;
-    }
-    ++suppressed_;
-    return false;
-  }
-
- private:
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point window_start_{};
-  int logged_ = 0;
-  long suppressed_ = 0;
-};
 
 std::string PeerAddress(const Socket& socket) {
   boost::system::error_code ec;
@@ -124,7 +95,7 @@ struct ApiServer::Shared {
   MungeVerifier* verifier = nullptr;  // the server's; set by ListenTcp before it accepts
   const ApiServerOptions options;
   RequestRateLimiter rate;
-  LogLimiter refusals;
+  LogLimiter refusals{"api: {} more refused connections not logged"};
 
  private:
   std::mutex mu;

@@ -305,11 +305,21 @@ class EtcdElectionImpl final : public EtcdElection {
       const etcdserverpb::KeyValue& kv = resp.responses(0).response_range().kvs(0);
       now = Of(kv);
       refused_logged_ = false;
-      if (now.lease != lease && !IsCandidatesKey(kv)) {
-        // Not a candidate's: written by some other etcd client. It would never expire (no
-        // lease) or would stand for a controller that does not exist; it goes.
+      if (now.lease != lease && kv.lease() == 0) {
+        // No candidate writes a key without a lease (some other etcd client did): it would
+        // never expire, and no controller would ever lead again. It goes.
         RemoveForeignKey(kv);
         return Unavailable("removed a leader key no candidate wrote; campaigning again");
+      }
+      if (now.lease != lease && !IsCandidate(kv.value()) && now.epoch != unknown_epoch_) {
+        // Perhaps a controller of a newer config (one being rolled out): said, and waited out
+        // like any leader, never removed (that would depose a rightful one).
+        spdlog::error(
+            "leader election: the leader key {} names '{}', which is not among [[controllers]] "
+            "here; {} keeps campaigning until its lease ends (a config not yet updated here, or "
+            "another etcd client: check who holds etcd's client certificates)",
+            o_.key, kv.value(), o_.candidate);
+        unknown_epoch_ = now.epoch;
       }
       if (now.lease != lease) {
         if (now.epoch != seen_epoch_) {
@@ -336,22 +346,19 @@ class EtcdElectionImpl final : public EtcdElection {
     return now;
   }
 
-  // Whether a leader key someone else holds is one a candidate wrote: under a lease, naming a
-  // candidate.
-  bool IsCandidatesKey(const etcdserverpb::KeyValue& kv) const {
-    if (kv.lease() == 0) return false;
+  bool IsCandidate(const std::string& name) const {
     return o_.candidates.empty() ||
-           std::find(o_.candidates.begin(), o_.candidates.end(), kv.value()) != o_.candidates.end();
+           std::find(o_.candidates.begin(), o_.candidates.end(), name) != o_.candidates.end();
   }
 
   // Deletes that very key (the same modification only: a candidate's key written meanwhile
   // stays), saying so.
   void RemoveForeignKey(const etcdserverpb::KeyValue& kv) {
     spdlog::error(
-        "leader election: the leader key {} names '{}' {}: no candidate wrote it (another etcd "
-        "client did; check who holds etcd's client certificates). {} removes it and campaigns on",
-        o_.key, kv.value(), kv.lease() == 0 ? "and has no lease" : "which is not a [[controllers]]",
-        o_.candidate);
+        "leader election: the leader key {} names '{}' and has no lease: no candidate wrote it "
+        "(another etcd client did; check who holds etcd's client certificates). {} removes it "
+        "and campaigns on",
+        o_.key, kv.value(), o_.candidate);
     etcdserverpb::TxnRequest txn;
     etcdserverpb::Compare* c = txn.add_compare();
     c->set_key(o_.key);
@@ -366,8 +373,9 @@ class EtcdElectionImpl final : public EtcdElection {
     if (!st.ok()) spdlog::warn("leader election: removing the foreign key: {}", st.message());
   }
 
-  // The lead is gone (the lease, or the key): once, whoever notices first.
-  void LoseLead(int64_t lease, const std::string& why) {
+  // The lead is gone (the lease, or the key): once, whoever notices first. With revoke (the key
+  // changed while the lease lives on), the lease is given up too rather than kept renewed.
+  void LoseLead(int64_t lease, const std::string& why, bool revoke = false) {
     std::function<void()> lost;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -375,13 +383,26 @@ class EtcdElectionImpl final : public EtcdElection {
       if (leading_.exchange(false)) lost = on_lost_;
     }
     spdlog::warn("leader election: {} lost the lead ({})", o_.candidate, why);
+    if (revoke) {
+      StopKeepAlive();
+      etcdserverpb::LeaseRevokeRequest req;
+      req.set_id(lease);
+      etcdserverpb::LeaseRevokeResponse resp;
+      Status st = Call("lease revoke", [&](size_t i, grpc::ClientContext* ctx) {
+        return endpoints_[i].lease->LeaseRevoke(ctx, req, &resp);
+      });
+      if (!st.ok()) spdlog::warn("leader election: giving up the lease: {}", st.message());
+    }
     if (lost) lost();
   }
 
   void StartWatch(int64_t epoch, int64_t lease) {
     StopWatch();
-    std::lock_guard<std::mutex> lock(mu_);
-    watch_stop_ = false;
+    std::lock_guard<std::mutex> thread_lock(watch_thread_mu_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      watch_stop_ = false;
+    }
     watch_ = std::thread([this, epoch, lease] { WatchKey(epoch, lease); });
   }
 
@@ -392,6 +413,7 @@ class EtcdElectionImpl final : public EtcdElection {
       if (watch_ctx_) watch_ctx_->TryCancel();
     }
     wake_.notify_all();
+    std::lock_guard<std::mutex> thread_lock(watch_thread_mu_);
     if (watch_.joinable() && watch_.get_id() != std::this_thread::get_id()) watch_.join();
   }
 
@@ -412,10 +434,10 @@ class EtcdElectionImpl final : public EtcdElection {
         return endpoints_[i].kv->Range(ctx, read, &now);
       });
       if (st.ok()) {
-        if (now.kvs_size() == 0) return LoseLead(lease, "the leader key vanished");
+        if (now.kvs_size() == 0) return LoseLead(lease, "the leader key vanished", true);
         const etcdserverpb::KeyValue& kv = now.kvs(0);
         if (kv.create_revision() != epoch || kv.mod_revision() != epoch || kv.lease() != lease) {
-          return LoseLead(lease, "the leader key was changed under it");
+          return LoseLead(lease, "the leader key was changed under it", true);
         }
         grpc::ClientContext ctx;
         {
@@ -445,9 +467,11 @@ class EtcdElectionImpl final : public EtcdElection {
           watch_ctx_ = nullptr;
         }
         if (changed) {
-          return LoseLead(lease, event.events(0).type() == etcdserverpb::Event::DELETE
-                                     ? "the leader key was deleted"
-                                     : "the leader key was overwritten");
+          return LoseLead(lease,
+                          event.events(0).type() == etcdserverpb::Event::DELETE
+                              ? "the leader key was deleted"
+                              : "the leader key was overwritten",
+                          true);
         }
       }
       std::unique_lock<std::mutex> lock(mu_);
@@ -528,11 +552,13 @@ class EtcdElectionImpl final : public EtcdElection {
   Clock::time_point confirmed_at_;
   std::function<void()> on_lost_;
   std::thread keep_alive_;
+  std::mutex watch_thread_mu_;  // guards watch_ (the thread object); never taken under mu_
   std::thread watch_;
   bool watch_stop_ = false;                   // guarded by mu_
   grpc::ClientContext* watch_ctx_ = nullptr;  // guarded by mu_: the watch in progress
   int64_t seen_epoch_ = 0;                    // Campaign's thread only
-  bool refused_logged_ = false;               // Campaign's thread only
+  int64_t unknown_epoch_ = 0;    // Campaign's thread only: a foreign leader already reported
+  bool refused_logged_ = false;  // Campaign's thread only
 };
 
 }  // namespace

@@ -35,4 +35,11 @@ std::string RandomHex(size_t bytes);
 // form, a surrogate, past U+10FFFF, a truncated sequence); npos when the text is valid.
 size_t FindInvalidUtf8(std::string_view text);
 
+// Text another user chose (a job name, a path, a reason), made safe to show on a terminal or
+// write as one log line: control characters (C0, DEL and C1) become \n, \r, \t or \xNN, and
+// bytes that are not UTF-8 become \xNN, so that nothing can end a line, move the cursor or
+// restyle the screen. Plain text passes unchanged (and costs no allocation with the Append form).
+std::string Printable(std::string_view s);
+void AppendPrintable(std::string& out, std::string_view s);
+
 }  // namespace muster

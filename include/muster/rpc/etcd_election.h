@@ -67,6 +67,8 @@ class EtcdElection {
   // UNAVAILABLE errors from etcd are retried until then. `on_lost` runs (on the keep-alive
   // or watch thread) when the lead is lost afterwards: etcd says the lease is gone, it went a
   // whole TTL without confirming it, or the leader key changed or vanished.
+  // `on_lost` must not call back into the election (it runs on the election's own threads,
+  // which Stop and Resign join): it should only signal the owner.
   virtual Result<Leadership> Campaign(std::function<void()> on_lost) = 0;
   // Whether this candidate still leads, as far as it knows: false from the moment a TTL may have
   // passed since etcd last confirmed its lease, even before the keep-alive thread notices.

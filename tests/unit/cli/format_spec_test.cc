@@ -50,4 +50,18 @@ TEST(FormatSpecTest, AppendColumnPadsAndCuts) {
 }
 
 }  // namespace
+// Another user's job name is a cell, not a command to the terminal: no new line, no escape
+// sequence, whatever the column.
+TEST(FormatSpecTest, ACellShowsControlCharactersInsteadOfObeyingThem) {
+  std::string out;
+  AppendColumn(out, "evil\x1b[2J\x1b]0;owned\x07", 0, false);
+  EXPECT_EQ(out, "evil\\x1b[2J\\x1b]0;owned\\x07");
+  out.clear();
+  AppendColumn(out, "a\rb", 8, false);
+  EXPECT_EQ(out, "a\\rb    ");
+  out.clear();
+  AppendColumn(out, "résumé", 0, false);
+  EXPECT_EQ(out, "résumé");
+}
+
 }  // namespace muster::cli

@@ -29,4 +29,22 @@ TEST(StringsTest, FindsTheFirstByteThatBreaksUtf8) {
   EXPECT_EQ(FindInvalidUtf8("ok\xe2\x82"), 2u);        // cut short
 }
 
+// What another user chose is shown, never obeyed: no new line in a log or a table row, no
+// cursor movement, no colour, no 8-bit CSI; plain UTF-8 is left alone.
+TEST(StringsTest, PrintableEscapesEveryControlAndEveryNonUtf8Byte) {
+  EXPECT_EQ(Printable("train résumé 学習 🚀"), "train résumé 学習 🚀");
+  EXPECT_EQ(Printable("a\nb\rc\td"), "a\\nb\\rc\\td");
+  EXPECT_EQ(Printable("\x1b[2J\x1b]0;pwned\x07"), "\\x1b[2J\\x1b]0;pwned\\x07");
+  EXPECT_EQ(Printable("del\x7f"), "del\\x7f");
+  EXPECT_EQ(Printable("c1\xc2\x9b"
+                      "31m"),
+            "c1\\xc2\\x9b31m");  // U+009B, CSI
+  EXPECT_EQ(Printable("raw\x9b"
+                      "31m"),
+            "raw\\x9b31m");  // not UTF-8
+  EXPECT_EQ(Printable("latin1 caf\xe9!"), "latin1 caf\\xe9!");
+  EXPECT_EQ(Printable("cut \xe5\xad"), "cut \\xe5\\xad");
+  EXPECT_EQ(Printable(std::string("nul\0x", 5)), "nul\\x00x");
+}
+
 }  // namespace muster

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "muster/controller/manual_executor.h"
 #include "muster/rpc/controller_server.h"
 #include "one_node_config.h"
@@ -415,8 +417,8 @@ TEST_F(ApiDispatchTest, AListingComesInBoundedPagesThatTogetherHoldEveryJobOnce)
   EXPECT_EQ(listed, submitted);
 }
 
-// A pending array's waiting tasks: a brief listing sends them as runs of their carrier's row
-// (not a row each); a full one, paged amid the array, goes on where it stopped.
+// A pending array's waiting tasks: a brief listing sends them as runs (one row between two
+// records, not a row each); a full one, paged amid the array, goes on where it stopped.
 TEST_F(ApiDispatchTest, AnArraysWaitingTasksAreRunsInABriefListingAndPageInAFullOne) {
   v1::SubmitJobRequest sub;
   sub.mutable_spec()->set_work_dir("/tmp");
@@ -432,19 +434,23 @@ TEST_F(ApiDispatchTest, AnArraysWaitingTasksAreRunsInABriefListingAndPageInAFull
   brief.set_brief(true);
   v1::ListJobsResponse one;
   ASSERT_TRUE(one.ParseFromString(Call(v1::METHOD_LIST_JOBS, brief).payload));
-  ASSERT_EQ(one.jobs_size(), 1);
+  // The carrier's own row, then one row for the first waiting task with the others as runs.
+  ASSERT_EQ(one.jobs_size(), 2);
   EXPECT_EQ(one.next_after_id(), 0u);
-  const v1::JobInfo& carrier = one.jobs(0);
-  EXPECT_EQ(carrier.id(), first);
-  ASSERT_EQ(carrier.array_waiting_size(), 2) << carrier.DebugString();
-  EXPECT_EQ(carrier.array_waiting(0).first_id(), first + 1);
-  EXPECT_EQ(carrier.array_waiting(0).first_task(), 1u);
-  EXPECT_EQ(carrier.array_waiting(0).count(), 599u);
-  EXPECT_EQ(carrier.array_waiting(0).task_step(), 1u);
-  EXPECT_EQ(carrier.array_waiting(1).first_id(), first + 600);
-  EXPECT_EQ(carrier.array_waiting(1).first_task(), 700u);
-  EXPECT_EQ(carrier.array_waiting(1).count(), 150u);
-  EXPECT_EQ(carrier.array_waiting(1).task_step(), 2u);
+  EXPECT_EQ(one.jobs(0).id(), first);
+  EXPECT_EQ(one.jobs(0).array_waiting_size(), 0);
+  const v1::JobInfo& waiting = one.jobs(1);
+  EXPECT_EQ(waiting.id(), first + 1);
+  EXPECT_EQ(waiting.array().task_id(), 1u);
+  ASSERT_EQ(waiting.array_waiting_size(), 2) << waiting.DebugString();
+  EXPECT_EQ(waiting.array_waiting(0).first_id(), first + 2);
+  EXPECT_EQ(waiting.array_waiting(0).first_task(), 2u);
+  EXPECT_EQ(waiting.array_waiting(0).count(), 598u);
+  EXPECT_EQ(waiting.array_waiting(0).task_step(), 1u);
+  EXPECT_EQ(waiting.array_waiting(1).first_id(), first + 600);
+  EXPECT_EQ(waiting.array_waiting(1).first_task(), 700u);
+  EXPECT_EQ(waiting.array_waiting(1).count(), 150u);
+  EXPECT_EQ(waiting.array_waiting(1).task_step(), 2u);
 
   // Full rows, small pages: each task once, in order, across pages that end amid the array.
   v1::ListJobsRequest full;
@@ -462,6 +468,64 @@ TEST_F(ApiDispatchTest, AnArraysWaitingTasksAreRunsInABriefListingAndPageInAFull
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i].first, first + i);
     EXPECT_EQ(rows[i].second, i < 600 ? i : 700 + 2 * (i - 600)) << i;
+  }
+
+  // Two tasks held alone become records of their own amid the array's ids; the carrier keeps
+  // the rest. Pages of every size still list each task once: full ones in id order (a page may
+  // stop at a split-off task, with the carrier's tasks waiting past it), brief ones with the
+  // carrier's runs never cut from the tasks split off its range.
+  v1::UpdateJobRequest hold;
+  hold.add_job_ids(first + 5);
+  hold.add_job_ids(first + 400);
+  hold.set_action(v1::UpdateJobRequest::HOLD);
+  ASSERT_TRUE(Call(v1::METHOD_UPDATE_JOB, hold).status.ok());
+  for (size_t page_bytes : {size_t{1}, size_t{700}, size_t{4096}, kListPageBytes}) {
+    for (bool is_brief : {false, true}) {
+      v1::ListJobsRequest req;
+      req.set_brief(is_brief);
+      std::vector<uint64_t> seen;
+      int n = 0;
+      do {
+        v1::ListJobsResponse page;
+        ASSERT_TRUE(page.ParseFromString(EncodeJobList(runner_->engine(), req, page_bytes)));
+        for (const auto& j : page.jobs()) {
+          seen.push_back(j.id());
+          for (const auto& run : j.array_waiting()) {
+            for (uint32_t k = 0; k < run.count(); ++k) seen.push_back(run.first_id() + k);
+          }
+        }
+        ASSERT_TRUE(page.next_after_id() == 0 || page.next_after_id() > req.after_id());
+        req.set_after_id(page.next_after_id());
+      } while (req.after_id() != 0 && ++n < 5000);
+      EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end())) << page_bytes;
+      std::sort(seen.begin(), seen.end());
+      ASSERT_EQ(seen.size(), 750u) << "page of " << page_bytes << (is_brief ? " brief" : " full");
+      EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end()) << page_bytes;
+      EXPECT_EQ(seen.front(), first);
+      EXPECT_EQ(seen.back(), first + 749);
+    }
+  }
+  // By id (squeue -j ARRAY), paged the same way.
+  for (bool is_brief : {false, true}) {
+    v1::ListJobsRequest req;
+    req.set_brief(is_brief);
+    req.add_job_ids(first);
+    std::vector<uint64_t> seen;
+    int n = 0;
+    do {
+      v1::ListJobsResponse page;
+      ASSERT_TRUE(page.ParseFromString(EncodeJobList(runner_->engine(), req, 700)));
+      for (const auto& j : page.jobs()) {
+        seen.push_back(j.id());
+        for (const auto& run : j.array_waiting()) {
+          for (uint32_t k = 0; k < run.count(); ++k) seen.push_back(run.first_id() + k);
+        }
+      }
+      req.set_after_id(page.next_after_id());
+    } while (req.after_id() != 0 && ++n < 5000);
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen.size(), 750u) << (is_brief ? "brief" : "full");
+    EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
   }
 }
 

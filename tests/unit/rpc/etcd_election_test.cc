@@ -52,7 +52,7 @@ class EtcdElectionTest : public ::testing::Test {
   }
 
   // A client of etcd's with the controllers' certificate, below the election.
-  std::unique_ptr<etcdserverpb::KV::Stub> RawKv() {
+  std::shared_ptr<grpc::Channel> RawChannel() {
     const TlsIdentity id = etcd_->Options("", "").tls.value();
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = id.ca_pem;
@@ -60,8 +60,10 @@ class EtcdElectionTest : public ::testing::Test {
     tls.pem_private_key = id.key_pem;
     grpc::ChannelArguments args;
     args.SetSslTargetNameOverride("etcd");
-    return etcdserverpb::KV::NewStub(
-        grpc::CreateCustomChannel(endpoint_, grpc::SslCredentials(tls), args));
+    return grpc::CreateCustomChannel(endpoint_, grpc::SslCredentials(tls), args);
+  }
+  std::unique_ptr<etcdserverpb::KV::Stub> RawKv() {
+    return etcdserverpb::KV::NewStub(RawChannel());
   }
 
   std::filesystem::path dir_;
@@ -230,9 +232,9 @@ TEST_F(EtcdElectionTest, ALeaderWhoseKeyIsDeletedOrOverwrittenStepsDownAtOnce) {
   }
 }
 
-// A leader key that names no [[controllers]] entry is said, removed and campaigned past, not
-// waited on forever.
-TEST_F(EtcdElectionTest, AKeyNamingNoCandidateIsRemovedAndTheCampaignGoesOn) {
+// A leader key without a lease (no candidate writes one) is said, removed and campaigned past,
+// not waited on forever; one under a lease naming an unknown controller is waited out.
+TEST_F(EtcdElectionTest, AKeyNoCandidateWroteIsRemovedAndAnUnknownLeaderIsWaitedOut) {
   auto kv = RawKv();
   {
     grpc::ClientContext ctx;
@@ -253,6 +255,40 @@ TEST_F(EtcdElectionTest, AKeyNamingNoCandidateIsRemovedAndTheCampaignGoesOn) {
   ASSERT_TRUE(won.ok()) << won.status().ToString();
   EXPECT_EQ(won->leader, "ctl-a");
   (*a)->Resign();
+
+  // Under a lease, a name this candidate does not know may be a controller of a newer config:
+  // said and waited out, never removed.
+  auto leases = etcdserverpb::Lease::NewStub(RawChannel());
+  etcdserverpb::LeaseGrantResponse lease;
+  {
+    grpc::ClientContext ctx;
+    etcdserverpb::LeaseGrantRequest grant;
+    grant.set_ttl(30);
+    ASSERT_TRUE(leases->LeaseGrant(&ctx, grant, &lease).ok());
+    grpc::ClientContext put_ctx;
+    etcdserverpb::PutRequest put;
+    put.set_key("/muster/controller/leader");
+    put.set_value("ctl-new");
+    put.set_lease(lease.id());
+    etcdserverpb::PutResponse resp;
+    ASSERT_TRUE(kv->Put(&put_ctx, put, &resp).ok());
+  }
+  auto b = EtcdElection::Create(o);
+  ASSERT_TRUE(b.ok());
+  auto waiting = std::async(std::launch::async, [&] { return (*b)->Campaign([] {}); });
+  EXPECT_EQ(waiting.wait_for(1500ms), std::future_status::timeout) << "it deposed ctl-new";
+  {
+    grpc::ClientContext ctx;
+    etcdserverpb::LeaseRevokeRequest revoke;
+    revoke.set_id(lease.id());
+    etcdserverpb::LeaseRevokeResponse resp;
+    ASSERT_TRUE(leases->LeaseRevoke(&ctx, revoke, &resp).ok());
+  }
+  ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready);
+  auto next = waiting.get();
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->leader, "ctl-a");
+  (*b)->Resign();
 }
 
 TEST(EtcdElectionOptionsTest, MistakesAreRefused) {
