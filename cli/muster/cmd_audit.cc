@@ -14,13 +14,15 @@ namespace {
 
 void PrintAuditHelp() {
   std::printf(
-      "Usage: muster audit [--since TIME] [--until TIME] [--user NAME] [--limit N] [--json]\n"
+      "Usage: muster audit [--since TIME] [--until TIME] [--user NAME] [--limit N]\n"
+      "                    [--oldest-first] [--json]\n"
       "What admins and operators did (drain, resume, cancel, hold, ... of others' jobs) and what\n"
-      "anyone tried on what was not theirs, oldest first. Admins and operators only.\n"
+      "anyone tried on what was not theirs, newest first. Admins and operators only.\n"
       "  -S, --since TIME   default: now-1days (times as sacct's: 2026-11-24T08:00, now-2hours)\n"
       "  -E, --until TIME   default: now\n"
       "  -u, --user NAME    only this user's actions\n"
       "      --limit N      at most N entries (default 1000, at most 10000)\n"
+      "      --oldest-first the oldest entries of the window first\n"
       "      --json         one JSON document\n");
 }
 
@@ -32,13 +34,11 @@ int CmdAudit(int argc, char** argv) {
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  const struct option opts[] = {{"since", required_argument, nullptr, 'S'},
-                                {"until", required_argument, nullptr, 'E'},
-                                {"user", required_argument, nullptr, 'u'},
-                                {"limit", required_argument, nullptr, 'l'},
-                                {"json", no_argument, nullptr, 'j'},
-                                {"help", no_argument, nullptr, 'h'},
-                                {nullptr, 0, nullptr, 0}};
+  const struct option opts[] = {
+      {"since", required_argument, nullptr, 'S'},  {"until", required_argument, nullptr, 'E'},
+      {"user", required_argument, nullptr, 'u'},   {"limit", required_argument, nullptr, 'l'},
+      {"oldest-first", no_argument, nullptr, 'O'}, {"json", no_argument, nullptr, 'j'},
+      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
   optind = 0;
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, ":S:E:u:h", opts, nullptr)) != -1;) {
@@ -59,6 +59,9 @@ int CmdAudit(int argc, char** argv) {
         req.set_limit(static_cast<uint32_t>(*n));
         break;
       }
+      case 'O':
+        req.set_oldest_first(true);
+        break;
       case 'j':
         json = true;
         break;

@@ -303,7 +303,12 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       source));
 
   MUSTER_RETURN_IF_ERROR(SubTable(
-      r, "munge", [&](TableReader& t) { return t.String("socket", &c.munge.socket); }, source));
+      r, "munge",
+      [&](TableReader& t) {
+        MUSTER_RETURN_IF_ERROR(t.String("socket", &c.munge.socket));
+        return t.Uint("max_ttl_s", &c.munge.max_ttl_s, 1, 86'400);
+      },
+      source));
   MUSTER_RETURN_IF_ERROR(SubTable(
       r, "billing",
       [&](TableReader& t) {

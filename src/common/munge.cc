@@ -133,6 +133,8 @@ Result<MungeIdentity> Munge::Decode(const std::string& socket,
   }
   id.uid = uid;
   id.gid = gid;
+  int ttl = 0;
+  if (api_->ctx_get(ctx.get(), MUNGE_OPT_TTL, &ttl) == EMUNGE_SUCCESS) id.ttl_s = ttl;
   struct in_addr addr {};
   if (api_->ctx_get(ctx.get(), MUNGE_OPT_ADDR4, &addr) == EMUNGE_SUCCESS && addr.s_addr != 0) {
     char text[INET_ADDRSTRLEN] = {};

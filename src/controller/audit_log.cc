@@ -52,18 +52,30 @@ Result<v1::ListAuditResponse> AuditLog::List(const Caller& caller, const v1::Lis
   const TimeMs until = req.until_ms() > 0 ? req.until_ms() : now;
   const uint32_t limit = req.limit() == 0 ? 1000 : std::min<uint32_t>(req.limit(), 10'000);
   v1::ListAuditResponse resp;
-  Status s = ctx_.store().ScanAudit(store::Mutation::AuditKey(since, 0, 0),
-                                    [&](const std::string&, const v1::AuditEntry& e) {
-                                      if (e.time_ms() > until) return false;
-                                      if (!req.user().empty() && e.user() != req.user())
-                                        return true;
-                                      if (static_cast<uint32_t>(resp.entries_size()) >= limit) {
-                                        resp.set_truncated(true);
-                                        return false;
-                                      }
-                                      *resp.add_entries() = e;
-                                      return true;
-                                    });
+  std::string last_key;
+  auto visit = [&](const std::string& key, const v1::AuditEntry& e) {
+    if (e.time_ms() > until || e.time_ms() < since) return false;
+    if (!req.user().empty() && e.user() != req.user()) return true;
+    if (static_cast<uint32_t>(resp.entries_size()) >= limit) {
+      resp.set_truncated(true);
+      resp.set_next_key(last_key);
+      return false;
+    }
+    *resp.add_entries() = e;
+    last_key = key;
+    return true;
+  };
+  Status s;
+  if (req.oldest_first()) {
+    std::string from = store::Mutation::AuditKey(since, 0, 0);
+    // Past the resume key: its successor is the key with a zero byte appended.
+    if (!req.resume_key().empty() && req.resume_key() >= from) from = req.resume_key() + '\0';
+    s = ctx_.store().ScanAudit(from, visit);
+  } else {
+    std::string below = store::Mutation::AuditKey(until + 1, 0, 0);
+    if (!req.resume_key().empty() && req.resume_key() < below) below = req.resume_key();
+    s = ctx_.store().ScanAuditNewestFirst(below, visit);
+  }
   MUSTER_RETURN_IF_ERROR(s);
   return resp;
 }

@@ -289,6 +289,15 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
                        : Unauthenticated(id.status().message());
       return ReplyAndClose(why);
     }
+    if (id->ttl_s > static_cast<int64_t>(shared_->config.munge.max_ttl_s)) {
+      if (shared_->refusals.Allow()) {
+        spdlog::warn("api: {} authenticated with a credential of {} s (munge.max_ttl_s {})",
+                     session_->origin, id->ttl_s, shared_->config.munge.max_ttl_s);
+      }
+      return ReplyAndClose(Unauthenticated(
+          "the MUNGE credential lives " + std::to_string(id->ttl_s) + " s, longer than the " +
+          std::to_string(shared_->config.munge.max_ttl_s) + " s this controller accepts"));
+    }
     deadline_.cancel();
     shared_->ReleaseStranger(session_->origin);
     stranger_ = false;

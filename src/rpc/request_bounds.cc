@@ -91,6 +91,7 @@ Status CheckRequestBounds(const v1::ListAccountingRequest& r) {
 
 Status CheckRequestBounds(const v1::ListAuditRequest& r) {
   if (r.since_ms() < 0 || r.until_ms() < 0) return InvalidArgument("audit times must be >= 0");
+  if (r.resume_key().size() > 64) return InvalidArgument("resume_key is not an audit key");
   return CheckText("user", r.user(), kMaxShortStringBytes);
 }
 

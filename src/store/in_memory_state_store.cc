@@ -140,6 +140,19 @@ Status InMemoryStateStore::ScanAudit(
   return Status::Ok();
 }
 
+Status InMemoryStateStore::ScanAuditNewestFirst(
+    const std::string& below_key,
+    const std::function<bool(const std::string&, const v1::AuditEntry&)>& fn) {
+  auto& fam = Fam(Family::kAudit);
+  auto end = std::lower_bound(fam.begin(), fam.end(), below_key,
+                              [](const auto& kv, const std::string& k) { return kv.first < k; });
+  for (auto it = std::make_reverse_iterator(end); it != fam.rend(); ++it) {
+    v1::AuditEntry e;
+    if (e.ParseFromString(it->second) && !fn(it->first, e)) break;
+  }
+  return Status::Ok();
+}
+
 void InMemoryStateStore::CorruptForTest(Family family, const std::string& key) {
   for (auto& kv : Fam(family)) {
     if (kv.first == key) kv.second = std::string("\xff\xff\xff\xff garbage", 12);

@@ -252,6 +252,23 @@ class RocksDbStateStore final : public StateStore {
     return FromRocks(it->status(), "cannot read the audit log");
   }
 
+  Status ScanAuditNewestFirst(
+      const std::string& below_key,
+      const std::function<bool(const std::string&, const v1::AuditEntry&)>& fn) override {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, Handle(Family::kAudit)));
+    v1::AuditEntry e;
+    it->SeekForPrev(below_key);
+    if (it->Valid() && it->key().compare(below_key) >= 0) it->Prev();  // below, not at
+    for (; it->Valid(); it->Prev()) {
+      e.Clear();
+      if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+      if (!fn(it->key().ToString(), e)) break;
+    }
+    return FromRocks(it->status(), "cannot read the audit log");
+  }
+
  private:
   explicit RocksDbStateStore(SpaceGuard guard) : guard_(std::move(guard)) {}
   rocksdb::ColumnFamilyHandle* Handle(Family f) { return handles_[1 + static_cast<int>(f)]; }

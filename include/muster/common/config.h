@@ -195,6 +195,9 @@ struct BillingConfig {
 
 struct MungeConfig {
   std::string socket = "/run/munge/munge.socket.2";  // munged's socket on every host
+  // The longest-lived credential the controller accepts (`muster` makes 60 s ones): one made to
+  // live for days is a bearer token for whoever copies it before it is used.
+  uint32_t max_ttl_s = 60;
 };
 
 struct PartitionConfig {

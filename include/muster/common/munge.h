@@ -19,6 +19,7 @@ struct MungeIdentity {
   uint32_t gid = 0;
   std::string payload;
   std::string origin;  // the encoding host's IPv4 address as munged recorded it ("" if none)
+  int64_t ttl_s = 0;   // how long its maker let it live
 };
 
 // Thread-safe.

@@ -27,6 +27,11 @@ class ForwardingStore : public StateStore {
       const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) override {
     return inner_->ScanAudit(from_key, fn);
   }
+  Status ScanAuditNewestFirst(
+      const std::string& below_key,
+      const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) override {
+    return inner_->ScanAuditNewestFirst(below_key, fn);
+  }
   Result<v1::JobPayload> ReadJobPayload(uint64_t id) override { return inner_->ReadJobPayload(id); }
   Status ReadSnapshot(
       const std::function<void()>& taken,

@@ -137,6 +137,11 @@ class StateStore {
   virtual Status ScanAudit(
       const std::string& from_key,
       const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) = 0;
+  // The same backwards: entries with key < below_key, newest first (the audit view: what
+  // happened last is what an admin looks for, and a flood of old entries must not hide it).
+  virtual Status ScanAuditNewestFirst(
+      const std::string& below_key,
+      const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) = 0;
   // Reads a live job's payload (script, environment). NOT_FOUND when there is none, DATA_LOSS
   // when it does not parse.
   virtual Result<v1::JobPayload> ReadJobPayload(uint64_t id) = 0;
@@ -185,6 +190,9 @@ class InMemoryStateStore : public StateStore {
   Result<v1::JobPayload> ReadJobPayload(uint64_t id) override;
   Status ScanAudit(
       const std::string& from_key,
+      const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) override;
+  Status ScanAuditNewestFirst(
+      const std::string& below_key,
       const std::function<bool(const std::string& key, const v1::AuditEntry&)>& fn) override;
   Status RoomForNewWork() override;
   Status ReadSnapshot(const std::function<void()>& taken,

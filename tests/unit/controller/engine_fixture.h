@@ -128,6 +128,12 @@ class EngineTest : public ::testing::Test {
   }
 
   static Caller Root() { return {0, 0, "root", true}; }
+  // The audit view in the order things happened (the default is newest first).
+  static v1::ListAuditRequest Chronological() {
+    v1::ListAuditRequest r;
+    r.set_oldest_first(true);
+    return r;
+  }
   static Caller Alice() { return {1000, 1000, "alice", false}; }
   static Caller Bob() { return {1001, 1001, "bob", false}; }
 

@@ -203,7 +203,9 @@ TEST_F(ArrayTest, NoOneSplitsAnotherUsersArray) {
   EXPECT_EQ(Stored().size(), before) << "a refused request split nothing off";
   EXPECT_EQ(Job(id + 4).state(), v1::PENDING);
   // The refusals are audited, as for any job of another user's.
-  auto audit = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  v1::ListAuditRequest chronological;
+  chronological.set_oldest_first(true);
+  auto audit = engine_->ListAudit(Root(), chronological, now_);
   ASSERT_TRUE(audit.ok());
   ASSERT_EQ(audit->entries_size(), 2);
   EXPECT_EQ(audit->entries(0).target(), "job " + std::to_string(id + 4));

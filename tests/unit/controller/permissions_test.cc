@@ -46,8 +46,10 @@ class PermissionsTest : public EngineTest {
     r.set_reason("bad fan");
     return engine_->UpdateNode(who, r, now_).status().code();
   }
-  std::vector<v1::AuditEntry> Audit() {
-    auto r = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  std::vector<v1::AuditEntry> Audit() {  // in the order things happened
+    v1::ListAuditRequest req;
+    req.set_oldest_first(true);
+    auto r = engine_->ListAudit(Root(), req, now_);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::vector<v1::AuditEntry>(r->entries().begin(), r->entries().end())
                   : std::vector<v1::AuditEntry>{};
@@ -203,6 +205,34 @@ TEST_F(PermissionsTest, TheAuditLogIsForOperatorsAndAdmins) {
   auto cut = engine_->ListAudit(Root(), one, now_);
   EXPECT_EQ(cut->entries_size(), 1);
   EXPECT_TRUE(cut->truncated());
+  // Newest first: what happened last is not pushed past the limit by what came before (a
+  // flood of refusals, say); each next page goes on from where the last one stopped.
+  EXPECT_EQ(cut->entries(0).action(), "resume");
+  std::vector<std::string> newest_first;
+  for (int n = 0; n < 10; ++n) {
+    auto page = engine_->ListAudit(Root(), one, now_);
+    ASSERT_TRUE(page.ok());
+    for (const auto& e : page->entries()) newest_first.push_back(e.action() + " " + e.user());
+    if (!page->truncated()) break;
+    one.set_resume_key(page->next_key());
+  }
+  std::vector<std::string> chronological;
+  auto all = engine_->ListAudit(Root(), Chronological(), now_);
+  ASSERT_TRUE(all.ok());
+  for (const auto& e : all->entries()) chronological.push_back(e.action() + " " + e.user());
+  ASSERT_GE(chronological.size(), 2u);
+  EXPECT_EQ(newest_first, std::vector<std::string>(chronological.rbegin(), chronological.rend()));
+  // Oldest first, paged the same way.
+  v1::ListAuditRequest first;
+  first.set_limit(1);
+  first.set_oldest_first(true);
+  auto earliest = engine_->ListAudit(Root(), first, now_);
+  ASSERT_EQ(earliest->entries_size(), 1);
+  EXPECT_EQ(earliest->entries(0).action(), "drain");
+  first.set_resume_key(earliest->next_key());
+  auto then = engine_->ListAudit(Root(), first, now_);
+  ASSERT_EQ(then->entries_size(), 1);
+  EXPECT_EQ(then->entries(0).action() + " " + then->entries(0).user(), chronological[1]);
 }
 
 TEST_F(PermissionsTest, OnlyAdminsChangeAccountsAndEveryoneMayListThem) {
@@ -224,7 +254,7 @@ TEST_F(PermissionsTest, OnlyAdminsChangeAccountsAndEveryoneMayListThem) {
   ASSERT_TRUE(engine_->UpdateUser(Root(), join, now_).ok());
   EXPECT_EQ(engine_->ListAccounts(Root())->accounts_size(), 2);
   // Each change, and each refusal, is in the audit log.
-  auto log = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  auto log = engine_->ListAudit(Root(), Chronological(), now_);
   ASSERT_TRUE(log.ok());
   EXPECT_EQ(log->entries_size(), 8);
   EXPECT_EQ(log->entries(3).action(), "account add");
@@ -241,7 +271,7 @@ TEST_F(PermissionsTest, OnlyAdminsChangeQosAndEveryoneMayListThem) {
   }
   ASSERT_TRUE(engine_->UpdateQos(Root(), add, now_).ok());
   EXPECT_EQ(engine_->ListAccounts(Root())->qos_size(), 2);  // normal and gold
-  auto log = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  auto log = engine_->ListAudit(Root(), Chronological(), now_);
   ASSERT_TRUE(log.ok());
   ASSERT_EQ(log->entries_size(), 4);
   EXPECT_EQ(log->entries(0).action(), "qos add");

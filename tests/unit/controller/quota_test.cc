@@ -357,7 +357,7 @@ TEST_F(QuotaTest, QuotasChangeLiveForAdminsAndSurviveRestarts) {
   EXPECT_FALSE(engine_->UpdateAccount(Alice(), add, now_).ok());  // not an admin
   ASSERT_TRUE(engine_->UpdateAccount(Root(), add, now_).ok());
   // The audit log says what changed.
-  auto audit = engine_->ListAudit(Root(), v1::ListAuditRequest(), now_);
+  auto audit = engine_->ListAudit(Root(), Chronological(), now_);
   ASSERT_TRUE(audit.ok());
   ASSERT_GT(audit->entries_size(), 0);
   const v1::AuditEntry& last = audit->entries(audit->entries_size() - 1);

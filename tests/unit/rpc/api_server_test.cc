@@ -258,6 +258,24 @@ TEST_F(ApiServerTest, StrangersAreBoundedInNumberAndTime) {
   EXPECT_EQ(ok->type, 0u) << ok->payload;
 }
 
+// A credential made to live for hours is a bearer token for whoever copies it first: refused.
+TEST_F(ApiServerTest, ACredentialThatLivesLongerThanTheMaximumIsRefused) {
+  auto munge = Munge::Get();
+  ASSERT_TRUE(munge.ok());
+  auto cred = (*munge)->Encode(munged_->socket(), "muster-api:" + config_.cluster_name, 3600);
+  ASSERT_TRUE(cred.ok()) << cred.status().ToString();
+  const int fd = ConnectRemote();
+  auto reply = Authenticate(fd, *cred);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->type, kUnauthenticated) << reply->payload;
+  EXPECT_NE(reply->payload.find("longer than the 60 s"), std::string::npos) << reply->payload;
+  EXPECT_TRUE(ClosedWithin(fd, 2000));
+  // The usual 60 s one is fine.
+  auto fine = Authenticate(ConnectRemote(), Credential());
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(fine->type, 0u) << fine->payload;
+}
+
 // A client that asks for a listing and never reads it holds one page (not the whole listing)
 // until the reply deadline, then loses the connection; one that reads gets every page. (The
 // audit: 48 such connections grew the controller by 3.3 GB.)
