@@ -29,8 +29,12 @@ Dependency ToDependency(const v1::JobRecord& r) {
 
 }  // namespace
 
-Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const {
+Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec,
+                                   std::optional<uint32_t> only_uid) const {
   MUSTER_ASSIGN_OR_RETURN(Dependency d, ParseDependency(spec->dependency()));
+  auto known = [&](const JobEntry* e) -> const JobEntry* {
+    return e && (!only_uid || e->rec.spec().uid() == *only_uid) ? e : nullptr;
+  };
   Dependency expanded;
   expanded.any = d.any;
   for (const DependencyTerm& t : d.terms) {
@@ -38,7 +42,7 @@ Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const 
       expanded.terms.push_back(t);
       continue;
     }
-    const JobEntry* job = jobs_.Find(t.job_id);
+    const JobEntry* job = known(jobs_.Find(t.job_id));
     std::vector<uint64_t> ids;
     if (t.kind == DependencyTerm::Kind::kAfterCorr) {
       // The array itself: each waiting task looks up its own counterpart when it is evaluated.
@@ -49,11 +53,14 @@ Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const 
       ids.push_back(t.job_id);
     } else if (job && !(job->rec.has_array() && job->rec.array().array_job_id() == t.job_id)) {
       ids.push_back(t.job_id);
+    } else if (const JobEntry* carrier = known(jobs_.Covering(t.job_id));
+               !job && carrier && carrier->rec.array().array_job_id() != t.job_id) {
+      ids.push_back(t.job_id);  // one task still waiting in its array's carrier
     } else {
       // A job array's id: all of its tasks (consecutive ids from the array's own), those still
       // waiting in their carrier's record too.
       for (uint64_t id = t.job_id; ids.size() <= kMaxTermsPerJob; ++id) {
-        const JobEntry* task = jobs_.Covering(id);
+        const JobEntry* task = known(jobs_.Covering(id));
         if (!task || !task->rec.has_array() || task->rec.array().array_job_id() != t.job_id) break;
         ids.push_back(id);
       }

@@ -26,8 +26,11 @@ class DependencyTracker {
 
   // The terms of `spec.dependency()` for a new job: a job array's id stands for all its tasks;
   // every job named must be known. INVALID_ARGUMENT ("Job dependency problem: ...") otherwise.
-  // Normalises spec->dependency.
-  Status TermsFor(v1::JobSpec* spec, v1::JobRecord* rec) const;
+  // Normalises spec->dependency. With only_uid (jobs are private and the caller sees only its
+  // own), another user's job is not known either: the same answer as for no job at all, so
+  // that a dependency cannot tell whether a job exists.
+  Status TermsFor(v1::JobSpec* spec, v1::JobRecord* rec,
+                  std::optional<uint32_t> only_uid = std::nullopt) const;
 
   // A job with terms to resolve (at submission and recovery): Resolve looks at these only.
   void Track(uint64_t id) { waiting_.insert(id); }

@@ -205,7 +205,10 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   rec.set_time_limit_ms(time_limit);
   rec.set_priority(0);  // multifactor; an admin may fix it later
   if (!spec.dependency().empty()) {
-    MUSTER_RETURN_IF_ERROR(dependencies_->TermsFor(&spec, &rec));
+    MUSTER_RETURN_IF_ERROR(dependencies_->TermsFor(&spec, &rec,
+                                                   SeesOnlyOwnJobs(caller, ctx_->config())
+                                                       ? std::optional<uint32_t>(caller.uid)
+                                                       : std::nullopt));
     *rec.mutable_spec() = spec;
   }
   const core::JobRequest request = ToCoreRequest(rec);

@@ -125,7 +125,10 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
     next.clear_dependency_terms();
     next.set_dependency_any(false);
     if (!mod.dependency().empty()) {
-      MUSTER_RETURN_IF_ERROR(dependencies_.TermsFor(&spec, &next));
+      MUSTER_RETURN_IF_ERROR(dependencies_.TermsFor(&spec, &next,
+                                                    SeesOnlyOwnJobs(caller, ctx_.config())
+                                                        ? std::optional<uint32_t>(caller.uid)
+                                                        : std::nullopt));
       if (ReachesItself(id, next)) {
         return InvalidArgument("Job dependency problem: job " + jid +
                                " would wait for itself (a circle of dependencies)");

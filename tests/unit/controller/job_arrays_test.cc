@@ -307,6 +307,25 @@ TEST_F(ArrayTest, AnotherUsersWaitingTaskIsHiddenWhereJobsArePrivate) {
   const uint64_t id = *Submit(spec, Alice());
   EXPECT_EQ(engine_->CheckJobVisible(Bob(), id + 7).code(), StatusCode::kPermissionDenied);
   EXPECT_TRUE(engine_->CheckJobVisible(Alice(), id + 7).ok());
+  // Nor does a dependency on it tell Bob that it exists: the same answer as for no job at all.
+  auto depend_on = [&](const std::string& dep, const Caller& who) {
+    v1::JobSpec s = Gang(1, 1);
+    s.set_dependency(dep);
+    return Submit(s, who);
+  };
+  auto hidden = depend_on("afterok:" + std::to_string(id + 7), Bob());
+  auto missing = depend_on("afterok:" + std::to_string(id + 5000), Bob());
+  ASSERT_FALSE(hidden.ok());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(hidden.status().message(),
+            "Job dependency problem: job " + std::to_string(id + 7) +
+                " is not known (finished too long ago, or never submitted)");
+  EXPECT_EQ(depend_on("afterany:" + std::to_string(id), Bob()).status().code(),
+            StatusCode::kInvalidArgument)
+      << "the array's own id";
+  auto own = depend_on("afterok:" + std::to_string(id + 7), Alice());
+  EXPECT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_TRUE(depend_on("afterok:" + std::to_string(id + 7), Root()).ok()) << "an admin sees all";
 }
 
 }  // namespace
