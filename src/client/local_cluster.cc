@@ -123,14 +123,47 @@ constexpr const char* kEtcd = "/usr/bin/etcd";
 
 // The jobs' state on a tmpfs where there is one: a drain of short jobs otherwise spends a third
 // of the agents' time in ext4's inode allocation (docs/benchmarks.md). Empty: /dev/shm is not a
-// writable tmpfs here; the state stays in the spool.
-std::string LocalJobStateDir(const std::string& dir) {
+// writable tmpfs here; the state stays in the spool. The name is random (kept in the config): on
+// the shared /dev/shm, a name another user could work out is one they could make first.
+std::string LocalJobStateDir() {
   struct statfs st {};
   if (::statfs("/dev/shm", &st) != 0 || st.f_type != TMPFS_MAGIC ||
       ::access("/dev/shm", W_OK) != 0) {
     return "";
   }
-  return kShmPrefix + DirTag(dir);
+  return kShmPrefix + RandomHex(12);
+}
+
+// Stops daemons by pid (SIGTERM, then SIGKILL after 10 s) and removes their pid files.
+struct Started {
+  pid_t pid;
+  std::string program, pid_file;
+  bool own_child = false;  // started by this process: its pid cannot have been reused
+};
+// Whether it still runs (a child of ours is reaped once it has ended).
+bool Running(const Started& d) {
+  if (!d.own_child) return Alive(d.pid, d.program);
+  int status;
+  return d.pid > 0 && ::waitpid(d.pid, &status, WNOHANG) == 0;
+}
+void StopDaemons(const std::vector<Started>& which, FILE* progress) {
+  std::vector<Started> running;
+  for (const Started& d : which) {
+    if (Running(d)) {
+      ::kill(d.pid, SIGTERM);
+      running.push_back(d);
+      if (progress) std::fprintf(progress, "stopping %s (pid %d)\n", d.program.c_str(), d.pid);
+    }
+    std::error_code ec;
+    fs::remove(d.pid_file, ec);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (const Started& d : running) {
+    while (Running(d) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (Running(d)) ::kill(d.pid, SIGKILL);
+  }
 }
 
 // The ports a new cluster's daemons listen on.
@@ -175,7 +208,7 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
     << "# Job cgroups under a name of this cluster's own: another local cluster's node1 is not "
        "ours.\n"
     << "cgroup_root = \"muster-local-" << DirTag(dir) << "\"\n";
-  if (const std::string jobs = LocalJobStateDir(dir); !jobs.empty()) {
+  if (const std::string jobs = LocalJobStateDir(); !jobs.empty()) {
     c << "# Each job's state, script and exit record on a tmpfs (as /run on a real node).\n"
       << "job_state_dir = \"" << jobs << "\"\n";
   }
@@ -345,6 +378,17 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
   }
 
   const bool standby = !config.controllers.empty();
+  // What this call starts is stopped again if the cluster does not come up: no daemons left
+  // behind half-started, holding ports and the directory.
+  std::vector<Started> started_now;
+  struct StopOnFailure {
+    std::vector<Started>& started;
+    FILE* progress;
+    bool up = false;
+    ~StopOnFailure() {
+      if (!up && !started.empty()) StopDaemons(started, progress);
+    }
+  } stop_on_failure{started_now, progress};
   // Our own children are checked with waitpid (they may not have exec'd yet); older ones by pid.
   std::vector<std::pair<pid_t, std::string>> started_controllers;  // (pid, log)
   auto exited = [&](std::vector<std::pair<pid_t, std::string>>& started,
@@ -401,7 +445,8 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
                                             "--initial-advertise-peer-urls=" + peer,
                                             "--initial-cluster=local=" + peer};
       for (const std::string& flag : EtcdTlsFlags(dir + "/etcd-tls")) etcd_args.push_back(flag);
-      MUSTER_RETURN_IF_ERROR(StartDaemon(etcd_args, dir + "/log/etcd.log", etcd_pid).status());
+      MUSTER_ASSIGN_OR_RETURN(pid_t etcd, StartDaemon(etcd_args, dir + "/log/etcd.log", etcd_pid));
+      started_now.push_back({etcd, "etcd", etcd_pid, true});
     }
     // ctl-a first, so that it leads a new cluster; the others then stand by.
     for (const ControllerHostConfig& h : config.controllers) {
@@ -414,6 +459,7 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
       MUSTER_ASSIGN_OR_RETURN(
           pid_t pid, StartDaemon({ctld, "--config", conf, "--name", h.name}, log, pid_file));
       started_controllers.emplace_back(pid, log);
+      started_now.push_back({pid, "musterctld", pid_file, true});
       if (&h == &config.controllers.front()) MUSTER_RETURN_IF_ERROR(serving());
     }
   } else if (!ctld_alive) {
@@ -422,6 +468,7 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
     const std::string log = dir + "/log/musterctld.log";
     MUSTER_ASSIGN_OR_RETURN(pid_t pid, StartDaemon({ctld, "--config", conf}, log, ctld_pid));
     started_controllers.emplace_back(pid, log);
+    started_now.push_back({pid, "musterctld", ctld_pid, true});
   }
   // The controller first: agents would only retry until it answers.
   MUSTER_RETURN_IF_ERROR(serving());
@@ -437,6 +484,7 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
                                 dir + "/gpus.toml", "--spool", dir + "/spool/" + n.name},
                                log, pid_file));
     started_agents.emplace_back(pid, log);
+    started_now.push_back({pid, "musterd", pid_file, true});
   }
   // Up = every node registered and responding (idle, or busy with jobs from before a restart).
   std::string last;
@@ -463,6 +511,7 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  stop_on_failure.up = true;
   return conf;
 }
 
@@ -482,24 +531,9 @@ Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
     }
   }
   auto stop = [&](const std::vector<std::pair<std::string, std::string>>& which) {
-    std::vector<std::pair<pid_t, std::string>> running;
-    for (const auto& [file, prog] : which) {
-      pid_t pid = ReadPid(file);
-      if (Alive(pid, prog)) {
-        ::kill(pid, SIGTERM);
-        running.emplace_back(pid, prog);
-        if (progress) std::fprintf(progress, "stopping %s (pid %d)\n", prog.c_str(), pid);
-      }
-      std::error_code ec;
-      fs::remove(file, ec);
-    }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (const auto& [pid, prog] : running) {
-      while (Alive(pid, prog) && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      if (Alive(pid, prog)) ::kill(pid, SIGKILL);
-    }
+    std::vector<Started> daemons;
+    for (const auto& [file, prog] : which) daemons.push_back({ReadPid(file), prog, file});
+    StopDaemons(daemons, progress);
   };
   stop(agents);
   stop(ctld);
@@ -514,7 +548,9 @@ Status LocalDown(const std::string& dir_in, bool purge, FILE* progress) {
     // shared /dev/shm another user could have made it, and a recursive delete (as root, maybe)
     // must not walk a tree someone else can rearrange under it.
     if (auto conf = LoadConfig(dir + "/muster.toml");
-        conf.ok() && conf->agent.job_state_dir == kShmPrefix + DirTag(dir)) {
+        conf.ok() && StartsWith(conf->agent.job_state_dir, kShmPrefix) &&
+        conf->agent.job_state_dir.find('/', std::string_view(kShmPrefix).size()) ==
+            std::string::npos) {
       if (Status own = CheckOwnDirectory(conf->agent.job_state_dir); own.ok()) {
         fs::remove_all(conf->agent.job_state_dir, ec);
       } else if (own.code() != StatusCode::kNotFound && progress) {

@@ -3,6 +3,7 @@
 #include "muster/client/local_cluster.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,7 +59,7 @@ TEST_F(LocalClusterTest, AConfigThatIsALinkOrWritableByOthersIsRefused) {
 }
 
 // `local down --purge` deletes the jobs' state directory on /dev/shm only when it is the
-// cluster's own: one another user made there (the name is predictable) is left alone.
+// cluster's own: one another user made there is left alone.
 TEST_F(LocalClusterTest, PurgeLeavesAJobStateDirectoryOfSomeoneElseAlone) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory of another user";
   ASSERT_FALSE(Up().ok()) << "nothing can start from /nonexistent";
@@ -74,12 +75,40 @@ TEST_F(LocalClusterTest, PurgeLeavesAJobStateDirectoryOfSomeoneElseAlone) {
   EXPECT_TRUE(fs::exists(shm + "/node1/theirs")) << "deleted another user's directory";
   fs::remove_all(shm);
 
-  // Its own is deleted with the cluster.
+  // Its own is deleted with the cluster. A new cluster in the same directory gets another
+  // name: nobody can work it out, and make it, before the cluster does.
   ASSERT_FALSE(Up().ok());
-  fs::create_directories(shm + "/node1");
-  fs::permissions(shm, fs::perms(0755));
+  auto again = LoadConfig((dir_ / "muster.toml").string());
+  ASSERT_TRUE(again.ok());
+  const std::string mine = again->agent.job_state_dir;
+  EXPECT_NE(mine, shm);
+  fs::create_directories(mine + "/node1");
+  fs::permissions(mine, fs::perms(0755));
   EXPECT_TRUE(LocalDown(dir_.string(), /*purge=*/true, nullptr).ok());
-  EXPECT_FALSE(fs::exists(shm));
+  EXPECT_FALSE(fs::exists(mine));
+}
+
+// A cluster that does not come up leaves nothing running: what `local up` started is stopped.
+TEST_F(LocalClusterTest, WhatAFailedUpStartedIsStoppedAgain) {
+  const fs::path bin = dir_ / "bin";
+  fs::create_directories(bin);
+  for (const char* name : {"musterctld", "musterd"}) {
+    // A controller that never answers: it records its pid, then waits.
+    std::ofstream(bin / name) << "#!/bin/sh\necho $$ > " << (dir_ / name).string()
+                              << ".spawned\nexec sleep 60\n";
+    fs::permissions(bin / name, fs::perms(0755));
+  }
+  LocalClusterOptions o;
+  o.dir = (dir_ / "cluster").string();
+  o.bin_dir = bin.string();
+  o.wait_s = 1;
+  Status up = LocalUp(o, nullptr).status();
+  EXPECT_EQ(up.code(), StatusCode::kDeadlineExceeded) << up.ToString();
+  std::ifstream spawned((dir_ / "musterctld").string() + ".spawned");
+  pid_t pid = 0;
+  ASSERT_TRUE(spawned >> pid) << "the stand-in controller did not start";
+  EXPECT_NE(::kill(pid, 0), 0) << "musterctld (pid " << pid << ") left running";
+  EXPECT_FALSE(fs::exists(o.dir + "/run/musterctld.pid"));
 }
 
 }  // namespace
