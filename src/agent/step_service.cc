@@ -26,25 +26,36 @@ namespace {
 // tasks, their I/O, the client) and this session ends.
 class StepSession : public std::enable_shared_from_this<StepSession> {
  public:
-  StepSession(AgentContext& ctx, JobSupervisor& jobs, tcp::socket socket,
+  StepSession(AgentContext& ctx, JobSupervisor& jobs, tcp::socket socket, std::string peer,
               std::shared_ptr<StepService::Counts> counts)
       : ctx_(ctx),
         jobs_(jobs),
         socket_(std::move(socket)),
         deadline_(socket_.get_executor()),
-        counts_(std::move(counts)) {
+        counts_(std::move(counts)),
+        peer_(std::move(peer)) {
     ++counts_->sessions;
     ++counts_->unauthenticated;
+    ++counts_->unauthenticated_from[peer_];
   }
   ~StepSession() {
     if (!handed_over_) --counts_->sessions;
-    if (!authenticated_) --counts_->unauthenticated;
+    LeavePreAuth();
   }
 
   // The request must arrive in full within the deadline: until its credential is checked the
   // peer is anyone who can reach the port.
   void Start() {
     auto self = shared_from_this();
+    // Listed as unproven: the port may push it out for a newer connection when full.
+    serial_ = counts_->next_serial++;
+    std::weak_ptr<StepSession> weak = self;
+    counts_->unproven.emplace_back(serial_, [weak] {
+      if (auto s = weak.lock()) {
+        boost::system::error_code ignored;
+        s->socket_.close(ignored);
+      }
+    });
     deadline_.expires_after(std::chrono::milliseconds(ctx_.options.step_request_deadline_ms));
     deadline_.async_wait([this, self](auto ec) {
       if (ec || authenticated_) return;
@@ -89,8 +100,7 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
       return PermissionDenied("step " + std::to_string(req.step_id()) + " of job " +
                               std::to_string(req.job_id()) + " was started here already");
     }
-    authenticated_ = true;
-    --counts_->unauthenticated;
+    LeavePreAuth();
     job_id_ = req.job_id();
     step_id_ = req.step_id();
     run_ = req.run();
@@ -190,12 +200,26 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
     ctx_.Send(m);
   }
 
+  // Counted as unproven no longer (authenticated, or gone); once.
+  void LeavePreAuth() {
+    if (authenticated_) return;
+    authenticated_ = true;
+    --counts_->unauthenticated;
+    if (auto it = counts_->unauthenticated_from.find(peer_);
+        it != counts_->unauthenticated_from.end() && --it->second <= 0) {
+      counts_->unauthenticated_from.erase(it);
+    }
+    std::erase_if(counts_->unproven, [&](const auto& e) { return e.first == serial_; });
+  }
+
   AgentContext& ctx_;
   JobSupervisor& jobs_;
   tcp::socket socket_;
   asio::steady_timer deadline_;
   std::shared_ptr<StepService::Counts> counts_;
-  bool authenticated_ = false;  // the request's credential matched its job's
+  const std::string peer_;      // the client's address
+  uint64_t serial_ = 0;         // in counts_->unproven
+  bool authenticated_ = false;  // the request's credential matched its job's (or it is gone)
   bool handed_over_ = false;    // the step's supervisor holds the connection (and the count)
   FrameAssembler frames_{StepService::kMaxRequestBytes};
   std::array<char, 16 * 1024> chunk_;
@@ -240,17 +264,45 @@ void StepService::Accept() {
     }
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    if (counts_->sessions >= kMaxSessions || counts_->unauthenticated >= kMaxUnauthenticated) {
+    const auto remote = socket.remote_endpoint(ignored);
+    const std::string peer = ignored ? "?" : remote.address().to_string();
+    const auto from = counts_->unauthenticated_from.find(peer);
+    const bool peer_full = from != counts_->unauthenticated_from.end() &&
+                           from->second >= kMaxUnauthenticatedPerAddress;
+    if (counts_->sessions >= kMaxSessions || peer_full) {
       // Dropped at once: a flood of idle connections cannot hold the port's memory, and steps
       // already running are not affected.
-      spdlog::warn(
-          "node={} step port: too many connections ({} open, {} not yet "
-          "authenticated); refusing one",
-          ctx_.node(), counts_->sessions, counts_->unauthenticated);
+      long dropped = 0;
+      const bool log = refusals_.Allow(&dropped);
+      if (dropped > 0) {
+        spdlog::warn("node={} step port: {} more refusals not logged", ctx_.node(), dropped);
+      }
+      if (log) {
+        spdlog::warn("node={} step port: refusing a connection from {}: {}", ctx_.node(), peer,
+                     peer_full
+                         ? "too many unproven connections from that address"
+                         : "too many connections (" + std::to_string(counts_->sessions) + " open)");
+      }
       socket.close(ignored);
       return Accept();
     }
-    std::make_shared<StepSession>(ctx_, jobs_, std::move(socket), counts_)->Start();
+    if (counts_->unauthenticated >= kMaxUnauthenticated && !counts_->unproven.empty()) {
+      // Full of unproven connections: the oldest goes (its peer has had the longest to prove
+      // itself), so that whoever holds them all cannot keep a real step out.
+      auto oldest = std::move(counts_->unproven.front().second);
+      counts_->unproven.pop_front();
+      long dropped = 0;
+      const bool log = refusals_.Allow(&dropped);
+      if (dropped > 0) {
+        spdlog::warn("node={} step port: {} more refusals not logged", ctx_.node(), dropped);
+      }
+      if (log) {
+        spdlog::warn("node={} step port: {} unproven connections; closing the oldest", ctx_.node(),
+                     counts_->unauthenticated);
+      }
+      oldest();
+    }
+    std::make_shared<StepSession>(ctx_, jobs_, std::move(socket), peer, counts_)->Start();
     Accept();
   });
 }

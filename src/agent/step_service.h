@@ -6,11 +6,15 @@
 // Io thread, but for Listen and address().
 #pragma once
 
+#include <functional>
+#include <list>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "agent_context.h"
 #include "job_supervisor.h"
+#include "muster/common/log_limit.h"
 #include "muster/common/status.h"
 
 namespace muster::agent {
@@ -22,10 +26,18 @@ class StepService {
   // open (and how many of them unproven).
   static constexpr uint32_t kMaxRequestBytes = 4u << 20;
   static constexpr int kMaxSessions = 1024;
+  // Unproven connections: in all (a new one beyond it pushes out the oldest, so that one peer
+  // holding them all cannot lock the port), and from one address (refused beyond it).
   static constexpr int kMaxUnauthenticated = 64;
+  static constexpr int kMaxUnauthenticatedPerAddress = 8;
   struct Counts {
     int sessions = 0;
     int unauthenticated = 0;
+    std::map<std::string, int> unauthenticated_from;  // by peer address
+    // The unproven sessions, oldest first: what is pushed out when the port is full. Each
+    // closes its socket when called.
+    std::list<std::pair<uint64_t, std::function<void()>>> unproven;
+    uint64_t next_serial = 0;
   };
 
   StepService(AgentContext& ctx, JobSupervisor& jobs);
@@ -45,6 +57,7 @@ class StepService {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::string address_;
   std::shared_ptr<Counts> counts_ = std::make_shared<Counts>();  // io thread
+  LogLimit refusals_;  // refusals are logged, a flood of them is not
 };
 
 }  // namespace muster::agent

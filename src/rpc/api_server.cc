@@ -12,7 +12,9 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <future>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,20 +75,39 @@ struct ApiServer::Shared {
     if (--per_user[uid] == 0) per_user.erase(uid);
     --total;
   }
-  bool AdmitStranger(const std::string& address) {
-    std::lock_guard<std::mutex> l(mu);
-    if (strangers >= options.max_unauthenticated ||
-        strangers_per_address[address] >= options.max_unauthenticated_per_address) {
-      return false;
+  // An unauthenticated connection from `address`: false when that address has its fill (it is
+  // refused). When all the slots are taken the oldest stranger is pushed out for it (`evict`
+  // closes a connection), so that one peer holding them all cannot keep everyone else out.
+  bool AdmitStranger(const std::string& address, uint64_t* serial, std::function<void()> evict) {
+    std::function<void()> oldest;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (strangers_per_address[address] >= options.max_unauthenticated_per_address) {
+        return false;
+      }
+      if (strangers >= options.max_unauthenticated && !stranger_queue.empty()) {
+        oldest = std::move(stranger_queue.front().second);
+        stranger_queue.pop_front();
+      }
+      ++strangers_per_address[address];
+      ++strangers;
+      *serial = next_stranger++;
+      stranger_queue.emplace_back(*serial, std::move(evict));
     }
-    ++strangers_per_address[address];
-    ++strangers;
+    if (oldest) {
+      if (refusals.Allow()) {
+        spdlog::warn("api: {} unauthenticated connections; closing the oldest",
+                     options.max_unauthenticated);
+      }
+      oldest();
+    }
     return true;
   }
-  void ReleaseStranger(const std::string& address) {
+  void ReleaseStranger(const std::string& address, uint64_t serial) {
     std::lock_guard<std::mutex> l(mu);
     if (--strangers_per_address[address] == 0) strangers_per_address.erase(address);
     --strangers;
+    std::erase_if(stranger_queue, [&](const auto& e) { return e.first == serial; });
   }
 
   // Used only while the io_context runs, which the server and these outlive.
@@ -103,6 +124,9 @@ struct ApiServer::Shared {
   int total = 0;                                     // mu
   std::map<std::string, int> strangers_per_address;  // mu
   int strangers = 0;                                 // mu
+  // The strangers, oldest first, each with what closes it (mu).
+  std::list<std::pair<uint64_t, std::function<void()>>> stranger_queue;
+  uint64_t next_stranger = 0;  // mu
 };
 
 // One client connection: frames in, frames out, in order.
@@ -116,7 +140,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
         session_(std::make_shared<ClientSession>()) {}
   ~Connection() {
     if (admitted_) shared_->Release(session_->caller.uid);
-    if (stranger_) shared_->ReleaseStranger(session_->origin);
+    if (stranger_) shared_->ReleaseStranger(session_->origin, stranger_serial_);
   }
 
   Socket::executor_type executor() { return socket_.get_executor(); }
@@ -139,13 +163,24 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
     session_->origin = PeerAddress(socket_);
     int one = 1;
     ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (!shared_->AdmitStranger(session_->origin)) {
+    std::weak_ptr<Connection> weak = shared_from_this();
+    auto evict = [weak, executor = socket_.get_executor()] {
+      asio::post(executor, [weak] {
+        if (auto c = weak.lock(); c && !c->authenticated_) {
+          boost::system::error_code ignored;
+          c->socket_.close(ignored);
+        }
+      });
+    };
+    if (!shared_->AdmitStranger(session_->origin, &stranger_serial_, std::move(evict))) {
       if (shared_->refusals.Allow()) {
         spdlog::warn("api: too many unauthenticated connections from {}; refused",
                      session_->origin);
       }
-      return ReplyAndClose(
-          ResourceExhausted("too many unauthenticated connections from " + session_->origin));
+      return ReplyAndClose(ResourceExhausted(
+          "too many connections from " + session_->origin + " that have not authenticated yet (" +
+          std::to_string(shared_->options.max_unauthenticated_per_address) +
+          " at most an address); authenticate or close some"));
     }
     stranger_ = true;
     frames_.set_max_payload(kMaxAuthenticateBytes);
@@ -299,7 +334,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
           std::to_string(shared_->config.munge.max_ttl_s) + " s this controller accepts"));
     }
     deadline_.cancel();
-    shared_->ReleaseStranger(session_->origin);
+    shared_->ReleaseStranger(session_->origin, stranger_serial_);
     stranger_ = false;
     Admitted(id->uid, id->gid);
     if (!admitted_) return;  // refused and closed
@@ -357,9 +392,10 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
   asio::steady_timer deadline_;
   asio::steady_timer throttle_;  // holds a request back until its user's turn
   std::shared_ptr<ClientSession> session_;
-  bool admitted_ = false;       // counted in the per-user limits
-  bool stranger_ = false;       // counted as unauthenticated
-  bool authenticated_ = false;  // session_->caller is who is calling
+  bool admitted_ = false;         // counted in the per-user limits
+  bool stranger_ = false;         // counted as unauthenticated
+  uint64_t stranger_serial_ = 0;  // its place among the strangers
+  bool authenticated_ = false;    // session_->caller is who is calling
   bool deadline_armed_ = false;
   bool writing_ = false;  // a reply is on its way out (its deadline runs)
   FrameAssembler frames_{kMaxApiRequestBytes};

@@ -26,8 +26,9 @@ struct AgentOptions {
   // Where the controller may be, tried in turn ("host:port[,host:port...]"); default: every
   // [[controllers]] entry's agent_address, else config.controller.agent_address.
   std::string controller_address;
-  // How long a step connection (srun, muster run) may take to send its request, from connect.
-  int step_request_deadline_ms = 30'000;
+  // How long a step connection (srun, muster run) may take to send its request, from connect:
+  // a few seconds (a request is at most 4 MiB), so that unproven connections do not linger.
+  int step_request_deadline_ms = 5'000;
   // muster-stepd, which runs each step in a process of its own so that steps outlive a restart
   // of the agent. Empty: next to musterd, else /usr/libexec/muster/muster-stepd; "none" (or not
   // found): steps run inside the agent and end with it.

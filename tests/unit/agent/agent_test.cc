@@ -602,18 +602,46 @@ TEST_F(AgentTest, TheStepPortBoundsWhatAStrangerCanMakeItHold) {
   ASSERT_EQ(::write(fd, "\0\0\0\x10", 4), 4);
   EXPECT_TRUE(closed_within(fd, 3000)) << "a stalled stranger held its connection";
   ::close(fd);
-  // Connections that never present a request: 64 are held, the next is refused at once.
+  // Connections that never present a request: one address holds 8, its next is refused at
+  // once; when 64 are held in all, a new one from elsewhere pushes out the oldest instead of
+  // being refused (so whoever holds them all cannot keep a real step out).
   step_deadline_ms_ = 30'000;
   agent_.reset();
   StartAgent();
-  std::vector<int> idle;
-  for (int i = 0; i < 64; ++i) idle.push_back(connect());
-  // The agent accepts in the order of connection, so when it takes the 65th the 64 are counted.
-  const int extra = connect();
-  EXPECT_TRUE(closed_within(extra, 2000)) << "a 65th unproven connection was kept";
-  EXPECT_FALSE(closed_within(idle[0], 200)) << "within the bound a connection stays";
-  for (int f : idle) ::close(f);
-  ::close(extra);
+  const uint16_t port = static_cast<uint16_t>(
+      std::stoi(agent_->step_address().substr(agent_->step_address().rfind(':') + 1)));
+  auto connect_from = [&](const std::string& source) {
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+    EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&from), sizeof from), 0) << source;
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    EXPECT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << source;
+    ::usleep(2'000);  // accepted in order
+    return s;
+  };
+  std::vector<int> one;
+  for (int i = 0; i < 8; ++i) one.push_back(connect_from("127.0.0.1"));
+  const int ninth = connect_from("127.0.0.1");
+  EXPECT_TRUE(closed_within(ninth, 2000)) << "a 9th unproven connection from one address was kept";
+  EXPECT_FALSE(closed_within(one[0], 200)) << "within the bound a connection stays";
+  for (int f : one) ::close(f);
+  ::close(ninth);
+  ::usleep(100'000);  // the agent notices they are gone
+  std::vector<int> many;
+  for (int a = 2; a <= 9; ++a) {
+    for (int i = 0; i < 8; ++i) many.push_back(connect_from("127.0.0." + std::to_string(a)));
+  }
+  const int newcomer = connect_from("127.0.0.10");
+  EXPECT_TRUE(closed_within(many[0], 2000)) << "the oldest of 64 unproven connections stayed";
+  EXPECT_FALSE(closed_within(newcomer, 200)) << "a new connection was refused: the port is locked";
+  EXPECT_FALSE(closed_within(many[1], 100));
+  for (int f : many) ::close(f);
+  ::close(newcomer);
 }
 
 // Without TLS on the agent channel, a controller beyond loopback is refused unless the config

@@ -4,6 +4,7 @@
 // a credential works once, and strangers are bounded per address and in time.
 #include "api_server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
@@ -247,7 +248,8 @@ TEST_F(ApiServerTest, StrangersAreBoundedInNumberAndTime) {
   const int fourth = ConnectRemote();
   std::string said;
   ASSERT_TRUE(ClosedWithin(fourth, 2000, &said));
-  EXPECT_NE(said.find("too many unauthenticated connections"), std::string::npos) << said;
+  EXPECT_NE(said.find("have not authenticated yet (3 at most an address)"), std::string::npos)
+      << said;
   // Authenticating frees a place.
   auto reply = Authenticate(waiting[0], Credential());
   ASSERT_TRUE(reply.ok());
@@ -313,6 +315,45 @@ TEST_F(ApiServerTest, AClientThatAsksAndNeverReadsHoldsOnePageUntilTheReplyDeadl
     req.set_after_id(page.next_after_id());
   } while (req.after_id() != 0 && ++pages < 100);
   EXPECT_EQ(jobs, 150);
+}
+
+// When every unauthenticated slot is taken, a newcomer pushes out the oldest stranger rather
+// than being refused: whoever holds them all cannot keep everyone else out.
+class StrangerEvictionTest : public ApiServerTest {
+ protected:
+  void Tweak(ApiServerOptions& o, Config&) override {
+    o.max_unauthenticated = 4;
+    o.max_unauthenticated_per_address = 3;
+  }
+  int ConnectFrom(const std::string& source) {
+    const uint16_t port =
+        static_cast<uint16_t>(std::stoi(tcp_address_.substr(tcp_address_.rfind(':') + 1)));
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+    EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&from), sizeof from), 0) << source;
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    EXPECT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << source;
+    open_.push_back(s);
+    ::usleep(20'000);  // admitted in order
+    return s;
+  }
+};
+
+TEST_F(StrangerEvictionTest, ANewcomerPushesOutTheOldestStranger) {
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) held.push_back(ConnectFrom("127.0.0.2"));
+  held.push_back(ConnectFrom("127.0.0.3"));
+  const int newcomer = ConnectFrom("127.0.0.4");
+  EXPECT_TRUE(ClosedWithin(held[0], 2000)) << "the oldest stranger kept its slot";
+  EXPECT_FALSE(ClosedWithin(held[1], 100));
+  auto ok = Authenticate(newcomer, Credential());
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->type, 0u) << ok->payload;
 }
 
 // A user over its request rate is held back, then refused; root never is. The user's requests
