@@ -108,8 +108,10 @@ class AgentService::AgentSession final
         controller::ControllerRunner& runner = service_->runner_;
         Status s = runner.stopped() ? Unavailable("the controller is stopping")
                    : !service_->TicketMatches(hello)
-                       ? PermissionDenied("this session's ticket is not from node '" + node_ +
-                                          "''s registration with this controller")
+                       ? PermissionDenied(
+                             "this session's ticket is not from the last "
+                             "registration of node '" +
+                             node_.substr(0, kMaxShortStringBytes) + "' with this controller")
                        : runner.engine().AttachSession(hello, runner.Now());
         if (!s.ok()) {
           End(grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message()));
