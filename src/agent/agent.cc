@@ -211,7 +211,8 @@ Status Agent::Impl::Start() {
   spool_ = std::make_unique<JobSpool>(o.spool_dir, o.job_state_dir);
   jobs_ = std::make_unique<JobSupervisor>(ctx_, *spool_);
   health_ = std::make_unique<HealthCheck>(ctx_);
-  session_ = std::make_unique<ControllerSession>(ctx_, *jobs_, *spool_, *health_, RandomHex(8));
+  ctx_.instance_id = RandomHex(8);
+  session_ = std::make_unique<ControllerSession>(ctx_, *jobs_, *spool_, *health_, ctx_.instance_id);
   steps_ = std::make_unique<StepService>(ctx_, *jobs_);
   gpu_watch_ = std::make_unique<GpuHealthWatch>(ctx_, gpu_source_);
   MUSTER_RETURN_IF_ERROR(steps_->Listen(o.step_address, os.hostname));

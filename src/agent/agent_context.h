@@ -44,6 +44,8 @@ class AgentContext {
   // What step credentials are checked with; from the controller at each registration, kept in
   // memory only (a restarted agent gets it again when it registers).
   std::string step_key;
+  // This agent process's instance (new at each start): a step grant names the one it is for.
+  std::string instance_id;
   mutable std::mutex mu;
   v1::NodeInventory inventory;  // mu
 };

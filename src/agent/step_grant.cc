@@ -9,7 +9,8 @@ namespace muster::agent {
 
 Result<v1::StepGrant> CheckStepCredential(const v1::StepLaunchRequest& req,
                                           const v1::LaunchJob& job, const std::string& node,
-                                          std::string_view step_key, int64_t now_ms) {
+                                          std::string_view step_key, int64_t now_ms,
+                                          std::string_view instance) {
   const std::string what =
       "step " + std::to_string(req.step_id()) + " of job " + std::to_string(req.job_id());
   auto opened = credentials::OpenStepGrant(step_key, req.credential());
@@ -27,6 +28,9 @@ Result<v1::StepGrant> CheckStepCredential(const v1::StepLaunchRequest& req,
     return refuse("is for an earlier run of the job (it was requeued)");
   }
   if (g.uid() != job.spec().uid()) return refuse("names another user");
+  if (g.agent_instance() != instance) {
+    return refuse("was made for an earlier start of this node's agent (it may have been used)");
+  }
   if (now_ms > g.expires_ms()) {
     return refuse("expired " + std::to_string((now_ms - g.expires_ms()) / 1000) +
                   " s ago (do the clocks of the controller and " + node + " agree?)");

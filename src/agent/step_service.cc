@@ -93,8 +93,9 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
     const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
-    MUSTER_ASSIGN_OR_RETURN(v1::StepGrant grant, CheckStepCredential(req, job->launch, ctx_.node(),
-                                                                     ctx_.step_key, now_ms));
+    MUSTER_ASSIGN_OR_RETURN(v1::StepGrant grant,
+                            CheckStepCredential(req, job->launch, ctx_.node(), ctx_.step_key,
+                                                now_ms, ctx_.instance_id));
     std::erase_if(job->started_steps, [&](const auto& s) { return s.second < now_ms; });
     if (!job->started_steps.emplace(req.step_id(), grant.expires_ms()).second) {
       return PermissionDenied("step " + std::to_string(req.step_id()) + " of job " +

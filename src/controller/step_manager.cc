@@ -168,6 +168,8 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   for (v1::StepNode& sn : *resp.mutable_nodes()) {
     grant.set_node(sn.node());
     grant.set_node_id(sn.node_id());
+    const NodeEntry* entry = nodes_.Find(sn.node());
+    grant.set_agent_instance(entry ? entry->instance_id : "");
     grant.set_first_task(sn.first_task());
     grant.set_ntasks(sn.ntasks());
     *grant.mutable_cpu_ids() = sn.cpu_ids();

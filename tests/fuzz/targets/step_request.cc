@@ -35,14 +35,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   muster::v1::StepLaunchRequest req;
   if (!req.ParseFromArray(data, static_cast<int>(size))) return 0;
-  (void)muster::agent::CheckStepCredential(req, job, "node1", kKey, kNow);
+  (void)muster::agent::CheckStepCredential(req, job, "node1", kKey, kNow, "i1");
   muster::v1::SealedStepGrant sealed;
   muster::v1::StepGrant grant;
   if (!sealed.ParseFromString(req.credential()) || !grant.ParseFromString(sealed.grant())) {
     return 0;
   }
   req.set_credential(muster::credentials::SealStepGrant(kKey, grant));
-  auto checked = muster::agent::CheckStepCredential(req, job, "node1", kKey, kNow);
+  auto checked = muster::agent::CheckStepCredential(req, job, "node1", kKey, kNow, "i1");
   if (!checked.ok()) return 0;
   // Accepted: for this node, job, user, run and step, not expired, and asking what it grants.
   FUZZ_CHECK(checked->node() == "node1" && checked->job_id() == 7 && checked->uid() == 1000);

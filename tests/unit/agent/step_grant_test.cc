@@ -88,6 +88,7 @@ v1::StepGrant Grant() {
   g.add_cpu_ids(0);
   g.add_cpu_ids(1);
   g.set_expires_ms(kNow + 120'000);
+  g.set_agent_instance("agent-1");
   return g;
 }
 
@@ -100,9 +101,10 @@ v1::StepLaunchRequest RequestFor(const v1::StepGrant& g, const std::string& seal
   return r;
 }
 
-Status Check(const v1::StepLaunchRequest& r, int64_t now = kNow) {
+Status Check(const v1::StepLaunchRequest& r, int64_t now = kNow,
+             std::string_view instance = "agent-1") {
   return CheckStepCredential(r, RunningJob(), "node1", credentials::NodeStepKey(kSecret, "node1"),
-                             now)
+                             now, instance)
       .status();
 }
 
@@ -134,9 +136,20 @@ TEST(StepCredentialTest, ForgedOrForeignCredentialsAreRefused) {
   r.add_cpu_ids(2);
   EXPECT_EQ(Check(r).code(), StatusCode::kPermissionDenied);
   // Before the node has registered it has no key to check with.
-  EXPECT_EQ(
-      CheckStepCredential(RequestFor(Grant()), RunningJob(), "node1", "", kNow).status().code(),
-      StatusCode::kUnavailable);
+  EXPECT_EQ(CheckStepCredential(RequestFor(Grant()), RunningJob(), "node1", "", kNow, "agent-1")
+                .status()
+                .code(),
+            StatusCode::kUnavailable);
+}
+
+// The agent remembers which grants started a step only while it runs: a grant made for an
+// earlier start of it (before a restart) could otherwise be used a second time.
+TEST(StepCredentialTest, AGrantForAnEarlierStartOfTheAgentIsRefused) {
+  EXPECT_TRUE(Check(RequestFor(Grant()), kNow, "agent-1").ok());
+  Status st = Check(RequestFor(Grant()), kNow, "agent-2");
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("earlier start of this node's agent"), std::string::npos)
+      << st.message();
 }
 
 TEST(StepCredentialTest, AGrantIsBoundToItsJobStepUserRunAndTime) {
