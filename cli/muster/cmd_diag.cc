@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "muster/common/duration.h"
+#include "muster/common/strings.h"
 #include "output.h"
 
 namespace muster::cli {
@@ -34,6 +35,13 @@ void PrintJson(const v1::DiagnosticsResponse& d) {
   w.Key("replicating").Bool(d.replicating()).Key("standbys_in_sync").BeginArray();
   for (const std::string& s : d.standbys_in_sync()) w.String(s);
   w.EndArray();
+  w.Key("last_change").Uint(d.last_change()).Key("standbys").BeginArray();
+  for (const auto& s : d.standbys()) {
+    w.BeginObject().Key("name").String(s.name()).Key("in_sync").Bool(s.in_sync());
+    w.Key("acked_change").Uint(s.acked_change()).Key("last_ack_ms").Int(s.last_ack_ms());
+    w.EndObject();
+  }
+  w.EndArray();
   w.Key("timings").BeginArray();
   for (const auto& t : d.timings()) {
     w.BeginObject().Key("kind").String(t.kind()).Key("count").Uint(t.count());
@@ -59,6 +67,15 @@ void PrintText(const v1::DiagnosticsResponse& d) {
     for (const std::string& s : d.standbys_in_sync()) names += (names.empty() ? "" : ", ") + s;
     std::printf("Standbys in sync  %s\n",
                 names.empty() ? "none (no other controller may take over now)" : names.c_str());
+    for (const auto& s : d.standbys()) {
+      const uint64_t behind =
+          d.last_change() > s.acked_change() ? d.last_change() - s.acked_change() : 0;
+      std::printf("  %-15s %s, has change %llu (%llu behind), last acknowledged %.1f s ago\n",
+                  Printable(s.name()).c_str(), s.in_sync() ? "in sync" : "not in sync",
+                  static_cast<unsigned long long>(s.acked_change()),
+                  static_cast<unsigned long long>(behind),
+                  static_cast<double>(d.now_ms() - s.last_ack_ms()) / 1000.0);
+    }
   }
   std::printf("\n");
   std::printf("%-28s %10s %10s %10s %10s %12s\n", "KIND", "COUNT", "MEAN_US", "P50_US", "P99_US",

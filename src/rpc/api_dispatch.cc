@@ -65,6 +65,14 @@ Result<v1::DiagnosticsResponse> Diagnostics(controller::ControllerRunner& runner
   if (const store::ReplicationLog* log = runner.replication_log()) {
     resp.set_replicating(true);
     for (const std::string& name : log->in_sync()) resp.add_standbys_in_sync(name);
+    resp.set_last_change(log->last_seq());
+    for (const auto& s : log->standbys()) {
+      v1::StandbyStatus* out = resp.add_standbys();
+      out->set_name(s.name);
+      out->set_in_sync(s.in_sync);
+      out->set_acked_change(s.acked);
+      out->set_last_ack_ms(s.acked_at_ms);
+    }
   }
   for (const auto& t : runner.stats().Snapshot()) {
     v1::ServiceTiming* out = resp.add_timings();

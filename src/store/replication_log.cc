@@ -1,5 +1,8 @@
 #include "muster/store/replication_log.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "muster/v1/replication.pb.h"
 
 namespace muster::store {
@@ -57,6 +60,16 @@ void ReplicationLog::Acked(const std::string& standby, uint64_t seq) {
     std::lock_guard<std::mutex> l(mu_);
     Standby& s = standbys_[standby];
     s.acked = std::max(s.acked, seq);
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    if (!heard_.count(standby) && heard_.size() >= 32) {
+      // Bounded: the one heard from longest ago makes room.
+      heard_.erase(std::min_element(heard_.begin(), heard_.end(), [](const auto& a, const auto& b) {
+        return a.second.second < b.second.second;
+      }));
+    }
+    heard_[standby] = {s.acked, now_ms};
     // It has everything appended so far, and every later sync waits for it: from here on all
     // that the leader acknowledges is on its disk, so it may be published as in sync.
     if (!s.in_sync && s.acked >= last_seq_) s.in_sync = true;
@@ -131,6 +144,16 @@ std::vector<std::string> ReplicationLog::in_sync() const {
     if (s.in_sync) names.push_back(name);
   }
   return names;
+}
+
+std::vector<ReplicationLog::StandbyView> ReplicationLog::standbys() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<StandbyView> out;
+  for (const auto& [name, last] : heard_) {
+    auto it = standbys_.find(name);
+    out.push_back({name, it != standbys_.end() && it->second.in_sync, last.first, last.second});
+  }
+  return out;
 }
 
 void ReplicationLog::Stop() {

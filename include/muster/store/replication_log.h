@@ -57,6 +57,15 @@ class ReplicationLog {
   // ack_timeout. An error when one could not be dropped (the leader must not acknowledge).
   Status WaitForStandbys(uint64_t seq);
   std::vector<std::string> in_sync() const;
+  // Every standby heard from lately (a few dozen at most), in sync or not: its last
+  // acknowledgement and when (epoch ms), for sdiag.
+  struct StandbyView {
+    std::string name;
+    bool in_sync = false;
+    uint64_t acked = 0;
+    int64_t acked_at_ms = 0;
+  };
+  std::vector<StandbyView> standbys() const;
   // Wakes every waiter: Read returns, WaitForStandbys fails.
   void Stop();
 
@@ -77,6 +86,8 @@ class ReplicationLog {
   size_t kept_bytes_ = 0;
   uint64_t last_seq_ = 0;
   std::map<std::string, Standby> standbys_;
+  // The last acknowledgement of each standby heard from, kept past a drop (mu_).
+  std::map<std::string, std::pair<uint64_t, int64_t>> heard_;
   bool stopped_ = false;
 };
 

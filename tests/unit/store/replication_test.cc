@@ -32,6 +32,31 @@ v1::ReplicationMessage Burst(ReplicationLog& log, uint64_t after) {
   return m;
 }
 
+// sdiag shows each standby's last acknowledgement and when, kept after it leaves the set (a
+// standby that fell behind is the one an admin looks for), for a bounded number of names.
+TEST(ReplicationLogTest, EachStandbysLastAcknowledgementIsKeptForDiagnostics) {
+  ReplicationLog log({.leader_epoch = 1}, nullptr);
+  log.Append(JobChange(1));
+  log.Append(JobChange(2));
+  log.Acked("b", 2);
+  log.Acked("c", 1);
+  log.Detached("c");
+  auto views = log.standbys();
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_EQ(views[0].name, "b");
+  EXPECT_TRUE(views[0].in_sync);
+  EXPECT_EQ(views[0].acked, 2u);
+  EXPECT_EQ(views[1].name, "c");
+  EXPECT_FALSE(views[1].in_sync);
+  EXPECT_EQ(views[1].acked, 1u);
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  EXPECT_NEAR(static_cast<double>(views[1].acked_at_ms), static_cast<double>(now), 5'000);
+  for (int i = 0; i < 100; ++i) log.Acked("s" + std::to_string(i), 2);
+  EXPECT_LE(log.standbys().size(), 32u) << "names a peer chose are kept without bound";
+}
+
 TEST(ReplicationLogTest, ChangesAreNumberedInOrderAndATrimmedStartNeedsASnapshot) {
   ReplicationLog log({.leader_epoch = 7, .max_bytes = 200}, nullptr);
   for (uint64_t id = 1; id <= 20; ++id) EXPECT_EQ(log.Append(JobChange(id)), id);
