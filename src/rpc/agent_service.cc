@@ -3,11 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <chrono>
 #include <deque>
 #include <functional>
 #include <mutex>
 
+#include "muster/common/clock.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/node_keys.h"
 #include "muster/common/strings.h"
@@ -15,13 +15,6 @@
 
 namespace muster::rpc {
 namespace {
-
-// The challenges' clock: only this process compares its readings.
-int64_t MonotonicMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 using StatsClock = controller::ServiceStats::Clock;
 
