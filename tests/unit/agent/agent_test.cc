@@ -15,6 +15,7 @@
 
 #include "agent_fakes.h"
 #include "harness/test_user.h"
+#include "harness/test_util.h"
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
 #include "muster/common/framing.h"
@@ -610,18 +611,11 @@ TEST_F(AgentTest, TheStepPortBoundsWhatAStrangerCanMakeItHold) {
   StartAgent();
   const uint16_t port = static_cast<uint16_t>(
       std::stoi(agent_->step_address().substr(agent_->step_address().rfind(':') + 1)));
+  // The agent accepts on one thread in the order connections complete, so each connection is
+  // counted before the next is looked at.
   auto connect_from = [&](const std::string& source) {
-    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in from{};
-    from.sin_family = AF_INET;
-    ::inet_pton(AF_INET, source.c_str(), &from.sin_addr);
-    EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&from), sizeof from), 0) << source;
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    EXPECT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << source;
-    ::usleep(2'000);  // accepted in order
+    const int s = muster::testing::ConnectLoopbackFrom(source, port);
+    EXPECT_GE(s, 0) << source;
     return s;
   };
   std::vector<int> one;
@@ -631,12 +625,21 @@ TEST_F(AgentTest, TheStepPortBoundsWhatAStrangerCanMakeItHold) {
   EXPECT_FALSE(closed_within(one[0], 200)) << "within the bound a connection stays";
   for (int f : one) ::close(f);
   ::close(ninth);
-  ::usleep(100'000);  // the agent notices they are gone
+  // A fresh agent for the second part, rather than a guess at when it saw those go.
+  agent_.reset();
+  StartAgent();
+  const uint16_t port2 = static_cast<uint16_t>(
+      std::stoi(agent_->step_address().substr(agent_->step_address().rfind(':') + 1)));
+  auto connect_again = [&](const std::string& source) {
+    const int s = muster::testing::ConnectLoopbackFrom(source, port2);
+    EXPECT_GE(s, 0) << source;
+    return s;
+  };
   std::vector<int> many;
   for (int a = 2; a <= 9; ++a) {
-    for (int i = 0; i < 8; ++i) many.push_back(connect_from("127.0.0." + std::to_string(a)));
+    for (int i = 0; i < 8; ++i) many.push_back(connect_again("127.0.0." + std::to_string(a)));
   }
-  const int newcomer = connect_from("127.0.0.10");
+  const int newcomer = connect_again("127.0.0.10");
   EXPECT_TRUE(closed_within(many[0], 2000)) << "the oldest of 64 unproven connections stayed";
   EXPECT_FALSE(closed_within(newcomer, 200)) << "a new connection was refused: the port is locked";
   EXPECT_FALSE(closed_within(many[1], 100));
