@@ -17,7 +17,9 @@ void PrintDiagHelp(const std::string& prog) {
   std::printf(
       "Usage: %s [-r] [--json]\n"
       "What the controller spends its time on, per API method, agent message and scheduling\n"
-      "pass: count, and mean, p50, p99 and max time from arrival to done (microseconds).\n"
+      "pass: count, and mean, p50, p99 and max time from arrival to done (microseconds); and\n"
+      "who stores the most job scripts and environments (admins and operators see the top\n"
+      "ten users, anyone else their own use).\n"
       "  -r, --reset   start the counts again (admins)\n"
       "  --json        as JSON\n",
       prog.c_str());
@@ -40,6 +42,12 @@ void PrintJson(const v1::DiagnosticsResponse& d) {
     w.BeginObject().Key("name").String(s.name()).Key("in_sync").Bool(s.in_sync());
     w.Key("acked_change").Uint(s.acked_change()).Key("last_ack_ms").Int(s.last_ack_ms());
     w.EndObject();
+  }
+  w.EndArray();
+  w.Key("store_bytes_total").Uint(d.store_bytes_total()).Key("store_users").BeginArray();
+  for (const auto& u : d.store_users()) {
+    w.BeginObject().Key("user").String(u.user()).Key("bytes").Uint(u.bytes());
+    w.Key("submissions").Uint(u.submissions()).EndObject();
   }
   w.EndArray();
   w.Key("timings").BeginArray();
@@ -76,6 +84,14 @@ void PrintText(const v1::DiagnosticsResponse& d) {
                   static_cast<unsigned long long>(behind),
                   static_cast<double>(d.now_ms() - s.last_ack_ms()) / 1000.0);
     }
+  }
+  // Scripts and environments of jobs not yet archived: who fills the store.
+  std::printf("Stored scripts    %.1f MiB in all\n",
+              static_cast<double>(d.store_bytes_total()) / (1 << 20));
+  for (const auto& u : d.store_users()) {
+    std::printf("  %-15s %10.1f MiB in %llu submission(s)\n", Printable(u.user()).c_str(),
+                static_cast<double>(u.bytes()) / (1 << 20),
+                static_cast<unsigned long long>(u.submissions()));
   }
   std::printf("\n");
   std::printf("%-28s %10s %10s %10s %10s %12s\n", "KIND", "COUNT", "MEAN_US", "P50_US", "P99_US",

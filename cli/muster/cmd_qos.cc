@@ -19,7 +19,9 @@ int CmdQos(int argc, char** argv) {
       "       muster qos remove NAME\n"
       "LIMITS as sacctmgr's: GrpTRES=gres/gpu[:TYPE]=N,node=N GrpJobs=N GrpSubmitJobs=N\n"
       "  MaxJobsPerUser=N MaxSubmitJobsPerUser=N MaxTRES=gres/gpu=N,node=N\n"
-      "  MaxTRESPerUser=gres/gpu[:TYPE]=N MaxWall=TIME (-1 clears one). Changes need an admin.\n";
+      "  MaxTRESPerUser=gres/gpu[:TYPE]=N MaxWall=TIME, and Muster's GrpStoredMB=N\n"
+      "  MaxStoredMBPerUser=N (stored scripts and environments). -1 clears one. Changes need an\n"
+      "  admin.\n";
   if (argc < 2) return Usage("qos", "expected list, add, modify or remove");
   const std::string op = argv[1];
   if (op == "-h" || op == "--help") {

@@ -32,6 +32,7 @@ constexpr const char* kHelp =
     "                          [usagefactor=F] [gracetime=SECS] [flags=DenyOnLimit] [LIMITS]\n"
     "  LIMITS: GrpTRES=gres/gpu[:TYPE]=N,node=N GrpJobs=N GrpSubmitJobs=N MaxJobs=N\n"
     "          MaxSubmitJobs=N MaxTRES=gres/gpu=N,node=N MaxTRESPerUser=gres/gpu=N MaxWall=T\n"
+    "          GrpStoredMB=N MaxStoredMBPerUser=N (stored scripts and environments, MiB)\n"
     "  add|create user NAME account=A [defaultaccount=A]\n"
     "  modify account|user [where] [name=]NAME set parent=P fairshare=N description=TEXT\n"
     "                                                  | defaultaccount=A\n"
@@ -166,6 +167,8 @@ const std::vector<Column>& Columns() {
       {"MaxSubmit", 9, Limit("MaxSubmit")},
       {"MaxTRES", 13, Limit("MaxTRES")},
       {"MaxWall", 11, Limit("MaxWall")},
+      {"GrpStoredMB", 11, Limit("GrpStoredMB")},
+      {"MaxStoredMBPU", 13, Limit("MaxStoredMBPU")},
   };
   return columns;
 }

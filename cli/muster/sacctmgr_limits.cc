@@ -89,6 +89,9 @@ Status TakeLimits(std::map<std::string, std::string>& values, bool qos, v1::Usag
       count({"maxsubmitjobs", "maxsubmitjobsperuser", "maxsubmit", "maxsubmitpu"},
             [&](uint32_t n) { out->set_max_submit_per_user(n); }));
   MUSTER_RETURN_IF_ERROR(count({"maxnodes"}, [&](uint32_t n) { out->set_max_nodes_per_job(n); }));
+  MUSTER_RETURN_IF_ERROR(count({"grpstoredmb"}, [&](uint32_t n) { out->set_grp_stored_mb(n); }));
+  MUSTER_RETURN_IF_ERROR(count({"maxstoredmbperuser", "maxstoredmbpu", "maxstoredmb"},
+                               [&](uint32_t n) { out->set_max_stored_mb_per_user(n); }));
   if (auto v = TakeKey(values, {"grptres"})) {
     std::optional<uint32_t> nodes;
     MUSTER_RETURN_IF_ERROR(Tres("GrpTRES", *v, out->mutable_grp_gpus(), &nodes));
@@ -143,6 +146,10 @@ std::string LimitColumn(const v1::UsageLimits& l, const std::string& c) {
     return Join(parts, ",");
   }
   if (c == "MaxTRESPU") return GpuTres(l.max_gpus_per_user());
+  if (c == "GrpStoredMB") return l.has_grp_stored_mb() ? std::to_string(l.grp_stored_mb()) : "";
+  if (c == "MaxStoredMBPU") {
+    return l.has_max_stored_mb_per_user() ? std::to_string(l.max_stored_mb_per_user()) : "";
+  }
   if (c == "MaxWall") {
     return l.has_max_wall_ms() ? FormatDuration(static_cast<int64_t>(l.max_wall_ms())) : "";
   }
@@ -243,6 +250,8 @@ int ShowQos(const std::vector<std::string>& names, const std::string& format_in,
       {"MaxTRESPU", 13, limit("MaxTRESPU")},
       {"MaxJobsPU", 9, limit("MaxJobsPU")},
       {"MaxSubmitPU", 11, limit("MaxSubmitPU")},
+      {"GrpStoredMB", 11, limit("GrpStoredMB")},
+      {"MaxStoredMBPU", 13, limit("MaxStoredMBPU")},
       {"Descr", 20, [](const v1::QosRecord& q) { return q.description(); }},
   };
   const std::string format = format_in.empty()

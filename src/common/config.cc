@@ -224,6 +224,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(
             t.Uint("max_pending_jobs_per_user", &s.max_pending_jobs_per_user, 0, 100'000'000));
         MUSTER_RETURN_IF_ERROR(
+            t.Uint("max_stored_mb_per_user", &s.max_stored_mb_per_user, 0, 100'000'000));
+        MUSTER_RETURN_IF_ERROR(
             t.Uint("accounting_retention_days", &s.accounting_retention_days, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("audit_retention_days", &s.audit_retention_days, 0, 100'000));
         MUSTER_RETURN_IF_ERROR(

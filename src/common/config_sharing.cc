@@ -52,6 +52,8 @@ Status ReadLimits(TableReader& t, LimitsConfig* l) {
   MUSTER_RETURN_IF_ERROR(GpuLimit(t, "max_gpus_per_user", &l->max_gpus_per_user));
   MUSTER_RETURN_IF_ERROR(OptionalUint(t, "max_gpus_per_job", &l->max_gpus_per_job));
   MUSTER_RETURN_IF_ERROR(OptionalUint(t, "max_nodes_per_job", &l->max_nodes_per_job));
+  MUSTER_RETURN_IF_ERROR(OptionalUint(t, "grp_stored_mb", &l->grp_stored_mb));
+  MUSTER_RETURN_IF_ERROR(OptionalUint(t, "max_stored_mb_per_user", &l->max_stored_mb_per_user));
   if (t.Has("max_wall")) {
     int64_t wall = 0;
     MUSTER_RETURN_IF_ERROR(t.TimeLimit("max_wall", &wall));

@@ -33,6 +33,7 @@
 #include "scheduler_loop.h"
 #include "spec_bounds.h"
 #include "step_manager.h"
+#include "stored_bytes.h"
 #include "usage_limits.h"
 
 namespace muster::controller {
@@ -236,6 +237,10 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   MUSTER_RETURN_IF_ERROR(limits_->CheckSubmit(
       spec, time_limit, {request.nodes, request.nodes * request.gpus_per_node, request.gpu_type},
       count));
+  // One user's stored scripts cannot fill the store (and so stop everyone's submissions).
+  const uint64_t payload_bytes = PayloadBytesOf(spec);
+  MUSTER_RETURN_IF_ERROR(limits_->CheckStored(spec, payload_bytes));
+  rec.set_payload_bytes(payload_bytes);
   // Per user, like Slurm's MaxSubmitJobs: one user's flood of submissions cannot fill the
   // controller's job table for everyone. Root is not limited.
   if (sc.max_pending_jobs_per_user > 0 && spec.uid() != 0 &&
@@ -498,7 +503,7 @@ Result<v1::ListNodesResponse> Engine::ListNodes(const v1::ListNodesRequest& req,
   return resp;
 }
 
-void Engine::FillDiagnostics(v1::DiagnosticsResponse* resp) const {
+void Engine::FillDiagnostics(const Caller& caller, v1::DiagnosticsResponse* resp) const {
   v1::ControllerInfoResponse info;
   job_views_->FillControllerInfo(&info);
   resp->set_epoch(ctx_->epoch());
@@ -511,6 +516,21 @@ void Engine::FillDiagnostics(v1::DiagnosticsResponse* resp) const {
   resp->set_jobs_running(info.jobs_running());
   resp->set_records_quarantined(static_cast<uint32_t>(recovery_problems_.size()));
   resp->set_store_space_problem(space_problem_);
+  const StoredBytes& stored = jobs_->stored();
+  resp->set_store_bytes_total(stored.total());
+  auto add = [&](const StoredBytes::UserUse& u) {
+    v1::StoreUser* out = resp->add_store_users();
+    out->set_user(u.user);
+    out->set_bytes(u.bytes);
+    out->set_submissions(u.payloads);
+  };
+  if (caller.is_admin || caller.is_operator) {
+    for (const StoredBytes::UserUse& u : stored.Biggest(10)) add(u);
+  } else {
+    StoredBytes::UserUse own = stored.OfUserRow(caller.uid);
+    own.user = caller.user;
+    add(own);
+  }
 }
 
 Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {

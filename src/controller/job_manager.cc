@@ -89,6 +89,7 @@ void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
   const uint64_t id = rec.id();
   JobEntry& job = jobs_.emplace(id, MakeJobEntry(std::move(rec))).first->second;
   const v1::JobRecord& r = job.rec;
+  stored_.Add(r);
   if (r.state() == v1::PENDING) MarkPending(job);
   NoteCarrier(job);
   if (r.spec().interactive() && r.end_time_ms() == 0 &&
@@ -175,6 +176,7 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
     JobEntry& job = Insert(std::move(e));
     MarkPending(job);
     NoteCarrier(job);
+    stored_.Add(job.rec);
   }
   ctx_.RequestPass();
   return Status::Ok();
@@ -381,12 +383,16 @@ void JobManager::Archive(TimeMs now) {
     if (purge.size() >= 10'000) break;  // bound one write
   }
   if (purge.empty()) return;
-  // An array's shared script goes with its last task.
-  std::set<uint64_t> purged, arrays;
+  // An array's shared script goes with its last task, any other job's with it.
+  std::set<uint64_t> purged, arrays, payloads_gone;
   for (const auto& entry : purge) {
     purged.insert(entry.second);
     const v1::JobRecord& rec = jobs_.at(entry.second).rec;
-    if (rec.has_array()) arrays.insert(rec.array().array_job_id());
+    if (rec.has_array()) {
+      arrays.insert(rec.array().array_job_id());
+    } else {
+      payloads_gone.insert(rec.id());
+    }
   }
   for (uint64_t array_id : arrays) {
     bool last = true;
@@ -395,7 +401,10 @@ void JobManager::Archive(TimeMs now) {
          ++it) {
       last = last && purged.count(it->first);
     }
-    if (last) m.DeleteJobPayload(array_id);
+    if (last) {
+      m.DeleteJobPayload(array_id);
+      payloads_gone.insert(array_id);
+    }
   }
   // Buffered: a lost archive write only means the jobs are archived again later.
   Status st = ctx_.Commit(m, store::Durability::kBuffered);
@@ -412,6 +421,7 @@ void JobManager::Archive(TimeMs now) {
     jobs_.erase(entry.second);
     finished_.erase(entry);
   }
+  for (uint64_t id : payloads_gone) stored_.Remove(id);
   if (!order_stale_) std::erase_if(order_, [&](const auto& e) { return !jobs_.count(e.first); });
 }
 

@@ -32,6 +32,7 @@
 #include "muster/v1/node.pb.h"
 #include "node_manager.h"
 #include "resource_ledger.h"
+#include "stored_bytes.h"
 
 namespace muster::controller {
 
@@ -67,6 +68,8 @@ class JobManager {
   uint64_t PendingOf(uint32_t uid) const;
   const std::set<uint64_t>& interactive() const { return interactive_; }
   size_t size() const { return jobs_.size(); }
+  // The scripts and environments the jobs in the table keep stored, by owner.
+  const StoredBytes& stored() const { return stored_; }
 
   // ---- Recovery. ----
   // A record from the store enters memory as it was (resources are the ledger's to restore).
@@ -247,6 +250,7 @@ class JobManager {
   std::set<uint64_t> pending_with_deadline_;
   std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
   std::set<uint64_t> interactive_;                  // active srun/salloc allocations
+  StoredBytes stored_;
 };
 
 }  // namespace muster::controller

@@ -1,5 +1,7 @@
 #include "usage_limits.h"
 
+#include <cstdio>
+
 #include "account_manager.h"
 #include "array_tasks.h"
 #include "job_manager.h"
@@ -52,6 +54,8 @@ v1::UsageLimits ToLimitsRecord(const LimitsConfig& c) {
   if (c.max_gpus_per_job) l.set_max_gpus_per_job(*c.max_gpus_per_job);
   if (c.max_nodes_per_job) l.set_max_nodes_per_job(*c.max_nodes_per_job);
   if (c.max_wall_ms) l.set_max_wall_ms(static_cast<uint64_t>(*c.max_wall_ms));
+  if (c.grp_stored_mb) l.set_grp_stored_mb(*c.grp_stored_mb);
+  if (c.max_stored_mb_per_user) l.set_max_stored_mb_per_user(*c.max_stored_mb_per_user);
   return l;
 }
 
@@ -85,6 +89,13 @@ Status PatchLimits(const v1::UsageLimits& p, v1::UsageLimits* l) {
   scalar(
       p.has_max_nodes_per_job(), p.max_nodes_per_job(),
       [&](uint32_t v) { l->set_max_nodes_per_job(v); }, [&] { l->clear_max_nodes_per_job(); });
+  scalar(
+      p.has_grp_stored_mb(), p.grp_stored_mb(), [&](uint32_t v) { l->set_grp_stored_mb(v); },
+      [&] { l->clear_grp_stored_mb(); });
+  scalar(
+      p.has_max_stored_mb_per_user(), p.max_stored_mb_per_user(),
+      [&](uint32_t v) { l->set_max_stored_mb_per_user(v); },
+      [&] { l->clear_max_stored_mb_per_user(); });
   if (p.has_max_wall_ms()) {
     if (p.max_wall_ms() == kUnlimited) {
       l->clear_max_wall_ms();
@@ -138,6 +149,10 @@ std::string FormatLimits(const v1::UsageLimits& l) {
   }
   if (l.has_max_wall_ms()) {
     parts.push_back("MaxWall=" + FormatDuration(static_cast<int64_t>(l.max_wall_ms())));
+  }
+  if (l.has_grp_stored_mb()) parts.push_back("GrpStoredMB=" + std::to_string(l.grp_stored_mb()));
+  if (l.has_max_stored_mb_per_user()) {
+    parts.push_back("MaxStoredMBPerUser=" + std::to_string(l.max_stored_mb_per_user()));
   }
   return Join(parts, " ");
 }
@@ -214,6 +229,78 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
     MUSTER_RETURN_IF_ERROR(over(qos_user_jobs, qos->limits().max_submit_per_user(),
                                 "user " + spec.user() + " is at qos " + qos_name +
                                     "'s limit (QOSMaxSubmitJobPerUserLimit)"));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+std::string MiB(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes) const {
+  const StoredBytes& stored = jobs_.stored();
+  const auto lineage = Lineage(accounts_, spec.account());
+  // Bytes under account `a` and its sub-accounts: of everyone, or of `uid` alone.
+  auto under = [&](const std::string& a, const uint32_t* uid) {
+    uint64_t sum = 0;
+    for (const auto& [account, n] : stored.accounts()) {
+      for (const v1::AccountRecord* up : Lineage(accounts_, account)) {
+        if (up->name() != a) continue;
+        sum += uid ? stored.OfAccountUser(account, *uid) : n;
+        break;
+      }
+    }
+    return sum;
+  };
+  auto over = [&](uint64_t have, uint64_t max_mb, const std::string& words) -> Status {
+    if (have + bytes <= (max_mb << 20)) return Status::Ok();
+    return ResourceExhausted(words + ": " + MiB(have) +
+                             " of job scripts and environments stored (jobs not yet archived), "
+                             "at most " +
+                             std::to_string(max_mb) + " MiB; this job adds " + MiB(bytes) +
+                             ". Wait for finished jobs to be archived, or share one script "
+                             "among many jobs with --array");
+  };
+  const uint32_t uid = spec.uid();
+  bool user_limit_set = false;
+  const std::string& qos_name = QosOf(spec);
+  if (const v1::QosRecord* q = qos_.Find(qos_name)) {
+    const v1::UsageLimits& l = q->limits();
+    if (l.has_grp_stored_mb()) {
+      MUSTER_RETURN_IF_ERROR(over(stored.OfQos(qos_name), l.grp_stored_mb(),
+                                  "qos " + qos_name + " is at its limit (GrpStoredMB)"));
+    }
+    if (l.has_max_stored_mb_per_user()) {
+      user_limit_set = true;
+      MUSTER_RETURN_IF_ERROR(
+          over(stored.OfQosUser(qos_name, uid), l.max_stored_mb_per_user(),
+               "user " + spec.user() + " is at qos " + qos_name + "'s limit (MaxStoredMBPerUser)"));
+    }
+  }
+  for (const v1::AccountRecord* a : lineage) {
+    const v1::UsageLimits& l = a->limits();
+    if (l.has_grp_stored_mb()) {
+      MUSTER_RETURN_IF_ERROR(over(under(a->name(), nullptr), l.grp_stored_mb(),
+                                  "account " + a->name() + " is at its limit (GrpStoredMB)"));
+    }
+    if (l.has_max_stored_mb_per_user()) {
+      user_limit_set = true;
+      MUSTER_RETURN_IF_ERROR(over(
+          under(a->name(), &uid), l.max_stored_mb_per_user(),
+          "user " + spec.user() + " is at account " + a->name() + "'s limit (MaxStoredMBPerUser)"));
+    }
+  }
+  const uint32_t site = ctx_.scheduling().max_stored_mb_per_user;
+  if (!user_limit_set && site > 0 && uid != 0) {
+    MUSTER_RETURN_IF_ERROR(over(
+        stored.OfUser(uid), site,
+        "user " + spec.user() + " is at the site's limit (scheduling.max_stored_mb_per_user)"));
   }
   return Status::Ok();
 }

@@ -59,7 +59,7 @@ Result<v1::DiagnosticsResponse> Diagnostics(controller::ControllerRunner& runner
     return PermissionDenied("only admins reset the statistics (sdiag -r)");
   }
   v1::DiagnosticsResponse resp;
-  runner.engine().FillDiagnostics(&resp);
+  runner.engine().FillDiagnostics(caller, &resp);
   resp.set_now_ms(runner.Now());
   resp.set_since_ms(std::max(runner.stats().reset_ms(), resp.start_time_ms()));
   if (const store::ReplicationLog* log = runner.replication_log()) {

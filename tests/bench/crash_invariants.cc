@@ -143,6 +143,9 @@ size_t Checker::Round(const std::string& at, const std::vector<ClientLedger>& le
           if (j.state() == v1::PENDING) Violation(at + jid + " was cancelled but is pending");
           break;
         case 'h':
+          // Held by its array's id, the hold is the array's pending tasks': the task that has
+          // the array's id may have started before it (scontrol hold holds what still waits).
+          if (j.has_array() && j.array().array_job_id() == id && j.state() != v1::PENDING) break;
           if (j.state() != v1::PENDING || !j.hold()) {
             Violation(at + jid + " was held but is " + v1::JobState_Name(j.state()) +
                       (j.hold() ? " held" : " not held"));

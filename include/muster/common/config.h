@@ -85,6 +85,10 @@ struct SchedulingConfig {
   uint32_t max_array_size = 1001;                // job array task ids are below this (MaxArraySize)
   // Pending jobs (array tasks each) one user may have at once; 0: no limit. Root is exempt.
   uint32_t max_pending_jobs_per_user = 50'000;
+  // Script and environment bytes (MiB) one user's jobs may keep in the state store, from
+  // submission until archived, unless the user's QoS or account sets max_stored_mb_per_user;
+  // 0: no limit. Root is exempt. 50,000 jobs at the 4 MiB script limit would be 200 GB.
+  uint32_t max_stored_mb_per_user = 1024;
   // Finished jobs (with their steps) stay in the accounting history (sacct) this long; 0: forever.
   uint32_t accounting_retention_days = 365;
   // The audit log (privileged actions, refused attempts) keeps entries this long; 0: forever.
@@ -232,6 +236,8 @@ struct LimitsConfig {
   std::optional<uint32_t> max_gpus_per_job;
   std::optional<uint32_t> max_nodes_per_job;
   std::optional<int64_t> max_wall_ms;
+  std::optional<uint32_t> grp_stored_mb;           // stored scripts and environments (MiB)
+  std::optional<uint32_t> max_stored_mb_per_user;  // the same, of one user
 };
 
 // An account's quota of one GPU type (quota = { h100 = { guaranteed = 16, max = 32 } }).

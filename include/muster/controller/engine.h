@@ -129,8 +129,9 @@ class Engine {
   Result<v1::UpdateNodeResponse> UpdateNode(const Caller& caller, const v1::UpdateNodeRequest& req,
                                             TimeMs now);
   Result<v1::ControllerInfoResponse> ControllerInfo() const;
-  // sdiag's counts (the timings are the runner's): nodes, responding ones, jobs.
-  void FillDiagnostics(v1::DiagnosticsResponse* resp) const;
+  // sdiag's counts (the timings are the runner's): nodes, responding ones, jobs, and who
+  // stores the most scripts (admins and operators see the top users, others their own row).
+  void FillDiagnostics(const Caller& caller, v1::DiagnosticsResponse* resp) const;
   // A step inside a running job (see StepManager). UNAVAILABLE while the job pends, its nodes are
   // still starting, or other steps hold what it needs ("Requested nodes are busy": the client
   // retries); FAILED_PRECONDITION when the job can never hold it; PERMISSION_DENIED unless it is

@@ -54,7 +54,7 @@ TEST_F(EngineTest, ANearlyFullDiskRefusesNewJobsWhileAdmittedOnesGoOn) {
   EXPECT_NE(refused.status().message().find("60 MiB free"), std::string::npos);
   engine_->Tick(now_);
   v1::DiagnosticsResponse diag;
-  engine_->FillDiagnostics(&diag);
+  engine_->FillDiagnostics(Root(), &diag);
   EXPECT_NE(diag.store_space_problem().find("new jobs are refused"), std::string::npos);
 
   // What was admitted goes on in the reserve: the running job ends and is accounted, the queued
@@ -79,7 +79,7 @@ TEST_F(EngineTest, ANearlyFullDiskRefusesNewJobsWhileAdmittedOnesGoOn) {
   const uint64_t pending = *Submit(Gang(4, 8));  // waits: the cancelled gang still holds all
   engine_->Tick(now_);
   diag.Clear();
-  engine_->FillDiagnostics(&diag);
+  engine_->FillDiagnostics(Root(), &diag);
   EXPECT_EQ(diag.store_space_problem(), "");
 
   // Below the floor nothing is written: a request's change is refused, not made in memory only.

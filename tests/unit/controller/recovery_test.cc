@@ -142,7 +142,7 @@ TEST_F(EngineTest, CorruptRecordIsReportedAndTheRestRecovers) {
   Restart();
   ASSERT_EQ(engine_->recovery_problems().size(), 1u);
   v1::DiagnosticsResponse diag;
-  engine_->FillDiagnostics(&diag);
+  engine_->FillDiagnostics(Root(), &diag);
   EXPECT_EQ(diag.records_quarantined(), 1u) << "sdiag counts what recovery set aside";
   EXPECT_EQ(Job(2).state(), v1::PENDING);
   EXPECT_EQ(*Submit(Gang(1, 1)), 3u);

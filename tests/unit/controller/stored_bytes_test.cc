@@ -1,0 +1,204 @@
+// Stored-bytes limits: one user's scripts and environments cannot fill the controller's store.
+// A job counts from submission until archived, an array's shared script once; the limit that
+// refuses is named with the numbers; the counts survive a restart; `muster diag` shows who
+// stores most (to admins) or one's own row (to users).
+#include "engine_fixture.h"
+#include "usage_limits.h"
+
+namespace muster::controller {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+class StoredBytesTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    config_.scheduling.max_stored_mb_per_user = 10;
+    Restart();
+    AllUp();
+  }
+
+  // A held job (it stays pending) whose script is `mib` MiB and environment 1 KiB (each
+  // variable counts with the NUL that ends it at launch).
+  Result<uint64_t> SubmitBig(uint64_t mib, Caller who, const std::string& array = "",
+                             const std::string& qos = "") {
+    v1::JobSpec s = Gang(1, 1);
+    s.set_hold(true);
+    s.set_script("#!/bin/sh\n#" + std::string(mib * kMiB - 12, 'x') + "\n");
+    s.add_environment("BLOB=" + std::string(1018, 'e'));
+    s.set_array(array);
+    s.set_qos(qos);
+    return Submit(s, who);
+  }
+
+  void CancelAndArchive(uint64_t id) {
+    v1::CancelJobRequest req;
+    req.add_job_ids(id);
+    auto r = engine_->CancelJob(Root(), req, now_);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    now_ += 61'000;  // past finished_job_retention_ms
+    engine_->Tick(now_);
+  }
+
+  v1::DiagnosticsResponse Diag(const Caller& who) {
+    v1::DiagnosticsResponse d;
+    engine_->FillDiagnostics(who, &d);
+    return d;
+  }
+};
+
+TEST_F(StoredBytesTest, TheSitesPerUserLimitRefusesNamingItAndFreesWhenJobsAreArchived) {
+  auto a = SubmitBig(4, Alice());
+  auto b = SubmitBig(4, Alice());
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto refused = SubmitBig(4, Alice());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  const std::string& m = refused.status().message();
+  EXPECT_NE(m.find("user alice is at the site's limit (scheduling.max_stored_mb_per_user)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("8.0 MiB of job scripts and environments stored"), std::string::npos) << m;
+  EXPECT_NE(m.find("at most 10 MiB; this job adds 4.0 MiB"), std::string::npos) << m;
+  // Another user, and root, are not held back by alice's bytes.
+  EXPECT_TRUE(SubmitBig(4, Bob()).ok());
+  EXPECT_TRUE(SubmitBig(4, Root()).ok());
+  EXPECT_TRUE(SubmitBig(4, Root()).ok());
+  EXPECT_TRUE(SubmitBig(4, Root()).ok());  // root is exempt from the site's limit
+
+  // Cancelled, it still counts until archived: its script is still stored.
+  v1::CancelJobRequest cancel;
+  cancel.add_job_ids(*a);
+  ASSERT_TRUE(engine_->CancelJob(Root(), cancel, now_).ok());
+  EXPECT_FALSE(SubmitBig(4, Alice()).ok());
+  now_ += 61'000;
+  engine_->Tick(now_);
+  EXPECT_TRUE(SubmitBig(4, Alice()).ok());
+}
+
+TEST_F(StoredBytesTest, AnArraysTasksShareOneScriptAndTheCountsSurviveARestart) {
+  // 100 tasks of a 4 MiB script store 4 MiB: the array counts once.
+  auto arr = SubmitBig(4, Alice(), "0-99");
+  ASSERT_TRUE(arr.ok()) << arr.status().ToString();
+  auto one = SubmitBig(4, Alice());
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  // Tasks split off the array (a task named alone is held apart) still share its script.
+  v1::UpdateJobRequest release;
+  release.set_action(v1::UpdateJobRequest::RELEASE);
+  release.add_job_ids(*arr + 7);
+  ASSERT_TRUE(engine_->UpdateJob(Alice(), release, now_).ok());
+  EXPECT_EQ(Diag(Root()).store_users(0).bytes(), 8 * kMiB + 2 * 1024);
+  EXPECT_FALSE(SubmitBig(4, Alice()).ok());
+
+  Restart();
+  AllUp();
+  const v1::DiagnosticsResponse d = Diag(Root());
+  ASSERT_EQ(d.store_users_size(), 1);
+  EXPECT_EQ(d.store_users(0).user(), "alice");
+  EXPECT_EQ(d.store_users(0).bytes(), 8 * kMiB + 2 * 1024);
+  EXPECT_EQ(d.store_users(0).submissions(), 2u);
+  auto refused = SubmitBig(4, Alice());
+  ASSERT_FALSE(refused.ok()) << "the restart forgot alice's stored bytes";
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+
+  // The array's script leaves the store with its last task, not before.
+  v1::CancelJobRequest cancel;
+  cancel.add_job_ids(*arr);
+  ASSERT_TRUE(engine_->CancelJob(Root(), cancel, now_).ok());
+  now_ += 61'000;
+  engine_->Tick(now_);
+  EXPECT_EQ(Diag(Root()).store_users(0).bytes(), 4 * kMiB + 1024);
+  EXPECT_TRUE(SubmitBig(4, Alice()).ok());
+}
+
+TEST_F(StoredBytesTest, DiagShowsAdminsTheBiggestUsersAndEveryoneElseTheirOwnRow) {
+  ASSERT_TRUE(SubmitBig(1, Alice()).ok());
+  ASSERT_TRUE(SubmitBig(3, Bob()).ok());
+  const v1::DiagnosticsResponse admin = Diag(Root());
+  ASSERT_EQ(admin.store_users_size(), 2);
+  EXPECT_EQ(admin.store_users(0).user(), "bob");  // biggest first
+  EXPECT_EQ(admin.store_users(1).user(), "alice");
+  EXPECT_EQ(admin.store_bytes_total(), 4 * kMiB + 2 * 1024);
+  const v1::DiagnosticsResponse alice = Diag(Alice());
+  ASSERT_EQ(alice.store_users_size(), 1);
+  EXPECT_EQ(alice.store_users(0).user(), "alice");
+  EXPECT_EQ(alice.store_users(0).bytes(), kMiB + 1024);
+}
+
+constexpr const char* kLimits = R"(
+[[qos]]
+name = "bulk"
+grp_stored_mb = 6
+
+[[accounts]]
+name = "physics"
+users = ["alice", "bob"]
+max_stored_mb_per_user = 20
+
+[[accounts]]
+name = "theory"
+parent = "physics"
+users = ["carol"]
+)";
+
+TEST_F(StoredBytesTest, AccountAndQosLimitsReplaceTheSitesAndAreChangedLive) {
+  UseConfig(kLimits);
+  config_.scheduling.max_stored_mb_per_user = 10;
+  Restart();
+  AllUp();
+  // The account's MaxStoredMBPerUser (20) replaces the site's 10 for its users.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(SubmitBig(4, Alice()).ok()) << i;
+  auto refused = SubmitBig(4, Alice());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "user alice is at account physics's limit (MaxStoredMBPerUser)"),
+            std::string::npos)
+      << refused.status().message();
+  // A sub-account's user counts against its parent's per-user limit too.
+  const Caller carol{1002, 1002, "carol", false};
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(SubmitBig(4, carol).ok()) << i;
+  auto parents = SubmitBig(4, carol);
+  ASSERT_FALSE(parents.ok());
+  EXPECT_NE(parents.status().message().find("account physics's limit"), std::string::npos)
+      << parents.status().message();
+  // The QoS's GrpStoredMB bounds all its users together.
+  ASSERT_TRUE(SubmitBig(4, Bob(), "", "bulk").ok());
+  auto grp = SubmitBig(4, Bob(), "", "bulk");
+  ASSERT_FALSE(grp.ok());
+  EXPECT_NE(grp.status().message().find("qos bulk is at its limit (GrpStoredMB)"),
+            std::string::npos)
+      << grp.status().message();
+  // A QoS added live (sacctmgr add qos live GrpStoredMB=4), then raised.
+  v1::UpdateQosRequest add;
+  add.set_op(v1::ACCOUNT_OP_ADD);
+  add.set_name("live");
+  add.mutable_limits()->set_grp_stored_mb(4);
+  ASSERT_TRUE(engine_->UpdateQos(Root(), add, now_).ok());
+  ASSERT_TRUE(SubmitBig(3, Bob(), "", "live").ok());
+  EXPECT_FALSE(SubmitBig(3, Bob(), "", "live").ok());
+  v1::UpdateQosRequest raise;
+  raise.set_op(v1::ACCOUNT_OP_MODIFY);
+  raise.set_name("live");
+  raise.mutable_limits()->set_grp_stored_mb(100);
+  auto r = engine_->UpdateQos(Root(), raise, now_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(SubmitBig(3, Bob(), "", "live").ok());
+}
+
+TEST(StoredLimitsFormat, LimitsPrintAndPatchLikeTheOthers) {
+  v1::UsageLimits l;
+  v1::UsageLimits patch;
+  patch.set_grp_stored_mb(512);
+  patch.set_max_stored_mb_per_user(64);
+  ASSERT_TRUE(PatchLimits(patch, &l).ok());
+  EXPECT_EQ(FormatLimits(l), "GrpStoredMB=512 MaxStoredMBPerUser=64");
+  patch.Clear();
+  patch.set_grp_stored_mb(kUnlimited);
+  ASSERT_TRUE(PatchLimits(patch, &l).ok());
+  EXPECT_FALSE(l.has_grp_stored_mb());
+  EXPECT_EQ(l.max_stored_mb_per_user(), 64u);
+}
+
+}  // namespace
+}  // namespace muster::controller
