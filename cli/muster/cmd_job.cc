@@ -57,13 +57,14 @@ int CmdJob(int argc, char** argv) {
     return kExitOk;
   }
   int64_t now = SystemClock::Get()->NowMs();
-  std::printf("JobId=%llu JobName=%s\n", static_cast<unsigned long long>(j.id()), j.name().c_str());
+  std::printf("JobId=%llu JobName=%s\n", static_cast<unsigned long long>(j.id()),
+              Printable(j.name()).c_str());
   std::printf("   UserId=%s(%u) Account=%s Priority=%lld\n", j.user().c_str(), j.uid(),
               j.account().empty() ? "(null)" : j.account().c_str(),
               static_cast<long long>(j.priority()));
   std::printf("   JobState=%s Reason=%s%s%s\n", JobStateName(j.state(), j.completing()).c_str(),
               j.reason().c_str(),
-              j.reason_detail().empty() ? "" : " Detail=", j.reason_detail().c_str());
+              j.reason_detail().empty() ? "" : " Detail=", Printable(j.reason_detail()).c_str());
   std::printf("   Requeue=%d Restarts=%u ExitCode=%d:%d\n", j.no_requeue() ? 0 : 1,
               j.requeue_count(), j.exit_code(), j.exit_signal());
   std::printf("   RunTime=%s TimeLimit=%s\n", FormatDuration(ElapsedMs(j, now)).c_str(),
@@ -107,8 +108,9 @@ int CmdJob(int argc, char** argv) {
                 na.cpu_ids_size(), static_cast<unsigned long long>(na.mem_mb()),
                 g.empty() ? "none" : Join(g, ",").c_str());
   }
-  std::printf("   WorkDir=%s\n   StdOut=%s\n   StdErr=%s\n", j.work_dir().c_str(),
-              j.stdout_path().c_str(), j.stderr_path().c_str());
+  // Users' names and paths (any bytes) shown, never obeyed by the terminal.
+  std::printf("   WorkDir=%s\n   StdOut=%s\n   StdErr=%s\n", Printable(j.work_dir()).c_str(),
+              Printable(j.stdout_path()).c_str(), Printable(j.stderr_path()).c_str());
   return kExitOk;
 }
 

@@ -24,7 +24,8 @@ cleanup() {
 trap cleanup EXIT
 
 . "$ROOT/tests/system/lib.sh"
-state() { muster job show "$1" --json | sed -n 's/.*"state":"\([A-Z_]*\)".*/\1/p'; }
+# --json keeps a job's bytes as they are (names and paths need not be UTF-8): read it bytewise.
+state() { muster job show "$1" --json | LC_ALL=C sed -n 's/.*"state":"\([A-Z_]*\)".*/\1/p'; }
 is_state() { [ "$(state "$1")" = "$2" ]; }
 json_field() { sed -n "s/.*\"$2\":\\([^,}]*\\).*/\\1/p" <<<"$1"; }
 
@@ -72,6 +73,21 @@ for f in '"id":' '"name":"gang"' '"user":' '"state":"COMPLETED"' '"reason":' '"n
   grep -q "$f" <<<"$json" || fail "job JSON lacks $f: $json"
 done
 muster queue --all | grep -qE "^ +$id +gpu +gang" || fail "queue does not show job $id"
+
+# Unix paths and names are bytes: a job submitted from a Latin-1 directory with a Latin-1 name
+# runs there, writes its output there, and views escape what is not UTF-8.
+latin=$(printf 'caf\351')
+mkdir -p "$latin"
+id=$(cd "$latin" && muster submit --parsable -J "$(printf 'r\351sultat')" \
+  -o "$(printf 'sortie-\351t\351-%%j.out')" --wrap pwd) || fail "a Latin-1 job is refused"
+wait_for 60 is_state "$id" COMPLETED
+out="$latin/$(printf 'sortie-\351t\351-')$id.out"
+[ -f "$out" ] || { ls "$latin"; fail "no output file in the Latin-1 directory"; }
+[ "$(cat "$out")" = "$PWD/$latin" ] || fail "the job ran in $(cat "$out"), not $PWD/$latin"
+muster queue --all | grep -qF ' r\xe9sul ' || fail "the queue does not escape the job's name"
+muster job show "$id" | grep -qF 'JobName=r\xe9sultat' || fail "job show does not escape the name"
+muster job show "$id" | grep -qF 'WorkDir=/' || fail "job show has no WorkDir"
+muster job show "$id" | LC_ALL=C grep -q "$(printf '\351')" && fail "job show prints a byte that is not UTF-8"
 
 echo "== backfill: a reservation for the blocked gang, a short job runs beside it"
 blocker=$(muster submit --parsable -N 3 --gpus-per-node=8 -t 10 --wrap 'sleep 300')

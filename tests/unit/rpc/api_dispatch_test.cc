@@ -100,11 +100,17 @@ TEST_F(ApiDispatchTest, RequestsAndRepliesAreBytesAndTheCallerIsTheTransports) {
   EXPECT_EQ(Call(v1::METHOD_UPDATE_NODE, drain).status.code(), StatusCode::kPermissionDenied);
 }
 
-// Scripts, their arguments and environments are bytes, not UTF-8 text: a Latin-1 script or
-// variable is a job like any other.
-TEST_F(ApiDispatchTest, AScriptOrEnvironmentInAnyEncodingIsAccepted) {
+// Scripts, their arguments and environments are bytes, not UTF-8 text, and so are the job's
+// name, working directory and output paths (Unix paths are bytes): a Latin-1 job is a job like
+// any other, and its views (through the API, parsed as a client parses them) give back the
+// bytes it was submitted with.
+TEST_F(ApiDispatchTest, AJobInAnyEncodingIsAcceptedAndShownAsSubmitted) {
   v1::SubmitJobRequest req;
-  req.mutable_spec()->set_work_dir("/tmp");
+  req.mutable_spec()->set_name("r\xe9sultats");
+  req.mutable_spec()->set_work_dir("/tmp/caf\xe9");
+  req.mutable_spec()->set_submit_dir("/tmp/caf\xe9");
+  req.mutable_spec()->set_stdout_pattern("sortie-\xe9t\xe9-%j.out");
+  req.mutable_spec()->set_stderr_pattern("/tmp/caf\xe9/\xff.err");
   req.mutable_spec()->set_script("#!/bin/sh\necho caf\xe9 \xff\xfe\n");
   req.mutable_spec()->add_script_args("r\xe9sum\xe9");
   req.mutable_spec()->add_environment("GREETING=d\xe9j\xe0 vu");
@@ -112,7 +118,13 @@ TEST_F(ApiDispatchTest, AScriptOrEnvironmentInAnyEncodingIsAccepted) {
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   v1::SubmitJobResponse resp;
   ASSERT_TRUE(resp.ParseFromString(r.payload));
-  EXPECT_EQ(Job(resp.job_id()).state(), v1::PENDING);
+  const v1::JobInfo job = Job(resp.job_id());
+  EXPECT_EQ(job.state(), v1::PENDING);
+  EXPECT_EQ(job.name(), "r\xe9sultats");
+  EXPECT_EQ(job.work_dir(), "/tmp/caf\xe9");
+  EXPECT_EQ(job.stdout_path(),
+            "/tmp/caf\xe9/sortie-\xe9t\xe9-" + std::to_string(job.id()) + ".out");
+  EXPECT_EQ(job.stderr_path(), "/tmp/caf\xe9/\xff.err");
 }
 
 // Every request is checked before the engine sees it: unknown enum values, oversized lists and
