@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <thread>
 
 #include "muster/common/framing.h"
@@ -128,58 +129,66 @@ Status ControllerClient::Call(v1::Method method, const google::protobuf::Message
   return Status::Ok();
 }
 
-Status ControllerClient::ListJobsEach(const v1::ListJobsRequest& r,
-                                      const std::function<void(const v1::JobInfo&)>& each) {
+Status ForEachJobInPage(std::string_view page, uint64_t* next_after_id,
+                        const std::function<void(const v1::JobInfo&)>& each) {
   using google::protobuf::internal::WireFormatLite;
   const uint32_t jobs_tag = WireFormatLite::MakeTag(v1::ListJobsResponse::kJobsFieldNumber,
                                                     WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
   const uint32_t next_tag = WireFormatLite::MakeTag(v1::ListJobsResponse::kNextAfterIdFieldNumber,
                                                     WireFormatLite::WIRETYPE_VARINT);
-  v1::ListJobsRequest page = r;
+  const Status bad = Internal("controller reply does not parse (version mismatch?)");
+  if (page.size() > static_cast<size_t>(std::numeric_limits<int>::max())) return bad;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(page.data()),
+                                            static_cast<int>(page.size()));
   v1::JobInfo row;
   std::vector<v1::WaitingRun> runs;
+  *next_after_id = 0;
+  for (uint32_t tag; (tag = in.ReadTag()) != 0;) {
+    if (tag == next_tag) {
+      if (!in.ReadVarint64(next_after_id)) return bad;
+      continue;
+    }
+    if (tag != jobs_tag) {  // a field this client does not know
+      if (!WireFormatLite::SkipField(&in, tag)) return bad;
+      continue;
+    }
+    uint32_t len = 0;
+    if (!in.ReadVarint32(&len) || len > page.size()) return bad;
+    const auto limit = in.PushLimit(static_cast<int>(len));
+    row.Clear();  // keeps the strings' buffers: no allocation per job
+    const bool parsed = row.MergeFromCodedStream(&in) && in.ConsumedEntireMessage();
+    in.PopLimit(limit);
+    if (!parsed) return bad;
+    // An array's waiting tasks come as runs of the carrier's row: one row each here. They are
+    // one array's, so no more than an array can have, whatever a reply says.
+    runs.assign(row.array_waiting().begin(), row.array_waiting().end());
+    row.clear_array_waiting();
+    uint64_t waiting = 0;
+    for (const v1::WaitingRun& run : runs) waiting += run.count();
+    if (waiting > kMaxArrayTasks) {
+      return Internal("controller reply names an implausible run of array tasks");
+    }
+    each(row);
+    for (const v1::WaitingRun& run : runs) {
+      for (uint32_t k = 0; k < run.count(); ++k) {
+        row.set_id(run.first_id() + k);
+        row.mutable_array()->set_task_id(run.first_task() + k * run.task_step());
+        each(row);
+      }
+    }
+  }
+  if (in.CurrentPosition() != static_cast<int>(page.size())) return bad;
+  return Status::Ok();
+}
+
+Status ControllerClient::ListJobsEach(const v1::ListJobsRequest& r,
+                                      const std::function<void(const v1::JobInfo&)>& each) {
+  v1::ListJobsRequest page = r;
   // The controller sends a bounded page at a time: ask for the next until it says there is none.
   for (;;) {
     MUSTER_ASSIGN_OR_RETURN(std::string payload, CallRaw(v1::METHOD_LIST_JOBS, page));
-    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(payload.data()),
-                                              static_cast<int>(payload.size()));
     uint64_t next = 0;
-    bool parsed = true;
-    for (uint32_t tag; parsed && (tag = in.ReadTag()) != 0;) {
-      if (tag == next_tag) {
-        parsed = in.ReadVarint64(&next);
-        continue;
-      }
-      if (tag != jobs_tag) {  // a field this client does not know
-        parsed = WireFormatLite::SkipField(&in, tag);
-        continue;
-      }
-      uint32_t len = 0;
-      parsed = in.ReadVarint32(&len) && len <= payload.size();
-      if (!parsed) break;
-      const auto limit = in.PushLimit(static_cast<int>(len));
-      row.Clear();  // keeps the strings' buffers: no allocation per job
-      parsed = row.MergeFromCodedStream(&in) && in.ConsumedEntireMessage();
-      in.PopLimit(limit);
-      if (!parsed) break;
-      // An array's waiting tasks come as runs of the carrier's row: one row each here.
-      runs.assign(row.array_waiting().begin(), row.array_waiting().end());
-      row.clear_array_waiting();
-      each(row);
-      for (const v1::WaitingRun& run : runs) {
-        if (run.count() > kMaxArrayTasks) {
-          return Internal("controller reply names an implausible run of array tasks");
-        }
-        for (uint32_t k = 0; k < run.count(); ++k) {
-          row.set_id(run.first_id() + k);
-          row.mutable_array()->set_task_id(run.first_task() + k * run.task_step());
-          each(row);
-        }
-      }
-    }
-    if (!parsed || in.CurrentPosition() != static_cast<int>(payload.size())) {
-      return Internal("controller reply does not parse (version mismatch?)");
-    }
+    MUSTER_RETURN_IF_ERROR(ForEachJobInPage(payload, &next, each));
     if (next == 0) return Status::Ok();
     if (next <= page.after_id()) return Internal("controller reply pages backwards");
     page.set_after_id(next);

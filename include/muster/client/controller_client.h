@@ -7,12 +7,20 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "muster/common/config.h"
 #include "muster/common/status.h"
 #include "muster/v1/controller.pb.h"
 
 namespace muster::client {
+
+// One LIST_JOBS reply page: each row to `each` (an array's waiting tasks, sent as runs of their
+// carrier's row, one row each), and the id the next page starts after (0: it was the last).
+// INTERNAL for a page that does not parse, or whose row names more waiting tasks than one
+// array can have.
+Status ForEachJobInPage(std::string_view page, uint64_t* next_after_id,
+                        const std::function<void(const v1::JobInfo&)>& each);
 
 // Thread-compatible. One connection; calls are sequential.
 class ControllerClient {
