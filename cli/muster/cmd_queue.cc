@@ -30,7 +30,7 @@ std::string StartView(const v1::ListJobsResponse& resp, bool header) {
     if (j.state() != v1::PENDING) continue;
     std::string start = j.expected_start_ms() > 0 ? FormatTimestamp(j.expected_start_ms()) : "N/A";
     out += Right(std::to_string(j.id()), 18) + " " + Right(j.partition(), 9) + " " +
-           Right(j.name(), 8) + " " + Right(j.user(), 8) + " " +
+           Right(Printable(j.name()), 8) + " " + Right(j.user(), 8) + " " +
            Right(JobStateCode(j.state(), j.completing()), 2) + " " + Right(start, 19) + " " +
            Right(std::to_string(j.num_nodes()), 6) + " " + Left("(null)", 20) + " (" + j.reason() +
            ")\n";

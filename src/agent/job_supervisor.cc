@@ -455,7 +455,9 @@ void JobSupervisor::FailLaunch(uint64_t id, const std::string& why, bool node_fa
   v1::AgentMessage m;
   m.mutable_job_launch_failed()->set_job_id(id);
   m.mutable_job_launch_failed()->set_run(job->run());
-  m.mutable_job_launch_failed()->set_message(why);
+  // Proto text must be UTF-8, and the reason names the user's paths (any bytes): escaped, or the
+  // controller could not parse the message and would drop this node's whole session.
+  m.mutable_job_launch_failed()->set_message(Printable(why));
   m.mutable_job_launch_failed()->set_node_fault(node_fault);
   jobs_.erase(id);
   PublishJobIds();
@@ -683,8 +685,8 @@ void JobSupervisor::CheckClean(uint64_t id) {
   v1::AgentMessage m;
   m.mutable_job_cleaned()->set_job_id(id);
   m.mutable_job_cleaned()->set_run(job->run());
-  m.mutable_job_cleaned()->set_epilog_error(job->epilog_error);
-  m.mutable_job_cleaned()->set_prolog_error(job->prolog_error);
+  m.mutable_job_cleaned()->set_epilog_error(Printable(job->epilog_error));
+  m.mutable_job_cleaned()->set_prolog_error(Printable(job->prolog_error));
   jobs_.erase(id);
   PublishJobIds();
   ctx_.Send(m);

@@ -70,6 +70,8 @@ class JobManager {
   size_t size() const { return jobs_.size(); }
   // The scripts and environments the jobs in the table keep stored, by owner.
   const StoredBytes& stored() const { return stored_; }
+  // A pending job's account or QoS was changed (JobModifier): its stored bytes follow.
+  void OwnerChanged(const JobEntry& job) { stored_.Reown(job.rec); }
 
   // ---- Recovery. ----
   // A record from the store enters memory as it was (resources are the ledger's to restore).

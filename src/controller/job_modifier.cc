@@ -160,6 +160,7 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
   job->rec = std::move(next);
   RefreshSpecFields(*job);
+  if (mod.has_account() || mod.has_qos()) jobs_.OwnerChanged(*job);
   if (job->rec.dependency_terms_size() > 0) dependencies_.Track(id);
   ctx_.RequestPass();
   spdlog::info("update job={} by {}: {}", id, caller.user, Join(changed, " "));

@@ -30,6 +30,8 @@ void Move(Map& m, const Key& k, uint64_t bytes, int sign) {
 uint64_t PayloadBytesOf(const v1::JobSpec& spec) {
   uint64_t bytes = spec.script().size();
   for (const std::string& e : spec.environment()) bytes += e.size() + 1;  // its NUL at launch
+  // The arguments stay in the record (up to 256 KiB): where else a flood would put its bytes.
+  for (const std::string& a : spec.script_args()) bytes += a.size() + 1;
   return bytes;
 }
 
@@ -51,6 +53,14 @@ void StoredBytes::Remove(uint64_t payload_id) {
   if (it == payloads_.end()) return;
   Count(it->second, -1);
   payloads_.erase(it);
+}
+
+void StoredBytes::Reown(const v1::JobRecord& rec) {
+  auto it = payloads_.find(PayloadIdOf(rec));
+  if (it == payloads_.end()) return;
+  Count(it->second, -1);
+  it->second.owner = {rec.spec().uid(), rec.spec().user(), rec.spec().account(), rec.spec().qos()};
+  Count(it->second, +1);
 }
 
 void StoredBytes::Count(const Payload& p, int sign) {

@@ -17,15 +17,16 @@
 
 namespace muster::controller {
 
-// The bytes a submission stores besides its record: its script and environment.
+// The bytes a submission stores besides its record's fixed fields: its script, environment and
+// script arguments.
 uint64_t PayloadBytesOf(const v1::JobSpec& spec);
 // The id a job's payload is stored under: its array's, or its own.
 uint64_t PayloadIdOf(const v1::JobRecord& rec);
 
 class StoredBytes {
  public:
-  // Who a payload counts for: fixed at submission (a later change of account or QoS moves
-  // nothing, as Slurm's submit counts are not moved either).
+  // Who a payload counts for: its job's user, account and QoS (an array's: those of the task
+  // that changed last, or after a restart of its first task left).
   struct Owner {
     uint32_t uid = 0;
     std::string user, account, qos;
@@ -36,6 +37,9 @@ class StoredBytes {
   void Add(const v1::JobRecord& rec);
   // Its payload left the store.
   void Remove(uint64_t payload_id);
+  // `rec`'s account or QoS changed (scontrol update): its payload counts for them from now,
+  // as a restart would count it.
+  void Reown(const v1::JobRecord& rec);
 
   uint64_t total() const { return total_; }
   uint64_t OfUser(uint32_t uid) const;

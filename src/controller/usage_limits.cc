@@ -1,5 +1,6 @@
 #include "usage_limits.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "account_manager.h"
@@ -268,7 +269,7 @@ Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes) const 
                              "among many jobs with --array");
   };
   const uint32_t uid = spec.uid();
-  bool user_limit_set = false;
+  uint64_t user_cap_mb = 0;  // the largest per-user limit of the job's QoS and accounts
   const std::string& qos_name = QosOf(spec);
   if (const v1::QosRecord* q = qos_.Find(qos_name)) {
     const v1::UsageLimits& l = q->limits();
@@ -277,7 +278,7 @@ Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes) const 
                                   "qos " + qos_name + " is at its limit (GrpStoredMB)"));
     }
     if (l.has_max_stored_mb_per_user()) {
-      user_limit_set = true;
+      user_cap_mb = std::max<uint64_t>(user_cap_mb, l.max_stored_mb_per_user());
       MUSTER_RETURN_IF_ERROR(
           over(stored.OfQosUser(qos_name, uid), l.max_stored_mb_per_user(),
                "user " + spec.user() + " is at qos " + qos_name + "'s limit (MaxStoredMBPerUser)"));
@@ -290,17 +291,24 @@ Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes) const 
                                   "account " + a->name() + " is at its limit (GrpStoredMB)"));
     }
     if (l.has_max_stored_mb_per_user()) {
-      user_limit_set = true;
+      user_cap_mb = std::max<uint64_t>(user_cap_mb, l.max_stored_mb_per_user());
       MUSTER_RETURN_IF_ERROR(over(
           under(a->name(), &uid), l.max_stored_mb_per_user(),
           "user " + spec.user() + " is at account " + a->name() + "'s limit (MaxStoredMBPerUser)"));
     }
   }
+  // All the user's bytes, whatever account or QoS they are in: within the site's limit, or the
+  // job's account's or QoS's per-user limit where that is larger (each of those alone counts
+  // only its own jobs: a user in several would otherwise have each one's allowance).
   const uint32_t site = ctx_.scheduling().max_stored_mb_per_user;
-  if (!user_limit_set && site > 0 && uid != 0) {
+  if (site > 0 && uid != 0) {
+    const bool raised = user_cap_mb > site;
     MUSTER_RETURN_IF_ERROR(over(
-        stored.OfUser(uid), site,
-        "user " + spec.user() + " is at the site's limit (scheduling.max_stored_mb_per_user)"));
+        stored.OfUser(uid), raised ? user_cap_mb : site,
+        "user " + spec.user() +
+            (raised ? " is at the MaxStoredMBPerUser of the job's account or QoS, which bounds "
+                      "all the user's jobs together"
+                    : " is at the site's limit (scheduling.max_stored_mb_per_user)")));
   }
   return Status::Ok();
 }

@@ -54,10 +54,11 @@ class LimitTracker {
   Status CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms, const JobUse& use,
                      uint64_t count) const;
 
-  // At submission, the stored-bytes limits: a job storing `bytes` of script and environment
-  // past its user's (the QoS's or an account's max_stored_mb_per_user, else the site's
-  // scheduling.max_stored_mb_per_user, which root is exempt from) or its account tree's or
-  // QoS's grp_stored_mb. RESOURCE_EXHAUSTED naming the limit and the numbers.
+  // At submission, the stored-bytes limits: a job storing `bytes` of script, environment and
+  // arguments past its QoS's or account tree's grp_stored_mb, past the user's bytes there
+  // (max_stored_mb_per_user), or past all the user's bytes (the site's
+  // scheduling.max_stored_mb_per_user, raised by a larger per-user limit of the job's QoS or
+  // account; root is exempt). RESOURCE_EXHAUSTED naming the limit and the numbers.
   Status CheckStored(const v1::JobSpec& spec, uint64_t bytes) const;
 
   // The smallest MaxWall of the job's QoS and account tree (0: none): a job without a time limit

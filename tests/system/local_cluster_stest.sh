@@ -88,6 +88,13 @@ muster queue --all | grep -qF ' r\xe9sul ' || fail "the queue does not escape th
 muster job show "$id" | grep -qF 'JobName=r\xe9sultat' || fail "job show does not escape the name"
 muster job show "$id" | grep -qF 'WorkDir=/' || fail "job show has no WorkDir"
 muster job show "$id" | LC_ALL=C grep -q "$(printf '\351')" && fail "job show prints a byte that is not UTF-8"
+# A launch that fails on such a path reports it (the agent's message names the path) and the
+# node's session goes on: the next job runs.
+id=$(muster submit --parsable -D "/nonexistent/$latin" --wrap true) || fail "-D refused"
+wait_for 60 is_state "$id" FAILED
+muster job show "$id" | grep -qF 'caf\xe9' || { muster job show "$id"; fail "no reason naming the path"; }
+id=$(muster submit --parsable --wrap true)
+wait_for 60 is_state "$id" COMPLETED
 
 echo "== backfill: a reservation for the blocked gang, a short job runs beside it"
 blocker=$(muster submit --parsable -N 3 --gpus-per-node=8 -t 10 --wrap 'sleep 300')

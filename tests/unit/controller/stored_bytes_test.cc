@@ -186,6 +186,85 @@ TEST_F(StoredBytesTest, AccountAndQosLimitsReplaceTheSitesAndAreChangedLive) {
   EXPECT_TRUE(SubmitBig(3, Bob(), "", "live").ok());
 }
 
+constexpr const char* kTwoAccounts = R"(
+[[accounts]]
+name = "physics"
+users = ["alice"]
+max_stored_mb_per_user = 12
+
+[[accounts]]
+name = "chem"
+users = ["alice"]
+max_stored_mb_per_user = 20
+)";
+
+TEST_F(StoredBytesTest, AUserInSeveralAccountsHasOneAllowanceNotTheSum) {
+  UseConfig(kTwoAccounts);
+  config_.scheduling.max_stored_mb_per_user = 10;
+  Restart();
+  AllUp();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(SubmitBig(4, Alice()).ok()) << i;  // physics
+  // Arguments are stored too: 200 KiB of them count like a script's.
+  v1::JobSpec args = Gang(1, 1);
+  args.set_hold(true);
+  args.set_account("chem");
+  for (int i = 0; i < 2; ++i) args.add_script_args(std::string(100 << 10, 'a'));
+  auto with_args = Submit(args, Alice());
+  ASSERT_TRUE(with_args.ok()) << with_args.status().ToString();
+  EXPECT_GT(Diag(Root()).store_users(0).bytes(), 8 * kMiB + (200 << 10));
+  v1::JobSpec chem = Gang(1, 1);
+  chem.set_hold(true);
+  chem.set_account("chem");
+  chem.set_script("#!/bin/sh\n#" + std::string(3 * kMiB, 'x') + "\n");
+  // Three fit: 17.2 MiB in all, within chem's 20.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Submit(chem, Alice()).ok()) << i;
+  // The fourth makes 20.2 MiB: over chem's 20 for all alice's jobs, though chem holds 9.2.
+  auto refused = Submit(chem, Alice());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "is at the MaxStoredMBPerUser of the job's account or QoS, which bounds all"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+constexpr const char* kSmallPhysics = R"(
+[[accounts]]
+name = "physics"
+users = ["alice"]
+max_stored_mb_per_user = 6
+
+[[accounts]]
+name = "chem"
+users = ["alice"]
+)";
+
+TEST_F(StoredBytesTest, MovingAJobToAnotherAccountMovesItsBytes) {
+  UseConfig(kSmallPhysics);
+  config_.scheduling.max_stored_mb_per_user = 100;
+  Restart();
+  AllUp();
+  auto id = SubmitBig(4, Alice());  // physics, alice's default
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_FALSE(SubmitBig(4, Alice()).ok());  // physics holds 4 of alice's 6 MiB there
+  v1::UpdateJobRequest move;
+  move.set_action(v1::UpdateJobRequest::MODIFY);
+  move.add_job_ids(*id);
+  move.mutable_modify()->set_account("chem");
+  auto moved = engine_->UpdateJob(Alice(), move, now_);
+  ASSERT_TRUE(moved.ok() && moved->results(0).code() == 0) << moved->DebugString();
+  // Its bytes went with it: physics has room for another, as it has after a restart.
+  EXPECT_TRUE(SubmitBig(4, Alice()).ok());
+  EXPECT_FALSE(SubmitBig(4, Alice()).ok());
+  Restart();
+  AllUp();
+  EXPECT_FALSE(SubmitBig(4, Alice()).ok());
+  v1::JobSpec chem = Gang(1, 1);
+  chem.set_hold(true);
+  chem.set_account("chem");
+  EXPECT_TRUE(Submit(chem, Alice()).ok());
+  EXPECT_EQ(Diag(Root()).store_users(0).bytes(), 8 * kMiB + 2 * 1024 + 15);
+}
+
 TEST(StoredLimitsFormat, LimitsPrintAndPatchLikeTheOthers) {
   v1::UsageLimits l;
   v1::UsageLimits patch;
