@@ -261,7 +261,24 @@ Result<v1::UpdateJobResponse> ControllerClient::UpdateJob(const v1::UpdateJobReq
 }
 Result<v1::ListAccountingResponse> ControllerClient::ListAccounting(
     const v1::ListAccountingRequest& r) {
-  return Do<v1::ListAccountingResponse>(*this, v1::METHOD_LIST_ACCOUNTING, r);
+  // The controller answers a page at a time (1 MiB, 20,000 jobs): ask until it says it is done
+  // or the caller's limit is reached.
+  v1::ListAccountingResponse all;
+  v1::ListAccountingRequest page = r;
+  for (;;) {
+    MUSTER_ASSIGN_OR_RETURN(
+        v1::ListAccountingResponse resp,
+        Do<v1::ListAccountingResponse>(*this, v1::METHOD_LIST_ACCOUNTING, page));
+    for (v1::JobInfo& j : *resp.mutable_jobs()) *all.add_jobs() = std::move(j);
+    const uint64_t next = resp.next_after_id();
+    if (next == 0) return all;
+    if (next <= page.after_id()) return Internal("controller reply pages backwards");
+    if (r.limit() > 0) {
+      if (static_cast<uint64_t>(all.jobs_size()) >= r.limit()) return all;
+      page.set_limit(r.limit() - static_cast<uint32_t>(all.jobs_size()));
+    }
+    page.set_after_id(next);
+  }
 }
 
 }  // namespace muster::client

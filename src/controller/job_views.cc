@@ -491,19 +491,34 @@ Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequ
   q.store = &ctx_.store();
   const AccountingFilter match(req, q.end_ms);
   const bool with_steps = !req.without_steps();
+  const uint64_t after = req.after_id();
+  // One page's worth: the smallest ids past `after` (a carrier's waiting tasks may come after
+  // later jobs' ids, so the largest is dropped rather than the walk stopped).
+  auto keep = [&](uint64_t id, v1::JobInfo info) {
+    if (id <= after) return;
+    if (q.live.size() >= kMaxListPageRows) {
+      if (id > q.live.rbegin()->first) {
+        q.live_more = true;
+        return;
+      }
+      q.live.erase(std::prev(q.live.end()));
+      q.live_more = true;
+    }
+    q.live.emplace(id, std::move(info));
+  };
   for (const auto& [id, job] : jobs_.jobs()) {
-    if (!match(job.rec)) continue;
+    // Before the page, only a carrier may still hold tasks that belong in it.
+    if ((id <= after && !Carries(job.rec)) || !match(job.rec)) continue;
     v1::JobInfo info = AccountingInfo(job.rec, with_steps);
     info.set_priority(EffectivePriority(job));
     if (Carries(job.rec) && job.array_tasks) {
       ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t task_job, uint32_t task) {
-        if (match.Names(job.rec, task_job)) {
-          q.live.emplace(task_job, WaitingAccountingInfo(info, task_job, task));
-        }
+        if (match.Names(job.rec, task_job))
+          keep(task_job, WaitingAccountingInfo(info, task_job, task));
         return true;
       });
     }
-    if (match.Names(job.rec, id)) q.live.emplace(id, std::move(info));
+    if (match.Names(job.rec, id)) keep(id, std::move(info));
   }
   return q;
 }
@@ -512,22 +527,38 @@ Result<v1::ListAccountingResponse> JobViews::ScanAccounting(const Engine::Accoun
   const AccountingFilter match(q.req, q.end_ms);
   std::map<uint64_t, v1::JobInfo> found;
   const size_t limit = q.req.limit() > 0 ? q.req.limit() : SIZE_MAX;
+  const size_t rows = std::min(limit, kMaxListPageRows);
+  const uint64_t after = q.req.after_id();
   const bool with_steps = !q.req.without_steps();
+  bool history_more = false;
+  // One page: the smallest ids past `after` (a carrier's tasks come after it, past later ids).
+  auto add = [&](uint64_t id, v1::JobInfo info) {
+    if (id <= after) return;
+    if (found.size() >= rows) {
+      history_more = true;
+      if (id > found.rbegin()->first) return;
+      found.erase(std::prev(found.end()));
+    }
+    found.emplace(id, std::move(info));
+  };
   auto take = [&](const v1::JobRecord& r) {
+    // Records come in id order: once the page is full, one past its last row adds nothing.
+    if (found.size() >= rows && r.id() > found.rbegin()->first) {
+      history_more = true;
+      return false;
+    }
     // A job archived after the live part was read is in both: the live view wins.
-    if (!match(r) || q.live.count(r.id())) return found.size() < limit;
+    if ((r.id() <= after && !Carries(r)) || !match(r) || q.live.count(r.id())) return true;
     v1::JobInfo info = AccountingInfo(r, with_steps);
     if (Carries(r)) {
       // An array's tasks that ended with their carrier before they were split off.
       ForEachWaiting(r, *ArrayTaskList(r), [&](uint64_t task_job, uint32_t task) {
-        if (match.Names(r, task_job)) {
-          found.emplace(task_job, WaitingAccountingInfo(info, task_job, task));
-        }
-        return found.size() < limit;
+        if (match.Names(r, task_job)) add(task_job, WaitingAccountingInfo(info, task_job, task));
+        return true;
       });
     }
-    if (match.Names(r, r.id())) found.emplace(r.id(), std::move(info));
-    return found.size() < limit;
+    if (match.Names(r, r.id())) add(r.id(), std::move(info));
+    return true;
   };
   if (!match.ids().empty()) {
     for (uint64_t id : match.ids()) {
@@ -539,14 +570,36 @@ Result<v1::ListAccountingResponse> JobViews::ScanAccounting(const Engine::Accoun
       }));
     }
   } else {
+    // From the start: a carrier before the page may hold tasks that ended with it, past it.
     MUSTER_RETURN_IF_ERROR(q.store->ScanHistory(0, take));
   }
-  for (const auto& [id, info] : q.live) {
-    if (found.size() >= limit) break;
-    found[id] = info;
-  }
+  // Each part is complete up to its last row when it left more out: the page ends at the
+  // smaller of those.
+  uint64_t bound = UINT64_MAX;
+  if (history_more && !found.empty()) bound = found.rbegin()->first;
+  if (q.live_more && !q.live.empty()) bound = std::min(bound, q.live.rbegin()->first);
+  for (const auto& [id, info] : q.live) found[id] = info;
+  bool more = history_more || q.live_more;
   v1::ListAccountingResponse resp;
-  for (auto& [id, info] : found) *resp.add_jobs() = std::move(info);
+  size_t bytes = 0;
+  uint64_t last = 0;
+  for (auto& [id, info] : found) {
+    if (id > bound || static_cast<size_t>(resp.jobs_size()) >= rows) {
+      more = true;
+      break;
+    }
+    const size_t size = info.ByteSizeLong();
+    if (resp.jobs_size() > 0 && bytes + size > kAccountingPageBytes) {
+      more = true;
+      break;
+    }
+    bytes += size;
+    last = id;
+    *resp.add_jobs() = std::move(info);
+  }
+  if (more && last != 0 && static_cast<size_t>(resp.jobs_size()) < limit) {
+    resp.set_next_after_id(last);
+  }
   return resp;
 }
 

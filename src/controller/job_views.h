@@ -42,6 +42,8 @@ class JobViews {
   // The most rows one page of a listing holds, whatever the visitor's byte budget: what one
   // request may cost the strand.
   static constexpr size_t kMaxListPageRows = 20'000;
+  // The bytes of rows one accounting page holds (sacct; at least one row).
+  static constexpr size_t kAccountingPageBytes = 1 << 20;
   // squeue: the matching jobs in id order (see Engine::VisitJobs).
   uint64_t VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const;
   // sacct, in two parts (see Engine::AccountingQuery).

@@ -184,7 +184,10 @@ class Engine {
   struct AccountingQuery {
     v1::ListAccountingRequest req;
     TimeMs end_ms = 0;
-    std::map<uint64_t, v1::JobInfo> live;  // the matching live jobs
+    // The matching live jobs after req.after_id: the first page's worth, and whether more
+    // were left out.
+    std::map<uint64_t, v1::JobInfo> live;
+    bool live_more = false;
     store::StateStore* store = nullptr;
   };
   AccountingQuery PrepareAccounting(const v1::ListAccountingRequest& req, TimeMs now) const;

@@ -124,6 +124,61 @@ TEST_F(EngineTest, AccountingFiltersLiveAndArchivedJobsAndForgetsAfterTheRetenti
   EXPECT_EQ(ids({}), (std::vector<uint64_t>{b, c}));
 }
 
+// sacct's reply comes in pages of 1 MiB (or 20,000 jobs): archived and live jobs, and an array's
+// waiting tasks, each once and in id order across the pages; a limit stops the pages.
+TEST_F(EngineTest, AccountingComesInBoundedPagesThatTogetherListEveryJobOnce) {
+  const std::string name(900, 'n');  // about 1,000 jobs to a page
+  auto submit = [&](const std::string& array = "") {
+    v1::JobSpec s = Gang(1, 1);
+    s.set_hold(true);
+    s.set_name(name);
+    s.set_array(array);
+    auto id = Submit(s, Alice());
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : 0;
+  };
+  auto cancel = [&](uint64_t from, uint64_t to) {
+    v1::CancelJobRequest req;
+    for (uint64_t id = from; id <= to; ++id) req.add_job_ids(id);
+    ASSERT_TRUE(engine_->CancelJob(Root(), req, now_).ok());
+  };
+  const uint64_t first = submit();
+  for (int i = 1; i < 1500; ++i) submit();
+  cancel(first, first + 1499);
+  now_ += 120'000;
+  engine_->Tick(now_);                     // the first 1,500 are archived
+  const uint64_t array = submit("0-499");  // 500 tasks waiting in one live record
+  for (int i = 0; i < 700; ++i) submit();
+  std::vector<uint64_t> want;
+  for (uint64_t id = first; id < array + 500 + 700; ++id) want.push_back(id);
+
+  v1::ListAccountingRequest req;
+  req.set_without_steps(true);
+  std::vector<uint64_t> got;
+  int pages = 0;
+  for (;;) {
+    auto r = engine_->ListAccounting(req, now_);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ++pages;
+    EXPECT_LE(r->ByteSizeLong(), (1u << 20) + 4096) << "page " << pages;
+    for (const auto& j : r->jobs()) got.push_back(j.id());
+    if (r->next_after_id() == 0) break;
+    ASSERT_GT(r->next_after_id(), req.after_id());
+    req.set_after_id(r->next_after_id());
+    ASSERT_LT(pages, 100);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_GE(pages, 3);
+  // A limit: the first jobs, and no page after them.
+  v1::ListAccountingRequest few;
+  few.set_limit(10);
+  auto r = engine_->ListAccounting(few, now_);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->jobs_size(), 10);
+  EXPECT_EQ(r->jobs(9).id(), first + 9);
+  EXPECT_EQ(r->next_after_id(), 0u);
+}
+
 // sacct's two parts: the live jobs read on the strand, the archive scanned later on another
 // thread. A job archived in between is listed once, as it was when the query began.
 TEST_F(EngineTest, AccountingScanLaterListsAJobArchivedMeanwhileOnce) {
