@@ -86,12 +86,19 @@ void PrintText(const v1::DiagnosticsResponse& d) {
     }
   }
   // Scripts and environments of jobs not yet archived: who fills the store.
-  std::printf("Stored scripts    %.1f MiB in all\n",
-              static_cast<double>(d.store_bytes_total()) / (1 << 20));
+  auto size = [](uint64_t bytes) {
+    char buf[32];
+    if (bytes < (1u << 20)) {
+      std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    }
+    return std::string(buf);
+  };
+  std::printf("Stored scripts    %s in all\n", size(d.store_bytes_total()).c_str());
   for (const auto& u : d.store_users()) {
-    std::printf("  %-15s %10.1f MiB in %llu submission(s)\n", Printable(u.user()).c_str(),
-                static_cast<double>(u.bytes()) / (1 << 20),
-                static_cast<unsigned long long>(u.submissions()));
+    std::printf("  %-15s %12s in %llu submission(s)\n", Printable(u.user()).c_str(),
+                size(u.bytes()).c_str(), static_cast<unsigned long long>(u.submissions()));
   }
   std::printf("\n");
   std::printf("%-28s %10s %10s %10s %10s %12s\n", "KIND", "COUNT", "MEAN_US", "P50_US", "P99_US",
