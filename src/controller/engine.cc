@@ -524,7 +524,7 @@ void Engine::FillDiagnostics(const Caller& caller, v1::DiagnosticsResponse* resp
     out->set_bytes(u.bytes);
     out->set_submissions(u.payloads);
   };
-  if (caller.is_admin || caller.is_operator) {
+  if (CheckOperator(caller, "see other users' stored scripts").ok()) {
     for (const StoredBytes::UserUse& u : stored.Biggest(10)) add(u);
   } else {
     StoredBytes::UserUse own = stored.OfUserRow(caller.uid);

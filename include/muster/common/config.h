@@ -85,9 +85,10 @@ struct SchedulingConfig {
   uint32_t max_array_size = 1001;                // job array task ids are below this (MaxArraySize)
   // Pending jobs (array tasks each) one user may have at once; 0: no limit. Root is exempt.
   uint32_t max_pending_jobs_per_user = 50'000;
-  // Script and environment bytes (MiB) one user's jobs may keep in the state store, from
-  // submission until archived, unless the user's QoS or account sets max_stored_mb_per_user;
-  // 0: no limit. Root is exempt. 50,000 jobs at the 4 MiB script limit would be 200 GB.
+  // Script, environment and argument bytes (MiB) all of one user's jobs may keep in the state
+  // store, from submission until archived; a larger max_stored_mb_per_user of the job's QoS or
+  // account raises it for that job. 0: no limit. Root is exempt. 50,000 jobs at the 4 MiB
+  // script limit would be 200 GB.
   uint32_t max_stored_mb_per_user = 1024;
   // Finished jobs (with their steps) stay in the accounting history (sacct) this long; 0: forever.
   uint32_t accounting_retention_days = 365;

@@ -14,7 +14,13 @@ class StoredBytesTest : public EngineTest {
  protected:
   void SetUp() override {
     EngineTest::SetUp();
-    config_.scheduling.max_stored_mb_per_user = 10;
+    UseSiteLimit(10);
+  }
+
+  // The cluster (with `extra` config, if any) restarted under a site limit of `mib` per user.
+  void UseSiteLimit(uint32_t mib, const char* extra = nullptr) {
+    if (extra) UseConfig(extra);
+    config_.scheduling.max_stored_mb_per_user = mib;
     Restart();
     AllUp();
   }
@@ -142,12 +148,9 @@ parent = "physics"
 users = ["carol"]
 )";
 
-TEST_F(StoredBytesTest, AccountAndQosLimitsReplaceTheSitesAndAreChangedLive) {
-  UseConfig(kLimits);
-  config_.scheduling.max_stored_mb_per_user = 10;
-  Restart();
-  AllUp();
-  // The account's MaxStoredMBPerUser (20) replaces the site's 10 for its users.
+TEST_F(StoredBytesTest, AccountAndQosLimitsBoundTheirUsersAndAreChangedLive) {
+  UseSiteLimit(10, kLimits);
+  // The account's MaxStoredMBPerUser (20), larger than the site's 10, holds for its users.
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(SubmitBig(4, Alice()).ok()) << i;
   auto refused = SubmitBig(4, Alice());
   ASSERT_FALSE(refused.ok());
@@ -199,10 +202,7 @@ max_stored_mb_per_user = 20
 )";
 
 TEST_F(StoredBytesTest, AUserInSeveralAccountsHasOneAllowanceNotTheSum) {
-  UseConfig(kTwoAccounts);
-  config_.scheduling.max_stored_mb_per_user = 10;
-  Restart();
-  AllUp();
+  UseSiteLimit(10, kTwoAccounts);
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(SubmitBig(4, Alice()).ok()) << i;  // physics
   // Arguments are stored too: 200 KiB of them count like a script's.
   v1::JobSpec args = Gang(1, 1);
@@ -239,10 +239,7 @@ users = ["alice"]
 )";
 
 TEST_F(StoredBytesTest, MovingAJobToAnotherAccountMovesItsBytes) {
-  UseConfig(kSmallPhysics);
-  config_.scheduling.max_stored_mb_per_user = 100;
-  Restart();
-  AllUp();
+  UseSiteLimit(100, kSmallPhysics);
   auto id = SubmitBig(4, Alice());  // physics, alice's default
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   ASSERT_FALSE(SubmitBig(4, Alice()).ok());  // physics holds 4 of alice's 6 MiB there
