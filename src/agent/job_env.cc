@@ -5,6 +5,7 @@
 
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "muster/keeper/child.h"
 
 namespace muster::agent {
 namespace {
@@ -245,8 +246,9 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
   env.Slurm("STEP_TASKS_PER_NODE", step.tasks_per_node());
   env.Slurm("DISTRIBUTION", "block");
   if (step.pmi()) {
+    // PMI_FD: the socket the step supervisor relays to srun's PMI server (no port to find).
+    env.Set("PMI_FD", std::to_string(keeper::kPmiFd));
     env.Set("PMI_RANK", std::to_string(procid));
-    env.Set("PMI_ID", std::to_string((step.pmi_id_base() + procid) & 0x7fffffff));
     env.Set("PMI_SIZE", std::to_string(step.total_tasks()));
   }
   if (!launch_host.empty()) {

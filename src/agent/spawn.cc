@@ -141,6 +141,8 @@ Status StageError(const SpawnSpec& spec, int stage, int err) {
       return FailedPrecondition("cannot open error file " + spec.stderr_path + ": " + why);
     case kExec:
       return FailedPrecondition("execve(" + spec.argv[0] + "): " + why);
+    case kPmi:
+      return Internal("cannot hand the task its PMI socket: " + why);
     case kCgroup:
       return Internal("cannot move the process into the job's cgroup: " + why);
     case kGroups:
@@ -456,7 +458,11 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   a.stdin_path = spec.stdin_path.empty() ? nullptr : spec.stdin_path.c_str();
   a.tty_path = spec.tty_path.empty() ? nullptr : spec.tty_path.c_str();
   a.cgroup_procs_fd = -1;
-  if (!spec.exit_file.empty()) return SpawnKept(spec, a);
+  a.pmi_fd = spec.pmi_fd;
+  if (!spec.exit_file.empty()) {
+    if (spec.pmi_fd >= 0) return InvalidArgument("a kept process has no PMI socket");
+    return SpawnKept(spec, a);
+  }
   if (spec.cgroup_fd >= 0) {
     auto in_cgroup = SpawnIntoCgroup(spec, a);
     if (in_cgroup.ok() || in_cgroup.status().code() != StatusCode::kUnimplemented) {

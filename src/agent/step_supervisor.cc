@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,7 +44,7 @@ bool PerNodePattern(const std::string& p) {
 }  // namespace
 
 void StepSupervisor::TaskIo::CloseChildEnds() {
-  for (int* fd : {&child_out, &child_err, &child_in}) {
+  for (int* fd : {&child_out, &child_err, &child_in, &child_pmi}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
@@ -51,7 +52,7 @@ void StepSupervisor::TaskIo::CloseChildEnds() {
 
 void StepSupervisor::TaskIo::CloseAll() {
   CloseChildEnds();
-  for (int* fd : {&out, &err, &in}) {
+  for (int* fd : {&out, &err, &in, &pmi}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
@@ -125,15 +126,23 @@ Status StepSupervisor::Launch() {
       t.exited = true;
       t.status = 127 << 8;
       tasks_.push_back(t);
+      pmi_.emplace_back();
       continue;
     }
     t.pid = spawned->pid;
-    t.open_pipes = (io.out >= 0) + (io.err >= 0);
+    // The PMI socket counts as output: what a task wrote to it before it ended (an abort) is
+    // read before its exit is reported.
+    t.open_pipes = (io.out >= 0) + (io.err >= 0) + (io.pmi >= 0);
     tasks_.push_back(t);
     const size_t idx = tasks_.size() - 1;
+    pmi_.emplace_back();
     if (hooks_.task_started) hooks_.task_started(t.pid);
     if (io.out >= 0) ReadPipe(idx, io.out, 1);
     if (io.err >= 0) ReadPipe(idx, io.err, 2);
+    if (io.pmi >= 0) {
+      pmi_[idx].fd = std::make_shared<asio::posix::stream_descriptor>(io_, io.pmi);
+      ReadPmi(idx);
+    }
     if (io.in >= 0) {
       StdinSink sink;
       sink.fd = std::make_shared<asio::posix::stream_descriptor>(io_, io.in);
@@ -162,9 +171,19 @@ void StepSupervisor::WatchExit(size_t idx, pid_t pid, int pidfd) {
                  });
 }
 
-// Pipes, files or a terminal for one task, as the request asks (srun -o/-e/-i, --pty).
+// Pipes, files or a terminal for one task, as the request asks (srun -o/-e/-i, --pty), and its
+// PMI socket.
 Status StepSupervisor::OpenTaskIo(const PatternVars& vars, SpawnSpec& sp, uint32_t task,
                                   std::set<std::string>& truncated, TaskIo* io) {
+  if (req_.pmi()) {
+    // A socket pair, not a port: only the task that inherits one end can speak for its rank.
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      return ErrnoStatus("PMI socketpair", errno);
+    }
+    io->pmi = sv[0];
+    io->child_pmi = sp.pmi_fd = sv[1];
+  }
   if (req_.pty() && task == 0) {
     // The terminal carries stdin, stdout and stderr; the agent holds the master side.
     int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -261,6 +280,73 @@ void StepSupervisor::ReadPipe(size_t idx, int fd, uint32_t stream) {
   (*read)();
 }
 
+// What the task writes to its PMI_FD goes to the client's PMI server as it comes.
+void StepSupervisor::ReadPmi(size_t idx) {
+  auto sd = pmi_[idx].fd;
+  auto buf = std::make_shared<std::array<char, 16384>>();
+  auto self = shared_from_this();
+  sd->async_read_some(asio::buffer(*buf),
+                      [this, self, sd, buf, idx](boost::system::error_code ec, size_t n) {
+                        if (n > 0) {
+                          v1::StepEvent ev;
+                          ev.mutable_pmi()->set_task(tasks_[idx].id);
+                          ev.mutable_pmi()->set_data(buf->data(), n);
+                          Write(0, ev.SerializeAsString());
+                        }
+                        if (ec || !pmi_[idx].fd) {
+                          ClosePmi(idx);
+                          --tasks_[idx].open_pipes;
+                          MaybeReport(idx);
+                          return;
+                        }
+                        ReadPmi(idx);
+                      });
+}
+
+// The PMI server's answer to a task here.
+void StepSupervisor::ToPmi(const v1::PmiData& answer) {
+  const uint32_t first = req_.first_task();
+  if (answer.task() < first || answer.task() - first >= pmi_.size()) return;
+  const size_t idx = answer.task() - first;
+  StdinSink& k = pmi_[idx];
+  if (!k.fd || answer.data().empty()) return;
+  if (k.queued + answer.data().size() > kMaxPmiBacklog) return ClosePmi(idx);
+  k.queue.push_back(answer.data());
+  k.queued += answer.data().size();
+  if (!k.writing) WritePmi(idx);
+}
+
+void StepSupervisor::WritePmi(size_t idx) {
+  StdinSink& k = pmi_[idx];
+  if (k.queue.empty() || !k.fd) {
+    k.writing = false;
+    return;
+  }
+  k.writing = true;
+  auto self = shared_from_this();
+  auto sd = k.fd;
+  asio::async_write(*sd, asio::buffer(k.queue.front()), [this, self, sd, idx](auto ec, size_t) {
+    StdinSink& sink = pmi_[idx];
+    if (!sink.fd || ec) {  // closed meanwhile, or the task's end is gone
+      sink.writing = false;
+      return;
+    }
+    sink.queued -= sink.queue.front().size();
+    sink.queue.pop_front();
+    WritePmi(idx);
+  });
+}
+
+void StepSupervisor::ClosePmi(size_t idx) {
+  StdinSink& k = pmi_[idx];
+  if (!k.fd) return;
+  boost::system::error_code ignored;
+  k.fd->close(ignored);  // a pending read ends (and is counted) in ReadPmi
+  k.fd.reset();
+  k.queue.clear();
+  k.queued = 0;
+}
+
 void StepSupervisor::MaybeReport(size_t idx) {
   Task& t = tasks_[idx];
   if (t.reported || !t.exited || t.open_pipes > 0) return;
@@ -347,7 +433,7 @@ void StepSupervisor::WatchClient() {
     const uint32_t type = f.type;
     const size_t len = f.payload.size();
     const bool ok = (type == 1 && len <= 64) || (type == 2 && len <= kMaxStdinFrame) ||
-                    (type == 3 && len <= 64);
+                    (type == 3 && len <= 64) || (type == 4 && len <= kMaxPmiFrame);
     if (!ok) {
       if (!done_) KillTasks();
       return;
@@ -358,6 +444,13 @@ void StepSupervisor::WatchClient() {
         client_paused_ = true;  // resumed by WriteStdin once the tasks have read some
         return;
       }
+    } else if (type == 4) {
+      v1::PmiData answer;
+      if (!answer.ParseFromString(f.payload)) {
+        if (!done_) KillTasks();
+        return;
+      }
+      ToPmi(answer);
     } else if (type == 3) {
       v1::StepWindow w;
       if (w.ParseFromString(f.payload) && tty_fd_ >= 0 && w.rows() > 0 && w.cols() > 0) {

@@ -32,8 +32,9 @@ namespace muster::agent {
 class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
  public:
   // Frames the client may send once the step runs: signals and terminal sizes (64 bytes at
-  // most) and stdin chunks.
+  // most), stdin chunks, and PMI answers.
   static constexpr size_t kMaxStdinFrame = 1u << 20;
+  static constexpr size_t kMaxPmiFrame = 64u << 10;
 
   struct Hooks {
     // A task started (its pid is also its process group) / ended with its output drained.
@@ -62,6 +63,7 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   };
   // Where the client's stdin goes: a task's stdin pipe, or its terminal (written in order; the
   // client is not read while too much waits, so a task that never reads cannot grow this).
+  // Also a task's PMI socket, which the PMI server's answers are written to.
   struct StdinSink {
     std::shared_ptr<boost::asio::posix::stream_descriptor> fd;
     std::deque<std::string> queue;
@@ -72,17 +74,23 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   // One task's I/O ends: what the supervisor keeps (output to read, input to write) and what the
   // child inherits (closed here once it has started).
   struct TaskIo {
-    int out = -1, err = -1, in = -1;  // ours
-    int child_out = -1, child_err = -1, child_in = -1;
+    int out = -1, err = -1, in = -1, pmi = -1;  // ours
+    int child_out = -1, child_err = -1, child_in = -1, child_pmi = -1;
     void CloseChildEnds();
     void CloseAll();
   };
   static constexpr size_t kMaxStdinBacklog = 4u << 20;
+  // PMI answers a task has not read: past this it is not speaking PMI, and its socket closes.
+  static constexpr size_t kMaxPmiBacklog = 1u << 20;
 
   Status Launch();
   Status OpenTaskIo(const PatternVars& vars, SpawnSpec& sp, uint32_t task,
                     std::set<std::string>& truncated, TaskIo* io);
   void ReadPipe(size_t idx, int fd, uint32_t stream);
+  void ReadPmi(size_t idx);
+  void ToPmi(const v1::PmiData& answer);
+  void WritePmi(size_t idx);
+  void ClosePmi(size_t idx);
   void WatchExit(size_t idx, pid_t pid, int pidfd);
   void MaybeReport(size_t idx);
   void ReportEnd();
@@ -113,6 +121,7 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   int signal_ = 0;
   bool killed_ = false;  // we killed tasks (the client went away, or the step failed)
   std::vector<StdinSink> sinks_;
+  std::vector<StdinSink> pmi_;  // by tasks_ index: each task's PMI socket (with req_.pmi())
   bool client_paused_ = false;  // too much stdin waits for the tasks: the client is not read
   int tty_fd_ = -1;             // srun --pty: the terminal's master side (owned by its reader)
   bool reported_end_ = false;

@@ -1,11 +1,8 @@
 #include "muster/client/step_client.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -258,6 +255,7 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   struct Conn {
     std::string node;
     int fd = -1;
+    uint32_t first_task = 0, ntasks = 0;
     uint32_t pending_tasks = 0;
     bool stdin_here = false;  // a task here reads our stdin
     bool tty_here = false;    // task 0's terminal is here
@@ -295,29 +293,30 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
         o.stdin_mode == v1::StepLaunchRequest::STDIN_ALL ||
         (o.stdin_mode == v1::StepLaunchRequest::STDIN_TASK && has(o.stdin_task)) ||
         (o.pty && has(0));
-    conns.push_back({n.node(), *fd, n.ntasks(), stdin_here, o.pty && has(0)});
+    conns.push_back(
+        {n.node(), *fd, n.first_task(), n.ntasks(), n.ntasks(), stdin_here, o.pty && has(0)});
   }
-  // PMI for MPI programs: listen where the agents reached us, so the tasks can too.
+  // PMI for MPI programs: the tasks' PMI sockets come through each node's connection, and the
+  // answers go back the same way (to the node that runs the rank).
   std::optional<PmiServer> pmi;
-  uint32_t pmi_id_base = 0;
-  std::vector<std::string> environment = o.environment;
+  std::vector<size_t> conn_of_rank;
   if (o.pmi && !conns.empty()) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    char host[INET6_ADDRSTRLEN] = {0};
-    if (::getsockname(conns[0].fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-      if (ss.ss_family == AF_INET6) {
-        ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, host, sizeof host);
-      } else {
-        ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, host, sizeof host);
+    conn_of_rank.resize(step.total_tasks(), 0);
+    for (size_t i = 0; i < conns.size(); ++i) {
+      for (uint32_t t = conns[i].first_task;
+           t < conns[i].first_task + conns[i].ntasks && t < conn_of_rank.size(); ++t) {
+        conn_of_rank[t] = i;
       }
     }
-    pmi_id_base = PmiServer::RandomIdBase();
     pmi.emplace(step.total_tasks(), "muster_" + jid + "_" + std::to_string(step.step_id()), counts,
-                pmi_id_base);
-    auto where = pmi->Listen(host);
-    if (!where.ok()) return give_up(where.status());
-    environment.push_back("PMI_PORT=" + *where);
+                [&](uint32_t rank, const std::string& bytes) {
+                  if (rank >= conn_of_rank.size()) return;
+                  Conn& c = conns[conn_of_rank[rank]];
+                  v1::PmiData answer;
+                  answer.set_task(rank);
+                  answer.set_data(bytes);
+                  if (c.fd >= 0) WriteFrame(c.fd, 4, answer.SerializeAsString()).IgnoreError();
+                });
   }
   size_t next_conn = 0;
   for (const v1::StepNode& n : step.nodes()) {
@@ -328,7 +327,7 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     req.set_step_id(step.step_id());
     req.set_credential(n.credential());
     for (const auto& a : o.argv) req.add_argv(a);
-    for (const auto& e : environment) req.add_environment(e);
+    for (const auto& e : o.environment) req.add_environment(e);
     req.set_work_dir(o.work_dir);
     req.set_node_id(n.node_id());
     req.set_first_task(n.first_task());
@@ -344,7 +343,6 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     req.set_step_name(step.name());
     req.set_run(step.run());
     req.set_pmi(pmi.has_value());
-    req.set_pmi_id_base(pmi_id_base);
     req.set_stdin_mode(o.pty ? v1::StepLaunchRequest::STDIN_TASK : o.stdin_mode);
     req.set_stdin_task(o.pty ? 0 : o.stdin_task);
     req.set_stdin_pattern(o.stdin_pattern);
@@ -390,17 +388,10 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     if (g_signal_pipe[0] >= 0) pfds.push_back({g_signal_pipe[0], POLLIN, 0});
     const size_t stdin_at = pfds.size();
     if (stdin_open) pfds.push_back({o.stdin_fd, POLLIN, 0});
-    const size_t pmi_first = pfds.size();
-    if (pmi) {
-      for (int fd : pmi->Fds()) pfds.push_back({fd, POLLIN, 0});
-    }
     int r = ::poll(pfds.data(), pfds.size(), -1);
     if (r < 0) {
       if (errno == EINTR) continue;
       return give_up(ErrnoStatus("poll", errno));
-    }
-    for (size_t i = pmi_first; i < pfds.size(); ++i) {
-      if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) pmi->Handle(pfds[i].fd);
     }
     if (stdin_open && (pfds[stdin_at].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
       char buf[65536];
@@ -411,14 +402,6 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
         send_stdin("");  // end of input (or an unreadable stdin: the tasks read end of file)
         stdin_open = false;
       }
-    }
-    if (pmi && pmi->aborted() && !killing) {
-      std::fprintf(err, "%s: error: %s; ending step %s.%u\n", prog, pmi->abort_message().c_str(),
-                   jid.c_str(), step.step_id());
-      killing = true;
-      killed_after_failure = true;
-      worst = std::max(worst, 1);
-      signal_all(SIGKILL);
     }
     for (int sig : TakeSignals()) {
       if (sig == SIGINT) {
@@ -468,6 +451,12 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
           std::fflush(out);
         } else if (ev.has_output()) {
           writer.Add(ev.output().task(), ev.output().stream(), ev.output().data());
+        } else if (ev.has_pmi()) {
+          // A node speaks only for its own tasks.
+          const uint32_t task = ev.pmi().task();
+          if (pmi && task >= c.first_task && task - c.first_task < c.ntasks) {
+            pmi->FromTask(task, ev.pmi().data());
+          }
         } else if (ev.has_exit()) {
           writer.Flush(ev.exit().task());
           const v1::TaskExit& x = ev.exit();
@@ -497,6 +486,14 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
         c.fd = -1;
         --open;
       }
+    }
+    if (pmi && pmi->aborted() && !killing) {
+      std::fprintf(err, "%s: error: %s; ending step %s.%u\n", prog, pmi->abort_message().c_str(),
+                   jid.c_str(), step.step_id());
+      killing = true;
+      killed_after_failure = true;
+      worst = std::max(worst, 1);
+      signal_all(SIGKILL);
     }
   }
   return worst;

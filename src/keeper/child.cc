@@ -130,6 +130,13 @@ MUSTER_CHILD_CODE int ChildMain(void* arg) {
                                 : out;
     if (err < 0 || Sys(SYS_dup2, err, 2) < 0) ChildFail(a, kStderr);
   }
+  // After stdio, which may have used fd kPmiFd on the way (those are close-on-exec copies). A
+  // dup2 onto itself would leave close-on-exec set.
+  if (a->pmi_fd >= 0) {
+    const long r =
+        a->pmi_fd == kPmiFd ? Sys(SYS_fcntl, kPmiFd, F_SETFD, 0) : Sys(SYS_dup2, a->pmi_fd, kPmiFd);
+    if (r < 0) ChildFail(a, kPmi);
+  }
   Sys(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
       reinterpret_cast<long>(a->envp));
   ChildFail(a, kExec);

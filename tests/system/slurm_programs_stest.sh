@@ -3,7 +3,8 @@
 # front ends on a 4-agent local cluster.
 #   - torch.distributed (gloo, CPU) over 4 agents with srun: rank, world size and the rendezvous
 #     address from SLURM_* only; the all-reduce sums right on every rank;
-#   - an MPICH hello world started by srun (srun serves PMI-1), and by mpiexec inside salloc
+#   - an MPICH hello world started by srun (srun serves PMI-1 through each task's inherited
+#     socket, and opens no port anyone could find), its MPI_Abort, and mpiexec inside salloc
 #     (hydra launches its proxies with srun).
 #   usage: slurm_programs_stest.sh BIN_DIR
 set -euo pipefail
@@ -45,6 +46,29 @@ out=$(timeout 120 srun -N4 -n8 ./mpi_hello | sort)
 for r in 0 1 2 3 4 5 6 7; do
   grep -q "^rank $r of 8 on node$(( r / 2 + 1 )): sum 36$" <<<"$out" || fail "rank $r: $out"
 done
+
+echo "== PMI has no port: the tasks hold their sockets, srun listens nowhere"
+out=$(timeout 60 srun -N2 -n2 sh -c 'echo "${PMI_PORT:-noport} $PMI_FD $(readlink /proc/self/fd/$PMI_FD | cut -c1-7)"' | sort -u)
+[ "$out" = "noport 3 socket:" ] || fail "tasks' PMI: $out"
+srun -N2 -n2 sleep 3 & srun_pid=$!
+sleep 1
+inodes=$(find /proc/$srun_pid/fd -lname 'socket:*' -printf '%l\n' 2>/dev/null | tr -dc '0-9\n')
+[ -n "$inodes" ] || fail "srun has no sockets to look at"
+for i in $inodes; do
+  # /proc/net/tcp columns: sl local remote st(0A: LISTEN) ... inode (10th)
+  if awk -v i="$i" '$4 == "0A" && $10 == i { found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6; then
+    fail "srun listens on a TCP port (socket $i) during a step"
+  fi
+done
+wait $srun_pid || fail "srun -N2 -n2 sleep 3"
+
+echo "== MPI_Abort of one rank ends the step"
+set +e
+timeout 60 srun -N2 -n4 ./mpi_hello abort >abort.out 2>abort.err; rc=$?
+set -e
+[ $rc != 0 ] && grep -q "rank 1 called MPI_Abort (exit code 3)" abort.err \
+  || fail "MPI_Abort: rc $rc: $(cat abort.out abort.err)"
+
 set +e
 srun --mpi=pmi2 true 2>err.txt; rc=$?
 set -e

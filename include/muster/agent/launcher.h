@@ -40,6 +40,9 @@ struct SpawnSpec {
   // A pseudo-terminal's slave: the task's controlling terminal and its stdin, stdout and stderr
   // (srun --pty). Overrides the other I/O settings.
   std::string tty_path;
+  // The task's PMI socket (srun's PMI relayed by the step supervisor): inherited as fd
+  // keeper::kPmiFd. Not with exit_file.
+  int pmi_fd = -1;
   // cgroup v2: the open directory (O_DIRECTORY) of the cgroup the process starts in, -1: ours.
   // The process is created there (clone3 CLONE_INTO_CGROUP, Linux 5.7): moving it in after the
   // fork would cost a synchronize_rcu, 10-20 ms a job (measured).

@@ -14,13 +14,28 @@ namespace muster::keeper {
 
 // Where starting a task failed (ChildArgs::stage, KeeperReport::stage); 0: it exec'd.
 namespace stages {
-enum Stage { kSetsid = 1, kCgroup, kGroups, kGid, kUid, kChdir, kStdin, kStdout, kStderr, kExec };
+enum Stage {
+  kSetsid = 1,
+  kCgroup,
+  kGroups,
+  kGid,
+  kUid,
+  kChdir,
+  kStdin,
+  kStdout,
+  kStderr,
+  kExec,
+  kPmi
+};
 }  // namespace stages
 using stages::Stage;
 
 // Everything the child needs, prepared by the parent. The child shares the parent's memory
 // (CLONE_VM | CLONE_VFORK, as posix_spawn does), so it never copies the agent's address space;
 // it may only make raw system calls, and reports a failure by writing stage/err here.
+// The fd number a task finds its PMI socket at (PMI_FD): the first after stdin, stdout, stderr.
+inline constexpr int kPmiFd = 3;
+
 struct ChildArgs {
   const char* path;
   char* const* argv;
@@ -39,6 +54,7 @@ struct ChildArgs {
   const char* stdin_path;  // nullptr: /dev/null
   const char* tty_path;    // nullptr: no terminal
   int cgroup_procs_fd;     // fallback for kernels without CLONE_INTO_CGROUP: move in by writing "0"
+  int pmi_fd = -1;         // the task inherits it as kPmiFd (its PMI_FD); -1: none
   int report_fd = -1;  // a child in its own memory (clone3 without CLONE_VM) reports failure here
   volatile int stage = 0;
   volatile int err = 0;

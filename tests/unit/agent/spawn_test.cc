@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "cgroup.h"
@@ -59,6 +61,57 @@ TEST_F(LauncherTest, RunsInItsDirWithItsEnvAndOutputFiles) {
   EXPECT_EQ(sig, 0);
   EXPECT_EQ(Read(s.stdout_path), "out:bar:" + dir_.string() + "\n");
   EXPECT_EQ(Read(s.stderr_path), "err\n");
+}
+
+// A step's PMI socket reaches the task as fd 3 and nothing else of ours does, wherever the
+// socket was (fd 3 itself included: a dup2 onto itself would leave it close-on-exec).
+TEST_F(LauncherTest, ThePmiSocketIsInheritedAsFdThreeOnly) {
+  for (bool at_three : {false, true}) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    int child_end = -1;
+    if (!at_three) {
+      child_end = ::fcntl(sv[1], F_DUPFD_CLOEXEC, 20);
+    } else if (::fcntl(3, F_GETFD) < 0) {  // fd 3 is free here: put the socket there
+      child_end = ::dup3(sv[1], 3, O_CLOEXEC);
+    }
+    ::close(sv[1]);
+    if (child_end < 0) {
+      ::close(sv[0]);
+      continue;  // fd 3 is taken in this process: that case cannot be set up
+    }
+    SpawnSpec s;
+    s.argv = {"sh", "-c", "echo hi >&3; readlink /proc/$$/fd/3 | cut -c1-7; ls /proc/$$/fd"};
+    s.env = {"PATH=/usr/bin:/bin"};
+    s.stdout_path = (dir_ / "out.txt").string();
+    s.pmi_fd = child_end;
+    auto sp = Spawn(s);
+    ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+    ::close(child_end);
+    Wait(*sp);
+    char buf[16] = {0};
+    EXPECT_EQ(::read(sv[0], buf, sizeof buf - 1), 3) << at_three;
+    EXPECT_STREQ(buf, "hi\n");
+    std::istringstream out(Read(s.stdout_path));
+    std::string what;
+    std::getline(out, what);
+    EXPECT_EQ(what, "socket:") << at_three;
+    std::set<int> fds;
+    for (std::string fd; std::getline(out, fd);) fds.insert(std::atoi(fd.c_str()));
+    EXPECT_TRUE(fds.count(3));
+    if (sv[0] != 3) {
+      EXPECT_FALSE(fds.count(sv[0])) << "our end of the socket reached the task";
+    }
+    if (!at_three) {
+      EXPECT_FALSE(fds.count(child_end)) << "the socket stayed at its own number too";
+    }
+    ::close(sv[0]);
+  }
+  SpawnSpec kept;
+  kept.argv = {"true"};
+  kept.pmi_fd = 0;
+  kept.exit_file = (dir_ / "exit").string();
+  EXPECT_EQ(Spawn(kept).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(LauncherTest, OwnSessionSoTheWholeTreeCanBeSignalled) {

@@ -11,9 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "muster/common/framing.h"
@@ -51,9 +54,11 @@ class StepSupervisorTest : public ::testing::Test {
     r.add_argv("-c");
     r.add_argv(script);
     r.add_environment("PATH=/usr/bin:/bin");
-    r.set_ntasks(1);
-    r.set_total_tasks(1);
+    r.set_first_task(first_task_);
+    r.set_ntasks(ntasks_);
+    r.set_total_tasks(first_task_ + ntasks_);
     r.set_total_nodes(1);
+    r.set_pmi(pmi_);
     r.set_stdin_mode(v1::StepLaunchRequest::STDIN_TASK);
     v1::LaunchJob& l = *setup.mutable_launch();
     l.set_job_id(7);
@@ -101,8 +106,11 @@ class StepSupervisorTest : public ::testing::Test {
     std::map<uint32_t, std::string> output;  // stream -> bytes
     std::vector<v1::TaskExit> exits;
     std::string error;
+    std::map<uint32_t, std::string> pmi;  // task -> what it wrote to PMI_FD
+    std::vector<std::string> order;       // "pmi <task>" / "exit <task>", as they came
   };
-  Heard Listen() {
+  // `answer`: what the client sends back on frame type 4 for what a task wrote to PMI_FD.
+  Heard Listen(std::function<void(const v1::PmiData&)> answer = nullptr) {
     Heard h;
     for (;;) {
       auto f = ReadFrame(client_, 10'000);
@@ -114,7 +122,15 @@ class StepSupervisorTest : public ::testing::Test {
       v1::StepEvent ev;
       EXPECT_TRUE(ev.ParseFromString(f->payload));
       if (ev.has_output()) h.output[ev.output().stream()] += ev.output().data();
-      if (ev.has_exit()) h.exits.push_back(ev.exit());
+      if (ev.has_exit()) {
+        h.exits.push_back(ev.exit());
+        h.order.push_back("exit " + std::to_string(ev.exit().task()));
+      }
+      if (ev.has_pmi()) {
+        h.pmi[ev.pmi().task()] += ev.pmi().data();
+        h.order.push_back("pmi " + std::to_string(ev.pmi().task()));
+        if (answer) answer(ev.pmi());
+      }
     }
     return h;
   }
@@ -134,6 +150,8 @@ class StepSupervisorTest : public ::testing::Test {
     return in && out->ParseFromString(ss.str());
   }
 
+  uint32_t first_task_ = 0, ntasks_ = 1;
+  bool pmi_ = false;
   fs::path dir_;
   std::string setup_path_;
   int client_ = -1;
@@ -213,6 +231,48 @@ TEST_F(StepSupervisorTest, SignalsToTheSupervisorItselfDoNotEndTheStep) {
   EXPECT_EQ(h.exits[0].exit_code(), 0);
   const int status = WaitSupervisor();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// PMI is a socket pair per task, relayed over the client's connection: there is no port that
+// another user could find and connect to (one once could, and spend the step's tries).
+TEST_F(StepSupervisorTest, EachTaskSpeaksPmiOnlyThroughItsOwnInheritedSocket) {
+  first_task_ = 4;  // global task ids: 4 and 5 of 6
+  ntasks_ = 2;
+  pmi_ = true;
+  Start(
+      "printf 'cmd=init pmi_version=1\\n' >&$PMI_FD; read -r a <&$PMI_FD; "
+      "echo \"$SLURM_PROCID $PMI_RANK $PMI_SIZE ${PMI_PORT:-noport} "
+      "$(readlink /proc/self/fd/$PMI_FD | cut -c1-7) $a\"; "
+      "printf 'cmd=finalize\\n' >&$PMI_FD; exit 0");
+  Heard h = Listen([&](const v1::PmiData& got) {
+    if (got.data().find("init") == std::string::npos) return;
+    v1::PmiData bogus;  // a task that is not here: ignored, and the step goes on
+    bogus.set_task(0);
+    bogus.set_data("for nobody\n");
+    Send(4, bogus.SerializeAsString());
+    v1::PmiData answer;
+    answer.set_task(got.task());
+    answer.set_data("hello" + std::to_string(got.task()) + "\n");
+    Send(4, answer.SerializeAsString());
+  });
+  EXPECT_EQ(h.error, "");
+  std::multiset<std::string> lines;
+  std::istringstream ss(h.output[1]);
+  for (std::string l; std::getline(ss, l);) lines.insert(l);
+  EXPECT_EQ(lines, (std::multiset<std::string>{"4 4 6 noport socket: hello4",
+                                               "5 5 6 noport socket: hello5"}))
+      << h.output[1] << h.output[2];
+  EXPECT_EQ(h.pmi[4], "cmd=init pmi_version=1\ncmd=finalize\n");
+  EXPECT_EQ(h.pmi[5], "cmd=init pmi_version=1\ncmd=finalize\n");
+  // What a task wrote before it ended comes before its exit (an abort is not lost).
+  for (const std::string task : {"4", "5"}) {
+    auto exit = std::find(h.order.begin(), h.order.end(), "exit " + task);
+    ASSERT_NE(exit, h.order.end());
+    EXPECT_EQ(std::find(exit, h.order.end(), "pmi " + task), h.order.end()) << task;
+  }
+  ASSERT_EQ(h.exits.size(), 2u);
+  for (const auto& x : h.exits) EXPECT_EQ(x.exit_code(), 0);
+  WaitSupervisor();
 }
 
 TEST_F(StepSupervisorTest, AnUnreadableSetupIsRefused) {
