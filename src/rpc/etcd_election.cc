@@ -9,7 +9,9 @@
 #include <mutex>
 #include <thread>
 
+#include "election_rules.h"
 #include "etcd/election.grpc.pb.h"
+#include "muster/common/strings.h"
 
 namespace muster::rpc {
 namespace {
@@ -267,6 +269,7 @@ class EtcdElectionImpl final : public EtcdElection {
   Result<Leadership> TryOnce() {
     MUSTER_ASSIGN_OR_RETURN(int64_t lease, OurLease());
     etcdserverpb::TxnResponse resp;
+    CampaignVerdict verdict;
     bool first_ever = false;
     while (true) {
       const etcdserverpb::TxnRequest txn = TakeLeadTxn(lease, first_ever);
@@ -280,10 +283,8 @@ class EtcdElectionImpl final : public EtcdElection {
         return Unavailable(st.message());
       }
       MUSTER_RETURN_IF_ERROR(st);
-      const bool nobody_leads = !resp.succeeded() && resp.responses_size() == 1 &&
-                                resp.responses(0).has_response_range() &&
-                                resp.responses(0).response_range().kvs_size() == 0;
-      if (!nobody_leads || o_.state_prefix.empty()) break;
+      verdict = JudgeCampaign(resp, lease, o_.candidate);
+      if (verdict.kind != CampaignVerdict::kNobodyLeads || o_.state_prefix.empty()) break;
       if (first_ever) {
         if (!refused_logged_) {
           spdlog::warn(
@@ -297,41 +298,35 @@ class EtcdElectionImpl final : public EtcdElection {
       }
       first_ever = true;  // not in sync: only a cluster that never had a leader would do
     }
-    Leadership now;
-    if (resp.succeeded()) {
-      now = Leadership{o_.candidate, resp.header().revision(), lease};
-    } else if (resp.responses_size() == 1 && resp.responses(0).has_response_range() &&
-               resp.responses(0).response_range().kvs_size() == 1) {
-      const etcdserverpb::KeyValue& kv = resp.responses(0).response_range().kvs(0);
-      now = Of(kv);
-      refused_logged_ = false;
-      if (now.lease != lease && kv.lease() == 0) {
-        // No candidate writes a key without a lease (some other etcd client did): it would
-        // never expire, and no controller would ever lead again. It goes.
-        RemoveForeignKey(kv);
+    const Leadership& now = verdict.leader;
+    switch (verdict.kind) {
+      case CampaignVerdict::kWeLead:
+        break;
+      case CampaignVerdict::kForeignKey:
+        refused_logged_ = false;
+        RemoveForeignKey(now.leader, verdict.mod_revision);
         return Unavailable("removed a leader key no candidate wrote; campaigning again");
-      }
-      if (now.lease != lease && !IsCandidate(kv.value()) && now.epoch != unknown_epoch_) {
-        // Perhaps a controller of a newer config (one being rolled out): said, and waited out
-        // like any leader, never removed (that would depose a rightful one).
-        spdlog::error(
-            "leader election: the leader key {} names '{}', which is not among [[controllers]] "
-            "here; {} keeps campaigning until its lease ends (a config not yet updated here, or "
-            "another etcd client: check who holds etcd's client certificates)",
-            o_.key, kv.value(), o_.candidate);
-        unknown_epoch_ = now.epoch;
-      }
-      if (now.lease != lease) {
+      case CampaignVerdict::kOtherLeads:
+        refused_logged_ = false;
+        if (!IsCandidate(now.leader) && now.epoch != unknown_epoch_) {
+          // Perhaps a controller of a newer config (one being rolled out): said, and waited out
+          // like any leader, never removed (that would depose a rightful one).
+          spdlog::error(
+              "leader election: the leader key {} names '{}', which is not among [[controllers]] "
+              "here; {} keeps campaigning until its lease ends (a config not yet updated here, "
+              "or another etcd client: check who holds etcd's client certificates)",
+              o_.key, Printable(now.leader), o_.candidate);
+          unknown_epoch_ = now.epoch;
+        }
         if (now.epoch != seen_epoch_) {
-          spdlog::info("leader election: {} leads (epoch {}); {} stands by", now.leader, now.epoch,
-                       o_.candidate);
+          spdlog::info("leader election: {} leads (epoch {}); {} stands by", Printable(now.leader),
+                       now.epoch, o_.candidate);
           seen_epoch_ = now.epoch;
         }
-        return AlreadyExists(now.leader + " leads");
-      }
-      // Our own key from an attempt whose answer was lost: we lead.
-    } else {
-      return Unavailable("the leader key changed under the election; trying again");
+        return AlreadyExists(Printable(now.leader) + " leads");
+      case CampaignVerdict::kNobodyLeads:
+      case CampaignVerdict::kUnclear:
+        return Unavailable("the leader key changed under the election; trying again");
     }
     {
       // Only while the lease is still being kept alive: a keep-alive that gave it up in the
@@ -353,18 +348,18 @@ class EtcdElectionImpl final : public EtcdElection {
 
   // Deletes that very key (the same modification only: a candidate's key written meanwhile
   // stays), saying so.
-  void RemoveForeignKey(const etcdserverpb::KeyValue& kv) {
+  void RemoveForeignKey(const std::string& names, int64_t mod_revision) {
     spdlog::error(
         "leader election: the leader key {} names '{}' and has no lease: no candidate wrote it "
         "(another etcd client did; check who holds etcd's client certificates). {} removes it "
         "and campaigns on",
-        o_.key, kv.value(), o_.candidate);
+        o_.key, Printable(names), o_.candidate);
     etcdserverpb::TxnRequest txn;
     etcdserverpb::Compare* c = txn.add_compare();
     c->set_key(o_.key);
     c->set_target(etcdserverpb::Compare::MOD);
     c->set_result(etcdserverpb::Compare::EQUAL);
-    c->set_mod_revision(kv.mod_revision());
+    c->set_mod_revision(mod_revision);
     txn.add_success()->mutable_request_delete_range()->set_key(o_.key);
     etcdserverpb::TxnResponse resp;
     Status st = Call("txn", [&](size_t i, grpc::ClientContext* ctx) {
@@ -434,10 +429,8 @@ class EtcdElectionImpl final : public EtcdElection {
         return endpoints_[i].kv->Range(ctx, read, &now);
       });
       if (st.ok()) {
-        if (now.kvs_size() == 0) return LoseLead(lease, "the leader key vanished", true);
-        const etcdserverpb::KeyValue& kv = now.kvs(0);
-        if (kv.create_revision() != epoch || kv.mod_revision() != epoch || kv.lease() != lease) {
-          return LoseLead(lease, "the leader key was changed under it", true);
+        if (std::string lost = LeadLostInRead(now, epoch, lease); !lost.empty()) {
+          return LoseLead(lease, lost, true);
         }
         grpc::ClientContext ctx;
         {
@@ -450,14 +443,11 @@ class EtcdElectionImpl final : public EtcdElection {
         create.mutable_create_request()->set_key(o_.key);
         create.mutable_create_request()->set_start_revision(now.header().revision() + 1);
         etcdserverpb::WatchResponse event;
-        bool changed = false;
+        WatchVerdict verdict = WatchVerdict::kRestart;
         if (stream->Write(create)) {
           while (stream->Read(&event)) {
-            if (event.events_size() > 0) {
-              changed = true;
-              break;
-            }
-            if (event.canceled() || event.compact_revision() != 0) break;
+            verdict = JudgeWatch(event);
+            if (verdict != WatchVerdict::kKeepWatching) break;
           }
         }
         ctx.TryCancel();
@@ -466,11 +456,10 @@ class EtcdElectionImpl final : public EtcdElection {
           std::lock_guard<std::mutex> lock(mu_);
           watch_ctx_ = nullptr;
         }
-        if (changed) {
+        if (verdict == WatchVerdict::kDeleted || verdict == WatchVerdict::kOverwritten) {
           return LoseLead(lease,
-                          event.events(0).type() == etcdserverpb::Event::DELETE
-                              ? "the leader key was deleted"
-                              : "the leader key was overwritten",
+                          verdict == WatchVerdict::kDeleted ? "the leader key was deleted"
+                                                            : "the leader key was overwritten",
                           true);
         }
       }
@@ -510,7 +499,7 @@ class EtcdElectionImpl final : public EtcdElection {
         etcdserverpb::LeaseKeepAliveRequest req;
         req.set_id(lease);
         etcdserverpb::LeaseKeepAliveResponse resp;
-        if (stream->Write(req) && stream->Read(&resp)) granted = resp.ttl();
+        if (stream->Write(req) && stream->Read(&resp)) granted = JudgeKeepAlive(resp, lease);
         stream->WritesDone();
         stream->Finish().ok();
       }
