@@ -68,8 +68,8 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       quotas_(std::make_unique<QuotaBook>(*ctx_, *accounts_, *jobs_, *limits_)),
       preemptor_(
           std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *scheduler_, *quotas_)),
-      modifier_(std::make_unique<JobModifier>(*ctx_, *jobs_, *accounts_, *qos_, *dependencies_,
-                                              *scheduler_)) {
+      modifier_(std::make_unique<JobModifier>(*ctx_, *jobs_, *accounts_, *qos_, *limits_,
+                                              *dependencies_, *scheduler_)) {
   scheduler_->SetFairShare([this](const v1::JobSpec& spec) { return fair_share_->FactorOf(spec); });
   scheduler_->SetQosFactor(
       [this](const v1::JobSpec& spec) { return qos_->PriorityFactor(spec.qos()); });

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "access.h"
+#include "array_tasks.h"
 #include "job_entry.h"
 #include "job_spec.h"
 #include "job_views.h"
@@ -143,7 +144,17 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
                                                           : std::string("now")));
   }
   if (changed.empty()) return InvalidArgument("nothing to change");
-  MUSTER_RETURN_IF_ERROR(scheduler_.CanEverRun(ToCoreRequest(next)));
+  const core::JobRequest request = ToCoreRequest(next);
+  MUSTER_RETURN_IF_ERROR(scheduler_.CanEverRun(request));
+  const v1::JobSpec& before = job->rec.spec();
+  if (spec.account() != before.account() || spec.qos() != before.qos()) {
+    // Moving is submitting there: an account or QoS at its limit takes no more jobs or bytes.
+    MUSTER_RETURN_IF_ERROR(limits_.CheckSubmit(
+        spec, next.time_limit_ms(),
+        {request.nodes, request.nodes * request.gpus_per_node, request.gpu_type}, TasksOf(next),
+        &before));
+    MUSTER_RETURN_IF_ERROR(limits_.CheckStored(spec, next.payload_bytes(), &before));
+  }
 
   // Its wait reason is the next pass's to decide, but for the dependency (passes skip those).
   if (next.dependency_terms_size() > 0 && !spec.hold()) {

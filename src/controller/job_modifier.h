@@ -1,6 +1,7 @@
 // scontrol update JobId=...: a pending job's priority (admins), nice, time limit, partitions,
 // QoS, account, dependency and begin time change, checked as a submission is (who may, what
-// exists, what the account allows, whether it can ever run), persisted, and the job is judged
+// exists, what the account allows, whether it can ever run, and the submit-count and
+// stored-bytes limits of an account or QoS it moves into), persisted, and the job is judged
 // again at the next pass.
 //
 // Strand-confined.
@@ -15,24 +16,28 @@
 #include "muster/v1/controller.pb.h"
 #include "qos_manager.h"
 #include "scheduler_loop.h"
+#include "usage_limits.h"
 
 namespace muster::controller {
 
 class JobModifier {
  public:
   JobModifier(EngineContext& ctx, JobManager& jobs, const AccountManager& accounts,
-              const QosManager& qos, DependencyTracker& dependencies, SchedulerLoop& scheduler)
+              const QosManager& qos, const LimitTracker& limits, DependencyTracker& dependencies,
+              SchedulerLoop& scheduler)
       : ctx_(ctx),
         jobs_(jobs),
         accounts_(accounts),
         qos_(qos),
+        limits_(limits),
         dependencies_(dependencies),
         scheduler_(scheduler) {}
 
   // NOT_FOUND, PERMISSION_DENIED (not the caller's job; a priority, a negative nice or a longer
   // time limit from a user), FAILED_PRECONDITION (not pending), INVALID_ARGUMENT (a bad value,
   // an unknown QoS or dependency, a dependency circle, a request that could never run),
-  // INTERNAL (the store failed): nothing changed then.
+  // RESOURCE_EXHAUSTED (an account or QoS it would move into is at a submit-count or
+  // stored-bytes limit), INTERNAL (the store failed): nothing changed then.
   Status Modify(const Caller& caller, uint64_t id, const v1::JobModification& mod);
 
   // scontrol top: job `id` goes ahead of the other pending jobs of its user with the same
@@ -49,6 +54,7 @@ class JobModifier {
   JobManager& jobs_;
   const AccountManager& accounts_;
   const QosManager& qos_;
+  const LimitTracker& limits_;
   DependencyTracker& dependencies_;
   SchedulerLoop& scheduler_;
 };

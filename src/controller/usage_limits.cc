@@ -161,8 +161,26 @@ std::string FormatLimits(const v1::UsageLimits& l) {
 // ---------------------------------------------------------------------------------------------
 // Submission
 
+namespace {
+
+// Whether a job moving from `from` (nullptr: a new one) already counts in QoS `qos` / under
+// account `account`.
+bool AlreadyInQos(const v1::JobSpec* from, const std::string& qos) {
+  return from && QosOf(*from) == qos;
+}
+bool AlreadyUnder(const AccountManager& accounts, const v1::JobSpec* from,
+                  const std::string& account) {
+  if (!from) return false;
+  for (const v1::AccountRecord* a : Lineage(accounts, from->account())) {
+    if (a->name() == account) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms, const JobUse& use,
-                                 uint64_t count) const {
+                                 uint64_t count, const v1::JobSpec* moving_from) const {
   const std::string& qos_name = QosOf(spec);
   const v1::QosRecord* qos = qos_.Find(qos_name);
   if (qos && qos->deny_on_limit()) {
@@ -210,6 +228,7 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
                              "; this submission adds " + std::to_string(count));
   };
   for (const v1::AccountRecord* a : lineage) {
+    if (AlreadyUnder(accounts_, moving_from, a->name())) continue;
     const v1::UsageLimits& l = a->limits();
     if (l.has_grp_submit()) {
       MUSTER_RETURN_IF_ERROR(over(
@@ -222,6 +241,7 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
                                       "'s limit (AssocMaxSubmitJobLimit, MaxSubmitJobs)"));
     }
   }
+  if (AlreadyInQos(moving_from, qos_name)) return Status::Ok();
   if (qos && qos->limits().has_grp_submit()) {
     MUSTER_RETURN_IF_ERROR(over(qos_jobs, qos->limits().grp_submit(),
                                 "qos " + qos_name + " is at its limit (QOSGrpSubmitJobsLimit)"));
@@ -244,7 +264,8 @@ std::string MiB(uint64_t bytes) {
 
 }  // namespace
 
-Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes) const {
+Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes,
+                                 const v1::JobSpec* moving_from) const {
   const StoredBytes& stored = jobs_.stored();
   const auto lineage = Lineage(accounts_, spec.account());
   // Bytes under account `a` and its sub-accounts: of everyone, or of `uid` alone.
@@ -271,7 +292,8 @@ Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes) const 
   const uint32_t uid = spec.uid();
   uint64_t user_cap_mb = 0;  // the largest per-user limit of the job's QoS and accounts
   const std::string& qos_name = QosOf(spec);
-  if (const v1::QosRecord* q = qos_.Find(qos_name)) {
+  const v1::QosRecord* q = qos_.Find(qos_name);
+  if (q && !AlreadyInQos(moving_from, qos_name)) {
     const v1::UsageLimits& l = q->limits();
     if (l.has_grp_stored_mb()) {
       MUSTER_RETURN_IF_ERROR(over(stored.OfQos(qos_name), l.grp_stored_mb(),
@@ -285,6 +307,7 @@ Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes) const 
     }
   }
   for (const v1::AccountRecord* a : lineage) {
+    if (AlreadyUnder(accounts_, moving_from, a->name())) continue;
     const v1::UsageLimits& l = a->limits();
     if (l.has_grp_stored_mb()) {
       MUSTER_RETURN_IF_ERROR(over(under(a->name(), nullptr), l.grp_stored_mb(),
@@ -301,7 +324,7 @@ Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes) const 
   // job's account's or QoS's per-user limit where that is larger (each of those alone counts
   // only its own jobs: a user in several would otherwise have each one's allowance).
   const uint32_t site = ctx_.scheduling().max_stored_mb_per_user;
-  if (site > 0 && uid != 0) {
+  if (site > 0 && uid != 0 && !moving_from) {
     const bool raised = user_cap_mb > site;
     MUSTER_RETURN_IF_ERROR(over(
         stored.OfUser(uid), raised ? user_cap_mb : site,

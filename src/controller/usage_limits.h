@@ -51,15 +51,21 @@ class LimitTracker {
   // MaxSubmitJobs, of the account tree and of the QoS) and, under DenyOnLimit, per-job limits
   // the job is over. `count` jobs (an array's tasks) are being added. RESOURCE_EXHAUSTED or
   // INVALID_ARGUMENT naming the limit.
+  // `moving_from`: not a submission but a pending job moving to `spec`'s account or QoS
+  // (scontrol update) from this spec: it is already counted where it was, so only the accounts
+  // and QoS it newly enters are checked.
   Status CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms, const JobUse& use,
-                     uint64_t count) const;
+                     uint64_t count, const v1::JobSpec* moving_from = nullptr) const;
 
   // At submission, the stored-bytes limits: a job storing `bytes` of script, environment and
   // arguments past its QoS's or account tree's grp_stored_mb, past the user's bytes there
   // (max_stored_mb_per_user), or past all the user's bytes (the site's
   // scheduling.max_stored_mb_per_user, raised by a larger per-user limit of the job's QoS or
   // account; root is exempt). RESOURCE_EXHAUSTED naming the limit and the numbers.
-  Status CheckStored(const v1::JobSpec& spec, uint64_t bytes) const;
+  // `moving_from` as for CheckSubmit: only the accounts and QoS the bytes newly enter are
+  // checked (the user's total does not change).
+  Status CheckStored(const v1::JobSpec& spec, uint64_t bytes,
+                     const v1::JobSpec* moving_from = nullptr) const;
 
   // The smallest MaxWall of the job's QoS and account tree (0: none): a job without a time limit
   // gets it, as in Slurm.

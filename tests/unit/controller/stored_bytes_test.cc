@@ -262,6 +262,62 @@ TEST_F(StoredBytesTest, MovingAJobToAnotherAccountMovesItsBytes) {
   EXPECT_EQ(Diag(Root()).store_users(0).bytes(), 8 * kMiB + 2 * 1024 + 15);
 }
 
+// physics and chem share a parent that takes at most 3 jobs; chem alone takes 1 job and 3 MiB.
+constexpr const char* kSiblings = R"(
+[[accounts]]
+name = "science"
+grp_submit_jobs = 3
+
+[[accounts]]
+name = "physics"
+parent = "science"
+users = ["alice"]
+
+[[accounts]]
+name = "chem"
+parent = "science"
+users = ["alice"]
+grp_submit_jobs = 1
+max_stored_mb_per_user = 3
+)";
+
+// Moving a pending job into an account is submitting it there: an account at its limit takes
+// neither its bytes nor its count (before, `scontrol update Account=` walked past both). A limit
+// the job already counts under (their common parent) does not refuse the move.
+TEST_F(StoredBytesTest, AJobMovesOnlyIntoAnAccountWithRoomForIt) {
+  UseSiteLimit(100, kSiblings);
+  auto move_to_chem = [&](uint64_t id) {
+    v1::UpdateJobRequest move;
+    move.set_action(v1::UpdateJobRequest::MODIFY);
+    move.add_job_ids(id);
+    move.mutable_modify()->set_account("chem");
+    auto r = engine_->UpdateJob(Alice(), move, now_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->results(0) : v1::CancelJobResult();
+  };
+  auto big = SubmitBig(4, Alice());  // physics
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  v1::CancelJobResult refused = move_to_chem(*big);
+  EXPECT_EQ(refused.code(), static_cast<int>(StatusCode::kResourceExhausted));
+  EXPECT_NE(refused.message().find("user alice is at account chem's limit (MaxStoredMBPerUser)"),
+            std::string::npos)
+      << refused.message();
+  auto small = SubmitBig(1, Alice());
+  auto third = SubmitBig(1, Alice());
+  ASSERT_TRUE(small.ok() && third.ok());
+  // science holds its 3 jobs already: a move inside it is no new job there.
+  v1::CancelJobResult moved = move_to_chem(*small);
+  EXPECT_EQ(moved.code(), 0) << moved.message();
+  refused = move_to_chem(*third);
+  EXPECT_EQ(refused.code(), static_cast<int>(StatusCode::kResourceExhausted));
+  EXPECT_NE(refused.message().find("account chem is at its limit (AssocGrpSubmitJobsLimit"),
+            std::string::npos)
+      << refused.message();
+  // Nothing changed for the refused jobs: still in physics, bytes and all.
+  EXPECT_EQ(Job(*third).account(), "physics");
+  EXPECT_EQ(Job(*big).account(), "physics");
+}
+
 TEST(StoredLimitsFormat, LimitsPrintAndPatchLikeTheOthers) {
   v1::UsageLimits l;
   v1::UsageLimits patch;
