@@ -238,9 +238,11 @@ Status JobManager::CheckArrayInvariants() const {
     }
     if (!job.array_tasks) return Internal("carrier " + std::to_string(id) + " has no task list");
     bool ok = true;
+    const uint64_t carrier = id;  // structured bindings are not captured by clang 14
+    const size_t tasks = job.array_tasks->size();
     WaitingTasks::Of(r).ForEach([&](uint32_t pos) {
       // Every waiting task comes after its carrier, within the array, with no record of its own.
-      ok = base + pos > id && pos < job.array_tasks->size() && !jobs_.count(base + pos);
+      ok = base + pos > carrier && pos < tasks && !jobs_.count(base + pos);
       return ok;
     });
     if (!ok) {

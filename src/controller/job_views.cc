@@ -8,6 +8,7 @@
 #include "array_tasks.h"
 #include "dependencies.h"
 #include "muster/common/hostlist.h"
+#include "muster/common/job_limits.h"
 #include "muster/common/output_pattern.h"
 #include "muster/common/strings.h"
 
@@ -512,9 +513,11 @@ Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequ
     v1::JobInfo info = AccountingInfo(job.rec, with_steps);
     info.set_priority(EffectivePriority(job));
     if (Carries(job.rec) && job.array_tasks) {
-      ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t task_job, uint32_t task) {
-        if (match.Names(job.rec, task_job))
+      const v1::JobRecord& carrier = job.rec;  // structured bindings are not captured by clang 14
+      ForEachWaiting(carrier, *job.array_tasks, [&](uint64_t task_job, uint32_t task) {
+        if (match.Names(carrier, task_job)) {
           keep(task_job, WaitingAccountingInfo(info, task_job, task));
+        }
         return true;
       });
     }
@@ -570,8 +573,10 @@ Result<v1::ListAccountingResponse> JobViews::ScanAccounting(const Engine::Accoun
       }));
     }
   } else {
-    // From the start: a carrier before the page may hold tasks that ended with it, past it.
-    MUSTER_RETURN_IF_ERROR(q.store->ScanHistory(0, take));
+    // A carrier before the page may hold tasks that ended with it, past it; but an array's
+    // tasks are consecutive ids from its own, so no carrier further back holds any.
+    const uint64_t from = after >= kMaxArrayTasks ? after + 1 - kMaxArrayTasks : 0;
+    MUSTER_RETURN_IF_ERROR(q.store->ScanHistory(from, take));
   }
   // Each part is complete up to its last row when it left more out: the page ends at the
   // smaller of those.
