@@ -36,10 +36,18 @@ class EnvBuilder {
   void SetIfMissing(const std::string& k, const std::string& v) {
     if (!index_.count(k)) Set(k, v);
   }
+  void Unset(const std::string& k) {
+    auto it = index_.find(k);
+    if (it == index_.end()) return;
+    entries_[it->second].first.clear();  // left out by Build
+    index_.erase(it);
+  }
   std::vector<std::string> Build() const {
     std::vector<std::string> out;
     out.reserve(entries_.size());
-    for (const auto& [k, v] : entries_) out.push_back(k + "=" + v);
+    for (const auto& [k, v] : entries_) {
+      if (!k.empty()) out.push_back(k + "=" + v);
+    }
     return out;
   }
 
@@ -250,6 +258,9 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
     env.Set("PMI_FD", std::to_string(keeper::kPmiFd));
     env.Set("PMI_RANK", std::to_string(procid));
     env.Set("PMI_SIZE", std::to_string(step.total_tasks()));
+  } else {
+    // A step started from inside another's task (--mpi=none) must not find that one's PMI.
+    for (const char* k : {"PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID"}) env.Unset(k);
   }
   if (!launch_host.empty()) {
     // Where srun runs (as the agent sees it): what Slurm sets, and what some launchers read.

@@ -19,6 +19,7 @@
 #include "job_spool.h"
 #include "muster/agent/step_supervisor_main.h"
 #include "muster/common/strings.h"
+#include "muster/keeper/child.h"
 #include "spawn.h"
 
 namespace muster::agent {
@@ -86,6 +87,12 @@ bool StepSupervisor::OwnCgroup() const {
 }
 
 Status StepSupervisor::Launch() {
+  if (req_.legacy_pmi_port()) {
+    return FailedPrecondition(
+        "this step's srun serves PMI on a TCP port, which this node no longer supports (anyone "
+        "could reach it): use the srun (muster) of this node's release, whose tasks speak PMI "
+        "through PMI_FD, or --mpi=none");
+  }
   const v1::LaunchJob& launch = setup_.launch();
   const v1::JobSpec& spec = launch.spec();
   const bool root = ::geteuid() == 0;
@@ -167,7 +174,10 @@ void StepSupervisor::WatchExit(size_t idx, pid_t pid, int pidfd) {
                    bool all = true;
                    for (const Task& task : tasks_) all = all && task.exited;
                    if (all && OwnCgroup()) JobCgroups::Kill(setup_.step_cgroup());
-                   MaybeReport(idx);
+                   if (!pmi_[idx].fd) return MaybeReport(idx);
+                   // Behind the reads already done (posted after them): what is left in its
+                   // PMI socket, then the socket closes and its read ends, which reports.
+                   asio::post(io_, [this, self, idx] { DrainPmi(idx); });
                  });
 }
 
@@ -182,7 +192,14 @@ Status StepSupervisor::OpenTaskIo(const PatternVars& vars, SpawnSpec& sp, uint32
       return ErrnoStatus("PMI socketpair", errno);
     }
     io->pmi = sv[0];
-    io->child_pmi = sp.pmi_fd = sv[1];
+    io->child_pmi = sv[1];
+    if (io->child_pmi < 3) {
+      // Not where the child's stdio goes (a supervisor started with fds 1 or 2 closed).
+      io->child_pmi = ::fcntl(sv[1], F_DUPFD_CLOEXEC, keeper::kPmiFd + 1);
+      ::close(sv[1]);
+      if (io->child_pmi < 0) return ErrnoStatus("PMI socket", errno);
+    }
+    sp.pmi_fd = io->child_pmi;
   }
   if (req_.pty() && task == 0) {
     // The terminal carries stdin, stdout and stderr; the agent holds the master side.
@@ -274,7 +291,7 @@ void StepSupervisor::ReadPipe(size_t idx, int fd, uint32_t stream) {
         *read = nullptr;  // break the self-reference
         return;
       }
-      (*read)();
+      WhenClientKeepsUp([read] { (*read)(); });
     });
   };
   (*read)();
@@ -287,20 +304,39 @@ void StepSupervisor::ReadPmi(size_t idx) {
   auto self = shared_from_this();
   sd->async_read_some(asio::buffer(*buf),
                       [this, self, sd, buf, idx](boost::system::error_code ec, size_t n) {
-                        if (n > 0) {
-                          v1::StepEvent ev;
-                          ev.mutable_pmi()->set_task(tasks_[idx].id);
-                          ev.mutable_pmi()->set_data(buf->data(), n);
-                          Write(0, ev.SerializeAsString());
-                        }
+                        if (n > 0) SendPmi(idx, buf->data(), n);
                         if (ec || !pmi_[idx].fd) {
                           ClosePmi(idx);
                           --tasks_[idx].open_pipes;
                           MaybeReport(idx);
                           return;
                         }
-                        ReadPmi(idx);
+                        WhenClientKeepsUp([this, self, idx] {
+                          if (pmi_[idx].fd) return ReadPmi(idx);
+                          --tasks_[idx].open_pipes;  // closed while paused: no read to end
+                          MaybeReport(idx);
+                        });
                       });
+}
+
+void StepSupervisor::SendPmi(size_t idx, const char* data, size_t n) {
+  v1::StepEvent ev;
+  ev.mutable_pmi()->set_task(tasks_[idx].id);
+  ev.mutable_pmi()->set_data(data, n);
+  Write(0, ev.SerializeAsString());
+}
+
+void StepSupervisor::DrainPmi(size_t idx) {
+  if (!pmi_[idx].fd) return;
+  const int fd = pmi_[idx].fd->native_handle();
+  char buf[16384];
+  // Bounded: a process the task left behind may go on writing.
+  for (int i = 0; i < 64; ++i) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;
+    SendPmi(idx, buf, static_cast<size_t>(n));
+  }
+  ClosePmi(idx);  // its pending read ends, which counts it and reports the task
 }
 
 // The PMI server's answer to a task here.
@@ -309,8 +345,11 @@ void StepSupervisor::ToPmi(const v1::PmiData& answer) {
   if (answer.task() < first || answer.task() - first >= pmi_.size()) return;
   const size_t idx = answer.task() - first;
   StdinSink& k = pmi_[idx];
-  if (!k.fd || answer.data().empty()) return;
-  if (k.queued + answer.data().size() > kMaxPmiBacklog) return ClosePmi(idx);
+  if (!k.fd) return;
+  // The server gave up on the rank (or it does not read its answers): it sees its socket end.
+  if (answer.data().empty() || k.queued + answer.data().size() > kMaxPmiBacklog) {
+    return ClosePmi(idx);
+  }
   k.queue.push_back(answer.data());
   k.queued += answer.data().size();
   if (!k.writing) WritePmi(idx);
@@ -401,7 +440,13 @@ void StepSupervisor::Fail(const Status& s) {
 
 void StepSupervisor::Write(uint32_t type, const std::string& payload) {
   queue_.push_back(EncodeFrame(type, payload));
+  queued_bytes_ += queue_.back().size();
   if (!writing_) WriteNext();
+}
+
+void StepSupervisor::WhenClientKeepsUp(std::function<void()> read) {
+  if (queued_bytes_ <= kMaxClientBacklog) return read();
+  paused_reads_.push_back(std::move(read));
 }
 
 void StepSupervisor::WriteNext() {
@@ -413,14 +458,21 @@ void StepSupervisor::WriteNext() {
   writing_ = true;
   auto self = shared_from_this();
   asio::async_write(socket_, asio::buffer(queue_.front()), [this, self](auto ec, size_t) {
+    queued_bytes_ -= queue_.front().size();
     queue_.pop_front();
     if (ec) {
       KillTasks();  // the client went away: so does the step
       queue_.clear();
+      queued_bytes_ = 0;
       writing_ = false;
-      return;
     }
-    WriteNext();
+    // Paused output is read again (to its end, once the tasks are killed) when half drained.
+    if (queued_bytes_ <= kMaxClientBacklog / 2 && !paused_reads_.empty()) {
+      std::vector<std::function<void()>> resume;
+      resume.swap(paused_reads_);
+      for (auto& r : resume) r();
+    }
+    if (!ec) WriteNext();
   });
 }
 
@@ -439,6 +491,7 @@ void StepSupervisor::WatchClient() {
       return;
     }
     if (type == 2) {
+      stdin_in_ += f.payload.size();
       ToStdin(f.payload);
       if (StdinBacklog() > kMaxStdinBacklog) {
         client_paused_ = true;  // resumed by WriteStdin once the tasks have read some
@@ -512,6 +565,7 @@ void StepSupervisor::WriteStdin(size_t i) {
       client_paused_ = false;
       WatchClient();
     }
+    TellStdinTaken();
     return;
   }
   k.writing = true;
@@ -531,8 +585,22 @@ void StepSupervisor::WriteStdin(size_t i) {
       sink.queued -= sink.queue.front().size();
       sink.queue.pop_front();
     }
+    TellStdinTaken();
     WriteStdin(i);
   });
+}
+
+// The client's window moves on as the tasks take their input: told in steps of a quarter
+// window, and whenever everything sent has been taken.
+void StepSupervisor::TellStdinTaken() {
+  const uint64_t taken = stdin_in_ - std::min<uint64_t>(stdin_in_, StdinBacklog());
+  if (taken == stdin_told_ || (taken - stdin_told_ < kStepStdinWindow / 4 && taken < stdin_in_)) {
+    return;
+  }
+  stdin_told_ = taken;
+  v1::StepEvent ev;
+  ev.set_stdin_taken(taken);
+  Write(0, ev.SerializeAsString());
 }
 
 void StepSupervisor::SignalTasks(int sig) {

@@ -21,6 +21,7 @@
 
 #include "muster/agent/launcher.h"
 #include "muster/common/framing.h"
+#include "muster/common/job_limits.h"
 #include "muster/common/output_pattern.h"
 #include "muster/common/status.h"
 #include "muster/v1/agent.pb.h"
@@ -79,7 +80,11 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
     void CloseChildEnds();
     void CloseAll();
   };
-  static constexpr size_t kMaxStdinBacklog = 4u << 20;
+  static constexpr size_t kMaxStdinBacklog = 2 * kStepStdinWindow;
+  // What may wait to be sent to the client (output, PMI): past this the tasks' output is not
+  // read until it drains, so a client that stops reading (srun stopped with Ctrl-Z) cannot grow
+  // the supervisor, which runs as root.
+  static constexpr size_t kMaxClientBacklog = 8u << 20;
   // PMI answers a task has not read: past this it is not speaking PMI, and its socket closes.
   static constexpr size_t kMaxPmiBacklog = 1u << 20;
 
@@ -88,9 +93,16 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
                     std::set<std::string>& truncated, TaskIo* io);
   void ReadPipe(size_t idx, int fd, uint32_t stream);
   void ReadPmi(size_t idx);
+  void SendPmi(size_t idx, const char* data, size_t n);
+  // What the task left in its PMI socket when it ended, then the socket closes (a process it
+  // left behind may hold its end open).
+  void DrainPmi(size_t idx);
   void ToPmi(const v1::PmiData& answer);
   void WritePmi(size_t idx);
   void ClosePmi(size_t idx);
+  // Reads the tasks' output again now, or once the client has taken enough of what waits.
+  void WhenClientKeepsUp(std::function<void()> read);
+  void TellStdinTaken();
   void WatchExit(size_t idx, pid_t pid, int pidfd);
   void MaybeReport(size_t idx);
   void ReportEnd();
@@ -129,7 +141,11 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   size_t reported_ = 0;
   bool done_ = false;
   std::deque<std::string> queue_;
+  size_t queued_bytes_ = 0;
+  std::vector<std::function<void()>> paused_reads_;  // until queue_ drains (kMaxClientBacklog)
   bool writing_ = false;
+  uint64_t stdin_in_ = 0;    // bytes of stdin the client sent
+  uint64_t stdin_told_ = 0;  // what StepEvent.stdin_taken last said
 };
 
 // Where a step's records live in its job's directory: "tasks" (StepTaskPids) and "end"

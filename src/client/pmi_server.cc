@@ -45,16 +45,25 @@ void PmiServer::FromTask(uint32_t rank, const std::string& bytes) {
   if (rank >= size_ || ranks_[rank].dropped) return;
   Rank& r = ranks_[rank];
   r.in += bytes;
-  size_t nl;
-  while ((nl = r.in.find('\n')) != std::string::npos) {
-    const std::string line = r.in.substr(0, nl);
-    r.in.erase(0, nl + 1);
-    Command(rank, line);
+  size_t from = 0, nl;
+  while ((nl = r.in.find('\n', from)) != std::string::npos) {
+    if (nl - from > kMaxLine) return Drop(rank);
+    const std::string line = r.in.substr(from, nl - from);
+    from = nl + 1;
+    if (!line.empty()) Command(rank, line);
+    if (r.dropped) return;
   }
-  if (r.in.size() > kMaxLine) {
-    r.dropped = true;
-    r.in.clear();
-  }
+  r.in.erase(0, from);
+  if (r.in.size() > kMaxLine) Drop(rank);
+}
+
+// A rank that does not speak PMI: it gets no more answers, and its socket closes.
+void PmiServer::Drop(uint32_t rank) {
+  Rank& r = ranks_[rank];
+  r.dropped = true;
+  r.in.clear();
+  r.in.shrink_to_fit();
+  send_(rank, "");
 }
 
 void PmiServer::Command(uint32_t rank, const std::string& line) {
@@ -73,13 +82,22 @@ void PmiServer::Command(uint32_t rank, const std::string& line) {
     Reply(rank, "cmd=universe_size size=" + std::to_string(size_));
   } else if (cmd == "put") {
     // The sizes get_maxes promised, so one rank's keys stay as small as PMI says they are.
-    if (f["key"].size() > kMaxKey || f["value"].size() > kMaxValue) {
+    const std::string& key = f["key"];
+    const std::string& value = f["value"];
+    auto it = kv_.find(key);
+    const size_t was = it == kv_.end() ? 0 : key.size() + it->second.size();
+    const size_t now = key.size() + value.size();
+    if (key.size() > kMaxKey || value.size() > kMaxValue) {
       Reply(rank, "cmd=put_result rc=-1 msg=key_or_value_too_long");
+    } else if (now > was && kv_bytes_ + (now - was) > kMaxSpaceBytes) {
+      Reply(rank, "cmd=put_result rc=-1 msg=key_value_space_full");
     } else {
-      kv_[f["key"]] = f["value"];
+      kv_bytes_ = kv_bytes_ + now - was;
+      kv_[key] = value;
       Reply(rank, "cmd=put_result rc=0 msg=success");
     }
   } else if (cmd == "get") {
+    if (f["key"].size() > kMaxKey) return Reply(rank, "cmd=get_result rc=-1 msg=key_too_long");
     auto it = kv_.find(f["key"]);
     if (it == kv_.end()) {
       Reply(rank, "cmd=get_result rc=-1 msg=key_" + f["key"] + "_not_found value=unknown");
@@ -102,11 +120,12 @@ void PmiServer::Command(uint32_t rank, const std::string& line) {
     Reply(rank, "cmd=finalize_ack");
   } else if (cmd == "abort") {
     aborted_ = true;
-    abort_message_ = "rank " + std::to_string(rank) + " called MPI_Abort" +
-                     (f.count("exitcode") ? " (exit code " + f["exitcode"] + ")" : "");
+    abort_message_ =
+        "rank " + std::to_string(rank) + " called MPI_Abort" +
+        (f.count("exitcode") ? " (exit code " + f["exitcode"].substr(0, 16) + ")" : "");
   } else {
     // spawn, publish_name, ...: not offered; the library reports the failure.
-    Reply(rank, "cmd=" + cmd + "_result rc=-1 msg=not_supported_by_muster");
+    Reply(rank, "cmd=" + cmd.substr(0, 64) + "_result rc=-1 msg=not_supported_by_muster");
   }
 }
 

@@ -17,6 +17,7 @@
 #include "muster/client/pmi_server.h"
 #include "muster/common/framing.h"
 #include "muster/common/hostlist.h"
+#include "muster/common/job_limits.h"
 #include "muster/v1/agent.pb.h"
 
 namespace muster::client {
@@ -257,8 +258,9 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     int fd = -1;
     uint32_t first_task = 0, ntasks = 0;
     uint32_t pending_tasks = 0;
-    bool stdin_here = false;  // a task here reads our stdin
-    bool tty_here = false;    // task 0's terminal is here
+    bool stdin_here = false;                   // a task here reads our stdin
+    uint64_t stdin_sent = 0, stdin_taken = 0;  // its window (kStepStdinWindow)
+    bool tty_here = false;                     // task 0's terminal is here
   };
   std::vector<Conn> conns;
   int worst = 0;
@@ -293,8 +295,13 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
         o.stdin_mode == v1::StepLaunchRequest::STDIN_ALL ||
         (o.stdin_mode == v1::StepLaunchRequest::STDIN_TASK && has(o.stdin_task)) ||
         (o.pty && has(0));
-    conns.push_back(
-        {n.node(), *fd, n.first_task(), n.ntasks(), n.ntasks(), stdin_here, o.pty && has(0)});
+    conns.push_back({.node = n.node(),
+                     .fd = *fd,
+                     .first_task = n.first_task(),
+                     .ntasks = n.ntasks(),
+                     .pending_tasks = n.ntasks(),
+                     .stdin_here = stdin_here,
+                     .tty_here = o.pty && has(0)});
   }
   // PMI for MPI programs: the tasks' PMI sockets come through each node's connection, and the
   // answers go back the same way (to the node that runs the rank).
@@ -373,8 +380,20 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   }
   auto send_stdin = [&](const std::string& chunk) {
     for (auto& c : conns) {
-      if (c.fd >= 0 && c.stdin_here && !WriteFrame(c.fd, 2, chunk).ok()) c.stdin_here = false;
+      if (c.fd < 0 || !c.stdin_here) continue;
+      if (!WriteFrame(c.fd, 2, chunk).ok()) c.stdin_here = false;
+      c.stdin_sent += chunk.size();
     }
+  };
+  // Our stdin is read only while every node that takes it has room in its window, so that a
+  // node never has to stop reading us (PMI answers and signals would wait behind the input).
+  auto stdin_room = [&] {
+    for (const auto& c : conns) {
+      if (c.fd >= 0 && c.stdin_here && c.stdin_sent - c.stdin_taken >= kStepStdinWindow) {
+        return false;
+      }
+    }
+    return true;
   };
   if (!stdin_open) send_stdin("");
   size_t open = conns.size();
@@ -387,13 +406,14 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
       pfds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
     if (g_signal_pipe[0] >= 0) pfds.push_back({g_signal_pipe[0], POLLIN, 0});
     const size_t stdin_at = pfds.size();
-    if (stdin_open) pfds.push_back({o.stdin_fd, POLLIN, 0});
+    const bool read_stdin = stdin_open && stdin_room();
+    if (read_stdin) pfds.push_back({o.stdin_fd, POLLIN, 0});
     int r = ::poll(pfds.data(), pfds.size(), -1);
     if (r < 0) {
       if (errno == EINTR) continue;
       return give_up(ErrnoStatus("poll", errno));
     }
-    if (stdin_open && (pfds[stdin_at].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+    if (read_stdin && (pfds[stdin_at].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
       char buf[65536];
       ssize_t n = ::read(o.stdin_fd, buf, sizeof buf);
       if (n > 0) {
@@ -451,6 +471,8 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
           std::fflush(out);
         } else if (ev.has_output()) {
           writer.Add(ev.output().task(), ev.output().stream(), ev.output().data());
+        } else if (ev.has_stdin_taken()) {
+          c.stdin_taken = std::max(c.stdin_taken, ev.stdin_taken());
         } else if (ev.has_pmi()) {
           // A node speaks only for its own tasks.
           const uint32_t task = ev.pmi().task();

@@ -183,7 +183,7 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
                                  uint64_t count, const v1::JobSpec* moving_from) const {
   const std::string& qos_name = QosOf(spec);
   const v1::QosRecord* qos = qos_.Find(qos_name);
-  if (qos && qos->deny_on_limit()) {
+  if (qos && qos->deny_on_limit() && !AlreadyInQos(moving_from, qos_name)) {
     std::string detail;
     if (PerJobLimit(spec, time_limit_ms, use, &detail) != JobReason::kNone) {
       return InvalidArgument("job violates a limit of qos " + qos_name +
@@ -280,60 +280,82 @@ Status LimitTracker::CheckStored(const v1::JobSpec& spec, uint64_t bytes,
     }
     return sum;
   };
-  auto over = [&](uint64_t have, uint64_t max_mb, const std::string& words) -> Status {
-    if (have + bytes <= (max_mb << 20)) return Status::Ok();
+  // `adds` 0: a scope the job already counts under, which a move does not refuse.
+  auto over = [&](uint64_t have, uint64_t max_mb, const std::string& words,
+                  uint64_t adds) -> Status {
+    if (adds == 0 || have + adds <= (max_mb << 20)) return Status::Ok();
     return ResourceExhausted(words + ": " + MiB(have) +
                              " of job scripts and environments stored (jobs not yet archived), "
                              "at most " +
-                             std::to_string(max_mb) + " MiB; this job adds " + MiB(bytes) +
+                             std::to_string(max_mb) + " MiB; this job adds " + MiB(adds) +
                              ". Wait for finished jobs to be archived, or share one script "
                              "among many jobs with --array");
   };
   const uint32_t uid = spec.uid();
-  uint64_t user_cap_mb = 0;  // the largest per-user limit of the job's QoS and accounts
+  const uint64_t user_cap_mb = PerUserCapMb(spec);
   const std::string& qos_name = QosOf(spec);
-  const v1::QosRecord* q = qos_.Find(qos_name);
-  if (q && !AlreadyInQos(moving_from, qos_name)) {
+  // Moving: a QoS or account the job already counts under gains nothing.
+  const uint64_t to_qos = AlreadyInQos(moving_from, qos_name) ? 0 : bytes;
+  if (const v1::QosRecord* q = qos_.Find(qos_name)) {
     const v1::UsageLimits& l = q->limits();
     if (l.has_grp_stored_mb()) {
       MUSTER_RETURN_IF_ERROR(over(stored.OfQos(qos_name), l.grp_stored_mb(),
-                                  "qos " + qos_name + " is at its limit (GrpStoredMB)"));
+                                  "qos " + qos_name + " is at its limit (GrpStoredMB)", to_qos));
     }
     if (l.has_max_stored_mb_per_user()) {
-      user_cap_mb = std::max<uint64_t>(user_cap_mb, l.max_stored_mb_per_user());
       MUSTER_RETURN_IF_ERROR(
           over(stored.OfQosUser(qos_name, uid), l.max_stored_mb_per_user(),
-               "user " + spec.user() + " is at qos " + qos_name + "'s limit (MaxStoredMBPerUser)"));
+               "user " + spec.user() + " is at qos " + qos_name + "'s limit (MaxStoredMBPerUser)",
+               to_qos));
     }
   }
   for (const v1::AccountRecord* a : lineage) {
-    if (AlreadyUnder(accounts_, moving_from, a->name())) continue;
     const v1::UsageLimits& l = a->limits();
+    const uint64_t to_account = AlreadyUnder(accounts_, moving_from, a->name()) ? 0 : bytes;
     if (l.has_grp_stored_mb()) {
       MUSTER_RETURN_IF_ERROR(over(under(a->name(), nullptr), l.grp_stored_mb(),
-                                  "account " + a->name() + " is at its limit (GrpStoredMB)"));
+                                  "account " + a->name() + " is at its limit (GrpStoredMB)",
+                                  to_account));
     }
     if (l.has_max_stored_mb_per_user()) {
-      user_cap_mb = std::max<uint64_t>(user_cap_mb, l.max_stored_mb_per_user());
       MUSTER_RETURN_IF_ERROR(over(
           under(a->name(), &uid), l.max_stored_mb_per_user(),
-          "user " + spec.user() + " is at account " + a->name() + "'s limit (MaxStoredMBPerUser)"));
+          "user " + spec.user() + " is at account " + a->name() + "'s limit (MaxStoredMBPerUser)",
+          to_account));
     }
   }
   // All the user's bytes, whatever account or QoS they are in: within the site's limit, or the
   // job's account's or QoS's per-user limit where that is larger (each of those alone counts
   // only its own jobs: a user in several would otherwise have each one's allowance).
   const uint32_t site = ctx_.scheduling().max_stored_mb_per_user;
-  if (site > 0 && uid != 0 && !moving_from) {
-    const bool raised = user_cap_mb > site;
-    MUSTER_RETURN_IF_ERROR(over(
-        stored.OfUser(uid), raised ? user_cap_mb : site,
-        "user " + spec.user() +
-            (raised ? " is at the MaxStoredMBPerUser of the job's account or QoS, which bounds "
-                      "all the user's jobs together"
-                    : " is at the site's limit (scheduling.max_stored_mb_per_user)")));
+  if (site == 0 || uid == 0) return Status::Ok();
+  const uint64_t cap_mb = std::max<uint64_t>(site, user_cap_mb);
+  const bool raised = user_cap_mb > site;
+  const std::string words =
+      "user " + spec.user() +
+      (raised ? " is at the MaxStoredMBPerUser of the job's account or QoS, which bounds all "
+                "the user's jobs together"
+              : " is at the site's limit (scheduling.max_stored_mb_per_user)");
+  if (!moving_from) return over(stored.OfUser(uid), cap_mb, words, bytes);
+  // A move adds nothing to the total, but it may leave a larger allowance behind: then the
+  // total must fit the smaller one.
+  if (cap_mb >= std::max<uint64_t>(site, PerUserCapMb(*moving_from))) return Status::Ok();
+  if (stored.OfUser(uid) <= (cap_mb << 20)) return Status::Ok();
+  return ResourceExhausted(words + ": " + MiB(stored.OfUser(uid)) +
+                           " of job scripts and environments stored (jobs not yet archived), "
+                           "at most " +
+                           std::to_string(cap_mb) + " MiB where the job would go");
+}
+
+uint64_t LimitTracker::PerUserCapMb(const v1::JobSpec& spec) const {
+  uint64_t cap = 0;
+  if (const v1::QosRecord* q = qos_.Find(QosOf(spec))) {
+    cap = q->limits().max_stored_mb_per_user();
   }
-  return Status::Ok();
+  for (const v1::AccountRecord* a : Lineage(accounts_, spec.account())) {
+    cap = std::max<uint64_t>(cap, a->limits().max_stored_mb_per_user());
+  }
+  return cap;
 }
 
 int64_t LimitTracker::WallLimit(const v1::JobSpec& spec) const {

@@ -93,6 +93,8 @@ class LimitTracker {
   std::vector<Holding> HoldingLimits(const v1::JobSpec& spec, const JobUse& use);
 
  private:
+  // The largest MaxStoredMBPerUser of the job's QoS and account tree (0: none).
+  uint64_t PerUserCapMb(const v1::JobSpec& spec) const;
   // A counter for (scope, limit), made on first use.
   uint32_t Counter(const std::string& key, core::JobReason reason, std::string what, uint64_t max);
   void AddCharges(const std::string& scope, const std::string& scope_words,

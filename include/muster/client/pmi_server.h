@@ -22,11 +22,14 @@ namespace muster::client {
 class PmiServer {
  public:
   // Sends `bytes` (whole lines) to the task of rank `rank`, through its node's connection.
+  // Empty: the rank is no longer served (its node closes its PMI socket, so it fails at once).
   using Send = std::function<void(uint32_t rank, const std::string& bytes)>;
   // A PMI line is a command with a key and a value of at most vallen_max: a rank that sends
   // this much without a newline is not speaking PMI, and is no longer served.
   static constexpr size_t kMaxLine = 64 * 1024;
   static constexpr size_t kMaxKey = 256, kMaxValue = 1024;  // what get_maxes answers
+  // The key-value space of one step (every rank's puts together).
+  static constexpr size_t kMaxSpaceBytes = 64u << 20;
 
   // `size` ranks in a key-value space named `kvs`; `tasks_per_node` (in node order) describes
   // the layout for PMI_process_mapping, which MPI libraries use to find their node neighbours.
@@ -50,12 +53,14 @@ class PmiServer {
   };
   void Command(uint32_t rank, const std::string& line);
   void Reply(uint32_t rank, const std::string& line) { send_(rank, line + "\n"); }
+  void Drop(uint32_t rank);
 
   uint32_t size_;
   std::string kvs_;
   Send send_;
   std::vector<Rank> ranks_;
   std::map<std::string, std::string> kv_;
+  size_t kv_bytes_ = 0;
   uint32_t in_barrier_ = 0;
   bool aborted_ = false;
   std::string abort_message_;

@@ -35,4 +35,8 @@ static_assert(kMaxScriptBytes + kMaxEnvironmentBytes + kMaxScriptArgsBytes + (1u
                   kMaxAgentMessageBytes,
               "the largest job must fit in one launch message");
 
+// A step's stdin that srun may have sent a node beyond what the tasks there have taken; the
+// node stops reading srun's connection only past twice this (a client that ignores the window).
+inline constexpr size_t kStepStdinWindow = 2u << 20;
+
 }  // namespace muster

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -59,6 +60,7 @@ class StepSupervisorTest : public ::testing::Test {
     r.set_total_tasks(first_task_ + ntasks_);
     r.set_total_nodes(1);
     r.set_pmi(pmi_);
+    r.set_legacy_pmi_port(legacy_pmi_);
     r.set_stdin_mode(v1::StepLaunchRequest::STDIN_TASK);
     v1::LaunchJob& l = *setup.mutable_launch();
     l.set_job_id(7);
@@ -108,6 +110,7 @@ class StepSupervisorTest : public ::testing::Test {
     std::string error;
     std::map<uint32_t, std::string> pmi;  // task -> what it wrote to PMI_FD
     std::vector<std::string> order;       // "pmi <task>" / "exit <task>", as they came
+    uint64_t stdin_taken = 0;             // the last StepEvent.stdin_taken
   };
   // `answer`: what the client sends back on frame type 4 for what a task wrote to PMI_FD.
   Heard Listen(std::function<void(const v1::PmiData&)> answer = nullptr) {
@@ -125,6 +128,10 @@ class StepSupervisorTest : public ::testing::Test {
       if (ev.has_exit()) {
         h.exits.push_back(ev.exit());
         h.order.push_back("exit " + std::to_string(ev.exit().task()));
+      }
+      if (ev.has_stdin_taken()) {
+        EXPECT_GT(ev.stdin_taken(), h.stdin_taken) << "the window went back";
+        h.stdin_taken = ev.stdin_taken();
       }
       if (ev.has_pmi()) {
         h.pmi[ev.pmi().task()] += ev.pmi().data();
@@ -151,7 +158,7 @@ class StepSupervisorTest : public ::testing::Test {
   }
 
   uint32_t first_task_ = 0, ntasks_ = 1;
-  bool pmi_ = false;
+  bool pmi_ = false, legacy_pmi_ = false;
   fs::path dir_;
   std::string setup_path_;
   int client_ = -1;
@@ -272,6 +279,61 @@ TEST_F(StepSupervisorTest, EachTaskSpeaksPmiOnlyThroughItsOwnInheritedSocket) {
   }
   ASSERT_EQ(h.exits.size(), 2u);
   for (const auto& x : h.exits) EXPECT_EQ(x.exit_code(), 0);
+  WaitSupervisor();
+}
+
+// A process the task left behind keeps its PMI socket (fd 3) open: the task's end is still
+// reported when it exits, not when that process does.
+TEST_F(StepSupervisorTest, ATaskEndsThoughWhatItLeftBehindHoldsItsPmiSocket) {
+  pmi_ = true;
+  Start("sleep 30 </dev/null >/dev/null 2>&1 & printf 'cmd=abort exitcode=4\\n' >&3; exit 2");
+  const auto started = std::chrono::steady_clock::now();
+  Heard h = Listen();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  EXPECT_EQ(h.pmi[0], "cmd=abort exitcode=4\n") << "what it wrote before it ended was lost";
+  ASSERT_EQ(h.exits.size(), 1u);
+  EXPECT_EQ(h.exits[0].exit_code(), 2);
+  ASSERT_EQ(h.order.back(), "exit 0");
+  v1::StepTaskPids pids;
+  ASSERT_TRUE(ReadRecord("tasks", &pids));
+  ::kill(-pids.pids(0), SIGKILL);  // the sleep, in the task's process group
+  WaitSupervisor();
+}
+
+// The PMI server gives up on a rank (an empty answer): the task's socket closes, so it fails at
+// once instead of waiting for answers that never come.
+TEST_F(StepSupervisorTest, ARankThePmiServerDropsSeesItsSocketClose) {
+  pmi_ = true;
+  Start("printf 'x\\n' >&3; if read -r a <&3; then echo got $a; else echo eof; fi");
+  Heard h = Listen([&](const v1::PmiData& got) {
+    v1::PmiData drop;
+    drop.set_task(got.task());
+    Send(4, drop.SerializeAsString());
+  });
+  EXPECT_EQ(h.output[1], "eof\n");
+  WaitSupervisor();
+}
+
+// srun's stdin window: the node says how much the tasks took, so srun never fills the node and
+// the connection is never paused (PMI answers would wait behind the input).
+TEST_F(StepSupervisorTest, TheNodeTellsHowMuchStdinItsTasksTook) {
+  Start("cat >/dev/null; echo done");
+  const std::string chunk(1u << 20, 'i');
+  for (int i = 0; i < 3; ++i) Send(2, chunk);
+  Send(2, "");
+  Heard h = Listen();
+  EXPECT_EQ(h.output[1], "done\n");
+  EXPECT_EQ(h.stdin_taken, 3u << 20);
+  WaitSupervisor();
+}
+
+TEST_F(StepSupervisorTest, AnOlderSrunsPmiPortIsRefusedNamingTheUpgrade) {
+  legacy_pmi_ = true;
+  Start("echo ran");
+  Heard h = Listen();
+  EXPECT_NE(h.error.find("use the srun (muster) of this node's release"), std::string::npos)
+      << h.error;
+  EXPECT_EQ(h.output[1], "");
   WaitSupervisor();
 }
 

@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 namespace muster::client {
 namespace {
@@ -19,6 +20,7 @@ class Ranks {
  public:
   PmiServer::Send Sender() {
     return [this](uint32_t rank, const std::string& bytes) {
+      if (bytes.empty()) dropped_.insert(rank);
       std::string& buf = partial_[rank];
       buf += bytes;
       size_t nl;
@@ -28,6 +30,7 @@ class Ranks {
       }
     };
   }
+  const std::set<uint32_t>& Dropped() const { return dropped_; }
   // The next line rank `r` was sent ("" when none).
   std::string Line(uint32_t r) {
     auto& q = lines_[r];
@@ -38,6 +41,7 @@ class Ranks {
   }
 
  private:
+  std::set<uint32_t> dropped_;
   std::map<uint32_t, std::string> partial_;
   std::map<uint32_t, std::deque<std::string>> lines_;
 };
@@ -90,12 +94,43 @@ TEST(PmiServerTest, ARankIsBoundedToTheSizesPmiPromises) {
   EXPECT_EQ(r.Line(0), "cmd=put_result rc=-1 msg=key_or_value_too_long");
   server.FromTask(0, "cmd=put kvsname=kvs key=k value=" + std::string(1024, 'v') + "\n");
   EXPECT_EQ(r.Line(0), "cmd=put_result rc=0 msg=success");
-  // A rank that sends no newline is no longer served; the others are.
+  // An answer never echoes more than a key's worth of what it was sent.
+  server.FromTask(0, "cmd=get kvsname=kvs key=" + std::string(60000, 'k') + "\n");
+  EXPECT_EQ(r.Line(0), "cmd=get_result rc=-1 msg=key_too_long");
+  server.FromTask(0, "cmd=" + std::string(60000, 'c') + "\n");
+  EXPECT_EQ(r.Line(0), "cmd=" + std::string(64, 'c') + "_result rc=-1 msg=not_supported_by_muster");
+  server.FromTask(0, "\n\n\n");
+  EXPECT_EQ(r.Line(0), "") << "an empty line is answered";
+  // A rank that sends no newline is no longer served, and is told so (its socket closes); the
+  // others are served on.
   server.FromTask(1, std::string(PmiServer::kMaxLine + 1, 'x'));
+  EXPECT_EQ(r.Dropped(), std::set<uint32_t>{1});
   server.FromTask(1, "\ncmd=init\n");
   EXPECT_EQ(r.Line(1), "") << "a rank past the line limit is still served";
   server.FromTask(0, "cmd=init\n");
   EXPECT_NE(r.Line(0), "");
+  // A line longer than the limit, newline and all, drops its rank too.
+  Ranks r2;
+  PmiServer other(1, "kvs", {1}, r2.Sender());
+  other.FromTask(0, "cmd=init " + std::string(PmiServer::kMaxLine, 'y') + "\n");
+  EXPECT_EQ(r2.Line(0), "");
+  EXPECT_EQ(r2.Dropped(), std::set<uint32_t>{0});
+  // The key-value space of a step is bounded.
+  Ranks r3;
+  PmiServer full(1, "kvs", {1}, r3.Sender());
+  const std::string value(PmiServer::kMaxValue, 'v');
+  size_t stored = 0;
+  for (size_t i = 0;; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    full.FromTask(0, "cmd=put kvsname=kvs key=" + key + " value=" + value + "\n");
+    const std::string answer = r3.Line(0);
+    if (stored + key.size() + value.size() > PmiServer::kMaxSpaceBytes) {
+      EXPECT_EQ(answer, "cmd=put_result rc=-1 msg=key_value_space_full");
+      break;
+    }
+    ASSERT_EQ(answer, "cmd=put_result rc=0 msg=success") << i;
+    stored += key.size() + value.size();
+  }
   // Ranks outside the step are nobody.
   server.FromTask(2, "cmd=abort exitcode=9\n");
   server.FromTask(0xffffffff, "cmd=abort exitcode=9\n");

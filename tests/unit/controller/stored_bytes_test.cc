@@ -47,6 +47,19 @@ class StoredBytesTest : public EngineTest {
     engine_->Tick(now_);
   }
 
+  // scontrol update JobId=id Account=account QOS=qos as `who`: the job's result.
+  v1::CancelJobResult Move(uint64_t id, const Caller& who, const std::string& account,
+                           const std::string& qos = "") {
+    v1::UpdateJobRequest move;
+    move.set_action(v1::UpdateJobRequest::MODIFY);
+    move.add_job_ids(id);
+    if (!account.empty()) move.mutable_modify()->set_account(account);
+    if (!qos.empty()) move.mutable_modify()->set_qos(qos);
+    auto r = engine_->UpdateJob(who, move, now_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->results(0) : v1::CancelJobResult();
+  }
+
   v1::DiagnosticsResponse Diag(const Caller& who) {
     v1::DiagnosticsResponse d;
     engine_->FillDiagnostics(who, &d);
@@ -286,15 +299,7 @@ max_stored_mb_per_user = 3
 // the job already counts under (their common parent) does not refuse the move.
 TEST_F(StoredBytesTest, AJobMovesOnlyIntoAnAccountWithRoomForIt) {
   UseSiteLimit(100, kSiblings);
-  auto move_to_chem = [&](uint64_t id) {
-    v1::UpdateJobRequest move;
-    move.set_action(v1::UpdateJobRequest::MODIFY);
-    move.add_job_ids(id);
-    move.mutable_modify()->set_account("chem");
-    auto r = engine_->UpdateJob(Alice(), move, now_);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? r->results(0) : v1::CancelJobResult();
-  };
+  auto move_to_chem = [&](uint64_t id) { return Move(id, Alice(), "chem"); };
   auto big = SubmitBig(4, Alice());  // physics
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   v1::CancelJobResult refused = move_to_chem(*big);
@@ -316,6 +321,49 @@ TEST_F(StoredBytesTest, AJobMovesOnlyIntoAnAccountWithRoomForIt) {
   // Nothing changed for the refused jobs: still in physics, bytes and all.
   EXPECT_EQ(Job(*third).account(), "physics");
   EXPECT_EQ(Job(*big).account(), "physics");
+}
+
+constexpr const char* kAllowances = R"(
+[[qos]]
+name = "bulk"
+grp_stored_mb = 3
+
+[[accounts]]
+name = "big"
+users = ["alice"]
+max_stored_mb_per_user = 20
+
+[[accounts]]
+name = "plain"
+users = ["alice"]
+)";
+
+// A move adds no bytes to the user's total, but it must not carry them past the allowance of
+// where the job goes (big's 20 MiB let alice store more than the site's 10); a QoS is entered
+// as an account is.
+TEST_F(StoredBytesTest, AMoveFitsTheAllowanceAndTheQosWhereTheJobGoes) {
+  UseSiteLimit(10, kAllowances);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto id = SubmitBig(4, Alice());  // big, alice's first account
+    ASSERT_TRUE(id.ok()) << i << " " << id.status().ToString();
+    ids.push_back(*id);
+  }
+  v1::CancelJobResult r = Move(ids[0], Alice(), "plain");
+  EXPECT_EQ(r.code(), static_cast<int>(StatusCode::kResourceExhausted));
+  EXPECT_NE(r.message().find("is at the site's limit (scheduling.max_stored_mb_per_user): 12.0 "
+                             "MiB of job scripts and environments stored"),
+            std::string::npos)
+      << r.message();
+  r = Move(ids[0], Alice(), "", "bulk");
+  EXPECT_EQ(r.code(), static_cast<int>(StatusCode::kResourceExhausted));
+  EXPECT_NE(r.message().find("qos bulk is at its limit (GrpStoredMB)"), std::string::npos)
+      << r.message();
+  EXPECT_EQ(Job(ids[0]).account(), "big");
+  CancelAndArchive(ids[2]);  // 8 MiB left: within the site's 10
+  r = Move(ids[0], Alice(), "plain");
+  EXPECT_EQ(r.code(), 0) << r.message();
+  EXPECT_EQ(Job(ids[0]).account(), "plain");
 }
 
 TEST(StoredLimitsFormat, LimitsPrintAndPatchLikeTheOthers) {
