@@ -62,6 +62,11 @@ for i in $inodes; do
 done
 wait $srun_pid || fail "srun -N2 -n2 sleep 3"
 
+echo "== MPI with a large stdin that rank 0 never reads (PMI answers must not wait behind it)"
+head -c 10000000 /dev/zero >big.in
+out=$(timeout 60 srun -N2 -n4 ./mpi_hello <big.in | sort) || fail "MPI with 10 MB of stdin: $out"
+[ "$(grep -c ': sum 10$' <<<"$out")" = 4 ] || fail "MPI with 10 MB of stdin: $out"
+
 echo "== MPI_Abort of one rank ends the step"
 set +e
 timeout 60 srun -N2 -n4 ./mpi_hello abort >abort.out 2>abort.err; rc=$?
