@@ -16,7 +16,15 @@ Checks:
      gRPC; the core never links protobuf, gRPC, RocksDB or Asio);
   4. a file's `#include "muster/M/..."` names a module it uses (or its own); "muster/v1/*.pb.h"
      needs proto, "*.grpc.pb.h" needs grpc; `<lib/...>` of a known external needs that external;
-     a quoted private header ("x.h") lives next to the file or in a module it may see privately.
+     a quoted private header ("x.h") lives next to the file or in a module it may see privately;
+  5. no include walks up a directory ("../x.h"), and no project header is included with <...>
+     (which a -I path would find wherever it lives);
+  6. a module with a `std` list (the pure core) includes no other system header: no <thread>,
+     <fstream>, <chrono> or <sys/socket.h> where there must be no threads, I/O or clock;
+  7. every C/C++ source file under src/, include/, cli/, daemons/ and tests/ belongs to exactly
+     one module;
+  8. generator expressions in links ($<BUILD_INTERFACE:x>, $<LINK_ONLY:x>, $<$<COND>:x>) are
+     checked as the targets they name.
 Exit status 0 when all hold, 1 with one line per violation otherwise.
 """
 import fnmatch
@@ -26,6 +34,34 @@ import re
 import sys
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+SOURCE_EXTENSIONS = (".h", ".hpp", ".cc", ".cpp", ".c")
+OWNED_ROOTS = ("src", "include", "cli", "daemons", "tests")
+
+
+def unwrap_genex(dep):
+    """The link items a generator expression names: $<BUILD_INTERFACE:a>, $<LINK_ONLY:a>,
+    $<$<CONFIG:Debug>:a;b> -> [a] / [a, b]; a plain item -> [item]. $<TARGET_FILE:...> and the
+    like name no link."""
+    if not (dep.startswith("$<") and dep.endswith(">")):
+        return [dep]
+    inner = dep[2:-1]
+    depth = 0
+    for i, ch in enumerate(inner):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == ":" and depth == 0:
+            head, value = inner[:i], inner[i + 1:]
+            if head.startswith("$<") or head in ("BUILD_INTERFACE", "LINK_ONLY", "INSTALL_INTERFACE",
+                                                 "BUILD_LOCAL_INTERFACE", "COMPILE_ONLY"):
+                out = []
+                for part in re.split(r"[;,](?![^<]*>)", value):
+                    if part:
+                        out.extend(unwrap_genex(part))
+                return out
+            return []  # $<TARGET_FILE:x>, $<TARGET_OBJECTS:x>: no link of its own
+    return []
 
 
 def load(root, graph_path):
@@ -68,19 +104,22 @@ def check_links(spec, graph, problems):
             allowed.update(modules[used]["targets"])
         for ext in m["external"]:
             allowed.update(externals[ext]["links"])
-        for dep in deps:
-            if dep.startswith("-") or dep.startswith("$<"):
-                continue  # linker flags (-static-libgcc) and generator expressions
-            name = link_name(dep)
-            if name not in allowed:
-                problems.append(f"{target} ({module}) links {dep}, which module {module} may not use")
+        for raw in deps:
+            for dep in unwrap_genex(raw):
+                if dep.startswith("-"):
+                    continue  # linker flags (-static-libgcc)
+                name = link_name(dep)
+                if name not in allowed:
+                    problems.append(
+                        f"{target} ({module}) links {raw}, which module {module} may not use")
     # Transitive closure over the graph (imported targets are leaves).
     def closure(target, seen):
-        for dep in graph.get(target, []):
-            name = link_name(dep)
-            if name not in seen:
-                seen.add(name)
-                closure(name, seen)
+        for raw in graph.get(target, []):
+            for dep in unwrap_genex(raw):
+                name = link_name(dep)
+                if name not in seen:
+                    seen.add(name)
+                    closure(name, seen)
         return seen
 
     for name, m in sorted(modules.items()):
@@ -104,7 +143,7 @@ def module_files(root, m):
         elif os.path.isdir(full):
             for d, _, files in os.walk(full):
                 for f in sorted(files):
-                    if f.endswith((".h", ".cc", ".cpp")):
+                    if f.endswith(SOURCE_EXTENSIONS):
                         yield os.path.join(d, f)
 
 
@@ -131,9 +170,23 @@ def check_includes(root, spec, problems):
         for p in m["paths"]:
             if p.startswith("include/muster/"):
                 public[p[len("include/"):].rstrip("/") + "/"] = name
+    # Headers a -I path could reach with <...>: every project header, by its path below each
+    # directory that holds sources (so <engine_context.h> and <controller/engine_context.h> both
+    # count).
+    project_headers = set()
+    for top in OWNED_ROOTS:
+        if top == "include":
+            continue  # public headers are reached as muster/..., checked above
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in files:
+                if f.endswith((".h", ".hpp")):
+                    parts = os.path.relpath(os.path.join(d, f), root).split(os.sep)
+                    for i in range(len(parts)):
+                        project_headers.add("/".join(parts[i:]))
     for name, m in sorted(modules.items()):
         may_use = set(m["uses"]) | {name}
         may_ext = set(m["external"])
+        std_only = set(m["std"]) if "std" in m else None
         private_dirs = [module_dirs[p] for p in m.get("private", []) if p in module_dirs]
         private_dirs += [os.path.join(root, r) for r in m.get("include_roots", [])]
         for path in module_files(root, m):
@@ -145,6 +198,10 @@ def check_includes(root, spec, problems):
                         continue
                     quote, header = match.groups()
                     where = f"{rel}:{lineno}"
+                    if ".." in header.split("/"):
+                        problems.append(f"{where} includes {header}: an include may not walk up a "
+                                        "directory (name the module's public header instead)")
+                        continue
                     ext = external_of(header, externals)
                     if ext is not None:
                         if ext not in may_ext:
@@ -162,6 +219,16 @@ def check_includes(root, spec, problems):
                         elif owner not in may_use:
                             problems.append(f"{where} includes {header}: module {name} may not use {owner}")
                         continue
+                    if quote == "<":
+                        if header in project_headers:
+                            problems.append(f"{where} includes <{header}>: a project header with "
+                                            "<...> is found through a -I path, wherever it lives; "
+                                            "use \"...\" as its module allows")
+                        elif std_only is not None and header not in std_only:
+                            problems.append(f"{where} includes <{header}>: module {name} may include "
+                                            "only the standard headers listed for it (no I/O, "
+                                            "clock or threads)")
+                        continue
                     if quote == '"':
                         here = os.path.dirname(path)
                         found = os.path.exists(os.path.join(here, header)) or any(
@@ -173,6 +240,24 @@ def check_includes(root, spec, problems):
                                 "headers are not an API)")
 
 
+def check_ownership(root, spec, problems):
+    owners = {}
+    for name, m in spec["modules"].items():
+        for path in module_files(root, m):
+            owners.setdefault(os.path.relpath(path, root), []).append(name)
+    for top in OWNED_ROOTS:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith(SOURCE_EXTENSIONS):
+                    continue
+                rel = os.path.relpath(os.path.join(d, f), root)
+                who = owners.get(rel, [])
+                if not who:
+                    problems.append(f"{rel} belongs to no module in cmake/modules.json")
+                elif len(who) > 1:
+                    problems.append(f"{rel} belongs to several modules: {', '.join(sorted(who))}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
@@ -182,6 +267,7 @@ def main():
     problems = []
     check_links(spec, graph, problems)
     check_includes(root, spec, problems)
+    check_ownership(root, spec, problems)
     for p in problems:
         print(p)
     if problems:
