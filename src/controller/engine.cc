@@ -425,18 +425,24 @@ void Engine::AllocationClientGone(uint64_t job_id, TimeMs now) {
 // ---------------------------------------------------------------------------------------------
 // Views
 
-void Engine::ScopeToCaller(const Caller& caller, v1::ListJobsRequest* req) const {
-  if (!SeesOnlyOwnJobs(caller, ctx_->config())) return;
-  req->clear_users();
-  req->add_users(caller.user);
+v1::ListJobsRequest Engine::ScopedToCaller(const Caller& caller,
+                                           const v1::ListJobsRequest& req) const {
+  v1::ListJobsRequest scoped = req;
+  if (!SeesOnlyOwnJobs(caller, ctx_->config())) return scoped;
+  scoped.clear_users();
+  scoped.add_users(caller.user);
+  return scoped;
 }
 
-void Engine::ScopeToCaller(const Caller& caller, v1::ListAccountingRequest* req) const {
+v1::ListAccountingRequest Engine::ScopedToCaller(const Caller& caller,
+                                                 const v1::ListAccountingRequest& req) const {
+  v1::ListAccountingRequest scoped = req;
   // A finished job's record is usage too (sacct, sreport, muster report usage).
   const Config::PrivateData hidden = HiddenFrom(caller, ctx_->config());
-  if (!hidden.jobs && !hidden.usage) return;
-  req->clear_users();
-  req->add_users(caller.user);
+  if (!hidden.jobs && !hidden.usage) return scoped;
+  scoped.clear_users();
+  scoped.add_users(caller.user);
+  return scoped;
 }
 
 Status Engine::CheckJobVisible(const Caller& caller, uint64_t job_id) const {
@@ -447,21 +453,26 @@ Status Engine::CheckJobVisible(const Caller& caller, uint64_t job_id) const {
                           " is another user's (this cluster keeps jobs private)");
 }
 
-Result<v1::GetJobResponse> Engine::GetJob(const v1::GetJobRequest& req) const {
+Result<v1::GetJobResponse> Engine::GetJob(const Caller& caller,
+                                          const v1::GetJobRequest& req) const {
+  MUSTER_RETURN_IF_ERROR(CheckJobVisible(caller, req.job_id()));
   return job_views_->GetJob(req);
 }
 
-uint64_t Engine::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const {
-  return job_views_->VisitJobs(req, visit);
+uint64_t Engine::VisitJobs(const Caller& caller, const v1::ListJobsRequest& req,
+                           const JobRowVisitor& visit) const {
+  if (!SeesOnlyOwnJobs(caller, ctx_->config())) return job_views_->VisitJobs(req, visit);
+  return job_views_->VisitJobs(ScopedToCaller(caller, req), visit);
 }
 
-Result<v1::ListJobsResponse> Engine::ListJobs(const v1::ListJobsRequest& req) const {
+Result<v1::ListJobsResponse> Engine::ListJobs(const Caller& caller,
+                                              const v1::ListJobsRequest& req) const {
   v1::ListJobsResponse resp;
   bool parsed = true;
-  v1::ListJobsRequest page = req;
+  v1::ListJobsRequest page = ScopedToCaller(caller, req);
   for (;;) {
     const uint64_t next =
-        VisitJobs(page, [&](const v1::JobInfo& row, std::string_view spec_fields) {
+        VisitJobs(caller, page, [&](const v1::JobInfo& row, std::string_view spec_fields) {
           v1::JobInfo* job = resp.add_jobs();
           parsed = parsed &&
                    job->ParseFromArray(spec_fields.data(), static_cast<int>(spec_fields.size()));
@@ -552,23 +563,27 @@ Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {
   return resp;
 }
 
-Result<v1::ExplainJobResponse> Engine::ExplainJob(const v1::ExplainJobRequest& req,
+Result<v1::ExplainJobResponse> Engine::ExplainJob(const Caller& caller,
+                                                  const v1::ExplainJobRequest& req,
                                                   TimeMs now) const {
+  MUSTER_RETURN_IF_ERROR(CheckJobVisible(caller, req.job_id()));
   return explainer_->Explain(req, now);
 }
 
-Engine::AccountingQuery Engine::PrepareAccounting(const v1::ListAccountingRequest& req,
+Engine::AccountingQuery Engine::PrepareAccounting(const Caller& caller,
+                                                  const v1::ListAccountingRequest& req,
                                                   TimeMs now) const {
-  return job_views_->PrepareAccounting(req, now);
+  return job_views_->PrepareAccounting(ScopedToCaller(caller, req), now);
 }
 
 Result<v1::ListAccountingResponse> Engine::ScanAccounting(const AccountingQuery& query) {
   return JobViews::ScanAccounting(query);
 }
 
-Result<v1::ListAccountingResponse> Engine::ListAccounting(const v1::ListAccountingRequest& req,
+Result<v1::ListAccountingResponse> Engine::ListAccounting(const Caller& caller,
+                                                          const v1::ListAccountingRequest& req,
                                                           TimeMs now) const {
-  return ScanAccounting(PrepareAccounting(req, now));
+  return ScanAccounting(PrepareAccounting(caller, req, now));
 }
 
 // ---------------------------------------------------------------------------------------------

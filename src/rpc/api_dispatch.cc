@@ -117,9 +117,8 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
         return done({InvalidArgument("request does not parse as " + req.GetTypeName()), ""});
       }
       if (Status st = CheckRequestBounds(req); !st.ok()) return done({st, ""});
-      engine.ScopeToCaller(session->caller, &req);
       auto query = std::make_shared<controller::Engine::AccountingQuery>(
-          engine.PrepareAccounting(req, runner_.Now()));
+          engine.PrepareAccounting(session->caller, req, runner_.Now()));
       runner_.executor().Offload(controller::Executor::Lane::kQuery, [query, done] {
         auto resp = controller::Engine::ScanAccounting(*query);
         done(resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
@@ -165,10 +164,8 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
       return Handle<v1::CancelJobRequest>(
           payload, [&](const auto& r) { return engine.CancelJob(caller, r, now); });
     case v1::METHOD_GET_JOB:
-      return Handle<v1::GetJobRequest>(payload, [&](const auto& r) -> Result<v1::GetJobResponse> {
-        MUSTER_RETURN_IF_ERROR(engine.CheckJobVisible(caller, r.job_id()));
-        return engine.GetJob(r);
-      });
+      return Handle<v1::GetJobRequest>(payload,
+                                       [&](const auto& r) { return engine.GetJob(caller, r); });
     case v1::METHOD_LIST_JOBS: {
       // squeue's hot path: the engine builds the reply's bytes itself.
       v1::ListJobsRequest req;
@@ -176,8 +173,7 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
         return {InvalidArgument("request does not parse as " + req.GetTypeName()), ""};
       }
       if (Status st = CheckRequestBounds(req); !st.ok()) return {st, ""};
-      engine.ScopeToCaller(caller, &req);
-      return {Status::Ok(), EncodeJobList(engine, req)};
+      return {Status::Ok(), EncodeJobList(engine, caller, req)};
     }
     case v1::METHOD_LIST_NODES:
       return Handle<v1::ListNodesRequest>(payload,
@@ -202,10 +198,7 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
           payload, [&](const auto& r) { return engine.UpdateJob(caller, r, now); });
     case v1::METHOD_EXPLAIN_JOB:
       return Handle<v1::ExplainJobRequest>(
-          payload, [&](const auto& r) -> Result<v1::ExplainJobResponse> {
-            MUSTER_RETURN_IF_ERROR(engine.CheckJobVisible(caller, r.job_id()));
-            return engine.ExplainJob(r, now);
-          });
+          payload, [&](const auto& r) { return engine.ExplainJob(caller, r, now); });
     case v1::METHOD_LIST_AUDIT:
       return Handle<v1::ListAuditRequest>(
           payload, [&](const auto& r) { return engine.ListAudit(caller, r, now); });
@@ -232,7 +225,7 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
           payload, [&](const auto& r) { return engine.ListShares(caller, r, now); });
     case v1::METHOD_LIST_ACCOUNTING:
       return Handle<v1::ListAccountingRequest>(
-          payload, [&](const auto& r) { return engine.ListAccounting(r, now); });
+          payload, [&](const auto& r) { return engine.ListAccounting(caller, r, now); });
     default:
       return {Unimplemented("unknown method " + std::to_string(method) +
                             " (client newer than the controller?)"),
@@ -240,8 +233,8 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
   }
 }
 
-std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRequest& req,
-                          size_t page_bytes) {
+std::string EncodeJobList(const controller::Engine& engine, const controller::Caller& caller,
+                          const v1::ListJobsRequest& req, size_t page_bytes) {
   using google::protobuf::io::CodedOutputStream;
   constexpr int kJobs = v1::ListJobsResponse::kJobsFieldNumber;
   std::string out;
@@ -249,7 +242,7 @@ std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRe
       std::min<size_t>(page_bytes, req.job_ids().empty() ? 1 << 20 : req.job_ids_size() * 200) +
       64 * 1024);
   const uint64_t next =
-      engine.VisitJobs(req, [&](const v1::JobInfo& row, std::string_view spec_fields) {
+      engine.VisitJobs(caller, req, [&](const v1::JobInfo& row, std::string_view spec_fields) {
         AppendRepeatedMessage(out, kJobs, spec_fields, row);
         return out.size() < page_bytes;
       });

@@ -105,7 +105,7 @@ void BM_ScenarioC_ControllerMemory(benchmark::State& state) {
       state.counters["submit_us_per_job"] =
           std::chrono::duration<double, std::micro>(t1 - t0).count() / jobs;
       state.counters["engine_pass_ms"] = std::chrono::duration<double, std::milli>(p1 - p0).count();
-      auto list = e.ListJobs(v1::ListJobsRequest());
+      auto list = e.ListJobs(controller::Caller{0, 0, "root", true}, v1::ListJobsRequest());
       uint32_t running = 0, pending = 0;
       for (const auto& j : list->jobs()) {
         running += j.state() == v1::RUNNING;
@@ -157,7 +157,7 @@ void BM_ListJobsBrief(benchmark::State& state) {
     req.set_brief(true);
     bytes = pages = 0;
     do {
-      std::string reply = rpc::EncodeJobList(e, req);
+      std::string reply = rpc::EncodeJobList(e, controller::Caller{0, 0, "root", true}, req);
       bytes += reply.size();
       ++pages;
       google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(reply.data()),

@@ -110,19 +110,18 @@ class Engine {
   // Per-job results: NOT_FOUND, PERMISSION_DENIED (not your job), or OK.
   Result<v1::CancelJobResponse> CancelJob(const Caller& caller, const v1::CancelJobRequest& req,
                                           TimeMs now);
-  Result<v1::GetJobResponse> GetJob(const v1::GetJobRequest& req) const;
-  // Privacy (config private_data = ["jobs"]): what a caller may read. Every read of jobs on a
-  // caller's behalf goes through these first: a listing narrowed to the caller's own jobs, and
-  // PERMISSION_DENIED for one job that is another's. Admins and operators see everything.
-  void ScopeToCaller(const Caller& caller, v1::ListJobsRequest* req) const;
-  void ScopeToCaller(const Caller& caller, v1::ListAccountingRequest* req) const;
-  Status CheckJobVisible(const Caller& caller, uint64_t job_id) const;
+  // Every read of jobs is on a caller's behalf and sees what the caller may (private_data =
+  // ["jobs"]: only their own; admins and operators everything): a listing is narrowed to the
+  // caller's jobs, one job that is another's is PERMISSION_DENIED. There is no read without a
+  // caller, so a transport cannot forget to ask.
+  Result<v1::GetJobResponse> GetJob(const Caller& caller, const v1::GetJobRequest& req) const;
   // squeue: the matching jobs' rows after req.after_id, in id order, to `visit` (the transport
   // encodes them) until it says the page is full. Returns the last row's id when it stopped
   // early (the next page's after_id), 0 when the listing is complete.
-  uint64_t VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor& visit) const;
+  uint64_t VisitJobs(const Caller& caller, const v1::ListJobsRequest& req,
+                     const JobRowVisitor& visit) const;
   // The same rows as one message, every page (tests and callers that want the structure).
-  Result<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& req) const;
+  Result<v1::ListJobsResponse> ListJobs(const Caller& caller, const v1::ListJobsRequest& req) const;
   Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& req, TimeMs now) const;
   // PERMISSION_DENIED for non-admins; INVALID_ARGUMENT for a drain without reason or a resume of a
   // node that is neither drained nor down; NOT_FOUND for unknown nodes.
@@ -153,7 +152,8 @@ class Engine {
   Result<v1::UpdateJobResponse> UpdateJob(const Caller& caller, const v1::UpdateJobRequest& req,
                                           TimeMs now);
   // muster explain: why a pending job waits (see JobExplainer). NOT_FOUND for unknown jobs.
-  Result<v1::ExplainJobResponse> ExplainJob(const v1::ExplainJobRequest& req, TimeMs now) const;
+  Result<v1::ExplainJobResponse> ExplainJob(const Caller& caller, const v1::ExplainJobRequest& req,
+                                            TimeMs now) const;
   // muster audit: the audit log (admins and operators).
   // Accounts and users' associations (admins change them; everyone may list them).
   Result<v1::UpdateAccountResponse> UpdateAccount(const Caller& caller,
@@ -176,7 +176,8 @@ class Engine {
   Result<v1::ListAuditResponse> ListAudit(const Caller& caller, const v1::ListAuditRequest& req,
                                           TimeMs now) const;
   // sacct: live jobs and the archived history (read from the store), filtered.
-  Result<v1::ListAccountingResponse> ListAccounting(const v1::ListAccountingRequest& req,
+  Result<v1::ListAccountingResponse> ListAccounting(const Caller& caller,
+                                                    const v1::ListAccountingRequest& req,
                                                     TimeMs now) const;
   // The same in two parts, so that scanning 100,000 archived jobs does not hold the controller:
   // PrepareAccounting reads the live jobs (on the strand); ScanAccounting adds the archived ones
@@ -190,7 +191,8 @@ class Engine {
     bool live_more = false;
     store::StateStore* store = nullptr;
   };
-  AccountingQuery PrepareAccounting(const v1::ListAccountingRequest& req, TimeMs now) const;
+  AccountingQuery PrepareAccounting(const Caller& caller, const v1::ListAccountingRequest& req,
+                                    TimeMs now) const;
   static Result<v1::ListAccountingResponse> ScanAccounting(const AccountingQuery& query);
 
   // ---- Agents. ----
@@ -239,6 +241,12 @@ class Engine {
 
  private:
   Engine(EngineOptions options, store::StateStore* store);
+  // Privacy: a request narrowed to what the caller may read; PERMISSION_DENIED for one job
+  // that is another's.
+  v1::ListJobsRequest ScopedToCaller(const Caller& caller, const v1::ListJobsRequest& req) const;
+  v1::ListAccountingRequest ScopedToCaller(const Caller& caller,
+                                           const v1::ListAccountingRequest& req) const;
+  Status CheckJobVisible(const Caller& caller, uint64_t job_id) const;
   Status Recover(TimeMs now, uint64_t min_epoch);
   // Logs when the store's disk runs short of, or has again, room for new jobs (each tick).
   void WatchSpace();

@@ -60,9 +60,9 @@ inline constexpr size_t kListPageBytes = 1 << 20;
 
 // squeue's reply, a ListJobsResponse, built straight into bytes from the engine's rows (squeue
 // asks for 10,000 jobs at a time, and a brief row is mostly bytes cached per job): one page,
-// with next_after_id set when more follow.
-std::string EncodeJobList(const controller::Engine& engine, const v1::ListJobsRequest& req,
-                          size_t page_bytes = kListPageBytes);
+// with next_after_id set when more follow. Only the rows `caller` may see.
+std::string EncodeJobList(const controller::Engine& engine, const controller::Caller& caller,
+                          const v1::ListJobsRequest& req, size_t page_bytes = kListPageBytes);
 
 // Builds the caller from peer credentials: the user name from the passwd database, admin when
 // root or listed (by name or uid) in config.admins. Thread-safe.

@@ -90,7 +90,7 @@ TEST_F(AccountTest, AJobChargesAnAccountOfItsUser) {
   EXPECT_EQ(SubmitAs(Alice(), "science").status().code(), StatusCode::kInvalidArgument);
   // The job's views carry it.
   v1::ListJobsRequest all;
-  auto list = engine_->ListJobs(all);
+  auto list = engine_->ListJobs(Root(), all);
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->jobs(0).account(), "physics");
 }

@@ -117,7 +117,7 @@ class ControllerRunnerTest : public ::testing::Test {
     OnStrand([&](Engine& e) {
       v1::GetJobRequest r;
       r.set_job_id(id);
-      auto j = e.GetJob(r);
+      auto j = e.GetJob(Caller{0, 0, "root", true}, r);
       ASSERT_TRUE(j.ok());
       info = j->job();
     });
@@ -190,11 +190,12 @@ TEST_F(ControllerRunnerTest, AfterStopNothingMoves) {
   EXPECT_EQ(agents_.Launches("node1"), 0u);
   EXPECT_EQ(executor_.timers(), 0u) << "stopped timers do not re-arm";
   EXPECT_EQ(runner_->engine()
-                .GetJob([&] {
-                  v1::GetJobRequest r;
-                  r.set_job_id(id);
-                  return r;
-                }())
+                .GetJob(Caller{0, 0, "root", true},
+                        [&] {
+                          v1::GetJobRequest r;
+                          r.set_job_id(id);
+                          return r;
+                        }())
                 ->job()
                 .state(),
             v1::PENDING);

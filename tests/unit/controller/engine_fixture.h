@@ -140,7 +140,7 @@ class EngineTest : public ::testing::Test {
   v1::JobInfo Job(uint64_t id) {
     v1::GetJobRequest r;
     r.set_job_id(id);
-    auto j = engine_->GetJob(r);
+    auto j = engine_->GetJob(Root(), r);
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? j->job() : v1::JobInfo();
   }

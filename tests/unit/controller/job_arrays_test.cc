@@ -27,7 +27,7 @@ class ArrayTest : public EngineTest {
     v1::ListJobsRequest req;
     if (id != 0) req.add_job_ids(id);
     req.set_brief(brief);
-    auto list = engine_->ListJobs(req);
+    auto list = engine_->ListJobs(Root(), req);
     EXPECT_TRUE(list.ok());
     return list.ok() ? std::vector<v1::JobInfo>(list->jobs().begin(), list->jobs().end())
                      : std::vector<v1::JobInfo>{};
@@ -170,7 +170,7 @@ TEST_F(ArrayTest, NamingOneWaitingTaskSplitsItOffAndOnlyIt) {
   auto check_accounting = [&] {
     v1::ListAccountingRequest acct;
     acct.add_job_ids(id);
-    auto a = engine_->ListAccounting(acct, now_);
+    auto a = engine_->ListAccounting(Root(), acct, now_);
     ASSERT_TRUE(a.ok());
     ASSERT_EQ(a->jobs_size(), 6);
     for (int k = 0; k < 6; ++k) {
@@ -305,8 +305,13 @@ TEST_F(ArrayTest, AnotherUsersWaitingTaskIsHiddenWhereJobsArePrivate) {
   v1::JobSpec spec = Gang(1, 1);
   spec.set_array("0-9");
   const uint64_t id = *Submit(spec, Alice());
-  EXPECT_EQ(engine_->CheckJobVisible(Bob(), id + 7).code(), StatusCode::kPermissionDenied);
-  EXPECT_TRUE(engine_->CheckJobVisible(Alice(), id + 7).ok());
+  auto get = [&](const Caller& who, uint64_t job) {
+    v1::GetJobRequest r;
+    r.set_job_id(job);
+    return engine_->GetJob(who, r).status();
+  };
+  EXPECT_EQ(get(Bob(), id + 7).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(get(Alice(), id + 7).ok());
   // Nor does a dependency on it tell Bob that it exists: the same answer as for no job at all.
   auto depend_on = [&](const std::string& dep, const Caller& who) {
     v1::JobSpec s = Gang(1, 1);

@@ -23,7 +23,7 @@ class ExplainTest : public EngineTest {
   v1::JobExplanation Explain(uint64_t id) {
     v1::ExplainJobRequest r;
     r.set_job_id(id);
-    auto x = engine_->ExplainJob(r, now_);
+    auto x = engine_->ExplainJob(Root(), r, now_);
     EXPECT_TRUE(x.ok()) << x.status().ToString();
     return x.ok() ? x->explanation() : v1::JobExplanation();
   }
@@ -129,7 +129,7 @@ TEST_F(ExplainTest, SuggestsOtherPartitionsAndReleasesAndSaysWhatCanNeverRun) {
   EXPECT_NE(x.summary().find("running since"), std::string::npos);
   v1::ExplainJobRequest r;
   r.set_job_id(9999);
-  EXPECT_EQ(engine_->ExplainJob(r, now_).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(engine_->ExplainJob(Root(), r, now_).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(ExplainTest, TestOnlyForecastsWithoutSubmitting) {
@@ -162,7 +162,7 @@ TEST_F(ExplainTest, TestOnlyForecastsWithoutSubmitting) {
   EXPECT_EQ(later.test_only().reason(), "Resources");
   // Nothing was accepted: the queue is as it was, and the id is still free.
   v1::ListJobsRequest all;
-  EXPECT_EQ(engine_->ListJobs(all)->jobs_size(), 1);
+  EXPECT_EQ(engine_->ListJobs(Root(), all)->jobs_size(), 1);
   auto real = *Submit(Gang(1, 1));
   EXPECT_EQ(real, later.job_id());
   EXPECT_EQ(now.job_id(), later.job_id());

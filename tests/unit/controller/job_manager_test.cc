@@ -31,7 +31,7 @@ TEST_F(EngineTest, FailedCommitRefusesTheSubmission) {
   EXPECT_EQ(id.status().code(), StatusCode::kInternal);
   v1::ListJobsRequest all;
   all.set_include_finished(true);
-  EXPECT_EQ(engine_->ListJobs(all)->jobs_size(), 0);
+  EXPECT_EQ(engine_->ListJobs(Root(), all)->jobs_size(), 0);
   EXPECT_EQ(*Submit(Gang(1, 1)), 1u);
 }
 
@@ -320,7 +320,7 @@ TEST_F(EngineTest, AJobArrayIsOneJobPerTaskThrottledByItsLimit) {
   auto id = *Submit(spec, Alice());
   v1::ListJobsRequest req;
   req.add_job_ids(id);  // the array's id lists every task
-  auto list = engine_->ListJobs(req);
+  auto list = engine_->ListJobs(Root(), req);
   ASSERT_EQ(list->jobs_size(), 5);
   for (int k = 0; k < 5; ++k) {
     const v1::JobInfo& j = list->jobs(k);
@@ -375,7 +375,7 @@ TEST_F(EngineTest, CancellingAnArrayIdCancelsEveryTaskButASingleIdOnlyItself) {
   // Accounting lists the array's tasks by its id.
   v1::ListAccountingRequest acct;
   acct.add_job_ids(id);
-  auto a = engine_->ListAccounting(acct, now_);
+  auto a = engine_->ListAccounting(Root(), acct, now_);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->jobs_size(), 4);
 }

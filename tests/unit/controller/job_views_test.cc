@@ -13,7 +13,7 @@ TEST_F(EngineTest, ABriefListCarriesWhatSqueueShowsAndNothingHeavy) {
   Pass();
   v1::ListJobsRequest req;
   req.set_brief(true);
-  auto brief = engine_->ListJobs(req);
+  auto brief = engine_->ListJobs(Root(), req);
   ASSERT_TRUE(brief.ok());
   ASSERT_EQ(brief->jobs_size(), 1);
   const v1::JobInfo& b = brief->jobs(0);
@@ -40,7 +40,7 @@ TEST_F(EngineTest, ABriefListCarriesWhatSqueueShowsAndNothingHeavy) {
   held.set_cpus_per_task(2);
   auto held_id = *Submit(held, Alice());
   req.add_job_ids(held_id);
-  auto pending = engine_->ListJobs(req);
+  auto pending = engine_->ListJobs(Root(), req);
   ASSERT_TRUE(pending.ok());
   ASSERT_EQ(pending->jobs_size(), 1);
   const v1::JobInfo& p = pending->jobs(0);
@@ -73,14 +73,14 @@ TEST_F(EngineTest, FinishedJobsAreArchivedAfterRetention) {
   engine_->Tick(now_);
   v1::GetJobRequest g;
   g.set_job_id(id);
-  EXPECT_EQ(engine_->GetJob(g).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(engine_->GetJob(Root(), g).status().code(), StatusCode::kNotFound);
   auto h = store_.ReadHistory(10);
   ASSERT_EQ(h->size(), 1u);
   EXPECT_EQ((*h)[0].id(), id);
   // squeue's flat walk order lost the archived job with the map.
   EXPECT_TRUE(engine_->CheckInvariantsForTest().ok())
       << engine_->CheckInvariantsForTest().ToString();
-  EXPECT_EQ(engine_->ListJobs(v1::ListJobsRequest())->jobs_size(), 0);
+  EXPECT_EQ(engine_->ListJobs(Root(), v1::ListJobsRequest())->jobs_size(), 0);
 }
 
 TEST_F(EngineTest, AccountingFiltersLiveAndArchivedJobsAndForgetsAfterTheRetention) {
@@ -98,7 +98,7 @@ TEST_F(EngineTest, AccountingFiltersLiveAndArchivedJobsAndForgetsAfterTheRetenti
   auto c = *Submit(Gang(1, 1), Alice());
   auto ids = [&](v1::ListAccountingRequest q) {
     std::vector<uint64_t> out;
-    auto r = engine_->ListAccounting(q, now_);
+    auto r = engine_->ListAccounting(Root(), q, now_);
     EXPECT_TRUE(r.ok());
     for (const auto& j : r->jobs()) out.push_back(j.id());
     return out;
@@ -157,7 +157,7 @@ TEST_F(EngineTest, AccountingComesInBoundedPagesThatTogetherListEveryJobOnce) {
   std::vector<uint64_t> got;
   int pages = 0;
   for (;;) {
-    auto r = engine_->ListAccounting(req, now_);
+    auto r = engine_->ListAccounting(Root(), req, now_);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ++pages;
     EXPECT_LE(r->ByteSizeLong(), (1u << 20) + 4096) << "page " << pages;
@@ -172,7 +172,7 @@ TEST_F(EngineTest, AccountingComesInBoundedPagesThatTogetherListEveryJobOnce) {
   // A limit: the first jobs, and no page after them.
   v1::ListAccountingRequest few;
   few.set_limit(10);
-  auto r = engine_->ListAccounting(few, now_);
+  auto r = engine_->ListAccounting(Root(), few, now_);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->jobs_size(), 10);
   EXPECT_EQ(r->jobs(9).id(), first + 9);
@@ -197,7 +197,7 @@ TEST_F(EngineTest, AccountingScanLaterListsAJobArchivedMeanwhileOnce) {
   auto young = *Submit(Gang(1, 1));  // ... and one live job
   v1::ListAccountingRequest req;
   req.set_start_ms(now_ - 3'600'000);
-  Engine::AccountingQuery q = engine_->PrepareAccounting(req, now_);
+  Engine::AccountingQuery q = engine_->PrepareAccounting(Root(), req, now_);
   EXPECT_EQ(q.live.size(), 1u);
   EXPECT_TRUE(q.live.count(young));
   // The live job ends and is archived before the scan runs.

@@ -66,7 +66,7 @@ class PermissionsTest : public EngineTest {
 TEST_F(PermissionsTest, EveryoneSubmitsAndSeesTheQueueAndTheNodes) {
   for (const Caller& who : {Alice(), Mallory(), Operator(), Root()}) {
     ASSERT_TRUE(Submit(Gang(1, 1), who).ok()) << who.user;
-    auto jobs = engine_->ListJobs(v1::ListJobsRequest());
+    auto jobs = engine_->ListJobs(Root(), v1::ListJobsRequest());
     ASSERT_TRUE(jobs.ok());
     EXPECT_GE(jobs->jobs_size(), 1);
     EXPECT_TRUE(engine_->ListNodes(v1::ListNodesRequest(), now_).ok());

@@ -192,7 +192,7 @@ TEST_F(PartitionPreemptionTest, SuspendLendsCpusKeepsGpusAndResumesWhenThePreemp
   // squeue -t S finds it.
   v1::ListJobsRequest lr;
   lr.add_states(v1::SUSPENDED);
-  auto listed = engine_->ListJobs(lr);
+  auto listed = engine_->ListJobs(Root(), lr);
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->jobs_size(), 1);
   EXPECT_EQ(listed->jobs(0).id(), *low);

@@ -132,7 +132,7 @@ TEST_F(QosTest, ExplainNamesTheLimitHowFarOverAndTheJobsWhoseEndFreesIt) {
   ASSERT_EQ(Job(*c).state(), v1::PENDING);
   v1::ExplainJobRequest er;
   er.set_job_id(*c);
-  auto x = engine_->ExplainJob(er, now_);
+  auto x = engine_->ExplainJob(Root(), er, now_);
   ASSERT_TRUE(x.ok());
   const v1::JobExplanation& e = x->explanation();
   ASSERT_EQ(e.limits_size(), 1);
@@ -154,7 +154,7 @@ TEST_F(QosTest, ExplainNamesTheLimitHowFarOverAndTheJobsWhoseEndFreesIt) {
   ASSERT_TRUE(huge.ok());
   Pass();
   er.set_job_id(*huge);
-  x = engine_->ExplainJob(er, now_);
+  x = engine_->ExplainJob(Root(), er, now_);
   ASSERT_TRUE(x.ok());
   ASSERT_EQ(x->explanation().limits_size(), 1);
   EXPECT_NE(x->explanation().limits(0).frees().find("can never start under it"), std::string::npos)

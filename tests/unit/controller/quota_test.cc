@@ -261,7 +261,7 @@ TEST_F(QuotaTest, MaxCapsAnAccountEvenWhenTheCohortLends) {
   // muster explain names the quota and the first of bio's jobs whose end makes room.
   v1::ExplainJobRequest er;
   er.set_job_id(ids[3]);
-  auto x = engine_->ExplainJob(er, now_);
+  auto x = engine_->ExplainJob(Root(), er, now_);
   ASSERT_TRUE(x.ok());
   ASSERT_EQ(x->explanation().limits_size(), 1);
   const v1::LimitHeld& l = x->explanation().limits(0);

@@ -241,7 +241,7 @@ TEST_F(ReservationTest, ScenarioNeverOverlapsAReservation) {
       ASSERT_TRUE(Submit(s).ok());
     }
     Pass();
-    auto listed = engine_->ListJobs(v1::ListJobsRequest());
+    auto listed = engine_->ListJobs(Root(), v1::ListJobsRequest());
     ASSERT_TRUE(listed.ok());
     for (const v1::JobInfo& j : listed->jobs()) {
       if (j.state() != v1::RUNNING) continue;

@@ -93,7 +93,7 @@ TEST_F(EngineTest, AHugeNodeListIsRefusedOnItsSizeAlone) {
   EXPECT_NE(r.status().message().find("--nodelist has 150000 entries; at most 4"),
             std::string::npos)
       << r.status().message();
-  auto list = engine_->ListJobs(v1::ListJobsRequest());
+  auto list = engine_->ListJobs(Root(), v1::ListJobsRequest());
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->jobs_size(), 0);
   // Repeated names within the bound are folded (in O(n log n)); a name in both lists is refused.

@@ -249,7 +249,7 @@ TEST_F(EngineTest, StepStatesFollowTheirTasksTheAgentAndTheJob) {
   engine_->Tick(now_);
   v1::ListAccountingRequest q;
   q.add_job_ids(id);
-  auto acct = engine_->ListAccounting(q, now_);
+  auto acct = engine_->ListAccounting(Root(), q, now_);
   ASSERT_TRUE(acct.ok());
   ASSERT_EQ(acct->jobs_size(), 1);
   EXPECT_EQ(acct->jobs(0).steps_size(), 4);

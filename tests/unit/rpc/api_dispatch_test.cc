@@ -16,6 +16,8 @@ namespace {
 
 using controller::Caller;
 
+const Caller kRoot{0, 0, "root", true};
+
 class ApiDispatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -171,7 +173,7 @@ TEST_F(ApiDispatchTest, TheEncodedJobListIsTheEnginesListInBytes) {
     ASSERT_TRUE(r.status.ok());
     v1::ListJobsResponse from_bytes;
     ASSERT_TRUE(from_bytes.ParseFromString(r.payload));
-    auto structured = runner_->engine().ListJobs(req);
+    auto structured = runner_->engine().ListJobs(kRoot, req);
     ASSERT_TRUE(structured.ok());
     ASSERT_EQ(from_bytes.jobs_size(), 3);
     EXPECT_EQ(from_bytes.SerializeAsString(), structured->SerializeAsString());
@@ -337,6 +339,18 @@ TEST_F(PrivateJobsTest, UsersSeeTheirOwnJobsOnly) {
   op.is_operator = true;
   EXPECT_EQ(Listed(op), (std::vector<uint64_t>{alices, bobs}));
   EXPECT_EQ(Listed(Caller{0, 0, "root", true}), (std::vector<uint64_t>{alices, bobs}));
+  // DispatchApi itself (what the fuzz target and any other transport call) scopes sacct too:
+  // before, only the socket's path did, and this one listed every user's jobs.
+  v1::ListAccountingRequest both;
+  both.add_users("alice");
+  both.add_users("bob");
+  ApiReply direct =
+      DispatchApi(runner_->engine(), Caller{1001, 1001, "bob", false}, v1::METHOD_LIST_ACCOUNTING,
+                  both.SerializeAsString(), runner_->Now());
+  v1::ListAccountingResponse seen;
+  ASSERT_TRUE(direct.status.ok() && seen.ParseFromString(direct.payload));
+  ASSERT_EQ(seen.jobs_size(), 1);
+  EXPECT_EQ(seen.jobs(0).id(), bobs);
   // One job by id: another's is refused, whether shown or explained.
   session_->caller = Caller{1001, 1001, "bob", false};
   v1::GetJobRequest get;
@@ -470,7 +484,7 @@ TEST_F(ApiDispatchTest, AnArraysWaitingTasksAreRunsInABriefListingAndPageInAFull
   int pages = 0;
   do {
     v1::ListJobsResponse page;
-    ASSERT_TRUE(page.ParseFromString(EncodeJobList(runner_->engine(), full, 4 * 1024)));
+    ASSERT_TRUE(page.ParseFromString(EncodeJobList(runner_->engine(), kRoot, full, 4 * 1024)));
     for (const auto& j : page.jobs()) rows.emplace_back(j.id(), j.array().task_id());
     full.set_after_id(page.next_after_id());
     ++pages;
@@ -499,7 +513,7 @@ TEST_F(ApiDispatchTest, AnArraysWaitingTasksAreRunsInABriefListingAndPageInAFull
       int n = 0;
       do {
         v1::ListJobsResponse page;
-        ASSERT_TRUE(page.ParseFromString(EncodeJobList(runner_->engine(), req, page_bytes)));
+        ASSERT_TRUE(page.ParseFromString(EncodeJobList(runner_->engine(), kRoot, req, page_bytes)));
         for (const auto& j : page.jobs()) {
           seen.push_back(j.id());
           for (const auto& run : j.array_waiting()) {
@@ -526,7 +540,7 @@ TEST_F(ApiDispatchTest, AnArraysWaitingTasksAreRunsInABriefListingAndPageInAFull
     int n = 0;
     do {
       v1::ListJobsResponse page;
-      ASSERT_TRUE(page.ParseFromString(EncodeJobList(runner_->engine(), req, 700)));
+      ASSERT_TRUE(page.ParseFromString(EncodeJobList(runner_->engine(), kRoot, req, 700)));
       for (const auto& j : page.jobs()) {
         seen.push_back(j.id());
         for (const auto& run : j.array_waiting()) {
