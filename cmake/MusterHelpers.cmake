@@ -1,6 +1,8 @@
 # Warnings, sanitizers and the helpers every module uses. Module boundaries (cmake/modules.json)
 # are checked by the ctest `module_boundaries` over the link graph written here.
 
+include(GoogleTest)  # gtest_discover_tests
+
 set(MUSTER_WARNINGS -Wall -Wextra -Wpedantic -Wnon-virtual-dtor -Wno-missing-field-initializers)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(APPEND MUSTER_WARNINGS -Wshadow=local)  # GCC's spelling; clang (the fuzz preset) has none
@@ -31,8 +33,10 @@ function(muster_add_library name)
 endfunction()
 
 # muster_add_test(NAME SOURCES ... DEPS ... LABELS ... [PRIVATE_OF dir] [TIMEOUT s]): a GoogleTest
-# binary, one ctest entry. PRIVATE_OF names the module directory (src/agent) whose private headers
-# the test may include: a module's tests may see its own.
+# binary whose tests are ctest entries of their own (NAME.Suite.Test, found when ctest runs), so
+# a GTEST_SKIP shows as skipped and a label says what each needs; TIMEOUT is per test.
+# PRIVATE_OF names the module directory (src/agent) whose private headers the test may include:
+# a module's tests may see its own.
 function(muster_add_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT;PRIVATE_OF" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -42,11 +46,12 @@ function(muster_add_test name)
   endif()
   target_compile_options(${name} PRIVATE ${MUSTER_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
-  add_test(NAME ${name} COMMAND ${name})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  gtest_discover_tests(${name} TEST_PREFIX "${name}." DISCOVERY_MODE PRE_TEST
+                       DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
 endfunction()
 
 # Every target of the build, in every directory below `dir`.

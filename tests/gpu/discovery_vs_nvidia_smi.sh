@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # On a machine with a real NVIDIA GPU: musterd's discovery (NVML through dlopen) must agree with
 # nvidia-smi on every GPU's UUID, name, PCI bus id, memory, MIG instances and NVLink matrix.
-# Skips cleanly (exit 0, "SKIP") where there is no GPU.
+# Skips (exit 77, "SKIP": ctest reports it as skipped) where there is no GPU.
 #   usage: tests/gpu/discovery_vs_nvidia_smi.sh [PATH_TO_MUSTERD]
 set -euo pipefail
 musterd=${1:-$(dirname "$0")/../../build/release/bin/musterd}
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIP: no NVIDIA GPU or driver here"
-  exit 0
+  exit 77
 fi
 probe=$("$musterd" --probe --name gpu-check)
 fail=0

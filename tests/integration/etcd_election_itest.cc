@@ -1,7 +1,5 @@
 // Leader election against a real etcd (Debian's etcd-server), started by each test on loopback
 // and stopped by its pid. Skipped where /usr/bin/etcd is missing.
-#include "muster/rpc/etcd_election.h"
-
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 
 #include "etcd/election.grpc.pb.h"
 #include "harness/test_etcd.h"
+#include "muster/rpc/etcd_election.h"
 
 namespace muster::rpc {
 namespace {
