@@ -6,9 +6,9 @@
 #include <set>
 
 #include "access.h"
+#include "limit_tracker.h"
 #include "muster/common/strings.h"
 #include "name_list.h"
-#include "usage_limits.h"
 
 namespace muster::controller {
 namespace {

@@ -6,6 +6,7 @@
 #include "engine_context.h"
 #include "fair_share.h"
 #include "job_manager.h"
+#include "limit_tracker.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
 #include "muster/controller/engine.h"
@@ -13,7 +14,6 @@
 #include "quota_book.h"
 #include "reservation_manager.h"
 #include "scheduler_loop.h"
-#include "usage_limits.h"
 
 namespace muster::controller {
 namespace {

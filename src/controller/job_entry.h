@@ -21,7 +21,7 @@ struct JobEntry {
   // From the last scheduling pass (memory only; recomputed by every pass).
   TimeMs expected_start_ms = core::kNever;
   bool had_reservation = false;
-  bool preempting = false;  // its preemption victims are leaving (preemption.h)
+  bool preempting = false;  // its preemption victims are leaving (preemptor.h)
   core::PriorityFactors priority;
   // Interactive allocations: whether a client connection holds it, and since when none does.
   bool client_attached = false;

@@ -7,12 +7,12 @@
 #pragma once
 
 #include "job_manager.h"
+#include "limit_tracker.h"
 #include "muster/common/clock.h"
 #include "muster/common/status.h"
 #include "muster/v1/controller.pb.h"
 #include "quota_book.h"
 #include "scheduler_loop.h"
-#include "usage_limits.h"
 
 namespace muster::controller {
 

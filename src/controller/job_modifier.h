@@ -8,15 +8,15 @@
 #pragma once
 
 #include "account_manager.h"
-#include "dependencies.h"
+#include "dependency_tracker.h"
 #include "engine_context.h"
 #include "job_manager.h"
+#include "limit_tracker.h"
 #include "muster/common/status.h"
 #include "muster/controller/engine.h"
 #include "muster/v1/controller.pb.h"
 #include "qos_manager.h"
 #include "scheduler_loop.h"
-#include "usage_limits.h"
 
 namespace muster::controller {
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "array_tasks.h"
-#include "dependencies.h"
+#include "dependency_tracker.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/output_pattern.h"

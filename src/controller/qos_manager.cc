@@ -5,8 +5,8 @@
 #include <set>
 
 #include "access.h"
+#include "limit_tracker.h"
 #include "muster/common/strings.h"
-#include "usage_limits.h"
 
 namespace muster::controller {
 namespace {

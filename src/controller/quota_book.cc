@@ -4,7 +4,7 @@
 
 #include "account_manager.h"
 #include "job_manager.h"
-#include "usage_limits.h"
+#include "limit_tracker.h"
 
 namespace muster::controller {
 namespace {

@@ -17,6 +17,7 @@
 
 #include "engine_context.h"
 #include "job_manager.h"
+#include "limit_tracker.h"
 #include "muster/common/clock.h"
 #include "muster/common/status.h"
 #include "muster/controller/engine.h"
@@ -26,7 +27,6 @@
 #include "quota_book.h"
 #include "reservation_manager.h"
 #include "resource_ledger.h"
-#include "usage_limits.h"
 
 namespace muster::controller {
 

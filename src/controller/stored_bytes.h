@@ -1,6 +1,6 @@
 // What each user's, account's and QoS's jobs keep in the state store as scripts and
 // environments: one payload per submission (an array's tasks share one), from submission until
-// its last job is archived. The stored-bytes limits (usage_limits.h) and `muster diag` read it;
+// its last job is archived. The stored-bytes limits (limit_tracker.h) and `muster diag` read it;
 // JobManager, the one writer of job records, keeps it true to them.
 //
 // Strand-confined.

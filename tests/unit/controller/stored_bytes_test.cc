@@ -3,7 +3,7 @@
 // refuses is named with the numbers; the counts survive a restart; `muster diag` shows who
 // stores most (to admins) or one's own row (to users).
 #include "engine_fixture.h"
-#include "usage_limits.h"
+#include "limit_tracker.h"
 
 namespace muster::controller {
 namespace {

@@ -1,4 +1,4 @@
-#include "usage_limits.h"
+#include "limit_tracker.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,12 +1,12 @@
-#include "preemption.h"
+#include "preemptor.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "job_views.h"
+#include "limit_tracker.h"
 #include "muster/core/preemption.h"
-#include "usage_limits.h"
 
 namespace muster::controller {
 namespace {

@@ -1,4 +1,4 @@
-#include "dependencies.h"
+#include "dependency_tracker.h"
 
 #include <spdlog/spdlog.h>
 

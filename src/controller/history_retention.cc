@@ -1,4 +1,4 @@
-#include "history.h"
+#include "history_retention.h"
 
 #include <spdlog/spdlog.h>
 
