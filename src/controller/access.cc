@@ -1,21 +1,40 @@
-#include "access.h"
+#include "muster/controller/access.h"
 
 #include <string>
 
 namespace muster::controller {
 
-Status CheckJobAccess(const Caller& caller, const v1::JobRecord& job, std::string_view action) {
-  if (caller.is_admin || caller.uid == job.spec().uid()) return Status::Ok();
-  return PermissionDenied("job " + std::to_string(job.id()) + " belongs to " + job.spec().user() +
-                          "; you may " + std::string(action) + " only your own jobs");
-}
-
-Status CheckAdmin(const Caller& caller, std::string_view action) {
-  if (caller.is_admin) return Status::Ok();
-  return PermissionDenied(std::string(action) + " needs an admin (root or listed in admins)");
+const std::vector<PrivilegedAction>& PrivilegedActions() {
+  static const std::vector<PrivilegedAction> kRules = {
+      {Action::kActOnOthersJobs, false, "acting on another user's job"},
+      {Action::kAnyPartition, false, "submitting to a partition that does not admit you"},
+      {Action::kAnyReservation, false, "using a reservation that does not list you"},
+      {Action::kSetPriority, false, "setting a job's priority (users: Nice=)"},
+      {Action::kNegativeNice, false, "a negative nice (raising a priority)"},
+      {Action::kRaiseTimeLimit, false, "raising a job's time limit"},
+      {Action::kHoldAsAdmin, false, "an admin's hold (JobHeldAdmin)"},
+      {Action::kReleaseAdminHold, false, "releasing a job an admin held"},
+      {Action::kTopWithoutUserTop, false, "scontrol top (enable_user_top is off)"},
+      {Action::kChangeAccounts, false, "changing accounts"},
+      {Action::kChangeUsers, false, "changing users' accounts"},
+      {Action::kChangeQos, false, "changing QoS"},
+      {Action::kManageReservations, false, "managing reservations"},
+      {Action::kConfirmNodeDown, false, "confirming nodes down"},
+      {Action::kResetStatistics, false, "resetting the statistics (sdiag -r)"},
+      {Action::kDrainResumeNodes, true, "draining and resuming nodes"},
+      {Action::kReadAudit, true, "reading the audit log"},
+      {Action::kSeeHiddenData, true, "seeing what private_data hides"},
+      {Action::kSeeOthersStoredBytes, true, "seeing other users' stored scripts"},
+  };
+  return kRules;
 }
 
 namespace {
+
+const PrivilegedAction& RuleOf(Action action) {
+  return PrivilegedActions()[static_cast<size_t>(action)];
+}
+
 // A list of user names or numeric uids names the caller.
 bool Names(const std::vector<std::string>& list, const Caller& caller) {
   const std::string uid = std::to_string(caller.uid);
@@ -24,10 +43,38 @@ bool Names(const std::vector<std::string>& list, const Caller& caller) {
   }
   return false;
 }
+
 }  // namespace
 
+bool May(const Caller& caller, Action action) {
+  return caller.is_admin || (RuleOf(action).operators && caller.is_operator);
+}
+
+Status Authorize(const Caller& caller, Action action) {
+  if (May(caller, action)) return Status::Ok();
+  const PrivilegedAction& rule = RuleOf(action);
+  return PermissionDenied(std::string(rule.what) +
+                          (rule.operators
+                               ? " needs an operator or an admin (listed in operators or admins)"
+                               : " needs an admin (root or listed in admins)"));
+}
+
+std::string_view RoleOf(const Caller& caller) {
+  if (caller.is_admin) return "admin";
+  if (caller.is_operator) return "operator";
+  return "user";
+}
+
+Status CheckJobAccess(const Caller& caller, const v1::JobRecord& job, std::string_view action) {
+  if (caller.uid == job.spec().uid() || May(caller, Action::kActOnOthersJobs)) {
+    return Status::Ok();
+  }
+  return PermissionDenied("job " + std::to_string(job.id()) + " belongs to " + job.spec().user() +
+                          "; you may " + std::string(action) + " only your own jobs");
+}
+
 Status CheckPartitionAccess(const Caller& caller, const v1::JobSpec& spec, const Config& config) {
-  if (caller.is_admin) return Status::Ok();
+  if (May(caller, Action::kAnyPartition)) return Status::Ok();
   for (const std::string& name : spec.partitions()) {
     const PartitionConfig* p = config.FindPartition(name);
     if (!p) continue;  // the spec's own check reports an unknown partition
@@ -40,18 +87,12 @@ Status CheckPartitionAccess(const Caller& caller, const v1::JobSpec& spec, const
 }
 
 Config::PrivateData HiddenFrom(const Caller& caller, const Config& config) {
-  if (caller.is_admin || caller.is_operator) return {};
+  if (May(caller, Action::kSeeHiddenData)) return {};
   return config.private_data;
 }
 
 bool SeesOnlyOwnJobs(const Caller& caller, const Config& config) {
   return HiddenFrom(caller, config).jobs;
-}
-
-Status CheckOperator(const Caller& caller, std::string_view action) {
-  if (caller.is_admin || caller.is_operator) return Status::Ok();
-  return PermissionDenied(std::string(action) +
-                          " needs an operator or an admin (listed in operators or admins)");
 }
 
 }  // namespace muster::controller

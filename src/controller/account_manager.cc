@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <set>
 
-#include "access.h"
 #include "limit_tracker.h"
 #include "muster/common/strings.h"
+#include "muster/controller/access.h"
 #include "name_list.h"
 
 namespace muster::controller {
@@ -202,7 +202,7 @@ Result<std::string> AccountManager::ResolveQos(const std::string& account,
 
 Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccountRequest& req,
                                      const std::function<bool(const std::string&)>& in_use) {
-  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "change accounts"));
+  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kChangeAccounts));
   const std::string& name = req.name();
   if (!IsValidAccountName(name) || name == "root") {
     return InvalidArgument("bad account name '" + name.substr(0, 64) +
@@ -337,7 +337,7 @@ Status AccountManager::CommitUser(const v1::UserRecord& user) {
 }
 
 Status AccountManager::UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req) {
-  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "change users' accounts"));
+  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kChangeUsers));
   if (!IsValidAccountName(req.user())) {
     return InvalidArgument("bad user name '" + req.user().substr(0, 64) + "'");
   }

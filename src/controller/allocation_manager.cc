@@ -1,6 +1,6 @@
 #include "allocation_manager.h"
 
-#include "access.h"
+#include "muster/controller/access.h"
 
 namespace muster::controller {
 

@@ -2,15 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "access.h"
+#include "muster/controller/access.h"
 
 namespace muster::controller {
-
-std::string_view RoleOf(const Caller& caller) {
-  if (caller.is_admin) return "admin";
-  if (caller.is_operator) return "operator";
-  return "user";
-}
 
 std::string JobsTarget(const std::vector<uint64_t>& ids) {
   if (ids.size() == 1) return "job " + std::to_string(ids[0]);
@@ -45,9 +39,7 @@ void AuditLog::Record(const Caller& caller, std::string action, std::string targ
 
 Result<v1::ListAuditResponse> AuditLog::List(const Caller& caller, const v1::ListAuditRequest& req,
                                              TimeMs now) const {
-  if (!caller.is_admin && !caller.is_operator) {
-    return PermissionDenied("the audit log is for admins and operators");
-  }
+  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kReadAudit));
   const TimeMs since = req.since_ms() > 0 ? req.since_ms() : now - 86'400'000;
   const TimeMs until = req.until_ms() > 0 ? req.until_ms() : now;
   const uint32_t limit = req.limit() == 0 ? 1000 : std::min<uint32_t>(req.limit(), 10'000);

@@ -11,13 +11,11 @@
 
 #include "engine_context.h"
 #include "muster/common/clock.h"
+#include "muster/controller/access.h"
 #include "muster/controller/engine.h"
 #include "muster/v1/controller.pb.h"
 
 namespace muster::controller {
-
-// What the caller acts as: "admin", "operator" or "user".
-std::string_view RoleOf(const Caller& caller);
 
 // "job 12", "jobs 12,13,14 (3)"; at most 20 ids named, then "...".
 std::string JobsTarget(const std::vector<uint64_t>& ids);

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <set>
 
-#include "access.h"
 #include "account_manager.h"
 #include "allocation_manager.h"
 #include "array_tasks.h"
@@ -24,6 +23,7 @@
 #include "limit_tracker.h"
 #include "muster/common/strings.h"
 #include "muster/common/version.h"
+#include "muster/controller/access.h"
 #include "muster/credentials/step_credential.h"
 #include "node_manager.h"
 #include "node_views.h"
@@ -181,9 +181,7 @@ Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
   MUSTER_RETURN_IF_ERROR(
       NormalizeJobSpec(spec, ctx_->config(), ctx_->partition_limits(), &time_limit));
   MUSTER_RETURN_IF_ERROR(CheckPartitionAccess(caller, spec, ctx_->config()));
-  if (spec.nice() < 0 && !caller.is_admin) {
-    return PermissionDenied("only an administrator may give a negative --nice (raise a priority)");
-  }
+  if (spec.nice() < 0) MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kNegativeNice));
   MUSTER_ASSIGN_OR_RETURN(std::string account,
                           accounts_->ResolveForJob(spec.user(), spec.account()));
   spec.set_account(std::move(account));
@@ -535,7 +533,7 @@ void Engine::FillDiagnostics(const Caller& caller, v1::DiagnosticsResponse* resp
     out->set_bytes(u.bytes);
     out->set_submissions(u.payloads);
   };
-  if (CheckOperator(caller, "see other users' stored scripts").ok()) {
+  if (May(caller, Action::kSeeOthersStoredBytes)) {
     for (const StoredBytes::UserUse& u : stored.Biggest(10)) add(u);
   } else {
     StoredBytes::UserUse own = stored.OfUserRow(caller.uid);

@@ -1,6 +1,5 @@
 // Engine: the sharing policy's requests (accounts, users' associations, QoS, the fair-share
 // tree, advance reservations), routed to the account, QoS, fair-share and reservation managers.
-#include "access.h"
 #include "account_manager.h"
 #include "audit_log.h"
 #include "engine_context.h"
@@ -9,6 +8,7 @@
 #include "limit_tracker.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
+#include "muster/controller/access.h"
 #include "muster/controller/engine.h"
 #include "qos_manager.h"
 #include "quota_book.h"
@@ -194,7 +194,7 @@ Result<v1::UpdateReservationResponse> Engine::UpdateReservation(
   // The nodes as they are, less the reservation's own running jobs (they are meant to be there).
   // Built only for an admin's create or change: the view of a large cluster is not cheap.
   core::ClusterView live;
-  if (caller.is_admin && req.op() != v1::ACCOUNT_OP_REMOVE) {
+  if (May(caller, Action::kManageReservations) && req.op() != v1::ACCOUNT_OP_REMOVE) {
     live = scheduler_->LiveView(now);
     std::erase_if(live.running, [&](const core::RunningUse& u) {
       const JobEntry* job = jobs_->Find(u.job);

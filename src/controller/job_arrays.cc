@@ -5,10 +5,10 @@
 
 #include <set>
 
-#include "access.h"
 #include "array_tasks.h"
 #include "job_manager.h"
 #include "muster/common/check.h"
+#include "muster/controller/access.h"
 
 namespace muster::controller {
 

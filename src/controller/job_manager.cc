@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <set>
 
-#include "access.h"
 #include "array_tasks.h"
 #include "job_spec.h"
 #include "muster/common/strings.h"
+#include "muster/controller/access.h"
 #include "name_list.h"
 
 namespace muster::controller {
@@ -320,14 +320,15 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
         }
         if (rec.spec().hold() == hold) continue;  // already so: nothing to do, as Slurm
         const bool admin_hold = core::ParseReason(rec.reason()) == JobReason::kJobHeldAdmin;
-        if (!hold && admin_hold && !caller.is_admin) {
+        if (!hold && admin_hold && !May(caller, Action::kReleaseAdminHold)) {
           fail(StatusCode::kPermissionDenied, "job " + jid + " was held by an admin");
           continue;
         }
         JobChange c{.to = v1::PENDING, .hold = hold};
         if (hold) {
-          c.reason = caller.is_admin && caller.uid != rec.spec().uid() ? JobReason::kJobHeldAdmin
-                                                                       : JobReason::kJobHeldUser;
+          c.reason = May(caller, Action::kHoldAsAdmin) && caller.uid != rec.spec().uid()
+                         ? JobReason::kJobHeldAdmin
+                         : JobReason::kJobHeldUser;
           c.detail = "held by " + caller.user;
         } else {
           c.detail = "";

@@ -5,13 +5,13 @@
 #include <deque>
 #include <set>
 
-#include "access.h"
 #include "array_tasks.h"
 #include "job_entry.h"
 #include "job_spec.h"
 #include "job_views.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
+#include "muster/controller/access.h"
 
 namespace muster::controller {
 namespace {
@@ -53,9 +53,7 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
   std::vector<std::string> changed;
 
   if (mod.has_priority()) {
-    if (!caller.is_admin) {
-      return PermissionDenied("only an administrator may set a job's priority (users: Nice=)");
-    }
+    MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kSetPriority));
     if (mod.priority() < 0 || mod.priority() > 0xFFFFFFFFLL) {
       return InvalidArgument("Priority is 0 (multifactor) to 4294967295");
     }
@@ -66,9 +64,7 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
     if (mod.nice() < -kMaxNice || mod.nice() > kMaxNice) {
       return InvalidArgument("Nice is between -2147483645 and 2147483645");
     }
-    if (mod.nice() < 0 && !caller.is_admin) {
-      return PermissionDenied("only an administrator may set a negative Nice (raise a priority)");
-    }
+    if (mod.nice() < 0) MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kNegativeNice));
     spec.set_nice(mod.nice());
     changed.push_back("Nice=" + std::to_string(mod.nice()));
   }
@@ -76,12 +72,12 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
     if (mod.time_limit_ms() <= 0 || mod.time_limit_ms() > 100'000LL * 86'400'000) {
       return InvalidArgument("TimeLimit must be positive and at most 100000 days");
     }
-    if (!caller.is_admin &&
-        (next.time_limit_ms() == 0 || mod.time_limit_ms() > next.time_limit_ms())) {
-      return PermissionDenied(
-          "only an administrator may raise a job's time limit (from " +
-          (next.time_limit_ms() ? FormatDuration(next.time_limit_ms()) : std::string("UNLIMITED")) +
-          ")");
+    if (next.time_limit_ms() == 0 || mod.time_limit_ms() > next.time_limit_ms()) {
+      MUSTER_RETURN_IF_ERROR(
+          Authorize(caller, Action::kRaiseTimeLimit)
+              .Prepend("TimeLimit from " + (next.time_limit_ms()
+                                                ? FormatDuration(next.time_limit_ms())
+                                                : std::string("UNLIMITED"))));
     }
     spec.set_time_limit_ms(mod.time_limit_ms());
     next.set_time_limit_ms(mod.time_limit_ms());
@@ -183,8 +179,8 @@ Status JobModifier::Top(const Caller& caller, uint64_t id) {
   const std::string jid = std::to_string(id);
   if (!job) return NotFound("job " + jid + " does not exist");
   MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec, "move"));
-  if (!caller.is_admin && !ctx_.scheduling().enable_user_top) {
-    return PermissionDenied("scontrol top is for administrators here (enable_user_top is off)");
+  if (!ctx_.scheduling().enable_user_top) {
+    MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kTopWithoutUserTop));
   }
   const v1::JobSpec& spec = job->rec.spec();
   if (job->rec.state() != v1::PENDING) return FailedPrecondition("job " + jid + " is not pending");

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "access.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "muster/controller/access.h"
 
 namespace muster::controller {
 namespace {
@@ -192,7 +192,7 @@ std::string NodeManager::WhyUnschedulable(const NodeEntry& node) const {
 
 Result<std::vector<NodeEntry*>> NodeManager::ConfirmableDown(const Caller& caller,
                                                              const std::string& hostlist) {
-  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "confirming nodes down"));
+  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kConfirmNodeDown));
   MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(hostlist));
   if (names.empty()) return InvalidArgument("no node names given");
   std::vector<NodeEntry*> out;
@@ -210,7 +210,7 @@ Result<std::vector<NodeEntry*>> NodeManager::ConfirmableDown(const Caller& calle
 
 Result<v1::UpdateNodeResponse> NodeManager::Update(const Caller& caller,
                                                    const v1::UpdateNodeRequest& req, TimeMs now) {
-  MUSTER_RETURN_IF_ERROR(CheckOperator(caller, "draining and resuming nodes"));
+  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kDrainResumeNodes));
   MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(req.nodes()));
   if (names.empty()) return InvalidArgument("no node names given");
   std::vector<std::string> unknown;

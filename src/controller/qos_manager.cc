@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "access.h"
 #include "limit_tracker.h"
 #include "muster/common/strings.h"
+#include "muster/controller/access.h"
 
 namespace muster::controller {
 namespace {
@@ -135,7 +135,7 @@ Status QosManager::CheckPreemptGraph(const std::map<std::string, v1::QosRecord>&
 
 Status QosManager::Update(const Caller& caller, const v1::UpdateQosRequest& req,
                           const std::function<std::string(const std::string&)>& in_use) {
-  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "change QoS"));
+  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kChangeQos));
   const std::string& name = req.name();
   if (!IsValidAccountName(name)) {
     return InvalidArgument("bad qos name '" + name.substr(0, 64) +

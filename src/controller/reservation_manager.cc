@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <set>
 
-#include "access.h"
 #include "account_manager.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "muster/controller/access.h"
 #include "muster/core/advance_reservation.h"
 
 namespace muster::controller {
@@ -204,7 +204,7 @@ Status ReservationManager::CheckUse(const Caller& caller, const std::string& nam
     return NotFound("invalid reservation '" + name.substr(0, 64) +
                     "': no such reservation (`scontrol show reservation` lists them)");
   }
-  if (caller.is_admin) return Status::Ok();
+  if (May(caller, Action::kAnyReservation)) return Status::Ok();
   const bool user_ok = std::find(r->users().begin(), r->users().end(), user) != r->users().end();
   bool account_ok = false;
   // An account listed covers its sub-accounts.
@@ -291,7 +291,7 @@ Status ReservationManager::Update(const Caller& caller, const v1::UpdateReservat
                                   TimeMs now, const core::ClusterView& live,
                                   const std::function<std::string(const std::string&)>& in_use,
                                   std::string* name_out) {
-  MUSTER_RETURN_IF_ERROR(CheckAdmin(caller, "manage reservations"));
+  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kManageReservations));
   std::string name = req.name();
   if (!name.empty() && !IsValidAccountName(name)) {
     return InvalidArgument("bad reservation name '" + name.substr(0, 64) +

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "access.h"
+#include "muster/controller/access.h"
 #include "muster/core/step_layout.h"
 #include "muster/credentials/step_credential.h"
 #include "step_state.h"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "muster/controller/access.h"
 #include "muster/store/replication_log.h"
 #include "muster/v1/controller.pb.h"
 #include "request_bounds.h"
@@ -55,9 +56,7 @@ Result<v1::DiagnosticsResponse> Diagnostics(controller::ControllerRunner& runner
   if (!req.ParseFromString(payload)) {
     return InvalidArgument("request does not parse as " + req.GetTypeName());
   }
-  if (req.reset() && !caller.is_admin) {
-    return PermissionDenied("only admins reset the statistics (sdiag -r)");
-  }
+  if (req.reset()) MUSTER_RETURN_IF_ERROR(Authorize(caller, controller::Action::kResetStatistics));
   v1::DiagnosticsResponse resp;
   runner.engine().FillDiagnostics(caller, &resp);
   resp.set_now_ms(runner.Now());

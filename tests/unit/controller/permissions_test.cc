@@ -1,9 +1,11 @@
 // Who may do what (docs/admin-guide.md, "Permissions"): one test per row of the table, each
 // trying the action as the job's owner, another user, an operator and an admin. And the audit
 // log those actions leave.
+#include <fstream>
 #include <set>
 
 #include "engine_fixture.h"
+#include "muster/controller/access.h"
 
 namespace muster::controller {
 namespace {
@@ -466,6 +468,39 @@ TEST_F(PrivateDataTest, UsersLeaveAUserTheirOwnAssociations) {
   EXPECT_EQ(carol.accounts, all_accounts_);
   EXPECT_EQ(Shares(Alice()), (std::set<std::string>{"org/", "a/", "a/alice"}));
   EXPECT_EQ(Accounts(Root()).users, all_users_);
+}
+
+// The Authorizer's rules are the admin guide's: every privileged action, in order, with who may
+// take it; and each refuses a plain user, admits an admin, and admits an operator only where
+// the rule says.
+TEST(PrivilegedActionsTest, TheAdminGuideListsEveryRule) {
+  std::ifstream in(std::string(MUSTER_SOURCE_DIR) + "/docs/admin-guide.md");
+  ASSERT_TRUE(in) << "docs/admin-guide.md";
+  std::vector<std::pair<std::string, std::string>> documented;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("privileged-actions: begin") != std::string::npos) inside = true;
+    if (line.find("privileged-actions: end") != std::string::npos) inside = false;
+    if (!inside || line.rfind("| ", 0) != 0 || line.rfind("| privileged action", 0) == 0) continue;
+    const size_t bar = line.find(" | ", 2);
+    ASSERT_NE(bar, std::string::npos) << line;
+    documented.emplace_back(line.substr(2, bar - 2), line.substr(bar + 3, line.size() - bar - 5));
+  }
+  std::vector<std::pair<std::string, std::string>> rules;
+  const Caller user{1000, 1000, "alice", false};
+  const Caller admin{0, 0, "root", true};
+  Caller op{2000, 2000, "opal", false};
+  op.is_operator = true;
+  for (size_t i = 0; i < PrivilegedActions().size(); ++i) {
+    const PrivilegedAction& r = PrivilegedActions()[i];
+    EXPECT_EQ(static_cast<size_t>(r.action), i) << r.what << ": the table is out of Action's order";
+    rules.emplace_back(r.what, r.operators ? "operators and admins" : "admins");
+    EXPECT_EQ(Authorize(user, r.action).code(), StatusCode::kPermissionDenied) << r.what;
+    EXPECT_NE(Authorize(user, r.action).message().find(r.what), std::string::npos);
+    EXPECT_TRUE(May(admin, r.action)) << r.what;
+    EXPECT_EQ(May(op, r.action), r.operators) << r.what;
+  }
+  EXPECT_EQ(documented, rules);
 }
 
 }  // namespace
