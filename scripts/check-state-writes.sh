@@ -1,8 +1,34 @@
 #!/usr/bin/env bash
-# A job's state is assigned in one function, JobManager::NextRecord (job_state_machine.cc), and a
-# step's in step_state.cc; views only copy states into replies (info.set_state, x.set_state).
-# Fails when anything else under src/controller assigns a state. Run from the repository root.
+# One writer per job record. JobEntry::rec() is read-only outside JobManager (the compiler holds
+# that); this checks what the compiler cannot see:
+#   - a job's state is assigned in one function, JobManager::NextRecord (job_state_machine.cc),
+#     and a step's in step_state.cc; views only copy states into replies (info.set_state, ...);
+#   - only JobManager's files (job_manager.cc, job_state_machine.cc, job_arrays.cc,
+#     job_events.cc) write job records to the store (PutJob) or touch JobEntry's rec_.
+#   usage: check-state-writes.sh [ROOT]; --self-test plants each walk-around in a copy.
 set -euo pipefail
+jobmanager='^src/controller/(job_manager|job_state_machine|job_arrays|job_events)\.cc:'
+if [ "${1:-}" = "--self-test" ]; then
+  me=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  mkdir -p "$tmp/src/controller"
+  printf 'void A() { r.set_state(v1::RUNNING); }\n' >"$tmp/src/controller/job_state_machine.cc"
+  for plant in 'void B(JobRecord& r) { r.set_state(v1::FAILED); }' \
+               'void C(store::Mutation& m, const JobRecord& r) { m.PutJob(r); }' \
+               'void D(JobEntry& e) { e.rec_.set_nice(1); }'; do
+    printf '%s\n' "$plant" >"$tmp/src/controller/step_manager.cc"
+    if "$me" "$tmp" >/dev/null 2>&1; then
+      echo "state writes check: a planted '$plant' passed" >&2
+      exit 1
+    fi
+  done
+  rm "$tmp/src/controller/step_manager.cc"
+  "$me" "$tmp" >/dev/null || { echo "state writes check: the clean copy failed" >&2; exit 1; }
+  echo "state writes check: planted writes refused"
+  exit 0
+fi
+cd "${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 bad=$(grep -rn 'set_state(' src/controller |
       grep -v -e '^src/controller/job_state_machine.cc:' -e '^src/controller/step_state.cc:' |
       grep -vE '(\binfo\.|\binfo->|\bx\.)set_state\(' || true)
@@ -14,6 +40,14 @@ fi
 n=$(grep -c 'set_state(' src/controller/job_state_machine.cc)
 if [ "$n" -ne 1 ]; then
   echo "job_state_machine.cc assigns a job's state in $n places; NextRecord should be the one" >&2
+  exit 1
+fi
+bad=$(grep -rnE '\bPutJob\(|\brec_\b' src/controller src/rpc 2>/dev/null |
+      grep -vE "$jobmanager" | grep -vE '^src/controller/job_entry\.(h|cc):' |
+      grep -vE '^src/store/' || true)
+if [ -n "$bad" ]; then
+  echo "only JobManager writes job records (StageChange/ApplyChange, Transition):" >&2
+  echo "$bad" >&2
   exit 1
 fi
 echo "state writes: ok"

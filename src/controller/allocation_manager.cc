@@ -13,8 +13,8 @@ Result<JobEntry*> AllocationManager::CallersAllocation(const Caller& caller, uin
   JobEntry* job = jobs_.Find(job_id);
   const std::string jid = std::to_string(job_id);
   if (!job) return NotFound("job " + jid + " does not exist");
-  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec, "use"));
-  if (!job->rec.spec().interactive()) {
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "use"));
+  if (!job->rec().spec().interactive()) {
     return FailedPrecondition("job " + jid +
                               " is a batch job, not an srun/salloc allocation (it ends with its "
                               "script, or cancel it)");
@@ -35,9 +35,9 @@ Status AllocationManager::Release(const Caller& caller, const v1::ReleaseAllocat
 Result<const JobEntry*> AllocationManager::Attach(const Caller& caller,
                                                   const v1::AttachAllocationRequest& req) {
   MUSTER_ASSIGN_OR_RETURN(JobEntry * job, CallersAllocation(caller, req.job_id()));
-  if (!IsActive(job->rec) || job->rec.end_time_ms() > 0) {
+  if (!IsActive(job->rec()) || job->rec().end_time_ms() > 0) {
     return FailedPrecondition("job " + std::to_string(req.job_id()) + " has ended (" +
-                              v1::JobState_Name(job->rec.state()) + ")");
+                              v1::JobState_Name(job->rec().state()) + ")");
   }
   job->client_attached = true;
   return job;
@@ -57,15 +57,14 @@ void AllocationManager::Check(TimeMs now) {
   std::vector<uint64_t> ids(jobs_.interactive().begin(), jobs_.interactive().end());
   for (uint64_t id : ids) {
     JobEntry* job = jobs_.Find(id);
-    if (!job || job->rec.end_time_ms() > 0 ||
-        (job->rec.state() != v1::PENDING && job->rec.state() != v1::RUNNING)) {
+    if (!job || job->rec().end_time_ms() > 0 ||
+        (job->rec().state() != v1::PENDING && job->rec().state() != v1::RUNNING)) {
       jobs_.ForgetAllocation(id);
       continue;
     }
-    const v1::JobRecord& r = job->rec;
+    const v1::JobRecord& r = job->rec();
     if (r.state() == v1::RUNNING && now >= LimitEnd(r)) {
       // The agents stop the tasks at the limit themselves; the allocation ends here.
-      job->rec.set_timed_out(true);
       jobs_.EndAllocation(*job, v1::TIMEOUT, JobReason::kTimeLimit, "", now, 0, 0);
       continue;
     }

@@ -33,7 +33,7 @@ Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec,
                                    std::optional<uint32_t> only_uid) const {
   MUSTER_ASSIGN_OR_RETURN(Dependency d, ParseDependency(spec->dependency()));
   auto known = [&](const JobEntry* e) -> const JobEntry* {
-    return e && (!only_uid || e->rec.spec().uid() == *only_uid) ? e : nullptr;
+    return e && (!only_uid || e->rec().spec().uid() == *only_uid) ? e : nullptr;
   };
   Dependency expanded;
   expanded.any = d.any;
@@ -46,22 +46,23 @@ Status DependencyTracker::TermsFor(v1::JobSpec* spec, v1::JobRecord* rec,
     std::vector<uint64_t> ids;
     if (t.kind == DependencyTerm::Kind::kAfterCorr) {
       // The array itself: each waiting task looks up its own counterpart when it is evaluated.
-      if (!job || !job->rec.has_array() || job->rec.array().array_job_id() != t.job_id) {
+      if (!job || !job->rec().has_array() || job->rec().array().array_job_id() != t.job_id) {
         return InvalidArgument("Job dependency problem: aftercorr:" + std::to_string(t.job_id) +
                                " names no job array (use the array's job id)");
       }
       ids.push_back(t.job_id);
-    } else if (job && !(job->rec.has_array() && job->rec.array().array_job_id() == t.job_id)) {
+    } else if (job && !(job->rec().has_array() && job->rec().array().array_job_id() == t.job_id)) {
       ids.push_back(t.job_id);
     } else if (const JobEntry* carrier = known(jobs_.Covering(t.job_id));
-               !job && carrier && carrier->rec.array().array_job_id() != t.job_id) {
+               !job && carrier && carrier->rec().array().array_job_id() != t.job_id) {
       ids.push_back(t.job_id);  // one task still waiting in its array's carrier
     } else {
       // A job array's id: all of its tasks (consecutive ids from the array's own), those still
       // waiting in their carrier's record too.
       for (uint64_t id = t.job_id; ids.size() <= kMaxTermsPerJob; ++id) {
         const JobEntry* task = known(jobs_.Covering(id));
-        if (!task || !task->rec.has_array() || task->rec.array().array_job_id() != t.job_id) break;
+        if (!task || !task->rec().has_array() || task->rec().array().array_job_id() != t.job_id)
+          break;
         ids.push_back(id);
       }
     }
@@ -97,8 +98,8 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
     if (!singletons_) {
       singletons_.emplace();
       for (const auto& [id, job] : jobs_.jobs()) {
-        if (Ended(job.rec.state())) continue;
-        singletons_->emplace(std::make_pair(job.rec.spec().uid(), job.rec.spec().name()), id);
+        if (Ended(job.rec().state())) continue;
+        singletons_->emplace(std::make_pair(job.rec().spec().uid(), job.rec().spec().name()), id);
       }
     }
     auto first = singletons_->find({waiter.spec().uid(), waiter.spec().name()});
@@ -112,12 +113,12 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
     std::optional<uint64_t> found;
     for (uint64_t id = term.job_id(); id < term.job_id() + ctx_.scheduling().max_array_size; ++id) {
       const JobEntry* task = jobs_.Covering(id);
-      if (!task || !task->rec.has_array() || task->rec.array().array_job_id() != term.job_id())
+      if (!task || !task->rec().has_array() || task->rec().array().array_job_id() != term.job_id())
         break;
       const uint64_t pos = id - term.job_id();
       const uint32_t task_id =
           task->id() == id || !task->array_tasks || pos >= task->array_tasks->size()
-              ? task->rec.array().task_id()
+              ? task->rec().array().task_id()
               : (*task->array_tasks)[pos];
       if (task_id == waiter.array().task_id()) {
         found = id;
@@ -136,7 +137,7 @@ DependencyTracker::Outcome DependencyTracker::Evaluate(const v1::JobRecord& wait
                ? Outcome::kNever
                : Outcome::kSatisfied;
   }
-  const v1::JobRecord& r = dep->rec;
+  const v1::JobRecord& r = dep->rec();
   const bool ended = Ended(r.state());
   switch (term.kind()) {
     case v1::DependencyRecord::AFTER:
@@ -174,12 +175,12 @@ void DependencyTracker::Resolve(TimeMs now) {
     const uint64_t id = *w;
     resume_after_ = id;
     const JobEntry* job = jobs_.Find(id);
-    if (!job || job->rec.state() != v1::PENDING || job->rec.dependency_terms_size() == 0) {
+    if (!job || job->rec().state() != v1::PENDING || job->rec().dependency_terms_size() == 0) {
       w = waiting_.erase(w);
       continue;
     }
     ++w;
-    const v1::JobRecord& r = job->rec;
+    const v1::JobRecord& r = job->rec();
     if (core::ParseReason(r.reason()) == core::JobReason::kDependencyNeverSatisfied) continue;
     // All of them (','): satisfied terms are dropped up to the first that still waits; any one
     // ('?'): the first satisfied one settles it.
@@ -222,7 +223,7 @@ void DependencyTracker::Resolve(TimeMs now) {
       next.set_reason(core::ReasonName(core::JobReason::kNone));
       next.clear_reason_detail();
     }
-    m.PutJob(next);
+    jobs_.StageChange(next, m);
     changed.emplace_back(id, std::move(next));
   }
   if (changed.empty()) return;
@@ -236,9 +237,9 @@ void DependencyTracker::Resolve(TimeMs now) {
   for (auto& [id, rec] : changed) {
     JobEntry* job = jobs_.Find(id);
     if (!job) continue;
-    job->rec = std::move(rec);
-    const uint32_t kill = job->rec.spec().kill_on_invalid_dep();
-    if (core::ParseReason(job->rec.reason()) == core::JobReason::kDependencyNeverSatisfied &&
+    jobs_.ApplyChange(*job, std::move(rec));
+    const uint32_t kill = job->rec().spec().kill_on_invalid_dep();
+    if (core::ParseReason(job->rec().reason()) == core::JobReason::kDependencyNeverSatisfied &&
         (kill == 1 || (kill == 0 && ctx_.scheduling().kill_invalid_depend))) {
       to_cancel.push_back(id);
     }
@@ -251,7 +252,7 @@ void DependencyTracker::Resolve(TimeMs now) {
     jobs_.Transition(*job,
                      {.to = v1::CANCELLED,
                       .reason = core::JobReason::kDependencyNeverSatisfied,
-                      .detail = "cancelled: its --dependency=" + job->rec.spec().dependency() +
+                      .detail = "cancelled: its --dependency=" + job->rec().spec().dependency() +
                                 " can never be satisfied (kill_invalid_depend)"},
                      now, end);
     spdlog::info("job={} cancelled: dependency never satisfied", id);

@@ -347,7 +347,7 @@ void Engine::AuditForeignJobs(
   bool refused = false;
   for (const auto& r : results) {
     const JobEntry* job = jobs_->Covering(r.job_id());  // a refused task may still wait in one
-    if (!job || job->rec.spec().uid() == caller.uid) continue;
+    if (!job || job->rec().spec().uid() == caller.uid) continue;
     foreign.push_back(r.job_id());
     if (r.code() != 0 && first_error.ok()) {
       first_error = Status(static_cast<StatusCode>(r.code()), r.message());
@@ -388,7 +388,7 @@ Result<v1::CreateStepResponse> Engine::CreateStep(const Caller& caller,
                                                   const v1::CreateStepRequest& req, TimeMs now) {
   auto resp = steps_->CreateStep(caller, req, now);
   const JobEntry* job = jobs_->Find(req.job_id());
-  if (job && job->rec.spec().uid() != caller.uid) {
+  if (job && job->rec().spec().uid() != caller.uid) {
     audit_->Record(caller, "step", JobsTarget({req.job_id()}), "",
                    resp.status().code() != StatusCode::kPermissionDenied, resp.status(), now);
   }
@@ -405,7 +405,7 @@ Result<v1::AttachAllocationResponse> Engine::AttachAllocation(
     const Caller& caller, const v1::AttachAllocationRequest& req, TimeMs now) {
   auto attached = allocations_->Attach(caller, req);
   const JobEntry* target = jobs_->Find(req.job_id());
-  if (target && target->rec.spec().uid() != caller.uid) {
+  if (target && target->rec().spec().uid() != caller.uid) {
     audit_->Record(caller, "attach", JobsTarget({req.job_id()}), "",
                    attached.status().code() != StatusCode::kPermissionDenied, attached.status(),
                    now);
@@ -446,7 +446,7 @@ v1::ListAccountingRequest Engine::ScopedToCaller(const Caller& caller,
 Status Engine::CheckJobVisible(const Caller& caller, uint64_t job_id) const {
   if (!SeesOnlyOwnJobs(caller, ctx_->config())) return Status::Ok();
   const JobEntry* job = jobs_->Covering(job_id);  // an array task waiting in its carrier too
-  if (!job || job->rec.spec().uid() == caller.uid) return Status::Ok();  // NOT_FOUND follows
+  if (!job || job->rec().spec().uid() == caller.uid) return Status::Ok();  // NOT_FOUND follows
   return PermissionDenied("job " + std::to_string(job_id) +
                           " is another user's (this cluster keeps jobs private)");
 }
@@ -592,11 +592,13 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
   bool restarted = false;
   MUSTER_ASSIGN_OR_RETURN(v1::RegisterResponse resp, nodes_->Register(req, now, m, &restarted));
   const v1::NodeInventory& inv = req.inventory();
+  std::vector<std::pair<JobEntry*, v1::JobRecord>> steps_ended;
   if (restarted) {
-    steps_->StepsLostOnNode(*nodes_->Find(inv.name()),
-                            {req.adopted_jobs().begin(), req.adopted_jobs().end()}, now, m);
+    steps_ended = steps_->StepsLostOnNode(
+        *nodes_->Find(inv.name()), {req.adopted_jobs().begin(), req.adopted_jobs().end()}, now, m);
   }
   MUSTER_RETURN_IF_ERROR(ctx_->Commit(m));
+  for (auto& [job, next] : steps_ended) jobs_->ApplyChange(*job, std::move(next));
   spdlog::info("register node={} instance={} gpus={} ({}) step_address={} restarted={} jobs={}",
                inv.name(), req.instance_id(), inv.gpus_size(), inv.gpu_source(), inv.step_address(),
                restarted, req.running_job_ids_size());
@@ -723,7 +725,7 @@ Status Engine::CheckInvariantsForTest() const {
     for (const auto& [id, held] : ledger_->held(i)) {
       const JobEntry* job = jobs_->Find(id);
       if (!job) return Internal("node " + name + " holds unknown job " + std::to_string(id));
-      const v1::JobRecord& r = job->rec;
+      const v1::JobRecord& r = job->rec();
       const bool completing = std::find(r.completing_nodes().begin(), r.completing_nodes().end(),
                                         name) != r.completing_nodes().end();
       if (r.state() != v1::RUNNING && !completing) {
@@ -754,8 +756,8 @@ Status Engine::CheckInvariantsForTest() const {
   }
   // Every running job holds all of its nodes.
   for (const auto& [id, job] : jobs_->jobs()) {
-    if (job.rec.state() != v1::RUNNING) continue;
-    for (const auto& na : job.rec.allocation().nodes()) {
+    if (job.rec().state() != v1::RUNNING) continue;
+    for (const auto& na : job.rec().allocation().nodes()) {
       std::optional<size_t> i = ctx_->NodeIndex(na.node());
       if (i && !ledger_->Holds(*i, id) && !nodes_->at(*i).down) {
         return Internal("running job " + std::to_string(id) + " does not hold node " + na.node());

@@ -37,7 +37,7 @@ Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
                                                         TimeMs now) {
   auto in_use = [this](const std::string& account) {
     for (const auto& [id, job] : jobs_->jobs()) {
-      if (job.rec.spec().account() == account) return true;
+      if (job.rec().spec().account() == account) return true;
     }
     return false;
   };
@@ -120,7 +120,7 @@ Result<v1::UpdateQosResponse> Engine::UpdateQos(const Caller& caller,
                                                 const v1::UpdateQosRequest& req, TimeMs now) {
   auto in_use = [this](const std::string& qos) -> std::string {
     for (const auto& [id, job] : jobs_->jobs()) {
-      const v1::JobRecord& r = job.rec;
+      const v1::JobRecord& r = job.rec();
       if ((r.state() == v1::PENDING || r.state() == v1::RUNNING) && r.spec().qos() == qos) {
         return "job " + std::to_string(id);
       }
@@ -183,7 +183,7 @@ Result<v1::UpdateReservationResponse> Engine::UpdateReservation(
     const Caller& caller, const v1::UpdateReservationRequest& req, TimeMs now) {
   auto in_use = [this](const std::string& name) -> std::string {
     for (const auto& [id, job] : jobs_->jobs()) {
-      const v1::JobRecord& r = job.rec;
+      const v1::JobRecord& r = job.rec();
       if ((r.state() == v1::PENDING || r.state() == v1::RUNNING) &&
           r.spec().reservation() == name) {
         return "job " + std::to_string(id);
@@ -198,7 +198,7 @@ Result<v1::UpdateReservationResponse> Engine::UpdateReservation(
     live = scheduler_->LiveView(now);
     std::erase_if(live.running, [&](const core::RunningUse& u) {
       const JobEntry* job = jobs_->Find(u.job);
-      return job && job->rec.spec().reservation() == req.name();
+      return job && job->rec().spec().reservation() == req.name();
     });
   }
   std::string name;

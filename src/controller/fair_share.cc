@@ -80,20 +80,20 @@ void FairShare::Accrue(TimeMs now) {
   // Jobs charged before that are no longer running: the rest of their run.
   for (auto it = charged_until_.begin(); it != charged_until_.end();) {
     const JobEntry* job = jobs_.Find(it->first);
-    if (job && job->rec.state() == v1::RUNNING) {
+    if (job && job->rec().state() == v1::RUNNING) {
       ++it;
       continue;
     }
-    if (job && job->rec.end_time_ms() > it->second) {
-      Charge(
-          job->rec.spec(),
-          BillingRate(job->rec) * static_cast<double>(job->rec.end_time_ms() - it->second) / 1000.0,
-          now);
+    if (job && job->rec().end_time_ms() > it->second) {
+      Charge(job->rec().spec(),
+             BillingRate(job->rec()) * static_cast<double>(job->rec().end_time_ms() - it->second) /
+                 1000.0,
+             now);
     }
     it = charged_until_.erase(it);
   }
   for (const auto& [id, job] : jobs_.jobs()) {
-    const v1::JobRecord& r = job.rec;
+    const v1::JobRecord& r = job.rec();
     if (r.state() != v1::RUNNING || r.start_time_ms() <= 0) continue;
     TimeMs from = r.start_time_ms();
     if (auto mark = restored_until_.find({r.spec().account(), r.spec().user()});
@@ -155,7 +155,7 @@ core::FairShareResult FairShare::ComputeDrfNow(
   }
   std::map<std::pair<std::string, std::string>, std::map<std::string, double>> held;
   for (const auto& [id, job] : jobs_.jobs()) {
-    const v1::JobRecord& r = job.rec;
+    const v1::JobRecord& r = job.rec();
     if (r.state() != v1::RUNNING) continue;
     auto& h = held[{r.spec().account(), r.spec().user()}];
     for (const v1::NodeAllocation& na : r.allocation().nodes()) {

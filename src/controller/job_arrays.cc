@@ -13,7 +13,7 @@
 namespace muster::controller {
 
 void JobManager::NoteCarrier(const JobEntry& job) {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   if (!r.has_array()) return;
   const uint64_t array = r.array().array_job_id();
   if (Carries(r)) {
@@ -31,7 +31,7 @@ const JobEntry* JobManager::Covering(uint64_t id) const {
   --it;
   const JobEntry* carrier = Find(it->second);
   if (!carrier || id - it->first > UINT32_MAX) return nullptr;
-  if (!WaitingTasks::Of(carrier->rec).Contains(static_cast<uint32_t>(id - it->first))) {
+  if (!WaitingTasks::Of(carrier->rec()).Contains(static_cast<uint32_t>(id - it->first))) {
     return nullptr;
   }
   return carrier;
@@ -51,36 +51,36 @@ JobEntry& JobManager::AdoptPending(v1::JobRecord rec, const JobEntry& from) {
   JobEntry& job = Insert(std::move(e));
   MarkPending(job);
   NoteCarrier(job);
-  if (job.rec.dependency_terms_size() > 0) split_with_terms_.push_back(job.id());
+  if (job.rec().dependency_terms_size() > 0) split_with_terms_.push_back(job.id());
   return job;
 }
 
 Status JobManager::Separate(uint64_t id) {
   const JobEntry* cover = Covering(id);
-  MUSTER_CHECK(cover && Carries(cover->rec) && cover->array_tasks);
+  MUSTER_CHECK(cover && Carries(cover->rec()) && cover->array_tasks);
   JobEntry& carrier = jobs_.at(cover->id());
   const std::vector<uint32_t>& tasks = *carrier.array_tasks;
-  const uint64_t base = carrier.rec.array().array_job_id();
-  WaitingTasks waiting = WaitingTasks::Of(carrier.rec);
-  v1::JobRecord kept = carrier.rec;
+  const uint64_t base = carrier.rec().array().array_job_id();
+  WaitingTasks waiting = WaitingTasks::Of(carrier.rec());
+  v1::JobRecord kept = carrier.rec();
   v1::JobRecord split;
   if (id == carrier.id()) {
     // The carrier alone: the first task waiting in it carries the rest from now on.
     const uint32_t next = *waiting.Front();
     waiting.Erase(next);
-    split = SplitRecord(carrier.rec, tasks, base + next);
+    split = SplitRecord(carrier.rec(), tasks, base + next);
     waiting.WriteTo(&split);
     kept.clear_array_waiting();
   } else {
     waiting.Erase(static_cast<uint32_t>(id - base));
     waiting.WriteTo(&kept);
-    split = SplitRecord(carrier.rec, tasks, id);
+    split = SplitRecord(carrier.rec(), tasks, id);
   }
   store::Mutation m;
   m.PutJob(kept);
   m.PutJob(split);
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_.Commit(m), "cannot split the task off its array");
-  carrier.rec = std::move(kept);
+  carrier.rec_ = std::move(kept);
   MarkPending(carrier);  // counts what it stands for now
   NoteCarrier(carrier);
   AdoptPending(std::move(split), carrier);
@@ -96,18 +96,18 @@ std::vector<JobManager::Target> JobManager::Targets(const Caller& caller, std::s
   auto alone = [&](uint64_t id) {
     if (!seen.insert(id).second) return;
     const JobEntry* cover = Covering(id);
-    if (!cover || (cover->id() == id && !Carries(cover->rec))) {
+    if (!cover || (cover->id() == id && !Carries(cover->rec()))) {
       out.push_back({id, Status::Ok()});  // a job of its own (or none: the caller says so)
       return;
     }
-    if (cover->rec.state() != v1::PENDING) {
+    if (cover->rec().state() != v1::PENDING) {
       // Tasks that ended with their carrier before they were split off (a cancelled array).
       out.push_back({id, FailedPrecondition("job " + std::to_string(id) + " has ended (" +
-                                            v1::JobState_Name(cover->rec.state()) + ")")});
+                                            v1::JobState_Name(cover->rec().state()) + ")")});
       return;
     }
     // Nothing is split for a caller who may not act on the job.
-    if (Status s = CheckJobAccess(caller, cover->rec, verb); !s.ok()) {
+    if (Status s = CheckJobAccess(caller, cover->rec(), verb); !s.ok()) {
       out.push_back({id, s});
     } else if (refuse_waiting) {
       out.push_back({id, *refuse_waiting});
@@ -118,8 +118,8 @@ std::vector<JobManager::Target> JobManager::Targets(const Caller& caller, std::s
   for (uint64_t id : ids) {
     // An array's id: the entries of its tasks follow it (its ids are consecutive from its own).
     bool array = false;
-    for (auto it = jobs_.lower_bound(id); it != jobs_.end() && it->second.rec.has_array() &&
-                                          it->second.rec.array().array_job_id() == id;
+    for (auto it = jobs_.lower_bound(id); it != jobs_.end() && it->second.rec().has_array() &&
+                                          it->second.rec().array().array_job_id() == id;
          ++it) {
       array = true;
       if (seen.insert(it->first).second) out.push_back({it->first, Status::Ok(), true});
@@ -137,34 +137,34 @@ JobManager::ArraySplit JobManager::SplitForStart(const std::vector<uint64_t>& id
   std::map<uint64_t, std::vector<uint64_t>> by_carrier;
   for (uint64_t id : ids) {
     const JobEntry* cover = Covering(id);
-    if (cover && Carries(cover->rec)) by_carrier[cover->id()].push_back(id);
+    if (cover && Carries(cover->rec())) by_carrier[cover->id()].push_back(id);
   }
   for (const auto& [carrier_id, starting] : by_carrier) {
     const JobEntry& carrier = *Find(carrier_id);
     const std::vector<uint32_t>& tasks = *carrier.array_tasks;
-    const uint64_t base = carrier.rec.array().array_job_id();
-    WaitingTasks waiting = WaitingTasks::Of(carrier.rec);
+    const uint64_t base = carrier.rec().array().array_job_id();
+    WaitingTasks waiting = WaitingTasks::Of(carrier.rec());
     bool carrier_starts = false;
     for (uint64_t id : starting) {
       if (id == carrier_id) {
         carrier_starts = true;
       } else if (waiting.Erase(static_cast<uint32_t>(id - base))) {
-        split.start_from.emplace(id, SplitRecord(carrier.rec, tasks, id));
+        split.start_from.emplace(id, SplitRecord(carrier.rec(), tasks, id));
       }
     }
     if (carrier_starts) {
-      v1::JobRecord own = carrier.rec;
+      v1::JobRecord own = carrier.rec();
       own.clear_array_waiting();
       split.start_from.emplace(carrier_id, std::move(own));
       if (std::optional<uint32_t> next = waiting.Front()) {
         waiting.Erase(*next);
-        v1::JobRecord taking_over = SplitRecord(carrier.rec, tasks, base + *next);
+        v1::JobRecord taking_over = SplitRecord(carrier.rec(), tasks, base + *next);
         waiting.WriteTo(&taking_over);
         m.PutJob(taking_over);
         split.new_carriers.push_back(std::move(taking_over));
       }
     } else {
-      v1::JobRecord kept = carrier.rec;
+      v1::JobRecord kept = carrier.rec();
       waiting.WriteTo(&kept);
       m.PutJob(kept);
       split.kept.emplace_back(carrier_id, std::move(kept));
@@ -194,14 +194,14 @@ void JobManager::AdoptSplit(ArraySplit split) {
   }
   for (auto& [carrier, rec] : changed) {
     MUSTER_CHECK(carrier);
-    carrier->rec = std::move(*rec);
+    carrier->rec_ = std::move(*rec);
     MarkPending(*carrier);  // counts what it stands for now
     NoteCarrier(*carrier);
   }
 }
 
 void JobManager::RepairCarrier(JobEntry& job, store::Mutation& m) {
-  v1::JobRecord& r = job.rec;
+  v1::JobRecord& r = job.rec_;
   const uint64_t base = r.array().array_job_id();
   const size_t count = job.array_tasks ? job.array_tasks->size() : 0;
   WaitingTasks waiting;
@@ -226,11 +226,11 @@ void JobManager::RepairCarrier(JobEntry& job, store::Mutation& m) {
 
 Status JobManager::CheckArrayInvariants() const {
   std::unordered_map<uint32_t, uint64_t> pending;
-  for (const auto& [id, job] : pending_) pending[job->rec.spec().uid()] += TasksOf(job->rec);
+  for (const auto& [id, job] : pending_) pending[job->rec().spec().uid()] += TasksOf(job->rec());
   if (pending != pending_per_uid_) return Internal("the pending counts per user are off");
   std::map<uint64_t, uint64_t> carriers;
   for (const auto& [id, job] : jobs_) {
-    const v1::JobRecord& r = job.rec;
+    const v1::JobRecord& r = job.rec();
     if (!Carries(r)) continue;
     const uint64_t base = r.array().array_job_id();
     if (!carriers.emplace(base, id).second) {

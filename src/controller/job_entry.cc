@@ -38,16 +38,16 @@ std::string BriefSpecFields(const v1::JobRecord& r) {
 JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request,
                       std::shared_ptr<const std::vector<uint32_t>> tasks) {
   JobEntry e;
-  e.rec = std::move(rec);
-  e.request = request ? *request : ToCoreRequest(e.rec);
-  e.brief_spec_fields = BriefSpecFields(e.rec);
-  if (Carries(e.rec)) e.array_tasks = tasks ? std::move(tasks) : ArrayTaskList(e.rec);
+  e.rec_ = std::move(rec);
+  e.request = request ? *request : ToCoreRequest(e.rec_);
+  e.brief_spec_fields = BriefSpecFields(e.rec_);
+  if (Carries(e.rec_)) e.array_tasks = tasks ? std::move(tasks) : ArrayTaskList(e.rec_);
   return e;
 }
 
 void RefreshSpecFields(JobEntry& e) {
-  e.request = ToCoreRequest(e.rec);
-  e.brief_spec_fields = BriefSpecFields(e.rec);
+  e.request = ToCoreRequest(e.rec());
+  e.brief_spec_fields = BriefSpecFields(e.rec());
 }
 
 std::string GpuTypeWords(const v1::JobSpec& spec) {

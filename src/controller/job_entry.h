@@ -14,8 +14,13 @@
 
 namespace muster::controller {
 
+class JobManager;
+
 struct JobEntry {
-  v1::JobRecord rec;                    // the durable part: every change is persisted first
+  // The durable part, read-only: JobManager is its one writer (every change persisted first,
+  // then applied with what memory derives from it).
+  const v1::JobRecord& rec() const { return rec_; }
+
   core::JobRequest request;             // derived from rec.spec
   std::set<std::string> started_nodes;  // nodes that acknowledged the launch (this run)
   // From the last scheduling pass (memory only; recomputed by every pass).
@@ -34,7 +39,13 @@ struct JobEntry {
   // The jobs this entry counts for in JobManager's pending counts (itself and its waiting tasks).
   uint64_t counted_pending = 0;
 
-  uint64_t id() const { return rec.id(); }
+  uint64_t id() const { return rec_.id(); }
+
+ private:
+  friend class JobManager;
+  friend JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request,
+                               std::shared_ptr<const std::vector<uint32_t>> tasks);
+  v1::JobRecord rec_;
 };
 
 // An entry for a record entering memory (submitted, recovered or split off a carrier);

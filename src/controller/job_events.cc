@@ -21,13 +21,13 @@ constexpr uint32_t kAnyRun = 0xffffffffu;
 
 void JobManager::OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs) {
   JobEntry* job = Find(e.job_id());
-  if (!job || job->rec.state() != v1::RUNNING || e.run() != job->rec.requeue_count()) return;
+  if (!job || job->rec().state() != v1::RUNNING || e.run() != job->rec().requeue_count()) return;
   job->started_nodes.insert(node.name());
-  const auto& nodes = job->rec.allocation().nodes();
-  if (!nodes.empty() && nodes[0].node() == node.name() && !job->rec.batch_started()) {
-    job->rec.set_batch_started(true);
+  const auto& nodes = job->rec().allocation().nodes();
+  if (!nodes.empty() && nodes[0].node() == node.name() && !job->rec().batch_started()) {
+    job->rec_.set_batch_started(true);
     store::Mutation m;
-    m.PutJob(job->rec);
+    m.PutJob(job->rec());
     // Buffered: if a crash loses it, reconciliation relaunches (or requeues) instead; nothing that
     // was acknowledged depends on it.
     ctx_.CommitOrDie(m, store::Durability::kBuffered);
@@ -36,7 +36,7 @@ void JobManager::OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs) 
 
 void JobManager::OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, TimeMs now) {
   JobEntry* job = Find(e.job_id());
-  if (!job || job->rec.state() != v1::RUNNING || e.run() != job->rec.requeue_count()) return;
+  if (!job || job->rec().state() != v1::RUNNING || e.run() != job->rec().requeue_count()) return;
   spdlog::warn("job={} failed to launch on node={}: {}", e.job_id(), node.name(), e.message());
   store::Mutation m;
   if (e.node_fault()) {
@@ -46,7 +46,7 @@ void JobManager::OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, T
     ctx_.CommitOrDie(m);
     return;
   }
-  job->rec.set_exit_code(1);
+  job->rec_.set_exit_code(1);
   Transition(*job,
              {.to = v1::FAILED,
               .reason = JobReason::kJobLaunchFailure,
@@ -57,18 +57,17 @@ void JobManager::OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, T
 
 void JobManager::OnBatchExited(NodeEntry& node, const v1::BatchExited& e, TimeMs now) {
   JobEntry* job = Find(e.job_id());
-  if (!job || job->rec.state() != v1::RUNNING || e.run() != job->rec.requeue_count()) return;
-  const auto& nodes = job->rec.allocation().nodes();
+  if (!job || job->rec().state() != v1::RUNNING || e.run() != job->rec().requeue_count()) return;
+  const auto& nodes = job->rec().allocation().nodes();
   if (nodes.empty() || nodes[0].node() != node.name()) return;
-  job->rec.set_exit_code(e.exit_code());
-  job->rec.set_exit_signal(e.signal());
+  job->rec_.set_exit_code(e.exit_code());
+  job->rec_.set_exit_signal(e.signal());
   JobChange c;
-  if (job->rec.cancel_requested()) {
+  if (job->rec().cancel_requested()) {
     c.to = v1::CANCELLED;
   } else if (e.timed_out()) {
     c.to = v1::TIMEOUT;
     c.reason = JobReason::kTimeLimit;
-    job->rec.set_timed_out(true);
   } else if (e.exit_code() == 0 && e.signal() == 0) {
     c.to = v1::COMPLETED;
   } else {
@@ -109,17 +108,17 @@ void JobManager::OnJobCleaned(NodeEntry& node, const v1::JobCleaned& e, TimeMs n
   JobEntry* job = Find(e.job_id());
   // Only nodes still cleaning up are released; a requeued job cannot run again before all of its
   // old nodes are clean, so a running job never has completing nodes.
-  if (!job || !Contains(job->rec.completing_nodes(), node.name())) return;
-  Remove(job->rec.mutable_completing_nodes(), node.name());
+  if (!job || !Contains(job->rec().completing_nodes(), node.name())) return;
+  Remove(job->rec_.mutable_completing_nodes(), node.name());
   ReleaseNode(*job, node);
-  StepsEndedOnNode(job->rec, node.name(), /*lost=*/false, now);
-  if (job->rec.completing_nodes_size() == 0) EndRunningSteps(job->rec, v1::CANCELLED, now);
+  StepsEndedOnNode(job->rec_, node.name(), /*lost=*/false, now);
+  if (job->rec_.completing_nodes_size() == 0) EndRunningSteps(job->rec_, v1::CANCELLED, now);
   // Recorded with each node, not only the last: the node's resources may go to another job at
   // once, and a recovery that read this node as still completing would hold them for this job
   // too. Buffered: the log is sequential, so any later synced write (that job's start) makes
   // this durable first; after a crash before that, the node's registration says it again.
   store::Mutation m;
-  m.PutJob(job->rec);
+  m.PutJob(job->rec());
   ctx_.CommitOrDie(m, store::Durability::kBuffered);
 }
 
@@ -133,9 +132,9 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
   for (const v1::AdoptedJob& a : node.adopted_jobs) {
     if (!reported.count(a.job_id()) || !ledger_.Holds(node.index, a.job_id())) continue;
     const JobEntry* job = Find(a.job_id());
-    if (!job || job->rec.state() != v1::RUNNING) continue;  // being ended there anyway
-    if (a.run() == job->rec.requeue_count() && a.uid() == job->rec.spec().uid() &&
-        ConstantTimeEquals(a.credential(), job->rec.credential())) {
+    if (!job || job->rec().state() != v1::RUNNING) continue;  // being ended there anyway
+    if (a.run() == job->rec().requeue_count() && a.uid() == job->rec().spec().uid() &&
+        ConstantTimeEquals(a.credential(), job->rec().credential())) {
       continue;
     }
     forged.insert(a.job_id());
@@ -148,12 +147,12 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
     if (ledger_.Holds(node.index, id) && !forged.count(id)) {
       // Ours. A terminate sent while the node had no session was lost: send it again.
       JobEntry* job = Find(id);
-      if (job && (job->rec.state() != v1::RUNNING || job->rec.cancel_requested())) {
-        SendTerminate(name, *job, job->rec.cancel_requested() ? "cancelled" : "job finished");
-      } else if (job && (job->rec.suspend_time_ms() > 0 || job->rec.suspended_ms() > 0)) {
+      if (job && (job->rec().state() != v1::RUNNING || job->rec().cancel_requested())) {
+        SendTerminate(name, *job, job->rec().cancel_requested() ? "cancelled" : "job finished");
+      } else if (job && (job->rec().suspend_time_ms() > 0 || job->rec().suspended_ms() > 0)) {
         // A suspend or resume sent while the node had no session was lost: say it again (the
         // agent acts on the state it is told, so a repeat changes nothing).
-        SendSuspend(name, *job, /*resume=*/job->rec.suspend_time_ms() == 0);
+        SendSuspend(name, *job, /*resume=*/job->rec().suspend_time_ms() == 0);
       }
       continue;
     }
@@ -184,16 +183,16 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
     if (reported.count(id) && !forged.count(id)) continue;
     JobEntry* job = Find(id);
     if (!job) continue;
-    if (job->rec.state() == v1::RUNNING) {
+    if (job->rec().state() == v1::RUNNING) {
       if (!job->started_nodes.count(name) && !node.lost_jobs.count(id) && !forged.count(id)) {
         // The launch never arrived (or the controller restarted before sending it): send again.
         // Not when the agent says it ran there and lost its state: its JobStarted may simply
         // have been lost with the old session, and the script must not run twice.
-        const auto& nodes = job->rec.allocation().nodes();
+        const auto& nodes = job->rec().allocation().nodes();
         for (int i = 0; i < nodes.size(); ++i) {
           if (nodes[i].node() == name) SendLaunch(*job, static_cast<size_t>(i));
         }
-      } else if (job->rec.cancel_requested()) {
+      } else if (job->rec().cancel_requested()) {
         Transition(*job, {.to = v1::CANCELLED}, now, m);
       } else {
         // The agent came back without it (its spool state was lost, corrupt or not what the
@@ -212,9 +211,9 @@ void JobManager::ReconcileNode(NodeEntry& node, TimeMs now) {
     } else {
       // Finished (or requeued) and the agent has nothing left of it: it is clean there (and
       // recorded so before the node takes new work, as in JobCleaned).
-      Remove(job->rec.mutable_completing_nodes(), name);
+      Remove(job->rec_.mutable_completing_nodes(), name);
       ReleaseNode(*job, node);
-      m.PutJob(job->rec);
+      m.PutJob(job->rec());
     }
   }
   ctx_.CommitOrDie(m);
@@ -246,7 +245,7 @@ Result<v1::UpdateNodeResponse> JobManager::ConfirmDown(const std::vector<NodeEnt
     for (uint64_t id : node->unconfirmed_jobs) {
       const JobEntry* job = Find(id);
       if (!job) continue;
-      Remove(next.try_emplace(id, job->rec).first->second.mutable_unconfirmed_nodes(),
+      Remove(next.try_emplace(id, job->rec()).first->second.mutable_unconfirmed_nodes(),
              node->name());
     }
   }
@@ -269,8 +268,8 @@ void JobManager::GpuFailed(NodeEntry& node, uint32_t gpu, const std::string& why
   for (const auto& [id, placement] : ledger_.held(node.index)) ids.push_back(id);
   for (uint64_t id : ids) {
     JobEntry* job = Find(id);
-    if (!job || job->rec.state() != v1::RUNNING) continue;
-    for (const auto& na : job->rec.allocation().nodes()) {
+    if (!job || job->rec().state() != v1::RUNNING) continue;
+    for (const auto& na : job->rec().allocation().nodes()) {
       if (na.node() != node.name()) continue;
       bool uses = std::find(na.gpu_indices().begin(), na.gpu_indices().end(), gpu) !=
                   na.gpu_indices().end();

@@ -35,7 +35,7 @@ void Freeing(const JobManager& jobs, std::vector<std::pair<uint64_t, uint64_t>> 
   std::vector<std::pair<TimeMs, std::pair<uint64_t, uint64_t>>> by_end;
   for (const auto& h : holders) {
     const JobEntry* j = jobs.Find(h.first);
-    by_end.push_back({j ? LimitEnd(j->rec) : core::kNever, h});
+    by_end.push_back({j ? LimitEnd(j->rec()) : core::kNever, h});
   }
   std::sort(by_end.begin(), by_end.end());
   uint64_t freed = 0;
@@ -73,7 +73,7 @@ void Freeing(const JobManager& jobs, std::vector<std::pair<uint64_t, uint64_t>> 
 }  // namespace
 
 void JobExplainer::ExplainLimits(const JobEntry& job, v1::JobExplanation* x) const {
-  const v1::JobSpec& spec = job.rec.spec();
+  const v1::JobSpec& spec = job.rec().spec();
   const JobUse use{job.request.nodes, job.request.nodes * job.request.gpus_per_node,
                    scheduler_.GpuTypeOf(job.request)};
   if (limits_) {
@@ -88,7 +88,7 @@ void JobExplainer::ExplainLimits(const JobEntry& job, v1::JobExplanation* x) con
       Freeing(jobs_, std::move(h.jobs), held);
     }
   }
-  const std::optional<core::JobReason> reason = core::ParseReason(job.rec.reason());
+  const std::optional<core::JobReason> reason = core::ParseReason(job.rec().reason());
   const bool quota_reason =
       reason == core::JobReason::kQuotaMax || reason == core::JobReason::kQuotaBorrow;
   if (!quotas_ || !quota_reason || use.gpus == 0) return;
@@ -136,7 +136,7 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
                     " does not exist (or finished longer ago than the retention time)");
   }
   const JobEntry& job = *found;
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   v1::ExplainJobResponse resp;
   v1::JobExplanation& x = *resp.mutable_explanation();
   x.set_job_id(req.job_id());  // a task waiting in its carrier is explained by it
@@ -173,11 +173,12 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   uint32_t ahead = 0, competing = 0;
   for (const auto& [id, entry] : jobs_.pending()) {
     const JobEntry& other = *entry;
-    if (!SchedulerLoop::InPass(other.rec) || !SharesPartition(other.rec.spec(), parts)) continue;
-    competing += static_cast<uint32_t>(TasksOf(other.rec));
+    if (!SchedulerLoop::InPass(other.rec()) || !SharesPartition(other.rec().spec(), parts))
+      continue;
+    competing += static_cast<uint32_t>(TasksOf(other.rec()));
     if (id == r.id()) continue;
     const int64_t op = JobViews::EffectivePriority(other);
-    if (op > prio || (op == prio && std::make_pair(other.rec.submit_time_ms(), id) <
+    if (op > prio || (op == prio && std::make_pair(other.rec().submit_time_ms(), id) <
                                         std::make_pair(r.submit_time_ms(), r.id()))) {
       ++ahead;
     }
@@ -238,7 +239,7 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   for (size_t k = 0; k < by_end.size() && k < kListed; ++k) {
     v1::HoldingJob* h = x.add_holding();
     h->set_job_id(by_end[k].first);
-    if (const JobEntry* o = jobs_.Find(by_end[k].first)) h->set_user(o->rec.spec().user());
+    if (const JobEntry* o = jobs_.Find(by_end[k].first)) h->set_user(o->rec().spec().user());
     h->set_nodes(CompressHostlist(by_end[k].second.nodes));
     h->set_end_ms(by_end[k].second.end == core::kNever ? 0 : by_end[k].second.end);
   }
@@ -248,7 +249,7 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   for (const core::Reservation& res : scheduler_.reservations()) {
     if (res.job == r.id()) continue;
     const JobEntry* o = jobs_.Find(res.job);
-    if (!o || !SchedulerLoop::InPass(o->rec)) continue;
+    if (!o || !SchedulerLoop::InPass(o->rec())) continue;
     if (x.expected_start_ms() > 0 && res.start_ms > x.expected_start_ms()) continue;
     bool overlaps = false;
     for (core::NodeIndex n : res.nodes) overlaps |= candidates.count(n) > 0;

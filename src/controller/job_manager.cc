@@ -8,6 +8,7 @@
 
 #include "array_tasks.h"
 #include "job_spec.h"
+#include "muster/common/check.h"
 #include "muster/common/strings.h"
 #include "muster/controller/access.h"
 #include "name_list.h"
@@ -18,6 +19,22 @@ using core::JobReason;
 
 JobManager::JobManager(EngineContext& ctx, NodeManager& nodes, ResourceLedger& ledger)
     : ctx_(ctx), nodes_(nodes), ledger_(ledger) {}
+
+void JobManager::StageChange(const v1::JobRecord& next, store::Mutation& m) const {
+  m.PutJob(next);  // (a task split off its carrier in this pass is not in the table yet)
+}
+
+void JobManager::ApplyChange(JobEntry& job, v1::JobRecord next) {
+  v1::JobRecord& rec = job.rec_;
+  MUSTER_CHECK_MSG(next.id() == rec.id() && next.state() == rec.state() &&
+                       next.requeue_count() == rec.requeue_count(),
+                   "a job's state and run change only through Transition");
+  const bool owner_changed =
+      next.spec().account() != rec.spec().account() || next.spec().qos() != rec.spec().qos();
+  rec = std::move(next);
+  RefreshSpecFields(job);  // cheap (no script); comparing specs with scripts in them is not
+  if (owner_changed) stored_.Reown(rec);
+}
 
 JobEntry* JobManager::Find(uint64_t id) {
   auto it = jobs_.find(id);
@@ -41,7 +58,7 @@ JobEntry& JobManager::Insert(JobEntry entry) {
 }
 
 void JobManager::MarkPending(JobEntry& job) {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   const uint64_t n = TasksOf(r);
   pending_.emplace(r.id(), &job);
   if (n != job.counted_pending) {
@@ -58,7 +75,7 @@ void JobManager::MarkPending(JobEntry& job) {
 }
 
 void JobManager::UnmarkPending(JobEntry& job) {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   pending_with_deadline_.erase(r.id());
   pending_.erase(r.id());
   if (job.counted_pending == 0) return;
@@ -88,7 +105,7 @@ void JobManager::RebuildOrder() const {
 void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
   const uint64_t id = rec.id();
   JobEntry& job = jobs_.emplace(id, MakeJobEntry(std::move(rec))).first->second;
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   stored_.Add(r);
   if (r.state() == v1::PENDING) MarkPending(job);
   NoteCarrier(job);
@@ -110,13 +127,13 @@ Status JobManager::FinishRestore(TimeMs now) {
   // requeued (or ends NODE_FAIL), a finished one stops waiting for that node to clean up.
   store::Mutation lost;
   for (auto& [id, job] : jobs_) {
-    if (Carries(job.rec)) RepairCarrier(job, lost);
+    if (Carries(job.rec())) RepairCarrier(job, lost);
     std::set<std::string> gone;
-    for (const auto& na : job.rec.allocation().nodes()) {
+    for (const auto& na : job.rec().allocation().nodes()) {
       if (!nodes_.Find(na.node()) &&
-          (job.rec.state() == v1::RUNNING ||
-           std::find(job.rec.completing_nodes().begin(), job.rec.completing_nodes().end(),
-                     na.node()) != job.rec.completing_nodes().end())) {
+          (job.rec().state() == v1::RUNNING ||
+           std::find(job.rec().completing_nodes().begin(), job.rec().completing_nodes().end(),
+                     na.node()) != job.rec().completing_nodes().end())) {
         gone.insert(na.node());
       }
     }
@@ -125,13 +142,13 @@ Status JobManager::FinishRestore(TimeMs now) {
       LostOnNode(job, n, "node " + n + " is no longer in the configuration", now, lost);
     }
     // Lost nodes it still waits for; one the config no longer defines cannot run anything.
-    const auto waits_for = job.rec.unconfirmed_nodes();
+    const auto waits_for = job.rec().unconfirmed_nodes();
     for (const std::string& n : waits_for) {
       if (NodeEntry* node = nodes_.Find(n)) {
         node->unconfirmed_jobs.insert(id);
       } else {
-        Remove(job.rec.mutable_unconfirmed_nodes(), n);
-        lost.PutJob(job.rec);
+        Remove(job.rec_.mutable_unconfirmed_nodes(), n);
+        lost.PutJob(job.rec());
       }
     }
   }
@@ -169,14 +186,14 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
   for (v1::JobRecord& r : next) {
     const uint64_t id = r.id();
     JobEntry e = MakeJobEntry(std::move(r), &request, tasks);  // array tasks share one request
-    if (e.rec.spec().interactive()) {
+    if (e.rec().spec().interactive()) {
       e.orphan_since_ms = now;  // its client attaches next
       interactive_.insert(id);
     }
     JobEntry& job = Insert(std::move(e));
     MarkPending(job);
     NoteCarrier(job);
-    stored_.Add(job.rec);
+    stored_.Add(job.rec());
   }
   ctx_.RequestPass();
   return Status::Ok();
@@ -209,25 +226,25 @@ v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJ
       fail(NotFound("job " + std::to_string(id) + " does not exist"));
       continue;
     }
-    if (Status s = CheckJobAccess(caller, job->rec, "cancel"); !s.ok()) {
+    if (Status s = CheckJobAccess(caller, job->rec(), "cancel"); !s.ok()) {
       fail(s);
       continue;
     }
-    const v1::JobState st = job->rec.state();
+    const v1::JobState st = job->rec().state();
     if (req.signal() != 0) {
       // A signal, not a cancel: nothing changes in the job's record.
-      if (st != v1::RUNNING || job->rec.cancel_requested()) {
+      if (st != v1::RUNNING || job->rec().cancel_requested()) {
         fail(FailedPrecondition(st == v1::PENDING ? "Job is pending execution"
                                                   : "Job/step already completing or completed"));
         continue;
       }
-      const auto& nodes = job->rec.allocation().nodes();
+      const auto& nodes = job->rec().allocation().nodes();
       for (int i = 0; i < nodes.size(); ++i) {
         v1::ControllerMessage msg;
         v1::SignalJob* s = msg.mutable_signal_job();
         s->set_job_id(id);
         s->set_signal(req.signal());
-        s->set_run(job->rec.requeue_count());
+        s->set_run(job->rec().requeue_count());
         s->set_steps(!req.batch_only() || req.full());
         s->set_batch((req.batch_only() || req.full()) && i == 0);
         ctx_.Send(nodes[i].node(), std::move(msg));
@@ -235,10 +252,10 @@ v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJ
       spdlog::info("signal job={} sig={} user={}", id, req.signal(), caller.user);
       continue;
     }
-    if (st != v1::PENDING && (st != v1::RUNNING || job->rec.cancel_requested())) {
+    if (st != v1::PENDING && (st != v1::RUNNING || job->rec().cancel_requested())) {
       continue;  // finished or already on its way down: nothing to do (Slurm is silent too)
     }
-    if (job->rec.spec().interactive()) {
+    if (job->rec().spec().interactive()) {
       // No batch script to wait for: the allocation ends now and its tasks are stopped.
       EndAllocation(*job, v1::CANCELLED, JobReason::kNone,
                     "cancelled by " + caller.user + (st == v1::PENDING ? "" : " while running"),
@@ -255,7 +272,7 @@ v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJ
       }
     } else {
       // Not a state change yet: it ends CANCELLED when its batch script is gone.
-      v1::JobRecord next = job->rec;
+      v1::JobRecord next = job->rec();
       next.set_cancel_requested(true);
       store::Mutation m;
       m.PutJob(next);
@@ -263,8 +280,8 @@ v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJ
         fail(s);
         continue;
       }
-      job->rec = std::move(next);
-      for (const auto& na : job->rec.allocation().nodes()) {
+      job->rec_ = std::move(next);
+      for (const auto& na : job->rec().allocation().nodes()) {
         SendTerminate(na.node(), *job, "cancelled");
       }
     }
@@ -285,7 +302,7 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
     const uint64_t id = t.id;
     const JobEntry* named = Find(id);
     if (t.by_array && t.status.ok() && named && req.action() != v1::UpdateJobRequest::REQUEUE &&
-        named->rec.state() != v1::PENDING) {
+        named->rec().state() != v1::PENDING) {
       continue;  // a hold or release of an array is about its tasks that still wait
     }
     v1::CancelJobResult* r = resp.add_results();
@@ -304,11 +321,11 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
       fail(StatusCode::kNotFound, "job " + jid + " does not exist");
       continue;
     }
-    if (Status s = CheckJobAccess(caller, job->rec, "hold, release or requeue"); !s.ok()) {
+    if (Status s = CheckJobAccess(caller, job->rec(), "hold, release or requeue"); !s.ok()) {
       fail(s.code(), s.message());
       continue;
     }
-    const v1::JobRecord& rec = job->rec;
+    const v1::JobRecord& rec = job->rec();
     switch (req.action()) {
       case v1::UpdateJobRequest::HOLD:
       case v1::UpdateJobRequest::RELEASE: {
@@ -378,8 +395,8 @@ void JobManager::Archive(TimeMs now) {
   for (const auto& entry : finished_) {
     if (now - entry.first < retention) break;
     const JobEntry& job = jobs_.at(entry.second);
-    if (IsActive(job.rec)) continue;  // still cleaning up somewhere
-    m.ArchiveJob(job.rec);
+    if (IsActive(job.rec())) continue;  // still cleaning up somewhere
+    m.ArchiveJob(job.rec());
     purge.push_back(entry);
     if (purge.size() >= 10'000) break;  // bound one write
   }
@@ -388,7 +405,7 @@ void JobManager::Archive(TimeMs now) {
   std::set<uint64_t> purged, arrays, payloads_gone;
   for (const auto& entry : purge) {
     purged.insert(entry.second);
-    const v1::JobRecord& rec = jobs_.at(entry.second).rec;
+    const v1::JobRecord& rec = jobs_.at(entry.second).rec();
     if (rec.has_array()) {
       arrays.insert(rec.array().array_job_id());
     } else {
@@ -397,8 +414,8 @@ void JobManager::Archive(TimeMs now) {
   }
   for (uint64_t array_id : arrays) {
     bool last = true;
-    for (auto it = jobs_.lower_bound(array_id); it != jobs_.end() && it->second.rec.has_array() &&
-                                                it->second.rec.array().array_job_id() == array_id;
+    for (auto it = jobs_.lower_bound(array_id); it != jobs_.end() && it->second.rec().has_array() &&
+                                                it->second.rec().array().array_job_id() == array_id;
          ++it) {
       last = last && purged.count(it->first);
     }
@@ -414,7 +431,7 @@ void JobManager::Archive(TimeMs now) {
     return;
   }
   for (const auto& entry : purge) {
-    if (const v1::JobRecord& r = jobs_.at(entry.second).rec; r.has_array()) {
+    if (const v1::JobRecord& r = jobs_.at(entry.second).rec(); r.has_array()) {
       // An ended carrier goes with the tasks it stood for (its record keeps them).
       auto it = carriers_.find(r.array().array_job_id());
       if (it != carriers_.end() && it->second == entry.second) carriers_.erase(it);

@@ -42,9 +42,12 @@ struct JobChange {
   core::JobReason reason = core::JobReason::kNone;
   std::optional<std::string> detail;  // the reason in words; nullopt keeps the current one
   std::optional<bool> hold;           // PENDING -> PENDING: held (true) or released (false)
-  // PENDING -> RUNNING: where it runs, and the credential its steps present.
+  // PENDING -> RUNNING: where it runs, the credential its steps present, whether it runs on
+  // quota lent by other accounts, and a time limit cut short (by its reservation's end).
   v1::Allocation allocation;
   std::string credential;
+  bool borrowed = false;
+  std::optional<int64_t> time_limit_ms;
 };
 
 class JobManager {
@@ -70,8 +73,18 @@ class JobManager {
   size_t size() const { return jobs_.size(); }
   // The scripts and environments the jobs in the table keep stored, by owner.
   const StoredBytes& stored() const { return stored_; }
-  // A pending job's account or QoS was changed (JobModifier): its stored bytes follow.
-  void OwnerChanged(const JobEntry& job) { stored_.Reown(job.rec); }
+
+  // ---- The one writer of a job's record. ----
+  // A record changes as: a copy changed (by NextRecord for its life, or in other fields:
+  // scontrol update, steps, dependency terms, nice), staged in a mutation here, the mutation
+  // committed, then the copy applied (Apply after a transition, ApplyChange otherwise).
+  // JobEntry::rec() is read-only elsewhere and no other file writes a job to the store, so the
+  // compiler and state_writes_check hold this.
+  void StageChange(const v1::JobRecord& next, store::Mutation& m) const;
+  // Swaps `next` in and refreshes what memory derives from it: the request and squeue's row,
+  // and whom its stored bytes count for when its account or QoS changed. Its
+  // state and run must be the entry's (they change only through Transition).
+  void ApplyChange(JobEntry& job, v1::JobRecord next);
 
   // ---- Recovery. ----
   // A record from the store enters memory as it was (resources are the ledger's to restore).

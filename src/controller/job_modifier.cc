@@ -32,8 +32,8 @@ bool JobModifier::ReachesItself(uint64_t id, const v1::JobRecord& rec) const {
     if (at == id) return true;
     if (!seen.insert(at).second) continue;
     const JobEntry* job = jobs_.Find(at);
-    if (!job || job->rec.state() != v1::PENDING) continue;
-    for (const auto& t : job->rec.dependency_terms()) todo.push_back(t.job_id());
+    if (!job || job->rec().state() != v1::PENDING) continue;
+    for (const auto& t : job->rec().dependency_terms()) todo.push_back(t.job_id());
   }
   return false;
 }
@@ -42,13 +42,13 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
   JobEntry* job = jobs_.Find(id);
   const std::string jid = std::to_string(id);
   if (!job) return NotFound("job " + jid + " does not exist");
-  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec, "update"));
-  if (job->rec.state() != v1::PENDING) {
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "update"));
+  if (job->rec().state() != v1::PENDING) {
     return FailedPrecondition("job " + jid + " is not pending (" +
-                              v1::JobState_Name(job->rec.state()) +
+                              v1::JobState_Name(job->rec().state()) +
                               "): only a pending job's settings can change");
   }
-  v1::JobRecord next = job->rec;
+  v1::JobRecord next = job->rec();
   v1::JobSpec& spec = *next.mutable_spec();
   std::vector<std::string> changed;
 
@@ -142,7 +142,7 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
   if (changed.empty()) return InvalidArgument("nothing to change");
   const core::JobRequest request = ToCoreRequest(next);
   MUSTER_RETURN_IF_ERROR(scheduler_.CanEverRun(request));
-  const v1::JobSpec& before = job->rec.spec();
+  const v1::JobSpec& before = job->rec().spec();
   if (spec.account() != before.account() || spec.qos() != before.qos()) {
     // Moving is submitting there: an account or QoS at its limit takes no more jobs or bytes.
     MUSTER_RETURN_IF_ERROR(limits_.CheckSubmit(
@@ -163,12 +163,10 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
     next.clear_reason_detail();
   }
   store::Mutation m;
-  m.PutJob(next);
+  jobs_.StageChange(next, m);
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
-  job->rec = std::move(next);
-  RefreshSpecFields(*job);
-  if (mod.has_account() || mod.has_qos()) jobs_.OwnerChanged(*job);
-  if (job->rec.dependency_terms_size() > 0) dependencies_.Track(id);
+  jobs_.ApplyChange(*job, std::move(next));
+  if (job->rec().dependency_terms_size() > 0) dependencies_.Track(id);
   ctx_.RequestPass();
   spdlog::info("update job={} by {}: {}", id, caller.user, Join(changed, " "));
   return Status::Ok();
@@ -178,12 +176,13 @@ Status JobModifier::Top(const Caller& caller, uint64_t id) {
   JobEntry* job = jobs_.Find(id);
   const std::string jid = std::to_string(id);
   if (!job) return NotFound("job " + jid + " does not exist");
-  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec, "move"));
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "move"));
   if (!ctx_.scheduling().enable_user_top) {
     MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kTopWithoutUserTop));
   }
-  const v1::JobSpec& spec = job->rec.spec();
-  if (job->rec.state() != v1::PENDING) return FailedPrecondition("job " + jid + " is not pending");
+  const v1::JobSpec& spec = job->rec().spec();
+  if (job->rec().state() != v1::PENDING)
+    return FailedPrecondition("job " + jid + " is not pending");
   if (spec.partitions_size() != 1) {
     return FailedPrecondition("job " + jid +
                               " names several partitions; top moves only jobs of one");
@@ -193,7 +192,7 @@ Status JobModifier::Top(const Caller& caller, uint64_t id) {
   int64_t highest = INT64_MIN;
   for (const auto& [other, o] : jobs_.pending()) {
     if (other == id) continue;
-    const v1::JobSpec& os = o->rec.spec();
+    const v1::JobSpec& os = o->rec().spec();
     if (os.uid() != spec.uid() || os.partitions_size() != 1 ||
         os.partitions(0) != spec.partitions(0) || os.account() != spec.account() ||
         os.qos() != spec.qos()) {
@@ -213,18 +212,18 @@ Status JobModifier::Top(const Caller& caller, uint64_t id) {
   };
   store::Mutation m;
   std::vector<std::pair<JobEntry*, v1::JobRecord>> next;
-  v1::JobRecord top = job->rec;
+  v1::JobRecord top = job->rec();
   top.mutable_spec()->set_nice(clamp(int64_t{spec.nice()} - gain));
-  m.PutJob(top);
+  jobs_.StageChange(top, m);
   next.emplace_back(job, std::move(top));
   for (JobEntry* o : others) {
-    v1::JobRecord r = o->rec;
+    v1::JobRecord r = o->rec();
     r.mutable_spec()->set_nice(clamp(int64_t{r.spec().nice()} + each));
-    m.PutJob(r);
+    jobs_.StageChange(r, m);
     next.emplace_back(o, std::move(r));
   }
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
-  for (auto& [entry, rec] : next) entry->rec = std::move(rec);
+  for (auto& [entry, rec] : next) jobs_.ApplyChange(*entry, std::move(rec));
   ctx_.RequestPass();
   spdlog::info("top job={} by {}: nice -{} (and +{} on {} other job(s))", id, caller.user, gain,
                each, others.size());

@@ -64,6 +64,7 @@ v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& 
   r.set_state(c.to);
   r.set_reason(core::ReasonName(c.reason));
   if (c.detail) r.set_reason_detail(*c.detail);
+  if (c.to == v1::TIMEOUT) r.set_timed_out(true);
   // What a run still holds: the nodes that have not reported it clean.
   auto set_completing = [&] {
     r.clear_completing_nodes();
@@ -76,6 +77,8 @@ v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& 
     r.mutable_spec()->set_hold(*c.hold);
   } else if (c.to == v1::RUNNING) {
     r.set_start_time_ms(now);
+    r.set_borrowed(c.borrowed);
+    if (c.time_limit_ms) r.set_time_limit_ms(*c.time_limit_ms);
     r.clear_reason_detail();
     r.set_batch_started(false);
     r.set_credential(c.credential);
@@ -107,13 +110,13 @@ v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& 
 
 void JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now,
                             store::Mutation& batch) {
-  v1::JobRecord next = NextRecord(job.rec, change, now);
+  v1::JobRecord next = NextRecord(job.rec(), change, now);
   batch.PutJob(next);
   Apply(job, std::move(next));
 }
 
 Status JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now) {
-  v1::JobRecord next = NextRecord(job.rec, change, now);
+  v1::JobRecord next = NextRecord(job.rec(), change, now);
   store::Mutation m;
   m.PutJob(next);
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
@@ -122,9 +125,9 @@ Status JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now
 }
 
 void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
-  const v1::JobState from = job.rec.state();
-  job.rec = std::move(next);
-  const v1::JobRecord& r = job.rec;
+  const v1::JobState from = job.rec().state();
+  job.rec_ = std::move(next);
+  const v1::JobRecord& r = job.rec();
   const uint64_t id = r.id();
   const v1::JobState to = r.state();
   if (from == v1::PENDING && to != v1::PENDING) UnmarkPending(job);
@@ -163,13 +166,13 @@ void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
 }
 
 void JobManager::SetWaitReason(JobEntry& job, JobReason reason, std::string detail) {
-  job.rec.set_reason(core::ReasonName(reason));
-  job.rec.set_reason_detail(std::move(detail));
+  job.rec_.set_reason(core::ReasonName(reason));
+  job.rec_.set_reason_detail(std::move(detail));
 }
 
 void JobManager::RequeueOrFail(JobEntry& job, JobReason reason, const std::string& why, TimeMs now,
                                store::Mutation& m) {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   if (r.state() != v1::RUNNING) return;
   if (r.cancel_requested()) {
     Transition(job, {.to = v1::CANCELLED}, now, m);
@@ -186,7 +189,7 @@ void JobManager::RequeueOrFail(JobEntry& job, JobReason reason, const std::strin
 
 void JobManager::Preempt(JobEntry& job, uint64_t preemptor, const std::string& why, bool requeue,
                          uint32_t grace_ms, TimeMs now, store::Mutation& m) {
-  v1::JobRecord& r = job.rec;
+  v1::JobRecord& r = job.rec_;
   // A job already on its way down (cancelled, or preempted before) is left to finish so.
   if (r.state() != v1::RUNNING || r.preempt_time_ms() > 0 || r.cancel_requested()) return;
   r.set_preempt_time_ms(now);
@@ -212,7 +215,7 @@ void JobManager::Preempt(JobEntry& job, uint64_t preemptor, const std::string& w
 
 void JobManager::Suspend(JobEntry& job, uint64_t preemptor, const std::string& why, TimeMs now,
                          store::Mutation& m) {
-  v1::JobRecord& r = job.rec;
+  v1::JobRecord& r = job.rec_;
   if (r.state() != v1::RUNNING || r.preempt_time_ms() > 0 || r.cancel_requested() ||
       r.suspend_time_ms() > 0) {
     return;
@@ -232,7 +235,7 @@ void JobManager::Suspend(JobEntry& job, uint64_t preemptor, const std::string& w
 }
 
 void JobManager::Resume(JobEntry& job, TimeMs now, store::Mutation& m) {
-  v1::JobRecord& r = job.rec;
+  v1::JobRecord& r = job.rec_;
   if (r.state() != v1::RUNNING || r.suspend_time_ms() == 0) return;
   r.set_suspended_ms(r.suspended_ms() + std::max<TimeMs>(0, now - r.suspend_time_ms()));
   r.set_suspend_time_ms(0);
@@ -250,7 +253,7 @@ void JobManager::Resume(JobEntry& job, TimeMs now, store::Mutation& m) {
 void JobManager::EndPastDeadline(TimeMs now) {
   std::vector<uint64_t> late;
   for (uint64_t id : pending_with_deadline_) {
-    const v1::JobRecord& r = pending_.at(id)->rec;
+    const v1::JobRecord& r = pending_.at(id)->rec();
     const int64_t deadline = r.spec().deadline_ms();
     if (deadline > 0 &&
         (now >= deadline || (r.time_limit_ms() > 0 && now + r.time_limit_ms() > deadline))) {
@@ -261,11 +264,11 @@ void JobManager::EndPastDeadline(TimeMs now) {
   store::Mutation m;
   for (uint64_t id : late) {
     JobEntry& job = jobs_.at(id);
-    const std::string words = "it could not end before its deadline " +
-                              FormatTimestamp(job.rec.spec().deadline_ms()) +
-                              (job.rec.time_limit_ms() > 0
-                                   ? " (time limit " + FormatDuration(job.rec.time_limit_ms()) + ")"
-                                   : "");
+    const std::string words =
+        "it could not end before its deadline " + FormatTimestamp(job.rec().spec().deadline_ms()) +
+        (job.rec().time_limit_ms() > 0
+             ? " (time limit " + FormatDuration(job.rec().time_limit_ms()) + ")"
+             : "");
     Transition(job, {.to = v1::DEADLINE, .reason = JobReason::kDeadLine, .detail = words}, now, m);
     spdlog::info("job={} DEADLINE: {}", id, words);
   }
@@ -275,7 +278,7 @@ void JobManager::EndPastDeadline(TimeMs now) {
 void JobManager::EndAllocation(JobEntry& job, v1::JobState state, JobReason reason,
                                const std::string& detail, TimeMs now, int32_t exit_code,
                                int32_t signal) {
-  v1::JobRecord& r = job.rec;
+  v1::JobRecord& r = job.rec_;
   if (r.end_time_ms() > 0 || (r.state() != v1::PENDING && r.state() != v1::RUNNING)) return;
   store::Mutation m;
   if (r.state() == v1::PENDING) {
@@ -305,7 +308,7 @@ void JobManager::ReleaseNode(JobEntry& job, const NodeEntry& node) {
 
 void JobManager::LostOnNode(JobEntry& job, const std::string& node_name, const std::string& why,
                             TimeMs now, store::Mutation& m) {
-  v1::JobRecord& r = job.rec;
+  v1::JobRecord& r = job.rec_;
   // The lost node's share is gone with it: if the node comes back still running something of
   // this job, it is stale there and is terminated before the node takes new work.
   Remove(r.mutable_completing_nodes(), node_name);
@@ -320,30 +323,30 @@ void JobManager::LostOnNode(JobEntry& job, const std::string& node_name, const s
   }
   // The node is cut off, not known to be off: it may go on running what it ran of this job. A
   // job that may run again waits for it (no job on two sets of nodes at once).
-  if (job.rec.state() == v1::PENDING) MarkUnconfirmed(job, node_name);
-  m.PutJob(job.rec);
+  if (job.rec().state() == v1::PENDING) MarkUnconfirmed(job, node_name);
+  m.PutJob(job.rec());
 }
 
 void JobManager::MarkUnconfirmed(JobEntry& job, const std::string& node_name) {
   NodeEntry* node = nodes_.Find(node_name);
   if (!node) return;  // gone from the configuration: it cannot come back to run anything
   node->unconfirmed_jobs.insert(job.id());
-  if (Contains(job.rec.unconfirmed_nodes(), node_name)) return;
-  job.rec.add_unconfirmed_nodes(node_name);
-  job.rec.set_reason_detail(job.rec.reason_detail() + "; it starts again once " + node_name +
-                            " is back and has ended its run there, or an administrator confirms " +
-                            node_name + " is down (muster node confirm-down " + node_name + ")");
+  if (Contains(job.rec().unconfirmed_nodes(), node_name)) return;
+  job.rec_.add_unconfirmed_nodes(node_name);
+  job.rec_.set_reason_detail(job.rec_.reason_detail() + "; it starts again once " + node_name +
+                             " is back and has ended its run there, or an administrator confirms " +
+                             node_name + " is down (muster node confirm-down " + node_name + ")");
 }
 
 void JobManager::Confirm(NodeEntry& node, uint64_t id, const std::string& how, store::Mutation& m) {
   if (!node.unconfirmed_jobs.erase(id)) return;
   JobEntry* job = Find(id);
-  if (!job || !Contains(job->rec.unconfirmed_nodes(), node.name())) return;
-  Remove(job->rec.mutable_unconfirmed_nodes(), node.name());
-  m.PutJob(job->rec);
+  if (!job || !Contains(job->rec().unconfirmed_nodes(), node.name())) return;
+  Remove(job->rec_.mutable_unconfirmed_nodes(), node.name());
+  m.PutJob(job->rec());
   spdlog::info("job={}: node={} {}; {}", id, node.name(), how,
-               job->rec.unconfirmed_nodes_size() == 0 ? "it may start again"
-                                                      : "other lost nodes still unconfirmed");
+               job->rec().unconfirmed_nodes_size() == 0 ? "it may start again"
+                                                        : "other lost nodes still unconfirmed");
   ctx_.RequestPass();
 }
 
@@ -351,7 +354,7 @@ void JobManager::Confirm(NodeEntry& node, uint64_t id, const std::string& how, s
 // Commands
 
 void JobManager::SendLaunch(const JobEntry& job, size_t pos) {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   v1::ControllerMessage msg;
   v1::LaunchJob* l = msg.mutable_launch_job();
   l->set_job_id(r.id());
@@ -404,7 +407,7 @@ void JobManager::SendLaunch(const JobEntry& job, size_t pos) {
 
 void JobManager::SendTerminate(const std::string& node, const JobEntry& job,
                                const std::string& reason) {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   v1::ControllerMessage msg;
   auto* t = msg.mutable_terminate_job();
   t->set_job_id(r.id());
@@ -426,9 +429,9 @@ void JobManager::SendSuspend(const std::string& node, const JobEntry& job, bool 
   v1::ControllerMessage msg;
   v1::SuspendJob* s = msg.mutable_suspend_job();
   s->set_job_id(job.id());
-  s->set_run(job.rec.requeue_count());
+  s->set_run(job.rec().requeue_count());
   s->set_resume(resume);
-  s->set_suspended_ms(job.rec.suspended_ms());
+  s->set_suspended_ms(job.rec().suspended_ms());
   ctx_.Send(node, std::move(msg));
 }
 

@@ -211,7 +211,7 @@ JobTotals TotalsOf(const v1::JobRecord& r, const core::JobRequest* request) {
 JobViews::JobViews(const EngineContext& ctx, const JobManager& jobs) : ctx_(ctx), jobs_(jobs) {}
 
 int64_t JobViews::EffectivePriority(const JobEntry& job) {
-  return job.rec.priority() != 0 ? job.rec.priority() : job.priority.priority;
+  return job.rec().priority() != 0 ? job.rec().priority() : job.priority.priority;
 }
 
 void JobViews::FillPriorityFactors(const JobEntry& job, v1::PriorityFactors* f) {
@@ -224,7 +224,7 @@ void JobViews::FillPriorityFactors(const JobEntry& job, v1::PriorityFactors* f) 
 }
 
 v1::JobInfo JobViews::ToJobInfo(const JobEntry& job) const {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   v1::JobInfo info = RecordInfo(r);
   info.set_priority(EffectivePriority(job));
   if (r.state() == v1::PENDING) {
@@ -236,13 +236,13 @@ v1::JobInfo JobViews::ToJobInfo(const JobEntry& job) const {
 
 v1::JobInfo JobViews::WaitingTaskInfo(const JobEntry& carrier, uint64_t id) const {
   v1::JobInfo info = ToJobInfo(carrier);
-  const uint64_t pos = id - carrier.rec.array().array_job_id();
+  const uint64_t pos = id - carrier.rec().array().array_job_id();
   const int64_t task = carrier.array_tasks && pos < carrier.array_tasks->size()
                            ? int64_t{(*carrier.array_tasks)[pos]}
-                           : int64_t{carrier.rec.array().task_id()};
+                           : int64_t{carrier.rec().array().task_id()};
   info.set_id(id);
   info.mutable_array()->set_task_id(static_cast<uint32_t>(task));
-  SetOutputPaths(carrier.rec, id, task, &info);
+  SetOutputPaths(carrier.rec(), id, task, &info);
   return info;
 }
 
@@ -261,7 +261,7 @@ Result<v1::GetJobResponse> JobViews::GetJob(const v1::GetJobRequest& req) const 
 // The rest of the brief row: what changes as the job runs. Reads only the record's own fields
 // (no spec), so that 10,000 rows touch little memory.
 void JobViews::BriefStateFields(const JobEntry& job, v1::JobInfo* info) const {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   info->set_state(ShownState(r));
   info->set_completing(r.completing_nodes_size() > 0 && r.state() != v1::PENDING);
   if (!r.reason().empty()) info->set_reason(r.reason());
@@ -289,7 +289,7 @@ void AddWaitingRuns(const JobEntry& carrier, uint64_t from, uint64_t limit, v1::
                     uint64_t* covered) {
   v1::WaitingRun* run = nullptr;
   ForEachWaiting(
-      carrier.rec, *carrier.array_tasks,
+      carrier.rec(), *carrier.array_tasks,
       [&](uint64_t id, uint32_t task) {
         if (id >= limit) return false;
         *covered = id;
@@ -361,7 +361,7 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
   auto flush_before = [&](uint64_t limit) {
     if (!open) return;
     ForEachWaiting(
-        open->rec, *open->array_tasks,
+        open->rec(), *open->array_tasks,
         [&](uint64_t id, uint32_t task) {
           if (id >= limit || full) return false;
           if (req.brief()) {
@@ -384,9 +384,9 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
   };
   auto visit_entry = [&](const JobEntry& job, bool with_waiting) {
     flush_before(job.id());
-    if (full || !matches(job.rec)) return;
+    if (full || !matches(job.rec())) return;
     emit(job);
-    if (with_waiting && Carries(job.rec) && job.array_tasks) {
+    if (with_waiting && Carries(job.rec()) && job.array_tasks) {
       open = &job;
       open_from = job.id() + 1;
     }
@@ -395,8 +395,8 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
   auto resume_carrier = [&](const std::function<bool(const JobEntry&)>& listed) {
     if (after == 0) return;
     const JobEntry* c = jobs_.CarrierBefore(after);
-    if (c && c->id() <= after && Carries(c->rec) && c->array_tasks && listed(*c) &&
-        matches(c->rec)) {
+    if (c && c->id() <= after && Carries(c->rec()) && c->array_tasks && listed(*c) &&
+        matches(c->rec())) {
       open = c;
       open_from = after + 1;
     }
@@ -419,7 +419,7 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
       }
       if (i + kAhead < n) {
         const JobEntry* near = order[i + kAhead].second;
-        __builtin_prefetch(&near->rec.reason());
+        __builtin_prefetch(&near->rec().reason());
         __builtin_prefetch(near->brief_spec_fields.data());
         __builtin_prefetch(near->request.tasks_per_node.data());
       }
@@ -436,10 +436,11 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
   for (uint64_t id : ids) {
     bool any = false;
     for (auto it = jobs_.jobs().lower_bound(id); it != jobs_.jobs().end(); ++it) {
-      const bool task = it->second.rec.has_array() && it->second.rec.array().array_job_id() == id;
+      const bool task =
+          it->second.rec().has_array() && it->second.rec().array().array_job_id() == id;
       if (it->first == id || task) {
         entries.emplace(it->first, &it->second);
-        if (task && Carries(it->second.rec)) arrays_named.insert(it->first);
+        if (task && Carries(it->second.rec())) arrays_named.insert(it->first);
         any = true;
       }
       if (!task) break;
@@ -448,7 +449,7 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
     // One task waiting in its carrier.
     const JobEntry* carrier = jobs_.Covering(id);
     if (carrier && carrier->id() != id && carrier->array_tasks && id > after) {
-      const uint64_t pos = id - carrier->rec.array().array_job_id();
+      const uint64_t pos = id - carrier->rec().array().array_job_id();
       if (pos < carrier->array_tasks->size()) {
         single_tasks.emplace(id, std::make_pair(carrier, (*carrier->array_tasks)[pos]));
       }
@@ -466,7 +467,7 @@ uint64_t JobViews::VisitJobs(const v1::ListJobsRequest& req, const JobRowVisitor
     flush_before(t->first);
     const auto [carrier, task] = t->second;
     // Listed already when its whole array is.
-    if (!full && matches(carrier->rec) && !arrays_named.count(carrier->id())) {
+    if (!full && matches(carrier->rec()) && !arrays_named.count(carrier->id())) {
       if (req.brief()) {
         row.Clear();
         BriefStateFields(*carrier, &row);
@@ -509,11 +510,11 @@ Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequ
   };
   for (const auto& [id, job] : jobs_.jobs()) {
     // Before the page, only a carrier may still hold tasks that belong in it.
-    if ((id <= after && !Carries(job.rec)) || !match(job.rec)) continue;
-    v1::JobInfo info = AccountingInfo(job.rec, with_steps);
+    if ((id <= after && !Carries(job.rec())) || !match(job.rec())) continue;
+    v1::JobInfo info = AccountingInfo(job.rec(), with_steps);
     info.set_priority(EffectivePriority(job));
-    if (Carries(job.rec) && job.array_tasks) {
-      const v1::JobRecord& carrier = job.rec;  // structured bindings are not captured by clang 14
+    if (Carries(job.rec()) && job.array_tasks) {
+      const v1::JobRecord& carrier = job.rec();  // structured bindings are not captured by clang 14
       ForEachWaiting(carrier, *job.array_tasks, [&](uint64_t task_job, uint32_t task) {
         if (match.Names(carrier, task_job)) {
           keep(task_job, WaitingAccountingInfo(info, task_job, task));
@@ -521,7 +522,7 @@ Engine::AccountingQuery JobViews::PrepareAccounting(const v1::ListAccountingRequ
         return true;
       });
     }
-    if (match.Names(job.rec, id)) keep(id, std::move(info));
+    if (match.Names(job.rec(), id)) keep(id, std::move(info));
   }
   return q;
 }
@@ -611,8 +612,8 @@ Result<v1::ListAccountingResponse> JobViews::ScanAccounting(const Engine::Accoun
 void JobViews::FillControllerInfo(v1::ControllerInfoResponse* info) const {
   uint32_t pending = 0, running = 0;
   for (const auto& [id, j] : jobs_.jobs()) {
-    if (j.rec.state() == v1::PENDING) pending += static_cast<uint32_t>(TasksOf(j.rec));
-    if (j.rec.state() == v1::RUNNING) ++running;
+    if (j.rec().state() == v1::PENDING) pending += static_cast<uint32_t>(TasksOf(j.rec()));
+    if (j.rec().state() == v1::RUNNING) ++running;
   }
   info->set_jobs_pending(pending);
   info->set_jobs_running(running);

@@ -208,7 +208,7 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
   std::map<std::string, uint64_t> account_jobs, account_user_jobs;
   uint64_t qos_jobs = 0, qos_user_jobs = 0;
   for (const auto& [id, job] : jobs_.jobs()) {
-    const v1::JobRecord& r = job.rec;
+    const v1::JobRecord& r = job.rec();
     if (r.state() != v1::PENDING && r.state() != v1::RUNNING) continue;
     const bool mine = r.spec().uid() == spec.uid();
     const uint64_t n = TasksOf(r);  // an array's waiting tasks count each
@@ -501,7 +501,7 @@ void LimitTracker::BeginPass(std::vector<core::LimitCounter>* counters) {
   std::vector<core::LimitCounter>* live = counters_;
   counters_ = &scratch;
   for (const auto& [id, job] : jobs_.jobs()) {
-    const v1::JobRecord& r = job.rec;
+    const v1::JobRecord& r = job.rec();
     if (r.state() != v1::RUNNING) continue;
     for (const core::LimitCharge& c : ChargesOf(r.spec(), RunningUse(r))) {
       scratch[c.counter].used += c.amount;
@@ -525,8 +525,8 @@ std::vector<LimitTracker::Holding> LimitTracker::HoldingLimits(const v1::JobSpec
   const size_t own = scratch.size();
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> jobs(own);
   for (const auto& [id, job] : jobs_.jobs()) {
-    if (job.rec.state() != v1::RUNNING) continue;
-    for (const core::LimitCharge& c : ChargesOf(job.rec.spec(), RunningUse(job.rec))) {
+    if (job.rec().state() != v1::RUNNING) continue;
+    for (const core::LimitCharge& c : ChargesOf(job.rec().spec(), RunningUse(job.rec()))) {
       if (c.counter >= own) continue;
       scratch[c.counter].used += c.amount;
       jobs[c.counter].push_back({id, c.amount});

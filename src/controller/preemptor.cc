@@ -39,7 +39,7 @@ Preemptor::Preemptor(EngineContext& ctx, JobManager& jobs, const QosManager& qos
 }
 
 bool Preemptor::MayPreempt(const JobEntry& job) const {
-  const v1::QosRecord* q = qos_.Find(job.rec.spec().qos());
+  const v1::QosRecord* q = qos_.Find(job.rec().spec().qos());
   return q && q->preempt_size() > 0;
 }
 
@@ -57,9 +57,9 @@ bool Preemptor::VictimsLeaving(uint64_t preemptor) const {
   if (it == waiting_.end()) return false;
   for (uint64_t v : it->second) {
     const JobEntry* job = jobs_.Find(v);
-    if (job && job->rec.completing_nodes_size() > 0) return true;
+    if (job && job->rec().completing_nodes_size() > 0) return true;
     // Not yet told (cannot happen), unless suspended: then its CPUs are free already.
-    if (job && job->rec.state() == v1::RUNNING && job->rec.suspend_time_ms() == 0) return true;
+    if (job && job->rec().state() == v1::RUNNING && job->rec().suspend_time_ms() == 0) return true;
   }
   return false;
 }
@@ -79,7 +79,7 @@ Preemptor::GiveWay Preemptor::GiveWayOf(const v1::JobRecord& victim, Cause cause
 
 void Preemptor::Preempt(JobEntry& victim, const JobEntry& preemptor, Cause cause,
                         const std::string& why, TimeMs now, store::Mutation& m) {
-  const GiveWay g = GiveWayOf(victim.rec, cause);
+  const GiveWay g = GiveWayOf(victim.rec(), cause);
   if (g.mode == v1::PREEMPT_SUSPEND) {
     jobs_.Suspend(victim, preemptor.id(), why, now, m);
     return;
@@ -93,8 +93,8 @@ std::optional<core::PreemptCandidate> Preemptor::Candidate(const JobEntry& job,
   core::PreemptCandidate c;
   c.job = job.id();
   c.priority = job.priority.priority;
-  c.work_since_ms = job.rec.start_time_ms();
-  for (const auto& na : job.rec.allocation().nodes()) {
+  c.work_since_ms = job.rec().start_time_ms();
+  for (const auto& na : job.rec().allocation().nodes()) {
     std::optional<size_t> i = ctx_.NodeIndex(na.node());
     if (!i || !ledger_.Holds(*i, job.id())) return std::nullopt;
     core::NodePlacement np = ledger_.held(*i).at(job.id());
@@ -124,21 +124,21 @@ bool Preemptor::EndsWithinGuarantee(const JobEntry& preemptor, const std::string
     const JobEntry* victim = jobs_.Find(v);
     if (c == causes.end() || c->second == Cause::kQuota || !victim) continue;
     by_policy = true;
-    freed += TotalsOf(victim->rec).gpus;
-    if (on.empty()) on = quotas_.RunningType(victim->rec);
+    freed += TotalsOf(victim->rec()).gpus;
+    if (on.empty()) on = quotas_.RunningType(victim->rec());
   }
   if (!by_policy || on.empty() || !quotas_.TypeHasQuotas(on)) return true;
   QuotaUsage after = usage;
-  const auto key = std::make_pair(quotas_.Holder(preemptor.rec.spec().account(), on), on);
+  const auto key = std::make_pair(quotas_.Holder(preemptor.rec().spec().account(), on), on);
   if (auto it = after.find(key); it != after.end()) it->second -= std::min(it->second, freed);
-  return quotas_.MayReclaim(preemptor.rec.spec().account(), on, gpus, after);
+  return quotas_.MayReclaim(preemptor.rec().spec().account(), on, gpus, after);
 }
 
 void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
   // Forget preemptors that started, ended or whose victims have all left.
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const JobEntry* job = jobs_.Find(it->first);
-    if (!job || job->rec.state() != v1::PENDING || !VictimsLeaving(it->first)) {
+    if (!job || job->rec().state() != v1::PENDING || !VictimsLeaving(it->first)) {
       if (JobEntry* j = jobs_.Find(it->first)) j->preempting = false;
       it = waiting_.erase(it);
     } else {
@@ -162,7 +162,7 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
   auto may_reclaim = [&](const JobEntry& job, const std::string& type) {
     const uint64_t gpus = uint64_t{job.request.nodes} * job.request.gpus_per_node;
     return quotas && gpus > 0 && !type.empty() &&
-           quotas_.MayReclaim(job.rec.spec().account(), type, gpus, usage);
+           quotas_.MayReclaim(job.rec().spec().account(), type, gpus, usage);
   };
   // Preemptors in the pass's order (its pending list is in priority order): jobs that could
   // preempt someone, so that jobs that cannot do not use up the pass's preemptors.
@@ -176,7 +176,7 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
     const bool held = quotas && HeldByItsQuota(p.reason);
     if ((!WaitsForResources(p.reason) && !held) || waiting_.count(p.job)) continue;
     JobEntry* job = jobs_.Find(p.job);
-    if (!job || job->rec.state() != v1::PENDING) continue;
+    if (!job || job->rec().state() != v1::PENDING) continue;
     bool may = MayPreempt(*job) || TierPreempts(*job);
     if (held) {
       if (may) {
@@ -206,7 +206,7 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
   for (const core::JobStart& s : pass.starts) taken.insert(s.job);
   store::Mutation m;
   for (JobEntry* preemptor : preemptors) {
-    const v1::JobSpec& spec = preemptor->rec.spec();
+    const v1::JobSpec& spec = preemptor->rec().spec();
     const bool by_qos = MayPreempt(*preemptor);
     const bool by_tier = TierPreempts(*preemptor);
     const uint64_t gpus = uint64_t{preemptor->request.nodes} * preemptor->request.gpus_per_node;
@@ -236,7 +236,7 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
       std::vector<core::PreemptCandidate> candidates;
       std::map<uint64_t, Cause> cause;
       for (const auto& [id, job] : jobs_.jobs()) {
-        const v1::JobRecord& r = job.rec;
+        const v1::JobRecord& r = job.rec();
         if (r.state() != v1::RUNNING || r.cancel_requested() || r.preempt_time_ms() > 0 ||
             r.suspend_time_ms() > 0 || taken.count(id)) {
           continue;
@@ -307,9 +307,9 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
       if (!victim) continue;
       if (quotas) {
         // What the victims give back and the preemptor takes is spoken for in this pass.
-        const JobUse use = {0, TotalsOf(victim->rec).gpus, quotas_.RunningType(victim->rec)};
-        auto it =
-            usage.find({quotas_.Holder(victim->rec.spec().account(), use.gpu_type), use.gpu_type});
+        const JobUse use = {0, TotalsOf(victim->rec()).gpus, quotas_.RunningType(victim->rec())};
+        auto it = usage.find(
+            {quotas_.Holder(victim->rec().spec().account(), use.gpu_type), use.gpu_type});
         if (it != usage.end()) it->second -= std::min<uint64_t>(it->second, use.gpus);
       }
       const Cause cause = causes[v];
@@ -350,7 +350,7 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
 void Preemptor::ResumeSuspended(TimeMs now) {
   if (ledger_.parked_jobs().empty()) return;
   auto cpus_back = [&](const JobEntry& job) {
-    for (const auto& na : job.rec.allocation().nodes()) {
+    for (const auto& na : job.rec().allocation().nodes()) {
       std::optional<size_t> i = ctx_.NodeIndex(na.node());
       if (i && !ledger_.CpusBack(job.id(), *i)) return false;
     }
@@ -360,21 +360,21 @@ void Preemptor::ResumeSuspended(TimeMs now) {
   for (const auto& [id, nodes] : ledger_.parked_jobs()) {
     JobEntry* job = jobs_.Find(id);
     // A cancelled one is only told to end (its agents continue it to hear its SIGTERM).
-    if (!job || job->rec.state() != v1::RUNNING || job->rec.suspend_time_ms() == 0 ||
-        job->rec.cancel_requested()) {
+    if (!job || job->rec().state() != v1::RUNNING || job->rec().suspend_time_ms() == 0 ||
+        job->rec().cancel_requested()) {
       continue;
     }
     // Its preemptor still waiting to start on the CPUs it lent: not yet.
-    const JobEntry* by = jobs_.Find(job->rec.preempted_by());
-    if (by && by->rec.state() == v1::PENDING && !by->rec.spec().hold()) {
-      std::optional<core::JobReason> r = core::ParseReason(by->rec.reason());
+    const JobEntry* by = jobs_.Find(job->rec().preempted_by());
+    if (by && by->rec().state() == v1::PENDING && !by->rec().spec().hold()) {
+      std::optional<core::JobReason> r = core::ParseReason(by->rec().reason());
       if (r && WaitsForResources(*r)) continue;
     }
     if (cpus_back(*job)) ready.push_back(job);
   }
   std::sort(ready.begin(), ready.end(), [](const JobEntry* a, const JobEntry* b) {
-    if (a->rec.suspend_time_ms() != b->rec.suspend_time_ms())
-      return a->rec.suspend_time_ms() < b->rec.suspend_time_ms();
+    if (a->rec().suspend_time_ms() != b->rec().suspend_time_ms())
+      return a->rec().suspend_time_ms() < b->rec().suspend_time_ms();
     return a->id() < b->id();
   });
   store::Mutation m;

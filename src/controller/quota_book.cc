@@ -61,7 +61,7 @@ bool QuotaBook::TypeHasQuotas(const std::string& type) const {
 }
 
 std::vector<std::string> QuotaBook::ChoiceTypes(const JobEntry& job) const {
-  const v1::JobSpec& spec = job.rec.spec();
+  const v1::JobSpec& spec = job.rec().spec();
   if (spec.gpu_types_size() > 0) return {spec.gpu_types().begin(), spec.gpu_types().end()};
   if (!job.request.gpu_type.empty() || job.request.gpus_per_node == 0) {
     return {job.request.gpu_type};
@@ -98,9 +98,9 @@ std::vector<std::pair<uint64_t, uint64_t>> QuotaBook::JobsOf(const std::string& 
                                                              const std::string& type) const {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   for (const auto& [id, job] : jobs_.jobs()) {
-    if (job.rec.state() != v1::RUNNING) continue;
-    const JobUse use = limits_.RunningUse(job.rec);
-    if (use.gpus > 0 && use.gpu_type == type && Holder(job.rec.spec().account(), type) == holder)
+    if (job.rec().state() != v1::RUNNING) continue;
+    const JobUse use = limits_.RunningUse(job.rec());
+    if (use.gpus > 0 && use.gpu_type == type && Holder(job.rec().spec().account(), type) == holder)
       out.push_back({id, use.gpus});
   }
   return out;
@@ -148,7 +148,7 @@ std::string QuotaBook::RunningType(const v1::JobRecord& rec) const {
 std::map<std::pair<std::string, std::string>, uint64_t> QuotaBook::Usage() const {
   std::map<std::pair<std::string, std::string>, uint64_t> out;
   for (const auto& [id, job] : jobs_.jobs()) {
-    const v1::JobRecord& r = job.rec;
+    const v1::JobRecord& r = job.rec();
     if (r.state() != v1::RUNNING) continue;
     const JobUse use = limits_.RunningUse(r);
     if (use.gpus == 0) continue;

@@ -86,7 +86,7 @@ core::ClusterView SchedulerLoop::LiveView(TimeMs now) const {
   ledger_.AddRunningUse(view, [&](uint64_t id) {
     const JobEntry* job = jobs_.Find(id);
     if (!job) return overdue;
-    const v1::JobRecord& r = job->rec;
+    const v1::JobRecord& r = job->rec();
     TimeMs end = LimitEnd(r);
     if (r.state() != v1::RUNNING || end <= now) end = overdue;
     return end;
@@ -109,7 +109,7 @@ std::string SchedulerLoop::GpuTypeOf(const core::JobRequest& r) const {
 }
 
 core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
-  const v1::JobRecord& r = job.rec;
+  const v1::JobRecord& r = job.rec();
   core::PendingJob pj;
   pj.id = r.id();
   pj.submit_time_ms = r.submit_time_ms();
@@ -134,7 +134,7 @@ core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
 bool SchedulerLoop::StartStillValid(const core::JobStart& start) const {
   // An array task waiting in its carrier's record is as its carrier is.
   const JobEntry* job = jobs_.Covering(start.job);
-  if (!job || !InPass(job->rec)) return false;
+  if (!job || !InPass(job->rec())) return false;
   for (const core::NodePlacement& np : start.placement.nodes) {
     if (np.node >= nodes_.size() || !nodes_.Schedulable(nodes_.at(np.node))) return false;
   }
@@ -172,7 +172,7 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
   // Job arrays with %N: how many more of their tasks may start in this pass.
   std::map<uint64_t, int64_t> array_room;
   for (const auto& [id, job] : jobs_.pending()) {
-    const v1::JobRecord& r = job->rec;
+    const v1::JobRecord& r = job->rec();
     if (r.has_array() && r.array().max_running() > 0) {
       array_room.emplace(r.array().array_job_id(), r.array().max_running());
     }
@@ -186,8 +186,8 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
     }
     for (uint64_t id : holding) {
       const JobEntry* job = jobs_.Find(id);
-      if (!job || !job->rec.has_array()) continue;
-      if (auto it = array_room.find(job->rec.array().array_job_id()); it != array_room.end()) {
+      if (!job || !job->rec().has_array()) continue;
+      if (auto it = array_room.find(job->rec().array().array_job_id()); it != array_room.end()) {
         --it->second;
       }
     }
@@ -200,15 +200,15 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
   if (quotas) quotas_->Fill(&quota_view);
   for (const auto& [id, entry] : jobs_.pending()) {
     JobEntry& job = *entry;
-    if (!InPass(job.rec)) {
+    if (!InPass(job.rec())) {
       job.had_reservation = false;  // out of this pass: it holds no reservation in it
       continue;
     }
-    if (job.rec.spec().begin_time_ms() > now) {
+    if (job.rec().spec().begin_time_ms() > now) {
       job.had_reservation = false;
       jobs_.SetWaitReason(
           job, core::JobReason::kBeginTime,
-          "not before " + FormatTimestamp(job.rec.spec().begin_time_ms()) + " (--begin)");
+          "not before " + FormatTimestamp(job.rec().spec().begin_time_ms()) + " (--begin)");
       continue;
     }
     const JobUse use{job.request.nodes, job.request.nodes * job.request.gpus_per_node,
@@ -216,17 +216,17 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
     if (limits_) {
       std::string detail;
       const core::JobReason over =
-          limits_->PerJobLimit(job.rec.spec(), job.rec.time_limit_ms(), use, &detail);
+          limits_->PerJobLimit(job.rec().spec(), job.rec().time_limit_ms(), use, &detail);
       if (over != core::JobReason::kNone) {
         job.had_reservation = false;
         jobs_.SetWaitReason(job, over, std::move(detail));
         continue;
       }
     }
-    if (job.rec.has_array() && job.rec.array().max_running() > 0 &&
-        array_room[job.rec.array().array_job_id()]-- <= 0) {
+    if (job.rec().has_array() && job.rec().array().max_running() > 0 &&
+        array_room[job.rec().array().array_job_id()]-- <= 0) {
       job.had_reservation = false;
-      jobs_.SetWaitReason(job, core::JobReason::kJobArrayTaskLimit, ThrottleDetail(job.rec));
+      jobs_.SetWaitReason(job, core::JobReason::kJobArrayTaskLimit, ThrottleDetail(job.rec()));
       continue;
     }
     core::PendingJob pj = ToPendingJob(job);
@@ -235,24 +235,24 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
       pj.choices.clear();
       for (std::string& type : quotas
                                    ? quotas_->ChoiceTypes(job)
-                                   : std::vector<std::string>(job.rec.spec().gpu_types().begin(),
-                                                              job.rec.spec().gpu_types().end())) {
+                                   : std::vector<std::string>(job.rec().spec().gpu_types().begin(),
+                                                              job.rec().spec().gpu_types().end())) {
         core::PendingJob::Choice c;
         if (limits_) {
           JobUse typed = use;
           if (!type.empty()) typed.gpu_type = type;
-          c.limits = limits_->ChargesOf(job.rec.spec(), typed);
+          c.limits = limits_->ChargesOf(job.rec().spec(), typed);
         }
-        if (quotas && use.gpus > 0) c.quota = quotas_->QuotaIndex(job.rec.spec().account(), type);
+        if (quotas && use.gpus > 0) c.quota = quotas_->QuotaIndex(job.rec().spec().account(), type);
         c.gpu_type = std::move(type);
         pj.choices.push_back(std::move(c));
       }
     } else if (limits_) {
-      pj.limits = limits_->ChargesOf(job.rec.spec(), use);
+      pj.limits = limits_->ChargesOf(job.rec().spec(), use);
     }
     job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
                                          priority_scale_, now, config_.weights);
-    if (Carries(job.rec) && job.array_tasks) {
+    if (Carries(job.rec()) && job.array_tasks) {
       // The tasks waiting in its record go in as jobs of their own, as many as the free CPUs
       // could start now (with the carrier, one more than that holds the array's place): a
       // 100,000-task array is not 100,000 entries in every pass.
@@ -263,18 +263,18 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
         }
       }
       uint64_t copies = *free_cpus / std::max<uint64_t>(1, TotalsOf(job.request).cpus);
-      if (job.rec.array().max_running() > 0) {
-        int64_t& left = array_room[job.rec.array().array_job_id()];
-        if (left < static_cast<int64_t>(std::min<uint64_t>(copies, TasksOf(job.rec) - 1))) {
+      if (job.rec().array().max_running() > 0) {
+        int64_t& left = array_room[job.rec().array().array_job_id()];
+        if (left < static_cast<int64_t>(std::min<uint64_t>(copies, TasksOf(job.rec()) - 1))) {
           // The task that takes over from this carrier, should it start, waits for the %N.
-          throttled_.insert(job.rec.array().array_job_id());
+          throttled_.insert(job.rec().array().array_job_id());
         }
         copies = std::min<uint64_t>(copies, static_cast<uint64_t>(std::max<int64_t>(0, left)));
         left -= static_cast<int64_t>(copies);
       }
       const core::PendingJob carrier = pj;
       in.queue.push_back(std::move(pj));
-      ForEachWaiting(job.rec, *job.array_tasks, [&](uint64_t task_job, uint32_t) {
+      ForEachWaiting(job.rec(), *job.array_tasks, [&](uint64_t task_job, uint32_t) {
         if (copies == 0) return false;
         --copies;
         in.queue.push_back(carrier);
@@ -327,22 +327,22 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
     auto from = split.start_from.find(s.job);
     const JobEntry* own = from == split.start_from.end() ? jobs_.Find(s.job) : nullptr;
     if (from == split.start_from.end() && !own) continue;  // named twice in one pass: once is all
-    const v1::JobRecord& before = own ? own->rec : from->second;
+    const v1::JobRecord& before = own ? own->rec() : from->second;
     JobChange c{.to = v1::RUNNING,
                 .allocation = ledger_.ToAllocation(s.placement),
-                .credential = ctx_.MakeCredential()};
-    v1::JobRecord next = jobs_.NextRecord(before, c, now);
-    next.set_borrowed(quotas_ && quotas_->Borrowed(s, before));
-    if (advance_ && !next.spec().reservation().empty()) {
+                .credential = ctx_.MakeCredential(),
+                .borrowed = quotas_ && quotas_->Borrowed(s, before)};
+    if (advance_ && !before.spec().reservation().empty()) {
       // A job of a reservation ends with it (as Slurm's ResvOverRun = 0).
-      const TimeMs until = advance_->EndOfRunIn(next.spec().reservation(), now);
+      const TimeMs until = advance_->EndOfRunIn(before.spec().reservation(), now);
       if (until != core::kNever) {
-        const int64_t asked =
-            next.spec().time_limit_ms() > 0 ? next.spec().time_limit_ms() : next.time_limit_ms();
-        next.set_time_limit_ms(asked > 0 && now + asked <= until ? asked : until - now);
+        const int64_t asked = before.spec().time_limit_ms() > 0 ? before.spec().time_limit_ms()
+                                                                : before.time_limit_ms();
+        c.time_limit_ms = asked > 0 && now + asked <= until ? asked : until - now;
       }
     }
-    m.PutJob(next);
+    v1::JobRecord next = jobs_.NextRecord(before, c, now);
+    jobs_.StageChange(next, m);
     started.push_back({s.job, &s.placement, std::move(next)});
   }
   if (!started.empty()) {
@@ -366,7 +366,7 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
   // Reasons only for jobs that still wait (one may have been cancelled or held meanwhile).
   auto waiting = [&](core::JobId id) -> JobEntry* {
     JobEntry* job = jobs_.Find(id);
-    return job && job->rec.state() == v1::PENDING && !job->rec.spec().hold() ? job : nullptr;
+    return job && job->rec().state() == v1::PENDING && !job->rec().spec().hold() ? job : nullptr;
   };
   for (const core::PendingReason& p : pass.pending) {
     JobEntry* job = waiting(p.job);
@@ -377,7 +377,7 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
   }
   for (uint64_t id : throttled_carriers) {
     if (JobEntry* job = waiting(id)) {
-      jobs_.SetWaitReason(*job, core::JobReason::kJobArrayTaskLimit, ThrottleDetail(job->rec));
+      jobs_.SetWaitReason(*job, core::JobReason::kJobArrayTaskLimit, ThrottleDetail(job->rec()));
     }
   }
   reservations_.clear();
@@ -399,7 +399,7 @@ v1::TestOnlyResult SchedulerLoop::TestOnly(uint64_t id, const core::JobRequest& 
   in.config = config_;
   for (const auto& [pending, entry] : jobs_.pending()) {
     const JobEntry& job = *entry;
-    if (InPass(job.rec)) in.queue.push_back(ToPendingJob(job));
+    if (InPass(job.rec())) in.queue.push_back(ToPendingJob(job));
   }
   core::PendingJob pj;
   pj.id = id;

@@ -34,19 +34,19 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   JobEntry* job = jobs_.Find(req.job_id());
   const std::string jid = std::to_string(req.job_id());
   if (!job) return NotFound("job " + jid + " does not exist");
-  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec, "run steps in"));
-  if (job->rec.state() == v1::PENDING) {
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "run steps in"));
+  if (job->rec().state() == v1::PENDING) {
     return Unavailable("job " + jid + " is still pending (waiting for its allocation)");
   }
-  if (job->rec.state() != v1::RUNNING || job->rec.cancel_requested()) {
+  if (job->rec().state() != v1::RUNNING || job->rec().cancel_requested()) {
     return FailedPrecondition("job " + jid + " is not running (" +
-                              v1::JobState_Name(job->rec.state()) + ")");
+                              v1::JobState_Name(job->rec().state()) + ")");
   }
-  if (job->rec.suspend_time_ms() > 0) {
-    return Unavailable("job " + jid + " is suspended (" + job->rec.reason_detail() +
+  if (job->rec().suspend_time_ms() > 0) {
+    return Unavailable("job " + jid + " is suspended (" + job->rec().reason_detail() +
                        "); its steps start when it resumes");
   }
-  const auto& alloc = job->rec.allocation().nodes();
+  const auto& alloc = job->rec().allocation().nodes();
   if (job->started_nodes.size() < static_cast<size_t>(alloc.size())) {
     return Unavailable("job " + jid + "'s nodes are still starting");
   }
@@ -75,7 +75,7 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
 
   // What running steps hold.
   std::map<std::string, std::set<uint32_t>> busy_cpus, busy_gpus;
-  for (const v1::StepRecord& s : job->rec.steps()) {
+  for (const v1::StepRecord& s : job->rec().steps()) {
     if (s.state() != v1::RUNNING) continue;
     for (const auto& na : s.nodes()) {
       busy_cpus[na.node()].insert(na.cpu_ids().begin(), na.cpu_ids().end());
@@ -113,11 +113,11 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
     positions.push_back(i);
   }
   MUSTER_ASSIGN_OR_RETURN(core::StepLayout layout,
-                          core::LayOutStep(rooms, shape, job->rec.spec().cpus_per_task(),
+                          core::LayOutStep(rooms, shape, job->rec().spec().cpus_per_task(),
                                            "job " + jid, !only.empty() || !skip.empty()));
 
   v1::StepRecord step;
-  const uint32_t step_id = job->rec.next_step_id();
+  const uint32_t step_id = job->rec().next_step_id();
   step.set_id(step_id);
   step.set_name(req.name().empty() ? "step" : BaseName(req.name()));
   BeginStep(step, now);
@@ -125,12 +125,12 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   step.set_overlap(req.overlap());
   step.set_gpus_given(want_gpus);
   v1::CreateStepResponse resp;
-  resp.set_job_id(job->rec.id());
+  resp.set_job_id(job->rec().id());
   resp.set_step_id(step_id);
   resp.set_gpus_given(want_gpus);
   resp.set_cpus_per_task(layout.cpus_per_task);
   resp.set_name(step.name());
-  resp.set_run(job->rec.requeue_count());
+  resp.set_run(job->rec().requeue_count());
   uint32_t first = 0;
   uint32_t node_id = 0;
   for (const core::StepPlacement& p : layout.nodes) {
@@ -156,10 +156,10 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   resp.set_total_tasks(first);
   // Each node gets its own grant, sealed under its own key: good for this step on that node only.
   v1::StepGrant grant;
-  grant.set_job_id(job->rec.id());
+  grant.set_job_id(job->rec().id());
   grant.set_step_id(step_id);
-  grant.set_run(job->rec.requeue_count());
-  grant.set_uid(job->rec.spec().uid());
+  grant.set_run(job->rec().requeue_count());
+  grant.set_uid(job->rec().spec().uid());
   grant.set_total_tasks(first);
   grant.set_total_nodes(static_cast<uint32_t>(resp.nodes_size()));
   grant.set_cpus_per_task(layout.cpus_per_task);
@@ -177,7 +177,7 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
     sn.set_credential(credentials::SealStepGrant(ctx_.StepKeyOf(sn.node()), grant));
   }
 
-  v1::JobRecord next = job->rec;
+  v1::JobRecord next = job->rec();
   next.set_next_step_id(step_id + 1);
   *next.add_steps() = step;
   if (next.steps_size() > kMaxStepsKept) {
@@ -189,38 +189,46 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
     }
   }
   store::Mutation m;
-  m.PutJob(next);
+  jobs_.StageChange(next, m);
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
-  job->rec = std::move(next);
-  spdlog::info("step job={} step={} tasks={} nodes={} name={}", job->rec.id(), step_id, first,
+  jobs_.ApplyChange(*job, std::move(next));
+  spdlog::info("step job={} step={} tasks={} nodes={} name={}", job->rec().id(), step_id, first,
                layout.nodes.size(), step.name());
   return resp;
 }
 
 void StepManager::OnStepEnded(NodeEntry& node, const v1::StepEnded& e, TimeMs now) {
   JobEntry* job = jobs_.Find(e.job_id());
-  if (!job || e.run() != job->rec.requeue_count()) return;
-  if (!StepEndedOnNode(job->rec, node.name(), e, now)) return;
+  if (!job || e.run() != job->rec().requeue_count()) return;
+  v1::JobRecord next = job->rec();
+  if (!StepEndedOnNode(next, node.name(), e, now)) return;
   store::Mutation m;
-  m.PutJob(job->rec);
+  jobs_.StageChange(next, m);
   // Buffered: accounting only; a crash before the next synced write leaves the step RUNNING
   // until its job ends, which then ends it.
   ctx_.CommitOrDie(m, store::Durability::kBuffered);
+  jobs_.ApplyChange(*job, std::move(next));
 }
 
-void StepManager::StepsLostOnNode(NodeEntry& node, const std::vector<v1::AdoptedJob>& adopted,
-                                  TimeMs now, store::Mutation& m) {
+std::vector<std::pair<JobEntry*, v1::JobRecord>> StepManager::StepsLostOnNode(
+    NodeEntry& node, const std::vector<v1::AdoptedJob>& adopted, TimeMs now, store::Mutation& m) {
+  std::vector<std::pair<JobEntry*, v1::JobRecord>> changed;
   for (const auto& [id, placement] : ledger_.held(node.index)) {
     JobEntry* job = jobs_.Find(id);
     if (!job) continue;
     std::set<uint32_t> running;
     for (const v1::AdoptedJob& a : adopted) {
-      if (a.job_id() == id && a.run() == job->rec.requeue_count()) {
+      if (a.job_id() == id && a.run() == job->rec().requeue_count()) {
         running.insert(a.running_steps().begin(), a.running_steps().end());
       }
     }
-    if (StepsEndedOnNode(job->rec, node.name(), /*lost=*/true, now, running)) m.PutJob(job->rec);
+    v1::JobRecord next = job->rec();
+    if (StepsEndedOnNode(next, node.name(), /*lost=*/true, now, running)) {
+      jobs_.StageChange(next, m);
+      changed.emplace_back(job, std::move(next));
+    }
   }
+  return changed;
 }
 
 }  // namespace muster::controller

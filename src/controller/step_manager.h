@@ -33,9 +33,10 @@ class StepManager {
   // The node's agent restarted: step tasks talk to their client through the agent, so the ones
   // it ran ended with it.
   // The node's agent restarted: its steps ended with it, but for those an adopted job says its
-  // supervisor still runs.
-  void StepsLostOnNode(NodeEntry& node, const std::vector<v1::AdoptedJob>& adopted, TimeMs now,
-                       store::Mutation& m);
+  // supervisor still runs. The changed records are staged in `m`; the caller applies what this
+  // returns once `m` is committed.
+  std::vector<std::pair<JobEntry*, v1::JobRecord>> StepsLostOnNode(
+      NodeEntry& node, const std::vector<v1::AdoptedJob>& adopted, TimeMs now, store::Mutation& m);
 
  private:
   EngineContext& ctx_;
