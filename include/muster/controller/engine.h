@@ -1,17 +1,22 @@
 // The controller's state and logic, as a facade over its managers (src/controller/):
 //
-//   JobManager        the job table and the job state machine (job_state_machine.cc: every job
-//                     state change), agents' job reports, retention
+//   JobManager        the job table, the one writer of job records, the job state machine
+//                     (job_state_machine.cc), arrays, agents' job reports, stored bytes
 //   NodeManager       registration, sessions, liveness, drain/resume, health
 //   ResourceLedger    what each job holds on each node; the only place resources change hands
 //   SchedulerLoop     the pass (prepare / compute / apply), "can it ever run", --test-only
 //   StepManager       srun steps inside allocations (layout in core/step_layout)
 //   AllocationManager srun/salloc allocations and their clients
+//   JobModifier       scontrol update and top of pending jobs
+//   AccountManager, QosManager, FairShare, LimitTracker, QuotaBook, ReservationManager,
+//   DependencyTracker, Preemptor    the policies a pass consults
 //   JobViews, NodeViews, JobExplainer   what clients see
+//   AuditLog, HistoryRetention      what is kept, and for how long
+// Who may do what is decided by the Authorizer (muster/controller/access.h).
 //
 // Deterministic: it consumes events (user requests, agent messages, Tick(now)) and produces replies
 // plus commands for agents (TakeOutgoing). It reads no clock, opens no socket and knows no gRPC,
-// so the daemon, the tests and a simulator drive the same code; the ControllerRunner
+// so the daemon, the tests and the benchmarks drive the same code; the ControllerRunner
 // (controller_runner.h) owns it on a strand. Every state change is committed to the StateStore
 // before the reply or command that depends on it leaves the engine (write-ahead).
 //
@@ -37,7 +42,8 @@
 
 namespace muster::controller {
 
-// Who is asking, as established by the transport (SO_PEERCRED on the Unix socket).
+// Who is asking, as established by the transport: SO_PEERCRED on the Unix socket, a MUNGE
+// credential over TCP. Only the Authorizer (access.h) reads the admin and operator flags.
 struct Caller {
   uint32_t uid = 0;
   uint32_t gid = 0;
@@ -154,7 +160,6 @@ class Engine {
   // muster explain: why a pending job waits (see JobExplainer). NOT_FOUND for unknown jobs.
   Result<v1::ExplainJobResponse> ExplainJob(const Caller& caller, const v1::ExplainJobRequest& req,
                                             TimeMs now) const;
-  // muster audit: the audit log (admins and operators).
   // Accounts and users' associations (admins change them; everyone may list them).
   Result<v1::UpdateAccountResponse> UpdateAccount(const Caller& caller,
                                                   const v1::UpdateAccountRequest& req, TimeMs now);
@@ -173,6 +178,7 @@ class Engine {
   // sshare: the fair-share tree with each line's shares, usage and factor.
   Result<v1::ListSharesResponse> ListShares(const Caller& caller, const v1::ListSharesRequest& req,
                                             TimeMs now) const;
+  // muster audit: the audit log (admins and operators).
   Result<v1::ListAuditResponse> ListAudit(const Caller& caller, const v1::ListAuditRequest& req,
                                           TimeMs now) const;
   // sacct: live jobs and the archived history (read from the store), filtered.
