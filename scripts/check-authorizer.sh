@@ -15,15 +15,26 @@ if [ "${1:-}" = "--self-test" ]; then
     echo "authorizer check: a planted read of is_admin passed" >&2
     exit 1
   fi
-  printf 'bool G(const Caller* c) { return c->is_operator || !c->is_admin; }\n' \
-    >"$tmp/src/controller/sneaky.cc"
+  for plant in 'bool G(const Caller* c) { return c->is_operator || !c->is_admin; }' \
+               'bool H(const Caller& c) { return c. is_admin; }' \
+               'auto I = &Caller::is_admin;'; do
+    printf '%s\n' "$plant" >"$tmp/src/controller/sneaky.cc"
+    if "$0" "$tmp" >/dev/null 2>&1; then
+      echo "authorizer check: a planted '$plant' passed" >&2
+      exit 1
+    fi
+  done
+  mkdir -p "$tmp/include/muster/controller"
+  printf 'inline bool J(const Caller& c) { return c.is_admin; }\n' \
+    >"$tmp/include/muster/controller/engine.h"
+  rm "$tmp/src/controller/sneaky.cc"
   if "$0" "$tmp" >/dev/null 2>&1; then
-    echo "authorizer check: a planted read through a pointer passed" >&2
+    echo "authorizer check: a planted read in a public header passed" >&2
     exit 1
   fi
+  rm "$tmp/include/muster/controller/engine.h"
   printf 'void R(Caller& c) {\n  c.is_admin = true;\n  c.is_operator = false;\n}\n' \
     >"$tmp/src/rpc/api_dispatch.cc"
-  rm "$tmp/src/controller/sneaky.cc"
   "$0" "$tmp" >/dev/null || { echo "authorizer check: caller resolution refused" >&2; exit 1; }
   echo "authorizer check: planted reads refused"
   exit 0
@@ -31,8 +42,8 @@ fi
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 dirs=()
-for d in src cli daemons; do [ -d "$d" ] && dirs+=("$d"); done
-bad=$(grep -rnE '(\.|->)is_(admin|operator)\b' "${dirs[@]}" --include='*.cc' --include='*.h' |
+for d in src include cli daemons; do [ -d "$d" ] && dirs+=("$d"); done
+bad=$(grep -rnE '((\.|->)\s*|::)is_(admin|operator)\b' "${dirs[@]}" --include='*.cc' --include='*.h' |
       grep -v -e '^src/controller/access.cc:' -e '^include/muster/controller/access.h:' |
       grep -vE '^src/rpc/api_dispatch.cc:[0-9]+:\s*c\.is_(admin|operator) = ' || true)
 if [ -n "$bad" ]; then

@@ -33,8 +33,11 @@ import os
 import re
 import sys
 
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
-SOURCE_EXTENSIONS = (".h", ".hpp", ".cc", ".cpp", ".c")
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]\s*(//.*|/\*.*)?$')
+# Any line that includes or imports something, however spelled (a macro, a comment before the
+# header, the %: digraph): one INCLUDE_RE cannot read is refused rather than skipped.
+ANY_INCLUDE_RE = re.compile(r'^\s*(#|%:)\s*(include|import)\b')
+SOURCE_EXTENSIONS = (".h", ".hh", ".hpp", ".hxx", ".inl", ".ipp", ".cc", ".cpp", ".cxx", ".c")
 OWNED_ROOTS = ("src", "include", "cli", "daemons", "tests")
 
 
@@ -54,14 +57,23 @@ def unwrap_genex(dep):
         elif ch == ":" and depth == 0:
             head, value = inner[:i], inner[i + 1:]
             if head.startswith("$<") or head in ("BUILD_INTERFACE", "LINK_ONLY", "INSTALL_INTERFACE",
-                                                 "BUILD_LOCAL_INTERFACE", "COMPILE_ONLY"):
+                                                 "BUILD_LOCAL_INTERFACE", "COMPILE_ONLY",
+                                                 "TARGET_NAME_IF_EXISTS"):
                 out = []
                 for part in re.split(r"[;,](?![^<]*>)", value):
                     if part:
                         out.extend(unwrap_genex(part))
                 return out
-            return []  # $<TARGET_FILE:x>, $<TARGET_OBJECTS:x>: no link of its own
-    return []
+            if head == "IF":  # $<IF:cond,a,b>: either may be linked
+                out = []
+                for part in re.split(r"[;,](?![^<]*>)", value)[1:]:
+                    if part:
+                        out.extend(unwrap_genex(part))
+                return out
+            if head in ("TARGET_FILE", "TARGET_OBJECTS", "TARGET_PROPERTY"):
+                return []  # names no link of its own
+            return [dep]  # a form the check cannot read: reported as the link it is
+    return [dep]
 
 
 def load(root, graph_path):
@@ -106,8 +118,10 @@ def check_links(spec, graph, problems):
             allowed.update(externals[ext]["links"])
         for raw in deps:
             for dep in unwrap_genex(raw):
-                if dep.startswith("-"):
-                    continue  # linker flags (-static-libgcc)
+                if dep.startswith("-l"):
+                    dep = dep[2:]  # a library by flag is a library
+                elif dep.startswith("-"):
+                    continue  # other linker flags (-static-libgcc)
                 name = link_name(dep)
                 if name not in allowed:
                     problems.append(
@@ -195,9 +209,15 @@ def check_includes(root, spec, problems):
                 for lineno, line in enumerate(f, 1):
                     match = INCLUDE_RE.match(line)
                     if not match:
+                        if ANY_INCLUDE_RE.match(line):
+                            problems.append(f"{rel}:{lineno}: an include the module check cannot "
+                                            "read (write it as #include \"x.h\" or <x.h>)")
                         continue
-                    quote, header = match.groups()
+                    quote, header = match.groups()[:2]
                     where = f"{rel}:{lineno}"
+                    if header.startswith("/"):
+                        problems.append(f"{where} includes {header}: an absolute path")
+                        continue
                     if ".." in header.split("/"):
                         problems.append(f"{where} includes {header}: an include may not walk up a "
                                         "directory (name the module's public header instead)")
@@ -212,6 +232,11 @@ def check_includes(root, spec, problems):
                             problems.append(f"{where} includes {header}: module {name} may not use proto")
                         continue
                     if header.startswith("muster/"):
+                        allow = m.get("project_headers")
+                        if allow is not None and not any(header.startswith(a) for a in allow):
+                            problems.append(f"{where} includes {header}: module {name} may include "
+                                            "only the project headers listed for it")
+                            continue
                         owner = next((mod for prefix, mod in public.items()
                                       if header.startswith(prefix)), None)
                         if owner is None:
@@ -220,7 +245,9 @@ def check_includes(root, spec, problems):
                             problems.append(f"{where} includes {header}: module {name} may not use {owner}")
                         continue
                     if quote == "<":
-                        if header in project_headers:
+                        system = "/" not in header and os.path.exists(
+                            os.path.join("/usr/include", header))
+                        if header in project_headers and not system:
                             problems.append(f"{where} includes <{header}>: a project header with "
                                             "<...> is found through a -I path, wherever it lives; "
                                             "use \"...\" as its module allows")
@@ -246,7 +273,11 @@ def check_ownership(root, spec, problems):
         for path in module_files(root, m):
             owners.setdefault(os.path.relpath(path, root), []).append(name)
     for top in OWNED_ROOTS:
-        for d, _, files in os.walk(os.path.join(root, top)):
+        for d, dirs, files in os.walk(os.path.join(root, top)):
+            for entry in dirs + files:
+                if os.path.islink(os.path.join(d, entry)):
+                    problems.append(f"{os.path.relpath(os.path.join(d, entry), root)} is a link: "
+                                    "sources are files of the module they sit in")
             for f in sorted(files):
                 if not f.endswith(SOURCE_EXTENSIONS):
                     continue

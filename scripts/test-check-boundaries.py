@@ -71,8 +71,42 @@ def main():
         for header in ("thread", "fstream", "chrono", "sys/socket.h", "iostream"):
             plant_line(core, f"#include <{header}>", "only the standard headers",
                        f"<{header}> in the pure core")
-        plant_line(core, '#include "muster/store/state_store.h"', "may not use store",
+        plant_line(core, '#include "muster/store/state_store.h"',
+                   "includes muster/store/state_store.h: module core may",
                    "the core including the store")
+        plant_line(core, '#include "muster/common/procfs.h"', "only the project headers listed",
+                   "the core reaching /proc through common")
+        plant_line(core, "#include /* a comment */ <thread>", "cannot read",
+                   "an include with a comment before the header")
+        plant_line(core, "#define H <thread>\n#include H", "cannot read", "an include by macro")
+        plant_line(core, "%:include <thread>", "cannot read", "the %: digraph")
+        plant_line(core, '#include "/usr/include/stdio.h"', "an absolute path", "an absolute path")
+
+        # A system header that shares a name with a private header is not a project header.
+        full = os.path.join(tree, "src/agent/agent.cc")
+        with open(full) as f:
+            before = f.read()
+        with open(full, "w") as f:
+            f.write("#include <spawn.h>\n" + before)
+        rc, out = run(checker, tree, graph_copy)
+        with open(full, "w") as f:
+            f.write(before)
+        if rc != 0:
+            failures.append(f"<spawn.h> (the system's) refused:\n{out}")
+
+        # Sources of other extensions, and links into the tree.
+        other = os.path.join(tree, "src", "core", "sneaky.cxx")
+        with open(other, "w") as f:
+            f.write("#include <thread>\n")
+        rc, out = run(checker, tree, graph_copy)
+        os.remove(other)
+        if rc == 0 or "sneaky.cxx" not in out:
+            failures.append(f"a .cxx source: not checked:\n{out}")
+        os.symlink(os.path.join(tree, "src", "controller"), os.path.join(tree, "src", "core", "ctl"))
+        rc, out = run(checker, tree, graph_copy)
+        os.remove(os.path.join(tree, "src", "core", "ctl"))
+        if rc == 0 or "is a link" not in out:
+            failures.append(f"a symlinked directory in the core: not refused:\n{out}")
         plant_line("src/agent/agent.cc", '#include "engine_context.h"', "not next to it",
                    "the agent including a controller's private header")
         plant_line("src/core/planner.cc", "#include <grpcpp/grpcpp.h>", "may not use grpc",
@@ -109,7 +143,10 @@ def main():
                  "the core linking gRPC inside $<LINK_ONLY:...>"),
                 ("muster_client\t$<$<CONFIG:Release>:muster_rpc>", "muster_client (client) links",
                  "the client linking rpc under a condition"),
-                ("muster_core\tmuster_store", "muster_core (core) links", "a plain link")):
+                ("muster_core\tmuster_store", "muster_core (core) links", "a plain link"),
+                ("muster_core\t-lrocksdb", "muster_core (core) links", "a library by -l flag"),
+                ("muster_core\t$<LINK_LIBRARY:WHOLE_ARCHIVE,muster_store>",
+                 "muster_core (core) links", "a generator expression the check cannot read")):
             with open(graph_copy, "w") as f:
                 f.write(links.rstrip("\n") + "\n" + line + "\n")
             rc, out = run(checker, tree, graph_copy)

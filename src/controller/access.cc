@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "muster/common/check.h"
+
 namespace muster::controller {
 
 const std::vector<PrivilegedAction>& PrivilegedActions() {
@@ -32,7 +34,10 @@ const std::vector<PrivilegedAction>& PrivilegedActions() {
 namespace {
 
 const PrivilegedAction& RuleOf(Action action) {
-  return PrivilegedActions()[static_cast<size_t>(action)];
+  const size_t i = static_cast<size_t>(action);
+  MUSTER_CHECK_MSG(i < PrivilegedActions().size() && PrivilegedActions()[i].action == action,
+                   "every Action has its rule, in Action's order");
+  return PrivilegedActions()[i];
 }
 
 // A list of user names or numeric uids names the caller.

@@ -223,7 +223,7 @@ void DependencyTracker::Resolve(TimeMs now) {
       next.set_reason(core::ReasonName(core::JobReason::kNone));
       next.clear_reason_detail();
     }
-    jobs_.StageChange(next, m);
+    jobs_.StageChange(*job, next, m);
     changed.emplace_back(id, std::move(next));
   }
   if (changed.empty()) return;

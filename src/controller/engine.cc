@@ -565,7 +565,14 @@ Result<v1::ExplainJobResponse> Engine::ExplainJob(const Caller& caller,
                                                   const v1::ExplainJobRequest& req,
                                                   TimeMs now) const {
   MUSTER_RETURN_IF_ERROR(CheckJobVisible(caller, req.job_id()));
-  return explainer_->Explain(req, now);
+  MUSTER_ASSIGN_OR_RETURN(v1::ExplainJobResponse resp, explainer_->Explain(req, now));
+  // The jobs in its way are named by id and nodes; whose they are only to who may see that.
+  if (SeesOnlyOwnJobs(caller, ctx_->config())) {
+    for (v1::HoldingJob& h : *resp.mutable_explanation()->mutable_holding()) {
+      if (h.user() != caller.user) h.clear_user();
+    }
+  }
+  return resp;
 }
 
 Engine::AccountingQuery Engine::PrepareAccounting(const Caller& caller,
@@ -590,6 +597,11 @@ Result<v1::ListAccountingResponse> Engine::ListAccounting(const Caller& caller,
 Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req, TimeMs now) {
   store::Mutation m;
   bool restarted = false;
+  // A registration the store refuses is taken back in memory too, so that the agent's next try
+  // is seen as the restart it is (and its lost steps end then).
+  const NodeEntry* before = nodes_->Find(req.inventory().name());
+  const std::string prev_instance = before ? before->instance_id : "";
+  const bool prev_registered = before && before->registered;
   MUSTER_ASSIGN_OR_RETURN(v1::RegisterResponse resp, nodes_->Register(req, now, m, &restarted));
   const v1::NodeInventory& inv = req.inventory();
   std::vector<std::pair<JobEntry*, v1::JobRecord>> steps_ended;
@@ -597,7 +609,13 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
     steps_ended = steps_->StepsLostOnNode(
         *nodes_->Find(inv.name()), {req.adopted_jobs().begin(), req.adopted_jobs().end()}, now, m);
   }
-  MUSTER_RETURN_IF_ERROR(ctx_->Commit(m));
+  if (Status st = ctx_->Commit(m); !st.ok()) {
+    if (NodeEntry* node = nodes_->Find(req.inventory().name())) {
+      node->instance_id = prev_instance;
+      node->registered = prev_registered;
+    }
+    return st;
+  }
   for (auto& [job, next] : steps_ended) jobs_->ApplyChange(*job, std::move(next));
   spdlog::info("register node={} instance={} gpus={} ({}) step_address={} restarted={} jobs={}",
                inv.name(), req.instance_id(), inv.gpus_size(), inv.gpu_source(), inv.step_address(),

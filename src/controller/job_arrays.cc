@@ -44,7 +44,7 @@ const JobEntry* JobManager::CarrierBefore(uint64_t id) const {
 }
 
 JobEntry& JobManager::AdoptPending(v1::JobRecord rec, const JobEntry& from) {
-  JobEntry e = MakeJobEntry(std::move(rec), &from.request, from.array_tasks);
+  JobEntry e(std::move(rec), &from.request, from.array_tasks);
   // Until the next pass says otherwise, what the pass said of the carrier holds for it.
   e.priority = from.priority;
   e.expected_start_ms = from.expected_start_ms;

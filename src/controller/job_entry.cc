@@ -35,14 +35,12 @@ std::string BriefSpecFields(const v1::JobRecord& r) {
 
 }  // namespace
 
-JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request,
-                      std::shared_ptr<const std::vector<uint32_t>> tasks) {
-  JobEntry e;
-  e.rec_ = std::move(rec);
-  e.request = request ? *request : ToCoreRequest(e.rec_);
-  e.brief_spec_fields = BriefSpecFields(e.rec_);
-  if (Carries(e.rec_)) e.array_tasks = tasks ? std::move(tasks) : ArrayTaskList(e.rec_);
-  return e;
+JobEntry::JobEntry(v1::JobRecord rec, const core::JobRequest* req,
+                   std::shared_ptr<const std::vector<uint32_t>> tasks)
+    : rec_(std::move(rec)) {
+  request = req ? *req : ToCoreRequest(rec_);
+  brief_spec_fields = BriefSpecFields(rec_);
+  if (Carries(rec_)) array_tasks = tasks ? std::move(tasks) : ArrayTaskList(rec_);
 }
 
 void RefreshSpecFields(JobEntry& e) {

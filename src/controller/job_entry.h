@@ -18,8 +18,13 @@ class JobManager;
 
 struct JobEntry {
   // The durable part, read-only: JobManager is its one writer (every change persisted first,
-  // then applied with what memory derives from it).
+  // then applied with what memory derives from it). Only JobManager makes entries, and an
+  // entry is never assigned over (which would swap its record in behind JobManager's back).
   const v1::JobRecord& rec() const { return rec_; }
+  JobEntry(JobEntry&&) = default;
+  JobEntry(const JobEntry&) = delete;
+  JobEntry& operator=(const JobEntry&) = delete;
+  JobEntry& operator=(JobEntry&&) = delete;
 
   core::JobRequest request;             // derived from rec.spec
   std::set<std::string> started_nodes;  // nodes that acknowledged the launch (this run)
@@ -43,16 +48,13 @@ struct JobEntry {
 
  private:
   friend class JobManager;
-  friend JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request,
-                               std::shared_ptr<const std::vector<uint32_t>> tasks);
+  // An entry for a record entering memory (submitted, recovered or split off a carrier);
+  // `request`, when given, is its request already derived (the tasks of a job array share
+  // one), `tasks` a carrier's array task list already parsed.
+  explicit JobEntry(v1::JobRecord rec, const core::JobRequest* request = nullptr,
+                    std::shared_ptr<const std::vector<uint32_t>> tasks = nullptr);
   v1::JobRecord rec_;
 };
-
-// An entry for a record entering memory (submitted, recovered or split off a carrier);
-// `request`, when given, is its request already derived (the tasks of a job array share one),
-// `tasks` a carrier's array task list already parsed.
-JobEntry MakeJobEntry(v1::JobRecord rec, const core::JobRequest* request = nullptr,
-                      std::shared_ptr<const std::vector<uint32_t>> tasks = nullptr);
 
 // After its spec changed (scontrol update): the request and squeue's row derived again.
 void RefreshSpecFields(JobEntry& e);

@@ -20,15 +20,23 @@ using core::JobReason;
 JobManager::JobManager(EngineContext& ctx, NodeManager& nodes, ResourceLedger& ledger)
     : ctx_(ctx), nodes_(nodes), ledger_(ledger) {}
 
-void JobManager::StageChange(const v1::JobRecord& next, store::Mutation& m) const {
-  m.PutJob(next);  // (a task split off its carrier in this pass is not in the table yet)
+namespace {
+void CheckSameLife(const v1::JobRecord& rec, const v1::JobRecord& next) {
+  MUSTER_CHECK_MSG(next.id() == rec.id() && next.state() == rec.state() &&
+                       next.requeue_count() == rec.requeue_count(),
+                   "a job's state and run change only through Transition");
+}
+}  // namespace
+
+void JobManager::StageChange(const JobEntry& job, const v1::JobRecord& next,
+                             store::Mutation& m) const {
+  CheckSameLife(job.rec_, next);
+  m.PutJob(next);
 }
 
 void JobManager::ApplyChange(JobEntry& job, v1::JobRecord next) {
   v1::JobRecord& rec = job.rec_;
-  MUSTER_CHECK_MSG(next.id() == rec.id() && next.state() == rec.state() &&
-                       next.requeue_count() == rec.requeue_count(),
-                   "a job's state and run change only through Transition");
+  CheckSameLife(rec, next);
   const bool owner_changed =
       next.spec().account() != rec.spec().account() || next.spec().qos() != rec.spec().qos();
   rec = std::move(next);
@@ -104,7 +112,7 @@ void JobManager::RebuildOrder() const {
 
 void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
   const uint64_t id = rec.id();
-  JobEntry& job = jobs_.emplace(id, MakeJobEntry(std::move(rec))).first->second;
+  JobEntry& job = jobs_.emplace(id, JobEntry(std::move(rec))).first->second;
   const v1::JobRecord& r = job.rec();
   stored_.Add(r);
   if (r.state() == v1::PENDING) MarkPending(job);
@@ -185,7 +193,7 @@ Status JobManager::Submit(std::vector<v1::JobRecord> recs, const v1::JobPayload&
   ctx_.meta() = next_meta;
   for (v1::JobRecord& r : next) {
     const uint64_t id = r.id();
-    JobEntry e = MakeJobEntry(std::move(r), &request, tasks);  // array tasks share one request
+    JobEntry e(std::move(r), &request, tasks);  // array tasks share one request
     if (e.rec().spec().interactive()) {
       e.orphan_since_ms = now;  // its client attaches next
       interactive_.insert(id);

@@ -80,7 +80,10 @@ class JobManager {
   // committed, then the copy applied (Apply after a transition, ApplyChange otherwise).
   // JobEntry::rec() is read-only elsewhere and no other file writes a job to the store, so the
   // compiler and state_writes_check hold this.
-  void StageChange(const v1::JobRecord& next, store::Mutation& m) const;
+  // MUSTER_CHECKs, before anything is written, that `next` keeps `job`'s id, state and run.
+  void StageChange(const JobEntry& job, const v1::JobRecord& next, store::Mutation& m) const;
+  // A record NextRecord made (which checked its change against the state machine).
+  void StageNext(const v1::JobRecord& next, store::Mutation& m) const { m.PutJob(next); }
   // Swaps `next` in and refreshes what memory derives from it: the request and squeue's row,
   // and whom its stored bytes count for when its account or QoS changed. Its
   // state and run must be the entry's (they change only through Transition).

@@ -163,7 +163,7 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
     next.clear_reason_detail();
   }
   store::Mutation m;
-  jobs_.StageChange(next, m);
+  jobs_.StageChange(*job, next, m);
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
   jobs_.ApplyChange(*job, std::move(next));
   if (job->rec().dependency_terms_size() > 0) dependencies_.Track(id);
@@ -214,12 +214,12 @@ Status JobModifier::Top(const Caller& caller, uint64_t id) {
   std::vector<std::pair<JobEntry*, v1::JobRecord>> next;
   v1::JobRecord top = job->rec();
   top.mutable_spec()->set_nice(clamp(int64_t{spec.nice()} - gain));
-  jobs_.StageChange(top, m);
+  jobs_.StageChange(*job, top, m);
   next.emplace_back(job, std::move(top));
   for (JobEntry* o : others) {
     v1::JobRecord r = o->rec();
     r.mutable_spec()->set_nice(clamp(int64_t{r.spec().nice()} + each));
-    jobs_.StageChange(r, m);
+    jobs_.StageChange(*o, r, m);
     next.emplace_back(o, std::move(r));
   }
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));

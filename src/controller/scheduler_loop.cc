@@ -342,7 +342,7 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
       }
     }
     v1::JobRecord next = jobs_.NextRecord(before, c, now);
-    jobs_.StageChange(next, m);
+    jobs_.StageNext(next, m);
     started.push_back({s.job, &s.placement, std::move(next)});
   }
   if (!started.empty()) {

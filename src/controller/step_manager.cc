@@ -189,7 +189,7 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
     }
   }
   store::Mutation m;
-  jobs_.StageChange(next, m);
+  jobs_.StageChange(*job, next, m);
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
   jobs_.ApplyChange(*job, std::move(next));
   spdlog::info("step job={} step={} tasks={} nodes={} name={}", job->rec().id(), step_id, first,
@@ -203,7 +203,7 @@ void StepManager::OnStepEnded(NodeEntry& node, const v1::StepEnded& e, TimeMs no
   v1::JobRecord next = job->rec();
   if (!StepEndedOnNode(next, node.name(), e, now)) return;
   store::Mutation m;
-  jobs_.StageChange(next, m);
+  jobs_.StageChange(*job, next, m);
   // Buffered: accounting only; a crash before the next synced write leaves the step RUNNING
   // until its job ends, which then ends it.
   ctx_.CommitOrDie(m, store::Durability::kBuffered);
@@ -224,7 +224,7 @@ std::vector<std::pair<JobEntry*, v1::JobRecord>> StepManager::StepsLostOnNode(
     }
     v1::JobRecord next = job->rec();
     if (StepsEndedOnNode(next, node.name(), /*lost=*/true, now, running)) {
-      jobs_.StageChange(next, m);
+      jobs_.StageChange(*job, next, m);
       changed.emplace_back(job, std::move(next));
     }
   }

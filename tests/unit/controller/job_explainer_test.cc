@@ -176,5 +176,26 @@ TEST_F(ExplainTest, TestOnlyForecastsWithoutSubmitting) {
             StatusCode::kFailedPrecondition);
 }
 
+// private_data = ["jobs"]: the jobs in a waiting job's way are told by id, nodes and end, but
+// whose they are only to those who may see other users' jobs.
+TEST_F(ExplainTest, WhoseJobsAreInTheWayIsPrivateWhereJobsAre) {
+  config_.private_data.jobs = true;
+  Restart();
+  AllUp();
+  auto running = *Submit(Timed(4, 8, 30 * kMin), Bob());
+  Pass();
+  ASSERT_EQ(Job(running).state(), v1::RUNNING);
+  auto waiting = *Submit(Timed(4, 8, 10 * kMin), Alice());
+  Pass();
+  v1::ExplainJobRequest r;
+  r.set_job_id(waiting);
+  auto as_alice = engine_->ExplainJob(Alice(), r, now_);
+  ASSERT_TRUE(as_alice.ok()) << as_alice.status().ToString();
+  ASSERT_GE(as_alice->explanation().holding_size(), 1);
+  EXPECT_EQ(as_alice->explanation().holding(0).job_id(), running);
+  EXPECT_EQ(as_alice->explanation().holding(0).user(), "") << "bob's name reached alice";
+  EXPECT_EQ(Explain(waiting).holding(0).user(), "bob") << "an admin sees whose it is";
+}
+
 }  // namespace
 }  // namespace muster::controller
