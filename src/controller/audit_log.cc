@@ -16,6 +16,16 @@ std::string JobsTarget(const std::vector<uint64_t>& ids) {
   return out + " (" + std::to_string(ids.size()) + ")";
 }
 
+AuditLog::AuditLog(const EngineContext& ctx)
+    : ctx_(ctx), purge_(ctx, "audit", [this](TimeMs cutoff, store::Mutation& m) {
+        return ctx_.store().ScanAudit(store::Mutation::AuditKey(0, 0, 0),
+                                      [&](const std::string& key, const v1::AuditEntry& e) {
+                                        if (e.time_ms() >= cutoff) return false;
+                                        m.DeleteAudit(key);
+                                        return m.size() < RetentionPurge::kMaxAtOnce;
+                                      });
+      }) {}
+
 void AuditLog::Record(const Caller& caller, std::string action, std::string target,
                       std::string detail, bool allowed, const Status& result, TimeMs now) {
   v1::AuditEntry e;
@@ -72,24 +82,6 @@ Result<v1::ListAuditResponse> AuditLog::List(const Caller& caller, const v1::Lis
   return resp;
 }
 
-void AuditLog::Purge(TimeMs now) {
-  const uint32_t days = ctx_.scheduling().audit_retention_days;
-  constexpr TimeMs kEvery = 3'600'000;
-  if (days == 0 || (last_purge_ms_ != 0 && now - last_purge_ms_ < kEvery)) return;
-  last_purge_ms_ = now;
-  const TimeMs cutoff = now - static_cast<TimeMs>(days) * 86'400'000;
-  store::Mutation m;
-  Status s = ctx_.store().ScanAudit(store::Mutation::AuditKey(0, 0, 0),
-                                    [&](const std::string& key, const v1::AuditEntry& e) {
-                                      if (e.time_ms() >= cutoff) return false;
-                                      m.DeleteAudit(key);
-                                      return m.size() < 10'000;
-                                    });
-  if (s.ok()) s = ctx_.Commit(m, store::Durability::kBuffered);
-  if (!s.ok()) spdlog::error("audit retention purge failed (will retry): {}", s.ToString());
-  if (!m.empty() && s.ok()) {
-    spdlog::info("audit: dropped {} entries older than {} days", m.size(), days);
-  }
-}
+void AuditLog::Purge(TimeMs now) { purge_.Run(ctx_.scheduling().audit_retention_days, now); }
 
 }  // namespace muster::controller

@@ -14,6 +14,7 @@
 #include "muster/controller/access.h"
 #include "muster/controller/engine.h"
 #include "muster/v1/controller.pb.h"
+#include "retention.h"
 
 namespace muster::controller {
 
@@ -22,7 +23,7 @@ std::string JobsTarget(const std::vector<uint64_t>& ids);
 
 class AuditLog {
  public:
-  explicit AuditLog(const EngineContext& ctx) : ctx_(ctx) {}
+  explicit AuditLog(const EngineContext& ctx);
 
   // Writes one entry before the reply leaves: synced when the action was allowed (it changed
   // something), buffered when it was refused (a flood of refusals must not cost an fsync each).
@@ -40,7 +41,7 @@ class AuditLog {
  private:
   const EngineContext& ctx_;
   uint32_t seq_ = 0;
-  TimeMs last_purge_ms_ = 0;
+  RetentionPurge purge_;
 };
 
 }  // namespace muster::controller

@@ -6,17 +6,18 @@
 
 #include "engine_context.h"
 #include "muster/common/clock.h"
+#include "retention.h"
 
 namespace muster::controller {
 
 class HistoryRetention {
  public:
-  explicit HistoryRetention(const EngineContext& ctx) : ctx_(ctx) {}
+  explicit HistoryRetention(const EngineContext& ctx);
   void Purge(TimeMs now);
 
  private:
   const EngineContext& ctx_;
-  TimeMs last_purge_ms_ = 0;
+  RetentionPurge purge_;
 };
 
 }  // namespace muster::controller
