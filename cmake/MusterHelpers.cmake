@@ -65,20 +65,28 @@ function(muster_collect_targets dir out)
   set(${out} ${targets} PARENT_SCOPE)
 endfunction()
 
-# Writes the link graph that scripts/check-boundaries.py reads: one line per compiled target, its
-# name, a tab, and its direct link libraries (public and private) separated by ';'. Call last.
+# Writes the link graph that scripts/check-boundaries.py reads: one line per target, its name, a
+# tab, and everything it links or passes on to what links it (its link libraries, public,
+# private and interface, and link options such as -lfoo) separated by ';'. Call last.
 function(muster_write_link_graph)
   muster_collect_targets(${PROJECT_SOURCE_DIR} targets)
   set(content "")
   foreach(t ${targets})
     get_target_property(type ${t} TYPE)
-    if(NOT type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|EXECUTABLE|OBJECT_LIBRARY)$")
+    if(NOT type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|EXECUTABLE|OBJECT_LIBRARY|INTERFACE_LIBRARY)$")
       continue()
     endif()
-    get_target_property(libs ${t} LINK_LIBRARIES)
-    if(NOT libs)
-      set(libs "")
-    endif()
+    set(libs "")
+    foreach(prop LINK_LIBRARIES INTERFACE_LINK_LIBRARIES LINK_OPTIONS INTERFACE_LINK_OPTIONS)
+      if(type STREQUAL "INTERFACE_LIBRARY" AND NOT prop MATCHES "^INTERFACE_")
+        continue()  # an interface library has only the interface properties
+      endif()
+      get_target_property(more ${t} ${prop})
+      if(more)
+        list(APPEND libs ${more})
+      endif()
+    endforeach()
+    list(REMOVE_DUPLICATES libs)
     string(APPEND content "${t}\t${libs}\n")
   endforeach()
   file(WRITE ${PROJECT_BINARY_DIR}/link_graph.txt "${content}")
