@@ -9,7 +9,6 @@
 
 #include "account_manager.h"
 #include "allocation_manager.h"
-#include "array_tasks.h"
 #include "audit_log.h"
 #include "dependency_tracker.h"
 #include "engine_context.h"
@@ -18,7 +17,6 @@
 #include "job_explainer.h"
 #include "job_manager.h"
 #include "job_modifier.h"
-#include "job_spec.h"
 #include "job_views.h"
 #include "limit_tracker.h"
 #include "muster/common/strings.h"
@@ -35,6 +33,7 @@
 #include "spec_bounds.h"
 #include "step_manager.h"
 #include "stored_bytes.h"
+#include "submission_pipeline.h"
 
 namespace muster::controller {
 namespace {
@@ -69,7 +68,10 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       preemptor_(
           std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *scheduler_, *quotas_)),
       modifier_(std::make_unique<JobModifier>(*ctx_, *jobs_, *accounts_, *qos_, *limits_,
-                                              *dependencies_, *scheduler_)) {
+                                              *dependencies_, *scheduler_)),
+      submissions_(std::make_unique<SubmissionPipeline>(*ctx_, *jobs_, *accounts_, *qos_,
+                                                        *reservations_, *limits_, *dependencies_,
+                                                        *scheduler_)) {
   scheduler_->SetFairShare([this](const v1::JobSpec& spec) { return fair_share_->FactorOf(spec); });
   scheduler_->SetQosFactor(
       [this](const v1::JobSpec& spec) { return qos_->PriorityFactor(spec.qos()); });
@@ -149,148 +151,7 @@ std::vector<Outgoing> Engine::TakeOutgoing() { return ctx_->TakeOutgoing(); }
 
 Result<v1::SubmitJobResponse> Engine::SubmitJob(const Caller& caller,
                                                 const v1::SubmitJobRequest& req, TimeMs now) {
-  // Sizes first: nothing below may work on an unbounded request.
-  MUSTER_RETURN_IF_ERROR(CheckJobSpecBounds(req.spec(), ctx_->config().nodes.size()));
-  v1::JobSpec spec = req.spec();
-  // The transport's credentials decide who the job runs as; only root may submit for others.
-  const bool on_behalf = caller.uid == 0 && spec.uid() != 0 && !spec.user().empty();
-  if (!on_behalf) {
-    spec.set_uid(caller.uid);
-    spec.set_gid(caller.gid);
-    spec.set_user(caller.user);
-  }
-  if (spec.interactive()) {
-    if (!spec.script().empty()) {
-      return InvalidArgument("an interactive allocation (srun/salloc) carries no batch script");
-    }
-  } else if (!StartsWith(spec.script(), "#!")) {
-    return InvalidArgument(
-        "this does not look like a batch script: the first line must start with #! "
-        "(e.g. #!/bin/bash)");
-  }
-  if (spec.work_dir().empty() || spec.work_dir()[0] != '/') {
-    return InvalidArgument("working directory must be an absolute path");
-  }
-  const SchedulingConfig& sc = ctx_->scheduling();
-  // Like Slurm's MaxJobCount, recently finished jobs still count until they are archived.
-  if (jobs_->size() >= sc.max_job_count) {
-    return ResourceExhausted("the controller tracks " + std::to_string(jobs_->size()) +
-                             " jobs, its limit (scheduling.max_job_count); try again later");
-  }
-  int64_t time_limit = 0;
-  MUSTER_RETURN_IF_ERROR(
-      NormalizeJobSpec(spec, ctx_->config(), ctx_->partition_limits(), &time_limit));
-  MUSTER_RETURN_IF_ERROR(CheckPartitionAccess(caller, spec, ctx_->config()));
-  if (spec.nice() < 0) MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kNegativeNice));
-  MUSTER_ASSIGN_OR_RETURN(std::string account,
-                          accounts_->ResolveForJob(spec.user(), spec.account()));
-  spec.set_account(std::move(account));
-  if (!spec.qos().empty() && !qos_->Exists(spec.qos())) {
-    return InvalidArgument("invalid qos '" + spec.qos().substr(0, 64) +
-                           "': no such QoS (`sacctmgr show qos` lists them)");
-  }
-  MUSTER_ASSIGN_OR_RETURN(std::string qos, accounts_->ResolveQos(spec.account(), spec.qos()));
-  spec.set_qos(std::move(qos));
-  if (!spec.reservation().empty()) {
-    MUSTER_RETURN_IF_ERROR(
-        reservations_->CheckUse(caller, spec.reservation(), spec.user(), spec.account()));
-  }
-  if (time_limit == 0) time_limit = limits_->WallLimit(spec);
-
-  v1::JobRecord rec;
-  rec.set_id(ctx_->meta().next_job_id());
-  *rec.mutable_spec() = spec;
-  rec.set_submit_time_ms(now);
-  rec.set_time_limit_ms(time_limit);
-  rec.set_priority(0);  // multifactor; an admin may fix it later
-  if (!spec.dependency().empty()) {
-    MUSTER_RETURN_IF_ERROR(dependencies_->TermsFor(&spec, &rec,
-                                                   SeesOnlyOwnJobs(caller, ctx_->config())
-                                                       ? std::optional<uint32_t>(caller.uid)
-                                                       : std::nullopt));
-    *rec.mutable_spec() = spec;
-  }
-  const core::JobRequest request = ToCoreRequest(rec);
-  MUSTER_RETURN_IF_ERROR(scheduler_->CanEverRun(request));
-  // A job array: one job per task id, with consecutive job ids from the array's own. Its tasks
-  // wait as one record (array_tasks.h) but for aftercorr, which each task resolves for itself.
-  std::vector<uint32_t> tasks;
-  v1::ArrayTask array;
-  bool one_record = false;
-  if (!spec.array().empty()) {
-    if (spec.interactive()) return InvalidArgument("an srun/salloc allocation cannot be an array");
-    MUSTER_ASSIGN_OR_RETURN(tasks, ParseArraySpec(spec.array(), sc.max_array_size, &array));
-    one_record = std::none_of(
-        rec.dependency_terms().begin(), rec.dependency_terms().end(),
-        [](const v1::DependencyRecord& t) { return t.kind() == v1::DependencyRecord::AFTERCORR; });
-    const size_t records = one_record ? 1 : tasks.size();
-    if (jobs_->size() + records > sc.max_job_count) {
-      return ResourceExhausted("an array of " + std::to_string(tasks.size()) +
-                               " tasks would pass the controller's job limit "
-                               "(scheduling.max_job_count); try again later");
-    }
-    array.set_array_job_id(rec.id());
-  }
-  const uint64_t count = tasks.empty() ? 1 : tasks.size();
-  MUSTER_RETURN_IF_ERROR(limits_->CheckSubmit(
-      spec, time_limit, {request.nodes, request.nodes * request.gpus_per_node, request.gpu_type},
-      count));
-  // One user's stored scripts cannot fill the store (and so stop everyone's submissions).
-  const uint64_t payload_bytes = PayloadBytesOf(spec);
-  MUSTER_RETURN_IF_ERROR(limits_->CheckStored(spec, payload_bytes));
-  rec.set_payload_bytes(payload_bytes);
-  // Per user, like Slurm's MaxSubmitJobs: one user's flood of submissions cannot fill the
-  // controller's job table for everyone. Root is not limited.
-  if (sc.max_pending_jobs_per_user > 0 && spec.uid() != 0 &&
-      jobs_->PendingOf(spec.uid()) + count > sc.max_pending_jobs_per_user) {
-    return ResourceExhausted(
-        "user " + spec.user() + " has " + std::to_string(jobs_->PendingOf(spec.uid())) +
-        " pending jobs; at most " + std::to_string(sc.max_pending_jobs_per_user) +
-        " may wait at once (scheduling.max_pending_jobs_per_user)");
-  }
-  // --test-only: everything a real submission is checked against (the limits and the per-user
-  // cap included), then a forecast instead of a job.
-  if (req.test_only()) {
-    v1::SubmitJobResponse resp;
-    resp.set_job_id(rec.id());
-    *resp.mutable_test_only() = scheduler_->TestOnly(rec.id(), request, now);
-    return resp;
-  }
-  v1::MetaRecord next_meta = ctx_->meta();
-  next_meta.set_next_job_id(next_meta.next_job_id() + count);
-  // The script and environment go to their own record, read back at launch only.
-  v1::JobPayload payload;
-  payload.set_script(std::move(*rec.mutable_spec()->mutable_script()));
-  *payload.mutable_environment() = std::move(*rec.mutable_spec()->mutable_environment());
-  rec.mutable_spec()->clear_script();
-  rec.mutable_spec()->clear_environment();
-  std::vector<v1::JobRecord> recs;
-  for (uint64_t k = 0; k < (one_record ? 1 : count); ++k) {
-    recs.push_back(rec);
-    recs.back().set_id(rec.id() + k);
-    if (!tasks.empty()) {
-      *recs.back().mutable_array() = array;
-      recs.back().mutable_array()->set_task_id(tasks[k]);
-    }
-  }
-  if (one_record && count > 1) {
-    WaitingTasks::Range(1, static_cast<uint32_t>(count - 1)).WriteTo(&recs.front());
-  }
-  std::vector<uint64_t> ids;
-  for (const v1::JobRecord& r : recs) ids.push_back(r.id());
-  MUSTER_RETURN_IF_ERROR(jobs_->Submit(
-      std::move(recs), payload, request, next_meta, now,
-      one_record ? std::make_shared<const std::vector<uint32_t>>(std::move(tasks)) : nullptr));
-  if (rec.dependency_terms_size() > 0) {
-    for (uint64_t id : ids) dependencies_->Track(id);
-  }
-  spdlog::info("submit job={} user={} nodes={} gpus_per_node={} partition={}{}", rec.id(),
-               rec.spec().user(), rec.spec().nodes(), rec.spec().gpus_per_node(),
-               Join({rec.spec().partitions().begin(), rec.spec().partitions().end()}, ","),
-               spec.array().empty() ? "" : " array=" + spec.array());
-  v1::SubmitJobResponse resp;
-  resp.set_job_id(rec.id());
-  return resp;
+  return submissions_->Submit(caller, req, now);
 }
 
 Result<v1::CancelJobResponse> Engine::CancelJob(const Caller& caller,

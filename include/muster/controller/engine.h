@@ -98,6 +98,7 @@ class NodeViews;
 class ResourceLedger;
 class SchedulerLoop;
 class StepManager;
+class SubmissionPipeline;
 
 class Engine {
  public:
@@ -283,6 +284,7 @@ class Engine {
   std::unique_ptr<QuotaBook> quotas_;
   std::unique_ptr<Preemptor> preemptor_;
   std::unique_ptr<JobModifier> modifier_;
+  std::unique_ptr<SubmissionPipeline> submissions_;
   TimeMs start_time_ms_ = 0;
   std::vector<std::string> recovery_problems_;
   std::string space_problem_;  // why new jobs are refused (a nearly full disk); empty: they are not
