@@ -93,6 +93,8 @@ class EtcdElectionImpl final : public EtcdElection {
     return Status{StatusCode::kCancelled, "the campaign was stopped"};
   }
 
+  int64_t observed_epoch() const override { return seen_epoch_; }
+
   bool leading() const override {
     if (!leading_) return false;
     std::lock_guard<std::mutex> lock(mu_);
@@ -545,7 +547,7 @@ class EtcdElectionImpl final : public EtcdElection {
   std::thread watch_;
   bool watch_stop_ = false;                   // guarded by mu_
   grpc::ClientContext* watch_ctx_ = nullptr;  // guarded by mu_: the watch in progress
-  int64_t seen_epoch_ = 0;                    // Campaign's thread only
+  std::atomic<int64_t> seen_epoch_{0};        // written by Campaign's thread
   int64_t unknown_epoch_ = 0;    // Campaign's thread only: a foreign leader already reported
   bool refused_logged_ = false;  // Campaign's thread only
 };

@@ -22,6 +22,16 @@ using Clock = std::chrono::steady_clock;
 
 class EtcdElectionTest : public ::testing::Test {
  protected:
+  // Waits (5 s at most) until `e` campaigns behind the leader of `epoch`: what the tests used
+  // to sleep for.
+  static bool StandsBy(const EtcdElection& e, int64_t epoch) {
+    const Clock::time_point end = Clock::now() + 5s;
+    while (e.observed_epoch() != epoch) {
+      if (Clock::now() > end) return false;
+      std::this_thread::sleep_for(5ms);
+    }
+    return true;
+  }
   void SetUp() override {
     if (!testing::TestEtcd::Installed()) GTEST_SKIP() << "etcd-server is not installed";
     dir_ = std::filesystem::temp_directory_path() /
@@ -99,7 +109,7 @@ TEST_F(EtcdElectionTest, ALeaderThatStopsAnsweringIsReplacedWithinItsTtlUnderALa
   auto first = a->Campaign(nullptr);
   ASSERT_TRUE(first.ok());
   auto standby = std::async(std::launch::async, [&] { return b->Campaign(nullptr); });
-  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(StandsBy(*b, first->epoch));
   const Clock::time_point gone = Clock::now();
   a->Stop();
   ASSERT_EQ(standby.wait_for(5s), std::future_status::ready) << "no takeover within 5 s";
@@ -115,9 +125,10 @@ TEST_F(EtcdElectionTest, ALeaderThatStopsAnsweringIsReplacedWithinItsTtlUnderALa
 TEST_F(EtcdElectionTest, AResigningLeaderIsReplacedAtOnce) {
   auto a = Candidate("ctl-a:6817");
   auto b = Candidate("ctl-b:6817");
-  ASSERT_TRUE(a->Campaign(nullptr).ok());
+  auto first = a->Campaign(nullptr);
+  ASSERT_TRUE(first.ok());
   auto standby = std::async(std::launch::async, [&] { return b->Campaign(nullptr); });
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(StandsBy(*b, first->epoch));
   a->Resign();
   EXPECT_FALSE(a->leading());
   ASSERT_EQ(standby.wait_for(1500ms), std::future_status::ready)
@@ -133,7 +144,6 @@ TEST_F(EtcdElectionTest, ALeaderCutOffFromEtcdGivesUpTheLeadWithinItsTtl) {
   auto a = Candidate("ctl-a:6817");
   std::promise<Clock::time_point> lost;
   ASSERT_TRUE(a->Campaign([&] { lost.set_value(Clock::now()); }).ok());
-  std::this_thread::sleep_for(500ms);
   const Clock::time_point cut = Clock::now();
   etcd_->Freeze(true);
   auto when = lost.get_future();
@@ -159,7 +169,8 @@ TEST_F(EtcdElectionTest, OnlyAStandbyRecordedInSyncTakesOver) {
   ASSERT_TRUE(a->RecordInSync("ctl-c", false).ok());  // c fell behind
   auto b_campaign = std::async(std::launch::async, [&] { return b->Campaign(nullptr); });
   auto c_campaign = std::async(std::launch::async, [&] { return c->Campaign(nullptr); });
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(StandsBy(*b, first->epoch));
+  ASSERT_TRUE(StandsBy(*c, first->epoch));
   a->Stop();  // dies without resigning
   ASSERT_EQ(b_campaign.wait_for(5s), std::future_status::ready) << "the in-sync standby waits";
   auto second = b_campaign.get();

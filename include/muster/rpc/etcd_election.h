@@ -73,6 +73,9 @@ class EtcdElection {
   // Whether this candidate still leads, as far as it knows: false from the moment a TTL may have
   // passed since etcd last confirmed its lease, even before the keep-alive thread notices.
   virtual bool leading() const = 0;
+  // The epoch of the leader this candidate last saw leading while it campaigned (0: none yet):
+  // that a standby is waiting behind that leader.
+  virtual int64_t observed_epoch() const = 0;
   // The leader records whether standby `name` is in sync (with state_prefix). Refused
   // (FAILED_PRECONDITION) once this candidate no longer leads; UNAVAILABLE when etcd is away.
   virtual Status RecordInSync(const std::string& name, bool in_sync) = 0;
