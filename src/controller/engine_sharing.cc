@@ -36,10 +36,7 @@ Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
                                                         const v1::UpdateAccountRequest& req,
                                                         TimeMs now) {
   auto in_use = [this](const std::string& account) {
-    for (const auto& [id, job] : jobs_->jobs()) {
-      if (job.rec().spec().account() == account) return true;
-    }
-    return false;
+    return !jobs_->JobsNaming(JobManager::Named::kAccount, account).empty();
   };
   Status st = accounts_->UpdateAccount(caller, req, in_use);
   std::string detail;
@@ -119,11 +116,9 @@ Result<v1::ListAccountsResponse> Engine::ListAccounts(const Caller& caller) cons
 Result<v1::UpdateQosResponse> Engine::UpdateQos(const Caller& caller,
                                                 const v1::UpdateQosRequest& req, TimeMs now) {
   auto in_use = [this](const std::string& qos) -> std::string {
-    for (const auto& [id, job] : jobs_->jobs()) {
-      const v1::JobRecord& r = job.rec();
-      if ((r.state() == v1::PENDING || r.state() == v1::RUNNING) && r.spec().qos() == qos) {
-        return "job " + std::to_string(id);
-      }
+    for (uint64_t id : jobs_->JobsNaming(JobManager::Named::kQos, qos)) {
+      const v1::JobRecord& r = jobs_->Find(id)->rec();
+      if (r.state() == v1::PENDING || r.state() == v1::RUNNING) return "job " + std::to_string(id);
     }
     for (const auto& [name, a] : accounts_->accounts()) {
       if (a.default_qos() == qos ||
@@ -182,12 +177,9 @@ Result<v1::ListSharesResponse> Engine::ListShares(const Caller& caller,
 Result<v1::UpdateReservationResponse> Engine::UpdateReservation(
     const Caller& caller, const v1::UpdateReservationRequest& req, TimeMs now) {
   auto in_use = [this](const std::string& name) -> std::string {
-    for (const auto& [id, job] : jobs_->jobs()) {
-      const v1::JobRecord& r = job.rec();
-      if ((r.state() == v1::PENDING || r.state() == v1::RUNNING) &&
-          r.spec().reservation() == name) {
-        return "job " + std::to_string(id);
-      }
+    for (uint64_t id : jobs_->JobsNaming(JobManager::Named::kReservation, name)) {
+      const v1::JobRecord& r = jobs_->Find(id)->rec();
+      if (r.state() == v1::PENDING || r.state() == v1::RUNNING) return "job " + std::to_string(id);
     }
     return "";
   };

@@ -252,6 +252,20 @@ Status JobManager::CheckArrayInvariants() const {
     }
   }
   if (carriers != carriers_) return Internal("the index of array carriers is off");
+  // The table by what its jobs name.
+  std::map<std::string, std::set<uint64_t>> naming[3];
+  for (const auto& [id, job] : jobs_) {
+    const v1::JobSpec& spec = job.rec().spec();
+    const std::string* names[3] = {&spec.account(), &spec.qos(), &spec.reservation()};
+    for (int k = 0; k < 3; ++k) {
+      if (!names[k]->empty()) naming[k][*names[k]].insert(id);
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    if (naming[k] != naming_[k]) {
+      return Internal("the jobs by account, QoS or reservation differ from the table");
+    }
+  }
   return Status::Ok();
 }
 

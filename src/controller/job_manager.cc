@@ -39,7 +39,9 @@ void JobManager::ApplyChange(JobEntry& job, v1::JobRecord next) {
   CheckSameLife(rec, next);
   const bool owner_changed =
       next.spec().account() != rec.spec().account() || next.spec().qos() != rec.spec().qos();
+  IndexNames(rec, false);
   rec = std::move(next);
+  IndexNames(rec, true);
   RefreshSpecFields(job);  // cheap (no script); comparing specs with scripts in them is not
   if (owner_changed) stored_.Reown(rec);
 }
@@ -54,9 +56,32 @@ const JobEntry* JobManager::Find(uint64_t id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+void JobManager::IndexNames(const v1::JobRecord& rec, bool add) {
+  const std::string* names[3] = {&rec.spec().account(), &rec.spec().qos(),
+                                 &rec.spec().reservation()};
+  for (int i = 0; i < 3; ++i) {
+    if (names[i]->empty()) continue;
+    auto& index = naming_[i];
+    if (add) {
+      index[*names[i]].insert(rec.id());
+    } else if (auto it = index.find(*names[i]); it != index.end()) {
+      it->second.erase(rec.id());
+      if (it->second.empty()) index.erase(it);
+    }
+  }
+}
+
+const std::set<uint64_t>& JobManager::JobsNaming(Named what, const std::string& name) const {
+  static const std::set<uint64_t> kNone;
+  const auto& index = naming_[static_cast<int>(what)];
+  auto it = index.find(name);
+  return it == index.end() ? kNone : it->second;
+}
+
 JobEntry& JobManager::Insert(JobEntry entry) {
   const uint64_t id = entry.id();
   JobEntry& e = jobs_.emplace(id, std::move(entry)).first->second;
+  IndexNames(e.rec(), true);
   if (!order_stale_ && (order_.empty() || order_.back().first < id)) {
     order_.emplace_back(id, &e);  // new submissions: ids only grow
   } else {
@@ -114,6 +139,7 @@ void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
   const uint64_t id = rec.id();
   JobEntry& job = jobs_.emplace(id, JobEntry(std::move(rec))).first->second;
   const v1::JobRecord& r = job.rec();
+  IndexNames(r, true);
   stored_.Add(r);
   if (r.state() == v1::PENDING) MarkPending(job);
   NoteCarrier(job);
@@ -444,6 +470,7 @@ void JobManager::Archive(TimeMs now) {
       auto it = carriers_.find(r.array().array_job_id());
       if (it != carriers_.end() && it->second == entry.second) carriers_.erase(it);
     }
+    IndexNames(jobs_.at(entry.second).rec(), false);
     jobs_.erase(entry.second);
     finished_.erase(entry);
   }

@@ -143,8 +143,14 @@ class JobManager {
   // dependency tracker follows them).
   std::vector<uint64_t> TakeSplitWithDependencies() { return std::move(split_with_terms_); }
   // Tests: carriers hold only tasks that have no record of their own, one per array, indexed;
-  // the pending counts match the pending jobs.
+  // the pending counts match the pending jobs; the jobs by account, QoS and reservation match
+  // the table.
   Status CheckArrayInvariants() const;
+
+  // ---- The table by what a job names (is an account, a QoS, a reservation in use?). ----
+  enum class Named { kAccount, kQos, kReservation };
+  // The ids of the jobs in the table (any state, until archived) that name `name`.
+  const std::set<uint64_t>& JobsNaming(Named what, const std::string& name) const;
 
   // ---- Requests. ----
   // scancel: per-job results NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION (a signal for a
@@ -269,6 +275,9 @@ class JobManager {
   std::set<std::pair<TimeMs, uint64_t>> finished_;  // (end time, id) of finished jobs
   std::set<uint64_t> interactive_;                  // active srun/salloc allocations
   StoredBytes stored_;
+  // The table by account, QoS and reservation: kept with it (entry, archive, ApplyChange).
+  std::map<std::string, std::set<uint64_t>> naming_[3];
+  void IndexNames(const v1::JobRecord& rec, bool add);
 };
 
 }  // namespace muster::controller
