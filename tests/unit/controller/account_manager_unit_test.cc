@@ -3,23 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "account_manager.h"
-#include "engine_context.h"
-#include "muster/common/config.h"
-#include "muster/store/state_store.h"
+#include "manager_context.h"
 
 namespace muster::controller {
 namespace {
 
-constexpr const char* kConfig = R"(
-[[nodes]]
-names = "node1"
-cpus = 4
-memory_mb = 1000
-
-[[partition]]
-name = "p"
-nodes = "node1"
-
+constexpr const char* kAccounts = R"(
 [[qos]]
 name = "high"
 
@@ -37,19 +26,13 @@ class AccountManagerUnitTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(); }
   void Start() {
-    auto c = ParseConfig(kConfig, "test.toml");
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    EngineOptions o;
-    o.config = *c;
     accounts_.reset();
-    ctx_ = std::make_unique<EngineContext>(std::move(o), &store_);
+    ctx_ = world_.Restart();
     accounts_ = std::make_unique<AccountManager>(*ctx_);
     accounts_->SetQosExists([](const std::string& q) { return q == "normal" || q == "high"; });
-    auto loaded = store_.LoadAll();
-    ASSERT_TRUE(loaded.ok());
     store::Mutation m;
-    accounts_->Restore(loaded->accounts, loaded->users, m);
-    ASSERT_TRUE(store_.Commit(m).ok());
+    accounts_->Restore(world_.state().accounts, world_.state().users, m);
+    ASSERT_TRUE(world_.store().Commit(m).ok());
   }
   static v1::UpdateAccountRequest Account(v1::AccountOp op, const std::string& name) {
     v1::UpdateAccountRequest r;
@@ -65,10 +48,10 @@ class AccountManagerUnitTest : public ::testing::Test {
     r.set_account(account);
     return r;
   }
-  const Caller root_{0, 0, "root", true};
-  const Caller alice_{1000, 1000, "alice", false};
+  const Caller root_ = ManagerContext::Root();
+  const Caller alice_ = ManagerContext::Alice();
   const std::function<bool(const std::string&)> unused_ = [](const std::string&) { return false; };
-  store::InMemoryStateStore store_;
+  ManagerContext world_{kAccounts};
   std::unique_ptr<EngineContext> ctx_;
   std::unique_ptr<AccountManager> accounts_;
 };

@@ -4,23 +4,12 @@
 
 #include <gtest/gtest.h>
 
-#include "engine_context.h"
-#include "muster/common/config.h"
-#include "muster/store/state_store.h"
+#include "manager_context.h"
 
 namespace muster::controller {
 namespace {
 
-constexpr const char* kConfig = R"(
-[[nodes]]
-names = "node1"
-cpus = 4
-memory_mb = 1000
-
-[[partition]]
-name = "p"
-nodes = "node1"
-
+constexpr const char* kQos = R"(
 [[qos]]
 name = "low"
 
@@ -35,18 +24,12 @@ class QosManagerTest : public ::testing::Test {
   void SetUp() override { Start(); }
   // A fresh manager over the same store, as after a restart.
   void Start() {
-    auto c = ParseConfig(kConfig, "test.toml");
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    EngineOptions o;
-    o.config = *c;
     qos_.reset();
-    ctx_ = std::make_unique<EngineContext>(std::move(o), &store_);
+    ctx_ = world_.Restart();
     qos_ = std::make_unique<QosManager>(*ctx_);
-    auto loaded = store_.LoadAll();
-    ASSERT_TRUE(loaded.ok());
     store::Mutation m;
-    qos_->Restore(loaded->qos, m);
-    ASSERT_TRUE(store_.Commit(m).ok());
+    qos_->Restore(world_.state().qos, m);
+    ASSERT_TRUE(world_.store().Commit(m).ok());
   }
   Status Update(const Caller& who, v1::UpdateQosRequest req, std::string in_use = "") {
     return qos_->Update(who, req, [&](const std::string&) { return in_use; });
@@ -57,9 +40,9 @@ class QosManagerTest : public ::testing::Test {
     r.set_name(name);
     return r;
   }
-  const Caller root_{0, 0, "root", true};
-  const Caller alice_{1000, 1000, "alice", false};
-  store::InMemoryStateStore store_;
+  const Caller root_ = ManagerContext::Root();
+  const Caller alice_ = ManagerContext::Alice();
+  ManagerContext world_{kQos};
   std::unique_ptr<EngineContext> ctx_;
   std::unique_ptr<QosManager> qos_;
 };
