@@ -460,9 +460,7 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
   bool restarted = false;
   // A registration the store refuses is taken back in memory too, so that the agent's next try
   // is seen as the restart it is (and its lost steps end then).
-  const NodeEntry* before = nodes_->Find(req.inventory().name());
-  const std::string prev_instance = before ? before->instance_id : "";
-  const bool prev_registered = before && before->registered;
+  const NodeManager::Registration before = nodes_->RegistrationOf(req.inventory().name());
   MUSTER_ASSIGN_OR_RETURN(v1::RegisterResponse resp, nodes_->Register(req, now, m, &restarted));
   const v1::NodeInventory& inv = req.inventory();
   std::vector<std::pair<JobEntry*, v1::JobRecord>> steps_ended;
@@ -471,10 +469,7 @@ Result<v1::RegisterResponse> Engine::RegisterNode(const v1::RegisterRequest& req
         *nodes_->Find(inv.name()), {req.adopted_jobs().begin(), req.adopted_jobs().end()}, now, m);
   }
   if (Status st = ctx_->Commit(m); !st.ok()) {
-    if (NodeEntry* node = nodes_->Find(req.inventory().name())) {
-      node->instance_id = prev_instance;
-      node->registered = prev_registered;
-    }
+    nodes_->UndoRegister(req.inventory().name(), before);
     return st;
   }
   for (auto& [job, next] : steps_ended) jobs_->ApplyChange(*job, std::move(next));

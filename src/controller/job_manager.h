@@ -82,8 +82,15 @@ class JobManager {
   // compiler and state_writes_check hold this.
   // MUSTER_CHECKs, before anything is written, that `next` keeps `job`'s id, state and run.
   void StageChange(const JobEntry& job, const v1::JobRecord& next, store::Mutation& m) const;
-  // A record NextRecord made (which checked its change against the state machine).
-  void StageNext(const v1::JobRecord& next, store::Mutation& m) const { m.PutJob(next); }
+  // A change of life (a start) staged: NextRecord makes the record from `before` (checking the
+  // change against the state machine) and it goes into `m`; Apply makes it the job's once `m`
+  // is committed.
+  v1::JobRecord StageNext(const v1::JobRecord& before, const JobChange& change, TimeMs now,
+                          store::Mutation& m) const {
+    v1::JobRecord next = NextRecord(before, change, now);
+    m.PutJob(next);
+    return next;
+  }
   // Swaps `next` in and refreshes what memory derives from it: the request and squeue's row,
   // and whom its stored bytes count for when its account or QoS changed. Its
   // state and run must be the entry's (they change only through Transition).

@@ -126,6 +126,8 @@ Status JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now
 
 void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
   const v1::JobState from = job.rec().state();
+  MUSTER_CHECK_MSG(next.id() == job.id() && (next.state() == from || Allowed(from, next.state())),
+                   "a job's record changes only as the state machine allows");
   job.rec_ = std::move(next);
   const v1::JobRecord& r = job.rec();
   const uint64_t id = r.id();

@@ -100,6 +100,18 @@ Result<v1::RegisterResponse> NodeManager::Register(const v1::RegisterRequest& re
   return resp;
 }
 
+NodeManager::Registration NodeManager::RegistrationOf(const std::string& name) const {
+  const NodeEntry* node = Find(name);
+  return node ? Registration{node->instance_id, node->registered} : Registration{};
+}
+
+void NodeManager::UndoRegister(const std::string& name, const Registration& before) {
+  NodeEntry* node = Find(name);
+  if (!node) return;
+  node->instance_id = before.instance_id;
+  node->registered = before.registered;
+}
+
 Result<NodeEntry*> NodeManager::AttachSession(const v1::Hello& hello, TimeMs now) {
   NodeEntry* node = Find(hello.node());
   if (!node || !node->registered || node->instance_id != hello.instance_id()) {

@@ -73,6 +73,14 @@ class NodeManager {
   // a node the configuration does not define, INVALID_ARGUMENT without an instance id.
   Result<v1::RegisterResponse> Register(const v1::RegisterRequest& req, TimeMs now,
                                         store::Mutation& m, bool* restarted);
+  // The store refused what Register staged: the node is back to the agent instance it knew
+  // before, so that the agent's next try is seen as the restart it is.
+  struct Registration {
+    std::string instance_id;
+    bool registered = false;
+  };
+  Registration RegistrationOf(const std::string& node) const;
+  void UndoRegister(const std::string& node, const Registration& before);
   // The agent's Session stream says Hello. FAILED_PRECONDITION unless it registered with this
   // instance id.
   Result<NodeEntry*> AttachSession(const v1::Hello& hello, TimeMs now);

@@ -341,8 +341,7 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
         c.time_limit_ms = asked > 0 && now + asked <= until ? asked : until - now;
       }
     }
-    v1::JobRecord next = jobs_.NextRecord(before, c, now);
-    jobs_.StageNext(next, m);
+    v1::JobRecord next = jobs_.StageNext(before, c, now, m);
     started.push_back({s.job, &s.placement, std::move(next)});
   }
   if (!started.empty()) {

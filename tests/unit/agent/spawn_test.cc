@@ -69,17 +69,20 @@ TEST_F(LauncherTest, ThePmiSocketIsInheritedAsFdThreeOnly) {
   for (bool at_three : {false, true}) {
     int sv[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    // Our end well away from fd 3 (a fresh socket pair may well be 3 and 4).
+    const int ours = ::fcntl(sv[0], F_DUPFD_CLOEXEC, 20);
+    ::close(sv[0]);
+    sv[0] = ours;
     int child_end = -1;
+    int kept_three = -1;  // what this process had at fd 3, put back afterwards
     if (!at_three) {
       child_end = ::fcntl(sv[1], F_DUPFD_CLOEXEC, 20);
-    } else if (::fcntl(3, F_GETFD) < 0) {  // fd 3 is free here: put the socket there
+    } else {
+      if (::fcntl(3, F_GETFD) >= 0) kept_three = ::fcntl(3, F_DUPFD_CLOEXEC, 20);
       child_end = ::dup3(sv[1], 3, O_CLOEXEC);
     }
     ::close(sv[1]);
-    if (child_end < 0) {
-      ::close(sv[0]);
-      continue;  // fd 3 is taken in this process: that case cannot be set up
-    }
+    ASSERT_GE(child_end, 0) << at_three;
     SpawnSpec s;
     s.argv = {"sh", "-c", "echo hi >&3; readlink /proc/$$/fd/3 | cut -c1-7; ls /proc/$$/fd"};
     s.env = {"PATH=/usr/bin:/bin"};
@@ -106,6 +109,10 @@ TEST_F(LauncherTest, ThePmiSocketIsInheritedAsFdThreeOnly) {
       EXPECT_FALSE(fds.count(child_end)) << "the socket stayed at its own number too";
     }
     ::close(sv[0]);
+    if (kept_three >= 0) {
+      ::dup3(kept_three, 3, O_CLOEXEC);
+      ::close(kept_three);
+    }
   }
   SpawnSpec kept;
   kept.argv = {"true"};

@@ -179,6 +179,30 @@ TEST_F(EngineTest, StepsWithGpusGetTheirOwnAndWaitWhenNoneAreLeft) {
 // A restarted agent whose steps run under muster-stepd names those still running (or ended
 // while it was away, their end following the registration): they stay RUNNING and end with what
 // their supervisor recorded; its other steps there ended with the old agent.
+// The store refuses an agent's first registration after its restart: nothing of it is kept,
+// so the agent's next try is still seen as the restart it is, and the steps it lost end then.
+TEST_F(EngineTest, StepsLostInARestartEndThoughTheFirstRegistrationWasNotStored) {
+  AllUp();
+  auto id = *Submit(Gang(2, 1), Alice());
+  Pass();
+  Started(id, "node1");
+  Started(id, "node2");
+  v1::CreateStepRequest r;
+  r.set_job_id(id);
+  r.set_overlap(true);
+  ASSERT_TRUE(engine_->CreateStep(Alice(), r, now_).ok());
+  v1::RegisterRequest again;
+  again.mutable_inventory()->set_name("node2");
+  again.set_instance_id("node2-new");
+  again.add_running_job_ids(id);
+  store_.FailNextCommitsForTest(1);
+  EXPECT_FALSE(engine_->RegisterNode(again, now_).ok());
+  EXPECT_EQ(Job(id).steps(0).state(), v1::RUNNING) << "nothing applied before it was stored";
+  Up("node2", {id}, "node2-new");
+  Agent("node1", StepEnd(id, 0));  // what ran on node1 ends; node2's part ended with its agent
+  EXPECT_EQ(Job(id).steps(0).state(), v1::NODE_FAIL) << "the retry is the restart it is";
+}
+
 TEST_F(EngineTest, StepsASupervisorKeptThroughAnAgentRestartRunOn) {
   AllUp();
   auto id = *Submit(Gang(2, 1), Alice());
