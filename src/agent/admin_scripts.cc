@@ -49,10 +49,8 @@ void RunAdminScript(AgentContext& ctx, const std::string& what, const std::strin
   };
   auto run = std::make_shared<Run>();
   const pid_t pid = spawned->pid;
-  auto timeout = std::make_shared<asio::steady_timer>(ctx.io);
-  auto finish = [run, timeout, what, timeout_s, done] {
+  auto finish = [run, what, timeout_s, done] {
     if (!run->eof || !run->exited) return;
-    timeout->cancel();
     int code = 0, sig = 0;
     DecodeWaitStatus(run->status, &code, &sig);
     if (code == 0 && sig == 0 && !run->timed_out) return done("");
@@ -72,9 +70,9 @@ void RunAdminScript(AgentContext& ctx, const std::string& what, const std::strin
     }
     done(first);
   };
-  timeout->expires_after(std::chrono::seconds(timeout_s));
-  timeout->async_wait([run, pid, &launcher = ctx.launcher](boost::system::error_code ec) {
-    if (ec || run->exited) return;
+  // On the executor, so tests run the timeout on their virtual clock.
+  ctx.executor.PostAfter(int64_t{timeout_s} * 1000, [run, pid, &launcher = ctx.launcher] {
+    if (run->exited) return;
     run->timed_out = true;
     launcher.Kill(-pid, SIGKILL);
   });

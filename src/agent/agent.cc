@@ -19,8 +19,10 @@
 #include "discovery.h"
 #include "gpu_health.h"
 #include "inventory.h"
+#include "io_executor.h"
 #include "job_spool.h"
 #include "job_supervisor.h"
+#include "muster/common/clock.h"
 #include "muster/common/node_keys.h"
 #include "muster/common/strings.h"
 #include "step_service.h"
@@ -54,7 +56,7 @@ class Agent::Impl {
       : options_(std::move(o)),
         launcher_(options_.launcher ? options_.launcher
                                     : std::shared_ptr<Launcher>(NewProcessLauncher())),
-        ctx_(options_, io_, *launcher_) {}
+        ctx_(options_, io_, io_executor_, *SystemClock::Get(), *launcher_) {}
 
   Status Start();
   void Detach();
@@ -65,6 +67,7 @@ class Agent::Impl {
     return step_address_;
   }
   size_t num_jobs() const { return jobs_ ? jobs_->JobIdsSnapshot().size() : 0; }
+  uint64_t refused_commands() const { return session_ ? session_->refused_commands() : 0; }
 
   AgentOptions options_;
   std::unique_ptr<ControllerLink> link_;
@@ -81,6 +84,7 @@ class Agent::Impl {
 
   std::shared_ptr<Launcher> launcher_;
   asio::io_context io_;
+  IoExecutor io_executor_{io_};
   AgentContext ctx_;
   GpuHealthSource gpu_source_;
   std::unique_ptr<JobSpool> spool_;
@@ -364,6 +368,7 @@ const std::string& Agent::node_name() const { return impl_->options_.node_name; 
 std::string Agent::step_address() const { return impl_->step_address(); }
 bool Agent::connected() const { return impl_->link_ && impl_->link_->connected(); }
 size_t Agent::num_jobs() const { return impl_->num_jobs(); }
+uint64_t Agent::refused_commands() const { return impl_->refused_commands(); }
 void Agent::SetSilentForTest(bool silent) {
   if (impl_->link_) impl_->link_->SetPausedForTest(silent);
 }

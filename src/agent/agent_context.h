@@ -1,6 +1,6 @@
 // What the agent's parts share: its options (resolved at start), the io thread's context where
-// all of them run, the launcher, the job cgroups, the node's inventory, and the way to the
-// controller.
+// all of them run, the executor and clock the job lifecycles' timers run on, the launcher, the
+// job cgroups, the node's inventory, and the way to the controller.
 //
 // Used on the agent's io thread, but for the inventory (guarded by `mu`: the link thread reads it
 // to register).
@@ -17,14 +17,17 @@
 #include "cgroup.h"
 #include "muster/agent/agent_options.h"
 #include "muster/agent/launcher.h"
+#include "muster/common/clock.h"
+#include "muster/common/executor.h"
 #include "muster/v1/node.pb.h"
 
 namespace muster::agent {
 
 class AgentContext {
  public:
-  AgentContext(AgentOptions& options, boost::asio::io_context& io, Launcher& launcher)
-      : options(options), io(io), launcher(launcher) {}
+  AgentContext(AgentOptions& options, boost::asio::io_context& io, Executor& executor,
+               const Clock& clock, Launcher& launcher)
+      : options(options), io(io), executor(executor), clock(clock), launcher(launcher) {}
 
   const std::string& node() const { return options.node_name; }
   // To the controller; dropped while there is no session (what matters is sent again after the
@@ -37,6 +40,10 @@ class AgentContext {
 
   AgentOptions& options;
   boost::asio::io_context& io;
+  // Timers of the jobs' lives run on it (the io thread in the daemon); `clock` is the wall
+  // clock their time limits are measured on. Tests give both a virtual clock.
+  Executor& executor;
+  const Clock& clock;
   Launcher& launcher;
   JobCgroups cgroups;                                 // set at start
   std::function<void(const v1::AgentMessage&)> send;  // set at start

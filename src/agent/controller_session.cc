@@ -21,6 +21,7 @@ v1::RegisterRequest ControllerSession::MakeRegister() const {
 
 void ControllerSession::OnMessage(const v1::ControllerMessage& msg) {
   if (msg.epoch() < epoch_) {
+    ++refused_;
     spdlog::warn("node={} refuses a command from an older controller epoch {} (current {})",
                  ctx_.node(), msg.epoch(), epoch_.load());
     return;

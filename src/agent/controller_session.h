@@ -42,6 +42,8 @@ class ControllerSession {
   // Any thread: whether a controller at `epoch` is older than one this node obeyed.
   bool IsStale(uint64_t epoch) const { return epoch < epoch_.load(); }
   const std::string& instance_id() const { return instance_id_; }
+  // Any thread: commands refused as coming from an older epoch (the fence at work).
+  uint64_t refused_commands() const { return refused_.load(); }
 
  private:
   void Heartbeat();
@@ -53,6 +55,7 @@ class ControllerSession {
   const std::string instance_id_;
   boost::asio::steady_timer hb_timer_;
   std::atomic<uint64_t> epoch_{0};  // written on the I/O thread; IsStale reads it from the link's
+  std::atomic<uint64_t> refused_{0};
   uint32_t hb_interval_ms_ = 5000;
   uint64_t hb_seq_ = 0;
   std::mt19937 rng_{std::random_device{}()};

@@ -35,6 +35,23 @@ LocalJob* JobSupervisor::Find(uint64_t id) {
   return it == jobs_.end() ? nullptr : it->second.get();
 }
 
+bool JobSupervisor::Move(LocalJob& job, JobPhase to) {
+  const JobPhase from = job.phase();
+  if (job.MoveTo(to)) return true;
+  spdlog::error("job={} node={} no move from {} to {}: ignored", job.launch.job_id(), ctx_.node(),
+                PhaseName(from), PhaseName(to));
+  return false;
+}
+
+void JobSupervisor::After(LocalJob& job, int64_t ms, uint64_t LocalJob::*gen,
+                          std::function<void(LocalJob&)> fn) {
+  const uint64_t id = job.launch.job_id(), run = job.run(), at = job.*gen;
+  ctx_.executor.PostAfter(ms, [this, id, run, at, gen, fn = std::move(fn)] {
+    LocalJob* j = Find(id);
+    if (j && j->run() == run && j->*gen == at) fn(*j);
+  });
+}
+
 std::vector<uint64_t> JobSupervisor::RunningJobIds() const {
   std::vector<uint64_t> ids;
   for (const auto& [id, j] : jobs_) ids.push_back(id);
@@ -58,7 +75,7 @@ std::vector<v1::AdoptedJob> JobSupervisor::AdoptedJobsSnapshot() const {
 
 void JobSupervisor::Signal(const v1::SignalJob& s) {
   LocalJob* job = Find(s.job_id());
-  if (!job || job->run() != s.run() || job->terminating || s.signal() <= 0 || s.signal() >= 65) {
+  if (!job || job->run() != s.run() || job->Ending() || s.signal() <= 0 || s.signal() >= 65) {
     return;
   }
   if (s.steps() && s.batch()) {
@@ -69,24 +86,28 @@ void JobSupervisor::Signal(const v1::SignalJob& s) {
     for (pid_t g : job->step_pgids) ctx_.launcher.Kill(-g, s.signal());
     for (pid_t g : SupervisedTaskGroups(*job)) ctx_.launcher.Kill(-g, s.signal());
   }
-  if (s.batch() && job->task_pid > 0 && !job->exited)
+  if (s.batch() && job->task_pid > 0 && !job->batch_exited())
     ctx_.launcher.Kill(-job->task_pid, s.signal());
 }
 
 void JobSupervisor::Suspend(const v1::SuspendJob& s) {
   LocalJob* job = Find(s.job_id());
-  if (!job || job->run() != s.run() || job->terminating || job->exited) return;
-  if (!s.resume() && job->suspended) return;
+  if (!job || job->run() != s.run() || job->batch_exited()) return;
   if (s.resume() && s.suspended_ms() < 0) return;
-  // Recorded first: an agent restarted in between acts on what it finds.
-  const bool was = std::exchange(job->suspended, !s.resume());
+  // A resume of a running job only moves its limit (the controller's count of time suspended).
+  const bool was = job->phase() == JobPhase::kSuspended;
+  if (s.resume() ? !(was || job->phase() == JobPhase::kRunning)
+                 : !Move(*job, JobPhase::kSuspended)) {
+    return;
+  }
+  if (s.resume() && was) Move(*job, JobPhase::kRunning);
   if (s.resume()) job->launch.set_suspended_ms(s.suspended_ms());
+  // Recorded first: an agent restarted in between acts on what it finds.
   if (Status st = SaveState(*job); !st.ok()) {
     spdlog::error("job={} node={} {}", s.job_id(), ctx_.node(), st.ToString());
   }
+  ++job->limit_timers;  // its limit clock stops, or starts again from the new limit
   if (!s.resume()) {
-    if (job->limit_timer) job->limit_timer->cancel();
-    if (job->warn_timer) job->warn_timer->cancel();
     SignalJob(*job, SIGSTOP);
     spdlog::info("job={} node={} suspended", s.job_id(), ctx_.node());
     return;
@@ -99,15 +120,15 @@ void JobSupervisor::Suspend(const v1::SuspendJob& s) {
 
 void JobSupervisor::ReportAll() {
   for (const auto& [id, job] : jobs_) {
-    if (job->started && !job->terminating) {
+    if (job->Runs()) {
       v1::AgentMessage m;
       m.mutable_job_started()->set_job_id(id);
       m.mutable_job_started()->set_run(job->run());
       ctx_.Send(m);
     }
-    if (job->exited) {
+    if (job->batch_exited()) {
       v1::AgentMessage m;
-      *m.mutable_batch_exited() = job->exit;
+      *m.mutable_batch_exited() = *job->exit;
       ctx_.Send(m);
     }
     ReportStepEnds(*job);
@@ -121,11 +142,9 @@ size_t JobSupervisor::Detach() {
     // outlive it. Those under muster-stepd do.
     for (pid_t g : job->step_pgids) ctx_.launcher.Kill(-g, SIGKILL);
     kept += job->supervised_steps.size();
-    if (job->limit_timer) job->limit_timer->cancel();
-    if (job->warn_timer) job->warn_timer->cancel();
-    if (job->kill_timer) job->kill_timer->cancel();
-    if (job->poll_timer) job->poll_timer->cancel();
-    kept += job->keeper > 0 && !job->exited;
+    ++job->limit_timers;
+    ++job->end_timers;
+    kept += job->keeper > 0 && !job->batch_exited();
   }
   return kept;
 }
@@ -171,7 +190,7 @@ void JobSupervisor::WatchBatch(LocalJob& job, int pidfd, bool our_child) {
 
 void JobSupervisor::BatchEnded(uint64_t id) {
   LocalJob* j = Find(id);
-  if (!j || j->exited) return;
+  if (!j || j->batch_exited()) return;
   int code = 0, sig = 0;
   auto status = ReadExitFile(j->dir + "/exit");
   if (status.ok()) {
@@ -182,16 +201,16 @@ void JobSupervisor::BatchEnded(uint64_t id) {
                   id, ctx_.node(), status.status().message());
     sig = SIGKILL;
   }
-  j->exited = true;
-  j->exit.set_job_id(id);
-  j->exit.set_exit_code(code);
-  j->exit.set_signal(sig);
-  j->exit.set_timed_out(j->timed_out);
-  j->exit.set_run(j->run());
+  v1::BatchExited& exit = j->exit.emplace();
+  exit.set_job_id(id);
+  exit.set_exit_code(code);
+  exit.set_signal(sig);
+  exit.set_timed_out(j->timed_out);
+  exit.set_run(j->run());
   spdlog::info("job={} node={} batch script exited code={} signal={}{}", id, ctx_.node(), code, sig,
                j->timed_out ? " (time limit)" : "");
   v1::AgentMessage m;
-  *m.mutable_batch_exited() = j->exit;
+  *m.mutable_batch_exited() = exit;
   ctx_.Send(m);
   CheckClean(id);
 }
@@ -251,7 +270,7 @@ Status JobSupervisor::SaveState(const LocalJob& job) {
   st.set_keeper_start(job.keeper_start);
   st.set_task_pid(job.task_pid > 0 ? job.task_pid : 0);
   st.set_cgroup(job.cgroup);
-  st.set_suspended(job.suspended);
+  st.set_suspended(job.phase() == JobPhase::kSuspended);
   for (const auto& [step, proc] : job.supervised_steps) {
     v1::StepSupervisorState* s = st.add_steps();
     s->set_step_id(step);
@@ -274,11 +293,10 @@ void JobSupervisor::Readopt() {
     const uint64_t id = st.launch().job_id();
     job->launch = st.launch();
     job->dir = dir;
-    job->started = true;
+    job->Readopted(st.suspended());
     job->adopted = true;
     job->keeper = st.keeper_pid() > 0 ? st.keeper_pid() : -1;
     job->keeper_start = st.keeper_start();
-    job->suspended = st.suspended();
     // Only what this agent could have written: a process group of a process other than init,
     // the job's own cgroup under this node's base.
     job->task_pid = st.task_pid() > 1 ? st.task_pid() : -1;
@@ -311,7 +329,7 @@ void JobSupervisor::Readopt() {
       }
     }
     ReadoptSteps(j, st);
-    if (!j.exited && !j.suspended) ArmTimeLimit(j);
+    if (!j.batch_exited() && j.phase() == JobPhase::kRunning) ArmTimeLimit(j);
     spdlog::info("job={} node={} re-adopted after an agent restart ({}; {} step(s) running)", id,
                  ctx_.node(), how, j.supervised_steps.size());
   }
@@ -367,7 +385,7 @@ void JobSupervisor::SignalJob(LocalJob& job, int sig) {
     } else {
       JobCgroups::Signal(job.cgroup, sig);
     }
-  } else if (job.keeper > 0 && !job.exited) {
+  } else if (job.keeper > 0 && !job.batch_exited()) {
     // No cgroup: processes that left the process group are still the keeper's descendants
     // (it is their subreaper).
     for (pid_t p : ctx_.launcher.Descendants(job.keeper)) ctx_.launcher.Kill(p, sig);
@@ -379,7 +397,7 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
   const uint64_t id = l.job_id();
   if (LocalJob* existing = Find(id)) {
     if (existing->run() == l.requeue_count()) {
-      if (existing->started) {  // a repeated launch: confirm again
+      if (existing->Runs()) {  // a repeated launch: confirm again
         v1::AgentMessage m;
         m.mutable_job_started()->set_job_id(id);
         m.mutable_job_started()->set_run(l.requeue_count());
@@ -418,26 +436,24 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
   PublishJobIds();
   const std::string& prolog = ctx_.options.config.agent.prolog;
   if (prolog.empty()) return StartJob(id);
-  j.prolog_running = true;
+  const uint32_t run = j.run();
   RunAdminScript(
       ctx_, "prolog", prolog, AdminScriptEnv(j.launch, ctx_.node(), j.visible_devices, j.cgroup),
-      ctx_.options.config.agent.prolog_timeout_s, [this, id](const std::string& error) {
+      ctx_.options.config.agent.prolog_timeout_s, [this, id, run](const std::string& error) {
         LocalJob* pj = Find(id);
-        if (!pj || !pj->prolog_running) return;
-        pj->prolog_running = false;
-        if (!error.empty() && pj->terminating) {
-          // Cancelled meanwhile: the controller waits for JobCleaned, which carries
-          // the failure so that the node is still drained.
-          pj->prolog_error = StartsWith(error, "prolog") ? error : "prolog failed: " + error;
-          spdlog::error("job={} node={} {}", id, ctx_.node(), error);
+        if (!pj || pj->run() != run) return;
+        const std::string failure =
+            error.empty() || StartsWith(error, "prolog") ? error : "prolog failed: " + error;
+        if (!error.empty()) spdlog::error("job={} node={} {}", id, ctx_.node(), error);
+        if (pj->phase() == JobPhase::kCancelledInProlog) {
+          // The controller waits for JobCleaned, which carries a failure so that the node is
+          // still drained.
+          pj->prolog_error = failure;
+          Move(*pj, JobPhase::kEnding);
           return CheckClean(id);
         }
-        if (!error.empty()) {
-          spdlog::error("job={} node={} {}", id, ctx_.node(), error);
-          return FailLaunch(id, StartsWith(error, "prolog") ? error : "prolog failed: " + error,
-                            /*node_fault=*/true);
-        }
-        if (pj->terminating) return CheckClean(id);  // cancelled meanwhile
+        if (pj->phase() != JobPhase::kProlog) return;
+        if (!failure.empty()) return FailLaunch(id, failure, /*node_fault=*/true);
         StartJob(id);
       });
 }
@@ -521,7 +537,7 @@ void JobSupervisor::StartJob(uint64_t id) {
     spdlog::info("job={} node={} batch script started pid={} keeper={} user={}", id, ctx_.node(),
                  j.task_pid, j.keeper, spec.user());
   }
-  j.started = true;
+  Move(j, JobPhase::kRunning);
   if (Status st = SaveState(j); !st.ok()) {
     // Not fatal: the job runs; it would only be lost if this agent restarted before it ends.
     spdlog::error("job={} node={} {}", id, ctx_.node(), st.ToString());
@@ -539,62 +555,55 @@ void JobSupervisor::ArmTimeLimit(LocalJob& job) {
   const v1::LaunchJob& l = job.launch;
   if (l.time_limit_ms() <= 0) return;
   const int64_t remaining = l.start_time_ms() + l.time_limit_ms() +
-                            std::max<int64_t>(0, l.suspended_ms()) - SystemClock::Get()->NowMs();
-  const uint64_t id = l.job_id();
-  job.limit_timer = std::make_unique<asio::steady_timer>(ctx_.io);
-  job.limit_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, remaining)));
-  job.limit_timer->async_wait([this, id](boost::system::error_code e) {
-    if (!e) OnTimeLimit(id);
-  });
+                            std::max<int64_t>(0, l.suspended_ms()) - ctx_.clock.NowMs();
+  ++job.limit_timers;  // one limit at a time: the newest
+  After(job, remaining, &LocalJob::limit_timers, [this](LocalJob& j) { OnTimeLimit(j); });
   const v1::JobSpec& spec = l.spec();
   if (spec.signal() > 0 && spec.signal() < 65 && l.batch_node()) {
     // --signal=[B:]SIG@secs: the job hears SIG that long before its limit, to checkpoint.
     const int64_t warn_in = remaining - static_cast<int64_t>(spec.signal_time_s()) * 1000;
-    job.warn_timer = std::make_unique<asio::steady_timer>(ctx_.io);
-    job.warn_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, warn_in)));
-    job.warn_timer->async_wait([this, id](boost::system::error_code e) {
-      LocalJob* j = e ? nullptr : Find(id);
-      if (!j || j->exited || j->terminating) return;
-      const v1::JobSpec& sp = j->launch.spec();
-      spdlog::info("job={} node={} signal {} before its time limit", id, ctx_.node(), sp.signal());
-      if (sp.signal_batch_only() && j->task_pid > 0) {
-        ctx_.launcher.Kill(-j->task_pid, sp.signal());
+    After(job, warn_in, &LocalJob::limit_timers, [this](LocalJob& j) {
+      if (j.phase() != JobPhase::kRunning || j.batch_exited()) return;
+      const v1::JobSpec& sp = j.launch.spec();
+      spdlog::info("job={} node={} signal {} before its time limit", j.launch.job_id(), ctx_.node(),
+                   sp.signal());
+      if (sp.signal_batch_only() && j.task_pid > 0) {
+        ctx_.launcher.Kill(-j.task_pid, sp.signal());
       } else {
-        SignalJob(*j, sp.signal());
+        SignalJob(j, sp.signal());
       }
     });
   }
 }
 
-void JobSupervisor::OnTimeLimit(uint64_t id) {
-  LocalJob* job = Find(id);
-  if (!job || job->exited || job->terminating) return;
-  spdlog::info("job={} node={} reached its time limit; SIGTERM, SIGKILL after {} ms", id,
-               ctx_.node(), job->launch.kill_grace_ms());
-  job->timed_out = true;
-  StartKill(*job, job->launch.kill_grace_ms());
+void JobSupervisor::OnTimeLimit(LocalJob& job) {
+  if (job.batch_exited() || !Move(job, JobPhase::kTimedOut)) return;
+  spdlog::info("job={} node={} reached its time limit; SIGTERM, SIGKILL after {} ms",
+               job.launch.job_id(), ctx_.node(), job.launch.kill_grace_ms());
+  job.timed_out = true;
+  StartKill(job, job.launch.kill_grace_ms());
 }
 
 void JobSupervisor::StartKill(LocalJob& job, uint32_t grace_ms, int first_signal, bool batch_only) {
   SignalJob(job, SIGCONT);  // a stopped process cannot act on SIGTERM
   if (first_signal <= 0 || first_signal >= 65) first_signal = SIGTERM;
-  if (batch_only && job.task_pid > 0 && !job.exited) {
+  if (batch_only && job.task_pid > 0 && !job.batch_exited()) {
     // --signal=B:SIG: the batch script is told (to checkpoint and end its steps itself).
     ctx_.launcher.Kill(-job.task_pid, first_signal);
   } else {
     SignalJob(job, first_signal);
   }
-  if (job.kill_timer) return;
-  const uint64_t id = job.launch.job_id();
-  job.kill_timer = std::make_unique<asio::steady_timer>(ctx_.io);
-  job.kill_timer->expires_after(std::chrono::milliseconds(grace_ms));
-  job.kill_timer->async_wait([this, id](boost::system::error_code e) {
-    if (e) return;
-    if (LocalJob* j = Find(id)) {
-      SignalJob(*j, SIGKILL);
-      j->killed_at_ms = MonotonicMs();
-      CheckClean(id);
-    }
+  if (job.kill != KillStage::kNone) return;  // the first grace holds
+  job.kill = KillStage::kGrace;
+  After(job, grace_ms, &LocalJob::end_timers, [this](LocalJob& j) {
+    SignalJob(j, SIGKILL);
+    j.kill = KillStage::kKilled;
+    // Processes that outlived their parent may linger as zombies of another reaper.
+    After(j, kAfterKillMs, &LocalJob::end_timers, [this](LocalJob& k) {
+      k.kill = KillStage::kGivenUp;
+      CheckClean(k.launch.job_id());
+    });
+    CheckClean(j.launch.job_id());
   });
 }
 
@@ -608,11 +617,12 @@ void JobSupervisor::Terminate(const v1::TerminateJob& t) {
     return;
   }
   if (t.run() != kAnyRun && job->run() > t.run()) return;  // aimed at an older run
-  if (!job->terminating) {
-    spdlog::info("job={} node={} terminating: {}", t.job_id(), ctx_.node(), t.reason());
-    job->terminating = true;
-    if (job->limit_timer) job->limit_timer->cancel();
-    if (job->warn_timer) job->warn_timer->cancel();
+  if (!job->Ending()) {
+    spdlog::info("job={} node={} terminating ({}): {}", t.job_id(), ctx_.node(),
+                 PhaseName(job->phase()), t.reason());
+    Move(*job,
+         job->phase() == JobPhase::kProlog ? JobPhase::kCancelledInProlog : JobPhase::kEnding);
+    ++job->limit_timers;
     StartKill(*job, t.kill_grace_ms(), t.signal(), t.signal_batch_only());
   }
   CheckClean(t.job_id());
@@ -620,7 +630,8 @@ void JobSupervisor::Terminate(const v1::TerminateJob& t) {
 
 void JobSupervisor::CheckClean(uint64_t id) {
   LocalJob* job = Find(id);
-  if (!job || !job->terminating) return;
+  // Only once the controller ended it, its prolog is back, and no epilog runs yet.
+  if (!job || job->phase() != JobPhase::kEnding) return;
   bool groups_empty = true;
   if (!job->cgroup.empty()) {
     groups_empty = JobCgroups::Empty(job->cgroup);  // exact: daemonized processes included
@@ -629,65 +640,61 @@ void JobSupervisor::CheckClean(uint64_t id) {
       if (ctx_.launcher.GroupAlive(g)) groups_empty = false;
     }
   }
-  bool gave_up = job->killed_at_ms && MonotonicMs() - job->killed_at_ms > kAfterKillMs;
-  if (!job->children.empty() || (!groups_empty && !gave_up)) {
-    if (!job->poll_timer) {
-      job->poll_timer = std::make_unique<asio::steady_timer>(ctx_.io);
-    }
-    job->poll_timer->expires_after(std::chrono::milliseconds(kPollCleanMs));
-    job->poll_timer->async_wait([this, id](boost::system::error_code e) {
-      if (!e) CheckClean(id);
+  if (!job->children.empty() || (!groups_empty && job->kill != KillStage::kGivenUp)) {
+    if (job->poll_armed) return;
+    job->poll_armed = true;
+    After(*job, kPollCleanMs, &LocalJob::end_timers, [this](LocalJob& j) {
+      j.poll_armed = false;
+      CheckClean(j.launch.job_id());
     });
     return;
   }
-  if (job->prolog_running || job->epilog_running) return;  // its completion comes back here
   if (!groups_empty) {
     spdlog::warn("job={} node={} some processes survived SIGKILL (zombies?); releasing anyway", id,
                  ctx_.node());
   }
   const std::string& epilog = ctx_.options.config.agent.epilog;
+  if (epilog.empty()) return Release(*job);
   // Every job this node took gets its epilog, also one ended during its prolog (the epilog
   // undoes what the prolog set up, and the admin's accounting expects one per job and node).
-  if (!epilog.empty() && !job->epilog_done) {
-    job->epilog_running = true;
-    RunAdminScript(ctx_, "epilog", epilog,
-                   AdminScriptEnv(job->launch, ctx_.node(), job->visible_devices, job->cgroup),
-                   ctx_.options.config.agent.epilog_timeout_s,
-                   [this, id](const std::string& error) {
-                     LocalJob* j = Find(id);
-                     if (!j) return;
-                     j->epilog_running = false;
-                     j->epilog_done = true;
-                     j->epilog_error = error;
-                     if (!error.empty()) {
-                       spdlog::error("job={} node={} {}", id, ctx_.node(), error);
-                     }
-                     CheckClean(id);
-                   });
-    return;
-  }
+  Move(*job, JobPhase::kEpilog);
+  const uint32_t run = job->run();
+  RunAdminScript(ctx_, "epilog", epilog,
+                 AdminScriptEnv(job->launch, ctx_.node(), job->visible_devices, job->cgroup),
+                 ctx_.options.config.agent.epilog_timeout_s,
+                 [this, id, run](const std::string& error) {
+                   LocalJob* j = Find(id);
+                   if (!j || j->run() != run || j->phase() != JobPhase::kEpilog) return;
+                   j->epilog_error = error;
+                   if (!error.empty()) spdlog::error("job={} node={} {}", id, ctx_.node(), error);
+                   Release(*j);
+                 });
+}
+
+void JobSupervisor::Release(LocalJob& job) {
+  const uint64_t id = job.launch.job_id();
   std::error_code ec;
-  fs::remove_all(job->dir, ec);
-  if (!job->cgroup.empty()) {
-    if (Status st = JobCgroups::Remove(job->cgroup); !st.ok()) {
+  fs::remove_all(job.dir, ec);
+  if (!job.cgroup.empty()) {
+    if (Status st = JobCgroups::Remove(job.cgroup); !st.ok()) {
       spdlog::warn("job={} node={} {}", id, ctx_.node(), st.message());
     }
   }
-  if (job->launch.batch_node() && !job->exited && job->keeper < 0) {
+  if (job.launch.batch_node() && !job.batch_exited() && job.keeper < 0) {
     // Stopped before its script started (during the prolog): its end is still the job's end.
     v1::AgentMessage b;
     b.mutable_batch_exited()->set_job_id(id);
     b.mutable_batch_exited()->set_signal(SIGTERM);
-    b.mutable_batch_exited()->set_timed_out(job->timed_out);
-    b.mutable_batch_exited()->set_run(job->run());
+    b.mutable_batch_exited()->set_timed_out(job.timed_out);
+    b.mutable_batch_exited()->set_run(job.run());
     ctx_.Send(b);
   }
   v1::AgentMessage m;
   m.mutable_job_cleaned()->set_job_id(id);
-  m.mutable_job_cleaned()->set_run(job->run());
-  m.mutable_job_cleaned()->set_epilog_error(Printable(job->epilog_error));
-  m.mutable_job_cleaned()->set_prolog_error(Printable(job->prolog_error));
-  jobs_.erase(id);
+  m.mutable_job_cleaned()->set_run(job.run());
+  m.mutable_job_cleaned()->set_epilog_error(Printable(job.epilog_error));
+  m.mutable_job_cleaned()->set_prolog_error(Printable(job.prolog_error));
+  jobs_.erase(id);  // `job` is gone from here on
   PublishJobIds();
   ctx_.Send(m);
   spdlog::info("job={} node={} cleaned up", id, ctx_.node());

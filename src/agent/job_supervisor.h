@@ -1,12 +1,15 @@
-// The jobs on this node and their lives here: launch (spool directory, cgroup and GPU device
-// filter, prolog, the batch script under its keeper), time limits, signals, termination (SIGTERM,
-// grace, SIGKILL), cleanup (every process gone, epilog, cgroup removed) and re-adoption of what a
-// previous agent left running. Reports each step to the controller.
+// The jobs on this node and their lives here (each a LocalJob moving through its JobPhases):
+// launch (spool directory, cgroup and GPU device filter, prolog, the batch script under its
+// keeper), time limits, suspension, signals, termination (SIGTERM, grace, SIGKILL), cleanup (every
+// process gone, epilog, cgroup removed) and re-adoption of what a previous agent left running.
+// Reports each step to the controller. Its timers run on the context's executor and clock, so
+// tests drive a job's whole life on a virtual clock.
 //
 // Io thread, but for the snapshots taken under their own lock (Register runs on the link thread).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,47 +19,12 @@
 
 #include "agent_context.h"
 #include "job_spool.h"
+#include "local_job.h"
 #include "muster/v1/agent.pb.h"
 #include "muster/v1/node.pb.h"
 #include "muster/v1/step_supervisor.pb.h"
 
 namespace muster::agent {
-
-// One job on this node.
-struct LocalJob {
-  v1::LaunchJob launch;
-  std::string visible_devices;  // CUDA_VISIBLE_DEVICES: GPU indices and MIG UUIDs
-  std::string dir;              // its spool directory
-  std::set<pid_t> children;     // our direct children (or adopted keepers) still running
-  std::set<pid_t> pgids;        // process groups to signal (a group outlives its leader)
-  std::set<pid_t> step_pgids;   // the step tasks among them (they end with the agent)
-  pid_t keeper = -1;            // the batch script's keeper, which records its exit status
-  uint64_t keeper_start = 0;
-  pid_t task_pid = -1;  // the batch script
-  std::string cgroup;   // the job's cgroup directory ("" without cgroups)
-  bool prolog_running = false, epilog_running = false, epilog_done = false;
-  std::string epilog_error, prolog_error;
-  bool adopted = false;  // found in the spool dir at start
-  bool started = false;
-  bool exited = false;
-  v1::BatchExited exit;
-  bool timed_out = false;
-  bool terminating = false;
-  bool suspended = false;    // stopped by suspend preemption (SIGSTOP), its limit clock too
-  int64_t killed_at_ms = 0;  // monotonic time SIGKILL was sent
-  // Steps started here, with when their credentials expire: each credential starts its step
-  // once (entries are dropped once the credential has expired and cannot be shown again).
-  std::map<uint32_t, int64_t> started_steps;
-  // Steps run by a supervisor process (muster-stepd), by step id: they outlive the agent.
-  struct SupervisedStep {
-    pid_t pid = -1;
-    uint64_t start = 0;  // its start time (clock ticks), to tell a reused pid apart
-  };
-  std::map<uint32_t, SupervisedStep> supervised_steps;
-  std::unique_ptr<boost::asio::steady_timer> limit_timer, kill_timer, poll_timer;
-  std::unique_ptr<boost::asio::steady_timer> warn_timer;  // --signal=SIG@secs before the limit
-  uint32_t run() const { return launch.requeue_count(); }
-};
 
 class JobSupervisor {
  public:
@@ -108,13 +76,19 @@ class JobSupervisor {
 
  private:
   void StartJob(uint64_t id);  // after the prolog: the batch script, JobStarted
+  // Moves the job to `to`, or logs the refused move and leaves it (a bug, never a crash).
+  bool Move(LocalJob& job, JobPhase to);
+  // Runs `fn` on the job after `ms` unless it is gone or the generation `gen` points to moved on.
+  void After(LocalJob& job, int64_t ms, uint64_t LocalJob::*gen, std::function<void(LocalJob&)> fn);
   void FailLaunch(uint64_t id, const std::string& why, bool node_fault);
   // SIGCONT, then `first_signal` (SIGTERM when 0; to the batch script alone with `batch_only`),
   // then SIGKILL after the grace.
   void StartKill(LocalJob& job, uint32_t grace_ms, int first_signal = 0, bool batch_only = false);
   void SignalJob(LocalJob& job, int sig);
   void ArmTimeLimit(LocalJob& job);
-  void OnTimeLimit(uint64_t id);
+  void OnTimeLimit(LocalJob& job);
+  // Every process gone (or given up on): the epilog, then the job is released.
+  void Release(LocalJob& job);
   // The batch script's end, from its keeper's record (the keeper is our child, or adopted).
   void WatchBatch(LocalJob& job, int pidfd, bool our_child);
   void BatchEnded(uint64_t id);

@@ -86,13 +86,11 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
   // supervisor.
   Status HandOver(v1::StepLaunchRequest req) {
     LocalJob* job = jobs_.Find(req.job_id());
-    if (!job || job->terminating || job->exited) {
+    if (!job || !job->TakesSteps()) {
       return FailedPrecondition("job " + std::to_string(req.job_id()) + " does not run on " +
                                 ctx_.node());
     }
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+    const int64_t now_ms = ctx_.clock.NowMs();
     MUSTER_ASSIGN_OR_RETURN(v1::StepGrant grant,
                             CheckStepCredential(req, job->launch, ctx_.node(), ctx_.step_key,
                                                 now_ms, ctx_.instance_id));

@@ -118,7 +118,7 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
       if (Status st = CheckRequestBounds(req); !st.ok()) return done({st, ""});
       auto query = std::make_shared<controller::Engine::AccountingQuery>(
           engine.PrepareAccounting(session->caller, req, runner_.Now()));
-      runner_.executor().Offload(controller::Executor::Lane::kQuery, [query, done] {
+      runner_.executor().Offload(Executor::Lane::kQuery, [query, done] {
         auto resp = controller::Engine::ScanAccounting(*query);
         done(resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
                        : ApiReply{resp.status(), ""});

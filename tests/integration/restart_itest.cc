@@ -70,8 +70,8 @@ TEST_F(ClusterTest, AStepOutlivesRestartsOfItsAgents) {
   // client has reached the nodes), and prints at least 30 lines whenever the stop comes.
   o.argv = {"sh", "-c",
             "touch " + jobs_ + "started.$SLURM_PROCID; i=0; while [ ! -e " + stop +
-                " ] || [ $i -lt 30 ]; do i=$((i+1)); echo \"$SLURM_PROCID $i\"; "
-                "sleep 0.01; done; exit $((SLURM_PROCID + 4))"};
+                " ] || [ $i -lt 30 ]; do i=$((i+1)); echo \"$SLURM_PROCID $i\"; echo $i > " +
+                jobs_ + "tick.$SLURM_PROCID; sleep 0.01; done; exit $((SLURM_PROCID + 4))"};
   o.environment = {"PATH=/usr/bin:/bin"};
   o.work_dir = "/";
   StepRun run;
@@ -88,7 +88,15 @@ TEST_F(ClusterTest, AStepOutlivesRestartsOfItsAgents) {
   bool restarted = WaitFor([&] { return step_running() && tasks_started(); }, 10'000);
   for (int round = 0; round < 2 && restarted; ++round) {
     for (int i : {0, 1}) cluster_->DetachAgent(i);
-    ::usleep(200'000);  // the agents stay away a while; the tasks go on printing
+    // The agents stay away while both tasks print 10 more lines.
+    auto tick = [&](int task) {
+      const std::string t = Read(jobs_ + "tick." + std::to_string(task));
+      return t.empty() ? 0 : std::atoi(t.c_str());
+    };
+    const int from[] = {tick(0), tick(1)};
+    restarted =
+        WaitFor([&] { return tick(0) >= from[0] + 10 && tick(1) >= from[1] + 10; }, 10'000) &&
+        restarted;
     for (int i : {0, 1}) restarted = cluster_->StartAgent(i).ok() && restarted;
   }
   const bool ran_through = restarted && step_running();
@@ -239,9 +247,16 @@ TEST_F(ClusterTest, AgentsRefuseCommandsFromAControllerOlderThanOneTheyObeyed) {
   fs::rename(state + ".old", state);
   ASSERT_TRUE(cluster_->RestartController().ok());
   ASSERT_TRUE(cluster_->WaitForNodesUp(10'000).ok());
+  auto refused = [&] {
+    uint64_t n = 0;
+    for (int i = 0; i < 4; ++i) n += cluster_->agent(i)->refused_commands();
+    return n;
+  };
+  const uint64_t refused_before = refused();
   auto id = cluster_->Submit("#!/bin/sh\ntouch " + jobs_ + "ran\n", Gang(1, 1));
   ASSERT_TRUE(id.ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The stale controller places the job and sends its launch, which its node refuses.
+  ASSERT_EVENTUALLY(refused() > refused_before, 10'000);
   EXPECT_FALSE(fs::exists(jobs_ + "ran")) << "a fenced-off controller started a job";
   for (int i = 0; i < 4; ++i) EXPECT_EQ(cluster_->agent(i)->num_jobs(), 0u);
 }
@@ -259,8 +274,15 @@ TEST_F(ClusterTest, LostAgentRequeuesTheWholeGang) {
   cluster_->SilenceAgent(1, true);  // node2 stops talking
   ASSERT_EVENTUALLY(cluster_->Node("node2")->state() == v1::NODE_DOWN, 10'000);
   ASSERT_EVENTUALLY(cluster_->Job(*id)->requeue_count() == 1, 10'000);
-  // node3 and node4 are free, but node2 may still run the old run: the gang waits for it.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // node3 and node4 are free, but node2 may still run the old run: the gang waits for it, also
+  // through the pass that starts (and ends) a small job after it.
+  auto requeued = cluster_->Job(*id);
+  ASSERT_TRUE(requeued.ok());
+  ASSERT_EQ(requeued->unconfirmed_nodes_size(), 1);
+  EXPECT_EQ(requeued->unconfirmed_nodes(0), "node2");
+  auto probe = cluster_->Submit("#!/bin/sh\ntrue\n", Gang(1, 0));
+  ASSERT_TRUE(probe.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*probe) == v1::COMPLETED, 10'000);
   EXPECT_EQ(cluster_->State(*id), v1::PENDING);
   EXPECT_EQ(Read(jobs_ + "runs"), "run 0\n");
   EXPECT_EQ(cluster_->agent(1)->num_jobs(), 1u) << "the cut-off node runs the old run on";

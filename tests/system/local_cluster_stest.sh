@@ -18,6 +18,16 @@ cleanup() {
     echo "--- FAILED (rc=$rc); logs:" >&2
     tail -n 30 "$DIR"/cluster/log/*.log >&2 || true
   fi
+  # What the test started in the background, by PID, and every job's steps: once the test has
+  # made its agents keep jobs across a stop, a failure would otherwise leave steps (and the
+  # srun holding them) running after the cluster is gone.
+  for p in ${srun_pid:-} ${pty_pid:-}; do kill "$p" 2>/dev/null || true; done
+  if muster cancel --user "$(id -un)" >/dev/null 2>&1; then
+    for _ in $(seq 100); do
+      [ -z "$(muster queue --noheader 2>/dev/null)" ] && break
+      sleep 0.2
+    done
+  fi
   muster local down --dir "$DIR/cluster" --purge >/dev/null 2>&1 || true
   rm -rf "$DIR"
 }

@@ -42,6 +42,8 @@ class Agent {
   std::string step_address() const;
   bool connected() const;
   size_t num_jobs() const;
+  // Commands refused because they came from a controller older than one this node obeyed.
+  uint64_t refused_commands() const;
 
   // Tests: stop heartbeats (the node looks dead to the controller) and drop the session.
   void SetSilentForTest(bool silent);

@@ -18,9 +18,9 @@
 
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
+#include "muster/common/executor.h"
 #include "muster/common/status.h"
 #include "muster/controller/engine.h"
-#include "muster/controller/executor.h"
 #include "muster/controller/service_stats.h"
 #include "muster/store/replication_log.h"
 #include "muster/store/state_store.h"

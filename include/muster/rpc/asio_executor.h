@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "muster/controller/executor.h"
+#include "muster/common/executor.h"
 
 namespace muster::rpc {
 
-class AsioExecutor final : public controller::Executor {
+class AsioExecutor final : public Executor {
  public:
   AsioExecutor();
   ~AsioExecutor() override;

@@ -231,52 +231,6 @@ TEST_F(AgentTest, TerminateSignalsTheGroupAndKillsWhatOutlivesTheGrace) {
   EXPECT_EQ(agent_->num_jobs(), 0u);
 }
 
-TEST_F(AgentTest, SuspendStopsTheJobAndItsLimitClockAndResumeExtendsTheLimit) {
-  StartAgent();
-  link_->Connect(1);
-  v1::ControllerMessage launch = Launch(1);
-  launch.mutable_launch_job()->set_time_limit_ms(300);
-  launch.mutable_launch_job()->set_start_time_ms(SystemClock::Get()->NowMs());
-  link_->Command(launch);
-  auto spawned = launcher_->WaitForSpawns(1);
-  ASSERT_EQ(spawned.size(), 1u);
-  const pid_t group = spawned[0].task_pid;
-  ASSERT_TRUE(Sent([](const auto& m) { return m.has_job_started(); }));
-  auto suspend = [&](bool resume, int64_t suspended_ms) {
-    v1::ControllerMessage m;
-    m.set_epoch(1);
-    m.mutable_suspend_job()->set_job_id(kJob);
-    m.mutable_suspend_job()->set_resume(resume);
-    m.mutable_suspend_job()->set_suspended_ms(suspended_ms);
-    link_->Command(m);
-  };
-  auto saved = [&] {
-    v1::AgentJobState st;
-    std::ifstream in(dir_ + "/spool/job7/state");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    EXPECT_TRUE(st.ParseFromString(ss.str()));
-    return st;
-  };
-  suspend(false, 0);
-  ASSERT_TRUE(launcher_->WaitForSignal(group, SIGSTOP));
-  EXPECT_TRUE(saved().suspended()) << "a restarted agent must not run its clock either";
-  // Past its 300 ms limit while stopped: no SIGTERM, the clock does not run.
-  ::usleep(600'000);
-  for (const auto& [p, sig] : launcher_->signals()) EXPECT_NE(sig, SIGTERM);
-  // Continued with 10 s suspended in all: the limit moves 10 s on.
-  suspend(true, 10'000);
-  ASSERT_TRUE(launcher_->WaitForSignal(group, SIGCONT));
-  const v1::AgentJobState st = saved();
-  EXPECT_FALSE(st.suspended());
-  EXPECT_EQ(st.launch().suspended_ms(), 10'000);
-  ::usleep(300'000);
-  for (const auto& [p, sig] : launcher_->signals()) EXPECT_NE(sig, SIGTERM);
-  // Without the extension it reaches its limit at once.
-  suspend(true, 0);
-  EXPECT_TRUE(launcher_->WaitForSignal(group, SIGTERM));
-}
-
 TEST_F(AgentTest, ARestartedAgentReadoptsWhatRunsAndReportsWhatItLost) {
   // What a previous agent left: job 7 running under its keeper, job 8 whose state is corrupt,
   // job 9 whose launch never finished.

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
-#include "muster/controller/manual_executor.h"
+#include "muster/common/manual_executor.h"
 
 namespace muster::controller {
 namespace {

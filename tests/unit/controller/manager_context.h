@@ -1,15 +1,20 @@
 // A policy manager's world without the engine: a one-node cluster's config (plus the test's own
-// tables), an EngineContext over an in-memory store that outlives "restarts".
+// tables), an EngineContext over an in-memory store that outlives "restarts", and for managers
+// that read jobs, a job table filled from that store as the engine's recovery fills it.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine_context.h"
+#include "job_manager.h"
 #include "muster/common/config.h"
 #include "muster/store/state_store.h"
+#include "node_manager.h"
+#include "resource_ledger.h"
 
 namespace muster::controller {
 
@@ -42,6 +47,12 @@ nodes = "node1"
   // What the store held at the last Restart.
   const store::LoadedState& state() const { return state_; }
   store::InMemoryStateStore& store() { return store_; }
+  // Jobs as an earlier controller left them in the store: the next Restart reads them.
+  void PutJobs(const std::vector<v1::JobRecord>& recs) {
+    store::Mutation m;
+    for (const v1::JobRecord& r : recs) m.PutJob(r);
+    EXPECT_TRUE(store_.Commit(m).ok());
+  }
 
   static Caller Root() { return {0, 0, "root", true}; }
   static Caller Alice() { return {1000, 1000, "alice", false}; }
@@ -50,6 +61,24 @@ nodes = "node1"
   const std::string extra_;
   store::InMemoryStateStore store_;
   store::LoadedState state_;
+};
+
+// The job table over `ctx`, with the nodes and ledger it needs, holding the jobs the store held
+// at the last Restart (as Engine::Recover restores them).
+struct JobTable {
+  JobTable(EngineContext& ctx, const store::LoadedState& state, TimeMs now)
+      : ledger(ctx.config()), nodes(ctx), jobs(ctx, nodes, ledger) {
+    auto index_of = [&ctx](const std::string& name) { return ctx.NodeIndex(name); };
+    for (v1::JobRecord rec : state.jobs) {
+      ledger.HoldRecovered(rec, index_of);
+      jobs.Restore(std::move(rec), now);
+    }
+    Status finished = jobs.FinishRestore(now);
+    EXPECT_TRUE(finished.ok()) << finished.ToString();
+  }
+  ResourceLedger ledger;
+  NodeManager nodes;
+  JobManager jobs;
 };
 
 }  // namespace muster::controller

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "muster/controller/manual_executor.h"
+#include "muster/common/manual_executor.h"
 #include "muster/rpc/controller_server.h"
 #include "one_node_config.h"
 
@@ -80,7 +80,7 @@ class ApiDispatchTest : public ::testing::Test {
   }
 
   ManualClock clock_;
-  controller::ManualExecutor executor_{&clock_};
+  ManualExecutor executor_{&clock_};
   std::unique_ptr<controller::ControllerRunner> runner_;
   std::unique_ptr<ApiDispatcher> dispatcher_;
   std::shared_ptr<ClientSession> session_;

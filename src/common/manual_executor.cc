@@ -1,6 +1,6 @@
-#include "muster/controller/manual_executor.h"
+#include "muster/common/manual_executor.h"
 
-namespace muster::controller {
+namespace muster {
 
 void ManualExecutor::Post(std::function<void()> fn) { queue_.push_back(std::move(fn)); }
 
@@ -35,4 +35,4 @@ void ManualExecutor::AdvanceMs(TimeMs ms) {
   clock_->SetMs(until);
 }
 
-}  // namespace muster::controller
+}  // namespace muster

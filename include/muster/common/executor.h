@@ -1,19 +1,20 @@
-// Where the controller's work runs: one strand that owns the engine, timers on it, and workers for
-// what must not hold the strand. The daemon's executor is Asio (rpc/asio_executor.h); tests and a
-// simulator use ManualExecutor (manual_executor.h), which runs everything on the caller's thread
-// under a virtual clock.
+// Where a daemon's work runs: one strand that owns its state, timers on it, and workers for what
+// must not hold the strand. The controller's executor is Asio with a worker per lane
+// (rpc/asio_executor.h); the agent's is its io thread (agent/io_executor.h); tests and a simulator
+// use ManualExecutor (manual_executor.h), which runs everything on the caller's thread under a
+// virtual clock.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 
-namespace muster::controller {
+namespace muster {
 
 class Executor {
  public:
   // Work that runs off the strand, each kind on its own worker so that one does not wait for the
-  // other: the scheduling pass's core, reads of the archive (sacct), and the store's group
-  // commit syncs.
+  // other: the controller's scheduling pass's core, reads of its archive (sacct), and its
+  // store's group commit syncs. The agent offloads nothing.
   enum class Lane { kScheduling, kQuery, kSync };
 
   virtual ~Executor() = default;
@@ -25,4 +26,4 @@ class Executor {
   virtual void Offload(Lane lane, std::function<void()> fn) = 0;
 };
 
-}  // namespace muster::controller
+}  // namespace muster

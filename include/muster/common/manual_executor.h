@@ -1,7 +1,8 @@
 // An Executor that runs nothing by itself: the caller runs what is queued (RunUntilIdle) and moves
 // a ManualClock (AdvanceMs), which runs the timers that fall due, in time order. Work offloaded
 // runs in turn like posted work. The controller runner under it is deterministic and needs no
-// sockets or threads: the tests' and a simulator's way to drive it (Mesos's Clock::advance).
+// sockets or threads, and so are the agent's job lifecycles: the tests' and a simulator's way to
+// drive them (Mesos's Clock::advance).
 //
 // Thread-compatible: drive it from one thread.
 #pragma once
@@ -13,9 +14,9 @@
 #include <utility>
 
 #include "muster/common/clock.h"
-#include "muster/controller/executor.h"
+#include "muster/common/executor.h"
 
-namespace muster::controller {
+namespace muster {
 
 class ManualExecutor final : public Executor {
  public:
@@ -42,4 +43,4 @@ class ManualExecutor final : public Executor {
   uint64_t seq_ = 0;
 };
 
-}  // namespace muster::controller
+}  // namespace muster

@@ -1,0 +1,225 @@
+// LimitTracker on its own (no engine), over the accounts, QoS and jobs a restarted controller
+// reads from its store: the MaxWall a job without a time limit gets, per-job limits that hold a
+// job and name the scope, DenyOnLimit's refusals, the submit and stored-bytes limits counted over
+// a whole sub-tree, and the counters a pass charges with what running jobs hold.
+#include "limit_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "account_manager.h"
+#include "manager_context.h"
+#include "qos_manager.h"
+
+namespace muster::controller {
+namespace {
+
+constexpr TimeMs kNow = 1'700'000'000'000;
+constexpr int64_t kHour = 3'600'000;
+
+constexpr const char* kLimits = R"(
+[[nodes]]
+names = "gpu1"
+cpus = 8
+memory_mb = 1000
+gpus = 8
+gpu_type = "h100"
+
+[[partition]]
+name = "gpu"
+nodes = "gpu1"
+
+[[qos]]
+name = "capped"
+flags = ["DenyOnLimit"]
+max_gpus_per_job = 4
+max_wall = "1:00:00"
+
+[[accounts]]
+name = "science"
+users = ["bob"]
+grp_submit_jobs = 3
+grp_gpus = { h100 = 8 }
+grp_stored_mb = 1
+max_wall = "4:00:00"
+
+[[accounts]]
+name = "physics"
+parent = "science"
+users = ["alice"]
+max_nodes_per_job = 1
+)";
+
+class LimitTrackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(); }
+  // The managers afresh over the store, as a restarted controller makes them.
+  void Start() {
+    limits_.reset();
+    table_.reset();
+    qos_.reset();
+    accounts_.reset();
+    ctx_ = world_.Restart();
+    accounts_ = std::make_unique<AccountManager>(*ctx_);
+    qos_ = std::make_unique<QosManager>(*ctx_);
+    accounts_->SetQosExists([this](const std::string& q) { return qos_->Exists(q); });
+    store::Mutation m;
+    qos_->Restore(world_.state().qos, m);
+    accounts_->Restore(world_.state().accounts, world_.state().users, m);
+    ASSERT_TRUE(world_.store().Commit(m).ok());
+    table_ = std::make_unique<JobTable>(*ctx_, world_.state(), kNow);
+    limits_ = std::make_unique<LimitTracker>(*ctx_, *accounts_, *qos_, table_->jobs);
+  }
+  static v1::JobSpec Spec(const std::string& user, const std::string& account,
+                          const std::string& qos = "normal") {
+    v1::JobSpec s;
+    s.set_user(user);
+    s.set_uid(user == "alice" ? 1000 : 1001);
+    s.set_account(account);
+    s.set_qos(qos);
+    s.set_nodes(1);
+    s.set_ntasks(1);
+    s.add_partitions("p");
+    return s;
+  }
+  static v1::JobRecord Job(uint64_t id, v1::JobState state, v1::JobSpec spec) {
+    v1::JobRecord r;
+    r.set_id(id);
+    r.set_state(state);
+    r.set_submit_time_ms(kNow - kHour);
+    if (state != v1::PENDING) r.set_start_time_ms(kNow - kHour);
+    if (state == v1::COMPLETED) r.set_end_time_ms(kNow - 1000);
+    *r.mutable_spec() = std::move(spec);
+    return r;
+  }
+  // A job running on gpu1 with `gpus` of its GPUs, of whatever type it asked for.
+  static v1::JobRecord OnGpus(uint64_t id, v1::JobSpec spec, uint32_t gpus) {
+    spec.set_gpus_per_node(gpus);
+    spec.set_partitions(0, "gpu");
+    v1::JobRecord r = Job(id, v1::RUNNING, std::move(spec));
+    r.mutable_allocation()->set_partition("gpu");
+    v1::NodeAllocation* na = r.mutable_allocation()->add_nodes();
+    na->set_node("gpu1");
+    na->add_cpu_ids(0);
+    na->set_ntasks(1);
+    for (uint32_t g = 0; g < gpus; ++g) na->add_gpu_indices(g);
+    return r;
+  }
+  ManagerContext world_{kLimits};
+  std::unique_ptr<EngineContext> ctx_;
+  std::unique_ptr<AccountManager> accounts_;
+  std::unique_ptr<QosManager> qos_;
+  std::unique_ptr<JobTable> table_;
+  std::unique_ptr<LimitTracker> limits_;
+};
+
+TEST_F(LimitTrackerTest, AJobWithoutATimeLimitGetsTheSmallestMaxWallOfItsQosAndTree) {
+  v1::JobSpec spec = Spec("alice", "physics");
+  EXPECT_EQ(limits_->WallLimit(spec), 4 * kHour) << "physics sets none: science's holds";
+  spec.set_qos("capped");
+  EXPECT_EQ(limits_->WallLimit(spec), kHour) << "the QoS's is smaller";
+  // Outside the tree and in a QoS without limits, nothing bounds it.
+  EXPECT_EQ(limits_->WallLimit(Spec("carol", "elsewhere")), 0);
+}
+
+TEST_F(LimitTrackerTest, APendingJobOverAPerJobLimitWaitsWithAReasonThatNamesTheScope) {
+  std::string detail;
+  const v1::JobSpec physics = Spec("alice", "physics");
+  EXPECT_EQ(limits_->PerJobLimit(physics, 5 * kHour, {1, 0, ""}, &detail),
+            core::JobReason::kAssocMaxWallDurationPerJobLimit);
+  EXPECT_NE(detail.find("account science allows at most"), std::string::npos) << detail;
+  // No time limit at all is over any MaxWall.
+  EXPECT_EQ(limits_->PerJobLimit(physics, 0, {1, 0, ""}, &detail),
+            core::JobReason::kAssocMaxWallDurationPerJobLimit);
+  EXPECT_NE(detail.find("this job has no time limit"), std::string::npos) << detail;
+  EXPECT_EQ(limits_->PerJobLimit(physics, kHour, {2, 0, ""}, &detail),
+            core::JobReason::kAssocMaxNodePerJobLimit);
+  EXPECT_NE(detail.find("account physics allows at most 1 nodes per job"), std::string::npos)
+      << detail;
+  EXPECT_EQ(
+      limits_->PerJobLimit(Spec("alice", "physics", "capped"), kHour, {1, 8, "h100"}, &detail),
+      core::JobReason::kQOSMaxGRESPerJob);
+  EXPECT_NE(detail.find("qos capped allows at most 4 GPUs per job"), std::string::npos) << detail;
+  detail.clear();
+  EXPECT_EQ(limits_->PerJobLimit(physics, kHour, {1, 8, "h100"}, &detail), core::JobReason::kNone);
+  EXPECT_EQ(detail, "");
+}
+
+TEST_F(LimitTrackerTest, OnlyADenyOnLimitQosRefusesAtSubmissionWhatIsOverAPerJobLimit) {
+  Status refused =
+      limits_->CheckSubmit(Spec("alice", "physics", "capped"), kHour, {1, 8, "h100"}, 1);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("job violates a limit of qos capped (DenyOnLimit)"),
+            std::string::npos)
+      << refused.message();
+  // Over the account's MaxWall in a QoS without DenyOnLimit: accepted, to wait.
+  const v1::JobSpec normal = Spec("alice", "physics");
+  EXPECT_TRUE(limits_->CheckSubmit(normal, 5 * kHour, {1, 0, ""}, 1).ok());
+  std::string detail;
+  EXPECT_NE(limits_->PerJobLimit(normal, 5 * kHour, {1, 0, ""}, &detail), core::JobReason::kNone);
+}
+
+TEST_F(LimitTrackerTest, SubmitLimitsCountThePendingAndRunningJobsOfTheWholeSubtree) {
+  world_.PutJobs(
+      {Job(1, v1::PENDING, Spec("alice", "physics")), Job(2, v1::RUNNING, Spec("alice", "physics")),
+       Job(3, v1::PENDING, Spec("bob", "science")), Job(4, v1::COMPLETED, Spec("bob", "science"))});
+  Start();
+  Status refused = limits_->CheckSubmit(Spec("bob", "science"), kHour, {1, 0, ""}, 1);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
+  // Physics's jobs count for science; the finished one does not.
+  EXPECT_NE(refused.message().find("account science is at its limit (AssocGrpSubmitJobsLimit"),
+            std::string::npos)
+      << refused.message();
+  EXPECT_NE(refused.message().find(": 3 jobs pending or running, at most 3"), std::string::npos)
+      << refused.message();
+  // Job 1 moving up from physics to science already counts there.
+  const v1::JobSpec from = table_->jobs.Find(1)->rec().spec();
+  EXPECT_TRUE(limits_->CheckSubmit(Spec("alice", "science"), kHour, {1, 0, ""}, 1, &from).ok());
+}
+
+TEST_F(LimitTrackerTest, StoredScriptsCountForEveryAccountAboveAndPastTheLimitAreRefused) {
+  v1::JobRecord stored = Job(1, v1::PENDING, Spec("bob", "science"));
+  stored.set_payload_bytes(900 << 10);
+  world_.PutJobs({stored});
+  Start();
+  // Alice's bytes in physics count against science's 1 MiB along with bob's there.
+  const v1::JobSpec physics = Spec("alice", "physics");
+  EXPECT_TRUE(limits_->CheckStored(physics, 100 << 10).ok());
+  Status refused = limits_->CheckStored(physics, 200 << 10);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("account science is at its limit (GrpStoredMB)"),
+            std::string::npos)
+      << refused.message();
+}
+
+TEST_F(LimitTrackerTest, APassChargesWhatRunningJobsHoldAndNamesThemWhenALimitHolds) {
+  // It asked for any type and got gpu1's: science's h100 limit counts it.
+  world_.PutJobs({OnGpus(5, Spec("alice", "physics"), 6)});
+  Start();
+  const JobUse running = limits_->RunningUse(table_->jobs.Find(5)->rec());
+  EXPECT_EQ(running.gpus, 6u);
+  EXPECT_EQ(running.gpu_type, "h100");
+
+  std::vector<core::LimitCounter> counters;
+  limits_->BeginPass(&counters);
+  const v1::JobSpec next = Spec("alice", "physics");
+  const auto charges = limits_->ChargesOf(next, {1, 4, "h100"});
+  ASSERT_EQ(charges.size(), 1u);
+  const core::LimitCounter& c = counters.at(charges[0].counter);
+  EXPECT_EQ(c.what, "account science: h100 GPUs (GrpTRES gres/gpu:h100)");
+  EXPECT_EQ(c.used, 6u);
+  EXPECT_EQ(c.max, 8u);
+  EXPECT_EQ(charges[0].amount, 4u);
+  EXPECT_TRUE(limits_->ChargesOf(next, {1, 4, "a100"}).empty()) << "a limit of h100 only";
+
+  // Explained outside the pass: 6 held + 4 asked > 8, and job 5 is the one holding them.
+  const auto holding = limits_->HoldingLimits(next, {1, 4, "h100"});
+  ASSERT_EQ(holding.size(), 1u);
+  EXPECT_EQ(holding[0].need, 4u);
+  EXPECT_EQ(holding[0].jobs, (std::vector<std::pair<uint64_t, uint64_t>>{{5, 6}}));
+  EXPECT_TRUE(limits_->HoldingLimits(next, {1, 2, "h100"}).empty()) << "6 + 2 fit in 8";
+}
+
+}  // namespace
+}  // namespace muster::controller
