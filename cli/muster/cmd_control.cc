@@ -1,6 +1,7 @@
 // muster control (scontrol): show job|node|partition|reservation|hostnames, update NodeName=...,
 // hold|release|requeue; create|update|delete reservation go to cmd_reservation.cc. Output in
 // scontrol's Key=Value layout, for the scripts that parse it.
+#include <getopt.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -435,13 +436,27 @@ int JobAction(const std::string& verb, const std::vector<std::string>& args) {
 }  // namespace
 
 int CmdControl(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  // scontrol's -d/--details and -o/--oneliner are accepted only where they change nothing here.
-  std::erase_if(args, [](const std::string& a) { return a == "-d" || a == "--details"; });
+  // scontrol's -d/--details (accepted; it changes nothing here) and -o/--oneliner, anywhere
+  // among its words.
+  const struct option opts[] = {{"details", no_argument, nullptr, 'd'},
+                                {"oneliner", no_argument, nullptr, 'o'},
+                                {nullptr, 0, nullptr, 0}};
   bool oneliner = false;  // -o: show reservation's one line per record
-  std::erase_if(args, [&](const std::string& a) {
-    return (a == "-o" || a == "--oneliner") && (oneliner = true);
-  });
+  std::vector<std::string> args;
+  int at = 1;    // the word getopt reads
+  int kept = 0;  // the last word kept (a cluster like -xy comes back once per letter)
+  optind = 0;
+  opterr = 0;
+  // "-": the words come back in order (1). A dash word that is no option here stays a word, as
+  // it always was: -h and --help in the command's place, or one the commands below refuse.
+  for (int c; (c = getopt_long(argc, argv, "-:do", opts, nullptr)) != -1; at = optind) {
+    if (c == 'o') {
+      oneliner = true;
+    } else if (c != 'd' && at != kept) {
+      args.push_back(argv[kept = at]);
+    }
+  }
+  args.insert(args.end(), argv + at, argv + argc);  // getopt stops at "--": it and the rest
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::printf(
         "Usage: %s COMMAND\n"

@@ -1,4 +1,6 @@
 // muster job show ID [--json]: one job, everything the controller knows of it.
+#include <getopt.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -33,16 +35,27 @@ int CmdJob(int argc, char** argv) {
   }
   bool json = false;
   std::vector<std::string> ids;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--json") {
-      json = true;
-    } else if (!a.empty() && a[0] == '-') {
-      return Usage("job", "unknown option '" + a + "'");
-    } else {
-      ids.push_back(a);
+  const struct option opts[] = {{"json", no_argument, nullptr, 'j'}, {nullptr, 0, nullptr, 0}};
+  char** args = argv + 1;  // from "show" on: getopt reads what follows it
+  int at = 1;              // the word getopt reads, named whole in errors
+  auto unknown = [&] { return Usage("job", "unknown option '" + std::string(args[at]) + "'"); };
+  optind = 0;
+  opterr = 0;
+  // "-": ids come back in order (1), so --json counts after them too.
+  for (int c; (c = getopt_long(argc - 1, args, "-:", opts, nullptr)) != -1; at = optind) {
+    switch (c) {
+      case 'j':
+        json = true;
+        break;
+      case 1:
+        if (optarg[0] == '-') return unknown();  // "-" alone, no id
+        ids.push_back(optarg);
+        break;
+      default:
+        return unknown();
     }
   }
+  if (at < argc - 1) return unknown();  // getopt stops early only at "--", never an option here
   auto parsed = ParseIds(ids);
   if (!parsed.ok() || parsed->size() != 1) return Usage("job", "expected exactly one job id");
   auto controller = ConnectController();

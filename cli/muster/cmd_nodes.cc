@@ -1,4 +1,6 @@
 // muster nodes, muster node drain|resume, muster info.
+#include <getopt.h>
+
 #include <cstdio>
 
 #include "cli.h"
@@ -63,17 +65,27 @@ const char* LinkName(v1::GpuLinkType t) {
 
 int CmdNodes(int argc, char** argv) {
   bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--json") {
-      json = true;
-    } else if (a == "-h" || a == "--help") {
-      std::printf("Usage: muster nodes [--json]\n");
-      return kExitOk;
-    } else {
-      return Usage("nodes", "unknown argument '" + a + "'");
+  const struct option opts[] = {{"json", no_argument, nullptr, 'j'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {nullptr, 0, nullptr, 0}};
+  int at = 1;  // the word getopt reads, named whole in errors (-xh too)
+  auto unknown = [&] { return Usage("nodes", "unknown argument '" + std::string(argv[at]) + "'"); };
+  optind = 0;
+  opterr = 0;
+  // "-": words come back in order (1), each refused there, so the first bad word is named.
+  for (int c; (c = getopt_long(argc, argv, "-:h", opts, nullptr)) != -1; at = optind) {
+    switch (c) {
+      case 'j':
+        json = true;
+        break;
+      case 'h':
+        std::printf("Usage: muster nodes [--json]\n");
+        return kExitOk;
+      default:  // a word, or an option that is not one of these
+        return unknown();
     }
   }
+  if (at < argc) return unknown();  // getopt stops early only at "--", never an option here
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("nodes", controller.status());
   auto resp = controller->ListNodes(v1::ListNodesRequest());
@@ -199,18 +211,28 @@ int CmdNode(int argc, char** argv) {
     return Usage("node", "unknown action '" + action + "' (drain, resume or confirm-down)");
   }
   std::vector<std::string> names;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--reason" && i + 1 < argc) {
-      req.set_reason(argv[++i]);
-    } else if (StartsWith(a, "--reason=")) {
-      req.set_reason(a.substr(9));
-    } else if (!a.empty() && a[0] == '-') {
-      return Usage("node", "unknown option '" + a + "'");
-    } else {
-      names.push_back(a);
+  const struct option opts[] = {{"reason", required_argument, nullptr, 'r'},
+                                {nullptr, 0, nullptr, 0}};
+  char** args = argv + 1;  // from the action on: getopt reads what follows it
+  int at = 1;              // the word getopt reads, named whole in errors
+  auto unknown = [&] { return Usage("node", "unknown option '" + std::string(args[at]) + "'"); };
+  optind = 0;
+  opterr = 0;
+  // "-": node names come back in order (1), options after them still count.
+  for (int c; (c = getopt_long(argc - 1, args, "-:", opts, nullptr)) != -1; at = optind) {
+    switch (c) {
+      case 'r':
+        req.set_reason(optarg);
+        break;
+      case 1:
+        if (optarg[0] == '-') return unknown();  // "-" alone, no node
+        names.push_back(optarg);
+        break;
+      default:  // not an option of node's, or --reason with nothing after it
+        return unknown();
     }
   }
+  if (at < argc - 1) return unknown();  // getopt stops early only at "--", never an option here
   if (names.empty()) return Usage("node", "no node names given");
   if (req.action() == v1::UpdateNodeRequest::DRAIN && Trim(req.reason()).empty()) {
     return Usage("node", "a reason is required to drain a node (--reason TEXT)");

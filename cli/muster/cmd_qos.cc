@@ -1,4 +1,6 @@
 // muster qos list|add|modify|remove: QoS with sacctmgr's KEY=VALUE words (sacctmgr_limits.h).
+#include <getopt.h>
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -30,20 +32,31 @@ int CmdQos(int argc, char** argv) {
   }
   std::vector<std::string> names;
   std::map<std::string, std::string> values;
-  bool parsable = false;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--parsable" || a == "-P") {
-      parsable = true;
-      continue;
-    }
+  auto word = [&](const std::string& a) {
     const size_t eq = a.find('=');
     if (eq == std::string::npos) {
       names.push_back(a);
     } else {
       values[ToLower(a.substr(0, eq))] = a.substr(eq + 1);
     }
+  };
+  bool parsable = false;
+  const struct option opts[] = {{"parsable", no_argument, nullptr, 'P'}, {nullptr, 0, nullptr, 0}};
+  char** args = argv + 1;  // from the operation on: getopt reads what follows it
+  int at = 1;              // the word getopt reads
+  int kept = 0;            // the last word kept (a cluster like -xy comes back once per letter)
+  optind = 0;
+  opterr = 0;
+  // "-": NAME and KEY=VALUE words come back in order (1). A dash word that is not -P stays a
+  // word, as it always was: a name or key the checks below (or the controller) refuse.
+  for (int c; (c = getopt_long(argc - 1, args, "-:P", opts, nullptr)) != -1; at = optind) {
+    if (c == 'P') {
+      parsable = true;
+    } else if (at != kept) {
+      word(args[kept = at]);
+    }
   }
+  for (; at < argc - 1; ++at) word(args[at]);  // getopt stops at "--": it and the rest are words
   if (op == "list" || op == "show") {
     if (!values.empty()) return Usage("qos", "list takes QoS names only");
     return ShowQos(names, "", true, parsable ? "|" : "", false);

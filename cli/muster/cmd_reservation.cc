@@ -3,6 +3,8 @@
 // cmd_control.cc routes scontrol's words here). Keys as scontrol takes them, case-insensitive:
 // ReservationName, StartTime, EndTime, Duration, Nodes, NodeCnt, TRES=gres/gpu[:TYPE]=N (or
 // GPUs=[TYPE:]N), PartitionName, Users, Accounts, Flags.
+#include <getopt.h>
+
 #include <cstdio>
 #include <map>
 
@@ -277,24 +279,43 @@ int CmdReservation(int argc, char** argv) {
     return kExitOk;
   }
   if (op == "create" || op == "update" || op == "delete") return ReservationCommand(op, rest);
-  if (op == "show") {
-    bool oneliner = false;
-    std::erase_if(rest, [&](const std::string& a) {
-      return (a == "-o" || a == "--oneliner") && (oneliner = true);
-    });
-    return ShowReservations(rest.empty() ? "" : rest[0], oneliner);
+  if (op != "show" && op != "list") {
+    return Usage("reservation",
+                 "unknown operation '" + op + "' (list, show, create, update, delete)");
   }
-  if (op == "list") {
-    bool json = false;
-    std::erase_if(rest, [&](const std::string& a) { return a == "--json" && (json = true); });
-    auto controller = ConnectController();
-    if (!controller.ok()) return Fail("reservation", controller.status());
-    auto resp = Fetch(*controller, rest.empty() ? "" : rest[0]);
-    if (!resp.ok()) return Fail("reservation", resp.status());
-    return ListTable(*resp, json);
+  // show's -o/--oneliner and list's --json, anywhere after the operation.
+  const bool show = op == "show";
+  const struct option show_opts[] = {{"oneliner", no_argument, nullptr, 'o'},
+                                     {nullptr, 0, nullptr, 0}};
+  const struct option list_opts[] = {{"json", no_argument, nullptr, 'j'}, {nullptr, 0, nullptr, 0}};
+  bool oneliner = false, json = false;
+  std::vector<std::string> words;
+  char** args = argv + 1;  // from the operation on: getopt reads what follows it
+  int at = 1;              // the word getopt reads
+  int kept = 0;            // the last word kept (a cluster like -xy comes back once per letter)
+  optind = 0;
+  opterr = 0;
+  // "-": the words come back in order (1). A dash word that is no option here stays a word, as
+  // it always was: the name, when it comes first.
+  for (int c; (c = getopt_long(argc - 1, args, show ? "-:o" : "-:", show ? show_opts : list_opts,
+                               nullptr)) != -1;
+       at = optind) {
+    if (c == 'o') {
+      oneliner = true;
+    } else if (c == 'j') {
+      json = true;
+    } else if (at != kept) {
+      words.push_back(args[kept = at]);
+    }
   }
-  return Usage("reservation",
-               "unknown operation '" + op + "' (list, show, create, update, delete)");
+  words.insert(words.end(), args + at, args + argc - 1);  // getopt stops at "--": it and the rest
+  const std::string name = words.empty() ? "" : words[0];
+  if (show) return ShowReservations(name, oneliner);
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("reservation", controller.status());
+  auto resp = Fetch(*controller, name);
+  if (!resp.ok()) return Fail("reservation", resp.status());
+  return ListTable(*resp, json);
 }
 
 }  // namespace muster::cli

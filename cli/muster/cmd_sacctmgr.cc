@@ -10,6 +10,8 @@
 //            MaxSubmitJobs= MaxTRES=gres/gpu=N,node=N MaxTRESPerUser= (qos) MaxWall= (-1 clears)
 //   sacctmgr [-n] [-p|-P] show|list account|user|assoc|qos [where ...] [format=F1,F2%W,...]
 // Changes are made at once (-i is accepted and implied: there is no confirmation prompt).
+#include <getopt.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -287,27 +289,42 @@ int CmdSacctmgr(int argc, char** argv) {
   bool header = true, trailing = false;
   std::string sep;
   std::vector<std::string> words;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(kHelp, stdout);
-      return kExitOk;
-    }
-    if (a == "-i" || a == "--immediate") continue;
-    if (a == "-n" || a == "--noheader") {
-      header = false;
-    } else if (a == "-p" || a == "--parsable") {
-      sep = "|";
-      trailing = true;
-    } else if (a == "-P" || a == "--parsable2") {
-      sep = "|";
-      trailing = false;
-    } else if (!a.empty() && a[0] == '-') {
-      return Usage("sacctmgr", "unknown option " + a);
-    } else {
-      words.push_back(a);
+  const struct option opts[] = {
+      {"immediate", no_argument, nullptr, 'i'}, {"noheader", no_argument, nullptr, 'n'},
+      {"parsable", no_argument, nullptr, 'p'},  {"parsable2", no_argument, nullptr, 'P'},
+      {"help", no_argument, nullptr, 'h'},      {nullptr, 0, nullptr, 0}};
+  int at = 1;  // the word getopt reads, named whole in errors (-xn too)
+  auto unknown = [&] { return Usage("sacctmgr", "unknown option " + std::string(argv[at])); };
+  optind = 0;
+  opterr = 0;
+  // "-": COMMAND ENTITY SPECS come back in order (1); options may come between and after them.
+  for (int c; (c = getopt_long(argc, argv, "-:hinpP", opts, nullptr)) != -1; at = optind) {
+    switch (c) {
+      case 'h':
+        std::fputs(kHelp, stdout);
+        return kExitOk;
+      case 'i':  // implied: there is no prompt
+        break;
+      case 'n':
+        header = false;
+        break;
+      case 'p':
+        sep = "|";
+        trailing = true;
+        break;
+      case 'P':
+        sep = "|";
+        trailing = false;
+        break;
+      case 1:
+        if (optarg[0] == '-') return unknown();  // "-" alone, no word of a command
+        words.push_back(optarg);
+        break;
+      default:
+        return unknown();
     }
   }
+  if (at < argc) return unknown();  // getopt stops early only at "--", never an option here
   if (words.size() < 2) return Usage("sacctmgr", "expected a command and an entity (see -h)");
   const std::string command = ToLower(words[0]);
   std::string entity = ToLower(words[1]);

@@ -2,6 +2,7 @@
 // sreport's layout, from the same job records as `muster report usage` (usage_window.h). Usage
 // is CPU time by default; -T gres/gpu (or cpu,gres/gpu) reports GPU time with a TRES Name column.
 // An account's line is its whole subtree's; root's is the cluster's.
+#include <getopt.h>
 #include <pwd.h>
 
 #include <algorithm>
@@ -233,53 +234,69 @@ int CmdSreport(int argc, char** argv) {
   o.start = *today - 86'400'000;
   o.end = *today;
   std::vector<std::string> words;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const std::string& opt) -> std::optional<std::string> {
-      if (a == opt && i + 1 < argc) return std::string(argv[++i]);
-      if (StartsWith(a, opt + "=")) return a.substr(opt.size() + 1);
-      return std::nullopt;
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (a == "-n" || a == "--noheader") {
-      o.header = false;
-    } else if (a == "-P" || a == "--parsable2") {
-      o.sep = "|";
-    } else if (a == "-p" || a == "--parsable") {
-      o.sep = "|";
-      o.trailing = true;
-    } else if (auto t = a == "-t" ? value("-t") : value("--time-format")) {
-      const std::string u = ToLower(*t);
-      if (u == "minutes" || u == "minute" || u == "min" || u == "m") {
-        o.unit_s = 60;
-        o.unit_name = "Minutes";
-      } else if (u == "hours" || u == "hour" || u == "h") {
-        o.unit_s = 3600;
-        o.unit_name = "Hours";
-      } else if (u == "seconds" || u == "second" || u == "sec" || u == "s") {
-        o.unit_s = 1;
-        o.unit_name = "Seconds";
-      } else {
-        return Usage("report", "-t " + *t + " is not supported (minutes, hours, seconds)");
-      }
-    } else if (auto tres = a == "-T" ? value("-T") : value("--tres")) {
-      o.tres.clear();
-      for (const std::string& x : Split(ToLower(*tres), ',', true)) {
-        if (x != "cpu" && x != "gres/gpu") {
-          return Usage("report", "TRES " + x + " is not supported (cpu, gres/gpu)");
+  const struct option opts[] = {{"noheader", no_argument, nullptr, 'n'},
+                                {"parsable2", no_argument, nullptr, 'P'},
+                                {"parsable", no_argument, nullptr, 'p'},
+                                {"time-format", required_argument, nullptr, 't'},
+                                {"tres", required_argument, nullptr, 'T'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {nullptr, 0, nullptr, 0}};
+  int at = 1;  // the word getopt reads, named whole in errors (-xn too)
+  auto unknown = [&] { return Usage("report", "unknown option '" + std::string(argv[at]) + "'"); };
+  optind = 0;
+  opterr = 0;
+  // "-": the report's words come back in order (1); options may come between and after them.
+  for (int c; (c = getopt_long(argc, argv, "-:hnPpt:T:", opts, nullptr)) != -1; at = optind) {
+    switch (c) {
+      case 'h':
+        std::fputs(kUsage, stdout);
+        return kExitOk;
+      case 'n':
+        o.header = false;
+        break;
+      case 'P':
+        o.sep = "|";
+        break;
+      case 'p':
+        o.sep = "|";
+        o.trailing = true;
+        break;
+      case 't': {
+        const std::string u = ToLower(optarg);
+        if (u == "minutes" || u == "minute" || u == "min" || u == "m") {
+          o.unit_s = 60;
+          o.unit_name = "Minutes";
+        } else if (u == "hours" || u == "hour" || u == "h") {
+          o.unit_s = 3600;
+          o.unit_name = "Hours";
+        } else if (u == "seconds" || u == "second" || u == "sec" || u == "s") {
+          o.unit_s = 1;
+          o.unit_name = "Seconds";
+        } else {
+          return Usage("report",
+                       "-t " + std::string(optarg) + " is not supported (minutes, hours, seconds)");
         }
-        o.tres.push_back(x);
+        break;
       }
-      if (o.tres.empty()) return Usage("report", "-T needs cpu or gres/gpu");
-    } else if (!a.empty() && a[0] == '-') {
-      return Usage("report", "unknown option '" + a + "'");
-    } else {
-      words.push_back(a);
+      case 'T':
+        o.tres.clear();
+        for (const std::string& x : Split(ToLower(optarg), ',', true)) {
+          if (x != "cpu" && x != "gres/gpu") {
+            return Usage("report", "TRES " + x + " is not supported (cpu, gres/gpu)");
+          }
+          o.tres.push_back(x);
+        }
+        if (o.tres.empty()) return Usage("report", "-T needs cpu or gres/gpu");
+        break;
+      case 1:
+        if (optarg[0] == '-') return unknown();  // "-" alone, no word of a report
+        words.push_back(optarg);
+        break;
+      default:  // not an option of sreport's, or -t/-T with nothing after it
+        return unknown();
     }
   }
+  if (at < argc) return unknown();  // getopt stops early only at "--", never an option here
   if (words.size() < 2 || ToLower(words[0]) != "cluster") {
     return Fail(
         "report",

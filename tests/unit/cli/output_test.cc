@@ -1,9 +1,13 @@
-// The CLI's shared vocabulary: job references, states, signals.
+// The CLI's shared vocabulary: job references, states, signals; and how commands read their
+// options (getopt_long, words in order).
 #include "output.h"
 
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdlib>
+
+#include "cli.h"
 
 namespace muster::cli {
 namespace {
@@ -62,6 +66,141 @@ TEST(OutputTest, ElapsedTime) {
   EXPECT_EQ(ElapsedMs(j, 99'000), 3000) << "a finished job's run ends at its end";
   j.set_state(v1::RUNNING);
   EXPECT_EQ(ElapsedMs(j, 9000), 8000);
+}
+
+struct Ran {
+  int rc;
+  std::string out, err;
+};
+
+// A command as `muster ARGS...` runs it (argv from the command's name on). MUSTER_CONF names no
+// file, so a command that gets past its options fails to connect: exit 1.
+Ran RunCmd(int (*cmd)(int, char**), std::vector<std::string> args) {
+  ::setenv("MUSTER_CONF", "/nonexistent/muster.toml", 1);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const int rc = cmd(static_cast<int>(args.size()), argv.data());
+  std::string out = testing::internal::GetCapturedStdout();
+  return {rc, out, testing::internal::GetCapturedStderr()};
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CommandOptionsTest, UnknownOptionsNamedWhole) {
+  Ran r = RunCmd(CmdExplain, {"explain", "5", "-x"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "muster explain: unknown option '-x'")) << r.err;
+  r = RunCmd(CmdExplain, {"explain", "-xj", "5"});
+  EXPECT_TRUE(Has(r.err, "unknown option '-xj'")) << "the whole word, not the letter: " << r.err;
+  r = RunCmd(CmdExplain, {"explain", "--json=yes", "5"});
+  EXPECT_TRUE(Has(r.err, "unknown option '--json=yes'")) << r.err;
+  r = RunCmd(CmdExplain, {"explain", "--", "5"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "unknown option '--'")) << "-- was never an end of options: " << r.err;
+  r = RunCmd(CmdExplain, {"explain", "-"});
+  EXPECT_TRUE(Has(r.err, "unknown option '-'")) << r.err;
+  r = RunCmd(CmdJob, {"job", "show", "5", "-z"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "muster job: unknown option '-z'")) << r.err;
+  r = RunCmd(CmdNode, {"node", "drain", "n1", "--why=fans"});
+  EXPECT_TRUE(Has(r.err, "unknown option '--why=fans'")) << r.err;
+  r = RunCmd(CmdSreport, {"sreport", "-q", "cluster", "AccountUtilizationByUser"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "unknown option '-q'")) << r.err;
+  r = RunCmd(CmdSacctmgr, {"sacctmgr", "show", "account", "--bogus"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "unknown option --bogus")) << r.err;
+  // quota and nodes take no words at all.
+  r = RunCmd(CmdQuota, {"quota", "foo", "--help"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "unknown argument 'foo'")) << "the first bad word wins: " << r.err;
+  r = RunCmd(CmdNodes, {"nodes", "--json", "--all"});
+  EXPECT_TRUE(Has(r.err, "unknown argument '--all'")) << r.err;
+}
+
+TEST(CommandOptionsTest, MissingValuesAreUnknownOptions) {
+  Ran r = RunCmd(CmdNode, {"node", "drain", "n1", "--reason"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "unknown option '--reason'")) << r.err;
+  r = RunCmd(CmdSreport, {"sreport", "cluster", "AccountUtilizationByUser", "-t"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "unknown option '-t'")) << r.err;
+  r = RunCmd(CmdSreport, {"sreport", "--tres"});
+  EXPECT_TRUE(Has(r.err, "unknown option '--tres'")) << r.err;
+}
+
+TEST(CommandOptionsTest, ValuesGluedOrSeparate) {
+  // A reason either way gets node drain past its checks (to the missing controller).
+  EXPECT_EQ(RunCmd(CmdNode, {"node", "drain", "n1", "--reason=fans"}).rc, kExitFailed);
+  EXPECT_EQ(RunCmd(CmdNode, {"node", "drain", "n1", "--reason", "fans"}).rc, kExitFailed);
+  EXPECT_EQ(RunCmd(CmdNode, {"node", "drain", "--reason", "-fans-", "n1"}).rc, kExitFailed)
+      << "the word after --reason is its text, dash or not";
+  Ran r = RunCmd(CmdNode, {"node", "drain", "n1", "--reason="});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "a reason is required")) << r.err;
+  // sreport -t: read either way, then refused for want of a report.
+  for (std::vector<std::string> args : {std::vector<std::string>{"sreport", "-t", "hours"},
+                                        {"sreport", "--time-format", "hours"},
+                                        {"sreport", "--time-format=hours"}}) {
+    r = RunCmd(CmdSreport, args);
+    EXPECT_EQ(r.rc, kExitFailed) << args.back();
+    EXPECT_TRUE(Has(r.err, "expected a report")) << r.err;
+  }
+  r = RunCmd(CmdSreport, {"sreport", "--time-format=weeks"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "-t weeks is not supported")) << r.err;
+  r = RunCmd(CmdSreport, {"sreport", "--tres=gres/gpu,mem"});
+  EXPECT_TRUE(Has(r.err, "TRES mem is not supported")) << r.err;
+  r = RunCmd(CmdSreport, {"sreport", "-T", ""});
+  EXPECT_TRUE(Has(r.err, "-T needs cpu or gres/gpu")) << r.err;
+}
+
+TEST(CommandOptionsTest, WordsInOrderOptionsAnywhere) {
+  Ran r = RunCmd(CmdExplain, {"explain", "5", "6", "--help"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "expected one job id")) << "a second id is refused before --help";
+  r = RunCmd(CmdExplain, {"explain", "5", "--help"});
+  EXPECT_EQ(r.rc, kExitOk);
+  EXPECT_TRUE(Has(r.out, "Usage: muster explain JOB [--json]")) << r.out;
+  EXPECT_EQ(RunCmd(CmdJob, {"job", "show", "5", "--json"}).rc, kExitFailed);
+  EXPECT_EQ(RunCmd(CmdJob, {"job", "show", "--json", "5"}).rc, kExitFailed);
+  r = RunCmd(CmdSacctmgr, {"sacctmgr", "show", "-n", "bogus", "-P"});
+  EXPECT_EQ(r.rc, kExitFailed);
+  EXPECT_TRUE(Has(r.err, "show bogus is not supported")) << r.err;
+  r = RunCmd(CmdSacctmgr, {"sacctmgr", "-i"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "expected a command and an entity")) << r.err;
+}
+
+// scontrol's and qos's words: their few options anywhere; any other dash word stays a word.
+TEST(CommandOptionsTest, WordGrammarsKeepOtherDashWords) {
+  Ran r = RunCmd(CmdControl, {"control", "-d", "show", "hostlist", "-o", "b,a"});
+  EXPECT_EQ(r.rc, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "b,a\n");
+  r = RunCmd(CmdControl, {"control", "--details", "show", "hostnames", "n[1-2]", "--oneliner"});
+  EXPECT_EQ(r.out, "n1\nn2\n");
+  r = RunCmd(CmdControl, {"control", "-v", "show"});
+  EXPECT_EQ(r.rc, kExitFailed);
+  EXPECT_TRUE(Has(r.err, "'-v' is not supported")) << r.err;
+  r = RunCmd(CmdControl, {"control", "-o", "--help"});
+  EXPECT_EQ(r.rc, kExitOk) << "--help in the command's place";
+  EXPECT_TRUE(Has(r.out, "Usage: muster control COMMAND")) << r.out;
+  r = RunCmd(CmdControl, {"control", "show", "--help"});
+  EXPECT_EQ(r.rc, kExitFailed) << "... and only there";
+  r = RunCmd(CmdQos, {"qos", "add", "x", "-z"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "expected one QoS name")) << "-z is a second name: " << r.err;
+  r = RunCmd(CmdQos, {"qos", "add", "x", "--mode=fast", "-P"});
+  EXPECT_EQ(r.rc, kExitFailed);
+  EXPECT_TRUE(Has(r.err, "'--mode' is not supported for a QoS")) << r.err;
+  r = RunCmd(CmdQos, {"qos", "list", "--parsable", "x=1"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "list takes QoS names only")) << r.err;
 }
 
 }  // namespace
