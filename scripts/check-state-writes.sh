@@ -49,7 +49,7 @@ if [ "$n" -ne 1 ]; then
   exit 1
 fi
 bad=$(grep -rnE '\b(PutJob|DeleteJob|ArchiveJob)\(|\brec_\b|const_cast<[^>]*JobRecord' \
-        src/controller src/rpc include/muster/controller 2>/dev/null |
+        src/controller src/rpc src/ha include/muster/controller 2>/dev/null |
       grep -vE "$jobmanager" | grep -vE '^src/controller/job_entry\.(h|cc):' |
       grep -vE '^src/store/' || true)
 if [ -n "$bad" ]; then

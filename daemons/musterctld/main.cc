@@ -12,8 +12,8 @@
 #include "muster/common/config.h"
 #include "muster/common/signals.h"
 #include "muster/common/version.h"
+#include "muster/ha/controller_candidate.h"
 #include "muster/logging/logging.h"
-#include "muster/rpc/controller_candidate.h"
 #include "muster/rpc/controller_server.h"
 
 int main(int argc, char** argv) {
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   }
   // A hot standby's controller: follows until it leads; a leader that loses the lead exits with
   // an error so that systemd starts it again, as a standby.
-  auto candidate = muster::rpc::ControllerCandidate::Create({*mine, name});
+  auto candidate = muster::ha::ControllerCandidate::Create({*mine, name});
   muster::Status st = candidate.ok() ? (*candidate)->Start() : candidate.status();
   if (!st.ok()) {
     spdlog::critical("cannot start: {}", st.ToString());

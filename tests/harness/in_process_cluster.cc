@@ -203,11 +203,11 @@ Status InProcessCluster::RestartController() {
 Status InProcessCluster::StartCandidate(int i) {
   const std::string name = i == 0 ? "ctl-a" : "ctl-b";
   MUSTER_ASSIGN_OR_RETURN(Config mine, ConfigForController(config_, name));
-  rpc::ControllerCandidateOptions o;
+  ha::ControllerCandidateOptions o;
   o.config = std::move(mine);
   o.name = name;
   o.ack_timeout = std::chrono::milliseconds(1000);
-  MUSTER_ASSIGN_OR_RETURN(candidates_[i], rpc::ControllerCandidate::Create(std::move(o)));
+  MUSTER_ASSIGN_OR_RETURN(candidates_[i], ha::ControllerCandidate::Create(std::move(o)));
   return candidates_[i]->Start();
 }
 

@@ -12,7 +12,7 @@
 #include "muster/agent/agent.h"
 #include "muster/client/controller_client.h"
 #include "muster/common/status.h"
-#include "muster/rpc/controller_candidate.h"
+#include "muster/ha/controller_candidate.h"
 #include "muster/rpc/controller_server.h"
 
 namespace muster::testing {
@@ -79,7 +79,7 @@ class InProcessCluster {
   Status WaitForNodesUp(int timeout_ms);
 
   // ---- With standby: controller 0 is ctl-a, 1 is ctl-b. ----
-  rpc::ControllerCandidate* candidate(int i) { return candidates_[i].get(); }
+  ha::ControllerCandidate* candidate(int i) { return candidates_[i].get(); }
   Status StartCandidate(int i);
   // Stops controller i as a crash would: no hand-over, its lease left to run out.
   void CrashCandidate(int i);
@@ -99,7 +99,7 @@ class InProcessCluster {
   std::unique_ptr<TestMunged> munged_;
   std::unique_ptr<rpc::ControllerServer> controller_;
   std::unique_ptr<TestEtcd> etcd_;
-  std::unique_ptr<rpc::ControllerCandidate> candidates_[2];
+  std::unique_ptr<ha::ControllerCandidate> candidates_[2];
   std::vector<std::unique_ptr<agent::Agent>> agents_;
 };
 

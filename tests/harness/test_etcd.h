@@ -20,7 +20,7 @@
 #include "muster/client/certificates.h"
 #include "muster/common/status.h"
 #include "muster/common/tls_files.h"
-#include "muster/rpc/etcd_election.h"
+#include "muster/ha/etcd_election.h"
 
 namespace muster::testing {
 
@@ -67,8 +67,8 @@ class TestEtcd {
       ::execv(kProgram, argv.data());
       ::_exit(127);
     }
-    rpc::EtcdElectionOptions probe_options = e->Options("/probe", "probe");
-    MUSTER_ASSIGN_OR_RETURN(auto probe, rpc::EtcdElection::Create(probe_options));
+    ha::EtcdElectionOptions probe_options = e->Options("/probe", "probe");
+    MUSTER_ASSIGN_OR_RETURN(auto probe, ha::EtcdElection::Create(probe_options));
     Status last;
     for (int i = 0; i < 150; ++i) {
       int status;
@@ -97,8 +97,8 @@ class TestEtcd {
   // Where ca.crt, client.crt and client.key are.
   const std::string& certs() const { return certs_; }
   // An election on this etcd, as a controller would have it.
-  rpc::EtcdElectionOptions Options(const std::string& key, const std::string& candidate) const {
-    rpc::EtcdElectionOptions o;
+  ha::EtcdElectionOptions Options(const std::string& key, const std::string& candidate) const {
+    ha::EtcdElectionOptions o;
     o.endpoints = {endpoint_};
     o.key = key;
     o.candidate = candidate;

@@ -12,9 +12,9 @@
 
 #include "etcd/election.grpc.pb.h"
 #include "harness/test_etcd.h"
-#include "muster/rpc/etcd_election.h"
+#include "muster/ha/etcd_election.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 namespace {
 
 using namespace std::chrono_literals;
@@ -317,4 +317,4 @@ TEST(EtcdElectionOptionsTest, MistakesAreRefused) {
 }
 
 }  // namespace
-}  // namespace muster::rpc
+}  // namespace muster::ha

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "muster/client/controller_client.h"
+#include "muster/ha/replication_follower.h"
 #include "muster/rpc/controller_server.h"
-#include "muster/rpc/replication_follower.h"
 #include "muster/store/state_store.h"
 #include "unit/rpc/one_node_config.h"
 
@@ -52,12 +52,12 @@ class ReplicationServiceTest : public ::testing::Test {
   }
 
   void StartFollower() {
-    ReplicationFollowerOptions f;
+    ha::ReplicationFollowerOptions f;
     f.name = "standby1";
     const std::string address = "127.0.0.1:" + std::to_string(leader_->agent_port());
     f.leader_address = [address] { return address; };
     f.store = standby_store_.get();
-    follower_ = std::make_unique<ReplicationFollower>(std::move(f));
+    follower_ = std::make_unique<ha::ReplicationFollower>(std::move(f));
     follower_->Start();
   }
   bool WaitInSync(bool want) {
@@ -87,7 +87,7 @@ class ReplicationServiceTest : public ::testing::Test {
   Config config_;
   std::unique_ptr<ControllerServer> leader_;
   std::unique_ptr<store::StateStore> standby_store_;
-  std::unique_ptr<ReplicationFollower> follower_;
+  std::unique_ptr<ha::ReplicationFollower> follower_;
 };
 
 TEST_F(ReplicationServiceTest, EveryAcknowledgedSubmissionIsOnTheInSyncStandbysDisk) {
@@ -139,12 +139,12 @@ TEST_F(ReplicationServiceTest, ASecondStandbyUnderTheSameNameIsRefused) {
   ASSERT_TRUE(WaitInSync(true));
   auto other_store = store::OpenRocksDbStateStore(dir_ + "/impostor");
   ASSERT_TRUE(other_store.ok());
-  ReplicationFollowerOptions f;
+  ha::ReplicationFollowerOptions f;
   f.name = "standby1";
   const std::string address = "127.0.0.1:" + std::to_string(leader_->agent_port());
   f.leader_address = [address] { return address; };
   f.store = other_store->get();
-  ReplicationFollower impostor(std::move(f));
+  ha::ReplicationFollower impostor(std::move(f));
   impostor.Start();
   auto c = client::ControllerClient::Connect(config_.controller.socket_path);
   ASSERT_TRUE(c.ok());

@@ -12,7 +12,7 @@ constexpr int64_t kEpoch = 9;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace muster::rpc;
+  using namespace muster::ha;
   if (size == 0) return 0;
   const std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 4) {

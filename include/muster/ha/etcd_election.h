@@ -24,7 +24,7 @@
 #include "muster/common/status.h"
 #include "muster/common/tls_files.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 
 struct EtcdElectionOptions {
   std::vector<std::string> endpoints;  // host:port of etcd's client URLs; tried in turn
@@ -86,4 +86,4 @@ class EtcdElection {
   virtual void Stop() = 0;
 };
 
-}  // namespace muster::rpc
+}  // namespace muster::ha

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "etcd/election.pb.h"
-#include "muster/rpc/etcd_election.h"
+#include "muster/ha/etcd_election.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 
 // The answer to the campaign's "create the leader key unless it exists" transaction.
 struct CampaignVerdict {
@@ -47,4 +47,4 @@ WatchVerdict JudgeWatch(const etcdserverpb::WatchResponse& event);
 // as far as we know).
 int64_t JudgeKeepAlive(const etcdserverpb::LeaseKeepAliveResponse& resp, int64_t lease);
 
-}  // namespace muster::rpc
+}  // namespace muster::ha

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace muster::rpc {
+namespace muster::ha {
 namespace {
 
 constexpr int64_t kOurLease = 77;
@@ -118,4 +118,4 @@ TEST(ElectionRulesTest, ARenewalCountsOnlyForOurLease) {
 }
 
 }  // namespace
-}  // namespace muster::rpc
+}  // namespace muster::ha

@@ -1,6 +1,6 @@
 #include "election_rules.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 
 CampaignVerdict JudgeCampaign(const etcdserverpb::TxnResponse& resp, int64_t our_lease,
                               const std::string& candidate) {
@@ -61,4 +61,4 @@ int64_t JudgeKeepAlive(const etcdserverpb::LeaseKeepAliveResponse& resp, int64_t
   return resp.ttl() > 0 ? resp.ttl() : 0;  // none left: gone (the safe reading of a negative)
 }
 
-}  // namespace muster::rpc
+}  // namespace muster::ha

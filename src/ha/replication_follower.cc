@@ -1,4 +1,4 @@
-#include "muster/rpc/replication_follower.h"
+#include "muster/ha/replication_follower.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 #include "muster/store/replica_applier.h"
 #include "muster/v1/replication.grpc.pb.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 
 ReplicationFollower::ReplicationFollower(ReplicationFollowerOptions options)
     : options_(std::move(options)) {
@@ -92,4 +92,4 @@ void ReplicationFollower::FollowOnce(const std::string& address) {
   }
 }
 
-}  // namespace muster::rpc
+}  // namespace muster::ha

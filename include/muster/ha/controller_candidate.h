@@ -16,7 +16,7 @@
 #include "muster/common/status.h"
 #include "muster/rpc/controller_server.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 
 struct ControllerCandidateOptions {
   Config config;     // as this controller runs it (ConfigForController)
@@ -44,7 +44,7 @@ class ControllerCandidate {
 
   bool leading() const;
   // While leading: the server (its ports, epoch, standbys in sync). Null otherwise.
-  ControllerServer* server();
+  rpc::ControllerServer* server();
   // While standing by: the last change of the leader's applied here.
   uint64_t applied_seq() const;
 
@@ -54,4 +54,4 @@ class ControllerCandidate {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace muster::rpc
+}  // namespace muster::ha

@@ -16,7 +16,7 @@
 
 #include "muster/store/state_store.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 
 struct ReplicationFollowerOptions {
   std::string name;  // this standby's name, as the leader's in-sync set knows it
@@ -52,4 +52,4 @@ class ReplicationFollower {
   grpc::ClientContext* current_ = nullptr;  // mu_: the stream in progress, to cancel it
 };
 
-}  // namespace muster::rpc
+}  // namespace muster::ha

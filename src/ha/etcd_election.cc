@@ -1,4 +1,4 @@
-#include "muster/rpc/etcd_election.h"
+#include "muster/ha/etcd_election.h"
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
@@ -13,7 +13,7 @@
 #include "etcd/election.grpc.pb.h"
 #include "muster/common/strings.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 namespace {
 
 using Clock = std::chrono::steady_clock;  // gRPC deadlines take the system clock
@@ -566,4 +566,4 @@ Result<std::unique_ptr<EtcdElection>> EtcdElection::Create(EtcdElectionOptions o
   return std::unique_ptr<EtcdElection>(new EtcdElectionImpl(std::move(o)));
 }
 
-}  // namespace muster::rpc
+}  // namespace muster::ha

@@ -1,5 +1,5 @@
 // A hot standby's controller: follow the leader, campaign, and serve once elected.
-#include "muster/rpc/controller_candidate.h"
+#include "muster/ha/controller_candidate.h"
 
 #include <spdlog/spdlog.h>
 
@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "muster/common/tls_files.h"
-#include "muster/rpc/etcd_election.h"
-#include "muster/rpc/replication_follower.h"
+#include "muster/ha/etcd_election.h"
+#include "muster/ha/replication_follower.h"
 #include "muster/store/state_store.h"
 
-namespace muster::rpc {
+namespace muster::ha {
 
 class ControllerCandidate::Impl {
  public:
@@ -28,7 +28,7 @@ class ControllerCandidate::Impl {
   void Shutdown(bool resign);
 
   std::atomic<bool> leading_{false};
-  std::unique_ptr<ControllerServer> server_;  // set once, kept until destruction
+  std::unique_ptr<rpc::ControllerServer> server_;  // set once, kept until destruction
   std::unique_ptr<ReplicationFollower> follower_;
 
  private:
@@ -146,7 +146,7 @@ Status ControllerCandidate::Impl::Serve(const Leadership& won) {
       "epoch {})",
       o_.name, won.epoch, follower_->applied_seq(), follower_->leader_epoch());
   copy_.reset();  // the server opens the state directory itself
-  ControllerServerOptions so;
+  rpc::ControllerServerOptions so;
   so.config = o_.config;
   so.threads = o_.threads;
   so.clock = o_.clock;
@@ -161,7 +161,7 @@ Status ControllerCandidate::Impl::Serve(const Leadership& won) {
     // UNAVAILABLE: a client tries the other controllers, as it would for one that is down.
     return election->leading() ? Status::Ok() : Unavailable("this controller no longer leads");
   };
-  auto server = ControllerServer::Create(std::move(so));
+  auto server = rpc::ControllerServer::Create(std::move(so));
   Status st = server.ok() ? (*server)->Start() : server.status();
   if (!st.ok()) {
     spdlog::critical("controller {} won the lead but cannot serve: {}; handing it on", o_.name,
@@ -233,11 +233,11 @@ Status ControllerCandidate::Start() { return impl_->Start(); }
 Status ControllerCandidate::Wait() { return impl_->Wait(); }
 void ControllerCandidate::Shutdown(bool resign) { impl_->Shutdown(resign); }
 bool ControllerCandidate::leading() const { return impl_->leading_; }
-ControllerServer* ControllerCandidate::server() {
+rpc::ControllerServer* ControllerCandidate::server() {
   return impl_->leading_ ? impl_->server_.get() : nullptr;
 }
 uint64_t ControllerCandidate::applied_seq() const {
   return impl_->follower_ ? impl_->follower_->applied_seq() : 0;
 }
 
-}  // namespace muster::rpc
+}  // namespace muster::ha
