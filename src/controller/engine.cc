@@ -10,6 +10,8 @@
 #include "account_manager.h"
 #include "allocation_manager.h"
 #include "audit_log.h"
+#include "cluster_views.h"
+#include "default_pass_policy.h"
 #include "dependency_tracker.h"
 #include "engine_context.h"
 #include "fair_share.h"
@@ -52,10 +54,8 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       jobs_(std::make_unique<JobManager>(*ctx_, *nodes_, *ledger_)),
       steps_(std::make_unique<StepManager>(*ctx_, *jobs_, *nodes_, *ledger_)),
       allocations_(std::make_unique<AllocationManager>(*ctx_, *jobs_)),
-      scheduler_(std::make_unique<SchedulerLoop>(*ctx_, *jobs_, *nodes_, *ledger_)),
       job_views_(std::make_unique<JobViews>(*ctx_, *jobs_)),
       node_views_(std::make_unique<NodeViews>(*ctx_, *nodes_, *ledger_)),
-      explainer_(std::make_unique<JobExplainer>(*jobs_, *scheduler_)),
       history_(std::make_unique<HistoryRetention>(*ctx_)),
       audit_(std::make_unique<AuditLog>(*ctx_)),
       accounts_(std::make_unique<AccountManager>(*ctx_)),
@@ -65,20 +65,18 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       reservations_(std::make_unique<ReservationManager>(*ctx_, *accounts_)),
       limits_(std::make_unique<LimitTracker>(*ctx_, *accounts_, *qos_, *jobs_)),
       quotas_(std::make_unique<QuotaBook>(*ctx_, *accounts_, *jobs_, *limits_)),
-      preemptor_(
-          std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *scheduler_, *quotas_)),
+      views_(std::make_unique<ClusterViews>(*ctx_, *jobs_, *nodes_, *ledger_, *reservations_)),
+      preemptor_(std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *views_, *quotas_)),
+      policy_(std::make_unique<DefaultPassPolicy>(*fair_share_, *qos_, *limits_, *quotas_,
+                                                  *reservations_, *preemptor_)),
+      scheduler_(
+          std::make_unique<SchedulerLoop>(*ctx_, *jobs_, *nodes_, *ledger_, *views_, *policy_)),
+      explainer_(std::make_unique<JobExplainer>(*jobs_, *scheduler_, *views_, *limits_, *quotas_)),
       modifier_(std::make_unique<JobModifier>(*ctx_, *jobs_, *accounts_, *qos_, *limits_,
-                                              *dependencies_, *scheduler_)),
+                                              *dependencies_, *views_)),
       submissions_(std::make_unique<SubmissionPipeline>(*ctx_, *jobs_, *accounts_, *qos_,
                                                         *reservations_, *limits_, *dependencies_,
-                                                        *scheduler_)) {
-  scheduler_->SetFairShare([this](const v1::JobSpec& spec) { return fair_share_->FactorOf(spec); });
-  scheduler_->SetQosFactor(
-      [this](const v1::JobSpec& spec) { return qos_->PriorityFactor(spec.qos()); });
-  scheduler_->SetLimits(limits_.get());
-  explainer_->SetLimits(limits_.get(), quotas_.get());
-  scheduler_->SetQuotas(quotas_.get());
-  scheduler_->SetAdvanceReservations(reservations_.get());
+                                                        *scheduler_, *views_)) {
   accounts_->SetQosExists([this](const std::string& name) { return qos_->Exists(name); });
   fair_share_->SetUsageFactor([this](const std::string& name) {
     const v1::QosRecord* q = qos_->Find(name);
@@ -562,9 +560,9 @@ void Engine::WatchSpace() {
 }
 
 std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
-  fair_share_->Recompute(now);
+  // What the jobs themselves say before the queue is read: dependencies satisfied (or never to
+  // be), deadlines passed. Then the pass, which asks its policy first (pass_policy.h).
   dependencies_->Resolve(now);
-  preemptor_->ResumeSuspended(now);  // before any pending job may take their CPUs
   jobs_->EndPastDeadline(now);
   return scheduler_->Prepare(now);
 }
@@ -572,8 +570,7 @@ std::optional<Engine::PassInput> Engine::PreparePass(TimeMs now) {
 core::SchedulePass Engine::ComputePass(const PassInput& in) { return SchedulerLoop::Compute(in); }
 
 void Engine::ApplyPass(const core::SchedulePass& pass, TimeMs now) {
-  scheduler_->Apply(pass, now);
-  preemptor_->AfterPass(pass, now);
+  scheduler_->Apply(pass, now);  // preemption for those left waiting is the policy's
 }
 
 void Engine::RunSchedulePass(TimeMs now) {

@@ -2,6 +2,7 @@
 // tree, advance reservations), routed to the account, QoS, fair-share and reservation managers.
 #include "account_manager.h"
 #include "audit_log.h"
+#include "cluster_views.h"
 #include "engine_context.h"
 #include "fair_share.h"
 #include "job_manager.h"
@@ -13,7 +14,6 @@
 #include "qos_manager.h"
 #include "quota_book.h"
 #include "reservation_manager.h"
-#include "scheduler_loop.h"
 
 namespace muster::controller {
 namespace {
@@ -187,7 +187,7 @@ Result<v1::UpdateReservationResponse> Engine::UpdateReservation(
   // Built only for an admin's create or change: the view of a large cluster is not cheap.
   core::ClusterView live;
   if (May(caller, Action::kManageReservations) && req.op() != v1::ACCOUNT_OP_REMOVE) {
-    live = scheduler_->LiveView(now);
+    live = views_->LiveView(now);
     std::erase_if(live.running, [&](const core::RunningUse& u) {
       const JobEntry* job = jobs_->Find(u.job);
       return job && job->rec().spec().reservation() == req.name();

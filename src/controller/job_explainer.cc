@@ -75,30 +75,28 @@ void Freeing(const JobManager& jobs, std::vector<std::pair<uint64_t, uint64_t>> 
 void JobExplainer::ExplainLimits(const JobEntry& job, v1::JobExplanation* x) const {
   const v1::JobSpec& spec = job.rec().spec();
   const JobUse use{job.request.nodes, job.request.nodes * job.request.gpus_per_node,
-                   scheduler_.GpuTypeOf(job.request)};
-  if (limits_) {
-    for (LimitTracker::Holding& h : limits_->HoldingLimits(spec, use)) {
-      v1::LimitHeld* held = x->add_limits();
-      held->set_reason(std::string(core::ReasonName(h.counter.reason)));
-      held->set_what(h.counter.what);
-      held->set_used(h.counter.used);
-      held->set_max(h.counter.max);
-      held->set_need(h.need);
-      held->set_over(h.counter.used + h.need - h.counter.max);
-      Freeing(jobs_, std::move(h.jobs), held);
-    }
+                   views_.GpuTypeOf(job.request)};
+  for (LimitTracker::Holding& h : limits_.HoldingLimits(spec, use)) {
+    v1::LimitHeld* held = x->add_limits();
+    held->set_reason(std::string(core::ReasonName(h.counter.reason)));
+    held->set_what(h.counter.what);
+    held->set_used(h.counter.used);
+    held->set_max(h.counter.max);
+    held->set_need(h.need);
+    held->set_over(h.counter.used + h.need - h.counter.max);
+    Freeing(jobs_, std::move(h.jobs), held);
   }
   const std::optional<core::JobReason> reason = core::ParseReason(job.rec().reason());
   const bool quota_reason =
       reason == core::JobReason::kQuotaMax || reason == core::JobReason::kQuotaBorrow;
-  if (!quotas_ || !quota_reason || use.gpus == 0) return;
+  if (!quota_reason || use.gpus == 0) return;
   // Its quota types in order; the first it is over is the one the pass named.
-  for (const std::string& type : quotas_->ChoiceTypes(job)) {
-    const std::string holder = quotas_->Holder(spec.account(), type);
+  for (const std::string& type : quotas_.ChoiceTypes(job)) {
+    const std::string holder = quotas_.Holder(spec.account(), type);
     const std::optional<core::QuotaView> q =
-        holder.empty() ? std::nullopt : quotas_->ViewOf(holder, type);
+        holder.empty() ? std::nullopt : quotas_.ViewOf(holder, type);
     if (!q) continue;
-    std::vector<std::pair<uint64_t, uint64_t>> jobs = quotas_->JobsOf(holder, type);
+    std::vector<std::pair<uint64_t, uint64_t>> jobs = quotas_.JobsOf(holder, type);
     uint64_t used = 0;
     for (const auto& [id, gpus] : jobs) used += gpus;
     // Beyond its max it waits for its own jobs; within it, for idle GPUs its cohort lends (or,
@@ -123,9 +121,6 @@ void JobExplainer::ExplainLimits(const JobEntry& job, v1::JobExplanation* x) con
     break;
   }
 }
-
-JobExplainer::JobExplainer(const JobManager& jobs, const SchedulerLoop& scheduler)
-    : jobs_(jobs), scheduler_(scheduler) {}
 
 Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest& req,
                                                      TimeMs now) const {
@@ -191,7 +186,7 @@ Result<v1::ExplainJobResponse> JobExplainer::Explain(const v1::ExplainJobRequest
   }
 
   // The nodes, partition by partition, judged on the live state.
-  const core::ClusterView view = scheduler_.LiveView(now);
+  const core::ClusterView view = views_.LiveView(now);
   const auto explained = core::ExplainPlacement(job.request, view, now);
   std::set<core::NodeIndex> busy, candidates;
   std::map<std::string, core::NodeIndex> index_of;

@@ -6,6 +6,7 @@
 // Strand-confined.
 #pragma once
 
+#include "cluster_views.h"
 #include "job_manager.h"
 #include "limit_tracker.h"
 #include "muster/common/clock.h"
@@ -18,12 +19,9 @@ namespace muster::controller {
 
 class JobExplainer {
  public:
-  JobExplainer(const JobManager& jobs, const SchedulerLoop& scheduler);
-
-  void SetLimits(LimitTracker* limits, const QuotaBook* quotas) {
-    limits_ = limits;
-    quotas_ = quotas;
-  }
+  JobExplainer(const JobManager& jobs, const SchedulerLoop& scheduler, const ClusterViews& views,
+               LimitTracker& limits, const QuotaBook& quotas)
+      : jobs_(jobs), scheduler_(scheduler), views_(views), limits_(limits), quotas_(quotas) {}
 
   // NOT_FOUND for a job not (or no longer) in memory.
   Result<v1::ExplainJobResponse> Explain(const v1::ExplainJobRequest& req, TimeMs now) const;
@@ -34,8 +32,9 @@ class JobExplainer {
 
   const JobManager& jobs_;
   const SchedulerLoop& scheduler_;
-  LimitTracker* limits_ = nullptr;
-  const QuotaBook* quotas_ = nullptr;
+  const ClusterViews& views_;
+  LimitTracker& limits_;
+  const QuotaBook& quotas_;
 };
 
 }  // namespace muster::controller

@@ -141,7 +141,7 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
   }
   if (changed.empty()) return InvalidArgument("nothing to change");
   const core::JobRequest request = ToCoreRequest(next);
-  MUSTER_RETURN_IF_ERROR(scheduler_.CanEverRun(request));
+  MUSTER_RETURN_IF_ERROR(views_.CanEverRun(request));
   const v1::JobSpec& before = job->rec().spec();
   if (spec.account() != before.account() || spec.qos() != before.qos()) {
     // Moving is submitting there: an account or QoS at its limit takes no more jobs or bytes.

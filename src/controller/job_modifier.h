@@ -8,6 +8,7 @@
 #pragma once
 
 #include "account_manager.h"
+#include "cluster_views.h"
 #include "dependency_tracker.h"
 #include "engine_context.h"
 #include "job_manager.h"
@@ -16,7 +17,6 @@
 #include "muster/controller/engine.h"
 #include "muster/v1/controller.pb.h"
 #include "qos_manager.h"
-#include "scheduler_loop.h"
 
 namespace muster::controller {
 
@@ -24,14 +24,14 @@ class JobModifier {
  public:
   JobModifier(EngineContext& ctx, JobManager& jobs, const AccountManager& accounts,
               const QosManager& qos, const LimitTracker& limits, DependencyTracker& dependencies,
-              SchedulerLoop& scheduler)
+              ClusterViews& views)
       : ctx_(ctx),
         jobs_(jobs),
         accounts_(accounts),
         qos_(qos),
         limits_(limits),
         dependencies_(dependencies),
-        scheduler_(scheduler) {}
+        views_(views) {}
 
   // NOT_FOUND, PERMISSION_DENIED (not the caller's job; a priority, a negative nice or a longer
   // time limit from a user), FAILED_PRECONDITION (not pending), INVALID_ARGUMENT (a bad value,
@@ -56,7 +56,7 @@ class JobModifier {
   const QosManager& qos_;
   const LimitTracker& limits_;
   DependencyTracker& dependencies_;
-  SchedulerLoop& scheduler_;
+  ClusterViews& views_;
 };
 
 }  // namespace muster::controller

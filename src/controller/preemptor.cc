@@ -23,9 +23,9 @@ bool HeldByItsQuota(core::JobReason r) {
 }  // namespace
 
 Preemptor::Preemptor(EngineContext& ctx, JobManager& jobs, const QosManager& qos,
-                     const ResourceLedger& ledger, const SchedulerLoop& scheduler,
+                     const ResourceLedger& ledger, const ClusterViews& views,
                      const QuotaBook& quotas)
-    : ctx_(ctx), jobs_(jobs), qos_(qos), ledger_(ledger), scheduler_(scheduler), quotas_(quotas) {
+    : ctx_(ctx), jobs_(jobs), qos_(qos), ledger_(ledger), views_(views), quotas_(quotas) {
   for (const PartitionConfig& pc : ctx.config().partitions) {
     PartitionPolicy& p = partitions_[pc.name];
     p.tier = pc.priority_tier;
@@ -199,7 +199,7 @@ void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
     std::vector<std::string> partitions;
     uint32_t tier = 0;
   };
-  core::ClusterView view = scheduler_.LiveView(now);
+  core::ClusterView view = views_.LiveView(now);
   // Victims chosen in this pass, and the jobs it started: a job is never pushed off in the pass
   // that gave it its nodes (it would start only to be stopped; the preemptor tries next pass).
   std::set<uint64_t> taken;

@@ -19,20 +19,20 @@
 #include <string>
 #include <vector>
 
+#include "cluster_views.h"
 #include "engine_context.h"
 #include "job_manager.h"
 #include "muster/core/preemption.h"
 #include "qos_manager.h"
 #include "quota_book.h"
 #include "resource_ledger.h"
-#include "scheduler_loop.h"
 
 namespace muster::controller {
 
 class Preemptor {
  public:
   Preemptor(EngineContext& ctx, JobManager& jobs, const QosManager& qos,
-            const ResourceLedger& ledger, const SchedulerLoop& scheduler, const QuotaBook& quotas);
+            const ResourceLedger& ledger, const ClusterViews& views, const QuotaBook& quotas);
 
   // Looks at the pass's waiting jobs (called after it was applied).
   void AfterPass(const core::SchedulePass& pass, TimeMs now);
@@ -80,7 +80,7 @@ class Preemptor {
   JobManager& jobs_;
   const QosManager& qos_;
   const ResourceLedger& ledger_;
-  const SchedulerLoop& scheduler_;
+  const ClusterViews& views_;
   const QuotaBook& quotas_;
   std::map<std::string, PartitionPolicy> partitions_;
   uint32_t lowest_preemptable_tier_ = UINT32_MAX;      // UINT32_MAX: no partition is preemptable

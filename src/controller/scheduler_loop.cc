@@ -21,34 +21,10 @@ std::string ThrottleDetail(const v1::JobRecord& r) {
 }  // namespace
 
 SchedulerLoop::SchedulerLoop(EngineContext& ctx, JobManager& jobs, const NodeManager& nodes,
-                             ResourceLedger& ledger)
-    : ctx_(ctx), jobs_(jobs), nodes_(nodes), ledger_(ledger) {
-  const Config& c = ctx.config();
-  for (const PartitionConfig& pc : c.partitions) {
-    core::PartitionView pv;
-    pv.name = pc.name;
-    pv.max_time_ms = pc.max_time_ms;
-    pv.priority_tier = pc.priority_tier;
-    for (const std::string& n : pc.nodes) {
-      pv.nodes.push_back(static_cast<core::NodeIndex>(*ctx.NodeIndex(n)));
-    }
-    base_view_.partitions.push_back(std::move(pv));
-  }
-  capacity_view_ = base_view_;
-  for (size_t i = 0; i < ledger.size(); ++i) capacity_view_.nodes.push_back(ledger.node(i));
-  priority_scale_ = core::PriorityScale::Of(capacity_view_);
-  for (const core::PartitionView& pv : capacity_view_.partitions) {
-    std::string type;
-    bool mixed = false;
-    for (core::NodeIndex n : pv.nodes) {
-      const core::NodeView& nv = capacity_view_.nodes[n];
-      if (nv.gpus == 0) continue;
-      if (!type.empty() && nv.gpu_type != type) mixed = true;
-      type = nv.gpu_type;
-    }
-    partition_gpu_type_[pv.name] = mixed ? "" : type;
-  }
-  const SchedulingConfig& sc = c.scheduling;
+                             ResourceLedger& ledger, const ClusterViews& views, PassPolicy& policy)
+    : ctx_(ctx), jobs_(jobs), nodes_(nodes), ledger_(ledger), views_(views), policy_(policy) {
+  priority_scale_ = core::PriorityScale::Of(views.capacity());
+  const SchedulingConfig& sc = ctx.config().scheduling;
   config_.backfill_depth = sc.backfill_depth;
   config_.weights.age = sc.priority_weight_age;
   config_.weights.size = sc.priority_weight_size;
@@ -71,50 +47,12 @@ bool SchedulerLoop::InPass(const v1::JobRecord& r) {
          r.unconfirmed_nodes_size() == 0 && r.dependency_terms_size() == 0;
 }
 
-core::ClusterView SchedulerLoop::LiveView(TimeMs now) const {
-  core::ClusterView view = base_view_;
-  view.nodes.reserve(ledger_.size());
-  for (size_t i = 0; i < ledger_.size(); ++i) {
-    const NodeEntry& n = nodes_.at(i);
-    view.nodes.push_back(ledger_.node(i));
-    view.nodes.back().schedulable = nodes_.Schedulable(n);
-    if (!view.nodes.back().schedulable) view.nodes.back().unavailable = nodes_.WhyUnschedulable(n);
-  }
-  // Running: until its time limit. Ended but still cleaning up, or over its limit and being
-  // killed: about one kill grace from now.
-  const TimeMs overdue = now + ctx_.scheduling().kill_grace_ms;
-  ledger_.AddRunningUse(view, [&](uint64_t id) {
-    const JobEntry* job = jobs_.Find(id);
-    if (!job) return overdue;
-    const v1::JobRecord& r = job->rec();
-    TimeMs end = LimitEnd(r);
-    if (r.state() != v1::RUNNING || end <= now) end = overdue;
-    return end;
-  });
-  if (advance_) advance_->AddWindows(view, now);
-  return view;
-}
-
-std::string SchedulerLoop::GpuTypeOf(const core::JobRequest& r) const {
-  if (!r.gpu_type.empty() || r.gpus_per_node == 0) return r.gpu_type;
-  // Any type will do, but where every candidate node has one type, that is the one it gets.
-  std::string type;
-  for (const std::string& p : r.partitions) {
-    auto it = partition_gpu_type_.find(p);
-    if (it == partition_gpu_type_.end() || it->second.empty()) return "";
-    if (!type.empty() && type != it->second) return "";
-    type = it->second;
-  }
-  return type;
-}
-
 core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
   const v1::JobRecord& r = job.rec();
   core::PendingJob pj;
   pj.id = r.id();
   pj.submit_time_ms = r.submit_time_ms();
-  if (fairshare_of_) pj.priority.fairshare = fairshare_of_(r.spec());
-  if (qos_of_) pj.priority.qos = qos_of_(r.spec());
+  policy_.Order(r.spec(), &pj.priority);
   pj.request = job.request;
   pj.priority.fixed = r.priority();
   pj.priority.nice = r.spec().nice();
@@ -126,7 +64,7 @@ core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
   }
   pj.had_reservation = job.had_reservation;
   pj.preempting = job.preempting;
-  // --gpus-per-node=h100:8|a100:8: its types in order (Prepare adds limits and quotas).
+  // --gpus-per-node=h100:8|a100:8: its types in order (the policy adds limits and quotas).
   for (const std::string& type : r.spec().gpu_types()) pj.choices.push_back({type, {}, -1});
   return pj;
 }
@@ -141,28 +79,11 @@ bool SchedulerLoop::StartStillValid(const core::JobStart& start) const {
   return ledger_.Fits(start.placement);
 }
 
-Status SchedulerLoop::CanEverRun(const core::JobRequest& asked) {
-  // Reservations come and go (and change their nodes): they are not the configuration's, so
-  // the answer, cached per shape, leaves them out; the pass says when one does not fit.
-  core::JobRequest request = asked;
-  request.reservation.clear();
-  const std::string shape = core::ShapeKey(request);
-  auto cached = ever_cache_.find(shape);
-  if (cached == ever_cache_.end()) {
-    if (ever_cache_.size() >= 4096) ever_cache_.clear();
-    cached =
-        ever_cache_
-            .emplace(shape, core::Place(request, capacity_view_, core::PlaceMode::kEver).status())
-            .first;
-  }
-  if (cached->second.ok()) return Status::Ok();
-  return Status(cached->second.code(), "job can never run: " + cached->second.message());
-}
-
 // ---------------------------------------------------------------------------------------------
 // The pass
 
 std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
+  policy_.BeforePass(now);
   ctx_.PassStarted();
   last_pass_ms_ = now;
   throttled_.clear();
@@ -193,11 +114,8 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
     }
   }
   std::optional<uint64_t> free_cpus;  // on schedulable nodes, summed when an array needs it
-  std::vector<core::LimitCounter> counters;
-  if (limits_) limits_->BeginPass(&counters);
-  core::ClusterView quota_view;  // its quotas and cohorts go into the pass's view
-  const bool quotas = quotas_ && quotas_->any();
-  if (quotas) quotas_->Fill(&quota_view);
+  core::ClusterView accounts;  // the policy's counters, quotas and cohorts, for the pass's view
+  policy_.BeginPass(&accounts);
   for (const auto& [id, entry] : jobs_.pending()) {
     JobEntry& job = *entry;
     if (!InPass(job.rec())) {
@@ -212,16 +130,12 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
       continue;
     }
     const JobUse use{job.request.nodes, job.request.nodes * job.request.gpus_per_node,
-                     GpuTypeOf(job.request)};
-    if (limits_) {
-      std::string detail;
-      const core::JobReason over =
-          limits_->PerJobLimit(job.rec().spec(), job.rec().time_limit_ms(), use, &detail);
-      if (over != core::JobReason::kNone) {
-        job.had_reservation = false;
-        jobs_.SetWaitReason(job, over, std::move(detail));
-        continue;
-      }
+                     views_.GpuTypeOf(job.request)};
+    std::string detail;
+    if (const core::JobReason no = policy_.Admit(job, use, &detail); no != core::JobReason::kNone) {
+      job.had_reservation = false;
+      jobs_.SetWaitReason(job, no, std::move(detail));
+      continue;
     }
     if (job.rec().has_array() && job.rec().array().max_running() > 0 &&
         array_room[job.rec().array().array_job_id()]-- <= 0) {
@@ -230,27 +144,8 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
       continue;
     }
     core::PendingJob pj = ToPendingJob(job);
-    if (quotas || !pj.choices.empty()) {
-      // Each GPU type it may run on is a choice with its own limit charges and quota.
-      pj.choices.clear();
-      for (std::string& type : quotas
-                                   ? quotas_->ChoiceTypes(job)
-                                   : std::vector<std::string>(job.rec().spec().gpu_types().begin(),
-                                                              job.rec().spec().gpu_types().end())) {
-        core::PendingJob::Choice c;
-        if (limits_) {
-          JobUse typed = use;
-          if (!type.empty()) typed.gpu_type = type;
-          c.limits = limits_->ChargesOf(job.rec().spec(), typed);
-        }
-        if (quotas && use.gpus > 0) c.quota = quotas_->QuotaIndex(job.rec().spec().account(), type);
-        c.gpu_type = std::move(type);
-        pj.choices.push_back(std::move(c));
-      }
-    } else if (limits_) {
-      pj.limits = limits_->ChargesOf(job.rec().spec(), use);
-    }
-    job.priority = core::ComputePriority(pj, core::TierOf(pj.request, capacity_view_),
+    policy_.Charge(job, use, &pj);
+    job.priority = core::ComputePriority(pj, core::TierOf(pj.request, views_.capacity()),
                                          priority_scale_, now, config_.weights);
     if (Carries(job.rec()) && job.array_tasks) {
       // The tasks waiting in its record go in as jobs of their own, as many as the free CPUs
@@ -286,10 +181,10 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
     in.queue.push_back(std::move(pj));
   }
   if (in.queue.empty()) return std::nullopt;
-  in.view = LiveView(now);
-  in.view.limits = std::move(counters);
-  in.view.quotas = std::move(quota_view.quotas);
-  in.view.cohorts = std::move(quota_view.cohorts);
+  in.view = views_.LiveView(now);
+  in.view.limits = std::move(accounts.limits);
+  in.view.quotas = std::move(accounts.quotas);
+  in.view.cohorts = std::move(accounts.cohorts);
   return in;
 }
 
@@ -298,6 +193,12 @@ core::SchedulePass SchedulerLoop::Compute(const Engine::PassInput& in) {
 }
 
 void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
+  CommitStarts(pass, now);
+  // Also when the starts could not be stored: those left waiting are who preemption is for.
+  policy_.AfterPass(pass, now);
+}
+
+void SchedulerLoop::CommitStarts(const core::SchedulePass& pass, TimeMs now) {
   // Persist every start of the pass in one batch, then hold, apply and launch.
   struct Start {
     uint64_t id;
@@ -330,17 +231,8 @@ void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
     const v1::JobRecord& before = own ? own->rec() : from->second;
     JobChange c{.to = v1::RUNNING,
                 .allocation = ledger_.ToAllocation(s.placement),
-                .credential = ctx_.MakeCredential(),
-                .borrowed = quotas_ && quotas_->Borrowed(s, before)};
-    if (advance_ && !before.spec().reservation().empty()) {
-      // A job of a reservation ends with it (as Slurm's ResvOverRun = 0).
-      const TimeMs until = advance_->EndOfRunIn(before.spec().reservation(), now);
-      if (until != core::kNever) {
-        const int64_t asked = before.spec().time_limit_ms() > 0 ? before.spec().time_limit_ms()
-                                                                : before.time_limit_ms();
-        c.time_limit_ms = asked > 0 && now + asked <= until ? asked : until - now;
-      }
-    }
+                .credential = ctx_.MakeCredential()};
+    policy_.Start(s, before, now, &c);
     v1::JobRecord next = jobs_.StageNext(before, c, now, m);
     started.push_back({s.job, &s.placement, std::move(next)});
   }
@@ -405,7 +297,7 @@ v1::TestOnlyResult SchedulerLoop::TestOnly(uint64_t id, const core::JobRequest& 
   pj.submit_time_ms = now;
   pj.request = request;
   in.queue.push_back(pj);
-  in.view = LiveView(now);
+  in.view = views_.LiveView(now);
   const core::SchedulePass pass = Compute(in);
   v1::TestOnlyResult out;
   out.set_cpus(TotalsOf(request).cpus);

@@ -163,7 +163,7 @@ Status SubmissionPipeline::Record(Submission& s) {
     *rec.mutable_spec() = s.spec;
   }
   s.request = ToCoreRequest(rec);
-  return scheduler_.CanEverRun(s.request);
+  return views_.CanEverRun(s.request);
 }
 
 Status SubmissionPipeline::ExpandArray(Submission& s) {

@@ -24,6 +24,7 @@ class JobManager;
 class LimitTracker;
 class QosManager;
 class ReservationManager;
+class ClusterViews;
 class SchedulerLoop;
 
 class SubmissionPipeline {
@@ -31,7 +32,7 @@ class SubmissionPipeline {
   SubmissionPipeline(EngineContext& ctx, JobManager& jobs, const AccountManager& accounts,
                      const QosManager& qos, const ReservationManager& reservations,
                      const LimitTracker& limits, DependencyTracker& dependencies,
-                     SchedulerLoop& scheduler)
+                     SchedulerLoop& scheduler, ClusterViews& views)
       : ctx_(ctx),
         jobs_(jobs),
         accounts_(accounts),
@@ -39,7 +40,8 @@ class SubmissionPipeline {
         reservations_(reservations),
         limits_(limits),
         dependencies_(dependencies),
-        scheduler_(scheduler) {}
+        scheduler_(scheduler),
+        views_(views) {}
 
   // Errors: INVALID_ARGUMENT (malformed request), NOT_FOUND (unknown partition),
   // PERMISSION_DENIED, FAILED_PRECONDITION (can never run here, with what to change),
@@ -95,6 +97,7 @@ class SubmissionPipeline {
   const LimitTracker& limits_;
   DependencyTracker& dependencies_;
   SchedulerLoop& scheduler_;
+  ClusterViews& views_;
 };
 
 }  // namespace muster::controller

@@ -78,6 +78,7 @@ struct EngineOptions {
 using JobRowVisitor = std::function<bool(const v1::JobInfo& row, std::string_view spec_fields)>;
 
 class AllocationManager;
+class ClusterViews;
 class EngineContext;
 class HistoryRetention;
 class AuditLog;
@@ -95,6 +96,7 @@ class JobManager;
 class JobViews;
 class NodeManager;
 class NodeViews;
+class PassPolicy;
 class ResourceLedger;
 class SchedulerLoop;
 class StepManager;
@@ -269,10 +271,8 @@ class Engine {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<StepManager> steps_;
   std::unique_ptr<AllocationManager> allocations_;
-  std::unique_ptr<SchedulerLoop> scheduler_;
   std::unique_ptr<JobViews> job_views_;
   std::unique_ptr<NodeViews> node_views_;
-  std::unique_ptr<JobExplainer> explainer_;
   std::unique_ptr<HistoryRetention> history_;
   std::unique_ptr<AuditLog> audit_;
   std::unique_ptr<AccountManager> accounts_;
@@ -282,7 +282,11 @@ class Engine {
   std::unique_ptr<ReservationManager> reservations_;
   std::unique_ptr<LimitTracker> limits_;
   std::unique_ptr<QuotaBook> quotas_;
+  std::unique_ptr<ClusterViews> views_;
   std::unique_ptr<Preemptor> preemptor_;
+  std::unique_ptr<PassPolicy> policy_;  // DefaultPassPolicy
+  std::unique_ptr<SchedulerLoop> scheduler_;
+  std::unique_ptr<JobExplainer> explainer_;
   std::unique_ptr<JobModifier> modifier_;
   std::unique_ptr<SubmissionPipeline> submissions_;
   TimeMs start_time_ms_ = 0;

@@ -1,0 +1,92 @@
+#include "cluster_views.h"
+
+#include "job_views.h"
+#include "muster/core/scheduler.h"
+
+namespace muster::controller {
+
+ClusterViews::ClusterViews(const EngineContext& ctx, const JobManager& jobs,
+                           const NodeManager& nodes, const ResourceLedger& ledger,
+                           const ReservationManager& reservations)
+    : ctx_(ctx), jobs_(jobs), nodes_(nodes), ledger_(ledger), reservations_(reservations) {
+  for (const PartitionConfig& pc : ctx.config().partitions) {
+    core::PartitionView pv;
+    pv.name = pc.name;
+    pv.max_time_ms = pc.max_time_ms;
+    pv.priority_tier = pc.priority_tier;
+    for (const std::string& n : pc.nodes) {
+      pv.nodes.push_back(static_cast<core::NodeIndex>(*ctx.NodeIndex(n)));
+    }
+    base_view_.partitions.push_back(std::move(pv));
+  }
+  capacity_view_ = base_view_;
+  for (size_t i = 0; i < ledger.size(); ++i) capacity_view_.nodes.push_back(ledger.node(i));
+  for (const core::PartitionView& pv : capacity_view_.partitions) {
+    std::string type;
+    bool mixed = false;
+    for (core::NodeIndex n : pv.nodes) {
+      const core::NodeView& nv = capacity_view_.nodes[n];
+      if (nv.gpus == 0) continue;
+      if (!type.empty() && nv.gpu_type != type) mixed = true;
+      type = nv.gpu_type;
+    }
+    partition_gpu_type_[pv.name] = mixed ? "" : type;
+  }
+}
+
+core::ClusterView ClusterViews::LiveView(TimeMs now) const {
+  core::ClusterView view = base_view_;
+  view.nodes.reserve(ledger_.size());
+  for (size_t i = 0; i < ledger_.size(); ++i) {
+    const NodeEntry& n = nodes_.at(i);
+    view.nodes.push_back(ledger_.node(i));
+    view.nodes.back().schedulable = nodes_.Schedulable(n);
+    if (!view.nodes.back().schedulable) view.nodes.back().unavailable = nodes_.WhyUnschedulable(n);
+  }
+  // Running: until its time limit. Ended but still cleaning up, or over its limit and being
+  // killed: about one kill grace from now.
+  const TimeMs overdue = now + ctx_.scheduling().kill_grace_ms;
+  ledger_.AddRunningUse(view, [&](uint64_t id) {
+    const JobEntry* job = jobs_.Find(id);
+    if (!job) return overdue;
+    const v1::JobRecord& r = job->rec();
+    TimeMs end = LimitEnd(r);
+    if (r.state() != v1::RUNNING || end <= now) end = overdue;
+    return end;
+  });
+  reservations_.AddWindows(view, now);
+  return view;
+}
+
+std::string ClusterViews::GpuTypeOf(const core::JobRequest& r) const {
+  if (!r.gpu_type.empty() || r.gpus_per_node == 0) return r.gpu_type;
+  // Any type will do, but where every candidate node has one type, that is the one it gets.
+  std::string type;
+  for (const std::string& p : r.partitions) {
+    auto it = partition_gpu_type_.find(p);
+    if (it == partition_gpu_type_.end() || it->second.empty()) return "";
+    if (!type.empty() && type != it->second) return "";
+    type = it->second;
+  }
+  return type;
+}
+
+Status ClusterViews::CanEverRun(const core::JobRequest& asked) {
+  // Reservations come and go (and change their nodes): they are not the configuration's, so
+  // the answer, cached per shape, leaves them out; the pass says when one does not fit.
+  core::JobRequest request = asked;
+  request.reservation.clear();
+  const std::string shape = core::ShapeKey(request);
+  auto cached = ever_cache_.find(shape);
+  if (cached == ever_cache_.end()) {
+    if (ever_cache_.size() >= 4096) ever_cache_.clear();
+    cached =
+        ever_cache_
+            .emplace(shape, core::Place(request, capacity_view_, core::PlaceMode::kEver).status())
+            .first;
+  }
+  if (cached->second.ok()) return Status::Ok();
+  return Status(cached->second.code(), "job can never run: " + cached->second.message());
+}
+
+}  // namespace muster::controller
