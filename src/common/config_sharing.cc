@@ -123,6 +123,12 @@ Status ParseSharing(TableReader& r, Config& c, const std::string& source) {
             return t.Error(t.Get("users"), "users", "bad user name '" + u + "'");
         }
         MUSTER_RETURN_IF_ERROR(ReadLimits(t, &a.limits));
+        if (t.Has("max_gpus_per_user")) {
+          // As sacctmgr refuses it live: it would be enforced under a QoS's reason.
+          return t.Error(t.Get("max_gpus_per_user"), "max_gpus_per_user",
+                         "GPUs per user is a QoS limit (MaxTRESPerUser); an account limits its "
+                         "users' GPUs together with grp_gpus");
+        }
         MUSTER_RETURN_IF_ERROR(t.StringList("qos", &a.qos));
         MUSTER_RETURN_IF_ERROR(t.String("default_qos", &a.default_qos));
         MUSTER_RETURN_IF_ERROR(ReadQuotas(t, source, &a.quotas));

@@ -134,6 +134,9 @@ description = "the science division"
   bad("[[accounts]]\nname = \"a b\"\n");
   bad("[[accounts]]\nname = \"a\"\nshares = 0\n");
   bad("[[accounts]]\nname = \"a\"\nusers = [\"x;rm\"]\n");
+  // A QoS limit only, as the live update says.
+  EXPECT_NE(bad("[[accounts]]\nname = \"a\"\nmax_gpus_per_user = 8\n").find("a QoS limit"),
+            std::string::npos);
 }
 
 TEST(ConfigTest, ANonLoopbackAgentAddressNeedsTlsOrInsecure) {
