@@ -1,7 +1,6 @@
 // muster control (scontrol): show job|node|partition|reservation|hostnames, update NodeName=...,
 // hold|release|requeue; create|update|delete reservation go to cmd_reservation.cc. Output in
 // scontrol's Key=Value layout, for the scripts that parse it.
-#include <getopt.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "options.h"
 #include "output.h"
 
 namespace muster::cli {
@@ -443,20 +443,17 @@ int CmdControl(int argc, char** argv) {
                                 {nullptr, 0, nullptr, 0}};
   bool oneliner = false;  // -o: show reservation's one line per record
   std::vector<std::string> args;
-  int at = 1;    // the word getopt reads
-  int kept = 0;  // the last word kept (a cluster like -xy comes back once per letter)
-  optind = 0;
-  opterr = 0;
-  // "-": the words come back in order (1). A dash word that is no option here stays a word, as
-  // it always was: -h and --help in the command's place, or one the commands below refuse.
-  for (int c; (c = getopt_long(argc, argv, "-:do", opts, nullptr)) != -1; at = optind) {
+  OptionReader in(argc, argv, "do", opts);
+  // The words come in order. A dash word that is no option here stays a word, as it always
+  // was: -h and --help in the command's place, or one the commands below refuse; so do "--" and
+  // the words after it.
+  for (int c; (c = in.Next()) != -1;) {
     if (c == 'o') {
       oneliner = true;
-    } else if (c != 'd' && at != kept) {
-      args.push_back(argv[kept = at]);
+    } else if (c != 'd' && in.Once()) {
+      args.push_back(in.Word());
     }
   }
-  args.insert(args.end(), argv + at, argv + argc);  // getopt stops at "--": it and the rest
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::printf(
         "Usage: %s COMMAND\n"

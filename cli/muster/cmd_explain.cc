@@ -1,12 +1,12 @@
 // muster explain JOB: why a job waits, in counts, and what would let it start.
-#include <getopt.h>
-
 #include <cstdio>
+#include <optional>
 
 #include "cli.h"
 #include "muster/common/clock.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
+#include "options.h"
 #include "output.h"
 
 namespace muster::cli {
@@ -160,36 +160,21 @@ void ExplanationJson(JsonWriter& w, const v1::JobExplanation& x) {
 int CmdExplain(int argc, char** argv) {
   bool json = false;
   std::string id_text;
-  const struct option opts[] = {{"json", no_argument, nullptr, 'j'},
-                                {"help", no_argument, nullptr, 'h'},
-                                {nullptr, 0, nullptr, 0}};
-  int at = 1;  // the word getopt reads, named whole in errors (-xh too)
-  auto unknown = [&] { return Usage("explain", "unknown option '" + std::string(argv[at]) + "'"); };
-  optind = 0;
-  opterr = 0;
-  // "-": the id comes back in order (1), so a second id is refused before a later --help.
-  for (int c; (c = getopt_long(argc, argv, "-:h", opts, nullptr)) != -1; at = optind) {
-    switch (c) {
-      case 'j':
-        json = true;
-        break;
-      case 'h':
-        std::printf(
-            "Usage: muster explain JOB [--json]\n"
-            "Why a job waits: its priority rank and factors, every node of its partitions judged\n"
-            "(counted by cause), the running jobs and reservations ahead of it, when it is\n"
-            "expected to start, and what would let it start sooner.\n");
-        return kExitOk;
-      case 1:
-        if (optarg[0] == '-') return unknown();  // "-" alone, no id
-        if (!id_text.empty()) return Usage("explain", "expected one job id");
-        id_text = optarg;
-        break;
-      default:
-        return unknown();
-    }
+  // The id comes in order, so a second one is refused before a later --help.
+  auto id_word = [&](const std::string& word) -> std::optional<int> {
+    if (!id_text.empty()) return Usage("explain", "expected one job id");
+    id_text = word;
+    return std::nullopt;
+  };
+  if (std::optional<int> rc = ReadJsonOption(
+          "explain", "unknown option", argc, argv,
+          "Usage: muster explain JOB [--json]\n"
+          "Why a job waits: its priority rank and factors, every node of its partitions judged\n"
+          "(counted by cause), the running jobs and reservations ahead of it, when it is\n"
+          "expected to start, and what would let it start sooner.\n",
+          &json, id_word)) {
+    return *rc;
   }
-  if (at < argc) return unknown();  // getopt stops early only at "--", never an option here
   auto id = ParseUint(id_text);
   if (!id || *id == 0) return Usage("explain", "expected a job id, got '" + id_text + "'");
   auto controller = ConnectController();

@@ -1,6 +1,4 @@
 // muster job show ID [--json]: one job, everything the controller knows of it.
-#include <getopt.h>
-
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -10,6 +8,7 @@
 #include "muster/common/clock.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
+#include "options.h"
 #include "output.h"
 
 namespace muster::cli {
@@ -36,26 +35,17 @@ int CmdJob(int argc, char** argv) {
   bool json = false;
   std::vector<std::string> ids;
   const struct option opts[] = {{"json", no_argument, nullptr, 'j'}, {nullptr, 0, nullptr, 0}};
-  char** args = argv + 1;  // from "show" on: getopt reads what follows it
-  int at = 1;              // the word getopt reads, named whole in errors
-  auto unknown = [&] { return Usage("job", "unknown option '" + std::string(args[at]) + "'"); };
-  optind = 0;
-  opterr = 0;
-  // "-": ids come back in order (1), so --json counts after them too.
-  for (int c; (c = getopt_long(argc - 1, args, "-:", opts, nullptr)) != -1; at = optind) {
-    switch (c) {
-      case 'j':
-        json = true;
-        break;
-      case 1:
-        if (optarg[0] == '-') return unknown();  // "-" alone, no id
-        ids.push_back(optarg);
-        break;
-      default:
-        return unknown();
+  OptionReader in(argc - 1, argv + 1, "", opts);  // from "show" on
+  // Ids come in order, so --json counts after them too.
+  for (int c; (c = in.Next()) != -1;) {
+    if (c == 'j') {
+      json = true;
+    } else if (c == OptionReader::kWord) {
+      ids.push_back(in.Word());
+    } else {
+      return Usage("job", "unknown option '" + in.Word() + "'");
     }
   }
-  if (at < argc - 1) return unknown();  // getopt stops early only at "--", never an option here
   auto parsed = ParseIds(ids);
   if (!parsed.ok() || parsed->size() != 1) return Usage("job", "expected exactly one job id");
   auto controller = ConnectController();

@@ -1,12 +1,12 @@
 // muster nodes, muster node drain|resume, muster info.
-#include <getopt.h>
-
 #include <cstdio>
+#include <optional>
 
 #include "cli.h"
 #include "muster/common/duration.h"
 #include "muster/common/ibnetdiscover.h"
 #include "muster/common/strings.h"
+#include "options.h"
 #include "output.h"
 
 namespace muster::cli {
@@ -65,27 +65,11 @@ const char* LinkName(v1::GpuLinkType t) {
 
 int CmdNodes(int argc, char** argv) {
   bool json = false;
-  const struct option opts[] = {{"json", no_argument, nullptr, 'j'},
-                                {"help", no_argument, nullptr, 'h'},
-                                {nullptr, 0, nullptr, 0}};
-  int at = 1;  // the word getopt reads, named whole in errors (-xh too)
-  auto unknown = [&] { return Usage("nodes", "unknown argument '" + std::string(argv[at]) + "'"); };
-  optind = 0;
-  opterr = 0;
-  // "-": words come back in order (1), each refused there, so the first bad word is named.
-  for (int c; (c = getopt_long(argc, argv, "-:h", opts, nullptr)) != -1; at = optind) {
-    switch (c) {
-      case 'j':
-        json = true;
-        break;
-      case 'h':
-        std::printf("Usage: muster nodes [--json]\n");
-        return kExitOk;
-      default:  // a word, or an option that is not one of these
-        return unknown();
-    }
+  // A word is refused in its place, so the first bad one is named.
+  if (std::optional<int> rc = ReadJsonOption("nodes", "unknown argument", argc, argv,
+                                             "Usage: muster nodes [--json]\n", &json)) {
+    return *rc;
   }
-  if (at < argc) return unknown();  // getopt stops early only at "--", never an option here
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("nodes", controller.status());
   auto resp = controller->ListNodes(v1::ListNodesRequest());
@@ -213,26 +197,17 @@ int CmdNode(int argc, char** argv) {
   std::vector<std::string> names;
   const struct option opts[] = {{"reason", required_argument, nullptr, 'r'},
                                 {nullptr, 0, nullptr, 0}};
-  char** args = argv + 1;  // from the action on: getopt reads what follows it
-  int at = 1;              // the word getopt reads, named whole in errors
-  auto unknown = [&] { return Usage("node", "unknown option '" + std::string(args[at]) + "'"); };
-  optind = 0;
-  opterr = 0;
-  // "-": node names come back in order (1), options after them still count.
-  for (int c; (c = getopt_long(argc - 1, args, "-:", opts, nullptr)) != -1; at = optind) {
-    switch (c) {
-      case 'r':
-        req.set_reason(optarg);
-        break;
-      case 1:
-        if (optarg[0] == '-') return unknown();  // "-" alone, no node
-        names.push_back(optarg);
-        break;
-      default:  // not an option of node's, or --reason with nothing after it
-        return unknown();
+  OptionReader in(argc - 1, argv + 1, "", opts);  // from the action on
+  // Node names come in order, options after them still count.
+  for (int c; (c = in.Next()) != -1;) {
+    if (c == 'r') {
+      req.set_reason(optarg);
+    } else if (c == OptionReader::kWord) {
+      names.push_back(in.Word());
+    } else {  // not an option of node's, or --reason with nothing after it
+      return Usage("node", "unknown option '" + in.Word() + "'");
     }
   }
-  if (at < argc - 1) return unknown();  // getopt stops early only at "--", never an option here
   if (names.empty()) return Usage("node", "no node names given");
   if (req.action() == v1::UpdateNodeRequest::DRAIN && Trim(req.reason()).empty()) {
     return Usage("node", "a reason is required to drain a node (--reason TEXT)");

@@ -1,6 +1,4 @@
 // muster qos list|add|modify|remove: QoS with sacctmgr's KEY=VALUE words (sacctmgr_limits.h).
-#include <getopt.h>
-
 #include <cstdio>
 #include <map>
 #include <string>
@@ -8,6 +6,7 @@
 
 #include "cli.h"
 #include "muster/common/strings.h"
+#include "options.h"
 #include "sacctmgr_limits.h"
 
 namespace muster::cli {
@@ -42,21 +41,17 @@ int CmdQos(int argc, char** argv) {
   };
   bool parsable = false;
   const struct option opts[] = {{"parsable", no_argument, nullptr, 'P'}, {nullptr, 0, nullptr, 0}};
-  char** args = argv + 1;  // from the operation on: getopt reads what follows it
-  int at = 1;              // the word getopt reads
-  int kept = 0;            // the last word kept (a cluster like -xy comes back once per letter)
-  optind = 0;
-  opterr = 0;
-  // "-": NAME and KEY=VALUE words come back in order (1). A dash word that is not -P stays a
-  // word, as it always was: a name or key the checks below (or the controller) refuse.
-  for (int c; (c = getopt_long(argc - 1, args, "-:P", opts, nullptr)) != -1; at = optind) {
+  OptionReader in(argc - 1, argv + 1, "P", opts);  // from the operation on
+  // NAME and KEY=VALUE words come in order. A dash word that is not -P stays a word, as it always
+  // was: a name or key the checks below (or the controller) refuse; so do "--" and the words
+  // after it.
+  for (int c; (c = in.Next()) != -1;) {
     if (c == 'P') {
       parsable = true;
-    } else if (at != kept) {
-      word(args[kept = at]);
+    } else if (in.Once()) {
+      word(in.Word());
     }
   }
-  for (; at < argc - 1; ++at) word(args[at]);  // getopt stops at "--": it and the rest are words
   if (op == "list" || op == "show") {
     if (!values.empty()) return Usage("qos", "list takes QoS names only");
     return ShowQos(names, "", true, parsable ? "|" : "", false);

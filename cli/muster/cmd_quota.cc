@@ -1,43 +1,28 @@
 // muster quota: the GPU quotas of accounts, with what their jobs use, borrow and lend now.
-#include <getopt.h>
-
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "cli.h"
+#include "options.h"
 #include "output.h"
 
 namespace muster::cli {
 
 int CmdQuota(int argc, char** argv) {
   bool json = false;
-  const struct option opts[] = {{"json", no_argument, nullptr, 'j'},
-                                {"help", no_argument, nullptr, 'h'},
-                                {nullptr, 0, nullptr, 0}};
-  int at = 1;  // the word getopt reads, named whole in errors (-xh too)
-  auto unknown = [&] { return Usage("quota", "unknown argument '" + std::string(argv[at]) + "'"); };
-  optind = 0;
-  opterr = 0;
-  // "-": words come back in order (1), each refused there, so the first bad word is named.
-  for (int c; (c = getopt_long(argc, argv, "-:h", opts, nullptr)) != -1; at = optind) {
-    switch (c) {
-      case 'j':
-        json = true;
-        break;
-      case 'h':
-        std::printf(
-            "Usage: muster quota [--json]\n"
-            "Each account's GPU quotas (set in [[accounts]] quota = {...} or with\n"
-            "`muster account modify NAME --quota TYPE=G[:MAX[:LEND]] --cohort C`): guaranteed,\n"
-            "max, what it lends at most, and now: GPUs in use, borrowed beyond its guarantee,\n"
-            "and idle guaranteed GPUs lent to its cohort.\n");
-        return kExitOk;
-      default:  // a word, or an option that is not one of these
-        return unknown();
-    }
+  // A word is refused in its place, so the first bad one is named, before a later --help.
+  if (std::optional<int> rc = ReadJsonOption(
+          "quota", "unknown argument", argc, argv,
+          "Usage: muster quota [--json]\n"
+          "Each account's GPU quotas (set in [[accounts]] quota = {...} or with\n"
+          "`muster account modify NAME --quota TYPE=G[:MAX[:LEND]] --cohort C`): guaranteed,\n"
+          "max, what it lends at most, and now: GPUs in use, borrowed beyond its guarantee,\n"
+          "and idle guaranteed GPUs lent to its cohort.\n",
+          &json)) {
+    return *rc;
   }
-  if (at < argc) return unknown();  // getopt stops early only at "--", never an option here
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("quota", controller.status());
   v1::ListAccountsResponse all;

@@ -3,8 +3,6 @@
 // cmd_control.cc routes scontrol's words here). Keys as scontrol takes them, case-insensitive:
 // ReservationName, StartTime, EndTime, Duration, Nodes, NodeCnt, TRES=gres/gpu[:TYPE]=N (or
 // GPUs=[TYPE:]N), PartitionName, Users, Accounts, Flags.
-#include <getopt.h>
-
 #include <cstdio>
 #include <map>
 
@@ -13,6 +11,7 @@
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "options.h"
 #include "output.h"
 
 namespace muster::cli {
@@ -290,25 +289,18 @@ int CmdReservation(int argc, char** argv) {
   const struct option list_opts[] = {{"json", no_argument, nullptr, 'j'}, {nullptr, 0, nullptr, 0}};
   bool oneliner = false, json = false;
   std::vector<std::string> words;
-  char** args = argv + 1;  // from the operation on: getopt reads what follows it
-  int at = 1;              // the word getopt reads
-  int kept = 0;            // the last word kept (a cluster like -xy comes back once per letter)
-  optind = 0;
-  opterr = 0;
-  // "-": the words come back in order (1). A dash word that is no option here stays a word, as
-  // it always was: the name, when it comes first.
-  for (int c; (c = getopt_long(argc - 1, args, show ? "-:o" : "-:", show ? show_opts : list_opts,
-                               nullptr)) != -1;
-       at = optind) {
+  OptionReader in(argc - 1, argv + 1, show ? "o" : "", show ? show_opts : list_opts);
+  // The words come in order. A dash word that is no option here stays a word, as it always was:
+  // the name, when it comes first; so do "--" and the words after it.
+  for (int c; (c = in.Next()) != -1;) {
     if (c == 'o') {
       oneliner = true;
     } else if (c == 'j') {
       json = true;
-    } else if (at != kept) {
-      words.push_back(args[kept = at]);
+    } else if (in.Once()) {
+      words.push_back(in.Word());
     }
   }
-  words.insert(words.end(), args + at, args + argc - 1);  // getopt stops at "--": it and the rest
   const std::string name = words.empty() ? "" : words[0];
   if (show) return ShowReservations(name, oneliner);
   auto controller = ConnectController();

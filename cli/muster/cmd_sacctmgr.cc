@@ -10,8 +10,6 @@
 //            MaxSubmitJobs= MaxTRES=gres/gpu=N,node=N MaxTRESPerUser= (qos) MaxWall= (-1 clears)
 //   sacctmgr [-n] [-p|-P] show|list account|user|assoc|qos [where ...] [format=F1,F2%W,...]
 // Changes are made at once (-i is accepted and implied: there is no confirmation prompt).
-#include <getopt.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -21,6 +19,7 @@
 #include "cli.h"
 #include "format_spec.h"
 #include "muster/common/strings.h"
+#include "options.h"
 #include "sacctmgr_limits.h"
 
 namespace muster::cli {
@@ -293,12 +292,9 @@ int CmdSacctmgr(int argc, char** argv) {
       {"immediate", no_argument, nullptr, 'i'}, {"noheader", no_argument, nullptr, 'n'},
       {"parsable", no_argument, nullptr, 'p'},  {"parsable2", no_argument, nullptr, 'P'},
       {"help", no_argument, nullptr, 'h'},      {nullptr, 0, nullptr, 0}};
-  int at = 1;  // the word getopt reads, named whole in errors (-xn too)
-  auto unknown = [&] { return Usage("sacctmgr", "unknown option " + std::string(argv[at])); };
-  optind = 0;
-  opterr = 0;
-  // "-": COMMAND ENTITY SPECS come back in order (1); options may come between and after them.
-  for (int c; (c = getopt_long(argc, argv, "-:hinpP", opts, nullptr)) != -1; at = optind) {
+  OptionReader in(argc, argv, "hinpP", opts);
+  // COMMAND ENTITY SPECS come in order; options may come between and after them.
+  for (int c; (c = in.Next()) != -1;) {
     switch (c) {
       case 'h':
         std::fputs(kHelp, stdout);
@@ -316,15 +312,13 @@ int CmdSacctmgr(int argc, char** argv) {
         sep = "|";
         trailing = false;
         break;
-      case 1:
-        if (optarg[0] == '-') return unknown();  // "-" alone, no word of a command
-        words.push_back(optarg);
+      case OptionReader::kWord:
+        words.push_back(in.Word());
         break;
       default:
-        return unknown();
+        return Usage("sacctmgr", "unknown option " + in.Word());
     }
   }
-  if (at < argc) return unknown();  // getopt stops early only at "--", never an option here
   if (words.size() < 2) return Usage("sacctmgr", "expected a command and an entity (see -h)");
   const std::string command = ToLower(words[0]);
   std::string entity = ToLower(words[1]);

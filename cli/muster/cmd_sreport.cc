@@ -2,7 +2,6 @@
 // sreport's layout, from the same job records as `muster report usage` (usage_window.h). Usage
 // is CPU time by default; -T gres/gpu (or cpu,gres/gpu) reports GPU time with a TRES Name column.
 // An account's line is its whole subtree's; root's is the cluster's.
-#include <getopt.h>
 #include <pwd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "cli.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
+#include "options.h"
 #include "output.h"
 #include "usage_window.h"
 
@@ -241,12 +241,9 @@ int CmdSreport(int argc, char** argv) {
                                 {"tres", required_argument, nullptr, 'T'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
-  int at = 1;  // the word getopt reads, named whole in errors (-xn too)
-  auto unknown = [&] { return Usage("report", "unknown option '" + std::string(argv[at]) + "'"); };
-  optind = 0;
-  opterr = 0;
-  // "-": the report's words come back in order (1); options may come between and after them.
-  for (int c; (c = getopt_long(argc, argv, "-:hnPpt:T:", opts, nullptr)) != -1; at = optind) {
+  OptionReader in(argc, argv, "hnPpt:T:", opts);
+  // The report's words come in order; options may come between and after them.
+  for (int c; (c = in.Next()) != -1;) {
     switch (c) {
       case 'h':
         std::fputs(kUsage, stdout);
@@ -288,15 +285,13 @@ int CmdSreport(int argc, char** argv) {
         }
         if (o.tres.empty()) return Usage("report", "-T needs cpu or gres/gpu");
         break;
-      case 1:
-        if (optarg[0] == '-') return unknown();  // "-" alone, no word of a report
-        words.push_back(optarg);
+      case OptionReader::kWord:
+        words.push_back(in.Word());
         break;
       default:  // not an option of sreport's, or -t/-T with nothing after it
-        return unknown();
+        return Usage("report", "unknown option '" + in.Word() + "'");
     }
   }
-  if (at < argc) return unknown();  // getopt stops early only at "--", never an option here
   if (words.size() < 2 || ToLower(words[0]) != "cluster") {
     return Fail(
         "report",

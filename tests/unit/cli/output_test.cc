@@ -6,8 +6,12 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <functional>
+#include <optional>
+#include <utility>
 
 #include "cli.h"
+#include "options.h"
 
 namespace muster::cli {
 namespace {
@@ -201,6 +205,126 @@ TEST(CommandOptionsTest, WordGrammarsKeepOtherDashWords) {
   r = RunCmd(CmdQos, {"qos", "list", "--parsable", "x=1"});
   EXPECT_EQ(r.rc, kExitUsage);
   EXPECT_TRUE(Has(r.err, "list takes QoS names only")) << r.err;
+}
+
+// argv for `args`, as main gets it: the pointers into args, then nullptr.
+std::vector<char*> Argv(std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return argv;
+}
+
+using Reads = std::vector<std::pair<int, std::string>>;
+
+// What an OptionReader over `args` (args[0] the command) gives back, with the word of each.
+Reads ReadAll(std::vector<std::string> args, const char* shorts, const struct option* longs) {
+  std::vector<char*> argv = Argv(args);
+  OptionReader in(static_cast<int>(args.size()), argv.data(), shorts, longs);
+  Reads got;
+  for (int c; (c = in.Next()) != -1;) got.emplace_back(c, in.Word());
+  return got;
+}
+
+constexpr struct option kLongs[] = {{"all", no_argument, nullptr, 'a'},
+                                    {"name", required_argument, nullptr, 'n'},
+                                    {nullptr, 0, nullptr, 0}};
+constexpr int kWord = OptionReader::kWord;
+
+TEST(OptionReaderTest, WordsComeInOrderAndEachReadNamesItsWholeWord) {
+  EXPECT_EQ(ReadAll({"cmd", "x", "-a", "y", "--name=z", "-n", "v", "--al", "w"}, "an:", kLongs),
+            (Reads{{kWord, "x"},
+                   {'a', "-a"},
+                   {kWord, "y"},
+                   {'n', "--name=z"},
+                   {'n', "-n"},
+                   {'a', "--al"},
+                   {kWord, "w"}}));
+  EXPECT_TRUE(ReadAll({"cmd"}, "a", kLongs).empty());
+  // A cluster comes back once per letter, each time as the whole word.
+  EXPECT_EQ(ReadAll({"cmd", "-ax", "-na"}, "an:", kLongs),
+            (Reads{{'a', "-ax"}, {'?', "-ax"}, {'n', "-na"}}));
+  EXPECT_EQ(ReadAll({"cmd", "--all=1", "--bogus", "x", "--name"}, "an:", kLongs),
+            (Reads{{'?', "--all=1"}, {'?', "--bogus"}, {kWord, "x"}, {':', "--name"}}));
+  EXPECT_EQ(ReadAll({"cmd", "-n"}, "an:", kLongs), (Reads{{':', "-n"}}));
+}
+
+TEST(OptionReaderTest, DashWordsThatAreNoOptionAndWhatFollowsTwoDashes) {
+  EXPECT_EQ(ReadAll({"cmd", "-", "x"}, "a", kLongs), (Reads{{'?', "-"}, {kWord, "x"}}));
+  // getopt stops at "--": it and the words after it come back one by one, as they look.
+  EXPECT_EQ(ReadAll({"cmd", "-a", "--", "-a", "x", "--"}, "a", kLongs),
+            (Reads{{'a', "-a"}, {'?', "--"}, {'?', "-a"}, {kWord, "x"}, {'?', "--"}}));
+  EXPECT_EQ(ReadAll({"cmd", "--"}, "a", kLongs), (Reads{{'?', "--"}}));
+  EXPECT_EQ(ReadAll({"cmd", "--name", "--", "x"}, "an:", kLongs),
+            (Reads{{'n', "--name"}, {kWord, "x"}}))
+      << "a value is the next word, whatever it is";
+}
+
+TEST(OptionReaderTest, OnceKeepsAWordOnceAndEachReaderStartsAfresh) {
+  std::vector<std::string> args = {"cmd", "-xay", "w", "-", "--", "-xy", "w"};
+  std::vector<char*> argv = Argv(args);
+  OptionReader in(static_cast<int>(args.size()), argv.data(), "a", kLongs);
+  std::vector<std::string> kept;
+  for (int c; (c = in.Next()) != -1;) {
+    if (c != 'a' && in.Once()) kept.push_back(in.Word());
+  }
+  EXPECT_EQ(kept, (std::vector<std::string>{"-xay", "w", "-", "--", "-xy", "w"}));
+
+  // A reader left in the middle of a cluster does not leak into the next one.
+  std::vector<std::string> first = {"cmd", "-xy"};
+  std::vector<char*> first_argv = Argv(first);
+  OptionReader left(2, first_argv.data(), "", kLongs);
+  EXPECT_EQ(left.Next(), '?');
+  EXPECT_EQ(ReadAll({"cmd", "w", "-a"}, "a", kLongs), (Reads{{kWord, "w"}, {'a', "-a"}}));
+}
+
+TEST(OptionReaderTest, JsonOptionCommands) {
+  std::vector<std::string> seen;
+  const std::function<std::optional<int>(const std::string&)> word =
+      [&](const std::string& w) -> std::optional<int> {
+    if (w == "stop") return 7;
+    seen.push_back(w);
+    return std::nullopt;
+  };
+  auto read = [&](std::vector<std::string> args, bool* json, bool words) {
+    std::vector<char*> argv = Argv(args);
+    return ReadJsonOption("cmd", "bad", static_cast<int>(args.size()), argv.data(), "HELP\n", json,
+                          words ? word : nullptr);
+  };
+  bool json = false;
+  EXPECT_EQ(read({"cmd", "a", "--json", "b"}, &json, true), std::nullopt);
+  EXPECT_TRUE(json);
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "b"}));
+  json = false;
+  EXPECT_EQ(read({"cmd"}, &json, false), std::nullopt);
+  EXPECT_FALSE(json);
+  EXPECT_EQ(read({"cmd", "stop", "--help"}, &json, true), 7) << "a word ends it before --help";
+
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(read({"cmd", "--js", "-h", "a"}, &json, false), kExitOk);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "HELP\n");
+  for (auto [args, named] : {std::pair<std::vector<std::string>, std::string>{{"cmd", "a"}, "a"},
+                             {{"cmd", "-hx"}, "-hx"},
+                             {{"cmd", "-xh"}, "-xh"},
+                             {{"cmd", "-jh"}, "-jh"},
+                             {{"cmd", "--jsonx"}, "--jsonx"},
+                             {{"cmd", "--"}, "--"}}) {
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    const std::optional<int> rc = read(args, &json, false);
+    const std::string out = testing::internal::GetCapturedStdout();
+    const std::string err = testing::internal::GetCapturedStderr();
+    if (named == "-hx") {
+      EXPECT_EQ(rc, kExitOk) << "help comes before the letter after it";
+      EXPECT_EQ(out, "HELP\n");
+      continue;
+    }
+    EXPECT_EQ(rc, kExitUsage) << named;
+    EXPECT_TRUE(Has(err, "bad '" + named + "'")) << err;
+  }
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(read({"cmd", "a", "-"}, &json, true), kExitUsage);
+  EXPECT_TRUE(Has(testing::internal::GetCapturedStderr(), "bad '-'")) << "not a word, even here";
 }
 
 }  // namespace

@@ -8,9 +8,7 @@
 
 #include <algorithm>
 
-#include "account_manager.h"
 #include "manager_context.h"
-#include "qos_manager.h"
 
 namespace muster::controller {
 namespace {
@@ -56,20 +54,9 @@ class LimitTrackerTest : public ::testing::Test {
   void SetUp() override { Start(); }
   // The managers afresh over the store, as a restarted controller makes them.
   void Start() {
-    limits_.reset();
-    table_.reset();
-    qos_.reset();
-    accounts_.reset();
-    ctx_ = world_.Restart();
-    accounts_ = std::make_unique<AccountManager>(*ctx_);
-    qos_ = std::make_unique<QosManager>(*ctx_);
-    accounts_->SetQosExists([this](const std::string& q) { return qos_->Exists(q); });
-    store::Mutation m;
-    qos_->Restore(world_.state().qos, m);
-    accounts_->Restore(world_.state().accounts, world_.state().users, m);
-    ASSERT_TRUE(world_.store().Commit(m).ok());
-    table_ = std::make_unique<JobTable>(*ctx_, world_.state(), kNow);
-    limits_ = std::make_unique<LimitTracker>(*ctx_, *accounts_, *qos_, table_->jobs);
+    policy_.reset();  // the old controller goes before the new one starts
+    policy_ = std::make_unique<PolicyManagers>(world_, kNow);
+    limits_ = &*policy_->limits;
   }
   static v1::JobSpec Spec(const std::string& user, const std::string& account,
                           const std::string& qos = "normal") {
@@ -107,11 +94,8 @@ class LimitTrackerTest : public ::testing::Test {
     return r;
   }
   ManagerContext world_{kLimits};
-  std::unique_ptr<EngineContext> ctx_;
-  std::unique_ptr<AccountManager> accounts_;
-  std::unique_ptr<QosManager> qos_;
-  std::unique_ptr<JobTable> table_;
-  std::unique_ptr<LimitTracker> limits_;
+  std::unique_ptr<PolicyManagers> policy_;
+  LimitTracker* limits_ = nullptr;  // policy_'s, the one under test
 };
 
 TEST_F(LimitTrackerTest, AJobWithoutATimeLimitGetsTheSmallestMaxWallOfItsQosAndTree) {
@@ -174,7 +158,7 @@ TEST_F(LimitTrackerTest, SubmitLimitsCountThePendingAndRunningJobsOfTheWholeSubt
   EXPECT_NE(refused.message().find(": 3 jobs pending or running, at most 3"), std::string::npos)
       << refused.message();
   // Job 1 moving up from physics to science already counts there.
-  const v1::JobSpec from = table_->jobs.Find(1)->rec().spec();
+  const v1::JobSpec from = policy_->table->jobs.Find(1)->rec().spec();
   EXPECT_TRUE(limits_->CheckSubmit(Spec("alice", "science"), kHour, {1, 0, ""}, 1, &from).ok());
 }
 
@@ -197,7 +181,7 @@ TEST_F(LimitTrackerTest, APassChargesWhatRunningJobsHoldAndNamesThemWhenALimitHo
   // It asked for any type and got gpu1's: science's h100 limit counts it.
   world_.PutJobs({OnGpus(5, Spec("alice", "physics"), 6)});
   Start();
-  const JobUse running = limits_->RunningUse(table_->jobs.Find(5)->rec());
+  const JobUse running = limits_->RunningUse(policy_->table->jobs.Find(5)->rec());
   EXPECT_EQ(running.gpus, 6u);
   EXPECT_EQ(running.gpu_type, "h100");
 

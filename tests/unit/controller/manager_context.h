@@ -6,14 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "account_manager.h"
 #include "engine_context.h"
 #include "job_manager.h"
+#include "limit_tracker.h"
 #include "muster/common/config.h"
 #include "muster/store/state_store.h"
 #include "node_manager.h"
+#include "qos_manager.h"
 #include "resource_ledger.h"
 
 namespace muster::controller {
@@ -79,6 +83,32 @@ struct JobTable {
   ResourceLedger ledger;
   NodeManager nodes;
   JobManager jobs;
+};
+
+// A restarted controller's accounts and QoS over `world`'s store, wired as the engine wires them
+// (an account names only a QoS that exists) and restored as Engine::Recover restores them, from
+// what the store held at the Restart this makes; then the job table and the limits over them.
+struct PolicyManagers {
+  PolicyManagers(ManagerContext& world, TimeMs now)
+      : ctx(world.Restart()), accounts(*ctx), qos(*ctx) {
+    accounts.SetQosExists([this](const std::string& q) { return qos.Exists(q); });
+    store::Mutation m;
+    qos.Restore(world.state().qos, m);
+    accounts.Restore(world.state().accounts, world.state().users, m);
+    const Status committed = world.store().Commit(m);
+    EXPECT_TRUE(committed.ok()) << committed.ToString();
+    // The jobs after the accounts and QoS, as recovery reads them.
+    table.emplace(*ctx, world.state(), now);
+    limits.emplace(*ctx, accounts, qos, table->jobs);
+  }
+  PolicyManagers(const PolicyManagers&) = delete;  // accounts' QoS check holds `this`
+  PolicyManagers& operator=(const PolicyManagers&) = delete;
+
+  std::unique_ptr<EngineContext> ctx;  // first: the others hold it
+  AccountManager accounts;
+  QosManager qos;
+  std::optional<JobTable> table;
+  std::optional<LimitTracker> limits;
 };
 
 }  // namespace muster::controller

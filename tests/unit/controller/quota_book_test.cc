@@ -6,10 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "account_manager.h"
-#include "limit_tracker.h"
 #include "manager_context.h"
-#include "qos_manager.h"
 
 namespace muster::controller {
 namespace {
@@ -67,21 +64,10 @@ class QuotaBookTest : public ::testing::Test {
   // The managers afresh over the store, as a restarted controller makes them.
   void Start() {
     quotas_.reset();
-    limits_.reset();
-    table_.reset();
-    qos_.reset();
-    accounts_.reset();
-    ctx_ = world_.Restart();
-    accounts_ = std::make_unique<AccountManager>(*ctx_);
-    qos_ = std::make_unique<QosManager>(*ctx_);
-    accounts_->SetQosExists([this](const std::string& q) { return qos_->Exists(q); });
-    store::Mutation m;
-    qos_->Restore(world_.state().qos, m);
-    accounts_->Restore(world_.state().accounts, world_.state().users, m);
-    ASSERT_TRUE(world_.store().Commit(m).ok());
-    table_ = std::make_unique<JobTable>(*ctx_, world_.state(), kNow);
-    limits_ = std::make_unique<LimitTracker>(*ctx_, *accounts_, *qos_, table_->jobs);
-    quotas_ = std::make_unique<QuotaBook>(*ctx_, *accounts_, table_->jobs, *limits_);
+    policy_.reset();  // the old controller goes before the new one starts
+    policy_ = std::make_unique<PolicyManagers>(world_, kNow);
+    quotas_ = std::make_unique<QuotaBook>(*policy_->ctx, policy_->accounts, policy_->table->jobs,
+                                          *policy_->limits);
   }
   static v1::JobRecord Pending(uint64_t id, const std::string& user, const std::string& account,
                                uint32_t gpus, const std::string& type = "") {
@@ -120,13 +106,9 @@ class QuotaBookTest : public ::testing::Test {
     }
     return r;
   }
-  const v1::JobRecord& Rec(uint64_t id) { return table_->jobs.Find(id)->rec(); }
+  const v1::JobRecord& Rec(uint64_t id) { return policy_->table->jobs.Find(id)->rec(); }
   ManagerContext world_{kQuotas};
-  std::unique_ptr<EngineContext> ctx_;
-  std::unique_ptr<AccountManager> accounts_;
-  std::unique_ptr<QosManager> qos_;
-  std::unique_ptr<JobTable> table_;
-  std::unique_ptr<LimitTracker> limits_;
+  std::unique_ptr<PolicyManagers> policy_;
   std::unique_ptr<QuotaBook> quotas_;
 };
 
@@ -149,7 +131,7 @@ TEST_F(QuotaBookTest, AJobThatNamesNoGpuTypeTriesItsQuotaTypesNearestFirst) {
                   Pending(3, "alice", "physics", 2, "h100"), Pending(4, "carol", "guests", 2),
                   Pending(5, "alice", "physics", 0)});
   Start();
-  auto choices = [&](uint64_t id) { return quotas_->ChoiceTypes(*table_->jobs.Find(id)); };
+  auto choices = [&](uint64_t id) { return quotas_->ChoiceTypes(*policy_->table->jobs.Find(id)); };
   EXPECT_EQ(choices(1), (std::vector<std::string>{"a100", "h100"})) << "physics's, then science's";
   EXPECT_EQ(choices(2), (std::vector<std::string>{"h100", "a100"})) << "as it named them";
   EXPECT_EQ(choices(3), (std::vector<std::string>{"h100"}));
@@ -218,7 +200,7 @@ TEST_F(QuotaBookTest, BorrowedGpusAreReclaimableOnlyWhileTheirQuotaIsPastItsGuar
   // A start on a100s: borrowed for guests (physics holds them), not for physics.
   core::JobStart start;
   start.placement.nodes.push_back({});
-  start.placement.nodes[0].node = static_cast<core::NodeIndex>(*ctx_->NodeIndex("gpu3"));
+  start.placement.nodes[0].node = static_cast<core::NodeIndex>(*policy_->ctx->NodeIndex("gpu3"));
   start.placement.nodes[0].gpus = {4};
   EXPECT_TRUE(quotas_->Borrowed(start, Pending(30, "carol", "guests", 1)));
   EXPECT_FALSE(quotas_->Borrowed(start, Pending(31, "alice", "physics", 1)));
