@@ -45,10 +45,10 @@ bool JobSupervisor::Move(LocalJob& job, JobPhase to) {
 
 void JobSupervisor::After(LocalJob& job, int64_t ms, uint64_t LocalJob::*gen,
                           std::function<void(LocalJob&)> fn) {
-  const uint64_t id = job.launch.job_id(), run = job.run(), at = job.*gen;
-  ctx_.executor.PostAfter(ms, [this, id, run, at, gen, fn = std::move(fn)] {
+  const uint64_t id = job.launch.job_id(), serial = job.serial, at = job.*gen;
+  ctx_.executor.PostAfter(ms, [this, id, serial, at, gen, fn = std::move(fn)] {
     LocalJob* j = Find(id);
-    if (j && j->run() == run && j->*gen == at) fn(*j);
+    if (j && j->serial == serial && j->*gen == at) fn(*j);
   });
 }
 
@@ -94,13 +94,19 @@ void JobSupervisor::Suspend(const v1::SuspendJob& s) {
   LocalJob* job = Find(s.job_id());
   if (!job || job->run() != s.run() || job->batch_exited()) return;
   if (s.resume() && s.suspended_ms() < 0) return;
-  // A resume of a running job only moves its limit (the controller's count of time suspended).
-  const bool was = job->phase() == JobPhase::kSuspended;
-  if (s.resume() ? !(was || job->phase() == JobPhase::kRunning)
-                 : !Move(*job, JobPhase::kSuspended)) {
+  if (job->phase() == JobPhase::kProlog) {
+    // Nothing of it runs yet: it starts stopped, or with the longer limit.
+    job->suspend_at_start = !s.resume();
+    if (s.resume()) job->launch.set_suspended_ms(s.suspended_ms());
     return;
   }
-  if (s.resume() && was) Move(*job, JobPhase::kRunning);
+  // The controller repeats its word after a reconnect, and a job past its limit or ending is
+  // not stopped again: nothing to do then. A resume of a running job only moves its limit (the
+  // controller's count of time suspended).
+  const bool was = job->phase() == JobPhase::kSuspended;
+  if (!was && job->phase() != JobPhase::kRunning) return;
+  if (!s.resume() && was) return;
+  if (!s.resume() || was) Move(*job, s.resume() ? JobPhase::kRunning : JobPhase::kSuspended);
   if (s.resume()) job->launch.set_suspended_ms(s.suspended_ms());
   // Recorded first: an agent restarted in between acts on what it finds.
   if (Status st = SaveState(*job); !st.ok()) {
@@ -290,6 +296,7 @@ void JobSupervisor::Readopt() {
     const v1::AgentJobState& st = *left.state;
     const std::string& dir = left.dir;
     auto job = std::make_unique<LocalJob>();
+    job->serial = ++serials_;
     const uint64_t id = st.launch().job_id();
     job->launch = st.launch();
     job->dir = dir;
@@ -411,6 +418,7 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
     jobs_.erase(id);
   }
   auto job = std::make_unique<LocalJob>();
+  job->serial = ++serials_;
   job->launch = l;
   job->dir = spool_.JobDir(id);
   LocalJob& j = *job;
@@ -538,11 +546,16 @@ void JobSupervisor::StartJob(uint64_t id) {
                  j.task_pid, j.keeper, spec.user());
   }
   Move(j, JobPhase::kRunning);
+  if (j.suspend_at_start) Move(j, JobPhase::kSuspended);  // suspended while its prolog ran
   if (Status st = SaveState(j); !st.ok()) {
     // Not fatal: the job runs; it would only be lost if this agent restarted before it ends.
     spdlog::error("job={} node={} {}", id, ctx_.node(), st.ToString());
   }
-  ArmTimeLimit(j);
+  if (j.phase() == JobPhase::kSuspended) {
+    SignalJob(j, SIGSTOP);
+  } else {
+    ArmTimeLimit(j);
+  }
   v1::AgentMessage m;
   m.mutable_job_started()->set_job_id(id);
   m.mutable_job_started()->set_run(l.requeue_count());

@@ -76,7 +76,9 @@ class JobSupervisor {
 
  private:
   void StartJob(uint64_t id);  // after the prolog: the batch script, JobStarted
-  // Moves the job to `to`, or logs the refused move and leaves it (a bug, never a crash).
+  // Moves the job to `to`, or logs the refused move and leaves it. Callers move only from a
+  // phase the state machine allows (commands check the phase first), so a refusal is a bug
+  // here, never a crash.
   bool Move(LocalJob& job, JobPhase to);
   // Runs `fn` on the job after `ms` unless it is gone or the generation `gen` points to moved on.
   void After(LocalJob& job, int64_t ms, uint64_t LocalJob::*gen, std::function<void(LocalJob&)> fn);
@@ -115,6 +117,7 @@ class JobSupervisor {
   AgentContext& ctx_;
   JobSpool& spool_;
   std::map<uint64_t, std::unique_ptr<LocalJob>> jobs_;  // io thread
+  uint64_t serials_ = 0;                                // io thread: LocalJob::serial
   mutable std::mutex mu_;
   std::vector<uint64_t> job_ids_;        // mu_: what the registration reports as running here
   std::vector<uint64_t> lost_job_ids_;   // mu_: started here before, state lost (Readopt)

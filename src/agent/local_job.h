@@ -31,7 +31,8 @@ enum class JobPhase {
 
 const char* PhaseName(JobPhase p);
 // The moves the agent makes. Released (JobCleaned) is not a phase: the job is forgotten from
-// kEnding or kEpilog, and a launch that fails before its job runs is forgotten from kProlog.
+// kEnding or kEpilog, a launch that fails before its job runs from kProlog (JobLaunchFailed),
+// and a launch of a newer run replaces it from any phase (its processes killed).
 bool PhaseMoveAllowed(JobPhase from, JobPhase to);
 
 // How far the end of its processes has come once it was told to end.
@@ -67,12 +68,17 @@ struct LocalJob {
   };
   std::map<uint32_t, SupervisedStep> supervised_steps;
 
+  // This supervisor's number for it, new for every LocalJob: a timer set for a job released
+  // since is never taken for one launched later with the same id and run.
+  uint64_t serial = 0;
   // Its timers: one runs only while its generation is still the job's, so re-arming or
   // disarming (suspend, resume, the controller's end, the agent stopping) voids those set before.
   uint64_t limit_timers = 0;  // the time limit and the --signal warning
   uint64_t end_timers = 0;    // SIGKILL after the grace, the polls for a clean end
   bool poll_armed = false;
   KillStage kill = KillStage::kNone;
+  // Suspended while its prolog ran (nothing of it to stop yet): it starts stopped.
+  bool suspend_at_start = false;
 
   JobPhase phase() const { return phase_; }
   // Moves to `to`; false (and no move) where the state machine has no such move.

@@ -1,11 +1,15 @@
 #include "muster/common/manual_executor.h"
 
+#include <algorithm>
+
 namespace muster {
 
 void ManualExecutor::Post(std::function<void()> fn) { queue_.push_back(std::move(fn)); }
 
 void ManualExecutor::PostAfter(int64_t delay_ms, std::function<void()> fn) {
-  timers_.emplace(std::make_pair(clock_->NowMs() + delay_ms, seq_++), std::move(fn));
+  // As a real timer: one already due runs at the next advance, never in the past.
+  timers_.emplace(std::make_pair(clock_->NowMs() + std::max<int64_t>(0, delay_ms), seq_++),
+                  std::move(fn));
 }
 
 void ManualExecutor::Offload(Lane, std::function<void()> fn) { queue_.push_back(std::move(fn)); }

@@ -64,12 +64,20 @@ nodes = "node1"
     jobs_ = std::make_unique<JobSupervisor>(*ctx_, *spool_);
   }
 
-  // What is ready runs: processes' ends (the io_context) and work posted on the executor.
+  // What is ready runs: processes' ends (the io_context), work posted on the executor and
+  // timers already due, until two rounds in a row find nothing.
   void Settle() {
-    for (int i = 0; i < 1000; ++i) {
+    for (int i = 0, quiet = 0; i < 1000; ++i) {
       io_.restart();
-      const size_t ran = io_.poll() + executor_.RunUntilIdle();
-      if (ran == 0) return;
+      size_t ran = io_.poll() + executor_.RunUntilIdle();
+      const size_t timers = executor_.timers();
+      executor_.AdvanceMs(0);
+      ran += timers != executor_.timers();
+      if (ran > 0) {
+        quiet = 0;
+      } else if (++quiet == 2) {
+        return;
+      }
     }
     ADD_FAILURE() << "the supervisor never settled";
   }
@@ -223,19 +231,20 @@ TEST_F(JobSupervisorTest, SuspendStopsTheLimitClockAndResumeExtendsTheLimit) {
   EXPECT_EQ(Phase(), JobPhase::kSuspended);
   EXPECT_TRUE(Saved().suspended()) << "a restarted agent must not run its clock either";
   EXPECT_FALSE(jobs_->Find(kJob)->TakesSteps()) << "a new step would run unstopped";
-  Advance(200);
+  // Past its 300 ms limit while stopped: the timer set at the start is void.
+  Advance(400);
   EXPECT_FALSE(Signalled(group, SIGTERM));
-  // Continued with 10 s suspended in all: the limit is now 10.3 s after the start, and the timer
-  // set at the start (due at 300 ms) is void.
+  // Continued with 10 s suspended in all: the limit is now 10.3 s after the start.
   Suspend(true, 10'000);
   EXPECT_TRUE(Signalled(group, SIGCONT));
   EXPECT_EQ(Phase(), JobPhase::kRunning);
   EXPECT_FALSE(Saved().suspended());
   EXPECT_EQ(Saved().launch().suspended_ms(), 10'000);
   EXPECT_TRUE(jobs_->Find(kJob)->TakesSteps());
-  Advance(10'099);
+  Advance(9'899);
   EXPECT_FALSE(Signalled(group, SIGTERM));
-  Advance(1);
+  // The controller's count back to none: the limit is past, and it ends at once.
+  Suspend(true, 0);
   EXPECT_TRUE(Signalled(group, SIGTERM));
   EXPECT_EQ(Phase(), JobPhase::kTimedOut);
   EXPECT_FALSE(jobs_->Find(kJob)->TakesSteps());
@@ -312,8 +321,9 @@ TEST_F(JobSupervisorTest, TheEpilogRunsOnceEveryProcessIsGoneAndThenTheJobIsRele
   EXPECT_FALSE(fs::exists(dir_ + "/spool/job7"));
 }
 
-TEST_F(JobSupervisorTest, AStubbornJobIsKilledAfterTheControllersGraceAndPolledUntilGone) {
-  Start();
+TEST_F(JobSupervisorTest, AStubbornJobIsKilledAfterTheControllersGraceAndItsLimitNeverFires) {
+  // Its epilog never returns here, so the job is still on the node when its limit comes.
+  Start("epilog = \"/etc/muster/epilog\"\n");
   launcher_.SetStubborn(true);
   jobs_->Launch(Launch(/*time_limit_ms=*/60'000));
   Settle();
@@ -321,19 +331,64 @@ TEST_F(JobSupervisorTest, AStubbornJobIsKilledAfterTheControllersGraceAndPolledU
   Terminate();
   EXPECT_TRUE(Signalled(group, SIGTERM));
   EXPECT_EQ(Phase(), JobPhase::kEnding);
-  // Its limit was disarmed by the end: no second SIGTERM from it, ever.
-  const size_t terms = launcher_.signals().size();
   Advance(kGraceMs - 1);
-  EXPECT_EQ(Count(&v1::AgentMessage::has_job_cleaned), 0u);
+  EXPECT_FALSE(Signalled(group, SIGKILL));
   Advance(1);
   EXPECT_TRUE(Signalled(group, SIGKILL));
-  EXPECT_EQ(Count(&v1::AgentMessage::has_job_cleaned), 1u);
-  Advance(120'000);
-  size_t later_terms = 0;
-  for (size_t i = terms; i < launcher_.signals().size(); ++i) {
-    later_terms += launcher_.signals()[i].second == SIGTERM;
+  EXPECT_EQ(Phase(), JobPhase::kEpilog);
+  const size_t before = launcher_.signals().size();
+  Advance(120'000);  // past its 60 s limit
+  for (size_t i = before; i < launcher_.signals().size(); ++i) {
+    EXPECT_NE(launcher_.signals()[i].second, SIGTERM) << "its limit fired after its end";
   }
-  EXPECT_EQ(later_terms, 0u);
+  EXPECT_EQ(Phase(), JobPhase::kEpilog);
+  EXPECT_EQ(Count(&v1::AgentMessage::has_job_cleaned), 0u);
+}
+
+TEST_F(JobSupervisorTest, TimersOfAReleasedJobNeverTouchItsNextLaunchWithTheSameIdAndRun) {
+  Start();
+  // A long grace and a limit: both timers are still set when the job is released (its script
+  // ends at SIGTERM).
+  v1::LaunchJob first = Launch(/*time_limit_ms=*/60'000);
+  jobs_->Launch(first);
+  Settle();
+  v1::TerminateJob t;
+  t.set_job_id(kJob);
+  t.set_run(0xffffffffu);
+  t.set_kill_grace_ms(30'000);
+  jobs_->Terminate(t);
+  Settle();
+  ASSERT_EQ(jobs_->Find(kJob), nullptr) << "released";
+  // A controller that took over runs the same job, same run, on the same node again.
+  launcher_.SetStubborn(true);
+  jobs_->Launch(Launch(/*time_limit_ms=*/600'000));
+  Settle();
+  pid_t group = -1;
+  for (const auto& p : launcher_.WaitForSpawns(2)) group = std::max(group, p.task_pid);
+  Advance(61'000);  // past the first one's grace and limit
+  EXPECT_FALSE(Signalled(group, SIGKILL)) << "the released job's grace timer killed the new one";
+  EXPECT_FALSE(Signalled(group, SIGTERM)) << "the released job's limit ended the new one";
+  EXPECT_EQ(Phase(), JobPhase::kRunning);
+}
+
+TEST_F(JobSupervisorTest, AJobSuspendedDuringItsPrologStartsStopped) {
+  Start("prolog = \"/etc/muster/prolog\"\n");
+  jobs_->Launch(Launch(/*time_limit_ms=*/300));
+  Settle();
+  const pid_t prolog = launcher_.WaitForSpawns(1).at(0).pid;
+  Suspend(false);
+  EXPECT_EQ(Phase(), JobPhase::kProlog);
+  launcher_.Exit(prolog, 0);
+  Settle();
+  const pid_t group = ScriptGroup();
+  EXPECT_TRUE(Signalled(group, SIGSTOP));
+  EXPECT_EQ(Phase(), JobPhase::kSuspended);
+  EXPECT_TRUE(Saved().suspended());
+  Advance(1'000);
+  EXPECT_FALSE(Signalled(group, SIGTERM)) << "its limit clock does not run while it is stopped";
+  Suspend(true, 1'000);
+  EXPECT_TRUE(Signalled(group, SIGCONT));
+  EXPECT_EQ(Phase(), JobPhase::kRunning);
 }
 
 TEST_F(JobSupervisorTest, ARepeatedLaunchIsConfirmedOnlyWhileTheJobRuns) {
