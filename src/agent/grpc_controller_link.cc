@@ -23,24 +23,15 @@ GrpcControllerLink::GrpcControllerLink(std::vector<std::string> addresses, std::
 GrpcControllerLink::~GrpcControllerLink() { Stop(); }
 
 void GrpcControllerLink::Start() {
-  thread_ = std::thread([this] { Run(); });
+  client_.Start([this] { Run(); });
 }
 
-void GrpcControllerLink::Stop() {
-  stop_ = true;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (ctx_) ctx_->TryCancel();
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void GrpcControllerLink::Stop() { client_.Stop(); }
 
 void GrpcControllerLink::SetPausedForTest(bool paused) {
   paused_ = paused;
-  std::lock_guard<std::mutex> l(mu_);
-  if (paused && ctx_) ctx_->TryCancel();
-  cv_.notify_all();
+  if (paused) client_.CancelCurrent();
+  client_.Wake();
 }
 
 bool GrpcControllerLink::Send(const v1::AgentMessage& msg) {
@@ -57,8 +48,7 @@ void GrpcControllerLink::SleepBackoff(int* backoff_ms) {
   static thread_local std::mt19937 rng(std::random_device{}());
   // Full jitter: a restarted controller is not hit by every agent at the same instant.
   int ms = std::uniform_int_distribution<int>(*backoff_ms / 2, *backoff_ms)(rng);
-  std::unique_lock<std::mutex> l(mu_);
-  cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return stop_.load(); });
+  client_.WaitFor(std::chrono::milliseconds(ms));
   *backoff_ms = std::min(*backoff_ms * 2, 2000);
 }
 
@@ -103,7 +93,7 @@ void GrpcControllerLink::Run() {
   size_t failed_in_round = 0;
   int backoff_ms = 100;
   int failures = 0;
-  while (!stop_) {
+  while (!client_.stopping()) {
     const std::string& address = addresses_[current];
     std::unique_ptr<v1::NodeRegistry::Stub> attempt;
     if (several) {
@@ -111,8 +101,7 @@ void GrpcControllerLink::Run() {
     }
     v1::NodeRegistry::Stub* stub = several ? attempt.get() : stub_for_good.get();
     if (paused_) {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stop_.load() || !paused_.load(); });
+      client_.WaitUntil([&] { return !paused_.load(); });
       continue;
     }
     v1::RegisterRequest req = cb_.make_register();
@@ -120,11 +109,8 @@ void GrpcControllerLink::Run() {
     grpc::ClientContext rctx;
     rctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(several ? 2 : 5));
     rctx.set_wait_for_ready(!several);  // one: wait for the channel to connect, not fail fast
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stop_) break;
-      ctx_ = &rctx;  // Stop cancels a registration that waits for an unreachable controller
-    }
+    // Stop cancels a registration that waits for an unreachable controller.
+    if (!client_.SetCurrent(&rctx)) break;
     grpc::Status st = grpc::Status::OK;
     if (!tls_) {
       // Without TLS the registration answers a fresh challenge with this node's key.
@@ -132,23 +118,14 @@ void GrpcControllerLink::Run() {
       grpc::ClientContext cctx;
       cctx.set_deadline(rctx.deadline());
       cctx.set_wait_for_ready(!several);
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        ctx_ = &cctx;
-      }
+      client_.SetCurrent(&cctx);
       st = stub->Challenge(&cctx, v1::ChallengeRequest(), &challenge);
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        ctx_ = stop_ ? nullptr : &rctx;
-      }
+      client_.SetCurrent(&rctx);
       req.set_challenge(challenge.challenge());
       req.set_proof(credentials::NodeProof(node_key_, challenge.challenge(), node_, instance_id_));
     }
-    if (st.ok() && !stop_) st = stub->Register(&rctx, req, &resp);
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      ctx_ = nullptr;
-    }
+    if (st.ok() && !client_.stopping()) st = stub->Register(&rctx, req, &resp);
+    client_.SetCurrent(nullptr);
     if (!st.ok()) {
       if (several) {
         current = (current + 1) % addresses_.size();
@@ -190,19 +167,10 @@ void GrpcControllerLink::Run() {
     hello.mutable_hello()->set_instance_id(instance_id_);
     hello.mutable_hello()->set_epoch(resp.epoch());
     hello.mutable_hello()->set_session_ticket(resp.session_ticket());
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stop_) break;
-      ctx_ = &ctx;
-    }
+    if (!client_.SetCurrent(&ctx)) break;
     if (!stream->Write(hello)) {
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        ctx_ = nullptr;
-      }
+      client_.SetCurrent(nullptr);
       stream->Finish().error_message();
-      // Not under mu_: SleepBackoff takes it (holding it here deadlocked the link for good
-      // when a controller went away between Register and Hello).
       SleepBackoff(&backoff_ms);
       continue;
     }
@@ -223,10 +191,10 @@ void GrpcControllerLink::Run() {
       std::lock_guard<std::mutex> wl(write_mu_);
       std::lock_guard<std::mutex> l(mu_);
       stream_ = nullptr;
-      ctx_ = nullptr;
     }
+    client_.SetCurrent(nullptr);
     grpc::Status fin = stream->Finish();
-    if (!stop_ && !paused_) {
+    if (!client_.stopping() && !paused_) {
       spdlog::warn("node={} lost the controller session: {}", node_,
                    fin.ok() ? std::string("closed") : fin.error_message());
       cb_.on_disconnected();

@@ -5,16 +5,15 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "muster/agent/controller_link.h"
+#include "muster/grpc_client/client_thread.h"
 #include "muster/v1/node.grpc.pb.h"
 
 namespace muster::agent {
@@ -41,13 +40,10 @@ class GrpcControllerLink final : public ControllerLink {
   const std::optional<ControllerLinkTls> tls_;
   const std::string node_key_;  // without TLS: answers the controller's challenges
   Callbacks cb_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
+  grpc_client::ClientThread client_;  // the thread; cancels the call in progress on Stop
   std::atomic<bool> connected_{false};
   std::atomic<bool> paused_{false};
   std::mutex mu_;
-  std::condition_variable cv_;
-  grpc::ClientContext* ctx_ = nullptr;  // guarded by mu_
   grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>* stream_ = nullptr;  // mu_
   std::mutex write_mu_;
 };

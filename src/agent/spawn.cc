@@ -17,12 +17,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "muster/keeper/child.h"
 #include "muster/keeper/keeper_spec.h"
+#include "muster/keeper/task_spec.h"
 
 namespace muster::agent {
 namespace {
@@ -109,6 +109,31 @@ std::string ResolveProgram(const std::string& name, const std::vector<std::strin
   return name;  // execve fails with ENOENT, which is the message the user needs
 }
 
+// The task as the child starts it: the program looked up, the output flags, "" as none.
+keeper::TaskSpec TaskOf(const SpawnSpec& spec) {
+  keeper::TaskSpec t;
+  t.path = ResolveProgram(spec.argv[0], spec.env);
+  t.argv = spec.argv;
+  t.env = spec.env;
+  t.cwd = spec.cwd;
+  t.change_user = spec.change_user;
+  t.uid = spec.uid;
+  t.gid = spec.gid;
+  t.groups.assign(spec.groups.begin(), spec.groups.end());
+  t.stdout_path = spec.stdout_path;
+  if (!spec.stderr_path.empty() && spec.stderr_path != spec.stdout_path) {
+    t.stderr_path = spec.stderr_path;
+  }
+  if (!spec.stdin_path.empty()) t.stdin_path = spec.stdin_path;
+  if (!spec.tty_path.empty()) t.tty_path = spec.tty_path;
+  t.stdin_fd = spec.stdin_fd;
+  t.stdout_fd = spec.stdout_fd;
+  t.stderr_fd = spec.stderr_fd;
+  t.output_flags = O_WRONLY | O_CREAT | (spec.append_output ? O_APPEND : 0) |
+                   (spec.truncate_output ? O_TRUNC : 0);
+  return t;
+}
+
 // A started child (`pid`, our child; `task` its process group): with the pidfd its end is
 // watched through. Without one the child is killed again, so nothing runs unwatched.
 Result<Spawned> Started(pid_t pid, pid_t task) {
@@ -179,34 +204,15 @@ pid_t ForkKeeper(const SpawnSpec& spec, ChildArgs& a, int dir_fd, const std::str
   return keeper;
 }
 
-std::optional<std::string> OptionalString(const char* s) {
-  return s ? std::optional<std::string>(s) : std::nullopt;
-}
-
 // The keeper as the muster-keeper program, started like a task (sharing the agent's memory until
 // its execve, in the job's cgroup from the start) with what to run in a memfd. Returns its pid.
-Result<pid_t> ExecKeeper(const SpawnSpec& spec, ChildArgs& a, int dir_fd, const std::string& name,
-                         int report_fd) {
+Result<pid_t> ExecKeeper(const SpawnSpec& spec, const keeper::TaskSpec& task, int dir_fd,
+                         const std::string& name, int report_fd) {
   keeper::KeeperSpec ks;
+  static_cast<keeper::TaskSpec&>(ks) = task;
   ks.report_fd = report_fd;
   ks.exit_dir_fd = dir_fd;
   ks.exit_name = name;
-  ks.path = a.path;
-  for (char* const* p = a.argv; *p; ++p) ks.argv.emplace_back(*p);
-  for (char* const* p = a.envp; *p; ++p) ks.env.emplace_back(*p);
-  ks.cwd = a.cwd;
-  ks.change_user = a.change_user;
-  ks.uid = a.uid;
-  ks.gid = a.gid;
-  ks.groups.assign(a.groups, a.groups + a.ngroups);
-  ks.stdout_path = a.stdout_path;
-  ks.stderr_path = OptionalString(a.stderr_path);
-  ks.stdin_path = OptionalString(a.stdin_path);
-  ks.tty_path = OptionalString(a.tty_path);
-  ks.stdin_fd = a.stdin_fd;
-  ks.stdout_fd = a.stdout_fd;
-  ks.stderr_fd = a.stderr_fd;
-  ks.output_flags = a.output_flags;
   const bool into_cgroup = spec.cgroup_fd >= 0 && kCanCloneVmIntoCgroup;
   if (spec.cgroup_fd >= 0 && !into_cgroup) {
     ks.cgroup_procs_fd = ProcsFd(spec.cgroup_fd);  // the task moves itself in
@@ -272,7 +278,7 @@ Result<pid_t> ExecKeeper(const SpawnSpec& spec, ChildArgs& a, int dir_fd, const 
 
 // The task under a keeper, which outlives this call: it starts the task the same way Spawn does,
 // reports the task's pid or failure through a pipe, waits and records how the task ended.
-Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
+Result<Spawned> SpawnKept(const SpawnSpec& spec, const keeper::TaskSpec& task, ChildArgs& a) {
   const size_t slash = spec.exit_file.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : spec.exit_file.substr(0, slash + 1);
   const std::string name = spec.exit_file.substr(slash == std::string::npos ? 0 : slash + 1);
@@ -297,7 +303,7 @@ Result<Spawned> SpawnKept(const SpawnSpec& spec, ChildArgs& a) {
     return ErrnoStatus("pipe", errno);
   }
   Result<pid_t> started = Unimplemented("no keeper program");
-  if (!spec.keeper_program.empty()) started = ExecKeeper(spec, a, dir_fd, name, report[1]);
+  if (!spec.keeper_program.empty()) started = ExecKeeper(spec, task, dir_fd, name, report[1]);
   if (!started.ok() && started.status().code() == StatusCode::kUnimplemented) {
     pid_t pid = ForkKeeper(spec, a, dir_fd, tmp, name, report[1]);
     started = pid >= 0 ? Result<pid_t>(pid)
@@ -430,38 +436,14 @@ Result<int> ReadExitFile(const std::string& exit_file) {
 
 Result<Spawned> Spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return InvalidArgument("nothing to run");
-  std::vector<char*> argv, envp;
-  for (const auto& x : spec.argv) argv.push_back(const_cast<char*>(x.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const std::string path = ResolveProgram(spec.argv[0], spec.env);
-  const bool same_file = spec.stderr_path.empty() || spec.stderr_path == spec.stdout_path;
-
+  const keeper::TaskSpec task = TaskOf(spec);
+  keeper::ChildArrays arrays;
   ChildArgs a;
-  a.path = path.c_str();
-  a.argv = argv.data();
-  a.envp = envp.data();
-  a.cwd = spec.cwd.c_str();
-  a.change_user = spec.change_user;
-  a.uid = spec.uid;
-  a.gid = spec.gid;
-  a.groups = spec.groups.data();
-  a.ngroups = spec.groups.size();
-  a.stdout_path = spec.stdout_path.c_str();
-  a.stderr_path = same_file ? nullptr : spec.stderr_path.c_str();
-  a.stdout_fd = spec.stdout_fd;
-  a.stderr_fd = spec.stderr_fd;
-  a.output_flags = O_WRONLY | O_CREAT | (spec.append_output ? O_APPEND : 0) |
-                   (spec.truncate_output ? O_TRUNC : 0);
-  a.stdin_fd = spec.stdin_fd;
-  a.stdin_path = spec.stdin_path.empty() ? nullptr : spec.stdin_path.c_str();
-  a.tty_path = spec.tty_path.empty() ? nullptr : spec.tty_path.c_str();
-  a.cgroup_procs_fd = -1;
+  keeper::FillChildArgs(task, &arrays, &a);
   a.pmi_fd = spec.pmi_fd;
   if (!spec.exit_file.empty()) {
     if (spec.pmi_fd >= 0) return InvalidArgument("a kept process has no PMI socket");
-    return SpawnKept(spec, a);
+    return SpawnKept(spec, task, a);
   }
   if (spec.cgroup_fd >= 0) {
     auto in_cgroup = SpawnIntoCgroup(spec, a);

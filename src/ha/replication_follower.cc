@@ -16,25 +16,16 @@ ReplicationFollower::ReplicationFollower(ReplicationFollowerOptions options)
 ReplicationFollower::~ReplicationFollower() { Stop(); }
 
 void ReplicationFollower::Start() {
-  thread_ = std::thread([this] { Run(); });
+  client_.Start([this] { Run(); });
 }
 
-void ReplicationFollower::Stop() {
-  stopping_ = true;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (current_) current_->TryCancel();
-  }
-  if (thread_.joinable()) thread_.join();
-}
+void ReplicationFollower::Stop() { client_.Stop(); }
 
 void ReplicationFollower::Run() {
-  while (!stopping_) {
+  while (!client_.stopping()) {
     const std::string address = options_.leader_address();
     if (!address.empty()) FollowOnce(address);
-    for (int i = 0; i < 4 && !stopping_; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    client_.WaitFor(std::chrono::milliseconds(200));  // a fixed pause between attempts
   }
 }
 
@@ -54,11 +45,7 @@ void ReplicationFollower::FollowOnce(const std::string& address) {
   auto channel = grpc::CreateCustomChannel(address, options_.credentials, args);
   auto stub = v1::Replication::NewStub(channel);
   grpc::ClientContext ctx;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (stopping_) return;
-    current_ = &ctx;
-  }
+  if (!client_.SetCurrent(&ctx)) return;
   auto stream = stub->Follow(&ctx);
   v1::FollowerMessage hello;
   hello.set_name(options_.name);
@@ -82,11 +69,8 @@ void ReplicationFollower::FollowOnce(const std::string& address) {
   }
   ctx.TryCancel();
   grpc::Status st = stream->Finish();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    current_ = nullptr;
-  }
-  if (!stopping_) {
+  client_.SetCurrent(nullptr);
+  if (!client_.stopping()) {
     spdlog::info("standby {}: the stream from {} ended: {}", options_.name, address,
                  st.error_message().empty() ? "closed" : st.error_message());
   }

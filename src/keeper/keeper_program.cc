@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "muster/keeper/child.h"
 #include "muster/keeper/keeper_spec.h"
+#include "muster/keeper/task_spec.h"
 
 namespace muster::keeper {
 namespace {
@@ -38,14 +38,6 @@ bool ReadSpec(int fd, std::string* out) {
   return true;
 }
 
-std::vector<char*> Pointers(std::vector<std::string>& v) {
-  std::vector<char*> p;
-  p.reserve(v.size() + 1);
-  for (auto& s : v) p.push_back(s.data());
-  p.push_back(nullptr);
-  return p;
-}
-
 }  // namespace
 
 int KeeperProgramMain(int argc, char** argv) {
@@ -69,29 +61,10 @@ int KeeperProgramMain(int argc, char** argv) {
   bytes.clear();
   bytes.shrink_to_fit();
 
-  static std::vector<char*> task_argv = Pointers(spec.argv);
-  static std::vector<char*> task_env = Pointers(spec.env);
-  static std::vector<gid_t> groups(spec.groups.begin(), spec.groups.end());
   static const std::string exit_tmp = spec.exit_name + ".tmp";
+  static ChildArrays arrays;
   static ChildArgs child;
-  child.path = spec.path.c_str();
-  child.argv = task_argv.data();
-  child.envp = task_env.data();
-  child.cwd = spec.cwd.c_str();
-  child.change_user = spec.change_user;
-  child.uid = spec.uid;
-  child.gid = spec.gid;
-  child.groups = groups.data();
-  child.ngroups = groups.size();
-  child.stdout_path = spec.stdout_path.c_str();
-  child.stderr_path = spec.stderr_path ? spec.stderr_path->c_str() : nullptr;
-  child.stdout_fd = spec.stdout_fd;
-  child.stderr_fd = spec.stderr_fd;
-  child.output_flags = spec.output_flags;
-  child.stdin_fd = spec.stdin_fd;
-  child.stdin_path = spec.stdin_path ? spec.stdin_path->c_str() : nullptr;
-  child.tty_path = spec.tty_path ? spec.tty_path->c_str() : nullptr;
-  child.cgroup_procs_fd = spec.cgroup_procs_fd;
+  FillChildArgs(spec, &arrays, &child);
   static KeeperArgs k{&child,           task_stack + kTaskStack, spec.exit_dir_fd,
                       exit_tmp.c_str(), spec.exit_name.c_str(),  spec.report_fd};
   return KeeperMain(&k);  // never returns

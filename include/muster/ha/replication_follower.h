@@ -10,10 +10,9 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 
+#include "muster/grpc_client/client_thread.h"
 #include "muster/store/state_store.h"
 
 namespace muster::ha {
@@ -44,12 +43,9 @@ class ReplicationFollower {
   void FollowOnce(const std::string& address);
 
   ReplicationFollowerOptions options_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  grpc_client::ClientThread client_;  // the thread; cancels the stream in progress on Stop
   std::atomic<uint64_t> applied_seq_{0};
   std::atomic<uint64_t> leader_epoch_{0};
-  std::mutex mu_;
-  grpc::ClientContext* current_ = nullptr;  // mu_: the stream in progress, to cancel it
 };
 
 }  // namespace muster::ha

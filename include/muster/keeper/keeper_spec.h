@@ -1,39 +1,21 @@
-// What the agent hands the muster-keeper program: the batch script to start (as ChildArgs says)
-// and the keeper's own file descriptors. It travels in a memfd whose number is the program's one
+// What the agent hands the muster-keeper program: the batch script to start (a TaskSpec) and
+// the keeper's own file descriptors. It travels in a memfd whose number is the program's one
 // argument: never on the command line (every user can read it) nor in the environment (the
 // keeper runs as root, and a job's LD_PRELOAD must never reach it).
 #pragma once
 
-#include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
+
+#include "muster/keeper/task_spec.h"
 
 namespace muster::keeper {
 
-struct KeeperSpec {
+// The task (TaskSpec) and the keeper's own descriptors.
+struct KeeperSpec : TaskSpec {
   int report_fd = -1;    // the pipe the KeeperReport goes to
   int exit_dir_fd = -1;  // the exit record's directory, opened by the agent
   std::string exit_name;
-  // The task: as ChildArgs.
-  std::string path;
-  std::vector<std::string> argv;
-  std::vector<std::string> env;
-  std::string cwd;
-  bool change_user = false;
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  std::vector<uint32_t> groups;
-  std::string stdout_path;
-  std::optional<std::string> stderr_path;  // none: with stdout
-  std::optional<std::string> stdin_path;   // none: /dev/null
-  std::optional<std::string> tty_path;     // none: no terminal
-  int stdin_fd = -1;
-  int stdout_fd = -1;
-  int stderr_fd = -1;
-  int cgroup_procs_fd = -1;
-  int output_flags = 0;
 };
 
 // NUL-separated fields after a version line; any byte may appear inside a field but NUL, which
