@@ -201,7 +201,23 @@ TEST_F(FailoverTest, AStandbyOutOfSyncNeverTakesOver) {
   for (uint64_t id : ids) EXPECT_TRUE(have.count(id)) << "job " << id << " lost";
 }
 
-// A controller that accepts registrations at a fixed epoch (its sessions are not implemented).
+// A session that is held open, reading what the agent sends, until the agent goes.
+class HeldSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage> {
+ public:
+  HeldSession() { StartRead(&in_); }
+  void OnReadDone(bool ok) override {
+    if (ok) return StartRead(&in_);
+    Finish(grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  v1::AgentMessage in_;
+};
+
+// A controller that accepts registrations at a fixed epoch and holds the sessions that follow
+// (a session it refused would make the agent's hello fail or not, by timing, and the agent then
+// retry the same controller after a backoff: the test flaked on that).
 class EpochRegistry final : public v1::NodeRegistry::CallbackService {
  public:
   explicit EpochRegistry(uint64_t epoch) : epoch_(epoch) {}
@@ -218,6 +234,10 @@ class EpochRegistry final : public v1::NodeRegistry::CallbackService {
     auto* r = ctx->DefaultReactor();
     r->Finish(grpc::Status::OK);
     return r;
+  }
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Session(
+      grpc::CallbackServerContext*) override {
+    return new HeldSession();
   }
 
  private:
