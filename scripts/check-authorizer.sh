@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Who may do what is decided in one place: src/controller/access.cc (the Authorizer). Fails when
+# Who may do what is decided in one place: src/controller/access.cc (the access rules). Fails when
 # any other source under src/, cli/ or daemons/ reads whether a caller is an admin or an operator
 # (`.is_admin`, `.is_operator`, `->is_admin`, ...). Setting them, where the transport resolves the
 # caller (src/rpc/api_dispatch.cc), is allowed.

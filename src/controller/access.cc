@@ -70,12 +70,16 @@ std::string_view RoleOf(const Caller& caller) {
   return "user";
 }
 
-Status CheckJobAccess(const Caller& caller, const v1::JobRecord& job, std::string_view action) {
+Status CheckJobAccess(const Caller& caller, const v1::JobRecord& job, std::string_view action,
+                      const Config& config) {
   if (caller.uid == job.spec().uid() || May(caller, Action::kActOnOthersJobs)) {
     return Status::Ok();
   }
-  return PermissionDenied("job " + std::to_string(job.id()) + " belongs to " + job.spec().user() +
-                          "; you may " + std::string(action) + " only your own jobs");
+  const std::string whose = SeesOnlyOwnJobs(caller, config)
+                                ? " is not yours"  // whose it is is private here
+                                : " belongs to " + job.spec().user();
+  return PermissionDenied("job " + std::to_string(job.id()) + whose + "; you may " +
+                          std::string(action) + " only your own jobs");
 }
 
 Status CheckPartitionAccess(const Caller& caller, const v1::JobSpec& spec, const Config& config) {

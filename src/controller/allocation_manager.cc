@@ -13,7 +13,7 @@ Result<JobEntry*> AllocationManager::CallersAllocation(const Caller& caller, uin
   JobEntry* job = jobs_.Find(job_id);
   const std::string jid = std::to_string(job_id);
   if (!job) return NotFound("job " + jid + " does not exist");
-  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "use"));
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "use", ctx_.config()));
   if (!job->rec().spec().interactive()) {
     return FailedPrecondition("job " + jid +
                               " is a batch job, not an srun/salloc allocation (it ends with its "

@@ -357,8 +357,21 @@ Result<v1::ListJobsResponse> Engine::ListJobs(const Caller& caller,
   return resp;
 }
 
-Result<v1::ListNodesResponse> Engine::ListNodes(const v1::ListNodesRequest& req, TimeMs now) const {
+Result<v1::ListNodesResponse> Engine::ListNodes(const Caller& caller,
+                                                const v1::ListNodesRequest& req, TimeMs now) const {
   MUSTER_ASSIGN_OR_RETURN(v1::ListNodesResponse resp, node_views_->ListNodes(req));
+  if (SeesOnlyOwnJobs(caller, ctx_->config())) {
+    // Which jobs run where would tell others' jobs apart from the caller's own.
+    for (v1::NodeInfo& n : *resp.mutable_nodes()) {
+      auto* ids = n.mutable_job_ids();
+      ids->erase(std::remove_if(ids->begin(), ids->end(),
+                                [&](uint64_t id) {
+                                  const JobEntry* job = jobs_->Covering(id);
+                                  return !job || job->rec().spec().uid() != caller.uid;
+                                }),
+                 ids->end());
+    }
+  }
   if (!reservations_->all().empty()) {
     const auto active = reservations_->ActiveByNode(now);
     for (v1::NodeInfo& n : *resp.mutable_nodes()) {

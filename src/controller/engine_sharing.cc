@@ -213,7 +213,7 @@ Result<v1::UpdateReservationResponse> Engine::UpdateReservation(
 }
 
 Result<v1::ListReservationsResponse> Engine::ListReservations(
-    const v1::ListReservationsRequest& req, TimeMs now) const {
+    const Caller& caller, const v1::ListReservationsRequest& req, TimeMs now) const {
   v1::ListReservationsResponse resp;
   resp.set_now_ms(now);
   std::vector<const v1::ReservationRecord*> all;
@@ -226,7 +226,18 @@ Result<v1::ListReservationsResponse> Engine::ListReservations(
   std::sort(all.begin(), all.end(), [](const auto* a, const auto* b) {
     return a->start_ms() != b->start_ms() ? a->start_ms() < b->start_ms() : a->name() < b->name();
   });
-  for (const v1::ReservationRecord* r : all) *resp.add_reservations() = *r;
+  const Config::PrivateData hidden = HiddenFrom(caller, ctx_->config());
+  const std::set<std::string> mine =
+      hidden.accounts ? accounts_->AccountsAbove(caller.user) : std::set<std::string>();
+  for (const v1::ReservationRecord* r : all) {
+    v1::ReservationRecord& out = *resp.add_reservations() = *r;
+    if (hidden.users) {
+      KeepOnly(out.mutable_users(), [&](const std::string& u) { return u == caller.user; });
+    }
+    if (hidden.accounts) {
+      KeepOnly(out.mutable_accounts(), [&](const std::string& a) { return mine.count(a) > 0; });
+    }
+  }
   return resp;
 }
 

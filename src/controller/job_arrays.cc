@@ -107,7 +107,7 @@ std::vector<JobManager::Target> JobManager::Targets(const Caller& caller, std::s
       return;
     }
     // Nothing is split for a caller who may not act on the job.
-    if (Status s = CheckJobAccess(caller, cover->rec(), verb); !s.ok()) {
+    if (Status s = CheckJobAccess(caller, cover->rec(), verb, ctx_.config()); !s.ok()) {
       out.push_back({id, s});
     } else if (refuse_waiting) {
       out.push_back({id, *refuse_waiting});

@@ -260,7 +260,7 @@ v1::CancelJobResponse JobManager::Cancel(const Caller& caller, const v1::CancelJ
       fail(NotFound("job " + std::to_string(id) + " does not exist"));
       continue;
     }
-    if (Status s = CheckJobAccess(caller, job->rec(), "cancel"); !s.ok()) {
+    if (Status s = CheckJobAccess(caller, job->rec(), "cancel", ctx_.config()); !s.ok()) {
       fail(s);
       continue;
     }
@@ -355,7 +355,8 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
       fail(StatusCode::kNotFound, "job " + jid + " does not exist");
       continue;
     }
-    if (Status s = CheckJobAccess(caller, job->rec(), "hold, release or requeue"); !s.ok()) {
+    if (Status s = CheckJobAccess(caller, job->rec(), "hold, release or requeue", ctx_.config());
+        !s.ok()) {
       fail(s.code(), s.message());
       continue;
     }

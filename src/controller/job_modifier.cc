@@ -42,7 +42,7 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
   JobEntry* job = jobs_.Find(id);
   const std::string jid = std::to_string(id);
   if (!job) return NotFound("job " + jid + " does not exist");
-  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "update"));
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "update", ctx_.config()));
   if (job->rec().state() != v1::PENDING) {
     return FailedPrecondition("job " + jid + " is not pending (" +
                               v1::JobState_Name(job->rec().state()) +
@@ -176,7 +176,7 @@ Status JobModifier::Top(const Caller& caller, uint64_t id) {
   JobEntry* job = jobs_.Find(id);
   const std::string jid = std::to_string(id);
   if (!job) return NotFound("job " + jid + " does not exist");
-  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "move"));
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "move", ctx_.config()));
   if (!ctx_.scheduling().enable_user_top) {
     MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kTopWithoutUserTop));
   }

@@ -2,9 +2,9 @@
 // mechanism: it snapshots the queue and the nodes, lets the pure core place jobs, and commits
 // the starts that still fit; every "who first", "may it", "what does it cost", "how long may it
 // run" and "what happens to those left waiting" is answered here. DefaultPassPolicy is Muster's
-// (fair share, QoS, account and QoS limits, GPU quotas, advance reservations, preemption); a
-// simulator or a test plugs in others (FIFO, the published heuristics), as flux-sched's queue
-// policies and Mesos's allocator are pluggable.
+// (fair share, QoS, account and QoS limits, GPU quotas, advance reservations, preemption), the
+// one the engine runs; a test plugs in its own (pass_policy_test), as a simulator could run the
+// published heuristics, as flux-sched's queue policies and Mesos's allocator are pluggable.
 //
 // Strand-confined: the pass calls it on the strand, never from the core's worker.
 #pragma once

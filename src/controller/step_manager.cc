@@ -34,7 +34,7 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   JobEntry* job = jobs_.Find(req.job_id());
   const std::string jid = std::to_string(req.job_id());
   if (!job) return NotFound("job " + jid + " does not exist");
-  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "run steps in"));
+  MUSTER_RETURN_IF_ERROR(CheckJobAccess(caller, job->rec(), "run steps in", ctx_.config()));
   if (job->rec().state() == v1::PENDING) {
     return Unavailable("job " + jid + " is still pending (waiting for its allocation)");
   }

@@ -175,8 +175,8 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
       return {Status::Ok(), EncodeJobList(engine, caller, req)};
     }
     case v1::METHOD_LIST_NODES:
-      return Handle<v1::ListNodesRequest>(payload,
-                                          [&](const auto& r) { return engine.ListNodes(r, now); });
+      return Handle<v1::ListNodesRequest>(
+          payload, [&](const auto& r) { return engine.ListNodes(caller, r, now); });
     case v1::METHOD_UPDATE_NODE:
       return Handle<v1::UpdateNodeRequest>(
           payload, [&](const auto& r) { return engine.UpdateNode(caller, r, now); });
@@ -212,7 +212,7 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
           payload, [&](const auto& r) { return engine.UpdateReservation(caller, r, now); });
     case v1::METHOD_LIST_RESERVATIONS:
       return Handle<v1::ListReservationsRequest>(
-          payload, [&](const auto& r) { return engine.ListReservations(r, now); });
+          payload, [&](const auto& r) { return engine.ListReservations(caller, r, now); });
     case v1::METHOD_UPDATE_USER:
       return Handle<v1::UpdateUserRequest>(
           payload, [&](const auto& r) { return engine.UpdateUser(caller, r, now); });

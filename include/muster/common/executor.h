@@ -1,6 +1,6 @@
 // Where a daemon's work runs: one strand that owns its state, timers on it, and workers for what
 // must not hold the strand. The controller's executor is Asio with a worker per lane
-// (rpc/asio_executor.h); the agent's is its io thread (agent/io_executor.h); tests and a simulator
+// (rpc/asio_executor.h); the agent's is its io thread (agent/io_executor.h); tests
 // use ManualExecutor (manual_executor.h), which runs everything on the caller's thread under a
 // virtual clock.
 #pragma once

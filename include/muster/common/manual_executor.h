@@ -1,7 +1,7 @@
 // An Executor that runs nothing by itself: the caller runs what is queued (RunUntilIdle) and moves
 // a ManualClock (AdvanceMs), which runs the timers that fall due, in time order. Work offloaded
 // runs in turn like posted work. The controller runner under it is deterministic and needs no
-// sockets or threads, and so are the agent's job lifecycles: the tests' and a simulator's way to
+// sockets or threads, and so are the agent's job lifecycles: the tests' way to
 // drive them (Mesos's Clock::advance).
 //
 // Thread-compatible: drive it from one thread.

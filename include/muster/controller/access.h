@@ -53,9 +53,11 @@ Status Authorize(const Caller& caller, Action action);
 // "admin", "operator" or "user": the role the audit log records.
 std::string_view RoleOf(const Caller& caller);
 
-// A job's owner and the admins may act on it. PERMISSION_DENIED otherwise, naming the owner and
-// what the caller tried ("cancel", "run steps in").
-Status CheckJobAccess(const Caller& caller, const v1::JobRecord& job, std::string_view action);
+// A job's owner and the admins may act on it. PERMISSION_DENIED otherwise, saying what the caller
+// tried ("cancel", "run steps in") and naming the owner, unless private_data hides others' jobs
+// from this caller.
+Status CheckJobAccess(const Caller& caller, const v1::JobRecord& job, std::string_view action,
+                      const Config& config);
 
 // Whether the caller may submit to every partition the (normalised) spec names: in the
 // partition's allowed_uids when that list is set, never in its denied_uids. Admins always may.

@@ -4,15 +4,18 @@
 //                     (job_state_machine.cc), arrays, agents' job reports, stored bytes
 //   NodeManager       registration, sessions, liveness, drain/resume, health
 //   ResourceLedger    what each job holds on each node; the only place resources change hands
-//   SchedulerLoop     the pass (prepare / compute / apply), "can it ever run", --test-only
+//   SchedulerLoop     the pass (prepare / compute / apply), mechanism only, --test-only
+//   PassPolicy        what the pass asks policy, in order (DefaultPassPolicy is Muster's)
+//   ClusterViews      the live and capacity views, "can it ever run"
+//   SubmissionPipeline  a submission's named stages
 //   StepManager       srun steps inside allocations (layout in core/step_layout)
 //   AllocationManager srun/salloc allocations and their clients
 //   JobModifier       scontrol update and top of pending jobs
 //   AccountManager, QosManager, FairShare, LimitTracker, QuotaBook, ReservationManager,
-//   DependencyTracker, Preemptor    the policies a pass consults
+//   DependencyTracker, Preemptor    the policy managers (the default policy asks them)
 //   JobViews, NodeViews, JobExplainer   what clients see
 //   AuditLog, HistoryRetention      what is kept, and for how long
-// Who may do what is decided by the Authorizer (muster/controller/access.h).
+// Who may do what is decided by the access rules (muster/controller/access.h) alone.
 //
 // Deterministic: it consumes events (user requests, agent messages, Tick(now)) and produces replies
 // plus commands for agents (TakeOutgoing). It reads no clock, opens no socket and knows no gRPC,
@@ -43,7 +46,7 @@
 namespace muster::controller {
 
 // Who is asking, as established by the transport: SO_PEERCRED on the Unix socket, a MUNGE
-// credential over TCP. Only the Authorizer (access.h) reads the admin and operator flags.
+// credential over TCP. Only the access rules (access.h) read the admin and operator flags.
 struct Caller {
   uint32_t uid = 0;
   uint32_t gid = 0;
@@ -63,7 +66,7 @@ struct Outgoing {
 
 struct EngineOptions {
   Config config;
-  // Produces job credentials; tests and the simulator inject a deterministic one.
+  // Produces job credentials; tests inject a deterministic one.
   std::function<std::string()> make_credential;
   // The epoch is at least this (a leader elected through etcd: the leader key's revision), so
   // that agents refuse a former leader that comes back.
@@ -131,7 +134,9 @@ class Engine {
                      const JobRowVisitor& visit) const;
   // The same rows as one message, every page (tests and callers that want the structure).
   Result<v1::ListJobsResponse> ListJobs(const Caller& caller, const v1::ListJobsRequest& req) const;
-  Result<v1::ListNodesResponse> ListNodes(const v1::ListNodesRequest& req, TimeMs now) const;
+  // With private_data jobs, a node lists only the caller's jobs on it.
+  Result<v1::ListNodesResponse> ListNodes(const Caller& caller, const v1::ListNodesRequest& req,
+                                          TimeMs now) const;
   // PERMISSION_DENIED for non-admins; INVALID_ARGUMENT for a drain without reason or a resume of a
   // node that is neither drained nor down; NOT_FOUND for unknown nodes.
   Result<v1::UpdateNodeResponse> UpdateNode(const Caller& caller, const v1::UpdateNodeRequest& req,
@@ -176,7 +181,10 @@ class Engine {
   Result<v1::UpdateReservationResponse> UpdateReservation(const Caller& caller,
                                                           const v1::UpdateReservationRequest& req,
                                                           TimeMs now);
-  Result<v1::ListReservationsResponse> ListReservations(const v1::ListReservationsRequest& req,
+  // With private_data users (or accounts), a reservation lists only the caller among its users
+  // (or only the caller's accounts).
+  Result<v1::ListReservationsResponse> ListReservations(const Caller& caller,
+                                                        const v1::ListReservationsRequest& req,
                                                         TimeMs now) const;
   // sshare: the fair-share tree with each line's shares, usage and factor.
   Result<v1::ListSharesResponse> ListShares(const Caller& caller, const v1::ListSharesRequest& req,
@@ -220,9 +228,12 @@ class Engine {
   // True when something happened that a scheduling pass should look at.
   bool schedule_requested() const;
   // A scheduling pass in three steps, so that the long middle one can run off the strand:
-  // PreparePass snapshots the nodes and the queue, ComputePass is the pure core (any thread, no
-  // access to the engine), ApplyPass checks every start against the live state (the world may
-  // have moved on meanwhile) and commits the ones that still fit.
+  // PreparePass resolves what the jobs themselves say (dependencies, deadlines), lets the pass
+  // policy do what comes before a pass (fair-share decay, resuming suspended jobs) and snapshots
+  // the nodes and the queue; ComputePass is the pure core (any thread, no access to the engine);
+  // ApplyPass checks every start against the live state (the world may have moved on meanwhile),
+  // commits the ones that still fit, and lets the policy act for those left waiting
+  // (preemption).
   struct PassInput {
     TimeMs now = 0;
     core::ClusterView view;

@@ -1,4 +1,4 @@
-// etcd's answers as the election judges them (src/rpc/election_rules.h): the first byte picks
+// etcd's answers as the election judges them (src/ha/election_rules.h): the first byte picks
 // the reply (0 campaign transaction, 1 read of the leader key, 2 watch message, 3 lease
 // renewal), the rest is that message's bytes. Whatever arrives, a lead is only ever our own
 // write or a key under our own lease, a key the read finds touched is never kept, and a renewal

@@ -146,7 +146,7 @@ class EngineTest : public ::testing::Test {
   }
 
   v1::NodeInfo Node(const std::string& name) {
-    auto r = engine_->ListNodes(v1::ListNodesRequest(), now_);
+    auto r = engine_->ListNodes(Root(), v1::ListNodesRequest(), now_);
     for (const auto& n : r->nodes()) {
       if (n.name() == name) return n;
     }

@@ -71,7 +71,7 @@ TEST_F(PermissionsTest, EveryoneSubmitsAndSeesTheQueueAndTheNodes) {
     auto jobs = engine_->ListJobs(Root(), v1::ListJobsRequest());
     ASSERT_TRUE(jobs.ok());
     EXPECT_GE(jobs->jobs_size(), 1);
-    EXPECT_TRUE(engine_->ListNodes(v1::ListNodesRequest(), now_).ok());
+    EXPECT_TRUE(engine_->ListNodes(who, v1::ListNodesRequest(), now_).ok());
   }
   EXPECT_TRUE(Audit().empty()) << "nothing privileged happened";
 }
@@ -470,7 +470,58 @@ TEST_F(PrivateDataTest, UsersLeaveAUserTheirOwnAssociations) {
   EXPECT_EQ(Accounts(Root()).users, all_users_);
 }
 
-// The Authorizer's rules are the admin guide's: every privileged action, in order, with who may
+// private_data = ["jobs"]: which jobs run on a node shows a user only their own; ["users"] and
+// ["accounts"]: a reservation's users and accounts shrink to the caller and their accounts.
+TEST_F(PrivateDataTest, NodesAndReservationsShowOnlyTheCallersOwnWhereThatIsPrivate) {
+  Use({.jobs = true, .accounts = true, .users = true});
+  auto mine = Submit(Gang(1, 1), Alice());
+  auto theirs = Submit(Gang(1, 1), Bob());
+  ASSERT_TRUE(mine.ok() && theirs.ok());
+  Pass();
+  ASSERT_EQ(Job(*mine).state(), v1::RUNNING);
+  ASSERT_EQ(Job(*theirs).state(), v1::RUNNING);
+  auto jobs_seen = [&](const Caller& who) {
+    auto r = engine_->ListNodes(who, v1::ListNodesRequest(), now_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::set<uint64_t> ids;
+    for (const auto& n : r->nodes()) ids.insert(n.job_ids().begin(), n.job_ids().end());
+    return ids;
+  };
+  EXPECT_EQ(jobs_seen(Alice()), std::set<uint64_t>{*mine});
+  EXPECT_EQ(jobs_seen(Operator()), (std::set<uint64_t>{*mine, *theirs}));
+  EXPECT_EQ(jobs_seen(Root()), (std::set<uint64_t>{*mine, *theirs}));
+  // Refused, and not told whose the job is.
+  v1::CancelJobRequest cancel;
+  cancel.add_job_ids(*theirs);
+  auto refused = engine_->CancelJob(Alice(), cancel, now_);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->results(0).code(), static_cast<int>(StatusCode::kPermissionDenied));
+  EXPECT_EQ(refused->results(0).message().find("bob"), std::string::npos)
+      << refused->results(0).message();
+
+  v1::UpdateReservationRequest req;
+  req.set_op(v1::ACCOUNT_OP_ADD);
+  req.set_name("shared");
+  req.set_nodes("node4");
+  req.set_start_ms(now_ + 3'600'000);
+  req.set_duration_ms(3'600'000);
+  req.set_users("alice,bob");
+  req.set_accounts("a,b");
+  ASSERT_TRUE(engine_->UpdateReservation(Root(), req, now_).ok());
+  auto listed = [&](const Caller& who) {
+    auto r = engine_->ListReservations(who, v1::ListReservationsRequest(), now_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->reservations_size(), 1);
+    const auto& res = r->reservations(0);
+    std::set<std::string> out(res.users().begin(), res.users().end());
+    for (const auto& a : res.accounts()) out.insert("account " + a);
+    return out;
+  };
+  EXPECT_EQ(listed(Alice()), (std::set<std::string>{"alice", "account a"}));
+  EXPECT_EQ(listed(Root()), (std::set<std::string>{"alice", "bob", "account a", "account b"}));
+}
+
+// The access rules are the admin guide's: every privileged action, in order, with who may
 // take it; and each refuses a plain user, admits an admin, and admits an operator only where
 // the rule says.
 TEST(PrivilegedActionsTest, TheAdminGuideListsEveryRule) {

@@ -38,7 +38,7 @@ class ReservationTest : public EngineTest {
     return engine_->UpdateReservation(who, req, now_).status();
   }
   std::vector<v1::ReservationRecord> List() {
-    auto r = engine_->ListReservations(v1::ListReservationsRequest(), now_);
+    auto r = engine_->ListReservations(Root(), v1::ListReservationsRequest(), now_);
     EXPECT_TRUE(r.ok());
     return {r->reservations().begin(), r->reservations().end()};
   }
@@ -87,7 +87,9 @@ TEST_F(ReservationTest, AdminsCreateChangeListAndDeleteThemAndTheyAreKept) {
   EXPECT_EQ(Op(del).code(), StatusCode::kNotFound);
   Restart();
   ASSERT_EQ(List().size(), 1u);
-  EXPECT_EQ(engine_->ListReservations(v1::ListReservationsRequest(), now_)->reservations(0).name(),
+  EXPECT_EQ(engine_->ListReservations(Root(), v1::ListReservationsRequest(), now_)
+                ->reservations(0)
+                .name(),
             "root_1");
 }
 
