@@ -6,6 +6,7 @@
 #include <set>
 
 #include "limit_tracker.h"
+#include "live_records.h"
 #include "muster/common/strings.h"
 #include "muster/controller/access.h"
 #include "name_list.h"
@@ -251,17 +252,12 @@ Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccou
     return PatchLimits(req.limits(), a.mutable_limits());
   };
   auto it = accounts_.find(name);
-  if (req.op() != v1::ACCOUNT_OP_ADD) {
-    if (it == accounts_.end()) return NotFound("account " + name + " does not exist");
-    if (it->second.from_config()) {
-      return FailedPrecondition("account " + name + " is defined in " + ctx_.config().source +
-                                "; change it there");
-    }
-  }
+  MUSTER_RETURN_IF_ERROR(CheckLiveChange(req.op(), "account", name, it != accounts_.end(),
+                                         it != accounts_.end() && it->second.from_config(),
+                                         ctx_.config().source));
   store::Mutation m;
   switch (req.op()) {
     case v1::ACCOUNT_OP_ADD: {
-      if (it != accounts_.end()) return AlreadyExists("account " + name + " exists");
       v1::AccountRecord a;
       a.set_name(name);
       a.set_parent(req.has_parent() ? req.parent() : "root");

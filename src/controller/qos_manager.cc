@@ -5,6 +5,7 @@
 #include <set>
 
 #include "limit_tracker.h"
+#include "live_records.h"
 #include "muster/common/strings.h"
 #include "muster/controller/access.h"
 
@@ -158,13 +159,9 @@ Status QosManager::Update(const Caller& caller, const v1::UpdateQosRequest& req,
     return InvalidArgument("preempt_mode is requeue, cancel or suspend");
   }
   auto it = qos_.find(name);
-  if (req.op() != v1::ACCOUNT_OP_ADD) {
-    if (it == qos_.end()) return NotFound("qos " + name + " does not exist");
-    if (it->second.from_config()) {
-      return FailedPrecondition("qos " + name + " is defined in " + ctx_.config().source +
-                                "; change it there");
-    }
-  }
+  MUSTER_RETURN_IF_ERROR(CheckLiveChange(req.op(), "qos", name, it != qos_.end(),
+                                         it != qos_.end() && it->second.from_config(),
+                                         ctx_.config().source));
   store::Mutation m;
   if (req.op() == v1::ACCOUNT_OP_REMOVE) {
     if (name == "normal") return FailedPrecondition("qos normal always exists");
@@ -181,12 +178,6 @@ Status QosManager::Update(const Caller& caller, const v1::UpdateQosRequest& req,
     qos_.erase(it);
     Reindex();
     return Status::Ok();
-  }
-  if (req.op() != v1::ACCOUNT_OP_ADD && req.op() != v1::ACCOUNT_OP_MODIFY) {
-    return InvalidArgument("unknown qos operation");
-  }
-  if (req.op() == v1::ACCOUNT_OP_ADD && it != qos_.end()) {
-    return AlreadyExists("qos " + name + " exists");
   }
   v1::QosRecord q;
   if (it != qos_.end()) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "account_manager.h"
+#include "live_records.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
@@ -299,13 +300,9 @@ Status ReservationManager::Update(const Caller& caller, const v1::UpdateReservat
   }
   auto it = reservations_.find(name);
   const bool add = req.op() == v1::ACCOUNT_OP_ADD;
-  if (req.op() == v1::ACCOUNT_OP_REMOVE || req.op() == v1::ACCOUNT_OP_MODIFY) {
-    if (it == reservations_.end()) {
-      return NotFound("reservation " + name.substr(0, 64) + " does not exist");
-    }
-  } else if (!add) {
-    return InvalidArgument("unknown reservation operation");
-  }
+  // Reservations are live only (none in the config file).
+  MUSTER_RETURN_IF_ERROR(
+      CheckLiveChange(req.op(), "reservation", name, it != reservations_.end(), false, ""));
   *name_out = name;
   if (req.op() == v1::ACCOUNT_OP_REMOVE) {
     if (std::string job = in_use(name); !job.empty()) {
@@ -317,9 +314,6 @@ Status ReservationManager::Update(const Caller& caller, const v1::UpdateReservat
     MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
     reservations_.erase(it);
     return Status::Ok();
-  }
-  if (add && it != reservations_.end()) {
-    return AlreadyExists("reservation " + name + " exists");
   }
   v1::ReservationRecord r;
   if (add) {
