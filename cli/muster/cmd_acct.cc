@@ -351,6 +351,7 @@ int CmdAcct(int argc, char** argv) {
                                 {nullptr, 0, nullptr, 0}};
   const int64_t now = NowMs();
   v1::ListAccountingRequest req;
+  StateFilter states;        // -s
   std::vector<JobRef> refs;  // -j, with job array tasks (7_3) filtered here
   bool all_users = ::getuid() == 0, noheader = false, allocations = false, json = false;
   int parsable = 0;  // 1: -p, 2: -P
@@ -389,13 +390,12 @@ int CmdAcct(int argc, char** argv) {
         req.set_end_ms(*t);
         break;
       }
-      case 's':
-        for (const auto& st : Split(val, ',', true)) {
-          v1::JobState state;
-          if (!ParseJobState(st, &state)) return Usage("acct", "unknown state '" + st + "'");
-          req.add_states(state);
-        }
+      case 's': {
+        auto parsed = ParseStateFilter(val);
+        if (!parsed.ok()) return Usage("acct", parsed.status().message());
+        states = std::move(*parsed);
         break;
+      }
       case 'r':
         for (const auto& p : Split(val, ',', true)) req.add_partitions(p);
         break;
@@ -446,13 +446,17 @@ int CmdAcct(int argc, char** argv) {
     req.set_start_ms(*start);
   }
   req.set_without_steps(allocations && !json);
+  // What the controller cannot filter by (COMPLETING, states no job is in) is filtered here.
+  if (states.ServerSide()) {
+    for (v1::JobState s : states.states) req.add_states(s);
+  }
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("acct", controller.status());
   auto resp = controller->ListAccounting(req);
   if (!resp.ok()) return Fail("acct", resp.status());
   std::vector<v1::JobInfo> jobs;
   for (const v1::JobInfo& j : resp->jobs()) {
-    if (RefsMatch(refs, j)) jobs.push_back(j);
+    if (RefsMatch(refs, j) && states.Matches(j)) jobs.push_back(j);
   }
   if (json) {
     PrintJson(jobs, now);

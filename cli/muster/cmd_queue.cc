@@ -2,6 +2,7 @@
 // in Muster's schema or, as squeue, in Slurm's.
 #include <getopt.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -78,6 +79,7 @@ int CmdQueue(int argc, char** argv) {
   bool long_format = false;
   bool expand_arrays = false;  // -r/--array: one row per job array task
   std::vector<JobRef> refs;    // -j, with array tasks (7_3) filtered here
+  StateFilter states;          // -t
   for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:O:aHhr", opts, nullptr)) != -1;) {
     if (c == 'h' && squeue && std::string(argv[optind - 1]) != "--help") c = 'H';
     switch (c) {
@@ -92,17 +94,12 @@ int CmdQueue(int argc, char** argv) {
       case 'u':
         for (const auto& u : Split(optarg, ',', true)) req.add_users(u);
         break;
-      case 't':
-        for (const auto& st : Split(optarg, ',', true)) {
-          if (ToLower(st) == "all") {
-            req.set_include_finished(true);
-            continue;
-          }
-          v1::JobState js;
-          if (!ParseJobState(st, &js)) return Usage("queue", "unknown job state '" + st + "'");
-          req.add_states(js);
-        }
+      case 't': {
+        auto parsed = ParseStateFilter(optarg);
+        if (!parsed.ok()) return Usage("queue", parsed.status().message());
+        states = std::move(*parsed);
         break;
+      }
       case 'p':
         for (const auto& p : Split(optarg, ',', true)) req.add_partitions(p);
         break;
@@ -152,6 +149,19 @@ int CmdQueue(int argc, char** argv) {
   }
   if (optind < argc)
     return Usage("queue", "unexpected argument '" + std::string(argv[optind]) + "'");
+  if (states.all) {
+    req.set_include_finished(true);
+  } else if (states.ServerSide()) {
+    for (v1::JobState s : states.states) req.add_states(s);
+  } else if (states.named) {
+    // COMPLETING, or only states no job is in: the controller's default (pending, running,
+    // cleaning up), with the finished ones when a finished state was named, filtered here.
+    for (v1::JobState s : states.states) {
+      if (s != v1::PENDING && s != v1::RUNNING && s != v1::SUSPENDED)
+        req.set_include_finished(true);
+    }
+  }
+  auto wanted = [&](const v1::JobInfo& j) { return RefsMatch(refs, j) && states.Matches(j); };
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("queue", controller.status());
   req.set_brief(!json && !start_view && !priority_view);
@@ -176,7 +186,7 @@ int CmdQueue(int argc, char** argv) {
     }
     w.Key("jobs").BeginArray();
     Status listed = controller->ListJobsEach(req, [&](const v1::JobInfo& j) {
-      if (!RefsMatch(refs, j)) return;
+      if (!wanted(j)) return;
       if (squeue) {
         SlurmJobJson(w, j, cluster);
       } else {
@@ -193,6 +203,10 @@ int CmdQueue(int argc, char** argv) {
   if (start_view || priority_view) {
     auto jobs = controller->ListJobs(req);
     if (!jobs.ok()) return Fail("queue", jobs.status());
+    auto* rows = jobs->mutable_jobs();
+    rows->erase(std::remove_if(rows->begin(), rows->end(),
+                               [&](const v1::JobInfo& j) { return !states.Matches(j); }),
+                rows->end());
     std::fputs((start_view ? StartView(*jobs, header) : PriorityView(*jobs, header)).c_str(),
                stdout);
     return kExitOk;
@@ -216,7 +230,7 @@ int CmdQueue(int argc, char** argv) {
     group_tasks.clear();
   };
   Status listed = controller->ListJobsEach(req, [&](const v1::JobInfo& j) {
-    if (!RefsMatch(refs, j)) return;
+    if (!wanted(j)) return;
     if (!expand_arrays && j.has_array() && j.state() == v1::PENDING) {
       if (!group_tasks.empty() && group.array().array_job_id() == j.array().array_job_id()) {
         group_tasks.push_back(j.array().task_id());

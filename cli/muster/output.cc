@@ -142,6 +142,41 @@ bool ParseJobState(const std::string& in, v1::JobState* out) {
   return false;
 }
 
+Result<StateFilter> ParseStateFilter(const std::string& list) {
+  // Slurm's states no Muster job is ever in (squeue(1), JOB STATE CODES).
+  static const char* const kNever[] = {
+      "bf", "boot_fail",   "cf", "configuring",  "oom", "out_of_memory", "rd", "resv_del_hold",
+      "rf", "requeue_fed", "rh", "requeue_hold", "rq",  "requeued",      "rs", "resizing",
+      "rv", "revoked",     "si", "signaling",    "se",  "special_exit",  "so", "stage_out",
+      "st", "stopped"};
+  StateFilter f;
+  for (const std::string& word : Split(list, ',', true)) {
+    const std::string s = ToLower(word);
+    if (s == "all") {
+      f.all = true;
+      continue;
+    }
+    f.named = true;
+    v1::JobState js;
+    if (s == "cg" || s == "completing") {
+      f.completing = true;
+    } else if (ParseJobState(s, &js)) {
+      if (std::find(f.states.begin(), f.states.end(), js) == f.states.end()) f.states.push_back(js);
+    } else if (std::none_of(std::begin(kNever), std::end(kNever),
+                            [&](const char* n) { return s == n; })) {
+      return InvalidArgument("unknown job state '" + word + "'");
+    }
+  }
+  return f;
+}
+
+bool StateFilter::Matches(const v1::JobInfo& j) const {
+  if (all || !named) return true;
+  // As Slurm: a job cleaning up is COMPLETING and also in the state it ended in.
+  return (completing && j.completing()) ||
+         std::find(states.begin(), states.end(), j.state()) != states.end();
+}
+
 void JsonWriter::Sep() {
   if (after_key_) {
     after_key_ = false;

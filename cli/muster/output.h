@@ -41,6 +41,24 @@ std::string JobStateCode(v1::JobState s, bool completing);
 // Parses "PD", "pending", "R", "running", ... INVALID when unknown.
 bool ParseJobState(const std::string& s, v1::JobState* out);
 
+// A -t/--states (squeue) or -s/--state (sacct) list as Slurm takes them: every state name and
+// short code Slurm has, in any case, or "all". The states Muster gives jobs go to the controller
+// where it can filter by them; COMPLETING (CG: a finished job still cleaning up, whatever it
+// ended as) is matched here; Slurm's states Muster never gives a job (BOOT_FAIL, CONFIGURING,
+// OUT_OF_MEMORY, REQUEUED, RESIZING, SIGNALING, STOPPED, ...) are accepted and match no job.
+struct StateFilter {
+  bool all = false;                  // "all"
+  bool named = false;                // the list named a state (else: the command's default)
+  bool completing = false;           // CG among them
+  std::vector<v1::JobState> states;  // Muster's states among them
+  // Whether the controller can do all of the filtering (states alone).
+  bool ServerSide() const { return named && !completing && !states.empty() && !NeverOnly(); }
+  bool NeverOnly() const { return named && !completing && states.empty(); }
+  bool Matches(const v1::JobInfo& j) const;
+};
+// INVALID_ARGUMENT naming a word that is no state of Slurm's.
+Result<StateFilter> ParseStateFilter(const std::string& list);
+
 // A job as users name it: "7", a job array's task "7_3", or several tasks "7_[1-3,5]".
 struct JobRef {
   uint64_t id = 0;

@@ -214,6 +214,12 @@ wait_for 30 is_state "$busy" RUNNING
 rows=$("$DIR/compat/squeue" -h -j "$busy,$held" | awk '{print $1, $3, $5, $7, $8}')
 [ "$rows" = "$(printf '%s held PD 1 (JobHeldUser)\n%s busy R 2 node[1-2]' "$held" "$busy")" ] ||
   fail "squeue default rows: $rows"
+# A batch library's active and waiting lists, as it asks for them: every Slurm state code taken.
+me=$(id -un)
+active=$("$DIR/compat/squeue" --user="$me" --states=R,S,CG,RS,SI,SO,ST --noheader --format=%i -r)
+waiting=$("$DIR/compat/squeue" --user="$me" --states=PD,CF,RF,RH,RQ,SE --noheader --format=%i -r)
+[ "$active" = "$busy" ] && [ "$waiting" = "$held" ] ||
+  fail "squeue by Slurm's state codes: active=[$active] waiting=[$waiting]"
 # --test-only forecasts and submits nothing; explain says what a waiting job waits for.
 err=$("$DIR/compat/sbatch" --test-only -N1 -o /dev/null --wrap true 2>&1 >/dev/null) ||
   fail "sbatch --test-only: $err"

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "cli.h"
+#include "muster/common/strings.h"
 #include "options.h"
 
 namespace muster::cli {
@@ -58,6 +59,46 @@ TEST(OutputTest, StatesRoundTripThroughTheirCodes) {
   EXPECT_EQ(JobStateCode(v1::CANCELLED, true), "CG") << "still cleaning up: COMPLETING";
   v1::JobState ignored;
   EXPECT_FALSE(ParseJobState("sleeping", &ignored));
+}
+
+// Every state squeue(1) lists under JOB STATE CODES, short and long, in any case.
+TEST(OutputTest, StateListsTakeEveryStateSlurmHas) {
+  const char* const kSlurm[][2] = {
+      {"BF", "BOOT_FAIL"},     {"CA", "CANCELLED"},    {"CD", "COMPLETED"},
+      {"CF", "CONFIGURING"},   {"CG", "COMPLETING"},   {"DL", "DEADLINE"},
+      {"F", "FAILED"},         {"NF", "NODE_FAIL"},    {"OOM", "OUT_OF_MEMORY"},
+      {"PD", "PENDING"},       {"PR", "PREEMPTED"},    {"R", "RUNNING"},
+      {"RD", "RESV_DEL_HOLD"}, {"RF", "REQUEUE_FED"},  {"RH", "REQUEUE_HOLD"},
+      {"RQ", "REQUEUED"},      {"RS", "RESIZING"},     {"RV", "REVOKED"},
+      {"SI", "SIGNALING"},     {"SE", "SPECIAL_EXIT"}, {"SO", "STAGE_OUT"},
+      {"ST", "STOPPED"},       {"S", "SUSPENDED"},     {"TO", "TIMEOUT"}};
+  for (const auto& [code, name] : kSlurm) {
+    EXPECT_TRUE(ParseStateFilter(code).ok()) << code;
+    EXPECT_TRUE(ParseStateFilter(name).ok()) << name;
+    EXPECT_TRUE(ParseStateFilter(ToLower(name)).ok()) << name;
+  }
+  EXPECT_EQ(ParseStateFilter("R,sleeping").status().message(), "unknown job state 'sleeping'");
+
+  v1::JobInfo running, cleaning, done;
+  running.set_state(v1::RUNNING);
+  cleaning.set_state(v1::CANCELLED);
+  cleaning.set_completing(true);
+  done.set_state(v1::COMPLETED);
+  // A workflow library's "active" list: the controller cannot filter COMPLETING, the CLI does.
+  auto active = *ParseStateFilter("R,S,CG,RS,SI,SO,ST");
+  EXPECT_FALSE(active.ServerSide());
+  EXPECT_TRUE(active.Matches(running));
+  EXPECT_TRUE(active.Matches(cleaning));
+  EXPECT_FALSE(active.Matches(done));
+  // As Slurm, a job cleaning up is also in the state it ended in.
+  EXPECT_TRUE(ParseStateFilter("CA")->Matches(cleaning));
+  EXPECT_TRUE(ParseStateFilter("CD,R")->ServerSide());
+  // States no Muster job is ever in match nothing, and are not the default either.
+  auto never = *ParseStateFilter("CF,RF,RH,RQ,SE");
+  EXPECT_TRUE(never.NeverOnly());
+  EXPECT_FALSE(never.Matches(running));
+  EXPECT_FALSE(never.Matches(done));
+  EXPECT_TRUE(ParseStateFilter("all")->Matches(done));
 }
 
 TEST(OutputTest, ElapsedTime) {
