@@ -197,7 +197,9 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
   if (args.empty()) {
     return Usage("control", "show what? job, node, partition, reservation or hostnames");
   }
-  std::string what = args[0];
+  // As scontrol: entity names in any case, "jobid" for "job".
+  std::string what = ToLower(args[0]);
+  if (what == "jobid") what = "job";
   const std::string arg = args.size() > 1 ? args[1] : "";
   if (what == "reservation" || what == "reservations" || what == "res") {
     return ShowReservations(arg, oneliner);
@@ -457,7 +459,7 @@ int CmdControl(int argc, char** argv) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::printf(
         "Usage: %s COMMAND\n"
-        "  show job [ID] | show node [NODES] | show partition [NAME]\n"
+        "  show job|jobid [ID] | show node [NODES] | show partition [NAME]\n"
         "  show reservation [NAME] [-o]\n"
         "  create reservation KEY=VALUE... | update ReservationName=NAME KEY=VALUE...\n"
         "  delete ReservationName=NAME   advance reservations (admins; see muster reservation)\n"

@@ -39,7 +39,9 @@ constexpr const char* kHelp =
     "                                                  | defaultaccount=A\n"
     "  remove|delete account NAME | user NAME [account=A]\n"
     "  show|list account|user|association|qos [where name=N account=A user=U] [format=F,F%W]\n"
-    "  -n no header; -p '|' after every field; -P '|' between fields. Changes need an admin.\n";
+    "                          [withassoc]\n"
+    "  -n no header; -p '|' after every field; -P '|' between fields; -s (withassoc): an\n"
+    "  account's or a user's associations too. Changes need an admin.\n";
 
 // key=value words (keys case-insensitive), split at "where" and "set".
 struct Specs {
@@ -189,7 +191,13 @@ const Column* FindColumn(const std::string& name) {
 }
 
 int Show(const std::string& entity, Specs& s, bool header, const std::string& sep,
-         bool trailing_sep) {
+         bool trailing_sep, bool with_assoc) {
+  // WithAssoc among the words is -s/--associations.
+  std::erase_if(s.names, [&](const std::string& n) {
+    const bool is = ToLower(n) == "withassoc";
+    with_assoc = with_assoc || is;
+    return is;
+  });
   std::string format;
   if (auto f = Take(s.where, {"format"})) format = *f;
   auto names = Take(s.where, {"name", "names", "account", "accounts", "user", "users"});
@@ -199,11 +207,13 @@ int Show(const std::string& entity, Specs& s, bool header, const std::string& se
   }
   if (Status st = NoLeftovers(s.where); !st.ok()) return Fail("sacctmgr", st);
   const bool users = entity == "user" || entity == "users";
-  const bool assoc = entity.rfind("assoc", 0) == 0;
+  // Accounts with their associations are the association listing.
+  const bool assoc = entity.rfind("assoc", 0) == 0 || (with_assoc && !users);
   if (format.empty()) {
-    format = users   ? "User,DefaultAccount,Admin"
-             : assoc ? "Cluster,Account,User,Partition,Share"
-                     : "Account,Descr,Org";
+    format = users && with_assoc ? "User,DefaultAccount,Admin,Cluster,Account,Partition,Share"
+             : users             ? "User,DefaultAccount,Admin"
+             : assoc             ? "Cluster,Account,User,Partition,Share"
+                                 : "Account,Descr,Org";
   }
   struct Chosen {
     const Column* column;
@@ -260,7 +270,16 @@ int Show(const std::string& entity, Specs& s, bool header, const std::string& se
   for (const auto& a : all.accounts()) by_name[a.name()] = &a;
   if (users) {
     for (const auto& u : all.users()) {
-      if (only.empty() || only.count(u.name())) row(nullptr, &u);
+      if (!only.empty() && !only.count(u.name())) continue;
+      if (!with_assoc) {
+        row(nullptr, &u);
+        continue;
+      }
+      // A line per account the user is in: its associations.
+      for (const auto& in : u.accounts()) {
+        auto a = by_name.find(in);
+        row(a == by_name.end() ? nullptr : a->second, &u);
+      }
     }
   } else if (assoc) {
     // Each account's own line, then a line per user in it, as sacctmgr lists associations.
@@ -288,11 +307,15 @@ int CmdSacctmgr(int argc, char** argv) {
   bool header = true, trailing = false;
   std::string sep;
   std::vector<std::string> words;
-  const struct option opts[] = {
-      {"immediate", no_argument, nullptr, 'i'}, {"noheader", no_argument, nullptr, 'n'},
-      {"parsable", no_argument, nullptr, 'p'},  {"parsable2", no_argument, nullptr, 'P'},
-      {"help", no_argument, nullptr, 'h'},      {nullptr, 0, nullptr, 0}};
-  OptionReader in(argc, argv, "hinpP", opts);
+  const struct option opts[] = {{"immediate", no_argument, nullptr, 'i'},
+                                {"noheader", no_argument, nullptr, 'n'},
+                                {"parsable", no_argument, nullptr, 'p'},
+                                {"parsable2", no_argument, nullptr, 'P'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {"associations", no_argument, nullptr, 's'},
+                                {nullptr, 0, nullptr, 0}};
+  bool with_assoc = false;  // -s: the entity's associations too
+  OptionReader in(argc, argv, "hinpPs", opts);
   // COMMAND ENTITY SPECS come in order; options may come between and after them.
   for (int c; (c = in.Next()) != -1;) {
     switch (c) {
@@ -300,6 +323,9 @@ int CmdSacctmgr(int argc, char** argv) {
         std::fputs(kHelp, stdout);
         return kExitOk;
       case 'i':  // implied: there is no prompt
+        break;
+      case 's':
+        with_assoc = true;
         break;
       case 'n':
         header = false;
@@ -356,7 +382,7 @@ int CmdSacctmgr(int argc, char** argv) {
       return Fail("sacctmgr", Unimplemented("sacctmgr show " + entity +
                                             " is not supported (account, user, association)"));
     }
-    return Show(entity, s, header, sep, trailing);
+    return Show(entity, s, header, sep, trailing, with_assoc);
   }
   if (entity == "accounts") entity = "account";
   if (entity == "users") entity = "user";

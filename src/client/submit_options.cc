@@ -43,6 +43,7 @@ enum LongOnly {
   kKillOnInvalidDep,
   kDeadline,
   kReservation,
+  kCpuBind,
 };
 
 const struct option kLongOptions[] = {
@@ -96,6 +97,7 @@ const struct option kLongOptions[] = {
     {"input", required_argument, nullptr, 'i'},
     {"unbuffered", no_argument, nullptr, 'u'},
     {"mpi", required_argument, nullptr, kMpi},
+    {"cpu-bind", required_argument, nullptr, kCpuBind},
     {"jobid", required_argument, nullptr, kJobId},
     {nullptr, 0, nullptr, 0},
 };
@@ -113,6 +115,7 @@ bool Accepted(int c, OptionSet set) {
     case 'u':
     case kMpi:
     case kJobId:
+    case kCpuBind:
       return set == OptionSet::kRun;
     case 'I':
       return set != OptionSet::kBatch;
@@ -426,6 +429,20 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         break;
       case 'u':
         break;  // output is forwarded as it comes already
+      case kCpuBind:
+        // A step's tasks share the job's CPUs (its cgroup's cpuset): quiet, verbose and none
+        // ask for nothing more. A binding of each task is not done yet, so it is refused rather
+        // than silently not done.
+        for (const std::string& word : Split(val, ',', true)) {
+          const std::string w = ToLower(word);
+          if (w == "q" || w == "quiet" || w == "v" || w == "verbose" || w == "no" || w == "none") {
+            continue;
+          }
+          return Unimplemented(origin + ": --cpu-bind=" + word +
+                               " is not supported yet: a step's tasks share the job's CPUs, none "
+                               "is bound to CPUs of its own (--cpu-bind=none)");
+        }
+        break;
       case kMpi:
         if (val != "none" && val != "pmi1" && val != "pmi") {
           return Unimplemented(origin + ": --mpi=" + val +

@@ -220,6 +220,11 @@ active=$("$DIR/compat/squeue" --user="$me" --states=R,S,CG,RS,SI,SO,ST --noheade
 waiting=$("$DIR/compat/squeue" --user="$me" --states=PD,CF,RF,RH,RQ,SE --noheader --format=%i -r)
 [ "$active" = "$busy" ] && [ "$waiting" = "$held" ] ||
   fail "squeue by Slurm's state codes: active=[$active] waiting=[$waiting]"
+# The same manager's task launch and status fallback, as it runs them.
+out=$("$DIR/compat/srun" --jobid="$busy" --overlap -n1 --cpu-bind=q hostname 2>&1) ||
+  fail "srun --cpu-bind=q: $out"
+"$DIR/compat/scontrol" show jobid -dd "$busy" | grep -q "^JobId=$busy " ||
+  fail "scontrol show jobid -dd: $("$DIR/compat/scontrol" show jobid -dd "$busy" 2>&1)"
 # --test-only forecasts and submits nothing; explain says what a waiting job waits for.
 err=$("$DIR/compat/sbatch" --test-only -N1 -o /dev/null --wrap true 2>&1 >/dev/null) ||
   fail "sbatch --test-only: $err"
@@ -446,6 +451,11 @@ grep -qx "physics||2|science" <<<"$out" && grep -qx "physics|$me|1|" <<<"$out" |
   fail "sacctmgr show assoc: $out"
 [ "$("$DIR/compat/sacctmgr" -n -P show user "$me" format=User,DefaultAccount)" = "$me|science" ] ||
   fail "default account"
+# A workflow manager's account check, as it runs it: -s (or WithAssoc) lists the user's accounts.
+accts=$("$DIR/compat/sacctmgr" -n -s list user "$me" format=account%20 | awk '{print $1}' | sort | tr '\n' ' ')
+[ "$accts" = "physics science " ] || fail "sacctmgr -n -s list user: [$accts]"
+accts=$("$DIR/compat/sacctmgr" -nP list user "$me" withassoc format=account | sort | tr '\n' ' ')
+[ "$accts" = "physics science " ] || fail "sacctmgr list user withassoc: [$accts]"
 # Held, so that they stay in the queue however slow the machine.
 id_h=$("$DIR/compat/sbatch" --parsable -H -A physics -o /dev/null --wrap true)
 id_d=$("$DIR/compat/sbatch" --parsable -H -o /dev/null --wrap true)

@@ -33,6 +33,28 @@ TEST(SubmitArgsTest, ShortLongAndAttachedForms) {
   EXPECT_EQ(o.positional, (std::vector<std::string>{"script.sh", "arg1", "--not-an-option"}));
 }
 
+// srun --cpu-bind: the forms that ask for no per-task binding are taken (a workflow manager
+// runs every task with --cpu-bind=q); a per-task binding is refused by name, not ignored.
+TEST(SubmitArgsTest, CpuBindTakesQuietVerboseAndNoneAndRefusesTheRest) {
+  for (const char* v : {"q", "quiet", "v", "verbose", "none", "no", "quiet,none", "V"}) {
+    SubmitOptions o;
+    EXPECT_TRUE(
+        ParseSubmitArgs({std::string("--cpu-bind=") + v, "hostname"}, "srun", &o, OptionSet::kRun)
+            .ok())
+        << v;
+    EXPECT_EQ(o.positional, std::vector<std::string>{"hostname"});
+  }
+  SubmitOptions o;
+  Status cores = ParseSubmitArgs({"--cpu-bind=cores", "x"}, "srun", &o, OptionSet::kRun);
+  EXPECT_EQ(cores.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(cores.message().find("--cpu-bind=cores is not supported yet"), std::string::npos);
+  EXPECT_EQ(ParseSubmitArgs({"--cpu-bind=map_cpu:0,1", "x"}, "srun", &o, OptionSet::kRun).code(),
+            StatusCode::kUnimplemented);
+  // As in Slurm, an srun option: sbatch does not know it.
+  EXPECT_EQ(ParseSubmitArgs({"--cpu-bind=q", "x"}, "sbatch", &o, OptionSet::kBatch).code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(SubmitArgsTest, GresForms) {
   EXPECT_EQ(*Parse({"--gres=gpu:4"}).gpus_per_node, 4u);
   SubmitOptions o = Parse({"--gres=gpu:a100:2"});
