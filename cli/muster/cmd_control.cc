@@ -13,8 +13,10 @@
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "muster/common/version.h"
 #include "options.h"
 #include "output.h"
+#include "slurm_config.h"
 
 namespace muster::cli {
 namespace {
@@ -193,6 +195,20 @@ void PrintPartition(const PartitionConfig& p, const Config& c) {
   std::fputs(out.c_str(), stdout);
 }
 
+// scontrol ping's lines (and the end of show config): whether the controller answers. With a
+// hot standby, the controllers are named together: the client reaches whichever leads.
+std::string ControllerStatus(const Config& c) {
+  std::string hosts;
+  for (const ControllerHostConfig& h : c.controllers) hosts += (hosts.empty() ? "" : ",") + h.name;
+  if (hosts.empty()) {
+    const std::string& a = c.controller.agent_address;
+    hosts = a.substr(0, a.rfind(':'));
+  }
+  auto controller = ConnectController();
+  const bool up = controller.ok() && controller->Diagnostics().ok();
+  return "Slurmctld(primary) at " + hosts + " is " + (up ? "UP" : "DOWN") + "\n";
+}
+
 int Show(const std::vector<std::string>& args, bool oneliner) {
   if (args.empty()) {
     return Usage("control", "show what? job, node, partition, reservation or hostnames");
@@ -203,6 +219,14 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
   const std::string arg = args.size() > 1 ? args[1] : "";
   if (what == "reservation" || what == "reservations" || what == "res") {
     return ShowReservations(arg, oneliner);
+  }
+  if (what == "config") {
+    const std::string path = ResolveConfigPath("");
+    auto config = LoadConfig(path);
+    if (!config.ok()) return Fail("control", config.status());
+    std::fputs(SlurmConfigLines(*config, path, SystemClock::Get()->NowMs()).c_str(), stdout);
+    std::printf("\n%s", ControllerStatus(*config).c_str());
+    return kExitOk;
   }
   if (what == "hostnames" || what == "hostname") {
     std::string list = arg;
@@ -442,16 +466,20 @@ int CmdControl(int argc, char** argv) {
   // among its words.
   const struct option opts[] = {{"details", no_argument, nullptr, 'd'},
                                 {"oneliner", no_argument, nullptr, 'o'},
+                                {"version", no_argument, nullptr, 'V'},
                                 {nullptr, 0, nullptr, 0}};
   bool oneliner = false;  // -o: show reservation's one line per record
   std::vector<std::string> args;
-  OptionReader in(argc, argv, "do", opts);
+  OptionReader in(argc, argv, "doV", opts);
   // The words come in order. A dash word that is no option here stays a word, as it always
   // was: -h and --help in the command's place, or one the commands below refuse; so do "--" and
   // the words after it.
   for (int c; (c = in.Next()) != -1;) {
     if (c == 'o') {
       oneliner = true;
+    } else if (c == 'V') {
+      args = {"version"};
+      break;
     } else if (c != 'd' && in.Once()) {
       args.push_back(in.Word());
     }
@@ -461,6 +489,9 @@ int CmdControl(int argc, char** argv) {
         "Usage: %s COMMAND\n"
         "  show job|jobid [ID] | show node [NODES] | show partition [NAME]\n"
         "  show reservation [NAME] [-o]\n"
+        "  show config                Muster's settings under Slurm's names (Key = value)\n"
+        "  ping | version             whether the controller answers; Slurm's and Muster's "
+        "versions\n"
         "  create reservation KEY=VALUE... | update ReservationName=NAME KEY=VALUE...\n"
         "  delete ReservationName=NAME   advance reservations (admins; see muster reservation)\n"
         "  show hostnames [LIST]      one name per line (LIST defaults to $SLURM_JOB_NODELIST)\n"
@@ -477,6 +508,19 @@ int CmdControl(int argc, char** argv) {
   const std::string verb = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (verb == "show") return Show(rest, oneliner);
+  if (verb == "version") {
+    // Slurm's line first, for tools that parse it; then Muster's own.
+    std::printf("slurm %s\nmuster %s\n", kSlurmCompatVersion, kVersion);
+    return kExitOk;
+  }
+  if (verb == "ping") {
+    const std::string path = ResolveConfigPath("");
+    auto config = LoadConfig(path);
+    if (!config.ok()) return Fail("control", config.status());
+    const std::string status = ControllerStatus(*config);
+    std::fputs(status.c_str(), stdout);
+    return status.find(" is UP") != std::string::npos ? kExitOk : kExitFailed;
+  }
   if (verb == "update") return Update(rest);
   if (verb == "create" || verb == "delete") {
     // scontrol create reservation KEY=VALUE...; scontrol delete ReservationName=NAME.

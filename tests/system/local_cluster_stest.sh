@@ -225,6 +225,14 @@ out=$("$DIR/compat/srun" --jobid="$busy" --overlap -n1 --cpu-bind=q hostname 2>&
   fail "srun --cpu-bind=q: $out"
 "$DIR/compat/scontrol" show jobid -dd "$busy" | grep -q "^JobId=$busy " ||
   fail "scontrol show jobid -dd: $("$DIR/compat/scontrol" show jobid -dd "$busy" 2>&1)"
+# A workflow engine's start-up: the configuration in Slurm's lines, the controller's ping.
+config=$("$DIR/compat/scontrol" show config) || fail "scontrol show config"
+grep -q '^SchedulerTimeSlice      = 30 sec$' <<<"$config" &&
+  grep -q "^SLURM_CONF              = $MUSTER_CONF\$" <<<"$config" &&
+  grep -q ' is UP$' <<<"$config" || fail "scontrol show config: $config"
+[ "$("$DIR/compat/scontrol" ping)" = "Slurmctld(primary) at 127.0.0.1 is UP" ] ||
+  fail "scontrol ping: $("$DIR/compat/scontrol" ping)"
+[ "$("$DIR/compat/scontrol" version | head -1)" = "slurm 22.05.0" ] || fail "scontrol version"
 # --test-only forecasts and submits nothing; explain says what a waiting job waits for.
 err=$("$DIR/compat/sbatch" --test-only -N1 -o /dev/null --wrap true 2>&1 >/dev/null) ||
   fail "sbatch --test-only: $err"

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "muster/common/strings.h"
 #include "options.h"
+#include "slurm_config.h"
 
 namespace muster::cli {
 namespace {
@@ -366,6 +367,49 @@ TEST(OptionReaderTest, JsonOptionCommands) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(read({"cmd", "a", "-"}, &json, true), kExitUsage);
   EXPECT_TRUE(Has(testing::internal::GetCapturedStderr(), "bad '-'")) << "not a word, even here";
+}
+
+}  // namespace
+}  // namespace muster::cli
+
+namespace muster::cli {
+namespace {
+
+// scontrol show config: Slurm's "Key = value" lines (keys padded to 23), with Muster's settings
+// under Slurm's names, the keys a workflow engine reads at start-up among them.
+TEST(SlurmConfigTest, MustersSettingsUnderSlurmsNames) {
+  auto c = ParseConfig(R"(
+cluster_name = "lab"
+private_data = ["jobs"]
+[scheduling]
+kill_grace_ms = 45000
+max_array_size = 5001
+[agent]
+cgroup_root = "none"
+prolog = "/etc/muster/prolog"
+[[nodes]]
+names = "n1"
+cpus = 4
+memory_mb = 1000
+[[partition]]
+name = "p"
+nodes = "n1"
+)",
+                       "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const std::string out = SlurmConfigLines(*c, "/etc/muster/muster.toml", 0);
+  EXPECT_EQ(out.rfind("Configuration data as of ", 0), 0u) << out;
+  for (const char* want :
+       {"ClusterName             = lab\n", "KillWait                = 45 sec\n",
+        "MaxArraySize            = 5001\n", "PrivateData             = jobs\n",
+        "Prolog                  = /etc/muster/prolog\n", "Epilog                  = (null)\n",
+        "ProctrackType           = proctrack/linuxproc\n", "SchedulerTimeSlice      = 30 sec\n",
+        "AcctGatherNodeFreq      = 0 sec\n", "SLURM_CONF              = /etc/muster/muster.toml\n",
+        "SLURM_VERSION           = 22.05.0\n", "PreemptType             = preempt/none\n",
+        "PriorityWeightFairShare = 10000\n",
+        "AccountingStorageEnforce = associations,limits,qos\n"}) {
+    EXPECT_NE(out.find(want), std::string::npos) << want << " in\n" << out;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,19 @@
+// scontrol show config: Muster's settings under Slurm 22.05's names, in its "Key = value" lines,
+// for tools that read them (a workflow engine's Slurm batch system reads it at start-up). What
+// Muster has is shown as it is set; what it has no setting for shows Slurm's default or (null).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "muster/common/config.h"
+
+namespace muster::cli {
+
+// The Slurm version Muster's front ends answer as (their --version's first line).
+inline constexpr const char* kSlurmCompatVersion = "22.05.0";
+
+// Every line up to (not including) the controllers' status lines; `path` is the config file.
+std::string SlurmConfigLines(const Config& c, const std::string& path, int64_t now_ms);
+
+}  // namespace muster::cli
