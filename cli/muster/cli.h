@@ -13,6 +13,8 @@ namespace muster::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
+// The Slurm version the front ends answer as (the first line of their --version).
+inline constexpr const char* kSlurmCompatVersion = "22.05.0";
 
 int Main(int argc, char** argv);
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -110,6 +111,14 @@ The cluster is found through $MUSTER_CONF (default /etc/muster/muster.toml).
 int Main(int argc, char** argv) {
   const char* slash = std::strrchr(argv[0], '/');
   const std::string self = slash ? slash + 1 : argv[0];
+  const bool front_end =
+      std::find(FrontEnds().begin(), FrontEnds().end(), self) != FrontEnds().end();
+  if (front_end && argc > 1 &&
+      (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "-V") == 0)) {
+    // Slurm's line first, for tools that parse it; then Muster's own.
+    std::printf("slurm %s\nmuster %s\n", kSlurmCompatVersion, kVersion);
+    return kExitOk;
+  }
   if (self == "sbatch") {
     g_front_end = self;
     return CmdSubmit(argc, argv);

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
 

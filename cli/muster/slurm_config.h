@@ -10,9 +10,6 @@
 
 namespace muster::cli {
 
-// The Slurm version Muster's front ends answer as (their --version's first line).
-inline constexpr const char* kSlurmCompatVersion = "22.05.0";
-
 // Every line up to (not including) the controllers' status lines; `path` is the config file.
 std::string SlurmConfigLines(const Config& c, const std::string& path, int64_t now_ms);
 

@@ -233,6 +233,9 @@ grep -q '^SchedulerTimeSlice      = 30 sec$' <<<"$config" &&
 [ "$("$DIR/compat/scontrol" ping)" = "Slurmctld(primary) at 127.0.0.1 is UP" ] ||
   fail "scontrol ping: $("$DIR/compat/scontrol" ping)"
 [ "$("$DIR/compat/scontrol" version | head -1)" = "slurm 22.05.0" ] || fail "scontrol version"
+for c in sbatch srun salloc squeue sinfo sacct scancel scontrol sacctmgr sshare sprio sreport sdiag; do
+  [ "$("$DIR/compat/$c" --version | head -1)" = "slurm 22.05.0" ] || fail "$c --version"
+done
 # --test-only forecasts and submits nothing; explain says what a waiting job waits for.
 err=$("$DIR/compat/sbatch" --test-only -N1 -o /dev/null --wrap true 2>&1 >/dev/null) ||
   fail "sbatch --test-only: $err"
