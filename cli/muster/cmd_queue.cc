@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -73,14 +74,16 @@ int CmdQueue(int argc, char** argv) {
       {"json", no_argument, nullptr, 'J'},         {"noheader", no_argument, nullptr, 'H'},
       {"start", no_argument, nullptr, 'S'},        {"priority", no_argument, nullptr, 'P'},
       {"Format", required_argument, nullptr, 'O'}, {"array", no_argument, nullptr, 'r'},
-      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
+      {"help", no_argument, nullptr, 'h'},         {"me", no_argument, nullptr, 'M'},
+      {"long", no_argument, nullptr, 'l'},         {nullptr, 0, nullptr, 0}};
   optind = 0;
   opterr = 0;
   bool long_format = false;
+  bool long_view = false;      // -l/--long: squeue's long columns, under the time of the listing
   bool expand_arrays = false;  // -r/--array: one row per job array task
   std::vector<JobRef> refs;    // -j, with array tasks (7_3) filtered here
   StateFilter states;          // -t
-  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:O:aHhr", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:O:aHhrl", opts, nullptr)) != -1;) {
     if (c == 'h' && squeue && std::string(argv[optind - 1]) != "--help") c = 'H';
     switch (c) {
       case 'o':
@@ -115,6 +118,12 @@ int CmdQueue(int argc, char** argv) {
       case 'r':
         expand_arrays = true;
         break;
+      case 'M':  // --me
+        req.add_users(CurrentUserName());
+        break;
+      case 'l':
+        long_view = true;
+        break;
       case 'a':
         req.set_include_finished(true);
         break;
@@ -132,8 +141,8 @@ int CmdQueue(int argc, char** argv) {
         break;
       case 'h':
         std::printf(
-            "Usage: %s [-u USERS] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
-            "[--start | --priority] [-r] [%s] [-o FORMAT] [--json]\n"
+            "Usage: %s [-u USERS | --me] [-t STATES] [-p PARTITIONS] [-j IDS] [--all] "
+            "[--start | --priority] [-r] [-l] [%s] [-o FORMAT] [--json]\n"
             "  -o/--format FORMAT  squeue's fields: %%[.][WIDTH]LETTER, letters i A j u t T D C M "
             "l P R r N Q V S b a F K q v\n",
             ProgramName("queue").c_str(), squeue ? "-h/--noheader" : "--noheader");
@@ -212,15 +221,25 @@ int CmdQueue(int argc, char** argv) {
     return kExitOk;
   }
   // squeue's default format, unless -o/-O gave one.
-  auto items = format.empty() ? ParseSqueueFormat(kSqueueDefaultFormat)
-               : long_format  ? ParseSqueueLongFormat(format)
-                              : ParseSqueueFormat(format);
+  auto items = format.empty()
+                   ? ParseSqueueFormat(long_view ? kSqueueLongFormat : kSqueueDefaultFormat)
+               : long_format ? ParseSqueueLongFormat(format)
+                             : ParseSqueueFormat(format);
   if (!items.ok()) return Usage("queue", items.status().message());
   const int64_t now = SystemClock::Get()->NowMs();
   // Rows are rendered as they stream in; like squeue, pending jobs come first. A job array's
   // pending tasks (consecutive in id order) make one row unless -r asks for one each.
   std::string pending, others;
   pending.reserve(1 << 20);  // no regrowth copies for the usual queue
+  if (header && long_view) {
+    // squeue -l starts with the time of the listing, as ctime writes it.
+    const std::time_t t = static_cast<std::time_t>(now / 1000);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char when[64];
+    std::strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y\n", &tm);
+    pending += when;
+  }
   if (header) RenderSqueue(*items, nullptr, {}, now, pending);
   v1::JobInfo group;  // the first pending task of the array being collapsed
   std::vector<uint32_t> group_tasks;

@@ -15,6 +15,8 @@ namespace muster::cli {
 
 // squeue's own default -o.
 inline constexpr char kSqueueDefaultFormat[] = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+// squeue -l/--long: the state in full and the time limit.
+inline constexpr char kSqueueLongFormat[] = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
 // The -o letters squeue supports here.
 inline constexpr char kSqueueLetters[] = "iAjutTDCMlPRrNQVSbaFKqv";
 

@@ -220,6 +220,11 @@ active=$("$DIR/compat/squeue" --user="$me" --states=R,S,CG,RS,SI,SO,ST --noheade
 waiting=$("$DIR/compat/squeue" --user="$me" --states=PD,CF,RF,RH,RQ,SE --noheader --format=%i -r)
 [ "$active" = "$busy" ] && [ "$waiting" = "$held" ] ||
   fail "squeue by Slurm's state codes: active=[$active] waiting=[$waiting]"
+[ "$("$DIR/compat/squeue" --me -h -o %i | sort -n | tr '\n' ' ')" = "$(printf '%s\n%s\n' "$held" "$busy" | sort -n | tr '\n' ' ')" ] ||
+  fail "squeue --me: $("$DIR/compat/squeue" --me -h -o %i)"
+long=$("$DIR/compat/squeue" -l -j "$busy")
+[[ "$(sed -n 2p <<<"$long")" =~ ^\ +JOBID\ PARTITION\ +NAME\ +USER\ +STATE\ +TIME\ TIME_LIMI\ +NODES\ NODELIST ]] &&
+  [[ "$(sed -n 3p <<<"$long")" =~ \ RUNNING\  ]] || fail "squeue -l: $long"
 # The same manager's task launch and status fallback, as it runs them.
 out=$("$DIR/compat/srun" --jobid="$busy" --overlap -n1 --cpu-bind=q hostname 2>&1) ||
   fail "srun --cpu-bind=q: $out"
