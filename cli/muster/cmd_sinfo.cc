@@ -1,6 +1,7 @@
 // sinfo: partitions and nodes in sinfo's layouts (`muster nodes` keeps Muster's own view).
 #include <getopt.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -65,7 +66,14 @@ struct Row {
   bool is_default = false;
   int64_t max_time_ms = 0;
   std::vector<const v1::NodeInfo*> nodes;
+  std::string features;  // of its nodes, from the configuration ("" when none)
 };
+
+// A node that answers (Slurm's "responding"): registered and heard from.
+bool Responding(const v1::NodeInfo& n) {
+  return n.state() != v1::NODE_DOWN && n.state() != v1::NODE_NOT_RESPONDING &&
+         n.state() != v1::NODE_UNKNOWN;
+}
 
 std::string Field(char letter, const Row& r) {
   const v1::NodeInfo& n = *r.nodes.front();
@@ -118,7 +126,22 @@ std::string Field(char letter, const Row& r) {
     case 'E':
       return n.reason().empty() ? "none" : n.reason();
     case 'f':
-      return "(null)";
+      return r.features.empty() ? "(null)" : r.features;
+    case 'F': {
+      // Nodes allocated/idle/other/total, as sinfo -s shows them.
+      size_t busy = 0, idle = 0, other = 0;
+      for (const auto* x : r.nodes) {
+        if (x->drain() || !Responding(*x)) {
+          ++other;
+        } else if (x->state() == v1::NODE_MIXED || x->state() == v1::NODE_ALLOCATED) {
+          ++busy;
+        } else {
+          ++idle;
+        }
+      }
+      return std::to_string(busy) + "/" + std::to_string(idle) + "/" + std::to_string(other) + "/" +
+             std::to_string(r.nodes.size());
+    }
     default:
       return "";
   }
@@ -158,13 +181,15 @@ const char* Header(char letter) {
       return "REASON";
     case 'f':
       return "AVAIL_FEATURES";
+    case 'F':
+      return "NODES(A/I/O/T)";
     default:
       return "";
   }
 }
 
 // The -o letters sinfo supports here.
-constexpr char kSinfoLetters[] = "PRalDtTNncCGmeOEf";
+constexpr char kSinfoLetters[] = "PRalDtTNncCGmeOEfF";
 
 }  // namespace
 
@@ -179,14 +204,19 @@ int CmdSinfo(int argc, char** argv) {
                                 {"list-reasons", no_argument, nullptr, 'R'},
                                 {"long", no_argument, nullptr, 'l'},
                                 {"json", no_argument, nullptr, kJson},
+                                {"summarize", no_argument, nullptr, 's'},
+                                {"responding", no_argument, nullptr, 'r'},
+                                {"dead", no_argument, nullptr, 'd'},
+                                {"exact", no_argument, nullptr, 'e'},
                                 {"help", no_argument, nullptr, 'H'},
                                 {nullptr, 0, nullptr, 0}};
   bool node_view = false, header = true, reasons = false, json = false;
+  bool summarize = false, responding = false, dead = false;
   std::string format;
   std::set<std::string> parts, names, states;
   optind = 0;
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":Nho:p:n:t:Rl", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":Nho:p:n:t:Rlsrde", opts, nullptr)) != -1;) {
     const std::string val = optarg ? optarg : "";
     switch (c) {
       case 'N':
@@ -218,13 +248,24 @@ int CmdSinfo(int argc, char** argv) {
         break;
       case 'l':
         break;  // the long form adds columns Muster has no values for; same view
+      case 's':
+        summarize = true;
+        break;
+      case 'r':
+        responding = true;
+        break;
+      case 'd':
+        dead = true;
+        break;
+      case 'e':
+        break;  // rows already group only nodes in the same state
       case kJson:
         json = true;
         break;
       case 'H':
         std::printf(
-            "Usage: sinfo [-N] [-h] [-o FORMAT] [-p PARTITIONS] [-n NODES] [-t STATES] [-R] "
-            "[--json]\n");
+            "Usage: sinfo [-N] [-s] [-h] [-o FORMAT] [-p PARTITIONS] [-n NODES] [-t STATES] "
+            "[-R] [-r | -d] [-e] [--json]\n");
         return kExitOk;
       case ':':
         return Usage("sinfo", std::string("option ") + argv[optind - 1] + " needs a value");
@@ -249,6 +290,7 @@ int CmdSinfo(int argc, char** argv) {
   for (const auto& n : resp->nodes()) by_name[n.name()] = &n;
   auto wanted = [&](const v1::NodeInfo& n) {
     if (!names.empty() && !names.count(n.name())) return false;
+    if ((responding && !Responding(n)) || (dead && Responding(n))) return false;
     if (!states.empty() && !states.count(ShortState(n)) && !states.count(LongState(n))) {
       return false;
     }
@@ -277,9 +319,17 @@ int CmdSinfo(int argc, char** argv) {
     return kExitOk;
   }
 
-  if (format.empty()) format = node_view ? "%N %.6D %P %6t" : "%9P %.5a %.10l %.6D %.6t %N";
+  if (format.empty()) {
+    format = summarize   ? "%9P %.5a %.10l %.16F  %N"
+             : node_view ? "%N %.6D %P %6t"
+                         : "%9P %.5a %.10l %.6D %.6t %N";
+  }
   auto items = ParseFormatSpec(format, kSinfoLetters);
   if (!items.ok()) return Usage("sinfo", items.status().message());
+  const bool shows_features = std::any_of(items->begin(), items->end(),
+                                          [](const FormatItem& i) { return i.letter == 'f'; });
+  std::map<std::string, std::string> features;  // node -> its features, from the configuration
+  for (const NodeConfig& nc : config->nodes) features[nc.name] = Join(nc.features, ",");
   std::vector<Row> rows;
   for (const PartitionConfig& p : config->partitions) {
     if (!parts.empty() && !parts.count(p.name)) continue;
@@ -287,9 +337,14 @@ int CmdSinfo(int argc, char** argv) {
     for (const auto& name : p.nodes) {
       auto it = by_name.find(name);
       if (it == by_name.end() || !wanted(*it->second)) continue;
-      const std::string key = node_view ? name : ShortState(*it->second);
+      // -s: one row per partition; else one per state (and features, when shown), or per node
+      // with -N: as sinfo, nodes share a row when what the row prints is the same.
+      const std::string key =
+          node_view   ? name
+          : summarize ? std::string()
+                      : ShortState(*it->second) + "\n" + (shows_features ? features[name] : "");
       auto [g, fresh] = group.try_emplace(key, rows.size());
-      if (fresh) rows.push_back({p.name, p.is_default, p.max_time_ms, {}});
+      if (fresh) rows.push_back({p.name, p.is_default, p.max_time_ms, {}, features[name]});
       rows[g->second].nodes.push_back(it->second);
     }
   }

@@ -443,6 +443,11 @@ scontrol update NodeName=node3 State=DRAIN Reason=rma
 grep -q "^gpu\*         up   infinite      1  drain node3$" <<<"$(sinfo)" || fail "sinfo: $(sinfo)"
 [ "$(sinfo -N -h -o '%N %T %E' -n node3)" = "node3 drained rma" ] || fail "sinfo -N -o: $(sinfo -N -h -o '%N %T %E')"
 grep -q "^rma  .* node3$" <<<"$(sinfo -R -h)" || fail "sinfo -R: $(sinfo -R)"
+# -s: a line per partition, nodes allocated/idle/other/total (the drained one is other); %f the
+# configured features; -d: no node is dead, -r: all four answer.
+[[ "$(sinfo -s -h)" =~ ^gpu\*\ +up\ +infinite\ +[0-9]+/[0-9]+/1/4\ +node\[1-4\]$ ]] || fail "sinfo -s: $(sinfo -s)"
+[ "$(sinfo -N -h -n node1 -o '%N %f')" = "node1 h100,leaf1" ] || fail "sinfo %f: $(sinfo -N -h -o '%N %f')"
+[ -z "$(sinfo -d -h)" ] && [ "$(sinfo -r -N -h -o %N | wc -l)" = 4 ] || fail "sinfo -d/-r: $(sinfo -d)"
 scontrol update NodeName=node3 State=RESUME
 
 echo "== --dependency: afterok runs after success, afternotok never does"
