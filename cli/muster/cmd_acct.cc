@@ -110,7 +110,8 @@ const std::vector<Field>& Fields() {
       {"Timelimit", 10,
        [](const Row& r, int64_t) {
          if (!r.is_job) return std::string();
-         return r.job->time_limit_ms() > 0 ? FormatDuration(r.job->time_limit_ms())
+         // As sacct's other time fields: [D-]HH:MM:SS.
+         return r.job->time_limit_ms() > 0 ? FormatHms(r.job->time_limit_ms())
                                            : std::string("UNLIMITED");
        }},
       {"CPUTimeRaw", 10,

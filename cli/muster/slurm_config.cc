@@ -7,28 +7,13 @@
 #include "cli.h"
 #include "muster/common/duration.h"
 #include "muster/common/strings.h"
+#include "output.h"
 
 namespace muster::cli {
 namespace {
 
 std::string Or(const std::string& s) { return s.empty() ? "(null)" : s; }
 std::string Sec(uint64_t ms) { return std::to_string(ms / 1000) + " sec"; }
-// Slurm's [D-]HH:MM:SS for a time setting.
-std::string Clock(uint64_t ms) {
-  const uint64_t s = ms / 1000, d = s / 86'400;
-  char buf[48];
-  if (d > 0) {
-    std::snprintf(buf, sizeof buf, "%llu-%02llu:%02llu:%02llu", static_cast<unsigned long long>(d),
-                  static_cast<unsigned long long>(s / 3600 % 24),
-                  static_cast<unsigned long long>(s / 60 % 60),
-                  static_cast<unsigned long long>(s % 60));
-  } else {
-    std::snprintf(
-        buf, sizeof buf, "%02llu:%02llu:%02llu", static_cast<unsigned long long>(s / 3600),
-        static_cast<unsigned long long>(s / 60 % 60), static_cast<unsigned long long>(s % 60));
-  }
-  return buf;
-}
 // "host:port" -> port ("" when none).
 std::string PortOf(const std::string& address) {
   const size_t colon = address.rfind(':');
@@ -89,9 +74,9 @@ std::string SlurmConfigLines(const Config& c, const std::string& path, int64_t n
   line("OverTimeLimit", "0 min");
   line("PreemptMode", preempting ? "REQUEUE" : "OFF");
   line("PreemptType", preempting ? "preempt/qos" : "preempt/none");
-  line("PreemptExemptTime", Clock(s.preempt_min_runtime_ms));
-  line("PriorityDecayHalfLife", Clock(s.fairshare_half_life_ms));
-  line("PriorityMaxAge", Clock(s.priority_max_age_ms));
+  line("PreemptExemptTime", FormatHms(static_cast<int64_t>(s.preempt_min_runtime_ms)));
+  line("PriorityDecayHalfLife", FormatHms(static_cast<int64_t>(s.fairshare_half_life_ms)));
+  line("PriorityMaxAge", FormatHms(static_cast<int64_t>(s.priority_max_age_ms)));
   line("PriorityType", "priority/multifactor");
   line("PriorityWeightAge", std::to_string(s.priority_weight_age));
   line("PriorityWeightFairShare", std::to_string(s.priority_weight_fairshare));

@@ -336,7 +336,7 @@ acct=$("$C/sacct" -j "$alloc" -n -P -o JobID,JobName,State,ExitCode)
   fail "sacct after salloc: $acct"
 
 echo "== job arrays: SLURM_ARRAY_*, %A_%a, %N throttle, squeue rows, scancel and sacct by task"
-arr=$("$C/sbatch" --parsable --array=1-4%2 -J arr -o 'arr-%A_%a.out' \
+arr=$("$C/sbatch" --parsable --array=1-4%2 -J arr -t 10 -o 'arr-%A_%a.out' \
   --wrap 'echo "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX"; while [ ! -e arr.go ]; do sleep 0.1; done')
 rows() { "$C/squeue" -h -j "$arr" -t PD,R -o '%i %T %r'; }
 throttled() { rows | grep -q "^${arr}_\[3-4%2\] PENDING JobArrayTaskLimit$"; }
@@ -352,6 +352,10 @@ wait_for 60 array_done
 [ "$("$C/sacct" -j "${arr}_2" -X -n -P -o JobID,State)" = "${arr}_2|COMPLETED" ] ||
   fail "sacct -j A_T: $("$C/sacct" -j "${arr}_2" -X -n -P -o JobID,State)"
 [ "$("$C/sacct" -j "$arr" -X -n -P -o JobID | wc -l)" = 4 ] || fail "sacct -j A"
+# sacct's time fields in Slurm's [D-]HH:MM:SS.
+tl=$("$C/sacct" -j "${arr}_2" -X -n -P -o Timelimit,Elapsed)
+[[ "$tl" =~ ^00:10:00\|[0-9][0-9]:[0-9][0-9]:[0-9][0-9]$ ]] ||
+  fail "sacct Timelimit,Elapsed: $tl"
 held_arr=$("$C/sbatch" --parsable --array=0-5 -H -o /dev/null --wrap true)
 "$C/scancel" "${held_arr}_0" "${held_arr}_[2-3]"
 [ "$("$C/squeue" -h -j "$held_arr" -t PD -o %i)" = "${held_arr}_[1,4-5]" ] ||
