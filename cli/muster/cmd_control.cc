@@ -51,7 +51,27 @@ std::string NodeStateUpper(const v1::NodeInfo& n) {
 }
 
 // `explain`: the Explain= line (muster explain's one-line summary); empty: the reason's sentence.
-void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = "") {
+// One record of scontrol show: its lines, then a blank line; with -o/--oneliner all of it on one
+// line, its fields separated by single spaces, as scontrol -o prints it.
+void Emit(const std::string& record, bool oneliner) {
+  if (!oneliner) {
+    std::fputs((record + "\n").c_str(), stdout);
+    return;
+  }
+  std::string line;
+  for (size_t i = 0; i < record.size(); ++i) {
+    if (record[i] != '\n') {
+      line += record[i];
+      continue;
+    }
+    while (i + 1 < record.size() && record[i + 1] == ' ') ++i;  // the next line's indent
+    if (i + 1 < record.size() && record[i + 1] != '\n') line += ' ';
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  std::printf("%s\n", line.c_str());
+}
+
+void PrintJob(const v1::JobInfo& j, int64_t now, bool oneliner, const std::string& explain = "") {
   std::string out;
   auto line = [&](const std::string& l) {  // users' text in it shown, never obeyed
     AppendPrintable(out, l);
@@ -121,10 +141,10 @@ void PrintJob(const v1::JobInfo& j, int64_t now, const std::string& explain = ""
   } else if (!j.reason_detail().empty()) {
     line("   Explain=" + j.reason_detail());
   }
-  std::fputs((out + "\n").c_str(), stdout);
+  Emit(out, oneliner);
 }
 
-void PrintNode(const v1::NodeInfo& n) {
+void PrintNode(const v1::NodeInfo& n, bool oneliner) {
   std::string out;
   auto line = [&](const std::string& l) {  // users' text in it shown, never obeyed
     AppendPrintable(out, l);
@@ -163,10 +183,10 @@ void PrintNode(const v1::NodeInfo& n) {
     line("   Reason=" + n.reason() + " [" + (n.reason_user().empty() ? "muster" : n.reason_user()) +
          "@" + (n.reason_time_ms() ? FormatTimestamp(n.reason_time_ms()) : "Unknown") + "]");
   }
-  std::fputs((out + "\n").c_str(), stdout);
+  Emit(out, oneliner);
 }
 
-void PrintPartition(const PartitionConfig& p, const Config& c) {
+void PrintPartition(const PartitionConfig& p, const Config& c, bool oneliner) {
   uint32_t cpus = 0;
   uint64_t mem = 0;
   for (const auto& name : p.nodes) {
@@ -191,8 +211,8 @@ void PrintPartition(const PartitionConfig& p, const Config& c) {
   out += "   State=UP TotalCPUs=" + std::to_string(cpus) +
          " TotalNodes=" + std::to_string(p.nodes.size()) + "\n";
   out += "   TRES=cpu=" + std::to_string(cpus) + ",mem=" + std::to_string(mem) +
-         "M,node=" + std::to_string(p.nodes.size()) + "\n\n";
-  std::fputs(out.c_str(), stdout);
+         "M,node=" + std::to_string(p.nodes.size()) + "\n";
+  Emit(out, oneliner);
 }
 
 // scontrol ping's lines (and the end of show config): whether the controller answers. With a
@@ -256,7 +276,7 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
     bool any = false;
     for (const auto& p : config->partitions) {
       if (!arg.empty() && p.name != arg) continue;
-      PrintPartition(p, *config);
+      PrintPartition(p, *config, oneliner);
       any = true;
     }
     if (!any) return Fail("control", NotFound("Partition " + arg + " not found"));
@@ -286,7 +306,7 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
           if (auto x = controller->ExplainJob(j->id()); x.ok())
             explain = x->explanation().summary();
         }
-        PrintJob(*j, now, explain);
+        PrintJob(*j, now, oneliner, explain);
       }
       return kExitOk;
     }
@@ -295,7 +315,7 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
     auto resp = controller->ListJobs(req);
     if (!resp.ok()) return Fail("control", resp.status());
     if (resp->jobs().empty()) std::printf("No jobs in the system\n");
-    for (const auto& j : resp->jobs()) PrintJob(j, now);
+    for (const auto& j : resp->jobs()) PrintJob(j, now, oneliner);
     return kExitOk;
   }
   if (what == "node" || what == "nodes") {
@@ -310,7 +330,7 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
     if (!arg.empty() && resp->nodes().empty()) {
       return Fail("control", NotFound("Node " + arg + " not found"));
     }
-    for (const auto& n : resp->nodes()) PrintNode(n);
+    for (const auto& n : resp->nodes()) PrintNode(n, oneliner);
     return kExitOk;
   }
   return Fail("control", Unimplemented("show " + what +
@@ -462,13 +482,13 @@ int JobAction(const std::string& verb, const std::vector<std::string>& args) {
 }  // namespace
 
 int CmdControl(int argc, char** argv) {
-  // scontrol's -d/--details (accepted; it changes nothing here) and -o/--oneliner, anywhere
-  // among its words.
+  // scontrol's -d/--details (accepted; it changes nothing here) and -o/--oneliner (one line per
+  // record), anywhere among its words.
   const struct option opts[] = {{"details", no_argument, nullptr, 'd'},
                                 {"oneliner", no_argument, nullptr, 'o'},
                                 {"version", no_argument, nullptr, 'V'},
                                 {nullptr, 0, nullptr, 0}};
-  bool oneliner = false;  // -o: show reservation's one line per record
+  bool oneliner = false;  // -o: one line per record
   std::vector<std::string> args;
   OptionReader in(argc, argv, "doV", opts);
   // The words come in order. A dash word that is no option here stays a word, as it always

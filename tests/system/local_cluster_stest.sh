@@ -230,6 +230,10 @@ out=$("$DIR/compat/srun" --jobid="$busy" --overlap -n1 --cpu-bind=q hostname 2>&
   fail "srun --cpu-bind=q: $out"
 "$DIR/compat/scontrol" show jobid -dd "$busy" | grep -q "^JobId=$busy " ||
   fail "scontrol show jobid -dd: $("$DIR/compat/scontrol" show jobid -dd "$busy" 2>&1)"
+one=$("$DIR/compat/scontrol" -o show job "$busy")
+[ "$(wc -l <<<"$one")" = 1 ] && [[ "$one" =~ ^JobId=$busy\ JobName=busy\ UserId= ]] ||
+  fail "scontrol -o show job: $one"
+[ "$("$DIR/compat/scontrol" --oneliner show partition gpu | wc -l)" = 1 ] || fail "scontrol -o show partition"
 # A workflow engine's start-up: the configuration in Slurm's lines, the controller's ping.
 config=$("$DIR/compat/scontrol" show config) || fail "scontrol show config"
 grep -q '^SchedulerTimeSlice      = 30 sec$' <<<"$config" &&
