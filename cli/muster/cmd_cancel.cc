@@ -16,20 +16,38 @@
 namespace muster::cli {
 
 int CmdCancel(int argc, char** argv) {
-  const struct option opts[] = {
-      {"signal", required_argument, nullptr, 's'},   {"batch", no_argument, nullptr, 'b'},
-      {"full", no_argument, nullptr, 'f'},           {"user", required_argument, nullptr, 'u'},
-      {"name", required_argument, nullptr, 'n'},     {"jobname", required_argument, nullptr, 'n'},
-      {"state", required_argument, nullptr, 't'},    {"partition", required_argument, nullptr, 'p'},
-      {"nodelist", required_argument, nullptr, 'w'}, {"quiet", no_argument, nullptr, 'Q'},
-      {"help", no_argument, nullptr, 'h'},           {nullptr, 0, nullptr, 0}};
+  const struct option opts[] = {{"signal", required_argument, nullptr, 's'},
+                                {"batch", no_argument, nullptr, 'b'},
+                                {"full", no_argument, nullptr, 'f'},
+                                {"user", required_argument, nullptr, 'u'},
+                                {"name", required_argument, nullptr, 'n'},
+                                {"jobname", required_argument, nullptr, 'n'},
+                                {"state", required_argument, nullptr, 't'},
+                                {"partition", required_argument, nullptr, 'p'},
+                                {"nodelist", required_argument, nullptr, 'w'},
+                                {"quiet", no_argument, nullptr, 'Q'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {"usage", no_argument, nullptr, 'h'},
+                                {"account", required_argument, nullptr, 'A'},
+                                {"qos", required_argument, nullptr, 'q'},
+                                {"reservation", required_argument, nullptr, 'R'},
+                                {"me", no_argument, nullptr, 'm'},
+                                {"wckey", required_argument, nullptr, 'W'},
+                                {"hurry", no_argument, nullptr, 'H'},
+                                {"ctld", no_argument, nullptr, 'C'},
+                                {"verbose", no_argument, nullptr, 'v'},
+                                {"clusters", required_argument, nullptr, 'c'},
+                                {"sibling", required_argument, nullptr, 'S'},
+                                {"interactive", no_argument, nullptr, 'i'},
+                                {nullptr, 0, nullptr, 0}};
   v1::CancelJobRequest req;
-  std::vector<std::string> users, names, partitions, nodelist;
+  std::vector<std::string> users, names, partitions, nodelist, accounts, qos, reservations;
+  bool wckey = false;  // --wckey: Muster's jobs have none, so it selects no job
   std::vector<v1::JobState> states;
   bool quiet = false;
   optind = 0;
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":s:bfu:n:t:p:w:Qh", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":s:bfu:n:t:p:w:QhA:q:R:HviM:", opts, nullptr)) != -1;) {
     const std::string val = optarg ? optarg : "";
     switch (c) {
       case 's': {
@@ -69,13 +87,42 @@ int CmdCancel(int argc, char** argv) {
       case 'Q':
         quiet = true;
         break;
+      case 'A':
+        for (const auto& a : Split(val, ',', true)) accounts.push_back(a);
+        break;
+      case 'q':
+        for (const auto& q : Split(val, ',', true)) qos.push_back(q);
+        break;
+      case 'R':
+        for (const auto& r : Split(val, ',', true)) reservations.push_back(r);
+        break;
+      case 'm':  // --me
+        users.push_back(CurrentUserName());
+        break;
+      case 'W':
+        wckey = true;
+        break;
+      case 'H':  // --hurry: no burst buffer stage-out to skip
+      case 'C':  // --ctld: every request goes to the controller anyway
+      case 'v':
+        break;
+      case 'M':
+      case 'c':
+        return Fail("cancel", Unimplemented("-M/--clusters: Muster has one cluster"));
+      case 'S':
+        return Fail("cancel", Unimplemented("--sibling: Muster has no federation"));
+      case 'i':
+        return Fail("cancel",
+                    Unimplemented("-i/--interactive: confirming each job is not supported; "
+                                  "select the jobs with the options instead"));
       case 'h':
         std::printf(
             "Usage: %s [OPTIONS] [JOBID...]\n"
             "  -s, --signal=SIG     send SIG (USR1, 10, ...) to the jobs' steps instead of "
             "cancelling\n"
             "  -b, --batch          ... to the batch script only;  -f, --full: to every process\n"
-            "  -u, --user=U  -n, --name=NAME  -t, --state=S  -p, --partition=P  -w, --nodelist=N\n"
+            "  -u, --user=U  --me  -n, --name=NAME  -t, --state=S  -p, --partition=P\n"
+            "  -w, --nodelist=N  -A, --account=A  -q, --qos=Q  -R, --reservation=R  --wckey=W\n"
             "                       select jobs (with ids: those of them that match)\n",
             ProgramName("cancel").c_str());
         return kExitOk;
@@ -93,7 +140,8 @@ int CmdCancel(int argc, char** argv) {
     refs.insert(refs.end(), parsed->begin(), parsed->end());
   }
   const bool selecting = !users.empty() || !names.empty() || !states.empty() ||
-                         !partitions.empty() || !nodelist.empty();
+                         !partitions.empty() || !nodelist.empty() || !accounts.empty() ||
+                         !qos.empty() || !reservations.empty() || wckey;
   bool tasks_named = false;  // 7_3: resolved to the task's own job id below
   for (const JobRef& r : refs) tasks_named |= !r.tasks.empty();
   if (refs.empty() && !selecting) return Usage("cancel", "no job id given");
@@ -111,10 +159,17 @@ int CmdCancel(int argc, char** argv) {
     auto found = controller->ListJobs(list);
     if (!found.ok()) return Fail("cancel", found.status());
     std::set<std::string> want_names(names.begin(), names.end());
+    auto in = [](const std::vector<std::string>& wanted, const std::string& v) {
+      return wanted.empty() || std::find(wanted.begin(), wanted.end(), v) != wanted.end();
+    };
     std::set<std::string> want_nodes(nodelist.begin(), nodelist.end());
     for (const auto& j : found->jobs()) {
       if (!RefsMatch(refs, j)) continue;
       if (!want_names.empty() && !want_names.count(j.name())) continue;
+      if (wckey || !in(accounts, j.account()) || !in(qos, j.qos()) ||
+          !in(reservations, j.reservation())) {
+        continue;
+      }
       if (!want_nodes.empty()) {
         bool on = false;
         for (const auto& n : j.nodes()) on |= want_nodes.count(n) > 0;

@@ -263,6 +263,11 @@ muster explain "$wide" --json | grep -q '"fit_now":2' || fail "explain --json"
 "$DIR/compat/scontrol" show job "$wide" | grep -q "^   Explain=Resources; 2 of 4 nodes in gpu can take it now, it needs 4; rank 1 of 1" ||
   fail "scontrol Explain=: $("$DIR/compat/scontrol" show job "$wide")"
 "$DIR/compat/scancel" "$wide" || fail "scancel $wide"
+# Selectors that match none of them cancel none: another account, a reservation, a wckey.
+"$DIR/compat/scancel" --me -A nosuch && "$DIR/compat/scancel" --me -R nosuch &&
+  "$DIR/compat/scancel" --me --wckey=w --hurry -v || fail "scancel selectors"
+[ "$(state "$held")" = PENDING ] && [ "$(state "$busy")" = RUNNING ] ||
+  fail "scancel selectors cancelled what they do not name"
 "$DIR/compat/scancel" "$held" "$busy" || fail "scancel $held $busy"
 wait_for 30 is_state "$held" CANCELLED
 wait_for 30 is_state "$busy" CANCELLED
