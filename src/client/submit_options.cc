@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -44,6 +45,16 @@ enum LongOnly {
   kDeadline,
   kReservation,
   kCpuBind,
+  // Accepted with no effect: nothing Muster does for a job changes with them
+  // (docs/slurm-compat.md).
+  kMailType,
+  kMailUser,
+  kComment,
+  kWckey,
+  kAcctgFreq,
+  kProfile,
+  kTimeMin,
+  kDelayBoot,
 };
 
 const struct option kLongOptions[] = {
@@ -98,10 +109,20 @@ const struct option kLongOptions[] = {
     {"unbuffered", no_argument, nullptr, 'u'},
     {"mpi", required_argument, nullptr, kMpi},
     {"cpu-bind", required_argument, nullptr, kCpuBind},
+    {"mail-type", required_argument, nullptr, kMailType},
+    {"mail-user", required_argument, nullptr, kMailUser},
+    {"comment", required_argument, nullptr, kComment},
+    {"wckey", required_argument, nullptr, kWckey},
+    {"acctg-freq", required_argument, nullptr, kAcctgFreq},
+    {"profile", required_argument, nullptr, kProfile},
+    {"time-min", required_argument, nullptr, kTimeMin},
+    {"delay-boot", required_argument, nullptr, kDelayBoot},
+    {"quiet", no_argument, nullptr, 'Q'},
+    {"verbose", no_argument, nullptr, 'v'},
     {"jobid", required_argument, nullptr, kJobId},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:";
+constexpr const char* kShortOptions = "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:Qv";
 
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
@@ -133,14 +154,29 @@ bool Accepted(int c, OptionSet set) {
 }
 
 // Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {
-    "mail-type",    "mail-user",    "comment",        "reservation",
-    "mem-per-cpu",  "cpus-per-gpu", "ntasks-per-gpu", "licenses",
-    "open-mode",    "input",        "priority",       "uid",
-    "gid",          "wait",         "distribution",   "threads-per-core",
-    "hint",         "overcommit",   "oversubscribe",  "propagate",
-    "get-user-env", "container",    "cluster",        "clusters",
-    "wckey",        "reboot",       "spread-job"};
+const std::set<std::string> kKnownUnsupported = {"reservation",
+                                                 "mem-per-cpu",
+                                                 "cpus-per-gpu",
+                                                 "ntasks-per-gpu",
+                                                 "licenses",
+                                                 "open-mode",
+                                                 "input",
+                                                 "priority",
+                                                 "uid",
+                                                 "gid",
+                                                 "wait",
+                                                 "distribution",
+                                                 "threads-per-core",
+                                                 "hint",
+                                                 "overcommit",
+                                                 "oversubscribe",
+                                                 "propagate",
+                                                 "get-user-env",
+                                                 "container",
+                                                 "cluster",
+                                                 "clusters",
+                                                 "reboot",
+                                                 "spread-job"};
 
 }  // namespace
 
@@ -429,6 +465,36 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         break;
       case 'u':
         break;  // output is forwarded as it comes already
+      case kMailType: {
+        // No mail is sent (there is no mailer yet); a type Slurm does not know is still an error.
+        static const char* const kTypes[] = {
+            "none",          "begin",          "end",        "fail",       "requeue",
+            "all",           "invalid_depend", "stage_out",  "time_limit", "time_limit_90",
+            "time_limit_80", "time_limit_50",  "array_tasks"};
+        for (const std::string& t : Split(val, ',', true)) {
+          const std::string w = ToLower(t);
+          if (std::none_of(std::begin(kTypes), std::end(kTypes),
+                           [&](const char* k) { return w == k; })) {
+            return err("invalid --mail-type '" + t + "'");
+          }
+        }
+        break;
+      }
+      case kTimeMin: {
+        // Backfill would shrink the job to fit; Muster gives it its --time.
+        auto t = ParseTimeLimit(val);
+        if (!t.ok()) return err("--time-min: " + t.status().message());
+        break;
+      }
+      case kMailUser:
+      case kComment:
+      case kWckey:
+      case kAcctgFreq:
+      case kProfile:
+      case kDelayBoot:
+      case 'Q':
+      case 'v':
+        break;
       case kCpuBind:
         // A step's tasks share the job's CPUs (its cgroup's cpuset): quiet, verbose and none
         // ask for nothing more. A binding of each task is not done yet, so it is refused rather
