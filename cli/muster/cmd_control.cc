@@ -220,11 +220,8 @@ void PrintPartition(const PartitionConfig& p, const Config& c, bool oneliner) {
 std::string ControllerStatus(const Config& c) {
   std::string hosts;
   for (const ControllerHostConfig& h : c.controllers) hosts += (hosts.empty() ? "" : ",") + h.name;
-  if (hosts.empty()) {
-    const std::string& a = c.controller.agent_address;
-    hosts = a.substr(0, a.rfind(':'));
-  }
-  auto controller = ConnectController();
+  if (hosts.empty()) hosts = HostOf(c.controller.agent_address);
+  auto controller = client::ControllerClient::ConnectTo(c);
   const bool up = controller.ok() && controller->Diagnostics().ok();
   return "Slurmctld(primary) at " + hosts + " is " + (up ? "UP" : "DOWN") + "\n";
 }

@@ -19,12 +19,12 @@ std::string PortOf(const std::string& address) {
   const size_t colon = address.rfind(':');
   return colon == std::string::npos ? "" : address.substr(colon + 1);
 }
+}  // namespace
+
 std::string HostOf(const std::string& address) {
   const size_t colon = address.rfind(':');
   return colon == std::string::npos ? address : address.substr(0, colon);
 }
-
-}  // namespace
 
 std::string SlurmConfigLines(const Config& c, const std::string& path, int64_t now_ms) {
   const SchedulingConfig& s = c.scheduling;

@@ -10,6 +10,9 @@
 
 namespace muster::cli {
 
+// The host of a "host:port" address (the whole text when it has no port).
+std::string HostOf(const std::string& address);
+
 // Every line up to (not including) the controllers' status lines; `path` is the config file.
 std::string SlurmConfigLines(const Config& c, const std::string& path, int64_t now_ms);
 
