@@ -140,7 +140,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
         session_(std::make_shared<ClientSession>()) {}
   ~Connection() {
     if (admitted_) shared_->Release(session_->caller.uid);
-    if (stranger_) shared_->ReleaseStranger(session_->origin, stranger_serial_);
+    LeaveStrangers();
   }
 
   Socket::executor_type executor() { return socket_.get_executor(); }
@@ -169,6 +169,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
         if (auto c = weak.lock(); c && !c->authenticated_) {
           boost::system::error_code ignored;
           c->socket_.close(ignored);
+          c->LeaveStrangers();
         }
       });
     };
@@ -193,6 +194,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
       }
       boost::system::error_code ignored;
       socket_.close(ignored);
+      LeaveStrangers();
     });
     Read();
   }
@@ -334,8 +336,7 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
           std::to_string(shared_->config.munge.max_ttl_s) + " s this controller accepts"));
     }
     deadline_.cancel();
-    shared_->ReleaseStranger(session_->origin, stranger_serial_);
-    stranger_ = false;
+    LeaveStrangers();
     Admitted(id->uid, id->gid);
     if (!admitted_) return;  // refused and closed
     spdlog::debug("api: {} authenticated as uid={} (MUNGE, encoded on {})", session_->origin,
@@ -379,6 +380,14 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
 
   // Says why, then closes: nothing else is read from this connection.
   void ReplyAndClose(const Status& why) { Reply({why, ""}, true); }
+  // A closed or authenticated connection gives its place back at once: the handlers still
+  // holding the connection may outlive its socket by a moment, and a peer that reconnects
+  // right after a deadline must not find its own dead connection counted against it.
+  void LeaveStrangers() {
+    if (!stranger_) return;
+    stranger_ = false;
+    shared_->ReleaseStranger(session_->origin, stranger_serial_);
+  }
 
   // The client is gone: so are the allocations it held (a released one is unaffected).
   void Closed() {
