@@ -52,6 +52,12 @@ int ReservationCommand(const std::string& verb, const std::vector<std::string>& 
 
 // The controller of the cluster named by $MUSTER_CONF (or /etc/muster/muster.toml).
 Result<client::ControllerClient> ConnectController();
+// The same, for a command given Slurm's -M/--clusters LIST (empty: not given). Muster serves
+// one cluster: LIST must name it (config `cluster_name`) or be `all`, else INVALID_ARGUMENT
+// saying which cluster this is. Checked here because the name is known only from the config,
+// which is read after the options.
+Result<client::ControllerClient> ConnectController(const std::string& clusters);
+Status CheckClusters(const std::string& clusters, const std::string& cluster_name);
 
 // "muster submit: <message>" on stderr; returns kExitFailed (or kExitUsage for INVALID_ARGUMENT
 // when usage is true).

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "muster/common/config.h"
+#include "muster/common/strings.h"
 #include "muster/common/version.h"
 
 namespace muster::cli {
@@ -12,6 +13,24 @@ namespace muster::cli {
 Result<client::ControllerClient> ConnectController() {
   std::string path = ResolveConfigPath("");
   MUSTER_ASSIGN_OR_RETURN(Config c, LoadConfig(path));
+  return client::ControllerClient::ConnectTo(c);
+}
+
+Status CheckClusters(const std::string& clusters, const std::string& cluster_name) {
+  if (clusters.empty()) return Status::Ok();
+  for (const std::string& name : Split(clusters, ',', true)) {
+    if (name != cluster_name && name != "all") {
+      return InvalidArgument("-M/--clusters: no cluster '" + name + "' (this is '" + cluster_name +
+                             "'; Muster serves one cluster)");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<client::ControllerClient> ConnectController(const std::string& clusters) {
+  std::string path = ResolveConfigPath("");
+  MUSTER_ASSIGN_OR_RETURN(Config c, LoadConfig(path));
+  MUSTER_RETURN_IF_ERROR(CheckClusters(clusters, c.cluster_name));
   return client::ControllerClient::ConnectTo(c);
 }
 

@@ -474,6 +474,14 @@ wait_for 30 is_state "$d2" COMPLETED
 wait_for 30 test "$("$DIR/compat/squeue" -h -j "$d3" -o %r)" = DependencyNeverSatisfied
 "$DIR/compat/scancel" "$d3"
 
+# Each front end's options through the compat links, one file per front end: a file may submit
+# jobs of its own and cancels them before it ends (no account exists yet here).
+for check in "$ROOT"/tests/system/compat/*.sh; do
+  [ -e "$check" ] || continue
+  echo "== compat: $(basename "$check" .sh)"
+  . "$check"
+done
+
 echo "== accounts through sacctmgr: -A, the default account, squeue %a, sacct Account"
 # Last: once an account exists, every job must charge one of its user's.
 me=$(id -un)
