@@ -44,6 +44,8 @@ def options_in(line):
             rest = rest[1:].lstrip()
         elif rest.startswith("or "):
             rest = rest[3:].lstrip()
+        elif len(name) == 2 and value == "none" and rest.startswith("--"):
+            pass  # `-B  --extra-node-info=...`: the short and long forms side by side
         else:
             break
     return found

@@ -192,7 +192,7 @@ int CmdRun(int argc, char** argv) {
   }
   step.pmi = mpi != "none";
 
-  auto controller = ConnectController();
+  auto controller = ConnectController(o.clusters);
   if (!controller.ok()) return Fail("run", controller.status());
   if (Status st = client::CatchForwardedSignals(); !st.ok()) return Fail("run", st);
 
@@ -248,6 +248,7 @@ int CmdAlloc(int argc, char** argv) {
   const std::string label = FrontEnd().empty() ? "muster alloc" : FrontEnd();
   auto config = LoadConfig(ResolveConfigPath(""));
   if (!config.ok()) return Fail("alloc", config.status());
+  if (s = CheckClusters(o.clusters, config->cluster_name); !s.ok()) return Fail("alloc", s);
   auto controller = client::ControllerClient::ConnectTo(*config);
   if (!controller.ok()) return Fail("alloc", controller.status());
   auto spec = AllocationSpec(o, command[0]);
@@ -259,7 +260,8 @@ int CmdAlloc(int argc, char** argv) {
   auto job = client::Allocate(*controller, *spec, ao, stderr);
   if (!job.ok()) return Fail("alloc", job.status());
   const std::string id = std::to_string(job->id());
-  std::fprintf(stderr, "%s: Granted job allocation %s\n", label.c_str(), id.c_str());
+  std::fprintf(stderr, "%s: Granted job allocation %s\n%s", label.c_str(), id.c_str(),
+               o.bell ? "\a" : "");
 
   // The allocation's environment, as salloc sets it for the command.
   std::vector<std::string> names;

@@ -1,10 +1,13 @@
 // muster submit: sbatch's options, #SBATCH directives, and the job spec sent to the controller.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cli.h"
 #include "muster/client/submit_options.h"
@@ -32,6 +35,51 @@ bool ReadScript(std::istream& in, std::string* script) {
 std::string ScriptTooLarge(const std::string& from) {
   return "the script in " + from + " is larger than " + std::to_string(kMaxScriptBytes >> 20) +
          " MiB, the largest a job may have";
+}
+
+bool Ended(const v1::JobInfo& j) {
+  switch (j.state()) {
+    case v1::PENDING:
+    case v1::RUNNING:
+    case v1::SUSPENDED:
+    case v1::PREEMPTED:  // requeued, or about to be: not over yet
+      return false;
+    default:
+      return !j.completing();
+  }
+}
+
+// sbatch -W: polls until the job (every task of an array) has ended, then exits as sbatch
+// does: the highest exit code, or 1 for a job that ended otherwise than by its own exit.
+int WaitForJob(client::ControllerClient& controller, uint64_t job_id) {
+  int delay_ms = 200;
+  for (;;) {
+    v1::ListJobsRequest req;
+    req.add_job_ids(job_id);
+    req.set_brief(true);
+    bool running = false, seen = false;
+    int code = 0;
+    for (int page = 0; page < 10'000; ++page) {
+      auto resp = controller.ListJobs(req);
+      if (!resp.ok()) return Fail("submit", resp.status());
+      for (const v1::JobInfo& j : resp->jobs()) {
+        seen = true;
+        if (!Ended(j)) {
+          running = true;
+          continue;
+        }
+        int c = j.exit_code();
+        if (c == 0 && j.state() != v1::COMPLETED) c = 1;
+        code = std::max(code, c);
+      }
+      if (resp->next_after_id() == 0 || running) break;
+      req.set_after_id(resp->next_after_id());
+    }
+    if (!seen) return Fail("submit", NotFound("job " + std::to_string(job_id) + " is gone"));
+    if (!running) return std::min(code, 255);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    delay_ms = std::min(delay_ms * 2, 5'000);
+  }
 }
 
 }  // namespace
@@ -91,7 +139,7 @@ int CmdSubmit(int argc, char** argv) {
 
   auto spec = client::BuildJobSpec(opts, ctx);
   if (!spec.ok()) return Fail("submit", spec.status());
-  auto controller = ConnectController();
+  auto controller = ConnectController(opts.clusters);
   if (!controller.ok()) return Fail("submit", controller.status());
   v1::SubmitJobRequest req;
   *req.mutable_spec() = std::move(*spec);
@@ -121,6 +169,10 @@ int CmdSubmit(int argc, char** argv) {
     std::printf("%llu\n", static_cast<unsigned long long>(resp->job_id()));
   } else {
     std::printf("Submitted batch job %llu\n", static_cast<unsigned long long>(resp->job_id()));
+  }
+  if (opts.wait) {
+    std::fflush(stdout);
+    return WaitForJob(*controller, resp->job_id());
   }
   return kExitOk;
 }

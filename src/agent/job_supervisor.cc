@@ -82,12 +82,19 @@ void JobSupervisor::Signal(const v1::SignalJob& s) {
     SignalJob(*job, s.signal());
     return;
   }
-  if (s.steps()) {
-    for (pid_t g : job->step_pgids) ctx_.launcher.Kill(-g, s.signal());
-    for (pid_t g : SupervisedTaskGroups(*job)) ctx_.launcher.Kill(-g, s.signal());
-  }
-  if (s.batch() && job->task_pid > 0 && !job->batch_exited())
-    ctx_.launcher.Kill(-job->task_pid, s.signal());
+  if (s.steps()) SignalSteps(*job, s.signal());
+  if (s.batch()) SignalBatchShell(*job, s.signal());
+}
+
+void JobSupervisor::SignalSteps(LocalJob& job, int sig) {
+  for (pid_t g : job.step_pgids) ctx_.launcher.Kill(-g, sig);
+  for (pid_t g : SupervisedTaskGroups(job)) ctx_.launcher.Kill(-g, sig);
+}
+
+// The shell alone, not what it runs in the foreground (as Slurm's scancel -b and --signal=B:):
+// a script traps the signal and decides what its commands hear.
+void JobSupervisor::SignalBatchShell(LocalJob& job, int sig) {
+  if (job.task_pid > 0 && !job.batch_exited()) ctx_.launcher.Kill(job.task_pid, sig);
 }
 
 void JobSupervisor::Suspend(const v1::SuspendJob& s) {
@@ -572,7 +579,8 @@ void JobSupervisor::ArmTimeLimit(LocalJob& job) {
   ++job.limit_timers;  // one limit at a time: the newest
   After(job, remaining, &LocalJob::limit_timers, [this](LocalJob& j) { OnTimeLimit(j); });
   const v1::JobSpec& spec = l.spec();
-  if (spec.signal() > 0 && spec.signal() < 65 && l.batch_node()) {
+  // Every node's steps hear it; with B: only the batch shell, on its node.
+  if (spec.signal() > 0 && spec.signal() < 65 && (l.batch_node() || !spec.signal_batch_only())) {
     // --signal=[B:]SIG@secs: the job hears SIG that long before its limit, to checkpoint.
     const int64_t warn_in = remaining - static_cast<int64_t>(spec.signal_time_s()) * 1000;
     After(job, warn_in, &LocalJob::limit_timers, [this](LocalJob& j) {
@@ -580,10 +588,11 @@ void JobSupervisor::ArmTimeLimit(LocalJob& job) {
       const v1::JobSpec& sp = j.launch.spec();
       spdlog::info("job={} node={} signal {} before its time limit", j.launch.job_id(), ctx_.node(),
                    sp.signal());
-      if (sp.signal_batch_only() && j.task_pid > 0) {
-        ctx_.launcher.Kill(-j.task_pid, sp.signal());
+      // B: the batch shell alone; otherwise the steps alone, as Slurm does.
+      if (sp.signal_batch_only()) {
+        SignalBatchShell(j, sp.signal());
       } else {
-        SignalJob(j, sp.signal());
+        SignalSteps(j, sp.signal());
       }
     });
   }
@@ -602,7 +611,7 @@ void JobSupervisor::StartKill(LocalJob& job, uint32_t grace_ms, int first_signal
   if (first_signal <= 0 || first_signal >= 65) first_signal = SIGTERM;
   if (batch_only && job.task_pid > 0 && !job.batch_exited()) {
     // --signal=B:SIG: the batch script is told (to checkpoint and end its steps itself).
-    ctx_.launcher.Kill(-job.task_pid, first_signal);
+    SignalBatchShell(job, first_signal);
   } else {
     SignalJob(job, first_signal);
   }

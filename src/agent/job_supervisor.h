@@ -87,6 +87,9 @@ class JobSupervisor {
   // then SIGKILL after the grace.
   void StartKill(LocalJob& job, uint32_t grace_ms, int first_signal = 0, bool batch_only = false);
   void SignalJob(LocalJob& job, int sig);
+  // The job's steps' tasks only; the batch script's shell process only.
+  void SignalSteps(LocalJob& job, int sig);
+  void SignalBatchShell(LocalJob& job, int sig);
   void ArmTimeLimit(LocalJob& job);
   void OnTimeLimit(LocalJob& job);
   // Every process gone (or given up on): the epilog, then the job is released.

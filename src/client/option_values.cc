@@ -2,7 +2,12 @@
 // (and alternatives), --gres lists, host lists and --switches.
 #include "option_values.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
@@ -114,16 +119,75 @@ Status ParseGres(const std::string& v, SubmitOptions* o) {
   return Status::Ok();
 }
 
-// -w / -x: a host list expression, expanded here so the controller sees names.
-Status NodeNames(const std::string& opt, const std::string& v, std::vector<std::string>* out) {
-  if (v.find('/') != std::string::npos) {
-    return Unimplemented(opt + "=" + v + ": reading node names from a file is not supported; " +
-                         "give a host list such as gpu[01-04]");
+namespace {
+
+// An option's file, whole, up to `limit` bytes.
+Result<std::string> ReadOptionFile(const std::string& opt, const std::string& path, size_t limit) {
+  // A number from 3 up is an open descriptor (as Slurm's --export-file takes one).
+  auto fd_number = ParseUint(path);
+  const bool is_fd = fd_number && *fd_number >= 3 && *fd_number <= 1'000'000;
+  const int fd = is_fd ? static_cast<int>(*fd_number) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return InvalidArgument(opt + "=" + path + ": " + std::strerror(errno));
+  std::string text;
+  char buf[16 * 1024];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= limit) {
+    text.append(buf, static_cast<size_t>(n));
   }
+  const int read_errno = errno;
+  if (!is_fd) ::close(fd);
+  if (n < 0) return InvalidArgument(opt + "=" + path + ": " + std::strerror(read_errno));
+  if (text.size() > limit) {
+    return InvalidArgument(opt + "=" + path + ": larger than " + std::to_string(limit >> 10) +
+                           " KiB");
+  }
+  return text;
+}
+
+}  // namespace
+
+// -w / -x: a host list expression, expanded here so the controller sees names; with a '/', as
+// in Slurm, a file of names (-F/--nodefile always reads one).
+Status NodeNames(const std::string& opt, const std::string& v, std::vector<std::string>* out) {
+  if (v.find('/') != std::string::npos) return NodeFile(opt, v, out);
   auto names = ExpandHostlist(v, 100'000);
   if (!names.ok())
     return InvalidArgument("invalid " + opt + " '" + v + "': " + names.status().message());
   *out = std::move(*names);
+  return Status::Ok();
+}
+
+Status NodeFile(const std::string& opt, const std::string& path, std::vector<std::string>* out) {
+  MUSTER_ASSIGN_OR_RETURN(std::string text, ReadOptionFile(opt, path, 1 << 20));
+  out->clear();
+  for (std::string line : Split(text, '\n', true)) {
+    for (char& c : line) {
+      if (c == ',' || c == '\t' || c == '\r') c = ' ';
+    }
+    for (const std::string& word : Split(line, ' ', true)) {
+      auto names = ExpandHostlist(word, 100'000);
+      if (!names.ok()) {
+        return InvalidArgument("invalid " + opt + " '" + path + "': " + names.status().message());
+      }
+      out->insert(out->end(), names->begin(), names->end());
+      if (out->size() > 100'000) return InvalidArgument(opt + "=" + path + ": too many names");
+    }
+  }
+  if (out->empty()) return InvalidArgument(opt + "=" + path + ": names no node");
+  return Status::Ok();
+}
+
+Status ExportFile(const std::string& v, std::vector<std::string>* out) {
+  MUSTER_ASSIGN_OR_RETURN(std::string text, ReadOptionFile("--export-file", v, 1 << 20));
+  out->clear();
+  for (const std::string& kv : Split(text, '\0', true)) {
+    const size_t eq = kv.find('=');
+    if (eq == 0 || eq == std::string::npos) {
+      return InvalidArgument("--export-file=" + v + ": '" + kv.substr(0, 64) +
+                             "' is not NAME=value (definitions are separated by NUL bytes)");
+    }
+    out->push_back(kv);
+  }
   return Status::Ok();
 }
 

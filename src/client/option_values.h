@@ -22,8 +22,14 @@ Status TypedCount(const std::string& opt, const std::string& v, SubmitOptions* o
 // --gres=gpu[:type][:count] and NAME[:TYPE][:COUNT] items, comma-separated.
 Status ParseGres(const std::string& v, SubmitOptions* o);
 
-// -w / -x: a host list expression, expanded here so the controller sees names.
+// -w / -x: a host list expression, expanded here so the controller sees names; a value with a
+// '/' is a file of names, as NodeFile reads it.
 Status NodeNames(const std::string& opt, const std::string& v, std::vector<std::string>* out);
+// -F/--nodefile: host lists separated by spaces, commas or lines, at most 1 MiB.
+Status NodeFile(const std::string& opt, const std::string& path, std::vector<std::string>* out);
+// --export-file=FILE|FD: NAME=value definitions separated by NUL bytes, at most 1 MiB; a number
+// from 3 up is a descriptor already open.
+Status ExportFile(const std::string& v, std::vector<std::string>* out);
 
 // --switches=N[@time]
 Status ParseSwitches(const std::string& v, SubmitOptions* o);

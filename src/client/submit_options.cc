@@ -55,6 +55,37 @@ enum LongOnly {
   kProfile,
   kTimeMin,
   kDelayBoot,
+  kCpuFreq,
+  kGpuFreq,
+  kPower,
+  kMcsLabel,
+  kNetwork,
+  kWaitAllNodes,
+  kPrefer,
+  kClusterConstraint,
+  kContiguous,
+  kReboot,
+  kBatchFeatures,
+  kGresFlags,
+  kMsgTimeout,
+  kSlurmdDebug,
+  kResvPorts,
+  kBcastExclude,
+  kSendLibs,
+  kCompress,
+  kNoBell,
+  // Implemented.
+  kIgnorePbs,
+  kUsage,
+  kUseMinNodes,
+  kExportFile,
+  kDistribution,
+  kGpuBind,
+  kMemBind,
+  kBell,
+  // Refused (KnownUnsupported), but named here so that getopt does not take it for an
+  // abbreviation of a longer option it knows (--bcast for --bcast-exclude).
+  kBcast,
 };
 
 const struct option kLongOptions[] = {
@@ -89,7 +120,7 @@ const struct option kLongOptions[] = {
     {"array", required_argument, nullptr, 'a'},
     {"no-requeue", no_argument, nullptr, kNoRequeue},
     {"requeue", no_argument, nullptr, kRequeue},
-    {"exclusive", no_argument, nullptr, kExclusive},
+    {"exclusive", optional_argument, nullptr, kExclusive},
     {"constraint", required_argument, nullptr, 'C'},
     {"nodelist", required_argument, nullptr, 'w'},
     {"exclude", required_argument, nullptr, 'x'},
@@ -120,13 +151,51 @@ const struct option kLongOptions[] = {
     {"quiet", no_argument, nullptr, 'Q'},
     {"verbose", no_argument, nullptr, 'v'},
     {"jobid", required_argument, nullptr, kJobId},
+    {"cpu-freq", required_argument, nullptr, kCpuFreq},
+    {"gpu-freq", required_argument, nullptr, kGpuFreq},
+    {"power", required_argument, nullptr, kPower},
+    {"mcs-label", required_argument, nullptr, kMcsLabel},
+    {"network", required_argument, nullptr, kNetwork},
+    {"wait-all-nodes", required_argument, nullptr, kWaitAllNodes},
+    {"prefer", required_argument, nullptr, kPrefer},
+    {"cluster-constraint", required_argument, nullptr, kClusterConstraint},
+    {"contiguous", no_argument, nullptr, kContiguous},
+    {"reboot", no_argument, nullptr, kReboot},
+    {"batch", required_argument, nullptr, kBatchFeatures},
+    {"gres-flags", required_argument, nullptr, kGresFlags},
+    {"msg-timeout", required_argument, nullptr, kMsgTimeout},
+    {"slurmd-debug", required_argument, nullptr, kSlurmdDebug},
+    {"resv-ports", optional_argument, nullptr, kResvPorts},
+    {"bcast-exclude", required_argument, nullptr, kBcastExclude},
+    {"bcast", optional_argument, nullptr, kBcast},
+    {"send-libs", optional_argument, nullptr, kSendLibs},
+    {"compress", optional_argument, nullptr, kCompress},
+    {"threads", required_argument, nullptr, 'T'},
+    {"disable-status", no_argument, nullptr, 'X'},
+    {"preserve-env", no_argument, nullptr, 'E'},
+    {"oversubscribe", no_argument, nullptr, 's'},
+    {"bell", no_argument, nullptr, kBell},
+    {"no-bell", no_argument, nullptr, kNoBell},
+    {"ignore-pbs", no_argument, nullptr, kIgnorePbs},
+    {"usage", no_argument, nullptr, kUsage},
+    {"use-min-nodes", no_argument, nullptr, kUseMinNodes},
+    {"export-file", required_argument, nullptr, kExportFile},
+    {"nodefile", required_argument, nullptr, 'F'},
+    {"clusters", required_argument, nullptr, 'M'},
+    {"wait", no_argument, nullptr, 'W'},
+    {"distribution", required_argument, nullptr, 'm'},
+    {"gpu-bind", required_argument, nullptr, kGpuBind},
+    {"mem-bind", required_argument, nullptr, kMemBind},
     {nullptr, 0, nullptr, 0},
 };
-constexpr const char* kShortOptions = "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:Qv";
+constexpr const char* kShortOptions =
+    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:";
 
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
   switch (c) {
+    case kBcast:
+      return false;
     case 'l':
     case kExact:
     case kOverlap:
@@ -137,7 +206,24 @@ bool Accepted(int c, OptionSet set) {
     case kMpi:
     case kJobId:
     case kCpuBind:
+    case kMsgTimeout:
+    case kSlurmdDebug:
+    case kResvPorts:
+    case kBcastExclude:
+    case kSendLibs:
+    case kCompress:
+    case 'T':
+    case 'X':
+    case 'E':
       return set == OptionSet::kRun;
+    case kBell:
+    case kNoBell:
+      return set == OptionSet::kAlloc;
+    case kBatchFeatures:
+    case kIgnorePbs:
+    case kExportFile:
+    case 'W':  // srun's -W/--wait=SECONDS is another option, not supported yet
+      return set == OptionSet::kBatch;
     case 'I':
       return set != OptionSet::kBatch;
     case kTestOnly:
@@ -153,30 +239,92 @@ bool Accepted(int c, OptionSet set) {
   }
 }
 
-// Slurm options that scripts use but this version does not implement: refused by name.
-const std::set<std::string> kKnownUnsupported = {"reservation",
-                                                 "mem-per-cpu",
-                                                 "cpus-per-gpu",
-                                                 "ntasks-per-gpu",
-                                                 "licenses",
-                                                 "open-mode",
-                                                 "input",
-                                                 "priority",
-                                                 "uid",
-                                                 "gid",
-                                                 "wait",
-                                                 "distribution",
-                                                 "threads-per-core",
-                                                 "hint",
-                                                 "overcommit",
-                                                 "oversubscribe",
-                                                 "propagate",
-                                                 "get-user-env",
-                                                 "container",
-                                                 "cluster",
-                                                 "clusters",
-                                                 "reboot",
-                                                 "spread-job"};
+// Slurm options this version does not implement, refused by name with the reason: ignoring
+// them would change what the job gets (docs/slurm-compat.md, "Every option").
+const std::map<std::string, std::string>& KnownUnsupported() {
+  static const std::string kNotYet = "is not supported yet: ";
+  static const std::string kNever = "is not supported: ";
+  static const std::string kLayout =
+      kNotYet + "nodes are chosen and tasks laid out by CPU count, not by socket, core or thread";
+  static const std::map<std::string, std::string> k = {
+      {"bb", kNever + "Muster has no burst buffers"},
+      {"bbf", kNever + "Muster has no burst buffers"},
+      {"container", kNever + "Muster runs no OCI containers itself; start one in the job"},
+      {"het-group", kNever + "Muster has no heterogeneous jobs"},
+      {"x11", kNever + "Muster does not forward X11"},
+      {"no-allocate", kNever + "every step runs in an allocation"},
+      {"core-spec", kNotYet + "no cores are set aside for the system per job"},
+      {"thread-spec", kNotYet + "no threads are set aside for the system per job"},
+      {"uid", kNotYet + "root cannot submit on another user's behalf"},
+      {"gid", kNotYet + "root cannot submit on another user's behalf"},
+      {"no-kill", kNotYet + "a job loses every node when one fails (it is requeued or ends)"},
+      {"spread-job", kNotYet + "a job gets the nodes its count asks for"},
+      {"gpus-per-socket", kNotYet + "GPUs are not placed by socket"},
+      {"accel-bind", kNotYet + "tasks are not bound to accelerators one by one"},
+      {"bcast", kNotYet + "run the program from a file system the nodes share"},
+      {"multi-prog", kNotYet + "every task runs the same program (branch on SLURM_PROCID)"},
+      {"task-prolog", kNotYet + "nothing runs before each task but the task"},
+      {"task-epilog", kNotYet + "nothing runs after each task"},
+      {"prolog", kNotYet + "srun runs nothing before the step"},
+      {"epilog", kNotYet + "srun runs nothing after the step"},
+      {"quit-on-interrupt", kNotYet + "a second Ctrl-C within a second ends the step"},
+      {"relative", kNotYet + "a step takes its nodes from the start of the allocation"},
+      {"no-shell", kNotYet + "an allocation lasts while salloc runs"},
+      {"kill-command", kNotYet + "the command is left to end when the allocation does"},
+      {"test-only", kNotYet + "for srun and salloc; sbatch --test-only forecasts a start"},
+      {"tmp", kNotYet + "nodes do not report their temporary disk space"},
+      {"sockets-per-node", kLayout},
+      {"cores-per-socket", kLayout},
+      {"threads-per-core", kLayout},
+      {"extra-node-info", kLayout},
+      {"ntasks-per-core", kLayout},
+      {"ntasks-per-socket", kLayout},
+      {"hint", kLayout},
+      {"mincpus", kNotYet + "give --cpus-per-task and --ntasks-per-node"},
+      {"mem-per-cpu", kNotYet + "give --mem (per node) or --mem-per-gpu"},
+      {"cpus-per-gpu", kNotYet + "give --cpus-per-task with --gpus-per-task"},
+      {"ntasks-per-gpu", kNotYet + "give --ntasks with --gpus-per-task"},
+      {"licenses", kNotYet + "the cluster has no licenses to count"},
+      {"open-mode", kNotYet + "output files are truncated when the job starts"},
+      {"input", kNotYet + "a batch script's standard input is /dev/null"},
+      {"priority",
+       kNotYet +
+           "at submission; an administrator sets it with scontrol update JobId=ID Priority=N"},
+      {"propagate", kNotYet + "tasks get their node's resource limits, not the submitting shell's"},
+      {"get-user-env", kNotYet + "the job gets the environment it was submitted with (--export)"},
+      {"overcommit", kNotYet + "each task gets at least one CPU"},
+      {"wait", kNotYet + "for srun, which waits for every task (sbatch -W is supported)"},
+  };
+  return k;
+}
+
+// Short letters of refused options, by command where Slurm's letters differ.
+std::string LongNameOf(char letter, OptionSet set) {
+  switch (letter) {
+    case 'k':
+      return "no-kill";
+    case 'Z':
+      return "no-allocate";
+    case 'S':
+      return "core-spec";
+    case 'B':
+      return "extra-node-info";
+    case 'L':
+      return "licenses";
+    case 'O':
+      return "overcommit";
+    case 'r':
+      return "relative";
+    case 'W':
+      return "wait";
+    case 'i':
+      return "input";
+    case 'K':
+      return set == OptionSet::kAlloc ? "kill-command" : "";
+    default:
+      return "";
+  }
+}
 
 }  // namespace
 
@@ -391,6 +539,11 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         o->no_requeue = false;
         break;
       case kExclusive:
+        // =user and =mcs let a user's (or group's) own jobs share the nodes; a whole node is
+        // what the job gets either way, so they are taken as plain --exclusive (stricter).
+        if (optarg && val != "user" && val != "mcs" && val != "topo") {
+          return err("--exclusive=" + val + ": expected user, mcs or topo");
+        }
         o->exclusive = true;
         break;
       case 'C':
@@ -486,6 +639,92 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         if (!t.ok()) return err("--time-min: " + t.status().message());
         break;
       }
+      case kIgnorePbs:
+        break;  // #PBS and #BSUB lines are never read
+      case kUsage:
+        o->help = true;
+        break;
+      case kUseMinNodes:
+        o->use_min_nodes = true;
+        break;
+      case kExportFile:
+        s = ExportFile(val, &o->export_file_vars);
+        if (!s.ok()) return s.Prepend(origin);
+        break;
+      case 'F':
+        s = NodeFile("--nodefile", val, &o->nodelist.emplace());
+        if (!s.ok()) return s.Prepend(origin);
+        break;
+      case 'M':
+        o->clusters = val;
+        break;
+      case 'W':
+        o->wait = true;
+        break;
+      case kBell:
+        o->bell = true;
+        break;
+      case kNoBell:
+        o->bell = false;
+        break;
+      case 'm': {
+        // Tasks are laid out in blocks: consecutive ranks on a node, nodes in order. Another
+        // layout would give ranks other neighbours, so it is refused.
+        const std::vector<std::string> levels = Split(val.substr(0, val.find(',')), ':');
+        for (size_t i = 0; i < levels.size(); ++i) {
+          const std::string& l = levels[i];
+          if (l == "block" || l == "*" || (i > 0 && l.empty())) continue;
+          if (i > 0 && (l == "cyclic" || l == "fcyclic")) continue;  // CPUs within a node: unbound
+          return Unimplemented(origin + ": --distribution=" + val +
+                               " is not supported yet: tasks are laid out in blocks "
+                               "(--distribution=block)");
+        }
+        if (size_t comma = val.find(','); comma != std::string::npos) {
+          const std::string flag = val.substr(comma + 1);
+          if (flag != "Pack" && flag != "NoPack") {
+            return err("--distribution=" + val + ": expected Pack or NoPack after ','");
+          }
+        }
+        break;
+      }
+      case kGpuBind:
+      case kMemBind: {
+        // A step's tasks share its GPUs and the job's memory nodes: none (and verbose, quiet)
+        // ask for nothing more; binding each task is not done yet, so it is refused.
+        const char* opt = c == kGpuBind ? "--gpu-bind" : "--mem-bind";
+        for (const std::string& word : Split(val, ',', true)) {
+          const std::string w = ToLower(word);
+          if (w == "none" || w == "no" || w == "verbose" || w == "v" || w == "quiet" || w == "q") {
+            continue;
+          }
+          return Unimplemented(origin + ": " + opt + "=" + word +
+                               " is not supported yet: a step's tasks share its " +
+                               (c == kGpuBind ? "GPUs" : "memory") + " (" + opt + "=none)");
+        }
+        break;
+      }
+      case kCpuFreq:
+      case kGpuFreq:
+      case kPower:
+      case kMcsLabel:
+      case kNetwork:
+      case kWaitAllNodes:
+      case kPrefer:
+      case kClusterConstraint:
+      case kContiguous:
+      case kReboot:
+      case kBatchFeatures:
+      case kGresFlags:
+      case kMsgTimeout:
+      case kSlurmdDebug:
+      case kResvPorts:
+      case kBcastExclude:
+      case kSendLibs:
+      case kCompress:
+      case 'T':
+      case 'X':
+      case 'E':
+      case 's':
       case kMailUser:
       case kComment:
       case kWckey:
@@ -529,9 +768,11 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         std::string name = bad;
         while (!name.empty() && name[0] == '-') name.erase(0, 1);
         name = name.substr(0, name.find('='));
-        if (kKnownUnsupported.count(name)) {
-          return Unimplemented(origin + ": option " + bad.substr(0, bad.find('=')) +
-                               " is not supported yet (see docs/user-guide.md)");
+        if (name.size() == 1) name = LongNameOf(name[0], set);
+        const auto& unsupported = KnownUnsupported();
+        if (auto it = unsupported.find(name); it != unsupported.end()) {
+          return Unimplemented(origin + ": option " + bad.substr(0, bad.find('=')) + " " +
+                               it->second);
         }
         return err("unknown option " + bad.substr(0, bad.find('=')));
       }
@@ -634,8 +875,12 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   if (o.partition) {
     for (const auto& p : Split(*o.partition, ',', true)) s.add_partitions(p);
   }
-  s.set_nodes(o.nodes.value_or(0));
-  s.set_min_nodes(o.min_nodes.value_or(0));
+  if (o.use_min_nodes && o.min_nodes) {
+    s.set_nodes(*o.min_nodes);  // --use-min-nodes: the range's smallest count, as a fixed one
+  } else {
+    s.set_nodes(o.nodes.value_or(0));
+    s.set_min_nodes(o.min_nodes.value_or(0));
+  }
   s.set_ntasks(o.ntasks.value_or(0));
   s.set_ntasks_per_node(o.ntasks_per_node.value_or(0));
   s.set_cpus_per_task(o.cpus_per_task.value_or(0));
@@ -714,6 +959,10 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
     } else if (caller.count(it)) {
       put(it, caller[it]);
     }
+  }
+  for (const std::string& kv : o.export_file_vars) {
+    const size_t eq = kv.find('=');
+    put(kv.substr(0, eq), kv.substr(eq + 1));
   }
   s.set_export_none(none && !all);
   for (const auto& k : order) s.add_environment(k + "=" + env[k]);

@@ -46,7 +46,13 @@ struct SubmitOptions {
   bool test_only = false;  // sbatch --test-only
   bool no_requeue = false;
   bool exclusive = false;
-  bool help = false;
+  bool help = false;           // -h/--help and --usage
+  bool wait = false;           // sbatch -W: return when the job has ended, with its exit code
+  bool use_min_nodes = false;  // -N min-max: start with the minimum
+  std::string clusters;        // -M/--clusters: must name this cluster (checked once it is known)
+  // --export-file: NAME=value definitions (NUL-separated in the file), exported on top of the
+  // --export ones.
+  std::vector<std::string> export_file_vars;
   // srun/salloc only (OptionSet::kRun / kAlloc).
   bool label = false;             // -l: prefix output lines with the task id
   bool exact = false;             // hold only the CPUs the step asks for
@@ -58,6 +64,7 @@ struct SubmitOptions {
   std::optional<std::string> input;     // -i
   std::optional<std::string> array;     // sbatch --array
   std::optional<std::string> mpi;       // --mpi: pmi1 (default) or none
+  bool bell = false;                    // salloc --bell: ring the terminal bell when granted
   // Everything after the options: the script path and its arguments (command line only).
   std::vector<std::string> positional;
 };

@@ -321,6 +321,66 @@ TEST_F(JobSupervisorTest, TheEpilogRunsOnceEveryProcessIsGoneAndThenTheJobIsRele
   EXPECT_FALSE(fs::exists(dir_ + "/spool/job7"));
 }
 
+// --signal=USR1@10 with a 60 s limit: USR1 at 50 s.
+v1::LaunchJob Warned(v1::LaunchJob l, bool batch_only) {
+  l.mutable_spec()->set_signal(SIGUSR1);
+  l.mutable_spec()->set_signal_time_s(10);
+  l.mutable_spec()->set_signal_batch_only(batch_only);
+  return l;
+}
+
+size_t SignalsTo(FakeLauncher& launcher, pid_t pid, int sig) {
+  size_t n = 0;
+  for (const auto& [p, s] : launcher.signals()) n += p == pid && s == sig;
+  return n;
+}
+
+// As Slurm: without B: the job's steps hear it (once each) and the batch shell does not; with
+// B: the batch shell alone, not the commands it runs.
+TEST_F(JobSupervisorTest, TheWarningSignalGoesToTheStepsAloneOrWithBToTheBatchShellAlone) {
+  Start();
+  jobs_->Launch(Warned(Launch(/*time_limit_ms=*/60'000), /*batch_only=*/false));
+  Settle();
+  const pid_t script = ScriptGroup();
+  const pid_t step = 4242;
+  jobs_->Find(kJob)->step_pgids.insert(step);
+  Advance(50'000 - 1);
+  EXPECT_EQ(SignalsTo(launcher_, -step, SIGUSR1), 0u);
+  Advance(1);
+  EXPECT_EQ(SignalsTo(launcher_, -step, SIGUSR1), 1u);
+  EXPECT_EQ(SignalsTo(launcher_, -script, SIGUSR1) + SignalsTo(launcher_, script, SIGUSR1), 0u)
+      << "the batch shell heard a signal meant for the steps";
+  Terminate();
+}
+
+TEST_F(JobSupervisorTest, TheWarningSignalWithBGoesToTheBatchShellAlone) {
+  Start();
+  jobs_->Launch(Warned(Launch(/*time_limit_ms=*/60'000), /*batch_only=*/true));
+  Settle();
+  const pid_t script = ScriptGroup();
+  const pid_t step = 4242;
+  jobs_->Find(kJob)->step_pgids.insert(step);
+  Advance(50'000);
+  EXPECT_EQ(SignalsTo(launcher_, script, SIGUSR1), 1u);
+  EXPECT_EQ(SignalsTo(launcher_, -script, SIGUSR1), 0u) << "its foreground command heard it too";
+  EXPECT_EQ(SignalsTo(launcher_, -step, SIGUSR1), 0u);
+  Terminate();
+}
+
+// A node without the batch script runs steps only: they hear it there too.
+TEST_F(JobSupervisorTest, TheWarningSignalReachesStepsOnNodesWithoutTheBatchScript) {
+  Start();
+  v1::LaunchJob l = Warned(Launch(/*time_limit_ms=*/60'000), /*batch_only=*/false);
+  l.set_batch_node(false);
+  jobs_->Launch(l);
+  Settle();
+  const pid_t step = 4242;
+  jobs_->Find(kJob)->step_pgids.insert(step);
+  Advance(50'000);
+  EXPECT_EQ(SignalsTo(launcher_, -step, SIGUSR1), 1u);
+  Terminate();
+}
+
 TEST_F(JobSupervisorTest, AStubbornJobIsKilledAfterTheControllersGraceAndItsLimitNeverFires) {
   // Its epilog never returns here, so the job is still on the node when its limit comes.
   Start("epilog = \"/etc/muster/epilog\"\n");

@@ -1,8 +1,11 @@
 #include "muster/client/submit_options.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 
 #include "muster/common/clock.h"
 
@@ -276,8 +279,9 @@ TEST(SubmitArgsTest, NodeConstraintsAndTopology) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseSubmitArgs({"-w", "gpu[01-"}, "command line", &bad).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseSubmitArgs({"-w", "/etc/hosts"}, "command line", &bad).code(),
-            StatusCode::kUnimplemented);
+  // A value with a '/' is a file of names (OptionFileTest).
+  EXPECT_EQ(ParseSubmitArgs({"-w", "/no/such/file"}, "command line", &bad).code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(DirectivesTest, ReadsSbatchLinesUntilTheFirstCommand) {
@@ -441,6 +445,168 @@ TEST(SubmitArgsTest, StepRequestFromTheSameOptions) {
   EXPECT_EQ(own.nodelist_size(), 0);
   o.job_name = "named";
   EXPECT_EQ(BuildStepRequest(o, 42, true).name(), "named");
+}
+
+}  // namespace
+}  // namespace muster::client
+
+namespace muster::client {
+namespace {
+
+Status ParseAs(OptionSet set, const std::vector<std::string>& args, SubmitOptions* o) {
+  return ParseSubmitArgs(args, "command line", o, set);
+}
+
+// A refusal says why, so that a user knows whether to wait for it or to change the script.
+TEST(SlurmOptionsTest, RefusedOptionsSayWhy) {
+  SubmitOptions o;
+  Status s = ParseAs(OptionSet::kBatch, {"--bb=capacity=1G", "x.sh"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("option --bb is not supported: Muster has no burst buffers"),
+            std::string::npos)
+      << s.message();
+  s = ParseAs(OptionSet::kBatch, {"-k", "x.sh"}, &o);
+  EXPECT_NE(s.message().find("option -k is not supported yet: a job loses every node"),
+            std::string::npos)
+      << s.message();
+  // getopt takes an unambiguous prefix for the whole name: --bcast must not become the
+  // accepted --bcast-exclude.
+  s = ParseAs(OptionSet::kRun, {"--bcast=/tmp/a.out", "a.out"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.message();
+  EXPECT_NE(s.message().find("--bcast"), std::string::npos);
+  // One letter, two options: salloc's -K is --kill-command, srun's --kill-on-bad-exit.
+  s = ParseAs(OptionSet::kAlloc, {"-K", "bash"}, &o);
+  EXPECT_NE(s.message().find("option -K is not supported yet: the command is left"),
+            std::string::npos)
+      << s.message();
+  SubmitOptions r;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"-K", "true"}, &r).ok());
+  EXPECT_TRUE(r.kill_on_bad_exit);
+  // sbatch -W waits; srun's -W is another option, refused.
+  SubmitOptions w;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-W", "x.sh"}, &w).ok());
+  EXPECT_TRUE(w.wait);
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-W", "5", "true"}, &o).code(), StatusCode::kUnimplemented);
+}
+
+TEST(SlurmOptionsTest, HarmlessOptionsAreTakenAndChangeNothing) {
+  SubmitOptions plain, o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"x.sh"}, &plain).ok());
+  ASSERT_TRUE(
+      ParseAs(OptionSet::kBatch,
+              {"--cpu-freq=high", "--gpu-freq=medium", "--power=level", "--network=x",
+               "--prefer=a100", "--contiguous", "--reboot", "--gres-flags=enforce-binding", "-s",
+               "--wait-all-nodes=1", "--mcs-label=g", "--batch=f", "--ignore-pbs", "x.sh"},
+              &o)
+          .ok());
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto a = BuildJobSpec(plain, ctx), b = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
+  // srun's and salloc's own.
+  SubmitOptions r;
+  EXPECT_TRUE(
+      ParseAs(OptionSet::kRun, {"-X", "-E", "-T", "4", "--msg-timeout=5", "true"}, &r).ok());
+  SubmitOptions a2;
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"--bell", "bash"}, &a2).ok());
+  EXPECT_TRUE(a2.bell);
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"--no-bell", "bash"}, &a2).ok());
+  EXPECT_FALSE(a2.bell);
+  // ...and not each other's: sbatch has no --bell, salloc no -X.
+  EXPECT_EQ(ParseAs(OptionSet::kBatch, {"--bell", "x.sh"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseAs(OptionSet::kAlloc, {"-X", "bash"}, &o).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SlurmOptionsTest, BindingsAndLayoutsTakeWhatTheyDoAndRefuseTheRest) {
+  SubmitOptions o;
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--distribution=block:cyclic,Pack", "true"}, &o).ok());
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"-m", "block", "true"}, &o).ok());
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-m", "cyclic", "true"}, &o).code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--distribution=plane=4", "true"}, &o).code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-m", "block,Wrong", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--gpu-bind=verbose,none", "true"}, &o).ok());
+  Status s = ParseAs(OptionSet::kRun, {"--gpu-bind=closest", "true"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("--gpu-bind=closest"), std::string::npos);
+  EXPECT_TRUE(ParseAs(OptionSet::kBatch, {"--mem-bind=none", "x.sh"}, &o).ok());
+  EXPECT_EQ(ParseAs(OptionSet::kBatch, {"--mem-bind=local", "x.sh"}, &o).code(),
+            StatusCode::kUnimplemented);
+  SubmitOptions e;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--exclusive=user", "x.sh"}, &e).ok());
+  EXPECT_TRUE(e.exclusive) << "a whole node, as for plain --exclusive";
+  EXPECT_EQ(ParseAs(OptionSet::kBatch, {"--exclusive=bogus", "x.sh"}, &e).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(SlurmOptionsTest, UseMinNodesStartsTheRangeAtItsMinimum) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--use-min-nodes", "-N", "2-4", "x.sh"}, &o).ok());
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->nodes(), 2u);
+  EXPECT_EQ(spec->min_nodes(), 0u);
+  o.use_min_nodes = false;
+  spec = BuildJobSpec(o, ctx);
+  EXPECT_EQ(spec->nodes(), 4u);
+  EXPECT_EQ(spec->min_nodes(), 2u);
+}
+
+class OptionFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/option-files." + std::to_string(::getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(OptionFileTest, NodeFilesAreReadForNodefileAndForANodelistWithASlash) {
+  const std::string f = Write("nodes", "gpu[01-02]\ngpu07, gpu09\n");
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-F", f, "x.sh"}, &o).ok());
+  EXPECT_EQ(*o.nodelist, (std::vector<std::string>{"gpu01", "gpu02", "gpu07", "gpu09"}));
+  SubmitOptions w;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-w", f, "x.sh"}, &w).ok());
+  EXPECT_EQ(w.nodelist->size(), 4u);
+  SubmitOptions x;
+  Status s = ParseAs(OptionSet::kBatch, {"--nodefile=" + dir_ + "/missing", "x.sh"}, &x);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("missing"), std::string::npos);
+  EXPECT_FALSE(ParseAs(OptionSet::kBatch, {"-F", Write("empty", ""), "x.sh"}, &x).ok());
+  EXPECT_FALSE(
+      ParseAs(OptionSet::kBatch, {"-F", Write("big", std::string(2 << 20, 'a')), "x.sh"}, &x).ok())
+      << "a file past 1 MiB is refused, not read whole";
+}
+
+TEST_F(OptionFileTest, AnExportFileAddsItsDefinitionsOnTopOfExport) {
+  const std::string f = Write("env", std::string("A=from file\0MULTI=line1\nline2\0", 30));
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--export=NONE", "--export-file=" + f, "x.sh"}, &o).ok());
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  ctx.environment = {"A=caller", "B=caller"};
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok());
+  ASSERT_EQ(spec->environment_size(), 2);
+  EXPECT_EQ(spec->environment(0), "A=from file");
+  EXPECT_EQ(spec->environment(1), "MULTI=line1\nline2");
+  SubmitOptions bad;
+  Status s = ParseAs(OptionSet::kBatch, {"--export-file=" + Write("bad", "=x"), "x.sh"}, &bad);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not NAME=value"), std::string::npos) << s.message();
 }
 
 }  // namespace

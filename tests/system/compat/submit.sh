@@ -1,0 +1,46 @@
+# sbatch/srun/salloc options through the compat links (sourced by local_cluster_stest.sh).
+# sbatch -W: returns when the job has ended, with its exit code.
+set +e
+"$DIR/compat/sbatch" -W -o /dev/null --wrap 'exit 3' >/dev/null; rc=$?
+set -e
+[ $rc = 3 ] || fail "sbatch -W of a job exiting 3: $rc"
+out=$("$DIR/compat/sbatch" -W -o /dev/null --wrap true)
+grep -q "^Submitted batch job [0-9]*$" <<<"$out" || fail "sbatch -W printed: $out"
+# --export-file: NUL-separated definitions, a value with a newline kept whole.
+printf 'FROM_FILE=one two\0MULTI=a\nb\0' > export.env
+"$DIR/compat/sbatch" -W -o export.out --export=NONE --export-file=export.env \
+  --wrap 'printf "%s|%s|%s\n" "$FROM_FILE" "$MULTI" "${HOME:-unset}"' >/dev/null
+[ "$(cat export.out)" = "$(printf 'one two|a\nb|unset')" ] || fail "--export-file: $(cat export.out)"
+# -F/--nodefile and -w with a file; --use-min-nodes takes the range's minimum.
+printf 'node3\n' > nodes.txt
+id=$("$DIR/compat/sbatch" --parsable -W -o /dev/null -F nodes.txt --wrap true)
+[ "$("$DIR/compat/sacct" -j "$id" -X -n -o NodeList%20 | tr -d ' ')" = node3 ] ||
+  fail "--nodefile: $("$DIR/compat/sacct" -j "$id" -X -n -o NodeList%20)"
+out=$("$DIR/compat/srun" --use-min-nodes -N 1-3 -w ./nodes.txt printenv SLURM_NNODES SLURMD_NODENAME)
+[ "$out" = "$(printf '1\nnode3')" ] || fail "srun --use-min-nodes -w FILE: $out"
+# -M names this cluster or none.
+"$DIR/compat/srun" -M local,all true || fail "srun -M local"
+set +e
+out=$("$DIR/compat/sbatch" -M elsewhere --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "no cluster 'elsewhere' (this is 'local'" <<<"$out" || fail "sbatch -M elsewhere: $rc $out"
+# salloc --bell rings once granted.
+"$DIR/compat/salloc" --bell -N1 true 2>salloc.err
+grep -q $'Granted job allocation [0-9]*\a' salloc.err || fail "salloc --bell: $(od -c salloc.err | head -5)"
+# Refusals say why.
+set +e
+out=$("$DIR/compat/sbatch" --bb=capacity=1G --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 2 ] && grep -q "option --bb is not supported: Muster has no burst buffers" <<<"$out" ||
+  fail "sbatch --bb: $rc $out"
+# --signal without B: the steps hear it, the batch shell does not; with B: the shell alone.
+steps=$("$DIR/compat/sbatch" --parsable -t 1 --signal=USR1@50 -o signal_steps.out --wrap \
+  'trap "echo batch heard" USR1; srun sh -c "trap \"echo step heard; exit 0\" USR1; sleep 30 & wait"; echo end')
+shell=$("$DIR/compat/sbatch" --parsable -t 1 --signal=B:USR1@50 -o signal_shell.out --wrap \
+  'trap "echo batch heard; exit 0" USR1; sh -c "trap \"echo child heard\" USR1; sleep 30 & wait" & wait')
+wait_for 30 grep -q "^end$" signal_steps.out
+wait_for 30 grep -q "batch heard" signal_shell.out
+[ "$(cat signal_steps.out)" = "$(printf 'step heard\nend')" ] || fail "--signal=USR1: $(cat signal_steps.out)"
+sleep 1  # a child told too would have said so by now
+grep -q "child heard" signal_shell.out && fail "--signal=B:USR1 reached the shell's child: $(cat signal_shell.out)"
+"$DIR/compat/scancel" "$steps" "$shell"
