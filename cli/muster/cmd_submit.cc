@@ -128,6 +128,13 @@ int CmdSubmit(int argc, char** argv) {
   }
   s = client::ParseSubmitArgs(args, "command line", &opts);
   if (!s.ok()) return Usage("submit", s.message());
+  if ((opts.run_as_uid || opts.run_as_gid) && ::geteuid() != 0) {
+    return Usage("submit",
+                 "--uid and --gid are for root only (the job runs as whoever submits it)");
+  }
+  if (opts.run_as_gid && !opts.run_as_uid) {
+    return Usage("submit", "--gid applies with --uid (the user the job runs as)");
+  }
 
   for (char** e = environ; e && *e; ++e) ctx.environment.emplace_back(*e);
   char cwd[4096];
@@ -144,6 +151,7 @@ int CmdSubmit(int argc, char** argv) {
   v1::SubmitJobRequest req;
   *req.mutable_spec() = std::move(*spec);
   req.set_test_only(opts.test_only);
+  if (opts.priority) req.set_priority(*opts.priority);
   auto resp = controller->SubmitJob(req);
   if (!resp.ok()) return Fail("submit", resp.status());
   if (opts.test_only) {

@@ -533,6 +533,14 @@ void JobSupervisor::StartJob(uint64_t id) {
     sp.stderr_path = spec.stderr_pattern().empty()
                          ? sp.stdout_path
                          : ExpandOutputPattern(spec.stderr_pattern(), vars, spec.work_dir());
+    if (spec.open_mode_append()) {  // --open-mode=append: a requeued run adds to what was there
+      sp.append_output = true;
+      sp.truncate_output = false;
+    }
+    // sbatch --input: opened by the script's user, as its output files are.
+    if (!spec.stdin_pattern().empty()) {
+      sp.stdin_path = ExpandOutputPattern(spec.stdin_pattern(), vars, spec.work_dir());
+    }
     // A keeper waits for the script and records how it ended, so a restarted agent still knows.
     sp.exit_file = j.dir + "/exit";
     sp.keeper_program = ctx_.options.keeper_program;

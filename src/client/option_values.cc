@@ -3,6 +3,8 @@
 #include "option_values.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -188,6 +190,35 @@ Status ExportFile(const std::string& v, std::vector<std::string>* out) {
     }
     out->push_back(kv);
   }
+  return Status::Ok();
+}
+
+Status RunAs(const std::string& opt, const std::string& v, SubmitOptions* o) {
+  char buf[16384];
+  const auto number = ParseUint(v);
+  if (opt == "--uid") {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    if (number && *number <= 0xFFFFFFFEu) {
+      ::getpwuid_r(static_cast<uid_t>(*number), &pw, buf, sizeof buf, &found);
+    } else {
+      ::getpwnam_r(v.c_str(), &pw, buf, sizeof buf, &found);
+    }
+    if (!found) return InvalidArgument(opt + "=" + v + ": no such user");
+    o->run_as_uid = found->pw_uid;
+    o->run_as_user = found->pw_name;
+    if (!o->run_as_gid) o->run_as_gid = found->pw_gid;  // an explicit --gid wins
+    return Status::Ok();
+  }
+  struct group gr {};
+  struct group* found = nullptr;
+  if (number && *number <= 0xFFFFFFFEu) {
+    ::getgrgid_r(static_cast<gid_t>(*number), &gr, buf, sizeof buf, &found);
+  } else {
+    ::getgrnam_r(v.c_str(), &gr, buf, sizeof buf, &found);
+  }
+  if (!found) return InvalidArgument(opt + "=" + v + ": no such group");
+  o->run_as_gid = found->gr_gid;
   return Status::Ok();
 }
 

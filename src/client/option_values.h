@@ -31,6 +31,10 @@ Status NodeFile(const std::string& opt, const std::string& path, std::vector<std
 // from 3 up is a descriptor already open.
 Status ExportFile(const std::string& v, std::vector<std::string>* out);
 
+// --uid=USER|UID (also sets the user's group unless --gid gave one) and --gid=GROUP|GID, looked
+// up here: the job runs as them (root only).
+Status RunAs(const std::string& opt, const std::string& v, SubmitOptions* o);
+
 // --switches=N[@time]
 Status ParseSwitches(const std::string& v, SubmitOptions* o);
 

@@ -83,6 +83,12 @@ enum LongOnly {
   kGpuBind,
   kMemBind,
   kBell,
+  kMemPerCpu,
+  kMinCpus,
+  kOpenMode,
+  kPriority,
+  kUid,
+  kGid,
   // Refused (KnownUnsupported), but named here so that getopt does not take it for an
   // abbreviation of a longer option it knows (--bcast for --bcast-exclude).
   kBcast,
@@ -186,6 +192,12 @@ const struct option kLongOptions[] = {
     {"distribution", required_argument, nullptr, 'm'},
     {"gpu-bind", required_argument, nullptr, kGpuBind},
     {"mem-bind", required_argument, nullptr, kMemBind},
+    {"mem-per-cpu", required_argument, nullptr, kMemPerCpu},
+    {"mincpus", required_argument, nullptr, kMinCpus},
+    {"open-mode", required_argument, nullptr, kOpenMode},
+    {"priority", required_argument, nullptr, kPriority},
+    {"uid", required_argument, nullptr, kUid},
+    {"gid", required_argument, nullptr, kGid},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions =
@@ -201,7 +213,6 @@ bool Accepted(int c, OptionSet set) {
     case kOverlap:
     case 'K':
     case kPty:
-    case 'i':
     case 'u':
     case kMpi:
     case kJobId:
@@ -219,9 +230,15 @@ bool Accepted(int c, OptionSet set) {
     case kBell:
     case kNoBell:
       return set == OptionSet::kAlloc;
+    case 'i':
+      return set != OptionSet::kAlloc;
     case kBatchFeatures:
     case kIgnorePbs:
     case kExportFile:
+    case kOpenMode:  // srun's (a step's own files) is not supported yet
+    case kPriority:  // an allocation's: not yet
+    case kUid:
+    case kGid:
     case 'W':  // srun's -W/--wait=SECONDS is another option, not supported yet
       return set == OptionSet::kBatch;
     case 'I':
@@ -255,8 +272,8 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"no-allocate", kNever + "every step runs in an allocation"},
       {"core-spec", kNotYet + "no cores are set aside for the system per job"},
       {"thread-spec", kNotYet + "no threads are set aside for the system per job"},
-      {"uid", kNotYet + "root cannot submit on another user's behalf"},
-      {"gid", kNotYet + "root cannot submit on another user's behalf"},
+      {"uid", kNotYet + "for srun and salloc; root submits as another user with sbatch --uid"},
+      {"gid", kNotYet + "for srun and salloc; root submits as another user with sbatch --uid"},
       {"no-kill", kNotYet + "a job loses every node when one fails (it is requeued or ends)"},
       {"spread-job", kNotYet + "a job gets the nodes its count asks for"},
       {"gpus-per-socket", kNotYet + "GPUs are not placed by socket"},
@@ -280,13 +297,10 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"ntasks-per-core", kLayout},
       {"ntasks-per-socket", kLayout},
       {"hint", kLayout},
-      {"mincpus", kNotYet + "give --cpus-per-task and --ntasks-per-node"},
-      {"mem-per-cpu", kNotYet + "give --mem (per node) or --mem-per-gpu"},
       {"cpus-per-gpu", kNotYet + "give --cpus-per-task with --gpus-per-task"},
       {"ntasks-per-gpu", kNotYet + "give --ntasks with --gpus-per-task"},
       {"licenses", kNotYet + "the cluster has no licenses to count"},
-      {"open-mode", kNotYet + "output files are truncated when the job starts"},
-      {"input", kNotYet + "a batch script's standard input is /dev/null"},
+      {"open-mode", kNotYet + "for srun, whose output files are truncated when the step starts"},
       {"priority",
        kNotYet +
            "at submission; an administrator sets it with scontrol update JobId=ID Priority=N"},
@@ -317,8 +331,6 @@ std::string LongNameOf(char letter, OptionSet set) {
       return "relative";
     case 'W':
       return "wait";
-    case 'i':
-      return "input";
     case 'K':
       return set == OptionSet::kAlloc ? "kill-command" : "";
     default:
@@ -473,6 +485,7 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         if (!m.ok()) return err("--mem: " + m.status().message());
         o->mem_mb = *m;
         o->mem_per_gpu_mb.reset();
+        o->mem_per_cpu_mb.reset();
         break;
       }
       case 'G': {
@@ -572,6 +585,7 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         if (!m.ok()) return err("--mem-per-gpu: " + m.status().message());
         o->mem_per_gpu_mb = *m;
         o->mem_mb.reset();
+        o->mem_per_cpu_mb.reset();
         break;
       }
       case kGpusPerTask: {
@@ -639,6 +653,40 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         if (!t.ok()) return err("--time-min: " + t.status().message());
         break;
       }
+      case kMemPerCpu: {
+        auto m = ParseMemoryMb(val);
+        if (!m.ok()) return err("--mem-per-cpu: " + m.status().message());
+        o->mem_per_cpu_mb = *m;
+        o->mem_mb.reset();
+        o->mem_per_gpu_mb.reset();
+        break;
+      }
+      case kMinCpus: {
+        auto n = Count("--mincpus", val);
+        if (!n.ok()) return err(n.status().message());
+        o->min_cpus = *n;
+        break;
+      }
+      case kOpenMode:
+        if (val != "append" && val != "truncate" && val != "a" && val != "t") {
+          return err("--open-mode=" + val + ": expected append or truncate");
+        }
+        o->open_mode_append = val[0] == 'a';
+        break;
+      case kPriority: {
+        // TOP: the highest a job can have.
+        auto p = ToLower(val) == "top" ? std::optional<uint64_t>(0xFFFFFFFFu) : ParseUint(val);
+        if (!p || *p > 0xFFFFFFFFu) {
+          return err("--priority=" + val + ": expected 0 to 4294967295 or TOP");
+        }
+        o->priority = static_cast<int64_t>(*p);
+        break;
+      }
+      case kUid:
+      case kGid:
+        s = RunAs(c == kUid ? "--uid" : "--gid", val, o);
+        if (!s.ok()) return s.Prepend(origin);
+        break;
       case kIgnorePbs:
         break;  // #PBS and #BSUB lines are never read
       case kUsage:
@@ -892,6 +940,15 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_exclusive(o.exclusive);
   s.set_gpus_per_task(o.gpus_per_task.value_or(0));
   s.set_mem_per_gpu_mb(o.mem_per_gpu_mb.value_or(0));
+  s.set_mem_per_cpu_mb(o.mem_per_cpu_mb.value_or(0));
+  s.set_min_cpus_per_node(o.min_cpus.value_or(0));
+  s.set_open_mode_append(o.open_mode_append.value_or(false));
+  if (!ctx.interactive && o.input) s.set_stdin_pattern(*o.input);
+  if (o.run_as_uid) {  // root only: the controller takes these from anyone else's credentials
+    s.set_uid(*o.run_as_uid);
+    s.set_user(o.run_as_user);
+    s.set_gid(o.run_as_gid.value_or(0));
+  }
   s.set_constraint(o.constraint.value_or(""));
   for (const std::string& n : o.nodelist.value_or(std::vector<std::string>{})) {
     s.add_required_nodes(n);

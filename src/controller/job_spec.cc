@@ -245,8 +245,9 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     return InvalidArgument(
         "give one of --gpus-per-task, --gpus and --gpus-per-node (--gres=gpu:N), not several");
   }
-  if (spec.mem_per_gpu_mb() > 0 && spec.mem_per_node_mb() > 0) {
-    return InvalidArgument("--mem and --mem-per-gpu are mutually exclusive");
+  if ((spec.mem_per_gpu_mb() > 0) + (spec.mem_per_node_mb() > 0) + (spec.mem_per_cpu_mb() > 0) >
+      1) {
+    return InvalidArgument("--mem, --mem-per-cpu and --mem-per-gpu are mutually exclusive");
   }
   if (spec.min_nodes() >= nodes) spec.set_min_nodes(0);  // "-N 4-4", or min above max
   if (spec.min_nodes() > 0) {
@@ -338,6 +339,13 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     }
     spec.set_mem_per_node_mb(spec.mem_per_gpu_mb() * spec.gpus_per_node());
   }
+  if (spec.mem_per_cpu_mb() > 0) {
+    // The CPUs of a node's slot: its tasks' (the fullest node's, as every node gets one slot
+    // size) or --mincpus, whichever is more.
+    const uint64_t slot_cpus = std::max<uint64_t>(
+        static_cast<uint64_t>(base + (extra > 0 ? 1 : 0)) * cpt, spec.min_cpus_per_node());
+    spec.set_mem_per_node_mb(spec.mem_per_cpu_mb() * slot_cpus);
+  }
   MUSTER_RETURN_IF_ERROR(NormalizeGres(spec, limits));
   if (spec.name().empty()) spec.set_name("job");
   return Status::Ok();
@@ -352,6 +360,7 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   for (const v1::GresSpec& g : s.gres()) r.gres.push_back({g.name(), g.type(), g.count()});
   r.tasks_per_node.assign(s.tasks_per_node().begin(), s.tasks_per_node().end());
   r.cpus_per_task = std::max<uint32_t>(1, s.cpus_per_task());
+  r.min_cpus_per_node = s.min_cpus_per_node();
   r.mem_per_node_mb = s.mem_per_node_mb();
   r.gpus_per_node = s.gpus_per_node();
   r.gpu_type = s.gpu_type();

@@ -179,8 +179,10 @@ class AccountingFilter {
 JobTotals TotalsOf(const core::JobRequest& request) {
   JobTotals t;
   t.nodes = request.nodes;
-  for (uint32_t n : request.tasks_per_node) t.tasks += n;
-  t.cpus = t.tasks * std::max<uint32_t>(1, request.cpus_per_task);
+  for (uint32_t n : request.tasks_per_node) {
+    t.tasks += n;
+    t.cpus += std::max(n * std::max<uint32_t>(1, request.cpus_per_task), request.min_cpus_per_node);
+  }
   t.gpus = request.nodes * request.gpus_per_node;
   t.mem_mb = request.nodes * request.mem_per_node_mb;
   return t;
@@ -202,7 +204,8 @@ JobTotals TotalsOf(const v1::JobRecord& r, const core::JobRequest* request) {
   const v1::JobSpec& s = r.spec();
   t.nodes = s.nodes();
   t.tasks = s.ntasks();
-  t.cpus = s.ntasks() * std::max<uint32_t>(1, s.cpus_per_task());
+  t.cpus = std::max(s.ntasks() * std::max<uint32_t>(1, s.cpus_per_task()),
+                    s.nodes() * s.min_cpus_per_node());
   t.gpus = s.nodes() * s.gpus_per_node();
   t.mem_mb = s.nodes() * s.mem_per_node_mb();
   return t;

@@ -51,6 +51,7 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   MUSTER_RETURN_IF_ERROR(CheckText("working directory", spec.work_dir(), kMaxPathBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("submit directory", spec.submit_dir(), kMaxPathBytes));
   MUSTER_RETURN_IF_ERROR(CheckOutputPattern(spec.stdout_pattern(), "--output"));
+  MUSTER_RETURN_IF_ERROR(CheckOutputPattern(spec.stdin_pattern(), "--input"));
   MUSTER_RETURN_IF_ERROR(CheckOutputPattern(spec.stderr_pattern(), "--error"));
   MUSTER_RETURN_IF_ERROR(CheckText("submit host", spec.submit_host(), kMaxShortStringBytes));
   MUSTER_RETURN_IF_ERROR(CheckText("--gpus type", spec.gpu_type(), kMaxShortStringBytes));
@@ -90,7 +91,8 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   constexpr uint64_t kMaxMemoryMb = uint64_t{1} << 40;
   constexpr uint32_t kMaxCount = 10'000'000;
   constexpr int64_t kMaxTimeLimitMs = int64_t{100'000} * 86'400'000;
-  if (spec.mem_per_node_mb() > kMaxMemoryMb || spec.mem_per_gpu_mb() > kMaxMemoryMb) {
+  if (spec.mem_per_node_mb() > kMaxMemoryMb || spec.mem_per_gpu_mb() > kMaxMemoryMb ||
+      spec.mem_per_cpu_mb() > kMaxMemoryMb) {
     return InvalidArgument("memory request is too large (at most 1024T)");
   }
   if (spec.time_limit_ms() > kMaxTimeLimitMs || spec.switches_wait_ms() > kMaxTimeLimitMs) {
@@ -104,7 +106,7 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   }
   for (uint32_t n :
        {spec.nodes(), spec.min_nodes(), spec.ntasks(), spec.ntasks_per_node(), spec.cpus_per_task(),
-        spec.gpus_per_node(), spec.gpus_total(), spec.gpus_per_task()}) {
+        spec.gpus_per_node(), spec.gpus_total(), spec.gpus_per_task(), spec.min_cpus_per_node()}) {
     if (n > kMaxCount) return InvalidArgument("a node, task, CPU or GPU count is too large");
   }
   for (const v1::GresSpec& g : spec.gres()) {

@@ -45,6 +45,7 @@ Result<v1::SubmitJobResponse> SubmissionPipeline::Submit(const Caller& caller,
   // Sizes first: nothing below may work on an unbounded request.
   MUSTER_RETURN_IF_ERROR(CheckJobSpecBounds(req.spec(), ctx_.config().nodes.size()));
   Submission s{.caller = caller, .now = now, .spec = req.spec()};
+  if (req.has_priority()) s.priority = req.priority();
   for (const NamedStage& stage : Stages()) MUSTER_RETURN_IF_ERROR((this->*stage.run)(s));
   v1::JobRecord& rec = s.rec;
   // --test-only: everything a real submission is checked against (the limits and the per-user
@@ -126,6 +127,12 @@ Status SubmissionPipeline::Admit(Submission& s) {
       NormalizeJobSpec(s.spec, ctx_.config(), ctx_.partition_limits(), &s.time_limit_ms));
   MUSTER_RETURN_IF_ERROR(CheckPartitionAccess(s.caller, s.spec, ctx_.config()));
   if (s.spec.nice() < 0) MUSTER_RETURN_IF_ERROR(Authorize(s.caller, Action::kNegativeNice));
+  if (s.priority) {
+    MUSTER_RETURN_IF_ERROR(Authorize(s.caller, Action::kSetPriority));
+    if (*s.priority < 0 || *s.priority > 0xFFFFFFFFLL) {
+      return InvalidArgument("--priority is 0 (multifactor) to 4294967295");
+    }
+  }
   return Status::Ok();
 }
 
@@ -154,7 +161,7 @@ Status SubmissionPipeline::Record(Submission& s) {
   *rec.mutable_spec() = s.spec;
   rec.set_submit_time_ms(s.now);
   rec.set_time_limit_ms(s.time_limit_ms);
-  rec.set_priority(0);  // multifactor; an admin may fix it later
+  rec.set_priority(s.priority.value_or(0));  // 0: multifactor; an admin may fix it later
   if (!s.spec.dependency().empty()) {
     MUSTER_RETURN_IF_ERROR(dependencies_.TermsFor(&s.spec, &rec,
                                                   SeesOnlyOwnJobs(s.caller, ctx_.config())

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "muster/common/clock.h"
@@ -64,8 +65,9 @@ class SubmissionPipeline {
     core::JobRequest request;
     std::vector<uint32_t> tasks;  // an array's task ids
     v1::ArrayTask array;
-    bool one_record = false;  // the array waits as one record
-    uint64_t count = 1;       // jobs it makes
+    bool one_record = false;          // the array waits as one record
+    uint64_t count = 1;               // jobs it makes
+    std::optional<int64_t> priority;  // sbatch --priority (administrators)
   };
   using Stage = Status (SubmissionPipeline::*)(Submission&);
   struct NamedStage {
@@ -78,7 +80,7 @@ class SubmissionPipeline {
   // shape of what it runs: a batch script with #!, an absolute working directory.
   Status Identify(Submission& s);
   // Room in the controller's table, the spec normalised against its partitions, the caller
-  // admitted there, a negative nice for admins only.
+  // admitted there, a negative nice and a --priority for admins only.
   Status Admit(Submission& s);
   // Its account, QoS and reservation, and the wall limit they give a job without one.
   Status Associate(Submission& s);

@@ -102,7 +102,7 @@ std::vector<uint32_t> PickCpus(const NodeView& n, uint32_t want,
 uint32_t MaxSlotCpus(const JobRequest& r) {
   uint32_t tasks = 1;
   for (uint32_t t : r.tasks_per_node) tasks = std::max(tasks, t);
-  return tasks * std::max<uint32_t>(1, r.cpus_per_task);
+  return std::max(tasks * std::max<uint32_t>(1, r.cpus_per_task), r.min_cpus_per_node);
 }
 
 GangLimits GangLimits::Of(const JobRequest& r) {
@@ -584,7 +584,10 @@ Placement ClusterIndex::Build(const JobRequest& r, const std::string& partition,
     } else {
       np.gpus = PickGpus(n, r.gpus_per_node);
       np.cpus = PickCpus(
-          n, std::max<uint32_t>(1, np.ntasks) * std::max<uint32_t>(1, r.cpus_per_task), np.gpus);
+          n,
+          std::max(std::max<uint32_t>(1, np.ntasks) * std::max<uint32_t>(1, r.cpus_per_task),
+                   r.min_cpus_per_node),
+          np.gpus);
       np.mem_mb = r.mem_per_node_mb;
       for (const GresRequest& g : r.gres) PickGres(n, g, &np);
     }

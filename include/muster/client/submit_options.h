@@ -30,7 +30,13 @@ struct SubmitOptions {
   // --gpus-per-node=h100:8|a100:8: GPU types accepted, in order of preference (gpu_type unset).
   std::vector<std::string> gpu_types;
   std::optional<uint32_t> gpus_per_task;
-  std::optional<uint64_t> mem_mb, mem_per_gpu_mb;
+  std::optional<uint64_t> mem_mb, mem_per_gpu_mb, mem_per_cpu_mb;
+  std::optional<uint32_t> min_cpus;      // --mincpus: CPUs per node at least
+  std::optional<bool> open_mode_append;  // sbatch --open-mode=append|truncate
+  std::optional<int64_t> priority;       // sbatch --priority (administrators)
+  // sbatch --uid/--gid (root only): the user and group the job runs as.
+  std::optional<uint32_t> run_as_uid, run_as_gid;
+  std::string run_as_user;
   std::optional<std::string> constraint, topology;
   std::optional<std::vector<std::string>> nodelist, exclude;  // expanded host lists
   std::optional<uint32_t> max_switches;

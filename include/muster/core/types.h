@@ -173,9 +173,10 @@ struct JobRequest {
   uint32_t min_nodes = 0;
   std::vector<uint32_t> tasks_per_node;  // size == nodes (block distribution)
   uint32_t cpus_per_task = 1;
-  uint64_t mem_per_node_mb = 0;  // 0: memory not reserved
-  uint32_t gpus_per_node = 0;    // whole GPUs
-  std::string gpu_type;          // empty: any
+  uint32_t min_cpus_per_node = 0;  // --mincpus: a node's slot holds at least this many CPUs
+  uint64_t mem_per_node_mb = 0;    // 0: memory not reserved
+  uint32_t gpus_per_node = 0;      // whole GPUs
+  std::string gpu_type;            // empty: any
   std::vector<GresRequest> gres;
   bool exclusive = false;  // whole nodes
   int64_t time_limit_ms = 0;

@@ -44,3 +44,19 @@ wait_for 30 grep -q "batch heard" signal_shell.out
 sleep 1  # a child told too would have said so by now
 grep -q "child heard" signal_shell.out && fail "--signal=B:USR1 reached the shell's child: $(cat signal_shell.out)"
 "$DIR/compat/scancel" "$steps" "$shell"
+# --open-mode=append adds to a file; --input feeds the batch script; --mincpus holds the CPUs.
+echo first > appended.out
+"$DIR/compat/sbatch" -W --open-mode=append -o appended.out --wrap 'echo second' >/dev/null
+[ "$(cat appended.out)" = "$(printf 'first\nsecond')" ] || fail "--open-mode=append: $(cat appended.out)"
+printf 'line from a file\n' > batch.in
+"$DIR/compat/sbatch" -W -i batch.in -o batch_in.out --wrap 'cat' >/dev/null
+[ "$(cat batch_in.out)" = "line from a file" ] || fail "sbatch --input: $(cat batch_in.out)"
+id=$("$DIR/compat/sbatch" --parsable -W --mincpus=3 -o /dev/null --wrap true)
+[ "$("$DIR/compat/sacct" -j "$id" -X -n -o AllocCPUS | tr -d ' ')" = 3 ] ||
+  fail "--mincpus=3: $("$DIR/compat/sacct" -j "$id" -X -n -o AllocCPUS)"
+# --mem-per-cpu: per node, times the slot's CPUs; --priority: an administrator's fixed value.
+id=$("$DIR/compat/sbatch" --parsable -H -c 2 --mem-per-cpu=100 --priority=777 --wrap true)
+muster job show "$id" --json | grep -q '"mem_per_node_mb":200' ||
+  fail "--mem-per-cpu: $(muster job show "$id" --json)"
+[ "$("$DIR/compat/squeue" -h -j "$id" -o %Q)" = 777 ] || fail "--priority: $("$DIR/compat/squeue" -h -j "$id" -o %Q)"
+"$DIR/compat/scancel" "$id"

@@ -34,6 +34,54 @@ TEST_F(EngineTest, GangStartsWholeWithGpusByIndexAndLaunchesEveryNode) {
   EXPECT_EQ(Node("node3").state(), v1::NODE_IDLE);
 }
 
+// --mem-per-cpu: memory per node is the per-CPU figure times the CPUs of the node's slot;
+// --mincpus makes the slot at least that big (16-CPU nodes here).
+TEST_F(EngineTest, MemPerCpuAndMinCpusSizeEachNodesSlot) {
+  AllUp();
+  v1::JobSpec s;
+  s.set_nodes(2);
+  s.set_ntasks(3);  // 2 + 1 tasks: every node gets the fullest node's slot
+  s.set_cpus_per_task(2);
+  s.set_mem_per_cpu_mb(500);
+  auto id = Submit(s);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(Job(*id).mem_per_node_mb(), 2000u);  // 2 tasks x 2 CPUs x 500 MB
+  s.set_min_cpus_per_node(10);
+  auto big = Submit(s);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(Job(*big).mem_per_node_mb(), 5000u);  // 10 CPUs x 500 MB
+  Pass();
+  const v1::JobInfo j = Job(*big);
+  ASSERT_EQ(j.state(), v1::RUNNING);
+  for (const auto& na : j.allocation().nodes()) {
+    EXPECT_EQ(na.cpu_ids_size(), 10) << na.node() << ": --mincpus holds 10 CPUs, not 4";
+  }
+  v1::JobSpec too_many;
+  too_many.set_min_cpus_per_node(17);
+  EXPECT_FALSE(Submit(too_many).ok()) << "no node has 17 CPUs";
+  v1::JobSpec both;
+  both.set_mem_per_cpu_mb(100);
+  both.set_mem_per_node_mb(100);
+  EXPECT_EQ(Submit(both).status().code(), StatusCode::kInvalidArgument);
+}
+
+// sbatch --priority: an administrator's fixed priority from the start; nobody else's.
+TEST_F(EngineTest, APriorityAtSubmissionIsForAdministrators) {
+  AllUp();
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->set_script("#!/bin/sh\ntrue\n");
+  req.mutable_spec()->set_work_dir("/tmp");
+  req.mutable_spec()->set_hold(true);
+  req.set_priority(123456);
+  auto refused = engine_->SubmitJob(Alice(), req, now_);
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  auto ok = engine_->SubmitJob(Root(), req, now_);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(Job(ok->job_id()).priority(), 123456);
+  req.set_priority(int64_t{1} << 33);
+  EXPECT_EQ(engine_->SubmitJob(Root(), req, now_).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(EngineTest, NothingStartsOnNodesThatNeverRegistered) {
   Up("node1");
   auto id = Submit(Gang(2, 8));
