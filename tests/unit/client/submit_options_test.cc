@@ -195,8 +195,7 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
   s = ParseSubmitArgs({"--tmp=2G"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --tmp is not supported"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("script line 3: option --tmp is not supported"), std::string::npos)
       << s.message();
   s = ParseSubmitArgs({"--gres=nvme:fast:x:2"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
