@@ -55,8 +55,7 @@ int WaitForJob(client::ControllerClient& controller, uint64_t job_id) {
   int delay_ms = 200;
   for (;;) {
     v1::ListJobsRequest req;
-    req.add_job_ids(job_id);
-    req.set_brief(true);
+    req.add_job_ids(job_id);  // not brief: a brief row has no exit code
     bool running = false, seen = false;
     int code = 0;
     for (int page = 0; page < 10'000; ++page) {
