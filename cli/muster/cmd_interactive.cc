@@ -13,6 +13,7 @@
 #include "muster/client/step_client.h"
 #include "muster/client/submit_options.h"
 #include "muster/common/config.h"
+#include "muster/common/gpu_bind.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
 
@@ -183,6 +184,21 @@ int CmdRun(int argc, char** argv) {
   step.work_dir = o.chdir.value_or(Cwd());
   step.label = o.label;
   step.kill_on_bad_exit = o.kill_on_bad_exit;
+  // Inside a job, its --gpus-per-task and --gpu-bind reach srun through the environment, as
+  // Slurm's input variables; the options win.
+  if (JobIdFromEnv() || o.jobid) {
+    if (const char* g = std::getenv("SLURM_GPUS_PER_TASK"); g && !o.gpus_per_task) {
+      if (auto n = ParseUint(g); n && *n > 0 && *n <= 1024) {
+        o.gpus_per_task = static_cast<uint32_t>(*n);
+      }
+    }
+    if (const char* b = std::getenv("SLURM_GPU_BIND"); b && *b && o.gpu_bind.empty()) {
+      if (auto bind = ParseGpuBind(b); !bind.ok()) return Fail("run", bind.status());
+      o.gpu_bind = b;
+    }
+  }
+  step.gpus_per_task = o.gpus_per_task.value_or(0);
+  step.gpu_bind = o.gpu_bind;
   // --mpi, else SLURM_MPI_TYPE as srun reads it, else PMI-1.
   const char* mpi_env = std::getenv("SLURM_MPI_TYPE");
   const std::string mpi = o.mpi.value_or(mpi_env && *mpi_env ? mpi_env : "pmi1");
@@ -260,8 +276,8 @@ int CmdAlloc(int argc, char** argv) {
   auto job = client::Allocate(*controller, *spec, ao, stderr);
   if (!job.ok()) return Fail("alloc", job.status());
   const std::string id = std::to_string(job->id());
-  std::fprintf(stderr, "%s: Granted job allocation %s\n%s", label.c_str(), id.c_str(),
-               o.bell ? "\a" : "");
+  std::fprintf(stderr, "%s%s: Granted job allocation %s\n", o.bell ? "\a" : "", label.c_str(),
+               id.c_str());
 
   // The allocation's environment, as salloc sets it for the command.
   std::vector<std::string> names;

@@ -143,6 +143,7 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
     if (!gpus.empty()) env.Slurm("JOB_GPUS", gpus);
     if (s.gpus_per_node() > 0) env.Slurm("GPUS_PER_NODE", std::to_string(s.gpus_per_node()));
     if (s.gpus_total() > 0) env.Slurm("GPUS", std::to_string(s.gpus_total()));
+    if (s.gpus_per_task() > 0) env.Slurm("GPUS_PER_TASK", std::to_string(s.gpus_per_task()));
     env.Set("CUDA_VISIBLE_DEVICES", visible);
     env.Set("NVIDIA_VISIBLE_DEVICES", visible);
     env.Set("GPU_DEVICE_ORDINAL", visible);

@@ -18,6 +18,7 @@
 #include "job_env.h"
 #include "job_spool.h"
 #include "muster/agent/step_supervisor_main.h"
+#include "muster/common/gpu_bind.h"
 #include "muster/common/strings.h"
 #include "muster/keeper/child.h"
 #include "spawn.h"
@@ -101,13 +102,21 @@ Status StepSupervisor::Launch() {
   vars.node_id = req_.node_id();
   vars.step = std::to_string(req_.step_id());
   std::set<std::string> truncated;  // output files of this step opened here already
+  GpuBind bind;
+  if (!req_.gpu_bind().empty()) {
+    MUSTER_ASSIGN_OR_RETURN(bind, ParseGpuBind(req_.gpu_bind()));
+  }
+  const std::vector<std::string> step_gpus = Split(setup_.visible_devices(), ',', true);
   for (uint32_t local = 0; local < req_.ntasks(); ++local) {
     Task t;
     t.id = req_.first_task() + local;
     SpawnSpec sp;
     sp.argv.assign(req_.argv().begin(), req_.argv().end());
-    sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), setup_.visible_devices(),
-                          req_, local, setup_.launch_host());
+    // This task's share of the step's GPUs here (--gpus-per-task, --gpu-bind).
+    auto task_gpus = TaskGpus(bind, req_.gpus_per_task(), step_gpus, local);
+    if (!task_gpus.ok()) return task_gpus.status();
+    sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), Join(*task_gpus, ","), req_,
+                          local, setup_.launch_host());
     sp.cwd = req_.work_dir().empty() ? spec.work_dir() : req_.work_dir();
     sp.change_user = root && spec.uid() != 0;
     sp.uid = spec.uid();

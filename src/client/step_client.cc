@@ -350,6 +350,8 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     req.set_step_name(step.name());
     req.set_run(step.run());
     req.set_pmi(pmi.has_value());
+    req.set_gpus_per_task(o.gpus_per_task);
+    req.set_gpu_bind(o.gpu_bind);
     req.set_stdin_mode(o.pty ? v1::StepLaunchRequest::STDIN_TASK : o.stdin_mode);
     req.set_stdin_task(o.pty ? 0 : o.stdin_task);
     req.set_stdin_pattern(o.stdin_pattern);

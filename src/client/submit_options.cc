@@ -10,6 +10,7 @@
 #include "muster/common/clock.h"
 #include "muster/common/dependency.h"
 #include "muster/common/duration.h"
+#include "muster/common/gpu_bind.h"
 #include "muster/common/signals.h"
 #include "muster/common/strings.h"
 #include "option_values.h"
@@ -735,19 +736,23 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         }
         break;
       }
-      case kGpuBind:
+      case kGpuBind: {
+        auto bind = ParseGpuBind(val);
+        if (!bind.ok()) return bind.status().Prepend(origin);
+        o->gpu_bind = val;
+        break;
+      }
       case kMemBind: {
-        // A step's tasks share its GPUs and the job's memory nodes: none (and verbose, quiet)
-        // ask for nothing more; binding each task is not done yet, so it is refused.
-        const char* opt = c == kGpuBind ? "--gpu-bind" : "--mem-bind";
+        // Tasks share the job's memory nodes: none (and verbose, quiet) ask for nothing more;
+        // binding each task is not done yet, so it is refused.
         for (const std::string& word : Split(val, ',', true)) {
           const std::string w = ToLower(word);
           if (w == "none" || w == "no" || w == "verbose" || w == "v" || w == "quiet" || w == "q") {
             continue;
           }
-          return Unimplemented(origin + ": " + opt + "=" + word +
-                               " is not supported yet: a step's tasks share its " +
-                               (c == kGpuBind ? "GPUs" : "memory") + " (" + opt + "=none)");
+          return Unimplemented(origin + ": --mem-bind=" + word +
+                               " is not supported yet: a step's tasks share the job's memory "
+                               "nodes (--mem-bind=none)");
         }
         break;
       }

@@ -24,6 +24,7 @@ const std::vector<PrivilegedAction>& PrivilegedActions() {
       {Action::kConfirmNodeDown, false, "confirming nodes down"},
       {Action::kResetStatistics, false, "resetting the statistics (sdiag -r)"},
       {Action::kDrainResumeNodes, true, "draining and resuming nodes"},
+      {Action::kSuspendJobs, true, "suspending and resuming jobs"},
       {Action::kReadAudit, true, "reading the audit log"},
       {Action::kSeeHiddenData, true, "seeing what private_data hides"},
       {Action::kSeeOthersStoredBytes, true, "seeing other users' stored scripts"},

@@ -335,9 +335,13 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
                                  {req.job_ids().begin(), req.job_ids().end()}, {})) {
     const uint64_t id = t.id;
     const JobEntry* named = Find(id);
+    const bool on_running = req.action() == v1::UpdateJobRequest::SUSPEND ||
+                            req.action() == v1::UpdateJobRequest::RESUME;
     if (t.by_array && t.status.ok() && named && req.action() != v1::UpdateJobRequest::REQUEUE &&
-        named->rec().state() != v1::PENDING) {
-      continue;  // a hold or release of an array is about its tasks that still wait
+        named->rec().state() != (on_running ? v1::RUNNING : v1::PENDING)) {
+      // A hold or release of an array is about its tasks that still wait; a suspend or resume
+      // about those that run.
+      continue;
     }
     v1::CancelJobResult* r = resp.add_results();
     r->set_job_id(id);
@@ -355,7 +359,10 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
       fail(StatusCode::kNotFound, "job " + jid + " does not exist");
       continue;
     }
-    if (Status s = CheckJobAccess(caller, job->rec(), "hold, release or requeue", ctx_.config());
+    // Operators suspend and resume anyone's jobs; the rest is the owner's (or an admin's).
+    if (Status s = on_running ? Authorize(caller, Action::kSuspendJobs)
+                              : CheckJobAccess(caller, job->rec(), "hold, release or requeue",
+                                               ctx_.config());
         !s.ok()) {
       fail(s.code(), s.message());
       continue;
@@ -407,6 +414,28 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
         }
         store::Mutation m;
         RequeueOrFail(*job, JobReason::kJobRequeued, "requeued by " + caller.user, now, m);
+        ctx_.CommitOrDie(m);
+        break;
+      }
+      case v1::UpdateJobRequest::SUSPEND:
+      case v1::UpdateJobRequest::RESUME: {
+        const bool suspend = req.action() == v1::UpdateJobRequest::SUSPEND;
+        if (rec.state() != v1::RUNNING || rec.cancel_requested() || rec.preempt_time_ms() > 0) {
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid + " is not running (" + v1::JobState_Name(rec.state()) + ")");
+          continue;
+        }
+        if (suspend == (rec.suspend_time_ms() > 0)) {
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid + (suspend ? " is already suspended" : " is not suspended"));
+          continue;
+        }
+        store::Mutation m;
+        if (suspend) {
+          SuspendByAdmin(*job, caller.user, now, m);
+        } else {
+          ResumeByAdmin(*job, caller.user, now, m);
+        }
         ctx_.CommitOrDie(m);
         break;
       }

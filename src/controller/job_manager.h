@@ -196,6 +196,11 @@ class JobManager {
   void Suspend(JobEntry& job, uint64_t preemptor, const std::string& why, TimeMs now,
                store::Mutation& m);
   void Resume(JobEntry& job, TimeMs now, store::Mutation& m);
+  // scontrol suspend: the same stop, by an operator or admin, kept until one of them resumes it
+  // (the scheduler never does). Their resume continues it at once when its CPUs are free, else
+  // as soon as they are.
+  void SuspendByAdmin(JobEntry& job, const std::string& who, TimeMs now, store::Mutation& m);
+  void ResumeByAdmin(JobEntry& job, const std::string& who, TimeMs now, store::Mutation& m);
   // An srun/salloc allocation ends (its client released it, went away, or it timed out).
   void EndAllocation(JobEntry& job, v1::JobState state, core::JobReason reason,
                      const std::string& detail, TimeMs now, int32_t exit_code, int32_t signal);
@@ -227,6 +232,8 @@ class JobManager {
   void SendLaunch(const JobEntry& job, size_t node_pos);
   void SendTerminate(const std::string& node, const JobEntry& job, const std::string& reason);
   void SendSuspend(const std::string& node, const JobEntry& job, bool resume);
+  // A suspend's stop: recorded, its CPUs parked, its nodes told.
+  void StopRun(JobEntry& job, TimeMs now, store::Mutation& m);
 
   // --deadline: pending jobs that can no longer end before their deadline (it passed, or their
   // time limit from now reaches past it) end DEADLINE.

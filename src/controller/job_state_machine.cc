@@ -222,17 +222,54 @@ void JobManager::Suspend(JobEntry& job, uint64_t preemptor, const std::string& w
       r.suspend_time_ms() > 0) {
     return;
   }
-  r.set_suspend_time_ms(now);
   r.set_preempted_by(preemptor);
   r.set_preempt_count(r.preempt_count() + 1);
   r.set_reason(core::ReasonName(JobReason::kPreempted));
   r.set_reason_detail("suspended: " + why);
-  m.PutJob(r);
   spdlog::warn("suspend job={} for job={}: {}", r.id(), preemptor, why);
+  StopRun(job, now, m);
+}
+
+void JobManager::SuspendByAdmin(JobEntry& job, const std::string& who, TimeMs now,
+                                store::Mutation& m) {
+  v1::JobRecord& r = job.rec_;
+  if (r.state() != v1::RUNNING || r.preempt_time_ms() > 0 || r.cancel_requested() ||
+      r.suspend_time_ms() > 0) {
+    return;
+  }
+  r.set_admin_suspended(true);
+  r.set_preempted_by(0);
+  r.set_reason(core::ReasonName(JobReason::kNone));
+  r.set_reason_detail("suspended by " + who + " (scontrol resume continues it)");
+  spdlog::warn("suspend job={} by {}", r.id(), who);
+  StopRun(job, now, m);
+}
+
+void JobManager::StopRun(JobEntry& job, TimeMs now, store::Mutation& m) {
+  v1::JobRecord& r = job.rec_;
+  r.set_suspend_time_ms(now);
+  m.PutJob(r);
   for (const auto& na : r.allocation().nodes()) {
     if (std::optional<size_t> i = ctx_.NodeIndex(na.node())) ledger_.Park(r.id(), *i);
     SendSuspend(na.node(), job, /*resume=*/false);
   }
+  ctx_.RequestPass();
+}
+
+void JobManager::ResumeByAdmin(JobEntry& job, const std::string& who, TimeMs now,
+                               store::Mutation& m) {
+  v1::JobRecord& r = job.rec_;
+  if (r.state() != v1::RUNNING || r.suspend_time_ms() == 0) return;
+  r.set_admin_suspended(false);
+  bool cpus_back = true;
+  for (const auto& na : r.allocation().nodes()) {
+    std::optional<size_t> i = ctx_.NodeIndex(na.node());
+    if (i && !ledger_.CpusBack(r.id(), *i)) cpus_back = false;
+  }
+  spdlog::info("resume job={} by {}{}", r.id(), who, cpus_back ? "" : " (waits for its CPUs)");
+  if (cpus_back) return Resume(job, now, m);
+  r.set_reason_detail("resumed by " + who + "; continues once its CPUs are free again");
+  m.PutJob(r);
   ctx_.RequestPass();
 }
 
@@ -241,6 +278,7 @@ void JobManager::Resume(JobEntry& job, TimeMs now, store::Mutation& m) {
   if (r.state() != v1::RUNNING || r.suspend_time_ms() == 0) return;
   r.set_suspended_ms(r.suspended_ms() + std::max<TimeMs>(0, now - r.suspend_time_ms()));
   r.set_suspend_time_ms(0);
+  r.set_admin_suspended(false);
   r.set_reason(core::ReasonName(JobReason::kNone));
   r.set_reason_detail("resumed after " + std::to_string(r.suspended_ms() / 1000) +
                       " s suspended in all");

@@ -360,8 +360,9 @@ void Preemptor::ResumeSuspended(TimeMs now) {
   for (const auto& [id, nodes] : ledger_.parked_jobs()) {
     JobEntry* job = jobs_.Find(id);
     // A cancelled one is only told to end (its agents continue it to hear its SIGTERM).
+    // One an operator suspended waits for their resume.
     if (!job || job->rec().state() != v1::RUNNING || job->rec().suspend_time_ms() == 0 ||
-        job->rec().cancel_requested()) {
+        job->rec().cancel_requested() || job->rec().admin_suspended()) {
       continue;
     }
     // Its preemptor still waiting to start on the CPUs it lent: not yet.

@@ -36,6 +36,9 @@ struct StepOptions {
   // srun --pty: task 0 runs on a pseudo-terminal; ours (when stdin is one) goes raw meanwhile
   // and its size follows.
   bool pty = false;
+  // --gpus-per-task and --gpu-bind: each task's own share of the step's GPUs on its node.
+  uint32_t gpus_per_task = 0;
+  std::string gpu_bind;
 };
 
 // Runs the step to completion, writing task output to out/err line by line. Waits (saying so

@@ -30,6 +30,7 @@ struct SubmitOptions {
   // --gpus-per-node=h100:8|a100:8: GPU types accepted, in order of preference (gpu_type unset).
   std::vector<std::string> gpu_types;
   std::optional<uint32_t> gpus_per_task;
+  std::string gpu_bind;  // srun --gpu-bind (checked by ParseGpuBind)
   std::optional<uint64_t> mem_mb, mem_per_gpu_mb, mem_per_cpu_mb;
   std::optional<uint32_t> min_cpus;      // --mincpus: CPUs per node at least
   std::optional<bool> open_mode_append;  // sbatch --open-mode=append|truncate

@@ -34,6 +34,7 @@ enum class Action {
   kResetStatistics,     // sdiag -r
   // Operators (listed in `operators`) and admins.
   kDrainResumeNodes,      // scontrol update State=DRAIN/RESUME
+  kSuspendJobs,           // scontrol suspend/resume
   kReadAudit,             // muster audit
   kSeeHiddenData,         // what private_data hides: other users' jobs, usage, accounts, users
   kSeeOthersStoredBytes,  // muster diag's biggest users of the store

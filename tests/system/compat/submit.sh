@@ -26,7 +26,7 @@ set -e
 [ $rc = 1 ] && grep -q "no cluster 'elsewhere' (this is 'local'" <<<"$out" || fail "sbatch -M elsewhere: $rc $out"
 # salloc --bell rings once granted.
 "$DIR/compat/salloc" --bell -N1 true 2>salloc.err
-grep -q $'Granted job allocation [0-9]*\a' salloc.err || fail "salloc --bell: $(od -c salloc.err | head -5)"
+grep -q $'^\asalloc: Granted job allocation [0-9]*$' salloc.err || fail "salloc --bell: $(od -c salloc.err | head -5)"
 # Refusals say why.
 set +e
 out=$("$DIR/compat/sbatch" --bb=capacity=1G --wrap true 2>&1); rc=$?
@@ -59,4 +59,33 @@ id=$("$DIR/compat/sbatch" --parsable -H -c 2 --mem-per-cpu=100 --priority=777 --
 muster job show "$id" --json | grep -q '"mem_per_node_mb":200' ||
   fail "--mem-per-cpu: $(muster job show "$id" --json)"
 [ "$("$DIR/compat/squeue" -h -j "$id" -o %Q)" = 777 ] || fail "--priority: $("$DIR/compat/squeue" -h -j "$id" -o %Q)"
+"$DIR/compat/scancel" "$id"
+# --gpus-per-task: each task its own GPUs, with srun's option or the job's (SLURM_GPUS_PER_TASK).
+# Each line: the task, its GPUs, then the allocation's (SLURM_JOB_GPUS) to compare with.
+out=$("$DIR/compat/srun" -N1 -n4 --gpus-per-task=2 sh -c 'echo $SLURM_PROCID $CUDA_VISIBLE_DEVICES $SLURM_JOB_GPUS' | sort)
+want=$(awk 'NR==1 {split($3, g, ","); for (i = 0; i < 4; i++) print i, g[2*i+1] "," g[2*i+2]}' <<<"$out")
+[ "$(awk '{print $1, $2}' <<<"$out")" = "$want" ] || fail "srun --gpus-per-task=2: $out"
+out=$("$DIR/compat/srun" -N1 -n2 --gpus-per-node=2 --gpu-bind=map_gpu:1,0 sh -c 'echo $SLURM_PROCID $CUDA_VISIBLE_DEVICES $SLURM_JOB_GPUS' | sort)
+want=$(awk 'NR==1 {split($3, g, ","); print 0, g[2]; print 1, g[1]}' <<<"$out")
+[ "$(awk '{print $1, $2}' <<<"$out")" = "$want" ] || fail "srun --gpu-bind=map_gpu:1,0: $out"
+"$DIR/compat/sbatch" -W -N1 -n2 --gpus-per-task=1 -o per_task.out \
+  --wrap 'echo batch $SLURM_GPUS_PER_TASK $CUDA_VISIBLE_DEVICES; srun sh -c "echo task \$SLURM_PROCID \$CUDA_VISIBLE_DEVICES"' >/dev/null
+batch=$(grep '^batch' per_task.out)
+[ "$(awk '{print $2}' <<<"$batch")" = 1 ] || fail "SLURM_GPUS_PER_TASK in the batch script: $(cat per_task.out)"
+gpus=$(awk '{print $3}' <<<"$batch")  # the job's two, e.g. 2,3
+[ "$(grep '^task' per_task.out | sort | awk '{print $3}' | paste -sd,)" = "$gpus" ] ||
+  fail "the job's --gpus-per-task in its steps: $(cat per_task.out)"
+# scontrol suspend stops a running job in place; resume continues it.
+id=$("$DIR/compat/sbatch" --parsable -o suspended.out --wrap 'for i in $(seq 300); do echo $i; sleep 0.2; done')
+wait_for 30 test -s suspended.out
+"$DIR/compat/scontrol" suspend "$id"
+[ "$("$DIR/compat/squeue" -h -j "$id" -o %t)" = S ] || fail "suspended job: $("$DIR/compat/squeue" -h -j "$id" -o %t)"
+sleep 1  # the node stops it as soon as it hears
+lines=$(wc -l < suspended.out)
+sleep 1
+[ "$(wc -l < suspended.out)" = "$lines" ] || fail "a suspended job went on writing"
+"$DIR/compat/scontrol" resume "$id"
+grew() { [ "$(wc -l < suspended.out)" -gt "$lines" ]; }
+wait_for 10 grew
+[ "$("$DIR/compat/squeue" -h -j "$id" -o %t)" = R ] || fail "resumed job: $("$DIR/compat/squeue" -h -j "$id" -o %t)"
 "$DIR/compat/scancel" "$id"

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "muster/common/framing.h"
+#include "muster/common/strings.h"
 #include "muster/v1/step_supervisor.pb.h"
 
 namespace muster::agent {
@@ -62,6 +63,9 @@ class StepSupervisorTest : public ::testing::Test {
     r.set_pmi(pmi_);
     r.set_legacy_pmi_port(legacy_pmi_);
     r.set_stdin_mode(v1::StepLaunchRequest::STDIN_TASK);
+    r.set_gpus_per_task(gpus_per_task_);
+    r.set_gpu_bind(gpu_bind_);
+    setup.set_visible_devices(visible_);
     v1::LaunchJob& l = *setup.mutable_launch();
     l.set_job_id(7);
     l.mutable_spec()->set_uid(::getuid());
@@ -159,6 +163,9 @@ class StepSupervisorTest : public ::testing::Test {
 
   uint32_t first_task_ = 0, ntasks_ = 1;
   bool pmi_ = false, legacy_pmi_ = false;
+  std::string visible_;  // the step's GPUs here
+  uint32_t gpus_per_task_ = 0;
+  std::string gpu_bind_;
   fs::path dir_;
   std::string setup_path_;
   int client_ = -1;
@@ -191,6 +198,31 @@ TEST_F(StepSupervisorTest, RunsTheStepThroughTheConnectionAndRecordsItsEnd) {
   ASSERT_EQ(pids.pids_size(), 1);
   EXPECT_GT(pids.pids(0), 0);
   EXPECT_FALSE(fs::exists(setup_path_)) << "the setup is read once, then removed";
+}
+
+// --gpus-per-task: each task sees its own GPUs of the step's, as CUDA (and ROCm) read them.
+TEST_F(StepSupervisorTest, EachTaskSeesItsOwnShareOfTheStepsGpus) {
+  ntasks_ = 3;
+  first_task_ = 2;
+  visible_ = "1,3,5,7,8,9";
+  gpus_per_task_ = 2;
+  Start("echo $SLURM_PROCID $CUDA_VISIBLE_DEVICES $ROCR_VISIBLE_DEVICES $SLURM_STEP_GPUS");
+  Heard h = Listen();
+  std::vector<std::string> lines = Split(h.output[1], '\n', true);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"2 1,3 1,3", "3 5,7 5,7", "4 8,9 8,9"}))
+      << h.output[1] << h.error;
+}
+
+TEST_F(StepSupervisorTest, AGpuBindBeyondTheStepsGpusFailsTheStepAndNamesIt) {
+  visible_ = "1,3";
+  gpu_bind_ = "map_gpu:2";
+  Start("echo ran");
+  Heard h = Listen();
+  EXPECT_EQ(h.output[1], "") << "nothing runs on a GPU the step does not hold";
+  EXPECT_NE(h.error.find("--gpu-bind names GPU 2 of the step, which holds 2 here"),
+            std::string::npos)
+      << h.error;
 }
 
 TEST_F(StepSupervisorTest, SignalsReachTheTasks) {

@@ -529,6 +529,10 @@ TEST(SlurmOptionsTest, BindingsAndLayoutsTakeWhatTheyDoAndRefuseTheRest) {
   EXPECT_EQ(ParseAs(OptionSet::kRun, {"-m", "block,Wrong", "true"}, &o).code(),
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--gpu-bind=verbose,none", "true"}, &o).ok());
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--gpu-bind=map_gpu:1,0", "true"}, &o).ok());
+  EXPECT_EQ(o.gpu_bind, "map_gpu:1,0");
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--gpu-bind=nearby", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
   Status s = ParseAs(OptionSet::kRun, {"--gpu-bind=closest", "true"}, &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_NE(s.message().find("--gpu-bind=closest"), std::string::npos);

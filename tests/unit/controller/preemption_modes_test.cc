@@ -274,3 +274,103 @@ TEST(PartitionPreemptionConfigTest, BadModesAreRefused) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+// scontrol suspend/resume: operators and admins stop a running job in place (its CPUs lent, its
+// GPUs kept); the scheduler never resumes it by itself; their resume does, once its CPUs are
+// free; the time stopped extends its limit.
+class AdminSuspendTest : public EngineTest {
+ protected:
+  Status Act(uint64_t id, v1::UpdateJobRequest::Action action, Caller who = Root()) {
+    v1::UpdateJobRequest r;
+    r.add_job_ids(id);
+    r.set_action(action);
+    auto resp = engine_->UpdateJob(who, r, now_);
+    if (!resp.ok()) return resp.status();
+    for (const auto& res : resp->results()) {
+      if (res.code() != 0) return Status(static_cast<StatusCode>(res.code()), res.message());
+    }
+    return Status::Ok();
+  }
+  bool Told(const char* node, bool resume) {
+    for (const auto& m : Sent(node)) {
+      if (m.has_suspend_job() && m.suspend_job().resume() == resume) return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(AdminSuspendTest, AnOperatorSuspendsAndOnlyAResumeContinues) {
+  AllUp();
+  v1::JobSpec s = Gang(1, 2);
+  s.set_ntasks_per_node(16);  // every CPU of its node
+  s.set_time_limit_ms(3'600'000);
+  auto id = Submit(s, Alice());
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  Pass();
+  Run(*id);
+  Flush();
+  const std::string node = Job(*id).nodes(0);
+  const Caller olga{1005, 1005, "olga", false, /*is_operator=*/true};
+  EXPECT_EQ(Act(*id, v1::UpdateJobRequest::SUSPEND, Bob()).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Act(*id, v1::UpdateJobRequest::SUSPEND, Alice()).code(), StatusCode::kPermissionDenied)
+      << "owners do not suspend their jobs, as in Slurm";
+  EXPECT_EQ(Act(*id, v1::UpdateJobRequest::RESUME, olga).code(), StatusCode::kFailedPrecondition)
+      << "not suspended";
+  ASSERT_TRUE(Act(*id, v1::UpdateJobRequest::SUSPEND, olga).ok());
+  EXPECT_EQ(Job(*id).state(), v1::SUSPENDED);
+  EXPECT_TRUE(Told(node.c_str(), /*resume=*/false));
+  EXPECT_EQ(Act(*id, v1::UpdateJobRequest::SUSPEND, olga).code(), StatusCode::kFailedPrecondition);
+  Flush();
+  // Its CPUs are free all along: the scheduler's passes leave it suspended all the same.
+  now_ += 60'000;
+  Pass();
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::SUSPENDED);
+  EXPECT_FALSE(Told(node.c_str(), /*resume=*/true));
+  // A restart keeps it suspended by the operator.
+  Restart();
+  for (const char* n : {"node1", "node2", "node3", "node4"}) {
+    Up(n, n == node ? std::vector<uint64_t>{*id} : std::vector<uint64_t>{});
+  }
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::SUSPENDED);
+  Flush();
+  ASSERT_TRUE(Act(*id, v1::UpdateJobRequest::RESUME, Root()).ok());
+  EXPECT_EQ(Job(*id).state(), v1::RUNNING);
+  EXPECT_TRUE(Told(node.c_str(), /*resume=*/true));
+}
+
+TEST_F(AdminSuspendTest, AResumeWaitsForCpusLentMeanwhile) {
+  AllUp();
+  v1::JobSpec s = Gang(1, 0);
+  s.set_ntasks_per_node(16);
+  s.add_required_nodes("node1");
+  auto first = Submit(s, Alice());
+  ASSERT_TRUE(first.ok());
+  Pass();
+  Run(*first);
+  ASSERT_TRUE(Act(*first, v1::UpdateJobRequest::SUSPEND).ok());
+  // Its CPUs are lent: another job takes them.
+  auto second = Submit(s, Bob());
+  ASSERT_TRUE(second.ok());
+  now_ += 1000;
+  Pass();
+  ASSERT_EQ(Job(*second).state(), v1::RUNNING) << Job(*second).reason_detail();
+  Run(*second);
+  Flush();
+  ASSERT_TRUE(Act(*first, v1::UpdateJobRequest::RESUME).ok());
+  EXPECT_EQ(Job(*first).state(), v1::SUSPENDED) << "its CPUs are another job's now";
+  EXPECT_NE(Job(*first).reason_detail().find("continues once its CPUs are free"),
+            std::string::npos);
+  Exited(*second, "node1", 0);
+  Cleaned(*second, "node1");
+  Pass();
+  EXPECT_EQ(Job(*first).state(), v1::RUNNING);
+  EXPECT_TRUE(Told("node1", /*resume=*/true));
+}
+
+}  // namespace
+}  // namespace muster::controller
