@@ -1,45 +1,34 @@
 // muster acct (sacct): finished and live jobs with their steps, from the controller's records.
+// The command: its options, the selections the controller does not make, its help. What it
+// prints is sacct_fields.h's table or sacct_json.h's document.
 #include <getopt.h>
+#include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <functional>
-#include <map>
 #include <optional>
+#include <set>
 
 #include "cli.h"
-#include "format_spec.h"
+#include "muster/common/config.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "muster/common/version.h"
 #include "output.h"
+#include "sacct_fields.h"
+#include "sacct_json.h"
+#include "sacct_time.h"
 
 namespace muster::cli {
 namespace {
-
-// One line of output: a job, its batch script (ID.batch) or one of its steps (ID.N).
-struct Row {
-  const v1::JobInfo* job = nullptr;
-  std::string id;      // 7, 7_3 (a job array's task), 7.batch, 7_3.0
-  std::string raw_id;  // the same with the job's own id (JobIDRaw)
-  std::string name;
-  std::string partition;
-  std::string state;
-  int32_t exit_code = 0;
-  int32_t exit_signal = 0;
-  uint32_t cpus = 0;
-  uint32_t gpus = 0;
-  uint32_t nnodes = 0;
-  uint32_t ntasks = 0;
-  std::string nodelist;
-  int64_t start_ms = 0;
-  int64_t end_ms = 0;
-  bool is_job = false;
-};
-
-std::string Time(int64_t ms) { return ms > 0 ? FormatTimestamp(ms) : "Unknown"; }
 
 int64_t NowMs() {
   struct timespec ts;
@@ -47,265 +36,53 @@ int64_t NowMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-struct Field {
-  const char* name;
-  size_t width;
-  std::function<std::string(const Row&, int64_t now)> value;
+// The selections the controller does not make, applied to each job it returns.
+struct Filters {
+  std::vector<std::string> accounts, names, qos, reasons;  // -A, --name, -q, -R
+  std::set<std::string> nodes;                             // -N, expanded
+  bool wckeys = false;  // -W: no job here has a wckey, so none matches
+  std::optional<std::pair<uint64_t, uint64_t>> nnodes, ncpus;  // -i, -I
+  std::optional<uint64_t> limit_min, limit_max;                // -k, -K, in minutes
+  std::set<gid_t> gids;                                        // -g
+
+  bool Matches(const v1::JobInfo& j) const {
+    auto any_of = [](const std::vector<std::string>& list, const std::string& v, bool exact) {
+      return list.empty() || std::any_of(list.begin(), list.end(), [&](const std::string& x) {
+               return exact ? x == v : EqualsIgnoreCase(x, v);
+             });
+    };
+    auto in = [](const std::optional<std::pair<uint64_t, uint64_t>>& r, uint64_t v) {
+      return !r || (v >= r->first && v <= r->second);
+    };
+    if (wckeys || !any_of(accounts, j.account(), false) || !any_of(names, j.name(), true) ||
+        !any_of(qos, j.qos(), false) || !any_of(reasons, j.reason(), false) ||
+        !in(nnodes, j.num_nodes()) || !in(ncpus, j.cpus_total())) {
+      return false;
+    }
+    if (!nodes.empty() && std::none_of(j.nodes().begin(), j.nodes().end(),
+                                       [&](const auto& n) { return nodes.count(n) > 0; })) {
+      return false;
+    }
+    if (limit_min) {
+      // As Slurm: -k alone is that limit; with -K, the range.
+      const uint64_t m = LimitMinutes(j.time_limit_ms());
+      if (limit_max ? (m < *limit_min || m > *limit_max) : m != *limit_min) return false;
+    }
+    if (!gids.empty()) {
+      const auto* pw = PasswdOf(j.user());
+      if (!pw || !gids.count(pw->second)) return false;
+    }
+    return true;
+  }
 };
 
-const std::vector<Field>& Fields() {
-  static const std::vector<Field> fields = {
-      {"JobID", 12, [](const Row& r, int64_t) { return r.id; }},
-      {"JobIDRaw", 12, [](const Row& r, int64_t) { return r.raw_id; }},
-      {"JobName", 10, [](const Row& r, int64_t) { return r.name; }},
-      {"Partition", 10, [](const Row& r, int64_t) { return r.partition; }},
-      {"Account", 10,
-       [](const Row& r, int64_t) { return r.job ? r.job->account() : std::string(); }},
-      {"QOS", 10, [](const Row& r, int64_t) { return r.job ? r.job->qos() : std::string(); }},
-      {"Reservation", 12,
-       [](const Row& r, int64_t) { return r.job ? r.job->reservation() : std::string(); }},
-      {"AllocCPUS", 10, [](const Row& r, int64_t) { return std::to_string(r.cpus); }},
-      {"State", 10, [](const Row& r, int64_t) { return r.state; }},
-      {"ExitCode", 8,
-       [](const Row& r, int64_t) {
-         return std::to_string(r.exit_code) + ":" + std::to_string(r.exit_signal);
-       }},
-      {"User", 9, [](const Row& r, int64_t) { return r.is_job ? r.job->user() : std::string(); }},
-      {"UID", 6,
-       [](const Row& r, int64_t) {
-         return r.is_job ? std::to_string(r.job->uid()) : std::string();
-       }},
-      {"Submit", 19, [](const Row& r, int64_t) { return Time(r.job->submit_time_ms()); }},
-      {"Start", 19, [](const Row& r, int64_t) { return Time(r.start_ms); }},
-      {"End", 19, [](const Row& r, int64_t) { return Time(r.end_ms); }},
-      {"Elapsed", 10,
-       [](const Row& r, int64_t now) {
-         if (r.start_ms <= 0) return FormatHms(0);
-         return FormatHms((r.end_ms > 0 ? r.end_ms : now) - r.start_ms);
-       }},
-      {"ElapsedRaw", 10,
-       [](const Row& r, int64_t now) {
-         if (r.start_ms <= 0) return std::string("0");
-         return std::to_string(((r.end_ms > 0 ? r.end_ms : now) - r.start_ms) / 1000);
-       }},
-      {"NNodes", 8, [](const Row& r, int64_t) { return std::to_string(r.nnodes); }},
-      {"AllocNodes", 10,
-       [](const Row& r, int64_t) { return std::to_string(r.start_ms > 0 ? r.nnodes : 0); }},
-      {"NodeList", 15,
-       [](const Row& r, int64_t) { return r.nodelist.empty() ? "None assigned" : r.nodelist; }},
-      {"NTasks", 8,
-       [](const Row& r, int64_t) { return r.is_job ? std::string() : std::to_string(r.ntasks); }},
-      {"ReqCPUS", 8, [](const Row& r, int64_t) { return std::to_string(r.cpus); }},
-      {"AllocTRES", 30,
-       [](const Row& r, int64_t) {
-         if (r.start_ms <= 0) return std::string();
-         std::string t = "cpu=" + std::to_string(r.cpus);
-         if (r.is_job && r.job->mem_total_mb() > 0) {
-           t += ",mem=" + std::to_string(r.job->mem_total_mb()) + "M";
-         }
-         t += ",node=" + std::to_string(r.nnodes);
-         if (r.gpus > 0) t += ",gres/gpu=" + std::to_string(r.gpus);
-         return t;
-       }},
-      {"Timelimit", 10,
-       [](const Row& r, int64_t) {
-         if (!r.is_job) return std::string();
-         // As sacct's other time fields: [D-]HH:MM:SS.
-         return r.job->time_limit_ms() > 0 ? FormatHms(r.job->time_limit_ms())
-                                           : std::string("UNLIMITED");
-       }},
-      {"CPUTimeRaw", 10,
-       [](const Row& r, int64_t now) {
-         if (r.start_ms <= 0) return std::string("0");
-         return std::to_string(((r.end_ms > 0 ? r.end_ms : now) - r.start_ms) / 1000 * r.cpus);
-       }},
-      {"Reason", 20, [](const Row& r, int64_t) { return r.is_job ? r.job->reason() : ""; }},
-      {"WorkDir", 20, [](const Row& r, int64_t) { return r.job->work_dir(); }},
-      {"Priority", 10,
-       [](const Row& r, int64_t) { return r.is_job ? std::to_string(r.job->priority()) : ""; }},
-      {"Restarts", 8,
-       [](const Row& r, int64_t) {
-         return r.is_job ? std::to_string(r.job->requeue_count()) : std::string();
-       }},
-  };
-  return fields;
-}
-
-struct Column {
-  const Field* field;
-  size_t width;
-};
-
-Result<std::vector<Column>> ParseFormat(const std::string& spec) {
-  std::string names;
-  for (const Field& f : Fields()) names += std::string(names.empty() ? "" : " ") + f.name;
-  auto find = [](const std::string& name) -> std::optional<size_t> {
-    for (size_t i = 0; i < Fields().size(); ++i) {
-      if (EqualsIgnoreCase(Fields()[i].name, name)) return i;
-    }
-    return std::nullopt;
-  };
-  MUSTER_ASSIGN_OR_RETURN(std::vector<NamedField> named, ParseNamedFields(spec, find, names));
-  std::vector<Column> out;
-  for (const NamedField& n : named) {
-    const Field& f = Fields()[n.index];
-    out.push_back({&f, n.width ? n.width : f.width});
-  }
-  return out;
-}
-
-// sacct cuts a long value and marks the cut with '+'.
-std::string Fit(const std::string& v, size_t width) {
-  if (v.size() <= width) return std::string(width - v.size(), ' ') + v;
-  return v.substr(0, width - 1) + "+";
-}
-
-std::string BatchState(const v1::JobInfo& j) {
-  switch (j.state()) {
-    case v1::RUNNING:
-      return "RUNNING";
-    case v1::SUSPENDED:
-      return "SUSPENDED";
-    case v1::COMPLETED:
-      return "COMPLETED";
-    case v1::FAILED:
-      return "FAILED";
-    default:
-      return "CANCELLED";  // killed with the job (cancel, time limit, node failure)
-  }
-}
-
-std::vector<Row> RowsOf(const v1::JobInfo& j, bool allocations_only) {
-  std::vector<Row> rows;
-  Row job;
-  job.job = &j;
-  job.is_job = true;
-  job.id = JobIdText(j);
-  job.raw_id = std::to_string(j.id());
-  job.name = j.name();
-  job.partition = j.partition();
-  job.state = JobStateName(j.state(), false);
-  if (j.state() == v1::PENDING && j.requeue_count() > 0) job.state = "PENDING";
-  job.exit_code = j.exit_code();
-  job.exit_signal = j.exit_signal();
-  job.cpus = j.cpus_total();
-  job.gpus = j.gpus_total();
-  job.nnodes = j.num_nodes();
-  job.nodelist = CompressHostlist({j.nodes().begin(), j.nodes().end()});
-  job.start_ms = j.start_time_ms();
-  job.end_ms = j.end_time_ms();
-  if (j.state() == v1::PENDING) job.nodelist.clear();
-  rows.push_back(job);
-  if (allocations_only || j.start_time_ms() <= 0) return rows;
-  if (!j.interactive() && j.nodes_size() > 0) {
-    Row b = job;
-    b.is_job = false;
-    b.id = job.id + ".batch";
-    b.raw_id = job.raw_id + ".batch";
-    b.name = "batch";
-    b.partition.clear();
-    b.state = BatchState(j);
-    b.nnodes = 1;
-    b.ntasks = 1;
-    b.nodelist = j.nodes(0);
-    b.gpus = 0;
-    b.cpus = j.allocation().nodes_size() > 0
-                 ? static_cast<uint32_t>(j.allocation().nodes(0).cpu_ids_size())
-                 : (j.num_nodes() ? j.cpus_total() / j.num_nodes() : 0);
-    rows.push_back(b);
-  }
-  for (const v1::StepRecord& s : j.steps()) {
-    Row r;
-    r.job = &j;
-    r.id = job.id + "." + std::to_string(s.id());
-    r.raw_id = job.raw_id + "." + std::to_string(s.id());
-    r.name = s.name();
-    r.state = JobStateName(s.state(), false);
-    r.exit_code = s.exit_code();
-    r.exit_signal = s.exit_signal();
-    std::vector<std::string> names;
-    for (const auto& na : s.nodes()) {
-      names.push_back(na.node());
-      r.cpus += static_cast<uint32_t>(na.cpu_ids_size());
-      r.gpus += static_cast<uint32_t>(na.gpu_indices_size());
-    }
-    if (s.overlap()) r.cpus = s.ntasks() * std::max<uint32_t>(1, s.cpus_per_task());
-    r.nnodes = static_cast<uint32_t>(names.size());
-    r.ntasks = s.ntasks();
-    r.nodelist = CompressHostlist(names);
-    r.start_ms = s.start_time_ms();
-    r.end_ms = s.end_time_ms();
-    rows.push_back(r);
-  }
-  return rows;
-}
-
-void PrintJson(const std::vector<v1::JobInfo>& jobs, int64_t now) {
-  JsonWriter w;
-  w.BeginObject().Key("jobs").BeginArray();
-  auto exit = [&](int32_t code, int32_t sig) {
-    w.Key("exit_code").BeginObject();
-    w.Field("status", std::string(sig ? "SIGNALED" : code ? "FAILED" : "SUCCESS"));
-    w.Field("return_code", static_cast<int64_t>(code));
-    w.Field("signal", static_cast<int64_t>(sig));
-    w.EndObject();
-  };
-  auto times = [&](int64_t submit, int64_t start, int64_t end, int64_t limit) {
-    w.Key("time").BeginObject();
-    if (submit >= 0) w.Field("submission", submit / 1000);
-    w.Field("start", start / 1000);
-    w.Field("end", end / 1000);
-    w.Field("elapsed", start > 0 ? ((end > 0 ? end : now) - start) / 1000 : int64_t{0});
-    if (limit >= 0) w.Field("limit", limit / 60'000);  // minutes, as Slurm
-    w.EndObject();
-  };
-  for (const v1::JobInfo& j : jobs) {
-    w.BeginObject();
-    w.Field("job_id", static_cast<uint64_t>(j.id()));
-    w.Field("name", j.name());
-    w.Field("user", j.user());
-    w.Field("uid", static_cast<uint64_t>(j.uid()));
-    w.Field("partition", j.partition());
-    w.Key("state").BeginObject();
-    w.Field("current", JobStateName(j.state(), false));
-    w.Field("reason", j.reason());
-    w.EndObject();
-    exit(j.exit_code(), j.exit_signal());
-    times(j.submit_time_ms(), j.start_time_ms(), j.end_time_ms(), j.time_limit_ms());
-    w.Field("nodes", CompressHostlist({j.nodes().begin(), j.nodes().end()}));
-    w.Field("allocation_nodes", static_cast<uint64_t>(j.num_nodes()));
-    w.Key("required").BeginObject();
-    w.Field("CPUs", static_cast<uint64_t>(j.cpus_total()));
-    w.Field("gpus", static_cast<uint64_t>(j.gpus_total()));
-    w.Field("memory_mb", static_cast<uint64_t>(j.mem_total_mb()));
-    w.EndObject();
-    w.Field("restarts", static_cast<uint64_t>(j.requeue_count()));
-    w.Field("working_directory", j.work_dir());
-    w.Field("interactive", j.interactive());
-    w.Key("steps").BeginArray();
-    for (const v1::StepRecord& s : j.steps()) {
-      w.BeginObject();
-      w.Key("step").BeginObject();
-      w.Field("id", std::to_string(j.id()) + "." + std::to_string(s.id()));
-      w.Field("name", s.name());
-      w.EndObject();
-      w.Key("state").BeginObject().Field("current", JobStateName(s.state(), false)).EndObject();
-      exit(s.exit_code(), s.exit_signal());
-      times(-1, s.start_time_ms(), s.end_time_ms(), -1);
-      std::vector<std::string> names;
-      for (const auto& na : s.nodes()) names.push_back(na.node());
-      w.Key("nodes").BeginObject();
-      w.Field("count", static_cast<uint64_t>(names.size()));
-      w.Field("range", CompressHostlist(names));
-      w.EndObject();
-      w.Key("tasks").BeginObject().Field("count", static_cast<uint64_t>(s.ntasks())).EndObject();
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray().EndObject();
-  std::printf("%s\n", w.str().c_str());
+// min[-max] (sacct -i, -I); nullopt when malformed.
+std::optional<std::pair<uint64_t, uint64_t>> ParseRange(const std::string& v) {
+  const size_t dash = v.find('-');
+  auto lo = ParseUint(v.substr(0, dash));
+  auto hi = dash == std::string::npos ? lo : ParseUint(v.substr(dash + 1));
+  if (!lo || !hi || *lo > *hi) return std::nullopt;
+  return std::make_pair(*lo, *hi);
 }
 
 std::string AcctUsage(const std::string& prog) {
@@ -313,54 +90,131 @@ std::string AcctUsage(const std::string& prog) {
 Jobs and their steps from the controller's records: running, pending and finished ones (kept for
 scheduling.accounting_retention_days).
 
-  -j, --jobs=ID[,ID...]      these jobs (any time); ID.STEP selects the job
-  -u, --user=U[,U...]        these users' jobs (default: your own; root: everyone's)
-  -a, --allusers             every user's jobs
-  -S, --starttime=TIME       jobs not over before TIME (default: midnight today)
-  -E, --endtime=TIME         jobs submitted before TIME (default: now)
-  -s, --state=S[,S...]       CD, F, CA, TO, NF, PD, R (or the full names)
-  -r, --partition=P[,P...]
-  -X, --allocations          jobs only, not their batch and job steps
-  -n, --noheader
-  -p, --parsable             '|' after every field;  -P, --parsable2: between fields
-  -o, --format=F[%W],...     fields (see --helpformat)
-  -e, --helpformat           list the fields
-      --json                 JSON (schema in docs/user-guide.md)
-TIME: YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], now[-N{min,hours,days,weeks}], today.
+Selection (lists are comma-separated):
+  -j, --jobs=ID[.STEP],...     these jobs (any time; ID.STEP selects the job)
+  -u, --user, --uid=U,...      these users' jobs, by name or uid (default: your own; root: all)
+  -a, --allusers               every user's jobs
+  -A, --accounts=A,...   -q, --qos=Q,...   -r, --partition=P,...   --name=NAME,...
+  -g, --gid, --group=G,...     jobs of users whose primary group is one of these (name or gid)
+  -N, --nodelist=NODES         jobs that ran on any of these nodes (a host list)
+  -i, --nnodes=MIN[-MAX]       -I, --ncpus=MIN[-MAX]: by node or CPU count
+  -k, --timelimit-min=T        jobs with this time limit; with -K, --timelimit-max=T a range
+  -R, --reason=R,...           jobs whose reason is one of these
+  -s, --state=S,...            CD, F, CA, TO, NF, PD, R, ... (or the full names)
+  -S, --starttime=TIME         jobs not over before TIME (default: midnight today; -j: any)
+  -E, --endtime=TIME           jobs submitted before TIME (default: now)
+  -W, --wckeys=W,...           selects no job (no job has a wckey here)
+  -M, --clusters=NAME          this cluster's name or all
+Output:
+  -o, --format=F[%[-]W],...    fields (-e lists them; ALL for every one)
+  -b, --brief                  JobID,State,ExitCode       -l, --long: sacct's long field list
+  -X, --allocations            jobs only, not their batch and job steps
+  -T, --truncate               start and end times cut to the -S/-E window
+  -n, --noheader   -p, --parsable (a '|' after every field)   -P, --parsable2 (between them)
+      --delimiter=TEXT         instead of '|' with -p/-P
+      --units=K|M|G|T|P        memory in this unit       --noconvert: memory in MiB as recorded
+      --use-local-uid          UID from this machine's passwd database
+      --json, --yaml           a JSON document (which is also YAML; schema in docs/user-guide.md)
+  -e, --helpformat   -h, --help   --usage   -v, --verbose   -V, --version
+TIME: HH:MM[:SS][AM|PM], MMDD[YY][-HH:MM[:SS]], MM/DD[/YY][-HH:MM[:SS]], MM.DD[.YY][-...],
+YYYY-MM-DD[THH:MM[:SS]], today, midnight, noon, fika, teatime, now[{+|-}N[units]].
+Accepted with no effect: -D, -L, --local, --federation, --whole-hetjob (one cluster, job ids
+are never reused, no heterogeneous jobs). Refused: -B, --env-vars, -c, -f, -C, -F, -x.
 )";
 }
 
 }  // namespace
 
 int CmdAcct(int argc, char** argv) {
-  enum { kJson = 1000 };
-  const struct option opts[] = {{"jobs", required_argument, nullptr, 'j'},
-                                {"user", required_argument, nullptr, 'u'},
-                                {"allusers", no_argument, nullptr, 'a'},
-                                {"starttime", required_argument, nullptr, 'S'},
-                                {"endtime", required_argument, nullptr, 'E'},
-                                {"state", required_argument, nullptr, 's'},
-                                {"partition", required_argument, nullptr, 'r'},
+  enum {
+    kJson = 1000,
+    kYaml,
+    kDelimiter,
+    kEnvVars,
+    kFederation,
+    kLocal,
+    kName,
+    kNoconvert,
+    kUnits,
+    kUsage,
+    kUseLocalUid,
+    kWholeHetjob,
+  };
+  const struct option opts[] = {{"accounts", required_argument, nullptr, 'A'},
+                                {"allclusters", no_argument, nullptr, 'L'},
                                 {"allocations", no_argument, nullptr, 'X'},
+                                {"allusers", no_argument, nullptr, 'a'},
+                                {"associations", required_argument, nullptr, 'x'},
+                                {"batch-script", no_argument, nullptr, 'B'},
+                                {"brief", no_argument, nullptr, 'b'},
+                                {"clusters", required_argument, nullptr, 'M'},
+                                {"completion", no_argument, nullptr, 'c'},
+                                {"constraints", required_argument, nullptr, 'C'},
+                                {"delimiter", required_argument, nullptr, kDelimiter},
+                                {"duplicates", no_argument, nullptr, 'D'},
+                                {"endtime", required_argument, nullptr, 'E'},
+                                {"env-vars", no_argument, nullptr, kEnvVars},
+                                {"federation", no_argument, nullptr, kFederation},
+                                {"file", required_argument, nullptr, 'f'},
+                                {"flags", required_argument, nullptr, 'F'},
+                                {"format", required_argument, nullptr, 'o'},
+                                {"gid", required_argument, nullptr, 'g'},
+                                {"group", required_argument, nullptr, 'g'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {"helpformat", no_argument, nullptr, 'e'},
+                                {"jobs", required_argument, nullptr, 'j'},
+                                {"json", no_argument, nullptr, kJson},
+                                {"local", no_argument, nullptr, kLocal},
+                                {"long", no_argument, nullptr, 'l'},
+                                {"name", required_argument, nullptr, kName},
+                                {"nnodes", required_argument, nullptr, 'i'},
+                                {"ncpus", required_argument, nullptr, 'I'},
+                                {"noconvert", no_argument, nullptr, kNoconvert},
+                                {"nodelist", required_argument, nullptr, 'N'},
                                 {"noheader", no_argument, nullptr, 'n'},
                                 {"parsable", no_argument, nullptr, 'p'},
                                 {"parsable2", no_argument, nullptr, 'P'},
-                                {"format", required_argument, nullptr, 'o'},
-                                {"helpformat", no_argument, nullptr, 'e'},
-                                {"json", no_argument, nullptr, kJson},
-                                {"help", no_argument, nullptr, 'h'},
+                                {"partition", required_argument, nullptr, 'r'},
+                                {"qos", required_argument, nullptr, 'q'},
+                                {"reason", required_argument, nullptr, 'R'},
+                                {"starttime", required_argument, nullptr, 'S'},
+                                {"state", required_argument, nullptr, 's'},
+                                {"timelimit-max", required_argument, nullptr, 'K'},
+                                {"timelimit-min", required_argument, nullptr, 'k'},
+                                {"truncate", no_argument, nullptr, 'T'},
+                                {"uid", required_argument, nullptr, 'u'},
+                                {"user", required_argument, nullptr, 'u'},
+                                {"units", required_argument, nullptr, kUnits},
+                                {"usage", no_argument, nullptr, kUsage},
+                                {"use-local-uid", no_argument, nullptr, kUseLocalUid},
+                                {"verbose", no_argument, nullptr, 'v'},
+                                {"version", no_argument, nullptr, 'V'},
+                                {"wckeys", required_argument, nullptr, 'W'},
+                                {"whole-hetjob", optional_argument, nullptr, kWholeHetjob},
+                                {"yaml", no_argument, nullptr, kYaml},
                                 {nullptr, 0, nullptr, 0}};
-  const int64_t now = NowMs();
+  View view;
+  view.now = NowMs();
+  const int64_t now = view.now;
   v1::ListAccountingRequest req;
   StateFilter states;        // -s
   std::vector<JobRef> refs;  // -j, with job array tasks (7_3) filtered here
+  Filters filters;
   bool all_users = ::getuid() == 0, noheader = false, allocations = false, json = false;
+  bool truncate = false, verbose = false;
   int parsable = 0;  // 1: -p, 2: -P
+  std::string delimiter = "|", clusters;
   std::string format = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode";
+  if (const char* f = std::getenv("SACCT_FORMAT"); f && *f) format = f;
   std::optional<int64_t> start;
+  auto refuse = [](const std::string& option, const std::string& why) {
+    return Usage("acct", option + " is not supported: " + why);
+  };
   optind = 0;
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":j:u:aS:E:s:r:XnpPo:eh", opts, nullptr)) != -1;) {
+  for (int c;
+       (c = getopt_long(argc, argv, ":A:LXax:BbM:cC:DE:f:F:o:g:hej:li:I:N:npPr:q:R:S:s:K:k:Tu:vVW:",
+                        opts, nullptr)) != -1;) {
     const std::string val = optarg ? optarg : "";
     switch (c) {
       case 'j': {
@@ -373,22 +227,36 @@ int CmdAcct(int argc, char** argv) {
         break;
       }
       case 'u':
-        for (const auto& u : Split(val, ',', true)) req.add_users(u);
+        for (const auto& u : Split(val, ',', true)) {
+          // A uid stands for its user's name, which is what the controller selects by.
+          std::string name = u;
+          if (auto uid = ParseUint(u); uid && *uid <= UINT32_MAX) {
+            struct passwd pw, *found = nullptr;
+            std::vector<char> buf(16384);
+            if (::getpwuid_r(static_cast<uid_t>(*uid), &pw, buf.data(), buf.size(), &found) == 0 &&
+                found) {
+              name = pw.pw_name;
+            }
+          }
+          req.add_users(name);
+        }
         all_users = true;
         break;
       case 'a':
         all_users = true;
         break;
-      case 'S': {
-        auto t = ParseWhen(val, now);
-        if (!t.ok()) return Usage("acct", t.status().message());
-        start = *t;
-        break;
-      }
+      case 'S':
       case 'E': {
-        auto t = ParseWhen(val, now);
-        if (!t.ok()) return Usage("acct", t.status().message());
-        req.set_end_ms(*t);
+        auto t = ParseAcctTime(val, now);
+        if (!t.ok()) {
+          return Usage("acct", std::string(c == 'S' ? "-S/--starttime: " : "-E/--endtime: ") +
+                                   t.status().message());
+        }
+        if (c == 'S') {
+          start = *t;
+        } else {
+          req.set_end_ms(*t);
+        }
         break;
       }
       case 's': {
@@ -399,6 +267,68 @@ int CmdAcct(int argc, char** argv) {
       }
       case 'r':
         for (const auto& p : Split(val, ',', true)) req.add_partitions(p);
+        break;
+      case 'A':
+        filters.accounts = Split(val, ',', true);
+        break;
+      case kName:
+        filters.names = Split(val, ',', true);
+        break;
+      case 'q':
+        filters.qos = Split(val, ',', true);
+        break;
+      case 'R':
+        filters.reasons = Split(val, ',', true);
+        break;
+      case 'N': {
+        auto names = ExpandHostlist(val);
+        if (!names.ok()) return Usage("acct", "-N/--nodelist: " + names.status().message());
+        filters.nodes.insert(names->begin(), names->end());
+        break;
+      }
+      case 'i':
+      case 'I': {
+        auto range = ParseRange(val);
+        const char* name = c == 'i' ? "-i/--nnodes" : "-I/--ncpus";
+        if (!range)
+          return Usage("acct", std::string(name) + ": expected MIN[-MAX], not '" + val + "'");
+        (c == 'i' ? filters.nnodes : filters.ncpus) = range;
+        break;
+      }
+      case 'k':
+      case 'K': {
+        auto limit = ParseTimeLimit(val);
+        if (!limit.ok()) {
+          return Usage("acct",
+                       std::string(c == 'k' ? "-k/--timelimit-min: " : "-K/--timelimit-max: ") +
+                           limit.status().message());
+        }
+        (c == 'k' ? filters.limit_min : filters.limit_max) = LimitMinutes(*limit);
+        break;
+      }
+      case 'g':
+        for (const auto& g : Split(val, ',', true)) {
+          if (auto gid = ParseUint(g); gid && *gid <= UINT32_MAX) {
+            filters.gids.insert(static_cast<gid_t>(*gid));
+            continue;
+          }
+          struct group gr, *found = nullptr;
+          std::vector<char> buf(1 << 16);
+          if (::getgrnam_r(g.c_str(), &gr, buf.data(), buf.size(), &found) != 0 || !found) {
+            return Usage("acct", "-g/--gid: no group '" + g + "'");
+          }
+          filters.gids.insert(gr.gr_gid);
+        }
+        all_users = true;  // as sacct: the group selects whose jobs
+        break;
+      case 'W':
+        filters.wckeys = !Split(val, ',', true).empty();
+        break;
+      case 'M':
+        clusters = val;
+        break;
+      case 'T':
+        truncate = true;
         break;
       case 'X':
         allocations = true;
@@ -412,20 +342,97 @@ int CmdAcct(int argc, char** argv) {
       case 'P':
         parsable = 2;
         break;
+      case kDelimiter:
+        delimiter = val;
+        break;
       case 'o':
         format = val;
         break;
+      case 'b':
+        format = "JobID,State,ExitCode";
+        break;
+      case 'l':
+        format = kLongFormat;
+        break;
+      case kUnits:
+        if (val.size() != 1 ||
+            !std::strchr("KMGTP", std::toupper(static_cast<unsigned char>(val[0])))) {
+          return Usage("acct", "--units: expected K, M, G, T or P, not '" + val + "'");
+        }
+        view.units = static_cast<char>(std::toupper(static_cast<unsigned char>(val[0])));
+        break;
+      case kNoconvert:
+        view.noconvert = true;
+        break;
+      case kUseLocalUid:
+        view.local_uid = true;
+        break;
+      case 'v':
+        verbose = true;
+        break;
+      case 'D':  // job ids are never reused, and a requeued job keeps one record
+      case 'L':  // one cluster: all of them is this one
+      case kLocal:
+      case kFederation:
+        break;
+      case kWholeHetjob:
+        if (!val.empty() && val != "yes" && val != "no") {
+          return Usage("acct", "--whole-hetjob: expected yes or no, not '" + val + "'");
+        }
+        break;  // no heterogeneous jobs here
+      case 'B':
+        return refuse("-B/--batch-script",
+                      "the controller keeps a job's script but hands it back to no client");
+      case kEnvVars:
+        return refuse("--env-vars",
+                      "the controller keeps a job's environment but hands it back to no client");
+      case 'c':
+        return refuse("-c/--completion",
+                      "there is no job completion log; sacct reads the controller's records");
+      case 'f':
+        return refuse("-f/--file",
+                      "there is no job completion file; sacct reads the controller's records");
+      case 'C':
+        return refuse("-C/--constraints",
+                      "the controller's accounting replies do not carry a job's constraints");
+      case 'F':
+        return refuse("-F/--flags", "which scheduling pass started a job is not recorded");
+      case 'x':
+        return refuse("-x/--associations",
+                      "associations have no numeric ids here (select with -A and -u)");
       case 'e': {
-        std::string names;
-        for (const Field& f : Fields()) names += std::string(names.empty() ? "" : " ") + f.name;
-        std::printf("%s\n", names.c_str());
+        // Four to a line in columns, as sacct lists them.
+        std::string out;
+        size_t n = 0, last = 0;
+        for (const Field& f : Fields()) {
+          if (!f.value) continue;
+          if (n > 0)
+            out +=
+                n % 4 == 0 ? std::string("\n") : std::string(20 - std::min<size_t>(19, last), ' ');
+          out += f.name;
+          last = f.name.size();
+          ++n;
+        }
+        out += '\n';
+        std::fwrite(out.data(), 1, out.size(), stdout);
         return kExitOk;
       }
       case kJson:
+      case kYaml:  // JSON is YAML too (a flow-style document)
         json = true;
         break;
       case 'h':
         std::fputs(AcctUsage(ProgramName("acct")).c_str(), stdout);
+        return kExitOk;
+      case kUsage:
+        std::printf(
+            "Usage: %s [-A accts] [-a] [-b] [-E end] [-e] [-g gids] [-j jobs] [-l] [-N nodes]\n"
+            "       [-n] [-o fields] [-P|-p] [-q qos] [-r partitions] [-S start] [-s states]\n"
+            "       [-T] [-u users] [-X]   (--help describes them)\n",
+            ProgramName("acct").c_str());
+        return kExitOk;
+      case 'V':
+        std::printf("slurm %s\nmuster %s\n", kSlurmCompatVersion, kVersion);
         return kExitOk;
       case ':':
         return Usage("acct", std::string("option ") + argv[optind - 1] + " needs a value");
@@ -442,25 +449,42 @@ int CmdAcct(int argc, char** argv) {
     req.add_users(CurrentUserName());
   }
   if (req.job_ids_size() == 0) {
-    req.set_start_ms(start ? *start : *ParseWhen("today", now));
+    req.set_start_ms(start ? *start : *ParseAcctTime("today", now));
   } else if (start) {
     req.set_start_ms(*start);
   }
-  req.set_without_steps(allocations && !json);
+  const bool needs_steps = std::any_of(columns->begin(), columns->end(), [](const Column& c) {
+    return c.field->name == "DerivedExitCode";
+  });
+  req.set_without_steps(allocations && !json && !needs_steps);
   // What the controller cannot filter by (COMPLETING, states no job is in) is filtered here.
   if (states.ServerSide()) {
     for (v1::JobState s : states.states) req.add_states(s);
   }
-  auto controller = ConnectController();
+  const bool wants_cluster = std::any_of(
+      columns->begin(), columns->end(), [](const Column& c) { return c.field->name == "Cluster"; });
+  if (wants_cluster) {
+    auto config = LoadConfig(ResolveConfigPath(""));
+    if (!config.ok()) return Fail("acct", config.status());
+    view.cluster = config->cluster_name;
+  }
+  auto controller = ConnectController(clusters);
   if (!controller.ok()) return Fail("acct", controller.status());
+  const int64_t window_start = req.start_ms(), window_end = req.end_ms() > 0 ? req.end_ms() : now;
+  if (verbose) {
+    std::fprintf(stderr, "%s: jobs not over before %s and submitted before %s\n",
+                 ProgramName("acct").c_str(),
+                 window_start > 0 ? FormatTimestamp(window_start).c_str() : "the first job",
+                 req.end_ms() > 0 ? FormatTimestamp(window_end).c_str() : "now");
+  }
   auto resp = controller->ListAccounting(req);
   if (!resp.ok()) return Fail("acct", resp.status());
   std::vector<v1::JobInfo> jobs;
   for (const v1::JobInfo& j : resp->jobs()) {
-    if (RefsMatch(refs, j) && states.Matches(j)) jobs.push_back(j);
+    if (RefsMatch(refs, j) && states.Matches(j) && filters.Matches(j)) jobs.push_back(j);
   }
   if (json) {
-    PrintJson(jobs, now);
+    PrintSacctJson(jobs, now);
     return kExitOk;
   }
   std::string out;
@@ -469,21 +493,26 @@ int CmdAcct(int argc, char** argv) {
       const Column& c = (*columns)[i];
       if (parsable) {
         AppendPrintable(out, cell(c));  // a job's name or path is shown, never obeyed
-        if (parsable == 1 || i + 1 < columns->size()) out += '|';
+        if (parsable == 1 || i + 1 < columns->size()) out += delimiter;
       } else {
-        out += Fit(Printable(cell(c)), c.width);
+        out += Fit(Printable(cell(c)), c.width, c.left);
         out += ' ';
       }
     }
     out += '\n';
   };
   if (!noheader) {
-    line([](const Column& c) { return std::string(c.field->name); });
+    line([](const Column& c) { return c.field->name; });
     if (!parsable) line([](const Column& c) { return std::string(c.width, '-'); });
   }
   for (const v1::JobInfo& j : jobs) {
-    for (const Row& r : RowsOf(j, allocations)) {
-      line([&](const Column& c) { return c.field->value(r, now); });
+    for (Row& r : RowsOf(j, allocations)) {
+      if (truncate && r.start_ms > 0) {
+        // Only the part inside the -S/-E window counts (its elapsed and CPU time too).
+        if (r.end_ms <= 0 || r.end_ms > window_end) r.end_ms = window_end;
+        r.start_ms = std::min(std::max(r.start_ms, window_start), r.end_ms);
+      }
+      line([&](const Column& c) { return c.field->value(r, view); });
     }
   }
   std::fwrite(out.data(), 1, out.size(), stdout);

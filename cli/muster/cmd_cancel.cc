@@ -14,6 +14,27 @@
 #include "output.h"
 
 namespace muster::cli {
+namespace {
+
+// scancel -i: asks on the terminal whether to act on `j`; yes only for an answer that starts
+// with y or Y (n, N or the end of input: no).
+bool Confirm(const v1::JobInfo& j, bool signal) {
+  for (;;) {
+    std::printf("%s job_id=%s name=%s partition=%s [y/n]? ", signal ? "Signal" : "Cancel",
+                JobIdText(j).c_str(), Printable(j.name()).c_str(),
+                Printable(j.partition()).c_str());
+    std::fflush(stdout);
+    char line[256];
+    if (!std::fgets(line, sizeof line, stdin)) {
+      std::printf("\n");
+      return false;
+    }
+    if (line[0] == 'y' || line[0] == 'Y') return true;
+    if (line[0] == 'n' || line[0] == 'N') return false;
+  }
+}
+
+}  // namespace
 
 int CmdCancel(int argc, char** argv) {
   const struct option opts[] = {{"signal", required_argument, nullptr, 's'},
@@ -44,7 +65,8 @@ int CmdCancel(int argc, char** argv) {
   std::vector<std::string> users, names, partitions, nodelist, accounts, qos, reservations;
   bool wckey = false;  // --wckey: Muster's jobs have none, so it selects no job
   std::vector<v1::JobState> states;
-  bool quiet = false;
+  bool quiet = false, interactive = false;
+  std::string clusters;
   optind = 0;
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, ":s:bfu:n:t:p:w:QhA:q:R:HviM:", opts, nullptr)) != -1;) {
@@ -108,13 +130,14 @@ int CmdCancel(int argc, char** argv) {
         break;
       case 'M':
       case 'c':
-        return Fail("cancel", Unimplemented("-M/--clusters: Muster has one cluster"));
+        clusters = val;
+        break;
       case 'S':
-        return Fail("cancel", Unimplemented("--sibling: Muster has no federation"));
+        return Usage("cancel",
+                     "--sibling: Muster has no federation, so no sibling job to remove from it");
       case 'i':
-        return Fail("cancel",
-                    Unimplemented("-i/--interactive: confirming each job is not supported; "
-                                  "select the jobs with the options instead"));
+        interactive = true;
+        break;
       case 'h':
         std::printf(
             "Usage: %s [OPTIONS] [JOBID...]\n"
@@ -123,7 +146,9 @@ int CmdCancel(int argc, char** argv) {
             "  -b, --batch          ... to the batch script only;  -f, --full: to every process\n"
             "  -u, --user=U  --me  -n, --name=NAME  -t, --state=S  -p, --partition=P\n"
             "  -w, --nodelist=N  -A, --account=A  -q, --qos=Q  -R, --reservation=R  --wckey=W\n"
-            "                       select jobs (with ids: those of them that match)\n",
+            "                       select jobs (with ids: those of them that match)\n"
+            "  -i, --interactive    ask before each job    -M, --clusters=NAME: this cluster\n"
+            "  -Q, --quiet          no error for a job that is not there\n",
             ProgramName("cancel").c_str());
         return kExitOk;
       case ':':
@@ -145,9 +170,10 @@ int CmdCancel(int argc, char** argv) {
   bool tasks_named = false;  // 7_3: resolved to the task's own job id below
   for (const JobRef& r : refs) tasks_named |= !r.tasks.empty();
   if (refs.empty() && !selecting) return Usage("cancel", "no job id given");
-  auto controller = ConnectController();
+  auto controller = ConnectController(clusters);
   if (!controller.ok()) return Fail("cancel", controller.status());
-  if (selecting || tasks_named) {
+  bool declined = false;  // -i: a job was not confirmed
+  if (selecting || tasks_named || interactive) {
     // The selectors pick among the live jobs (and among the given ids, when there are some);
     // what they pick is cancelled job by job (a job array's first task is not its whole array).
     v1::ListJobsRequest list;
@@ -177,11 +203,15 @@ int CmdCancel(int argc, char** argv) {
       }
       if (j.state() != v1::PENDING && j.state() != v1::RUNNING && j.state() != v1::SUSPENDED)
         continue;
+      if (interactive && !Confirm(j, req.signal() != 0)) {
+        declined = true;
+        continue;
+      }
       req.add_single_job_ids(j.id());
     }
     if (req.single_job_ids_size() == 0) {
       // Nothing matched: scancel is silent, but names a task that does not exist.
-      if (!selecting && FrontEnd() == "scancel" && !quiet) {
+      if (!selecting && !declined && FrontEnd() == "scancel" && !quiet) {
         std::fprintf(stderr,
                      "scancel: error: Kill job error on job id %s: Invalid job id specified\n",
                      argv[optind]);

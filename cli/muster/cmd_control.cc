@@ -1,6 +1,7 @@
 // muster control (scontrol): show job|node|partition|reservation|hostnames, update NodeName=...,
 // hold|release|requeue; create|update|delete reservation go to cmd_reservation.cc. Output in
 // scontrol's Key=Value layout, for the scripts that parse it.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -472,58 +473,14 @@ int JobAction(const std::string& verb, const std::vector<std::string>& args) {
   req.set_action(verb == "hold"      ? v1::UpdateJobRequest::HOLD
                  : verb == "release" ? v1::UpdateJobRequest::RELEASE
                  : verb == "top"     ? v1::UpdateJobRequest::TOP
+                 : verb == "suspend" ? v1::UpdateJobRequest::SUSPEND
+                 : verb == "resume"  ? v1::UpdateJobRequest::RESUME
                                      : v1::UpdateJobRequest::REQUEUE);
   return SendJobUpdate(req);
 }
 
-}  // namespace
-
-int CmdControl(int argc, char** argv) {
-  // scontrol's -d/--details (accepted; it changes nothing here) and -o/--oneliner (one line per
-  // record), anywhere among its words.
-  const struct option opts[] = {{"details", no_argument, nullptr, 'd'},
-                                {"oneliner", no_argument, nullptr, 'o'},
-                                {"version", no_argument, nullptr, 'V'},
-                                {nullptr, 0, nullptr, 0}};
-  bool oneliner = false;  // -o: one line per record
-  std::vector<std::string> args;
-  OptionReader in(argc, argv, "doV", opts);
-  // The words come in order. A dash word that is no option here stays a word, as it always
-  // was: -h and --help in the command's place, or one the commands below refuse; so do "--" and
-  // the words after it.
-  for (int c; (c = in.Next()) != -1;) {
-    if (c == 'o') {
-      oneliner = true;
-    } else if (c == 'V') {
-      args = {"version"};
-      break;
-    } else if (c != 'd' && in.Once()) {
-      args.push_back(in.Word());
-    }
-  }
-  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::printf(
-        "Usage: %s COMMAND\n"
-        "  show job|jobid [ID] | show node [NODES] | show partition [NAME]\n"
-        "  show reservation [NAME] [-o]\n"
-        "  show config                Muster's settings under Slurm's names (Key = value)\n"
-        "  ping | version             whether the controller answers; Slurm's and Muster's "
-        "versions\n"
-        "  create reservation KEY=VALUE... | update ReservationName=NAME KEY=VALUE...\n"
-        "  delete ReservationName=NAME   advance reservations (admins; see muster reservation)\n"
-        "  show hostnames [LIST]      one name per line (LIST defaults to $SLURM_JOB_NODELIST)\n"
-        "  show hostlist NAMES        the compressed form of a comma-separated list\n"
-        "  update NodeName=NODES State=DRAIN Reason=TEXT | State=RESUME (admins)\n"
-        "  update JobId=ID[,ID] [Priority=N] [Nice=N] [TimeLimit=T] [Partition=P] [QOS=Q]\n"
-        "         [Account=A] [Dependency=D] [BeginTime=T]   (a pending job)\n"
-        "  hold ID... | release ID... | requeue ID...\n"
-        "  top ID[,ID]                first among your pending jobs of its partition, account\n"
-        "                             and QoS (admins; users with enable_user_top)\n",
-        ProgramName("control").c_str());
-    return args.empty() ? kExitUsage : kExitOk;
-  }
-  const std::string verb = args[0];
-  std::vector<std::string> rest(args.begin() + 1, args.end());
+// One scontrol command: `verb` and the words after it.
+int Run(const std::string& verb, std::vector<std::string> rest, bool oneliner) {
   if (verb == "show") return Show(rest, oneliner);
   if (verb == "version") {
     // Slurm's line first, for tools that parse it; then Muster's own.
@@ -549,12 +506,142 @@ int CmdControl(int argc, char** argv) {
     }
     return ReservationCommand(verb, rest);
   }
-  if (verb == "hold" || verb == "release" || verb == "requeue" || verb == "top") {
+  if (verb == "hold" || verb == "release" || verb == "requeue" || verb == "top" ||
+      verb == "suspend" || verb == "resume") {
     return JobAction(verb, rest);
   }
   return Fail("control", Unimplemented("'" + verb +
                                        "' is not supported (show, update, create, delete, hold, "
-                                       "release, requeue, top)"));
+                                       "release, requeue, suspend, resume, top)"));
+}
+
+}  // namespace
+
+int CmdControl(int argc, char** argv) {
+  // scontrol's options, before, between or after the command's words.
+  enum { kHide = 1000, kFederation, kLocal, kSibling };
+  const struct option opts[] = {{"all", no_argument, nullptr, 'a'},
+                                {"details", no_argument, nullptr, 'd'},
+                                {"future", no_argument, nullptr, 'F'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {"hide", no_argument, nullptr, kHide},
+                                {"federation", no_argument, nullptr, kFederation},
+                                {"local", no_argument, nullptr, kLocal},
+                                {"sibling", no_argument, nullptr, kSibling},
+                                {"clusters", required_argument, nullptr, 'M'},
+                                {"cluster", required_argument, nullptr, 'M'},
+                                {"oneliner", no_argument, nullptr, 'o'},
+                                {"quiet", no_argument, nullptr, 'Q'},
+                                {"uid", required_argument, nullptr, 'u'},
+                                {"verbose", no_argument, nullptr, 'v'},
+                                {"version", no_argument, nullptr, 'V'},
+                                {nullptr, 0, nullptr, 0}};
+  bool oneliner = false;  // -o: one line per record
+  bool quiet = false;     // -Q: the command's errors are not printed
+  bool help = false;
+  std::string clusters;
+  std::vector<std::string> args;
+  OptionReader in(argc, argv, "adFhM:oQu:vV", opts);
+  for (int c; (c = in.Next()) != -1;) {
+    switch (c) {
+      case 'o':
+        oneliner = true;
+        break;
+      case 'V':
+        args = {"version"};
+        break;
+      case 'h':  // help in the command's place; after it, a word the command refuses
+        if (args.empty()) {
+          help = true;
+        } else if (in.Once()) {
+          args.push_back(in.Word());
+        }
+        break;
+      case 'Q':
+        quiet = true;
+        break;
+      case 'M':
+        clusters = optarg;
+        break;
+      case 'u':
+        return Usage("control",
+                     "-u/--uid: acting as another user is not supported (Muster acts as the "
+                     "caller it authenticates; an admin may update any job)");
+      case 'a':          // every partition and job is always shown: none is hidden
+      case 'd':          // show job has no further details to add
+      case 'F':          // Muster has no nodes in FUTURE state
+      case kHide:        // none is hidden, so none is left out
+      case kFederation:  // one cluster, no federation...
+      case kLocal:       // ...so it is always the local one
+      case kSibling:     // ...and no sibling jobs
+      case 'v':          // nothing is logged on the way
+        break;
+      case OptionReader::kWord:
+        args.push_back(in.Word());
+        break;
+      case ':':
+        return Usage("control", "option " + in.Word() + " needs a value");
+      default:
+        // Before the command, a dash word that is no option is a mistake; after it, a word the
+        // command reads (or refuses), as "--" and the words after it are.
+        if (args.empty()) return Usage("control", "unknown option " + in.Word());
+        if (in.Once()) args.push_back(in.Word());
+    }
+    if (c == 'V') break;
+  }
+  if (help) args = {"help"};
+  if (args.empty() || args[0] == "help") {
+    std::printf(
+        "Usage: %s COMMAND\n"
+        "  show job|jobid [ID] | show node [NODES] | show partition [NAME]\n"
+        "  show reservation [NAME] [-o]\n"
+        "  show config                Muster's settings under Slurm's names (Key = value)\n"
+        "  ping | version             whether the controller answers; Slurm's and Muster's "
+        "versions\n"
+        "  create reservation KEY=VALUE... | update ReservationName=NAME KEY=VALUE...\n"
+        "  delete ReservationName=NAME   advance reservations (admins; see muster reservation)\n"
+        "  show hostnames [LIST]      one name per line (LIST defaults to $SLURM_JOB_NODELIST)\n"
+        "  show hostlist NAMES        the compressed form of a comma-separated list\n"
+        "  update NodeName=NODES State=DRAIN Reason=TEXT | State=RESUME (admins)\n"
+        "  update JobId=ID[,ID] [Priority=N] [Nice=N] [TimeLimit=T] [Partition=P] [QOS=Q]\n"
+        "         [Account=A] [Dependency=D] [BeginTime=T]   (a pending job)\n"
+        "  hold ID... | release ID... | requeue ID...\n"
+        "  suspend ID... | resume ID...   stop a running job in place, continue it (operators)\n"
+        "  top ID[,ID]                first among your pending jobs of its partition, account\n"
+        "                             and QoS (admins; users with enable_user_top)\n",
+        ProgramName("control").c_str());
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  const std::string verb = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  // What needs the configuration (all but version and the host list tools) reads it here when
+  // -M names a cluster (checked against it) or -Q silences what follows: an unreadable
+  // configuration keeps scontrol from working at all, and says so even then.
+  const std::string what = rest.empty() ? "" : ToLower(rest[0]);
+  const bool needs_config = verb != "version" &&
+                            !(verb == "show" && StartsWith(what, "hostlist")) &&
+                            !(verb == "show" && (what == "hostnames" || what == "hostname"));
+  if (!clusters.empty() || (quiet && needs_config)) {
+    auto config = LoadConfig(ResolveConfigPath(""));
+    if (!config.ok()) return Fail("control", config.status());
+    if (Status st = CheckClusters(clusters, config->cluster_name); !st.ok()) {
+      return Fail("control", st);
+    }
+  }
+  if (!quiet) return Run(verb, rest, oneliner);
+  // -Q: as scontrol's, the command's errors go unprinted; its exit status still tells.
+  std::fflush(stderr);
+  const int saved = dup(STDERR_FILENO);
+  const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (saved >= 0 && null >= 0) dup2(null, STDERR_FILENO);
+  if (null >= 0) close(null);
+  const int rc = Run(verb, rest, oneliner);
+  std::fflush(stderr);
+  if (saved >= 0) {
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+  }
+  return rc;
 }
 
 }  // namespace muster::cli

@@ -3,6 +3,7 @@
 // queueing included. The layout is Muster's own (Slurm's sdiag lists other counters).
 #include <getopt.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "cli.h"
@@ -15,13 +16,18 @@ namespace {
 
 void PrintDiagHelp(const std::string& prog) {
   std::printf(
-      "Usage: %s [-r] [--json]\n"
+      "Usage: %s [-a] [-r] [-i|-t|-T] [-M CLUSTER] [--json]\n"
       "What the controller spends its time on, per API method, agent message and scheduling\n"
       "pass: count, and mean, p50, p99 and max time from arrival to done (microseconds); and\n"
       "who stores the most job scripts and environments (admins and operators see the top\n"
       "ten users, anyone else their own use).\n"
-      "  -r, --reset   start the counts again (admins)\n"
-      "  --json        as JSON\n",
+      "  -a, --all             everything (the default)\n"
+      "  -r, --reset           start the counts again (admins)\n"
+      "  -i, --sort-by-id      the table by kind (the default)\n"
+      "  -t, --sort-by-time    ... by total time, the most first\n"
+      "  -T, --sort-by-time2   ... by mean time, the longest first\n"
+      "  -M, --cluster=NAME    this cluster's name (Muster serves one)\n"
+      "  --json                as JSON\n",
       prog.c_str());
 }
 
@@ -110,22 +116,52 @@ void PrintText(const v1::DiagnosticsResponse& d) {
   }
 }
 
+// sdiag's -i (by kind, the default), -t (total time, the most first) and -T (mean time, the
+// longest first).
+void SortTimings(char order, google::protobuf::RepeatedPtrField<v1::ServiceTiming>* timings) {
+  auto time = [order](const v1::ServiceTiming& t) {
+    return order == 't' ? t.mean_us() * static_cast<double>(t.count()) : t.mean_us();
+  };
+  std::stable_sort(timings->begin(), timings->end(),
+                   [&](const v1::ServiceTiming& a, const v1::ServiceTiming& b) {
+                     return order == 'i' ? a.kind() < b.kind() : time(a) > time(b);
+                   });
+}
+
 }  // namespace
 
 int CmdDiag(int argc, char** argv) {
   const std::string prog = ProgramName("diag");
   bool reset = false, json = false;
+  char order = 'i';  // the table's: by kind, by total time (t) or by mean time (T)
+  std::string clusters;
   const struct option opts[] = {{"reset", no_argument, nullptr, 'r'},
+                                {"all", no_argument, nullptr, 'a'},
+                                {"sort-by-id", no_argument, nullptr, 'i'},
+                                {"sort-by-time", no_argument, nullptr, 't'},
+                                {"sort-by-time2", no_argument, nullptr, 'T'},
+                                {"cluster", required_argument, nullptr, 'M'},
+                                {"clusters", required_argument, nullptr, 'M'},
                                 {"json", no_argument, nullptr, 'J'},
                                 {"help", no_argument, nullptr, 'H'},
                                 {"usage", no_argument, nullptr, 'H'},
                                 {nullptr, 0, nullptr, 0}};
   optind = 0;
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":r", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":raitTM:", opts, nullptr)) != -1;) {
     switch (c) {
       case 'r':
         reset = true;
+        break;
+      case 'a':  // everything is what sdiag shows anyway
+        break;
+      case 'i':
+      case 't':
+      case 'T':
+        order = static_cast<char>(c);
+        break;
+      case 'M':
+        clusters = optarg;
         break;
       case 'J':
         json = true;
@@ -133,15 +169,18 @@ int CmdDiag(int argc, char** argv) {
       case 'H':
         PrintDiagHelp(prog);
         return kExitOk;
+      case ':':
+        return Usage("diag", std::string("option ") + argv[optind - 1] + " needs a value");
       default:
         return Usage("diag", std::string("option ") + argv[optind - 1] + " is not supported");
     }
   }
   if (optind < argc) return Usage("diag", std::string("unexpected argument ") + argv[optind]);
-  auto controller = ConnectController();
+  auto controller = ConnectController(clusters);
   if (!controller.ok()) return Fail("diag", controller.status());
   auto d = controller->Diagnostics(reset);
   if (!d.ok()) return Fail("diag", d.status());
+  SortTimings(order, d->mutable_timings());
   if (json) {
     PrintJson(*d);
   } else {

@@ -26,7 +26,7 @@ namespace muster::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "Usage: sacctmgr [-i] [-n] [-p|-P] COMMAND ENTITY [SPECS]\n"
+    "Usage: sacctmgr [-i] [-n] [-p|-P] [-r] COMMAND ENTITY [SPECS]\n"
     "  add|create account NAME [parent=P] [fairshare=N] [description=TEXT] [qos=Q,Q]\n"
     "                          [defaultqos=Q] [LIMITS]\n"
     "  add|modify|remove qos NAME [set] [priority=N] [preempt=Q,Q] [preemptmode=requeue|cancel]\n"
@@ -41,7 +41,8 @@ constexpr const char* kHelp =
     "  show|list account|user|association|qos [where name=N account=A user=U] [format=F,F%W]\n"
     "                          [withassoc]\n"
     "  -n no header; -p '|' after every field; -P '|' between fields; -s (withassoc): an\n"
-    "  account's or a user's associations too. Changes need an admin.\n";
+    "  account's or a user's associations too; -r (--readonly) refuses changes. Changes need an\n"
+    "  admin.\n";
 
 // key=value words (keys case-insensitive), split at "where" and "set".
 struct Specs {
@@ -313,9 +314,14 @@ int CmdSacctmgr(int argc, char** argv) {
                                 {"parsable2", no_argument, nullptr, 'P'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {"associations", no_argument, nullptr, 's'},
+                                {"quiet", no_argument, nullptr, 'Q'},
+                                {"readonly", no_argument, nullptr, 'r'},
+                                {"verbose", no_argument, nullptr, 'v'},
+                                {"oneliner", no_argument, nullptr, 'o'},
                                 {nullptr, 0, nullptr, 0}};
   bool with_assoc = false;  // -s: the entity's associations too
-  OptionReader in(argc, argv, "hinpPs", opts);
+  bool readonly = false;    // -r: show and list only
+  OptionReader in(argc, argv, "hinpPsQrvo", opts);
   // COMMAND ENTITY SPECS come in order; options may come between and after them.
   for (int c; (c = in.Next()) != -1;) {
     switch (c) {
@@ -323,6 +329,12 @@ int CmdSacctmgr(int argc, char** argv) {
         std::fputs(kHelp, stdout);
         return kExitOk;
       case 'i':  // implied: there is no prompt
+      case 'Q':  // only errors are ever printed
+      case 'v':  // nothing is logged on the way
+      case 'o':  // every record is one line already
+        break;
+      case 'r':
+        readonly = true;
         break;
       case 's':
         with_assoc = true;
@@ -348,6 +360,10 @@ int CmdSacctmgr(int argc, char** argv) {
   if (words.size() < 2) return Usage("sacctmgr", "expected a command and an entity (see -h)");
   const std::string command = ToLower(words[0]);
   std::string entity = ToLower(words[1]);
+  if (readonly && command != "show" && command != "list") {
+    return Fail("sacctmgr", FailedPrecondition("-r/--readonly: '" + words[0] +
+                                               "' would change the accounting data"));
+  }
   auto specs = ParseSpecs({words.begin() + 2, words.end()});
   if (!specs.ok()) return Usage("sacctmgr", specs.status().message());
   Specs& s = *specs;

@@ -1,11 +1,17 @@
-// sinfo: partitions and nodes in sinfo's layouts (`muster nodes` keeps Muster's own view).
+// sinfo: partitions and nodes in sinfo's layouts (`muster nodes` keeps Muster's own view). The
+// command: its options, which nodes it asks for and keeps, -i and -T; the layouts and rows
+// themselves are sinfo_format.h's.
 #include <getopt.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <functional>
+#include <ctime>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "cli.h"
 #include "format_spec.h"
@@ -13,210 +19,164 @@
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
+#include "muster/common/version.h"
 #include "output.h"
+#include "sinfo_format.h"
 
 namespace muster::cli {
 namespace {
 
-// sinfo's short (%t) and long (%T) state names.
-std::string ShortState(const v1::NodeInfo& n) {
-  const bool busy = n.state() == v1::NODE_MIXED || n.state() == v1::NODE_ALLOCATED;
-  if (n.drain()) return n.state() == v1::NODE_DOWN ? "down" : busy ? "drng" : "drain";
-  switch (n.state()) {
-    case v1::NODE_IDLE:
-      // An idle node in an active advance reservation (as Slurm's: busy nodes say so instead).
-      if (!n.reservation().empty()) return n.maint() ? "maint" : "resv";
-      return "idle";
-    case v1::NODE_MIXED:
-      return "mix";
-    case v1::NODE_ALLOCATED:
-      return "alloc";
-    case v1::NODE_NOT_RESPONDING:
-      return "idle*";
-    case v1::NODE_DOWN:
-      return "down";
-    default:
-      return "unk";
+// Whether `n` is in the state -t names (lower case; checked by ParseStates). As Slurm's: idle is
+// an idle node without flags (not drained, not reserved), the other base states ignore flags.
+bool InState(const v1::NodeInfo& n, const std::string& s) {
+  if (s == "alloc" || s == "allocated") return n.state() == v1::NODE_ALLOCATED;
+  if (s == "mix" || s == "mixed") return n.state() == v1::NODE_MIXED;
+  if (s == "idle") {
+    return (n.state() == v1::NODE_IDLE || n.state() == v1::NODE_NOT_RESPONDING) && !n.drain() &&
+           n.reservation().empty();
   }
+  if (s == "down") return n.state() == v1::NODE_DOWN;
+  if (s == "drain") return n.drain();
+  if (s == "drained" || s == "draining") return SinfoLongState(n) == s;
+  if (s == "no_respond") return n.state() == v1::NODE_NOT_RESPONDING;
+  if (s == "resv" || s == "reserved") return !n.reservation().empty();
+  if (s == "maint") return n.maint();
+  if (s == "unk" || s == "unknown") return n.state() == v1::NODE_UNKNOWN;
+  return false;  // a state Muster's nodes are never in (cloud, future, power_down, ...)
 }
 
-std::string LongState(const v1::NodeInfo& n) {
-  const bool busy = n.state() == v1::NODE_MIXED || n.state() == v1::NODE_ALLOCATED;
-  if (n.drain()) return n.state() == v1::NODE_DOWN ? "down" : busy ? "draining" : "drained";
-  switch (n.state()) {
-    case v1::NODE_IDLE:
-      if (!n.reservation().empty()) return n.maint() ? "maint" : "reserved";
-      return "idle";
-    case v1::NODE_MIXED:
-      return "mixed";
-    case v1::NODE_ALLOCATED:
-      return "allocated";
-    case v1::NODE_NOT_RESPONDING:
-      return "idle*";
-    case v1::NODE_DOWN:
-      return "down";
-    default:
-      return "unknown";
-  }
-}
-
-// One output line: a group of nodes of one partition (one node with -N).
-struct Row {
-  std::string partition;
-  bool is_default = false;
-  int64_t max_time_ms = 0;
-  std::vector<const v1::NodeInfo*> nodes;
-  std::string features;  // of its nodes, from the configuration ("" when none)
+// -t/--states: STATE[,STATE] (any of them) or STATE&STATE (all of them), in any case; "all".
+struct StateSpec {
+  std::vector<std::string> states;
+  bool all_of = false;
 };
-
-// A node that answers (Slurm's "responding"): registered and heard from.
-bool Responding(const v1::NodeInfo& n) {
-  return n.state() != v1::NODE_DOWN && n.state() != v1::NODE_NOT_RESPONDING &&
-         n.state() != v1::NODE_UNKNOWN;
+Result<StateSpec> ParseStates(const std::string& list) {
+  static const std::set<std::string> kKnown = {"alloc",         "allocated",
+                                               "cloud",         "comp",
+                                               "completing",    "down",
+                                               "drain",         "drained",
+                                               "draining",      "fail",
+                                               "future",        "futr",
+                                               "idle",          "maint",
+                                               "mix",           "mixed",
+                                               "no_respond",    "npc",
+                                               "perfctrs",      "planned",
+                                               "power_down",    "powering_down",
+                                               "powered_down",  "powering_up",
+                                               "reboot_issued", "reboot_requested",
+                                               "resv",          "reserved",
+                                               "unk",           "unknown"};
+  StateSpec spec;
+  if (ToLower(list) == "all") return spec;  // every state: no filter
+  spec.all_of = list.find('&') != std::string::npos;
+  for (const std::string& s : Split(ToLower(list), spec.all_of ? '&' : ',', true)) {
+    if (!kKnown.count(s)) return InvalidArgument("-t/--states: no node state '" + s + "'");
+    spec.states.push_back(s);
+  }
+  if (spec.states.empty()) return InvalidArgument("-t/--states needs a node state");
+  return spec;
 }
 
-std::string Field(char letter, const Row& r) {
-  const v1::NodeInfo& n = *r.nodes.front();
-  uint32_t alloc = 0, total = 0;
-  for (const auto* x : r.nodes) {
-    alloc += x->cpus_allocated();
-    total += x->cpus();
-  }
-  std::vector<std::string> names;
-  for (const auto* x : r.nodes) names.push_back(x->name());
-  switch (letter) {
-    case 'P':
-      return r.partition + (r.is_default ? "*" : "");
-    case 'R':
-      return r.partition;
-    case 'a':
-      return "up";
-    case 'l':
-      return r.max_time_ms > 0 ? FormatDuration(r.max_time_ms) : "infinite";
-    case 'D':
-      return std::to_string(r.nodes.size());
-    case 't':
-      return ShortState(n);
-    case 'T':
-      return LongState(n);
-    case 'N':
-      return CompressHostlist(names);
-    case 'n':
-      return CompressHostlist(names);
-    case 'c':
-      return std::to_string(n.cpus());
-    case 'C': {
-      uint32_t other = 0;
-      for (const auto* x : r.nodes) {
-        if (x->drain() || x->state() == v1::NODE_DOWN) other += x->cpus() - x->cpus_allocated();
-      }
-      return std::to_string(alloc) + "/" + std::to_string(total - alloc - other) + "/" +
-             std::to_string(other) + "/" + std::to_string(total);
-    }
-    case 'G':
-      return n.gpus() ? "gpu:" + (n.gpu_type().empty() ? "" : n.gpu_type() + ":") +
-                            std::to_string(n.gpus())
-                      : "(null)";
-    case 'm':
-      return std::to_string(n.memory_mb());
-    case 'e':
-      return std::to_string(n.memory_mb() - n.memory_allocated_mb());
-    case 'O':
-      return "N/A";
-    case 'E':
-      return n.reason().empty() ? "none" : n.reason();
-    case 'f':
-      return r.features.empty() ? "(null)" : r.features;
-    case 'F': {
-      // Nodes allocated/idle/other/total, as sinfo -s shows them.
-      size_t busy = 0, idle = 0, other = 0;
-      for (const auto* x : r.nodes) {
-        if (x->drain() || !Responding(*x)) {
-          ++other;
-        } else if (x->state() == v1::NODE_MIXED || x->state() == v1::NODE_ALLOCATED) {
-          ++busy;
-        } else {
-          ++idle;
-        }
-      }
-      return std::to_string(busy) + "/" + std::to_string(idle) + "/" + std::to_string(other) + "/" +
-             std::to_string(r.nodes.size());
-    }
-    default:
-      return "";
-  }
+// "Sun Nov 22 09:25:17 2026": the line above the header with -l and -i.
+std::string DateLine() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%a %b %e %H:%M:%S %Y", &tm);
+  return buf;
 }
 
-const char* Header(char letter) {
-  switch (letter) {
-    case 'P':
-    case 'R':
-      return "PARTITION";
-    case 'a':
-      return "AVAIL";
-    case 'l':
-      return "TIMELIMIT";
-    case 'D':
-      return "NODES";
-    case 't':
-    case 'T':
-      return "STATE";
-    case 'N':
-      return "NODELIST";
-    case 'n':
-      return "HOSTNAMES";
-    case 'c':
-      return "CPUS";
-    case 'C':
-      return "CPUS(A/I/O/T)";
-    case 'G':
-      return "GRES";
-    case 'm':
-      return "MEMORY";
-    case 'e':
-      return "FREE_MEM";
-    case 'O':
-      return "CPU_LOAD";
-    case 'E':
-      return "REASON";
-    case 'f':
-      return "AVAIL_FEATURES";
-    case 'F':
-      return "NODES(A/I/O/T)";
-    default:
-      return "";
+// sinfo -T: the reservations, in sinfo's own layout.
+int ReservationReport(client::ControllerClient& controller, bool header) {
+  v1::ListReservationsResponse resp;
+  if (Status st =
+          controller.Call(v1::METHOD_LIST_RESERVATIONS, v1::ListReservationsRequest(), &resp);
+      !st.ok()) {
+    return Fail("sinfo", st);
   }
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  std::string out =
+      header ? "RESV_NAME     STATE           START_TIME             END_TIME     DURATION  "
+               "NODELIST\n"
+             : "";
+  auto pad = [](const std::string& s, size_t width, bool right) {
+    const std::string fill(s.size() < width ? width - s.size() : 0, ' ');
+    return right ? fill + s : s + fill;
+  };
+  for (const auto& r : resp.reservations()) {
+    const bool active = r.start_ms() <= now && now < r.end_ms();
+    std::string line = pad(r.name(), 10, false) + " " +
+                       pad(active ? "ACTIVE" : "INACTIVE", 8, true) + "  " +
+                       pad(FormatTimestamp(r.start_ms()), 19, true) + "  " +
+                       pad(FormatTimestamp(r.end_ms()), 19, true) + "  " +
+                       pad(FormatHms(r.end_ms() - r.start_ms()), 11, true) + "  " +
+                       CompressHostlist({r.nodes().begin(), r.nodes().end()});
+    AppendPrintable(out, line);
+    out += '\n';
+  }
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
 }
 
-// The -o letters sinfo supports here.
-constexpr char kSinfoLetters[] = "PRalDtTNncCGmeOEfF";
+constexpr const char* kSinfoUsage =
+    "Usage: sinfo [-adelNrsTv] [-i SECONDS] [-t STATES] [-p PARTITIONS] [-n NODES] [-S FIELDS]\n"
+    "             [-o FORMAT | -O FIELDS] [-M CLUSTER] [--json]\n";
 
 }  // namespace
 
 int CmdSinfo(int argc, char** argv) {
-  enum { kJson = 1000 };
+  enum {
+    kJson = 1000,
+    kYaml,
+    kHide,
+    kFederation,
+    kLocal,
+    kNoconvert,
+    kUsage,
+  };
   const struct option opts[] = {{"Node", no_argument, nullptr, 'N'},
                                 {"noheader", no_argument, nullptr, 'h'},
                                 {"format", required_argument, nullptr, 'o'},
+                                {"Format", required_argument, nullptr, 'O'},
                                 {"partition", required_argument, nullptr, 'p'},
                                 {"nodes", required_argument, nullptr, 'n'},
                                 {"states", required_argument, nullptr, 't'},
                                 {"list-reasons", no_argument, nullptr, 'R'},
                                 {"long", no_argument, nullptr, 'l'},
                                 {"json", no_argument, nullptr, kJson},
+                                {"yaml", no_argument, nullptr, kYaml},
                                 {"summarize", no_argument, nullptr, 's'},
                                 {"responding", no_argument, nullptr, 'r'},
                                 {"dead", no_argument, nullptr, 'd'},
                                 {"exact", no_argument, nullptr, 'e'},
+                                {"all", no_argument, nullptr, 'a'},
+                                {"hide", no_argument, nullptr, kHide},
+                                {"iterate", required_argument, nullptr, 'i'},
+                                {"sort", required_argument, nullptr, 'S'},
+                                {"reservation", no_argument, nullptr, 'T'},
+                                {"clusters", required_argument, nullptr, 'M'},
+                                {"federation", no_argument, nullptr, kFederation},
+                                {"local", no_argument, nullptr, kLocal},
+                                {"noconvert", no_argument, nullptr, kNoconvert},
+                                {"verbose", no_argument, nullptr, 'v'},
+                                {"version", no_argument, nullptr, 'V'},
+                                {"usage", no_argument, nullptr, kUsage},
                                 {"help", no_argument, nullptr, 'H'},
                                 {nullptr, 0, nullptr, 0}};
-  bool node_view = false, header = true, reasons = false, json = false;
-  bool summarize = false, responding = false, dead = false;
-  std::string format;
-  std::set<std::string> parts, names, states;
+  bool node_view = false, header = true, reasons = false, json = false, long_form = false;
+  bool summarize = false, responding = false, dead = false, exact = false, reservations = false;
+  std::string format, long_format, clusters;
+  int iterate_s = 0;
+  std::vector<std::string> sort;
+  std::set<std::string> parts, names;
+  StateSpec states;
   optind = 0;
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":Nho:p:n:t:Rlsrde", opts, nullptr)) != -1;) {
+  for (int c;
+       (c = getopt_long(argc, argv, ":Nho:O:p:n:t:Rlsrdeai:S:TM:vV", opts, nullptr)) != -1;) {
     const std::string val = optarg ? optarg : "";
     switch (c) {
       case 'N':
@@ -228,6 +188,9 @@ int CmdSinfo(int argc, char** argv) {
       case 'o':
         format = val;
         break;
+      case 'O':
+        long_format = val;
+        break;
       case 'p':
         for (const auto& p : Split(val, ',', true)) parts.insert(p);
         break;
@@ -237,17 +200,18 @@ int CmdSinfo(int argc, char** argv) {
         names.insert(expanded->begin(), expanded->end());
         break;
       }
-      case 't':
-        for (auto s : Split(val, ',', true)) {
-          for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-          states.insert(s == "mixed" ? "mix" : s == "allocated" ? "alloc" : s);
-        }
+      case 't': {
+        auto parsed = ParseStates(val);
+        if (!parsed.ok()) return Usage("sinfo", parsed.status().message());
+        states = *parsed;
         break;
+      }
       case 'R':
         reasons = true;
         break;
       case 'l':
-        break;  // the long form adds columns Muster has no values for; same view
+        long_form = true;
+        break;
       case 's':
         summarize = true;
         break;
@@ -258,14 +222,63 @@ int CmdSinfo(int argc, char** argv) {
         dead = true;
         break;
       case 'e':
-        break;  // rows already group only nodes in the same state
+        exact = true;
+        break;
+      case 'i': {
+        auto n = ParseUint(val);
+        if (!n || *n == 0 || *n > 86'400) {
+          return Usage("sinfo",
+                       "-i/--iterate needs a number of seconds (1 to 86400), not '" + val + "'");
+        }
+        iterate_s = static_cast<int>(*n);
+        break;
+      }
+      case 'S': {
+        auto keys = ParseSinfoSort(val);
+        if (!keys.ok()) return Usage("sinfo", keys.status().message());
+        sort = *keys;
+        break;
+      }
+      case 'T':
+        reservations = true;
+        break;
+      case 'M':
+        clusters = val;
+        break;
+      case 'a':          // every partition is always listed: none is hidden
+      case kHide:        // no partition is hidden, so none is left out
+      case kFederation:  // one cluster, no federation
+      case kLocal:       // ...so it is always the local one
+      case kNoconvert:   // memory is always printed in megabytes
+      case 'v':          // nothing is logged on the way
+        break;
       case kJson:
         json = true;
         break;
+      case kYaml:
+        return Usage("sinfo", "--yaml is not supported: --json gives the same nodes as JSON");
+      case 'V':
+        std::printf("slurm %s\nmuster %s\n", kSlurmCompatVersion, kVersion);
+        return kExitOk;
+      case kUsage:
+        std::fputs(kSinfoUsage, stdout);
+        return kExitOk;
       case 'H':
         std::printf(
-            "Usage: sinfo [-N] [-s] [-h] [-o FORMAT] [-p PARTITIONS] [-n NODES] [-t STATES] "
-            "[-R] [-r | -d] [-e] [--json]\n");
+            "%s"
+            "  -N, --Node          a line per node       -s, --summarize   a line per partition\n"
+            "  -l, --long          more columns          -e, --exact       group only equal nodes\n"
+            "  -R, --list-reasons  drained and down nodes, why, who and when\n"
+            "  -T, --reservation   the reservations\n"
+            "  -r, --responding / -d, --dead          nodes that answer / that do not\n"
+            "  -t, --states=S[,S]  nodes in those states (S&S: in all of them)\n"
+            "  -p, --partition=P   -n, --nodes=NODES   only these\n"
+            "  -o, --format=FMT    sinfo's %%LETTER fields (%%all: every one)\n"
+            "  -O, --Format=F,...  the same by name (Partition, NodeList, StateLong, ...)\n"
+            "  -S, --sort=[+-]F,.. order by fields (#P: as configured)\n"
+            "  -i, --iterate=SECS  again every SECS seconds\n"
+            "  -h, --noheader      -M, --clusters=NAME   --json\n",
+            kSinfoUsage);
         return kExitOk;
       case ':':
         return Usage("sinfo", std::string("option ") + argv[optind - 1] + " needs a value");
@@ -273,6 +286,25 @@ int CmdSinfo(int argc, char** argv) {
         return Usage("sinfo", std::string("option ") + argv[optind - 1] + " is not supported");
     }
   }
+  if (optind < argc) return Usage("sinfo", std::string("unexpected argument ") + argv[optind]);
+  // The layout, checked before anything is asked of the cluster. As sinfo's: -o, else -O, else
+  // the view's own ("#" is the widest partition or node list, set once the rows are known).
+  const bool widest = format.empty() && long_format.empty();
+  const std::string layout = widest ? SinfoDefaultFormat({.reasons = reasons,
+                                                          .summarize = summarize,
+                                                          .node_view = node_view,
+                                                          .long_form = long_form})
+                                    : format;
+  auto with_widths = [&](const std::vector<SinfoRow>& rows) {
+    return widest ? SinfoFitWidths(layout, rows) : layout;
+  };
+  auto items =
+      !layout.empty() ? ParseSinfoFormat(with_widths({})) : ParseSinfoLongFormat(long_format);
+  if (!items.ok()) return Usage("sinfo", items.status().message());
+
+  auto config = LoadConfig(ResolveConfigPath(""));
+  if (!config.ok()) return Fail("sinfo", config.status());
+  if (Status st = CheckClusters(clusters, config->cluster_name); !st.ok()) return Fail("sinfo", st);
   if (json) {
     // Muster's node view carries everything sinfo --json would (schema: docs/user-guide.md).
     std::vector<std::string> args = {"nodes", "--json"};
@@ -280,83 +312,84 @@ int CmdSinfo(int argc, char** argv) {
     for (auto& s : args) a.push_back(s.data());
     return CmdNodes(static_cast<int>(a.size()), a.data());
   }
-  auto config = LoadConfig(ResolveConfigPath(""));
-  if (!config.ok()) return Fail("sinfo", config.status());
   auto controller = client::ControllerClient::ConnectTo(*config);
   if (!controller.ok()) return Fail("sinfo", controller.status());
-  auto resp = controller->ListNodes(v1::ListNodesRequest());
-  if (!resp.ok()) return Fail("sinfo", resp.status());
-  std::map<std::string, const v1::NodeInfo*> by_name;
-  for (const auto& n : resp->nodes()) by_name[n.name()] = &n;
-  auto wanted = [&](const v1::NodeInfo& n) {
-    if (!names.empty() && !names.count(n.name())) return false;
-    if ((responding && !Responding(n)) || (dead && Responding(n))) return false;
-    if (!states.empty() && !states.count(ShortState(n)) && !states.count(LongState(n))) {
-      return false;
-    }
-    return true;
-  };
-
-  if (reasons) {
-    // sinfo -R: drained and down nodes with why, grouped by reason.
-    std::map<std::string, std::vector<const v1::NodeInfo*>> groups;
-    for (const auto& n : resp->nodes()) {
-      if (!wanted(n) || (!n.drain() && n.state() != v1::NODE_DOWN)) continue;
-      groups[n.reason() + "\x1f" + n.reason_user() + "\x1f" + std::to_string(n.reason_time_ms())]
-          .push_back(&n);
-    }
-    std::string out = header ? "REASON               USER      TIMESTAMP           NODELIST\n" : "";
-    for (const auto& [key, nodes] : groups) {
-      std::vector<std::string> list;
-      for (const auto* n : nodes) list.push_back(n->name());
-      const auto* n = nodes.front();
-      out += Left(n->reason().empty() ? "none" : n->reason(), 20) + " " +
-             Left(n->reason_user().empty() ? "muster" : n->reason_user(), 9) + " " +
-             Left(n->reason_time_ms() ? FormatTimestamp(n->reason_time_ms()) : "Unknown", 19) +
-             " " + CompressHostlist(list) + "\n";
-    }
-    std::fputs(out.c_str(), stdout);
-    return kExitOk;
-  }
-
-  if (format.empty()) {
-    format = summarize   ? "%9P %.5a %.10l %.16F  %N"
-             : node_view ? "%N %.6D %P %6t"
-                         : "%9P %.5a %.10l %.6D %.6t %N";
-  }
-  auto items = ParseFormatSpec(format, kSinfoLetters);
-  if (!items.ok()) return Usage("sinfo", items.status().message());
-  const bool shows_features = std::any_of(items->begin(), items->end(),
-                                          [](const FormatItem& i) { return i.letter == 'f'; });
   std::map<std::string, std::string> features;  // node -> its features, from the configuration
   for (const NodeConfig& nc : config->nodes) features[nc.name] = Join(nc.features, ",");
-  std::vector<Row> rows;
-  for (const PartitionConfig& p : config->partitions) {
-    if (!parts.empty() && !parts.count(p.name)) continue;
-    std::map<std::string, size_t> group;  // state -> row (partition view)
-    for (const auto& name : p.nodes) {
-      auto it = by_name.find(name);
-      if (it == by_name.end() || !wanted(*it->second)) continue;
-      // -s: one row per partition; else one per state (and features, when shown), or per node
-      // with -N: as sinfo, nodes share a row when what the row prints is the same.
-      const std::string key =
-          node_view   ? name
-          : summarize ? std::string()
-                      : ShortState(*it->second) + "\n" + (shows_features ? features[name] : "");
-      auto [g, fresh] = group.try_emplace(key, rows.size());
-      if (fresh) rows.push_back({p.name, p.is_default, p.max_time_ms, {}, features[name]});
-      rows[g->second].nodes.push_back(it->second);
+  std::set<char> shown;
+  for (const FormatItem& i : *items) shown.insert(i.letter);
+
+  for (bool first = true;; first = false) {
+    std::string out;
+    if (iterate_s && !first) out += "\n";
+    if (header && (iterate_s || long_form)) out += DateLine() + "\n";
+    if (reservations) {
+      std::fputs(out.c_str(), stdout);
+      if (int rc = ReservationReport(*controller, header); rc != kExitOk) return rc;
+    } else {
+      auto resp = controller->ListNodes(v1::ListNodesRequest());
+      if (!resp.ok()) return Fail("sinfo", resp.status());
+      std::map<std::string, const v1::NodeInfo*> by_name;
+      for (const auto& n : resp->nodes()) by_name[n.name()] = &n;
+      auto wanted = [&](const v1::NodeInfo& n) {
+        if (!names.empty() && !names.count(n.name())) return false;
+        if ((responding && !SinfoNodeResponding(n)) || (dead && SinfoNodeResponding(n))) {
+          return false;
+        }
+        if (states.states.empty()) return true;
+        for (const std::string& s : states.states) {
+          if (InState(n, s) != states.all_of) return !states.all_of;
+        }
+        return states.all_of;
+      };
+      std::vector<SinfoRow> rows;
+      auto place = [&](const PartitionConfig* part, const v1::NodeInfo& n,
+                       std::map<std::string, size_t>& group, const std::string& key) {
+        auto [g, fresh] = group.try_emplace(key, rows.size());
+        if (fresh) rows.push_back({part, {}, features[n.name()]});
+        rows[g->second].nodes.push_back(&n);
+      };
+      if (reasons) {
+        // -R: drained and down nodes grouped by reason (and state with -l), each node once.
+        std::map<std::string, size_t> group;
+        for (const auto& [name, n] : by_name) {
+          if (!wanted(*n) || (!n->drain() && n->state() != v1::NODE_DOWN)) continue;
+          if (!parts.empty() &&
+              std::none_of(n->partitions().begin(), n->partitions().end(),
+                           [&](const std::string& p) { return parts.count(p); })) {
+            continue;
+          }
+          place(nullptr, *n, group, SinfoReasonGroupKey(*n, shown));
+        }
+      } else {
+        for (const PartitionConfig& p : config->partitions) {
+          if (!parts.empty() && !parts.count(p.name)) continue;
+          std::map<std::string, size_t> group;  // what the row prints -> row
+          for (const auto& name : p.nodes) {
+            auto it = by_name.find(name);
+            if (it == by_name.end() || !wanted(*it->second)) continue;
+            place(&p, *it->second, group,
+                  node_view ? name : SinfoGroupKey(*it->second, features[name], shown, exact));
+          }
+        }
+      }
+      // Rows in partition order (the configuration's); by node name with -N, as sinfo's; or
+      // by -S.
+      std::vector<std::string> keys = sort;
+      if (keys.empty() && node_view) keys = {"+N"};
+      SortSinfoRows(rows, keys, *config);
+      auto chosen = items;
+      if (widest) {
+        chosen = ParseSinfoFormat(with_widths(rows));
+        if (!chosen.ok()) return Usage("sinfo", chosen.status().message());
+      }
+      RenderSinfo(*chosen, rows, header, config->cluster_name, out);
+      std::fputs(out.c_str(), stdout);
     }
+    if (!iterate_s) return kExitOk;
+    std::fflush(stdout);
+    sleep(static_cast<unsigned>(iterate_s));
   }
-  std::string out;
-  if (header)
-    RenderLine(
-        *items, [](char l) { return std::string(Header(l)); }, true, out);
-  for (const Row& r : rows)
-    RenderLine(
-        *items, [&](char l) { return Field(l, r); }, true, out);
-  std::fputs(out.c_str(), stdout);
-  return kExitOk;
 }
 
 }  // namespace muster::cli

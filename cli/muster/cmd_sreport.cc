@@ -30,6 +30,7 @@ struct Options {
   std::vector<std::string> tres = {"cpu"};
   int64_t start = 0, end = 0;
   std::set<std::string> accounts, users;
+  std::string clusters;  // -M or cluster=: must name this cluster (or be "all")
 };
 
 std::string ProperName(const std::string& user) {
@@ -85,7 +86,7 @@ std::string Amount(double seconds, const Options& o) {
 }
 
 int Report(const std::string& which, const Options& o) {
-  auto controller = ConnectController();
+  auto controller = ConnectController(o.clusters);
   if (!controller.ok()) return Fail("report", controller.status());
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -221,7 +222,7 @@ int Report(const std::string& which, const Options& o) {
 int CmdSreport(int argc, char** argv) {
   constexpr const char* kUsage =
       "Usage: sreport [-n] [-P|-p] [-t minutes|hours|seconds] [-T cpu|gres/gpu|cpu,gres/gpu]\n"
-      "               cluster AccountUtilizationByUser|UserUtilizationByAccount\n"
+      "               [-M CLUSTER] cluster AccountUtilizationByUser|UserUtilizationByAccount\n"
       "               [start=TIME] [end=TIME] [accounts=A,B] [users=U,V]\n"
       "Usage inside the window (default: yesterday), from the controller's job records; an\n"
       "account's line is its whole subtree's.\n";
@@ -234,14 +235,22 @@ int CmdSreport(int argc, char** argv) {
   o.start = *today - 86'400'000;
   o.end = *today;
   std::vector<std::string> words;
+  enum { kFederation = 1000, kLocal };
   const struct option opts[] = {{"noheader", no_argument, nullptr, 'n'},
+                                {"all_clusters", no_argument, nullptr, 'a'},
+                                {"cluster", required_argument, nullptr, 'M'},
+                                {"clusters", required_argument, nullptr, 'M'},
+                                {"federation", no_argument, nullptr, kFederation},
+                                {"local", no_argument, nullptr, kLocal},
+                                {"quiet", no_argument, nullptr, 'Q'},
+                                {"verbose", no_argument, nullptr, 'v'},
                                 {"parsable2", no_argument, nullptr, 'P'},
                                 {"parsable", no_argument, nullptr, 'p'},
                                 {"time-format", required_argument, nullptr, 't'},
                                 {"tres", required_argument, nullptr, 'T'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
-  OptionReader in(argc, argv, "hnPpt:T:", opts);
+  OptionReader in(argc, argv, "hnPpt:T:aM:Qv", opts);
   // The report's words come in order; options may come between and after them.
   for (int c; (c = in.Next()) != -1;) {
     switch (c) {
@@ -250,6 +259,15 @@ int CmdSreport(int argc, char** argv) {
         return kExitOk;
       case 'n':
         o.header = false;
+        break;
+      case 'M':
+        o.clusters = optarg;
+        break;
+      case 'a':          // all clusters: this one is all there is
+      case kFederation:  // no federation to report on
+      case kLocal:       // ...so the report is always the local cluster's
+      case 'Q':          // sreport prints no warnings here to silence
+      case 'v':          // nothing is logged on the way
         break;
       case 'P':
         o.sep = "|";
@@ -279,7 +297,7 @@ int CmdSreport(int argc, char** argv) {
         o.tres.clear();
         for (const std::string& x : Split(ToLower(optarg), ',', true)) {
           if (x != "cpu" && x != "gres/gpu") {
-            return Usage("report", "TRES " + x + " is not supported (cpu, gres/gpu)");
+            return Usage("report", "-T/--tres: TRES " + x + " is not supported (cpu, gres/gpu)");
           }
           o.tres.push_back(x);
         }
@@ -319,7 +337,7 @@ int CmdSreport(int argc, char** argv) {
     } else if (key == "users" || key == "user") {
       for (const auto& x : Split(v, ',', true)) o.users.insert(x);
     } else if (key == "cluster" || key == "clusters") {
-      continue;  // one cluster
+      o.clusters = v;  // checked against the config's cluster_name, as -M
     } else {
       return Fail("report", Unimplemented("'" + words[k] +
                                           "' is not supported (start=, end=, accounts=, "

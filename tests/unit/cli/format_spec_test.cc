@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sinfo_format.h"
+
 namespace muster::cli {
 namespace {
 
@@ -47,6 +49,62 @@ TEST(FormatSpecTest, AppendColumnPadsAndCuts) {
   AppendColumn(out, "abcdef", 4, false);
   AppendColumn(out, "xy", 0, false);
   EXPECT_EQ(out, "  abcabcdxy");
+}
+
+// Each item as text: "L" for a left-justified letter of width W as "%WL", right as "%.WL", a
+// literal in quotes.
+std::string Shape(const std::vector<FormatItem>& items) {
+  std::string out;
+  for (const FormatItem& i : items) {
+    if (!i.letter) {
+      out += "'" + i.literal + "'";
+      continue;
+    }
+    out += std::string("%") + (i.right ? "." : "") + (i.width ? std::to_string(i.width) : "") +
+           i.letter;
+  }
+  return out;
+}
+
+TEST(FormatSpecTest, SinfoTakesEveryLetterOfItsManualPage) {
+  for (char l : std::string("aAbBcCdDeEfFgGhHIlLmMnNoOpPrRsStTuUvVwXYZz")) {
+    EXPECT_TRUE(ParseSinfoFormat(std::string("%") + l).ok()) << l;
+  }
+  auto bad = ParseSinfoFormat("%P %j");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("%j is not supported"), std::string::npos);
+  // %all: every field, '|' between them, beside what else the format has.
+  auto all = ParseSinfoFormat("[%all]");
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  const std::string shape = Shape(*all);
+  EXPECT_EQ(shape.substr(0, 14), "'['%a'|'%A'|'%") << shape;
+  EXPECT_EQ(shape.substr(shape.size() - 8), "'|'%z']'") << shape;
+}
+
+TEST(FormatSpecTest, SinfoLongFormatNamesWidthsAndSuffixes) {
+  auto items = ParseSinfoLongFormat("partition,NodeList:.12,StateLong:5|,CPUs:,nodehost");
+  ASSERT_TRUE(items.ok()) << items.status().ToString();
+  EXPECT_EQ(Shape(*items), "%20P%.12N%5T'|'%20c%20n") << "names in any case, default width 20";
+  ASSERT_TRUE(ParseSinfoLongFormat("Time,Available,Gres,Memory,Features,Reason,StateCompact").ok());
+  EXPECT_EQ(Shape(*ParseSinfoLongFormat("timelimit,Priority,share")), "%20l%20p%20h")
+      << "aliases: squeue's TimeLimit, Priority for PriorityTier, Share for OverSubscribe";
+  auto bad = ParseSinfoLongFormat("Partition,JobID");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'JobID' is not supported (supported: All allocmem"),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(ParseSinfoLongFormat("Nodes:0").ok()) << "a width of 0";
+  EXPECT_FALSE(ParseSinfoLongFormat(",").ok()) << "no field";
+}
+
+TEST(FormatSpecTest, SinfoSortKeys) {
+  auto keys = ParseSinfoSort("P,-m,+#P,N");
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ(*keys, (std::vector<std::string>{"+P", "-m", "+#P", "+N"}));
+  EXPECT_FALSE(ParseSinfoSort("#N").ok()) << "# only orders partitions";
+  EXPECT_FALSE(ParseSinfoSort("j").ok()) << "no such field";
+  EXPECT_FALSE(ParseSinfoSort("PP").ok()) << "one letter a key";
+  EXPECT_FALSE(ParseSinfoSort("").ok());
 }
 
 }  // namespace

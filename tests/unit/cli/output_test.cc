@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "cli.h"
 #include "muster/common/strings.h"
 #include "options.h"
+#include "sacct_time.h"
 #include "slurm_config.h"
 
 namespace muster::cli {
@@ -230,9 +232,12 @@ TEST(CommandOptionsTest, WordGrammarsKeepOtherDashWords) {
   EXPECT_EQ(r.out, "b,a\n");
   r = RunCmd(CmdControl, {"control", "--details", "show", "hostnames", "n[1-2]", "--oneliner"});
   EXPECT_EQ(r.out, "n1\nn2\n");
-  r = RunCmd(CmdControl, {"control", "-v", "show"});
-  EXPECT_EQ(r.rc, kExitFailed);
-  EXPECT_TRUE(Has(r.err, "'-v' is not supported")) << r.err;
+  r = RunCmd(CmdControl, {"control", "-v", "show"});  // scontrol's -v: taken, the command runs
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "show what?")) << r.err;
+  r = RunCmd(CmdControl, {"control", "--bogus", "show"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "unknown option --bogus")) << r.err;
   r = RunCmd(CmdControl, {"control", "-o", "--help"});
   EXPECT_EQ(r.rc, kExitOk) << "--help in the command's place";
   EXPECT_TRUE(Has(r.out, "Usage: muster control COMMAND")) << r.out;
@@ -410,6 +415,130 @@ nodes = "n1"
         "AccountingStorageEnforce = associations,limits,qos\n"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want << " in\n" << out;
   }
+}
+
+// sacct -S/-E: Slurm's time forms; a time of day alone is today's even when later than now
+// (sacct looks back), where sbatch --begin would take tomorrow's.
+TEST(AcctTimeTest, SacctsTimeForms) {
+  auto at = [](int y, int mo, int d, int h, int mi, int s) {
+    struct tm t = {};
+    t.tm_year = y - 1900;
+    t.tm_mon = mo - 1;
+    t.tm_mday = d;
+    t.tm_hour = h;
+    t.tm_min = mi;
+    t.tm_sec = s;
+    t.tm_isdst = -1;
+    return static_cast<int64_t>(std::mktime(&t)) * 1000;
+  };
+  const int64_t now = at(2024, 7, 3, 10, 0, 0);
+  auto parsed = [&](const std::string& v) {
+    auto t = ParseAcctTime(v, now);
+    EXPECT_TRUE(t.ok()) << v << ": " << t.status().ToString();
+    return t.ok() ? *t : -1;
+  };
+  EXPECT_EQ(parsed("11:20"), at(2024, 7, 3, 11, 20, 0)) << "later today, not tomorrow";
+  EXPECT_EQ(parsed("09:15:30"), at(2024, 7, 3, 9, 15, 30));
+  EXPECT_EQ(parsed("11:20:05pm"), at(2024, 7, 3, 23, 20, 5));
+  EXPECT_EQ(parsed("12:00AM"), at(2024, 7, 3, 0, 0, 0));
+  EXPECT_EQ(parsed("0704"), at(2024, 7, 4, 0, 0, 0));
+  EXPECT_EQ(parsed("070323"), at(2023, 7, 3, 0, 0, 0));
+  EXPECT_EQ(parsed("07.03.23-08:30"), at(2023, 7, 3, 8, 30, 0));
+  EXPECT_EQ(parsed("07/04-08:30:15"), at(2024, 7, 4, 8, 30, 15));
+  EXPECT_EQ(parsed("07/04/2022"), at(2022, 7, 4, 0, 0, 0));
+  EXPECT_EQ(parsed("2014-07-03T11:40"), at(2014, 7, 3, 11, 40, 0));
+  EXPECT_EQ(parsed("2014-07-03-11:40:02"), at(2014, 7, 3, 11, 40, 2)) << "as sacct's own example";
+  EXPECT_EQ(parsed("2014-07-03"), at(2014, 7, 3, 0, 0, 0));
+  EXPECT_EQ(parsed("midnight"), at(2024, 7, 3, 0, 0, 0));
+  EXPECT_EQ(parsed("Today"), at(2024, 7, 3, 0, 0, 0));
+  EXPECT_EQ(parsed("noon"), at(2024, 7, 3, 12, 0, 0));
+  EXPECT_EQ(parsed("fika"), at(2024, 7, 3, 15, 0, 0));
+  EXPECT_EQ(parsed("teatime"), at(2024, 7, 3, 16, 0, 0));
+  EXPECT_EQ(parsed("now"), now);
+  EXPECT_EQ(parsed("now-2hours"), now - 2 * 3'600'000);
+  EXPECT_EQ(parsed("now+30"), now + 30'000);
+  for (const char* bad : {"13:00pm", "24:00", "10:60", "2014-13-01", "1332", "07/03/x", "7-3",
+                          "2014-07-03X11:40", "yesterday", "", "now-2fortnights"}) {
+    EXPECT_FALSE(ParseAcctTime(bad, now).ok()) << bad;
+  }
+}
+
+// sacct's options: each is taken (and then fails to reach the controller here), refused by name
+// with a reason, or its bad value is a usage error; all before the config is read.
+TEST(AcctOptionsTest, TakenRefusedOrBadValue) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"-o", "jobid,exit,maxrss%-8,State%12"},
+        {"-l"},
+        {"-b"},
+        {"--format=ALL"},
+        {"--units=g"},
+        {"--noconvert"},
+        {"-g", "0"},
+        {"-W", "w"},
+        {"-D"},
+        {"-L"},
+        {"--local"},
+        {"--federation"},
+        {"--whole-hetjob"},
+        {"--whole-hetjob=no"},
+        {"-k", "5", "-K", "1:00:00"},
+        {"-i", "2-4"},
+        {"-I", "8"},
+        {"-N", "n[1-2]"},
+        {"-A", "a,b"},
+        {"--name=x"},
+        {"-q", "normal"},
+        {"-R", "JobHeldUser"},
+        {"-S", "11:20pm"},
+        {"-T"},
+        {"-u", "0"},
+        {"--use-local-uid"},
+        {"-v"},
+        {"-M", "all"},
+        {"--delimiter=,", "-P"},
+        {"--yaml"}}) {
+    args.insert(args.begin(), "acct");
+    Ran r = RunCmd(CmdAcct, args);
+    EXPECT_EQ(r.rc, kExitFailed) << args[1] << ": " << r.err;
+    EXPECT_TRUE(Has(r.err, "cannot read config file")) << args[1] << ": " << r.err;
+  }
+  for (const auto& [args, name] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"-B"}, "-B/--batch-script"},
+           {{"--env-vars"}, "--env-vars"},
+           {{"-c"}, "-c/--completion"},
+           {{"--file=x"}, "-f/--file"},
+           {{"-C", "a"}, "-C/--constraints"},
+           {{"-F", "SchedMain"}, "-F/--flags"},
+           {{"--associations=1"}, "-x/--associations"},
+           {{"-o", "JobID,Eligible"}, "'Eligible' is not available"},
+           {{"-o", "jobid,suspend"}, "'Suspended' is not available"},
+           {{"-o", "JobID,NoSuchField"}, "unknown format field 'NoSuchField'"},
+           {{"-o", "JobID%-"}, "bad width"},
+           {{"-i", "4-2"}, "-i/--nnodes"},
+           {{"--units=X"}, "--units"},
+           {{"--whole-hetjob=maybe"}, "--whole-hetjob"},
+           {{"-N", "n[1-"}, "-N/--nodelist"},
+           {{"-k", "soon"}, "-k/--timelimit-min"},
+           {{"-E", "13:00pm"}, "-E/--endtime"},
+           {{"-g", "no-such-group-here"}, "-g/--gid"}}) {
+    std::vector<std::string> argv = {"acct"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Ran r = RunCmd(CmdAcct, argv);
+    EXPECT_EQ(r.rc, kExitUsage) << name << ": " << r.err;
+    EXPECT_TRUE(Has(r.err, name)) << name << ": " << r.err;
+    EXPECT_FALSE(Has(r.err, "unknown or unsupported option")) << name << ": " << r.err;
+  }
+  // -e lists what --format prints (blank usage fields too), not the refused fields.
+  Ran e = RunCmd(CmdAcct, {"acct", "-e"});
+  EXPECT_EQ(e.rc, kExitOk);
+  for (const char* field : {"DerivedExitCode", "MaxRSS", "TRESUsageOutTot", "ReqMem", "Cluster"}) {
+    EXPECT_TRUE(Has(e.out, field)) << field << " in\n" << e.out;
+  }
+  EXPECT_FALSE(Has(e.out, "Eligible")) << e.out;
+  EXPECT_EQ(RunCmd(CmdAcct, {"acct", "--usage"}).rc, kExitOk);
+  Ran v = RunCmd(CmdAcct, {"acct", "-n", "-V"});
+  EXPECT_EQ(v.rc, kExitOk);
+  EXPECT_EQ(v.out.rfind("slurm 22.05.0\n", 0), 0u) << v.out;
 }
 
 }  // namespace
