@@ -13,6 +13,7 @@
 #include "muster/client/step_client.h"
 #include "muster/client/submit_options.h"
 #include "muster/common/config.h"
+#include "muster/common/duration.h"
 #include "muster/common/gpu_bind.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/strings.h"
@@ -44,7 +45,16 @@ Outside a job: get an allocation with the options below, run the step in it, rel
   -l, --label                prefix output lines with the task id
   -K, --kill-on-bad-exit     a task failing kills the step's other tasks
   -I, --immediate[=SECS]     give up when not allocated within SECS (default 1)
-  Allocation options outside a job are sbatch's: -p -t --mem -C --exclusive ...
+  -W, --wait=SECS            once the first task has ended, kill the others after SECS
+                             (0: no limit, the default)
+      --open-mode=append|truncate  add to the -o/-e files, or empty them first (the default)
+      --prolog=EXE, --epilog=EXE   run EXE here (no shell) just before the step starts, or just
+                             after it ends, with the command as its arguments and the step's
+                             SLURM_* variables; a prolog failing stops the step (none: no EXE)
+      --quit-on-interrupt    one Ctrl-C ends the step
+  Outside a job only (options for the allocation, as sbatch's: -p -t --mem -C --exclusive ...):
+      --priority=N|TOP       the allocation's priority (administrators)
+      --test-only            say when and where the allocation would start; run nothing
 Ctrl-C is forwarded to the tasks; twice within a second ends the step.
 The exit code is the highest task exit code (128+N for a task killed by signal N).
 )";
@@ -57,6 +67,7 @@ allocation when COMMAND ends. Steps inside it run with srun / muster run.
 
 Options are sbatch's (-N -n -c -G --gpus-per-node -p -t --mem -C -w -x -J ...), plus
   -I, --immediate[=SECS]     give up when not allocated within SECS (default 1)
+      --priority=N|TOP       the allocation's priority (administrators)
 )";
 }
 
@@ -101,6 +112,8 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   if (o.gpu_type) return no("a GPU type");
   if (o.export_vars && *o.export_vars != "ALL") return no("--export");
   if (o.immediate_s) return no("--immediate");
+  if (o.priority) return no("--priority");
+  if (o.test_only) return no("--test-only");
   return Status::Ok();
 }
 
@@ -161,6 +174,34 @@ Result<v1::JobSpec> AllocationSpec(const client::SubmitOptions& o, const std::st
   return client::BuildJobSpec(named, ctx);
 }
 
+// srun --test-only outside a job: the allocation is checked as a submission would be and its
+// start forecast, as sbatch --test-only does; nothing is submitted or run.
+int TestOnly(client::ControllerClient& controller, const v1::JobSpec& spec,
+             const client::SubmitOptions& o, const std::string& prog) {
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  req.mutable_spec()->set_interactive(true);
+  req.set_test_only(true);
+  if (o.priority) req.set_priority(*o.priority);
+  auto resp = controller.SubmitJob(req);
+  if (!resp.ok()) return Fail("run", resp.status());
+  const v1::TestOnlyResult& t = resp->test_only();
+  const std::string job = "Job " + std::to_string(resp->job_id());
+  if (t.start_ms() > 0) {
+    std::string where;
+    if (t.nodes_size() > 0) {
+      where = " on nodes " + CompressHostlist({t.nodes().begin(), t.nodes().end()});
+    }
+    if (!t.partition().empty()) where += " in partition " + t.partition();
+    std::fprintf(stderr, "%s: %s to start at %s using %u processors%s\n", prog.c_str(), job.c_str(),
+                 FormatTimestamp(t.start_ms()).c_str(), t.cpus(), where.c_str());
+  } else {
+    std::fprintf(stderr, "%s: %s would wait (%s) with no start time forecast: %s\n", prog.c_str(),
+                 job.c_str(), t.reason().c_str(), t.reason_detail().c_str());
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int CmdRun(int argc, char** argv) {
@@ -184,6 +225,11 @@ int CmdRun(int argc, char** argv) {
   step.work_dir = o.chdir.value_or(Cwd());
   step.label = o.label;
   step.kill_on_bad_exit = o.kill_on_bad_exit;
+  step.open_mode_append = o.open_mode_append.value_or(false);
+  step.prolog = o.prolog;
+  step.epilog = o.epilog;
+  step.quit_on_interrupt = o.quit_on_interrupt;
+  step.wait_s = o.step_wait_s;
   // Inside a job, its --gpus-per-task and --gpu-bind reach srun through the environment, as
   // Slurm's input variables; the options win.
   if (JobIdFromEnv() || o.jobid) {
@@ -229,9 +275,11 @@ int CmdRun(int argc, char** argv) {
   // Outside a job: an allocation of our own, held while the step runs.
   auto spec = AllocationSpec(o, o.positional[0]);
   if (!spec.ok()) return Fail("run", spec.status());
+  if (o.test_only) return TestOnly(*controller, *spec, o, step.program);
   client::AllocateOptions ao;
   ao.program = step.program;
   ao.immediate_s = static_cast<int>(o.immediate_s.value_or(0));
+  ao.priority = o.priority;
   auto job = client::Allocate(*controller, *spec, ao, stderr);
   if (!job.ok()) return Fail("run", job.status());
   step.shape = client::BuildStepRequest(o, job->id(), /*in_job=*/false);
@@ -273,6 +321,7 @@ int CmdAlloc(int argc, char** argv) {
   client::AllocateOptions ao;
   ao.program = "salloc";
   ao.immediate_s = static_cast<int>(o.immediate_s.value_or(0));
+  ao.priority = o.priority;
   auto job = client::Allocate(*controller, *spec, ao, stderr);
   if (!job.ok()) return Fail("alloc", job.status());
   const std::string id = std::to_string(job->id());

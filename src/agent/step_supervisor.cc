@@ -94,6 +94,13 @@ Status StepSupervisor::Launch() {
         "could reach it): use the srun (muster) of this node's release, whose tasks speak PMI "
         "through PMI_FD, or --mpi=none");
   }
+  if (req_.withdrawn()) {
+    // Its client gave it up before it started (an srun --prolog failed): nothing runs, and the
+    // step ends as cancelled, so that the controller frees what it holds.
+    killed_ = true;
+    return Aborted("step " + std::to_string(req_.job_id()) + "." + std::to_string(req_.step_id()) +
+                   " was withdrawn by its client before it started");
+  }
   const v1::LaunchJob& launch = setup_.launch();
   const v1::JobSpec& spec = launch.spec();
   const bool root = ::geteuid() == 0;
@@ -240,13 +247,14 @@ Status StepSupervisor::OpenTaskIo(const PatternVars& vars, SpawnSpec& sp, uint32
   }
   int p[2];
   const std::string& cwd = sp.cwd;
-  // Output: files on the node (truncated by the first opener, unless nodes share the file),
-  // else pipes read here and sent to the client.
+  // Output: files on the node (truncated by the first opener, unless nodes share the file or
+  // --open-mode=append asks to add to them), else pipes read here and sent to the client.
   auto file = [&](const std::string& pattern, std::string* path) {
     *path = ExpandOutputPattern(pattern, vars, cwd);
     sp.append_output = true;
-    sp.truncate_output =
-        (req_.total_nodes() <= 1 || PerNodePattern(pattern)) && truncated.insert(*path).second;
+    sp.truncate_output = !req_.open_mode_append() &&
+                         (req_.total_nodes() <= 1 || PerNodePattern(pattern)) &&
+                         truncated.insert(*path).second;
   };
   if (!req_.stdout_pattern().empty()) {
     file(req_.stdout_pattern(), &sp.stdout_path);
@@ -443,7 +451,7 @@ void StepSupervisor::Fail(const Status& s) {
   KillTasks();  // tasks started before the failure must not outlive the step
   Write(static_cast<uint32_t>(s.code()), s.message());
   done_ = true;
-  if (exit_code_ == 0) exit_code_ = 1;
+  if (exit_code_ == 0 && !req_.withdrawn()) exit_code_ = 1;  // withdrawn: CANCELLED, not FAILED
   ReportEnd();
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -167,6 +168,7 @@ Result<v1::JobInfo> Allocate(ControllerClient& controller, const v1::JobSpec& sp
   v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   req.mutable_spec()->set_interactive(true);
+  if (o.priority) req.set_priority(*o.priority);  // the controller refuses it but to admins
   MUSTER_ASSIGN_OR_RETURN(v1::SubmitJobResponse sub, controller.SubmitJob(req));
   const uint64_t id = sub.job_id();
   const std::string jid = std::to_string(id);
@@ -216,7 +218,55 @@ Result<v1::JobInfo> Allocate(ControllerClient& controller, const v1::JobSpec& sp
   }
 }
 
-Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* out, FILE* err) {
+Result<int> RunHostProgram(const std::string& exe, const std::vector<std::string>& args,
+                           const std::vector<std::string>& env) {
+  // Everything the child needs is made before fork: it only execs (or says why it cannot).
+  std::vector<std::string> words{exe};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<std::string> vars = env;
+  std::vector<char*> argv, envp;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  for (std::string& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  // The exec's errno comes back through a close-on-exec pipe; nothing comes when it worked.
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(p[0]);
+    ::close(p[1]);
+    return ErrnoStatus("fork", e);
+  }
+  if (pid == 0) {
+    ::execve(argv[0], argv.data(), envp.data());
+    const int e = errno;
+    (void)!::write(p[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  int exec_errno = 0;
+  ssize_t n;
+  while ((n = ::read(p[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(p[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return ErrnoStatus("waitpid", errno);
+  }
+  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    return ErrnoStatus("cannot run " + exe, exec_errno, StatusCode::kFailedPrecondition);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+namespace {
+
+// Waits while other steps hold what the step needs (or the job's nodes are still starting), then
+// creates it.
+Result<v1::CreateStepResponse> CreateStepWhenFree(ControllerClient& controller,
+                                                  const StepOptions& o, FILE* err) {
   const char* prog = o.program.c_str();
   const std::string jid = std::to_string(o.shape.job_id());
   // Other steps may hold what this one needs, or the job's nodes are still starting: wait.
@@ -243,14 +293,135 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     pause_ms = std::min(pause_ms * 2, 200);
   }
   if (said_busy) std::fprintf(err, "%s: Step created for job %s\n", prog, jid.c_str());
-  std::vector<std::string> names;
+  return step;
+}
+
+// What every node of the step is told, and its prolog and epilog.
+struct StepLayout {
+  std::string nodelist;        // the step's nodes, compressed
+  std::string tasks_per_node;  // e.g. 2(x2)
   std::vector<uint32_t> counts;
+  uint32_t nodes = 0;
+};
+
+StepLayout LayoutOf(const v1::CreateStepResponse& step) {
+  StepLayout l;
+  std::vector<std::string> names;
   for (const auto& n : step.nodes()) {
     names.push_back(n.node());
-    counts.push_back(n.ntasks());
+    l.counts.push_back(n.ntasks());
   }
-  const std::string nodelist = CompressHostlist(names);
-  const std::string tasks_per_node = CompressCounts(counts);
+  l.nodelist = CompressHostlist(names);
+  l.tasks_per_node = CompressCounts(l.counts);
+  l.nodes = static_cast<uint32_t>(names.size());
+  return l;
+}
+
+// The launch request for node `n` of the step.
+v1::StepLaunchRequest LaunchRequest(const v1::CreateStepResponse& step, const v1::StepNode& n,
+                                    const StepOptions& o, const StepLayout& layout, bool pmi) {
+  v1::StepLaunchRequest req;
+  req.set_job_id(step.job_id());
+  req.set_step_id(step.step_id());
+  req.set_credential(n.credential());
+  for (const auto& a : o.argv) req.add_argv(a);
+  for (const auto& e : o.environment) req.add_environment(e);
+  req.set_work_dir(o.work_dir);
+  req.set_node_id(n.node_id());
+  req.set_first_task(n.first_task());
+  req.set_ntasks(n.ntasks());
+  req.set_total_tasks(step.total_tasks());
+  req.set_total_nodes(static_cast<uint32_t>(step.nodes_size()));
+  req.set_step_nodelist(layout.nodelist);
+  req.set_tasks_per_node(layout.tasks_per_node);
+  req.set_gpus_given(step.gpus_given());
+  *req.mutable_gpu_indices() = n.gpu_indices();
+  *req.mutable_cpu_ids() = n.cpu_ids();
+  req.set_cpus_per_task(step.cpus_per_task());
+  req.set_step_name(step.name());
+  req.set_run(step.run());
+  req.set_pmi(pmi);
+  req.set_gpus_per_task(o.gpus_per_task);
+  req.set_gpu_bind(o.gpu_bind);
+  req.set_stdin_mode(o.pty ? v1::StepLaunchRequest::STDIN_TASK : o.stdin_mode);
+  req.set_stdin_task(o.pty ? 0 : o.stdin_task);
+  req.set_stdin_pattern(o.stdin_pattern);
+  req.set_stdout_pattern(o.stdout_pattern);
+  req.set_stderr_pattern(o.stderr_pattern);
+  req.set_open_mode_append(o.open_mode_append);
+  req.set_pty(o.pty);
+  if (o.pty) *req.mutable_window() = WindowOf(o.stdin_fd);
+  return req;
+}
+
+// The step's SLURM_* variables on top of srun's environment, for its prolog and epilog
+// (`context`: prolog_srun or epilog_srun, as SLURM_SCRIPT_CONTEXT).
+std::vector<std::string> HostProgramEnv(const StepOptions& o, const v1::CreateStepResponse& step,
+                                        const StepLayout& layout, const char* context) {
+  const std::string jid = std::to_string(step.job_id());
+  const std::string sid = std::to_string(step.step_id());
+  const std::string tasks = std::to_string(step.total_tasks());
+  const std::vector<std::pair<std::string, std::string>> vars = {
+      {"SLURM_JOB_ID", jid},
+      {"SLURM_JOBID", jid},
+      {"SLURM_STEP_ID", sid},
+      {"SLURM_STEPID", sid},
+      {"SLURM_STEP_NODELIST", layout.nodelist},
+      {"SLURM_STEP_NUM_NODES", std::to_string(layout.nodes)},
+      {"SLURM_STEP_NUM_TASKS", tasks},
+      {"SLURM_STEP_TASKS_PER_NODE", layout.tasks_per_node},
+      {"SLURM_NTASKS", tasks},
+      {"SLURM_NPROCS", tasks},
+      {"SLURM_SCRIPT_CONTEXT", context},
+  };
+  std::vector<std::string> env;
+  for (const std::string& e : o.environment) {
+    const std::string name = e.substr(0, e.find('='));
+    if (std::none_of(vars.begin(), vars.end(), [&](const auto& v) { return v.first == name; })) {
+      env.push_back(e);
+    }
+  }
+  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
+  return env;
+}
+
+// Gives a created step up before anything of it runs (its prolog failed): each of its nodes is
+// sent its launch request marked withdrawn, and ends the step without starting a task, so that
+// the controller frees what the step holds. (An agent older than the mark runs /bin/false.)
+void WithdrawStep(const v1::CreateStepResponse& step, const StepOptions& o,
+                  const StepLayout& layout) {
+  StepOptions nothing = o;
+  nothing.argv = {"/bin/false"};
+  nothing.stdin_mode = v1::StepLaunchRequest::STDIN_NONE;
+  nothing.stdin_pattern.clear();
+  nothing.stdout_pattern = nothing.stderr_pattern = "";
+  nothing.pty = false;
+  std::vector<int> fds;
+  for (const v1::StepNode& n : step.nodes()) {
+    if (n.ntasks() == 0 || n.step_address().empty()) continue;
+    auto fd = ConnectTcp(n.step_address(), 5000, 2000);
+    if (!fd.ok()) continue;
+    v1::StepLaunchRequest req = LaunchRequest(step, n, nothing, layout, /*pmi=*/false);
+    req.set_withdrawn(true);
+    if (WriteFrame(*fd, 0, req.SerializeAsString()).ok()) {
+      fds.push_back(*fd);
+    } else {
+      ::close(*fd);
+    }
+  }
+  // Each node answers once it has ended the step (with the reason, or the end of the stream).
+  for (int fd : fds) {
+    (void)ReadFrame(fd, 10'000);
+    ::close(fd);
+  }
+}
+
+// Launches the created step on its nodes and relays its I/O until every task has ended.
+Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout& layout,
+                           const StepOptions& o, FILE* out, FILE* err) {
+  const char* prog = o.program.c_str();
+  const std::string jid = std::to_string(step.job_id());
+  const std::vector<uint32_t>& counts = layout.counts;
   const bool forward_stdin = o.stdin_mode != v1::StepLaunchRequest::STDIN_NONE;
 
   struct Conn {
@@ -329,36 +500,7 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   for (const v1::StepNode& n : step.nodes()) {
     if (n.ntasks() == 0) continue;
     const int fd = conns[next_conn++].fd;
-    v1::StepLaunchRequest req;
-    req.set_job_id(step.job_id());
-    req.set_step_id(step.step_id());
-    req.set_credential(n.credential());
-    for (const auto& a : o.argv) req.add_argv(a);
-    for (const auto& e : o.environment) req.add_environment(e);
-    req.set_work_dir(o.work_dir);
-    req.set_node_id(n.node_id());
-    req.set_first_task(n.first_task());
-    req.set_ntasks(n.ntasks());
-    req.set_total_tasks(step.total_tasks());
-    req.set_total_nodes(static_cast<uint32_t>(step.nodes_size()));
-    req.set_step_nodelist(nodelist);
-    req.set_tasks_per_node(tasks_per_node);
-    req.set_gpus_given(step.gpus_given());
-    *req.mutable_gpu_indices() = n.gpu_indices();
-    *req.mutable_cpu_ids() = n.cpu_ids();
-    req.set_cpus_per_task(step.cpus_per_task());
-    req.set_step_name(step.name());
-    req.set_run(step.run());
-    req.set_pmi(pmi.has_value());
-    req.set_gpus_per_task(o.gpus_per_task);
-    req.set_gpu_bind(o.gpu_bind);
-    req.set_stdin_mode(o.pty ? v1::StepLaunchRequest::STDIN_TASK : o.stdin_mode);
-    req.set_stdin_task(o.pty ? 0 : o.stdin_task);
-    req.set_stdin_pattern(o.stdin_pattern);
-    req.set_stdout_pattern(o.stdout_pattern);
-    req.set_stderr_pattern(o.stderr_pattern);
-    req.set_pty(o.pty);
-    if (o.pty) *req.mutable_window() = WindowOf(o.stdin_fd);
+    const v1::StepLaunchRequest req = LaunchRequest(step, n, o, layout, pmi.has_value());
     Status s = WriteFrame(fd, 0, req.SerializeAsString());
     if (!s.ok()) return give_up(s.Prepend("node " + n.node()));
   }
@@ -400,6 +542,8 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   if (!stdin_open) send_stdin("");
   size_t open = conns.size();
   int64_t last_interrupt_ms = -10'000;
+  // srun -W: when the tasks still running are killed (set once the first task has ended).
+  int64_t wait_until_ms = -1;
   bool killing = false;
   bool killed_after_failure = false;
   while (open > 0) {
@@ -410,7 +554,11 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     const size_t stdin_at = pfds.size();
     const bool read_stdin = stdin_open && stdin_room();
     if (read_stdin) pfds.push_back({o.stdin_fd, POLLIN, 0});
-    int r = ::poll(pfds.data(), pfds.size(), -1);
+    int timeout_ms = -1;
+    if (wait_until_ms >= 0 && !killing) {
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(wait_until_ms - MonotonicMs(), 0, 60'000));
+    }
+    int r = ::poll(pfds.data(), pfds.size(), timeout_ms);
     if (r < 0) {
       if (errno == EINTR) continue;
       return give_up(ErrnoStatus("poll", errno));
@@ -428,7 +576,7 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     for (int sig : TakeSignals()) {
       if (sig == SIGINT) {
         const int64_t now = MonotonicMs();
-        if (now - last_interrupt_ms <= 1000) {
+        if (o.quit_on_interrupt || now - last_interrupt_ms <= 1000) {
           std::fprintf(err, "%s: forcing job step %s.%u to end\n", prog, jid.c_str(),
                        step.step_id());
           killing = true;
@@ -502,6 +650,9 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
               signal_all(SIGKILL);
             }
           }
+          if (wait_until_ms < 0 && o.wait_s > 0) {
+            wait_until_ms = MonotonicMs() + static_cast<int64_t>(o.wait_s) * 1000;
+          }
           if (--c.pending_tasks == 0) close_it = true;
         }
       }
@@ -510,6 +661,12 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
         c.fd = -1;
         --open;
       }
+    }
+    if (wait_until_ms >= 0 && !killing && open > 0 && MonotonicMs() >= wait_until_ms) {
+      std::fprintf(err, "%s: error: first task exited %us ago: ending job step %s.%u (--wait)\n",
+                   prog, o.wait_s, jid.c_str(), step.step_id());
+      killing = true;
+      signal_all(SIGKILL);
     }
     if (pmi && pmi->aborted() && !killing) {
       std::fprintf(err, "%s: error: %s; ending step %s.%u\n", prog, pmi->abort_message().c_str(),
@@ -521,6 +678,39 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
     }
   }
   return worst;
+}
+
+}  // namespace
+
+Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* out, FILE* err) {
+  MUSTER_ASSIGN_OR_RETURN(const v1::CreateStepResponse step,
+                          CreateStepWhenFree(controller, o, err));
+  const StepLayout layout = LayoutOf(step);
+  const char* prog = o.program.c_str();
+  if (!o.prolog.empty()) {
+    auto rc = RunHostProgram(o.prolog, o.argv, HostProgramEnv(o, step, layout, "prolog_srun"));
+    if (!rc.ok() || *rc != 0) {
+      WithdrawStep(step, o, layout);
+      return FailedPrecondition(
+          "--prolog " + o.prolog + " failed" +
+          (rc.ok() ? " with exit code " + std::to_string(*rc) : ": " + rc.status().message()) +
+          "; job step " + std::to_string(step.job_id()) + "." + std::to_string(step.step_id()) +
+          " was not started");
+    }
+  }
+  Result<int> code = LaunchAndWatch(step, layout, o, out, err);
+  if (!o.epilog.empty()) {
+    // Its status is reported, and changes nothing.
+    auto rc = RunHostProgram(o.epilog, o.argv, HostProgramEnv(o, step, layout, "epilog_srun"));
+    if (!rc.ok()) {
+      std::fprintf(err, "%s: error: --epilog %s: %s\n", prog, o.epilog.c_str(),
+                   rc.status().message().c_str());
+    } else if (*rc != 0) {
+      std::fprintf(err, "%s: error: --epilog %s failed with exit code %d\n", prog, o.epilog.c_str(),
+                   *rc);
+    }
+  }
+  return code;
 }
 
 }  // namespace muster::client

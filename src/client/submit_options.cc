@@ -86,10 +86,15 @@ enum LongOnly {
   kBell,
   kMemPerCpu,
   kMinCpus,
+  kCpusPerGpu,
+  kNtasksPerGpu,
   kOpenMode,
   kPriority,
   kUid,
   kGid,
+  kProlog,
+  kEpilog,
+  kQuitOnInterrupt,
   // Refused (KnownUnsupported), but named here so that getopt does not take it for an
   // abbreviation of a longer option it knows (--bcast for --bcast-exclude).
   kBcast,
@@ -195,14 +200,39 @@ const struct option kLongOptions[] = {
     {"mem-bind", required_argument, nullptr, kMemBind},
     {"mem-per-cpu", required_argument, nullptr, kMemPerCpu},
     {"mincpus", required_argument, nullptr, kMinCpus},
+    {"cpus-per-gpu", required_argument, nullptr, kCpusPerGpu},
+    {"ntasks-per-gpu", required_argument, nullptr, kNtasksPerGpu},
     {"open-mode", required_argument, nullptr, kOpenMode},
     {"priority", required_argument, nullptr, kPriority},
     {"uid", required_argument, nullptr, kUid},
     {"gid", required_argument, nullptr, kGid},
+    {"prolog", required_argument, nullptr, kProlog},
+    {"epilog", required_argument, nullptr, kEpilog},
+    {"quit-on-interrupt", no_argument, nullptr, kQuitOnInterrupt},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions =
     "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:";
+
+// srun's -W/--wait=SECONDS takes a value; sbatch's -W/--wait (wait for the job's end) takes none.
+const char* ShortOptionsFor(OptionSet set) {
+  static const std::string run = [] {
+    std::string s = kShortOptions;
+    s.replace(s.find('W'), 1, "W:");
+    return s;
+  }();
+  return set == OptionSet::kRun ? run.c_str() : kShortOptions;
+}
+const struct option* LongOptionsFor(OptionSet set) {
+  static const std::vector<struct option> run = [] {
+    std::vector<struct option> v(std::begin(kLongOptions), std::end(kLongOptions));
+    for (struct option& o : v) {
+      if (o.name && std::strcmp(o.name, "wait") == 0) o.has_arg = required_argument;
+    }
+    return v;
+  }();
+  return set == OptionSet::kRun ? run.data() : kLongOptions;
+}
 
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
@@ -227,6 +257,9 @@ bool Accepted(int c, OptionSet set) {
     case 'T':
     case 'X':
     case 'E':
+    case kProlog:
+    case kEpilog:
+    case kQuitOnInterrupt:
       return set == OptionSet::kRun;
     case kBell:
     case kNoBell:
@@ -236,15 +269,16 @@ bool Accepted(int c, OptionSet set) {
     case kBatchFeatures:
     case kIgnorePbs:
     case kExportFile:
-    case kOpenMode:  // srun's (a step's own files) is not supported yet
-    case kPriority:  // an allocation's: not yet
     case kUid:
     case kGid:
-    case 'W':  // srun's -W/--wait=SECONDS is another option, not supported yet
       return set == OptionSet::kBatch;
+    case kOpenMode:  // sbatch's for the script's files, srun's for the step's
+    case 'W':        // sbatch's waits for the job's end; srun's -W=SECONDS is another option
+      return set != OptionSet::kAlloc;
     case 'I':
       return set != OptionSet::kBatch;
-    case kTestOnly:
+    case kTestOnly:  // sbatch's and srun's (outside a job)
+      return set != OptionSet::kAlloc;
     case 'a':
       return set == OptionSet::kBatch;
     case kWrap:
@@ -283,13 +317,9 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"multi-prog", kNotYet + "every task runs the same program (branch on SLURM_PROCID)"},
       {"task-prolog", kNotYet + "nothing runs before each task but the task"},
       {"task-epilog", kNotYet + "nothing runs after each task"},
-      {"prolog", kNotYet + "srun runs nothing before the step"},
-      {"epilog", kNotYet + "srun runs nothing after the step"},
-      {"quit-on-interrupt", kNotYet + "a second Ctrl-C within a second ends the step"},
       {"relative", kNotYet + "a step takes its nodes from the start of the allocation"},
       {"no-shell", kNotYet + "an allocation lasts while salloc runs"},
       {"kill-command", kNotYet + "the command is left to end when the allocation does"},
-      {"test-only", kNotYet + "for srun and salloc; sbatch --test-only forecasts a start"},
       {"tmp", kNotYet + "nodes do not report their temporary disk space"},
       {"sockets-per-node", kLayout},
       {"cores-per-socket", kLayout},
@@ -298,17 +328,10 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"ntasks-per-core", kLayout},
       {"ntasks-per-socket", kLayout},
       {"hint", kLayout},
-      {"cpus-per-gpu", kNotYet + "give --cpus-per-task with --gpus-per-task"},
-      {"ntasks-per-gpu", kNotYet + "give --ntasks with --gpus-per-task"},
       {"licenses", kNotYet + "the cluster has no licenses to count"},
-      {"open-mode", kNotYet + "for srun, whose output files are truncated when the step starts"},
-      {"priority",
-       kNotYet +
-           "at submission; an administrator sets it with scontrol update JobId=ID Priority=N"},
       {"propagate", kNotYet + "tasks get their node's resource limits, not the submitting shell's"},
       {"get-user-env", kNotYet + "the job gets the environment it was submitted with (--export)"},
       {"overcommit", kNotYet + "each task gets at least one CPU"},
-      {"wait", kNotYet + "for srun, which waits for every task (sbatch -W is supported)"},
   };
   return k;
 }
@@ -330,8 +353,6 @@ std::string LongNameOf(char letter, OptionSet set) {
       return "overcommit";
     case 'r':
       return "relative";
-    case 'W':
-      return "wait";
     case 'K':
       return set == OptionSet::kAlloc ? "kill-command" : "";
     default:
@@ -355,7 +376,7 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
   auto err = [&](const std::string& m) { return InvalidArgument(origin + ": " + m); };
   while (true) {
     int idx = -1;
-    int c = getopt_long(argc, argv.data(), kShortOptions, kLongOptions, &idx);
+    int c = getopt_long(argc, argv.data(), ShortOptionsFor(set), LongOptionsFor(set), &idx);
     if (c == -1) break;
     std::string val = optarg ? optarg : "";
     Status s;
@@ -662,6 +683,13 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         o->mem_per_gpu_mb.reset();
         break;
       }
+      case kCpusPerGpu:
+      case kNtasksPerGpu: {
+        auto n = Count(c == kCpusPerGpu ? "--cpus-per-gpu" : "--ntasks-per-gpu", val);
+        if (!n.ok()) return err(n.status().message());
+        (c == kCpusPerGpu ? o->cpus_per_gpu : o->ntasks_per_gpu) = *n;
+        break;
+      }
       case kMinCpus: {
         auto n = Count("--mincpus", val);
         if (!n.ok()) return err(n.status().message());
@@ -707,8 +735,28 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'M':
         o->clusters = val;
         break;
-      case 'W':
-        o->wait = true;
+      case 'W': {
+        if (set != OptionSet::kRun) {
+          o->wait = true;
+          break;
+        }
+        // srun -W SECONDS: once the first task has ended, how long the others get (0: no limit).
+        auto n = ParseUint(val);
+        if (!n || *n > 0xFFFFFFFFu) return err("--wait=" + val + ": expected a number of seconds");
+        o->step_wait_s = static_cast<uint32_t>(*n);
+        break;
+      }
+      case kProlog:
+      case kEpilog:
+        // A program srun runs on its own host before (after) the step; none: nothing.
+        if (val.empty()) {
+          return err(std::string(c == kProlog ? "--prolog" : "--epilog") +
+                     " wants a program (or none)");
+        }
+        (c == kProlog ? o->prolog : o->epilog) = val == "none" ? "" : val;
+        break;
+      case kQuitOnInterrupt:
+        o->quit_on_interrupt = true;
         break;
       case kBell:
         o->bell = true;
@@ -895,6 +943,63 @@ Result<std::vector<Directive>> ParseDirectives(const std::string& script) {
   return out;
 }
 
+namespace {
+
+// --ntasks-per-gpu and --cpus-per-gpu become the counts the controller takes, as Slurm reads
+// them: tasks from the GPUs asked for (or GPUs from the tasks), and CPUs per task (with
+// --gpus-per-task) or per node (a node's slot of at least that many CPUs per GPU on it).
+Status ApplyPerGpuCounts(const SubmitOptions& o, v1::JobSpec* s) {
+  constexpr uint64_t kMax = 10'000'000;
+  auto too_many = [](const char* what) {
+    return InvalidArgument(std::string(what) + " asks for more than 10000000 tasks or CPUs");
+  };
+  if (o.ntasks_per_gpu) {
+    const uint64_t per = *o.ntasks_per_gpu;
+    if (o.gpus_per_task) {
+      return InvalidArgument("--ntasks-per-gpu and --gpus-per-task are mutually exclusive");
+    }
+    const uint64_t gpus = s->gpus_total() > 0 ? s->gpus_total()
+                          : s->gpus_per_node() > 0
+                              ? uint64_t{s->gpus_per_node()} * std::max<uint32_t>(1, s->nodes())
+                              : 0;
+    if (gpus > 0 && s->ntasks() == 0) {
+      if (gpus * per > kMax) return too_many("--ntasks-per-gpu");
+      s->set_ntasks(static_cast<uint32_t>(gpus * per));
+    } else if (gpus == 0 && s->ntasks() > 0) {
+      s->set_gpus_total(static_cast<uint32_t>((s->ntasks() + per - 1) / per));
+    } else if (gpus == 0) {
+      return InvalidArgument(
+          "--ntasks-per-gpu needs --ntasks or a GPU count (--gpus, --gpus-per-node, --gres=gpu:N)");
+    }
+  }
+  if (o.cpus_per_gpu) {
+    const uint64_t per = *o.cpus_per_gpu;
+    if (o.cpus_per_task) {
+      return InvalidArgument("--cpus-per-gpu and --cpus-per-task are mutually exclusive");
+    }
+    uint64_t per_node = s->gpus_per_node();
+    if (per_node == 0 && s->gpus_total() > 0 && s->nodes() > 0 && s->min_nodes() == 0 &&
+        s->gpus_total() % s->nodes() == 0) {
+      per_node = s->gpus_total() / s->nodes();
+    }
+    if (s->gpus_per_task() > 0) {
+      if (per * s->gpus_per_task() > kMax) return too_many("--cpus-per-gpu");
+      s->set_cpus_per_task(static_cast<uint32_t>(per * s->gpus_per_task()));
+    } else if (per_node > 0) {
+      if (per * per_node > kMax) return too_many("--cpus-per-gpu");
+      s->set_min_cpus_per_node(
+          std::max<uint32_t>(s->min_cpus_per_node(), static_cast<uint32_t>(per * per_node)));
+    } else {
+      return InvalidArgument(
+          "--cpus-per-gpu needs the GPUs of each node or task: --gpus-per-node (--gres=gpu:N), "
+          "--gpus-per-task, or --gpus with -N");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ctx) {
   if (!ctx.interactive && !StartsWith(ctx.script, "#!")) {
     return InvalidArgument(
@@ -954,6 +1059,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
     s.set_user(o.run_as_user);
     s.set_gid(o.run_as_gid.value_or(0));
   }
+  MUSTER_RETURN_IF_ERROR(ApplyPerGpuCounts(o, &s));
   s.set_constraint(o.constraint.value_or(""));
   for (const std::string& n : o.nodelist.value_or(std::vector<std::string>{})) {
     s.add_required_nodes(n);

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,18 +40,34 @@ struct StepOptions {
   // --gpus-per-task and --gpu-bind: each task's own share of the step's GPUs on its node.
   uint32_t gpus_per_task = 0;
   std::string gpu_bind;
+  // srun --open-mode=append: the -o/-e files are added to, not truncated when the step starts.
+  bool open_mode_append = false;
+  // srun --prolog/--epilog: programs run on this host, without a shell, just before the tasks
+  // are launched and just after the step has ended, with the step's command and arguments as
+  // their arguments and the step's SLURM_* variables in their environment (empty: none). A
+  // prolog that fails ends the step before anything of it runs; the epilog's status changes
+  // nothing.
+  std::string prolog, epilog;
+  // srun --quit-on-interrupt: one Ctrl-C ends the step at once.
+  bool quit_on_interrupt = false;
+  // srun -W/--wait: once the first task has ended, the others get this many seconds more, then
+  // the step is killed (0: no limit).
+  uint32_t wait_s = 0;
 };
 
 // Runs the step to completion, writing task output to out/err line by line. Waits (saying so
 // once on err) while other steps hold what it needs. Forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT,
-// SIGUSR1 and SIGUSR2 to the tasks; a second SIGINT within a second kills them. Returns the
-// step's exit code: the highest task exit code, or 128+signal for a task killed by a signal.
+// SIGUSR1 and SIGUSR2 to the tasks; a second SIGINT within a second (or the first, with
+// quit_on_interrupt) kills them. Returns the step's exit code: the highest task exit code, or
+// 128+signal for a task killed by a signal. FAILED_PRECONDITION, naming it, when the prolog
+// fails (the step is then withdrawn: nothing of it runs).
 Result<int> RunStep(ControllerClient& controller, const StepOptions& options, FILE* out, FILE* err);
 
 struct AllocateOptions {
   std::string program = "srun";  // "srun: job 5 queued and waiting for resources"
   int immediate_s = 0;           // > 0: give up when not allocated within this many seconds
   bool quiet = false;
+  std::optional<int64_t> priority;  // --priority (administrators): the job's from the start
 };
 
 // Submits the interactive allocation, binds it to this connection (closing the connection, as
@@ -58,6 +75,12 @@ struct AllocateOptions {
 // while waiting withdraws it. Returns the running job.
 Result<v1::JobInfo> Allocate(ControllerClient& controller, const v1::JobSpec& spec,
                              const AllocateOptions& options, FILE* err);
+
+// Runs `exe` on this host without a shell (srun --prolog/--epilog): `args` follow it on its
+// command line, `env` is its whole environment. Waits for it and returns its exit code (128+N
+// when signal N ended it); an error when it cannot be run at all.
+Result<int> RunHostProgram(const std::string& exe, const std::vector<std::string>& args,
+                           const std::vector<std::string>& env);
 
 // Blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 for direct delivery and routes them
 // to a pipe that RunStep and Allocate poll (a signal-safe way to forward them). Call once,

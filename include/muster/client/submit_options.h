@@ -33,8 +33,10 @@ struct SubmitOptions {
   std::string gpu_bind;  // srun --gpu-bind (checked by ParseGpuBind)
   std::optional<uint64_t> mem_mb, mem_per_gpu_mb, mem_per_cpu_mb;
   std::optional<uint32_t> min_cpus;      // --mincpus: CPUs per node at least
-  std::optional<bool> open_mode_append;  // sbatch --open-mode=append|truncate
-  std::optional<int64_t> priority;       // sbatch --priority (administrators)
+  std::optional<uint32_t> cpus_per_gpu;  // --cpus-per-gpu (BuildJobSpec turns it into counts)
+  std::optional<uint32_t> ntasks_per_gpu;
+  std::optional<bool> open_mode_append;  // --open-mode=append|truncate (sbatch's, srun's)
+  std::optional<int64_t> priority;       // --priority (administrators; srun's outside a job)
   // sbatch --uid/--gid (root only): the user and group the job runs as.
   std::optional<uint32_t> run_as_uid, run_as_gid;
   std::string run_as_user;
@@ -50,7 +52,7 @@ struct SubmitOptions {
   std::optional<int64_t> time_limit_ms;
   bool hold = false;
   bool parsable = false;
-  bool test_only = false;  // sbatch --test-only
+  bool test_only = false;  // sbatch --test-only, srun --test-only (outside a job)
   bool no_requeue = false;
   bool exclusive = false;
   bool help = false;           // -h/--help and --usage
@@ -72,6 +74,13 @@ struct SubmitOptions {
   std::optional<std::string> array;     // sbatch --array
   std::optional<std::string> mpi;       // --mpi: pmi1 (default) or none
   bool bell = false;                    // salloc --bell: ring the terminal bell when granted
+  // srun --prolog/--epilog: programs srun runs on its own host before and after the step
+  // (empty: none).
+  std::string prolog, epilog;
+  bool quit_on_interrupt = false;  // srun --quit-on-interrupt: one Ctrl-C ends the step
+  // srun -W/--wait=SECONDS: once the first task has ended, the others get this long (0: no
+  // limit). sbatch's -W is `wait`.
+  uint32_t step_wait_s = 0;
   // Everything after the options: the script path and its arguments (command line only).
   std::vector<std::string> positional;
 };

@@ -89,3 +89,63 @@ grew() { [ "$(wc -l < suspended.out)" -gt "$lines" ]; }
 wait_for 10 grew
 [ "$("$DIR/compat/squeue" -h -j "$id" -o %t)" = R ] || fail "resumed job: $("$DIR/compat/squeue" -h -j "$id" -o %t)"
 "$DIR/compat/scancel" "$id"
+# srun --prolog/--epilog: run where srun runs, just before and after the step, with the step's
+# SLURM_* variables and its command as arguments; a prolog that fails stops srun, naming it, and
+# nothing of the step runs (inside a job the step is withdrawn: the next one is not held up).
+printf '#!/bin/sh\necho "$SLURM_SCRIPT_CONTEXT $SLURM_JOB_ID.$SLURM_STEP_ID $SLURM_STEP_NUM_TASKS $*" >> around.log\n' > around.sh
+chmod +x around.sh
+rm -f around.log
+"$DIR/compat/srun" -n2 --prolog=./around.sh --epilog="$PWD/around.sh" sh -c 'echo task >> around.log' ||
+  fail "srun --prolog/--epilog: $(cat around.log)"
+first=$(head -1 around.log) last=$(tail -1 around.log)
+grep -qE '^prolog_srun [0-9]+\.[0-9]+ 2 sh -c echo task >> around.log$' <<<"$first" &&
+  [ "$(grep -c '^task$' around.log)" = 2 ] && [ "$(wc -l < around.log)" = 4 ] &&
+  [ "${last#epilog_srun }" = "${first#prolog_srun }" ] || fail "srun --prolog/--epilog: $(cat around.log)"
+set +e
+out=$("$DIR/compat/srun" --prolog=/bin/false sh -c 'echo ran > prolog_ran.out' 2>&1); rc=$?
+set -e
+[ $rc != 0 ] && grep -q -- "--prolog /bin/false failed with exit code 1" <<<"$out" || fail "srun --prolog=/bin/false: $rc $out"
+[ ! -e prolog_ran.out ] || fail "a step ran after its prolog failed"
+id=$("$DIR/compat/sbatch" --parsable -W -t 1 -N1 -n2 -o prolog_job.out \
+  --wrap 'srun --prolog=/bin/false true; echo "rc $?"; srun true && echo next step ran')
+[ "$(grep -c '^rc [1-9]\|^next step ran$' prolog_job.out)" = 2 ] || fail "a failed prolog inside a job: $(cat prolog_job.out)"
+"$DIR/compat/sacct" -j "$id" -n -o JobID%12,State | grep -qE "^ *$id\.0 +CANCELLED" ||
+  fail "a withdrawn step: $("$DIR/compat/sacct" -j "$id" -n -o JobID,State)"
+# srun -W SECS: once the first task has ended, the others get SECS, then the step is killed.
+start=$(date +%s)
+set +e
+"$DIR/compat/srun" -n2 -W 2 sh -c '[ "$SLURM_PROCID" = 0 ] || sleep 60' 2>srun_wait.err; rc=$?
+set -e
+took=$(( $(date +%s) - start ))
+[ $rc = 137 ] && [ $took -lt 30 ] && grep -q "first task exited 2s ago" srun_wait.err ||
+  fail "srun -W 2: rc $rc after ${took}s: $(cat srun_wait.err)"
+# srun --quit-on-interrupt: one Ctrl-C ends the step (the task ignores SIGINT).
+"$DIR/compat/srun" --quit-on-interrupt -n1 sh -c 'trap "" INT; echo ready; sleep 60' >quit.out 2>quit.err &
+quit_pid=$!
+wait_for 30 grep -q ready quit.out
+kill -INT "$quit_pid"
+srun_gone() { ! kill -0 "$quit_pid" 2>/dev/null; }
+wait_for 10 srun_gone
+set +e
+wait "$quit_pid"; rc=$?
+set -e
+[ $rc = 137 ] && grep -q "forcing job step" quit.err || fail "srun --quit-on-interrupt: rc $rc $(cat quit.err)"
+# srun --open-mode=append adds to the step's -o file; by default it is emptied.
+echo first > step_append.out
+"$DIR/compat/srun" -n1 --open-mode=append -o step_append.out echo second
+[ "$(cat step_append.out)" = "$(printf 'first\nsecond')" ] || fail "srun --open-mode=append: $(cat step_append.out)"
+"$DIR/compat/srun" -n1 -o step_append.out echo third
+[ "$(cat step_append.out)" = third ] || fail "srun -o (truncate): $(cat step_append.out)"
+# srun --test-only: the allocation's start forecast, nothing run; inside a job refused.
+out=$("$DIR/compat/srun" --test-only -N2 sh -c 'echo ran > test_only_ran.out' 2>&1) || fail "srun --test-only: $out"
+grep -qE "^srun: Job [0-9]+ to start at [0-9T:-]+ using [0-9]+ processors on nodes node.* in partition [^ ]+$" <<<"$out" ||
+  fail "srun --test-only: $out"
+[ ! -e test_only_ran.out ] || fail "srun --test-only ran the command"
+"$DIR/compat/sbatch" -W -o test_only_step.out --wrap 'srun --test-only true; echo "rc $?"' >/dev/null
+grep -q "option --test-only applies to a new allocation" test_only_step.out && grep -q "^rc [1-9]" test_only_step.out ||
+  fail "srun --test-only in a job: $(cat test_only_step.out)"
+# srun/salloc --priority (an administrator's): the allocation's priority.
+out=$("$DIR/compat/salloc" --priority=555 -N1 sh -c "\"$DIR/compat/squeue\" -h -j \$SLURM_JOB_ID -o %Q" 2>/dev/null)
+[ "$out" = 555 ] || fail "salloc --priority=555: $out"
+out=$("$DIR/compat/srun" --priority=556 -N1 sh -c "\"$DIR/compat/squeue\" -h -j \$SLURM_JOB_ID -o %Q")
+[ "$out" = 556 ] || fail "srun --priority=556: $out"

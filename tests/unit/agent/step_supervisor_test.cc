@@ -65,6 +65,9 @@ class StepSupervisorTest : public ::testing::Test {
     r.set_stdin_mode(v1::StepLaunchRequest::STDIN_TASK);
     r.set_gpus_per_task(gpus_per_task_);
     r.set_gpu_bind(gpu_bind_);
+    r.set_stdout_pattern(stdout_pattern_);
+    r.set_open_mode_append(open_mode_append_);
+    r.set_withdrawn(withdrawn_);
     setup.set_visible_devices(visible_);
     v1::LaunchJob& l = *setup.mutable_launch();
     l.set_job_id(7);
@@ -166,6 +169,8 @@ class StepSupervisorTest : public ::testing::Test {
   std::string visible_;  // the step's GPUs here
   uint32_t gpus_per_task_ = 0;
   std::string gpu_bind_;
+  std::string stdout_pattern_;  // srun -o
+  bool open_mode_append_ = false, withdrawn_ = false;
   fs::path dir_;
   std::string setup_path_;
   int client_ = -1;
@@ -367,6 +372,58 @@ TEST_F(StepSupervisorTest, AnOlderSrunsPmiPortIsRefusedNamingTheUpgrade) {
       << h.error;
   EXPECT_EQ(h.output[1], "");
   WaitSupervisor();
+}
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// srun -o FILE: the step's output file is emptied when the step first opens it, unless
+// --open-mode=append asks to add to it.
+TEST_F(StepSupervisorTest, OutputFilesAreTruncatedUnlessTheStepAppends) {
+  ntasks_ = 2;
+  stdout_pattern_ = (dir_ / "out.txt").string();
+  std::ofstream(dir_ / "out.txt") << "before\n";
+  Start("echo task$SLURM_PROCID");
+  Heard h = Listen();
+  ASSERT_EQ(h.exits.size(), 2u) << h.error;
+  WaitSupervisor();
+  std::vector<std::string> lines = Split(ReadAll(dir_ / "out.txt"), '\n', true);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"task0", "task1"})) << "truncated once, by the step";
+
+  ::close(client_);
+  client_ = -1;
+  open_mode_append_ = true;
+  Start("echo again$SLURM_PROCID");
+  h = Listen();
+  ASSERT_EQ(h.exits.size(), 2u) << h.error;
+  WaitSupervisor();
+  lines = Split(ReadAll(dir_ / "out.txt"), '\n', true);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"again0", "again1", "task0", "task1"}))
+      << "--open-mode=append keeps what was there";
+}
+
+// srun gives a created step up before it starts (its --prolog failed): nothing runs, and the
+// step's end is recorded (the controller frees what it holds).
+TEST_F(StepSupervisorTest, AWithdrawnStepRunsNothingAndEnds) {
+  withdrawn_ = true;
+  Start("echo ran > " + (dir_ / "ran").string());
+  Heard h = Listen();
+  EXPECT_NE(h.error.find("withdrawn"), std::string::npos) << h.error;
+  EXPECT_TRUE(h.exits.empty());
+  const int status = WaitSupervisor();
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_FALSE(fs::exists(dir_ / "ran")) << "a withdrawn step's command ran";
+  v1::StepEnded end;
+  ASSERT_TRUE(ReadRecord("end", &end));
+  EXPECT_EQ(end.step_id(), 3u);
+  EXPECT_TRUE(end.killed());
+  EXPECT_EQ(end.exit_code(), 0) << "cancelled, not failed: nothing of it ran";
 }
 
 TEST_F(StepSupervisorTest, AnUnreadableSetupIsRefused) {

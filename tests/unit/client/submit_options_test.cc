@@ -481,11 +481,16 @@ TEST(SlurmOptionsTest, RefusedOptionsSayWhy) {
   SubmitOptions r;
   ASSERT_TRUE(ParseAs(OptionSet::kRun, {"-K", "true"}, &r).ok());
   EXPECT_TRUE(r.kill_on_bad_exit);
-  // sbatch -W waits; srun's -W is another option, refused.
+  // sbatch -W waits and takes no value; srun's -W is another option, with one (seconds).
   SubmitOptions w;
   ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-W", "x.sh"}, &w).ok());
   EXPECT_TRUE(w.wait);
-  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-W", "5", "true"}, &o).code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(w.positional, std::vector<std::string>{"x.sh"});
+  SubmitOptions sw;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"-W", "5", "true"}, &sw).ok());
+  EXPECT_EQ(sw.step_wait_s, 5u);
+  EXPECT_FALSE(sw.wait);
+  EXPECT_EQ(sw.positional, std::vector<std::string>{"true"});
 }
 
 TEST(SlurmOptionsTest, HarmlessOptionsAreTakenAndChangeNothing) {
@@ -639,17 +644,72 @@ TEST(SlurmOptionsTest, MemoryPerCpuMinCpusOpenModeInputAndPriorityReachTheSpec) 
             StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseSubmitArgs({"--priority=-1", "x.sh"}, "command line", &o).code(),
             StatusCode::kInvalidArgument);
-  // srun's own files and an allocation's priority are not done yet: refused, not ignored.
+  // srun's --open-mode is for its step's own files; salloc has none.
   SubmitOptions r;
+  ASSERT_TRUE(
+      ParseSubmitArgs({"--open-mode=append", "true"}, "command line", &r, OptionSet::kRun).ok());
+  EXPECT_TRUE(r.open_mode_append.value_or(false));
   EXPECT_EQ(
-      ParseSubmitArgs({"--open-mode=append", "true"}, "command line", &r, OptionSet::kRun).code(),
-      StatusCode::kUnimplemented);
-  EXPECT_EQ(ParseSubmitArgs({"--priority=5", "true"}, "command line", &r, OptionSet::kAlloc).code(),
-            StatusCode::kUnimplemented);
+      ParseSubmitArgs({"--open-mode=append", "sh"}, "command line", &r, OptionSet::kAlloc).code(),
+      StatusCode::kInvalidArgument);
+  // An allocation's priority, for srun and salloc as for sbatch.
+  SubmitOptions ap;
+  ASSERT_TRUE(
+      ParseSubmitArgs({"--priority=5", "true"}, "command line", &ap, OptionSet::kAlloc).ok());
+  EXPECT_EQ(ap.priority.value_or(0), 5);
+  ASSERT_TRUE(
+      ParseSubmitArgs({"--priority=top", "true"}, "command line", &ap, OptionSet::kRun).ok());
+  EXPECT_EQ(ap.priority.value_or(0), 0xFFFFFFFFLL);
+  r = SubmitOptions();
   // srun's -i is its tasks' input, not a batch script's.
   ASSERT_TRUE(ParseSubmitArgs({"-i", "all", "true"}, "command line", &r, OptionSet::kRun).ok());
   ctx.interactive = true;
   EXPECT_TRUE(BuildJobSpec(r, ctx)->stdin_pattern().empty());
+}
+
+// srun's step options: -W SECONDS, --prolog/--epilog (none: nothing), --quit-on-interrupt,
+// --test-only. They are srun's: sbatch and salloc do not know them (but sbatch's --test-only).
+TEST(SlurmOptionsTest, SrunsWaitPrologEpilogQuitOnInterruptAndTestOnly) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun,
+                      {"--wait=30", "--prolog=/usr/local/bin/pre", "--epilog", "/bin/post",
+                       "--quit-on-interrupt", "--test-only", "hostname", "-W"},
+                      &o)
+                  .ok());
+  EXPECT_EQ(o.step_wait_s, 30u);
+  EXPECT_EQ(o.prolog, "/usr/local/bin/pre");
+  EXPECT_EQ(o.epilog, "/bin/post");
+  EXPECT_TRUE(o.quit_on_interrupt);
+  EXPECT_TRUE(o.test_only);
+  EXPECT_EQ(o.positional, (std::vector<std::string>{"hostname", "-W"}));
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"-W0", "--prolog=none", "--epilog=none", "true"}, &o).ok());
+  EXPECT_EQ(o.step_wait_s, 0u) << "0: no limit";
+  EXPECT_EQ(o.prolog, "") << "none: no prolog";
+  EXPECT_EQ(o.epilog, "");
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--wait=soon", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-W"}, &o).code(), StatusCode::kInvalidArgument)
+      << "srun's -W needs its seconds";
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--prolog=", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  for (const char* opt : {"--prolog=/bin/true", "--epilog=/bin/true", "--quit-on-interrupt"}) {
+    SubmitOptions b;
+    EXPECT_EQ(ParseAs(OptionSet::kBatch, {opt, "x.sh"}, &b).code(), StatusCode::kInvalidArgument)
+        << opt;
+    EXPECT_EQ(ParseAs(OptionSet::kAlloc, {opt, "sh"}, &b).code(), StatusCode::kInvalidArgument)
+        << opt;
+  }
+  SubmitOptions a;
+  EXPECT_EQ(ParseAs(OptionSet::kAlloc, {"--test-only", "sh"}, &a).code(),
+            StatusCode::kInvalidArgument)
+      << "salloc has no --test-only";
+  EXPECT_EQ(ParseAs(OptionSet::kAlloc, {"-W", "5", "sh"}, &a).code(), StatusCode::kInvalidArgument)
+      << "nor -W";
+  // sbatch's --wait still takes no value: what follows is the script.
+  SubmitOptions b;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--wait", "x.sh"}, &b).ok());
+  EXPECT_TRUE(b.wait);
+  EXPECT_EQ(b.positional, std::vector<std::string>{"x.sh"});
 }
 
 TEST(SlurmOptionsTest, UidAndGidNameTheUserAndGroupTheJobRunsAs) {
@@ -667,6 +727,57 @@ TEST(SlurmOptionsTest, UidAndGidNameTheUserAndGroupTheJobRunsAs) {
   EXPECT_EQ(spec->user(), "root");
   EXPECT_EQ(spec->gid(), 65534u);
   EXPECT_EQ(ParseSubmitArgs({"--uid=no-such-user-here", "x.sh"}, "command line", &o).code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace muster::client
+
+namespace muster::client {
+namespace {
+
+v1::JobSpec SpecOf(const std::vector<std::string>& args) {
+  SubmitOptions o;
+  Status s = ParseSubmitArgs(args, "command line", &o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto spec = BuildJobSpec(o, ctx);
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  return spec.ok() ? *spec : v1::JobSpec();
+}
+
+Status SpecError(const std::vector<std::string>& args) {
+  SubmitOptions o;
+  if (Status s = ParseSubmitArgs(args, "command line", &o); !s.ok()) return s;
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  return BuildJobSpec(o, ctx).status();
+}
+
+// Slurm's two ways: the tasks from the GPUs asked for, or the GPUs from the tasks.
+TEST(SlurmOptionsTest, NtasksPerGpuGivesTasksForGpusOrGpusForTasks) {
+  EXPECT_EQ(SpecOf({"--ntasks-per-gpu=2", "--gpus=3", "x.sh"}).ntasks(), 6u);
+  EXPECT_EQ(SpecOf({"--ntasks-per-gpu=2", "-N2", "--gpus-per-node=4", "x.sh"}).ntasks(), 16u);
+  const v1::JobSpec from_tasks = SpecOf({"--ntasks-per-gpu=4", "-n", "10", "x.sh"});
+  EXPECT_EQ(from_tasks.gpus_total(), 3u) << "10 tasks, 4 to a GPU: 3 GPUs";
+  EXPECT_EQ(from_tasks.ntasks(), 10u);
+  EXPECT_EQ(SpecError({"--ntasks-per-gpu=2", "x.sh"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SpecError({"--ntasks-per-gpu=2", "--gpus-per-task=1", "-n2", "x.sh"}).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(SlurmOptionsTest, CpusPerGpuSizesTasksOrNodesByTheirGpus) {
+  const v1::JobSpec per_task = SpecOf({"--cpus-per-gpu=3", "--gpus-per-task=2", "-n4", "x.sh"});
+  EXPECT_EQ(per_task.cpus_per_task(), 6u);
+  EXPECT_EQ(SpecOf({"--cpus-per-gpu=4", "--gres=gpu:2", "x.sh"}).min_cpus_per_node(), 8u);
+  EXPECT_EQ(SpecOf({"--cpus-per-gpu=2", "-N2", "--gpus=8", "x.sh"}).min_cpus_per_node(), 8u);
+  EXPECT_EQ(
+      SpecOf({"--cpus-per-gpu=2", "--mincpus=20", "--gpus-per-node=2", "x.sh"}).min_cpus_per_node(),
+      20u)
+      << "--mincpus above it wins";
+  EXPECT_EQ(SpecError({"--cpus-per-gpu=2", "x.sh"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SpecError({"--cpus-per-gpu=2", "-c2", "--gpus-per-node=1", "x.sh"}).code(),
             StatusCode::kInvalidArgument);
 }
 
