@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
-#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <map>
 #include <optional>
 
+#include "host_program.h"
 #include "muster/client/pmi_server.h"
 #include "muster/common/framing.h"
 #include "muster/common/hostlist.h"
@@ -218,49 +218,6 @@ Result<v1::JobInfo> Allocate(ControllerClient& controller, const v1::JobSpec& sp
   }
 }
 
-Result<int> RunHostProgram(const std::string& exe, const std::vector<std::string>& args,
-                           const std::vector<std::string>& env) {
-  // Everything the child needs is made before fork: it only execs (or says why it cannot).
-  std::vector<std::string> words{exe};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<std::string> vars = env;
-  std::vector<char*> argv, envp;
-  for (std::string& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  for (std::string& v : vars) envp.push_back(v.data());
-  envp.push_back(nullptr);
-  // The exec's errno comes back through a close-on-exec pipe; nothing comes when it worked.
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    ::close(p[0]);
-    ::close(p[1]);
-    return ErrnoStatus("fork", e);
-  }
-  if (pid == 0) {
-    ::execve(argv[0], argv.data(), envp.data());
-    const int e = errno;
-    (void)!::write(p[1], &e, sizeof e);
-    ::_exit(127);
-  }
-  ::close(p[1]);
-  int exec_errno = 0;
-  ssize_t n;
-  while ((n = ::read(p[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
-  }
-  ::close(p[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return ErrnoStatus("waitpid", errno);
-  }
-  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
-    return ErrnoStatus("cannot run " + exe, exec_errno, StatusCode::kFailedPrecondition);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 namespace {
 
 // Waits while other steps hold what the step needs (or the job's nodes are still starting), then
@@ -301,7 +258,6 @@ struct StepLayout {
   std::string nodelist;        // the step's nodes, compressed
   std::string tasks_per_node;  // e.g. 2(x2)
   std::vector<uint32_t> counts;
-  uint32_t nodes = 0;
 };
 
 StepLayout LayoutOf(const v1::CreateStepResponse& step) {
@@ -313,7 +269,6 @@ StepLayout LayoutOf(const v1::CreateStepResponse& step) {
   }
   l.nodelist = CompressHostlist(names);
   l.tasks_per_node = CompressCounts(l.counts);
-  l.nodes = static_cast<uint32_t>(names.size());
   return l;
 }
 
@@ -352,37 +307,6 @@ v1::StepLaunchRequest LaunchRequest(const v1::CreateStepResponse& step, const v1
   req.set_pty(o.pty);
   if (o.pty) *req.mutable_window() = WindowOf(o.stdin_fd);
   return req;
-}
-
-// The step's SLURM_* variables on top of srun's environment, for its prolog and epilog
-// (`context`: prolog_srun or epilog_srun, as SLURM_SCRIPT_CONTEXT).
-std::vector<std::string> HostProgramEnv(const StepOptions& o, const v1::CreateStepResponse& step,
-                                        const StepLayout& layout, const char* context) {
-  const std::string jid = std::to_string(step.job_id());
-  const std::string sid = std::to_string(step.step_id());
-  const std::string tasks = std::to_string(step.total_tasks());
-  const std::vector<std::pair<std::string, std::string>> vars = {
-      {"SLURM_JOB_ID", jid},
-      {"SLURM_JOBID", jid},
-      {"SLURM_STEP_ID", sid},
-      {"SLURM_STEPID", sid},
-      {"SLURM_STEP_NODELIST", layout.nodelist},
-      {"SLURM_STEP_NUM_NODES", std::to_string(layout.nodes)},
-      {"SLURM_STEP_NUM_TASKS", tasks},
-      {"SLURM_STEP_TASKS_PER_NODE", layout.tasks_per_node},
-      {"SLURM_NTASKS", tasks},
-      {"SLURM_NPROCS", tasks},
-      {"SLURM_SCRIPT_CONTEXT", context},
-  };
-  std::vector<std::string> env;
-  for (const std::string& e : o.environment) {
-    const std::string name = e.substr(0, e.find('='));
-    if (std::none_of(vars.begin(), vars.end(), [&](const auto& v) { return v.first == name; })) {
-      env.push_back(e);
-    }
-  }
-  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
-  return env;
 }
 
 // Gives a created step up before anything of it runs (its prolog failed): each of its nodes is
@@ -688,7 +612,9 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   const StepLayout layout = LayoutOf(step);
   const char* prog = o.program.c_str();
   if (!o.prolog.empty()) {
-    auto rc = RunHostProgram(o.prolog, o.argv, HostProgramEnv(o, step, layout, "prolog_srun"));
+    auto rc = RunHostProgram(
+        o.prolog, o.argv,
+        HostProgramEnv(o.environment, step, layout.nodelist, layout.tasks_per_node, "prolog_srun"));
     if (!rc.ok() || *rc != 0) {
       WithdrawStep(step, o, layout);
       return FailedPrecondition(
@@ -701,7 +627,9 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
   Result<int> code = LaunchAndWatch(step, layout, o, out, err);
   if (!o.epilog.empty()) {
     // Its status is reported, and changes nothing.
-    auto rc = RunHostProgram(o.epilog, o.argv, HostProgramEnv(o, step, layout, "epilog_srun"));
+    auto rc = RunHostProgram(
+        o.epilog, o.argv,
+        HostProgramEnv(o.environment, step, layout.nodelist, layout.tasks_per_node, "epilog_srun"));
     if (!rc.ok()) {
       std::fprintf(err, "%s: error: --epilog %s: %s\n", prog, o.epilog.c_str(),
                    rc.status().message().c_str());

@@ -1,0 +1,227 @@
+// What the parsed options become: the controller's job spec (sbatch, and srun's and salloc's
+// allocations) and srun's step request.
+#include <algorithm>
+#include <map>
+
+#include "muster/client/submit_options.h"
+#include "muster/common/strings.h"
+
+namespace muster::client {
+namespace {
+
+// --ntasks-per-gpu and --cpus-per-gpu become the counts the controller takes, as Slurm reads
+// them: tasks from the GPUs asked for (or GPUs from the tasks), and CPUs per task (with
+// --gpus-per-task) or per node (a node's slot of at least that many CPUs per GPU on it).
+Status ApplyPerGpuCounts(const SubmitOptions& o, v1::JobSpec* s) {
+  constexpr uint64_t kMax = 10'000'000;
+  auto too_many = [](const char* what) {
+    return InvalidArgument(std::string(what) + " asks for more than 10000000 tasks or CPUs");
+  };
+  if (o.ntasks_per_gpu) {
+    const uint64_t per = *o.ntasks_per_gpu;
+    if (o.gpus_per_task) {
+      return InvalidArgument("--ntasks-per-gpu and --gpus-per-task are mutually exclusive");
+    }
+    const uint64_t gpus = s->gpus_total() > 0 ? s->gpus_total()
+                          : s->gpus_per_node() > 0
+                              ? uint64_t{s->gpus_per_node()} * std::max<uint32_t>(1, s->nodes())
+                              : 0;
+    if (gpus > 0 && s->ntasks() == 0) {
+      if (gpus * per > kMax) return too_many("--ntasks-per-gpu");
+      s->set_ntasks(static_cast<uint32_t>(gpus * per));
+    } else if (gpus == 0 && s->ntasks() > 0) {
+      s->set_gpus_total(static_cast<uint32_t>((s->ntasks() + per - 1) / per));
+    } else if (gpus == 0) {
+      return InvalidArgument(
+          "--ntasks-per-gpu needs --ntasks or a GPU count (--gpus, --gpus-per-node, --gres=gpu:N)");
+    }
+  }
+  if (o.cpus_per_gpu) {
+    const uint64_t per = *o.cpus_per_gpu;
+    if (o.cpus_per_task) {
+      return InvalidArgument("--cpus-per-gpu and --cpus-per-task are mutually exclusive");
+    }
+    uint64_t per_node = s->gpus_per_node();
+    if (per_node == 0 && s->gpus_total() > 0 && s->nodes() > 0 && s->min_nodes() == 0 &&
+        s->gpus_total() % s->nodes() == 0) {
+      per_node = s->gpus_total() / s->nodes();
+    }
+    if (s->gpus_per_task() > 0) {
+      if (per * s->gpus_per_task() > kMax) return too_many("--cpus-per-gpu");
+      s->set_cpus_per_task(static_cast<uint32_t>(per * s->gpus_per_task()));
+    } else if (per_node > 0) {
+      if (per * per_node > kMax) return too_many("--cpus-per-gpu");
+      s->set_min_cpus_per_node(
+          std::max<uint32_t>(s->min_cpus_per_node(), static_cast<uint32_t>(per * per_node)));
+    } else {
+      return InvalidArgument(
+          "--cpus-per-gpu needs the GPUs of each node or task: --gpus-per-node (--gres=gpu:N), "
+          "--gpus-per-task, or --gpus with -N");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ctx) {
+  if (!ctx.interactive && !StartsWith(ctx.script, "#!")) {
+    return InvalidArgument(
+        "this does not look like a batch script: the first line must start with #! "
+        "(e.g. #!/bin/bash)");
+  }
+  v1::JobSpec s;
+  std::string name = o.job_name.value_or("");
+  if (name.empty()) {
+    if (o.wrap) {
+      name = "wrap";
+    } else {
+      name = ctx.script_name.empty() ? "sbatch"
+                                     : ctx.script_name.substr(ctx.script_name.rfind('/') + 1);
+    }
+  }
+  s.set_name(name);
+  if (o.account) s.set_account(*o.account);
+  if (o.qos) s.set_qos(*o.qos);
+  if (o.reservation) s.set_reservation(*o.reservation);
+  if (o.nice) s.set_nice(*o.nice);
+  if (o.kill_on_invalid_dep) s.set_kill_on_invalid_dep(*o.kill_on_invalid_dep ? 1 : 2);
+  if (o.begin_time_ms) s.set_begin_time_ms(*o.begin_time_ms);
+  if (o.deadline_ms) s.set_deadline_ms(*o.deadline_ms);
+  if (o.signal) {
+    s.set_signal(*o.signal);
+    s.set_signal_time_s(o.signal_time_s);
+    s.set_signal_batch_only(o.signal_batch_only);
+  }
+  if (o.dependency) s.set_dependency(*o.dependency);
+  if (o.partition) {
+    for (const auto& p : Split(*o.partition, ',', true)) s.add_partitions(p);
+  }
+  if (o.use_min_nodes && o.min_nodes) {
+    s.set_nodes(*o.min_nodes);  // --use-min-nodes: the range's smallest count, as a fixed one
+  } else {
+    s.set_nodes(o.nodes.value_or(0));
+    s.set_min_nodes(o.min_nodes.value_or(0));
+  }
+  s.set_ntasks(o.ntasks.value_or(0));
+  s.set_ntasks_per_node(o.ntasks_per_node.value_or(0));
+  s.set_cpus_per_task(o.cpus_per_task.value_or(0));
+  s.set_mem_per_node_mb(o.mem_mb.value_or(0));
+  s.set_gpus_per_node(o.gpus_per_node.value_or(0));
+  s.set_gpus_total(o.gpus.value_or(0));
+  s.set_gpu_type(o.gpu_type.value_or(""));
+  for (const std::string& t : o.gpu_types) s.add_gpu_types(t);
+  s.set_exclusive(o.exclusive);
+  s.set_gpus_per_task(o.gpus_per_task.value_or(0));
+  s.set_mem_per_gpu_mb(o.mem_per_gpu_mb.value_or(0));
+  s.set_mem_per_cpu_mb(o.mem_per_cpu_mb.value_or(0));
+  s.set_min_cpus_per_node(o.min_cpus.value_or(0));
+  s.set_open_mode_append(o.open_mode_append.value_or(false));
+  if (!ctx.interactive && o.input) s.set_stdin_pattern(*o.input);
+  if (o.run_as_uid) {  // root only: the controller takes these from anyone else's credentials
+    s.set_uid(*o.run_as_uid);
+    s.set_user(o.run_as_user);
+    s.set_gid(o.run_as_gid.value_or(0));
+  }
+  MUSTER_RETURN_IF_ERROR(ApplyPerGpuCounts(o, &s));
+  s.set_constraint(o.constraint.value_or(""));
+  for (const std::string& n : o.nodelist.value_or(std::vector<std::string>{})) {
+    s.add_required_nodes(n);
+  }
+  for (const std::string& n : o.exclude.value_or(std::vector<std::string>{})) {
+    s.add_excluded_nodes(n);
+  }
+  s.set_max_switches(o.max_switches.value_or(0));
+  s.set_switches_wait_ms(o.switches_wait_ms.value_or(0));
+  s.set_topology(o.topology.value_or(""));
+  for (const auto& g : o.gres) {
+    v1::GresSpec* item = s.add_gres();
+    item->set_name(g.name);
+    item->set_type(g.type);
+    item->set_count(g.count);
+  }
+  s.set_time_limit_ms(o.time_limit_ms.value_or(0));
+  s.set_interactive(ctx.interactive);
+  if (!ctx.interactive) s.set_script(ctx.script);
+  if (o.positional.size() > 1 && !ctx.interactive) {
+    for (size_t i = 1; i < o.positional.size(); ++i) s.add_script_args(o.positional[i]);
+  }
+  std::string wd = o.chdir.value_or(ctx.cwd);
+  if (!wd.empty() && wd[0] != '/') wd = ctx.cwd + "/" + wd;
+  s.set_work_dir(wd);
+  s.set_submit_dir(ctx.cwd);
+  s.set_submit_host(ctx.hostname);
+  if (o.output) s.set_stdout_pattern(*o.output);
+  if (o.error) s.set_stderr_pattern(*o.error);
+  s.set_hold(o.hold);
+  if (o.array) s.set_array(*o.array);
+  s.set_no_requeue(o.no_requeue);
+
+  // --export: ALL (default), NONE, or a list of names and NAME=value, optionally with ALL.
+  std::map<std::string, std::string> env;
+  std::vector<std::string> order;
+  auto put = [&](const std::string& k, const std::string& v) {
+    if (!env.count(k)) order.push_back(k);
+    env[k] = v;
+  };
+  std::map<std::string, std::string> caller;
+  for (const auto& kv : ctx.environment) {
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos && eq > 0) caller[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::vector<std::string> items = Split(o.export_vars.value_or("ALL"), ',', true);
+  bool all = items.empty();
+  for (const auto& it : items) all |= it == "ALL";
+  if (all) {
+    for (const auto& kv : ctx.environment) {
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos && eq > 0) put(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+  }
+  bool none = false;
+  for (const auto& it : items) {
+    if (it == "ALL") continue;
+    if (it == "NONE") {
+      none = true;
+      continue;
+    }
+    size_t eq = it.find('=');
+    if (eq != std::string::npos) {
+      put(it.substr(0, eq), it.substr(eq + 1));
+    } else if (caller.count(it)) {
+      put(it, caller[it]);
+    }
+  }
+  for (const std::string& kv : o.export_file_vars) {
+    const size_t eq = kv.find('=');
+    put(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  s.set_export_none(none && !all);
+  for (const auto& k : order) s.add_environment(k + "=" + env[k]);
+  return s;
+}
+
+v1::CreateStepRequest BuildStepRequest(const SubmitOptions& o, uint64_t job_id, bool in_job) {
+  v1::CreateStepRequest r;
+  r.set_job_id(job_id);
+  const std::string command = o.positional.empty() ? "" : o.positional[0];
+  r.set_name(o.job_name.value_or(command.substr(command.rfind('/') + 1)));
+  r.set_overlap(o.overlap);
+  if (!in_job) {
+    r.set_exact(o.exact);
+    return r;
+  }
+  r.set_nodes(o.nodes.value_or(0));
+  r.set_ntasks(o.ntasks.value_or(0));
+  r.set_ntasks_per_node(o.ntasks_per_node.value_or(0));
+  r.set_cpus_per_task(o.cpus_per_task.value_or(0));
+  r.set_gpus_per_task(o.gpus_per_task.value_or(0));
+  r.set_gpus_per_node(o.gpus_per_node.value_or(0));
+  r.set_gpus(o.gpus.value_or(0));
+  r.set_exact(o.exact || o.exclusive);
+  for (const auto& n : o.nodelist.value_or(std::vector<std::string>{})) r.add_nodelist(n);
+  for (const auto& n : o.exclude.value_or(std::vector<std::string>{})) r.add_exclude(n);
+  return r;
+}
+
+}  // namespace muster::client

@@ -1,0 +1,273 @@
+// The Slurm options each command takes, and the reasons for the ones refused.
+#include "option_catalog.h"
+
+#include <cstring>
+#include <vector>
+
+namespace muster::client {
+
+namespace {
+
+const struct option kLongOptions[] = {
+    {"job-name", required_argument, nullptr, 'J'},
+    {"partition", required_argument, nullptr, 'p'},
+    {"account", required_argument, nullptr, 'A'},
+    {"dependency", required_argument, nullptr, 'd'},
+    {"qos", required_argument, nullptr, 'q'},
+    {"signal", required_argument, nullptr, kSignal},
+    {"nice", optional_argument, nullptr, kNice},
+    {"kill-on-invalid-dep", required_argument, nullptr, kKillOnInvalidDep},
+    {"begin", required_argument, nullptr, 'b'},
+    {"deadline", required_argument, nullptr, kDeadline},
+    {"reservation", required_argument, nullptr, kReservation},
+    {"nodes", required_argument, nullptr, 'N'},
+    {"ntasks", required_argument, nullptr, 'n'},
+    {"ntasks-per-node", required_argument, nullptr, kNtasksPerNode},
+    {"cpus-per-task", required_argument, nullptr, 'c'},
+    {"mem", required_argument, nullptr, kMem},
+    {"gpus", required_argument, nullptr, 'G'},
+    {"gpus-per-node", required_argument, nullptr, kGpusPerNode},
+    {"gres", required_argument, nullptr, kGres},
+    {"time", required_argument, nullptr, 't'},
+    {"output", required_argument, nullptr, 'o'},
+    {"error", required_argument, nullptr, 'e'},
+    {"chdir", required_argument, nullptr, 'D'},
+    {"export", required_argument, nullptr, kExport},
+    {"wrap", required_argument, nullptr, kWrap},
+    {"hold", no_argument, nullptr, 'H'},
+    {"parsable", no_argument, nullptr, kParsable},
+    {"test-only", no_argument, nullptr, kTestOnly},
+    {"array", required_argument, nullptr, 'a'},
+    {"no-requeue", no_argument, nullptr, kNoRequeue},
+    {"requeue", no_argument, nullptr, kRequeue},
+    {"exclusive", optional_argument, nullptr, kExclusive},
+    {"constraint", required_argument, nullptr, 'C'},
+    {"nodelist", required_argument, nullptr, 'w'},
+    {"exclude", required_argument, nullptr, 'x'},
+    {"switches", required_argument, nullptr, kSwitches},
+    {"topology", required_argument, nullptr, kTopology},
+    {"mem-per-gpu", required_argument, nullptr, kMemPerGpu},
+    {"gpus-per-task", required_argument, nullptr, kGpusPerTask},
+    {"help", no_argument, nullptr, 'h'},
+    // srun and salloc.
+    {"label", no_argument, nullptr, 'l'},
+    {"exact", no_argument, nullptr, kExact},
+    {"overlap", no_argument, nullptr, kOverlap},
+    {"kill-on-bad-exit", optional_argument, nullptr, 'K'},
+    {"pty", no_argument, nullptr, kPty},
+    {"immediate", optional_argument, nullptr, 'I'},
+    {"input", required_argument, nullptr, 'i'},
+    {"unbuffered", no_argument, nullptr, 'u'},
+    {"mpi", required_argument, nullptr, kMpi},
+    {"cpu-bind", required_argument, nullptr, kCpuBind},
+    {"mail-type", required_argument, nullptr, kMailType},
+    {"mail-user", required_argument, nullptr, kMailUser},
+    {"comment", required_argument, nullptr, kComment},
+    {"wckey", required_argument, nullptr, kWckey},
+    {"acctg-freq", required_argument, nullptr, kAcctgFreq},
+    {"profile", required_argument, nullptr, kProfile},
+    {"time-min", required_argument, nullptr, kTimeMin},
+    {"delay-boot", required_argument, nullptr, kDelayBoot},
+    {"quiet", no_argument, nullptr, 'Q'},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"jobid", required_argument, nullptr, kJobId},
+    {"cpu-freq", required_argument, nullptr, kCpuFreq},
+    {"gpu-freq", required_argument, nullptr, kGpuFreq},
+    {"power", required_argument, nullptr, kPower},
+    {"mcs-label", required_argument, nullptr, kMcsLabel},
+    {"network", required_argument, nullptr, kNetwork},
+    {"wait-all-nodes", required_argument, nullptr, kWaitAllNodes},
+    {"prefer", required_argument, nullptr, kPrefer},
+    {"cluster-constraint", required_argument, nullptr, kClusterConstraint},
+    {"contiguous", no_argument, nullptr, kContiguous},
+    {"reboot", no_argument, nullptr, kReboot},
+    {"batch", required_argument, nullptr, kBatchFeatures},
+    {"gres-flags", required_argument, nullptr, kGresFlags},
+    {"msg-timeout", required_argument, nullptr, kMsgTimeout},
+    {"slurmd-debug", required_argument, nullptr, kSlurmdDebug},
+    {"resv-ports", optional_argument, nullptr, kResvPorts},
+    {"bcast-exclude", required_argument, nullptr, kBcastExclude},
+    {"bcast", optional_argument, nullptr, kBcast},
+    {"send-libs", optional_argument, nullptr, kSendLibs},
+    {"compress", optional_argument, nullptr, kCompress},
+    {"threads", required_argument, nullptr, 'T'},
+    {"disable-status", no_argument, nullptr, 'X'},
+    {"preserve-env", no_argument, nullptr, 'E'},
+    {"oversubscribe", no_argument, nullptr, 's'},
+    {"bell", no_argument, nullptr, kBell},
+    {"no-bell", no_argument, nullptr, kNoBell},
+    {"ignore-pbs", no_argument, nullptr, kIgnorePbs},
+    {"usage", no_argument, nullptr, kUsage},
+    {"use-min-nodes", no_argument, nullptr, kUseMinNodes},
+    {"export-file", required_argument, nullptr, kExportFile},
+    {"nodefile", required_argument, nullptr, 'F'},
+    {"clusters", required_argument, nullptr, 'M'},
+    {"wait", no_argument, nullptr, 'W'},
+    {"distribution", required_argument, nullptr, 'm'},
+    {"gpu-bind", required_argument, nullptr, kGpuBind},
+    {"mem-bind", required_argument, nullptr, kMemBind},
+    {"mem-per-cpu", required_argument, nullptr, kMemPerCpu},
+    {"mincpus", required_argument, nullptr, kMinCpus},
+    {"cpus-per-gpu", required_argument, nullptr, kCpusPerGpu},
+    {"ntasks-per-gpu", required_argument, nullptr, kNtasksPerGpu},
+    {"open-mode", required_argument, nullptr, kOpenMode},
+    {"priority", required_argument, nullptr, kPriority},
+    {"uid", required_argument, nullptr, kUid},
+    {"gid", required_argument, nullptr, kGid},
+    {"prolog", required_argument, nullptr, kProlog},
+    {"epilog", required_argument, nullptr, kEpilog},
+    {"quit-on-interrupt", no_argument, nullptr, kQuitOnInterrupt},
+    {nullptr, 0, nullptr, 0},
+};
+constexpr const char* kShortOptions =
+    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:";
+
+}  // namespace
+
+// srun's -W/--wait=SECONDS takes a value; sbatch's -W/--wait (wait for the job's end) takes none.
+const char* ShortOptionsFor(OptionSet set) {
+  static const std::string run = [] {
+    std::string s = kShortOptions;
+    s.replace(s.find('W'), 1, "W:");
+    return s;
+  }();
+  return set == OptionSet::kRun ? run.c_str() : kShortOptions;
+}
+const struct option* LongOptionsFor(OptionSet set) {
+  static const std::vector<struct option> run = [] {
+    std::vector<struct option> v(std::begin(kLongOptions), std::end(kLongOptions));
+    for (struct option& o : v) {
+      if (o.name && std::strcmp(o.name, "wait") == 0) o.has_arg = required_argument;
+    }
+    return v;
+  }();
+  return set == OptionSet::kRun ? run.data() : kLongOptions;
+}
+
+// Options only some commands take; elsewhere they are unknown, as in Slurm.
+bool Accepted(int c, OptionSet set) {
+  switch (c) {
+    case kBcast:
+      return false;
+    case 'l':
+    case kExact:
+    case kOverlap:
+    case 'K':
+    case kPty:
+    case 'u':
+    case kMpi:
+    case kJobId:
+    case kCpuBind:
+    case kMsgTimeout:
+    case kSlurmdDebug:
+    case kResvPorts:
+    case kBcastExclude:
+    case kSendLibs:
+    case kCompress:
+    case 'T':
+    case 'X':
+    case 'E':
+    case kProlog:
+    case kEpilog:
+    case kQuitOnInterrupt:
+      return set == OptionSet::kRun;
+    case kBell:
+    case kNoBell:
+      return set == OptionSet::kAlloc;
+    case 'i':
+      return set != OptionSet::kAlloc;
+    case kBatchFeatures:
+    case kIgnorePbs:
+    case kExportFile:
+    case kUid:
+    case kGid:
+      return set == OptionSet::kBatch;
+    case kOpenMode:  // sbatch's for the script's files, srun's for the step's
+    case 'W':        // sbatch's waits for the job's end; srun's -W=SECONDS is another option
+      return set != OptionSet::kAlloc;
+    case 'I':
+      return set != OptionSet::kBatch;
+    case kTestOnly:  // sbatch's and srun's (outside a job)
+      return set != OptionSet::kAlloc;
+    case 'a':
+      return set == OptionSet::kBatch;
+    case kWrap:
+    case kParsable:
+    case 'o':
+    case 'e':
+      return set != OptionSet::kAlloc;
+    default:
+      return true;
+  }
+}
+
+// Slurm options this version does not implement, refused by name with the reason: ignoring
+// them would change what the job gets (docs/slurm-compat.md, "Every option").
+const std::map<std::string, std::string>& KnownUnsupported() {
+  static const std::string kNotYet = "is not supported yet: ";
+  static const std::string kNever = "is not supported: ";
+  static const std::string kLayout =
+      kNotYet + "nodes are chosen and tasks laid out by CPU count, not by socket, core or thread";
+  static const std::map<std::string, std::string> k = {
+      {"bb", kNever + "Muster has no burst buffers"},
+      {"bbf", kNever + "Muster has no burst buffers"},
+      {"container", kNever + "Muster runs no OCI containers itself; start one in the job"},
+      {"het-group", kNever + "Muster has no heterogeneous jobs"},
+      {"x11", kNever + "Muster does not forward X11"},
+      {"no-allocate", kNever + "every step runs in an allocation"},
+      {"core-spec", kNotYet + "no cores are set aside for the system per job"},
+      {"thread-spec", kNotYet + "no threads are set aside for the system per job"},
+      {"uid", kNotYet + "for srun and salloc; root submits as another user with sbatch --uid"},
+      {"gid", kNotYet + "for srun and salloc; root submits as another user with sbatch --uid"},
+      {"no-kill", kNotYet + "a job loses every node when one fails (it is requeued or ends)"},
+      {"spread-job", kNotYet + "a job gets the nodes its count asks for"},
+      {"gpus-per-socket", kNotYet + "GPUs are not placed by socket"},
+      {"accel-bind", kNotYet + "tasks are not bound to accelerators one by one"},
+      {"bcast", kNotYet + "run the program from a file system the nodes share"},
+      {"multi-prog", kNotYet + "every task runs the same program (branch on SLURM_PROCID)"},
+      {"task-prolog", kNotYet + "nothing runs before each task but the task"},
+      {"task-epilog", kNotYet + "nothing runs after each task"},
+      {"relative", kNotYet + "a step takes its nodes from the start of the allocation"},
+      {"no-shell", kNotYet + "an allocation lasts while salloc runs"},
+      {"kill-command", kNotYet + "the command is left to end when the allocation does"},
+      {"tmp", kNotYet + "nodes do not report their temporary disk space"},
+      {"sockets-per-node", kLayout},
+      {"cores-per-socket", kLayout},
+      {"threads-per-core", kLayout},
+      {"extra-node-info", kLayout},
+      {"ntasks-per-core", kLayout},
+      {"ntasks-per-socket", kLayout},
+      {"hint", kLayout},
+      {"licenses", kNotYet + "the cluster has no licenses to count"},
+      {"propagate", kNotYet + "tasks get their node's resource limits, not the submitting shell's"},
+      {"get-user-env", kNotYet + "the job gets the environment it was submitted with (--export)"},
+      {"overcommit", kNotYet + "each task gets at least one CPU"},
+  };
+  return k;
+}
+
+// Short letters of refused options, by command where Slurm's letters differ.
+std::string LongNameOf(char letter, OptionSet set) {
+  switch (letter) {
+    case 'k':
+      return "no-kill";
+    case 'Z':
+      return "no-allocate";
+    case 'S':
+      return "core-spec";
+    case 'B':
+      return "extra-node-info";
+    case 'L':
+      return "licenses";
+    case 'O':
+      return "overcommit";
+    case 'r':
+      return "relative";
+    case 'K':
+      return set == OptionSet::kAlloc ? "kill-command" : "";
+    default:
+      return "";
+  }
+}
+
+}  // namespace muster::client
