@@ -1,6 +1,7 @@
-// muster control (scontrol): show job|node|partition|reservation|hostnames, update NodeName=...,
-// hold|release|requeue; create|update|delete reservation go to cmd_reservation.cc. Output in
-// scontrol's Key=Value layout, for the scripts that parse it.
+// muster control (scontrol): show job|node|partition|reservation|config|hostnames, ping,
+// version, update NodeName=.../JobId=..., hold|release|requeue|suspend|resume|top, with
+// scontrol's leading options (-o, -Q, -M, ...); create|update|delete reservation go to
+// cmd_reservation.cc. Output in scontrol's Key=Value layout, for the scripts that parse it.
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -102,7 +102,10 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   };
   if (o.partition) return no("--partition");
   if (o.time_limit_ms) return no("--time");
-  if (o.mem_mb || o.mem_per_gpu_mb) return no("--mem");
+  if (o.mem_mb || o.mem_per_gpu_mb || o.mem_per_cpu_mb) return no("--mem");
+  if (o.min_cpus) return no("--mincpus");
+  if (o.cpus_per_gpu) return no("--cpus-per-gpu");
+  if (o.ntasks_per_gpu) return no("--ntasks-per-gpu");
   if (o.constraint) return no("--constraint");
   if (o.max_switches) return no("--switches");
   if (o.topology) return no("--topology");
@@ -358,6 +361,9 @@ int CmdAlloc(int argc, char** argv) {
   if (o.cpus_per_task) vars.push_back({"CPUS_PER_TASK", std::to_string(*o.cpus_per_task)});
   if (job->mem_per_node_mb())
     vars.push_back({"MEM_PER_NODE", std::to_string(job->mem_per_node_mb())});
+  // What the allocation's steps inherit (srun reads them).
+  if (o.gpus_per_task) vars.push_back({"GPUS_PER_TASK", std::to_string(*o.gpus_per_task)});
+  if (!o.gpu_bind.empty()) vars.push_back({"GPU_BIND", o.gpu_bind});
 
   pid_t child = ::fork();
   if (child < 0) {

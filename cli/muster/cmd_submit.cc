@@ -42,8 +42,7 @@ bool Ended(const v1::JobInfo& j) {
     case v1::PENDING:
     case v1::RUNNING:
     case v1::SUSPENDED:
-    case v1::PREEMPTED:  // requeued, or about to be: not over yet
-      return false;
+      return false;  // (a requeued job is PENDING again; PREEMPTED is an end)
     default:
       return !j.completing();
   }

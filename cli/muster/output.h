@@ -27,8 +27,6 @@ std::string FormatHms(int64_t ms);
 std::string NodeList(const v1::JobInfo& j);
 // How long it has run (or ran): 0 while pending.
 int64_t ElapsedMs(const v1::JobInfo& j, int64_t now_ms);
-// A point in time as sacct's -S/-E take it (local time): YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY],
-// now[{+|-}N[units]], today, midnight. In milliseconds since the epoch.
 // A time limit as squeue prints it: "UNLIMITED" or a duration.
 std::string TimeLimitText(int64_t ms);
 // A signal by name (USR1, SIGUSR1) or number (1-64), as scancel --signal takes it; 0 when

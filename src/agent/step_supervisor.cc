@@ -113,16 +113,21 @@ Status StepSupervisor::Launch() {
   if (!req_.gpu_bind().empty()) {
     MUSTER_ASSIGN_OR_RETURN(bind, ParseGpuBind(req_.gpu_bind()));
   }
+  // Each task's share of the step's GPUs here (--gpus-per-task, --gpu-bind), all of them before
+  // any task starts: a binding that fails for one starts none.
   const std::vector<std::string> step_gpus = Split(setup_.visible_devices(), ',', true);
+  std::vector<std::string> task_gpus;
+  for (uint32_t local = 0; local < req_.ntasks(); ++local) {
+    MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> gpus,
+                            TaskGpus(bind, req_.gpus_per_task(), step_gpus, local));
+    task_gpus.push_back(Join(gpus, ","));
+  }
   for (uint32_t local = 0; local < req_.ntasks(); ++local) {
     Task t;
     t.id = req_.first_task() + local;
     SpawnSpec sp;
     sp.argv.assign(req_.argv().begin(), req_.argv().end());
-    // This task's share of the step's GPUs here (--gpus-per-task, --gpu-bind).
-    auto task_gpus = TaskGpus(bind, req_.gpus_per_task(), step_gpus, local);
-    if (!task_gpus.ok()) return task_gpus.status();
-    sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), Join(*task_gpus, ","), req_,
+    sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), task_gpus[local], req_,
                           local, setup_.launch_host());
     sp.cwd = req_.work_dir().empty() ? spec.work_dir() : req_.work_dir();
     sp.change_user = root && spec.uid() != 0;

@@ -29,6 +29,9 @@ Status ApplyPerGpuCounts(const SubmitOptions& o, v1::JobSpec* s) {
     if (gpus > 0 && s->ntasks() == 0) {
       if (gpus * per > kMax) return too_many("--ntasks-per-gpu");
       s->set_ntasks(static_cast<uint32_t>(gpus * per));
+      // GPUs per node without -N: one node, as Slurm (the controller would otherwise spread
+      // the tasks over more nodes, each with that many GPUs).
+      if (s->gpus_total() == 0 && s->nodes() == 0) s->set_nodes(1);
     } else if (gpus == 0 && s->ntasks() > 0) {
       s->set_gpus_total(static_cast<uint32_t>((s->ntasks() + per - 1) / per));
     } else if (gpus == 0) {
@@ -196,6 +199,8 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
     const size_t eq = kv.find('=');
     put(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  // --gpu-bind of a job is its steps' (srun reads SLURM_GPU_BIND, as Slurm's).
+  if (!o.gpu_bind.empty() && !ctx.interactive) put("SLURM_GPU_BIND", o.gpu_bind);
   s.set_export_none(none && !all);
   for (const auto& k : order) s.add_environment(k + "=" + env[k]);
   return s;

@@ -430,6 +430,15 @@ v1::UpdateJobResponse JobManager::Update(const Caller& caller, const v1::UpdateJ
                "job " + jid + (suspend ? " is already suspended" : " is not suspended"));
           continue;
         }
+        if (!suspend && !rec.admin_suspended()) {
+          // Its CPUs are lent to the job that preempted it: taking them back now would only
+          // have it preempted again.
+          fail(StatusCode::kFailedPrecondition,
+               "job " + jid + " was suspended by preemption (for job " +
+                   std::to_string(rec.preempted_by()) +
+                   "); it continues by itself once its CPUs are free");
+          continue;
+        }
         store::Mutation m;
         if (suspend) {
           SuspendByAdmin(*job, caller.user, now, m);

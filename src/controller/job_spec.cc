@@ -344,7 +344,15 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     // size) or --mincpus, whichever is more.
     const uint64_t slot_cpus = std::max<uint64_t>(
         static_cast<uint64_t>(base + (extra > 0 ? 1 : 0)) * cpt, spec.min_cpus_per_node());
+    if (slot_cpus > (uint64_t{1} << 40) / spec.mem_per_cpu_mb()) {
+      return InvalidArgument("--mem-per-cpu times " + std::to_string(slot_cpus) +
+                             " CPUs per node is too large (at most 1024T per node)");
+    }
     spec.set_mem_per_node_mb(spec.mem_per_cpu_mb() * slot_cpus);
+  }
+  // Products of bounded numbers may still be too large (or, unchecked, wrap).
+  if (spec.mem_per_node_mb() > (uint64_t{1} << 40)) {
+    return InvalidArgument("memory request is too large (at most 1024T per node)");
   }
   MUSTER_RETURN_IF_ERROR(NormalizeGres(spec, limits));
   if (spec.name().empty()) spec.set_name("job");

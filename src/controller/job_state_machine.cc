@@ -50,6 +50,7 @@ void FoldSuspension(v1::JobRecord& r, TimeMs now) {
   r.set_suspended_ms(r.suspended_ms() + std::max<TimeMs>(0, now - r.suspend_time_ms()));
   r.set_suspend_time_ms(0);
   r.set_ended_suspended(true);
+  r.set_admin_suspended(false);  // belongs to that run
 }
 
 }  // namespace
@@ -89,6 +90,7 @@ v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& 
     r.set_suspend_time_ms(0);
     r.set_suspended_ms(0);
     r.set_ended_suspended(false);
+    r.set_admin_suspended(false);
     *r.mutable_allocation() = c.allocation;
   } else if (from == v1::PENDING && Ended(c.to)) {
     r.set_end_time_ms(now);
@@ -222,6 +224,7 @@ void JobManager::Suspend(JobEntry& job, uint64_t preemptor, const std::string& w
       r.suspend_time_ms() > 0) {
     return;
   }
+  r.set_admin_suspended(false);
   r.set_preempted_by(preemptor);
   r.set_preempt_count(r.preempt_count() + 1);
   r.set_reason(core::ReasonName(JobReason::kPreempted));

@@ -60,15 +60,22 @@ MUSTER_CHILD_CODE void ResetSignals() {
   Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty), 0, 8);
 }
 
-int OpenOutput(const char* path, int flags) {
-  return static_cast<int>(
-      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), flags | O_CLOEXEC, 0644));
+// Opened without blocking, then made blocking for the task: the agent waits for this child's
+// report, and a FIFO with nobody at its other end (sbatch --input=FIFO) would otherwise hold
+// that wait, and the agent's heartbeats with it, forever. An output FIFO without a reader fails
+// at once (ENXIO) instead.
+int OpenUnblocked(const char* path, int flags) {
+  const long fd =
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), flags | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd < 0) return -1;
+  const long fl = Sys(SYS_fcntl, fd, F_GETFL);
+  if (fl < 0 || Sys(SYS_fcntl, fd, F_SETFL, fl & ~O_NONBLOCK) < 0) return -1;
+  return static_cast<int>(fd);
 }
 
-int OpenRead(const char* path) {
-  return static_cast<int>(
-      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
-}
+int OpenOutput(const char* path, int flags) { return OpenUnblocked(path, flags); }
+
+int OpenRead(const char* path) { return OpenUnblocked(path, O_RDONLY); }
 
 }  // namespace
 

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -157,6 +159,42 @@ TEST_F(LauncherTest, ReportsWhyItCouldNotStart) {
   ASSERT_FALSE(sp.ok());
   EXPECT_NE(sp.status().message().find("cannot open output file /nonexistent/dir/out"),
             std::string::npos);
+}
+
+// A job's input or output may be a FIFO that nobody opens at the other end (sbatch
+// --input=FIFO): the agent waits for the child's report, so an open that blocked would stop the
+// agent, and its heartbeats with it. The input reads end-of-file; the output is refused at once.
+TEST_F(LauncherTest, AFifoWithNobodyAtTheOtherEndNeverHoldsTheLaunch) {
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "cat; echo read-all"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.stdin_path = fifo;
+  s.stdout_path = (dir_ / "out.txt").string();
+  auto launch = std::async(std::launch::async, [&] { return Spawn(s); });
+  if (launch.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    const int writer = ::open(fifo.c_str(), O_WRONLY);  // let it go, then fail
+    ::close(writer);
+    FAIL() << "the launch waited for a writer on the input FIFO";
+  }
+  auto sp = launch.get();
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  Wait(*sp);
+  EXPECT_EQ(Read(s.stdout_path), "read-all\n");
+
+  s.stdin_path.clear();
+  s.stdout_path = fifo;
+  auto out = std::async(std::launch::async, [&] { return Spawn(s); });
+  if (out.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    ::close(reader);
+    FAIL() << "the launch waited for a reader on the output FIFO";
+  }
+  auto refused = out.get();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cannot open output file " + fifo), std::string::npos)
+      << refused.status().message();
 }
 
 TEST_F(LauncherTest, DropsPrivilegesWhenAskedTo) {

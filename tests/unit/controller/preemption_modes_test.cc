@@ -374,3 +374,97 @@ TEST_F(AdminSuspendTest, AResumeWaitsForCpusLentMeanwhile) {
 
 }  // namespace
 }  // namespace muster::controller
+
+namespace muster::controller {
+namespace {
+
+Status ActOn(Engine& engine, uint64_t id, v1::UpdateJobRequest::Action action, TimeMs now) {
+  v1::UpdateJobRequest r;
+  r.add_job_ids(id);
+  r.set_action(action);
+  auto resp = engine.UpdateJob({0, 0, "root", true}, r, now);
+  if (!resp.ok()) return resp.status();
+  for (const auto& res : resp->results()) {
+    if (res.code() != 0) return Status(static_cast<StatusCode>(res.code()), res.message());
+  }
+  return Status::Ok();
+}
+
+// A CPU gang of "shared" on node1-2 (every CPU), then a prio job that needs those CPUs.
+class SuspendKindsTest : public PartitionPreemptionTest {
+ protected:
+  uint64_t CpuGang() {
+    v1::JobSpec cpu = Gang(2, 0);
+    cpu.add_partitions("shared");
+    cpu.set_ntasks_per_node(16);
+    cpu.add_required_nodes("node1");
+    cpu.add_required_nodes("node2");
+    auto id = Submit(cpu, Root());
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : 0;
+  }
+  // A GPU job of "shared" holds node3-4's GPUs, so the prio job can go only to node1-2.
+  void FillNode34() {
+    gpu_low_ = SubmitTo("shared", 2, 8);
+    Pass();
+    Run(gpu_low_);
+  }
+  uint64_t Preemptor() {
+    v1::JobSpec want = Gang(2, 4);
+    want.add_partitions("prio");
+    want.set_ntasks_per_node(4);
+    auto id = Submit(want, Root());
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : 0;
+  }
+  uint64_t gpu_low_ = 0;
+};
+
+// Its CPUs are lent to its preemptor: an operator's resume would only have it preempted again.
+TEST_F(SuspendKindsTest, AJobSuspendedByPreemptionIsNotAnOperatorsToResume) {
+  const uint64_t low = CpuGang();
+  FillNode34();
+  Run(low);
+  Flush();
+  const uint64_t high = Preemptor();
+  Pass();
+  ASSERT_EQ(Job(low).state(), v1::SUSPENDED);
+  const Status s = ActOn(*engine_, low, v1::UpdateJobRequest::RESUME, now_);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("suspended by preemption (for job " + std::to_string(high)),
+            std::string::npos)
+      << s.message();
+}
+
+// An operator's suspend belongs to the run it stopped: requeued, the job's next run is
+// suspended by preemption like any other, and resumes by itself once its preemptor is gone.
+TEST_F(SuspendKindsTest, AnOperatorsSuspendEndsWithItsRun) {
+  const uint64_t low = CpuGang();
+  FillNode34();
+  Run(low);
+  ASSERT_TRUE(ActOn(*engine_, low, v1::UpdateJobRequest::SUSPEND, now_).ok());
+  ASSERT_TRUE(ActOn(*engine_, low, v1::UpdateJobRequest::REQUEUE, now_).ok());
+  ASSERT_EQ(Job(low).state(), v1::PENDING);
+  Cleaned(low, "node1");
+  Cleaned(low, "node2");
+  now_ += 1000;
+  Pass();
+  ASSERT_EQ(Job(low).state(), v1::RUNNING) << Job(low).reason_detail();
+  Run(low);
+  Flush();
+  const uint64_t high = Preemptor();
+  Pass();
+  ASSERT_EQ(Job(low).state(), v1::SUSPENDED);
+  now_ += 1000;
+  Pass();
+  ASSERT_EQ(Job(high).state(), v1::RUNNING);
+  Run(high);
+  Exited(high, "node1", 0);
+  Cleaned(high, "node1");
+  Cleaned(high, "node2");
+  Pass();
+  EXPECT_EQ(Job(low).state(), v1::RUNNING) << "held suspended by the first run's operator";
+}
+
+}  // namespace
+}  // namespace muster::controller
