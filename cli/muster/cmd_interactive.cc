@@ -234,11 +234,14 @@ int CmdRun(int argc, char** argv) {
   step.quit_on_interrupt = o.quit_on_interrupt;
   step.wait_s = o.step_wait_s;
   // Inside a job, its --gpus-per-task and --gpu-bind reach srun through the environment, as
-  // Slurm's input variables; the options win.
+  // Slurm's input variables; the options win. The job's --gpus-per-task only shares out the GPUs
+  // the step sees (the job's): the step asks for no GPUs of its own for it, which a job holding
+  // MIG slices or shards could not.
+  step.gpus_per_task = o.gpus_per_task.value_or(0);
   if (JobIdFromEnv() || o.jobid) {
     if (const char* g = std::getenv("SLURM_GPUS_PER_TASK"); g && !o.gpus_per_task) {
       if (auto n = ParseUint(g); n && *n > 0 && *n <= 1024) {
-        o.gpus_per_task = static_cast<uint32_t>(*n);
+        step.gpus_per_task = static_cast<uint32_t>(*n);
       }
     }
     if (const char* b = std::getenv("SLURM_GPU_BIND"); b && *b && o.gpu_bind.empty()) {
@@ -246,7 +249,6 @@ int CmdRun(int argc, char** argv) {
       o.gpu_bind = b;
     }
   }
-  step.gpus_per_task = o.gpus_per_task.value_or(0);
   step.gpu_bind = o.gpu_bind;
   // --mpi, else SLURM_MPI_TYPE as srun reads it, else PMI-1.
   const char* mpi_env = std::getenv("SLURM_MPI_TYPE");
