@@ -9,6 +9,36 @@
 namespace muster::client {
 namespace {
 
+// --export's list split as Slurm's sbatch splits it (find_quote_token): at commas outside single
+// or double quotes, so that NAME='a,b' stays one item; an item wholly in quotes loses them, and
+// quotes inside an item are kept (NAME='a b' gives the job the value 'a b', quotes and all).
+Result<std::vector<std::string>> SplitExportList(const std::string& list) {
+  std::vector<std::string> items;
+  bool single = false, dbl = false;
+  size_t start = 0;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (i < list.size() && c == '\'') {
+      single = !single;
+    } else if (i < list.size() && c == '"') {
+      dbl = !dbl;
+    } else if (c == ',' && !single && !dbl) {
+      std::string item = list.substr(start, i - start);
+      if (item.size() >= 2 && (item.front() == '\'' || item.front() == '"') &&
+          item.back() == item.front()) {
+        item = item.substr(1, item.size() - 2);
+      }
+      if (!item.empty()) items.push_back(std::move(item));
+      start = i + 1;
+    }
+  }
+  if (single || dbl) {
+    return InvalidArgument("--export: improperly formed environment variable (" +
+                           list.substr(start) + "): a quote is not closed");
+  }
+  return items;
+}
+
 // --ntasks-per-gpu and --cpus-per-gpu become the counts the controller takes, as Slurm reads
 // them: tasks from the GPUs asked for (or GPUs from the tasks), and CPUs per task (with
 // --gpus-per-task) or per node (a node's slot of at least that many CPUs per GPU on it).
@@ -172,7 +202,13 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
     size_t eq = kv.find('=');
     if (eq != std::string::npos && eq > 0) caller[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  std::vector<std::string> items = Split(o.export_vars.value_or("ALL"), ',', true);
+  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> items,
+                          SplitExportList(o.export_vars.value_or("ALL")));
+  // ALL and NONE in any case, as Slurm's.
+  for (auto& it : items) {
+    if (EqualsIgnoreCase(it, "ALL")) it = "ALL";
+    if (EqualsIgnoreCase(it, "NONE")) it = "NONE";
+  }
   bool all = items.empty();
   for (const auto& it : items) all |= it == "ALL";
   if (all) {

@@ -355,6 +355,30 @@ TEST(BuildJobSpecTest, FillsNameDirsAndExport) {
   EXPECT_EQ(e->environment(1), "B=9");
 }
 
+// --export is split as Slurm's sbatch splits it: not at commas inside quotes; an item wholly in
+// quotes loses them, quotes inside an item stay (Toil sends --export=ALL,NAME='a b').
+TEST(BuildJobSpecTest, ExportListKeepsQuotedCommas) {
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  ctx.environment = {"A=1"};
+  SubmitOptions o;
+  o.export_vars = "all,C='p,q',D=\"x,y\",'E=1,2',F='a b'";
+  auto e = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  ASSERT_EQ(e->environment_size(), 5);
+  EXPECT_EQ(e->environment(0), "A=1") << "all is ALL, in any case";
+  EXPECT_EQ(e->environment(1), "C='p,q'");
+  EXPECT_EQ(e->environment(2), "D=\"x,y\"");
+  EXPECT_EQ(e->environment(3), "E=1,2");
+  EXPECT_EQ(e->environment(4), "F='a b'");
+  o.export_vars = "None";
+  EXPECT_EQ(BuildJobSpec(o, ctx)->environment_size(), 0);
+  o.export_vars = "ALL,G='open";
+  auto bad = BuildJobSpec(o, ctx);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("G='open"), std::string::npos) << bad.status().message();
+}
+
 }  // namespace
 }  // namespace muster::client
 
