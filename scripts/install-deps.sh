@@ -21,8 +21,9 @@ PACKAGES=(
   # tests and benchmarks (iproute2: the multi-host test's network namespaces; etcd-server: the
   # controllers' leader election, started by the tests on loopback)
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 etcd-server
-  # real programs launched through srun in the system tests (torch.distributed, MPICH)
-  python3 python3-torch mpich libmpich-dev
+  # real programs launched through srun in the system tests (torch.distributed, MPICH), and a
+  # real workflow engine driving the Slurm commands unchanged (Toil, with cwltool)
+  python3 python3-torch mpich libmpich-dev toil
 )
 
 missing=()

@@ -390,6 +390,9 @@ int CmdQueue(int argc, char** argv) {
   auto on_node = [&](const std::string& n) { return want_nodes.count(n) > 0; };
   auto wanted = [&](const v1::JobInfo& j) {
     if (licenses || !RefsMatch(refs, j) || !states.Matches(j)) return false;
+    // The controller sends the jobs named with -j even once they ended; squeue, as Slurm's,
+    // lists none of those without -t.
+    if (squeue && !states.named && !states.all && !InSqueueDefaultStates(j)) return false;
     if (!names.empty() && !InIgnoringCase(names, j.name())) return false;
     if (!accounts.empty() && !InIgnoringCase(accounts, j.account())) return false;
     if (!qos.empty() && !InIgnoringCase(qos, j.qos().empty() ? "normal" : j.qos())) return false;

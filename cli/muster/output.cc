@@ -170,6 +170,11 @@ Result<StateFilter> ParseStateFilter(const std::string& list) {
   return f;
 }
 
+bool InSqueueDefaultStates(const v1::JobInfo& j) {
+  return j.completing() || j.state() == v1::PENDING || j.state() == v1::RUNNING ||
+         j.state() == v1::SUSPENDED;
+}
+
 bool StateFilter::Matches(const v1::JobInfo& j) const {
   if (all || !named) return true;
   // As Slurm: a job cleaning up is COMPLETING and also in the state it ended in.

@@ -56,6 +56,9 @@ struct StateFilter {
 };
 // INVALID_ARGUMENT naming a word that is no state of Slurm's.
 Result<StateFilter> ParseStateFilter(const std::string& list);
+// Whether squeue lists `j` without -t: pending, running, suspended or still completing. As
+// Slurm's, this holds with -j too: a job named by id that has ended is not listed.
+bool InSqueueDefaultStates(const v1::JobInfo& j);
 
 // A job as users name it: "7", a job array's task "7_3", or several tasks "7_[1-3,5]".
 struct JobRef {

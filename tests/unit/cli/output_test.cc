@@ -102,6 +102,15 @@ TEST(OutputTest, StateListsTakeEveryStateSlurmHas) {
   EXPECT_FALSE(never.Matches(running));
   EXPECT_FALSE(never.Matches(done));
   EXPECT_TRUE(ParseStateFilter("all")->Matches(done));
+  // squeue without -t (with -j too, as Slurm's): pending, running, suspended, completing only.
+  v1::JobInfo pending, suspended;
+  pending.set_state(v1::PENDING);
+  suspended.set_state(v1::SUSPENDED);
+  EXPECT_TRUE(InSqueueDefaultStates(pending));
+  EXPECT_TRUE(InSqueueDefaultStates(running));
+  EXPECT_TRUE(InSqueueDefaultStates(suspended));
+  EXPECT_TRUE(InSqueueDefaultStates(cleaning));
+  EXPECT_FALSE(InSqueueDefaultStates(done));
 }
 
 TEST(OutputTest, ElapsedTime) {
