@@ -120,6 +120,33 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   return Status::Ok();
 }
 
+// srun -r N: the step's nodes are the job's from its N-th (0 is the first): -N of them, or all
+// the rest; as Slurm, N past the job's nodes is an error, a count past them is cut with a warning.
+Status RelativeNodes(client::ControllerClient& controller, uint64_t job_id,
+                     client::SubmitOptions* o) {
+  if (o->nodelist || o->exclude) {
+    return InvalidArgument("--relative is not allowed with -w/--nodelist or -x/--exclude");
+  }
+  MUSTER_ASSIGN_OR_RETURN(v1::GetJobResponse job, controller.GetJob(job_id));
+  const auto& nodes = job.job().nodes();
+  const uint32_t from = *o->relative;
+  if (from >= static_cast<uint32_t>(nodes.size())) {
+    return InvalidArgument("--relative=" + std::to_string(from) + ": job " +
+                           std::to_string(job_id) + " has " + std::to_string(nodes.size()) +
+                           " nodes (0 is the first)");
+  }
+  uint32_t count = static_cast<uint32_t>(nodes.size()) - from;
+  if (o->nodes && *o->nodes > count) {
+    std::fprintf(stderr, "%s: warning: --relative=%u leaves %u nodes; the step gets those\n",
+                 ProgramName("run").c_str(), from, count);
+  } else if (o->nodes) {
+    count = *o->nodes;
+  }
+  o->nodelist.emplace(nodes.begin() + from, nodes.begin() + from + count);
+  o->nodes = count;
+  return Status::Ok();
+}
+
 // srun's I/O options: -i none|all|TASK|FILE, -o/-e PATTERN (none: /dev/null), --pty.
 Status StepIo(const client::SubmitOptions& o, client::StepOptions* step) {
   step->pty = o.pty;
@@ -271,10 +298,17 @@ int CmdRun(int argc, char** argv) {
     if (!id)
       return Fail("run", InvalidArgument(std::string("bad job id in environment: ") + in_job));
     if (s = RefuseAllocationOnly(o, in_job); !s.ok()) return Fail("run", s);
+    if (o.relative) {
+      if (s = RelativeNodes(*controller, *id, &o); !s.ok()) return Fail("run", s);
+    }
     step.shape = client::BuildStepRequest(o, *id, /*in_job=*/true);
     auto rc = client::RunStep(*controller, step, stdout, stderr);
     if (!rc.ok()) return Fail("run", rc.status());
     return *rc;
+  }
+  if (o.relative) {
+    return Fail("run", InvalidArgument("--relative places a step among a job's nodes: it needs a "
+                                       "job (run it inside one, or with --jobid)"));
   }
 
   // Outside a job: an allocation of our own, held while the step runs.

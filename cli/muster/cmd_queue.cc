@@ -1,6 +1,7 @@
 // muster queue (squeue): the queue in squeue's formats, filters and sort orders, its steps
 // (-s), --start and --priority views, and JSON in Muster's schema or, as squeue, in Slurm's.
 #include <getopt.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -183,7 +184,12 @@ int CmdQueue(int argc, char** argv) {
         long_format = true;
         break;
       case 'u':
-        for (const auto& u : Split(optarg, ',', true)) req.add_users(u);
+        // Names or, as Slurm's, numeric uids (looked up here: the controller matches names).
+        for (const auto& u : Split(optarg, ',', true)) {
+          const struct passwd* pw =
+              ParseUint(u) ? ::getpwuid(static_cast<uid_t>(*ParseUint(u))) : nullptr;
+          req.add_users(pw ? std::string(pw->pw_name) : u);
+        }
         break;
       case 't': {
         auto parsed = ParseStateFilter(optarg);

@@ -112,6 +112,7 @@ const struct option kLongOptions[] = {
     {"ntasks-per-gpu", required_argument, nullptr, kNtasksPerGpu},
     {"open-mode", required_argument, nullptr, kOpenMode},
     {"priority", required_argument, nullptr, kPriority},
+    {"relative", required_argument, nullptr, 'r'},
     {"uid", required_argument, nullptr, kUid},
     {"gid", required_argument, nullptr, kGid},
     {"prolog", required_argument, nullptr, kProlog},
@@ -120,7 +121,7 @@ const struct option kLongOptions[] = {
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions =
-    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:";
+    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:r:";
 
 }  // namespace
 
@@ -164,6 +165,7 @@ bool Accepted(int c, OptionSet set) {
     case kBcastExclude:
     case kSendLibs:
     case kCompress:
+    case 'r':
     case 'T':
     case 'X':
     case 'E':
@@ -227,7 +229,6 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"multi-prog", kNotYet + "every task runs the same program (branch on SLURM_PROCID)"},
       {"task-prolog", kNotYet + "nothing runs before each task but the task"},
       {"task-epilog", kNotYet + "nothing runs after each task"},
-      {"relative", kNotYet + "a step takes its nodes from the start of the allocation"},
       {"no-shell", kNotYet + "an allocation lasts while salloc runs"},
       {"kill-command", kNotYet + "the command is left to end when the allocation does"},
       {"tmp", kNotYet + "nodes do not report their temporary disk space"},
@@ -261,8 +262,6 @@ std::string LongNameOf(char letter, OptionSet set) {
       return "licenses";
     case 'O':
       return "overcommit";
-    case 'r':
-      return "relative";
     case 'K':
       return set == OptionSet::kAlloc ? "kill-command" : "";
     default:

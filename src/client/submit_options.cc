@@ -371,6 +371,12 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         s = RunAs(c == kUid ? "--uid" : "--gid", val, o);
         if (!s.ok()) return s.Prepend(origin);
         break;
+      case 'r': {
+        auto n = Count("--relative", val, /*min=*/0);
+        if (!n.ok()) return err(n.status().message());
+        o->relative = *n;
+        break;
+      }
       case kIgnorePbs:
         break;  // #PBS and #BSUB lines are never read
       case kUsage:

@@ -74,6 +74,7 @@ struct SubmitOptions {
   std::optional<std::string> array;     // sbatch --array
   std::optional<std::string> mpi;       // --mpi: pmi1 (default) or none
   bool bell = false;                    // salloc --bell: ring the terminal bell when granted
+  std::optional<uint32_t> relative;     // srun -r: the step's nodes start at the job's node N
   // srun --prolog/--epilog: programs srun runs on its own host before and after the step
   // (empty: none).
   std::string prolog, epilog;

@@ -149,3 +149,12 @@ out=$("$DIR/compat/salloc" --priority=555 -N1 sh -c "\"$DIR/compat/squeue\" -h -
 [ "$out" = 555 ] || fail "salloc --priority=555: $out"
 out=$("$DIR/compat/srun" --priority=556 -N1 sh -c "\"$DIR/compat/squeue\" -h -j \$SLURM_JOB_ID -o %Q")
 [ "$out" = 556 ] || fail "srun --priority=556: $out"
+# srun -r N: the step starts at the job's N-th node.
+"$DIR/compat/sbatch" -W -N3 -o relative.out --wrap \
+  'muster run -r 1 -N1 printenv SLURMD_NODENAME; muster control show hostnames "$SLURM_JOB_NODELIST" | sed -n 2p' >/dev/null
+[ "$(sed -n 1p relative.out)" = "$(sed -n 2p relative.out)" ] && [ -n "$(sed -n 1p relative.out)" ] ||
+  fail "srun -r 1: $(cat relative.out)"
+# squeue -u takes a numeric uid, as Slurm's.
+id=$("$DIR/compat/sbatch" --parsable -H -o /dev/null --wrap true)
+"$DIR/compat/squeue" -h -u "$(id -u)" -o %i | grep -qx "$id" || fail "squeue -u UID: $("$DIR/compat/squeue" -h -u "$(id -u)" -o %i)"
+"$DIR/compat/scancel" "$id"

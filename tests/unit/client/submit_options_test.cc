@@ -807,3 +807,21 @@ TEST(SlurmOptionsTest, CpusPerGpuSizesTasksOrNodesByTheirGpus) {
 
 }  // namespace
 }  // namespace muster::client
+
+namespace muster::client {
+namespace {
+
+TEST(SlurmOptionsTest, RelativeIsSrunsOwn) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"-r", "0", "true"}, "command line", &o, OptionSet::kRun).ok());
+  EXPECT_EQ(o.relative.value_or(9), 0u);
+  ASSERT_TRUE(ParseSubmitArgs({"--relative=2", "true"}, "command line", &o, OptionSet::kRun).ok());
+  EXPECT_EQ(o.relative.value_or(9), 2u);
+  SubmitOptions b;
+  EXPECT_EQ(ParseSubmitArgs({"-r", "1", "x.sh"}, "command line", &b).code(),
+            StatusCode::kInvalidArgument)
+      << "sbatch has no -r";
+}
+
+}  // namespace
+}  // namespace muster::client
