@@ -167,9 +167,9 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
     auto evict = [weak, executor = socket_.get_executor()] {
       asio::post(executor, [weak] {
         if (auto c = weak.lock(); c && !c->authenticated_) {
+          c->LeaveStrangers();  // first: whoever sees the close finds the place free
           boost::system::error_code ignored;
           c->socket_.close(ignored);
-          c->LeaveStrangers();
         }
       });
     };
@@ -192,9 +192,9 @@ class ApiServer::Connection final : public std::enable_shared_from_this<Connecti
       if (shared_->refusals.Allow()) {
         spdlog::warn("api: {} did not authenticate in time; closing", session_->origin);
       }
+      LeaveStrangers();  // first: a peer that sees the close and reconnects finds the place free
       boost::system::error_code ignored;
       socket_.close(ignored);
-      LeaveStrangers();
     });
     Read();
   }
