@@ -41,7 +41,10 @@ shell=$("$DIR/compat/sbatch" --parsable -t 1 --signal=B:USR1@50 -o signal_shell.
 wait_for 30 grep -q "^end$" signal_steps.out
 wait_for 30 grep -q "batch heard" signal_shell.out
 [ "$(cat signal_steps.out)" = "$(printf 'step heard\nend')" ] || fail "--signal=USR1: $(cat signal_steps.out)"
-sleep 1  # a child told too would have said so by now
+# Once the job is gone from squeue (ended, its processes killed, its nodes clean), a child told
+# too would have written so.
+gone() { [ -z "$("$DIR/compat/squeue" -h -j "$1")" ]; }
+wait_for 30 gone "$shell"
 grep -q "child heard" signal_shell.out && fail "--signal=B:USR1 reached the shell's child: $(cat signal_shell.out)"
 "$DIR/compat/scancel" "$steps" "$shell"
 # --open-mode=append adds to a file; --input feeds the batch script; --mincpus holds the CPUs.
@@ -80,9 +83,21 @@ id=$("$DIR/compat/sbatch" --parsable -o suspended.out --wrap 'for i in $(seq 300
 wait_for 30 test -s suspended.out
 "$DIR/compat/scontrol" suspend "$id"
 [ "$("$DIR/compat/squeue" -h -j "$id" -o %t)" = S ] || fail "suspended job: $("$DIR/compat/squeue" -h -j "$id" -o %t)"
-sleep 1  # the node stops it as soon as it hears
+# The node stops it when it hears: the job's shell and its sleep (found by their SLURM_JOB_ID)
+# in state T.
+job_stopped() {
+  local p found=0
+  for p in /proc/[0-9]*; do
+    case "$(cat "$p/comm" 2>/dev/null)" in sh | sleep) ;; *) continue ;; esac
+    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" || continue
+    found=1
+    [ "$(sed 's/.*) //' "$p/stat" 2>/dev/null | cut -d' ' -f1)" = T ] || return 1
+  done
+  [ $found = 1 ]
+}
+wait_for 10 job_stopped "$id"
 lines=$(wc -l < suspended.out)
-sleep 1
+sleep 1  # the window in which a running job would have written 5 lines
 [ "$(wc -l < suspended.out)" = "$lines" ] || fail "a suspended job went on writing"
 "$DIR/compat/scontrol" resume "$id"
 grew() { [ "$(wc -l < suspended.out)" -gt "$lines" ]; }

@@ -1,0 +1,344 @@
+// Slurm's options beyond sbatch's basics: each answered as Slurm answers it (taken, with what it
+// does to the spec) or refused with the reason; the options that read files; srun's own.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "muster/client/submit_options.h"
+
+namespace muster::client {
+namespace {
+
+Status ParseAs(OptionSet set, const std::vector<std::string>& args, SubmitOptions* o) {
+  return ParseSubmitArgs(args, "command line", o, set);
+}
+
+// A refusal says why, so that a user knows whether to wait for it or to change the script.
+TEST(SlurmOptionsTest, RefusedOptionsSayWhy) {
+  SubmitOptions o;
+  Status s = ParseAs(OptionSet::kBatch, {"--bb=capacity=1G", "x.sh"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("option --bb is not supported: Muster has no burst buffers"),
+            std::string::npos)
+      << s.message();
+  s = ParseAs(OptionSet::kBatch, {"-k", "x.sh"}, &o);
+  EXPECT_NE(s.message().find("option -k is not supported yet: a job loses every node"),
+            std::string::npos)
+      << s.message();
+  // getopt takes an unambiguous prefix for the whole name: --bcast must not become the
+  // accepted --bcast-exclude.
+  s = ParseAs(OptionSet::kRun, {"--bcast=/tmp/a.out", "a.out"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.message();
+  EXPECT_NE(s.message().find("--bcast"), std::string::npos);
+  // One letter, two options: salloc's -K is --kill-command, srun's --kill-on-bad-exit.
+  s = ParseAs(OptionSet::kAlloc, {"-K", "bash"}, &o);
+  EXPECT_NE(s.message().find("option -K is not supported yet: the command is left"),
+            std::string::npos)
+      << s.message();
+  SubmitOptions r;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"-K", "true"}, &r).ok());
+  EXPECT_TRUE(r.kill_on_bad_exit);
+  // sbatch -W waits and takes no value; srun's -W is another option, with one (seconds).
+  SubmitOptions w;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-W", "x.sh"}, &w).ok());
+  EXPECT_TRUE(w.wait);
+  EXPECT_EQ(w.positional, std::vector<std::string>{"x.sh"});
+  SubmitOptions sw;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"-W", "5", "true"}, &sw).ok());
+  EXPECT_EQ(sw.step_wait_s, 5u);
+  EXPECT_FALSE(sw.wait);
+  EXPECT_EQ(sw.positional, std::vector<std::string>{"true"});
+}
+
+TEST(SlurmOptionsTest, HarmlessOptionsAreTakenAndChangeNothing) {
+  SubmitOptions plain, o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"x.sh"}, &plain).ok());
+  ASSERT_TRUE(
+      ParseAs(OptionSet::kBatch,
+              {"--cpu-freq=high", "--gpu-freq=medium", "--power=level", "--network=x",
+               "--prefer=a100", "--contiguous", "--reboot", "--gres-flags=enforce-binding", "-s",
+               "--wait-all-nodes=1", "--mcs-label=g", "--batch=f", "--ignore-pbs", "x.sh"},
+              &o)
+          .ok());
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto a = BuildJobSpec(plain, ctx), b = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
+  // srun's and salloc's own.
+  SubmitOptions r;
+  EXPECT_TRUE(
+      ParseAs(OptionSet::kRun, {"-X", "-E", "-T", "4", "--msg-timeout=5", "true"}, &r).ok());
+  SubmitOptions a2;
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"--bell", "bash"}, &a2).ok());
+  EXPECT_TRUE(a2.bell);
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"--no-bell", "bash"}, &a2).ok());
+  EXPECT_FALSE(a2.bell);
+  // ...and not each other's: sbatch has no --bell, salloc no -X.
+  EXPECT_EQ(ParseAs(OptionSet::kBatch, {"--bell", "x.sh"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseAs(OptionSet::kAlloc, {"-X", "bash"}, &o).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SlurmOptionsTest, BindingsAndLayoutsTakeWhatTheyDoAndRefuseTheRest) {
+  SubmitOptions o;
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--distribution=block:cyclic,Pack", "true"}, &o).ok());
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"-m", "block", "true"}, &o).ok());
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-m", "cyclic", "true"}, &o).code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--distribution=plane=4", "true"}, &o).code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-m", "block,Wrong", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--gpu-bind=verbose,none", "true"}, &o).ok());
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--gpu-bind=map_gpu:1,0", "true"}, &o).ok());
+  EXPECT_EQ(o.gpu_bind, "map_gpu:1,0");
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--gpu-bind=nearby", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  Status s = ParseAs(OptionSet::kRun, {"--gpu-bind=closest", "true"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("--gpu-bind=closest"), std::string::npos);
+  EXPECT_TRUE(ParseAs(OptionSet::kBatch, {"--mem-bind=none", "x.sh"}, &o).ok());
+  EXPECT_EQ(ParseAs(OptionSet::kBatch, {"--mem-bind=local", "x.sh"}, &o).code(),
+            StatusCode::kUnimplemented);
+  SubmitOptions e;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--exclusive=user", "x.sh"}, &e).ok());
+  EXPECT_TRUE(e.exclusive) << "a whole node, as for plain --exclusive";
+  EXPECT_EQ(ParseAs(OptionSet::kBatch, {"--exclusive=bogus", "x.sh"}, &e).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(SlurmOptionsTest, UseMinNodesStartsTheRangeAtItsMinimum) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--use-min-nodes", "-N", "2-4", "x.sh"}, &o).ok());
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->nodes(), 2u);
+  EXPECT_EQ(spec->min_nodes(), 0u);
+  o.use_min_nodes = false;
+  spec = BuildJobSpec(o, ctx);
+  EXPECT_EQ(spec->nodes(), 4u);
+  EXPECT_EQ(spec->min_nodes(), 2u);
+}
+
+class OptionFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/option-files." + std::to_string(::getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(OptionFileTest, NodeFilesAreReadForNodefileAndForANodelistWithASlash) {
+  const std::string f = Write("nodes", "gpu[01-02]\ngpu07, gpu09\n");
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-F", f, "x.sh"}, &o).ok());
+  EXPECT_EQ(*o.nodelist, (std::vector<std::string>{"gpu01", "gpu02", "gpu07", "gpu09"}));
+  SubmitOptions w;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-w", f, "x.sh"}, &w).ok());
+  EXPECT_EQ(w.nodelist->size(), 4u);
+  SubmitOptions x;
+  Status s = ParseAs(OptionSet::kBatch, {"--nodefile=" + dir_ + "/missing", "x.sh"}, &x);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("missing"), std::string::npos);
+  EXPECT_FALSE(ParseAs(OptionSet::kBatch, {"-F", Write("empty", ""), "x.sh"}, &x).ok());
+  EXPECT_FALSE(
+      ParseAs(OptionSet::kBatch, {"-F", Write("big", std::string(2 << 20, 'a')), "x.sh"}, &x).ok())
+      << "a file past 1 MiB is refused, not read whole";
+}
+
+TEST_F(OptionFileTest, AnExportFileAddsItsDefinitionsOnTopOfExport) {
+  const std::string f = Write("env", std::string("A=from file\0MULTI=line1\nline2\0", 30));
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--export=NONE", "--export-file=" + f, "x.sh"}, &o).ok());
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  ctx.environment = {"A=caller", "B=caller"};
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok());
+  ASSERT_EQ(spec->environment_size(), 2);
+  EXPECT_EQ(spec->environment(0), "A=from file");
+  EXPECT_EQ(spec->environment(1), "MULTI=line1\nline2");
+  SubmitOptions bad;
+  Status s = ParseAs(OptionSet::kBatch, {"--export-file=" + Write("bad", "=x"), "x.sh"}, &bad);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not NAME=value"), std::string::npos) << s.message();
+}
+
+TEST(SlurmOptionsTest, MemoryPerCpuMinCpusOpenModeInputAndPriorityReachTheSpec) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"--mem=4G", "--mem-per-cpu=2G", "--mincpus=8", "--open-mode=append",
+                               "-i", "in-%j.txt", "--priority=TOP", "x.sh"},
+                              "command line", &o)
+                  .ok());
+  EXPECT_FALSE(o.mem_mb) << "the last memory option wins, as in Slurm";
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->mem_per_cpu_mb(), 2048u);
+  EXPECT_EQ(spec->mem_per_node_mb(), 0u);
+  EXPECT_EQ(spec->min_cpus_per_node(), 8u);
+  EXPECT_TRUE(spec->open_mode_append());
+  EXPECT_EQ(spec->stdin_pattern(), "in-%j.txt");
+  EXPECT_EQ(o.priority.value_or(0), 0xFFFFFFFFLL);
+  EXPECT_EQ(ParseSubmitArgs({"--open-mode=sometimes", "x.sh"}, "command line", &o).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSubmitArgs({"--priority=-1", "x.sh"}, "command line", &o).code(),
+            StatusCode::kInvalidArgument);
+  // srun's --open-mode is for its step's own files; salloc has none.
+  SubmitOptions r;
+  ASSERT_TRUE(
+      ParseSubmitArgs({"--open-mode=append", "true"}, "command line", &r, OptionSet::kRun).ok());
+  EXPECT_TRUE(r.open_mode_append.value_or(false));
+  EXPECT_EQ(
+      ParseSubmitArgs({"--open-mode=append", "sh"}, "command line", &r, OptionSet::kAlloc).code(),
+      StatusCode::kInvalidArgument);
+  // An allocation's priority, for srun and salloc as for sbatch.
+  SubmitOptions ap;
+  ASSERT_TRUE(
+      ParseSubmitArgs({"--priority=5", "true"}, "command line", &ap, OptionSet::kAlloc).ok());
+  EXPECT_EQ(ap.priority.value_or(0), 5);
+  ASSERT_TRUE(
+      ParseSubmitArgs({"--priority=top", "true"}, "command line", &ap, OptionSet::kRun).ok());
+  EXPECT_EQ(ap.priority.value_or(0), 0xFFFFFFFFLL);
+  r = SubmitOptions();
+  // srun's -i is its tasks' input, not a batch script's.
+  ASSERT_TRUE(ParseSubmitArgs({"-i", "all", "true"}, "command line", &r, OptionSet::kRun).ok());
+  ctx.interactive = true;
+  EXPECT_TRUE(BuildJobSpec(r, ctx)->stdin_pattern().empty());
+}
+
+// srun's step options: -W SECONDS, --prolog/--epilog (none: nothing), --quit-on-interrupt,
+// --test-only. They are srun's: sbatch and salloc do not know them (but sbatch's --test-only).
+TEST(SlurmOptionsTest, SrunsWaitPrologEpilogQuitOnInterruptAndTestOnly) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun,
+                      {"--wait=30", "--prolog=/usr/local/bin/pre", "--epilog", "/bin/post",
+                       "--quit-on-interrupt", "--test-only", "hostname", "-W"},
+                      &o)
+                  .ok());
+  EXPECT_EQ(o.step_wait_s, 30u);
+  EXPECT_EQ(o.prolog, "/usr/local/bin/pre");
+  EXPECT_EQ(o.epilog, "/bin/post");
+  EXPECT_TRUE(o.quit_on_interrupt);
+  EXPECT_TRUE(o.test_only);
+  EXPECT_EQ(o.positional, (std::vector<std::string>{"hostname", "-W"}));
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"-W0", "--prolog=none", "--epilog=none", "true"}, &o).ok());
+  EXPECT_EQ(o.step_wait_s, 0u) << "0: no limit";
+  EXPECT_EQ(o.prolog, "") << "none: no prolog";
+  EXPECT_EQ(o.epilog, "");
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--wait=soon", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-W"}, &o).code(), StatusCode::kInvalidArgument)
+      << "srun's -W needs its seconds";
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--prolog=", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  for (const char* opt : {"--prolog=/bin/true", "--epilog=/bin/true", "--quit-on-interrupt"}) {
+    SubmitOptions b;
+    EXPECT_EQ(ParseAs(OptionSet::kBatch, {opt, "x.sh"}, &b).code(), StatusCode::kInvalidArgument)
+        << opt;
+    EXPECT_EQ(ParseAs(OptionSet::kAlloc, {opt, "sh"}, &b).code(), StatusCode::kInvalidArgument)
+        << opt;
+  }
+  SubmitOptions a;
+  EXPECT_EQ(ParseAs(OptionSet::kAlloc, {"--test-only", "sh"}, &a).code(),
+            StatusCode::kInvalidArgument)
+      << "salloc has no --test-only";
+  EXPECT_EQ(ParseAs(OptionSet::kAlloc, {"-W", "5", "sh"}, &a).code(), StatusCode::kInvalidArgument)
+      << "nor -W";
+  // sbatch's --wait still takes no value: what follows is the script.
+  SubmitOptions b;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--wait", "x.sh"}, &b).ok());
+  EXPECT_TRUE(b.wait);
+  EXPECT_EQ(b.positional, std::vector<std::string>{"x.sh"});
+}
+
+TEST(SlurmOptionsTest, UidAndGidNameTheUserAndGroupTheJobRunsAs) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"--uid=root", "x.sh"}, "command line", &o).ok());
+  EXPECT_EQ(o.run_as_uid.value_or(1), 0u);
+  EXPECT_EQ(o.run_as_user, "root");
+  EXPECT_EQ(o.run_as_gid.value_or(1), 0u) << "the user's own group";
+  SubmitOptions g;
+  ASSERT_TRUE(ParseSubmitArgs({"--gid=65534", "--uid=0", "x.sh"}, "command line", &g).ok());
+  EXPECT_EQ(g.run_as_gid.value_or(0), 65534u) << "an explicit --gid wins, in either order";
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto spec = BuildJobSpec(g, ctx);
+  EXPECT_EQ(spec->user(), "root");
+  EXPECT_EQ(spec->gid(), 65534u);
+  EXPECT_EQ(ParseSubmitArgs({"--uid=no-such-user-here", "x.sh"}, "command line", &o).code(),
+            StatusCode::kInvalidArgument);
+}
+
+v1::JobSpec SpecOf(const std::vector<std::string>& args) {
+  SubmitOptions o;
+  Status s = ParseSubmitArgs(args, "command line", &o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto spec = BuildJobSpec(o, ctx);
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  return spec.ok() ? *spec : v1::JobSpec();
+}
+
+Status SpecError(const std::vector<std::string>& args) {
+  SubmitOptions o;
+  if (Status s = ParseSubmitArgs(args, "command line", &o); !s.ok()) return s;
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  return BuildJobSpec(o, ctx).status();
+}
+
+// Slurm's two ways: the tasks from the GPUs asked for, or the GPUs from the tasks.
+TEST(SlurmOptionsTest, NtasksPerGpuGivesTasksForGpusOrGpusForTasks) {
+  EXPECT_EQ(SpecOf({"--ntasks-per-gpu=2", "--gpus=3", "x.sh"}).ntasks(), 6u);
+  EXPECT_EQ(SpecOf({"--ntasks-per-gpu=2", "-N2", "--gpus-per-node=4", "x.sh"}).ntasks(), 16u);
+  const v1::JobSpec from_tasks = SpecOf({"--ntasks-per-gpu=4", "-n", "10", "x.sh"});
+  EXPECT_EQ(from_tasks.gpus_total(), 3u) << "10 tasks, 4 to a GPU: 3 GPUs";
+  EXPECT_EQ(from_tasks.ntasks(), 10u);
+  EXPECT_EQ(SpecError({"--ntasks-per-gpu=2", "x.sh"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SpecError({"--ntasks-per-gpu=2", "--gpus-per-task=1", "-n2", "x.sh"}).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(SlurmOptionsTest, CpusPerGpuSizesTasksOrNodesByTheirGpus) {
+  const v1::JobSpec per_task = SpecOf({"--cpus-per-gpu=3", "--gpus-per-task=2", "-n4", "x.sh"});
+  EXPECT_EQ(per_task.cpus_per_task(), 6u);
+  EXPECT_EQ(SpecOf({"--cpus-per-gpu=4", "--gres=gpu:2", "x.sh"}).min_cpus_per_node(), 8u);
+  EXPECT_EQ(SpecOf({"--cpus-per-gpu=2", "-N2", "--gpus=8", "x.sh"}).min_cpus_per_node(), 8u);
+  EXPECT_EQ(
+      SpecOf({"--cpus-per-gpu=2", "--mincpus=20", "--gpus-per-node=2", "x.sh"}).min_cpus_per_node(),
+      20u)
+      << "--mincpus above it wins";
+  EXPECT_EQ(SpecError({"--cpus-per-gpu=2", "x.sh"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SpecError({"--cpus-per-gpu=2", "-c2", "--gpus-per-node=1", "x.sh"}).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(SlurmOptionsTest, RelativeIsSrunsOwn) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs({"-r", "0", "true"}, "command line", &o, OptionSet::kRun).ok());
+  EXPECT_EQ(o.relative.value_or(9), 0u);
+  ASSERT_TRUE(ParseSubmitArgs({"--relative=2", "true"}, "command line", &o, OptionSet::kRun).ok());
+  EXPECT_EQ(o.relative.value_or(9), 2u);
+  SubmitOptions b;
+  EXPECT_EQ(ParseSubmitArgs({"-r", "1", "x.sh"}, "command line", &b).code(),
+            StatusCode::kInvalidArgument)
+      << "sbatch has no -r";
+}
+
+}  // namespace
+}  // namespace muster::client
