@@ -264,6 +264,7 @@ TEST_F(ApiServerTest, StrangersAreBoundedInNumberAndTime) {
   for (int fd : tried) {
     if (fd != refused) waiting.push_back(fd);
   }
+  for (int fd : waiting) EXPECT_FALSE(ClosedWithin(fd, 0)) << "a second of four refused";
   // Authenticating frees a place.
   auto reply = Authenticate(waiting[0], Credential());
   ASSERT_TRUE(reply.ok());
