@@ -82,6 +82,7 @@ Status JobManager::Separate(uint64_t id) {
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_.Commit(m), "cannot split the task off its array");
   carrier.rec_ = std::move(kept);
   MarkPending(carrier);  // counts what it stands for now
+  Recount(carrier);
   NoteCarrier(carrier);
   AdoptPending(std::move(split), carrier);
   return Status::Ok();
@@ -196,6 +197,7 @@ void JobManager::AdoptSplit(ArraySplit split) {
     MUSTER_CHECK(carrier);
     carrier->rec_ = std::move(*rec);
     MarkPending(*carrier);  // counts what it stands for now
+    Recount(*carrier);
     NoteCarrier(*carrier);
   }
 }
@@ -221,6 +223,7 @@ void JobManager::RepairCarrier(JobEntry& job, store::Mutation& m) {
   waiting.WriteTo(&r);
   m.PutJob(r);
   if (r.state() == v1::PENDING) MarkPending(job);
+  Recount(job);
   NoteCarrier(job);
 }
 
@@ -266,6 +269,19 @@ Status JobManager::CheckArrayInvariants() const {
       return Internal("the jobs by account, QoS or reservation differ from the table");
     }
   }
+  // The tasks pending or running, by account and QoS.
+  ActiveTasks active;
+  for (const auto& [id, job] : jobs_) {
+    ActiveTasks::Counted counted;
+    active.Recount(counted, job.rec());
+    const ActiveTasks::Counted& kept = job.counted_active;
+    if (counted.tasks != kept.tasks ||
+        (kept.tasks > 0 && (*counted.account != *kept.account || *counted.qos != *kept.qos ||
+                            counted.uid != kept.uid))) {
+      return Internal("job " + std::to_string(id) + " is counted as it was, not as it is");
+    }
+  }
+  if (!active.SameAs(active_)) return Internal("the active tasks by account and QoS are off");
   return Status::Ok();
 }
 

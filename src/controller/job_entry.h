@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "active_tasks.h"
 #include "muster/common/clock.h"
 #include "muster/core/priority.h"
 #include "muster/core/types.h"
@@ -43,6 +44,9 @@ struct JobEntry {
   std::shared_ptr<const std::vector<uint32_t>> array_tasks;
   // The jobs this entry counts for in JobManager's pending counts (itself and its waiting tasks).
   uint64_t counted_pending = 0;
+  // What it counts for in JobManager's active tasks (itself and its waiting tasks, while pending
+  // or running).
+  ActiveTasks::Counted counted_active;
 
   uint64_t id() const { return rec_.id(); }
 

@@ -42,6 +42,7 @@ void JobManager::ApplyChange(JobEntry& job, v1::JobRecord next) {
   IndexNames(rec, false);
   rec = std::move(next);
   IndexNames(rec, true);
+  Recount(job);
   RefreshSpecFields(job);  // cheap (no script); comparing specs with scripts in them is not
   if (owner_changed) stored_.Reown(rec);
 }
@@ -82,6 +83,7 @@ JobEntry& JobManager::Insert(JobEntry entry) {
   const uint64_t id = entry.id();
   JobEntry& e = jobs_.emplace(id, std::move(entry)).first->second;
   IndexNames(e.rec(), true);
+  Recount(e);
   if (!order_stale_ && (order_.empty() || order_.back().first < id)) {
     order_.emplace_back(id, &e);  // new submissions: ids only grow
   } else {
@@ -140,6 +142,7 @@ void JobManager::Restore(v1::JobRecord rec, TimeMs now) {
   JobEntry& job = jobs_.emplace(id, JobEntry(std::move(rec))).first->second;
   const v1::JobRecord& r = job.rec();
   IndexNames(r, true);
+  Recount(job);
   stored_.Add(r);
   if (r.state() == v1::PENDING) MarkPending(job);
   NoteCarrier(job);
@@ -509,7 +512,9 @@ void JobManager::Archive(TimeMs now) {
       auto it = carriers_.find(r.array().array_job_id());
       if (it != carriers_.end() && it->second == entry.second) carriers_.erase(it);
     }
-    IndexNames(jobs_.at(entry.second).rec(), false);
+    JobEntry& gone = jobs_.at(entry.second);
+    IndexNames(gone.rec(), false);
+    Recount(gone);  // ended: it leaves the counts (if it was still in them)
     jobs_.erase(entry.second);
     finished_.erase(entry);
   }

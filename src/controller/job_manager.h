@@ -150,14 +150,16 @@ class JobManager {
   // dependency tracker follows them).
   std::vector<uint64_t> TakeSplitWithDependencies() { return std::move(split_with_terms_); }
   // Tests: carriers hold only tasks that have no record of their own, one per array, indexed;
-  // the pending counts match the pending jobs; the jobs by account, QoS and reservation match
-  // the table.
+  // the pending counts match the pending jobs; the jobs by account, QoS and reservation, and
+  // the active tasks by account and QoS, match the table.
   Status CheckArrayInvariants() const;
 
   // ---- The table by what a job names (is an account, a QoS, a reservation in use?). ----
   enum class Named { kAccount, kQos, kReservation };
   // The ids of the jobs in the table (any state, until archived) that name `name`.
   const std::set<uint64_t>& JobsNaming(Named what, const std::string& name) const;
+  // The tasks pending or running, by account and QoS (what submit limits count).
+  const ActiveTasks& active_tasks() const { return active_; }
 
   // ---- Requests. ----
   // scancel: per-job results NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION (a signal for a
@@ -292,6 +294,10 @@ class JobManager {
   // The table by account, QoS and reservation: kept with it (entry, archive, ApplyChange).
   std::map<std::string, std::set<uint64_t>> naming_[3];
   void IndexNames(const v1::JobRecord& rec, bool add);
+  // The tasks pending or running by account and QoS: kept with every record that enters memory
+  // or changes (Insert, Restore, Apply, ApplyChange, carriers' splits and repairs, archive).
+  ActiveTasks active_;
+  void Recount(JobEntry& job) { active_.Recount(job.counted_active, job.rec_); }
 };
 
 }  // namespace muster::controller

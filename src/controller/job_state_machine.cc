@@ -131,6 +131,7 @@ void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
   MUSTER_CHECK_MSG(next.id() == job.id() && (next.state() == from || Allowed(from, next.state())),
                    "a job's record changes only as the state machine allows");
   job.rec_ = std::move(next);
+  Recount(job);
   const v1::JobRecord& r = job.rec();
   const uint64_t id = r.id();
   const v1::JobState to = r.state();

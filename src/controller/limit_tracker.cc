@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include "account_manager.h"
-#include "array_tasks.h"
 #include "job_manager.h"
 #include "job_spec.h"
 #include "job_views.h"
@@ -204,23 +203,19 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
     any = any || a->limits().has_grp_submit() || a->limits().has_max_submit_per_user();
   }
   if (!any) return Status::Ok();
-  // Counted on demand: only sites that set submit limits pay for the walk.
+  // From the job table's counts of pending and running tasks: an account's own, added up to
+  // each ancestor in this lineage (the tree may have changed since they were counted).
+  const ActiveTasks& active = jobs_.active_tasks();
   std::map<std::string, uint64_t> account_jobs, account_user_jobs;
-  uint64_t qos_jobs = 0, qos_user_jobs = 0;
-  for (const auto& [id, job] : jobs_.jobs()) {
-    const v1::JobRecord& r = job.rec();
-    if (r.state() != v1::PENDING && r.state() != v1::RUNNING) continue;
-    const bool mine = r.spec().uid() == spec.uid();
-    const uint64_t n = TasksOf(r);  // an array's waiting tasks count each
-    if (QosOf(r.spec()) == qos_name) {
-      qos_jobs += n;
-      if (mine) qos_user_jobs += n;
+  active.ForEachAccount([&](const std::string& name, const ActiveTasks::Tally& tally) {
+    const uint64_t mine = tally.Of(spec.uid());
+    for (const v1::AccountRecord* a : Lineage(accounts_, name)) {
+      account_jobs[a->name()] += tally.total;
+      account_user_jobs[a->name()] += mine;
     }
-    for (const v1::AccountRecord* a : Lineage(accounts_, r.spec().account())) {
-      account_jobs[a->name()] += n;
-      if (mine) account_user_jobs[a->name()] += n;
-    }
-  }
+  });
+  const uint64_t qos_jobs = active.OfQos(qos_name);
+  const uint64_t qos_user_jobs = active.OfQos(qos_name, spec.uid());
   auto over = [&](uint64_t have, uint32_t max, const std::string& words) -> Status {
     if (have + count <= max) return Status::Ok();
     return ResourceExhausted(words + ": " + std::to_string(have) +

@@ -192,11 +192,18 @@ TEST_F(QosTest, WallLimitHoldsOrRefusesUnderDenyOnLimit) {
   // MaxSubmitJobs refuses the third job at submission.
   s.set_time_limit_ms(600'000);
   ASSERT_TRUE(Submit(s, Alice()).ok());
-  ASSERT_TRUE(Submit(s, Alice()).ok());
+  auto second = Submit(s, Alice());
+  ASSERT_TRUE(second.ok());
   auto third = Submit(s, Alice());
   ASSERT_FALSE(third.ok());
   EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(third.status().message().find("QOSMaxSubmitJobPerUserLimit"), std::string::npos);
+  // The count follows the jobs: one cancelled makes room for one more, and no more.
+  v1::CancelJobRequest cancel;
+  cancel.add_job_ids(*second);
+  ASSERT_TRUE(engine_->CancelJob(Alice(), cancel, now_).ok());
+  EXPECT_TRUE(Submit(s, Alice()).ok());
+  EXPECT_FALSE(Submit(s, Alice()).ok());
 }
 
 TEST_F(QosTest, HighQosPreemptsAWholeLowGangUnderOneLeafAndStartsWhenItLeft) {
