@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -162,9 +163,14 @@ void PrintNode(const v1::NodeInfo& n, bool oneliner) {
   line("   GresUsed=gpu:" + std::to_string(n.gpus_allocated()));
   std::string addr = n.agent_address().substr(0, n.agent_address().rfind(':'));
   line("   NodeAddr=" + OrNull(addr) + " NodeHostName=" + n.name());
+  // The agent's hwloc counts are the machine's totals.
+  const uint32_t threads_per_core =
+      n.cores() && n.threads() ? std::max<uint32_t>(1, n.threads() / n.cores()) : 1;
   line("   RealMemory=" + std::to_string(n.memory_mb()) +
-       " AllocMem=" + std::to_string(n.memory_allocated_mb()));
-  line("   State=" + NodeStateUpper(n) + " ThreadsPerCore=1 Weight=1");
+       " AllocMem=" + std::to_string(n.memory_allocated_mb()) +
+       " Sockets=" + std::to_string(std::max<uint32_t>(1, n.packages())) + " Boards=1");
+  line("   State=" + NodeStateUpper(n) + " ThreadsPerCore=" + std::to_string(threads_per_core) +
+       " TmpDisk=" + std::to_string(n.tmp_disk_mb()) + " Weight=1");
   line("   Partitions=" + Join({n.partitions().begin(), n.partitions().end()}, ","));
   std::string cfg =
       "cpu=" + std::to_string(n.cpus()) + ",mem=" + std::to_string(n.memory_mb()) + "M";

@@ -1,4 +1,5 @@
 // muster run (srun) and muster alloc (salloc): interactive allocations and job steps.
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "muster/client/step_client.h"
 #include "muster/client/submit_options.h"
 #include "muster/common/config.h"
+#include "muster/common/cpu_bind.h"
 #include "muster/common/duration.h"
 #include "muster/common/gpu_bind.h"
 #include "muster/common/hostlist.h"
@@ -117,6 +119,14 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   if (o.immediate_s) return no("--immediate");
   if (o.priority) return no("--priority");
   if (o.test_only) return no("--test-only");
+  if (o.extra_node_info) return no("-B/--extra-node-info");
+  if (o.sockets_per_node) return no("--sockets-per-node");
+  if (o.cores_per_socket) return no("--cores-per-socket");
+  if (o.threads_per_core) return no("--threads-per-core");
+  if (o.ntasks_per_core) return no("--ntasks-per-core");
+  if (o.ntasks_per_socket) return no("--ntasks-per-socket");
+  // multithread is what a step does: its tasks share every thread of the job's CPUs.
+  if (o.hint && *o.hint != "multithread") return no(("--hint=" + *o.hint).c_str());
   return Status::Ok();
 }
 
@@ -242,7 +252,7 @@ int CmdRun(int argc, char** argv) {
   if (!s.ok())
     return s.code() == StatusCode::kUnimplemented ? Fail("run", s) : Usage("run", s.message());
   if (o.help) {
-    std::fputs(RunUsage(prog).c_str(), stdout);
+    std::fputs((o.hint_help ? client::HintHelp() : RunUsage(prog)).c_str(), stdout);
     return kExitOk;
   }
   if (o.positional.empty()) return Usage("run", "no command given");
@@ -277,6 +287,29 @@ int CmdRun(int argc, char** argv) {
     }
   }
   step.gpu_bind = o.gpu_bind;
+  // --cpu-bind, else SLURM_CPU_BIND as srun reads it (-m's second level deals the CPUs).
+  if (const char* b = std::getenv("SLURM_CPU_BIND"); b && *b && o.cpu_bind.empty()) {
+    if (auto bind = ParseCpuBind(b); !bind.ok()) {
+      return Fail("run", bind.status().Prepend("SLURM_CPU_BIND"));
+    }
+    o.cpu_bind = b;
+  }
+  step.cpu_bind = o.cpu_bind;
+  step.cpu_distribution = o.cpu_distribution;
+  // --task-prolog/--task-epilog, else SLURM_TASK_PROLOG/SLURM_TASK_EPILOG; the nodes run them in
+  // the step's directory, so a relative path is taken from there.
+  for (auto [value, var, out] :
+       {std::tuple{&o.task_prolog, "SLURM_TASK_PROLOG", &step.task_prolog},
+        std::tuple{&o.task_epilog, "SLURM_TASK_EPILOG", &step.task_epilog}}) {
+    std::string path = *value;
+    if (const char* e = std::getenv(var); path.empty() && e) path = e;
+    if (!path.empty() && path[0] != '/') {
+      const std::string dir =
+          StartsWith(step.work_dir, "/") ? step.work_dir : Cwd() + "/" + step.work_dir;
+      path = dir + "/" + path;
+    }
+    *out = path;
+  }
   // --mpi, else SLURM_MPI_TYPE as srun reads it, else PMI-1.
   const char* mpi_env = std::getenv("SLURM_MPI_TYPE");
   const std::string mpi = o.mpi.value_or(mpi_env && *mpi_env ? mpi_env : "pmi1");
@@ -288,6 +321,18 @@ int CmdRun(int argc, char** argv) {
 
   auto controller = ConnectController(o.clusters);
   if (!controller.ok()) return Fail("run", controller.status());
+  // --multi-prog: the command is a configuration of each rank's own; what follows it is added to
+  // every rank's. Checked now against -n when given, and against the step once it exists.
+  if (o.multi_prog) {
+    auto config = client::ReadMultiProg(o.positional[0]);
+    if (!config.ok()) return Fail("run", config.status());
+    step.multi_prog_args.assign(o.positional.begin() + 1, o.positional.end());
+    if (o.ntasks) {
+      auto commands = client::MultiProgCommands(*config, *o.ntasks, step.multi_prog_args);
+      if (!commands.ok()) return Fail("run", commands.status());
+    }
+    step.multi_prog = std::move(*config);
+  }
   if (Status st = client::CatchForwardedSignals(); !st.ok()) return Fail("run", st);
 
   // --jobid: a step in a job already running (srun --jobid), as from inside it.
@@ -340,7 +385,7 @@ int CmdAlloc(int argc, char** argv) {
     return s.code() == StatusCode::kUnimplemented ? Fail("alloc", s) : Usage("alloc", s.message());
   }
   if (o.help) {
-    std::fputs(AllocUsage(prog).c_str(), stdout);
+    std::fputs((o.hint_help ? client::HintHelp() : AllocUsage(prog)).c_str(), stdout);
     return kExitOk;
   }
   std::vector<std::string> command = o.positional;
@@ -400,6 +445,13 @@ int CmdAlloc(int argc, char** argv) {
   // What the allocation's steps inherit (srun reads them).
   if (o.gpus_per_task) vars.push_back({"GPUS_PER_TASK", std::to_string(*o.gpus_per_task)});
   if (!o.gpu_bind.empty()) vars.push_back({"GPU_BIND", o.gpu_bind});
+  if (o.ntasks_per_core) vars.push_back({"NTASKS_PER_CORE", std::to_string(*o.ntasks_per_core)});
+  if (o.ntasks_per_socket) {
+    vars.push_back({"NTASKS_PER_SOCKET", std::to_string(*o.ntasks_per_socket)});
+  }
+  if (o.threads_per_core.value_or(0) > 0) {
+    vars.push_back({"THREADS_PER_CORE", std::to_string(*o.threads_per_core)});
+  }
 
   pid_t child = ::fork();
   if (child < 0) {
@@ -413,6 +465,17 @@ int CmdAlloc(int argc, char** argv) {
       ::setenv(("MUSTER_" + k).c_str(), v.c_str(), 1);
     }
     if (!config->source.empty()) ::setenv("MUSTER_CONF", config->source.c_str(), 0);
+    if (o.run_as_uid) {
+      // --uid/--gid (root only): the command runs as the allocation's user, as Slurm's salloc
+      // drops its permissions once the allocation is granted.
+      const gid_t gid = o.run_as_gid.value_or(0);
+      if (::initgroups(o.run_as_user.c_str(), gid) != 0 || ::setgid(gid) != 0 ||
+          ::setuid(*o.run_as_uid) != 0) {
+        std::fprintf(stderr, "%s: error: cannot become %s (uid %u): %s\n", label.c_str(),
+                     o.run_as_user.c_str(), *o.run_as_uid, std::strerror(errno));
+        ::_exit(1);
+      }
+    }
     std::vector<char*> cargv;
     for (auto& a : command) cargv.push_back(a.data());
     cargv.push_back(nullptr);
@@ -439,8 +502,15 @@ int CmdAlloc(int argc, char** argv) {
         std::fprintf(stderr, "%s: Job allocation %s has been revoked.\n", label.c_str(),
                      id.c_str());
         revoked = true;
-        ::kill(child, SIGHUP);
-        ::kill(child, SIGTERM);
+        if (o.kill_command) {
+          // -K: the one signal asked for (Slurm's default: SIGHUP on a terminal, else SIGTERM).
+          const int sig =
+              *o.kill_command ? *o.kill_command : (::isatty(STDIN_FILENO) ? SIGHUP : SIGTERM);
+          ::kill(child, sig);
+        } else {
+          ::kill(child, SIGHUP);
+          ::kill(child, SIGTERM);
+        }
       }
     }
   }

@@ -88,7 +88,10 @@ int CmdSubmit(int argc, char** argv) {
   Status s = client::ParseSubmitArgs(args, "command line", &cli_opts);
   if (!s.ok()) return Usage("submit", s.message());
   if (cli_opts.help) {
-    std::fputs(client::SubmitUsage(ProgramName("submit")).c_str(), stdout);
+    std::fputs(
+        (cli_opts.hint_help ? client::HintHelp() : client::SubmitUsage(ProgramName("submit")))
+            .c_str(),
+        stdout);
     return kExitOk;
   }
 

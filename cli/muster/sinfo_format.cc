@@ -220,7 +220,7 @@ std::string Field(char letter, const SinfoRow& r, const std::string& cluster) {
       return Spread(
           r, [](const v1::NodeInfo& x) { return x.memory_allocated_mb(); }, true);
     case 'd':
-      return "0";  // no temporary disk is configured (Slurm's TmpDisk default)
+      return Spread(r, [](const v1::NodeInfo& x) { return x.tmp_disk_mb(); });  // TmpDisk
     case 'w':
       return "1";  // every node weighs the same
     case 'O':

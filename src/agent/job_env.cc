@@ -106,6 +106,17 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
   env.Slurm("NODEID", std::to_string(l.node_id()));
   env.Slurm("RESTART_COUNT", std::to_string(l.requeue_count()));
   if (s.ntasks_per_node() > 0) env.Slurm("NTASKS_PER_NODE", std::to_string(s.ntasks_per_node()));
+  // As Slurm: set when the option was given (--hint's own task per core is not).
+  const v1::CpuShape& shape = s.cpu_shape();
+  if (shape.ntasks_per_core() > 0) {
+    env.Slurm("NTASKS_PER_CORE", std::to_string(shape.ntasks_per_core()));
+  }
+  if (shape.ntasks_per_socket() > 0) {
+    env.Slurm("NTASKS_PER_SOCKET", std::to_string(shape.ntasks_per_socket()));
+  }
+  if (shape.threads_per_core() > 0) {
+    env.Slurm("THREADS_PER_CORE", std::to_string(shape.threads_per_core()));
+  }
   env.Slurm("PRIO_PROCESS", "0");
   env.Slurm("NODE_ALIASES", "(null)");
   // As Slurm's tree topology: the switches from the top, then the node ("spine1.leaf3.node7";
@@ -280,6 +291,49 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
   }
   env.SetIfMissing("PATH", "/usr/local/bin:/usr/bin:/bin");
   return env.Build();
+}
+
+void SetEnvVar(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  bool set = false;
+  std::erase_if(env, [&](std::string& kv) {
+    if (!StartsWith(kv, prefix)) return false;
+    if (set) return true;
+    kv = prefix + value;
+    set = true;
+    return false;
+  });
+  if (!set) env.push_back(prefix + value);
+}
+
+std::vector<std::string> ApplyTaskPrologOutput(const std::string& output,
+                                               std::vector<std::string>* env) {
+  auto name_ok = [](std::string_view n) {
+    if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
+    for (char c : n) {
+      if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+        return false;
+    }
+    return true;
+  };
+  std::vector<std::string> printed;
+  for (const std::string& raw : Split(output, '\n')) {
+    std::string_view line = raw;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (StartsWith(line, "export ")) {
+      std::string_view def = Trim(line.substr(7));
+      const size_t eq = def.find('=');
+      if (eq == std::string_view::npos || !name_ok(def.substr(0, eq))) continue;
+      SetEnvVar(*env, std::string(def.substr(0, eq)), std::string(def.substr(eq + 1)));
+    } else if (StartsWith(line, "unset ")) {
+      const std::string name(Trim(line.substr(6)));
+      if (!name_ok(name)) continue;
+      std::erase_if(*env, [&](const std::string& kv) { return StartsWith(kv, name + "="); });
+    } else if (StartsWith(line, "print ")) {
+      printed.emplace_back(line.substr(6));
+    }
+  }
+  return printed;
 }
 
 PatternVars PatternVarsOf(const v1::LaunchJob& l) {

@@ -39,6 +39,17 @@ std::vector<uint32_t> GpusTouched(const v1::LaunchJob& launch,
 // The allocated GPU indices of this node (whole GPUs and those under shards): "0,1,2".
 std::string GpuList(const v1::LaunchJob& launch);
 
+// Sets NAME=value in a KEY=VALUE environment, in the place of an earlier NAME (which it replaces,
+// with any repeats), else at its end.
+void SetEnvVar(std::vector<std::string>& env, const std::string& name, const std::string& value);
+
+// What a task's --task-prolog printed, applied to the task's environment as Slurm's TaskProlog
+// does: "export NAME=value" sets NAME (the value is the rest of the line), "unset NAME" removes
+// it, and each "print TEXT" line's TEXT is returned, in order, for the task's stdout. Other
+// lines, and names that are not one, are ignored.
+std::vector<std::string> ApplyTaskPrologOutput(const std::string& output,
+                                               std::vector<std::string>* env);
+
 // The job's output-pattern variables (%j %x %u %A %a) from its launch.
 PatternVars PatternVarsOf(const v1::LaunchJob& launch);
 

@@ -131,6 +131,10 @@ keeper::TaskSpec TaskOf(const SpawnSpec& spec) {
   t.stderr_fd = spec.stderr_fd;
   t.output_flags = O_WRONLY | O_CREAT | (spec.append_output ? O_APPEND : 0) |
                    (spec.truncate_output ? O_TRUNC : 0);
+  for (uint32_t cpu : spec.cpus) {
+    if (t.cpu_mask.size() <= cpu / 64) t.cpu_mask.resize(cpu / 64 + 1, 0);
+    t.cpu_mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
+  }
   return t;
 }
 
@@ -168,6 +172,8 @@ Status StageError(const SpawnSpec& spec, int stage, int err) {
       return FailedPrecondition("execve(" + spec.argv[0] + "): " + why);
     case kPmi:
       return Internal("cannot hand the task its PMI socket: " + why);
+    case kAffinity:
+      return FailedPrecondition("cannot bind the task to its CPUs (--cpu-bind): " + why);
     case kCgroup:
       return Internal("cannot move the process into the job's cgroup: " + why);
     case kGroups:
@@ -443,6 +449,7 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   a.pmi_fd = spec.pmi_fd;
   if (!spec.exit_file.empty()) {
     if (spec.pmi_fd >= 0) return InvalidArgument("a kept process has no PMI socket");
+    if (!spec.cpus.empty()) return InvalidArgument("a kept process is not bound to CPUs");
     return SpawnKept(spec, task, a);
   }
   if (spec.cgroup_fd >= 0) {

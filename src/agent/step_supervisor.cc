@@ -1,6 +1,7 @@
 #include "step_supervisor.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
@@ -18,6 +19,7 @@
 #include "job_env.h"
 #include "job_spool.h"
 #include "muster/agent/step_supervisor_main.h"
+#include "muster/common/cpu_bind.h"
 #include "muster/common/gpu_bind.h"
 #include "muster/common/strings.h"
 #include "muster/keeper/child.h"
@@ -87,6 +89,29 @@ bool StepSupervisor::OwnCgroup() const {
   return !setup_.step_cgroup().empty() && setup_.step_cgroup() != setup_.job_cgroup();
 }
 
+struct StepSupervisor::PendingTask {
+  SpawnSpec sp;
+  TaskIo io;
+};
+
+struct StepSupervisor::Helper {
+  pid_t pid = -1;
+  size_t idx = 0;
+  bool keep_stdout = false;
+  std::string kept;  // its stdout, with keep_stdout
+  std::shared_ptr<asio::posix::stream_descriptor> out, err;
+  bool reaped = false;    // it has ended
+  bool finished = false;  // ... and its pipes are read and closed
+};
+
+std::vector<uint32_t> StepSupervisor::StepCpus() const {
+  if (req_.cpu_ids_size() > 0) return {req_.cpu_ids().begin(), req_.cpu_ids().end()};
+  for (const v1::NodeAllocation& n : setup_.launch().allocation().nodes()) {
+    if (n.node() == setup_.node()) return {n.cpu_ids().begin(), n.cpu_ids().end()};
+  }
+  return {};
+}
+
 Status StepSupervisor::Launch() {
   if (req_.legacy_pmi_port()) {
     return FailedPrecondition(
@@ -122,64 +147,312 @@ Status StepSupervisor::Launch() {
                             TaskGpus(bind, req_.gpus_per_task(), step_gpus, local));
     task_gpus.push_back(Join(gpus, ","));
   }
+  // Each task's CPUs (--cpu-bind), out of the step's here, laid out over this machine's sockets
+  // and cores; likewise all before any task starts.
+  if (!req_.cpu_bind().empty()) {
+    MUSTER_ASSIGN_OR_RETURN(cpu_bind_, ParseCpuBind(req_.cpu_bind()));
+    MUSTER_ASSIGN_OR_RETURN(CpuDistribution dist, ParseCpuDistribution(req_.cpu_distribution()));
+    if (cpu_bind_.kind != CpuBind::Kind::kUnset && cpu_bind_.kind != CpuBind::Kind::kNone) {
+      MUSTER_ASSIGN_OR_RETURN(CpuTopology topo, ReadCpuTopology());
+      auto laid =
+          LayOutTaskCpus(cpu_bind_, dist, topo, StepCpus(), req_.ntasks(), req_.cpus_per_task());
+      if (!laid.ok()) return laid.status();
+      task_cpus_ = std::move(*laid);
+    }
+  }
+  if (req_.task_commands_size() != 0 &&
+      static_cast<uint32_t>(req_.task_commands_size()) != req_.ntasks()) {
+    return InvalidArgument("--multi-prog: " + std::to_string(req_.task_commands_size()) +
+                           " commands for the " + std::to_string(req_.ntasks()) + " tasks here");
+  }
+  for (const std::string& path : {req_.task_prolog(), req_.task_epilog()}) {
+    if (!path.empty() && path[0] != '/') {
+      return InvalidArgument("--task-prolog/--task-epilog " + path + " is not an absolute path");
+    }
+  }
+  launching_ = true;
   for (uint32_t local = 0; local < req_.ntasks(); ++local) {
     Task t;
     t.id = req_.first_task() + local;
-    SpawnSpec sp;
-    sp.argv.assign(req_.argv().begin(), req_.argv().end());
+    auto pending = std::make_unique<PendingTask>();
+    SpawnSpec& sp = pending->sp;
+    if (req_.task_commands_size() != 0) {
+      const auto& argv = req_.task_commands(static_cast<int>(local)).argv();
+      sp.argv.assign(argv.begin(), argv.end());
+      if (sp.argv.empty()) {
+        launching_ = false;
+        return InvalidArgument("--multi-prog: no command for task " + std::to_string(t.id));
+      }
+    } else {
+      sp.argv.assign(req_.argv().begin(), req_.argv().end());
+    }
     sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), task_gpus[local], req_,
                           local, setup_.launch_host());
+    if (!req_.cpu_bind().empty()) {
+      for (const auto& [k, v] : CpuBindEnv(cpu_bind_, task_cpus_)) SetEnvVar(sp.env, k, v);
+    }
+    if (!task_cpus_.empty()) sp.cpus = task_cpus_[local];
     sp.cwd = req_.work_dir().empty() ? spec.work_dir() : req_.work_dir();
     sp.change_user = root && spec.uid() != 0;
     sp.uid = spec.uid();
     sp.gid = spec.gid();
     if (sp.change_user) sp.groups = launcher_.GroupsOf(spec.user(), spec.gid());
     vars.task_id = t.id;
-    TaskIo io;
-    if (Status st = OpenTaskIo(vars, sp, t.id, truncated, &io); !st.ok()) {
-      io.CloseAll();
+    if (Status st = OpenTaskIo(vars, sp, t.id, truncated, &pending->io); !st.ok()) {
+      pending->io.CloseAll();
+      launching_ = false;
       return st;
     }
-    if (!setup_.step_cgroup().empty()) {
-      sp.cgroup_fd = ::open(setup_.step_cgroup().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    }
-    auto spawned = launcher_.Spawn(sp);
-    io.CloseChildEnds();
-    if (sp.cgroup_fd >= 0) ::close(sp.cgroup_fd);
-    if (!spawned.ok()) {
-      io.CloseAll();
-      // Like srun: say why on the task's stderr and give it exit code 127.
-      SendOutput(t.id, 2,
-                 "muster: task " + std::to_string(t.id) + ": " + spawned.status().message() + "\n");
-      t.exited = true;
-      t.status = 127 << 8;
-      tasks_.push_back(t);
-      pmi_.emplace_back();
-      continue;
-    }
-    t.pid = spawned->pid;
-    // The PMI socket counts as output: what a task wrote to it before it ended (an abort) is
-    // read before its exit is reported.
-    t.open_pipes = (io.out >= 0) + (io.err >= 0) + (io.pmi >= 0);
-    tasks_.push_back(t);
-    const size_t idx = tasks_.size() - 1;
-    pmi_.emplace_back();
-    if (hooks_.task_started) hooks_.task_started(t.pid);
-    if (io.out >= 0) ReadPipe(idx, io.out, 1);
-    if (io.err >= 0) ReadPipe(idx, io.err, 2);
-    if (io.pmi >= 0) {
-      pmi_[idx].fd = std::make_shared<asio::posix::stream_descriptor>(io_, io.pmi);
-      ReadPmi(idx);
-    }
-    if (io.in >= 0) {
+    // The task's stdin is its pipe from now on, so input that comes while a prolog runs waits
+    // in it.
+    if (pending->io.in >= 0) {
       StdinSink sink;
-      sink.fd = std::make_shared<asio::posix::stream_descriptor>(io_, io.in);
+      sink.fd = std::make_shared<asio::posix::stream_descriptor>(io_, pending->io.in);
+      pending->io.in = -1;
       sinks_.push_back(std::move(sink));
     }
-    WatchExit(idx, t.pid, spawned->pidfd);
+    tasks_.push_back(t);
+    pmi_.emplace_back();
+    task_env_.push_back(sp.env);
+    pending_.push_back(std::move(pending));
+    const size_t idx = tasks_.size() - 1;
+    if (req_.task_prolog().empty()) {
+      StartTask(idx);
+    } else {
+      RunPrologThenStart(idx);
+    }
   }
+  launching_ = false;
   for (size_t i = 0; i < tasks_.size(); ++i) MaybeReport(i);
   return Status::Ok();
+}
+
+void StepSupervisor::StartTask(size_t idx) {
+  std::unique_ptr<PendingTask> pending = std::move(pending_[idx]);
+  if (!pending) return;
+  Task& t = tasks_[idx];
+  SpawnSpec& sp = pending->sp;
+  TaskIo& io = pending->io;
+  task_env_[idx] = sp.env;
+  if (killed_ || done_) {
+    // The step was killed (or failed) while its prolog ran: the task never starts.
+    io.CloseAll();
+    t.reaped = t.exited = true;
+    t.status = SIGKILL;
+    return MaybeReport(idx);
+  }
+  if (!setup_.step_cgroup().empty()) {
+    sp.cgroup_fd = ::open(setup_.step_cgroup().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  auto spawned = launcher_.Spawn(sp);
+  io.CloseChildEnds();
+  if (sp.cgroup_fd >= 0) ::close(sp.cgroup_fd);
+  if (!spawned.ok()) {
+    io.CloseAll();
+    // Like srun: say why on the task's stderr and give it exit code 127.
+    SendOutput(t.id, 2,
+               "muster: task " + std::to_string(t.id) + ": " + spawned.status().message() + "\n");
+    t.reaped = t.exited = true;
+    t.status = 127 << 8;
+    return MaybeReport(idx);
+  }
+  t.pid = spawned->pid;
+  // Before anything the task writes is read: its binding, as Slurm's verbose report says it.
+  if (cpu_bind_.verbose) {
+    std::vector<uint32_t> cpus = sp.cpus;
+    if (cpus.empty()) {
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      if (::sched_getaffinity(0, sizeof mine, &mine) == 0) {
+        for (uint32_t c = 0; c < CPU_SETSIZE; ++c) {
+          if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+        }
+      }
+    }
+    SendOutput(
+        t.id, 2,
+        CpuBindReport(cpu_bind_, setup_.node(), t.id, t.id - req_.first_task(), t.pid, cpus));
+  }
+  // The PMI socket counts as output: what a task wrote to it before it ended (an abort) is
+  // read before its exit is reported.
+  t.open_pipes = (io.out >= 0) + (io.err >= 0) + (io.pmi >= 0);
+  if (hooks_.task_started) hooks_.task_started(t.pid);
+  if (io.out >= 0) ReadPipe(idx, io.out, 1);
+  if (io.err >= 0) ReadPipe(idx, io.err, 2);
+  if (io.pmi >= 0) {
+    pmi_[idx].fd = std::make_shared<asio::posix::stream_descriptor>(io_, io.pmi);
+    ReadPmi(idx);
+  }
+  WatchExit(idx, t.pid, spawned->pidfd);
+}
+
+void StepSupervisor::RunPrologThenStart(size_t idx) {
+  const std::string path = req_.task_prolog();
+  auto self = shared_from_this();
+  RunHelper(idx, "--task-prolog", path, pending_[idx]->sp.env, /*keep_stdout=*/true,
+            /*timeout_s=*/0, [this, self, idx, path](int status, std::string out) {
+              Task& t = tasks_[idx];
+              if (killed_ || done_) return StartTask(idx);  // which ends it
+              int code = 0, sig = 0;
+              if (status >= 0) DecodeWaitStatus(status, &code, &sig);
+              if (status < 0 || code != 0 || sig != 0) {
+                // The task does not run: it fails with the prolog's code (1 when none).
+                if (status >= 0) {
+                  SendOutput(t.id, 2,
+                             "muster: task " + std::to_string(t.id) + ": --task-prolog " + path +
+                                 " failed with " +
+                                 (sig ? "signal " + std::to_string(sig)
+                                      : "exit code " + std::to_string(code)) +
+                                 "; the task was not started\n");
+                }
+                pending_[idx]->io.CloseAll();
+                pending_[idx].reset();
+                t.reaped = t.exited = true;
+                t.status = (code != 0 ? code : 1) << 8;
+                return MaybeReport(idx);
+              }
+              // Its "export", "unset" and "print" lines shape the task.
+              for (const std::string& line : ApplyTaskPrologOutput(out, &pending_[idx]->sp.env)) {
+                SendOutput(t.id, 1, line + "\n");
+              }
+              StartTask(idx);
+            });
+}
+
+void StepSupervisor::RunEpilogThenFinish(size_t idx) {
+  auto self = shared_from_this();
+  const std::string path = req_.task_epilog();
+  RunHelper(idx, "--task-epilog", path, task_env_[idx], /*keep_stdout=*/false, kTaskEpilogTimeoutS,
+            [this, self, idx, path](int status, std::string) {
+              int code = 0, sig = 0;
+              if (status > 0) DecodeWaitStatus(status, &code, &sig);
+              if (status > 0 && !killed_) {
+                // Said, and changes nothing of the task's end.
+                SendOutput(tasks_[idx].id, 2,
+                           "muster: task " + std::to_string(tasks_[idx].id) + ": --task-epilog " +
+                               path + " failed with " +
+                               (sig ? "signal " + std::to_string(sig)
+                                    : "exit code " + std::to_string(code)) +
+                               "\n");
+              }
+              FinishTask(idx);
+            });
+}
+
+void StepSupervisor::RunHelper(size_t idx, const std::string& what, const std::string& path,
+                               const std::vector<std::string>& env, bool keep_stdout, int timeout_s,
+                               std::function<void(int, std::string)> done) {
+  const v1::JobSpec& spec = setup_.launch().spec();
+  Task& t = tasks_[idx];
+  // As the task's user, in its directory, its environment and the step's cgroup; never as root
+  // for another user's job.
+  SpawnSpec sp;
+  sp.argv = {path};
+  sp.env = env;
+  sp.cwd = req_.work_dir().empty() ? spec.work_dir() : req_.work_dir();
+  sp.change_user = ::geteuid() == 0 && spec.uid() != 0;
+  sp.uid = spec.uid();
+  sp.gid = spec.gid();
+  if (sp.change_user) sp.groups = launcher_.GroupsOf(spec.user(), spec.gid());
+  auto cannot = [&](const std::string& why) {
+    SendOutput(
+        t.id, 2,
+        "muster: task " + std::to_string(t.id) + ": " + what + " " + path + ": " + why + "\n");
+    done(-1, "");
+  };
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return cannot(std::strerror(errno));
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    const int e = errno;
+    ::close(out[0]);
+    ::close(out[1]);
+    return cannot(std::strerror(e));
+  }
+  sp.stdout_fd = out[1];
+  sp.stderr_fd = err[1];
+  if (!setup_.step_cgroup().empty()) {
+    sp.cgroup_fd = ::open(setup_.step_cgroup().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  auto spawned = launcher_.Spawn(sp);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (sp.cgroup_fd >= 0) ::close(sp.cgroup_fd);
+  if (!spawned.ok()) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return cannot(spawned.status().message());
+  }
+  auto h = std::make_shared<Helper>();
+  h->pid = spawned->pid;
+  h->idx = idx;
+  h->keep_stdout = keep_stdout;
+  h->out = std::make_shared<asio::posix::stream_descriptor>(io_, out[0]);
+  h->err = std::make_shared<asio::posix::stream_descriptor>(io_, err[0]);
+  t.helper = h->pid;
+  // Recorded as the tasks are, so that the job's end (or the agent's) reaches it too.
+  if (hooks_.task_started) hooks_.task_started(h->pid);
+  ReadHelper(h, false);
+  ReadHelper(h, true);
+  auto self = shared_from_this();
+  std::shared_ptr<asio::steady_timer> timer;
+  if (timeout_s > 0) {
+    timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(timeout_s));
+    timer->async_wait([this, self, h](boost::system::error_code ec) {
+      if (!ec && !h->reaped) launcher_.Kill(-h->pid, SIGKILL);
+    });
+  }
+  auto pidfd = std::make_shared<asio::posix::stream_descriptor>(io_, spawned->pidfd);
+  pidfd->async_wait(
+      asio::posix::stream_descriptor::wait_read,
+      [this, self, h, pidfd, timer, done = std::move(done)](boost::system::error_code) {
+        const int status = launcher_.Reap(h->pid, /*our_child=*/true);
+        h->reaped = true;  // its pid is no longer its to signal
+        tasks_[h->idx].helper = -1;
+        if (timer) timer->cancel();
+        // Behind the reads already done (posted after them): what is left in its pipes, then
+        // they close (a process it left behind may hold them open).
+        asio::post(io_, [this, self, h, status, done] {
+          char buf[16384];
+          for (bool is_err : {false, true}) {
+            auto& sd = is_err ? h->err : h->out;
+            for (int i = 0; i < 64; ++i) {
+              const ssize_t n = ::read(sd->native_handle(), buf, sizeof buf);
+              if (n <= 0) break;
+              if (!is_err && h->keep_stdout) {
+                if (h->kept.size() < kMaxPrologOutput) h->kept.append(buf, static_cast<size_t>(n));
+              } else {
+                SendOutput(tasks_[h->idx].id, is_err ? 2 : 1,
+                           std::string(buf, static_cast<size_t>(n)));
+              }
+            }
+            boost::system::error_code ignored;
+            sd->close(ignored);
+          }
+          h->finished = true;
+          if (hooks_.task_done) hooks_.task_done(h->pid);
+          done(status < 0 ? 0 : status, std::move(h->kept));
+        });
+      });
+}
+
+void StepSupervisor::ReadHelper(std::shared_ptr<Helper> h, bool err) {
+  auto sd = err ? h->err : h->out;
+  if (!sd->is_open()) return;
+  sd->non_blocking(true);
+  auto buf = std::make_shared<std::array<char, 16384>>();
+  auto self = shared_from_this();
+  sd->async_read_some(asio::buffer(*buf),
+                      [this, self, h, sd, buf, err](boost::system::error_code ec, size_t n) {
+                        if (n > 0) {
+                          if (!err && h->keep_stdout) {
+                            if (h->kept.size() < kMaxPrologOutput) h->kept.append(buf->data(), n);
+                          } else {
+                            SendOutput(tasks_[h->idx].id, err ? 2 : 1, std::string(buf->data(), n));
+                          }
+                        }
+                        if (ec || h->finished) return;
+                        ReadHelper(h, err);
+                      });
 }
 
 void StepSupervisor::WatchExit(size_t idx, pid_t pid, int pidfd) {
@@ -188,18 +461,24 @@ void StepSupervisor::WatchExit(size_t idx, pid_t pid, int pidfd) {
   sd->async_wait(asio::posix::stream_descriptor::wait_read,
                  [this, self, sd, idx, pid](boost::system::error_code) {
                    const int status = launcher_.Reap(pid, /*our_child=*/true);
-                   tasks_[idx].exited = true;
+                   tasks_[idx].reaped = true;
                    tasks_[idx].status = status < 0 ? 0 : status;
-                   // Every task has exited: what they left behind (holding their output open,
-                   // say) ends.
-                   bool all = true;
-                   for (const Task& task : tasks_) all = all && task.exited;
-                   if (all && OwnCgroup()) JobCgroups::Kill(setup_.step_cgroup());
-                   if (!pmi_[idx].fd) return MaybeReport(idx);
-                   // Behind the reads already done (posted after them): what is left in its
-                   // PMI socket, then the socket closes and its read ends, which reports.
-                   asio::post(io_, [this, self, idx] { DrainPmi(idx); });
+                   if (!req_.task_epilog().empty() && !killed_) return RunEpilogThenFinish(idx);
+                   FinishTask(idx);
                  });
+}
+
+void StepSupervisor::FinishTask(size_t idx) {
+  tasks_[idx].exited = true;
+  // Every task has exited: what they left behind (holding their output open, say) ends.
+  bool all = true;
+  for (const Task& task : tasks_) all = all && task.exited;
+  if (all && OwnCgroup()) JobCgroups::Kill(setup_.step_cgroup());
+  if (!pmi_[idx].fd) return MaybeReport(idx);
+  // Behind the reads already done (posted after them): what is left in its PMI socket, then the
+  // socket closes and its read ends, which reports.
+  auto self = shared_from_this();
+  asio::post(io_, [this, self, idx] { DrainPmi(idx); });
 }
 
 // Pipes, files or a terminal for one task, as the request asks (srun -o/-e/-i, --pty), and its
@@ -409,6 +688,7 @@ void StepSupervisor::ClosePmi(size_t idx) {
 }
 
 void StepSupervisor::MaybeReport(size_t idx) {
+  if (launching_) return;  // Launch reports them all once every task is in tasks_
   Task& t = tasks_[idx];
   if (t.reported || !t.exited || t.open_pipes > 0) return;
   t.reported = true;
@@ -628,15 +908,19 @@ void StepSupervisor::TellStdinTaken() {
 void StepSupervisor::SignalTasks(int sig) {
   if (sig == SIGKILL) return KillTasks();
   for (const Task& t : tasks_) {
-    if (t.pid > 0 && !t.exited) launcher_.Kill(-t.pid, sig);
+    if (t.pid > 0 && !t.reaped) launcher_.Kill(-t.pid, sig);
   }
 }
 
 void StepSupervisor::KillTasks() {
   CloseStdin();
   for (const Task& t : tasks_) {
-    if (t.pid > 0 && !t.exited) {
+    if (t.pid > 0 && !t.reaped) {
       launcher_.Kill(-t.pid, SIGKILL);
+      killed_ = true;
+    }
+    if (t.helper > 0) {  // its prolog or epilog, and what it started
+      launcher_.Kill(-t.helper, SIGKILL);
       killed_ = true;
     }
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "muster/agent/launcher.h"
+#include "muster/common/cpu_bind.h"
 #include "muster/common/framing.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/output_pattern.h"
@@ -58,9 +59,11 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
     uint32_t id = 0;
     pid_t pid = -1;
     int open_pipes = 0;
-    bool exited = false;
+    bool reaped = false;  // the task's process is gone (its epilog may still run)
+    bool exited = false;  // ... and its epilog too: done here
     int status = 0;
     bool reported = false;
+    pid_t helper = -1;  // its --task-prolog or --task-epilog while one runs
   };
   // Where the client's stdin goes: a task's stdin pipe, or its terminal (written in order; the
   // client is not read while too much waits, so a task that never reads cannot grow this).
@@ -87,8 +90,33 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   static constexpr size_t kMaxClientBacklog = 8u << 20;
   // PMI answers a task has not read: past this it is not speaking PMI, and its socket closes.
   static constexpr size_t kMaxPmiBacklog = 1u << 20;
+  // What a --task-prolog may print (its export, unset and print lines); past this it is ignored.
+  static constexpr size_t kMaxPrologOutput = 1u << 20;
+  // A --task-epilog still running this long after it started is killed (Slurm's "a few seconds").
+  static constexpr int kTaskEpilogTimeoutS = 10;
+  // A task waiting for its --task-prolog: what it will be started with.
+  struct PendingTask;
+  // A task's --task-prolog or --task-epilog while it runs.
+  struct Helper;
 
   Status Launch();
+  // The CPUs the step holds here: its own (--exact), else the job's.
+  std::vector<uint32_t> StepCpus() const;
+  // Starts task `idx` as pending_[idx] says (after its prolog, if any), or ends it when the step
+  // was killed meanwhile.
+  void StartTask(size_t idx);
+  // Runs the task's --task-prolog (then starts the task) or --task-epilog (then finishes it).
+  void RunPrologThenStart(size_t idx);
+  void RunEpilogThenFinish(size_t idx);
+  // Runs `path` as the task's user in `env`; `done` gets its wait status (-1: it could not start,
+  // said on the task's stderr) and, with `keep_stdout`, what it printed (else that is the task's
+  // stdout).
+  void RunHelper(size_t idx, const std::string& what, const std::string& path,
+                 const std::vector<std::string>& env, bool keep_stdout, int timeout_s,
+                 std::function<void(int, std::string)> done);
+  void ReadHelper(std::shared_ptr<Helper> h, bool err);
+  // The task has ended (and its epilog): counted, reported once its output is drained.
+  void FinishTask(size_t idx);
   Status OpenTaskIo(const PatternVars& vars, SpawnSpec& sp, uint32_t task,
                     std::set<std::string>& truncated, TaskIo* io);
   void ReadPipe(size_t idx, int fd, uint32_t stream);
@@ -138,6 +166,11 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   int tty_fd_ = -1;             // srun --pty: the terminal's master side (owned by its reader)
   bool reported_end_ = false;
   std::vector<Task> tasks_;
+  std::vector<std::unique_ptr<PendingTask>> pending_;  // by tasks_ index, until started
+  std::vector<std::vector<std::string>> task_env_;     // by tasks_ index: for its epilog
+  bool launching_ = false;                             // in Launch: no task is reported yet
+  CpuBind cpu_bind_;                                   // --cpu-bind
+  std::vector<std::vector<uint32_t>> task_cpus_;       // each task's CPUs here (empty: not bound)
   size_t reported_ = 0;
   bool done_ = false;
   std::deque<std::string> queue_;

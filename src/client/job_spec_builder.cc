@@ -148,6 +148,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_gpus_per_task(o.gpus_per_task.value_or(0));
   s.set_mem_per_gpu_mb(o.mem_per_gpu_mb.value_or(0));
   s.set_mem_per_cpu_mb(o.mem_per_cpu_mb.value_or(0));
+  s.set_min_tmp_disk_mb(o.tmp_mb.value_or(0));
   s.set_min_cpus_per_node(o.min_cpus.value_or(0));
   s.set_open_mode_append(o.open_mode_append.value_or(false));
   if (!ctx.interactive && o.input) s.set_stdin_pattern(*o.input);
@@ -167,6 +168,22 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_max_switches(o.max_switches.value_or(0));
   s.set_switches_wait_ms(o.switches_wait_ms.value_or(0));
   s.set_topology(o.topology.value_or(""));
+  // --hint sets how tasks use cores itself: with -B, --threads-per-core or --ntasks-per-core it
+  // is refused, as Slurm refuses it.
+  if (o.hint && (o.extra_node_info || o.threads_per_core || o.ntasks_per_core)) {
+    return InvalidArgument(
+        "--hint cannot be used with -B/--extra-node-info, --threads-per-core or "
+        "--ntasks-per-core");
+  }
+  if (o.hint_help) return InvalidArgument("--hint=help lists the hints; it submits nothing");
+  v1::CpuShape* shape = s.mutable_cpu_shape();
+  shape->set_sockets_per_node(o.sockets_per_node.value_or(0));
+  shape->set_cores_per_socket(o.cores_per_socket.value_or(0));
+  shape->set_threads_per_core(o.threads_per_core.value_or(0));
+  shape->set_ntasks_per_core(o.ntasks_per_core.value_or(0));
+  shape->set_ntasks_per_socket(o.ntasks_per_socket.value_or(0));
+  shape->set_hint(o.hint.value_or(""));
+  if (shape->ByteSizeLong() == 0) s.clear_cpu_shape();
   for (const auto& g : o.gres) {
     v1::GresSpec* item = s.add_gres();
     item->set_name(g.name);

@@ -54,6 +54,7 @@ const struct option kLongOptions[] = {
     {"exact", no_argument, nullptr, kExact},
     {"overlap", no_argument, nullptr, kOverlap},
     {"kill-on-bad-exit", optional_argument, nullptr, 'K'},
+    {"kill-command", optional_argument, nullptr, kKillCommand},
     {"pty", no_argument, nullptr, kPty},
     {"immediate", optional_argument, nullptr, 'I'},
     {"input", required_argument, nullptr, 'i'},
@@ -118,10 +119,21 @@ const struct option kLongOptions[] = {
     {"prolog", required_argument, nullptr, kProlog},
     {"epilog", required_argument, nullptr, kEpilog},
     {"quit-on-interrupt", no_argument, nullptr, kQuitOnInterrupt},
+    {"extra-node-info", required_argument, nullptr, 'B'},
+    {"sockets-per-node", required_argument, nullptr, kSocketsPerNode},
+    {"tmp", required_argument, nullptr, kTmp},
+    {"cores-per-socket", required_argument, nullptr, kCoresPerSocket},
+    {"threads-per-core", required_argument, nullptr, kThreadsPerCore},
+    {"ntasks-per-core", required_argument, nullptr, kNtasksPerCore},
+    {"ntasks-per-socket", required_argument, nullptr, kNtasksPerSocket},
+    {"hint", required_argument, nullptr, kHint},
+    {"multi-prog", no_argument, nullptr, kMultiProg},
+    {"task-prolog", required_argument, nullptr, kTaskProlog},
+    {"task-epilog", required_argument, nullptr, kTaskEpilog},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions =
-    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:r:";
+    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:r:B:";
 
 }  // namespace
 
@@ -172,17 +184,19 @@ bool Accepted(int c, OptionSet set) {
     case kProlog:
     case kEpilog:
     case kQuitOnInterrupt:
+    case kMultiProg:
+    case kTaskProlog:
+    case kTaskEpilog:
       return set == OptionSet::kRun;
     case kBell:
     case kNoBell:
+    case kKillCommand:
       return set == OptionSet::kAlloc;
     case 'i':
       return set != OptionSet::kAlloc;
     case kBatchFeatures:
     case kIgnorePbs:
     case kExportFile:
-    case kUid:
-    case kGid:
       return set == OptionSet::kBatch;
     case kOpenMode:  // sbatch's for the script's files, srun's for the step's
     case 'W':        // sbatch's waits for the job's end; srun's -W=SECONDS is another option
@@ -208,8 +222,6 @@ bool Accepted(int c, OptionSet set) {
 const std::map<std::string, std::string>& KnownUnsupported() {
   static const std::string kNotYet = "is not supported yet: ";
   static const std::string kNever = "is not supported: ";
-  static const std::string kLayout =
-      kNotYet + "nodes are chosen and tasks laid out by CPU count, not by socket, core or thread";
   static const std::map<std::string, std::string> k = {
       {"bb", kNever + "Muster has no burst buffers"},
       {"bbf", kNever + "Muster has no burst buffers"},
@@ -219,26 +231,12 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"no-allocate", kNever + "every step runs in an allocation"},
       {"core-spec", kNotYet + "no cores are set aside for the system per job"},
       {"thread-spec", kNotYet + "no threads are set aside for the system per job"},
-      {"uid", kNotYet + "for srun and salloc; root submits as another user with sbatch --uid"},
-      {"gid", kNotYet + "for srun and salloc; root submits as another user with sbatch --uid"},
       {"no-kill", kNotYet + "a job loses every node when one fails (it is requeued or ends)"},
       {"spread-job", kNotYet + "a job gets the nodes its count asks for"},
       {"gpus-per-socket", kNotYet + "GPUs are not placed by socket"},
       {"accel-bind", kNotYet + "tasks are not bound to accelerators one by one"},
       {"bcast", kNotYet + "run the program from a file system the nodes share"},
-      {"multi-prog", kNotYet + "every task runs the same program (branch on SLURM_PROCID)"},
-      {"task-prolog", kNotYet + "nothing runs before each task but the task"},
-      {"task-epilog", kNotYet + "nothing runs after each task"},
       {"no-shell", kNotYet + "an allocation lasts while salloc runs"},
-      {"kill-command", kNotYet + "the command is left to end when the allocation does"},
-      {"tmp", kNotYet + "nodes do not report their temporary disk space"},
-      {"sockets-per-node", kLayout},
-      {"cores-per-socket", kLayout},
-      {"threads-per-core", kLayout},
-      {"extra-node-info", kLayout},
-      {"ntasks-per-core", kLayout},
-      {"ntasks-per-socket", kLayout},
-      {"hint", kLayout},
       {"licenses", kNotYet + "the cluster has no licenses to count"},
       {"propagate", kNotYet + "tasks get their node's resource limits, not the submitting shell's"},
       {"get-user-env", kNotYet + "the job gets the environment it was submitted with (--export)"},
@@ -247,8 +245,8 @@ const std::map<std::string, std::string>& KnownUnsupported() {
   return k;
 }
 
-// Short letters of refused options, by command where Slurm's letters differ.
-std::string LongNameOf(char letter, OptionSet set) {
+// Short letters of refused options.
+std::string LongNameOf(char letter) {
   switch (letter) {
     case 'k':
       return "no-kill";
@@ -256,14 +254,10 @@ std::string LongNameOf(char letter, OptionSet set) {
       return "no-allocate";
     case 'S':
       return "core-spec";
-    case 'B':
-      return "extra-node-info";
     case 'L':
       return "licenses";
     case 'O':
       return "overcommit";
-    case 'K':
-      return set == OptionSet::kAlloc ? "kill-command" : "";
     default:
       return "";
   }

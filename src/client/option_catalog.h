@@ -86,9 +86,20 @@ enum LongOnly {
   kPriority,
   kUid,
   kGid,
+  kKillCommand,
   kProlog,
   kEpilog,
   kQuitOnInterrupt,
+  kSocketsPerNode,
+  kTmp,
+  kCoresPerSocket,
+  kThreadsPerCore,
+  kNtasksPerCore,
+  kNtasksPerSocket,
+  kHint,
+  kMultiProg,
+  kTaskProlog,
+  kTaskEpilog,
   // Refused (KnownUnsupported), but named here so that getopt does not take it for an
   // abbreviation of a longer option it knows (--bcast for --bcast-exclude).
   kBcast,
@@ -105,7 +116,7 @@ bool Accepted(int c, OptionSet set);
 // Slurm options this version does not implement, by long name, each with why it is refused.
 const std::map<std::string, std::string>& KnownUnsupported();
 
-// The long name of a refused option's short letter, for the command (empty when none).
-std::string LongNameOf(char letter, OptionSet set);
+// The long name of a refused option's short letter (empty when none).
+std::string LongNameOf(char letter);
 
 }  // namespace muster::client

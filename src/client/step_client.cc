@@ -258,6 +258,7 @@ struct StepLayout {
   std::string nodelist;        // the step's nodes, compressed
   std::string tasks_per_node;  // e.g. 2(x2)
   std::vector<uint32_t> counts;
+  std::vector<std::vector<std::string>> commands;  // --multi-prog: each rank's (else empty)
 };
 
 StepLayout LayoutOf(const v1::CreateStepResponse& step) {
@@ -306,6 +307,15 @@ v1::StepLaunchRequest LaunchRequest(const v1::CreateStepResponse& step, const v1
   req.set_open_mode_append(o.open_mode_append);
   req.set_pty(o.pty);
   if (o.pty) *req.mutable_window() = WindowOf(o.stdin_fd);
+  req.set_cpu_bind(o.cpu_bind);
+  req.set_cpu_distribution(o.cpu_distribution);
+  req.set_task_prolog(o.task_prolog);
+  req.set_task_epilog(o.task_epilog);
+  for (uint32_t t = n.first_task(); t < n.first_task() + n.ntasks() && t < layout.commands.size();
+       ++t) {
+    v1::TaskCommand* command = req.add_task_commands();
+    for (const std::string& a : layout.commands[t]) command->add_argv(a);
+  }
   return req;
 }
 
@@ -320,12 +330,17 @@ void WithdrawStep(const v1::CreateStepResponse& step, const StepOptions& o,
   nothing.stdin_pattern.clear();
   nothing.stdout_pattern = nothing.stderr_pattern = "";
   nothing.pty = false;
+  nothing.cpu_bind.clear();
+  nothing.task_prolog.clear();
+  nothing.task_epilog.clear();
+  StepLayout plain = layout;
+  plain.commands.clear();
   std::vector<int> fds;
   for (const v1::StepNode& n : step.nodes()) {
     if (n.ntasks() == 0 || n.step_address().empty()) continue;
     auto fd = ConnectTcp(n.step_address(), 5000, 2000);
     if (!fd.ok()) continue;
-    v1::StepLaunchRequest req = LaunchRequest(step, n, nothing, layout, /*pmi=*/false);
+    v1::StepLaunchRequest req = LaunchRequest(step, n, nothing, plain, /*pmi=*/false);
     req.set_withdrawn(true);
     if (WriteFrame(*fd, 0, req.SerializeAsString()).ok()) {
       fds.push_back(*fd);
@@ -609,8 +624,17 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
 Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* out, FILE* err) {
   MUSTER_ASSIGN_OR_RETURN(const v1::CreateStepResponse step,
                           CreateStepWhenFree(controller, o, err));
-  const StepLayout layout = LayoutOf(step);
+  StepLayout layout = LayoutOf(step);
   const char* prog = o.program.c_str();
+  if (o.multi_prog) {
+    // Each rank's command, now that the step's task count is known; nothing runs otherwise.
+    auto commands = MultiProgCommands(*o.multi_prog, step.total_tasks(), o.multi_prog_args);
+    if (!commands.ok()) {
+      WithdrawStep(step, o, layout);
+      return commands.status();
+    }
+    layout.commands = std::move(*commands);
+  }
   if (!o.prolog.empty()) {
     auto rc = RunHostProgram(
         o.prolog, o.argv,

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "muster/common/clock.h"
+#include "muster/common/cpu_bind.h"
 #include "muster/common/dependency.h"
 #include "muster/common/duration.h"
 #include "muster/common/gpu_bind.h"
@@ -16,6 +17,47 @@
 #include "option_values.h"
 
 namespace muster::client {
+namespace {
+
+// A count of sockets, cores, threads or tasks per core or socket: 1 to 65535, as Slurm's.
+Result<uint32_t> ShapeCount(const std::string& opt, const std::string& v) {
+  MUSTER_ASSIGN_OR_RETURN(uint32_t n, Count(opt, v));
+  if (n > 65'535) return InvalidArgument("invalid value for " + opt + ": at most 65535");
+  return n;
+}
+
+// -B SOCKETS[:CORES[:THREADS]]: each level a minimum, '*' for any. As in Slurm, a level may be
+// MIN-MAX, of which only the minimum counts.
+Status ParseExtraNodeInfo(const std::string& val, SubmitOptions* o) {
+  const std::vector<std::string> levels = Split(val, ':');
+  if (val.empty() || levels.size() > 3) {
+    return InvalidArgument("invalid value for --extra-node-info: '" + val +
+                           "' (expected SOCKETS[:CORES[:THREADS]], each a number or *)");
+  }
+  std::optional<uint32_t>* fields[] = {&o->sockets_per_node, &o->cores_per_socket,
+                                       &o->threads_per_core};
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const std::string& l = levels[i];
+    if (l == "*") {
+      *fields[i] = 0;
+      continue;
+    }
+    const size_t dash = l.find('-');
+    MUSTER_ASSIGN_OR_RETURN(uint32_t min, ShapeCount("--extra-node-info", l.substr(0, dash)));
+    if (dash != std::string::npos && l.substr(dash + 1) != "*") {
+      auto max = ShapeCount("--extra-node-info", l.substr(dash + 1));
+      if (!max.ok() || *max < min) {
+        return InvalidArgument("invalid value for --extra-node-info: '" + l +
+                               "' (expected MIN-MAX with MIN <= MAX)");
+      }
+    }
+    *fields[i] = min;
+  }
+  o->extra_node_info = true;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& origin,
                        SubmitOptions* o, OptionSet set) {
@@ -35,6 +77,7 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
     if (c == -1) break;
     std::string val = optarg ? optarg : "";
     Status s;
+    if (c == 'K' && set == OptionSet::kAlloc) c = kKillCommand;  // srun's -K is another option
     if (!Accepted(c, set)) c = '?';
     switch (c) {
       case 'J':
@@ -289,6 +332,14 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'K':
         o->kill_on_bad_exit = val.empty() || val != "0";
         break;
+      case kKillCommand: {
+        const int sig = val.empty() ? 0 : SignalNumber(val);
+        if (!val.empty() && sig == 0) {
+          return err("--kill-command=" + val + ": expected a signal name or number");
+        }
+        o->kill_command = sig;
+        break;
+      }
       case kPty:
         o->pty = true;
         break;
@@ -328,6 +379,12 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         // Backfill would shrink the job to fit; Muster gives it its --time.
         auto t = ParseTimeLimit(val);
         if (!t.ok()) return err("--time-min: " + t.status().message());
+        break;
+      }
+      case kTmp: {
+        auto m = ParseMemoryMb(val);
+        if (!m.ok()) return err("--tmp: " + m.status().message());
+        o->tmp_mb = *m;
         break;
       }
       case kMemPerCpu: {
@@ -443,6 +500,44 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
             return err("--distribution=" + val + ": expected Pack or NoPack after ','");
           }
         }
+        // The second level deals a node's CPUs to its tasks for --cpu-bind.
+        o->cpu_distribution = levels.size() > 1 ? levels[1] : "";
+        break;
+      }
+      case 'B':
+        s = ParseExtraNodeInfo(val, o);
+        if (!s.ok()) return s.Prepend(origin);
+        break;
+      case kSocketsPerNode:
+      case kCoresPerSocket:
+      case kThreadsPerCore:
+      case kNtasksPerCore:
+      case kNtasksPerSocket: {
+        const char* name = c == kSocketsPerNode   ? "--sockets-per-node"
+                           : c == kCoresPerSocket ? "--cores-per-socket"
+                           : c == kThreadsPerCore ? "--threads-per-core"
+                           : c == kNtasksPerCore  ? "--ntasks-per-core"
+                                                  : "--ntasks-per-socket";
+        auto n = ShapeCount(name, val);
+        if (!n.ok()) return err(n.status().message());
+        (c == kSocketsPerNode   ? o->sockets_per_node
+         : c == kCoresPerSocket ? o->cores_per_socket
+         : c == kThreadsPerCore ? o->threads_per_core
+         : c == kNtasksPerCore  ? o->ntasks_per_core
+                                : o->ntasks_per_socket) = *n;
+        break;
+      }
+      case kHint: {
+        const std::string h = ToLower(val);
+        if (h == "help") {
+          o->hint_help = o->help = true;
+        } else if (h == "compute_bound" || h == "memory_bound" || h == "multithread" ||
+                   h == "nomultithread") {
+          o->hint = h;
+        } else {
+          return err("--hint=" + val +
+                     ": expected compute_bound, memory_bound, multithread, nomultithread or help");
+        }
         break;
       }
       case kGpuBind: {
@@ -496,19 +591,24 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'Q':
       case 'v':
         break;
-      case kCpuBind:
-        // A step's tasks share the job's CPUs (its cgroup's cpuset): quiet, verbose and none
-        // ask for nothing more. A binding of each task is not done yet, so it is refused rather
-        // than silently not done.
-        for (const std::string& word : Split(val, ',', true)) {
-          const std::string w = ToLower(word);
-          if (w == "q" || w == "quiet" || w == "v" || w == "verbose" || w == "no" || w == "none") {
-            continue;
-          }
-          return Unimplemented(origin + ": --cpu-bind=" + word +
-                               " is not supported yet: a step's tasks share the job's CPUs, none "
-                               "is bound to CPUs of its own (--cpu-bind=none)");
+      case kCpuBind: {
+        // Each task bound to its share of the step's CPUs on its node (common/cpu_bind.h),
+        // checked here so that a bad value runs nothing.
+        auto bind = ParseCpuBind(val);
+        if (!bind.ok()) return bind.status().Prepend(origin);
+        o->cpu_bind = val;
+        break;
+      }
+      case kMultiProg:
+        o->multi_prog = true;
+        break;
+      case kTaskProlog:
+      case kTaskEpilog:
+        if (val.empty()) {
+          return err(std::string(c == kTaskProlog ? "--task-prolog" : "--task-epilog") +
+                     " wants a program");
         }
+        (c == kTaskProlog ? o->task_prolog : o->task_epilog) = val;
         break;
       case kMpi:
         if (val != "none" && val != "pmi1" && val != "pmi") {
@@ -530,7 +630,7 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         std::string name = bad;
         while (!name.empty() && name[0] == '-') name.erase(0, 1);
         name = name.substr(0, name.find('='));
-        if (name.size() == 1) name = LongNameOf(name[0], set);
+        if (name.size() == 1) name = LongNameOf(name[0]);
         const auto& unsupported = KnownUnsupported();
         if (auto it = unsupported.find(name); it != unsupported.end()) {
           return Unimplemented(origin + ": option " + bad.substr(0, bad.find('=')) + " " +
@@ -604,6 +704,18 @@ Result<std::vector<Directive>> ParseDirectives(const std::string& script) {
   return out;
 }
 
+std::string HintHelp() {
+  return R"(--hint=TYPE: how the job's tasks use the CPUs of its nodes
+  compute_bound  every core of each socket, one thread per core
+  memory_bound   one core of each socket, one thread per core
+  multithread    every hardware thread of each core (what every job gets here)
+  nomultithread  one thread per core
+  help           this list
+compute_bound, memory_bound and nomultithread ask for nodes with a core for each of the tasks
+the job puts on them (as --ntasks-per-core=1); tasks are not bound to cores one by one.
+)";
+}
+
 std::string SubmitUsage(const std::string& program) {
   return "Usage: " + program + R"( [OPTIONS] [SCRIPT [ARGS...]]
 Submit a batch script (or --wrap a command). #SBATCH lines at the top of the script are read
@@ -632,6 +744,14 @@ first; options on the command line override them.
       --mem-per-gpu=SIZE     memory per allocated GPU (instead of --mem)
       --exclusive            whole nodes
   -C, --constraint=EXPR      node features: a&b (all), a|b (any), a&b|c
+  -B, --extra-node-info=S[:C[:T]]
+                             nodes with at least S sockets, C cores per socket, T threads
+                             per core (* for any); also --sockets-per-node=S,
+                             --cores-per-socket=C, --threads-per-core=T
+      --ntasks-per-core=N    at most N of a node's tasks per core (per socket with
+      --ntasks-per-socket=N  --ntasks-per-socket)
+      --hint=HINT            nomultithread, compute_bound, memory_bound (a core for each
+                             task), multithread; help lists them
   -w, --nodelist=HOSTS       nodes that must be in the job, e.g. gpu[01-02]
   -x, --exclude=HOSTS        nodes the job must not use
       --switches=N[@TIME]    at most N leaf switches, waiting up to TIME for that

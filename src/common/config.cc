@@ -336,6 +336,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("topology", &proto.topology));
         MUSTER_RETURN_IF_ERROR(t.StringList("features", &proto.features));
         MUSTER_RETURN_IF_ERROR(t.String("nvlink_domain", &proto.nvlink_domain));
+        MUSTER_RETURN_IF_ERROR(t.Uint("tmp_disk_mb", &proto.tmp_disk_mb, 0));
         MUSTER_RETURN_IF_ERROR(t.Uint("shards_per_gpu", &proto.shards_per_gpu, 0, 1024));
         std::vector<std::string> mig, gres;
         MUSTER_RETURN_IF_ERROR(t.StringList("mig", &mig));

@@ -52,8 +52,8 @@ Result<GpuBind> ParseGpuBind(std::string_view value) {
   }
   if (kind == "closest") {
     return Unimplemented(
-        "--gpu-bind=closest is not supported yet: tasks are not bound to CPUs "
-        "one by one, so no GPU is closer to one task than to another");
+        "--gpu-bind=closest is not supported yet: a task's GPUs are not chosen by "
+        "the CPUs it is bound to (share them out with per_task:N or map_gpu:LIST)");
   }
   if (kind == "per_task" || kind == "single") {
     auto n = ParseUint(arg);

@@ -4,6 +4,24 @@
 #include "muster/core/scheduler.h"
 
 namespace muster::controller {
+namespace {
+
+// The node's CPU layout from what its agent reported through hwloc (machine totals); all 0 when
+// it reported none (not registered yet, or no hwloc there). True when that changed the view.
+bool SetCpuLayout(const v1::NodeInventory& inv, core::NodeView* v) {
+  const uint32_t sockets = inv.packages(), cores = inv.cores(), threads = inv.threads();
+  const bool known = sockets > 0 && cores >= sockets && threads >= cores;
+  const uint32_t per_socket = known ? cores / sockets : 0;
+  const uint32_t per_core = known ? threads / cores : 0;
+  const bool changed = v->sockets != (known ? sockets : 0) || v->cores_per_socket != per_socket ||
+                       v->threads_per_core != per_core;
+  v->sockets = known ? sockets : 0;
+  v->cores_per_socket = per_socket;
+  v->threads_per_core = per_core;
+  return changed;
+}
+
+}  // namespace
 
 ClusterViews::ClusterViews(const EngineContext& ctx, const JobManager& jobs,
                            const NodeManager& nodes, const ResourceLedger& ledger,
@@ -40,6 +58,7 @@ core::ClusterView ClusterViews::LiveView(TimeMs now) const {
   for (size_t i = 0; i < ledger_.size(); ++i) {
     const NodeEntry& n = nodes_.at(i);
     view.nodes.push_back(ledger_.node(i));
+    SetCpuLayout(n.inventory, &view.nodes.back());
     view.nodes.back().schedulable = nodes_.Schedulable(n);
     if (!view.nodes.back().schedulable) view.nodes.back().unavailable = nodes_.WhyUnschedulable(n);
   }
@@ -76,6 +95,16 @@ Status ClusterViews::CanEverRun(const core::JobRequest& asked) {
   // the answer, cached per shape, leaves them out; the pass says when one does not fit.
   core::JobRequest request = asked;
   request.reservation.clear();
+  if (request.AsksForCpuShape()) {
+    // The CPU layouts come from the agents, not the configuration: brought up to date here
+    // (only for the requests that ask for one), the cached answers dropped when one changed.
+    // A node that has not reported one counts as holding any (core::PlaceMode::kEver).
+    bool changed = false;
+    for (size_t i = 0; i < capacity_view_.nodes.size(); ++i) {
+      changed |= SetCpuLayout(nodes_.at(i).inventory, &capacity_view_.nodes[i]);
+    }
+    if (changed) ever_cache_.clear();
+  }
   const std::string shape = core::ShapeKey(request);
   auto cached = ever_cache_.find(shape);
   if (cached == ever_cache_.end()) {

@@ -32,7 +32,9 @@ class ClusterViews {
   const core::ClusterView& capacity() const { return capacity_view_; }
   // Whether `request` could run on an empty cluster with every configured node up (the
   // configuration alone decides, so the answer is cached per request shape: a submission must
-  // not walk every node). FAILED_PRECONDITION or NOT_FOUND saying what to change.
+  // not walk every node; but a request for a CPU shape (-B, --ntasks-per-core) is judged on the
+  // layouts the agents reported, so it walks them, and a node without one may hold it).
+  // FAILED_PRECONDITION or NOT_FOUND saying what to change.
   Status CanEverRun(const core::JobRequest& request);
   // The GPU type a request will get: its own, or the one type its partitions have ("" when
   // they mix types).

@@ -115,6 +115,28 @@ Status NormalizeConstraints(v1::JobSpec& spec) {
   return Status::Ok();
 }
 
+// The CPU shape (-B, --ntasks-per-core, --hint, ...): checked here, applied by the core.
+Status CheckCpuShape(const v1::CpuShape& c) {
+  for (uint32_t v : {c.sockets_per_node(), c.cores_per_socket(), c.threads_per_core(),
+                     c.ntasks_per_core(), c.ntasks_per_socket()}) {
+    if (v > 65'535) {
+      return InvalidArgument(
+          "sockets, cores, threads and tasks per core or socket are at most 65535");
+    }
+  }
+  const std::string& h = c.hint();
+  if (!h.empty() && h != "compute_bound" && h != "memory_bound" && h != "multithread" &&
+      h != "nomultithread") {
+    return InvalidArgument("--hint=" + h.substr(0, 64) +
+                           ": expected compute_bound, memory_bound, multithread or nomultithread");
+  }
+  if (!h.empty() && (c.ntasks_per_core() > 0 || c.threads_per_core() > 0)) {
+    return InvalidArgument(
+        "--hint cannot be used with --ntasks-per-core, --threads-per-core or -B");
+  }
+  return Status::Ok();
+}
+
 // GRES items: names lower-case, repeats merged; a GPU type that is a MIG profile (and no
 // node's whole-GPU type) becomes a request for that many slices.
 Status NormalizeGres(v1::JobSpec& spec, const PartitionLimitMap& limits) {
@@ -197,6 +219,7 @@ Status NormalizeGpuTypes(v1::JobSpec& spec, const PartitionLimitMap& limits) {
 Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const PartitionLimitMap& limits,
                         int64_t* time_limit_ms) {
   MUSTER_RETURN_IF_ERROR(NormalizeConstraints(spec));
+  MUSTER_RETURN_IF_ERROR(CheckCpuShape(spec.cpu_shape()));
   // Partitions: empty means the default partition.
   if (spec.partitions().empty()) {
     const PartitionConfig* def = config.DefaultPartition();
@@ -370,6 +393,7 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   r.cpus_per_task = std::max<uint32_t>(1, s.cpus_per_task());
   r.min_cpus_per_node = s.min_cpus_per_node();
   r.mem_per_node_mb = s.mem_per_node_mb();
+  r.min_tmp_disk_mb = s.min_tmp_disk_mb();
   r.gpus_per_node = s.gpus_per_node();
   r.gpu_type = s.gpu_type();
   r.exclusive = s.exclusive();
@@ -386,6 +410,17 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
     r.scope = core::JobRequest::Scope::kBlock;
   } else if (s.topology() == "nvlink") {
     r.scope = core::JobRequest::Scope::kNvlink;
+  }
+  const v1::CpuShape& c = s.cpu_shape();
+  r.min_sockets = c.sockets_per_node();
+  r.min_cores_per_socket = c.cores_per_socket();
+  r.min_threads_per_core = c.threads_per_core();
+  r.ntasks_per_core = c.ntasks_per_core();
+  r.ntasks_per_socket = c.ntasks_per_socket();
+  // One thread of each core (nomultithread; compute_bound and memory_bound bind so too): one
+  // task per core at most. multithread is what every job gets.
+  if (c.hint() == "nomultithread" || c.hint() == "compute_bound" || c.hint() == "memory_bound") {
+    r.ntasks_per_core = 1;
   }
   return r;
 }

@@ -43,6 +43,7 @@ v1::NodeInfo NodeViews::ToNodeInfo(const NodeEntry& n) const {
   info.set_gpus_allocated(view.gpus - view.FreeGpus());
   info.set_gpu_type(view.gpu_type);
   info.set_topology(n.config.topology);
+  info.set_tmp_disk_mb(n.config.tmp_disk_mb);
   std::set<uint32_t> whole;  // GPUs taken whole on this node
   for (const auto& [id, placement] : ledger_.held(n.index)) {
     info.add_job_ids(id);

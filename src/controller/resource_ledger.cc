@@ -52,6 +52,7 @@ ResourceLedger::ResourceLedger(const Config& config) {
         core::NodeView::Empty(nc.name, nc.cpus, nc.memory_mb, nc.gpus, nc.gpu_type, nc.topology);
     n.view.schedulable = false;
     n.view.features = nc.features;
+    n.view.tmp_disk_mb = nc.tmp_disk_mb;
     n.view.nvlink_domain = nc.nvlink_domain;
     n.view.gres = GresPools(nc);
     nodes_.push_back(std::move(n));

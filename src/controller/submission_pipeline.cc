@@ -97,6 +97,11 @@ Status SubmissionPipeline::Identify(Submission& s) {
   v1::JobSpec& spec = s.spec;
   // The transport's credentials decide who the job runs as; only root may submit for others.
   const bool on_behalf = s.caller.uid == 0 && spec.uid() != 0 && !spec.user().empty();
+  if (s.caller.uid != 0 && !spec.user().empty() &&
+      (spec.uid() != s.caller.uid || spec.gid() != s.caller.gid)) {
+    // --uid/--gid: refused rather than quietly run as the caller.
+    return PermissionDenied("only root may submit a job as another user or group (--uid, --gid)");
+  }
   if (!on_behalf) {
     spec.set_uid(s.caller.uid);
     spec.set_gid(s.caller.gid);

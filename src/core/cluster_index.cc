@@ -135,6 +135,56 @@ std::string FeatureText(const JobRequest& r) {
   return Join(alts, "|");
 }
 
+std::string CpuShapeMismatch(const NodeView& n, const JobRequest& r, bool unknown_fits) {
+  if (!r.AsksForCpuShape()) return "";
+  if (n.sockets == 0 || n.cores_per_socket == 0 || n.threads_per_core == 0) {
+    return unknown_fits ? "" : "has no known CPU topology (sockets, cores, threads)";
+  }
+  auto fewer = [](uint32_t want, const char* what) {
+    return "has fewer than " + std::to_string(want) + " " + what;
+  };
+  if (n.sockets < r.min_sockets) return fewer(r.min_sockets, "sockets");
+  if (n.cores_per_socket < r.min_cores_per_socket) {
+    return fewer(r.min_cores_per_socket, "cores per socket");
+  }
+  if (n.threads_per_core < r.min_threads_per_core) {
+    return fewer(r.min_threads_per_core, "threads per core");
+  }
+  // The slot's tasks (the fullest node's) over its cores or sockets, N per core (socket) at most.
+  uint64_t tasks = 1;
+  for (uint32_t t : r.tasks_per_node) tasks = std::max<uint64_t>(tasks, t);
+  const uint64_t cores = uint64_t{n.sockets} * n.cores_per_socket;
+  if (r.ntasks_per_core && tasks > cores * r.ntasks_per_core) {
+    const uint64_t want = (tasks + r.ntasks_per_core - 1) / r.ntasks_per_core;
+    return "has fewer than " + std::to_string(want) + " cores (" + std::to_string(tasks) +
+           " tasks, at most " + std::to_string(r.ntasks_per_core) + " per core)";
+  }
+  if (r.ntasks_per_socket && tasks > uint64_t{n.sockets} * r.ntasks_per_socket) {
+    const uint64_t want = (tasks + r.ntasks_per_socket - 1) / r.ntasks_per_socket;
+    return "has fewer than " + std::to_string(want) + " sockets (" + std::to_string(tasks) +
+           " tasks, at most " + std::to_string(r.ntasks_per_socket) + " per socket)";
+  }
+  return "";
+}
+
+std::string CpuShapeText(const JobRequest& r) {
+  std::vector<std::string> parts;
+  auto at_least = [&](uint32_t v, const char* what) {
+    if (v) parts.push_back("at least " + std::to_string(v) + " " + what);
+  };
+  at_least(r.min_sockets, "sockets");
+  at_least(r.min_cores_per_socket, "cores per socket");
+  at_least(r.min_threads_per_core, "threads per core");
+  auto at_most = [&](uint32_t v, const char* per) {
+    if (v)
+      parts.push_back("at most " + std::to_string(v) + (v == 1 ? " task per " : " tasks per ") +
+                      per);
+  };
+  at_most(r.ntasks_per_core, "core");
+  at_most(r.ntasks_per_socket, "socket");
+  return Join(parts, ", ");
+}
+
 Need NeedOf(const JobRequest& r) {
   return {MaxSlotCpus(r), r.gpus_per_node, r.mem_per_node_mb, r.exclusive, r.gres};
 }
@@ -296,13 +346,15 @@ bool ClusterIndex::Idle(NodeIndex n) const {
   return free_cpus_[n] == v.cpus && free_gpus_[n] == v.gpus && v.memory_free_mb == v.memory_mb;
 }
 
-bool ClusterIndex::FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need) const {
+bool ClusterIndex::FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need,
+                                bool unknown_shape_fits) const {
   const NodeView& v = view_->nodes[n];
   if (need.gpus > 0 && (!TypeMatches(v, r) || v.gpus < need.gpus)) return false;
   for (const GresRequest& g : need.gres) {
     if (GresUnits(v, g, false) < g.count) return false;
   }
-  return v.cpus >= need.cpus && v.memory_mb >= need.mem_mb && HasFeatures(v, r);
+  return v.cpus >= need.cpus && v.memory_mb >= need.mem_mb && v.tmp_disk_mb >= r.min_tmp_disk_mb &&
+         HasFeatures(v, r) && HasCpuShape(v, r, unknown_shape_fits);
 }
 
 int64_t ClusterIndex::FindNode(const std::string& name) const {
@@ -323,11 +375,11 @@ bool ClusterIndex::FitsNow(NodeIndex n, const Need& need) const {
 }
 
 NodeSet ClusterIndex::CapacitySet(size_t partition, const JobRequest& r, const Need& need,
-                                  bool up_only) const {
+                                  bool up_only, bool unknown_shape_fits) const {
   NodeSet out(size());
   partition_sets_[partition].ForEach([&](size_t pos) {
     if (up_only && !up_.Test(pos)) return;
-    if (FitsCapacity(node_at_[pos], r, need)) out.Set(pos);
+    if (FitsCapacity(node_at_[pos], r, need, unknown_shape_fits)) out.Set(pos);
   });
   for (const std::string& name : r.excluded_nodes) {
     if (int64_t pos = FindNode(name); pos >= 0) out.Reset(static_cast<size_t>(pos));

@@ -42,6 +42,16 @@ uint32_t MaxSlotCpus(const JobRequest& r);
 bool TypeMatches(const NodeView& n, const JobRequest& r);
 bool HasFeatures(const NodeView& n, const JobRequest& r);  // the request's --constraint
 std::string FeatureText(const JobRequest& r);              // "a&b|c"
+// The request's CPU shape (-B, --ntasks-per-core, ...) on node `n`: "" when the node has it,
+// else why not, in words that are the same for every node it applies to ("has fewer than 2
+// sockets"). A node whose topology is unknown has it only with `unknown_fits` (the question "could
+// it ever": its agent may yet report one that fits).
+std::string CpuShapeMismatch(const NodeView& n, const JobRequest& r, bool unknown_fits = false);
+inline bool HasCpuShape(const NodeView& n, const JobRequest& r, bool unknown_fits = false) {
+  return !r.AsksForCpuShape() || CpuShapeMismatch(n, r, unknown_fits).empty();
+}
+// "at least 2 sockets, at most 1 task per core"; "" when the request asks for no CPU shape.
+std::string CpuShapeText(const JobRequest& r);
 
 class ClusterIndex {
  public:
@@ -72,8 +82,10 @@ class ClusterIndex {
   // The node has GRES pools (kept apart so hot loops need not touch the NodeView).
   bool HasGres(NodeIndex n) const { return has_gres_[n] != 0; }
 
-  // Could the node hold the slot if it were empty and up?
-  bool FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need) const;
+  // Could the node hold the slot if it were empty and up? With `unknown_shape_fits`, a node
+  // whose CPU topology is unknown is taken to have the request's CPU shape.
+  bool FitsCapacity(NodeIndex n, const JobRequest& r, const Need& need,
+                    bool unknown_shape_fits = false) const;
   // Does the node have the slot free now (reservations aside)? Up-ness is not checked.
   bool FitsNow(NodeIndex n, const Need& need) const;
 
@@ -86,7 +98,8 @@ class ClusterIndex {
 
   // Positions of the partition's nodes that could ever hold the slot (capacity, GPU type,
   // features, not excluded); with `up_only`, only those that are schedulable now.
-  NodeSet CapacitySet(size_t partition, const JobRequest& r, const Need& need, bool up_only) const;
+  NodeSet CapacitySet(size_t partition, const JobRequest& r, const Need& need, bool up_only,
+                      bool unknown_shape_fits = false) const;
   // out = base & (nodes that have the slot free now).
   void FreeNowSet(const NodeSet& base, const Need& need, NodeSet* out) const;
 

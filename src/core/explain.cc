@@ -41,6 +41,12 @@ NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need, cons
     *cause = "lacks features " + FeatureText(r);
     return NodeVerdict::kLacksFeatures;
   }
+  // A node that is not up yet may report its CPU topology when it registers: it is judged
+  // unavailable below rather than too small here.
+  if (std::string why = CpuShapeMismatch(n, r, !n.schedulable); !why.empty()) {
+    *cause = std::move(why);
+    return NodeVerdict::kTooSmall;
+  }
   if (need.gpus > 0 && !TypeMatches(n, r)) {
     *cause = n.gpus == 0 ? "has no GPUs" : "has no " + r.gpu_type + " GPUs (" + n.gpu_type + ")";
     return NodeVerdict::kTooSmall;
@@ -55,6 +61,10 @@ NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need, cons
   }
   if (need.mem_mb > n.memory_mb) {
     *cause = "has less than " + std::to_string(need.mem_mb) + " MB of memory";
+    return NodeVerdict::kTooSmall;
+  }
+  if (r.min_tmp_disk_mb > n.tmp_disk_mb) {
+    *cause = "offers less than " + std::to_string(r.min_tmp_disk_mb) + " MB of temporary disk";
     return NodeVerdict::kTooSmall;
   }
   for (const GresRequest& g : need.gres) {

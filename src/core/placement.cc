@@ -23,13 +23,14 @@ Status Invalid(const JobRequest& r) {
 std::string NeverFits(const JobRequest& r, const ClusterView& view, const PartitionView& p,
                       uint32_t capable) {
   uint32_t max_gpus = 0, max_cpus = 0;
-  uint64_t max_mem = 0;
+  uint64_t max_mem = 0, max_tmp = 0;
   std::vector<std::string> types;
   for (NodeIndex i : p.nodes) {
     const NodeView& n = view.nodes[i];
     if (TypeMatches(n, r)) max_gpus = std::max(max_gpus, n.gpus);
     max_cpus = std::max(max_cpus, n.cpus);
     max_mem = std::max(max_mem, n.memory_mb);
+    max_tmp = std::max(max_tmp, n.tmp_disk_mb);
     if (n.gpus && std::find(types.begin(), types.end(), n.gpu_type) == types.end()) {
       types.push_back(n.gpu_type);
     }
@@ -62,12 +63,26 @@ std::string NeverFits(const JobRequest& r, const ClusterView& view, const Partit
            " MB of memory per node; the largest node" + where + " has " + std::to_string(max_mem) +
            " MB";
   }
+  if (r.min_tmp_disk_mb > max_tmp) {
+    return "asks for " + std::to_string(r.min_tmp_disk_mb) +
+           " MB of temporary disk per node (--tmp); the most a node" + where + " offers is " +
+           std::to_string(max_tmp) + " MB (tmp_disk_mb)";
+  }
   if (!r.features.empty()) {
     uint32_t with = 0;
     for (NodeIndex i : p.nodes) with += HasFeatures(view.nodes[i], r) ? 1 : 0;
     if (with < r.MinNodes()) {
       return "asks for nodes with features " + FeatureText(r) + "; " + std::to_string(with) +
              " of " + std::to_string(p.nodes.size()) + " nodes" + where + " have them";
+    }
+  }
+  if (r.AsksForCpuShape()) {
+    // Nodes that have not reported a CPU topology may yet report one that fits.
+    uint32_t with = 0;
+    for (NodeIndex i : p.nodes) with += HasCpuShape(view.nodes[i], r, true) ? 1 : 0;
+    if (with < r.MinNodes()) {
+      return "asks for nodes with " + CpuShapeText(r) + "; " + std::to_string(with) + " of " +
+             std::to_string(p.nodes.size()) + " nodes" + where + " have that";
     }
   }
   return "needs " + Planner::Shape(r) + "; only " + std::to_string(capable) + " of " +
@@ -84,7 +99,7 @@ std::string ScopeNeverFits(const JobRequest& r, const ClusterView& view, const P
   }
   ClusterIndex index(&copy);
   const Need need = NeedOf(r);
-  NodeSet capable = index.CapacitySet(part, r, need, false);
+  NodeSet capable = index.CapacitySet(part, r, need, false, /*unknown_shape_fits=*/true);
   NodeSet forced(index.size());
   for (const std::string& name : r.required_nodes) {
     if (int64_t pos = index.FindNode(name); pos >= 0) forced.Set(static_cast<size_t>(pos));
@@ -162,7 +177,8 @@ Result<Placement> Ever(const JobRequest& r, const ClusterView& view) {
       bool gres_ok = true;
       for (const GresRequest& g : r.gres) gres_ok = gres_ok && GresUnits(n, g, false) >= g.count;
       if ((need.gpus == 0 || (TypeMatches(n, r) && n.gpus >= need.gpus)) && n.cpus >= need.cpus &&
-          n.memory_mb >= need.mem_mb && HasFeatures(n, r) && !excluded && gres_ok) {
+          n.memory_mb >= need.mem_mb && n.tmp_disk_mb >= r.min_tmp_disk_mb && HasFeatures(n, r) &&
+          HasCpuShape(n, r, true) && !excluded && gres_ok) {
         ++capable;
         if (std::find(r.required_nodes.begin(), r.required_nodes.end(), n.name) !=
             r.required_nodes.end()) {

@@ -17,10 +17,15 @@ std::string ShapeKey(const JobRequest& r) {
   key += "|l" + std::to_string(r.max_leaves) + "s" + std::to_string(static_cast<int>(r.scope));
   key += '|' + std::to_string(r.MinNodes()) + '-' + std::to_string(r.nodes) + '|' +
          std::to_string(MaxSlotCpus(r)) + '|' + std::to_string(r.mem_per_node_mb) + '|' +
-         std::to_string(r.gpus_per_node) + '|' + ToLower(r.gpu_type) + '|' +
-         (r.exclusive ? "x" : "");
+         std::to_string(r.min_tmp_disk_mb) + '|' + std::to_string(r.gpus_per_node) + '|' +
+         ToLower(r.gpu_type) + '|' + (r.exclusive ? "x" : "");
   for (const GresRequest& g : r.gres) {
     key += "|g:" + ToLower(g.name) + ':' + ToLower(g.type) + ':' + std::to_string(g.count);
+  }
+  if (r.AsksForCpuShape()) {
+    key += "|c:" + std::to_string(r.min_sockets) + ':' + std::to_string(r.min_cores_per_socket) +
+           ':' + std::to_string(r.min_threads_per_core) + ':' + std::to_string(r.ntasks_per_core) +
+           ':' + std::to_string(r.ntasks_per_socket);
   }
   return key;
 }
@@ -42,6 +47,7 @@ std::string Planner::Shape(const JobRequest& r) {
   if (r.mem_per_node_mb) per.push_back(std::to_string(r.mem_per_node_mb) + " MB");
   s += " x (" + Join(per, ", ") + ")";
   if (!r.features.empty()) s += " with features " + FeatureText(r);
+  if (r.AsksForCpuShape()) s += " on nodes with " + CpuShapeText(r);
   switch (r.scope) {
     case JobRequest::Scope::kLeaf:
       s += " under one leaf switch";
@@ -174,6 +180,12 @@ Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
       NodeSet all = index_.CapacitySet(static_cast<size_t>(ps.part), r, s.need, false);
       if (confined) all &= s.window->nodes;
       ps.capacity = static_cast<uint32_t>(all.Count());
+      if (r.AsksForCpuShape()) {
+        // Nodes that would hold it but have not reported their CPU topology (yet).
+        NodeSet maybe = index_.CapacitySet(static_cast<size_t>(ps.part), r, s.need, false, true);
+        if (confined) maybe &= s.window->nodes;
+        ps.unknown_shape = static_cast<uint32_t>(maybe.Count()) - ps.capacity;
+      }
       if (auto never = missing(all); !never.empty()) {
         ps.required_never = Join(never, ",");
       }
@@ -222,6 +234,16 @@ Planner::Attempt Planner::StaticCheck(const JobRequest& r, const ShapeState& s,
     a.reason = JobReason::kPartitionTimeLimit;
     a.detail = "time limit " + FormatDuration(r.time_limit_ms) + " is longer than partition " +
                p.name + "'s maximum of " + FormatDuration(p.max_time_ms);
+    return a;
+  }
+  if (ps.capacity < min_nodes && ps.capacity + ps.unknown_shape >= min_nodes) {
+    // They may yet report a topology that fits (an agent that has not registered): they are
+    // not available to it, as down nodes are not.
+    a.reason = JobReason::kReqNodeNotAvail;
+    a.detail = "needs " + s.text + "; only " + std::to_string(ps.capacity) + " of " +
+               std::to_string(p.nodes.size()) + " nodes in partition " + p.name +
+               " are known to hold that: " + std::to_string(ps.unknown_shape) +
+               " more have not reported their CPU topology (sockets, cores, threads)";
     return a;
   }
   if (ps.capacity < min_nodes) {

@@ -84,12 +84,13 @@ class Planner {
   // requested partition.
   struct PartState {
     std::string name;
-    int32_t part = -1;         // index in view.partitions; -1: no such partition
-    NodeSet up_capacity;       // up nodes that could hold a slot
-    uint32_t capacity = 0;     // nodes that could hold a slot, up or not
-    bool no_free = false;      // nothing free now: stays so for the pass (resources only shrink)
-    bool held = false;         // a job of this shape collided with a reservation...
-    TimeMs held_duration = 0;  // ...with this duration (longer ones collide too)
+    int32_t part = -1;           // index in view.partitions; -1: no such partition
+    NodeSet up_capacity;         // up nodes that could hold a slot
+    uint32_t capacity = 0;       // nodes that could hold a slot, up or not
+    uint32_t unknown_shape = 0;  // more that could, but whose CPU topology is unknown
+    bool no_free = false;        // nothing free now: stays so for the pass (resources only shrink)
+    bool held = false;           // a job of this shape collided with a reservation...
+    TimeMs held_duration = 0;    // ...with this duration (longer ones collide too)
     JobId held_blocker = 0;
     // Required nodes (--nodelist) this partition can never give, or that are down now.
     std::string required_never, required_down;

@@ -109,6 +109,11 @@ MUSTER_CHILD_CODE int ChildMain(void* arg) {
       Sys(SYS_write, a->cgroup_procs_fd, reinterpret_cast<long>("0"), 1) != 1) {
     ChildFail(a, kCgroup);
   }
+  // Its CPUs (srun --cpu-bind), inside the cgroup's cpuset, before anything of the user's runs.
+  if (a->cpu_mask && Sys(SYS_sched_setaffinity, 0, static_cast<long>(a->cpu_mask_bytes),
+                         reinterpret_cast<long>(a->cpu_mask)) != 0) {
+    ChildFail(a, kAffinity);
+  }
   if (a->change_user) {
     // Raw calls: glibc's wrappers would try to change the credentials of every thread.
     if (Sys(SYS_setgroups, static_cast<long>(a->ngroups), reinterpret_cast<long>(a->groups)) != 0) {

@@ -38,6 +38,8 @@ void FillChildArgs(const TaskSpec& task, ChildArrays* arrays, ChildArgs* args) {
   args->stdin_path = OrNull(task.stdin_path);
   args->tty_path = OrNull(task.tty_path);
   args->cgroup_procs_fd = task.cgroup_procs_fd;
+  args->cpu_mask = task.cpu_mask.empty() ? nullptr : task.cpu_mask.data();
+  args->cpu_mask_bytes = task.cpu_mask.size() * sizeof(uint64_t);
 }
 
 }  // namespace muster::keeper

@@ -43,6 +43,9 @@ struct SpawnSpec {
   // The task's PMI socket (srun's PMI relayed by the step supervisor): inherited as fd
   // keeper::kPmiFd. Not with exit_file.
   int pmi_fd = -1;
+  // The CPUs (the kernel's numbers) the process is bound to before its exec (sched_setaffinity,
+  // srun --cpu-bind); empty: it keeps ours. Not with exit_file.
+  std::vector<uint32_t> cpus;
   // cgroup v2: the open directory (O_DIRECTORY) of the cgroup the process starts in, -1: ours.
   // The process is created there (clone3 CLONE_INTO_CGROUP, Linux 5.7): moving it in after the
   // fork would cost a synchronize_rcu, 10-20 ms a job (measured).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "muster/client/controller_client.h"
+#include "muster/client/multi_prog.h"
 #include "muster/common/status.h"
 #include "muster/v1/agent.pb.h"
 #include "muster/v1/controller.pb.h"
@@ -48,6 +49,17 @@ struct StepOptions {
   // prolog that fails ends the step before anything of it runs; the epilog's status changes
   // nothing.
   std::string prolog, epilog;
+  // srun --cpu-bind, as given, and -m's second level: each task bound to its share of the
+  // step's CPUs on its node.
+  std::string cpu_bind, cpu_distribution;
+  // srun --multi-prog: each rank's command from this configuration, with these arguments after
+  // it (what followed the file on the command line). Checked against the step's task count once
+  // the step is created: a configuration that does not fit withdraws the step.
+  std::optional<MultiProgConfig> multi_prog;
+  std::vector<std::string> multi_prog_args;
+  // srun --task-prolog/--task-epilog: absolute paths of programs each node runs as the job's
+  // user just before and just after each task (empty: none).
+  std::string task_prolog, task_epilog;
   // srun --quit-on-interrupt: one Ctrl-C ends the step at once.
   bool quit_on_interrupt = false;
   // srun -W/--wait: once the first task has ended, the others get this many seconds more, then

@@ -32,9 +32,19 @@ struct SubmitOptions {
   std::optional<uint32_t> gpus_per_task;
   std::string gpu_bind;  // srun --gpu-bind (checked by ParseGpuBind)
   std::optional<uint64_t> mem_mb, mem_per_gpu_mb, mem_per_cpu_mb;
+  std::optional<uint64_t> tmp_mb;        // --tmp: temporary disk per node
   std::optional<uint32_t> min_cpus;      // --mincpus: CPUs per node at least
   std::optional<uint32_t> cpus_per_gpu;  // --cpus-per-gpu (BuildJobSpec turns it into counts)
   std::optional<uint32_t> ntasks_per_gpu;
+  // CPU shape. -B S[:C[:T]], --sockets-per-node, --cores-per-socket, --threads-per-core: nodes
+  // with at least that many (0: any, -B's '*'); --ntasks-per-core/--ntasks-per-socket: at most N
+  // tasks per core (socket) of a node; --hint (compute_bound, memory_bound, multithread,
+  // nomultithread), which excludes -B, --threads-per-core and --ntasks-per-core.
+  std::optional<uint32_t> sockets_per_node, cores_per_socket, threads_per_core;
+  std::optional<uint32_t> ntasks_per_core, ntasks_per_socket;
+  bool extra_node_info = false;  // -B was given
+  std::optional<std::string> hint;
+  bool hint_help = false;                // --hint=help: print HintHelp() and exit (help is set too)
   std::optional<bool> open_mode_append;  // --open-mode=append|truncate (sbatch's, srun's)
   std::optional<int64_t> priority;       // --priority (administrators; srun's outside a job)
   // sbatch --uid/--gid (root only): the user and group the job runs as.
@@ -73,12 +83,22 @@ struct SubmitOptions {
   std::optional<std::string> input;     // -i
   std::optional<std::string> array;     // sbatch --array
   std::optional<std::string> mpi;       // --mpi: pmi1 (default) or none
-  bool bell = false;                    // salloc --bell: ring the terminal bell when granted
-  std::optional<uint32_t> relative;     // srun -r: the step's nodes start at the job's node N
+  // salloc -K/--kill-command[=SIGNAL]: the signal for the command when the allocation is
+  // revoked (0: SIGHUP on a terminal, SIGTERM otherwise, as Slurm's default).
+  std::optional<int> kill_command;
+  bool bell = false;                 // salloc --bell: ring the terminal bell when granted
+  std::optional<uint32_t> relative;  // srun -r: the step's nodes start at the job's node N
   // srun --prolog/--epilog: programs srun runs on its own host before and after the step
   // (empty: none).
   std::string prolog, epilog;
   bool quit_on_interrupt = false;  // srun --quit-on-interrupt: one Ctrl-C ends the step
+  // srun --cpu-bind (checked by ParseCpuBind) and -m's second level (how a node's CPUs are dealt
+  // to the tasks it binds).
+  std::string cpu_bind, cpu_distribution;
+  // srun --multi-prog: the first positional is a configuration file of each rank's command.
+  bool multi_prog = false;
+  // srun --task-prolog/--task-epilog: run on the nodes around each task, as its user.
+  std::string task_prolog, task_epilog;
   // srun -W/--wait=SECONDS: once the first task has ended, the others get this long (0: no
   // limit). sbatch's -W is `wait`.
   uint32_t step_wait_s = 0;
@@ -128,5 +148,7 @@ v1::CreateStepRequest BuildStepRequest(const SubmitOptions& opts, uint64_t job_i
 
 // sbatch's usage text for the options this version supports.
 std::string SubmitUsage(const std::string& program);
+// What --hint=help prints: the hints and what each does here.
+std::string HintHelp();
 
 }  // namespace muster::client

@@ -285,6 +285,9 @@ struct NodeConfig {
   std::string topology;  // tiers above the node, e.g. "spine1/leaf3"
   std::vector<std::string> features;
   std::string nvlink_domain;  // multi-node NVLink domain (NVL72-style rack); empty: none
+  // Temporary disk space the node offers each job (Slurm's TmpDisk): what --tmp asks for. Not
+  // measured or counted: jobs asking for more than this do not run here.
+  uint64_t tmp_disk_mb = 0;
   // Counted resources besides whole GPUs: MIG slices (name "gpu", type = the profile) and other
   // GRES ("nvme"), and GPU shards (`shards_per_gpu` on every whole GPU).
   struct Gres {

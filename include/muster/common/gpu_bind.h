@@ -28,8 +28,8 @@ struct GpuBind {
 
 // "none", "verbose", "per_task:N", "single:N", "map_gpu:LIST", "mask_gpu:LIST", optionally after
 // "verbose," (Slurm's form). LIST items are decimal or 0x hex, each optionally *R (repeated R
-// times). INVALID_ARGUMENT for a malformed value; UNIMPLEMENTED for "closest", which needs each
-// task bound to CPUs first.
+// times). INVALID_ARGUMENT for a malformed value; UNIMPLEMENTED for "closest" (a task's GPUs are
+// not chosen by the CPUs it is bound to).
 Result<GpuBind> ParseGpuBind(std::string_view value);
 
 // The GPUs the step's task `local` on this node (0 its first here) sees, out of the step's GPUs

@@ -33,7 +33,8 @@ std::vector<size_t> PriorityOrder(const ClusterView& view, const std::vector<Pen
 
 enum class PlaceMode {
   kNow,   // on the free resources of schedulable nodes, as they are
-  kEver,  // on an empty cluster with every configured node up: could it run at all?
+  kEver,  // on an empty cluster with every configured node up: could it run at all? A node
+          // whose CPU topology is unknown counts as having any CPU shape asked for.
   kWhen,  // the earliest start on the availability profile (view.running)
 };
 

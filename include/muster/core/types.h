@@ -42,6 +42,7 @@ struct NodeView {
   uint32_t gpus = 0;  // GPU indices 0 .. gpus-1
   std::string gpu_type;
   std::vector<std::string> features;  // for --constraint
+  uint64_t tmp_disk_mb = 0;           // for --tmp (configured, not counted)
   std::string nvlink_domain;          // a multi-node NVLink domain (NVL72 rack); empty: none
   bool schedulable = false;  // registered, responding, not drained, nothing stale to clean up
   std::string unavailable;   // when not schedulable, why ("drained: bad fan"), for explanations
@@ -52,6 +53,12 @@ struct NodeView {
   std::vector<uint32_t> gpu_link_group;  // size gpus, or empty
   std::vector<uint32_t> gpu_numa;        // size gpus, or empty
   std::vector<uint32_t> cpu_numa;        // size cpus, or empty
+  // The CPU layout the node's agent reported (hwloc): sockets, cores per socket, hardware threads
+  // per core. 0: unknown (not registered yet, or no topology there); a request for a CPU shape
+  // (JobRequest::AsksForCpuShape) never takes such a node.
+  uint32_t sockets = 0;
+  uint32_t cores_per_socket = 0;
+  uint32_t threads_per_core = 0;
 
   std::vector<bool> cpu_free;  // size cpus
   uint64_t memory_free_mb = 0;
@@ -175,6 +182,7 @@ struct JobRequest {
   uint32_t cpus_per_task = 1;
   uint32_t min_cpus_per_node = 0;  // --mincpus: a node's slot holds at least this many CPUs
   uint64_t mem_per_node_mb = 0;    // 0: memory not reserved
+  uint64_t min_tmp_disk_mb = 0;    // --tmp: nodes offering at least this much temporary disk
   uint32_t gpus_per_node = 0;      // whole GPUs
   std::string gpu_type;            // empty: any
   std::vector<GresRequest> gres;
@@ -194,9 +202,23 @@ struct JobRequest {
   // --reservation: it runs only inside that advance reservation (on its nodes, while it lasts,
   // ending with it), unless the reservation is flex.
   std::string reservation;
+  // CPU shape (-B S:C:T, --sockets-per-node, --cores-per-socket, --threads-per-core): every node
+  // has at least this many sockets, cores per socket and threads per core (0: any). And
+  // --ntasks-per-core / --ntasks-per-socket (and --hint=nomultithread, ntasks-per-core 1): a
+  // node's slot holds at most N tasks per core (per socket) of the node, that is its tasks are
+  // at most cores x N (sockets x N). Nodes whose topology is unknown qualify for none of them.
+  uint32_t min_sockets = 0;
+  uint32_t min_cores_per_socket = 0;
+  uint32_t min_threads_per_core = 0;
+  uint32_t ntasks_per_core = 0;
+  uint32_t ntasks_per_socket = 0;
 
   // The smallest gang the job accepts.
   uint32_t MinNodes() const { return min_nodes > 0 && min_nodes < nodes ? min_nodes : nodes; }
+  bool AsksForCpuShape() const {
+    return min_sockets || min_cores_per_socket || min_threads_per_core || ntasks_per_core ||
+           ntasks_per_socket;
+  }
 };
 
 // Inputs to a job's multifactor priority that come from outside the core (policies arrive

@@ -25,7 +25,8 @@ enum Stage {
   kStdout,
   kStderr,
   kExec,
-  kPmi
+  kPmi,
+  kAffinity
 };
 }  // namespace stages
 using stages::Stage;
@@ -55,6 +56,10 @@ struct ChildArgs {
   const char* tty_path;    // nullptr: no terminal
   int cgroup_procs_fd;     // fallback for kernels without CLONE_INTO_CGROUP: move in by writing "0"
   int pmi_fd = -1;         // the task inherits it as kPmiFd (its PMI_FD); -1: none
+  // The CPUs the task is bound to (sched_setaffinity, srun --cpu-bind): a cpu_set_t-style bit
+  // mask of cpu_mask_bytes bytes; nullptr: the parent's affinity is kept.
+  const void* cpu_mask = nullptr;
+  size_t cpu_mask_bytes = 0;
   int report_fd = -1;  // a child in its own memory (clone3 without CLONE_VM) reports failure here
   volatile int stage = 0;
   volatile int err = 0;
@@ -94,9 +99,9 @@ struct ExecArgs {
 };
 int ExecMain(void* exec_args);
 
-// The task's child: signals reset, a session of its own, the cgroup, the user, the directory,
-// stdin/stdout/stderr, then execve. Exits 127 with `stage`/`err` (and a report on report_fd) set
-// when a step fails. Never returns.
+// The task's child: signals reset, a session of its own, the cgroup, its CPUs, the user, the
+// directory, stdin/stdout/stderr, then execve. Exits 127 with `stage`/`err` (and a report on
+// report_fd) set when a step fails. Never returns.
 int ChildMain(void* child_args);
 
 // The keeper (KeeperArgs): a session of its own, a subreaper deaf to signals, the task started

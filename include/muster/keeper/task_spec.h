@@ -32,6 +32,9 @@ struct TaskSpec {
   int stderr_fd = -1;
   int cgroup_procs_fd = -1;
   int output_flags = 0;
+  // The CPUs the task is bound to, bit N of word N/64 for CPU N (srun --cpu-bind); empty: the
+  // parent's affinity. Steps only: a kept process (KeeperSpec) never carries one.
+  std::vector<uint64_t> cpu_mask;
 };
 
 // What a ChildArgs points to besides the TaskSpec's own strings.

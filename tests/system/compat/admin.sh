@@ -136,3 +136,23 @@ set +e
 set -e
 [ $rc = 1 ] && [ "$("$C/squeue" -h -j "$keep" -o %T)" = PENDING ] || fail "scancel -M nosuch: rc=$rc"
 "$C/scancel" "$keep"
+
+# srun/salloc --uid/--gid (root's): the allocation, its tasks and salloc's command are the user's.
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+  out=$("$C/srun" --uid=nobody -D /tmp -N2 sh -c 'echo "$(id -un) $SLURM_JOB_USER"' | sort -u)
+  [ "$out" = "nobody nobody" ] || fail "srun --uid=nobody: $out"
+  # (The test's directory is root's alone, so the command cannot run srun from it here.)
+  out=$("$C/salloc" --uid=nobody --gid="$(id -gn nobody)" -D /tmp -N1 \
+    sh -c 'echo "$(id -un) $(id -gn) $SLURM_JOB_ID"' 2>/dev/null)
+  read -r who group job <<<"$out"
+  [ "$who $group" = "nobody $(id -gn nobody)" ] && [ -n "$job" ] &&
+    [ "$("$C/sacct" -j "$job" -X -n -o User%12 | tr -d ' ')" = nobody ] ||
+    fail "salloc --uid=nobody: $out"
+fi
+# salloc -K: the command gets the one signal asked for when its allocation is revoked.
+set +e
+out=$("$C/salloc" -N1 -KUSR1 env C="$C" sh -c 'trap "echo got USR1; exit 3" USR1
+  "$C/scancel" "$SLURM_JOB_ID"; sleep 30 & wait' 2>&1); rc=$?
+set -e
+[ $rc = 3 ] && grep -q "got USR1" <<<"$out" && grep -q "has been revoked" <<<"$out" ||
+  fail "salloc -KUSR1: $rc $out"

@@ -173,3 +173,80 @@ out=$("$DIR/compat/srun" --priority=556 -N1 sh -c "\"$DIR/compat/squeue\" -h -j 
 id=$("$DIR/compat/sbatch" --parsable -H -o /dev/null --wrap true)
 "$DIR/compat/squeue" -h -u "$(id -u)" -o %i | grep -qx "$id" || fail "squeue -u UID: $("$DIR/compat/squeue" -h -u "$(id -u)" -o %i)"
 "$DIR/compat/scancel" "$id"
+# -B and --ntasks-per-core choose nodes by the CPU topology their agents reported through hwloc
+# (this machine's: every node of the local cluster runs on it); the job sees
+# SLURM_NTASKS_PER_CORE. More sockets than any node has can never run.
+sockets=$(muster nodes --json |
+  python3 -c 'import json, sys; print(min(n["packages"] for n in json.load(sys.stdin)["nodes"]))')
+if [ "$sockets" -gt 0 ]; then
+  out=$("$DIR/compat/srun" -B "$sockets:1:1" --ntasks-per-core=1 printenv SLURM_NTASKS_PER_CORE)
+  [ "$out" = 1 ] || fail "srun -B $sockets:1:1 --ntasks-per-core=1: $out"
+  "$DIR/compat/srun" --hint=nomultithread true || fail "srun --hint=nomultithread"
+  set +e
+  out=$("$DIR/compat/sbatch" -B $((sockets + 1)) --wrap true 2>&1); rc=$?
+  set -e
+  [ $rc = 1 ] && grep -q "at least $((sockets + 1)) sockets; 0 of" <<<"$out" ||
+    fail "sbatch -B $((sockets + 1)): $rc $out"
+else
+  echo "no hwloc topology from the agents: -B checks skipped"
+fi
+"$DIR/compat/sbatch" --hint=help | grep -q '^  nomultithread' || fail "sbatch --hint=help"
+# srun --cpu-bind: each task runs on its own CPUs of the job's, as /proc says from inside it, with
+# Slurm's SLURM_CPU_BIND* variables; verbose reports the binding on the task's stderr first. (A
+# whole node, so that CPUs 0 and 1 are the job's; the node's other CPUs may not exist here.)
+out=$("$DIR/compat/srun" -N1 -n2 --exclusive --cpu-bind=verbose,map_cpu:1,0 sh -c \
+  'echo $SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status | cut -f2) $SLURM_CPU_BIND_TYPE $SLURM_CPU_BIND_LIST' \
+  2>cpu_bind.err | sort)
+[ "$out" = "$(printf '0 1 map_cpu: 1,0\n1 0 map_cpu: 1,0')" ] || fail "srun --cpu-bind=map_cpu:1,0: $out $(cat cpu_bind.err)"
+grep -qE '^cpu-bind=MAP  - node[0-9]+, task  0  0 \[[0-9]+\]: mask 0x2 set$' cpu_bind.err &&
+  grep -qE '^cpu-bind=MAP  - node[0-9]+, task  1  1 \[[0-9]+\]: mask 0x1 set$' cpu_bind.err ||
+  fail "srun --cpu-bind=verbose: $(cat cpu_bind.err)"
+# An automatic binding (SLURM_CPU_BIND, srun's input variable): one thread each, not the same.
+out=$(SLURM_CPU_BIND=threads "$DIR/compat/srun" -N1 -n2 --exclusive sh -c \
+  'echo $(grep Cpus_allowed_list /proc/self/status | cut -f2) $SLURM_CPU_BIND_TYPE' | sort -u)
+[ "$(wc -l <<<"$out")" = 2 ] && ! grep -qv '^[0-9]* mask_cpu:$' <<<"$out" ||
+  fail "SLURM_CPU_BIND=threads: $out"
+# A CPU the job does not hold is refused, naming it, and nothing runs.
+set +e
+out=$("$DIR/compat/srun" -N1 -n1 --cpu-bind=map_cpu:15 sh -c 'echo ran > cpu_bind_ran.out' 2>&1); rc=$?
+set -e
+[ $rc != 0 ] && grep -q "names CPU 15, which the step does not hold on this node" <<<"$out" &&
+  [ ! -e cpu_bind_ran.out ] || fail "srun --cpu-bind=map_cpu:15 (not the job's): $rc $out"
+# srun --multi-prog: each rank runs its line's program, %t its rank and %o its offset there.
+printf '# rank 0 leads\n0 echo first %%t\n1-2 sh -c "echo rest %%t %%o"\n' > multi.conf
+out=$("$DIR/compat/srun" -n3 -l --multi-prog multi.conf | sort)
+[ "$out" = "$(printf '0: first 0\n1: rest 1 0\n2: rest 2 1')" ] || fail "srun --multi-prog: $out"
+# What follows the file on the command line is added to every rank's arguments.
+out=$("$DIR/compat/srun" -n3 -l --multi-prog multi.conf extra | sort | head -1)
+[ "$out" = "0: first 0 extra" ] || fail "srun --multi-prog FILE ARGS: $out"
+set +e
+printf '0 true\n' > short.conf
+out=$("$DIR/compat/srun" -n2 --multi-prog short.conf 2>&1); rc=$?
+set -e
+[ $rc != 0 ] && grep -q "short.conf: no executable program specified for task 1" <<<"$out" ||
+  fail "srun --multi-prog with a rank no line names: $rc $out"
+# srun --task-prolog/--task-epilog: around each task, as its user, in its environment; the
+# prolog's export/unset/print lines shape the task.
+cat > task_prolog.sh <<'EOF'
+#!/bin/sh
+echo "export FROM_PROLOG=hello $SLURM_PROCID"
+echo "unset DROP_ME"
+echo "print prolog of $SLURM_PROCID as $(id -u)"
+EOF
+printf '#!/bin/sh\necho "epilog $SLURM_PROCID $FROM_PROLOG" >> task_epilog.log\n' > task_epilog.sh
+chmod +x task_prolog.sh task_epilog.sh
+rm -f task_epilog.log
+out=$(DROP_ME=1 "$DIR/compat/srun" -n2 --task-prolog=./task_prolog.sh --task-epilog="$PWD/task_epilog.sh" \
+  sh -c 'echo "task $SLURM_PROCID $FROM_PROLOG ${DROP_ME:-gone}"' | sort)
+me=$(id -u)
+[ "$out" = "$(printf 'prolog of 0 as %s\nprolog of 1 as %s\ntask 0 hello 0 gone\ntask 1 hello 1 gone' "$me" "$me")" ] ||
+  fail "srun --task-prolog: $out"
+[ "$(sort task_epilog.log)" = "$(printf 'epilog 0 hello 0\nepilog 1 hello 1')" ] ||
+  fail "srun --task-epilog: $(cat task_epilog.log)"
+out=$(SLURM_TASK_PROLOG=./task_prolog.sh "$DIR/compat/srun" -n1 printenv FROM_PROLOG | tail -1)
+[ "$out" = "hello 0" ] || fail "SLURM_TASK_PROLOG: $out"
+set +e
+out=$("$DIR/compat/srun" -n1 --task-prolog=/bin/false sh -c 'echo ran > task_prolog_ran.out' 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q -- "--task-prolog /bin/false failed with exit code 1; the task was not started" <<<"$out" &&
+  [ ! -e task_prolog_ran.out ] || fail "srun --task-prolog=/bin/false: $rc $out"

@@ -177,6 +177,30 @@ TEST(JobEnvTest, ShardsShowTheirGpusAndMigSlicesTheirUuids) {
       << visible.status().message();
 }
 
+// -B, --ntasks-per-core and --ntasks-per-socket reach the job (and its srun) as Slurm's
+// variables, only when given; --hint=nomultithread's task per core is not one of them.
+TEST(JobEnvTest, CpuShapeVariablesOnlyWhenGiven) {
+  v1::LaunchJob l = TwoNodeLaunch();
+  auto env = EnvMap(BuildBatchEnv(l, "node1", "", GpuList(l)));
+  for (const char* k :
+       {"SLURM_NTASKS_PER_CORE", "SLURM_NTASKS_PER_SOCKET", "SLURM_THREADS_PER_CORE"}) {
+    EXPECT_EQ(env.count(k), 0u) << k;
+  }
+  v1::CpuShape* shape = l.mutable_spec()->mutable_cpu_shape();
+  shape->set_hint("nomultithread");
+  env = EnvMap(BuildBatchEnv(l, "node1", "", GpuList(l)));
+  EXPECT_EQ(env.count("SLURM_NTASKS_PER_CORE"), 0u);
+  shape->clear_hint();
+  shape->set_ntasks_per_core(2);
+  shape->set_ntasks_per_socket(8);
+  shape->set_threads_per_core(1);
+  env = EnvMap(BuildTaskEnv(l, "node1", "", GpuList(l), v1::StepLaunchRequest(), 0, ""));
+  EXPECT_EQ(env["SLURM_NTASKS_PER_CORE"], "2");
+  EXPECT_EQ(env["MUSTER_NTASKS_PER_CORE"], "2");
+  EXPECT_EQ(env["SLURM_NTASKS_PER_SOCKET"], "8");
+  EXPECT_EQ(env["SLURM_THREADS_PER_CORE"], "1");
+}
+
 TEST(JobEnvTest, JobWithoutGpusSeesNone) {
   v1::LaunchJob l = TwoNodeLaunch();
   for (auto& na : *l.mutable_allocation()->mutable_nodes()) na.clear_gpu_indices();
@@ -184,6 +208,32 @@ TEST(JobEnvTest, JobWithoutGpusSeesNone) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
   EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "void");
   EXPECT_EQ(env.count("SLURM_JOB_GPUS"), 0u);
+}
+
+// srun --task-prolog: what the prolog prints shapes the task, as Slurm's TaskProlog does.
+TEST(JobEnvTest, ATaskPrologsExportUnsetAndPrintLinesShapeTheTask) {
+  std::vector<std::string> env = {"KEEP=1", "GONE=2", "CHANGED=old", "CHANGED=dup"};
+  auto printed = ApplyTaskPrologOutput(
+      "export CHANGED=new=value with spaces\n"
+      "export ADDED=yes\n"
+      "unset GONE\n"
+      "print hello from the prolog\n"
+      "export =nameless\n"
+      "export 1BAD=x\n"
+      "unset\n"
+      "something else\n"
+      "print  two spaces\r\n",
+      &env);
+  EXPECT_EQ(env,
+            (std::vector<std::string>{"KEEP=1", "CHANGED=new=value with spaces", "ADDED=yes"}));
+  EXPECT_EQ(printed, (std::vector<std::string>{"hello from the prolog", " two spaces"}));
+}
+
+TEST(JobEnvTest, SetEnvVarReplacesInPlace) {
+  std::vector<std::string> env = {"A=1", "B=2", "A=3"};
+  SetEnvVar(env, "A", "x");
+  SetEnvVar(env, "C", "y");
+  EXPECT_EQ(env, (std::vector<std::string>{"A=x", "B=2", "C=y"}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -159,6 +160,32 @@ TEST_F(LauncherTest, ReportsWhyItCouldNotStart) {
   ASSERT_FALSE(sp.ok());
   EXPECT_NE(sp.status().message().find("cannot open output file /nonexistent/dir/out"),
             std::string::npos);
+}
+
+// srun --cpu-bind: the task starts bound to its CPUs (set before its exec, so everything it
+// starts inherits them); a CPU the machine lacks fails the start, saying so.
+TEST_F(LauncherTest, BindsTheTaskToItsCpusBeforeItRuns) {
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  uint32_t last = 0;
+  for (uint32_t c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) last = c;
+  }
+  SpawnSpec s;
+  s.argv = {"sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.stdout_path = (dir_ / "cpus.txt").string();
+  s.cpus = {last};
+  auto sp = Spawn(s);
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  Wait(*sp);
+  EXPECT_EQ(Read(s.stdout_path), "Cpus_allowed_list:\t" + std::to_string(last) + "\n");
+
+  s.cpus = {4000};
+  sp = Spawn(s);
+  ASSERT_FALSE(sp.ok());
+  EXPECT_NE(sp.status().message().find("cannot bind the task to its CPUs"), std::string::npos)
+      << sp.status().message();
 }
 
 // A job's input or output may be a FIFO that nobody opens at the other end (sbatch

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -68,6 +69,15 @@ class StepSupervisorTest : public ::testing::Test {
     r.set_stdout_pattern(stdout_pattern_);
     r.set_open_mode_append(open_mode_append_);
     r.set_withdrawn(withdrawn_);
+    r.set_cpu_bind(cpu_bind_);
+    for (uint32_t c : cpu_ids_) r.add_cpu_ids(c);
+    for (const auto& argv : task_commands_) {
+      auto* command = r.add_task_commands();
+      for (const auto& a : argv) command->add_argv(a);
+    }
+    r.set_task_prolog(task_prolog_);
+    r.set_task_epilog(task_epilog_);
+    for (const auto& e : environment_) r.add_environment(e);
     setup.set_visible_devices(visible_);
     v1::LaunchJob& l = *setup.mutable_launch();
     l.set_job_id(7);
@@ -171,6 +181,11 @@ class StepSupervisorTest : public ::testing::Test {
   std::string gpu_bind_;
   std::string stdout_pattern_;  // srun -o
   bool open_mode_append_ = false, withdrawn_ = false;
+  std::string cpu_bind_;                                 // srun --cpu-bind
+  std::vector<uint32_t> cpu_ids_;                        // the step's CPUs here
+  std::vector<std::vector<std::string>> task_commands_;  // srun --multi-prog
+  std::string task_prolog_, task_epilog_;
+  std::vector<std::string> environment_;  // the client's, besides PATH
   fs::path dir_;
   std::string setup_path_;
   int client_ = -1;
@@ -424,6 +439,179 @@ TEST_F(StepSupervisorTest, AWithdrawnStepRunsNothingAndEnds) {
   EXPECT_EQ(end.step_id(), 3u);
   EXPECT_TRUE(end.killed());
   EXPECT_EQ(end.exit_code(), 0) << "cancelled, not failed: nothing of it ran";
+}
+
+// Two CPUs this process may run on (the tasks' binding must lie within them), or fewer.
+std::vector<uint32_t> TwoOfOurCpus() {
+  cpu_set_t mine;
+  std::vector<uint32_t> cpus;
+  if (::sched_getaffinity(0, sizeof mine, &mine) != 0) return cpus;
+  for (uint32_t c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c) {
+    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// srun --cpu-bind: each task runs on its own CPUs of the step's (Cpus_allowed_list, which
+// everything it starts inherits), sees Slurm's SLURM_CPU_BIND* variables and, with verbose, the
+// binding reported on its stderr before anything it writes.
+TEST_F(StepSupervisorTest, EachTaskIsBoundToItsOwnCpusOfTheSteps) {
+  cpu_ids_ = TwoOfOurCpus();
+  if (cpu_ids_.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  const std::string a = std::to_string(cpu_ids_[0]), b = std::to_string(cpu_ids_[1]);
+  ntasks_ = 2;
+  cpu_bind_ = "verbose,map_cpu:" + b + "," + a;
+  Start(
+      "echo $SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status | cut -f2) "
+      "$SLURM_CPU_BIND_TYPE $SLURM_CPU_BIND_LIST $SLURM_CPU_BIND_VERBOSE $SLURM_CPU_BIND");
+  Heard h = Listen();
+  std::vector<std::string> lines = Split(h.output[1], '\n', true);
+  std::sort(lines.begin(), lines.end());
+  const std::string list = b + "," + a;
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       "0 " + b + " map_cpu: " + list + " verbose verbose,map_cpu:" + list,
+                       "1 " + a + " map_cpu: " + list + " verbose verbose,map_cpu:" + list}))
+      << h.output[1] << h.output[2] << h.error;
+  EXPECT_NE(h.output[2].find("cpu-bind=MAP  - node1, task  0  0 ["), std::string::npos)
+      << h.output[2];
+  EXPECT_NE(h.output[2].find("cpu-bind=MAP  - node1, task  1  1 ["), std::string::npos)
+      << h.output[2];
+}
+
+TEST_F(StepSupervisorTest, AnAutomaticBindingDealsTheStepsCpusAndSaysSoAsMasks) {
+  cpu_ids_ = TwoOfOurCpus();
+  if (cpu_ids_.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  ntasks_ = 2;
+  cpu_bind_ = "threads";
+  Start("echo $(grep Cpus_allowed_list /proc/self/status | cut -f2) $SLURM_CPU_BIND_TYPE");
+  Heard h = Listen();
+  std::vector<std::string> lines = Split(h.output[1], '\n', true);
+  ASSERT_EQ(lines.size(), 2u) << h.output[1] << h.error;
+  std::set<std::string> cpus;
+  for (const std::string& line : lines) {
+    auto words = Split(line, ' ');
+    ASSERT_EQ(words.size(), 2u) << line;
+    EXPECT_EQ(words[1], "mask_cpu:");
+    cpus.insert(words[0]);
+  }
+  EXPECT_EQ(cpus, (std::set<std::string>{std::to_string(cpu_ids_[0]), std::to_string(cpu_ids_[1])}))
+      << "one thread each, the two of them: " << h.output[1];
+}
+
+TEST_F(StepSupervisorTest, ABindingToACpuTheStepDoesNotHoldFailsTheStepAndNamesIt) {
+  cpu_ids_ = TwoOfOurCpus();
+  if (cpu_ids_.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  const uint32_t other = cpu_ids_[1];
+  cpu_ids_.pop_back();
+  cpu_bind_ = "map_cpu:" + std::to_string(other);
+  Start("echo ran");
+  Heard h = Listen();
+  EXPECT_EQ(h.output[1], "") << "nothing runs on a CPU the step does not hold";
+  EXPECT_NE(h.error.find("names CPU " + std::to_string(other) +
+                         ", which the step does not hold on this node"),
+            std::string::npos)
+      << h.error;
+}
+
+// srun --multi-prog: each task runs its own command line.
+TEST_F(StepSupervisorTest, EachTaskRunsItsOwnCommandWithMultiProg) {
+  ntasks_ = 2;
+  first_task_ = 4;
+  task_commands_ = {{"/bin/sh", "-c", "echo first $SLURM_PROCID"}, {"/bin/echo", "second", "5"}};
+  Start("echo not this");
+  Heard h = Listen();
+  std::vector<std::string> lines = Split(h.output[1], '\n', true);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"first 4", "second 5"})) << h.output[1] << h.error;
+}
+
+// srun --task-prolog/--task-epilog: run as the task's user around each task, in its environment;
+// the prolog's export, unset and print lines shape the task.
+TEST_F(StepSupervisorTest, TaskPrologShapesEachTaskAndTheEpilogFollowsIt) {
+  const fs::path prolog = dir_ / "prolog.sh", epilog = dir_ / "epilog.sh";
+  {
+    std::ofstream p(prolog);
+    p << "#!/bin/sh\necho \"export FROM_PROLOG=task $SLURM_PROCID\"\necho unset DROPPED\n"
+         "echo print printed by the prolog\necho prolog says >&2\n";
+    std::ofstream e(epilog);
+    e << "#!/bin/sh\necho \"epilog $SLURM_PROCID saw $FROM_PROLOG\"\n";
+  }
+  fs::permissions(prolog, fs::perms::owner_all);
+  fs::permissions(epilog, fs::perms::owner_all);
+  task_prolog_ = prolog.string();
+  task_epilog_ = epilog.string();
+  environment_ = {"DROPPED=here"};
+  ntasks_ = 2;
+  Start("echo \"$SLURM_PROCID $FROM_PROLOG ${DROPPED:-unset}\"");
+  Heard h = Listen();
+  std::vector<std::string> lines = Split(h.output[1], '\n', true);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"0 task 0 unset", "1 task 1 unset",
+                                             "epilog 0 saw task 0", "epilog 1 saw task 1",
+                                             "printed by the prolog", "printed by the prolog"}))
+      << h.output[1] << h.output[2] << h.error;
+  EXPECT_NE(h.output[2].find("prolog says"), std::string::npos) << h.output[2];
+  ASSERT_EQ(h.exits.size(), 2u);
+  for (const auto& e : h.exits) EXPECT_EQ(e.exit_code(), 0);
+}
+
+TEST_F(StepSupervisorTest, AFailingTaskPrologFailsItsTaskWhichNeverRuns) {
+  const fs::path prolog = dir_ / "prolog.sh";
+  {
+    std::ofstream p(prolog);
+    p << "#!/bin/sh\nexit 3\n";
+  }
+  fs::permissions(prolog, fs::perms::owner_all);
+  task_prolog_ = prolog.string();
+  Start("echo ran > " + (dir_ / "ran").string());
+  Heard h = Listen();
+  ASSERT_EQ(h.exits.size(), 1u);
+  EXPECT_EQ(h.exits[0].exit_code(), 3);
+  EXPECT_NE(h.output[2].find("--task-prolog " + prolog.string() + " failed with exit code 3"),
+            std::string::npos)
+      << h.output[2];
+  EXPECT_FALSE(fs::exists(dir_ / "ran"));
+  // A prolog that cannot be run at all fails its task too, saying why.
+  task_prolog_ = (dir_ / "missing.sh").string();
+  ::close(client_);
+  WaitSupervisor();
+  Start("echo ran > " + (dir_ / "ran").string());
+  h = Listen();
+  ASSERT_EQ(h.exits.size(), 1u);
+  EXPECT_EQ(h.exits[0].exit_code(), 1);
+  EXPECT_NE(h.output[2].find("--task-prolog " + task_prolog_), std::string::npos) << h.output[2];
+  EXPECT_FALSE(fs::exists(dir_ / "ran"));
+}
+
+// srun going away while a task's prolog runs: the prolog is killed and the task never starts.
+TEST_F(StepSupervisorTest, AStepKilledDuringATaskPrologNeverStartsTheTask) {
+  const fs::path prolog = dir_ / "prolog.sh", started = dir_ / "prolog.started";
+  {
+    std::ofstream p(prolog);
+    p << "#!/bin/sh\necho $$ > " << started.string() << "\nexec sleep 30\n";
+  }
+  fs::permissions(prolog, fs::perms::owner_all);
+  task_prolog_ = prolog.string();
+  Start("echo ran > " + (dir_ / "ran").string());
+  auto running = [&] {
+    std::error_code ec;
+    return fs::file_size(started, ec) > 0 && !ec;
+  };
+  for (int i = 0; i < 500 && !running(); ++i) ::usleep(10'000);
+  ASSERT_TRUE(fs::exists(started));
+  std::ifstream in(started);
+  pid_t pid = 0;
+  in >> pid;
+  ASSERT_GT(pid, 0);
+  ::close(client_);  // as when srun is killed
+  client_ = -1;
+  const int status = WaitSupervisor();
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  v1::StepEnded end;
+  ASSERT_TRUE(ReadRecord("end", &end));
+  EXPECT_TRUE(end.killed());
+  EXPECT_FALSE(fs::exists(dir_ / "ran"));
+  EXPECT_NE(::kill(pid, 0), 0) << "the prolog outlived its step";
 }
 
 TEST_F(StepSupervisorTest, AnUnreadableSetupIsRefused) {

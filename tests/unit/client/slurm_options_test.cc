@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -33,13 +34,32 @@ TEST(SlurmOptionsTest, RefusedOptionsSayWhy) {
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.message();
   EXPECT_NE(s.message().find("--bcast"), std::string::npos);
   // One letter, two options: salloc's -K is --kill-command, srun's --kill-on-bad-exit.
-  s = ParseAs(OptionSet::kAlloc, {"-K", "bash"}, &o);
-  EXPECT_NE(s.message().find("option -K is not supported yet: the command is left"),
-            std::string::npos)
+  SubmitOptions k, kusr1, klong;
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"-K", "bash"}, &k).ok());
+  EXPECT_EQ(k.kill_command, 0) << "no signal named: Slurm's default, chosen when it is sent";
+  EXPECT_FALSE(k.kill_on_bad_exit);
+  EXPECT_EQ(k.positional, std::vector<std::string>{"bash"});
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"-KUSR1", "bash"}, &kusr1).ok());
+  EXPECT_EQ(kusr1.kill_command, SIGUSR1);
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"--kill-command=9", "bash"}, &klong).ok());
+  EXPECT_EQ(klong.kill_command, 9);
+  s = ParseAs(OptionSet::kAlloc, {"-Knosuch", "bash"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--kill-command=nosuch: expected a signal"), std::string::npos)
       << s.message();
+  EXPECT_FALSE(ParseAs(OptionSet::kRun, {"--kill-command", "true"}, &o).ok())
+      << "srun has no --kill-command";
   SubmitOptions r;
   ASSERT_TRUE(ParseAs(OptionSet::kRun, {"-K", "true"}, &r).ok());
   EXPECT_TRUE(r.kill_on_bad_exit);
+  EXPECT_FALSE(r.kill_command.has_value());
+  // --uid/--gid: root's, for srun and salloc too (the controller honours them from root only).
+  SubmitOptions su, sa;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"--uid=0", "--gid=0", "true"}, &su).ok());
+  EXPECT_EQ(su.run_as_uid.value_or(1), 0u);
+  EXPECT_EQ(su.run_as_gid.value_or(1), 0u);
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"--uid=root", "bash"}, &sa).ok());
+  EXPECT_EQ(sa.run_as_user, "root");
   // sbatch -W waits and takes no value; srun's -W is another option, with one (seconds).
   SubmitOptions w;
   ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-W", "x.sh"}, &w).ok());
@@ -338,6 +358,95 @@ TEST(SlurmOptionsTest, RelativeIsSrunsOwn) {
   EXPECT_EQ(ParseSubmitArgs({"-r", "1", "x.sh"}, "command line", &b).code(),
             StatusCode::kInvalidArgument)
       << "sbatch has no -r";
+}
+
+// The CPU shape: -B and its three levels, tasks per core and per socket, --hint; what each puts
+// in the spec, and what Slurm refuses.
+TEST(SlurmOptionsTest, NodeShapeOptionsReachTheSpec) {
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  for (OptionSet set : {OptionSet::kBatch, OptionSet::kRun, OptionSet::kAlloc}) {
+    SubmitOptions o;
+    ASSERT_TRUE(ParseAs(set, {"-B", "2:*:1-2", "--cores-per-socket=8", "x"}, &o).ok());
+    auto spec = BuildJobSpec(o, ctx);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->cpu_shape().sockets_per_node(), 2u);
+    EXPECT_EQ(spec->cpu_shape().cores_per_socket(), 8u) << "the later option wins";
+    EXPECT_EQ(spec->cpu_shape().threads_per_core(), 1u) << "a range counts by its minimum";
+    SubmitOptions t;
+    ASSERT_TRUE(ParseAs(set,
+                        {"--extra-node-info=4", "--sockets-per-node=2", "--threads-per-core=2",
+                         "--ntasks-per-core=1", "--ntasks-per-socket=3", "x"},
+                        &t)
+                    .ok());
+    spec = BuildJobSpec(t, ctx);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->cpu_shape().sockets_per_node(), 2u);
+    EXPECT_EQ(spec->cpu_shape().cores_per_socket(), 0u);
+    EXPECT_EQ(spec->cpu_shape().threads_per_core(), 2u);
+    EXPECT_EQ(spec->cpu_shape().ntasks_per_core(), 1u);
+    EXPECT_EQ(spec->cpu_shape().ntasks_per_socket(), 3u);
+    EXPECT_EQ(spec->cpu_shape().hint(), "");
+  }
+  SubmitOptions plain;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"x.sh"}, &plain).ok());
+  EXPECT_FALSE(BuildJobSpec(plain, ctx)->has_cpu_shape()) << "nothing asked, nothing sent";
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"-B", "2:8:2:1"},
+                                              {"-B", "x"},
+                                              {"-B", "0"},
+                                              {"-B", "4-2"},
+                                              {"--sockets-per-node=*"},
+                                              {"--ntasks-per-core=0"},
+                                              {"--threads-per-core=70000"},
+                                              {"--hint=fast"}}) {
+    SubmitOptions o;
+    std::vector<std::string> args = bad;
+    args.push_back("x.sh");
+    Status s = ParseAs(OptionSet::kBatch, args, &o);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad[0] << " " << s.message();
+  }
+}
+
+TEST(SlurmOptionsTest, HintExcludesTheOptionsItSetsAndHelpListsTheHints) {
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  SubmitOptions o;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"--hint=NoMultiThread", "x.sh"}, &o).ok());
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->cpu_shape().hint(), "nomultithread");
+  EXPECT_EQ(spec->cpu_shape().ntasks_per_core(), 0u) << "the controller turns the hint into one";
+  // As Slurm: --hint with -B, --threads-per-core or --ntasks-per-core is an error, whichever
+  // comes first; with --sockets-per-node or --ntasks-per-socket it is not.
+  for (const char* other : {"-B2", "--threads-per-core=1", "--ntasks-per-core=2"}) {
+    for (bool hint_first : {true, false}) {
+      SubmitOptions both;
+      std::vector<std::string> args = {"--hint=compute_bound", other};
+      if (!hint_first) std::swap(args[0], args[1]);
+      args.push_back("x.sh");
+      ASSERT_TRUE(ParseAs(OptionSet::kBatch, args, &both).ok()) << other;
+      auto refused = BuildJobSpec(both, ctx);
+      ASSERT_FALSE(refused.ok()) << other;
+      EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(refused.status().message().find("--hint cannot be used with"), std::string::npos)
+          << refused.status().message();
+    }
+  }
+  SubmitOptions fine;
+  ASSERT_TRUE(
+      ParseAs(OptionSet::kAlloc,
+              {"--hint=memory_bound", "--sockets-per-node=2", "--ntasks-per-socket=1", "sh"}, &fine)
+          .ok());
+  EXPECT_TRUE(BuildJobSpec(fine, ctx).ok());
+  // --hint=help asks for the list, as -h asks for the usage; each front end prints it.
+  for (OptionSet set : {OptionSet::kBatch, OptionSet::kRun, OptionSet::kAlloc}) {
+    SubmitOptions h;
+    ASSERT_TRUE(ParseAs(set, {"--hint=help"}, &h).ok());
+    EXPECT_TRUE(h.help && h.hint_help);
+  }
+  for (const char* hint : {"compute_bound", "memory_bound", "multithread", "nomultithread"}) {
+    EXPECT_NE(HintHelp().find(hint), std::string::npos) << hint;
+  }
 }
 
 }  // namespace

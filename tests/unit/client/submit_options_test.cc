@@ -33,26 +33,50 @@ TEST(SubmitArgsTest, ShortLongAndAttachedForms) {
   EXPECT_EQ(o.positional, (std::vector<std::string>{"script.sh", "arg1", "--not-an-option"}));
 }
 
-// srun --cpu-bind: the forms that ask for no per-task binding are taken (a workflow manager
-// runs every task with --cpu-bind=q); a per-task binding is refused by name, not ignored.
-TEST(SubmitArgsTest, CpuBindTakesQuietVerboseAndNoneAndRefusesTheRest) {
-  for (const char* v : {"q", "quiet", "v", "verbose", "none", "no", "quiet,none", "V"}) {
+// srun --cpu-bind: every form of Slurm's is taken and kept for the step (the nodes bind each
+// task); a malformed one is refused before anything runs.
+TEST(SubmitArgsTest, CpuBindTakesSlurmsFormsAndRefusesMalformedOnes) {
+  for (const char* v : {"q", "quiet", "v", "verbose", "none", "no", "quiet,none", "V", "cores",
+                        "verbose,map_cpu:0,1", "mask_cpu:0x3,0xc", "rank", "ldoms"}) {
     SubmitOptions o;
     EXPECT_TRUE(
         ParseSubmitArgs({std::string("--cpu-bind=") + v, "hostname"}, "srun", &o, OptionSet::kRun)
             .ok())
         << v;
     EXPECT_EQ(o.positional, std::vector<std::string>{"hostname"});
+    EXPECT_EQ(o.cpu_bind, v);
   }
   SubmitOptions o;
-  Status cores = ParseSubmitArgs({"--cpu-bind=cores", "x"}, "srun", &o, OptionSet::kRun);
-  EXPECT_EQ(cores.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(cores.message().find("--cpu-bind=cores is not supported yet"), std::string::npos);
-  EXPECT_EQ(ParseSubmitArgs({"--cpu-bind=map_cpu:0,1", "x"}, "srun", &o, OptionSet::kRun).code(),
-            StatusCode::kUnimplemented);
+  Status bad = ParseSubmitArgs({"--cpu-bind=cores,sockets", "x"}, "srun", &o, OptionSet::kRun);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("more than one binding type"), std::string::npos) << bad.message();
+  EXPECT_EQ(ParseSubmitArgs({"--cpu-bind=map_cpu:x", "x"}, "srun", &o, OptionSet::kRun).code(),
+            StatusCode::kInvalidArgument);
+  // -m's second level deals the CPUs.
+  EXPECT_TRUE(ParseSubmitArgs({"-m", "block:block", "x"}, "srun", &o, OptionSet::kRun).ok());
+  EXPECT_EQ(o.cpu_distribution, "block");
   // As in Slurm, an srun option: sbatch does not know it.
   EXPECT_EQ(ParseSubmitArgs({"--cpu-bind=q", "x"}, "sbatch", &o, OptionSet::kBatch).code(),
             StatusCode::kInvalidArgument);
+}
+
+// srun --multi-prog, --task-prolog, --task-epilog: srun's, kept for the step.
+TEST(SubmitArgsTest, MultiProgAndTaskPrologsAreSrunOptions) {
+  SubmitOptions o;
+  ASSERT_TRUE(ParseSubmitArgs(
+                  {"--multi-prog", "--task-prolog=/p.sh", "--task-epilog", "e.sh", "silly.conf"},
+                  "srun", &o, OptionSet::kRun)
+                  .ok());
+  EXPECT_TRUE(o.multi_prog);
+  EXPECT_EQ(o.task_prolog, "/p.sh");
+  EXPECT_EQ(o.task_epilog, "e.sh");
+  EXPECT_EQ(o.positional, std::vector<std::string>{"silly.conf"});
+  for (const char* opt : {"--multi-prog", "--task-prolog=/p.sh"}) {
+    SubmitOptions b;
+    EXPECT_EQ(ParseSubmitArgs({opt, "x"}, "sbatch", &b, OptionSet::kBatch).code(),
+              StatusCode::kInvalidArgument)
+        << opt;
+  }
 }
 
 // Options whose effect Muster does not have are accepted where nothing a job gets depends on
@@ -190,10 +214,16 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
-  s = ParseSubmitArgs({"--tmp=2G"}, "script line 3", &o);
+  s = ParseSubmitArgs({"--licenses=matlab:1"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --tmp is not supported"), std::string::npos)
+  EXPECT_NE(s.message().find("script line 3: option --licenses is not supported"),
+            std::string::npos)
       << s.message();
+  // --tmp: megabytes unless a unit says otherwise, as --mem.
+  SubmitOptions t;
+  ASSERT_TRUE(ParseSubmitArgs({"--tmp=2G", "x"}, "command line", &t).ok());
+  EXPECT_EQ(t.tmp_mb.value_or(0), 2048u);
+  EXPECT_FALSE(ParseSubmitArgs({"--tmp=lots", "x"}, "command line", &t).ok());
   s = ParseSubmitArgs({"--gres=nvme:fast:x:2"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(ParseSubmitArgs({"-N", "zero"}, "command line", &o).ok());

@@ -361,9 +361,23 @@ TEST_F(PermissionsTest, AJobRunsAsRootOnlyWhenRootSubmittedIt) {
   spec.set_uid(0);
   spec.set_gid(0);
   spec.set_user("root");
+  // Asking to run as someone else (sbatch/srun/salloc --uid/--gid) is refused, not quietly
+  // turned into the caller's own job, as Slurm's front ends refuse --uid to anyone but root.
+  auto claimed = Submit(spec, Alice());
+  ASSERT_EQ(claimed.status().code(), StatusCode::kPermissionDenied) << claimed.status().ToString();
+  EXPECT_NE(claimed.status().message().find("only root may submit a job as another user"),
+            std::string::npos);
+  spec.set_uid(1000);
+  spec.set_gid(0);
+  spec.set_user("alice");
+  EXPECT_EQ(Submit(spec, Alice()).status().code(), StatusCode::kPermissionDenied)
+      << "nor as another group";
+  spec.clear_uid();
+  spec.clear_gid();
+  spec.clear_user();
   auto id = Submit(spec, Alice());
   ASSERT_TRUE(id.ok()) << id.status().ToString();
-  EXPECT_EQ(Job(*id).user(), "alice") << "the credentials decide, not the request";
+  EXPECT_EQ(Job(*id).user(), "alice") << "the credentials decide";
   EXPECT_EQ(Job(*id).uid(), 1000u);
   spec.set_uid(1000);
   spec.set_user("alice");

@@ -204,6 +204,74 @@ TEST_F(EngineTest, ConstraintsExcludesAndTopologyDecideWhereAGangRuns) {
       << Job(*c).reason_detail();
 }
 
+TEST_F(EngineTest, CpuShapeChoosesNodesByTheTopologyTheirAgentsReported) {
+  // node1-2: 2 sockets x 4 cores x 2 threads; node3: 1 socket x 8 cores x 1 thread; node4 has
+  // not registered.
+  auto layout = [](uint32_t packages, uint32_t cores, uint32_t threads) {
+    return [=](v1::NodeInventory* inv) {
+      inv->set_packages(packages);
+      inv->set_cores(cores);
+      inv->set_threads(threads);
+    };
+  };
+  Up("node1", {}, "", layout(2, 8, 16));
+  Up("node2", {}, "", layout(2, 8, 16));
+  Up("node3", {}, "", layout(1, 8, 8));
+  v1::JobSpec two = Gang(1, 0);
+  two.mutable_cpu_shape()->set_sockets_per_node(2);  // -B 2
+  two.mutable_cpu_shape()->set_threads_per_core(2);
+  two.set_exclusive(true);
+  auto a = Submit(two);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  v1::JobSpec one = Gang(1, 0);
+  one.mutable_cpu_shape()->set_cores_per_socket(8);  // --cores-per-socket=8: node3 only
+  auto b = Submit(one);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  // Four sockets: no registered node has them, but node4 may.
+  v1::JobSpec four = Gang(1, 0);
+  four.mutable_cpu_shape()->set_sockets_per_node(4);
+  auto c = Submit(four);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Pass();
+  EXPECT_EQ(Job(*a).state(), v1::RUNNING);
+  EXPECT_EQ(Job(*a).nodes(0), "node1");
+  EXPECT_EQ(Job(*b).state(), v1::RUNNING);
+  EXPECT_EQ(Job(*b).nodes(0), "node3");
+  EXPECT_EQ(Job(*c).state(), v1::PENDING);
+  EXPECT_EQ(Job(*c).reason(), "ReqNodeNotAvail");
+  EXPECT_NE(Job(*c).reason_detail().find("1 more have not reported their CPU topology"),
+            std::string::npos)
+      << Job(*c).reason_detail();
+  // node4 reports two sockets: now no node ever will hold four, and a new submission says so.
+  Up("node4", {}, "", layout(2, 8, 16));
+  auto d = Submit(four);
+  ASSERT_EQ(d.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(d.status().message().find("at least 4 sockets; 0 of 4 nodes"), std::string::npos)
+      << d.status().message();
+  Pass();
+  EXPECT_EQ(Job(*c).reason(), "BadConstraints") << Job(*c).reason_detail();
+
+  // --hint=nomultithread: a task per core at most. 9 tasks on one node of 8 cores never fit;
+  // with two per core (--ntasks-per-core=2) they do.
+  v1::JobSpec hint = Gang(1, 0);
+  hint.set_ntasks(9);
+  hint.mutable_cpu_shape()->set_hint("nomultithread");
+  auto e = Submit(hint);
+  ASSERT_EQ(e.status().code(), StatusCode::kFailedPrecondition) << e.status().ToString();
+  EXPECT_NE(e.status().message().find("at most 1 task per core"), std::string::npos)
+      << e.status().message();
+  hint.mutable_cpu_shape()->set_ntasks_per_core(2);
+  EXPECT_EQ(Submit(hint).status().code(), StatusCode::kInvalidArgument)
+      << "--hint and --ntasks-per-core exclude each other";
+  hint.mutable_cpu_shape()->clear_hint();
+  auto f = Submit(hint);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  Pass();
+  EXPECT_EQ(Job(*f).state(), v1::RUNNING) << Job(*f).reason_detail();
+  hint.mutable_cpu_shape()->set_hint("hyperthreads");
+  EXPECT_EQ(Submit(hint).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(EngineTest, SwitchesWaitThenRelaxAfterTheConfiguredCap) {
   AllUp();
   v1::JobSpec s = Gang(3, 8);  // two nodes per leaf: three need two leaves

@@ -264,5 +264,149 @@ TEST(ConstraintsTest, RequiredNodesRefusedOrWaitingWithReasons) {
       << pass.pending[0].detail;
 }
 
+// CPU shape: node0-1 have 2 sockets x 8 cores x 2 threads, node2-3 1 socket x 16 cores x 1
+// thread, node4-7 have not reported a topology. 64 CPUs each, no GPUs.
+ClusterView ShapeCluster() {
+  ClusterView v =
+      testing::ClusterBuilder().Nodes(8, {64, 64000, 0, ""}, "node", 0).Partition("gpu").Build();
+  for (uint32_t i = 0; i < 4; ++i) {
+    v.nodes[i].sockets = i < 2 ? 2 : 1;
+    v.nodes[i].cores_per_socket = i < 2 ? 8 : 16;
+    v.nodes[i].threads_per_core = i < 2 ? 2 : 1;
+  }
+  return v;
+}
+
+JobRequest Tasks(uint32_t nodes, uint32_t tasks_per_node) {
+  return testing::Gang(nodes, 0, tasks_per_node);
+}
+
+TEST(ConstraintsTest, CpuShapeMinimumsChooseNodes) {
+  ClusterView v = ShapeCluster();
+  JobRequest r = Tasks(2, 1);
+  r.min_sockets = 2;  // -B 2
+  auto p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{0, 1}));
+  r.min_sockets = 0;
+  r.min_cores_per_socket = 12;  // --cores-per-socket=12: the one-socket nodes
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{2, 3}));
+  r.min_cores_per_socket = 0;
+  r.min_threads_per_core = 2;  // --threads-per-core=2
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{0, 1}));
+  // -B 2:12: no node has both; the nodes without a topology are never taken now.
+  r.min_threads_per_core = 0;
+  r.min_sockets = 2;
+  r.min_cores_per_socket = 12;
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("at least 2 sockets, at least 12 cores per socket"),
+            std::string::npos)
+      << p.status().message();
+  // Without a shape, any two nodes will do.
+  EXPECT_TRUE(Place(Tasks(8, 1), v, PlaceMode::kNow).ok());
+  JobRequest all = Tasks(8, 1);
+  all.min_threads_per_core = 1;
+  EXPECT_FALSE(Place(all, v, PlaceMode::kNow).ok()) << "four nodes have no known topology";
+}
+
+// --tmp: only nodes whose configured temporary disk (tmp_disk_mb) is at least the job's; a job
+// no node could ever hold is told the most any node offers.
+TEST(ConstraintsTest, TemporaryDiskChoosesNodes) {
+  ClusterView v =
+      testing::ClusterBuilder().Nodes(4, {64, 64000, 0, ""}, "node", 0).Partition("gpu").Build();
+  v.nodes[1].tmp_disk_mb = 100'000;
+  v.nodes[3].tmp_disk_mb = 500'000;
+  JobRequest r = Tasks(2, 1);
+  r.min_tmp_disk_mb = 100'000;
+  auto p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{1, 3}));
+  r.min_tmp_disk_mb = 200'000;
+  EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok()) << "one node offers that, the job needs two";
+  r.nodes = 1;
+  r.tasks_per_node = {1};
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{3}));
+  r.min_tmp_disk_mb = 600'000;
+  p = Place(r, v, PlaceMode::kEver);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("asks for 600000 MB of temporary disk per node (--tmp); "
+                                      "the most a node in partition gpu offers is 500000 MB"),
+            std::string::npos)
+      << p.status().message();
+  EXPECT_NE(ShapeKey(r), ShapeKey(Tasks(1, 1))) << "answers cached per shape tell them apart";
+}
+
+TEST(ConstraintsTest, TasksPerCoreAndPerSocketBoundTheSlot) {
+  ClusterView v = ShapeCluster();
+  JobRequest r = Tasks(1, 16);
+  r.ntasks_per_core = 1;  // 16 tasks need 16 cores: every node with a topology has them
+  EXPECT_TRUE(Place(r, v, PlaceMode::kNow).ok());
+  r.tasks_per_node = {17};  // 17 cores: none
+  auto p = Place(r, v, PlaceMode::kNow);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("at most 1 task per core"), std::string::npos)
+      << p.status().message();
+  r.ntasks_per_core = 2;  // 17 tasks on 16 cores, 2 per core
+  EXPECT_TRUE(Place(r, v, PlaceMode::kNow).ok());
+  r.ntasks_per_core = 0;
+  r.ntasks_per_socket = 4;  // 5 tasks: two sockets
+  r.tasks_per_node = {5};
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->nodes.size(), 1u);
+  EXPECT_LT(p->nodes[0].node, 2u) << "only the two-socket nodes hold 4 tasks per socket x 2";
+  // The fullest node decides: 9 tasks on the first node of two, 8 on the other.
+  r.tasks_per_node = {9, 8};
+  r.nodes = 2;
+  EXPECT_FALSE(Place(r, v, PlaceMode::kNow).ok());
+  r.tasks_per_node = {8, 8};
+  p = Place(r, v, PlaceMode::kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Nodes(*p), (std::set<NodeIndex>{0, 1}));
+}
+
+TEST(ConstraintsTest, CpuShapeEverAndPendingReasons) {
+  ClusterView v = ShapeCluster();
+  for (auto& n : v.nodes) n.schedulable = true;
+  // Four sockets: no node with a topology has them, but the four without may yet report them.
+  JobRequest r = Tasks(2, 1);
+  r.min_sockets = 4;
+  EXPECT_TRUE(Place(r, v, PlaceMode::kEver).ok());
+  PendingJob j{1, 0, r, -1, {}, false};
+  SchedulePass pass = Schedule(v, {j}, 0, {});
+  ASSERT_EQ(pass.pending.size(), 1u);
+  EXPECT_EQ(pass.pending[0].reason, JobReason::kReqNodeNotAvail);
+  EXPECT_NE(pass.pending[0].detail.find("4 more have not reported their CPU topology"),
+            std::string::npos)
+      << pass.pending[0].detail;
+  // Once every node has reported a topology, it can never run, and says why.
+  for (uint32_t i = 4; i < 8; ++i) {
+    v.nodes[i].sockets = 2;
+    v.nodes[i].cores_per_socket = 4;
+    v.nodes[i].threads_per_core = 1;
+  }
+  auto never = Place(r, v, PlaceMode::kEver);
+  ASSERT_FALSE(never.ok());
+  EXPECT_EQ(never.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(never.status().message(),
+            "asks for nodes with at least 4 sockets; 0 of 8 nodes in partition gpu have that");
+  j.request = r;
+  pass = Schedule(v, {j}, 0, {});
+  ASSERT_EQ(pass.pending.size(), 1u);
+  EXPECT_EQ(pass.pending[0].reason, JobReason::kBadConstraints);
+  // Requests that differ only in their shape are not one class.
+  JobRequest two = r;
+  two.min_sockets = 2;
+  EXPECT_NE(ShapeKey(r), ShapeKey(two));
+  EXPECT_TRUE(Place(two, v, PlaceMode::kNow).ok());
+}
+
 }  // namespace
 }  // namespace muster::core

@@ -92,6 +92,72 @@ TEST(ExplainTest, GangVerdictsMatchPlace) {
   EXPECT_EQ(e[0].never, "asks for 9 nodes; partition gpu has 8");
 }
 
+TEST(ExplainTest, ANodeOfferingTooLittleTemporaryDiskIsTooSmall) {
+  ClusterView v = Cluster();
+  v.nodes[4].tmp_disk_mb = 1000;
+  JobRequest r = Gang(1, 1);
+  r.min_tmp_disk_mb = 1000;
+  auto e = ExplainPlacement(r, v, 0);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].fit_now, 1u);
+  EXPECT_EQ(e[0].groups.front().nodes, std::vector<std::string>{"node4"});
+  bool small = false;
+  for (const auto& g : e[0].groups) {
+    small |= g.verdict == NodeVerdict::kTooSmall &&
+             g.cause == "offers less than 1000 MB of temporary disk";
+  }
+  EXPECT_TRUE(small);
+}
+
+TEST(ExplainTest, CpuShapeVerdicts) {
+  ClusterView v = Cluster();
+  // node4: 2 sockets x 16 cores; node5: 1 x 16; node0, node1 and node6 are up without a known
+  // topology; node7 has none and is down. node2 is drained, node3 lacks the feature.
+  v.nodes[4].sockets = 2;
+  v.nodes[5].sockets = 1;
+  for (uint32_t i : {4, 5}) {
+    v.nodes[i].cores_per_socket = 16;
+    v.nodes[i].threads_per_core = 2;
+  }
+  v.nodes[7].schedulable = false;
+  v.nodes[7].unavailable = "not registered";
+  JobRequest r = Gang(1, 1);
+  r.min_sockets = 2;
+  auto e = ExplainPlacement(r, v, 0);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].fit_now, 1u);
+  EXPECT_EQ(e[0].groups.front().nodes, std::vector<std::string>{"node4"});
+  bool fewer = false, unknown = false, down = false;
+  for (const auto& g : e[0].groups) {
+    fewer |= g.verdict == NodeVerdict::kTooSmall && g.cause == "has fewer than 2 sockets" &&
+             g.nodes == std::vector<std::string>{"node5"};
+    unknown |= g.verdict == NodeVerdict::kTooSmall &&
+               g.cause == "has no known CPU topology (sockets, cores, threads)" &&
+               g.nodes == std::vector<std::string>{"node0", "node1", "node6"};
+    down |= g.verdict == NodeVerdict::kUnavailable && g.cause == "not registered" &&
+            g.nodes == std::vector<std::string>{"node7"};
+  }
+  EXPECT_TRUE(fewer && unknown && down) << [&] {
+    std::string all;
+    for (const auto& g : e[0].groups) {
+      all += std::string(NodeVerdictName(g.verdict)) + " '" + g.cause + "' " +
+             std::to_string(g.nodes.size()) + "; ";
+    }
+    return all;
+  }();
+  // 40 tasks, one per core: no node has 40 cores.
+  r.min_sockets = 0;
+  r.ntasks_per_core = 1;
+  r.tasks_per_node = {40};
+  r.gpus_per_node = 0;
+  e = ExplainPlacement(r, v, 0);
+  bool cores = false;
+  for (const auto& g : e[0].groups) {
+    cores |= g.cause == "has fewer than 40 cores (40 tasks, at most 1 per core)";
+  }
+  EXPECT_TRUE(cores);
+}
+
 TEST(ExplainTest, UnknownPartitionsAreLeftOut) {
   JobRequest r = Gang(1, 1);
   r.partitions = {"nosuch", "gpu"};
