@@ -119,6 +119,8 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   if (o.immediate_s) return no("--immediate");
   if (o.priority) return no("--priority");
   if (o.test_only) return no("--test-only");
+  if (o.tmp_mb) return no("--tmp");
+  if (o.run_as_uid || o.run_as_gid) return no("--uid/--gid");
   if (o.extra_node_info) return no("-B/--extra-node-info");
   if (o.sockets_per_node) return no("--sockets-per-node");
   if (o.cores_per_socket) return no("--cores-per-socket");
@@ -256,6 +258,7 @@ int CmdRun(int argc, char** argv) {
     return kExitOk;
   }
   if (o.positional.empty()) return Usage("run", "no command given");
+  if (s = client::CheckRunAs(o, ::geteuid()); !s.ok()) return Usage("run", s.message());
 
   client::StepOptions step;
   if (s = StepIo(o, &step); !s.ok()) return Fail("run", s);
@@ -388,6 +391,7 @@ int CmdAlloc(int argc, char** argv) {
     std::fputs((o.hint_help ? client::HintHelp() : AllocUsage(prog)).c_str(), stdout);
     return kExitOk;
   }
+  if (s = client::CheckRunAs(o, ::geteuid()); !s.ok()) return Usage("alloc", s.message());
   std::vector<std::string> command = o.positional;
   if (command.empty()) {
     const char* shell = std::getenv("SHELL");

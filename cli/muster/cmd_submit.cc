@@ -129,13 +129,7 @@ int CmdSubmit(int argc, char** argv) {
   }
   s = client::ParseSubmitArgs(args, "command line", &opts);
   if (!s.ok()) return Usage("submit", s.message());
-  if ((opts.run_as_uid || opts.run_as_gid) && ::geteuid() != 0) {
-    return Usage("submit",
-                 "--uid and --gid are for root only (the job runs as whoever submits it)");
-  }
-  if (opts.run_as_gid && !opts.run_as_uid) {
-    return Usage("submit", "--gid applies with --uid (the user the job runs as)");
-  }
+  if (s = client::CheckRunAs(opts, ::geteuid()); !s.ok()) return Usage("submit", s.message());
 
   for (char** e = environ; e && *e; ++e) ctx.environment.emplace_back(*e);
   char cwd[4096];

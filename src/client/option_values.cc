@@ -193,6 +193,17 @@ Status ExportFile(const std::string& v, std::vector<std::string>* out) {
   return Status::Ok();
 }
 
+Status CheckRunAs(const SubmitOptions& o, uint32_t euid) {
+  if ((o.run_as_uid || o.run_as_gid) && euid != 0) {
+    return InvalidArgument(
+        "--uid and --gid are for root only (the job runs as whoever submits it)");
+  }
+  if (o.run_as_gid && !o.run_as_uid) {
+    return InvalidArgument("--gid applies with --uid (the user the job runs as)");
+  }
+  return Status::Ok();
+}
+
 Status RunAs(const std::string& opt, const std::string& v, SubmitOptions* o) {
   char buf[16384];
   const auto number = ParseUint(v);

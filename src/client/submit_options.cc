@@ -77,7 +77,9 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
     if (c == -1) break;
     std::string val = optarg ? optarg : "";
     Status s;
-    if (c == 'K' && set == OptionSet::kAlloc) c = kKillCommand;  // srun's -K is another option
+    // salloc's -K is --kill-command; srun's -K (and --kill-on-bad-exit) another option, which
+    // salloc does not have.
+    if (c == 'K' && set == OptionSet::kAlloc) c = idx < 0 ? static_cast<int>(kKillCommand) : '?';
     if (!Accepted(c, set)) c = '?';
     switch (c) {
       case 'J':

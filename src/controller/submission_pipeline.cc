@@ -97,8 +97,10 @@ Status SubmissionPipeline::Identify(Submission& s) {
   v1::JobSpec& spec = s.spec;
   // The transport's credentials decide who the job runs as; only root may submit for others.
   const bool on_behalf = s.caller.uid == 0 && spec.uid() != 0 && !spec.user().empty();
-  if (s.caller.uid != 0 && !spec.user().empty() &&
-      (spec.uid() != s.caller.uid || spec.gid() != s.caller.gid)) {
+  const bool claims = !spec.user().empty() || spec.uid() != 0 || spec.gid() != 0;
+  if (s.caller.uid != 0 && claims &&
+      (spec.uid() != s.caller.uid || spec.gid() != s.caller.gid ||
+       (!spec.user().empty() && spec.user() != s.caller.user))) {
     // --uid/--gid: refused rather than quietly run as the caller.
     return PermissionDenied("only root may submit a job as another user or group (--uid, --gid)");
   }

@@ -26,6 +26,13 @@ std::string ShapeKey(const JobRequest& r) {
     key += "|c:" + std::to_string(r.min_sockets) + ':' + std::to_string(r.min_cores_per_socket) +
            ':' + std::to_string(r.min_threads_per_core) + ':' + std::to_string(r.ntasks_per_core) +
            ':' + std::to_string(r.ntasks_per_socket);
+    if (r.ntasks_per_core || r.ntasks_per_socket) {
+      // Those bound the fullest node's tasks, which MaxSlotCpus alone does not tell apart
+      // (-n4 -c8 and -n32 -c1 take the same CPUs).
+      uint32_t tasks = 1;
+      for (uint32_t t : r.tasks_per_node) tasks = std::max(tasks, t);
+      key += ":t" + std::to_string(tasks);
+    }
   }
   return key;
 }
@@ -181,10 +188,13 @@ Planner::ShapeState& Planner::StateOf(const JobRequest& r) {
       if (confined) all &= s.window->nodes;
       ps.capacity = static_cast<uint32_t>(all.Count());
       if (r.AsksForCpuShape()) {
-        // Nodes that would hold it but have not reported their CPU topology (yet).
+        // Nodes that would hold it but have not reported their CPU topology yet: only those not
+        // up (an agent that has not registered). One that is up without a topology never will
+        // report one, as explain says.
         NodeSet maybe = index_.CapacitySet(static_cast<size_t>(ps.part), r, s.need, false, true);
         if (confined) maybe &= s.window->nodes;
-        ps.unknown_shape = static_cast<uint32_t>(maybe.Count()) - ps.capacity;
+        maybe.AndNot(all).AndNot(index_.Up());
+        ps.unknown_shape = static_cast<uint32_t>(maybe.Count());
       }
       if (auto never = missing(all); !never.empty()) {
         ps.required_never = Join(never, ",");

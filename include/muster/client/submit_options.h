@@ -116,6 +116,10 @@ enum class OptionSet { kBatch, kRun, kAlloc };
 Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& origin,
                        SubmitOptions* opts, OptionSet set = OptionSet::kBatch);
 
+// --uid/--gid, once every option is read: root's only (`euid` is the caller's), and --gid only
+// with --uid. INVALID_ARGUMENT saying so.
+Status CheckRunAs(const SubmitOptions& opts, uint32_t euid);
+
 // The #SBATCH lines at the top of a script (before the first command), each split into words.
 struct Directive {
   int line = 0;

@@ -60,6 +60,16 @@ TEST(SlurmOptionsTest, RefusedOptionsSayWhy) {
   EXPECT_EQ(su.run_as_gid.value_or(1), 0u);
   ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"--uid=root", "bash"}, &sa).ok());
   EXPECT_EQ(sa.run_as_user, "root");
+  EXPECT_TRUE(CheckRunAs(sa, 0).ok());
+  EXPECT_NE(CheckRunAs(sa, 1000).message().find("for root only"), std::string::npos);
+  SubmitOptions gid_alone;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"--gid=0", "true"}, &gid_alone).ok());
+  EXPECT_NE(CheckRunAs(gid_alone, 0).message().find("--gid applies with --uid"), std::string::npos)
+      << "not quietly dropped";
+  // srun's long --kill-on-bad-exit is no salloc option (its -K is --kill-command).
+  s = ParseAs(OptionSet::kAlloc, {"--kill-on-bad-exit=1", "bash"}, &o);
+  EXPECT_NE(s.message().find("unknown option --kill-on-bad-exit"), std::string::npos)
+      << s.message();
   // sbatch -W waits and takes no value; srun's -W is another option, with one (seconds).
   SubmitOptions w;
   ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-W", "x.sh"}, &w).ok());

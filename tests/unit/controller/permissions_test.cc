@@ -372,6 +372,11 @@ TEST_F(PermissionsTest, AJobRunsAsRootOnlyWhenRootSubmittedIt) {
   spec.set_user("alice");
   EXPECT_EQ(Submit(spec, Alice()).status().code(), StatusCode::kPermissionDenied)
       << "nor as another group";
+  spec.set_gid(1000);
+  spec.set_uid(1001);
+  spec.clear_user();
+  EXPECT_EQ(Submit(spec, Alice()).status().code(), StatusCode::kPermissionDenied)
+      << "nor by uid alone";
   spec.clear_uid();
   spec.clear_gid();
   spec.clear_user();

@@ -375,6 +375,7 @@ TEST(ConstraintsTest, TasksPerCoreAndPerSocketBoundTheSlot) {
 TEST(ConstraintsTest, CpuShapeEverAndPendingReasons) {
   ClusterView v = ShapeCluster();
   for (auto& n : v.nodes) n.schedulable = true;
+  for (uint32_t i = 4; i < 8; ++i) v.nodes[i].schedulable = false;  // not registered yet
   // Four sockets: no node with a topology has them, but the four without may yet report them.
   JobRequest r = Tasks(2, 1);
   r.min_sockets = 4;
@@ -386,6 +387,11 @@ TEST(ConstraintsTest, CpuShapeEverAndPendingReasons) {
   EXPECT_NE(pass.pending[0].detail.find("4 more have not reported their CPU topology"),
             std::string::npos)
       << pass.pending[0].detail;
+  // Up without a topology (an agent without hwloc), they never will: not waited for.
+  for (uint32_t i = 4; i < 8; ++i) v.nodes[i].schedulable = true;
+  pass = Schedule(v, {j}, 0, {});
+  ASSERT_EQ(pass.pending.size(), 1u);
+  EXPECT_NE(pass.pending[0].reason, JobReason::kReqNodeNotAvail) << pass.pending[0].detail;
   // Once every node has reported a topology, it can never run, and says why.
   for (uint32_t i = 4; i < 8; ++i) {
     v.nodes[i].sockets = 2;
@@ -406,6 +412,14 @@ TEST(ConstraintsTest, CpuShapeEverAndPendingReasons) {
   two.min_sockets = 2;
   EXPECT_NE(ShapeKey(r), ShapeKey(two));
   EXPECT_TRUE(Place(two, v, PlaceMode::kNow).ok());
+  // Nor do requests of the same CPUs whose tasks per node differ, when tasks per core bound them:
+  // 4 tasks of 8 CPUs fit a 16-core node at one task per core, 32 tasks of one CPU do not.
+  JobRequest wide = Tasks(1, 4), narrow = Tasks(1, 32);
+  wide.cpus_per_task = 8;
+  wide.ntasks_per_core = narrow.ntasks_per_core = 1;
+  EXPECT_NE(ShapeKey(wide), ShapeKey(narrow));
+  EXPECT_TRUE(Place(wide, v, PlaceMode::kNow).ok());
+  EXPECT_FALSE(Place(narrow, v, PlaceMode::kNow).ok());
 }
 
 }  // namespace
