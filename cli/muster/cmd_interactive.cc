@@ -405,6 +405,7 @@ int CmdAlloc(int argc, char** argv) {
   if (!controller.ok()) return Fail("alloc", controller.status());
   auto spec = AllocationSpec(o, command[0]);
   if (!spec.ok()) return Fail("alloc", spec.status());
+  spec->set_no_shell(o.no_shell);
   if (Status st = client::CatchForwardedSignals(); !st.ok()) return Fail("alloc", st);
   client::AllocateOptions ao;
   ao.program = "salloc";
@@ -415,6 +416,8 @@ int CmdAlloc(int argc, char** argv) {
   const std::string id = std::to_string(job->id());
   std::fprintf(stderr, "%s%s: Granted job allocation %s\n", o.bell ? "\a" : "", label.c_str(),
                id.c_str());
+  // --no-shell: the allocation is left to srun --jobid, scancel and its time limit.
+  if (o.no_shell) return kExitOk;
 
   // The allocation's environment, as salloc sets it for the command.
   std::vector<std::string> names;

@@ -55,6 +55,7 @@ const struct option kLongOptions[] = {
     {"overlap", no_argument, nullptr, kOverlap},
     {"kill-on-bad-exit", optional_argument, nullptr, 'K'},
     {"kill-command", optional_argument, nullptr, kKillCommand},
+    {"no-shell", no_argument, nullptr, kNoShell},
     {"pty", no_argument, nullptr, kPty},
     {"immediate", optional_argument, nullptr, 'I'},
     {"input", required_argument, nullptr, 'i'},
@@ -191,6 +192,7 @@ bool Accepted(int c, OptionSet set) {
     case kBell:
     case kNoBell:
     case kKillCommand:
+    case kNoShell:
       return set == OptionSet::kAlloc;
     case 'i':
       return set != OptionSet::kAlloc;
@@ -236,7 +238,6 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"gpus-per-socket", kNotYet + "GPUs are not placed by socket"},
       {"accel-bind", kNotYet + "tasks are not bound to accelerators one by one"},
       {"bcast", kNotYet + "run the program from a file system the nodes share"},
-      {"no-shell", kNotYet + "an allocation lasts while salloc runs"},
       {"licenses", kNotYet + "the cluster has no licenses to count"},
       {"propagate", kNotYet + "tasks get their node's resource limits, not the submitting shell's"},
       {"get-user-env", kNotYet + "the job gets the environment it was submitted with (--export)"},

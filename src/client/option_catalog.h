@@ -87,6 +87,7 @@ enum LongOnly {
   kUid,
   kGid,
   kKillCommand,
+  kNoShell,
   kProlog,
   kEpilog,
   kQuitOnInterrupt,

@@ -334,6 +334,9 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'K':
         o->kill_on_bad_exit = val.empty() || val != "0";
         break;
+      case kNoShell:
+        o->no_shell = true;
+        break;
       case kKillCommand: {
         const int sig = val.empty() ? 0 : SignalNumber(val);
         if (!val.empty() && sig == 0) {

@@ -48,6 +48,7 @@ void AllocationManager::ClientGone(uint64_t job_id, TimeMs now) {
   if (!job || !job->client_attached) return;
   job->client_attached = false;
   job->orphan_since_ms = now;
+  if (job->rec().spec().no_shell()) return;  // salloc --no-shell: its client was to go
   jobs_.EndAllocation(*job, v1::CANCELLED, JobReason::kNone, "its srun/salloc went away", now, 0,
                       0);
 }
@@ -68,7 +69,7 @@ void AllocationManager::Check(TimeMs now) {
       jobs_.EndAllocation(*job, v1::TIMEOUT, JobReason::kTimeLimit, "", now, 0, 0);
       continue;
     }
-    if (!job->client_attached &&
+    if (!job->client_attached && !r.spec().no_shell() &&
         now - job->orphan_since_ms >= static_cast<TimeMs>(s.allocation_grace_ms)) {
       jobs_.EndAllocation(*job, v1::CANCELLED, JobReason::kNone,
                           "its srun/salloc did not connect within " +

@@ -86,6 +86,8 @@ struct SubmitOptions {
   // salloc -K/--kill-command[=SIGNAL]: the signal for the command when the allocation is
   // revoked (0: SIGHUP on a terminal, SIGTERM otherwise, as Slurm's default).
   std::optional<int> kill_command;
+  // salloc --no-shell: exit once granted; the allocation lasts until scancel or its time limit.
+  bool no_shell = false;
   bool bell = false;                 // salloc --bell: ring the terminal bell when granted
   std::optional<uint32_t> relative;  // srun -r: the step's nodes start at the job's node N
   // srun --prolog/--epilog: programs srun runs on its own host before and after the step

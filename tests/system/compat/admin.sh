@@ -156,3 +156,10 @@ out=$("$C/salloc" -N1 -KUSR1 env C="$C" sh -c 'trap "echo got USR1; exit 3" USR1
 set -e
 [ $rc = 3 ] && grep -q "got USR1" <<<"$out" && grep -q "has been revoked" <<<"$out" ||
   fail "salloc -KUSR1: $rc $out"
+# salloc --no-shell: salloc exits once granted; the allocation stays for srun --jobid until scancel.
+out=$("$C/salloc" --no-shell -N1 -t 5 2>&1) || fail "salloc --no-shell: $out"
+job=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' <<<"$out")
+[ -n "$job" ] && [ "$("$C/squeue" -h -j "$job" -o %T)" = RUNNING ] ||
+  fail "salloc --no-shell left no running allocation: $out"
+[ "$("$C/srun" --jobid="$job" printenv SLURM_JOB_ID)" = "$job" ] || fail "srun --jobid=$job"
+"$C/scancel" "$job"

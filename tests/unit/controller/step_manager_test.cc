@@ -1,4 +1,6 @@
 // Steps and interactive allocations through the engine.
+#include <algorithm>
+
 #include "engine_fixture.h"
 #include "muster/credentials/step_credential.h"
 
@@ -350,6 +352,32 @@ TEST_F(EngineTest, InteractiveAllocationsEndWithTheirClient) {
   ASSERT_EQ(Job(id2).state(), v1::RUNNING);
   engine_->AllocationClientGone(id2, now_);
   EXPECT_EQ(Job(id2).state(), v1::CANCELLED);
+  // salloc --no-shell: its client goes once granted, and the allocation stays, past the grace,
+  // until it is cancelled.
+  v1::JobSpec detached = spec;
+  detached.set_no_shell(true);
+  auto kept = *Submit(detached, Alice());
+  v1::AttachAllocationRequest attach;
+  attach.set_job_id(kept);
+  ASSERT_TRUE(engine_->AttachAllocation(Alice(), attach, now_).ok());
+  Pass();
+  ASSERT_EQ(Job(kept).state(), v1::RUNNING);
+  engine_->AllocationClientGone(kept, now_);
+  const v1::JobInfo info = Job(kept);
+  const std::vector<std::string> held(info.nodes().begin(), info.nodes().end());
+  for (int i = 0; i < 7; ++i) {  // past the 60 s grace of an allocation no client holds
+    now_ += 9'000;
+    for (const std::string n : {"node1", "node2", "node3", "node4"}) {
+      const bool holds = std::find(held.begin(), held.end(), n) != held.end();
+      Up(n, holds ? std::vector<uint64_t>{kept} : std::vector<uint64_t>{});
+    }
+    engine_->Tick(now_);
+  }
+  EXPECT_EQ(Job(kept).state(), v1::RUNNING) << Job(kept).reason_detail();
+  v1::CancelJobRequest cancel;
+  cancel.add_job_ids(kept);
+  ASSERT_TRUE(engine_->CancelJob(Alice(), cancel, now_).ok());
+  EXPECT_NE(Job(kept).state(), v1::RUNNING);
   // One that never attaches ends after the grace; cancel and the time limit end one at once.
   auto id3 = *Submit(spec, Alice());
   now_ += 59'000;
