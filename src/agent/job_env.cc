@@ -1,5 +1,7 @@
 #include "job_env.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -295,15 +297,15 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
 
 void SetEnvVar(std::vector<std::string>& env, const std::string& name, const std::string& value) {
   const std::string prefix = name + "=";
-  bool set = false;
-  std::erase_if(env, [&](std::string& kv) {
-    if (!StartsWith(kv, prefix)) return false;
-    if (set) return true;
-    kv = prefix + value;
-    set = true;
-    return false;
-  });
-  if (!set) env.push_back(prefix + value);
+  auto named = [&](const std::string& kv) { return StartsWith(kv, prefix); };
+  auto first = std::find_if(env.begin(), env.end(), named);
+  if (first == env.end()) {
+    env.push_back(prefix + value);
+    return;
+  }
+  *first = prefix + value;
+  // Later repeats go: the first keeps its place.
+  env.erase(std::remove_if(std::next(first), env.end(), named), env.end());
 }
 
 std::vector<std::string> ApplyTaskPrologOutput(const std::string& output,

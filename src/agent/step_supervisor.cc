@@ -1,7 +1,6 @@
 #include "step_supervisor.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
@@ -165,11 +164,21 @@ Status StepSupervisor::Launch() {
     return InvalidArgument("--multi-prog: " + std::to_string(req_.task_commands_size()) +
                            " commands for the " + std::to_string(req_.ntasks()) + " tasks here");
   }
+  // Every task's command before any task starts: one without starts none.
+  for (int i = 0; i < req_.task_commands_size(); ++i) {
+    if (req_.task_commands(i).argv().empty()) {
+      return InvalidArgument("--multi-prog: no command for task " +
+                             std::to_string(req_.first_task() + static_cast<uint32_t>(i)));
+    }
+  }
   for (const std::string& path : {req_.task_prolog(), req_.task_epilog()}) {
     if (!path.empty() && path[0] != '/') {
       return InvalidArgument("--task-prolog/--task-epilog " + path + " is not an absolute path");
     }
   }
+  // SLURM_CPU_BIND* are the same for every task (the list is every task's masks): made once.
+  std::vector<std::pair<std::string, std::string>> cpu_bind_env;
+  if (!req_.cpu_bind().empty()) cpu_bind_env = CpuBindEnv(cpu_bind_, task_cpus_);
   launching_ = true;
   for (uint32_t local = 0; local < req_.ntasks(); ++local) {
     Task t;
@@ -178,19 +187,13 @@ Status StepSupervisor::Launch() {
     SpawnSpec& sp = pending->sp;
     if (req_.task_commands_size() != 0) {
       const auto& argv = req_.task_commands(static_cast<int>(local)).argv();
-      sp.argv.assign(argv.begin(), argv.end());
-      if (sp.argv.empty()) {
-        launching_ = false;
-        return InvalidArgument("--multi-prog: no command for task " + std::to_string(t.id));
-      }
+      sp.argv.assign(argv.begin(), argv.end());  // not empty: checked above
     } else {
       sp.argv.assign(req_.argv().begin(), req_.argv().end());
     }
     sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), task_gpus[local], req_,
                           local, setup_.launch_host());
-    if (!req_.cpu_bind().empty()) {
-      for (const auto& [k, v] : CpuBindEnv(cpu_bind_, task_cpus_)) SetEnvVar(sp.env, k, v);
-    }
+    for (const auto& [k, v] : cpu_bind_env) SetEnvVar(sp.env, k, v);
     if (!task_cpus_.empty()) sp.cpus = task_cpus_[local];
     sp.cwd = req_.work_dir().empty() ? spec.work_dir() : req_.work_dir();
     sp.change_user = root && spec.uid() != 0;
@@ -234,8 +237,10 @@ void StepSupervisor::StartTask(size_t idx) {
   SpawnSpec& sp = pending->sp;
   TaskIo& io = pending->io;
   task_env_[idx] = sp.env;
-  if (killed_ || done_) {
-    // The step was killed (or failed) while its prolog ran: the task never starts.
+  if (stopping_ || done_) {
+    // The step was killed (or failed) while its prolog ran: the task never starts, and counts
+    // as killed.
+    if (stopping_) killed_ = true;
     io.CloseAll();
     t.reaped = t.exited = true;
     t.status = SIGKILL;
@@ -259,16 +264,8 @@ void StepSupervisor::StartTask(size_t idx) {
   t.pid = spawned->pid;
   // Before anything the task writes is read: its binding, as Slurm's verbose report says it.
   if (cpu_bind_.verbose) {
-    std::vector<uint32_t> cpus = sp.cpus;
-    if (cpus.empty()) {
-      cpu_set_t mine;
-      CPU_ZERO(&mine);
-      if (::sched_getaffinity(0, sizeof mine, &mine) == 0) {
-        for (uint32_t c = 0; c < CPU_SETSIZE; ++c) {
-          if (CPU_ISSET(c, &mine)) cpus.push_back(c);
-        }
-      }
-    }
+    // Not bound (none): the task may run on every CPU of the step's here.
+    const std::vector<uint32_t> cpus = sp.cpus.empty() ? StepCpus() : sp.cpus;
     SendOutput(
         t.id, 2,
         CpuBindReport(cpu_bind_, setup_.node(), t.id, t.id - req_.first_task(), t.pid, cpus));
@@ -292,7 +289,7 @@ void StepSupervisor::RunPrologThenStart(size_t idx) {
   RunHelper(idx, "--task-prolog", path, pending_[idx]->sp.env, /*keep_stdout=*/true,
             /*timeout_s=*/0, [this, self, idx, path](int status, std::string out) {
               Task& t = tasks_[idx];
-              if (killed_ || done_) return StartTask(idx);  // which ends it
+              if (stopping_ || done_) return StartTask(idx);  // which ends it
               int code = 0, sig = 0;
               if (status >= 0) DecodeWaitStatus(status, &code, &sig);
               if (status < 0 || code != 0 || sig != 0) {
@@ -326,7 +323,7 @@ void StepSupervisor::RunEpilogThenFinish(size_t idx) {
             [this, self, idx, path](int status, std::string) {
               int code = 0, sig = 0;
               if (status > 0) DecodeWaitStatus(status, &code, &sig);
-              if (status > 0 && !killed_) {
+              if (status > 0 && !stopping_) {
                 // Said, and changes nothing of the task's end.
                 SendOutput(tasks_[idx].id, 2,
                            "muster: task " + std::to_string(tasks_[idx].id) + ": --task-epilog " +
@@ -451,7 +448,9 @@ void StepSupervisor::ReadHelper(std::shared_ptr<Helper> h, bool err) {
                           }
                         }
                         if (ec || h->finished) return;
-                        ReadHelper(h, err);
+                        // As a task's output: not read on while the client lags, so a helper
+                        // that writes without end waits on its pipe (a prolog has no timeout).
+                        WhenClientKeepsUp([this, self, h, err] { ReadHelper(h, err); });
                       });
 }
 
@@ -463,7 +462,9 @@ void StepSupervisor::WatchExit(size_t idx, pid_t pid, int pidfd) {
                    const int status = launcher_.Reap(pid, /*our_child=*/true);
                    tasks_[idx].reaped = true;
                    tasks_[idx].status = status < 0 ? 0 : status;
-                   if (!req_.task_epilog().empty() && !killed_) return RunEpilogThenFinish(idx);
+                   if (!req_.task_epilog().empty() && !stopping_) {
+                     return RunEpilogThenFinish(idx);
+                   }
                    FinishTask(idx);
                  });
 }
@@ -913,6 +914,9 @@ void StepSupervisor::SignalTasks(int sig) {
 }
 
 void StepSupervisor::KillTasks() {
+  // Whatever runs now: a task whose prolog has just ended (reaped, its output still to drain)
+  // has nothing to kill here, and must not start.
+  stopping_ = true;
   CloseStdin();
   for (const Task& t : tasks_) {
     if (t.pid > 0 && !t.reaped) {

@@ -160,6 +160,9 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   int exit_code_ = 0;  // the highest of the tasks here
   int signal_ = 0;
   bool killed_ = false;  // we killed tasks (the client went away, or the step failed)
+  // KillTasks ran: no task starts (its prolog may have ended, not yet drained, with nothing left
+  // to kill), and no epilog runs. Unlike killed_, set even when nothing was killed.
+  bool stopping_ = false;
   std::vector<StdinSink> sinks_;
   std::vector<StdinSink> pmi_;  // by tasks_ index: each task's PMI socket (with req_.pmi())
   bool client_paused_ = false;  // too much stdin waits for the tasks: the client is not read

@@ -13,6 +13,9 @@ namespace muster {
 namespace {
 
 constexpr size_t kMaxListEntries = 4096;  // after *R repetitions
+// Ids over the whole list after *R repetitions (16 masks of every id): a list is expanded by srun
+// and by the node's step supervisor, which runs as root, so what it may cost is bounded.
+constexpr uint64_t kMaxListIds = uint64_t{1} << 20;
 constexpr uint32_t kMaxId = 65535;
 constexpr size_t kMaxMaskDigits = kMaxId / 4 + 1;
 
@@ -106,6 +109,7 @@ const char* KindName(Kind k) {
 
 Status ParseList(const std::string& whole, const std::vector<std::string>& items, CpuBind* b) {
   const bool mask = b->kind == Kind::kMaskCpu || b->kind == Kind::kMaskLdom;
+  uint64_t total_ids = 0;
   for (const std::string& item : items) {
     const size_t star = item.find('*');
     const std::string_view value = std::string_view(item).substr(0, star);
@@ -128,6 +132,13 @@ Status ParseList(const std::string& whole, const std::vector<std::string>& items
     }
     if (times > kMaxListEntries || b->list.size() + times > kMaxListEntries) {
       return InvalidArgument("--cpu-bind=" + whole + ": more than 4096 entries");
+    }
+    // times <= 4096 and ids.size() <= 65536: no overflow.
+    total_ids += times * ids.size();
+    if (total_ids > kMaxListIds) {
+      return InvalidArgument("--cpu-bind=" + whole.substr(0, 64) +
+                             (whole.size() > 64 ? "...: " : ": ") + "the list names more than " +
+                             std::to_string(kMaxListIds) + " ids in all (repetitions counted)");
     }
     b->list.insert(b->list.end(), times, ids);
   }

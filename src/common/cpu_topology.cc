@@ -106,8 +106,20 @@ Result<CpuTopology> ReadCpuTopology(const std::string& sysfs) {
     c.id = id;
     const std::string topo = cpu_dir + "cpu" + std::to_string(id) + "/topology/";
     auto socket = ReadNumber(topo + "physical_package_id");
-    auto core = ReadNumber(topo + "core_id");
     c.socket = socket.value_or(0);
+    // core_id is unique only within a die on some multi-die CPUs: a core is named by the lowest
+    // of its threads (core_cpus_list, thread_siblings_list before Linux 5.7), else by core_id.
+    std::optional<uint32_t> core;
+    for (const char* siblings : {"core_cpus_list", "thread_siblings_list"}) {
+      auto text = ReadSmall(topo + siblings);
+      if (!text) continue;
+      auto ids = ParseCpuList(*text);
+      if (ids.ok() && !ids->empty()) {
+        core = ids->front();
+        break;
+      }
+    }
+    if (!core) core = ReadNumber(topo + "core_id");
     c.core = core ? *core : id;
     auto ldom = ldom_of.find(id);
     c.ldom = ldom != ldom_of.end() ? ldom->second : c.socket;

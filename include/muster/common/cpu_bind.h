@@ -42,8 +42,9 @@ struct CpuBind {
 // "[{quiet|verbose},]TYPE" with TYPE none, threads, cores, sockets, ldoms, rank, rank_ldom,
 // map_cpu:LIST, mask_cpu:LIST, map_ldom:LIST or mask_ldom:LIST (Slurm's short forms q, v, no,
 // thread, core, socket, ldom too). map_cpu and map_ldom items are decimal (or 0x hex), mask items
-// hexadecimal with or without 0x; each item may be followed by *R (repeated R times).
-// INVALID_ARGUMENT, naming what is wrong, for anything else.
+// hexadecimal with or without 0x; each item may be followed by *R (repeated R times). A list holds
+// at most 4096 entries and 2^20 ids in all, repetitions counted. INVALID_ARGUMENT, naming what is
+// wrong, for anything else.
 Result<CpuBind> ParseCpuBind(std::string_view value);
 
 // How a node's CPUs are dealt to its tasks before a binding widens them (srun -m's second level):

@@ -16,8 +16,10 @@ struct CpuTopology {
   struct Cpu {
     uint32_t id = 0;      // the kernel's CPU number (one hardware thread)
     uint32_t socket = 0;  // physical_package_id
-    uint32_t core = 0;    // core_id, unique within its socket only
-    uint32_t ldom = 0;    // its NUMA node; its socket where the kernel knows none
+    // Its core: the lowest CPU id among the core's threads (core_cpus_list, else
+    // thread_siblings_list; core_id only where neither exists, which repeats across dies).
+    uint32_t core = 0;
+    uint32_t ldom = 0;  // its NUMA node; its socket where the kernel knows none
   };
   std::vector<Cpu> cpus;  // ascending id, online CPUs only
 
@@ -31,8 +33,9 @@ Result<std::vector<uint32_t>> ParseCpuList(std::string_view text);
 std::string FormatCpuList(const std::vector<uint32_t>& ids);
 
 // The online CPUs under `sysfs` (normally "/sys"; tests give a tree of their own):
-// devices/system/cpu/online, each CPU's topology/physical_package_id and topology/core_id (a CPU
-// without them is its own core on socket 0), and devices/system/node/node*/cpulist for the NUMA
+// devices/system/cpu/online, each CPU's topology/physical_package_id and its core's threads
+// (topology/core_cpus_list, thread_siblings_list or core_id; a CPU without them is its own core
+// on socket 0), and devices/system/node/node*/cpulist for the NUMA
 // nodes. NOT_FOUND naming the file when the list of online CPUs cannot be read.
 Result<CpuTopology> ReadCpuTopology(const std::string& sysfs = "/sys");
 

@@ -236,5 +236,13 @@ TEST(JobEnvTest, SetEnvVarReplacesInPlace) {
   EXPECT_EQ(env, (std::vector<std::string>{"A=x", "B=2", "C=y"}));
 }
 
+TEST(JobEnvTest, SetEnvVarKeepsTheFirstAndDropsEveryRepeat) {
+  std::vector<std::string> env = {"AB=0", "A=1", "A=2", "B=2", "A=3", "A"};
+  SetEnvVar(env, "A", "x");
+  EXPECT_EQ(env, (std::vector<std::string>{"AB=0", "A=x", "B=2", "A"}));
+  SetEnvVar(env, "B", "");
+  EXPECT_EQ(env, (std::vector<std::string>{"AB=0", "A=x", "B=", "A"}));
+}
+
 }  // namespace
 }  // namespace muster::agent

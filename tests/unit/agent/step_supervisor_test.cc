@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 
+#include "muster/common/cpu_bind.h"
 #include "muster/common/framing.h"
 #include "muster/common/strings.h"
 #include "muster/v1/step_supervisor.pb.h"
@@ -612,6 +613,107 @@ TEST_F(StepSupervisorTest, AStepKilledDuringATaskPrologNeverStartsTheTask) {
   EXPECT_TRUE(end.killed());
   EXPECT_FALSE(fs::exists(dir_ / "ran"));
   EXPECT_NE(::kill(pid, 0), 0) << "the prolog outlived its step";
+}
+
+// A task prolog that ends just as the client goes away (both seen in one turn of the supervisor,
+// the prolog's end first): the step is stopping, so its task never starts.
+TEST_F(StepSupervisorTest, AStepKilledAsItsTaskPrologEndsNeverStartsTheTask) {
+  const fs::path prolog = dir_ / "prolog.sh", started = dir_ / "prolog.started", go = dir_ / "go";
+  {
+    std::ofstream p(prolog);
+    p << "#!/bin/sh\necho $$ > " << started.string() << "\nwhile [ ! -e " << go.string()
+      << " ]; do sleep 0.01; done\n";
+  }
+  fs::permissions(prolog, fs::perms::owner_all);
+  task_prolog_ = prolog.string();
+  Start("echo ran > " + (dir_ / "ran").string());
+  auto running = [&] {
+    std::error_code ec;
+    return fs::file_size(started, ec) > 0 && !ec;
+  };
+  for (int i = 0; i < 500 && !running(); ++i) ::usleep(10'000);
+  ASSERT_TRUE(running());
+  pid_t pid = 0;
+  std::ifstream(started) >> pid;
+  ASSERT_GT(pid, 0);
+  // The supervisor sleeps while the prolog ends (a zombie it has not reaped) and the client goes.
+  ASSERT_EQ(::kill(pid_, SIGSTOP), 0);
+  std::ofstream(go) << "\n";
+  auto zombie = [&] {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    const size_t paren = text.rfind(')');
+    return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+  };
+  for (int i = 0; i < 500 && !zombie(); ++i) ::usleep(10'000);
+  EXPECT_TRUE(zombie());
+  ::close(client_);  // as when srun is killed
+  client_ = -1;
+  ::usleep(50'000);
+  ASSERT_EQ(::kill(pid_, SIGCONT), 0);
+  const int status = WaitSupervisor();
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  v1::StepEnded end;
+  ASSERT_TRUE(ReadRecord("end", &end));
+  EXPECT_TRUE(end.killed());
+  EXPECT_FALSE(fs::exists(dir_ / "ran")) << "the task started after its step was killed";
+}
+
+// A task prolog that writes without end to its stderr while srun does not read (stopped with
+// Ctrl-Z): its output waits in the pipe, not in the supervisor, which runs as root.
+TEST_F(StepSupervisorTest, ATaskPrologsEndlessOutputWaitsForTheClient) {
+  const fs::path prolog = dir_ / "prolog.sh";
+  {
+    std::ofstream p(prolog);
+    p << "#!/bin/sh\nexec cat /dev/zero >&2\n";
+  }
+  fs::permissions(prolog, fs::perms::owner_all);
+  task_prolog_ = prolog.string();
+  Start("echo ran");
+  auto rss_kib = [&] {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (StartsWith(line, "VmRSS:")) return std::stol(line.substr(6));
+    }
+    return 0L;
+  };
+  long most = 0;
+  for (int i = 0; i < 40 && most < (128L << 10); ++i) {
+    ::usleep(50'000);
+    most = std::max(most, rss_kib());
+  }
+  EXPECT_LT(most, 64L << 10) << "the supervisor holds the prolog's output: " << most << " KiB";
+  ::close(client_);  // the prolog is killed with its step
+  client_ = -1;
+}
+
+// An empty --multi-prog command for one task starts none of them.
+TEST_F(StepSupervisorTest, AnEmptyMultiProgCommandStartsNoTask) {
+  ntasks_ = 2;
+  task_commands_ = {{"/bin/sh", "-c", "sleep 5"}, {}};
+  Start("echo not this");
+  Heard h = Listen();
+  EXPECT_NE(h.error.find("no command for task 1"), std::string::npos) << h.error;
+  v1::StepTaskPids pids;
+  EXPECT_FALSE(ReadRecord("tasks", &pids) && pids.pids_size() > 0)
+      << "a task started before the bad command was seen";
+}
+
+// --cpu-bind=verbose,none reports the step's CPUs (what the task may run on), not the
+// supervisor's own.
+TEST_F(StepSupervisorTest, AVerboseNoneBindingReportsTheStepsCpus) {
+  cpu_ids_ = TwoOfOurCpus();
+  if (cpu_ids_.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  cpu_ids_.pop_back();
+  cpu_bind_ = "verbose,none";
+  Start("echo ran");
+  Heard h = Listen();
+  EXPECT_EQ(h.output[1], "ran\n") << h.error;
+  EXPECT_NE(h.output[2].find("cpu-bind=NONE - node1, task  0  0 ["), std::string::npos)
+      << h.output[2];
+  EXPECT_NE(h.output[2].find("]: mask 0x" + CpuMaskHex(cpu_ids_) + "\n"), std::string::npos)
+      << h.output[2];
 }
 
 TEST_F(StepSupervisorTest, AnUnreadableSetupIsRefused) {

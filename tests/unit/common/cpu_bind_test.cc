@@ -75,6 +75,24 @@ TEST(CpuBindTest, ParsesSlurmsForms) {
             std::string::npos);
 }
 
+// A list's ids are bounded as a whole: long masks repeated many times, or many of them, are
+// refused before they are expanded (srun and the node's supervisor, as root, expand them).
+TEST(CpuBindTest, AListOfTooManyCpusIsRefused) {
+  const std::string full(16384, 'f');
+  for (const std::string& bad :
+       {"mask_cpu:" + full + "*4096", "mask_ldom:" + full + "*4096", "mask_cpu:" + full + "*17",
+        "mask_cpu:" + full + "*8," + full + "*8," + full, std::string("map_cpu:1*4097")}) {
+    auto b = ParseCpuBind(bad);
+    ASSERT_FALSE(b.ok()) << bad.substr(0, 40) << "... (" << bad.size() << " bytes)";
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  }
+  auto ok = ParseCpuBind("mask_cpu:" + full + "*16");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->list.size(), 16u);
+  EXPECT_EQ(ok->list[0].size(), 65536u);
+  EXPECT_TRUE(ParseCpuBind("map_cpu:1*4096").ok());
+}
+
 TEST(CpuBindTest, NoneAndNoTypeBindNothing) {
   EXPECT_EQ(Lay("none", kAll, 4), Tasks{});
   EXPECT_EQ(Lay("verbose", kAll, 4), Tasks{});
@@ -208,6 +226,40 @@ TEST(CpuTopologyTest, ReadsSocketsCoresAndNumaNodesFromSysfs) {
   EXPECT_EQ(t->cpus[1].core, 1u);
   EXPECT_EQ(t->Find(3), nullptr) << "offline";
   EXPECT_EQ(ReadCpuTopology("/nonexistent").status().code(), StatusCode::kNotFound);
+}
+
+// Some multi-die CPUs number cores within a die: core_id repeats in a package, and the core's
+// threads are those of topology/core_cpus_list (thread_siblings_list on older kernels).
+TEST(CpuTopologyTest, CoresAreTheirSiblingListsNotTheirCoreIds) {
+  namespace fs = std::filesystem;
+  const fs::path root =
+      fs::temp_directory_path() / ("muster-sysfs-dies-" + std::to_string(::getpid()));
+  auto put = [&](const fs::path& p, const std::string& text) {
+    fs::create_directories((root / p).parent_path());
+    std::ofstream(root / p) << text;
+  };
+  // One package of two dies of one core of two threads each, both cores numbered 0: {0,2}, {1,3}.
+  put("devices/system/cpu/online", "0-3\n");
+  for (uint32_t id = 0; id < 4; ++id) {
+    const std::string dir = "devices/system/cpu/cpu" + std::to_string(id) + "/topology/";
+    put(dir + "physical_package_id", "0\n");
+    put(dir + "core_id", "0\n");
+    put(dir + (id < 2 ? "core_cpus_list" : "thread_siblings_list"),
+        id % 2 == 0 ? "0,2\n" : "1,3\n");
+  }
+  auto t = ReadCpuTopology(root.string());
+  fs::remove_all(root);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->cpus.size(), 4u);
+  EXPECT_EQ(t->cpus[0].core, t->cpus[2].core);
+  EXPECT_EQ(t->cpus[1].core, t->cpus[3].core);
+  EXPECT_NE(t->cpus[0].core, t->cpus[1].core);
+  // Cores: one task's two threads are one core's.
+  auto b = ParseCpuBind("cores");
+  ASSERT_TRUE(b.ok());
+  auto tasks = LayOutTaskCpus(*b, CpuDistribution::kBlock, *t, {0, 1, 2, 3}, 2, 2);
+  ASSERT_TRUE(tasks.ok()) << tasks.status().ToString();
+  EXPECT_EQ(*tasks, (Tasks{{0, 2}, {1, 3}}));
 }
 
 TEST(CpuTopologyTest, ThisMachinesTopologyReads) {
