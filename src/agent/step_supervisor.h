@@ -95,8 +95,11 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   // A --task-epilog still running this long after it started is killed (Slurm's "a few seconds").
   static constexpr int kTaskEpilogTimeoutS = 10;
   // A task waiting for its --task-prolog: what it will be started with.
-  struct PendingTask;
-  // A task's --task-prolog or --task-epilog while it runs.
+  struct PendingTask {
+    SpawnSpec sp;
+    TaskIo io;
+  };
+  // A task's --task-prolog or --task-epilog while it runs (step_task_helpers.cc).
   struct Helper;
 
   Status Launch();
