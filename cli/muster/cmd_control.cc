@@ -19,6 +19,7 @@
 #include "muster/common/version.h"
 #include "options.h"
 #include "output.h"
+#include "sinfo_format.h"
 #include "slurm_config.h"
 
 namespace muster::cli {
@@ -153,8 +154,7 @@ void PrintNode(const v1::NodeInfo& n, bool oneliner) {
     AppendPrintable(out, l);
     out += '\n';
   };
-  line("NodeName=" + n.name() +
-       " CoresPerSocket=" + std::to_string(n.packages() ? n.cores() / n.packages() : n.cpus()));
+  line("NodeName=" + n.name() + " CoresPerSocket=" + std::to_string(CoresPerSocket(n)));
   line("   CPUAlloc=" + std::to_string(n.cpus_allocated()) +
        " CPUEfctv=" + std::to_string(n.cpus()) + " CPUTot=" + std::to_string(n.cpus()));
   line("   Gres=" + OrNull(n.gpus() ? "gpu:" + (n.gpu_type().empty() ? "" : n.gpu_type() + ":") +
@@ -163,13 +163,10 @@ void PrintNode(const v1::NodeInfo& n, bool oneliner) {
   line("   GresUsed=gpu:" + std::to_string(n.gpus_allocated()));
   std::string addr = n.agent_address().substr(0, n.agent_address().rfind(':'));
   line("   NodeAddr=" + OrNull(addr) + " NodeHostName=" + n.name());
-  // The agent's hwloc counts are the machine's totals.
-  const uint32_t threads_per_core =
-      n.cores() && n.threads() ? std::max<uint32_t>(1, n.threads() / n.cores()) : 1;
   line("   RealMemory=" + std::to_string(n.memory_mb()) +
        " AllocMem=" + std::to_string(n.memory_allocated_mb()) +
-       " Sockets=" + std::to_string(std::max<uint32_t>(1, n.packages())) + " Boards=1");
-  line("   State=" + NodeStateUpper(n) + " ThreadsPerCore=" + std::to_string(threads_per_core) +
+       " Sockets=" + std::to_string(Sockets(n)) + " Boards=1");
+  line("   State=" + NodeStateUpper(n) + " ThreadsPerCore=" + std::to_string(ThreadsPerCore(n)) +
        " TmpDisk=" + std::to_string(n.tmp_disk_mb()) + " Weight=1");
   line("   Partitions=" + Join({n.partitions().begin(), n.partitions().end()}, ","));
   std::string cfg =

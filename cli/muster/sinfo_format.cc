@@ -74,14 +74,6 @@ std::string CompleteState(const v1::NodeInfo& n) {
   return n.drain() ? s + "+drain" : s;
 }
 
-uint32_t Sockets(const v1::NodeInfo& n) { return std::max<uint32_t>(1, n.packages()); }
-uint32_t CoresPerSocket(const v1::NodeInfo& n) {
-  return n.packages() && n.cores() ? n.cores() / n.packages() : n.cpus();
-}
-uint32_t ThreadsPerCore(const v1::NodeInfo& n) {
-  return n.cores() && n.threads() ? std::max<uint32_t>(1, n.threads() / n.cores()) : 1;
-}
-
 std::string Gres(const v1::NodeInfo& n, bool used) {
   std::vector<std::string> parts;
   if (n.gpus()) {
@@ -444,6 +436,14 @@ int CompareBy(char letter, bool config_order, const SinfoRow& a, const SinfoRow&
 }
 
 }  // namespace
+
+uint32_t Sockets(const v1::NodeInfo& n) { return std::max<uint32_t>(1, n.packages()); }
+uint32_t CoresPerSocket(const v1::NodeInfo& n) {
+  return n.packages() && n.cores() ? n.cores() / n.packages() : n.cpus();
+}
+uint32_t ThreadsPerCore(const v1::NodeInfo& n) {
+  return n.cores() && n.threads() ? std::max<uint32_t>(1, n.threads() / n.cores()) : 1;
+}
 
 Result<std::vector<FormatItem>> ParseSinfoFormat(std::string format) {
   std::string all;

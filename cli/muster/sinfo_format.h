@@ -14,6 +14,12 @@
 
 namespace muster::cli {
 
+// A node's CPU layout as sinfo and scontrol show it, from its agent's hwloc totals (1 socket and
+// 1 thread per core, and every CPU a core, where it reported none).
+uint32_t Sockets(const v1::NodeInfo& n);
+uint32_t CoresPerSocket(const v1::NodeInfo& n);
+uint32_t ThreadsPerCore(const v1::NodeInfo& n);
+
 // -o/--format, with sinfo's "%all" (every field, '|' between them).
 Result<std::vector<FormatItem>> ParseSinfoFormat(std::string format);
 // -O/--Format: "Name[:[.][WIDTH][SUFFIX]],..." (names in any case, default width 20 as sinfo's).
