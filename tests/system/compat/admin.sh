@@ -148,6 +148,8 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
   [ "$who $group" = "nobody $(id -gn nobody)" ] && [ -n "$job" ] &&
     [ "$("$C/sacct" -j "$job" -X -n -o User%12 | tr -d ' ')" = nobody ] ||
     fail "salloc --uid=nobody: $out"
+else
+  echo "  skipped: srun/salloc --uid (needs root and a user nobody)"
 fi
 # salloc -K: the command gets the one signal asked for when its allocation is revoked.
 set +e
