@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "muster/client/controller_client.h"
+#include "muster/client/submit_options.h"
 #include "muster/common/status.h"
 
 namespace muster::cli {
@@ -58,6 +59,9 @@ Result<client::ControllerClient> ConnectController();
 // which is read after the options.
 Result<client::ControllerClient> ConnectController(const std::string& clusters);
 Status CheckClusters(const std::string& clusters, const std::string& cluster_name);
+// The cluster's defaults a submission takes from the config (propagate_resource_limits and
+// its _except, as Slurm's clients read slurm.conf); left as they are without a readable config.
+void ApplyClusterDefaults(client::SubmitContext* ctx);
 
 // "muster submit: <message>" on stderr; returns kExitFailed (or kExitUsage for INVALID_ARGUMENT
 // when usage is true).

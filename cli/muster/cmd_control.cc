@@ -75,6 +75,15 @@ void Emit(const std::string& record, bool oneliner) {
   std::printf("%s\n", line.c_str());
 }
 
+// "BEGIN,END,FAIL": the names of --mail-type's bits, as scontrol shows them.
+std::string MailTypeNames(uint32_t bits) {
+  std::vector<std::string> names;
+  for (uint32_t bit = 1; bit <= v1::MAIL_INVALID_DEPEND; bit <<= 1) {
+    if (bits & bit) names.push_back(v1::MailType_Name(static_cast<v1::MailType>(bit)).substr(5));
+  }
+  return Join(names, ",");
+}
+
 void PrintJob(const v1::JobInfo& j, int64_t now, bool oneliner, const std::string& explain = "") {
   std::string out;
   auto line = [&](const std::string& l) {  // users' text in it shown, never obeyed
@@ -131,10 +140,14 @@ void PrintJob(const v1::JobInfo& j, int64_t now, bool oneliner, const std::strin
   if (j.gpus_total() > 0) tres += ",gres/gpu=" + std::to_string(j.gpus_total());
   line("   TRES=" + tres);
   line("   Features=" + OrNull(j.features()));
+  line("   Contiguous=0 Licenses=" + OrNull(j.licenses()) + " Network=(null)");
   line("   WorkDir=" + j.work_dir());
   line("   StdErr=" + (j.interactive() ? std::string("(null)") : j.stderr_path()));
   line("   StdIn=/dev/null");
   line("   StdOut=" + (j.interactive() ? std::string("(null)") : j.stdout_path()));
+  if (j.mail_types() != 0) {
+    line("   MailUser=" + j.mail_user() + " MailType=" + MailTypeNames(j.mail_types()));
+  }
   if (j.gpus_per_node() > 0) {
     line("   TresPerNode=gres:gpu:" + (j.gpu_type().empty() ? "" : j.gpu_type() + ":") +
          std::to_string(j.gpus_per_node()));
@@ -233,7 +246,7 @@ std::string ControllerStatus(const Config& c) {
 
 int Show(const std::vector<std::string>& args, bool oneliner) {
   if (args.empty()) {
-    return Usage("control", "show what? job, node, partition, reservation or hostnames");
+    return Usage("control", "show what? job, node, partition, reservation, licenses or hostnames");
   }
   // As scontrol: entity names in any case, "jobid" for "job".
   std::string what = ToLower(args[0]);
@@ -286,6 +299,23 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
   }
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("control", controller.status());
+  if (what == "licenses" || what == "license" || what == "lic") {
+    auto info = controller->ControllerInfo();
+    if (!info.ok()) return Fail("control", info.status());
+    bool any = false;
+    for (const v1::LicenseUse& l : info->licenses()) {
+      if (!arg.empty() && l.name() != arg) continue;
+      any = true;
+      const uint64_t free = l.used() < l.total() ? l.total() - l.used() : 0;
+      Emit("LicenseName=" + l.name() + "\n    Total=" + std::to_string(l.total()) +
+               " Used=" + std::to_string(l.used()) + " Free=" + std::to_string(free) +
+               " Reserved=0 Remote=no\n",
+           oneliner);
+    }
+    if (!any && !arg.empty()) return Fail("control", NotFound("license " + arg + " not found"));
+    if (!any) std::printf("No licenses configured in Slurm.\n");
+    return kExitOk;
+  }
   if (what == "job" || what == "jobs") {
     const int64_t now = SystemClock::Get()->NowMs();
     if (!arg.empty()) {

@@ -40,8 +40,9 @@ Outside a job: get an allocation with the options below, run the step in it, rel
                              of the job's GPUs on its nodes)
       --exact                hold only the CPUs asked for, so steps can run side by side
       --overlap              hold nothing; share CPUs with other steps
-      --mpi=pmi1|none        serve PMI-1 to the tasks, so MPICH programs run without mpiexec
-                             (the default; SLURM_MPI_TYPE sets it too)
+      --mpi=pmi1|pmi2|none   serve PMI to the tasks, so MPI programs run without mpiexec:
+                             PMI-1 (the default, what MPICH speaks), PMI-2 as well, or none
+                             (SLURM_MPI_TYPE sets it too); --mpi=list lists them
   -w, --nodelist=HOSTS       -x, --exclude=HOSTS
   -J, --job-name=NAME        step (or job) name (default: the command's)
   -l, --label                prefix output lines with the task id
@@ -120,6 +121,8 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   if (o.priority) return no("--priority");
   if (o.test_only) return no("--test-only");
   if (o.tmp_mb) return no("--tmp");
+  if (!o.licenses.empty()) return no("--licenses");
+  if (o.spread_job) return no("--spread-job");
   if (o.run_as_uid || o.run_as_gid) return no("--uid/--gid");
   if (o.extra_node_info) return no("-B/--extra-node-info");
   if (o.sockets_per_node) return no("--sockets-per-node");
@@ -211,6 +214,7 @@ Result<v1::JobSpec> AllocationSpec(const client::SubmitOptions& o, const std::st
   ctx.environment = Environment();
   ctx.cwd = Cwd();
   ctx.hostname = HostName();
+  ApplyClusterDefaults(&ctx);
   client::SubmitOptions named = o;
   if (!named.job_name) named.job_name = BaseName(command);
   return client::BuildJobSpec(named, ctx);
@@ -257,6 +261,12 @@ int CmdRun(int argc, char** argv) {
     std::fputs((o.hint_help ? client::HintHelp() : RunUsage(prog)).c_str(), stdout);
     return kExitOk;
   }
+  const char* mpi_env = std::getenv("SLURM_MPI_TYPE");
+  if (o.mpi.value_or(mpi_env ? mpi_env : "") == "list") {
+    // As Slurm's srun: the MPI types it serves, and nothing run.
+    std::fputs(client::MpiTypeList().c_str(), stdout);
+    return kExitOk;
+  }
   if (o.positional.empty()) return Usage("run", "no command given");
   if (s = client::CheckRunAs(o, ::geteuid()); !s.ok()) return Usage("run", s.message());
 
@@ -265,6 +275,20 @@ int CmdRun(int argc, char** argv) {
   step.program = FrontEnd().empty() ? "muster run" : FrontEnd();
   step.argv = o.positional;
   step.environment = Environment();
+  {
+    // --propagate (else the cluster's default): this shell's limits for the step's tasks, in
+    // SLURM_RLIMIT_* (the step's supervisor applies and removes them), as Slurm's srun.
+    client::SubmitContext defaults;
+    if (!o.propagate) ApplyClusterDefaults(&defaults);
+    auto names = client::PropagatedLimitNames(o, defaults);
+    if (!names.ok()) return Usage("run", names.status().message());
+    for (const v1::ResourceLimit& l : client::OwnResourceLimits(*names)) {
+      std::erase_if(step.environment, [&](const std::string& kv) {
+        return kv.rfind(client::RlimitEnvName(l.name()) + "=", 0) == 0;
+      });
+      step.environment.push_back(client::RlimitEnvName(l.name()) + "=" + client::RlimitEnvValue(l));
+    }
+  }
   step.work_dir = o.chdir.value_or(Cwd());
   step.label = o.label;
   step.kill_on_bad_exit = o.kill_on_bad_exit;
@@ -313,14 +337,20 @@ int CmdRun(int argc, char** argv) {
     }
     *out = path;
   }
-  // --mpi, else SLURM_MPI_TYPE as srun reads it, else PMI-1.
-  const char* mpi_env = std::getenv("SLURM_MPI_TYPE");
+  // --mpi, else SLURM_MPI_TYPE as srun reads it, else PMI-1 (muster's MpiDefault). A --mpi
+  // reaches the tasks as SLURM_MPI_TYPE, as Slurm's srun exports it.
   const std::string mpi = o.mpi.value_or(mpi_env && *mpi_env ? mpi_env : "pmi1");
-  if (mpi != "none" && mpi != "pmi1" && mpi != "pmi") {
+  if (!client::IsMpiType(mpi)) {
     return Fail("run", Unimplemented("SLURM_MPI_TYPE=" + mpi +
-                                     " is not supported; use pmi1 (the default) or none"));
+                                     " is not supported; use pmi1 (the default), pmi2 or none"));
   }
   step.pmi = mpi != "none";
+  step.pmi2 = mpi == "pmi2";
+  if (o.mpi) {
+    std::erase_if(step.environment,
+                  [](const std::string& e) { return e.rfind("SLURM_MPI_TYPE=", 0) == 0; });
+    step.environment.push_back("SLURM_MPI_TYPE=" + *o.mpi);
+  }
 
   auto controller = ConnectController(o.clusters);
   if (!controller.ok()) return Fail("run", controller.status());

@@ -15,7 +15,7 @@ namespace {
 void PrintLocalHelp() {
   std::printf(
       "Usage: muster local up [--nodes N] [--gpus-per-node G] [--cpus-per-node C] [--dir "
-      "DIR] [--no-tls] [--standby]\n"
+      "DIR] [--no-tls] [--standby] [--mail-prog PATH]\n"
       "       muster local down [--dir DIR] [--purge]\n"
       "DIR defaults to $MUSTER_LOCAL_DIR or ~/.muster/local. The daemons talk mutual TLS\n"
       "with certificates made in DIR/tls, unless a new cluster is made with --no-tls\n"
@@ -23,7 +23,10 @@ void PrintLocalHelp() {
       "nothing is encrypted).\n"
       "--standby: two controllers (ctl-a leads, ctl-b stands by) and an etcd of the\n"
       "cluster's own on loopback, TLS with its own certificates in DIR/etcd-tls (needs\n"
-      "Debian's etcd-server).\n");
+      "Debian's etcd-server).\n"
+      "--mail-prog PATH: the controller's mail program for --mail-type (Slurm's MailProg;\n"
+      "run as PATH -s SUBJECT RECIPIENT with SLURM_JOB_* set). A cluster made with another\n"
+      "one is made anew.\n");
 }
 
 }  // namespace
@@ -44,6 +47,7 @@ int CmdLocal(int argc, char** argv) {
                                 {"purge", no_argument, nullptr, 'P'},
                                 {"no-tls", no_argument, nullptr, 'T'},
                                 {"standby", no_argument, nullptr, 'S'},
+                                {"mail-prog", required_argument, nullptr, 'M'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
   optind = 0;
@@ -84,6 +88,9 @@ int CmdLocal(int argc, char** argv) {
         break;
       case 'S':
         o.standby = true;
+        break;
+      case 'M':
+        o.mail_prog = optarg;
         break;
       case 'h':
         PrintLocalHelp();

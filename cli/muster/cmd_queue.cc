@@ -170,7 +170,7 @@ int CmdQueue(int argc, char** argv) {
   std::vector<JobRef> refs;  // -j, with array tasks (7_3) filtered here
   StateFilter states;        // -t
   std::vector<std::string> names, accounts, qos, reservations, nodes;  // filtered here
-  bool licenses = false;  // -L: Muster's jobs hold no licenses, so it matches none
+  std::vector<std::string> licenses;  // -L: jobs asking for any of these
   for (int c; (c = getopt_long(argc, argv, ":u:t:p:j:o:O:aHhrlA:n:w:q:R:L:S:i:s::M:vVP", opts,
                                nullptr)) != -1;) {
     if (c == 'h') c = squeue ? kOptNoheader : kOptHelp;
@@ -226,7 +226,7 @@ int CmdQueue(int argc, char** argv) {
         for (const auto& r : Split(optarg, ',', true)) reservations.push_back(r);
         break;
       case 'L':
-        licenses = true;
+        for (const auto& l : Split(optarg, ',', true)) licenses.push_back(l.substr(0, l.find(':')));
         break;
       case 'w': {
         auto expanded = ExpandHostlist(optarg);
@@ -310,7 +310,9 @@ int CmdQueue(int argc, char** argv) {
             "Pending and running jobs%s.\n"
             "  -A, --account=LIST     -n, --name=LIST  -q, --qos=LIST  -R, --reservation=NAME\n"
             "  -p, --partition=LIST   -t, --states=LIST  -u, --user=LIST  --me  -j, --jobs=IDS\n"
-            "  -w, --nodelist=HOSTS   only the jobs with these; -L, --licenses matches none\n"
+            "  -w, --nodelist=HOSTS   only the jobs with these; -L, --licenses=L,L those asking "
+            "for\n"
+            "                         any of these licenses\n"
             "  -o, --format=FORMAT    squeue's %%[.][WIDTH]LETTER fields, letters %s\n"
             "  -O, --Format=FIELDS    squeue's field names, Name[:[.]WIDTH]\n"
             "  -S, --sort=KEYS        the letters to order by, -KEY descending (e.g. -t,i)\n"
@@ -395,7 +397,15 @@ int CmdQueue(int argc, char** argv) {
   const std::set<std::string> want_nodes(nodes.begin(), nodes.end());
   auto on_node = [&](const std::string& n) { return want_nodes.count(n) > 0; };
   auto wanted = [&](const v1::JobInfo& j) {
-    if (licenses || !RefsMatch(refs, j) || !states.Matches(j)) return false;
+    if (!RefsMatch(refs, j) || !states.Matches(j)) return false;
+    if (!licenses.empty() && std::none_of(licenses.begin(), licenses.end(), [&](const auto& l) {
+          for (const std::string& held : Split(j.licenses(), ',', true)) {
+            if (held.substr(0, held.find(':')) == l) return true;
+          }
+          return false;
+        })) {
+      return false;
+    }
     // The controller sends the jobs named with -j even once they ended; squeue, as Slurm's,
     // lists none of those without -t.
     if (squeue && !states.named && !states.all && !InSqueueDefaultStates(j)) return false;

@@ -1,8 +1,11 @@
 // sacctmgr: Slurm's account manager, for the accounts and associations Muster has.
 //   sacctmgr [-i] add|create account NAME [parent=P] [fairshare=N] [description=TEXT]
-//   sacctmgr [-i] add|create user NAME account=A [defaultaccount=A]
+//   sacctmgr [-i] add|create user NAME account=A [defaultaccount=A] [ASSOCIATION]
 //   sacctmgr [-i] modify account [where] [name=]NAME set parent=P fairshare=N description=TEXT
-//   sacctmgr [-i] modify user [where] [name=]NAME set defaultaccount=A
+//   sacctmgr [-i] modify user [where] [name=]NAME [account=A] set defaultaccount=A | ASSOCIATION
+//   ASSOCIATION (the user's own settings in an account): qos=Q,Q qos+=Q qos-=Q defaultqos=Q
+//            fairshare=N and the account limits
+//   sacctmgr [-i] add|delete coordinator accounts=A,A names=U,U
 //   sacctmgr [-i] remove|delete account NAME | user NAME [account=A]
 //   sacctmgr [-i] add|modify|remove qos NAME [set] Priority=N Preempt=Q1,Q2 PreemptMode=M
 //            UsageFactor=F GraceTime=SECS Flags=DenyOnLimit and limits
@@ -34,15 +37,19 @@ constexpr const char* kHelp =
     "  LIMITS: GrpTRES=gres/gpu[:TYPE]=N,node=N GrpJobs=N GrpSubmitJobs=N MaxJobs=N\n"
     "          MaxSubmitJobs=N MaxTRES=gres/gpu=N,node=N MaxTRESPerUser=gres/gpu=N MaxWall=T\n"
     "          GrpStoredMB=N MaxStoredMBPerUser=N (stored scripts and environments, MiB)\n"
-    "  add|create user NAME account=A [defaultaccount=A]\n"
-    "  modify account|user [where] [name=]NAME set parent=P fairshare=N description=TEXT\n"
-    "                                                  | defaultaccount=A\n"
+    "  add|create user NAME account=A [defaultaccount=A] [ASSOC]\n"
+    "  modify account [where] [name=]NAME set parent=P fairshare=N description=TEXT qos[+-]=Q\n"
+    "  modify user [where] [name=]NAME [account=A] set defaultaccount=A | ASSOC\n"
+    "  ASSOC: a user's own settings in the account (all its accounts without account=):\n"
+    "         qos=Q,Q qos+=Q qos-=Q defaultqos=Q fairshare=N and LIMITS but MaxTRESPerUser\n"
+    "         and the stored-bytes ones; unset, they come from the account and those above it\n"
     "  remove|delete account NAME | user NAME [account=A]\n"
+    "  add|delete coordinator accounts=A,A names=U,U\n"
     "  show|list account|user|association|qos [where name=N account=A user=U] [format=F,F%W]\n"
-    "                          [withassoc]\n"
+    "                          [withassoc] [withcoord] [wopinfo|woplimits]\n"
     "  -n no header; -p '|' after every field; -P '|' between fields; -s (withassoc): an\n"
     "  account's or a user's associations too; -r (--readonly) refuses changes. Changes need an\n"
-    "  admin.\n";
+    "  admin, or a coordinator of an account above what they change.\n";
 
 // key=value words (keys case-insensitive), split at "where" and "set".
 struct Specs {
@@ -92,6 +99,21 @@ Status Call(v1::Method method, const google::protobuf::MessageLite& req,
   return controller->Call(method, req, resp);
 }
 
+// qos=Q,Q replaces; qos+=Q adds and qos-=Q removes (the controller's "+Q"/"-Q" items); '' or
+// an empty value clears.
+std::optional<std::string> TakeQos(std::map<std::string, std::string>& values) {
+  if (auto q = Take(values, {"qos", "qoslevel"})) return *q == "''" ? "" : *q;
+  for (const char sign : {'+', '-'}) {
+    const std::string plus = std::string("qos") + sign, level = std::string("qoslevel") + sign;
+    if (auto q = Take(values, {plus.c_str(), level.c_str()})) {
+      std::vector<std::string> items;
+      for (const std::string& item : Split(*q, ',', true)) items.push_back(sign + item);
+      return Join(items, ",");
+    }
+  }
+  return std::nullopt;
+}
+
 Status UpdateAccount(v1::AccountOp op, const std::string& name, Specs& s) {
   v1::UpdateAccountRequest req;
   req.set_op(op);
@@ -104,7 +126,7 @@ Status UpdateAccount(v1::AccountOp op, const std::string& name, Specs& s) {
     req.set_shares(static_cast<uint32_t>(*n));
   }
   if (auto d = Take(values, {"description", "descr"})) req.set_description(*d);
-  if (auto q = Take(values, {"qos", "qoslevel"})) req.set_qos(*q == "''" ? "" : *q);
+  if (auto q = TakeQos(values)) req.set_qos(*q);
   if (auto q = Take(values, {"defaultqos"})) req.set_default_qos(*q == "''" ? "" : *q);
   MUSTER_RETURN_IF_ERROR(TakeLimits(values, /*qos=*/false, req.mutable_limits()));
   Take(values, {"organization", "org", "cluster", "clusters"});  // one cluster, no organisations
@@ -113,9 +135,28 @@ Status UpdateAccount(v1::AccountOp op, const std::string& name, Specs& s) {
   return Call(v1::METHOD_UPDATE_ACCOUNT, req, &resp);
 }
 
-Status UpdateUser(v1::AccountOp op, const std::string& user, const std::string& account,
-                  bool make_default) {
+// A user's association settings among the spec words: QoS, default QoS, fairshare, limits.
+Result<v1::UpdateUserRequest> TakeAssociation(std::map<std::string, std::string>& values) {
   v1::UpdateUserRequest req;
+  if (auto q = TakeQos(values)) req.set_qos(*q);
+  if (auto q = Take(values, {"defaultqos"})) req.set_default_qos(*q == "''" ? "" : *q);
+  if (auto f = Take(values, {"fairshare", "share", "shares"})) {
+    auto n = ParseUint(*f);
+    if (!n || *n == 0 || *n > 1'000'000) return InvalidArgument("fairshare must be 1 to 1000000");
+    req.set_shares(static_cast<uint32_t>(*n));
+  }
+  MUSTER_RETURN_IF_ERROR(TakeLimits(values, /*qos=*/false, req.mutable_limits()));
+  Take(values, {"cluster", "clusters"});  // one cluster
+  if (auto p = Take(values, {"partition", "partitions"})) {
+    return Unimplemented(
+        "associations per partition are not supported (a user's "
+        "settings hold in all partitions)");
+  }
+  return req;
+}
+
+Status UpdateUser(v1::AccountOp op, const std::string& user, const std::string& account,
+                  bool make_default, v1::UpdateUserRequest req = {}) {
   req.set_op(op);
   req.set_user(user);
   req.set_account(account);
@@ -124,46 +165,73 @@ Status UpdateUser(v1::AccountOp op, const std::string& user, const std::string& 
   return Call(v1::METHOD_UPDATE_USER, req, &resp);
 }
 
+// sacctmgr add|delete coordinator accounts=A,A names=U,U.
+Status UpdateCoordinators(bool add, Specs& s) {
+  auto accounts = Take(s.where, {"account", "accounts"});
+  auto names = Take(s.where, {"name", "names", "user", "users"});
+  for (const std::string& n : s.names) names = names ? *names + "," + n : n;
+  if (!accounts || !names) {
+    return InvalidArgument("a coordinator needs accounts=A and names=U");
+  }
+  MUSTER_RETURN_IF_ERROR(NoLeftovers(s.where));
+  for (const std::string& account : Split(*accounts, ',', true)) {
+    v1::UpdateAccountRequest req;
+    req.set_op(v1::ACCOUNT_OP_MODIFY);
+    req.set_name(account);
+    for (const std::string& user : Split(*names, ',', true)) {
+      *(add ? req.add_add_coordinators() : req.add_remove_coordinators()) = user;
+    }
+    v1::UpdateAccountResponse resp;
+    MUSTER_RETURN_IF_ERROR(Call(v1::METHOD_UPDATE_ACCOUNT, req, &resp));
+  }
+  return Status::Ok();
+}
+
+// One line of a listing: an account's, or a user's (in an account, with -s/withassoc).
+struct Row {
+  const v1::AccountRecord* account = nullptr;
+  const v1::UserRecord* user = nullptr;
+  // What the line shows: an account's own limits and QoS; for a user in an account, its
+  // association's, and what it leaves unset as it comes from the accounts above (unless
+  // WOPLimits/WOPInfo).
+  v1::UsageLimits limits;
+  std::vector<std::string> qos;
+  std::string default_qos;
+  uint32_t shares = 1;
+  std::string coordinators;  // an account's, or the accounts a user coordinates
+};
+
 struct Column {
   const char* name;
   int width;
-  std::function<std::string(const v1::AccountRecord*, const v1::UserRecord*)> value;
+  std::function<std::string(const Row&)> value;
 };
 
 std::string DefaultOf(const v1::UserRecord& u) {
   return u.default_account().empty() ? u.accounts(0) : u.default_account();
 }
 
-// An account's limit column; user lines show their account's limits, as inherited.
-std::function<std::string(const v1::AccountRecord*, const v1::UserRecord*)> Limit(const char* c) {
-  return [c](const v1::AccountRecord* a, const v1::UserRecord*) {
-    return a ? LimitColumn(a->limits(), c) : std::string();
-  };
+std::function<std::string(const Row&)> Limit(const char* c) {
+  return [c](const Row& r) { return r.account ? LimitColumn(r.limits, c) : std::string(); };
 }
 
 const std::vector<Column>& Columns() {
   static const std::vector<Column> columns = {
-      {"Cluster", 10, [](auto, auto) { return std::string(); }},
-      {"Account", 10, [](const v1::AccountRecord* a, auto) { return a ? a->name() : ""; }},
-      {"User", 10, [](auto, const v1::UserRecord* u) { return u ? u->name() : ""; }},
-      {"Partition", 10, [](auto, auto) { return std::string(); }},
+      {"Cluster", 10, [](const Row&) { return std::string(); }},
+      {"Account", 10, [](const Row& r) { return r.account ? r.account->name() : ""; }},
+      {"User", 10, [](const Row& r) { return r.user ? r.user->name() : ""; }},
+      {"Partition", 10, [](const Row&) { return std::string(); }},
       {"Share", 9,
-       [](const v1::AccountRecord* a, const v1::UserRecord* u) {
-         return u ? std::string("1") : a ? std::to_string(a->shares()) : "";
-       }},
+       [](const Row& r) { return r.user || r.account ? std::to_string(r.shares) : ""; }},
       {"ParentName", 10,
-       [](const v1::AccountRecord* a, const v1::UserRecord* u) {
-         return u || !a ? std::string() : a->parent();
-       }},
-      {"Descr", 20, [](const v1::AccountRecord* a, auto) { return a ? a->description() : ""; }},
-      {"Org", 20, [](const v1::AccountRecord* a, auto) { return a ? a->name() : ""; }},
-      {"DefaultAccount", 10, [](auto, const v1::UserRecord* u) { return u ? DefaultOf(*u) : ""; }},
-      {"Admin", 9, [](auto, const v1::UserRecord* u) { return u ? std::string("None") : ""; }},
-      {"QOS", 20,
-       [](const v1::AccountRecord* a, auto) {
-         return a ? Join(std::vector<std::string>(a->qos().begin(), a->qos().end()), ",") : "";
-       }},
-      {"Def QOS", 9, [](const v1::AccountRecord* a, auto) { return a ? a->default_qos() : ""; }},
+       [](const Row& r) { return r.user || !r.account ? std::string() : r.account->parent(); }},
+      {"Descr", 20,
+       [](const Row& r) { return r.account && !r.user ? r.account->description() : ""; }},
+      {"Org", 20, [](const Row& r) { return r.account ? r.account->name() : ""; }},
+      {"DefaultAccount", 10, [](const Row& r) { return r.user ? DefaultOf(*r.user) : ""; }},
+      {"Admin", 9, [](const Row& r) { return r.user ? std::string("None") : ""; }},
+      {"QOS", 20, [](const Row& r) { return r.account ? Join(r.qos, ",") : ""; }},
+      {"Def QOS", 9, [](const Row& r) { return r.account ? r.default_qos : ""; }},
       {"GrpTRES", 13, Limit("GrpTRES")},
       {"GrpJobs", 7, Limit("GrpJobs")},
       {"GrpSubmit", 9, Limit("GrpSubmit")},
@@ -173,8 +241,99 @@ const std::vector<Column>& Columns() {
       {"MaxWall", 11, Limit("MaxWall")},
       {"GrpStoredMB", 11, Limit("GrpStoredMB")},
       {"MaxStoredMBPU", 13, Limit("MaxStoredMBPU")},
+      {"Coordinators", 20, [](const Row& r) { return r.user ? "" : r.coordinators; }},
+      {"Coord Accounts", 20, [](const Row& r) { return r.user ? r.coordinators : ""; }},
   };
   return columns;
+}
+
+// The tree as the listing has it, for what a user's line inherits.
+class Tree {
+ public:
+  explicit Tree(const v1::ListAccountsResponse& all) {
+    for (const auto& a : all.accounts()) by_name_[a.name()] = &a;
+  }
+  const v1::AccountRecord* Find(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+  // The account and those above it, nearest first (bounded: the tree has no cycles, but a
+  // listing is data).
+  std::vector<const v1::AccountRecord*> Lineage(const std::string& account) const {
+    std::vector<const v1::AccountRecord*> out;
+    for (const v1::AccountRecord* a = Find(account); a && out.size() <= by_name_.size();
+         a = a->name() == "root" ? nullptr : Find(a->parent())) {
+      out.push_back(a);
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, const v1::AccountRecord*> by_name_;
+};
+
+// A user's line in `account`: its association's settings, and (`inherit`) for each Max* limit
+// it does not set the tightest of the accounts' above, which all bind it (as the controller
+// enforces them); its QoS list and default from the nearest account that names them.
+Row UserRow(const Tree& tree, const v1::AccountRecord* account, const v1::UserRecord& u,
+            bool inherit) {
+  Row r;
+  r.account = account;
+  r.user = &u;
+  if (!account) return r;
+  auto own = u.associations().find(account->name());
+  if (own != u.associations().end()) {
+    r.limits = own->second.limits();
+    r.qos.assign(own->second.qos().begin(), own->second.qos().end());
+    r.default_qos = own->second.default_qos();
+    if (own->second.has_shares()) r.shares = own->second.shares();
+  }
+  if (!inherit) return r;
+  const v1::UsageLimits mine = r.limits;
+  for (const v1::AccountRecord* a : tree.Lineage(account->name())) {
+    const v1::UsageLimits& l = a->limits();
+    auto tighter = [](bool set_here, uint64_t here, bool set_now, uint64_t now) {
+      return set_here && (!set_now || here < now);
+    };
+    if (!mine.has_max_jobs_per_user() &&
+        tighter(l.has_max_jobs_per_user(), l.max_jobs_per_user(), r.limits.has_max_jobs_per_user(),
+                r.limits.max_jobs_per_user())) {
+      r.limits.set_max_jobs_per_user(l.max_jobs_per_user());
+    }
+    if (!mine.has_max_submit_per_user() &&
+        tighter(l.has_max_submit_per_user(), l.max_submit_per_user(),
+                r.limits.has_max_submit_per_user(), r.limits.max_submit_per_user())) {
+      r.limits.set_max_submit_per_user(l.max_submit_per_user());
+    }
+    if (!mine.has_max_gpus_per_job() &&
+        tighter(l.has_max_gpus_per_job(), l.max_gpus_per_job(), r.limits.has_max_gpus_per_job(),
+                r.limits.max_gpus_per_job())) {
+      r.limits.set_max_gpus_per_job(l.max_gpus_per_job());
+    }
+    if (!mine.has_max_nodes_per_job() &&
+        tighter(l.has_max_nodes_per_job(), l.max_nodes_per_job(), r.limits.has_max_nodes_per_job(),
+                r.limits.max_nodes_per_job())) {
+      r.limits.set_max_nodes_per_job(l.max_nodes_per_job());
+    }
+    if (!mine.has_max_wall_ms() && tighter(l.has_max_wall_ms(), l.max_wall_ms(),
+                                           r.limits.has_max_wall_ms(), r.limits.max_wall_ms())) {
+      r.limits.set_max_wall_ms(l.max_wall_ms());
+    }
+    if (r.qos.empty() && a->qos_size() > 0) r.qos.assign(a->qos().begin(), a->qos().end());
+    if (r.default_qos.empty()) r.default_qos = a->default_qos();
+  }
+  return r;
+}
+
+Row AccountRow(const v1::AccountRecord& a, const std::string& coordinators) {
+  Row r;
+  r.account = &a;
+  r.limits = a.limits();
+  r.qos.assign(a.qos().begin(), a.qos().end());
+  r.default_qos = a.default_qos();
+  r.shares = a.shares();
+  r.coordinators = coordinators;
+  return r;
 }
 
 const Column* FindColumn(const std::string& name) {
@@ -193,28 +352,43 @@ const Column* FindColumn(const std::string& name) {
 
 int Show(const std::string& entity, Specs& s, bool header, const std::string& sep,
          bool trailing_sep, bool with_assoc) {
-  // WithAssoc among the words is -s/--associations.
+  // WithAssoc among the words is -s/--associations; WOPLimits and WOPInfo show what each line
+  // sets itself, not what it inherits; WithCoord adds the coordinators.
+  bool inherit = true, with_coord = false;
   std::erase_if(s.names, [&](const std::string& n) {
-    const bool is = ToLower(n) == "withassoc";
-    with_assoc = with_assoc || is;
-    return is;
+    const std::string w = ToLower(n);
+    if (w == "withassoc") with_assoc = true;
+    if (w == "woplimits" || w == "wopinfo") inherit = false;
+    if (w == "withcoord" || w == "withcoordinators") with_coord = true;
+    return w == "withassoc" || w == "woplimits" || w == "wopinfo" || w == "withcoord" ||
+           w == "withcoordinators";
   });
   std::string format;
   if (auto f = Take(s.where, {"format"})) format = *f;
-  auto names = Take(s.where, {"name", "names", "account", "accounts", "user", "users"});
-  std::set<std::string> only(s.names.begin(), s.names.end());
-  if (names) {
+  const bool users = entity == "user" || entity == "users";
+  // Bare words and name= match either; account= and user= one side of an association.
+  std::set<std::string> only(s.names.begin(), s.names.end()), only_accounts, only_users;
+  if (auto names = Take(s.where, {"name", "names"})) {
     for (const auto& n : Split(*names, ',', true)) only.insert(n);
   }
+  if (auto a = Take(s.where, {"account", "accounts"})) {
+    for (const auto& n : Split(*a, ',', true)) (users ? only_accounts : only).insert(n);
+  }
+  if (auto u = Take(s.where, {"user", "users"})) {
+    for (const auto& n : Split(*u, ',', true)) (users ? only : only_users).insert(n);
+  }
   if (Status st = NoLeftovers(s.where); !st.ok()) return Fail("sacctmgr", st);
-  const bool users = entity == "user" || entity == "users";
   // Accounts with their associations are the association listing.
   const bool assoc = entity.rfind("assoc", 0) == 0 || (with_assoc && !users);
   if (format.empty()) {
-    format = users && with_assoc ? "User,DefaultAccount,Admin,Cluster,Account,Partition,Share"
-             : users             ? "User,DefaultAccount,Admin"
-             : assoc             ? "Cluster,Account,User,Partition,Share"
-                                 : "Account,Descr,Org";
+    format = users && with_assoc
+                 ? "User,DefaultAccount,Admin,Cluster,Account,Partition,Share,MaxJobs,MaxSubmit,"
+                   "MaxTRES,MaxWall,QOS,Def QOS"
+             : users ? "User,DefaultAccount,Admin"
+             : assoc ? "Cluster,Account,User,Partition,Share,GrpJobs,GrpTRES,GrpSubmit,MaxJobs,"
+                       "MaxTRES,MaxSubmit,MaxWall,QOS,Def QOS"
+                     : "Account,Descr,Org";
+    if (with_coord) format += users ? ",Coord Accounts" : ",Coordinators";
   }
   struct Chosen {
     const Column* column;
@@ -262,41 +436,53 @@ int Show(const std::string& entity, Specs& s, bool header, const std::string& se
     print_row(names_row);
     if (!parsable) print_row(dashes);
   }
-  auto row = [&](const v1::AccountRecord* a, const v1::UserRecord* u) {
+  auto row = [&](const Row& r) {
     std::vector<std::string> cells;
-    for (const Chosen& c : chosen) cells.push_back(c.column->value(a, u));
+    for (const Chosen& c : chosen) cells.push_back(c.column->value(r));
     print_row(cells);
   };
-  std::map<std::string, const v1::AccountRecord*> by_name;
-  for (const auto& a : all.accounts()) by_name[a.name()] = &a;
+  const Tree tree(all);
+  std::map<std::string, std::vector<std::string>> coordinates;  // user -> accounts
+  for (const auto& a : all.accounts()) {
+    for (const auto& c : a.coordinators()) coordinates[c].push_back(a.name());
+  }
+  auto account_row = [&](const v1::AccountRecord& a) {
+    return AccountRow(
+        a, Join(std::vector<std::string>(a.coordinators().begin(), a.coordinators().end()), ","));
+  };
+  auto user_row = [&](const v1::AccountRecord* a, const v1::UserRecord& u) {
+    Row r = UserRow(tree, a, u, inherit);
+    r.coordinators = Join(coordinates[u.name()], ",");
+    return r;
+  };
   if (users) {
     for (const auto& u : all.users()) {
       if (!only.empty() && !only.count(u.name())) continue;
       if (!with_assoc) {
-        row(nullptr, &u);
+        row(user_row(nullptr, u));
         continue;
       }
       // A line per account the user is in: its associations.
       for (const auto& in : u.accounts()) {
-        auto a = by_name.find(in);
-        row(a == by_name.end() ? nullptr : a->second, &u);
+        if (only_accounts.empty() || only_accounts.count(in)) row(user_row(tree.Find(in), u));
       }
     }
   } else if (assoc) {
     // Each account's own line, then a line per user in it, as sacctmgr lists associations.
     for (const auto& a : all.accounts()) {
-      if (only.empty() || only.count(a.name())) row(&a, nullptr);
+      if (only_users.empty() && (only.empty() || only.count(a.name()))) row(account_row(a));
       for (const auto& u : all.users()) {
+        if (!only_users.empty() && !only_users.count(u.name())) continue;
         for (const auto& in : u.accounts()) {
           if (in == a.name() && (only.empty() || only.count(a.name()) || only.count(u.name()))) {
-            row(&a, &u);
+            row(user_row(&a, u));
           }
         }
       }
     }
   } else {
     for (const auto& a : all.accounts()) {
-      if (only.empty() || only.count(a.name())) row(&a, nullptr);
+      if (only.empty() || only.count(a.name())) row(account_row(a));
     }
   }
   return kExitOk;
@@ -400,6 +586,20 @@ int CmdSacctmgr(int argc, char** argv) {
     }
     return Show(entity, s, header, sep, trailing, with_assoc);
   }
+  if (entity == "coordinator" || entity == "coordinators") {
+    Status st;
+    if (command == "add" || command == "create") {
+      st = UpdateCoordinators(true, s);
+    } else if (command == "remove" || command == "delete") {
+      st = UpdateCoordinators(false, s);
+    } else {
+      return Usage("sacctmgr",
+                   "coordinators are added or deleted (sacctmgr list account "
+                   "withcoord lists them)");
+    }
+    if (!st.ok()) return Fail("sacctmgr", st);
+    return kExitOk;
+  }
   if (entity == "accounts") entity = "account";
   if (entity == "users") entity = "user";
   if (entity != "account" && entity != "user") {
@@ -418,13 +618,15 @@ int CmdSacctmgr(int argc, char** argv) {
       auto account = Take(s.where, {"account", "accounts"});
       auto def = Take(s.where, {"defaultaccount"});
       if (!account && !def) return Usage("sacctmgr", "add user needs account=A");
-      if (Status left = NoLeftovers(s.where); !left.ok()) return Fail("sacctmgr", left);
       std::vector<std::string> accounts = Split(account.value_or(""), ',', true);
       if (def && std::find(accounts.begin(), accounts.end(), *def) == accounts.end()) {
         accounts.push_back(*def);
       }
+      auto settings = TakeAssociation(s.where);
+      if (!settings.ok()) return Fail("sacctmgr", settings.status());
+      if (Status left = NoLeftovers(s.where); !left.ok()) return Fail("sacctmgr", left);
       for (const auto& a : accounts) {
-        st = UpdateUser(v1::ACCOUNT_OP_ADD, name, a, def && *def == a);
+        st = UpdateUser(v1::ACCOUNT_OP_ADD, name, a, def && *def == a, *settings);
         if (!st.ok()) break;
       }
     }
@@ -433,9 +635,26 @@ int CmdSacctmgr(int argc, char** argv) {
       st = UpdateAccount(v1::ACCOUNT_OP_MODIFY, name, s);
     } else {
       auto def = Take(s.set, {"defaultaccount"});
-      if (!def) return Usage("sacctmgr", "modify user needs set defaultaccount=A");
+      auto settings = TakeAssociation(s.set);
+      if (!settings.ok()) return Fail("sacctmgr", settings.status());
       if (Status left = NoLeftovers(s.set); !left.ok()) return Fail("sacctmgr", left);
-      st = UpdateUser(v1::ACCOUNT_OP_MODIFY, name, *def, true);
+      // where account=A: that association only; without: every account of the user's.
+      const std::string account = Take(s.where, {"account", "accounts"}).value_or("");
+      if (Status left = NoLeftovers(s.where); !left.ok()) return Fail("sacctmgr", left);
+      const bool any = settings->ByteSizeLong() > 0;
+      if (!def && !any) {
+        return Usage("sacctmgr",
+                     "modify user needs set defaultaccount=A, qos=, defaultqos=, "
+                     "fairshare= or limits");
+      }
+      if (any) {
+        for (const std::string& a :
+             account.empty() ? std::vector<std::string>{""} : Split(account, ',', true)) {
+          st = UpdateUser(v1::ACCOUNT_OP_MODIFY, name, a, false, *settings);
+          if (!st.ok()) break;
+        }
+      }
+      if (st.ok() && def) st = UpdateUser(v1::ACCOUNT_OP_MODIFY, name, *def, true);
     }
   } else if (command == "remove" || command == "delete") {
     if (entity == "account") {

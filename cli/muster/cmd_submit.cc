@@ -138,6 +138,7 @@ int CmdSubmit(int argc, char** argv) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   ctx.hostname = host;
+  ApplyClusterDefaults(&ctx);
 
   auto spec = client::BuildJobSpec(opts, ctx);
   if (!spec.ok()) return Fail("submit", spec.status());

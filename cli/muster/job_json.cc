@@ -26,7 +26,7 @@ void JobJson(JsonWriter& w, const v1::JobInfo& j) {
   w.Field("features", j.features()).Field("required_nodes", j.required_nodes());
   w.Field("excluded_nodes", j.excluded_nodes()).Field("max_switches", j.max_switches());
   w.Field("switches_wait_s", j.switches_wait_ms() / 1000).Field("topology", j.topology());
-  w.Field("gres", j.gres());
+  w.Field("gres", j.gres()).Field("licenses", j.licenses());
   if (j.has_array()) {
     w.Field("array_job_id", j.array().array_job_id()).Field("array_task_id", j.array().task_id());
     w.Field("array", j.array().spec());
@@ -105,7 +105,7 @@ void SlurmJobJson(JsonWriter& w, const v1::JobInfo& j, const std::string& cluste
   w.Field("exit_code", j.exit_code());
   w.Field("restart_cnt", j.requeue_count()).Field("requeue", !j.no_requeue() && !j.interactive());
   w.Field("features", j.features()).Field("required_nodes", j.required_nodes());
-  w.Field("excluded_nodes", j.excluded_nodes());
+  w.Field("excluded_nodes", j.excluded_nodes()).Field("licenses", j.licenses());
   std::string tres_node;
   if (!j.gres().empty()) {
     tres_node = "gres:" + j.gres();

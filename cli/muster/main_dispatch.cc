@@ -27,6 +27,13 @@ Status CheckClusters(const std::string& clusters, const std::string& cluster_nam
   return Status::Ok();
 }
 
+void ApplyClusterDefaults(client::SubmitContext* ctx) {
+  auto c = LoadConfig(ResolveConfigPath(""));
+  if (!c.ok()) return;
+  ctx->propagate_default = c->scheduling.propagate_resource_limits;
+  ctx->propagate_except = c->scheduling.propagate_resource_limits_except;
+}
+
 Result<client::ControllerClient> ConnectController(const std::string& clusters) {
   std::string path = ResolveConfigPath("");
   MUSTER_ASSIGN_OR_RETURN(Config c, LoadConfig(path));

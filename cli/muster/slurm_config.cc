@@ -66,6 +66,14 @@ std::string SlurmConfigLines(const Config& c, const std::string& path, int64_t n
   line("JobRequeue", "1");
   line("KillOnBadExit", "0");
   line("KillWait", Sec(s.kill_grace_ms));
+  {
+    std::string licenses;  // "fluent:1,matlab:10", as slurm.conf's Licenses=
+    for (const auto& [name, count] : c.licenses) {
+      licenses += (licenses.empty() ? "" : ",") + name + ":" + std::to_string(count);
+    }
+    line("Licenses", Or(licenses));
+  }
+  line("MailProg", Or(c.controller.mail_prog));
   line("MaxArraySize", std::to_string(s.max_array_size));
   line("MaxJobCount", std::to_string(s.max_job_count));
   line("MessageTimeout", "10 sec");
@@ -86,6 +94,8 @@ std::string SlurmConfigLines(const Config& c, const std::string& path, int64_t n
   line("PrivateData", hidden.empty() ? "none" : Join(hidden, ","));
   line("ProctrackType", cgroups ? "proctrack/cgroup" : "proctrack/linuxproc");
   line("Prolog", Or(a.prolog));
+  line("PropagateResourceLimits", Or(s.propagate_resource_limits));
+  line("PropagateResourceLimitsExcept", Or(s.propagate_resource_limits_except));
   line("PrologEpilogTimeout", std::to_string(a.prolog_timeout_s));
   line("ReturnToService", "2");  // a node is back as soon as its agent registers
   line("SchedulerParameters", "bf_max_job_test=" + std::to_string(s.backfill_depth));

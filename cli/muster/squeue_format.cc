@@ -53,6 +53,7 @@ const std::map<std::string, char>& LongNames() {
                                                     {"gres", 'b'},
                                                     {"qos", 'q'},
                                                     {"reservation", 'v'},
+                                                    {"licenses", 'W'},
                                                     {"batchhost", 'B'},
                                                     {"mincpus", 'c'},
                                                     {"dependency", 'E'},
@@ -225,6 +226,8 @@ std::string SqueueHeader(char letter) {
       return "QOS";
     case 'v':
       return "RESERVATION";
+    case 'W':
+      return "LICENSES";
     case 'E':
       return "DEPENDENCY";
     case 'f':
@@ -386,6 +389,8 @@ std::string SqueueField(char letter, const v1::JobInfo& j, const RowId& row,
       return Or(j.qos(), "normal");
     case 'v':
       return Or(j.reservation(), "(null)");
+    case 'W':
+      return Or(j.licenses(), "(null)");
     case 'E':
       return j.dependency();
     case 'f':
@@ -532,6 +537,9 @@ SortValue SqueueSortValue(char letter, const v1::JobInfo& j, int64_t now) {
       break;
     case 'v':
       v.text = j.reservation();
+      break;
+    case 'W':
+      v.text = j.licenses();
       break;
     case 'V':
       v.number = static_cast<double>(j.submit_time_ms());

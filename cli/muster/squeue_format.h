@@ -24,7 +24,7 @@ inline constexpr char kSqueueLongFormat[] = "%.18i %.9P %.8j %.8u %.8T %.10M %.9
 // squeue -s/--steps.
 inline constexpr char kSqueueStepFormat[] = "%.15i %.8j %.9P %.8u %.9M %N";
 // The -o letters squeue supports here, in the order %all prints them.
-inline constexpr char kSqueueLetters[] = "abcefijlmnpqrtuvxyABCDEFKLMNPQRSTUVYZ";
+inline constexpr char kSqueueLetters[] = "abcefijlmnpqrtuvxyABCDEFKLMNPQRSTUVWYZ";
 // ...and those of a step's row (-s).
 inline constexpr char kSqueueStepLetters[] = "AijlMNPSuU";
 // -O fields without an -o letter stand for themselves with these (digits: never a letter).
@@ -104,7 +104,7 @@ template <typename Row>
 void SortRows(std::vector<Row>& rows, const std::vector<SortKey>& keys,
               const std::function<SortValue(char, const Row&)>& value);
 // squeue's job keys (the letters of -S for jobs) and a job row's value under one.
-inline constexpr char kSqueueSortLetters[] = "BbcCdDefgGhHiIjJlLmMnNOpPQStTuUvVz";
+inline constexpr char kSqueueSortLetters[] = "BbcCdDefgGhHiIjJlLmMnNOpPQStTuUvVWz";
 inline constexpr char kSqueueInertSortLetters[] = "bcdfgGhHIJnOz";
 SortValue SqueueSortValue(char letter, const v1::JobInfo& j, int64_t now_ms);
 

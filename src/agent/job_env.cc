@@ -15,8 +15,12 @@ namespace {
 // Ordered KEY -> VALUE with last-writer-wins, kept in first-insertion order for stable output.
 class EnvBuilder {
  public:
-  explicit EnvBuilder(const google::protobuf::RepeatedPtrField<std::string>& base) {
-    for (const auto& kv : base) {
+  explicit EnvBuilder(const google::protobuf::RepeatedPtrField<std::string>& base) { SetAll(base); }
+  EnvBuilder() = default;
+  // KEY=VALUE entries, each over an earlier one of its name.
+  template <typename Range>
+  void SetAll(const Range& entries) {
+    for (const auto& kv : entries) {
       size_t eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) continue;
       Set(kv.substr(0, eq), kv.substr(eq + 1));
@@ -101,6 +105,15 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
   env.Slurm("JOB_PARTITION", l.allocation().partition());
   if (!s.account().empty()) env.Slurm("JOB_ACCOUNT", s.account());
   if (!s.reservation().empty()) env.Slurm("JOB_RESERVATION", s.reservation());
+  if (!s.licenses().empty()) {
+    // "fluent:1,matlab:2", by name.
+    const std::map<std::string, uint32_t> licenses(s.licenses().begin(), s.licenses().end());
+    std::string text;
+    for (const auto& [name, count] : licenses) {
+      text += (text.empty() ? "" : ",") + name + ":" + std::to_string(count);
+    }
+    env.Slurm("JOB_LICENSES", text);
+  }
   env.Slurm("CLUSTER_NAME", l.cluster_name());
   env.Slurm("JOB_USER", s.user());
   env.Slurm("JOB_UID", std::to_string(s.uid()));
@@ -119,6 +132,8 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
   if (shape.threads_per_core() > 0) {
     env.Slurm("THREADS_PER_CORE", std::to_string(shape.threads_per_core()));
   }
+  if (s.overcommit()) env.Slurm("OVERCOMMIT", "1");          // -O, as Slurm sets it
+  if (s.has_get_user_env()) env.Slurm("GET_USER_ENV", "1");  // --get-user-env, likewise
   env.Slurm("PRIO_PROCESS", "0");
   env.Slurm("NODE_ALIASES", "(null)");
   // As Slurm's tree topology: the switches from the top, then the node ("spine1.leaf3.node7";
@@ -234,8 +249,13 @@ Result<std::string> VisibleDevices(const v1::LaunchJob& launch,
 }
 
 std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::string& node_name,
-                                       const std::string& config_path, const std::string& visible) {
-  EnvBuilder env(launch.spec().environment());
+                                       const std::string& config_path, const std::string& visible,
+                                       const std::vector<std::string>* login_env) {
+  // --get-user-env: the login environment first, the submitted one over it (Slurm's
+  // env_array_merge); with --export=NONE the submitted one holds only what it names.
+  EnvBuilder env;
+  if (login_env) env.SetAll(*login_env);
+  env.SetAll(launch.spec().environment());
   AddJobVars(env, launch, node_name, config_path, visible);
   env.Slurm("PROCID", "0");
   env.Slurm("LOCALID", "0");

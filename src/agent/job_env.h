@@ -21,8 +21,10 @@ Result<std::string> VisibleDevices(const v1::LaunchJob& launch,
                                    const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);
 
 // For the batch script on the job's first node. `visible` is VisibleDevices' answer.
+// `login_env` (--get-user-env): the user's login environment, under the submitted one.
 std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::string& node_name,
-                                       const std::string& config_path, const std::string& visible);
+                                       const std::string& config_path, const std::string& visible,
+                                       const std::vector<std::string>* login_env = nullptr);
 
 // For one task of a step: the client's environment, the job's variables for this node, and the
 // per-task ones (SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_ID, ...).

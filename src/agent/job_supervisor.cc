@@ -12,9 +12,11 @@
 
 #include "admin_scripts.h"
 #include "job_env.h"
+#include "login_env.h"
 #include "muster/common/clock.h"
 #include "muster/common/output_pattern.h"
 #include "muster/common/strings.h"
+#include "resource_limits.h"
 #include "spawn.h"
 
 namespace muster::agent {
@@ -450,7 +452,7 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
   }
   PublishJobIds();
   const std::string& prolog = ctx_.options.config.agent.prolog;
-  if (prolog.empty()) return StartJob(id);
+  if (prolog.empty()) return ReadUserEnvThenStart(id);
   const uint32_t run = j.run();
   RunAdminScript(
       ctx_, "prolog", prolog, AdminScriptEnv(j.launch, ctx_.node(), j.visible_devices, j.cgroup),
@@ -469,6 +471,32 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
         }
         if (pj->phase() != JobPhase::kProlog) return;
         if (!failure.empty()) return FailLaunch(id, failure, /*node_fault=*/true);
+        ReadUserEnvThenStart(id);
+      });
+}
+
+void JobSupervisor::ReadUserEnvThenStart(uint64_t id) {
+  LocalJob& j = *Find(id);
+  if (!j.launch.batch_node() || !j.launch.spec().has_get_user_env()) return StartJob(id);
+  const uint32_t run = j.run();
+  ReadLoginEnv(
+      ctx_, j.launch.spec(), j.cgroup, [this, id, run](Result<std::vector<std::string>> env) {
+        LocalJob* pj = Find(id);
+        if (!pj || pj->run() != run) return;
+        if (env.ok()) {
+          pj->login_env = std::move(*env);
+        } else {
+          // As slurmd: logged, and the job runs with what it was submitted with.
+          spdlog::error(
+              "job={} node={} _get_user_env: Unable to get user's local environment, running only "
+              "with passed environment: {}",
+              id, ctx_.node(), env.status().message());
+        }
+        if (pj->phase() == JobPhase::kCancelledInProlog) {
+          Move(*pj, JobPhase::kEnding);
+          return CheckClean(id);
+        }
+        if (pj->phase() != JobPhase::kProlog) return;
         StartJob(id);
       });
 }
@@ -523,7 +551,16 @@ void JobSupervisor::StartJob(uint64_t id) {
     SpawnSpec sp;
     sp.argv.push_back(script);
     for (const auto& a : spec.script_args()) sp.argv.push_back(a);
-    sp.env = BuildBatchEnv(l, ctx_.node(), ctx_.options.config_path, j.visible_devices);
+    sp.env = BuildBatchEnv(l, ctx_.node(), ctx_.options.config_path, j.visible_devices,
+                           j.login_env ? &*j.login_env : nullptr);
+    // --propagate: the submitting shell's limits, never above the node's (resource_limits.h).
+    ClampedLimits limits =
+        ClampLimits({spec.propagated_limits().begin(), spec.propagated_limits().end()},
+                    OwnHardLimit, JobMemoryBytes(spec));
+    for (const std::string& note : limits.notes) {
+      spdlog::warn("job={} node={} {}", id, ctx_.node(), note);
+    }
+    sp.limits = std::move(limits.set);
     sp.cwd = spec.work_dir();
     sp.change_user = root && spec.uid() != 0;
     sp.uid = spec.uid();

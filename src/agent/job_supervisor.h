@@ -75,6 +75,8 @@ class JobSupervisor {
   void KillAll();
 
  private:
+  // After the prolog: --get-user-env's login environment read (asynchronously), then StartJob.
+  void ReadUserEnvThenStart(uint64_t id);
   void StartJob(uint64_t id);  // after the prolog: the batch script, JobStarted
   // Moves the job to `to`, or logs the refused move and leaves it. Callers move only from a
   // phase the state machine allows (commands check the phase first), so a refusal is a bug

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "muster/v1/agent.pb.h"
 #include "muster/v1/node.pb.h"
@@ -55,6 +56,9 @@ struct LocalJob {
   pid_t task_pid = -1;  // the batch script
   std::string cgroup;   // the job's cgroup directory ("" without cgroups)
   std::string epilog_error, prolog_error;
+  // --get-user-env: the user's login environment read on this node (none: not asked for, or it
+  // could not be read and the script starts from the submitted environment alone).
+  std::optional<std::vector<std::string>> login_env;
   bool adopted = false;    // found in the spool dir at start
   bool timed_out = false;  // its limit ended it (stays so when the controller ends it after)
   std::optional<v1::BatchExited> exit;  // the batch script's end, once it ended

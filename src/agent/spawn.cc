@@ -131,6 +131,7 @@ keeper::TaskSpec TaskOf(const SpawnSpec& spec) {
   t.stderr_fd = spec.stderr_fd;
   t.output_flags = O_WRONLY | O_CREAT | (spec.append_output ? O_APPEND : 0) |
                    (spec.truncate_output ? O_TRUNC : 0);
+  for (const SpawnSpec::Limit& l : spec.limits) t.limits.push_back({l.resource, l.soft, l.hard});
   for (uint32_t cpu : spec.cpus) {
     if (t.cpu_mask.size() <= cpu / 64) t.cpu_mask.resize(cpu / 64 + 1, 0);
     t.cpu_mask[cpu / 64] |= uint64_t{1} << (cpu % 64);

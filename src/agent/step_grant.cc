@@ -6,6 +6,12 @@
 #include "muster/credentials/step_credential.h"
 
 namespace muster::agent {
+namespace {
+
+// Slurm's MAX_TASKS_PER_NODE (core::kMaxTasksPerNode; the agent does not link the core).
+constexpr uint32_t kMaxTasksPerNode = 512;
+
+}  // namespace
 
 Result<v1::StepGrant> CheckStepCredential(const v1::StepLaunchRequest& req,
                                           const v1::LaunchJob& job, const std::string& node,
@@ -61,8 +67,17 @@ Status CheckStepWithinGrant(const v1::StepLaunchRequest& req, const v1::LaunchJo
       req.node_id() >= std::max<uint32_t>(req.total_nodes(), 1)) {
     return InvalidArgument("the step's task or node numbers do not add up");
   }
-  // Each task holds at least one CPU (the controller lays steps out that way).
-  const uint64_t cpus = uint64_t{req.ntasks()} * std::max<uint32_t>(req.cpus_per_task(), 1);
+  // Each task holds at least one CPU (the controller lays steps out that way), unless the job
+  // was submitted with -O/--overcommit: then one task's CPUs, and at most Slurm's
+  // MAX_TASKS_PER_NODE tasks.
+  const bool overcommit = job.spec().overcommit();
+  if (overcommit && req.ntasks() > kMaxTasksPerNode) {
+    return PermissionDenied("the step asks for " + std::to_string(req.ntasks()) + " tasks on " +
+                            node + "; at most " + std::to_string(kMaxTasksPerNode) +
+                            " with --overcommit");
+  }
+  const uint64_t cpus =
+      uint64_t{overcommit ? 1 : req.ntasks()} * std::max<uint32_t>(req.cpus_per_task(), 1);
   if (cpus > static_cast<uint64_t>(here->cpu_ids_size())) {
     return PermissionDenied("the step asks for " + std::to_string(req.ntasks()) + " task(s) x " +
                             std::to_string(std::max<uint32_t>(req.cpus_per_task(), 1)) +

@@ -22,6 +22,7 @@
 #include "muster/common/gpu_bind.h"
 #include "muster/common/strings.h"
 #include "muster/keeper/child.h"
+#include "resource_limits.h"
 #include "spawn.h"
 
 namespace muster::agent {
@@ -179,6 +180,19 @@ Status StepSupervisor::Launch() {
     sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), task_gpus[local], req_,
                           local, setup_.launch_host());
     for (const auto& [k, v] : cpu_bind_env) SetEnvVar(sp.env, k, v);
+    {
+      // srun's --propagate: its limits, clamped to the node's, set by the task as its user.
+      std::vector<std::string> notes;
+      const std::vector<v1::ResourceLimit> wanted = TakeRlimitEnv(&sp.env, &notes);
+      ClampedLimits limits = ClampLimits(wanted, OwnHardLimit, JobMemoryBytes(spec));
+      sp.limits = std::move(limits.set);
+      if (local == 0) {
+        notes.insert(notes.end(), limits.notes.begin(), limits.notes.end());
+        for (const std::string& n : notes) {
+          spdlog::warn("job={} step={} {}", launch.job_id(), req_.step_id(), n);
+        }
+      }
+    }
     if (!task_cpus_.empty()) sp.cpus = task_cpus_[local];
     sp.cwd = req_.work_dir().empty() ? spec.work_dir() : req_.work_dir();
     sp.change_user = root && spec.uid() != 0;

@@ -1,9 +1,12 @@
 // What the parsed options become: the controller's job spec (sbatch, and srun's and salloc's
 // allocations) and srun's step request.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <map>
 
 #include "muster/client/submit_options.h"
+#include "muster/common/resource_limit_names.h"
 #include "muster/common/strings.h"
 
 namespace muster::client {
@@ -95,7 +98,73 @@ Status ApplyPerGpuCounts(const SubmitOptions& o, v1::JobSpec* s) {
   return Status::Ok();
 }
 
+uint64_t LimitValue(rlim_t v) { return v == RLIM_INFINITY ? UINT64_MAX : uint64_t{v}; }
+
 }  // namespace
+
+Result<std::vector<std::string>> PropagatedLimitNames(const SubmitOptions& o,
+                                                      const SubmitContext& ctx) {
+  if (o.propagate) return ParsePropagateList(*o.propagate);
+  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                          ParsePropagateList(ctx.propagate_default));
+  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> except,
+                          ParsePropagateList(ctx.propagate_except));
+  std::erase_if(names, [&](const std::string& n) {
+    return std::find(except.begin(), except.end(), n) != except.end();
+  });
+  return names;
+}
+
+std::string RlimitEnvValue(const v1::ResourceLimit& l) {
+  auto text = [](uint64_t v) {
+    return v == UINT64_MAX ? std::string("unlimited") : std::to_string(v);
+  };
+  return text(l.soft()) + "," + text(l.hard());
+}
+
+Result<std::vector<std::string>> ParsePropagateList(const std::string& list) {
+  std::vector<bool> named(std::size(kResourceLimitNames), false);
+  for (const std::string& item : Split(list, ',', true)) {
+    std::string n = ToUpper(std::string(Trim(item)));
+    if (StartsWith(n, "RLIMIT_")) n = n.substr(7);
+    if (n == "ALL") {
+      named.assign(named.size(), true);
+      continue;
+    }
+    if (n == "NONE") {
+      named.assign(named.size(), false);
+      continue;
+    }
+    const std::optional<size_t> i = ResourceLimitIndex(n);
+    if (!i) {
+      return InvalidArgument("--propagate: unknown resource limit '" + item +
+                             "' (expected ALL, NONE, AS, CORE, CPU, DATA, FSIZE, MEMLOCK, NOFILE, "
+                             "NPROC, RSS or STACK)");
+    }
+    named[*i] = true;
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < named.size(); ++i) {
+    if (named[i]) out.push_back(kResourceLimitNames[i].name);
+  }
+  return out;
+}
+
+std::string RlimitEnvName(const std::string& limit) { return "SLURM_RLIMIT_" + limit; }
+
+std::vector<v1::ResourceLimit> OwnResourceLimits(const std::vector<std::string>& names) {
+  std::vector<v1::ResourceLimit> out;
+  for (const std::string& n : names) {
+    const std::optional<size_t> i = ResourceLimitIndex(n);
+    struct rlimit r {};
+    if (!i || ::getrlimit(kResourceLimitNames[*i].resource, &r) != 0) continue;
+    v1::ResourceLimit& l = out.emplace_back();
+    l.set_name(n);
+    l.set_soft(LimitValue(r.rlim_cur));
+    l.set_hard(LimitValue(r.rlim_max));
+  }
+  return out;
+}
 
 Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ctx) {
   if (!ctx.interactive && !StartsWith(ctx.script, "#!")) {
@@ -120,6 +189,8 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   if (o.nice) s.set_nice(*o.nice);
   if (o.kill_on_invalid_dep) s.set_kill_on_invalid_dep(*o.kill_on_invalid_dep ? 1 : 2);
   if (o.begin_time_ms) s.set_begin_time_ms(*o.begin_time_ms);
+  if (o.mail_types) s.set_mail_types(*o.mail_types);
+  if (o.mail_user) s.set_mail_user(*o.mail_user);
   if (o.deadline_ms) s.set_deadline_ms(*o.deadline_ms);
   if (o.signal) {
     s.set_signal(*o.signal);
@@ -149,6 +220,8 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_mem_per_gpu_mb(o.mem_per_gpu_mb.value_or(0));
   s.set_mem_per_cpu_mb(o.mem_per_cpu_mb.value_or(0));
   s.set_min_tmp_disk_mb(o.tmp_mb.value_or(0));
+  for (const auto& [license, count] : o.licenses) (*s.mutable_licenses())[license] = count;
+  s.set_spread_job(o.spread_job);
   s.set_min_cpus_per_node(o.min_cpus.value_or(0));
   s.set_open_mode_append(o.open_mode_append.value_or(false));
   if (!ctx.interactive && o.input) s.set_stdin_pattern(*o.input);
@@ -206,6 +279,13 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_hold(o.hold);
   if (o.array) s.set_array(*o.array);
   s.set_no_requeue(o.no_requeue);
+  s.set_overcommit(o.overcommit);
+  if (o.get_user_env) {
+    s.mutable_get_user_env()->set_timeout_s(o.get_user_env_timeout_s);
+    s.mutable_get_user_env()->set_mode(o.get_user_env_mode);
+  }
+  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> limits, PropagatedLimitNames(o, ctx));
+  for (v1::ResourceLimit& l : OwnResourceLimits(limits)) *s.add_propagated_limits() = std::move(l);
 
   // --export: ALL (default), NONE, or a list of names and NAME=value, optionally with ALL.
   std::map<std::string, std::string> env;

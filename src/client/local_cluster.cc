@@ -183,6 +183,10 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
     << "socket = \"" << dir << "/run/musterctld.sock\"\n"
     << "agent_address = \"127.0.0.1:" << ports.agents << "\"\n"
     << "state_dir = \"" << dir << "/state\"\n";
+  if (!o.mail_prog.empty()) {
+    c << "# --mail-prog: mails for sbatch --mail-type (Slurm's MailProg)\n"
+      << "mail_prog = \"" << o.mail_prog << "\"\n";
+  }
   if (o.standby) {
     c << "# A hot standby: ctl-a and ctl-b (below) elect their leader through this etcd.\n"
       << "etcd_endpoints = [\"127.0.0.1:" << ports.etcd_client << "\"]\n"
@@ -286,6 +290,12 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
   LocalClusterOptions o = opts;
   if (o.nodes == 0 || o.nodes > 256) return InvalidArgument("--nodes must be between 1 and 256");
   if (o.gpus_per_node > 64) return InvalidArgument("--gpus-per-node must be at most 64");
+  if (!o.mail_prog.empty()) {
+    o.mail_prog = fs::absolute(o.mail_prog).lexically_normal().string();
+    if (o.mail_prog.find_first_of("\"\\\n") != std::string::npos) {
+      return InvalidArgument("--mail-prog: a path without quotes, backslashes or line breaks");
+    }
+  }
   std::string dir =
       fs::absolute(o.dir.empty() ? DefaultLocalDir() : o.dir).lexically_normal().string();
   if (dir.size() > 80) {
@@ -319,11 +329,15 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
     }
     auto existing = LoadConfig(conf);
     if (!existing.ok()) return existing.status().Prepend("existing local cluster config");
-    if (existing->nodes.size() != o.nodes || existing->controllers.empty() == o.standby) {
+    if (existing->nodes.size() != o.nodes || existing->controllers.empty() == o.standby ||
+        (!o.mail_prog.empty() && existing->controller.mail_prog != o.mail_prog)) {
       if (ctld_alive) {
         return FailedPrecondition("a local cluster of another shape (" +
                                   std::to_string(existing->nodes.size()) + " nodes, " +
                                   (existing->controllers.empty() ? "one controller" : "a standby") +
+                                  (existing->controller.mail_prog.empty()
+                                       ? ""
+                                       : ", mail_prog " + existing->controller.mail_prog) +
                                   ") runs in " + dir + "; run `muster local down` first");
       }
       fs::remove(conf, ec);

@@ -131,10 +131,15 @@ const struct option kLongOptions[] = {
     {"multi-prog", no_argument, nullptr, kMultiProg},
     {"task-prolog", required_argument, nullptr, kTaskProlog},
     {"task-epilog", required_argument, nullptr, kTaskEpilog},
+    {"propagate", optional_argument, nullptr, kPropagate},
+    {"get-user-env", optional_argument, nullptr, kGetUserEnv},
+    {"overcommit", no_argument, nullptr, 'O'},
+    {"licenses", required_argument, nullptr, 'L'},
+    {"spread-job", no_argument, nullptr, kSpreadJob},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions =
-    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:r:B:";
+    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:r:B:OL:";
 
 }  // namespace
 
@@ -200,6 +205,10 @@ bool Accepted(int c, OptionSet set) {
     case kIgnorePbs:
     case kExportFile:
       return set == OptionSet::kBatch;
+    case kPropagate:  // sbatch's and srun's
+      return set != OptionSet::kAlloc;
+    case kGetUserEnv:  // sbatch's and salloc's
+      return set != OptionSet::kRun;
     case kOpenMode:  // sbatch's for the script's files, srun's for the step's
     case 'W':        // sbatch's waits for the job's end; srun's -W=SECONDS is another option
       return set != OptionSet::kAlloc;
@@ -234,14 +243,9 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"core-spec", kNotYet + "no cores are set aside for the system per job"},
       {"thread-spec", kNotYet + "no threads are set aside for the system per job"},
       {"no-kill", kNotYet + "a job loses every node when one fails (it is requeued or ends)"},
-      {"spread-job", kNotYet + "a job gets the nodes its count asks for"},
       {"gpus-per-socket", kNotYet + "GPUs are not placed by socket"},
       {"accel-bind", kNotYet + "tasks are not bound to accelerators one by one"},
       {"bcast", kNotYet + "run the program from a file system the nodes share"},
-      {"licenses", kNotYet + "the cluster has no licenses to count"},
-      {"propagate", kNotYet + "tasks get their node's resource limits, not the submitting shell's"},
-      {"get-user-env", kNotYet + "the job gets the environment it was submitted with (--export)"},
-      {"overcommit", kNotYet + "each task gets at least one CPU"},
   };
   return k;
 }
@@ -255,10 +259,6 @@ std::string LongNameOf(char letter) {
       return "no-allocate";
     case 'S':
       return "core-spec";
-    case 'L':
-      return "licenses";
-    case 'O':
-      return "overcommit";
     default:
       return "";
   }

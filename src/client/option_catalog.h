@@ -93,6 +93,7 @@ enum LongOnly {
   kQuitOnInterrupt,
   kSocketsPerNode,
   kTmp,
+  kSpreadJob,
   kCoresPerSocket,
   kThreadsPerCore,
   kNtasksPerCore,
@@ -101,6 +102,8 @@ enum LongOnly {
   kMultiProg,
   kTaskProlog,
   kTaskEpilog,
+  kPropagate,
+  kGetUserEnv,
   // Refused (KnownUnsupported), but named here so that getopt does not take it for an
   // abbreviation of a longer option it knows (--bcast for --bcast-exclude).
   kBcast,

@@ -273,6 +273,12 @@ StepLayout LayoutOf(const v1::CreateStepResponse& step) {
   return l;
 }
 
+// The step's PMI job id (PMI-2's job-getid, and every rank's key-value space name), as Slurm's
+// mpi/pmi2 names it: JOB.STEP. PMI-1 alone keeps the name it always had.
+std::string PmiJobId(const v1::CreateStepResponse& step) {
+  return std::to_string(step.job_id()) + "." + std::to_string(step.step_id());
+}
+
 // The launch request for node `n` of the step.
 v1::StepLaunchRequest LaunchRequest(const v1::CreateStepResponse& step, const v1::StepNode& n,
                                     const StepOptions& o, const StepLayout& layout, bool pmi) {
@@ -281,7 +287,12 @@ v1::StepLaunchRequest LaunchRequest(const v1::CreateStepResponse& step, const v1
   req.set_step_id(step.step_id());
   req.set_credential(n.credential());
   for (const auto& a : o.argv) req.add_argv(a);
-  for (const auto& e : o.environment) req.add_environment(e);
+  for (const auto& e : o.environment) {
+    if (e.rfind("PMI_JOBID=", 0) != 0) req.add_environment(e);  // another step's
+  }
+  // What MPICH's and MVAPICH's PMI-2 clients read beside PMI_FD, PMI_RANK and PMI_SIZE (the
+  // node sets those): the job id job-getid answers, as Slurm's mpi/pmi2 sets it.
+  if (pmi && o.pmi2) req.add_environment("PMI_JOBID=" + PmiJobId(step));
   req.set_work_dir(o.work_dir);
   req.set_node_id(n.node_id());
   req.set_first_task(n.first_task());
@@ -425,15 +436,18 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
         conn_of_rank[t] = i;
       }
     }
-    pmi.emplace(step.total_tasks(), "muster_" + jid + "_" + std::to_string(step.step_id()), counts,
-                [&](uint32_t rank, const std::string& bytes) {
-                  if (rank >= conn_of_rank.size()) return;
-                  Conn& c = conns[conn_of_rank[rank]];
-                  v1::PmiData answer;
-                  answer.set_task(rank);
-                  answer.set_data(bytes);
-                  if (c.fd >= 0) WriteFrame(c.fd, 4, answer.SerializeAsString()).IgnoreError();
-                });
+    pmi.emplace(
+        step.total_tasks(),
+        o.pmi2 ? PmiJobId(step) : "muster_" + jid + "_" + std::to_string(step.step_id()), counts,
+        [&](uint32_t rank, const std::string& bytes) {
+          if (rank >= conn_of_rank.size()) return;
+          Conn& c = conns[conn_of_rank[rank]];
+          v1::PmiData answer;
+          answer.set_task(rank);
+          answer.set_data(bytes);
+          if (c.fd >= 0) WriteFrame(c.fd, 4, answer.SerializeAsString()).IgnoreError();
+        },
+        o.pmi2 ? PmiServer::Wire::kPmi2 : PmiServer::Wire::kPmi1);
   }
   size_t next_conn = 0;
   for (const v1::StepNode& n : step.nodes()) {
@@ -544,6 +558,9 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
           std::fprintf(err, "%s: error: lost node %s: %s\n", prog, c.node.c_str(),
                        frame.status().message().c_str());
           worst = std::max(worst, 1);
+          for (uint32_t t = c.first_task; pmi && t < c.first_task + c.ntasks; ++t) {
+            pmi->TaskEnded(t);
+          }
         }
         close_it = true;
       } else if (frame->type != 0) {
@@ -570,6 +587,11 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
           }
         } else if (ev.has_exit()) {
           writer.Flush(ev.exit().task());
+          // A rank gone can never join a fence: the others must not wait for it forever.
+          if (pmi && ev.exit().task() >= c.first_task &&
+              ev.exit().task() - c.first_task < c.ntasks) {
+            pmi->TaskEnded(ev.exit().task());
+          }
           const v1::TaskExit& x = ev.exit();
           int code = x.signal() ? 128 + x.signal() : x.exit_code();
           // Tasks we killed after another failed (-K) do not hide that failure's code.

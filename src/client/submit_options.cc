@@ -363,21 +363,39 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'i':
         o->input = val;
         break;
+      case kMailUser:
+        if (val.empty()) return err("--mail-user wants a user or an address");
+        o->mail_user = val;
+        break;
       case 'u':
         break;  // output is forwarded as it comes already
       case kMailType: {
-        // No mail is sent (there is no mailer yet); a type Slurm does not know is still an error.
-        static const char* const kTypes[] = {
-            "none",          "begin",          "end",        "fail",       "requeue",
-            "all",           "invalid_depend", "stage_out",  "time_limit", "time_limit_90",
-            "time_limit_80", "time_limit_50",  "array_tasks"};
+        // Slurm's names, a comma-separated list; ALL is BEGIN,END,FAIL,INVALID_DEPEND,REQUEUE
+        // (and STAGE_OUT, which has nothing to stage here); NONE clears what came before it.
+        static const std::pair<const char*, uint32_t> kTypes[] = {
+            {"none", 0},
+            {"begin", v1::MAIL_BEGIN},
+            {"end", v1::MAIL_END},
+            {"fail", v1::MAIL_FAIL},
+            {"requeue", v1::MAIL_REQUEUE},
+            {"all", v1::MAIL_BEGIN | v1::MAIL_END | v1::MAIL_FAIL | v1::MAIL_INVALID_DEPEND |
+                        v1::MAIL_REQUEUE},
+            {"invalid_depend", v1::MAIL_INVALID_DEPEND},
+            {"stage_out", 0},
+            {"time_limit", v1::MAIL_TIME_LIMIT},
+            {"time_limit_90", v1::MAIL_TIME_LIMIT_90},
+            {"time_limit_80", v1::MAIL_TIME_LIMIT_80},
+            {"time_limit_50", v1::MAIL_TIME_LIMIT_50},
+            {"array_tasks", v1::MAIL_ARRAY_TASKS}};
+        uint32_t bits = 0;
         for (const std::string& t : Split(val, ',', true)) {
           const std::string w = ToLower(t);
-          if (std::none_of(std::begin(kTypes), std::end(kTypes),
-                           [&](const char* k) { return w == k; })) {
-            return err("invalid --mail-type '" + t + "'");
-          }
+          auto it = std::find_if(std::begin(kTypes), std::end(kTypes),
+                                 [&](const auto& k) { return w == k.first; });
+          if (it == std::end(kTypes)) return err("invalid --mail-type '" + t + "'");
+          bits = w == "none" ? 0 : bits | it->second;
         }
+        o->mail_types = bits;
         break;
       }
       case kTimeMin: {
@@ -386,6 +404,37 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         if (!t.ok()) return err("--time-min: " + t.status().message());
         break;
       }
+      case 'L': {
+        // name[:count],...: all of them (Slurm's "|" for one of several is not taken).
+        if (val.find('|') != std::string::npos) {
+          return err("--licenses: a choice of licenses (a|b) is not supported; name them all");
+        }
+        for (const std::string& item : Split(val, ',', true)) {
+          const size_t colon = item.find_first_of(":=");
+          const std::string name = item.substr(0, colon);
+          uint64_t count = 1;
+          if (colon != std::string::npos) {
+            auto n = ParseUint(item.substr(colon + 1));
+            if (!n || *n == 0 || *n > 1'000'000'000) {
+              return err("--licenses: bad count in '" + item + "'");
+            }
+            count = *n;
+          }
+          if (name.empty() || name.find('@') != std::string::npos ||
+              name.find_first_of(" \t") != std::string::npos) {
+            return err("--licenses: bad license name in '" + item +
+                       "' (remote licenses, name@server, are not supported)");
+          }
+          uint32_t& have = o->licenses[name];
+          if (have + count > 1'000'000'000) return err("--licenses: too many of " + name);
+          have += static_cast<uint32_t>(count);
+        }
+        if (o->licenses.size() > 64) return err("--licenses: at most 64 licenses");
+        break;
+      }
+      case kSpreadJob:
+        o->spread_job = true;
+        break;
       case kTmp: {
         auto m = ParseMemoryMb(val);
         if (!m.ok()) return err("--tmp: " + m.status().message());
@@ -587,7 +636,6 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case 'X':
       case 'E':
       case 's':
-      case kMailUser:
       case kComment:
       case kWckey:
       case kAcctgFreq:
@@ -615,11 +663,36 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         }
         (c == kTaskProlog ? o->task_prolog : o->task_epilog) = val;
         break;
+      case kPropagate: {
+        auto names = ParsePropagateList(val.empty() ? "ALL" : val);
+        if (!names.ok()) return err(names.status().message());
+        o->propagate = ToUpper(val.empty() ? "ALL" : val);
+        break;
+      }
+      case kGetUserEnv: {
+        // [TIMEOUT][S|L], as Slurm's: "10", "10L", "S".
+        size_t digits = 0;
+        while (digits < val.size() && val[digits] >= '0' && val[digits] <= '9') ++digits;
+        const std::string mode = ToUpper(val.substr(digits));
+        auto secs = digits ? ParseUint(val.substr(0, digits)) : std::optional<uint64_t>(0);
+        if (!secs || *secs > 3600 || (mode != "" && mode != "S" && mode != "L")) {
+          return err("--get-user-env=" + val +
+                     ": expected [TIMEOUT][S|L], a timeout of at most 3600 seconds");
+        }
+        o->get_user_env = true;
+        o->get_user_env_timeout_s = static_cast<uint32_t>(*secs);
+        o->get_user_env_mode = mode;
+        break;
+      }
+      case 'O':
+        o->overcommit = true;
+        break;
       case kMpi:
-        if (val != "none" && val != "pmi1" && val != "pmi") {
+        if (!IsMpiType(val) && val != "list") {
           return Unimplemented(origin + ": --mpi=" + val +
                                " is not supported; srun serves PMI-1 (--mpi=pmi1, the default), "
-                               "which MPICH and MVAPICH use, or nothing (--mpi=none)");
+                               "PMI-1 and PMI-2 (--mpi=pmi2), or nothing (--mpi=none); "
+                               "--mpi=list lists them");
         }
         o->mpi = val;
         break;
@@ -721,6 +794,16 @@ the job puts on them (as --ntasks-per-core=1); tasks are not bound to cores one 
 )";
 }
 
+bool IsMpiType(const std::string& type) {
+  return type == "none" || type == "pmi1" || type == "pmi" || type == "pmi2";
+}
+
+std::string MpiTypeList() {
+  // Slurm 22.05 lists "none" first, then its plugins; pmi1 is muster's own (Slurm serves PMI-1
+  // through its pmi2 plugin, and so does muster's).
+  return "MPI plugin types are...\n\tnone\n\tpmi1\n\tpmi2\n";
+}
+
 std::string SubmitUsage(const std::string& program) {
   return "Usage: " + program + R"( [OPTIONS] [SCRIPT [ARGS...]]
 Submit a batch script (or --wrap a command). #SBATCH lines at the top of the script are read
@@ -748,6 +831,13 @@ first; options on the command line override them.
       --gpus-per-task=[TYPE:]N
       --mem-per-gpu=SIZE     memory per allocated GPU (instead of --mem)
       --exclusive            whole nodes
+  -O, --overcommit           CPUs for one task per node; tasks may outnumber them
+      --propagate[=LIMITS]   the shell's resource limits for the tasks (ALL, NONE, NOFILE,
+                             STACK, ...; default: the cluster's)
+      --get-user-env[=SECS][S|L]  start from your login environment on the node
+      --spread-job           its tasks over as many nodes as it has tasks (without -N)
+  -L, --licenses=NAME[:N],...  the cluster's licenses it holds while it runs (scontrol show
+                             licenses lists them)
   -C, --constraint=EXPR      node features: a&b (all), a|b (any), a&b|c
   -B, --extra-node-info=S[:C[:T]]
                              nodes with at least S sockets, C cores per socket, T threads

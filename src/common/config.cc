@@ -1,5 +1,6 @@
 #include "muster/common/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "muster/common/framing.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/job_limits.h"
+#include "muster/common/resource_limit_names.h"
 #include "muster/common/strings.h"
 #include "muster/common/toml.h"
 
@@ -199,6 +201,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("etcd_cert_file", &c.controller.etcd_cert_file));
         MUSTER_RETURN_IF_ERROR(t.String("etcd_key_file", &c.controller.etcd_key_file));
         MUSTER_RETURN_IF_ERROR(t.Uint("leader_lease_s", &c.controller.leader_lease_s, 1, 60));
+        MUSTER_RETURN_IF_ERROR(t.String("mail_prog", &c.controller.mail_prog));
+        if (!c.controller.mail_prog.empty() && c.controller.mail_prog[0] != '/') {
+          return t.Error(t.Get("mail_prog"), "mail_prog", "expected an absolute path");
+        }
         return t.String("log_file", &c.controller.log_file);
       },
       source));
@@ -253,6 +259,21 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             t.Uint("max_preemptors_per_pass", &s.max_preemptors_per_pass, 0, 1'000));
         MUSTER_RETURN_IF_ERROR(t.Bool("kill_invalid_depend", &s.kill_invalid_depend));
         MUSTER_RETURN_IF_ERROR(t.Bool("enable_user_top", &s.enable_user_top));
+        for (const char* key : {"propagate_resource_limits", "propagate_resource_limits_except"}) {
+          std::string& v = std::string_view(key) == "propagate_resource_limits"
+                               ? s.propagate_resource_limits
+                               : s.propagate_resource_limits_except;
+          MUSTER_RETURN_IF_ERROR(t.String(key, &v));
+          for (const std::string& item : Split(v, ',', true)) {
+            std::string n = ToUpper(std::string(Trim(item)));
+            if (StartsWith(n, "RLIMIT_")) n = n.substr(7);
+            if (n != "ALL" && n != "NONE" && !ResourceLimitIndex(n)) {
+              return t.Error(t.Get(key), key,
+                             "expected resource limit names: ALL, NONE, AS, CORE, CPU, DATA, "
+                             "FSIZE, MEMLOCK, NOFILE, NPROC, RSS, STACK");
+            }
+          }
+        }
         MUSTER_RETURN_IF_ERROR(t.String("fairshare_algorithm", &s.fairshare_algorithm));
         if (s.fairshare_algorithm != "fair_tree" && s.fairshare_algorithm != "drf") {
           return t.Error(t.Get("fairshare_algorithm"), "fairshare_algorithm",

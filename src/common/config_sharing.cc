@@ -1,5 +1,5 @@
-// The config's sharing policy: [[accounts]] (the tree, associations, limits, allowed QoS) and
-// [[qos]] (priority, limits, preemption).
+// The config's sharing policy: [[accounts]] (the tree, associations, limits, allowed QoS),
+// [[qos]] (priority, limits, preemption) and [licenses] (counted cluster-wide resources).
 #include <map>
 #include <set>
 
@@ -109,6 +109,21 @@ Status ReadName(TableReader& t, const toml::table& tbl, const char* what, std::s
 }  // namespace
 
 Status ParseSharing(TableReader& r, Config& c, const std::string& source) {
+  // [licenses]: name = count, the cluster's licenses (Slurm's Licenses=).
+  if (const toml::node* n = r.Get("licenses")) {
+    const toml::table* tbl = n->as_table();
+    if (!tbl) return r.Error(n, "licenses", "expected a table such as { matlab = 10 }");
+    if (tbl->size() > 1024) return r.Error(n, "licenses", "at most 1024 licenses");
+    for (auto&& [k, v] : *tbl) {
+      const std::string name(k.str());
+      if (!IsValidAccountName(name))
+        return r.Error(&v, "licenses", "bad license name '" + name + "'");
+      if (!v.is_integer() || *v.value<int64_t>() < 0 || *v.value<int64_t>() > 1'000'000'000) {
+        return r.Error(&v, "licenses." + name, "expected a count (0 to 1000000000)");
+      }
+      c.licenses[name] = static_cast<uint32_t>(*v.value<int64_t>());
+    }
+  }
   MUSTER_RETURN_IF_ERROR(TableArray(
       r, "accounts",
       [&](TableReader& t, const toml::table& tbl) {
@@ -121,6 +136,11 @@ Status ParseSharing(TableReader& r, Config& c, const std::string& source) {
         for (const auto& u : a.users) {
           if (!IsValidAccountName(u))
             return t.Error(t.Get("users"), "users", "bad user name '" + u + "'");
+        }
+        MUSTER_RETURN_IF_ERROR(t.StringList("coordinators", &a.coordinators));
+        for (const auto& u : a.coordinators) {
+          if (!IsValidAccountName(u))
+            return t.Error(t.Get("coordinators"), "coordinators", "bad user name '" + u + "'");
         }
         MUSTER_RETURN_IF_ERROR(ReadLimits(t, &a.limits));
         if (t.Has("max_gpus_per_user")) {

@@ -65,6 +65,16 @@ Status Authorize(const Caller& caller, Action action) {
                                : " needs an admin (root or listed in admins)"));
 }
 
+Status AuthorizeCoordinated(const Caller& caller, Action action, bool coordinates,
+                            std::string_view where) {
+  if (May(caller, action) || coordinates) return Status::Ok();
+  return PermissionDenied(std::string(RuleOf(action).what) +
+                          " needs an admin (root or listed in admins) or a coordinator of " +
+                          std::string(where));
+}
+
+bool ActsAsCoordinator(const Caller& caller, Action action) { return !May(caller, action); }
+
 std::string_view RoleOf(const Caller& caller) {
   if (caller.is_admin) return "admin";
   if (caller.is_operator) return "operator";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "associations.h"
 #include "limit_tracker.h"
 #include "live_records.h"
 #include "muster/common/strings.h"
@@ -78,6 +79,7 @@ void AccountManager::Restore(const std::vector<v1::AccountRecord>& accounts,
       if (q.lending_limit) g.set_lending_limit(*q.lending_limit);
     }
     r.set_cohort(a.cohort);
+    for (const std::string& c : a.coordinators) r.add_coordinators(c);
     r.set_from_config(true);
     if (!accounts_.count(a.name) ||
         accounts_[a.name].SerializeAsString() != r.SerializeAsString()) {
@@ -115,6 +117,10 @@ void AccountManager::Restore(const std::vector<v1::AccountRecord>& accounts,
     if (!u.default_account().empty() && !Contains(u.accounts(), u.default_account())) {
       u.clear_default_account();
     }
+    // An association lasts as long as the user is in its account.
+    for (auto as = u.mutable_associations()->begin(); as != u.mutable_associations()->end();) {
+      as = Contains(u.accounts(), as->first) ? std::next(as) : u.mutable_associations()->erase(as);
+    }
     if (u.accounts().empty()) {
       m.DeleteUser(it->first);
       it = users_.erase(it);
@@ -123,6 +129,58 @@ void AccountManager::Restore(const std::vector<v1::AccountRecord>& accounts,
     m.PutUser(u);
     ++it;
   }
+  CountAssociationLimits();
+}
+
+void AccountManager::CountAssociationLimits() {
+  association_limits_ = 0;
+  for (const auto& [name, u] : users_) {
+    for (const auto& [account, as] : u.associations()) {
+      if (AnyLimit(as.limits())) ++association_limits_;
+    }
+  }
+}
+
+const v1::Association* AccountManager::AssociationOf(const std::string& user,
+                                                     const std::string& account) const {
+  auto u = users_.find(user);
+  if (u == users_.end()) return nullptr;
+  auto as = u->second.associations().find(account);
+  return as == u->second.associations().end() ? nullptr : &as->second;
+}
+
+bool AccountManager::Coordinates(const std::string& user, const std::string& account) const {
+  std::string at = account;
+  for (size_t hops = 0; hops <= accounts_.size(); ++hops) {
+    auto it = accounts_.find(at);
+    if (it == accounts_.end()) return false;
+    if (Contains(it->second.coordinators(), user)) return true;
+    at = it->second.parent();
+  }
+  return false;
+}
+
+v1::UsageLimits AccountManager::MaxBound(const std::string& account) const {
+  v1::UsageLimits bound;
+  std::string at = account;
+  for (size_t hops = 0; hops <= accounts_.size(); ++hops) {
+    auto it = accounts_.find(at);
+    if (it == accounts_.end()) break;
+    TightenMax(it->second.limits(), &bound);
+    at = it->second.parent();
+  }
+  return bound;
+}
+
+std::vector<std::string> AccountManager::AllowedQos(const std::string& account) const {
+  std::string at = account;
+  for (size_t hops = 0; hops <= accounts_.size(); ++hops) {
+    auto it = accounts_.find(at);
+    if (it == accounts_.end()) break;
+    if (it->second.qos_size() > 0) return {it->second.qos().begin(), it->second.qos().end()};
+    at = it->second.parent();
+  }
+  return {};
 }
 
 bool AccountManager::IsUnder(const std::string& account, const std::string& ancestor) const {
@@ -178,36 +236,79 @@ Result<std::string> AccountManager::ResolveForJob(const std::string& user,
                          "' (its accounts: " + Join(mine, ", ") + ")");
 }
 
-Result<std::string> AccountManager::ResolveQos(const std::string& account,
+Result<std::string> AccountManager::ResolveQos(const std::string& user, const std::string& account,
                                                const std::string& requested) const {
-  // The nearest account (up the tree) that names a list, and the nearest that names a default.
-  const google::protobuf::RepeatedPtrField<std::string>* allowed = nullptr;
-  std::string fallback;
+  // The association's list, else the nearest account's (up the tree) that names one; the
+  // default likewise, kept only where that list allows it.
+  const v1::Association* as = AssociationOf(user, account);
+  std::vector<std::string> allowed;
+  if (as && as->qos_size() > 0) allowed.assign(as->qos().begin(), as->qos().end());
+  const bool own_list = !allowed.empty();
+  if (!own_list) allowed = AllowedQos(account);
+  std::string fallback = as ? as->default_qos() : "";
   std::string at = account;
-  for (size_t hops = 0; hops <= accounts_.size(); ++hops) {
+  for (size_t hops = 0; fallback.empty() && hops <= accounts_.size(); ++hops) {
     auto it = accounts_.find(at);
     if (it == accounts_.end()) break;
-    if (!allowed && it->second.qos_size() > 0) allowed = &it->second.qos();
-    if (fallback.empty()) fallback = it->second.default_qos();
+    fallback = it->second.default_qos();
     at = it->second.parent();
   }
-  if (fallback.empty()) fallback = allowed ? allowed->Get(0) : "normal";
+  auto allows = [&](const std::string& q) {
+    return allowed.empty() || std::find(allowed.begin(), allowed.end(), q) != allowed.end();
+  };
+  if (fallback.empty() || !allows(fallback)) fallback = allowed.empty() ? "normal" : allowed[0];
   const std::string& qos = requested.empty() ? fallback : requested;
-  if (allowed && !Contains(*allowed, qos)) {
-    std::vector<std::string> names(allowed->begin(), allowed->end());
-    return InvalidArgument("invalid qos: account " + account + " may not use qos '" + qos +
-                           "' (its QoS: " + Join(names, ", ") + ")");
+  if (!allows(qos)) {
+    return InvalidArgument(
+        "invalid qos: " +
+        (own_list ? "user " + user + " in account " + account : "account " + account) +
+        " may not use qos '" + qos + "' (its QoS: " + Join(allowed, ", ") + ")");
   }
   return qos;
 }
 
+Status AccountManager::AuthorizeAccount(const Caller& caller,
+                                        const v1::UpdateAccountRequest& req) const {
+  if (!ActsAsCoordinator(caller, Action::kChangeAccounts)) return Status::Ok();
+  // Coordinators manage what lies strictly under the accounts they coordinate, and never the
+  // things that reach past them: coordinators, GPU quotas, cohorts.
+  if (req.add_coordinators_size() > 0 || req.remove_coordinators_size() > 0 ||
+      req.quotas_size() > 0 || req.has_cohort()) {
+    return Authorize(caller, Action::kChangeAccounts);
+  }
+  auto it = accounts_.find(req.name());
+  std::string above = req.op() == v1::ACCOUNT_OP_ADD
+                          ? (req.has_parent() ? req.parent() : "root")
+                          : (it == accounts_.end() ? "root" : it->second.parent());
+  MUSTER_RETURN_IF_ERROR(AuthorizeCoordinated(caller, Action::kChangeAccounts,
+                                              Coordinates(caller.user, above),
+                                              "account " + above + " (or one above it)"));
+  if (req.op() == v1::ACCOUNT_OP_MODIFY && req.has_parent()) {
+    MUSTER_RETURN_IF_ERROR(AuthorizeCoordinated(caller, Action::kChangeAccounts,
+                                                Coordinates(caller.user, req.parent()),
+                                                "account " + req.parent() + " (or one above it)"));
+  }
+  return Status::Ok();
+}
+
 Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccountRequest& req,
                                      const std::function<bool(const std::string&)>& in_use) {
-  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kChangeAccounts));
   const std::string& name = req.name();
   if (!IsValidAccountName(name) || name == "root") {
+    MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kChangeAccounts));
     return InvalidArgument("bad account name '" + name.substr(0, 64) +
                            "': letters, digits, '.', '_' and '-' (and not root)");
+  }
+  MUSTER_RETURN_IF_ERROR(AuthorizeAccount(caller, req));
+  if (req.add_coordinators_size() + req.remove_coordinators_size() > 64) {
+    return InvalidArgument("at most 64 coordinators per update");
+  }
+  for (const auto* list : {&req.add_coordinators(), &req.remove_coordinators()}) {
+    for (const std::string& c : *list) {
+      if (!IsValidAccountName(c)) {
+        return InvalidArgument("bad coordinator name '" + c.substr(0, 64) + "'");
+      }
+    }
   }
   if (req.has_description() && req.description().size() > 1024) {
     return InvalidArgument("an account's description is at most 1024 bytes");
@@ -224,31 +325,50 @@ Status AccountManager::UpdateAccount(const Caller& caller, const v1::UpdateAccou
         "GPUs per user is a QoS limit (MaxTRESPerUser); an account limits its users' GPUs "
         "together with GrpTRES");
   }
-  std::vector<std::string> qos_list;
-  if (req.has_qos()) {
-    qos_list = Split(req.qos(), ',', true);
-    if (qos_list.size() > 64) return InvalidArgument("an account allows at most 64 QoS");
-    for (const std::string& q : qos_list) {
-      if (!qos_exists_ || !qos_exists_(q))
-        return NotFound("qos " + q.substr(0, 64) + " does not exist");
-    }
-  }
   if (req.has_default_qos() && !req.default_qos().empty() &&
       (!qos_exists_ || !qos_exists_(req.default_qos()))) {
     return NotFound("qos " + req.default_qos().substr(0, 64) + " does not exist");
   }
   // The QoS list and default as they will be, checked together.
   auto apply_qos = [&](v1::AccountRecord& a) -> Status {
+    const std::vector<std::string> parent_allows = AllowedQos(a.parent());
     if (req.has_qos()) {
+      // "+q,-r" edits the list it has, or the one it inherits.
+      std::vector<std::string> base(a.qos().begin(), a.qos().end());
+      if (base.empty()) base = parent_allows;
+      MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> list, EditQosList(req.qos(), base));
+      if (req.qos().empty()) list.clear();
+      for (const std::string& q : list) {
+        if (!qos_exists_ || !qos_exists_(q)) return NotFound("qos " + q + " does not exist");
+      }
       a.clear_qos();
-      for (const std::string& q : qos_list) a.add_qos(q);
+      for (const std::string& q : list) a.add_qos(q);
     }
     if (req.has_default_qos()) a.set_default_qos(req.default_qos());
+    // A coordinator's account keeps within the QoS its parent allows.
+    if (ActsAsCoordinator(caller, Action::kChangeAccounts) && !parent_allows.empty() &&
+        (req.has_qos() || req.has_default_qos())) {
+      std::vector<std::string> named(a.qos().begin(), a.qos().end());
+      if (!a.default_qos().empty()) named.push_back(a.default_qos());
+      for (const std::string& q : named) {
+        if (std::find(parent_allows.begin(), parent_allows.end(), q) == parent_allows.end()) {
+          return PermissionDenied("a coordinator may give account " + name +
+                                  " only the QoS of account " + a.parent() + " (" +
+                                  Join(parent_allows, ", ") + "), not '" + q + "'");
+        }
+      }
+    }
     if (!a.default_qos().empty() && a.qos_size() > 0 && !Contains(a.qos(), a.default_qos())) {
       return InvalidArgument("default qos " + a.default_qos() +
                              " is not in the account's qos list");
     }
     MUSTER_RETURN_IF_ERROR(PatchQuotas(req, &a));
+    for (const std::string& c : req.add_coordinators()) {
+      if (!Contains(a.coordinators(), c)) a.add_coordinators(c);
+    }
+    for (const std::string& c : req.remove_coordinators()) Remove(a.mutable_coordinators(), c);
+    if (a.coordinators_size() > 64)
+      return InvalidArgument("an account has at most 64 coordinators");
     return PatchLimits(req.limits(), a.mutable_limits());
   };
   auto it = accounts_.find(name);
@@ -332,48 +452,165 @@ Status AccountManager::CommitUser(const v1::UserRecord& user) {
   return Status::Ok();
 }
 
-Status AccountManager::UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req) {
-  MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kChangeUsers));
-  if (!IsValidAccountName(req.user())) {
-    return InvalidArgument("bad user name '" + req.user().substr(0, 64) + "'");
+Status AccountManager::PatchAssociation(const v1::UpdateUserRequest& req,
+                                        const std::string& account, bool coordinator,
+                                        v1::Association* as) const {
+  MUSTER_RETURN_IF_ERROR(CheckAssociationLimits(req.limits()));
+  if (coordinator) {
+    // Clearing a setting returns to what the accounts give; only what is set is bounded.
+    v1::UsageLimits values;
+    MUSTER_RETURN_IF_ERROR(PatchLimits(req.limits(), &values));
+    const std::string loosened = LoosenedLimits(values, MaxBound(account));
+    if (!loosened.empty()) {
+      return PermissionDenied("a coordinator may not loosen the limits of account " + account +
+                              " for a user: " + loosened);
+    }
   }
-  if (!accounts_.count(req.account())) {
-    return NotFound("account " + req.account().substr(0, 64) + " does not exist");
+  MUSTER_RETURN_IF_ERROR(PatchLimits(req.limits(), as->mutable_limits()));
+  const std::vector<std::string> account_allows = AllowedQos(account);
+  if (req.has_qos()) {
+    std::vector<std::string> base(as->qos().begin(), as->qos().end());
+    if (base.empty()) base = account_allows;  // "+q" adds to what it inherits
+    MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> list, EditQosList(req.qos(), base));
+    if (req.qos().empty()) list.clear();
+    for (const std::string& q : list) {
+      if (!qos_exists_ || !qos_exists_(q)) return NotFound("qos " + q + " does not exist");
+      if (coordinator && !account_allows.empty() &&
+          std::find(account_allows.begin(), account_allows.end(), q) == account_allows.end()) {
+        return PermissionDenied("a coordinator may give a user of account " + account +
+                                " only its QoS (" + Join(account_allows, ", ") + "), not '" + q +
+                                "'");
+      }
+    }
+    // The account's own list again is no setting of its own.
+    if (list == account_allows) list.clear();
+    as->clear_qos();
+    for (const std::string& q : list) as->add_qos(q);
+  }
+  if (req.has_default_qos()) {
+    if (!req.default_qos().empty() && (!qos_exists_ || !qos_exists_(req.default_qos()))) {
+      return NotFound("qos " + req.default_qos().substr(0, 64) + " does not exist");
+    }
+    as->set_default_qos(req.default_qos());
+  }
+  if (!as->default_qos().empty()) {
+    const std::vector<std::string> allowed =
+        as->qos_size() > 0 ? std::vector<std::string>(as->qos().begin(), as->qos().end())
+                           : account_allows;
+    if (!allowed.empty() &&
+        std::find(allowed.begin(), allowed.end(), as->default_qos()) == allowed.end()) {
+      return InvalidArgument("default qos " + as->default_qos() + " is not among the QoS of user " +
+                             req.user() + " in account " + account + " (" + Join(allowed, ", ") +
+                             ")");
+    }
+  }
+  if (req.has_shares()) {
+    if (req.shares() == 0 || req.shares() > 1'000'000) {
+      return InvalidArgument("shares must be between 1 and 1000000");
+    }
+    as->set_shares(req.shares());
+  }
+  return Status::Ok();
+}
+
+Status AccountManager::UpdateUser(const Caller& caller, const v1::UpdateUserRequest& req) {
+  if (!IsValidAccountName(req.user())) {
+    MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kChangeUsers));
+    return InvalidArgument("bad user name '" + req.user().substr(0, 64) + "'");
   }
   auto found = users_.find(req.user());
   v1::UserRecord u;
   if (found != users_.end()) u = found->second;
   u.set_name(req.user());
-  const bool member = Contains(u.accounts(), req.account());
+  // The accounts it touches: the one named, or (MODIFY without one) every account of the user's.
+  std::vector<std::string> touched;
+  if (!req.account().empty()) {
+    touched.push_back(req.account());
+  } else if (req.op() == v1::ACCOUNT_OP_MODIFY && !req.make_default()) {
+    touched.assign(u.accounts().begin(), u.accounts().end());
+  }
+  for (const std::string& account : touched) {
+    MUSTER_RETURN_IF_ERROR(AuthorizeCoordinated(caller, Action::kChangeUsers,
+                                                Coordinates(caller.user, account),
+                                                "account " + account + " (or one above it)"));
+  }
+  if (touched.empty()) {
+    MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kChangeUsers));
+    return req.op() == v1::ACCOUNT_OP_MODIFY && !req.make_default()
+               ? NotFound("user " + req.user() + " is in no account")
+               : InvalidArgument("which account? (account=NAME)");
+  }
+  const bool coordinator = ActsAsCoordinator(caller, Action::kChangeUsers);
+  // Moving a user's default account moves where all their unqualified jobs go: a coordinator
+  // may only when the default it replaces is theirs too (or the user has none).
+  if (coordinator && req.make_default() && !u.accounts().empty()) {
+    const std::string& current = u.default_account().empty() ? u.accounts(0) : u.default_account();
+    if (current != req.account() && !Coordinates(caller.user, current)) {
+      return PermissionDenied("changing user " + req.user() + "'s default account from " + current +
+                              " needs an admin or a coordinator of it (or of one above it)");
+    }
+  }
+  const bool settings =
+      AnyLimit(req.limits()) || req.has_qos() || req.has_default_qos() || req.has_shares();
+  auto patch = [&](const std::string& account) -> Status {
+    if (!settings) return Status::Ok();
+    v1::Association as;
+    if (auto it = u.associations().find(account); it != u.associations().end()) as = it->second;
+    MUSTER_RETURN_IF_ERROR(PatchAssociation(req, account, coordinator, &as));
+    if (!AnyLimit(as.limits())) as.clear_limits();
+    if (as.ByteSizeLong() == 0) {
+      u.mutable_associations()->erase(account);
+    } else {
+      (*u.mutable_associations())[account] = std::move(as);
+    }
+    return Status::Ok();
+  };
+  const std::string& account = touched.front();
+  if (!accounts_.count(account)) {
+    return NotFound("account " + account.substr(0, 64) + " does not exist");
+  }
+  const bool member = Contains(u.accounts(), account);
+  Status st;
   switch (req.op()) {
     case v1::ACCOUNT_OP_ADD:
-      if (member && !req.make_default()) {
-        return AlreadyExists("user " + req.user() + " is in account " + req.account());
+      if (member && !req.make_default() && !settings) {
+        return AlreadyExists("user " + req.user() + " is in account " + account);
       }
-      if (!member) u.add_accounts(req.account());
-      if (req.make_default()) u.set_default_account(req.account());
-      return CommitUser(u);
+      if (!member) u.add_accounts(account);
+      if (req.make_default()) u.set_default_account(account);
+      MUSTER_RETURN_IF_ERROR(patch(account));
+      break;
     case v1::ACCOUNT_OP_MODIFY:
-      if (!member) {
-        return FailedPrecondition("user " + req.user() + " is not in account " + req.account() +
-                                  "; add it first");
+      if (!req.make_default() && !settings) {
+        return InvalidArgument("nothing to change for user " + req.user());
       }
-      u.set_default_account(req.account());
-      return CommitUser(u);
+      for (const std::string& a : touched) {
+        if (!Contains(u.accounts(), a)) {
+          return FailedPrecondition("user " + req.user() + " is not in account " + a +
+                                    "; add it first");
+        }
+        MUSTER_RETURN_IF_ERROR(patch(a));
+      }
+      if (req.make_default()) u.set_default_account(account);
+      break;
     case v1::ACCOUNT_OP_REMOVE:
       if (!member) {
-        return NotFound("user " + req.user() + " is not in account " + req.account());
+        return NotFound("user " + req.user() + " is not in account " + account);
       }
-      if (Contains(u.config_accounts(), req.account())) {
-        return FailedPrecondition("user " + req.user() + " is in account " + req.account() +
-                                  " by " + ctx_.config().source + "; change it there");
+      if (Contains(u.config_accounts(), account)) {
+        return FailedPrecondition("user " + req.user() + " is in account " + account + " by " +
+                                  ctx_.config().source + "; change it there");
       }
-      Remove(u.mutable_accounts(), req.account());
-      if (u.default_account() == req.account()) u.clear_default_account();
-      return CommitUser(u);
+      Remove(u.mutable_accounts(), account);
+      u.mutable_associations()->erase(account);
+      if (u.default_account() == account) u.clear_default_account();
+      break;
     default:
       return InvalidArgument("unknown user operation");
   }
+  MUSTER_RETURN_IF_ERROR(CommitUser(u));
+  CountAssociationLimits();
+  return Status::Ok();
 }
 
 v1::ListAccountsResponse AccountManager::List() const {

@@ -47,7 +47,21 @@ class AccountManager {
   // The QoS a job charging `account` runs under: `requested` when the account (or, when it names
   // none, its nearest ancestor that does) allows it, else the default up the tree ("normal" at
   // the top). INVALID_ARGUMENT naming the allowed QoS otherwise.
-  Result<std::string> ResolveQos(const std::string& account, const std::string& requested) const;
+  // A user's association with the account may name QoS and a default of its own, which then
+  // come first.
+  Result<std::string> ResolveQos(const std::string& user, const std::string& account,
+                                 const std::string& requested) const;
+  // The QoS an account's jobs may use: its own list or its nearest ancestor's (empty: any).
+  std::vector<std::string> AllowedQos(const std::string& account) const;
+  // The user's own settings in `account` (nullptr: none).
+  const v1::Association* AssociationOf(const std::string& user, const std::string& account) const;
+  // Whether any association sets a limit (a pass pays for limits only when something does).
+  bool AnyAssociationLimit() const { return association_limits_ > 0; }
+  // Whether `user` coordinates `account` or an account above it.
+  bool Coordinates(const std::string& user, const std::string& account) const;
+  // The tightest of each Max* limit of `account` and the accounts above it: what a
+  // coordinator's change of a user there may not loosen.
+  v1::UsageLimits MaxBound(const std::string& account) const;
   // Whether a QoS name exists (for account changes that name QoS).
   void SetQosExists(std::function<bool(const std::string&)> fn) { qos_exists_ = std::move(fn); }
 
@@ -65,11 +79,19 @@ class AccountManager {
   // Whether `account` lies under `ancestor` (or is it).
   bool IsUnder(const std::string& account, const std::string& ancestor) const;
   Status CommitUser(const v1::UserRecord& user);
+  // Applies an update's association settings to `as` (of `user` in `account`), bounded as a
+  // coordinator's when `coordinator`.
+  Status PatchAssociation(const v1::UpdateUserRequest& req, const std::string& account,
+                          bool coordinator, v1::Association* as) const;
+  // Who may change the account `req` names (and its new parent): admins, or coordinators above.
+  Status AuthorizeAccount(const Caller& caller, const v1::UpdateAccountRequest& req) const;
+  void CountAssociationLimits();
 
   EngineContext& ctx_;
   std::map<std::string, v1::AccountRecord> accounts_;  // "root" is implicit
   std::map<std::string, v1::UserRecord> users_;
   std::function<bool(const std::string&)> qos_exists_;
+  size_t association_limits_ = 0;  // associations that set a limit
 };
 
 }  // namespace muster::controller

@@ -71,9 +71,10 @@ void ControllerRunner::Post(std::function<void()> fn) {
   });
 }
 
-void ControllerRunner::Start(AgentSessions* agents) {
-  Post([this, agents] {
+void ControllerRunner::Start(AgentSessions* agents, MailSink* mail) {
+  Post([this, agents, mail] {
     agents_ = agents;
+    mail_ = mail;
     ArmTick();
     AfterEvent();
   });
@@ -91,6 +92,17 @@ void ControllerRunner::AfterEvent() {
         agents_->Deliver(std::move(out));
       } else {
         spdlog::debug("{} agent command(s) dropped: no agent service", out.size());
+      }
+    });
+  }
+  std::vector<MailNotice> mail = engine_->TakeMail();
+  if (!mail.empty()) {
+    // A mail says what happened: only once that is durable (a crash before would have it lie).
+    WhenDurable([this, mail = std::move(mail)]() mutable {
+      if (mail_) {
+        mail_->Send(std::move(mail));
+      } else {
+        spdlog::debug("{} mail(s) dropped: no mail sender", mail.size());
       }
     });
   }

@@ -10,13 +10,17 @@ void DefaultPassPolicy::BeforePass(TimeMs now) {
 
 void DefaultPassPolicy::BeginPass(core::ClusterView* view) {
   limits_.BeginPass(&view->limits);
+  licenses_.BeginPass(&view->limits);
   quotas_now_ = quotas_.any();
   if (quotas_now_) quotas_.Fill(view);
 }
 
 core::JobReason DefaultPassPolicy::Admit(const JobEntry& job, const JobUse& use,
                                          std::string* detail) {
-  // Over a per-job limit it could never start, whatever the counters say.
+  // Over a per-job limit, or naming licenses the cluster lacks, it could never start, whatever
+  // the counters say.
+  const core::JobReason licenses = licenses_.Admit(job.rec().spec(), detail);
+  if (licenses != core::JobReason::kNone) return licenses;
   return limits_.PerJobLimit(job.rec().spec(), job.rec().time_limit_ms(), use, detail);
 }
 
@@ -29,6 +33,7 @@ void DefaultPassPolicy::Charge(const JobEntry& job, const JobUse& use, core::Pen
   const v1::JobSpec& spec = job.rec().spec();
   if (!quotas_now_ && pj->choices.empty()) {
     pj->limits = limits_.ChargesOf(spec, use);
+    licenses_.AddCharges(spec, &pj->limits);
     return;
   }
   // Each GPU type it may run on is a choice with its own limit charges and quota.
@@ -40,6 +45,7 @@ void DefaultPassPolicy::Charge(const JobEntry& job, const JobUse& use, core::Pen
     JobUse typed = use;
     if (!type.empty()) typed.gpu_type = type;
     c.limits = limits_.ChargesOf(spec, typed);
+    licenses_.AddCharges(spec, &c.limits);
     if (quotas_now_ && use.gpus > 0) c.quota = quotas_.QuotaIndex(spec.account(), type);
     c.gpu_type = std::move(type);
     pj->choices.push_back(std::move(c));

@@ -1,12 +1,14 @@
 // Muster's pass policy: priority from fair share and QoS; account and QoS limits (a job over a
 // per-job limit is not considered; the rest are counters the core charges); GPU quotas with
 // cohorts that lend and reclaim (each GPU type a job may use is a choice with its own quota);
+// the cluster's licenses (counters as the limits');
 // advance reservations (a job in one ends with it); preemption for what still waits.
 //
 // Strand-confined.
 #pragma once
 
 #include "fair_share.h"
+#include "license_book.h"
 #include "limit_tracker.h"
 #include "pass_policy.h"
 #include "preemptor.h"
@@ -19,10 +21,12 @@ namespace muster::controller {
 class DefaultPassPolicy final : public PassPolicy {
  public:
   DefaultPassPolicy(FairShare& fair_share, const QosManager& qos, LimitTracker& limits,
-                    QuotaBook& quotas, const ReservationManager& reservations, Preemptor& preemptor)
+                    LicenseBook& licenses, QuotaBook& quotas,
+                    const ReservationManager& reservations, Preemptor& preemptor)
       : fair_share_(fair_share),
         qos_(qos),
         limits_(limits),
+        licenses_(licenses),
         quotas_(quotas),
         reservations_(reservations),
         preemptor_(preemptor) {}
@@ -40,6 +44,7 @@ class DefaultPassPolicy final : public PassPolicy {
   FairShare& fair_share_;
   const QosManager& qos_;
   LimitTracker& limits_;
+  LicenseBook& licenses_;
   QuotaBook& quotas_;
   const ReservationManager& reservations_;
   Preemptor& preemptor_;

@@ -17,9 +17,11 @@
 #include "fair_share.h"
 #include "history_retention.h"
 #include "job_explainer.h"
+#include "job_mail.h"
 #include "job_manager.h"
 #include "job_modifier.h"
 #include "job_views.h"
+#include "license_book.h"
 #include "limit_tracker.h"
 #include "muster/common/strings.h"
 #include "muster/common/version.h"
@@ -67,8 +69,9 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       quotas_(std::make_unique<QuotaBook>(*ctx_, *accounts_, *jobs_, *limits_)),
       views_(std::make_unique<ClusterViews>(*ctx_, *jobs_, *nodes_, *ledger_, *reservations_)),
       preemptor_(std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *views_, *quotas_)),
-      policy_(std::make_unique<DefaultPassPolicy>(*fair_share_, *qos_, *limits_, *quotas_,
-                                                  *reservations_, *preemptor_)),
+      licenses_(std::make_unique<LicenseBook>(*ctx_, *jobs_)),
+      policy_(std::make_unique<DefaultPassPolicy>(*fair_share_, *qos_, *limits_, *licenses_,
+                                                  *quotas_, *reservations_, *preemptor_)),
       scheduler_(
           std::make_unique<SchedulerLoop>(*ctx_, *jobs_, *nodes_, *ledger_, *views_, *policy_)),
       explainer_(std::make_unique<JobExplainer>(*jobs_, *scheduler_, *views_, *limits_, *quotas_)),
@@ -77,6 +80,8 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       submissions_(std::make_unique<SubmissionPipeline>(*ctx_, *jobs_, *accounts_, *qos_,
                                                         *reservations_, *limits_, *dependencies_,
                                                         *scheduler_, *views_)) {
+  mail_ = std::make_unique<JobMail>(*ctx_, *jobs_);
+  jobs_->SetMail(mail_.get());
   accounts_->SetQosExists([this](const std::string& name) { return qos_->Exists(name); });
   fair_share_->SetUsageFactor([this](const std::string& name) {
     const v1::QosRecord* q = qos_->Find(name);
@@ -130,6 +135,7 @@ Status Engine::Recover(TimeMs now, uint64_t min_epoch) {
     if (rec.dependency_terms_size() > 0) dependencies_->Track(rec.id());
     jobs_->Restore(std::move(rec), now);
   }
+  mail_->Recover();
   MUSTER_RETURN_IF_ERROR_PREPEND(jobs_->FinishRestore(now), "cannot record jobs of removed nodes");
   start_time_ms_ = now;
   nodes_->StartLiveness(now);  // nodes get node_down_ms to register
@@ -143,6 +149,7 @@ const Config& Engine::config() const { return ctx_->config(); }
 uint64_t Engine::epoch() const { return ctx_->epoch(); }
 bool Engine::schedule_requested() const { return ctx_->schedule_requested(); }
 std::vector<Outgoing> Engine::TakeOutgoing() { return ctx_->TakeOutgoing(); }
+std::vector<MailNotice> Engine::TakeMail() { return ctx_->TakeMail(); }
 
 // ---------------------------------------------------------------------------------------------
 // User API
@@ -430,6 +437,12 @@ Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {
   w->set_partition(sc.priority_weight_partition);
   w->set_qos(sc.priority_weight_qos);
   w->set_fairshare(sc.priority_weight_fairshare);
+  for (const auto& [name, used] : licenses_->InUse()) {
+    v1::LicenseUse* l = resp.add_licenses();
+    l->set_name(name);
+    l->set_total(ctx_->config().licenses.at(name));
+    l->set_used(used);
+  }
   return resp;
 }
 
@@ -558,6 +571,7 @@ void Engine::Tick(TimeMs now) {
   history_->Purge(now);
   audit_->Purge(now);
   if (reservations_->Tick(now)) ctx_->RequestPass();
+  mail_->Tick(now);
   WatchSpace();
 }
 

@@ -48,6 +48,21 @@ std::vector<Outgoing> EngineContext::TakeOutgoing() {
   return out;
 }
 
+void EngineContext::Mail(MailNotice notice) {
+  if (mail_.size() >= kMaxMailWaiting) {
+    spdlog::warn("job={}: mail '{}' dropped: {} mails wait to be sent", notice.job_id,
+                 notice.subject, mail_.size());
+    return;
+  }
+  mail_.push_back(std::move(notice));
+}
+
+std::vector<MailNotice> EngineContext::TakeMail() {
+  std::vector<MailNotice> out;
+  out.swap(mail_);
+  return out;
+}
+
 Status EngineContext::Commit(const store::Mutation& m, store::Durability durability) const {
   if (m.empty()) return Status::Ok();
   return store_->Commit(m, durability);

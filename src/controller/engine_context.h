@@ -51,6 +51,11 @@ class EngineContext {
   // Drops the node's session: its agent registers again and reports what it still runs.
   void CloseSession(const std::string& node);
   std::vector<Outgoing> TakeOutgoing();
+  // Mail for a job's --mail-type (job_mail.h decides it); the runner sends it once durable. At
+  // most kMaxMailWaiting wait between two takes: beyond that one is dropped, with a warning.
+  static constexpr size_t kMaxMailWaiting = 10'000;
+  void Mail(MailNotice notice);
+  std::vector<MailNotice> TakeMail();
 
   // Something changed that a scheduling pass should look at.
   void RequestPass() { schedule_requested_ = true; }
@@ -75,6 +80,7 @@ class EngineContext {
   std::map<std::string, size_t> node_index_;
   PartitionLimitMap partition_limits_;
   std::vector<Outgoing> outgoing_;
+  std::vector<MailNotice> mail_;
   bool schedule_requested_ = true;
 };
 

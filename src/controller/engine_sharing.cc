@@ -1,5 +1,7 @@
 // Engine: the sharing policy's requests (accounts, users' associations, QoS, the fair-share
 // tree, advance reservations), routed to the account, QoS, fair-share and reservation managers.
+#include <algorithm>
+
 #include "account_manager.h"
 #include "audit_log.h"
 #include "cluster_views.h"
@@ -43,6 +45,12 @@ Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
   if (req.has_parent()) detail += "parent=" + req.parent().substr(0, 64) + " ";
   if (req.has_shares()) detail += "shares=" + std::to_string(req.shares()) + " ";
   if (req.has_cohort()) detail += "cohort=" + req.cohort().substr(0, 64) + " ";
+  for (int i = 0; i < std::min(req.add_coordinators_size(), 8); ++i) {
+    detail += "coordinator+=" + req.add_coordinators(i).substr(0, 64) + " ";
+  }
+  for (int i = 0; i < std::min(req.remove_coordinators_size(), 8); ++i) {
+    detail += "coordinator-=" + req.remove_coordinators(i).substr(0, 64) + " ";
+  }
   // Sorted for a stable line; a request with too many is refused and named by its count.
   std::map<std::string, v1::GpuQuota> quotas;
   if (req.quotas_size() <= 64) quotas.insert(req.quotas().begin(), req.quotas().end());
@@ -70,11 +78,18 @@ Result<v1::UpdateAccountResponse> Engine::UpdateAccount(const Caller& caller,
 Result<v1::UpdateUserResponse> Engine::UpdateUser(const Caller& caller,
                                                   const v1::UpdateUserRequest& req, TimeMs now) {
   Status st = accounts_->UpdateUser(caller, req);
+  std::string detail =
+      "account=" + (req.account().empty() ? std::string("(all)") : req.account().substr(0, 64));
+  if (req.make_default()) detail += " default";
+  if (req.has_qos()) detail += " qos=" + req.qos().substr(0, 256);
+  if (req.has_default_qos()) detail += " defaultqos=" + req.default_qos().substr(0, 64);
+  if (req.has_shares()) detail += " fairshare=" + std::to_string(req.shares());
+  if (AnyLimit(req.limits())) detail += " " + FormatLimits(req.limits());
   audit_->Record(caller, "user " + ToLower(v1::AccountOp_Name(req.op()).substr(11)),
-                 "user " + req.user().substr(0, 64),
-                 "account=" + req.account().substr(0, 64) + (req.make_default() ? " default" : ""),
+                 "user " + req.user().substr(0, 64), detail,
                  st.code() != StatusCode::kPermissionDenied, st, now);
   MUSTER_RETURN_IF_ERROR(st);
+  ctx_->RequestPass();  // limits may have changed
   return v1::UpdateUserResponse();
 }
 

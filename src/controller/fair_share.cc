@@ -138,7 +138,9 @@ core::FairShareResult FairShare::ComputeAt(TimeMs now) const {
   std::vector<core::FairShareAssociation> associations;
   for (const auto& [name, u] : accounts_.users()) {
     for (const std::string& account : u.accounts()) {
-      associations.push_back({account, name, UsageOf(account, name, now)});
+      const v1::Association* as = accounts_.AssociationOf(name, account);
+      associations.push_back(
+          {account, name, UsageOf(account, name, now), as && as->has_shares() ? as->shares() : 1u});
     }
   }
   return core::ComputeFairTree(tree, associations);
@@ -169,7 +171,8 @@ core::FairShareResult FairShare::ComputeDrfNow(
   std::vector<core::DrfAssociation> associations;
   for (const auto& [name, u] : accounts_.users()) {
     for (const std::string& account : u.accounts()) {
-      core::DrfAssociation as{account, name, {}};
+      const v1::Association* own = accounts_.AssociationOf(name, account);
+      core::DrfAssociation as{account, name, {}, own && own->has_shares() ? own->shares() : 1u};
       if (auto it = held.find({account, name}); it != held.end()) as.held = it->second;
       associations.push_back(std::move(as));
     }

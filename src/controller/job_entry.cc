@@ -2,6 +2,7 @@
 
 #include "array_tasks.h"
 #include "job_spec.h"
+#include "license_book.h"
 #include "muster/v1/controller.pb.h"
 
 namespace muster::controller {
@@ -29,6 +30,7 @@ std::string BriefSpecFields(const v1::JobRecord& r) {
     gres += g.name() + (g.type().empty() ? "" : ":" + g.type()) + ":" + std::to_string(g.count());
   }
   info.set_gres(gres);
+  if (!s.licenses().empty()) info.set_licenses(FormatLicenses(s));
   if (r.has_array()) *info.mutable_array() = r.array();
   return info.SerializeAsString();
 }

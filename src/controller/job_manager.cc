@@ -7,6 +7,7 @@
 #include <set>
 
 #include "array_tasks.h"
+#include "job_mail.h"
 #include "job_spec.h"
 #include "muster/common/check.h"
 #include "muster/common/strings.h"
@@ -39,12 +40,23 @@ void JobManager::ApplyChange(JobEntry& job, v1::JobRecord next) {
   CheckSameLife(rec, next);
   const bool owner_changed =
       next.spec().account() != rec.spec().account() || next.spec().qos() != rec.spec().qos();
+  std::string before_reason;
+  if (mail_ && mail_->enabled()) before_reason = rec.reason();
   IndexNames(rec, false);
   rec = std::move(next);
   IndexNames(rec, true);
   Recount(job);
   RefreshSpecFields(job);  // cheap (no script); comparing specs with scripts in them is not
   if (owner_changed) stored_.Reown(rec);
+  if (mail_) mail_->OnChange(before_reason, job);
+}
+
+v1::JobRecord JobManager::StageMailSent(const JobEntry& job, uint32_t bits,
+                                        store::Mutation& m) const {
+  v1::JobRecord next = job.rec();
+  next.set_mail_sent(next.mail_sent() | bits);
+  StageChange(job, next, m);
+  return next;
 }
 
 JobEntry* JobManager::Find(uint64_t id) {

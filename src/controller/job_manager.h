@@ -36,6 +36,8 @@
 
 namespace muster::controller {
 
+class JobMail;
+
 // A job state change, for JobManager::Transition. The table of legal changes is there.
 struct JobChange {
   v1::JobState to = v1::JOB_STATE_UNSPECIFIED;
@@ -95,6 +97,11 @@ class JobManager {
   // and whom its stored bytes count for when its account or QoS changed. Its
   // state and run must be the entry's (they change only through Transition).
   void ApplyChange(JobEntry& job, v1::JobRecord next);
+  // --mail-type: `bits` (MailType) were mailed for the job's current run (job_mail.h). The next
+  // record, staged into `m`; ApplyChange makes it the job's once `m` is committed.
+  v1::JobRecord StageMailSent(const JobEntry& job, uint32_t bits, store::Mutation& m) const;
+  // Who decides the mail a change calls for (the engine's JobMail); null: none.
+  void SetMail(JobMail* mail) { mail_ = mail; }
 
   // ---- Recovery. ----
   // A record from the store enters memory as it was (resources are the ledger's to restore).
@@ -179,9 +186,9 @@ class JobManager {
   // For a change a request asked for: committed here first; when the store fails nothing
   // changes and the error is returned.
   [[nodiscard]] Status Transition(JobEntry& job, const JobChange& change, TimeMs now);
-  // A next record (from NextRecord) that the caller has persisted becomes the job's: the
-  // indexes, then the commands that follow.
-  void Apply(JobEntry& job, v1::JobRecord next);
+  // A next record (from NextRecord at `now`) that the caller has persisted becomes the job's:
+  // the indexes, then the commands (and mail) that follow.
+  void Apply(JobEntry& job, v1::JobRecord next, TimeMs now);
   // A running job stops everywhere and is queued again (the whole gang), or ends NODE_FAIL when
   // it asked for --no-requeue or is an srun/salloc allocation, or CANCELLED when a cancel was
   // already under way.
@@ -275,6 +282,7 @@ class JobManager {
   EngineContext& ctx_;
   NodeManager& nodes_;
   ResourceLedger& ledger_;
+  JobMail* mail_ = nullptr;
   std::map<uint64_t, JobEntry> jobs_;  // live and recently finished jobs, by id
   // Rebuilt when next read after an entry entered out of id order (array tasks split off).
   mutable std::vector<std::pair<uint64_t, const JobEntry*>> order_;

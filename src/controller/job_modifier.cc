@@ -112,7 +112,8 @@ Status JobModifier::Modify(const Caller& caller, uint64_t id, const v1::JobModif
       return InvalidArgument("invalid qos '" + want.substr(0, 64) +
                              "': no such QoS (`sacctmgr show qos` lists them)");
     }
-    MUSTER_ASSIGN_OR_RETURN(std::string qos, accounts_.ResolveQos(spec.account(), want));
+    MUSTER_ASSIGN_OR_RETURN(std::string qos,
+                            accounts_.ResolveQos(spec.user(), spec.account(), want));
     spec.set_qos(std::move(qos));
     if (mod.has_qos()) changed.push_back("QOS=" + spec.qos());
   }

@@ -228,7 +228,8 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     spec.add_partitions(def->name);
   }
   uint32_t max_cpus = 0, max_gpus = 0;
-  int64_t limit = -1;  // the most generous default/max time over the named partitions
+  size_t most_nodes = 0;  // of the named partitions, the most nodes one has
+  int64_t limit = -1;     // the most generous default/max time over the named partitions
   for (const std::string& name : spec.partitions()) {
     const PartitionConfig* p = config.FindPartition(name);
     if (!p) {
@@ -237,6 +238,7 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
       return NotFound("partition '" + name + "' does not exist (partitions: " + Join(names, ", ") +
                       ")");
     }
+    most_nodes = std::max(most_nodes, p->nodes.size());
     auto lim = limits.find(name);
     if (lim != limits.end()) {
       max_cpus = std::max(max_cpus, lim->second.max_cpus);
@@ -292,7 +294,8 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     if (tpn > 0) {
       nodes = ntasks > 0 ? (ntasks + tpn - 1) / tpn : 1;
     } else if (ntasks > 0 && max_cpus > 0) {
-      uint64_t cpus = static_cast<uint64_t>(ntasks) * cpt;
+      // -O/--overcommit: the CPUs of one task per node (Slurm's "as if only one task per node").
+      uint64_t cpus = spec.overcommit() ? cpt : static_cast<uint64_t>(ntasks) * cpt;
       nodes = static_cast<uint32_t>(std::max<uint64_t>(1, (cpus + max_cpus - 1) / max_cpus));
       if (gpt > 0 && max_gpus >= gpt) {
         // As many tasks per node as the largest node's GPUs allow.
@@ -302,6 +305,10 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
       nodes = std::min(nodes, ntasks);
     } else {
       nodes = 1;
+    }
+    // --spread-job: a task on as many nodes as the partition has, up to one node per task.
+    if (spec.spread_job() && tpn == 0 && ntasks > 0 && most_nodes > 0) {
+      nodes = std::max<uint32_t>(nodes, std::min<uint32_t>(ntasks, most_nodes));
     }
     // As Slurm: every --nodelist node is in the job, so the count grows to hold them.
     nodes = std::max<uint32_t>(nodes, static_cast<uint32_t>(spec.required_nodes_size()));
@@ -341,6 +348,13 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
   }
   if (nodes > 100'000 || ntasks > 10'000'000)
     return InvalidArgument("node or task count is too large");
+  // -O: tasks may outnumber CPUs, but a node runs at most Slurm's MAX_TASKS_PER_NODE of a step.
+  constexpr uint32_t kMaxTasksPerNode = 512;
+  if (spec.overcommit() && ntasks > static_cast<uint64_t>(nodes) * kMaxTasksPerNode) {
+    return InvalidArgument("-O/--overcommit: " + std::to_string(ntasks) + " tasks on " +
+                           std::to_string(nodes) + " nodes is more than 512 per node; ask for " +
+                           "more nodes (-N)");
+  }
   spec.set_nodes(nodes);
   spec.set_ntasks(ntasks);
   spec.clear_tasks_per_node();
@@ -365,8 +379,8 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
   if (spec.mem_per_cpu_mb() > 0) {
     // The CPUs of a node's slot: its tasks' (the fullest node's, as every node gets one slot
     // size) or --mincpus, whichever is more.
-    const uint64_t slot_cpus = std::max<uint64_t>(
-        static_cast<uint64_t>(base + (extra > 0 ? 1 : 0)) * cpt, spec.min_cpus_per_node());
+    const uint64_t slot_tasks = spec.overcommit() ? 1 : base + (extra > 0 ? 1 : 0);
+    const uint64_t slot_cpus = std::max<uint64_t>(slot_tasks * cpt, spec.min_cpus_per_node());
     if (slot_cpus > (uint64_t{1} << 40) / spec.mem_per_cpu_mb()) {
       return InvalidArgument("--mem-per-cpu times " + std::to_string(slot_cpus) +
                              " CPUs per node is too large (at most 1024T per node)");
@@ -397,6 +411,7 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   r.gpus_per_node = s.gpus_per_node();
   r.gpu_type = s.gpu_type();
   r.exclusive = s.exclusive();
+  r.overcommit = s.overcommit();
   r.time_limit_ms = rec.time_limit_ms();
   // Validated at submission; a record from an older version without it parses to nothing.
   if (auto f = ParseConstraint(s.constraint()); f.ok()) r.features = std::move(*f);
@@ -422,6 +437,9 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   if (c.hint() == "nomultithread" || c.hint() == "compute_bound" || c.hint() == "memory_bound") {
     r.ntasks_per_core = 1;
   }
+  // -O: the slot is one task's, so the tasks per core or socket are not counted (as Slurm
+  // ignores those options with --overcommit).
+  if (s.overcommit()) r.ntasks_per_core = r.ntasks_per_socket = 0;
   return r;
 }
 

@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "array_tasks.h"
+#include "job_mail.h"
 #include "job_manager.h"
 #include "job_spec.h"
 #include "muster/common/check.h"
@@ -91,6 +92,7 @@ v1::JobRecord JobManager::NextRecord(const v1::JobRecord& rec, const JobChange& 
     r.set_suspended_ms(0);
     r.set_ended_suspended(false);
     r.set_admin_suspended(false);
+    r.set_mail_sent(0);  // a new run: its time-limit warnings are still to come
     *r.mutable_allocation() = c.allocation;
   } else if (from == v1::PENDING && Ended(c.to)) {
     r.set_end_time_ms(now);
@@ -114,7 +116,7 @@ void JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now,
                             store::Mutation& batch) {
   v1::JobRecord next = NextRecord(job.rec(), change, now);
   batch.PutJob(next);
-  Apply(job, std::move(next));
+  Apply(job, std::move(next), now);
 }
 
 Status JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now) {
@@ -122,11 +124,11 @@ Status JobManager::Transition(JobEntry& job, const JobChange& change, TimeMs now
   store::Mutation m;
   m.PutJob(next);
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
-  Apply(job, std::move(next));
+  Apply(job, std::move(next), now);
   return Status::Ok();
 }
 
-void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
+void JobManager::Apply(JobEntry& job, v1::JobRecord next, TimeMs now) {
   const v1::JobState from = job.rec().state();
   MUSTER_CHECK_MSG(next.id() == job.id() && (next.state() == from || Allowed(from, next.state())),
                    "a job's record changes only as the state machine allows");
@@ -168,6 +170,7 @@ void JobManager::Apply(JobEntry& job, v1::JobRecord next) {
     ctx_.RequestPass();
     spdlog::warn("job={} requeued (count={}): {}", id, r.requeue_count(), r.reason_detail());
   }
+  if (mail_) mail_->OnTransition(from, job, now);
 }
 
 void JobManager::SetWaitReason(JobEntry& job, JobReason reason, std::string detail) {

@@ -7,6 +7,7 @@
 
 #include "array_tasks.h"
 #include "dependency_tracker.h"
+#include "license_book.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/output_pattern.h"
@@ -121,6 +122,9 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
                    std::to_string(g.count()));
   }
   info.set_gres(Join(gres, ","));
+  info.set_licenses(FormatLicenses(s));
+  info.set_mail_user(s.mail_user());
+  info.set_mail_types(s.mail_types());
   *info.mutable_steps() = r.steps();
   return info;
 }
@@ -181,7 +185,9 @@ JobTotals TotalsOf(const core::JobRequest& request) {
   t.nodes = request.nodes;
   for (uint32_t n : request.tasks_per_node) {
     t.tasks += n;
-    t.cpus += std::max(n * std::max<uint32_t>(1, request.cpus_per_task), request.min_cpus_per_node);
+    const uint32_t slot_tasks = request.overcommit ? 1 : n;  // -O: one task's CPUs per node
+    t.cpus += std::max(slot_tasks * std::max<uint32_t>(1, request.cpus_per_task),
+                       request.min_cpus_per_node);
   }
   t.gpus = request.nodes * request.gpus_per_node;
   t.mem_mb = request.nodes * request.mem_per_node_mb;

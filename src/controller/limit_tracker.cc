@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 
 #include "account_manager.h"
+#include "associations.h"
 #include "job_manager.h"
 #include "job_spec.h"
 #include "job_views.h"
@@ -38,6 +40,25 @@ std::vector<const v1::AccountRecord*> Lineage(const AccountManager& accounts,
     at = it->second.parent();
   }
   return out;
+}
+
+// The user's association with the job's account, where it sets anything.
+const v1::Association* AssociationOf(const AccountManager& accounts, const v1::JobSpec& spec) {
+  return accounts.AssociationOf(spec.user(), spec.account());
+}
+
+// An account's limits as they bind a job whose user's association sets Max* limits of its own
+// (those replace the account's): the account's own record, or `scratch` without them.
+const v1::UsageLimits& Binding(const v1::UsageLimits& account, const v1::Association* as,
+                               v1::UsageLimits* scratch) {
+  if (!as || !OverridesAny(as->limits())) return account;
+  *scratch = account;
+  ClearOverridden(as->limits(), scratch);
+  return *scratch;
+}
+
+std::string AssocWords(const v1::JobSpec& spec) {
+  return "user " + spec.user() + " in account " + spec.account();
 }
 
 }  // namespace
@@ -198,10 +219,12 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
     }
   }
   const auto lineage = Lineage(accounts_, spec.account());
-  bool any = qos && (qos->limits().has_grp_submit() || qos->limits().has_max_submit_per_user());
-  for (const v1::AccountRecord* a : lineage) {
-    any = any || a->limits().has_grp_submit() || a->limits().has_max_submit_per_user();
-  }
+  const v1::Association* as = AssociationOf(accounts_, spec);
+  auto submit_limits = [](const v1::UsageLimits& l) {
+    return l.has_grp_submit() || l.has_max_submit_per_user();
+  };
+  bool any = (qos && submit_limits(qos->limits())) || (as && submit_limits(as->limits()));
+  for (const v1::AccountRecord* a : lineage) any = any || submit_limits(a->limits());
   if (!any) return Status::Ok();
   // From the job table's counts of pending and running tasks: an account's own, added up to
   // each ancestor in this lineage (the tree may have changed since they were counted).
@@ -222,9 +245,28 @@ Status LimitTracker::CheckSubmit(const v1::JobSpec& spec, int64_t time_limit_ms,
                              " jobs pending or running, at most " + std::to_string(max) +
                              "; this submission adds " + std::to_string(count));
   };
+  // The association's limits count the user's jobs in its account alone.
+  if (as && !(moving_from && moving_from->account() == spec.account())) {
+    const v1::UsageLimits& l = as->limits();
+    uint64_t mine = 0;
+    active.ForEachAccount([&](const std::string& name, const ActiveTasks::Tally& tally) {
+      if (name == spec.account()) mine = tally.Of(spec.uid());
+    });
+    if (l.has_grp_submit()) {
+      MUSTER_RETURN_IF_ERROR(
+          over(mine, l.grp_submit(),
+               AssocWords(spec) + " is at its limit (AssocGrpSubmitJobsLimit, GrpSubmitJobs)"));
+    }
+    if (l.has_max_submit_per_user()) {
+      MUSTER_RETURN_IF_ERROR(
+          over(mine, l.max_submit_per_user(),
+               AssocWords(spec) + " is at its limit (AssocMaxSubmitJobLimit, MaxSubmitJobs)"));
+    }
+  }
+  v1::UsageLimits scratch;
   for (const v1::AccountRecord* a : lineage) {
     if (AlreadyUnder(accounts_, moving_from, a->name())) continue;
-    const v1::UsageLimits& l = a->limits();
+    const v1::UsageLimits& l = Binding(a->limits(), as, &scratch);
     if (l.has_grp_submit()) {
       MUSTER_RETURN_IF_ERROR(over(
           account_jobs[a->name()], l.grp_submit(),
@@ -359,7 +401,12 @@ int64_t LimitTracker::WallLimit(const v1::JobSpec& spec) const {
     if (l.has_max_wall_ms() && (wall == 0 || l.max_wall_ms() < wall)) wall = l.max_wall_ms();
   };
   if (const v1::QosRecord* q = qos_.Find(QosOf(spec))) take(q->limits());
-  for (const v1::AccountRecord* a : Lineage(accounts_, spec.account())) take(a->limits());
+  const v1::Association* as = AssociationOf(accounts_, spec);
+  if (as) take(as->limits());
+  v1::UsageLimits scratch;
+  for (const v1::AccountRecord* a : Lineage(accounts_, spec.account())) {
+    take(Binding(a->limits(), as, &scratch));
+  }
   return static_cast<int64_t>(wall);
 }
 
@@ -374,8 +421,12 @@ JobReason LimitTracker::PerJobLimit(const v1::JobSpec& spec, int64_t time_limit_
   if (const v1::QosRecord* q = qos_.Find(QosOf(spec))) {
     scopes.push_back({"qos " + q->name(), &q->limits(), false});
   }
+  const v1::Association* as = AssociationOf(accounts_, spec);
+  if (as) scopes.push_back({AssocWords(spec), &as->limits(), true});
+  std::deque<v1::UsageLimits> scratch;  // the accounts' limits less what the association sets
   for (const v1::AccountRecord* a : Lineage(accounts_, spec.account())) {
-    scopes.push_back({"account " + a->name(), &a->limits(), true});
+    scopes.push_back(
+        {"account " + a->name(), &Binding(a->limits(), as, &scratch.emplace_back()), true});
   }
   for (const Scope& s : scopes) {
     const v1::UsageLimits& l = *s.l;
@@ -472,9 +523,16 @@ std::vector<core::LimitCharge> LimitTracker::ChargesOf(const v1::JobSpec& spec, 
   if (const v1::QosRecord* q = qos_.Find(QosOf(spec)); q && AnyLimit(q->limits())) {
     AddCharges("q:" + q->name(), "qos " + q->name(), q->limits(), true, spec, use, false, &out);
   }
+  const v1::Association* as = AssociationOf(accounts_, spec);
+  if (as && AnyLimit(as->limits())) {
+    AddCharges("s:" + spec.account() + "/" + spec.user(), AssocWords(spec), as->limits(), true,
+               spec, use, true, &out);
+  }
+  v1::UsageLimits scratch;
   for (const v1::AccountRecord* a : Lineage(accounts_, spec.account())) {
     if (!AnyLimit(a->limits())) continue;
-    AddCharges("a:" + a->name(), "account " + a->name(), a->limits(), true, spec, use, true, &out);
+    AddCharges("a:" + a->name(), "account " + a->name(), Binding(a->limits(), as, &scratch), true,
+               spec, use, true, &out);
   }
   return out;
 }
@@ -487,6 +545,7 @@ void LimitTracker::BeginPass(std::vector<core::LimitCounter>* counters) {
   bool any = false;
   for (const auto& [name, q] : qos_.all()) any = any || AnyLimit(q.limits());
   for (const auto& [name, a] : accounts_.accounts()) any = any || AnyLimit(a.limits());
+  any = any || accounts_.AnyAssociationLimit();
   if (!any) {
     counters_ = nullptr;  // nothing to charge: a pass pays nothing for limits
     return;

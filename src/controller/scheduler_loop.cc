@@ -252,7 +252,7 @@ void SchedulerLoop::CommitStarts(const core::SchedulePass& pass, TimeMs now) {
   for (Start& s : started) {
     JobEntry* job = jobs_.Find(s.id);
     ledger_.Hold(s.id, *s.placement);
-    jobs_.Apply(*job, std::move(s.next));
+    jobs_.Apply(*job, std::move(s.next), now);
   }
   // Reasons only for jobs that still wait (one may have been cancelled or held meanwhile).
   auto waiting = [&](core::JobId id) -> JobEntry* {

@@ -4,9 +4,11 @@
 #include <string>
 #include <string_view>
 
+#include "job_mail.h"
 #include "muster/common/config.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/output_pattern.h"
+#include "muster/common/resource_limit_names.h"
 #include "muster/common/text_bounds.h"
 
 namespace muster::controller {
@@ -70,6 +72,7 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
     return InvalidArgument("bad reservation name '" + spec.reservation().substr(0, 64) +
                            "': at most 64 letters, digits, '.', '_' and '-'");
   }
+  MUSTER_RETURN_IF_ERROR(CheckMailRequest(spec));
   if (spec.signal() < 0 || spec.signal() > 64 || spec.signal_time_s() > 65'535) {
     return InvalidArgument("--signal: the signal is 1-64 and its time at most 65535 seconds");
   }
@@ -85,6 +88,27 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   for (const v1::GresSpec& g : spec.gres()) {
     MUSTER_RETURN_IF_ERROR(CheckText("a --gres name", g.name(), kMaxShortStringBytes));
     MUSTER_RETURN_IF_ERROR(CheckText("a --gres type", g.type(), kMaxShortStringBytes));
+  }
+  // --propagate: Slurm's ten limit names, each once at most; --get-user-env's mode.
+  if (spec.propagated_limits_size() > 16) {
+    return InvalidArgument("--propagate names " + std::to_string(spec.propagated_limits_size()) +
+                           " limits; there are ten");
+  }
+  for (const v1::ResourceLimit& l : spec.propagated_limits()) {
+    if (!ResourceLimitIndex(l.name())) {
+      return InvalidArgument("--propagate: no resource limit named '" + l.name().substr(0, 16) +
+                             "'");
+    }
+  }
+  if (spec.has_get_user_env()) {
+    const std::string& mode = spec.get_user_env().mode();
+    if (!mode.empty() && mode != "S" && mode != "L") {
+      return InvalidArgument("--get-user-env: the mode is S or L");
+    }
+  }
+  if (static_cast<size_t>(spec.licenses_size()) > kMaxListEntries) {
+    return InvalidArgument("--licenses names " + std::to_string(spec.licenses_size()) +
+                           " licenses; at most " + std::to_string(kMaxListEntries));
   }
   // Numbers from a raw API client are not the CLI's parsed ones: bounded so that no product of
   // them (memory per GPU times GPUs, tasks times CPUs) can wrap.

@@ -59,7 +59,8 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
                         .gpus_per_node = req.gpus_per_node(),
                         .gpus = req.gpus(),
                         .exact = req.exact(),
-                        .overlap = req.overlap()};
+                        .overlap = req.overlap(),
+                        .overcommit = job->rec().spec().overcommit()};
   const bool want_gpus = shape.WantsGpus();
   if (want_gpus) {
     for (const auto& na : alloc) {

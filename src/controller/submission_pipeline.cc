@@ -10,6 +10,7 @@
 #include "engine_context.h"
 #include "job_manager.h"
 #include "job_spec.h"
+#include "license_book.h"
 #include "limit_tracker.h"
 #include "muster/common/strings.h"
 #include "muster/controller/access.h"
@@ -109,6 +110,8 @@ Status SubmissionPipeline::Identify(Submission& s) {
     spec.set_gid(s.caller.gid);
     spec.set_user(s.caller.user);
   }
+  // --mail-user defaults to the job's user (Slurm's).
+  if (spec.mail_types() != 0 && spec.mail_user().empty()) spec.set_mail_user(spec.user());
   if (spec.interactive()) {
     if (!spec.script().empty()) {
       return InvalidArgument("an interactive allocation (srun/salloc) carries no batch script");
@@ -133,6 +136,7 @@ Status SubmissionPipeline::Admit(Submission& s) {
   MUSTER_RETURN_IF_ERROR(
       NormalizeJobSpec(s.spec, ctx_.config(), ctx_.partition_limits(), &s.time_limit_ms));
   MUSTER_RETURN_IF_ERROR(CheckPartitionAccess(s.caller, s.spec, ctx_.config()));
+  MUSTER_RETURN_IF_ERROR(CheckLicenses(s.spec, ctx_.config()));
   if (s.spec.nice() < 0) MUSTER_RETURN_IF_ERROR(Authorize(s.caller, Action::kNegativeNice));
   if (s.priority) {
     MUSTER_RETURN_IF_ERROR(Authorize(s.caller, Action::kSetPriority));
@@ -152,7 +156,8 @@ Status SubmissionPipeline::Associate(Submission& s) {
     return InvalidArgument("invalid qos '" + spec.qos().substr(0, 64) +
                            "': no such QoS (`sacctmgr show qos` lists them)");
   }
-  MUSTER_ASSIGN_OR_RETURN(std::string qos, accounts_.ResolveQos(spec.account(), spec.qos()));
+  MUSTER_ASSIGN_OR_RETURN(std::string qos,
+                          accounts_.ResolveQos(spec.user(), spec.account(), spec.qos()));
   spec.set_qos(std::move(qos));
   if (!spec.reservation().empty()) {
     MUSTER_RETURN_IF_ERROR(

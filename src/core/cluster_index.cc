@@ -101,7 +101,9 @@ std::vector<uint32_t> PickCpus(const NodeView& n, uint32_t want,
 
 uint32_t MaxSlotCpus(const JobRequest& r) {
   uint32_t tasks = 1;
-  for (uint32_t t : r.tasks_per_node) tasks = std::max(tasks, t);
+  if (!r.overcommit) {
+    for (uint32_t t : r.tasks_per_node) tasks = std::max(tasks, t);
+  }
   return std::max(tasks * std::max<uint32_t>(1, r.cpus_per_task), r.min_cpus_per_node);
 }
 
@@ -635,11 +637,11 @@ Placement ClusterIndex::Build(const JobRequest& r, const std::string& partition,
       }
     } else {
       np.gpus = PickGpus(n, r.gpus_per_node);
-      np.cpus = PickCpus(
-          n,
-          std::max(std::max<uint32_t>(1, np.ntasks) * std::max<uint32_t>(1, r.cpus_per_task),
-                   r.min_cpus_per_node),
-          np.gpus);
+      np.cpus = PickCpus(n,
+                         std::max((r.overcommit ? 1 : std::max<uint32_t>(1, np.ntasks)) *
+                                      std::max<uint32_t>(1, r.cpus_per_task),
+                                  r.min_cpus_per_node),
+                         np.gpus);
       np.mem_mb = r.mem_per_node_mb;
       for (const GresRequest& g : r.gres) PickGres(n, g, &np);
     }

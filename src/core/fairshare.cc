@@ -61,6 +61,7 @@ FairShareResult ComputeFairTree(const std::vector<FairShareAccount>& accounts,
     if (account == index.end()) continue;
     Node n;
     n.association = &as;
+    n.shares = std::max<uint32_t>(as.shares, 1);
     n.usage = std::max(0.0, as.usage);
     nodes[account->second].children.push_back(nodes.size());
     nodes.push_back(std::move(n));
@@ -162,8 +163,10 @@ FairShareResult ComputeDrf(const std::vector<FairShareAccount>& accounts,
     }
     return w;
   };
-  std::map<std::string, size_t> users_of;
-  for (const DrfAssociation& as : associations) ++users_of[as.account];
+  std::map<std::string, double> user_shares_of;  // account -> its users' shares
+  for (const DrfAssociation& as : associations) {
+    user_shares_of[as.account] += std::max<uint32_t>(as.shares, 1);
+  }
 
   struct Ranked {
     const DrfAssociation* as;
@@ -172,7 +175,8 @@ FairShareResult ComputeDrf(const std::vector<FairShareAccount>& accounts,
   std::vector<Ranked> ranked;
   for (const DrfAssociation& as : associations) {
     if (!by_name.count(as.account)) continue;
-    const double weight = weight_of(as.account) / static_cast<double>(users_of[as.account]);
+    const double weight =
+        weight_of(as.account) * std::max<uint32_t>(as.shares, 1) / user_shares_of[as.account];
     double dominant = 0;
     for (const auto& [resource, amount] : as.held) {
       auto cap = capacity.find(resource);

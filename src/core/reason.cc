@@ -21,6 +21,7 @@ constexpr std::array kNames = {
     "DeadLine",
     "Reservation",
     "ReservationDeleted",
+    "Licenses",
     "AssocGrpJobsLimit",
     "AssocGrpNodeLimit",
     "AssocGrpGRES",

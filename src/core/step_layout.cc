@@ -64,6 +64,11 @@ Result<StepLayout> LayOutStep(const std::vector<StepRoom>& rooms, const StepShap
     return FailedPrecondition("the step needs " + std::to_string(nodes) + " nodes; " + job +
                               " has " + std::to_string(rooms.size()));
   }
+  if (shape.overcommit && shares.empty() && !nodes) {
+    // More tasks than CPUs: fill in order would put them all on the first node, so spread them
+    // over the job's nodes as srun's block distribution does.
+    nodes = std::min<uint32_t>(static_cast<uint32_t>(rooms.size()), ntasks);
+  }
   if (shares.empty() && nodes) {
     for (uint32_t k = 0, left = ntasks; k < nodes; ++k) {
       uint32_t s = tpn ? std::min(tpn, left) : ntasks / nodes + (k < ntasks % nodes ? 1 : 0);
@@ -71,6 +76,19 @@ Result<StepLayout> LayOutStep(const std::vector<StepRoom>& rooms, const StepShap
       left -= s;
     }
   }
+  if (shape.overcommit) {
+    for (uint32_t share : shares) {
+      if (share > kMaxTasksPerNode) {
+        return InvalidArgument("the step puts " + std::to_string(share) +
+                               " tasks on one node; at most " + std::to_string(kMaxTasksPerNode) +
+                               " with --overcommit");
+      }
+    }
+  }
+  // The CPUs a node needs for `tasks` of the step's tasks: one task's with --overcommit.
+  auto cpus_needed = [&](uint32_t tasks) -> uint64_t {
+    return uint64_t{shape.overcommit ? std::min<uint32_t>(tasks, 1) : tasks} * cpt;
+  };
   auto gpus_for = [&](uint32_t tasks) -> uint64_t {
     if (shape.gpus_per_task) return uint64_t{shape.gpus_per_task} * tasks;
     return shape.gpus_per_node;  // -G is checked once the node count is known
@@ -89,7 +107,7 @@ Result<StepLayout> LayOutStep(const std::vector<StepRoom>& rooms, const StepShap
     if (!shares.empty()) {
       size_t k = 0;
       for (size_t i = 0; i < rooms.size() && k < shares.size(); ++i) {
-        if (cpus_of(rooms[i]) < uint64_t{shares[k]} * cpt) continue;
+        if (cpus_of(rooms[i]) < cpus_needed(shares[k])) continue;
         if (want_gpus && gpus_of(rooms[i]) < gpus_for(shares[k])) continue;
         picks.push_back({i, shares[k++]});
       }
@@ -99,6 +117,7 @@ Result<StepLayout> LayOutStep(const std::vector<StepRoom>& rooms, const StepShap
     uint32_t left = ntasks;
     for (size_t i = 0; i < rooms.size() && left > 0; ++i) {
       uint32_t fit = cpus_of(rooms[i]) / cpt;
+      if (shape.overcommit && fit > 0) fit = kMaxTasksPerNode;
       if (shape.gpus_per_task) fit = std::min(fit, gpus_of(rooms[i]) / shape.gpus_per_task);
       if (shape.gpus_per_node && gpus_of(rooms[i]) < shape.gpus_per_node) fit = 0;
       fit = std::min(fit, left);
@@ -143,7 +162,7 @@ Result<StepLayout> LayOutStep(const std::vector<StepRoom>& rooms, const StepShap
     sp.tasks = p.tasks;
     if (!shape.overlap) {
       // --exact: just what the tasks need; otherwise every CPU of the job left free here.
-      size_t n = shape.exact ? static_cast<size_t>(p.tasks) * cpt : r.free_cpus.size();
+      size_t n = shape.exact ? static_cast<size_t>(cpus_needed(p.tasks)) : r.free_cpus.size();
       n = std::min(n, r.free_cpus.size());  // the layout checked the room; never read past it
       sp.cpus.assign(r.free_cpus.begin(), r.free_cpus.begin() + static_cast<long>(n));
     }

@@ -149,6 +149,11 @@ MUSTER_CHILD_CODE int ChildMain(void* arg) {
         a->pmi_fd == kPmiFd ? Sys(SYS_fcntl, kPmiFd, F_SETFD, 0) : Sys(SYS_dup2, a->pmi_fd, kPmiFd);
     if (r < 0) ChildFail(a, kPmi);
   }
+  // As the user now: the kernel lets it lower its limits, never raise a hard one.
+  for (size_t i = 0; i < a->nlimits; ++i) {
+    uint64_t lim[2] = {a->limits[i].soft, a->limits[i].hard};
+    Sys(SYS_prlimit64, 0, a->limits[i].resource, reinterpret_cast<long>(lim), 0);
+  }
   Sys(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
       reinterpret_cast<long>(a->envp));
   ChildFail(a, kExec);

@@ -58,6 +58,12 @@ class Reader {
     *v = static_cast<T>(x);
     return true;
   }
+  bool Uint64(uint64_t* v) {
+    std::string_view f;
+    if (!Field(&f) || f.empty()) return false;
+    auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), *v);
+    return ec == std::errc() && end == f.data() + f.size();
+  }
   bool Fd(int* fd) { return Int(fd, -1, std::numeric_limits<int>::max()); }
   bool Optional(std::optional<std::string>* s) {
     std::string_view f;
@@ -120,6 +126,12 @@ std::string EncodeKeeperSpec(const KeeperSpec& s) {
   w.Int(s.stderr_fd);
   w.Int(s.cgroup_procs_fd);
   w.Int(s.output_flags);
+  w.Int(static_cast<int64_t>(s.limits.size()));
+  for (const ResourceLimitSetting& l : s.limits) {
+    w.Int(l.resource);
+    w.Field(std::to_string(l.soft));
+    w.Field(std::to_string(l.hard));
+  }
   return w.Take();
 }
 
@@ -142,9 +154,16 @@ bool DecodeKeeperSpec(std::string_view bytes, KeeperSpec* out) {
   if (!r.String(&s.stdout_path) || !r.Optional(&s.stderr_path) || !r.Optional(&s.stdin_path) ||
       !r.Optional(&s.tty_path) || !r.Fd(&s.stdin_fd) || !r.Fd(&s.stdout_fd) ||
       !r.Fd(&s.stderr_fd) || !r.Fd(&s.cgroup_procs_fd) ||
-      !r.Int(&s.output_flags, 0, std::numeric_limits<int>::max()) || !r.AtEnd()) {
+      !r.Int(&s.output_flags, 0, std::numeric_limits<int>::max())) {
     return false;
   }
+  size_t nlimits = 0;
+  if (!r.Count(&nlimits) || nlimits > 64) return false;
+  s.limits.resize(nlimits);
+  for (ResourceLimitSetting& l : s.limits) {
+    if (!r.Int(&l.resource, 0, 64) || !r.Uint64(&l.soft) || !r.Uint64(&l.hard)) return false;
+  }
+  if (!r.AtEnd()) return false;
   if (s.report_fd < 0 || s.exit_dir_fd < 0 || s.exit_name.empty() || s.path.empty() ||
       s.argv.empty()) {
     return false;

@@ -40,6 +40,8 @@ void FillChildArgs(const TaskSpec& task, ChildArrays* arrays, ChildArgs* args) {
   args->cgroup_procs_fd = task.cgroup_procs_fd;
   args->cpu_mask = task.cpu_mask.empty() ? nullptr : task.cpu_mask.data();
   args->cpu_mask_bytes = task.cpu_mask.size() * sizeof(uint64_t);
+  args->limits = task.limits.empty() ? nullptr : task.limits.data();
+  args->nlimits = task.limits.size();
 }
 
 }  // namespace muster::keeper

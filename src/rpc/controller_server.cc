@@ -11,6 +11,7 @@
 
 #include "agent_service.h"
 #include "api_server.h"
+#include "mail_sender.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/tls_files.h"
 #include "muster/controller/controller_runner.h"
@@ -48,6 +49,7 @@ class ControllerServer::Impl {
   std::unique_ptr<controller::ControllerRunner> runner_;
   std::unique_ptr<ApiDispatcher> dispatcher_;
   std::unique_ptr<AgentService> agents_;
+  std::unique_ptr<MailSender> mail_;  // with controller.mail_prog
   std::unique_ptr<ReplicationService> replication_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<ApiServer> api_;
@@ -127,7 +129,11 @@ Status ControllerServer::Impl::Start() {
     MUSTER_ASSIGN_OR_RETURN(api_port_, api_->ListenTcp(listen));
   }
 
-  runner_->Start(agents_.get());
+  if (!c.controller.mail_prog.empty()) {
+    mail_ = std::make_unique<MailSender>(
+        MailSenderOptions{.program = c.controller.mail_prog, .cluster_name = c.cluster_name});
+  }
+  runner_->Start(agents_.get(), mail_.get());
   executor_->Start(options_.threads);
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -166,6 +172,7 @@ void ControllerServer::Impl::Shutdown() {
     grpc_server_->Wait();
     executor_->RunOnStrandAndWait([] {});  // sessions' OnDone posted their cleanup; let it run
     executor_->Stop();
+    if (mail_) mail_->Stop();
     std::error_code ec;
     std::filesystem::remove(options_.config.controller.socket_path, ec);
   } else if (grpc_server_) {
@@ -178,6 +185,7 @@ void ControllerServer::Impl::Shutdown() {
   dispatcher_.reset();
   runner_.reset();
   executor_.reset();
+  mail_.reset();
   spdlog::info("musterctld stopped");
   cv_.notify_all();
 }

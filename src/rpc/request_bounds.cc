@@ -106,6 +106,10 @@ Status CheckRequestBounds(const v1::UpdateAccountRequest& r) {
   if (r.limits().grp_gpus_size() > 64 || r.limits().max_gpus_per_user_size() > 64) {
     return InvalidArgument("at most 64 GPU types per limit");
   }
+  MUSTER_RETURN_IF_ERROR(
+      CheckTextList("coordinators", r.add_coordinators(), kMaxListEntries, kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckTextList("coordinators", r.remove_coordinators(), kMaxListEntries,
+                                       kMaxShortStringBytes));
   return CheckText("description", r.description(), kMaxExpressionBytes);
 }
 
@@ -129,6 +133,11 @@ Status CheckRequestBounds(const v1::UpdateUserRequest& r) {
     return InvalidArgument("unknown user operation " + std::to_string(r.op()));
   }
   MUSTER_RETURN_IF_ERROR(CheckText("user", r.user(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("qos", r.qos(), kMaxExpressionBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("default qos", r.default_qos(), kMaxShortStringBytes));
+  if (r.limits().grp_gpus_size() > 64 || r.limits().max_gpus_per_user_size() > 64) {
+    return InvalidArgument("at most 64 GPU types per limit");
+  }
   return CheckText("account", r.account(), kMaxShortStringBytes);
 }
 

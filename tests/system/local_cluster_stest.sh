@@ -524,6 +524,44 @@ grep -qx "Cluster|Login|Proper Name|Account|TRES Name|Used" <<<"$out" &&
   grep -q "^Cluster/User/Account Utilization " <<<"$out" &&
   grep -Eq "^[^|]+\|$me\|[^|]*\|physics\|gres/gpu\|0$" <<<"$out" || fail "sreport by account: $out"
 
+echo "== licenses: none configured here, so -L is refused by name; spread-job"
+[ "$("$DIR/compat/scontrol" show licenses)" = "No licenses configured in Slurm." ] ||
+  fail "scontrol show licenses: $("$DIR/compat/scontrol" show licenses)"
+set +e
+out=$("$DIR/compat/sbatch" -L matlab:2 --wrap true 2>&1); rc=$?
+set -e
+[ $rc != 0 ] && grep -q "Invalid license specification: the cluster has no license 'matlab'" <<<"$out" ||
+  fail "sbatch -L: $out"
+"$DIR/compat/scontrol" show config | grep -q '^Licenses *= (null)$' || fail "show config Licenses"
+id_s=$("$DIR/compat/sbatch" --parsable -H -n 4 --spread-job -o /dev/null --wrap true)
+[ "$("$DIR/compat/squeue" -h -j "$id_s" -o %D)" = 4 ] || fail "--spread-job: $("$DIR/compat/squeue" -h -j "$id_s" -o %D)"
+"$DIR/compat/scancel" "$id_s"
+
+echo "== a user's own association: MaxJobs and fairshare of $me in physics only; coordinators"
+"$DIR/compat/sacctmgr" -i modify user "$me" where account=physics set maxjobs=1 fairshare=3
+out=$("$DIR/compat/sacctmgr" -n -P show assoc user="$me" format=Account,User,Share,MaxJobs)
+grep -qx "physics|$me|3|1" <<<"$out" && grep -qx "science|$me|1|" <<<"$out" ||
+  fail "sacctmgr show assoc after modify user: $out"
+[ "$("$DIR/compat/sacctmgr" -n -P -s show user "$me" format=Account,MaxJobs | sort | tr '\n' ' ')" = \
+  "physics|1 science| " ] || fail "sacctmgr -s show user: $("$DIR/compat/sacctmgr" -n -P -s show user "$me")"
+one=$("$DIR/compat/sbatch" --parsable -A physics -o /dev/null --wrap 'sleep 60')
+two=$("$DIR/compat/sbatch" --parsable -A physics -o /dev/null --wrap true)
+other=$("$DIR/compat/sbatch" --parsable -A science -o /dev/null --wrap true)
+wait_for 30 is_state "$one" RUNNING
+wait_for 30 is_state "$other" COMPLETED
+wait_for 30 has_reason "$two" AssocMaxJobsLimit
+"$DIR/compat/scancel" "$one"
+wait_for 30 is_state "$two" COMPLETED
+"$DIR/compat/sacctmgr" -i modify user "$me" set maxjobs=-1 fairshare=1
+[ "$("$DIR/compat/sacctmgr" -n -P show assoc user="$me" account=physics format=MaxJobs)" = "" ] ||
+  fail "maxjobs=-1 did not clear it"
+"$DIR/compat/sacctmgr" -i add coordinator accounts=science names="$me"
+[ "$("$DIR/compat/sacctmgr" -n -P show account science format=Account,Coordinators)" = "science|$me" ] ||
+  fail "coordinator: $("$DIR/compat/sacctmgr" -n -P list account withcoord)"
+"$DIR/compat/sacctmgr" -i delete coordinator accounts=science names="$me"
+[ "$("$DIR/compat/sacctmgr" -n -P show account science format=Coordinators)" = "" ] ||
+  fail "delete coordinator"
+
 echo "== QoS through sacctmgr: a low-QoS 2-node gang is preempted by a high-QoS job, requeued"
 "$DIR/compat/sacctmgr" -i add qos low
 "$DIR/compat/sacctmgr" -i add qos high priority=100 preempt=low

@@ -5,7 +5,9 @@
 #     address from SLURM_* only; the all-reduce sums right on every rank;
 #   - an MPICH hello world started by srun (srun serves PMI-1 through each task's inherited
 #     socket, and opens no port anyone could find), its MPI_Abort, and mpiexec inside salloc
-#     (hydra launches its proxies with srun).
+#     (hydra launches its proxies with srun);
+#   - srun --mpi=pmi2: a PMI-2 client of our own (Debian's MPICH speaks PMI-1 only) across two
+#     nodes, its abort, and MPICH's PMI-1 served under --mpi=pmi2 too; srun --mpi=list.
 #   usage: slurm_programs_stest.sh BIN_DIR
 set -euo pipefail
 BIN=$(cd "${1:?usage: $0 BIN_DIR}" && pwd)
@@ -67,17 +69,56 @@ head -c 10000000 /dev/zero >big.in
 out=$(timeout 60 srun -N2 -n4 ./mpi_hello <big.in | sort) || fail "MPI with 10 MB of stdin: $out"
 [ "$(grep -c ': sum 10$' <<<"$out")" = 4 ] || fail "MPI with 10 MB of stdin: $out"
 
-echo "== MPI_Abort of one rank ends the step"
-set +e
-timeout 60 srun -N2 -n4 ./mpi_hello abort >abort.out 2>abort.err; rc=$?
-set -e
-[ $rc != 0 ] && grep -q "rank 1 called MPI_Abort (exit code 3)" abort.err \
-  || fail "MPI_Abort: rc $rc: $(cat abort.out abort.err)"
+# aborts MESSAGE SRUN_ARGS...: the step fails (before the timeout) and srun says MESSAGE.
+aborts() {
+  local want=$1 rc
+  shift
+  set +e
+  timeout 60 srun "$@" >abort.out 2>abort.err; rc=$?
+  set -e
+  [ $rc != 0 ] && [ $rc != 124 ] && grep -qF "$want" abort.err \
+    || fail "srun $*: rc $rc: $(cat abort.out abort.err)"
+}
 
+echo "== MPI_Abort of one rank ends the step"
+aborts "rank 1 called MPI_Abort (exit code 3)" -N2 -n4 ./mpi_hello abort
+
+echo "== srun --mpi=list, and --mpi=pmix refused by name"
+out=$(srun --mpi=list)
+[ "$out" = "$(printf 'MPI plugin types are...\n\tnone\n\tpmi1\n\tpmi2')" ] || fail "--mpi=list: $out"
 set +e
-srun --mpi=pmi2 true 2>err.txt; rc=$?
+srun --mpi=pmix true 2>err.txt; rc=$?
 set -e
-[ $rc != 0 ] && grep -q "mpi=pmi2 is not supported" err.txt || fail "--mpi=pmi2 not refused: $(cat err.txt)"
+[ $rc != 0 ] && grep -q "mpi=pmix is not supported" err.txt || fail "--mpi=pmix not refused: $(cat err.txt)"
+
+# Debian's MPICH 4.0.2 speaks PMI-1 only (its first line is "cmd=init pmi_version=1" whatever
+# PMI_VERSION or MPIR_CVAR_PMI_VERSION say), so a small client of our own speaks PMI-2.
+echo "== PMI-2 (srun --mpi=pmi2 -N2 -n4): fullinit, node attributes, put/fence/get, finalize"
+cc -O2 -o pmi2_client "$ROOT/tests/programs/pmi2_client.c"
+out=$(timeout 60 srun --mpi=pmi2 -N2 -n4 ./pmi2_client | sort) || fail "pmi2 client: $out"
+for r in 0 1 2 3; do
+  grep -q "^pmi2 rank $r of 4 on node$(( r / 2 + 1 )): cards 4, node leader $(( r / 2 * 2 )), mapping (vector,(0,2,2))$" <<<"$out" \
+    || fail "pmi2 rank $r: $out"
+done
+out=$(SLURM_MPI_TYPE=pmi2 timeout 60 srun -N2 -n2 sh -c 'echo "$SLURM_MPI_TYPE $PMI_JOBID"' | sort -u)
+[[ "$out" =~ ^pmi2\ [0-9]+\.[0-9]+$ ]] || fail "pmi2 tasks' environment: $out"
+out=$(SLURM_MPI_TYPE=pmi2 timeout 60 srun --mpi=none -n1 sh -c 'echo "${PMI_FD:-nofd} ${PMI_JOBID:-nojobid} $SLURM_MPI_TYPE"')
+[ "$out" = "nofd nojobid none" ] || fail "--mpi=none tasks' environment: $out"
+# A PMI-2 client in a PMI-1 step fails at once (its socket closes), rather than waiting.
+set +e
+timeout 60 srun --mpi=pmi1 -N1 -n2 ./pmi2_client >pmi1.out 2>pmi1.err; rc=$?
+set -e
+[ $rc != 0 ] && [ $rc != 124 ] && grep -q "init answered cmd=response_to_init pmi_version=1" pmi1.err \
+  || fail "PMI-2 client under --mpi=pmi1: rc $rc: $(cat pmi1.out pmi1.err)"
+
+echo "== PMI-2 abort of one rank, or its end outside a fence, ends the step (no hang)"
+aborts "rank 1 called MPI_Abort: rank 1 gives up" --mpi=pmi2 -N2 -n4 ./pmi2_client abort
+aborts "rank 1 ended outside the PMI fence the others wait in" --mpi=pmi2 -N2 -n4 ./pmi2_client vanish
+
+echo "== MPICH (PMI-1) under --mpi=pmi2, as Slurm's mpi/pmi2 serves it, and its MPI_Abort"
+out=$(timeout 120 srun --mpi=pmi2 -N2 -n4 ./mpi_hello | sort)
+[ "$(grep -c ': sum 10$' <<<"$out")" = 4 ] || fail "mpi_hello under --mpi=pmi2: $out"
+aborts "rank 1 called MPI_Abort (exit code 3)" --mpi=pmi2 -N2 -n4 ./mpi_hello abort
 
 echo "== MPICH hello world: mpiexec inside salloc"
 # hydra's proxies call back to mpiexec by host name, which a bare machine (or container) may not

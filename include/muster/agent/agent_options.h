@@ -36,6 +36,9 @@ struct AgentOptions {
   // muster-keeper, the program each batch script runs under. Empty: next to musterd, else
   // /usr/libexec/muster/muster-keeper; "none" (or not found): a copy of the agent keeps it.
   std::string keeper_program;
+  // Tests only: the program run as every user's login shell for --get-user-env instead of the
+  // shell of their passwd entry (a fake shell that prints a known environment). Empty: theirs.
+  std::string login_shell_for_tests;
   // Seams (tests): how processes start, and how the controller is reached. Empty: fork/exec and
   // the gRPC link.
   std::shared_ptr<Launcher> launcher;

@@ -46,6 +46,14 @@ struct SpawnSpec {
   // The CPUs (the kernel's numbers) the process is bound to before its exec (sched_setaffinity,
   // srun --cpu-bind); empty: it keeps ours. Not with exit_file.
   std::vector<uint32_t> cpus;
+  // Resource limits the process sets on itself after dropping privileges, just before its exec
+  // (--propagate), clamped to the node's hard limits by the caller (resource_limits.h).
+  struct Limit {
+    int resource = 0;
+    uint64_t soft = 0;  // RLIM_INFINITY as UINT64_MAX
+    uint64_t hard = 0;
+  };
+  std::vector<Limit> limits;
   // cgroup v2: the open directory (O_DIRECTORY) of the cgroup the process starts in, -1: ours.
   // The process is created there (clone3 CLONE_INTO_CGROUP, Linux 5.7): moving it in after the
   // fork would cost a synchronize_rcu, 10-20 ms a job (measured).

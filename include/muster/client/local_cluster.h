@@ -23,6 +23,9 @@ struct LocalClusterOptions {
   // A hot standby: an etcd of the cluster's own (DIR/etcd, loopback) and two controllers, ctl-a
   // (started first, so it leads) and ctl-b, each with its own socket and state directory.
   bool standby = false;
+  // --mail-prog: the controller's mail program (controller.mail_prog; empty: no mail). A
+  // cluster made with another one is made anew (its state with it).
+  std::string mail_prog;
 };
 
 std::string DefaultLocalDir();

@@ -26,6 +26,7 @@ struct StepOptions {
   bool kill_on_bad_exit = false;  // a task ending non-zero kills the others (srun -K)
   std::string program = "srun";   // names the client in its messages
   bool pmi = true;                // serve PMI-1 to the tasks (MPI without mpiexec); --mpi=none
+  bool pmi2 = false;              // --mpi=pmi2: serve PMI-2 as well (with pmi), set PMI_JOBID
   // Standard input (srun -i): by default task 0 reads ours; STDIN_ALL sends it to every task;
   // STDIN_NONE gives /dev/null, or the file stdin_pattern names on each node.
   v1::StepLaunchRequest::StdinMode stdin_mode = v1::StepLaunchRequest::STDIN_TASK;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct SubmitOptions {
   std::optional<int32_t> nice;           // --nice[=N]: subtracted from the priority
   std::optional<int64_t> begin_time_ms;  // --begin: not started before (unix ms)
   std::optional<bool> kill_on_invalid_dep;
+  // --mail-type as v1::MailType bits (NONE: 0) and --mail-user (the controller checks it).
+  std::optional<uint32_t> mail_types;
+  std::optional<std::string> mail_user;
   std::optional<int64_t> deadline_ms;  // --deadline: removed unless it can end before (unix ms)
   std::optional<uint32_t> nodes, min_nodes, ntasks, ntasks_per_node, cpus_per_task;
   std::optional<uint32_t> gpus, gpus_per_node;
@@ -32,9 +36,11 @@ struct SubmitOptions {
   std::optional<uint32_t> gpus_per_task;
   std::string gpu_bind;  // srun --gpu-bind (checked by ParseGpuBind)
   std::optional<uint64_t> mem_mb, mem_per_gpu_mb, mem_per_cpu_mb;
-  std::optional<uint64_t> tmp_mb;        // --tmp: temporary disk per node
-  std::optional<uint32_t> min_cpus;      // --mincpus: CPUs per node at least
-  std::optional<uint32_t> cpus_per_gpu;  // --cpus-per-gpu (BuildJobSpec turns it into counts)
+  std::optional<uint64_t> tmp_mb;            // --tmp: temporary disk per node
+  std::map<std::string, uint32_t> licenses;  // -L/--licenses: name -> count
+  bool spread_job = false;                   // --spread-job: over as many nodes as it may
+  std::optional<uint32_t> min_cpus;          // --mincpus: CPUs per node at least
+  std::optional<uint32_t> cpus_per_gpu;      // --cpus-per-gpu (BuildJobSpec turns it into counts)
   std::optional<uint32_t> ntasks_per_gpu;
   // CPU shape. -B S[:C[:T]], --sockets-per-node, --cores-per-socket, --threads-per-core: nodes
   // with at least that many (0: any, -B's '*'); --ntasks-per-core/--ntasks-per-socket: at most N
@@ -82,7 +88,7 @@ struct SubmitOptions {
   std::optional<uint32_t> immediate_s;  // -I[SECS]: give up when not allocated in time
   std::optional<std::string> input;     // -i
   std::optional<std::string> array;     // sbatch --array
-  std::optional<std::string> mpi;       // --mpi: pmi1 (default) or none
+  std::optional<std::string> mpi;       // --mpi: pmi1 (default), pmi, pmi2, none, or list
   // salloc -K/--kill-command[=SIGNAL]: the signal for the command when the allocation is
   // revoked (0: SIGHUP on a terminal, SIGTERM otherwise, as Slurm's default).
   std::optional<int> kill_command;
@@ -104,6 +110,17 @@ struct SubmitOptions {
   // srun -W/--wait=SECONDS: once the first task has ended, the others get this long (0: no
   // limit). sbatch's -W is `wait`.
   uint32_t step_wait_s = 0;
+  // --propagate[=NAMES]: the resource limits (Slurm's names: AS, CORE, CPU, DATA, FSIZE,
+  // MEMLOCK, NOFILE, NPROC, RSS, STACK; ALL, NONE) the tasks get from the submitting shell,
+  // upper-case and comma-separated ("" when given bare: ALL). Unset: the cluster's default
+  // (SubmitContext).
+  std::optional<std::string> propagate;
+  // --get-user-env[=TIMEOUT][S|L] (sbatch, salloc): the job starts from the user's login
+  // environment on its node, the submitted one on top.
+  bool get_user_env = false;
+  uint32_t get_user_env_timeout_s = 0;  // 0: the default (8 s)
+  std::string get_user_env_mode;        // "S", "L" or "" (L)
+  bool overcommit = false;              // -O/--overcommit
   // Everything after the options: the script path and its arguments (command line only).
   std::vector<std::string> positional;
 };
@@ -117,6 +134,12 @@ struct SubmitOptions {
 enum class OptionSet { kBatch, kRun, kAlloc };
 Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& origin,
                        SubmitOptions* opts, OptionSet set = OptionSet::kBatch);
+
+// The MPI types srun serves (--mpi, SLURM_MPI_TYPE): none, pmi1 (and its other name pmi),
+// pmi2. The default is pmi1, which MPICH's own PMI client speaks.
+bool IsMpiType(const std::string& type);
+// What `srun --mpi=list` prints (on stdout), in Slurm's form.
+std::string MpiTypeList();
 
 // --uid/--gid, once every option is read: root's only (`euid` is the caller's), and --gid only
 // with --uid. INVALID_ARGUMENT saying so.
@@ -141,7 +164,31 @@ struct SubmitContext {
   std::string cwd;
   std::string hostname;
   bool interactive = false;  // srun/salloc: an allocation without a script
+  // Without --propagate, the limits the cluster propagates (its propagate_resource_limits less
+  // propagate_resource_limits_except, as Slurm's PropagateResourceLimits[Except]).
+  std::string propagate_default = "ALL";
+  std::string propagate_except;
 };
+
+// The resource limits --propagate names ("ALL", "NONE", "NOFILE,STACK"; any case, "RLIMIT_"
+// prefixes allowed), as Slurm's names in Slurm's order. INVALID_ARGUMENT for another name.
+Result<std::vector<std::string>> ParsePropagateList(const std::string& list);
+
+// The environment variable srun hands a step's tasks one propagated limit in, "SOFT,HARD" in
+// decimal with "unlimited" for RLIM_INFINITY (the step's supervisor applies and removes it):
+// SLURM_RLIMIT_NOFILE, as Slurm's.
+std::string RlimitEnvName(const std::string& limit);
+
+// "SOFT,HARD" in decimal, "unlimited" for RLIM_INFINITY (UINT64_MAX).
+std::string RlimitEnvValue(const v1::ResourceLimit& limit);
+
+// The limits a job's or step's tasks get: --propagate's, else `ctx`'s default less its
+// exceptions.
+Result<std::vector<std::string>> PropagatedLimitNames(const SubmitOptions& opts,
+                                                      const SubmitContext& ctx);
+
+// The limits this process has now for `names` (ParsePropagateList's).
+std::vector<v1::ResourceLimit> OwnResourceLimits(const std::vector<std::string>& names);
 
 // Builds the job spec. INVALID_ARGUMENT for a script without #! and for contradictory options.
 Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& opts, const SubmitContext& ctx);

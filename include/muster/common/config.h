@@ -60,6 +60,10 @@ struct ControllerConfig {
   std::string etcd_key_file;
   // The leader's etcd lease: a leader that stops answering is replaced this long after.
   uint32_t leader_lease_s = 3;
+  // Slurm's MailProg: the program that mails users what their --mail-type asked for, run as
+  // `mail_prog -s SUBJECT RECIPIENT` with the job's SLURM_JOB_* in its environment, as the
+  // controller's own user (an absolute path). Empty: no mail is sent.
+  std::string mail_prog;
 };
 
 // One of several controllers ([[controllers]]): one leads, the others follow its state and take
@@ -127,6 +131,12 @@ struct SchedulingConfig {
   bool kill_invalid_depend = false;
   // scontrol top for users on their own jobs (Slurm's enable_user_top); admins always may.
   bool enable_user_top = false;
+  // The resource limits sbatch and srun hand the job's tasks from the submitting shell when
+  // --propagate is not given (Slurm's PropagateResourceLimits and ...Except): comma-separated
+  // ALL, NONE, AS, CORE, CPU, DATA, FSIZE, MEMLOCK, NOFILE, NPROC, RSS, STACK. The nodes never
+  // let them exceed their own hard limits.
+  std::string propagate_resource_limits = "ALL";
+  std::string propagate_resource_limits_except;
 };
 
 struct AgentConfig {
@@ -261,6 +271,8 @@ struct AccountConfig {
   std::string default_qos;       // empty: as its parent (root: "normal")
   std::map<std::string, QuotaConfig> quotas;  // by GPU type
   std::string cohort;  // accounts of one cohort lend each other idle guaranteed GPUs
+  // Users who manage its sub-accounts and the users under it (sacctmgr add coordinator).
+  std::vector<std::string> coordinators;
 };
 
 // A quality of service ([[qos]]). "normal" exists unless the config defines it.
@@ -326,6 +338,8 @@ struct Config {
   std::vector<NodeConfig> nodes;        // in configuration order
   std::vector<AccountConfig> accounts;  // parents before children (checked: a tree under root)
   std::vector<QosConfig> qos;           // checked: known names, no preemption cycles
+  // [licenses]: counted cluster-wide resources jobs hold while they run (-L/--licenses).
+  std::map<std::string, uint32_t> licenses;
 
   const NodeConfig* FindNode(const std::string& name) const;
   const PartitionConfig* FindPartition(const std::string& name) const;

@@ -51,6 +51,14 @@ const std::vector<PrivilegedAction>& PrivilegedActions();
 // Whether the caller may; and the refusal (PERMISSION_DENIED saying what needs whom) if not.
 bool May(const Caller& caller, Action action);
 Status Authorize(const Caller& caller, Action action);
+// kChangeAccounts and kChangeUsers, which an account's coordinators may take too for what lies
+// under it: `coordinates` says whether the caller coordinates what the change touches (the
+// account tree answers that); `where` names whom it would need ("account physics or one above").
+Status AuthorizeCoordinated(const Caller& caller, Action action, bool coordinates,
+                            std::string_view where);
+// Whether the caller acts as a coordinator, not an admin: then what it sets is bounded by what
+// the accounts it coordinates allow (no limit loosened, no QoS added beyond theirs).
+bool ActsAsCoordinator(const Caller& caller, Action action);
 // "admin", "operator" or "user": the role the audit log records.
 std::string_view RoleOf(const Caller& caller);
 

@@ -41,6 +41,14 @@ class AgentSessions {
   virtual void Deliver(std::vector<Outgoing> commands) = 0;
 };
 
+// Where the engine's mails go (the daemon's sender runs controller.mail_prog for each): called on
+// the strand once what each mail reports is durable; must not block.
+class MailSink {
+ public:
+  virtual ~MailSink() = default;
+  virtual void Send(std::vector<MailNotice> mails) = 0;
+};
+
 // A leader with hot standbys (store::ReplicationLog): what it commits is streamed to them, and
 // nothing is acknowledged before the in-sync ones have it.
 struct ControllerReplicationOptions {
@@ -71,8 +79,9 @@ class ControllerRunner {
   static Result<std::unique_ptr<ControllerRunner>> Create(ControllerRunnerOptions options);
   ~ControllerRunner();
 
-  // Starts the tick and the first pass; commands go to `agents` (may be null: dropped).
-  void Start(AgentSessions* agents);
+  // Starts the tick and the first pass; commands go to `agents`, mails to `mail` (either may be
+  // null: dropped).
+  void Start(AgentSessions* agents, MailSink* mail = nullptr);
   // No more ticks or passes start; a pass in flight is dropped when it returns. Thread-safe.
   void Stop();
   bool stopped() const { return stopped_->load(); }
@@ -117,6 +126,7 @@ class ControllerRunner {
   uint64_t epoch_ = 0;
   // Strand-confined.
   AgentSessions* agents_ = nullptr;
+  MailSink* mail_ = nullptr;
   bool sched_armed_ = false;
   bool pass_running_ = false;
   // Shared with work in flight, which may outlive a stop: it checks before touching the engine.

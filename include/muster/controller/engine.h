@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "muster/common/clock.h"
@@ -64,6 +65,16 @@ struct Outgoing {
   bool close_session = false;
 };
 
+// A mail a job's --mail-type asked for (Slurm's MailProg): what goes out once the change behind
+// it is durable, on the active controller only. The daemon runs the configured mail_prog as
+// `mail_prog -s SUBJECT RECIPIENT` with `env` (SLURM_JOB_* and SLURM_ARRAY_*) added to a fixed one.
+struct MailNotice {
+  uint64_t job_id = 0;
+  std::string recipient;
+  std::string subject;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
 struct EngineOptions {
   Config config;
   // Produces job credentials; tests inject a deterministic one.
@@ -86,6 +97,7 @@ class EngineContext;
 class HistoryRetention;
 class AuditLog;
 class AccountManager;
+class LicenseBook;
 class LimitTracker;
 class Preemptor;
 class QuotaBook;
@@ -95,6 +107,7 @@ class FairShare;
 class DependencyTracker;
 class JobExplainer;
 class JobModifier;
+class JobMail;
 class JobManager;
 class JobViews;
 class NodeManager;
@@ -248,6 +261,9 @@ class Engine {
   void RunSchedulePass(TimeMs now);
 
   std::vector<Outgoing> TakeOutgoing();
+  // The mails decided since the last call (none unless controller.mail_prog is set); the runner
+  // hands them to its mail sender once what they report is durable.
+  std::vector<MailNotice> TakeMail();
 
   uint64_t epoch() const;
   TimeMs start_time_ms() const { return start_time_ms_; }
@@ -280,6 +296,7 @@ class Engine {
   std::unique_ptr<ResourceLedger> ledger_;
   std::unique_ptr<NodeManager> nodes_;
   std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<JobMail> mail_;
   std::unique_ptr<StepManager> steps_;
   std::unique_ptr<AllocationManager> allocations_;
   std::unique_ptr<JobViews> job_views_;
@@ -295,6 +312,7 @@ class Engine {
   std::unique_ptr<QuotaBook> quotas_;
   std::unique_ptr<ClusterViews> views_;
   std::unique_ptr<Preemptor> preemptor_;
+  std::unique_ptr<LicenseBook> licenses_;
   std::unique_ptr<PassPolicy> policy_;  // DefaultPassPolicy
   std::unique_ptr<SchedulerLoop> scheduler_;
   std::unique_ptr<JobExplainer> explainer_;

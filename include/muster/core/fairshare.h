@@ -20,12 +20,13 @@ struct FairShareAccount {
   uint32_t shares = 1;
 };
 
-// A user's association with an account, with its usage (billing units, decayed). Users within an
-// account weigh the same (a share of 1 each), as Slurm's default.
+// A user's association with an account, with its usage (billing units, decayed) and its weight
+// among the account's users (1 each unless an admin gives it Fairshare=, as Slurm's default).
 struct FairShareAssociation {
   std::string account;
   std::string user;
   double usage = 0;
+  uint32_t shares = 1;
 };
 
 // One line of the tree (an account, or a user under an account): what sshare shows.
@@ -54,13 +55,15 @@ FairShareResult ComputeFairTree(const std::vector<FairShareAccount>& accounts,
 // Dominant resource fairness, the alternative ordering: an association's dominant share is the
 // largest fraction of any one resource (each GPU type, CPUs, memory; `capacity` has the
 // cluster's totals by name) that its running jobs hold, over its weight: its account's share of
-// the tree (norm shares multiplied down from the top) split evenly among the account's users.
+// the tree (norm shares multiplied down from the top) split among the account's users by their
+// shares.
 // Associations are ranked by it, lowest first (ties by name), and the factor is the rank as for
 // Fair Tree. Rows: one per association, norm_shares its weight, raw_usage its dominant share.
 struct DrfAssociation {
   std::string account;
   std::string user;
   std::map<std::string, double> held;  // resource name -> amount held now
+  uint32_t shares = 1;                 // among the account's users
 };
 FairShareResult ComputeDrf(const std::vector<FairShareAccount>& accounts,
                            const std::vector<DrfAssociation>& associations,

@@ -24,6 +24,7 @@ enum class JobReason : uint8_t {
   kDeadLine,                  // --deadline: it could not end before its deadline
   kReservation,               // --reservation: waiting for its reservation to begin
   kReservationDeleted,        // --reservation: the reservation ended or was deleted
+  kLicenses,                  // -L/--licenses: not as many of a license are free as it needs
   // Limits of the job's account (association) or QoS; the detail names the numbers.
   kAssocGrpJobsLimit,
   kAssocGrpNodeLimit,

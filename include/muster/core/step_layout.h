@@ -31,8 +31,14 @@ struct StepShape {
   uint32_t gpus = 0;     // -G: in total, divided evenly over the nodes
   bool exact = false;    // only the CPUs its tasks need (else every CPU left free there)
   bool overlap = false;  // shares CPUs with other steps: holds none
+  // -O/--overcommit (the job's): tasks may outnumber the CPUs, each node needs only one task's
+  // CPUs, and the tasks are spread over the nodes (at most kMaxTasksPerNode on one).
+  bool overcommit = false;
   bool WantsGpus() const { return gpus_per_task > 0 || gpus_per_node > 0 || gpus > 0; }
 };
+
+// Slurm's MAX_TASKS_PER_NODE: the most tasks an overcommitted step may start on one node.
+inline constexpr uint32_t kMaxTasksPerNode = 512;
 
 // The step on one node: which room, how many tasks, and what it holds there.
 struct StepPlacement {

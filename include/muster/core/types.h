@@ -187,6 +187,8 @@ struct JobRequest {
   std::string gpu_type;            // empty: any
   std::vector<GresRequest> gres;
   bool exclusive = false;  // whole nodes
+  // -O/--overcommit: a node's slot is one task's CPUs (cpus_per_task), however many tasks it runs.
+  bool overcommit = false;
   int64_t time_limit_ms = 0;
 
   // Node constraints. `features` is an OR of ANDs: a node qualifies when it has every feature of

@@ -31,6 +31,15 @@ enum Stage {
 }  // namespace stages
 using stages::Stage;
 
+// One resource limit the child sets on itself just before its exec (sbatch/srun --propagate):
+// prlimit64 with RLIM_INFINITY as UINT64_MAX. The parent clamped it to the node's hard limit;
+// the child applies it after dropping privileges, so the kernel refuses any raise anyway.
+struct ResourceLimitSetting {
+  int resource;
+  uint64_t soft;
+  uint64_t hard;
+};
+
 // Everything the child needs, prepared by the parent. The child shares the parent's memory
 // (CLONE_VM | CLONE_VFORK, as posix_spawn does), so it never copies the agent's address space;
 // it may only make raw system calls, and reports a failure by writing stage/err here.
@@ -60,6 +69,10 @@ struct ChildArgs {
   // mask of cpu_mask_bytes bytes; nullptr: the parent's affinity is kept.
   const void* cpu_mask = nullptr;
   size_t cpu_mask_bytes = 0;
+  // Limits set just before the exec, after the user and the I/O (a low NOFILE must not stop the
+  // child opening its files); one that cannot be set leaves the inherited (node's) limit.
+  const ResourceLimitSetting* limits = nullptr;
+  size_t nlimits = 0;
   int report_fd = -1;  // a child in its own memory (clone3 without CLONE_VM) reports failure here
   volatile int stage = 0;
   volatile int err = 0;

@@ -35,6 +35,8 @@ struct TaskSpec {
   // The CPUs the task is bound to, bit N of word N/64 for CPU N (srun --cpu-bind); empty: the
   // parent's affinity. Steps only: a kept process (KeeperSpec) never carries one.
   std::vector<uint64_t> cpu_mask;
+  // Resource limits set just before the exec (--propagate), already clamped to the node's.
+  std::vector<ResourceLimitSetting> limits;
 };
 
 // What a ChildArgs points to besides the TaskSpec's own strings.

@@ -246,3 +246,26 @@ TEST(JobEnvTest, SetEnvVarKeepsTheFirstAndDropsEveryRepeat) {
 
 }  // namespace
 }  // namespace muster::agent
+
+namespace muster::agent {
+namespace {
+
+TEST(JobEnvTest, LoginEnvironmentIsUnderTheSubmittedOneAndOvercommitIsShown) {
+  v1::LaunchJob l = TwoNodeLaunch();
+  l.mutable_spec()->clear_environment();
+  l.mutable_spec()->add_environment("FOO=submitted");
+  l.mutable_spec()->set_overcommit(true);
+  l.mutable_spec()->mutable_get_user_env();
+  const std::vector<std::string> login = {"FOO=login", "FROM_PROFILE=yes", "PATH=/login/bin"};
+  auto env = EnvMap(BuildBatchEnv(l, "node1", "", GpuList(l), &login));
+  EXPECT_EQ(env["FOO"], "submitted") << "the submission's environment wins";
+  EXPECT_EQ(env["FROM_PROFILE"], "yes");
+  EXPECT_EQ(env["PATH"], "/login/bin");
+  EXPECT_EQ(env["SLURM_OVERCOMMIT"], "1");
+  EXPECT_EQ(env["SLURM_GET_USER_ENV"], "1");
+  env = EnvMap(BuildBatchEnv(TwoNodeLaunch(), "node1", "", GpuList(l)));
+  EXPECT_FALSE(env.count("SLURM_OVERCOMMIT"));
+}
+
+}  // namespace
+}  // namespace muster::agent

@@ -193,3 +193,22 @@ TEST(StepCredentialTest, TheRequestMustAskForWhatTheGrantSays) {
 
 }  // namespace
 }  // namespace muster::agent
+
+namespace muster::agent {
+namespace {
+
+TEST(StepGrantTest, AnOvercommittedJobStartsMoreTasksThanItHasCpus) {
+  v1::LaunchJob job = Job();  // 4 CPUs on node1
+  EXPECT_EQ(CheckStepWithinGrant(Step(8), job, "node1").code(), StatusCode::kPermissionDenied);
+  job.mutable_spec()->set_overcommit(true);
+  EXPECT_TRUE(CheckStepWithinGrant(Step(8), job, "node1").ok());
+  v1::StepLaunchRequest r = Step(8);
+  r.set_cpus_per_task(5);  // one task's CPUs must still be there
+  EXPECT_EQ(CheckStepWithinGrant(r, job, "node1").code(), StatusCode::kPermissionDenied);
+  Status st = CheckStepWithinGrant(Step(513), job, "node1");
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("at most 512"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace muster::agent

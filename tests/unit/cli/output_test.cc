@@ -420,8 +420,8 @@ nodes = "n1"
         "ProctrackType           = proctrack/linuxproc\n", "SchedulerTimeSlice      = 30 sec\n",
         "AcctGatherNodeFreq      = 0 sec\n", "SLURM_CONF              = /etc/muster/muster.toml\n",
         "SLURM_VERSION           = 22.05.0\n", "PreemptType             = preempt/none\n",
-        "PriorityWeightFairShare = 10000\n",
-        "AccountingStorageEnforce = associations,limits,qos\n"}) {
+        "PriorityWeightFairShare = 10000\n", "AccountingStorageEnforce = associations,limits,qos\n",
+        "MailProg                = (null)\n"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want << " in\n" << out;
   }
 }

@@ -115,15 +115,17 @@ TEST(PmiServerTest, ARankIsBoundedToTheSizesPmiPromises) {
   other.FromTask(0, "cmd=init " + std::string(PmiServer::kMaxLine, 'y') + "\n");
   EXPECT_EQ(r2.Line(0), "");
   EXPECT_EQ(r2.Dropped(), std::set<uint32_t>{0});
-  // The key-value space of a step is bounded.
+  // The key-value space of a step is bounded, and so is what one rank may put in it.
   Ranks r3;
-  PmiServer full(1, "kvs", {1}, r3.Sender());
+  PmiServer full(64, "kvs", {64}, r3.Sender());
   const std::string value(PmiServer::kMaxValue, 'v');
   size_t stored = 0;
   for (size_t i = 0;; ++i) {
+    const uint32_t rank = static_cast<uint32_t>(i / PmiServer::kMaxKeysPerRank);
+    ASSERT_LT(rank, 64u);
     const std::string key = "k" + std::to_string(i);
-    full.FromTask(0, "cmd=put kvsname=kvs key=" + key + " value=" + value + "\n");
-    const std::string answer = r3.Line(0);
+    full.FromTask(rank, "cmd=put kvsname=kvs key=" + key + " value=" + value + "\n");
+    const std::string answer = r3.Line(rank);
     if (stored + key.size() + value.size() > PmiServer::kMaxSpaceBytes) {
       EXPECT_EQ(answer, "cmd=put_result rc=-1 msg=key_value_space_full");
       break;
@@ -131,6 +133,18 @@ TEST(PmiServerTest, ARankIsBoundedToTheSizesPmiPromises) {
     ASSERT_EQ(answer, "cmd=put_result rc=0 msg=success") << i;
     stored += key.size() + value.size();
   }
+  full.FromTask(63, "cmd=put kvsname=kvs key=k0 value=overwritten\n");
+  EXPECT_EQ(r3.Line(63), "cmd=put_result rc=0 msg=success") << "overwriting makes no room";
+  Ranks r4;
+  PmiServer one(1, "kvs", {1}, r4.Sender());
+  for (uint32_t i = 0; i < PmiServer::kMaxKeysPerRank; ++i) {
+    one.FromTask(0, "cmd=put kvsname=kvs key=k" + std::to_string(i) + " value=v\n");
+    ASSERT_EQ(r4.Line(0), "cmd=put_result rc=0 msg=success");
+  }
+  one.FromTask(0, "cmd=put kvsname=kvs key=more value=v\n");
+  EXPECT_EQ(r4.Line(0), "cmd=put_result rc=-1 msg=too_many_keys_from_this_rank");
+  one.FromTask(0, "cmd=put kvsname=kvs key=k1 value=w\n");
+  EXPECT_EQ(r4.Line(0), "cmd=put_result rc=0 msg=success");
   // Ranks outside the step are nobody.
   server.FromTask(2, "cmd=abort exitcode=9\n");
   server.FromTask(0xffffffff, "cmd=abort exitcode=9\n");

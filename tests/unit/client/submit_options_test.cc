@@ -1,6 +1,7 @@
 #include "muster/client/submit_options.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <csignal>
 
@@ -214,11 +215,20 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
-  s = ParseSubmitArgs({"--licenses=matlab:1"}, "script line 3", &o);
+  s = ParseSubmitArgs({"--core-spec=2"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --licenses is not supported"),
+  EXPECT_NE(s.message().find("script line 3: option --core-spec is not supported"),
             std::string::npos)
       << s.message();
+  // -L: name[:count], summed per name; a choice (a|b) and remote licenses are refused.
+  SubmitOptions lic;
+  ASSERT_TRUE(ParseSubmitArgs({"-L", "matlab:2,fluent,matlab"}, "command line", &lic).ok());
+  EXPECT_EQ(lic.licenses, (std::map<std::string, uint32_t>{{"fluent", 1}, {"matlab", 3}}));
+  EXPECT_FALSE(ParseSubmitArgs({"--licenses=a|b"}, "command line", &lic).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"--licenses=db@server"}, "command line", &lic).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"--licenses=matlab:0"}, "command line", &lic).ok());
+  ASSERT_TRUE(ParseSubmitArgs({"--spread-job"}, "command line", &lic).ok());
+  EXPECT_TRUE(lic.spread_job);
   // --tmp: megabytes unless a unit says otherwise, as --mem.
   SubmitOptions t;
   ASSERT_TRUE(ParseSubmitArgs({"--tmp=2G", "x"}, "command line", &t).ok());
@@ -425,7 +435,7 @@ TEST(RunOptionsTest, EachCommandTakesItsOwnOptions) {
   EXPECT_EQ(*o.ntasks, 4u);
   EXPECT_EQ(o.positional, (std::vector<std::string>{"hostname", "-f"}))
       << "options after the command are the command's";
-  // sbatch has no -l; salloc has no -o; --mpi=pmi2 is named as unsupported.
+  // sbatch has no -l; salloc has no -o; --mpi=pmix is named as unsupported.
   SubmitOptions b;
   EXPECT_EQ(ParseSubmitArgs({"-l", "x.sh"}, "command line", &b).code(),
             StatusCode::kInvalidArgument);
@@ -433,9 +443,18 @@ TEST(RunOptionsTest, EachCommandTakesItsOwnOptions) {
   EXPECT_EQ(ParseSubmitArgs({"-o", "out"}, "command line", &a, OptionSet::kAlloc).code(),
             StatusCode::kInvalidArgument);
   SubmitOptions m;
-  Status s = ParseSubmitArgs({"--mpi=pmi2", "x"}, "command line", &m, OptionSet::kRun);
+  Status s = ParseSubmitArgs({"--mpi=pmix", "x"}, "command line", &m, OptionSet::kRun);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("--mpi=pmi2"), std::string::npos);
+  EXPECT_NE(s.message().find("--mpi=pmix"), std::string::npos);
+  for (const char* type : {"pmi2", "pmi1", "pmi", "list"}) {
+    SubmitOptions t;
+    ASSERT_TRUE(
+        ParseSubmitArgs({std::string("--mpi=") + type, "x"}, "command line", &t, OptionSet::kRun)
+            .ok())
+        << type;
+    EXPECT_EQ(t.mpi.value_or(""), type);
+  }
+  EXPECT_EQ(MpiTypeList(), "MPI plugin types are...\n\tnone\n\tpmi1\n\tpmi2\n");
   SubmitOptions i;
   ASSERT_TRUE(ParseSubmitArgs({"-I5", "x"}, "command line", &i, OptionSet::kAlloc).ok());
   EXPECT_EQ(i.immediate_s.value_or(0), 5u);
@@ -495,6 +514,95 @@ TEST(SubmitArgsTest, StepRequestFromTheSameOptions) {
   EXPECT_EQ(own.nodelist_size(), 0);
   o.job_name = "named";
   EXPECT_EQ(BuildStepRequest(o, 42, true).name(), "named");
+}
+
+}  // namespace
+}  // namespace muster::client
+
+namespace muster::client {
+namespace {
+
+TEST(SubmitArgsTest, PropagateGetUserEnvAndOvercommit) {
+  SubmitOptions o = Parse({"-O", "--propagate=nofile,rlimit_stack", "--get-user-env=10L"});
+  EXPECT_TRUE(o.overcommit);
+  EXPECT_EQ(*o.propagate, "NOFILE,RLIMIT_STACK");
+  EXPECT_TRUE(o.get_user_env);
+  EXPECT_EQ(o.get_user_env_timeout_s, 10u);
+  EXPECT_EQ(o.get_user_env_mode, "L");
+  o = Parse({"--get-user-env", "--propagate"});
+  EXPECT_EQ(o.get_user_env_timeout_s, 0u);
+  EXPECT_EQ(*o.propagate, "ALL");
+  SubmitOptions bad;
+  EXPECT_FALSE(ParseSubmitArgs({"--propagate=FOO"}, "command line", &bad).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"--get-user-env=10X"}, "command line", &bad).ok());
+  // Each where Slurm has it: srun has no --get-user-env, salloc no --propagate.
+  EXPECT_FALSE(ParseSubmitArgs({"--get-user-env"}, "command line", &bad, OptionSet::kRun).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"--propagate"}, "command line", &bad, OptionSet::kAlloc).ok());
+  EXPECT_TRUE(ParseSubmitArgs({"-O"}, "command line", &bad, OptionSet::kAlloc).ok());
+  EXPECT_EQ(*ParsePropagateList("all,none,as"), std::vector<std::string>{"AS"});
+}
+
+TEST(SubmitArgsTest, PropagatedLimitsAreTheShellsLessTheClustersExceptions) {
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  ctx.propagate_except = "CORE,NPROC";
+  auto spec = BuildJobSpec(Parse({}), ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  std::vector<std::string> names;
+  for (const auto& l : spec->propagated_limits()) names.push_back(l.name());
+  EXPECT_EQ(names, (std::vector<std::string>{"CPU", "FSIZE", "DATA", "STACK", "RSS", "NOFILE",
+                                             "MEMLOCK", "AS"}));
+  struct rlimit r {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &r), 0);
+  EXPECT_EQ(spec->propagated_limits(5).soft(), r.rlim_cur);
+  spec = BuildJobSpec(Parse({"--propagate=NONE", "-O", "--get-user-env=S"}), ctx);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->propagated_limits_size(), 0);
+  EXPECT_TRUE(spec->overcommit());
+  EXPECT_EQ(spec->get_user_env().mode(), "S");
+  spec = BuildJobSpec(Parse({"--propagate=CORE"}), ctx);  // explicit: the exceptions do not apply
+  ASSERT_TRUE(spec.ok());
+  ASSERT_EQ(spec->propagated_limits_size(), 1);
+  EXPECT_EQ(spec->propagated_limits(0).name(), "CORE");
+}
+
+}  // namespace
+}  // namespace muster::client
+
+namespace muster::client {
+namespace {
+
+// --mail-type's names become MailType bits (ALL as Slurm's, NONE clears, a later option wins)
+// and --mail-user travels as given (the controller checks it); both reach the spec, also from
+// #SBATCH lines.
+TEST(SubmitArgsTest, MailTypesAndUserReachTheSpec) {
+  SubmitOptions o = Parse({"--mail-type=BEGIN,end,Time_Limit_50", "--mail-user=a@b.org"});
+  EXPECT_EQ(o.mail_types.value_or(0),
+            uint32_t{v1::MAIL_BEGIN | v1::MAIL_END | v1::MAIL_TIME_LIMIT_50});
+  EXPECT_EQ(o.mail_user.value_or(""), "a@b.org");
+  EXPECT_EQ(Parse({"--mail-type=ALL,ARRAY_TASKS"}).mail_types.value_or(0),
+            uint32_t{v1::MAIL_BEGIN | v1::MAIL_END | v1::MAIL_FAIL | v1::MAIL_REQUEUE |
+                     v1::MAIL_INVALID_DEPEND | v1::MAIL_ARRAY_TASKS});
+  EXPECT_EQ(Parse({"--mail-type=END,NONE,FAIL"}).mail_types.value_or(99), uint32_t{v1::MAIL_FAIL});
+  EXPECT_EQ(Parse({"--mail-type=STAGE_OUT"}).mail_types.value_or(99), 0u);
+  SubmitOptions bad;
+  EXPECT_EQ(ParseSubmitArgs({"--mail-type=SOMETIMES"}, "command line", &bad).code(),
+            StatusCode::kInvalidArgument);
+
+  auto directives = ParseDirectives("#!/bin/sh\n#SBATCH --mail-type=FAIL --mail-user=ops\ntrue\n");
+  ASSERT_TRUE(directives.ok());
+  SubmitOptions d;
+  for (const Directive& line : *directives) {
+    ASSERT_TRUE(ParseSubmitArgs(line.args, "script", &d).ok());
+  }
+  ASSERT_TRUE(ParseSubmitArgs({"--mail-type=END"}, "command line", &d).ok());  // wins
+  SubmitContext ctx;
+  ctx.cwd = "/home/u";
+  ctx.script = "#!/bin/sh\ntrue\n";
+  auto spec = BuildJobSpec(d, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->mail_types(), uint32_t{v1::MAIL_END});
+  EXPECT_EQ(spec->mail_user(), "ops");
 }
 
 }  // namespace

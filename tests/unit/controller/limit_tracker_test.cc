@@ -205,5 +205,52 @@ TEST_F(LimitTrackerTest, APassChargesWhatRunningJobsHoldAndNamesThemWhenALimitHo
   EXPECT_TRUE(limits_->HoldingLimits(next, {1, 2, "h100"}).empty()) << "6 + 2 fit in 8";
 }
 
+TEST_F(LimitTrackerTest, AUsersOwnMaxLimitsReplaceTheAccountsAndItsGrpLimitsCountItsJobsThere) {
+  world_.PutJobs(
+      {Job(1, v1::PENDING, Spec("alice", "physics")), Job(2, v1::RUNNING, Spec("bob", "science"))});
+  Start();
+  v1::UpdateUserRequest own;
+  own.set_op(v1::ACCOUNT_OP_MODIFY);
+  own.set_user("alice");
+  own.set_account("physics");
+  own.mutable_limits()->set_max_nodes_per_job(2);    // physics allows 1
+  own.mutable_limits()->set_max_wall_ms(6 * kHour);  // science allows 4 hours
+  own.mutable_limits()->set_grp_submit(1);
+  own.mutable_limits()->set_grp_jobs(1);
+  Status st = policy_->accounts.UpdateUser(ManagerContext::Root(), own);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const v1::JobSpec alice = Spec("alice", "physics");
+  EXPECT_EQ(limits_->WallLimit(alice), 6 * kHour) << "hers replaces science's";
+  std::string detail;
+  EXPECT_EQ(limits_->PerJobLimit(alice, 5 * kHour, {2, 0, ""}, &detail), core::JobReason::kNone)
+      << detail;
+  EXPECT_EQ(limits_->PerJobLimit(alice, kHour, {3, 0, ""}, &detail),
+            core::JobReason::kAssocMaxNodePerJobLimit);
+  EXPECT_NE(detail.find("user alice in account physics allows at most 2 nodes"), std::string::npos)
+      << detail;
+  // Her GrpSubmitJobs=1 counts her job 1 in physics; science's 3 still counts everyone's.
+  st = limits_->CheckSubmit(alice, kHour, {1, 0, ""}, 1);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("user alice in account physics is at its limit "
+                              "(AssocGrpSubmitJobsLimit"),
+            std::string::npos)
+      << st.message();
+  // Others in the tree keep the accounts' limits.
+  EXPECT_EQ(limits_->WallLimit(Spec("bob", "physics")), 4 * kHour);
+  EXPECT_TRUE(limits_->CheckSubmit(Spec("bob", "science"), kHour, {1, 0, ""}, 1).ok());
+  // A pass charges her running jobs to her association's own counter.
+  std::vector<core::LimitCounter> counters;
+  limits_->BeginPass(&counters);
+  bool found = false;
+  for (const core::LimitCharge& c : limits_->ChargesOf(alice, {1, 0, ""})) {
+    const core::LimitCounter& counter = counters.at(c.counter);
+    if (counter.what != "user alice in account physics: running jobs (GrpJobs)") continue;
+    found = true;
+    EXPECT_EQ(counter.max, 1u);
+    EXPECT_EQ(counter.reason, core::JobReason::kAssocGrpJobsLimit);
+  }
+  EXPECT_TRUE(found);
+}
+
 }  // namespace
 }  // namespace muster::controller

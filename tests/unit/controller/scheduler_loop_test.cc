@@ -120,6 +120,34 @@ TEST_F(EngineTest, NormalisesTasksAndGpus) {
   EXPECT_EQ(Job(*b).num_nodes(), 2u);
 }
 
+TEST_F(EngineTest, SpreadJobPutsItsTasksOnAsManyNodesAsThePartitionHas) {
+  AllUp();
+  v1::JobSpec s;
+  s.set_ntasks(6);  // 6 CPUs fit one 16-CPU node...
+  auto packed = Submit(s);
+  ASSERT_TRUE(packed.ok());
+  EXPECT_EQ(Job(*packed).num_nodes(), 1u);
+  s.set_spread_job(true);  // ...spread, one per node as far as the 4 nodes go
+  auto spread = Submit(s);
+  ASSERT_TRUE(spread.ok()) << spread.status().ToString();
+  EXPECT_EQ(Job(*spread).num_nodes(), 4u);
+  s.set_ntasks(2);  // never more nodes than tasks
+  EXPECT_EQ(Job(*Submit(s)).num_nodes(), 2u);
+  s.set_ntasks(6);
+  s.set_nodes(2);  // -N wins
+  EXPECT_EQ(Job(*Submit(s)).num_nodes(), 2u);
+  Pass();
+  v1::JobInfo j = Job(*spread);
+  ASSERT_EQ(j.state(), v1::RUNNING);
+  uint32_t tasks = 0;
+  for (const auto& na : j.allocation().nodes()) {
+    EXPECT_GE(na.ntasks(), 1u);
+    EXPECT_LE(na.ntasks(), 2u) << "evenly: 2, 2, 1, 1";
+    tasks += na.ntasks();
+  }
+  EXPECT_EQ(tasks, 6u);
+}
+
 TEST_F(EngineTest, GpusPerTaskMemPerGpuAndNodelistShapeTheRequest) {
   AllUp();
   v1::JobSpec s;

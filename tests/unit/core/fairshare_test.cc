@@ -95,5 +95,27 @@ TEST(DrfTest, TheDominantShareOrdersAssociationsWeightedByShares) {
   EXPECT_FALSE(r.factor.count({"nosuch", "dave"}));
 }
 
+TEST(FairShareTest, AUsersSharesWeighItAmongItsAccountsUsers) {
+  const std::vector<FairShareAccount> tree = {{"physics", "root", 1}};
+  // Equal usage; alice has three times carol's shares, so the same usage is less of her due.
+  std::vector<FairShareAssociation> fair = {{"physics", "alice", 100, 3},
+                                            {"physics", "carol", 100, 1}};
+  FairShareResult r = ComputeFairTree(tree, fair);
+  EXPECT_DOUBLE_EQ(Factor(r, "physics", "alice"), 1.0);
+  EXPECT_DOUBLE_EQ(Factor(r, "physics", "carol"), 0.5);
+  fair[0].shares = 1;
+  r = ComputeFairTree(tree, fair);
+  EXPECT_DOUBLE_EQ(Factor(r, "physics", "carol"), 1.0) << "equal shares: a tie";
+  EXPECT_DOUBLE_EQ(Factor(r, "physics", "alice"), 1.0);
+  // DRF: the account's weight splits by shares; holding the same, alice's dominant share over
+  // her larger weight is the smaller.
+  const std::map<std::string, double> capacity = {{"cpu", 100}};
+  const std::vector<DrfAssociation> drf = {{"physics", "alice", {{"cpu", 30}}, 3},
+                                           {"physics", "carol", {{"cpu", 30}}, 1}};
+  r = ComputeDrf(tree, drf, capacity);
+  EXPECT_DOUBLE_EQ(r.factor.at({"physics", "alice"}), 1.0);
+  EXPECT_DOUBLE_EQ(r.factor.at({"physics", "carol"}), 0.5);
+}
+
 }  // namespace
 }  // namespace muster::core

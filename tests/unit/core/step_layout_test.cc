@@ -127,3 +127,45 @@ TEST(StepLayoutTest, MalformedCountsAreRefused) {
 
 }  // namespace
 }  // namespace muster::core
+
+namespace muster::core {
+namespace {
+
+TEST(StepLayoutTest, OvercommitStartsMoreTasksThanCpusSpreadOverTheNodes) {
+  StepShape s;
+  s.ntasks = 8;
+  EXPECT_EQ(LayOutStep({Room(2, 0, 1), Room(2, 0, 1)}, s, 1, "job 7", false).status().code(),
+            StatusCode::kFailedPrecondition)
+      << "without -O: one CPU per task";
+  s.overcommit = true;
+  auto l = LayOutStep({Room(2, 0, 1), Room(2, 0, 1)}, s, 1, "job 7", false);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_EQ(l->nodes.size(), 2u);
+  EXPECT_EQ(l->nodes[0].tasks, 4u);
+  EXPECT_EQ(l->nodes[1].tasks, 4u);
+  s.exact = true;
+  l = LayOutStep({Room(2, 0, 1), Room(2, 0, 1)}, s, 1, "job 7", false);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->nodes[0].cpus.size(), 1u) << "--exact with -O: one task's CPUs";
+  s.exact = false;
+  s.cpus_per_task = 3;  // more than a node has: never
+  EXPECT_EQ(LayOutStep({Room(2, 0, 1), Room(2, 0, 1)}, s, 1, "job 7", false).status().code(),
+            StatusCode::kFailedPrecondition);
+  s.cpus_per_task = 0;
+  s.ntasks = 2000;
+  s.nodes = 2;  // 1000 a node: above Slurm's MAX_TASKS_PER_NODE
+  EXPECT_EQ(LayOutStep({Room(2, 0, 1), Room(2, 0, 1)}, s, 1, "job 7", false).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(StepLayoutTest, OvercommitDefaultLayoutIsTheJobsTasks) {
+  StepShape s;
+  s.overcommit = true;
+  auto l = LayOutStep({Room(1, 0, 8)}, s, 1, "job 7", false);  // sbatch -O -n8 on 1 CPU
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_EQ(l->nodes.size(), 1u);
+  EXPECT_EQ(l->nodes[0].tasks, 8u);
+}
+
+}  // namespace
+}  // namespace muster::core

@@ -1,0 +1,133 @@
+// The controller's mail sender: the command it builds (Slurm's argv, a fixed environment plus
+// the notice's SLURM_*), a real program run with it, a program past its timeout killed, and the
+// bounded queue.
+#include "mail_sender.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace muster::rpc {
+namespace {
+
+using std::chrono::milliseconds;
+
+controller::MailNotice Notice(uint64_t id = 12) {
+  controller::MailNotice n;
+  n.job_id = id;
+  n.recipient = "alice@example.org";
+  n.subject = "Slurm Job_id=12 Name=train $(id) Began, Queued time 00:00:01";
+  n.env = {{"SLURM_JOB_ID", "12"},
+           {"SLURM_JOB_MAIL_TYPE", "Began"},
+           {"PATH", "/tmp/evil"},
+           {"LD_PRELOAD", "/tmp/evil.so"}};
+  return n;
+}
+
+TEST(MailSenderTest, CommandIsSlurmsArgvAndAFixedEnvironment) {
+  const MailCommand c =
+      BuildMailCommand({.program = "/usr/bin/mail", .cluster_name = "lab"}, Notice());
+  EXPECT_EQ(c.argv, (std::vector<std::string>{
+                        "/usr/bin/mail", "-s",
+                        "Slurm Job_id=12 Name=train $(id) Began, Queued time 00:00:01",
+                        "alice@example.org"}));
+  EXPECT_EQ(c.env,
+            (std::vector<std::string>{
+                "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
+                "SLURM_CLUSTER_NAME=lab", "SLURM_JOB_ID=12", "SLURM_JOB_MAIL_TYPE=Began"}))
+      << "only SLURM_* of a notice; nothing of the controller's own environment";
+}
+
+class MailSenderRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spdlog::set_level(spdlog::level::off);
+    char tmpl[] = "/tmp/mail_sender_testXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  std::string Script(const std::string& name, const std::string& body) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    chmod(path.c_str(), 0755);
+    return path;
+  }
+  std::string Read(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  std::string dir_;
+};
+
+TEST_F(MailSenderRunTest, RunsTheProgramWithoutAShell) {
+  setenv("MUSTER_SECRET_FOR_TEST", "leak", 1);
+  const std::string prog =
+      Script("mail", "for a in \"$@\"; do printf '[%s]' \"$a\"; done > " + dir_ + "/out\necho >> " +
+                         dir_ + "/out\nenv | sort >> " + dir_ +
+                         "/out\nread line && echo \"stdin: $line\" >> " + dir_ + "/out\nexit 0\n");
+  MailSender sender({.program = prog, .cluster_name = "lab"});
+  sender.Send({Notice()});
+  ASSERT_TRUE(sender.WaitIdle(milliseconds(20'000)));
+  EXPECT_EQ(sender.finished(), 1u);
+  const std::string out = Read("out");
+  EXPECT_NE(out.find("[-s][Slurm Job_id=12 Name=train $(id) Began, Queued time "
+                     "00:00:01][alice@example.org]\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("SLURM_JOB_MAIL_TYPE=Began\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("SLURM_CLUSTER_NAME=lab\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("MUSTER_SECRET_FOR_TEST"), std::string::npos) << out;
+  EXPECT_EQ(out.find("LD_PRELOAD"), std::string::npos) << out;
+  EXPECT_EQ(out.find("/tmp/evil"), std::string::npos) << out;
+  EXPECT_EQ(out.find("stdin:"), std::string::npos) << "stdin is /dev/null: " << out;
+  unsetenv("MUSTER_SECRET_FOR_TEST");
+}
+
+TEST_F(MailSenderRunTest, AProgramPastItsTimeoutIsKilledWithWhatItStarted) {
+  const std::string prog = Script("slow", "sleep 30 &\necho $! > " + dir_ +
+                                              "/child\nwait\necho done > " + dir_ + "/finished\n");
+  MailSender sender({.program = prog, .timeout = milliseconds(300)});
+  const auto began = std::chrono::steady_clock::now();
+  sender.Send({Notice()});
+  ASSERT_TRUE(sender.WaitIdle(milliseconds(20'000)));
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10));
+  EXPECT_EQ(Read("finished"), "");
+  const std::string child = Read("child");
+  ASSERT_FALSE(child.empty());
+  // The whole process group went: the background child is gone too (or a zombie of init's).
+  const pid_t pid = std::atoi(child.c_str());
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (std::getline(stat, line)) {
+    EXPECT_NE(line.find(") Z"), std::string::npos) << line;
+  }
+}
+
+TEST_F(MailSenderRunTest, TheQueueIsBoundedAndFailuresAreNotFatal) {
+  const std::string prog = Script("fail", "exit 3\n");
+  MailSender sender({.program = prog, .max_running = 1, .max_queued = 2});
+  sender.Send({Notice(1), Notice(2), Notice(3), Notice(4), Notice(5)});
+  ASSERT_TRUE(sender.WaitIdle(milliseconds(20'000)));
+  EXPECT_EQ(sender.dropped(), 3u);
+  EXPECT_EQ(sender.finished(), 2u);
+  // A program that cannot be run at all is logged, not fatal.
+  MailSender missing({.program = dir_ + "/no-such-program"});
+  missing.Send({Notice()});
+  ASSERT_TRUE(missing.WaitIdle(milliseconds(20'000)));
+  EXPECT_EQ(missing.finished(), 1u);
+}
+
+}  // namespace
+}  // namespace muster::rpc
