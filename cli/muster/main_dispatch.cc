@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "cli.h"
@@ -27,18 +28,36 @@ Status CheckClusters(const std::string& clusters, const std::string& cluster_nam
   return Status::Ok();
 }
 
+namespace {
+
+// The cluster's config, read once per command: a submission needs its defaults and the
+// controller's address, and reading the file is most of what a front end spends before it
+// connects. Read again only when MUSTER_CONF names another file.
+const Result<Config>& ClusterConfig() {
+  static std::string path;
+  static std::optional<Result<Config>> config;
+  const std::string now = ResolveConfigPath("");
+  if (!config || now != path) {
+    path = now;
+    config = LoadConfig(now);
+  }
+  return *config;
+}
+
+}  // namespace
+
 void ApplyClusterDefaults(client::SubmitContext* ctx) {
-  auto c = LoadConfig(ResolveConfigPath(""));
+  const Result<Config>& c = ClusterConfig();
   if (!c.ok()) return;
   ctx->propagate_default = c->scheduling.propagate_resource_limits;
   ctx->propagate_except = c->scheduling.propagate_resource_limits_except;
 }
 
 Result<client::ControllerClient> ConnectController(const std::string& clusters) {
-  std::string path = ResolveConfigPath("");
-  MUSTER_ASSIGN_OR_RETURN(Config c, LoadConfig(path));
-  MUSTER_RETURN_IF_ERROR(CheckClusters(clusters, c.cluster_name));
-  return client::ControllerClient::ConnectTo(c);
+  const Result<Config>& c = ClusterConfig();
+  if (!c.ok()) return c.status();
+  MUSTER_RETURN_IF_ERROR(CheckClusters(clusters, c->cluster_name));
+  return client::ControllerClient::ConnectTo(*c);
 }
 
 namespace {

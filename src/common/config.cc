@@ -202,6 +202,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("etcd_key_file", &c.controller.etcd_key_file));
         MUSTER_RETURN_IF_ERROR(t.Uint("leader_lease_s", &c.controller.leader_lease_s, 1, 60));
         MUSTER_RETURN_IF_ERROR(t.String("mail_prog", &c.controller.mail_prog));
+        MUSTER_RETURN_IF_ERROR(t.String("mail_prog_user", &c.controller.mail_prog_user));
+        if (!IsValidAccountName(c.controller.mail_prog_user)) {
+          return t.Error(t.Get("mail_prog_user"), "mail_prog_user", "expected a user name");
+        }
         if (!c.controller.mail_prog.empty() && c.controller.mail_prog[0] != '/') {
           return t.Error(t.Get("mail_prog"), "mail_prog", "expected an absolute path");
         }

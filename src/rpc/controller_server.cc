@@ -130,8 +130,9 @@ Status ControllerServer::Impl::Start() {
   }
 
   if (!c.controller.mail_prog.empty()) {
-    mail_ = std::make_unique<MailSender>(
-        MailSenderOptions{.program = c.controller.mail_prog, .cluster_name = c.cluster_name});
+    MailSenderOptions mail{.program = c.controller.mail_prog, .cluster_name = c.cluster_name};
+    MUSTER_RETURN_IF_ERROR(ResolveMailUser(c.controller.mail_prog_user, &mail));
+    mail_ = std::make_unique<MailSender>(std::move(mail));
   }
   runner_->Start(agents_.get(), mail_.get());
   executor_->Start(options_.threads);

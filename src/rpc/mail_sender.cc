@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -39,6 +39,22 @@ std::string DescribeStatus(int status) {
 }
 
 }  // namespace
+
+Status ResolveMailUser(const std::string& user, MailSenderOptions* options) {
+  if (::geteuid() != 0) return Status::Ok();
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) {
+    return NotFound("controller.mail_prog_user: no user '" + user + "' on this host");
+  }
+  if (found->pw_uid == 0) {
+    return InvalidArgument("controller.mail_prog_user: the mail program does not run as root");
+  }
+  options->run_as_uid = found->pw_uid;
+  options->run_as_gid = found->pw_gid;
+  return Status::Ok();
+}
 
 MailCommand BuildMailCommand(const MailSenderOptions& options, const controller::MailNotice& n) {
   MailCommand c;
@@ -149,26 +165,34 @@ void MailSender::Run(const controller::MailNotice& n) {
   }
   // Only the controller's end is non-blocking: the program writes as to any pipe.
   fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // nothing of the controller's leaks in
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);  // its own group: a timeout kills what it started too
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_USEVFORK);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, cmd.argv[0].c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const bool drop = options_.run_as_uid.has_value();
+  const uint32_t uid = options_.run_as_uid.value_or(0), gid = options_.run_as_gid.value_or(0);
+  const char* const path = cmd.argv[0].c_str();
+  // fork, not posix_spawn: the child drops root before it runs anything. The controller has
+  // threads, so the child makes only raw system calls until exec.
+  const pid_t pid = devnull < 0 ? -1 : ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own group: a timeout kills what it started too
+    if (::dup2(devnull, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(out[1], 2) < 0) ::_exit(126);
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);  // nothing of the controller's leaks in
+    if (drop && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+                 ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+                 ::syscall(SYS_setresuid, uid, uid, uid) != 0)) {
+      ::_exit(126);
+    }
+    if (::chdir("/") != 0) ::_exit(126);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(path, argv.data(), envp.data());
+    ::_exit(127);
+  }
+  const int rc = pid < 0 ? errno : 0;
+  if (devnull >= 0) ::close(devnull);
   close(out[1]);
   if (rc != 0) {
     close(out[0]);

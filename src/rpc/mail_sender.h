@@ -1,7 +1,8 @@
 // The controller's mail (Slurm's MailProg): runs controller.mail_prog for each MailNotice the
 // engine decided (controller/job_mail.h), as Slurm does: `mail_prog -s SUBJECT RECIPIENT`, no
 // shell, stdin from /dev/null, a fixed minimal environment plus the notice's SLURM_JOB_* and
-// SLURM_ARRAY_*, as the controller's own user. What it may cost is bounded: at most
+// SLURM_ARRAY_*, never as root: a controller running as root runs it as `run_as` (Slurm runs it
+// as SlurmUser; Muster's default is nobody). What it may cost is bounded: at most
 // max_running programs at once, at most max_queued mails waiting (more are dropped, logged),
 // each program (and its process group) killed after `timeout`. A failure is logged with job=,
 // never fatal. Only the active controller has one: a standby runs no engine.
@@ -16,10 +17,12 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "muster/common/status.h"
 #include "muster/controller/controller_runner.h"
 #include "muster/controller/engine.h"
 
@@ -31,7 +34,12 @@ struct MailSenderOptions {
   size_t max_running = 4;
   size_t max_queued = 1000;
   std::chrono::milliseconds timeout{60'000};
+  // The identity it runs with when the controller is root (controller.mail_prog_user).
+  std::optional<uint32_t> run_as_uid, run_as_gid;
 };
+// The uid and gid of `user` for MailSenderOptions when this process is root; nothing when it is
+// not (it cannot change who it is). NOT_FOUND for a user the system does not know.
+Status ResolveMailUser(const std::string& user, MailSenderOptions* options);
 
 // What one mail runs: argv (program, "-s", subject, recipient) and the whole environment
 // ("KEY=value": the fixed part, SLURM_CLUSTER_NAME, then the notice's own). Pure.

@@ -38,11 +38,17 @@ cat >"$DIR/mailprog" <<EOF
   for a in "\$@"; do printf ' [%s]' "\$a"; done
   echo
   env | grep '^SLURM_' | sort
+  echo "UID \$(id -u)"
   echo END
 } >>"$MAILS"
 EOF
 chmod 755 "$DIR/mailprog"
 : >"$MAILS"
+# Under a root controller the program runs as nobody: it must reach the script and the log.
+if [ "$(id -u)" = 0 ]; then
+  chmod 755 "$DIR"
+  chmod 666 "$MAILS"
+fi
 
 echo "== local up --mail-prog"
 eval "$(muster local up --dir "$DIR/cluster" --nodes 2 --gpus-per-node 8 --mail-prog "$DIR/mailprog")"
@@ -83,6 +89,11 @@ echo "== what each mail says"
 has_re "^ARGV \[-s\] \[Slurm Job_id=$ok Name=okjob Began, Queued time [0-9:]+\] \[tester@example.org\]$" ||
   fail "no BEGIN mail for $ok"
 [ "$(grep -c "Job_id=$ok Name=okjob Began" "$MAILS")" = 1 ] || fail "BEGIN mailed more than once"
+# A root controller runs the program as mail_prog_user (nobody), never as root.
+if [ "$(id -u)" = 0 ]; then
+  [ "$(grep '^UID ' "$MAILS" | sort -u)" = "UID $(id -u nobody)" ] ||
+    fail "the mail program ran as: $(grep '^UID ' "$MAILS" | sort -u | tr '\n' ' ')"
+fi
 # The environment of the END mail: the record after its ARGV line, up to END.
 end_env=$(awk -v id="$ok" '$0 ~ "Job_id=" id " Name=okjob Ended" {on=1; next} on && /^END$/ {exit} on' "$MAILS")
 for want in "SLURM_JOB_ID=$ok" "SLURM_JOB_NAME=okjob" "SLURM_JOB_USER=$me" \

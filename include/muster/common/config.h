@@ -61,9 +61,11 @@ struct ControllerConfig {
   // The leader's etcd lease: a leader that stops answering is replaced this long after.
   uint32_t leader_lease_s = 3;
   // Slurm's MailProg: the program that mails users what their --mail-type asked for, run as
-  // `mail_prog -s SUBJECT RECIPIENT` with the job's SLURM_JOB_* in its environment, as the
-  // controller's own user (an absolute path). Empty: no mail is sent.
+  // `mail_prog -s SUBJECT RECIPIENT` with the job's SLURM_JOB_* in its environment (an absolute
+  // path). Empty: no mail is sent.
   std::string mail_prog;
+  // Who it runs as when the controller runs as root (never root itself; Slurm's SlurmUser).
+  std::string mail_prog_user = "nobody";
 };
 
 // One of several controllers ([[controllers]]): one leads, the others follow its state and take

@@ -95,6 +95,27 @@ TEST_F(MailSenderRunTest, RunsTheProgramWithoutAShell) {
   unsetenv("MUSTER_SECRET_FOR_TEST");
 }
 
+TEST_F(MailSenderRunTest, UnderARootControllerTheProgramRunsAsTheMailUserNeverAsRoot) {
+  MailSenderOptions options{.program = "", .cluster_name = "lab"};
+  if (geteuid() != 0) {
+    ASSERT_TRUE(ResolveMailUser("nobody", &options).ok());
+    EXPECT_FALSE(options.run_as_uid) << "not root: it runs as the controller's own user";
+    GTEST_SKIP() << "needs root to change users";
+  }
+  EXPECT_EQ(ResolveMailUser("no-such-user-here", &options).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ResolveMailUser("root", &options).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(ResolveMailUser("nobody", &options).ok());
+  ASSERT_TRUE(options.run_as_uid);
+  chmod(dir_.c_str(), 0777);  // nobody writes its answer here
+  options.program = Script("mail", "echo \"$(id -u) $(id -G) $(pwd)\" > " + dir_ + "/who\n");
+  MailSender sender(options);
+  sender.Send({Notice()});
+  ASSERT_TRUE(sender.WaitIdle(milliseconds(20'000)));
+  EXPECT_EQ(Read("who"), std::to_string(*options.run_as_uid) + " " +
+                             std::to_string(*options.run_as_gid) + " /\n")
+      << "its uid, its group alone (no supplementary groups of root's), in /";
+}
+
 TEST_F(MailSenderRunTest, AProgramPastItsTimeoutIsKilledWithWhatItStarted) {
   const std::string prog = Script("slow", "sleep 30 &\necho $! > " + dir_ +
                                               "/child\nwait\necho done > " + dir_ + "/finished\n");
