@@ -89,6 +89,7 @@ void MailSender::Stop() {
       spdlog::warn("mail: {} mail(s) not sent: the controller is stopping", queue_.size());
       dropped_ += queue_.size();
       queue_.clear();
+      queued_for_.clear();
     }
   }
   cv_.notify_all();
@@ -102,12 +103,17 @@ void MailSender::Send(std::vector<controller::MailNotice> mails) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (controller::MailNotice& n : mails) {
-      if (stopping_ || queue_.size() >= options_.max_queued) {
-        spdlog::warn("job={} mail \"{}\" to {} dropped: {} mails already wait to be sent", n.job_id,
-                     n.subject, n.recipient, queue_.size());
+      size_t& mine = queued_for_[n.recipient];
+      if (stopping_ || queue_.size() >= options_.max_queued ||
+          mine >= options_.max_queued_per_recipient) {
+        spdlog::warn(
+            "job={} mail \"{}\" to {} dropped: {} mails already wait to be sent ({} to {})",
+            n.job_id, n.subject, n.recipient, queue_.size(), mine, n.recipient);
+        if (mine == 0) queued_for_.erase(n.recipient);
         ++dropped_;
         continue;
       }
+      ++mine;
       queue_.push_back(std::move(n));
     }
   }
@@ -133,6 +139,9 @@ void MailSender::Worker() {
       if (queue_.empty()) return;  // stopping
       n = std::move(queue_.front());
       queue_.pop_front();
+      if (auto it = queued_for_.find(n.recipient); it != queued_for_.end() && --it->second == 0) {
+        queued_for_.erase(it);
+      }
       ++running_;
     }
     Run(n);

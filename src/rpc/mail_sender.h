@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -33,6 +34,8 @@ struct MailSenderOptions {
   std::string cluster_name;
   size_t max_running = 4;
   size_t max_queued = 1000;
+  // Of them, for one recipient: one user's array of ARRAY_TASKS mails cannot crowd out the rest.
+  size_t max_queued_per_recipient = 100;
   std::chrono::milliseconds timeout{60'000};
   // The identity it runs with when the controller is root (controller.mail_prog_user).
   std::optional<uint32_t> run_as_uid, run_as_gid;
@@ -73,6 +76,7 @@ class MailSender : public controller::MailSink {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<controller::MailNotice> queue_;  // guarded by mu_
+  std::map<std::string, size_t> queued_for_;  // recipient -> its mails in queue_; guarded by mu_
   bool stopping_ = false;                     // guarded by mu_
   std::condition_variable idle_cv_;
   size_t running_ = 0;                  // guarded by mu_

@@ -143,6 +143,18 @@ TEST_F(MailSenderRunTest, TheQueueIsBoundedAndFailuresAreNotFatal) {
   ASSERT_TRUE(sender.WaitIdle(milliseconds(20'000)));
   EXPECT_EQ(sender.dropped(), 3u);
   EXPECT_EQ(sender.finished(), 2u);
+  // One recipient's mails cannot fill the queue for everyone.
+  MailSender fair(
+      {.program = prog, .max_running = 1, .max_queued = 10, .max_queued_per_recipient = 2});
+  std::vector<controller::MailNotice> flood;
+  for (uint64_t id = 1; id <= 6; ++id) flood.push_back(Notice(id));
+  controller::MailNotice other = Notice(7);
+  other.recipient = "bob@example.org";
+  flood.push_back(other);
+  fair.Send(std::move(flood));
+  ASSERT_TRUE(fair.WaitIdle(milliseconds(20'000)));
+  EXPECT_EQ(fair.finished(), 3u) << "two of alice's (at most), and bob's";
+  EXPECT_EQ(fair.dropped(), 4u);
   // A program that cannot be run at all is logged, not fatal.
   MailSender missing({.program = dir_ + "/no-such-program"});
   missing.Send({Notice()});
