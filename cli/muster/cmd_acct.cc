@@ -119,8 +119,46 @@ Output:
 TIME: HH:MM[:SS][AM|PM], MMDD[YY][-HH:MM[:SS]], MM/DD[/YY][-HH:MM[:SS]], MM.DD[.YY][-...],
 YYYY-MM-DD[THH:MM[:SS]], today, midnight, noon, fika, teatime, now[{+|-}N[units]].
 Accepted with no effect: -D, -L, --local, --federation, --whole-hetjob (one cluster, job ids
-are never reused, no heterogeneous jobs). Refused: -B, --env-vars, -c, -f, -C, -F, -x.
+are never reused, no heterogeneous jobs). Refused: -c, -f, -C, -F, -x. -B/--batch-script and
+--env-vars print each selected job's script or environment (yours, or any as an admin) while
+the controller keeps the job.
 )";
+}
+
+// sacct -B / --env-vars: each selected job's batch script or environment, as sacct prints them,
+// while the controller keeps the job (owners and admins only). Exit 1 if one could not be read.
+int PrintScripts(client::ControllerClient& controller, const std::vector<v1::JobInfo>& jobs,
+                 bool script) {
+  int rc = kExitOk;
+  for (const v1::JobInfo& j : jobs) {
+    const std::string id = j.has_array() ? std::to_string(j.array().array_job_id()) + "_" +
+                                               std::to_string(j.array().task_id())
+                                         : std::to_string(j.id());
+    v1::GetJobRequest req;
+    req.set_job_id(j.id());
+    req.set_with_script(script);
+    req.set_with_environment(!script);
+    std::printf("%s %s%s\n%s\n", script ? "Batch Script for" : "Environment used for", id.c_str(),
+                script ? "" : " (must be batch to display)", std::string(80, '-').c_str());
+    auto got = controller.GetJob(req);
+    if (!got.ok()) {
+      std::printf("NONE\n\n");
+      std::fprintf(stderr, "%s: error: %s\n", ProgramName("acct").c_str(),
+                   got.status().message().c_str());
+      rc = 1;
+      continue;
+    }
+    std::string text;
+    if (script) {
+      text = got->script();
+    } else {
+      for (const std::string& kv : got->environment()) text += kv + "\n";
+    }
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::printf("\n");
+  }
+  return rc;
 }
 
 }  // namespace
@@ -202,7 +240,9 @@ int CmdAcct(int argc, char** argv) {
   Filters filters;
   bool all_users = ::getuid() == 0, noheader = false, allocations = false, json = false;
   bool truncate = false, verbose = false;
-  int parsable = 0;  // 1: -p, 2: -P
+  bool batch_script = false;  // -B: each job's batch script instead of the table
+  bool env_vars = false;      // --env-vars: each job's environment instead of the table
+  int parsable = 0;           // 1: -p, 2: -P
   std::string delimiter = "|", clusters;
   std::string format = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode";
   if (const char* f = std::getenv("SACCT_FORMAT"); f && *f) format = f;
@@ -381,11 +421,11 @@ int CmdAcct(int argc, char** argv) {
         }
         break;  // no heterogeneous jobs here
       case 'B':
-        return refuse("-B/--batch-script",
-                      "the controller keeps a job's script but hands it back to no client");
+        batch_script = true;
+        break;
       case kEnvVars:
-        return refuse("--env-vars",
-                      "the controller keeps a job's environment but hands it back to no client");
+        env_vars = true;
+        break;
       case 'c':
         return refuse("-c/--completion",
                       "there is no job completion log; sacct reads the controller's records");
@@ -483,6 +523,7 @@ int CmdAcct(int argc, char** argv) {
   for (const v1::JobInfo& j : resp->jobs()) {
     if (RefsMatch(refs, j) && states.Matches(j) && filters.Matches(j)) jobs.push_back(j);
   }
+  if (batch_script || env_vars) return PrintScripts(*controller, jobs, batch_script);
   if (json) {
     PrintSacctJson(jobs, now);
     return kExitOk;

@@ -513,8 +513,47 @@ int JobAction(const std::string& verb, const std::vector<std::string>& args) {
   return SendJobUpdate(req);
 }
 
+// scontrol write batch_script JOBID [FILE]: the job's script, to slurm-JOBID.sh (or FILE; "-":
+// stdout), as Slurm. A file that is there already is not written over, nor reached through a
+// symbolic link.
+int WriteBatchScript(const std::vector<std::string>& args) {
+  if (args.empty() || args.size() > 2) {
+    return Usage("control", "write batch_script JOBID [FILE]");
+  }
+  auto refs = ParseJobRefs(args[0]);
+  if (!refs.ok() || refs->size() != 1) return Usage("control", "bad job id '" + args[0] + "'");
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("control", controller.status());
+  v1::GetJobRequest req;
+  req.set_job_id(refs->front().id);
+  req.set_with_script(true);
+  auto got = controller->GetJob(req);
+  if (!got.ok()) return Fail("control", got.status());
+  const std::string& script = got->script();
+  const std::string file = args.size() > 1 ? args[1] : "slurm-" + args[0] + ".sh";
+  if (file == "-") {
+    std::fwrite(script.data(), 1, script.size(), stdout);
+    return kExitOk;
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Fail("control", ErrnoStatus("cannot create " + file, errno));
+  const bool written =
+      ::write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size());
+  ::close(fd);
+  if (!written) return Fail("control", ErrnoStatus("cannot write " + file, errno));
+  std::printf("batch script for job %s written to %s\n", args[0].c_str(), file.c_str());
+  return kExitOk;
+}
+
 // One scontrol command: `verb` and the words after it.
 int Run(const std::string& verb, std::vector<std::string> rest, bool oneliner) {
+  if (verb == "write") {
+    if (rest.empty() || ToLower(rest[0]) != "batch_script") {
+      return Fail("control", Unimplemented("write " + (rest.empty() ? "" : rest[0]) +
+                                           " is not supported (write batch_script)"));
+    }
+    return WriteBatchScript({rest.begin() + 1, rest.end()});
+  }
   if (verb == "show") return Show(rest, oneliner);
   if (verb == "version") {
     // Slurm's line first, for tools that parse it; then Muster's own.
@@ -546,7 +585,7 @@ int Run(const std::string& verb, std::vector<std::string> rest, bool oneliner) {
   }
   return Fail("control", Unimplemented("'" + verb +
                                        "' is not supported (show, update, create, delete, hold, "
-                                       "release, requeue, suspend, resume, top)"));
+                                       "release, requeue, suspend, resume, top, write)"));
 }
 
 }  // namespace

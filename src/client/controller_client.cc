@@ -224,6 +224,9 @@ Result<v1::ExplainJobResponse> ControllerClient::ExplainJob(uint64_t job_id) {
 Result<v1::GetJobResponse> ControllerClient::GetJob(uint64_t job_id) {
   v1::GetJobRequest r;
   r.set_job_id(job_id);
+  return GetJob(r);
+}
+Result<v1::GetJobResponse> ControllerClient::GetJob(const v1::GetJobRequest& r) {
   return Do<v1::GetJobResponse>(*this, v1::METHOD_GET_JOB, r);
 }
 Result<v1::ListNodesResponse> ControllerClient::ListNodes(const v1::ListNodesRequest& r) {

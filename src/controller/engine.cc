@@ -320,7 +320,27 @@ Status Engine::CheckJobVisible(const Caller& caller, uint64_t job_id) const {
 Result<v1::GetJobResponse> Engine::GetJob(const Caller& caller,
                                           const v1::GetJobRequest& req) const {
   MUSTER_RETURN_IF_ERROR(CheckJobVisible(caller, req.job_id()));
-  return job_views_->GetJob(req);
+  MUSTER_ASSIGN_OR_RETURN(v1::GetJobResponse resp, job_views_->GetJob(req));
+  if (!req.with_script() && !req.with_environment()) return resp;
+  // The script and environment (secrets, often): the owner's and admins', whatever private_data
+  // says, and only while the job is kept (its payload goes when it is archived).
+  const std::string id = std::to_string(req.job_id());
+  const JobEntry* job = jobs_->Covering(req.job_id());
+  if (!job) return NotFound("the batch script of job " + id + " is no longer kept");
+  const v1::JobRecord& r = job->rec();
+  MUSTER_RETURN_IF_ERROR(
+      CheckJobAccess(caller, r, "read the batch script and environment of", ctx_->config()));
+  if (r.spec().interactive()) {
+    return FailedPrecondition("job " + id + " has no batch script (an srun/salloc allocation)");
+  }
+  // An array's tasks share their array's payload (an older task may have one of its own).
+  auto payload = ctx_->store().ReadJobPayload(r.has_array() ? r.array().array_job_id() : r.id());
+  if (!payload.ok() && r.has_array()) payload = ctx_->store().ReadJobPayload(r.id());
+  if (!payload.ok()) return NotFound("the batch script of job " + id + " is no longer kept");
+  if (req.with_script()) resp.set_script(std::move(*payload->mutable_script()));
+  if (req.with_environment())
+    *resp.mutable_environment() = std::move(*payload->mutable_environment());
+  return resp;
 }
 
 uint64_t Engine::VisitJobs(const Caller& caller, const v1::ListJobsRequest& req,

@@ -524,6 +524,19 @@ grep -qx "Cluster|Login|Proper Name|Account|TRES Name|Used" <<<"$out" &&
   grep -q "^Cluster/User/Account Utilization " <<<"$out" &&
   grep -Eq "^[^|]+\|$me\|[^|]*\|physics\|gres/gpu\|0$" <<<"$out" || fail "sreport by account: $out"
 
+echo "== a job's script back: sacct -B, --env-vars, scontrol write batch_script"
+id_b=$("$DIR/compat/sbatch" --parsable -H -o /dev/null --export=NONE,SCRIPT_MARK=yes \
+  --wrap 'echo wrapped-command-here')
+out=$("$DIR/compat/sacct" -B -j "$id_b")
+[ "$(head -1 <<<"$out")" = "Batch Script for $id_b" ] && grep -q "wrapped-command-here" <<<"$out" ||
+  fail "sacct -B: $out"
+"$DIR/compat/sacct" --env-vars -j "$id_b" | grep -qx "SCRIPT_MARK=yes" ||
+  fail "sacct --env-vars: $("$DIR/compat/sacct" --env-vars -j "$id_b")"
+( cd "$WORK" && rm -f "slurm-$id_b.sh" && "$DIR/compat/scontrol" write batch_script "$id_b" >/dev/null &&
+  grep -q "wrapped-command-here" "slurm-$id_b.sh" && rm -f "slurm-$id_b.sh" ) ||
+  fail "scontrol write batch_script"
+"$DIR/compat/scancel" "$id_b"
+
 echo "== licenses: none configured here, so -L is refused by name; spread-job"
 [ "$("$DIR/compat/scontrol" show licenses)" = "No licenses configured in Slurm." ] ||
   fail "scontrol show licenses: $("$DIR/compat/scontrol" show licenses)"

@@ -47,6 +47,7 @@ class ControllerClient {
   Result<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& r);
   Result<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest& r);
   Result<v1::GetJobResponse> GetJob(uint64_t job_id);
+  Result<v1::GetJobResponse> GetJob(const v1::GetJobRequest& req);
   Result<v1::ExplainJobResponse> ExplainJob(uint64_t job_id);
   Result<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& r);
   // The same, one job at a time, parsed into one reused message: squeue over 10,000 jobs

@@ -94,9 +94,13 @@ out=$("$sa_sacct" -M elsewhere -j "$sa_done" 2>&1); rc=$?
 set -e
 [ $rc = 1 ] && grep -q "no cluster 'elsewhere'" <<<"$out" || fail "sacct -M elsewhere: $rc $out"
 "$sa_sacct" -v -j "$sa_done" 2>&1 >/dev/null | grep -q "jobs not over before" || fail "sacct -v"
+# -B: the finished job's script, while the controller keeps it.
+out=$("$sa_sacct" -B -j "$sa_done" 2>&1) || fail "sacct -B: $out"
+[ "$(head -1 <<<"$out")" = "Batch Script for $sa_done" ] && grep -q '^#!' <<<"$out" ||
+  fail "sacct -B: $out"
 # Refused by name, with the reason.
 set +e
-out=$("$sa_sacct" -B -j "$sa_done" 2>&1); rc=$?
+out=$("$sa_sacct" -c -j "$sa_done" 2>&1); rc=$?
 set -e
-[ $rc = 2 ] && grep -q "batch-script is not supported" <<<"$out" || fail "sacct -B: $rc $out"
+[ $rc = 2 ] && grep -q "completion is not supported" <<<"$out" || fail "sacct -c: $rc $out"
 "$DIR/compat/scancel" "$sa_held"

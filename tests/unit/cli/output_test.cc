@@ -512,8 +512,6 @@ TEST(AcctOptionsTest, TakenRefusedOrBadValue) {
     EXPECT_TRUE(Has(r.err, "cannot read config file")) << args[1] << ": " << r.err;
   }
   for (const auto& [args, name] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"-B"}, "-B/--batch-script"},
-           {{"--env-vars"}, "--env-vars"},
            {{"-c"}, "-c/--completion"},
            {{"--file=x"}, "-f/--file"},
            {{"-C", "a"}, "-C/--constraints"},

@@ -120,6 +120,31 @@ TEST_F(EngineTest, NormalisesTasksAndGpus) {
   EXPECT_EQ(Job(*b).num_nodes(), 2u);
 }
 
+TEST_F(EngineTest, ABatchScriptIsReadByItsOwnerAndAdminsOnly) {
+  v1::JobSpec s = Gang(1, 0);
+  s.set_script("#!/bin/sh\necho secret-step\n");
+  s.add_environment("TOKEN=hunter2");
+  auto id = Submit(s, Alice());
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  v1::GetJobRequest req;
+  req.set_job_id(*id);
+  req.set_with_script(true);
+  req.set_with_environment(true);
+  auto mine = engine_->GetJob(Alice(), req);
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  EXPECT_EQ(mine->script(), "#!/bin/sh\necho secret-step\n");
+  ASSERT_EQ(mine->environment_size(), 1);
+  EXPECT_EQ(mine->environment(0), "TOKEN=hunter2");
+  EXPECT_EQ(engine_->GetJob(Bob(), req).status().code(), StatusCode::kPermissionDenied)
+      << "another user sees the job, never its script or environment";
+  EXPECT_TRUE(engine_->GetJob(Root(), req).ok());
+  v1::GetJobRequest plain;
+  plain.set_job_id(*id);
+  auto row = engine_->GetJob(Bob(), plain);
+  ASSERT_TRUE(row.ok()) << "the job itself stays public here";
+  EXPECT_TRUE(row->script().empty());
+}
+
 TEST_F(EngineTest, SpreadJobPutsItsTasksOnAsManyNodesAsThePartitionHas) {
   AllUp();
   v1::JobSpec s;
