@@ -82,6 +82,7 @@ nodes = "node1"
   void StartAgent() {
     AgentOptions o = BaseOptions();
     if (real_launcher_) o.launcher = real_launcher_;
+    o.login_shell_for_tests = login_shell_;
     o.step_request_deadline_ms = step_deadline_ms_;
     o.controller_link = [this](const std::string&, const std::string&, const std::string&,
                                ControllerLink::Callbacks cb) {
@@ -161,6 +162,7 @@ nodes = "node1"
   Config config_;
   std::shared_ptr<FakeLauncher> launcher_ = std::make_shared<FakeLauncher>();
   std::shared_ptr<Launcher> real_launcher_;  // set before StartAgent: processes for real
+  std::string login_shell_;                  // --get-user-env's shell, for a test's own
   int step_deadline_ms_ = 30'000;
   FakeLink* link_ = nullptr;
   std::unique_ptr<Agent> agent_;
@@ -523,6 +525,43 @@ TEST_F(AgentTest, AJobCannotPlantLinksOrTouchTheRecordsTheRootAgentKeeps) {
   std::stringstream kept;
   kept << std::ifstream(precious).rdbuf();
   EXPECT_EQ(kept.str(), "precious\n") << "root wrote through the job's link";
+}
+
+// --get-user-env: the user's login shell runs (as the user; here a stand-in that prints noise
+// first, as a chatty profile does) and the job starts from what it exported, with the submitted
+// environment on top.
+TEST_F(AgentTest, GetUserEnvStartsTheJobFromTheLoginEnvironmentWithTheSubmittedOneOnTop) {
+  const std::string shell = dir_ + "/login-shell", out = dir_ + "/job.out";
+  std::ofstream(shell) << "#!/bin/sh\n"
+                          "echo 'Welcome to the cluster'\n"
+                          "FROM_PROFILE=yes FROM_SUBMITTER=profile\n"
+                          "export FROM_PROFILE FROM_SUBMITTER\n"
+                          "while [ $# -gt 0 ] && [ \"$1\" != -c ]; do shift; done\n"
+                          "exec /bin/sh -c \"$2\"\n";
+  fs::permissions(shell, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec);
+  login_shell_ = shell;
+  real_launcher_ = NewProcessLauncher();
+  StartAgent();
+  link_->Connect(1);
+  v1::ControllerMessage m = Launch(1);
+  v1::JobSpec* spec = m.mutable_launch_job()->mutable_spec();
+  spec->set_work_dir(dir_);
+  spec->set_stdout_pattern(out);
+  spec->set_script(
+      "#!/bin/sh\necho \"profile=$FROM_PROFILE submitter=$FROM_SUBMITTER "
+      "flag=$SLURM_GET_USER_ENV\"\n");
+  spec->mutable_get_user_env()->set_timeout_s(20);
+  m.mutable_launch_job()->mutable_allocation()->mutable_nodes(0)->clear_gpu_indices();
+  link_->Command(m);
+  ASSERT_TRUE(Sent([](const auto& msg) {
+    return msg.has_batch_exited() && msg.batch_exited().job_id() == kJob &&
+           msg.batch_exited().exit_code() == 0;
+  })) << std::ifstream(out).rdbuf();
+  std::stringstream got;
+  got << std::ifstream(out).rdbuf();
+  EXPECT_EQ(got.str(), "profile=yes submitter=1 flag=1\n")
+      << "the profile's own variable, the submitted one winning over the profile's";
 }
 
 // Anyone who can reach a node's step port can connect before proving anything: what that
