@@ -41,9 +41,10 @@ class JobManager;
 inline constexpr size_t kMaxMailUserBytes = 254;
 
 // --mail-type and --mail-user of a submitted spec: known MailType bits only, and a recipient
-// that is safe as an argument of the admin's mail program (no leading '-', no whitespace,
-// control characters, quotes or shell metacharacters; letters, digits and . _ + - @ % , only),
-// at most kMaxMailUserBytes. INVALID_ARGUMENT saying what is wrong.
+// that is safe as an argument of the admin's mail program: one name or address of letters,
+// digits and . _ + - @ (at most one '@'), starting with a letter or digit (no option, second
+// recipient, routing or mailx file address), at most kMaxMailUserBytes. INVALID_ARGUMENT saying
+// what is wrong.
 Status CheckMailRequest(const v1::JobSpec& spec);
 
 // Slurm's secs2time_str: "HH:MM:SS", or "D-HH:MM:SS" from a day on (whole seconds).
