@@ -139,6 +139,11 @@ void PrintJob(const v1::JobInfo& j, int64_t now, bool oneliner, const std::strin
   tres += ",node=" + std::to_string(j.num_nodes());
   if (j.gpus_total() > 0) tres += ",gres/gpu=" + std::to_string(j.gpus_total());
   line("   TRES=" + tres);
+  // Slurm's line, ending with what is set aside on each node (CoreSpec=* for nothing).
+  line("   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* " +
+       (j.thread_spec() > 0 ? "ThreadSpec=" + std::to_string(j.thread_spec())
+        : j.core_spec() > 0 ? "CoreSpec=" + std::to_string(j.core_spec())
+                            : std::string("CoreSpec=*")));
   line("   Features=" + OrNull(j.features()));
   line("   Contiguous=0 Licenses=" + OrNull(j.licenses()) + " Network=(null)");
   line("   WorkDir=" + j.work_dir());

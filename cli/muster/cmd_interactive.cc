@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "cli.h"
+#include "muster/client/bcast.h"
 #include "muster/client/step_client.h"
 #include "muster/client/submit_options.h"
 #include "muster/common/config.h"
@@ -47,6 +48,8 @@ Outside a job: get an allocation with the options below, run the step in it, rel
   -J, --job-name=NAME        step (or job) name (default: the command's)
   -l, --label                prefix output lines with the task id
   -K, --kill-on-bad-exit     a task failing kills the step's other tasks
+  -k, --no-kill              a node lost ends only its own tasks, not the step (and, outside
+                             a job, not the allocation: it goes on with the nodes left)
   -I, --immediate[=SECS]     give up when not allocated within SECS (default 1)
   -W, --wait=SECS            once the first task has ended, kill the others after SECS
                              (0: no limit, the default)
@@ -55,6 +58,9 @@ Outside a job: get an allocation with the options below, run the step in it, rel
                              after it ends, with the command as its arguments and the step's
                              SLURM_* variables; a prolog failing stops the step (none: no EXE)
       --quit-on-interrupt    one Ctrl-C ends the step
+      --bcast[=DEST]         copy the program (found in PATH, at most 1 GiB) to each node
+                             and run that copy: DEST, or DEST/ (default: the step's
+                             directory) plus slurm_bcast_JOB.STEP_NODE
   Outside a job only (options for the allocation, as sbatch's: -p -t --mem -C --exclusive ...):
       --priority=N|TOP       the allocation's priority (administrators)
       --test-only            say when and where the allocation would start; run nothing
@@ -123,6 +129,8 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   if (o.tmp_mb) return no("--tmp");
   if (!o.licenses.empty()) return no("--licenses");
   if (o.spread_job) return no("--spread-job");
+  if (o.core_spec) return no("-S/--core-spec");
+  if (o.thread_spec) return no("--thread-spec");
   if (o.run_as_uid || o.run_as_gid) return no("--uid/--gid");
   if (o.extra_node_info) return no("-B/--extra-node-info");
   if (o.sockets_per_node) return no("--sockets-per-node");
@@ -269,12 +277,27 @@ int CmdRun(int argc, char** argv) {
   }
   if (o.positional.empty()) return Usage("run", "no command given");
   if (s = client::CheckRunAs(o, ::geteuid()); !s.ok()) return Usage("run", s.message());
+  // -m, else SLURM_DISTRIBUTION as srun reads it (sbatch -m and salloc -m set it for the job's
+  // steps); plane's size, when not given, from SLURM_DIST_PLANESIZE.
+  if (s = client::ResolveDistribution(Environment(), true, &o); !s.ok()) {
+    return s.code() == StatusCode::kUnimplemented ? Fail("run", s) : Usage("run", s.message());
+  }
 
   client::StepOptions step;
   if (s = StepIo(o, &step); !s.ok()) return Fail("run", s);
   step.program = FrontEnd().empty() ? "muster run" : FrontEnd();
   step.argv = o.positional;
   step.environment = Environment();
+  if (!o.distribution.empty()) {
+    // The tasks see the layout they were given (the nodes say block when srun names none).
+    std::erase_if(step.environment, [](const std::string& e) {
+      return e.rfind("SLURM_DISTRIBUTION=", 0) == 0 || e.rfind("SLURM_DIST_PLANESIZE=", 0) == 0;
+    });
+    step.environment.push_back("SLURM_DISTRIBUTION=" + o.distribution);
+    if (o.task_distribution == "plane") {
+      step.environment.push_back("SLURM_DIST_PLANESIZE=" + std::to_string(o.plane_size));
+    }
+  }
   {
     // --propagate (else the cluster's default): this shell's limits for the step's tasks, in
     // SLURM_RLIMIT_* (the step's supervisor applies and removes them), as Slurm's srun.
@@ -292,6 +315,7 @@ int CmdRun(int argc, char** argv) {
   step.work_dir = o.chdir.value_or(Cwd());
   step.label = o.label;
   step.kill_on_bad_exit = o.kill_on_bad_exit;
+  step.no_kill = o.no_kill;
   step.open_mode_append = o.open_mode_append.value_or(false);
   step.prolog = o.prolog;
   step.epilog = o.epilog;
@@ -313,6 +337,8 @@ int CmdRun(int argc, char** argv) {
       o.gpu_bind = b;
     }
   }
+  // --accel-bind=g asks for what --gpu-bind=closest does; a --gpu-bind of its own wins.
+  if (o.gpu_bind.empty() && o.accel_bind_gpus) o.gpu_bind = "closest";
   step.gpu_bind = o.gpu_bind;
   // --cpu-bind, else SLURM_CPU_BIND as srun reads it (-m's second level deals the CPUs).
   if (const char* b = std::getenv("SLURM_CPU_BIND"); b && *b && o.cpu_bind.empty()) {
@@ -336,6 +362,24 @@ int CmdRun(int argc, char** argv) {
       path = dir + "/" + path;
     }
     *out = path;
+  }
+  // --bcast: the program found as execvp finds it, and checked, before anything is allocated.
+  if (o.bcast) {
+    if (o.multi_prog) {
+      return Fail("run", InvalidArgument("--bcast copies one program: it cannot be combined "
+                                         "with --multi-prog (each rank's command of its own)"));
+    }
+    const char* path = std::getenv("PATH");
+    auto program = client::FindProgram(o.positional[0], path ? path : "/bin:/usr/bin");
+    if (!program.ok()) return Fail("run", program.status());
+    auto source = client::OpenBcastSource(*program);
+    if (!source.ok()) return Fail("run", source.status());
+    ::close(source->fd);  // opened again to be sent, once the step exists
+    auto dest = client::BcastDestination(
+        *o.bcast, StartsWith(step.work_dir, "/") ? step.work_dir : Cwd() + "/" + step.work_dir);
+    if (!dest.ok()) return Fail("run", dest.status());
+    step.bcast_program = *program;
+    step.bcast_dest = *dest;
   }
   // --mpi, else SLURM_MPI_TYPE as srun reads it, else PMI-1 (muster's MpiDefault). A --mpi
   // reaches the tasks as SLURM_MPI_TYPE, as Slurm's srun exports it.
@@ -422,6 +466,9 @@ int CmdAlloc(int argc, char** argv) {
     return kExitOk;
   }
   if (s = client::CheckRunAs(o, ::geteuid()); !s.ok()) return Usage("alloc", s.message());
+  if (s = client::ResolveDistribution(Environment(), false, &o); !s.ok()) {
+    return Usage("alloc", s.message());
+  }
   std::vector<std::string> command = o.positional;
   if (command.empty()) {
     const char* shell = std::getenv("SHELL");
@@ -488,6 +535,12 @@ int CmdAlloc(int argc, char** argv) {
   }
   if (o.threads_per_core.value_or(0) > 0) {
     vars.push_back({"THREADS_PER_CORE", std::to_string(*o.threads_per_core)});
+  }
+  if (!o.distribution.empty()) {  // -m: the steps' layout (the allocation's is fixed)
+    vars.push_back({"DISTRIBUTION", o.distribution});
+    if (o.task_distribution == "plane") {
+      vars.push_back({"DIST_PLANESIZE", std::to_string(o.plane_size)});
+    }
   }
 
   pid_t child = ::fork();

@@ -132,6 +132,10 @@ int CmdSubmit(int argc, char** argv) {
   if (s = client::CheckRunAs(opts, ::geteuid()); !s.ok()) return Usage("submit", s.message());
 
   for (char** e = environ; e && *e; ++e) ctx.environment.emplace_back(*e);
+  // -m plane without a size: SLURM_DIST_PLANESIZE's.
+  if (s = client::ResolveDistribution(ctx.environment, false, &opts); !s.ok()) {
+    return Usage("submit", s.message());
+  }
   char cwd[4096];
   if (!::getcwd(cwd, sizeof cwd)) return Fail("submit", ErrnoStatus("getcwd", errno));
   ctx.cwd = cwd;

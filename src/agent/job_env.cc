@@ -39,6 +39,10 @@ class EnvBuilder {
     Set("SLURM_" + suffix, v);
     Set("MUSTER_" + suffix, v);
   }
+  const std::string* Get(const std::string& k) const {
+    auto it = index_.find(k);
+    return it == index_.end() ? nullptr : &entries_[it->second].second;
+  }
   void SetIfMissing(const std::string& k, const std::string& v) {
     if (!index_.count(k)) Set(k, v);
   }
@@ -264,16 +268,22 @@ std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::s
   return env.Build();
 }
 
+uint32_t TaskIdOf(const v1::StepLaunchRequest& step, uint32_t local_id) {
+  if (local_id < static_cast<uint32_t>(step.task_ids_size())) {
+    return step.task_ids(static_cast<int>(local_id));
+  }
+  return step.first_task() + local_id;
+}
+
 std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::string& node_name,
                                       const std::string& config_path, const std::string& visible,
                                       const v1::StepLaunchRequest& step, uint32_t local_id,
                                       const std::string& launch_host) {
   EnvBuilder env(step.environment());
   AddJobVars(env, launch, node_name, config_path, visible);
-  const uint32_t procid = step.first_task() + local_id;
+  const uint32_t procid = TaskIdOf(step, local_id);
   std::vector<std::string> gtids;
-  for (uint32_t t = 0; t < step.ntasks(); ++t)
-    gtids.push_back(std::to_string(step.first_task() + t));
+  for (uint32_t t = 0; t < step.ntasks(); ++t) gtids.push_back(std::to_string(TaskIdOf(step, t)));
   env.Slurm("STEP_ID", std::to_string(step.step_id()));
   env.Slurm("STEPID", std::to_string(step.step_id()));
   env.Slurm("PROCID", std::to_string(procid));
@@ -286,7 +296,11 @@ std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::st
   env.Slurm("STEP_NUM_NODES", std::to_string(step.total_nodes()));
   env.Slurm("STEP_NODELIST", step.step_nodelist());
   env.Slurm("STEP_TASKS_PER_NODE", step.tasks_per_node());
-  env.Slurm("DISTRIBUTION", "block");
+  // srun names the step's -m in its environment (and SLURM_DIST_PLANESIZE for plane); without
+  // one the tasks went out in blocks.
+  const std::string* named = env.Get("SLURM_DISTRIBUTION");
+  const std::string dist = named && !named->empty() ? *named : "block";
+  env.Slurm("DISTRIBUTION", dist);
   if (step.pmi()) {
     // PMI_FD: the socket the step supervisor relays to srun's PMI server (no port to find).
     env.Set("PMI_FD", std::to_string(keeper::kPmiFd));

@@ -26,6 +26,10 @@ std::vector<std::string> BuildBatchEnv(const v1::LaunchJob& launch, const std::s
                                        const std::string& config_path, const std::string& visible,
                                        const std::vector<std::string>* login_env = nullptr);
 
+// The step's task id (SLURM_PROCID) of its `local_id`-th task on this node: task_ids[local_id]
+// when the launch lists them (-m cyclic, plane), else first_task + local_id.
+uint32_t TaskIdOf(const v1::StepLaunchRequest& step, uint32_t local_id);
+
 // For one task of a step: the client's environment, the job's variables for this node, and the
 // per-task ones (SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_ID, ...).
 std::vector<std::string> BuildTaskEnv(const v1::LaunchJob& launch, const std::string& node_name,

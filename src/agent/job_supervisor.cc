@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "admin_scripts.h"
+#include "job_cpus.h"
 #include "job_env.h"
 #include "login_env.h"
 #include "muster/common/clock.h"
@@ -230,7 +231,8 @@ void JobSupervisor::BatchEnded(uint64_t id) {
   CheckClean(id);
 }
 
-JobCgroups::Limits JobSupervisor::CgroupLimits(const v1::LaunchJob& l) const {
+JobCgroups::Limits JobSupervisor::CgroupLimits(const LocalJob& job) const {
+  const v1::LaunchJob& l = job.launch;
   JobCgroups::Limits lim;
   const v1::NodeAllocation* me = nullptr;
   for (const auto& na : l.allocation().nodes()) {
@@ -239,11 +241,14 @@ JobCgroups::Limits JobSupervisor::CgroupLimits(const v1::LaunchJob& l) const {
   if (!me) return lim;
   lim.memory_mb = me->mem_mb();
   // CPU ids are the controller's view of this node; they bind only if this machine has them.
+  // Those left by --core-spec are this machine's.
   const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  bool fits = me->cpu_ids_size() > 0;
-  for (uint32_t c : me->cpu_ids()) fits = fits && static_cast<long>(c) < online;
+  std::vector<uint32_t> ids = job.cpus;
+  if (ids.empty()) ids.assign(me->cpu_ids().begin(), me->cpu_ids().end());
+  bool fits = !ids.empty();
+  for (uint32_t c : ids) fits = fits && static_cast<long>(c) < online;
   if (fits) {
-    lim.cpus.assign(me->cpu_ids().begin(), me->cpu_ids().end());
+    lim.cpus = std::move(ids);
     for (const auto& n : ctx_.inventory.numa_nodes()) {
       for (uint32_t c : n.cpus()) {
         if (std::find(lim.cpus.begin(), lim.cpus.end(), c) != lim.cpus.end()) {
@@ -444,8 +449,18 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
   if (!visible.ok()) return FailLaunch(id, visible.status().message(), false);
   j.visible_devices = *visible;
   if (Status st = spool_.MakeJobDir(id); !st.ok()) return FailLaunch(id, st.message(), false);
+  // -S/--core-spec, --thread-spec: never on the CPUs it set aside, nor on a guess at which.
+  if (SetsCpusAside(spec)) {
+    std::vector<uint32_t> held;
+    for (const auto& na : l.allocation().nodes()) {
+      if (na.node() == ctx_.node()) held.assign(na.cpu_ids().begin(), na.cpu_ids().end());
+    }
+    auto left = CpusLeftToJobHere(spec, held);
+    if (!left.ok()) return FailLaunch(id, left.status().message(), false);
+    j.cpus = std::move(*left);
+  }
   if (ctx_.cgroups.enabled()) {
-    auto cg = ctx_.cgroups.Create(id, CgroupLimits(l));
+    auto cg = ctx_.cgroups.Create(id, CgroupLimits(j));
     if (!cg.ok()) return FailLaunch(id, cg.status().message(), false);
     j.cgroup = *cg;
     if (Status st = LimitGpuDevices(j); !st.ok()) return FailLaunch(id, st.message(), false);
@@ -578,6 +593,7 @@ void JobSupervisor::StartJob(uint64_t id) {
     if (!spec.stdin_pattern().empty()) {
       sp.stdin_path = ExpandOutputPattern(spec.stdin_pattern(), vars, spec.work_dir());
     }
+    sp.cpus = j.cpus;  // what --core-spec leaves it, also without a cgroup's cpuset
     // A keeper waits for the script and records how it ended, so a restarted agent still knows.
     sp.exit_file = j.dir + "/exit";
     sp.keeper_program = ctx_.options.keeper_program;

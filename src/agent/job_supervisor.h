@@ -100,7 +100,7 @@ class JobSupervisor {
   void WatchBatch(LocalJob& job, int pidfd, bool our_child);
   void BatchEnded(uint64_t id);
   // The cgroup limits of the job's share of this node (what the controllers here can enforce).
-  JobCgroups::Limits CgroupLimits(const v1::LaunchJob& l) const;
+  JobCgroups::Limits CgroupLimits(const LocalJob& job) const;
   // Only the job's GPUs' device files are open to it (where BPF device filters work).
   Status LimitGpuDevices(const LocalJob& job);
   Status SaveState(const LocalJob& job);

@@ -55,6 +55,9 @@ struct LocalJob {
   uint64_t keeper_start = 0;
   pid_t task_pid = -1;  // the batch script
   std::string cgroup;   // the job's cgroup directory ("" without cgroups)
+  // -S/--core-spec, --thread-spec: the CPUs left to it here (job_cpus.h); empty: it sets none
+  // aside, and runs where its allocation (or, without a cgroup, anything) lets it.
+  std::vector<uint32_t> cpus;
   std::string epilog_error, prolog_error;
   // --get-user-env: the user's login environment read on this node (none: not asked for, or it
   // could not be read and the script starts from the submitted environment alone).

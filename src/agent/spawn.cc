@@ -450,7 +450,6 @@ Result<Spawned> Spawn(const SpawnSpec& spec) {
   a.pmi_fd = spec.pmi_fd;
   if (!spec.exit_file.empty()) {
     if (spec.pmi_fd >= 0) return InvalidArgument("a kept process has no PMI socket");
-    if (!spec.cpus.empty()) return InvalidArgument("a kept process is not bound to CPUs");
     return SpawnKept(spec, task, a);
   }
   if (spec.cgroup_fd >= 0) {

@@ -46,6 +46,8 @@ Result<v1::StepGrant> CheckStepCredential(const v1::StepLaunchRequest& req,
                     g.total_nodes() == req.total_nodes() &&
                     g.cpus_per_task() == req.cpus_per_task() &&
                     g.gpus_given() == req.gpus_given() &&
+                    std::equal(g.task_ids().begin(), g.task_ids().end(), req.task_ids().begin(),
+                               req.task_ids().end()) &&
                     std::equal(g.cpu_ids().begin(), g.cpu_ids().end(), req.cpu_ids().begin(),
                                req.cpu_ids().end()) &&
                     std::equal(g.gpu_indices().begin(), g.gpu_indices().end(),
@@ -66,6 +68,16 @@ Status CheckStepWithinGrant(const v1::StepLaunchRequest& req, const v1::LaunchJo
   if (uint64_t{req.first_task()} + req.ntasks() > req.total_tasks() ||
       req.node_id() >= std::max<uint32_t>(req.total_nodes(), 1)) {
     return InvalidArgument("the step's task or node numbers do not add up");
+  }
+  // Listed ids (-m cyclic, plane): one per task here, ascending (so none twice), each a task of
+  // the step, the first of them first_task.
+  if (req.task_ids_size() != 0) {
+    bool ok = static_cast<uint32_t>(req.task_ids_size()) == req.ntasks() &&
+              req.task_ids(0) == req.first_task();
+    for (int i = 0; ok && i < req.task_ids_size(); ++i) {
+      ok = req.task_ids(i) < req.total_tasks() && (i == 0 || req.task_ids(i - 1) < req.task_ids(i));
+    }
+    if (!ok) return InvalidArgument("the step's task ids on " + node + " do not add up");
   }
   // Each task holds at least one CPU (the controller lays steps out that way), unless the job
   // was submitted with -O/--overcommit: then one task's CPUs, and at most Slurm's

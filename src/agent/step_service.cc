@@ -8,6 +8,8 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include "muster/common/framing.h"
 #include "muster/common/strings.h"
@@ -21,6 +23,26 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
+
+// The CPUs near GPU `gpu` (a node index as CUDA_VISIBLE_DEVICES names it) as a list: its CPU
+// affinity, else its NUMA node's CPUs, from the inventory; "" when not known (a MIG UUID, a GPU
+// without either).
+std::string CpusNear(const AgentContext& ctx, const std::string& gpu) {
+  const std::optional<uint64_t> index = ParseUint(gpu);
+  if (!index) return "";
+  std::lock_guard<std::mutex> lock(ctx.mu);
+  for (const v1::GpuDevice& g : ctx.inventory.gpus()) {
+    if (g.index() != *index) continue;
+    if (!g.cpu_affinity().empty()) return g.cpu_affinity();
+    for (const v1::NumaNode& n : ctx.inventory.numa_nodes()) {
+      if (g.numa_node() < 0 || n.os_index() != static_cast<uint32_t>(g.numa_node())) continue;
+      std::vector<std::string> cpus;
+      for (uint32_t c : n.cpus()) cpus.push_back(std::to_string(c));
+      return Join(cpus, ",");
+    }
+  }
+  return "";
+}
 
 // A `muster run` connection until its request is checked: then a StepSupervisor takes it (the
 // tasks, their I/O, the client) and this session ends.
@@ -132,6 +154,8 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
     setup.set_node(ctx_.node());
     setup.set_config_path(ctx_.options.config_path);
     setup.set_visible_devices(visible);
+    for (const std::string& gpu : Split(visible, ',', true))
+      *setup.add_gpu_cpus() = CpusNear(ctx_, gpu);
     setup.set_job_cgroup(job->cgroup);
     setup.set_step_cgroup(step_cgroup);
     setup.set_client_bytes(frames_.TakeBytes());

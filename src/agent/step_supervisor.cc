@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -15,10 +16,12 @@
 #include <sstream>
 
 #include "cgroup.h"
+#include "job_cpus.h"
 #include "job_env.h"
 #include "job_spool.h"
 #include "muster/agent/step_supervisor_main.h"
 #include "muster/common/cpu_bind.h"
+#include "muster/common/cpu_topology.h"
 #include "muster/common/gpu_bind.h"
 #include "muster/common/strings.h"
 #include "muster/keeper/child.h"
@@ -81,6 +84,8 @@ void StepSupervisor::Start() {
   if (!early.empty() && !frames_.Append(early.data(), early.size()).ok()) {
     return Fail(InvalidArgument("bad frame after the step request"));
   }
+  // srun --bcast: the program comes first; the tasks start once it is here, whole.
+  if (!req_.bcast_path().empty() && !req_.withdrawn()) return ReceiveProgram();
   if (Status s = Launch(); !s.ok()) return Fail(s);
   WatchClient();
 }
@@ -90,6 +95,7 @@ bool StepSupervisor::OwnCgroup() const {
 }
 
 std::vector<uint32_t> StepSupervisor::StepCpus() const {
+  if (!cpus_left_.empty()) return cpus_left_;
   if (req_.cpu_ids_size() > 0) return {req_.cpu_ids().begin(), req_.cpu_ids().end()};
   for (const v1::NodeAllocation& n : setup_.launch().allocation().nodes()) {
     if (n.node() == setup_.node()) return {n.cpu_ids().begin(), n.cpu_ids().end()};
@@ -132,6 +138,10 @@ Status StepSupervisor::Launch() {
                             TaskGpus(bind, req_.gpus_per_task(), step_gpus, local));
     task_gpus.push_back(Join(gpus, ","));
   }
+  // Its job's --core-spec or --thread-spec: none of its tasks on the CPUs the job set aside.
+  if (SetsCpusAside(setup_.launch().spec())) {
+    MUSTER_ASSIGN_OR_RETURN(cpus_left_, CpusLeftToJobHere(setup_.launch().spec(), StepCpus()));
+  }
   // Each task's CPUs (--cpu-bind), out of the step's here, laid out over this machine's sockets
   // and cores; likewise all before any task starts.
   if (!req_.cpu_bind().empty()) {
@@ -145,6 +155,18 @@ Status StepSupervisor::Launch() {
       task_cpus_ = std::move(*laid);
     }
   }
+  if (bind.kind == GpuBind::Kind::kClosest) {
+    // --gpu-bind=closest: each task's GPUs by the CPUs it runs on, so once those are laid out.
+    std::vector<std::vector<uint32_t>> near;
+    for (const std::string& list : setup_.gpu_cpus()) {
+      auto cpus = ParseCpuList(list);
+      near.push_back(cpus.ok() ? *cpus : std::vector<uint32_t>());
+    }
+    for (uint32_t local = 0; local < req_.ntasks(); ++local) {
+      const std::vector<uint32_t> cpus = task_cpus_.empty() ? StepCpus() : task_cpus_[local];
+      task_gpus[local] = Join(ClosestGpus(step_gpus, near, cpus), ",");
+    }
+  }
   if (req_.task_commands_size() != 0 &&
       static_cast<uint32_t>(req_.task_commands_size()) != req_.ntasks()) {
     return InvalidArgument("--multi-prog: " + std::to_string(req_.task_commands_size()) +
@@ -154,7 +176,7 @@ Status StepSupervisor::Launch() {
   for (int i = 0; i < req_.task_commands_size(); ++i) {
     if (req_.task_commands(i).argv().empty()) {
       return InvalidArgument("--multi-prog: no command for task " +
-                             std::to_string(req_.first_task() + static_cast<uint32_t>(i)));
+                             std::to_string(TaskIdOf(req_, static_cast<uint32_t>(i))));
     }
   }
   for (const std::string& path : {req_.task_prolog(), req_.task_epilog()}) {
@@ -168,7 +190,7 @@ Status StepSupervisor::Launch() {
   launching_ = true;
   for (uint32_t local = 0; local < req_.ntasks(); ++local) {
     Task t;
-    t.id = req_.first_task() + local;
+    t.id = TaskIdOf(req_, local);
     auto pending = std::make_unique<PendingTask>();
     SpawnSpec& sp = pending->sp;
     if (req_.task_commands_size() != 0) {
@@ -176,6 +198,7 @@ Status StepSupervisor::Launch() {
       sp.argv.assign(argv.begin(), argv.end());  // not empty: checked above
     } else {
       sp.argv.assign(req_.argv().begin(), req_.argv().end());
+      if (!req_.bcast_path().empty()) sp.argv[0] = req_.bcast_path();  // this node's copy
     }
     sp.env = BuildTaskEnv(launch, setup_.node(), setup_.config_path(), task_gpus[local], req_,
                           local, setup_.launch_host());
@@ -193,7 +216,7 @@ Status StepSupervisor::Launch() {
         }
       }
     }
-    if (!task_cpus_.empty()) sp.cpus = task_cpus_[local];
+    sp.cpus = task_cpus_.empty() ? cpus_left_ : task_cpus_[local];
     sp.cwd = req_.work_dir().empty() ? spec.work_dir() : req_.work_dir();
     sp.change_user = root && spec.uid() != 0;
     sp.uid = spec.uid();
@@ -267,7 +290,7 @@ void StepSupervisor::StartTask(size_t idx) {
     const std::vector<uint32_t> cpus = sp.cpus.empty() ? StepCpus() : sp.cpus;
     SendOutput(
         t.id, 2,
-        CpuBindReport(cpu_bind_, setup_.node(), t.id, t.id - req_.first_task(), t.pid, cpus));
+        CpuBindReport(cpu_bind_, setup_.node(), t.id, static_cast<uint32_t>(idx), t.pid, cpus));
   }
   // The PMI socket counts as output: what a task wrote to it before it ended (an abort) is
   // read before its exit is reported.
@@ -471,9 +494,12 @@ void StepSupervisor::DrainPmi(size_t idx) {
 
 // The PMI server's answer to a task here.
 void StepSupervisor::ToPmi(const v1::PmiData& answer) {
-  const uint32_t first = req_.first_task();
-  if (answer.task() < first || answer.task() - first >= pmi_.size()) return;
-  const size_t idx = answer.task() - first;
+  // Which of the tasks here it is: tasks_ are in the launch's (ascending) order.
+  auto here = std::lower_bound(tasks_.begin(), tasks_.end(), answer.task(),
+                               [](const Task& t, uint32_t id) { return t.id < id; });
+  if (here == tasks_.end() || here->id != answer.task()) return;
+  const size_t idx = static_cast<size_t>(here - tasks_.begin());
+  if (idx >= pmi_.size()) return;
   StdinSink& k = pmi_[idx];
   if (!k.fd) return;
   // The server gave up on the rank (or it does not read its answers): it sees its socket end.

@@ -101,8 +101,18 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   };
   // A task's --task-prolog or --task-epilog while it runs (step_task_helpers.cc).
   struct Helper;
+  // srun --bcast (step_bcast.cc): the program, as it arrives from the client, and its writer.
+  struct Bcast;
 
   Status Launch();
+  // srun --bcast (step_bcast.cc): takes the program from the client (frames of type 5) into a
+  // writer that is the job's user, then launches; a failure ends the step before any task runs,
+  // and what the client still sends is read and dropped until it closes the connection.
+  void ReceiveProgram();
+  void ReadProgram();
+  void ReadWriterResult();
+  void ProgramFailed(const Status& s);
+  void DrainClient();
   // The CPUs the step holds here: its own (--exact), else the job's.
   std::vector<uint32_t> StepCpus() const;
   // Starts task `idx` as pending_[idx] says (after its prolog, if any), or ends it when the step
@@ -173,10 +183,14 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   bool reported_end_ = false;
   std::vector<Task> tasks_;
   std::vector<std::unique_ptr<PendingTask>> pending_;  // by tasks_ index, until started
+  std::shared_ptr<Bcast> bcast_;                       // with --bcast
   std::vector<std::vector<std::string>> task_env_;     // by tasks_ index: for its epilog
   bool launching_ = false;                             // in Launch: no task is reported yet
   CpuBind cpu_bind_;                                   // --cpu-bind
   std::vector<std::vector<uint32_t>> task_cpus_;       // each task's CPUs here (empty: not bound)
+  // -S/--core-spec, --thread-spec: the step's CPUs here less those its job sets aside, which
+  // every task is bound within (empty: the job sets none aside).
+  std::vector<uint32_t> cpus_left_;
   size_t reported_ = 0;
   bool done_ = false;
   std::deque<std::string> queue_;

@@ -222,6 +222,12 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   s.set_min_tmp_disk_mb(o.tmp_mb.value_or(0));
   for (const auto& [license, count] : o.licenses) (*s.mutable_licenses())[license] = count;
   s.set_spread_job(o.spread_job);
+  if (o.core_spec && o.thread_spec) {
+    return InvalidArgument("--core-spec and --thread-spec cannot be used together");
+  }
+  s.set_core_spec(o.core_spec.value_or(0));
+  s.set_thread_spec(o.thread_spec.value_or(0));
+  if (o.core_spec || o.thread_spec) s.set_exclusive(true);  // as Slurm's, even --core-spec=0
   s.set_min_cpus_per_node(o.min_cpus.value_or(0));
   s.set_open_mode_append(o.open_mode_append.value_or(false));
   if (!ctx.interactive && o.input) s.set_stdin_pattern(*o.input);
@@ -280,6 +286,7 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   if (o.array) s.set_array(*o.array);
   s.set_no_requeue(o.no_requeue);
   s.set_overcommit(o.overcommit);
+  s.set_no_kill(o.no_kill);
   if (o.get_user_env) {
     s.mutable_get_user_env()->set_timeout_s(o.get_user_env_timeout_s);
     s.mutable_get_user_env()->set_mode(o.get_user_env_mode);
@@ -334,6 +341,14 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   }
   // --gpu-bind of a job is its steps' (srun reads SLURM_GPU_BIND, as Slurm's).
   if (!o.gpu_bind.empty() && !ctx.interactive) put("SLURM_GPU_BIND", o.gpu_bind);
+  // -m of a job is its steps' (srun reads SLURM_DISTRIBUTION and SLURM_DIST_PLANESIZE, as
+  // Slurm's); the job's own tasks per node do not depend on it.
+  if (!o.distribution.empty() && !ctx.interactive) {
+    put("SLURM_DISTRIBUTION", o.distribution);
+    if (o.task_distribution == "plane" && o.plane_size > 0) {
+      put("SLURM_DIST_PLANESIZE", std::to_string(o.plane_size));
+    }
+  }
   s.set_export_none(none && !all);
   for (const auto& k : order) s.add_environment(k + "=" + env[k]);
   return s;
@@ -345,6 +360,7 @@ v1::CreateStepRequest BuildStepRequest(const SubmitOptions& o, uint64_t job_id, 
   const std::string command = o.positional.empty() ? "" : o.positional[0];
   r.set_name(o.job_name.value_or(command.substr(command.rfind('/') + 1)));
   r.set_overlap(o.overlap);
+  r.set_task_distribution(StepTaskDistribution(o));  // -m: in its own allocation too
   if (!in_job) {
     r.set_exact(o.exact);
     return r;

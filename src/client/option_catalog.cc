@@ -136,10 +136,14 @@ const struct option kLongOptions[] = {
     {"overcommit", no_argument, nullptr, 'O'},
     {"licenses", required_argument, nullptr, 'L'},
     {"spread-job", no_argument, nullptr, kSpreadJob},
+    {"core-spec", required_argument, nullptr, 'S'},
+    {"thread-spec", required_argument, nullptr, kThreadSpec},
+    {"no-kill", optional_argument, nullptr, 'k'},
+    {"accel-bind", required_argument, nullptr, kAccelBind},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions =
-    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:r:B:OL:";
+    "+:J:p:A:q:d:N:n:c:G:t:o:e:D:C:w:x:HhlK::I::i:ua:b:QvT:XEsF:M:Wm:r:B:OL:k::S:";
 
 }  // namespace
 
@@ -166,8 +170,6 @@ const struct option* LongOptionsFor(OptionSet set) {
 // Options only some commands take; elsewhere they are unknown, as in Slurm.
 bool Accepted(int c, OptionSet set) {
   switch (c) {
-    case kBcast:
-      return false;
     case 'l':
     case kExact:
     case kOverlap:
@@ -180,7 +182,9 @@ bool Accepted(int c, OptionSet set) {
     case kMsgTimeout:
     case kSlurmdDebug:
     case kResvPorts:
+    case kBcast:
     case kBcastExclude:
+    case kAccelBind:
     case kSendLibs:
     case kCompress:
     case 'r':
@@ -240,12 +244,7 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"het-group", kNever + "Muster has no heterogeneous jobs"},
       {"x11", kNever + "Muster does not forward X11"},
       {"no-allocate", kNever + "every step runs in an allocation"},
-      {"core-spec", kNotYet + "no cores are set aside for the system per job"},
-      {"thread-spec", kNotYet + "no threads are set aside for the system per job"},
-      {"no-kill", kNotYet + "a job loses every node when one fails (it is requeued or ends)"},
       {"gpus-per-socket", kNotYet + "GPUs are not placed by socket"},
-      {"accel-bind", kNotYet + "tasks are not bound to accelerators one by one"},
-      {"bcast", kNotYet + "run the program from a file system the nodes share"},
   };
   return k;
 }
@@ -253,12 +252,8 @@ const std::map<std::string, std::string>& KnownUnsupported() {
 // Short letters of refused options.
 std::string LongNameOf(char letter) {
   switch (letter) {
-    case 'k':
-      return "no-kill";
     case 'Z':
       return "no-allocate";
-    case 'S':
-      return "core-spec";
     default:
       return "";
   }

@@ -104,9 +104,10 @@ enum LongOnly {
   kTaskEpilog,
   kPropagate,
   kGetUserEnv,
-  // Refused (KnownUnsupported), but named here so that getopt does not take it for an
-  // abbreviation of a longer option it knows (--bcast for --bcast-exclude).
+  kThreadSpec,
+  // Named (not left to getopt's abbreviations) so that it is never taken for --bcast-exclude.
   kBcast,
+  kAccelBind,
 };
 
 // The getopt tables for a command's options (srun's -W takes a value, sbatch's does not).

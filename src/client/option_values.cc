@@ -1,5 +1,5 @@
 // The values of submission options that carry more than a word: counts, GPU counts with types
-// (and alternatives), --gres lists, host lists and --switches.
+// (and alternatives), --gres lists, host lists, --switches and -m/--distribution.
 #include "option_values.h"
 
 #include <fcntl.h>
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
@@ -246,6 +247,98 @@ Status ParseSwitches(const std::string& v, SubmitOptions* o) {
     o->switches_wait_ms = *t;
   }
   return Status::Ok();
+}
+
+Status ParseDistribution(const std::string& v, SubmitOptions* o) {
+  const std::string what = "--distribution=" + v;
+  const size_t comma = v.find(',');
+  std::string flag;
+  if (comma != std::string::npos) {
+    flag = v.substr(comma + 1);
+    if (!EqualsIgnoreCase(flag, "Pack") && !EqualsIgnoreCase(flag, "NoPack")) {
+      return InvalidArgument(what + ": expected Pack or NoPack after ','");
+    }
+  }
+  const std::vector<std::string> levels = Split(v.substr(0, comma), ':');
+  if (levels.empty() || levels.size() > 3) {
+    return InvalidArgument(what + ": expected at most three levels, FIRST[:SECOND[:THIRD]]");
+  }
+  std::string first = levels[0];
+  uint32_t plane = 0;
+  if (first == "*") first = "block";
+  if (first == "arbitrary") {
+    return Unimplemented(what +
+                         " is not supported: a step's tasks go over its nodes by block, cyclic "
+                         "or plane=N (SLURM_HOSTFILE is not read)");
+  }
+  if (StartsWith(first, "plane=")) {
+    auto n = ParseUint(first.substr(6));
+    if (!n || *n < 1 || *n > 10'000'000) {
+      return InvalidArgument(what + ": the plane size must be a number from 1");
+    }
+    plane = static_cast<uint32_t>(*n);
+    first = "plane";
+  }
+  if (first != "block" && first != "cyclic" && first != "plane") {
+    return InvalidArgument(what + ": the first level must be block, cyclic, plane=N or *");
+  }
+  if (first == "plane" && levels.size() > 1) {
+    return InvalidArgument(what + ": plane takes no other level (as Slurm's)");
+  }
+  for (size_t i = 1; i < levels.size(); ++i) {
+    const std::string& l = levels[i];
+    if (!l.empty() && l != "*" && l != "block" && l != "cyclic" && l != "fcyclic") {
+      return InvalidArgument(what +
+                             ": the levels after the first must be block, cyclic, "
+                             "fcyclic or *");
+    }
+  }
+  // As Slurm names it in SLURM_DISTRIBUTION: plane without its size (SLURM_DIST_PLANESIZE has
+  // it), the flag in lower case.
+  std::string whole = first;
+  for (size_t i = 1; i < levels.size(); ++i) whole += ":" + levels[i];
+  if (!flag.empty()) whole += "," + ToLower(flag);
+  o->distribution = whole;
+  o->task_distribution = first;
+  o->plane_size = plane;
+  // The second level deals a node's CPUs to its tasks for --cpu-bind.
+  o->cpu_distribution = levels.size() > 1 ? levels[1] : "";
+  return Status::Ok();
+}
+
+Status ResolveDistribution(const std::vector<std::string>& environment, bool read_variable,
+                           SubmitOptions* o) {
+  auto lookup = [&](const std::string& name) -> std::optional<std::string> {
+    std::optional<std::string> found;
+    for (const std::string& kv : environment) {
+      if (StartsWith(kv, name + "=")) found = kv.substr(name.size() + 1);  // the last wins
+    }
+    return found;
+  };
+  if (read_variable && o->distribution.empty()) {
+    if (auto d = lookup("SLURM_DISTRIBUTION"); d && !d->empty()) {
+      if (Status s = ParseDistribution(*d, o); !s.ok()) return s.Prepend("SLURM_DISTRIBUTION");
+    }
+  }
+  if (o->task_distribution == "plane" && o->plane_size == 0) {
+    auto size = lookup("SLURM_DIST_PLANESIZE");
+    auto n = size ? ParseUint(*size) : std::nullopt;
+    if (!size) {
+      return InvalidArgument(
+          "--distribution=plane needs a size: plane=N, or SLURM_DIST_PLANESIZE=N");
+    }
+    if (!n || *n < 1 || *n > 10'000'000) {
+      return InvalidArgument("SLURM_DIST_PLANESIZE=" + *size + ": expected a number from 1");
+    }
+    o->plane_size = static_cast<uint32_t>(*n);
+  }
+  return Status::Ok();
+}
+
+std::string StepTaskDistribution(const SubmitOptions& o) {
+  if (o.task_distribution == "cyclic") return "cyclic";
+  if (o.task_distribution == "plane") return "plane=" + std::to_string(o.plane_size);
+  return "";
 }
 
 }  // namespace muster::client

@@ -29,26 +29,40 @@ std::map<std::string, std::string> ParseLine(const std::string& line) {
 
 }  // namespace
 
-PmiServer::PmiServer(uint32_t size, std::string kvs, const std::vector<uint32_t>& tasks_per_node,
-                     Send send, Wire wire)
-    : size_(size),
+PmiServer::PmiServer(std::string kvs, std::vector<uint32_t> node_of_rank, Send send, Wire wire)
+    : size_(static_cast<uint32_t>(node_of_rank.size())),
       kvs_(std::move(kvs)),
       send_(std::move(send)),
       wire_(wire),
-      ranks_(size),
-      node_of_(size, 0),
-      node_attrs_(std::max<size_t>(tasks_per_node.size(), 1)),
-      process_mapping_(ProcessMapping(tasks_per_node)) {
+      ranks_(size_),
+      node_of_(std::move(node_of_rank)),
+      process_mapping_(MappingOfRanks(node_of_)) {
   kv_["PMI_process_mapping"] = process_mapping_;
-  // Ranks run in blocks, in node order (ranks past the layout, if any, on its last node).
+  uint32_t nodes = 1;
+  for (uint32_t n : node_of_) nodes = std::max(nodes, n + 1);
+  node_attrs_.resize(nodes);
+  live_on_node_.assign(nodes, 0);
+  waiting_on_node_.assign(nodes, 0);
+  for (uint32_t i = 0; i < size_; ++i) ++live_on_node_[node_of_[i]];
+}
+
+PmiServer::PmiServer(uint32_t size, std::string kvs, const std::vector<uint32_t>& tasks_per_node,
+                     Send send, Wire wire)
+    : PmiServer(std::move(kvs), RanksInBlocks(size, tasks_per_node), std::move(send), wire) {}
+
+std::vector<uint32_t> PmiServer::RanksInBlocks(uint32_t size,
+                                               const std::vector<uint32_t>& tasks_per_node) {
+  std::vector<uint32_t> node_of(size, 0);
   uint32_t rank = 0;
   for (size_t node = 0; node < tasks_per_node.size(); ++node) {
-    for (uint32_t i = 0; i < tasks_per_node[node] && rank < size_; ++i) node_of_[rank++] = node;
+    for (uint32_t i = 0; i < tasks_per_node[node] && rank < size; ++i) {
+      node_of[rank++] = static_cast<uint32_t>(node);
+    }
   }
-  for (; rank < size_; ++rank) node_of_[rank] = static_cast<uint32_t>(node_attrs_.size() - 1);
-  live_on_node_.assign(node_attrs_.size(), 0);
-  waiting_on_node_.assign(node_attrs_.size(), 0);
-  for (uint32_t i = 0; i < size_; ++i) ++live_on_node_[node_of_[i]];
+  const uint32_t last =
+      tasks_per_node.empty() ? 0 : static_cast<uint32_t>(tasks_per_node.size() - 1);
+  for (; rank < size; ++rank) node_of[rank] = last;
+  return node_of;
 }
 
 void PmiServer::SetWaiting(uint32_t rank, bool waits) {
@@ -68,13 +82,34 @@ void PmiServer::SetWaiting(uint32_t rank, bool waits) {
 }
 
 std::string PmiServer::ProcessMapping(const std::vector<uint32_t>& tasks_per_node) {
+  uint32_t size = 0;
+  for (uint32_t n : tasks_per_node) size += n;
+  return MappingOfRanks(RanksInBlocks(size, tasks_per_node));
+}
+
+std::string PmiServer::MappingOfRanks(const std::vector<uint32_t>& node_of_rank) {
+  struct Tuple {
+    uint32_t first_node, nodes, depth;
+  };
+  std::vector<Tuple> tuples;
+  for (size_t r = 0; r < node_of_rank.size();) {
+    // A run of ranks on one node; it joins the tuple before when it is on that tuple's next
+    // node and as deep.
+    size_t end = r;
+    while (end < node_of_rank.size() && node_of_rank[end] == node_of_rank[r]) ++end;
+    const uint32_t node = node_of_rank[r], depth = static_cast<uint32_t>(end - r);
+    if (!tuples.empty() && tuples.back().depth == depth &&
+        uint64_t{tuples.back().first_node} + tuples.back().nodes == node) {
+      ++tuples.back().nodes;
+    } else {
+      tuples.push_back({node, 1, depth});
+    }
+    r = end;
+  }
   std::string out = "(vector";
-  for (size_t i = 0; i < tasks_per_node.size();) {
-    size_t j = i;
-    while (j < tasks_per_node.size() && tasks_per_node[j] == tasks_per_node[i]) ++j;
-    out += ",(" + std::to_string(i) + "," + std::to_string(j - i) + "," +
-           std::to_string(tasks_per_node[i]) + ")";
-    i = j;
+  for (const Tuple& t : tuples) {
+    out += ",(" + std::to_string(t.first_node) + "," + std::to_string(t.nodes) + "," +
+           std::to_string(t.depth) + ")";
   }
   return out + ")";
 }

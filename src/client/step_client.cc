@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "host_program.h"
+#include "muster/client/bcast.h"
 #include "muster/client/pmi_server.h"
 #include "muster/common/framing.h"
 #include "muster/common/hostlist.h"
@@ -279,6 +280,14 @@ std::string PmiJobId(const v1::CreateStepResponse& step) {
   return std::to_string(step.job_id()) + "." + std::to_string(step.step_id());
 }
 
+// The step's task ids on node `n`, ascending: those it lists (-m cyclic, plane), else its block.
+std::vector<uint32_t> TaskIdsOf(const v1::StepNode& n) {
+  if (n.task_ids_size() > 0) return {n.task_ids().begin(), n.task_ids().end()};
+  std::vector<uint32_t> ids(n.ntasks());
+  for (uint32_t i = 0; i < n.ntasks(); ++i) ids[i] = n.first_task() + i;
+  return ids;
+}
+
 // The launch request for node `n` of the step.
 v1::StepLaunchRequest LaunchRequest(const v1::CreateStepResponse& step, const v1::StepNode& n,
                                     const StepOptions& o, const StepLayout& layout, bool pmi) {
@@ -296,6 +305,7 @@ v1::StepLaunchRequest LaunchRequest(const v1::CreateStepResponse& step, const v1
   req.set_work_dir(o.work_dir);
   req.set_node_id(n.node_id());
   req.set_first_task(n.first_task());
+  *req.mutable_task_ids() = n.task_ids();
   req.set_ntasks(n.ntasks());
   req.set_total_tasks(step.total_tasks());
   req.set_total_nodes(static_cast<uint32_t>(step.nodes_size()));
@@ -322,10 +332,12 @@ v1::StepLaunchRequest LaunchRequest(const v1::CreateStepResponse& step, const v1
   req.set_cpu_distribution(o.cpu_distribution);
   req.set_task_prolog(o.task_prolog);
   req.set_task_epilog(o.task_epilog);
-  for (uint32_t t = n.first_task(); t < n.first_task() + n.ntasks() && t < layout.commands.size();
-       ++t) {
-    v1::TaskCommand* command = req.add_task_commands();
-    for (const std::string& a : layout.commands[t]) command->add_argv(a);
+  if (!layout.commands.empty()) {
+    for (uint32_t t : TaskIdsOf(n)) {
+      if (t >= layout.commands.size()) break;
+      v1::TaskCommand* command = req.add_task_commands();
+      for (const std::string& a : layout.commands[t]) command->add_argv(a);
+    }
   }
   return req;
 }
@@ -366,18 +378,19 @@ void WithdrawStep(const v1::CreateStepResponse& step, const StepOptions& o,
   }
 }
 
-// Launches the created step on its nodes and relays its I/O until every task has ended.
+// Launches the created step on its nodes (with --bcast, sending them the program behind the
+// launch) and relays its I/O until every task has ended.
 Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout& layout,
-                           const StepOptions& o, FILE* out, FILE* err) {
+                           const StepOptions& o, const BcastSource* bcast, FILE* out, FILE* err) {
   const char* prog = o.program.c_str();
   const std::string jid = std::to_string(step.job_id());
-  const std::vector<uint32_t>& counts = layout.counts;
   const bool forward_stdin = o.stdin_mode != v1::StepLaunchRequest::STDIN_NONE;
 
   struct Conn {
     std::string node;
     int fd = -1;
-    uint32_t first_task = 0, ntasks = 0;
+    std::vector<uint32_t> tasks;  // its task ids, ascending
+    bool Has(uint32_t task) const { return std::binary_search(tasks.begin(), tasks.end(), task); }
     uint32_t pending_tasks = 0;
     bool stdin_here = false;                   // a task here reads our stdin
     uint64_t stdin_sent = 0, stdin_taken = 0;  // its window (kStepStdinWindow)
@@ -409,17 +422,15 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
     // step's grant outlives that.
     auto fd = ConnectTcp(n.step_address(), 5000, kAgentRestartGraceMs);
     if (!fd.ok()) return give_up(fd.status().Prepend("node " + n.node()));
-    auto has = [&](uint32_t task) {
-      return task >= n.first_task() && task < n.first_task() + n.ntasks();
-    };
+    std::vector<uint32_t> ids = TaskIdsOf(n);
+    auto has = [&](uint32_t task) { return std::binary_search(ids.begin(), ids.end(), task); };
     const bool stdin_here =
         o.stdin_mode == v1::StepLaunchRequest::STDIN_ALL ||
         (o.stdin_mode == v1::StepLaunchRequest::STDIN_TASK && has(o.stdin_task)) ||
         (o.pty && has(0));
     conns.push_back({.node = n.node(),
                      .fd = *fd,
-                     .first_task = n.first_task(),
-                     .ntasks = n.ntasks(),
+                     .tasks = ids,
                      .pending_tasks = n.ntasks(),
                      .stdin_here = stdin_here,
                      .tty_here = o.pty && has(0)});
@@ -431,14 +442,20 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
   if (o.pmi && !conns.empty()) {
     conn_of_rank.resize(step.total_tasks(), 0);
     for (size_t i = 0; i < conns.size(); ++i) {
-      for (uint32_t t = conns[i].first_task;
-           t < conns[i].first_task + conns[i].ntasks && t < conn_of_rank.size(); ++t) {
-        conn_of_rank[t] = i;
+      for (uint32_t t : conns[i].tasks) {
+        if (t < conn_of_rank.size()) conn_of_rank[t] = i;
+      }
+    }
+    // Which node runs each rank, in the step's node order (PMI_process_mapping, node attributes).
+    std::vector<uint32_t> node_of_rank(step.total_tasks(), 0);
+    for (int k = 0; k < step.nodes_size(); ++k) {
+      for (uint32_t t : TaskIdsOf(step.nodes(k))) {
+        if (t < node_of_rank.size()) node_of_rank[t] = static_cast<uint32_t>(k);
       }
     }
     pmi.emplace(
-        step.total_tasks(),
-        o.pmi2 ? PmiJobId(step) : "muster_" + jid + "_" + std::to_string(step.step_id()), counts,
+        o.pmi2 ? PmiJobId(step) : "muster_" + jid + "_" + std::to_string(step.step_id()),
+        std::move(node_of_rank),
         [&](uint32_t rank, const std::string& bytes) {
           if (rank >= conn_of_rank.size()) return;
           Conn& c = conns[conn_of_rank[rank]];
@@ -453,9 +470,30 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
   for (const v1::StepNode& n : step.nodes()) {
     if (n.ntasks() == 0) continue;
     const int fd = conns[next_conn++].fd;
-    const v1::StepLaunchRequest req = LaunchRequest(step, n, o, layout, pmi.has_value());
+    v1::StepLaunchRequest req = LaunchRequest(step, n, o, layout, pmi.has_value());
+    if (bcast) {
+      req.set_bcast_path(BcastPathOnNode(o.bcast_dest, step.job_id(), step.step_id(), n.node()));
+      req.set_bcast_size(bcast->size);
+    }
     Status s = WriteFrame(fd, 0, req.SerializeAsString());
     if (!s.ok()) return give_up(s.Prepend("node " + n.node()));
+  }
+  if (bcast) {
+    // Every node gets the program once, behind its launch. A node that gives up says why in the
+    // loop below, as any node that cannot start its tasks; one that does not get it all (srun
+    // interrupted, the file changed) starts nothing.
+    std::vector<int> fds;
+    for (const Conn& c : conns) fds.push_back(c.fd);
+    Status sent = SendBcast(*bcast, &fds, [] {
+      for (int sig : TakeSignals()) {
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) return true;
+      }
+      return false;
+    });
+    if (!sent.ok()) {
+      return give_up(sent.Prepend("job step " + jid + "." + std::to_string(step.step_id()) +
+                                  " was not started"));
+    }
   }
 
   LineWriter writer(out, err, o.label);
@@ -558,8 +596,18 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
           std::fprintf(err, "%s: error: lost node %s: %s\n", prog, c.node.c_str(),
                        frame.status().message().c_str());
           worst = std::max(worst, 1);
-          for (uint32_t t = c.first_task; pmi && t < c.first_task + c.ntasks; ++t) {
-            pmi->TaskEnded(t);
+          for (uint32_t t : c.tasks) {
+            if (pmi) pmi->TaskEnded(t);
+          }
+          // As Slurm: a node failure ends the whole step unless srun -k keeps the rest going.
+          if (!o.no_kill && !killing) {
+            std::fprintf(err,
+                         "%s: error: ending step %s.%u: node %s lost (srun -k keeps the "
+                         "others running)\n",
+                         prog, jid.c_str(), step.step_id(), c.node.c_str());
+            killing = true;
+            killed_after_failure = true;
+            signal_all(SIGKILL);
           }
         }
         close_it = true;
@@ -582,14 +630,13 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
         } else if (ev.has_pmi()) {
           // A node speaks only for its own tasks.
           const uint32_t task = ev.pmi().task();
-          if (pmi && task >= c.first_task && task - c.first_task < c.ntasks) {
+          if (pmi && c.Has(task)) {
             pmi->FromTask(task, ev.pmi().data());
           }
         } else if (ev.has_exit()) {
           writer.Flush(ev.exit().task());
           // A rank gone can never join a fence: the others must not wait for it forever.
-          if (pmi && ev.exit().task() >= c.first_task &&
-              ev.exit().task() - c.first_task < c.ntasks) {
+          if (pmi && c.Has(ev.exit().task())) {
             pmi->TaskEnded(ev.exit().task());
           }
           const v1::TaskExit& x = ev.exit();
@@ -644,6 +691,20 @@ Result<int> LaunchAndWatch(const v1::CreateStepResponse& step, const StepLayout&
 }  // namespace
 
 Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* out, FILE* err) {
+  // --bcast: the program is opened (and checked) before the step exists.
+  std::optional<BcastSource> bcast;
+  struct CloseProgram {
+    std::optional<BcastSource>& source;
+    ~CloseProgram() {
+      if (source) ::close(source->fd);
+    }
+  } close_program{bcast};
+  if (!o.bcast_program.empty()) {
+    if (o.multi_prog) {
+      return InvalidArgument("--bcast copies one program: it cannot be combined with --multi-prog");
+    }
+    MUSTER_ASSIGN_OR_RETURN(bcast, OpenBcastSource(o.bcast_program));
+  }
   MUSTER_ASSIGN_OR_RETURN(const v1::CreateStepResponse step,
                           CreateStepWhenFree(controller, o, err));
   StepLayout layout = LayoutOf(step);
@@ -670,7 +731,7 @@ Result<int> RunStep(ControllerClient& controller, const StepOptions& o, FILE* ou
           " was not started");
     }
   }
-  Result<int> code = LaunchAndWatch(step, layout, o, out, err);
+  Result<int> code = LaunchAndWatch(step, layout, o, bcast ? &*bcast : nullptr, out, err);
   if (!o.epilog.empty()) {
     // Its status is reported, and changes nothing.
     auto rc = RunHostProgram(

@@ -435,6 +435,21 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case kSpreadJob:
         o->spread_job = true;
         break;
+      case 'S':
+      case kThreadSpec: {
+        // As Slurm's: --core-spec may be 0 (none set aside, the nodes still whole), --thread-spec
+        // not.
+        const bool cores = c == 'S';
+        const char* name = cores ? "--core-spec" : "--thread-spec";
+        auto n = Count(name, val, cores ? 0 : 1);
+        if (!n.ok() || *n > 65'535) {
+          return err("invalid value for " + std::string(name) + ": '" + val +
+                     "' (expected a number of " + (cores ? "cores" : "threads") + " per node, " +
+                     (cores ? "0" : "1") + " to 65535)");
+        }
+        (cores ? o->core_spec : o->thread_spec) = *n;
+        break;
+      }
       case kTmp: {
         auto m = ParseMemoryMb(val);
         if (!m.ok()) return err("--tmp: " + m.status().message());
@@ -536,28 +551,12 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case kNoBell:
         o->bell = false;
         break;
-      case 'm': {
-        // Tasks are laid out in blocks: consecutive ranks on a node, nodes in order. Another
-        // layout would give ranks other neighbours, so it is refused.
-        const std::vector<std::string> levels = Split(val.substr(0, val.find(',')), ':');
-        for (size_t i = 0; i < levels.size(); ++i) {
-          const std::string& l = levels[i];
-          if (l == "block" || l == "*" || (i > 0 && l.empty())) continue;
-          if (i > 0 && (l == "cyclic" || l == "fcyclic")) continue;  // CPUs within a node: unbound
-          return Unimplemented(origin + ": --distribution=" + val +
-                               " is not supported yet: tasks are laid out in blocks "
-                               "(--distribution=block)");
-        }
-        if (size_t comma = val.find(','); comma != std::string::npos) {
-          const std::string flag = val.substr(comma + 1);
-          if (flag != "Pack" && flag != "NoPack") {
-            return err("--distribution=" + val + ": expected Pack or NoPack after ','");
-          }
-        }
-        // The second level deals a node's CPUs to its tasks for --cpu-bind.
-        o->cpu_distribution = levels.size() > 1 ? levels[1] : "";
+      case 'm':
+        // Which task ids go to which node (block, cyclic, plane=N), and how a node's CPUs are
+        // dealt to its tasks for --cpu-bind.
+        s = ParseDistribution(val, o);
+        if (!s.ok()) return s.Prepend(origin);
         break;
-      }
       case 'B':
         s = ParseExtraNodeInfo(val, o);
         if (!s.ok()) return s.Prepend(origin);
@@ -600,6 +599,19 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         o->gpu_bind = val;
         break;
       }
+      case kAccelBind:  // g: each task's GPUs closest to its CPUs; v: say so; m: no MICs here
+        for (char letter : val) {
+          if (letter == 'g') {
+            o->accel_bind_gpus = true;
+          } else if (letter != 'v' && letter != 'm') {
+            return letter == 'n' ? Unimplemented(origin +
+                                                 ": --accel-bind=n is not supported: tasks "
+                                                 "are not bound to network cards")
+                                 : err("--accel-bind=" + val + ": expected letters of g, m, n, v");
+          }
+        }
+        if (val.empty()) return err("--accel-bind needs a value (g, m, n, v)");
+        break;
       case kMemBind: {
         // Tasks share the job's memory nodes: none (and verbose, quiet) ask for nothing more;
         // binding each task is not done yet, so it is refused.
@@ -655,6 +667,9 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       case kMultiProg:
         o->multi_prog = true;
         break;
+      case kBcast:
+        o->bcast = val;  // DEST is checked once the step's directory is known
+        break;
       case kTaskProlog:
       case kTaskEpilog:
         if (val.empty()) {
@@ -686,6 +701,12 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
       }
       case 'O':
         o->overcommit = true;
+        break;
+      case 'k':  // -k/--no-kill[=off]
+        if (!val.empty() && val != "off") {
+          return err("--no-kill=" + val + ": the only value it takes is off");
+        }
+        o->no_kill = val.empty();
         break;
       case kMpi:
         if (!IsMpiType(val) && val != "list") {

@@ -54,6 +54,8 @@ first; options on the command line override them.
       --gpus-per-task=[TYPE:]N
       --mem-per-gpu=SIZE     memory per allocated GPU (instead of --mem)
       --exclusive            whole nodes
+  -S, --core-spec=N          whole nodes, N cores of each set aside for the system (the
+      --thread-spec=N        tasks never run there); or N threads
   -O, --overcommit           CPUs for one task per node; tasks may outnumber them
       --propagate[=LIMITS]   the shell's resource limits for the tasks (ALL, NONE, NOFILE,
                              STACK, ...; default: the cluster's)
@@ -83,6 +85,7 @@ first; options on the command line override them.
       --wrap=COMMAND         run COMMAND under /bin/sh instead of a script
   -H, --hold                 submit held
       --no-requeue           fail instead of requeueing after a node failure
+  -k, --no-kill              go on with the nodes left when one fails (not the script's)
       --parsable             print only the job id
       --test-only            say when and where the job would start; submit nothing
   -a, --array=INDEXES        a job array: one job per index (0-15, 1-9:2, 1,3,5; %N runs at

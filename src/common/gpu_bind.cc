@@ -1,5 +1,7 @@
 #include "muster/common/gpu_bind.h"
 
+#include <algorithm>
+
 #include "muster/common/strings.h"
 
 namespace muster {
@@ -50,10 +52,9 @@ Result<GpuBind> ParseGpuBind(std::string_view value) {
     b.kind = GpuBind::Kind::kNone;
     return b;
   }
-  if (kind == "closest") {
-    return Unimplemented(
-        "--gpu-bind=closest is not supported yet: a task's GPUs are not chosen by "
-        "the CPUs it is bound to (share them out with per_task:N or map_gpu:LIST)");
+  if (kind == "closest" && colon == std::string_view::npos) {
+    b.kind = GpuBind::Kind::kClosest;
+    return b;
   }
   if (kind == "per_task" || kind == "single") {
     auto n = ParseUint(arg);
@@ -87,7 +88,7 @@ Result<GpuBind> ParseGpuBind(std::string_view value) {
     return b;
   }
   return InvalidArgument("--gpu-bind=" + whole +
-                         ": expected none, verbose, per_task:N, single:N, map_gpu:LIST or "
+                         ": expected none, verbose, closest, per_task:N, single:N, map_gpu:LIST or "
                          "mask_gpu:LIST");
 }
 
@@ -135,6 +136,21 @@ Result<std::vector<std::string>> TaskGpus(const GpuBind& bind, uint32_t gpus_per
       return step_gpus;
   }
   return out;
+}
+
+std::vector<std::string> ClosestGpus(const std::vector<std::string>& step_gpus,
+                                     const std::vector<std::vector<uint32_t>>& gpu_cpus,
+                                     const std::vector<uint32_t>& task_cpus) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < step_gpus.size(); ++i) {
+    const std::vector<uint32_t>* near = i < gpu_cpus.size() ? &gpu_cpus[i] : nullptr;
+    bool close = !near || near->empty();
+    for (size_t k = 0; !close && k < near->size(); ++k) {
+      close = std::find(task_cpus.begin(), task_cpus.end(), (*near)[k]) != task_cpus.end();
+    }
+    if (close) out.push_back(step_gpus[i]);
+  }
+  return out.empty() ? step_gpus : out;
 }
 
 }  // namespace muster

@@ -211,6 +211,14 @@ std::set<std::string> AccountManager::AccountsAbove(const std::string& user) con
   return out;
 }
 
+std::set<std::string> AccountManager::AccountsVisibleTo(const std::string& user) const {
+  std::set<std::string> out = AccountsAbove(user);
+  for (const auto& [name, a] : accounts_) {
+    if (Coordinates(user, name)) out.insert(name);
+  }
+  return out;
+}
+
 Result<std::string> AccountManager::ResolveForJob(const std::string& user,
                                                   const std::string& requested) const {
   if (!enforced()) return requested;

@@ -72,6 +72,9 @@ class AccountManager {
   // The accounts `user` is associated with and every account above them, "root" included: what
   // private_data = ["accounts"] or ["usage"] leaves a user to see.
   std::set<std::string> AccountsAbove(const std::string& user) const;
+  // AccountsAbove and the accounts `user` coordinates with everything under them: what
+  // private_data = ["accounts"] leaves a coordinator to see (Slurm's rule).
+  std::set<std::string> AccountsVisibleTo(const std::string& user) const;
   const std::map<std::string, v1::AccountRecord>& accounts() const { return accounts_; }
   const std::map<std::string, v1::UserRecord>& users() const { return users_; }
 

@@ -95,8 +95,9 @@ Result<v1::UpdateUserResponse> Engine::UpdateUser(const Caller& caller,
 
 Result<v1::ListAccountsResponse> Engine::ListAccounts(const Caller& caller) const {
   const Config::PrivateData hidden = HiddenFrom(caller, ctx_->config());
+  // A coordinator sees the accounts it coordinates and the users in them, as in Slurm.
   const std::set<std::string> mine = hidden.accounts || hidden.usage
-                                         ? accounts_->AccountsAbove(caller.user)
+                                         ? accounts_->AccountsVisibleTo(caller.user)
                                          : std::set<std::string>();
   v1::ListAccountsResponse resp = accounts_->List();
   if (hidden.accounts) {
@@ -104,8 +105,21 @@ Result<v1::ListAccountsResponse> Engine::ListAccounts(const Caller& caller) cons
              [&](const v1::AccountRecord& a) { return mine.count(a.name()) > 0; });
   }
   if (hidden.users) {
-    KeepOnly(resp.mutable_users(),
-             [&](const v1::UserRecord& u) { return u.name() == caller.user; });
+    // Another user's record shows a coordinator only the associations in accounts it
+    // coordinates: nothing of that user's elsewhere, the default account included.
+    auto coordinated = [&](const std::string& a) { return accounts_->Coordinates(caller.user, a); };
+    for (v1::UserRecord& u : *resp.mutable_users()) {
+      if (u.name() == caller.user) continue;
+      KeepOnly(u.mutable_accounts(), coordinated);
+      KeepOnly(u.mutable_config_accounts(), coordinated);
+      for (auto it = u.mutable_associations()->begin(); it != u.mutable_associations()->end();) {
+        it = coordinated(it->first) ? std::next(it) : u.mutable_associations()->erase(it);
+      }
+      if (!coordinated(u.default_account())) u.clear_default_account();
+    }
+    KeepOnly(resp.mutable_users(), [&](const v1::UserRecord& u) {
+      return u.name() == caller.user || u.accounts_size() > 0;
+    });
   }
   for (const auto& [name, q] : qos_->all()) *resp.add_qos() = q;
   core::ClusterView view;

@@ -17,11 +17,21 @@ using core::JobReason;
 // TerminateJob.run for "whatever run of this job you have".
 constexpr uint32_t kAnyRun = 0xffffffffu;
 
+// Whether the running job's allocation still holds `node` (a node dropped under --no-kill that
+// comes back speaks for the same run, but is no longer the job's).
+bool Holds(const v1::JobRecord& r, const std::string& node) {
+  for (const auto& na : r.allocation().nodes()) {
+    if (na.node() == node) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void JobManager::OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs) {
   JobEntry* job = Find(e.job_id());
   if (!job || job->rec().state() != v1::RUNNING || e.run() != job->rec().requeue_count()) return;
+  if (!Holds(job->rec(), node.name())) return;
   job->started_nodes.insert(node.name());
   const auto& nodes = job->rec().allocation().nodes();
   if (!nodes.empty() && nodes[0].node() == node.name() && !job->rec().batch_started()) {
@@ -37,6 +47,7 @@ void JobManager::OnJobStarted(NodeEntry& node, const v1::JobStarted& e, TimeMs) 
 void JobManager::OnLaunchFailed(NodeEntry& node, const v1::JobLaunchFailed& e, TimeMs now) {
   JobEntry* job = Find(e.job_id());
   if (!job || job->rec().state() != v1::RUNNING || e.run() != job->rec().requeue_count()) return;
+  if (!Holds(job->rec(), node.name())) return;
   spdlog::warn("job={} failed to launch on node={}: {}", e.job_id(), node.name(), e.message());
   store::Mutation m;
   if (e.node_fault()) {

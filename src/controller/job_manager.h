@@ -194,6 +194,10 @@ class JobManager {
   // already under way.
   void RequeueOrFail(JobEntry& job, core::JobReason reason, const std::string& why, TimeMs now,
                      store::Mutation& m);
+  // Whether the running job goes on without `node_name` when that node is lost (--no-kill).
+  static bool KeepsRunningWithout(const v1::JobRecord& r, const std::string& node_name);
+  // The lost node leaves the running job's allocation (--no-kill); the caller persists the record.
+  void DropNode(JobEntry& job, const std::string& node_name, const std::string& why);
   // The running job gives way to job `preemptor`: requeued (with `requeue`, when it may be) or
   // ended PREEMPTED; its nodes get its --signal and `grace_ms` before SIGKILL.
   void Preempt(JobEntry& job, uint64_t preemptor, const std::string& why, bool requeue,

@@ -137,6 +137,16 @@ Status CheckCpuShape(const v1::CpuShape& c) {
   return Status::Ok();
 }
 
+// -S/--core-spec, --thread-spec: one of them, and the job holds its nodes whole (as Slurm's
+// implied --exclusive): the set-aside cores are its own, charged to it, used by nobody.
+Status NormalizeCoreSpec(v1::JobSpec& spec) {
+  if (spec.core_spec() > 0 && spec.thread_spec() > 0) {
+    return InvalidArgument("--core-spec and --thread-spec cannot be used together");
+  }
+  if (spec.core_spec() > 0 || spec.thread_spec() > 0) spec.set_exclusive(true);
+  return Status::Ok();
+}
+
 // GRES items: names lower-case, repeats merged; a GPU type that is a MIG profile (and no
 // node's whole-GPU type) becomes a request for that many slices.
 Status NormalizeGres(v1::JobSpec& spec, const PartitionLimitMap& limits) {
@@ -220,6 +230,7 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
                         int64_t* time_limit_ms) {
   MUSTER_RETURN_IF_ERROR(NormalizeConstraints(spec));
   MUSTER_RETURN_IF_ERROR(CheckCpuShape(spec.cpu_shape()));
+  MUSTER_RETURN_IF_ERROR(NormalizeCoreSpec(spec));
   // Partitions: empty means the default partition.
   if (spec.partitions().empty()) {
     const PartitionConfig* def = config.DefaultPartition();
@@ -432,6 +443,8 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   r.min_threads_per_core = c.threads_per_core();
   r.ntasks_per_core = c.ntasks_per_core();
   r.ntasks_per_socket = c.ntasks_per_socket();
+  r.spec_cores = s.core_spec();
+  r.spec_threads = s.thread_spec();
   // One thread of each core (nomultithread; compute_bound and memory_bound bind so too): one
   // task per core at most. multithread is what every job gets.
   if (c.hint() == "nomultithread" || c.hint() == "compute_bound" || c.hint() == "memory_bound") {

@@ -365,6 +365,8 @@ void JobManager::LostOnNode(JobEntry& job, const std::string& node_name, const s
     if (r.completing_nodes_size() == 0) EndRunningSteps(r, v1::CANCELLED, now);
   } else if (r.cancel_requested()) {
     Transition(job, {.to = v1::CANCELLED}, now, m);
+  } else if (KeepsRunningWithout(r, node_name)) {
+    DropNode(job, node_name, why);
   } else {
     RequeueOrFail(job, JobReason::kNodeFail, why, now, m);
   }
@@ -372,6 +374,29 @@ void JobManager::LostOnNode(JobEntry& job, const std::string& node_name, const s
   // job that may run again waits for it (no job on two sets of nodes at once).
   if (job.rec().state() == v1::PENDING) MarkUnconfirmed(job, node_name);
   m.PutJob(job.rec());
+}
+
+bool JobManager::KeepsRunningWithout(const v1::JobRecord& r, const std::string& node_name) {
+  // --no-kill, as Slurm's: the job goes on while it has a node left, but never without the node
+  // its batch script runs on (an srun/salloc allocation has none: its client is elsewhere).
+  const auto& nodes = r.allocation().nodes();
+  if (!r.spec().no_kill() || nodes.size() < 2) return false;
+  return r.spec().interactive() || nodes[0].node() != node_name;
+}
+
+void JobManager::DropNode(JobEntry& job, const std::string& node_name, const std::string& why) {
+  // The node leaves the allocation for good: its share was released, new steps and the pass see
+  // only the nodes left, and if it comes back still running something of this job, that is stale
+  // there (it no longer holds resources for the job) and is terminated.
+  auto* nodes = job.rec_.mutable_allocation()->mutable_nodes();
+  for (int i = 0; i < nodes->size(); ++i) {
+    if ((*nodes)[i].node() != node_name) continue;
+    nodes->erase(nodes->begin() + i);
+    break;
+  }
+  job.started_nodes.erase(node_name);
+  spdlog::warn("job={} lost node {} ({}); --no-kill: it goes on with {} node(s)", job.id(),
+               node_name, why, nodes->size());
 }
 
 void JobManager::MarkUnconfirmed(JobEntry& job, const std::string& node_name) {

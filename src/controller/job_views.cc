@@ -125,6 +125,8 @@ v1::JobInfo RecordInfo(const v1::JobRecord& r) {
   info.set_licenses(FormatLicenses(s));
   info.set_mail_user(s.mail_user());
   info.set_mail_types(s.mail_types());
+  info.set_core_spec(s.core_spec());
+  info.set_thread_spec(s.thread_spec());
   *info.mutable_steps() = r.steps();
   return info;
 }

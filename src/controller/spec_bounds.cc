@@ -136,6 +136,9 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   for (const v1::GresSpec& g : spec.gres()) {
     if (g.count() > kMaxCount) return InvalidArgument("a --gres count is too large");
   }
+  if (spec.core_spec() > 65'535 || spec.thread_spec() > 65'535) {
+    return InvalidArgument("--core-spec and --thread-spec are at most 65535");
+  }
   // Node lists are checked for size before anything looks at their names (de-duplication,
   // lookups): a list longer than the cluster is refused at once.
   const size_t max_nodes = std::max<size_t>(cluster_nodes, 1);

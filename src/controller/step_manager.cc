@@ -50,6 +50,8 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   if (job->started_nodes.size() < static_cast<size_t>(alloc.size())) {
     return Unavailable("job " + jid + "'s nodes are still starting");
   }
+  MUSTER_ASSIGN_OR_RETURN(core::TaskDistribution distribution,
+                          core::ParseTaskDistribution(req.task_distribution()));
   // --overlap with --exact is allowed, as in Slurm: --overlap wins (the step holds no CPUs).
   core::StepShape shape{.nodes = req.nodes(),
                         .ntasks = req.ntasks(),
@@ -60,7 +62,8 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
                         .gpus = req.gpus(),
                         .exact = req.exact(),
                         .overlap = req.overlap(),
-                        .overcommit = job->rec().spec().overcommit()};
+                        .overcommit = job->rec().spec().overcommit(),
+                        .distribution = distribution};
   const bool want_gpus = shape.WantsGpus();
   if (want_gpus) {
     for (const auto& na : alloc) {
@@ -132,7 +135,7 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   resp.set_cpus_per_task(layout.cpus_per_task);
   resp.set_name(step.name());
   resp.set_run(job->rec().requeue_count());
-  uint32_t first = 0;
+  uint32_t total = 0;
   uint32_t node_id = 0;
   for (const core::StepPlacement& p : layout.nodes) {
     const std::string& name = alloc[positions[p.room]].node();
@@ -149,19 +152,23 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
     if (const NodeEntry* node = nodes_.Find(name)) sn->set_step_address(node->step_address);
     sn->set_node_id(node_id++);
     sn->set_ntasks(p.tasks);
-    sn->set_first_task(first);
+    // The ids are listed only when they are not a run (-m cyclic, plane): a block step's
+    // nodes, and its grants, stay as they were.
+    const bool run = p.task_ids.empty() || p.task_ids.back() - p.task_ids.front() + 1 == p.tasks;
+    sn->set_first_task(p.task_ids.empty() ? total : p.task_ids.front());
+    if (!run) sn->mutable_task_ids()->Add(p.task_ids.begin(), p.task_ids.end());
     *sn->mutable_gpu_indices() = use->gpu_indices();
     *sn->mutable_cpu_ids() = use->cpu_ids();
-    first += p.tasks;
+    total += p.tasks;
   }
-  resp.set_total_tasks(first);
+  resp.set_total_tasks(total);
   // Each node gets its own grant, sealed under its own key: good for this step on that node only.
   v1::StepGrant grant;
   grant.set_job_id(job->rec().id());
   grant.set_step_id(step_id);
   grant.set_run(job->rec().requeue_count());
   grant.set_uid(job->rec().spec().uid());
-  grant.set_total_tasks(first);
+  grant.set_total_tasks(total);
   grant.set_total_nodes(static_cast<uint32_t>(resp.nodes_size()));
   grant.set_cpus_per_task(layout.cpus_per_task);
   grant.set_gpus_given(want_gpus);
@@ -173,6 +180,7 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
     grant.set_agent_instance(entry ? entry->instance_id : "");
     grant.set_first_task(sn.first_task());
     grant.set_ntasks(sn.ntasks());
+    *grant.mutable_task_ids() = sn.task_ids();
     *grant.mutable_cpu_ids() = sn.cpu_ids();
     *grant.mutable_gpu_indices() = sn.gpu_indices();
     sn.set_credential(credentials::SealStepGrant(ctx_.StepKeyOf(sn.node()), grant));
@@ -193,7 +201,7 @@ Result<v1::CreateStepResponse> StepManager::CreateStep(const Caller& caller,
   jobs_.StageChange(*job, next, m);
   MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
   jobs_.ApplyChange(*job, std::move(next));
-  spdlog::info("step job={} step={} tasks={} nodes={} name={}", job->rec().id(), step_id, first,
+  spdlog::info("step job={} step={} tasks={} nodes={} name={}", job->rec().id(), step_id, total,
                layout.nodes.size(), step.name());
   return resp;
 }

@@ -137,6 +137,18 @@ std::string FeatureText(const JobRequest& r) {
   return Join(alts, "|");
 }
 
+namespace {
+
+// "1 core set aside (--core-spec=1)", "2 threads set aside (--thread-spec=2)".
+std::string SpecText(const JobRequest& r) {
+  const uint32_t count = r.spec_cores ? r.spec_cores : r.spec_threads;
+  const std::string what = r.spec_cores ? "core" : "thread";
+  return std::to_string(count) + " " + what + (count == 1 ? "" : "s") + " set aside (--" + what +
+         "-spec=" + std::to_string(count) + ")";
+}
+
+}  // namespace
+
 std::string CpuShapeMismatch(const NodeView& n, const JobRequest& r, bool unknown_fits) {
   if (!r.AsksForCpuShape()) return "";
   if (n.sockets == 0 || n.cores_per_socket == 0 || n.threads_per_core == 0) {
@@ -166,6 +178,21 @@ std::string CpuShapeMismatch(const NodeView& n, const JobRequest& r, bool unknow
     return "has fewer than " + std::to_string(want) + " sockets (" + std::to_string(tasks) +
            " tasks, at most " + std::to_string(r.ntasks_per_socket) + " per socket)";
   }
+  // -S/--core-spec, --thread-spec: some core (thread) must be left, and the slot must fit in
+  // what is.
+  if (r.spec_cores || r.spec_threads) {
+    const uint64_t threads = cores * n.threads_per_core;
+    if (r.spec_cores >= cores || r.spec_threads >= threads) {
+      return "has no " + std::string(r.spec_cores ? "core" : "thread") + " left besides the " +
+             SpecText(r);
+    }
+    const uint64_t aside =
+        r.spec_cores ? uint64_t{r.spec_cores} * n.threads_per_core : uint64_t{r.spec_threads};
+    const uint64_t slot = MaxSlotCpus(r);
+    if (n.cpus < aside + slot) {
+      return "has fewer than " + std::to_string(slot) + " CPUs besides the " + SpecText(r);
+    }
+  }
   return "";
 }
 
@@ -184,6 +211,9 @@ std::string CpuShapeText(const JobRequest& r) {
   };
   at_most(r.ntasks_per_core, "core");
   at_most(r.ntasks_per_socket, "socket");
+  if (r.spec_cores || r.spec_threads) {
+    parts.push_back(std::to_string(MaxSlotCpus(r)) + " CPUs besides the " + SpecText(r));
+  }
   return Join(parts, ", ");
 }
 

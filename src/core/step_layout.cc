@@ -1,6 +1,9 @@
 #include "muster/core/step_layout.h"
 
 #include <algorithm>
+#include <limits>
+
+#include "muster/common/strings.h"
 
 namespace muster::core {
 namespace {
@@ -14,6 +17,52 @@ struct Pick {
 };
 
 }  // namespace
+
+Result<TaskDistribution> ParseTaskDistribution(const std::string& text) {
+  TaskDistribution d;
+  if (text.empty() || text == "block") return d;
+  if (text == "cyclic") {
+    d.kind = TaskDistribution::Kind::kCyclic;
+    return d;
+  }
+  if (StartsWith(text, "plane=")) {
+    auto n = ParseUint(std::string_view(text).substr(6));
+    if (n && *n >= 1 && *n <= kMaxCount) {
+      d.kind = TaskDistribution::Kind::kPlane;
+      d.plane = static_cast<uint32_t>(*n);
+      return d;
+    }
+    return InvalidArgument("task distribution " + text + ": the plane size must be 1 to " +
+                           std::to_string(kMaxCount));
+  }
+  return InvalidArgument("task distribution " + text +
+                         " is not one of block, cyclic or plane=N (arbitrary is not supported)");
+}
+
+std::vector<std::vector<uint32_t>> AssignTaskIds(const std::vector<uint32_t>& tasks,
+                                                 const TaskDistribution& d) {
+  std::vector<std::vector<uint32_t>> ids(tasks.size());
+  uint64_t total = 0;
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    ids[k].reserve(tasks[k]);
+    total += tasks[k];
+  }
+  // Block is one pass with runs as long as each node's share; cyclic and plane go round the
+  // nodes in runs of 1 and `plane`, until every node has its share.
+  const uint64_t run = d.kind == TaskDistribution::Kind::kBlock
+                           ? std::numeric_limits<uint64_t>::max()
+                       : d.kind == TaskDistribution::Kind::kCyclic ? 1
+                                                                   : std::max<uint32_t>(d.plane, 1);
+  uint64_t next = 0;
+  while (next < total) {
+    for (size_t k = 0; k < tasks.size(); ++k) {
+      for (uint64_t i = 0; i < run && ids[k].size() < tasks[k]; ++i) {
+        ids[k].push_back(static_cast<uint32_t>(next++));
+      }
+    }
+  }
+  return ids;
+}
 
 Result<StepLayout> LayOutStep(const std::vector<StepRoom>& rooms, const StepShape& shape,
                               uint32_t job_cpus_per_task, const std::string& job, bool selected) {
@@ -153,13 +202,19 @@ Result<StepLayout> LayOutStep(const std::vector<StepRoom>& rooms, const StepShap
     }
   }
 
+  std::vector<uint32_t> counts;
+  for (const Pick& p : picks) counts.push_back(p.tasks);
+  std::vector<std::vector<uint32_t>> ids = AssignTaskIds(counts, shape.distribution);
+
   StepLayout layout;
   layout.cpus_per_task = cpt;
-  for (const Pick& p : picks) {
+  for (size_t k = 0; k < picks.size(); ++k) {
+    const Pick& p = picks[k];
     const StepRoom& r = rooms[p.room];
     StepPlacement& sp = layout.nodes.emplace_back();
     sp.room = p.room;
     sp.tasks = p.tasks;
+    sp.task_ids = std::move(ids[k]);
     if (!shape.overlap) {
       // --exact: just what the tasks need; otherwise every CPU of the job left free here.
       size_t n = shape.exact ? static_cast<size_t>(cpus_needed(p.tasks)) : r.free_cpus.size();

@@ -132,6 +132,8 @@ std::string EncodeKeeperSpec(const KeeperSpec& s) {
     w.Field(std::to_string(l.soft));
     w.Field(std::to_string(l.hard));
   }
+  w.Int(static_cast<int64_t>(s.cpu_mask.size()));
+  for (uint64_t word : s.cpu_mask) w.Field(std::to_string(word));
   return w.Take();
 }
 
@@ -162,6 +164,12 @@ bool DecodeKeeperSpec(std::string_view bytes, KeeperSpec* out) {
   s.limits.resize(nlimits);
   for (ResourceLimitSetting& l : s.limits) {
     if (!r.Int(&l.resource, 0, 64) || !r.Uint64(&l.soft) || !r.Uint64(&l.hard)) return false;
+  }
+  size_t nwords = 0;  // CPU ids go up to 65535
+  if (!r.Count(&nwords) || nwords > 1024) return false;
+  s.cpu_mask.resize(nwords);
+  for (uint64_t& word : s.cpu_mask) {
+    if (!r.Uint64(&word)) return false;
   }
   if (!r.AtEnd()) return false;
   if (s.report_fd < 0 || s.exit_dir_fd < 0 || s.exit_name.empty() || s.path.empty() ||

@@ -293,6 +293,34 @@ TEST_F(ClusterTest, LostAgentRequeuesTheWholeGang) {
   EXPECT_EQ(cluster_->Job(*id)->requeue_count(), 1u);
 }
 
+TEST_F(ClusterTest, ANoKillJobGoesOnWithoutItsLostNode) {
+  const std::string go = jobs_ + "go";
+  v1::JobSpec spec = Gang(2, 8);
+  spec.set_no_kill(true);
+  auto id = cluster_->Submit("#!/bin/sh\necho run $SLURM_RESTART_COUNT >> " + jobs_ +
+                                 "runs\nwhile [ ! -e " + go + " ]; do sleep 0.05; done\n",
+                             spec);
+  ASSERT_TRUE(id.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+  ASSERT_EQ(cluster_->Job(*id)->nodes(1), "node2");
+  ASSERT_EVENTUALLY(cluster_->agent(1)->num_jobs() == 1, 5'000);
+  cluster_->SilenceAgent(1, true);  // node2 stops talking
+  ASSERT_EVENTUALLY(cluster_->Node("node2")->state() == v1::NODE_DOWN, 10'000);
+  ASSERT_EVENTUALLY(cluster_->Job(*id)->nodes_size() == 1, 5'000);
+  auto j = cluster_->Job(*id);
+  EXPECT_EQ(j->state(), v1::RUNNING);
+  EXPECT_EQ(j->nodes(0), "node1");
+  EXPECT_EQ(j->requeue_count(), 0u);
+  EXPECT_EQ(cluster_->agent(0)->num_jobs(), 1u) << "the batch script runs on";
+  // node2 comes back still running its part, which no longer holds anything there: ended.
+  cluster_->SilenceAgent(1, false);
+  ASSERT_EVENTUALLY(cluster_->agent(1)->num_jobs() == 0, 10'000);
+  EXPECT_EQ(cluster_->State(*id), v1::RUNNING);
+  std::ofstream(go).put('\n');
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::COMPLETED, 10'000);
+  EXPECT_EQ(Read(jobs_ + "runs"), "run 0\n") << "never requeued";
+}
+
 TEST_F(ClusterTest, ControllerRestartLosesNoAcknowledgedJob) {
   std::vector<uint64_t> ids;
   for (int i = 0; i < 6; ++i) {

@@ -1,4 +1,12 @@
 // Steps and allocations: tasks per slot, srun/salloc allocations, steps with GPUs of their own.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
 #include "harness/cluster_test.h"
 #include "muster/common/framing.h"
 
@@ -42,6 +50,73 @@ TEST_F(ClusterTest, StepRunsOneTaskPerSlotOnEveryNode) {
                }())
                   .ok());
   ASSERT_EVENTUALLY(cluster_->State(*id) == v1::CANCELLED, 10'000);
+}
+
+// Shuts down this process's connections to `address` (srun's to a node's step service): srun
+// reads the end of the stream, as when that node dies. Returns how many.
+int CutConnectionsOf(const std::string& address) {
+  int cut = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(e.path().filename().c_str());
+    sockaddr_storage me{}, peer{};
+    socklen_t me_len = sizeof me, peer_len = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &me_len) != 0 ||
+        me.ss_family != AF_INET ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+      continue;  // not a connected IPv4 socket
+    }
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&peer);
+    char ip[INET_ADDRSTRLEN] = {0};
+    ::inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+    if (std::string(ip) + ":" + std::to_string(ntohs(in->sin_port)) != address) continue;
+    ::shutdown(fd, SHUT_RDWR);
+    ++cut;
+  }
+  return cut;
+}
+
+// A node lost under a running step: srun ends the whole step, as Slurm; with -k (no_kill) the
+// tasks of the other nodes run on to their end.
+TEST_F(ClusterTest, ALostNodeEndsTheStepUnlessSrunKeepsTheOthersGoing) {
+  for (const bool no_kill : {false, true}) {
+    SCOPED_TRACE(no_kill ? "srun -k" : "srun");
+    const std::string mark = jobs_ + (no_kill ? "k" : "plain");
+    v1::JobSpec spec = Gang(2, 1);
+    spec.set_no_kill(true);  // the job outlives node2 either way; only the step differs
+    auto id = cluster_->Submit("#!/bin/sh\nsleep 30\n", spec);
+    ASSERT_TRUE(id.ok());
+    ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10'000);
+    auto c = cluster_->Client();
+    ASSERT_TRUE(c.ok());
+    client::StepOptions o;
+    o.shape.set_job_id(*id);
+    o.no_kill = no_kill;
+    // Each task says it started; node1's then lives 3 s longer and says it got to its end.
+    o.argv = {"sh", "-c",
+              "touch " + mark + ".$SLURM_NODEID; if [ $SLURM_NODEID = 0 ]; then sleep 3; touch " +
+                  mark + ".end; else sleep 30; fi"};
+    o.environment = {"PATH=/usr/bin:/bin"};
+    o.work_dir = "/";
+    StepRun run;
+    std::thread srun([&] { run = RunCapturing(*c, o); });
+    ASSERT_EVENTUALLY(std::filesystem::exists(mark + ".0") && std::filesystem::exists(mark + ".1"),
+                      10'000);
+    // srun's connection to node2 ends with task 1 still running there.
+    const std::string node2 = cluster_->agent(1)->step_address();
+    ASSERT_EQ(CutConnectionsOf(node2), 1) << node2;
+    srun.join();
+    ASSERT_TRUE(run.rc.ok()) << run.rc.status().ToString();
+    EXPECT_NE(*run.rc, 0) << "a task was lost";
+    EXPECT_NE(run.err.find("lost node"), std::string::npos) << run.err;
+    EXPECT_EQ(std::filesystem::exists(mark + ".end"), no_kill) << run.err;
+    ASSERT_TRUE(c->CancelJob([&] {
+                   v1::CancelJobRequest r;
+                   r.add_job_ids(*id);
+                   return r;
+                 }())
+                    .ok());
+    ASSERT_EVENTUALLY(cluster_->State(*id) == v1::CANCELLED, 10'000);
+  }
 }
 
 // Sends one step launch to an agent as srun would and reads its answer: OK once the tasks ran

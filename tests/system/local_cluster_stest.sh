@@ -280,6 +280,23 @@ C="$DIR/compat"
 export PATH="$C:$PATH"  # as a Slurm user would: the compat directory first
 out=$("$C/srun" -N2 -n4 -l sh -c 'echo $SLURM_PROCID/$SLURM_NTASKS/$SLURM_NODEID' | sort)
 [ "$out" = "$(printf '0: 0/4/0\n1: 1/4/0\n2: 2/4/1\n3: 3/4/1')" ] || fail "srun -N2 -n4 -l: $out"
+# -m: which task ids each node gets (each node's count stays): cyclic deals them round the
+# nodes, plane=N in runs of N; -l labels, SLURM_LOCALID and SLURM_GTIDS follow.
+out=$("$C/srun" -N2 -n4 -m cyclic -l sh -c 'echo $SLURMD_NODENAME $SLURM_NODEID $SLURM_LOCALID $SLURM_GTIDS $SLURM_DISTRIBUTION' | sort)
+[ "$out" = "$(printf '0: node1 0 0 0,2 cyclic\n1: node2 1 0 1,3 cyclic\n2: node1 0 1 0,2 cyclic\n3: node2 1 1 1,3 cyclic')" ] ||
+  fail "srun -N2 -n4 -m cyclic: $out"
+out=$("$C/srun" -N2 -n8 -m plane=2 sh -c 'echo $SLURM_NODEID/$SLURM_PROCID' | sort | tr '\n' ' ')
+[ "$out" = "0/0 0/1 0/4 0/5 1/2 1/3 1/6 1/7 " ] || fail "srun -N2 -n8 -m plane=2: $out"
+out=$("$C/srun" -N2 -n5 -m cyclic sh -c 'echo $SLURM_NODEID/$SLURM_PROCID' | sort | tr '\n' ' ')
+[ "$out" = "0/0 0/2 0/4 1/1 1/3 " ] || fail "srun -N2 -n5 -m cyclic: $out"
+err=$("$C/srun" -N2 -m arbitrary true 2>&1) && fail "srun -m arbitrary was not refused"
+grep -q "SLURM_HOSTFILE" <<<"$err" || fail "srun -m arbitrary said: $err"
+# sbatch -m sets the job's steps' layout (SLURM_DISTRIBUTION); srun's own -m wins.
+dist=$("$C/sbatch" --parsable -N2 -n4 -m plane=1 -o dist.out --wrap \
+  'echo "batch $SLURM_DISTRIBUTION $SLURM_DIST_PLANESIZE"; srun sh -c "echo step \$SLURM_NODEID/\$SLURM_PROCID"; srun -m block sh -c "echo block \$SLURM_NODEID/\$SLURM_PROCID"')
+wait_for 60 is_state "$dist" COMPLETED
+[ "$(sort dist.out | tr '\n' ' ')" = "batch plane 1 block 0/0 block 0/1 block 1/2 block 1/3 step 0/0 step 0/2 step 1/1 step 1/3 " ] ||
+  fail "sbatch -m plane=1: $(cat dist.out)"
 set +e
 "$C/srun" -N2 sh -c 'exit $((SLURM_PROCID * 3))' 2>/dev/null; rc=$?
 set -e
@@ -327,6 +344,39 @@ f=$(ls task-*-3.out)
 out=$("$C/srun" -n1 -e 'only-err-%t.txt' sh -c 'echo to-srun; echo to-file >&2')
 [ "$out" = "to-srun" ] && [ "$(cat only-err-0.txt)" = "to-file" ] ||
   fail "srun -e alone: out=$out file=$(cat only-err-0.txt)"
+# --bcast: a program from a directory only its owner reads, copied to each node and run there.
+mkdir -p private bcast-dest bcast-cwd
+chmod 700 private
+printf '#!/bin/sh\necho "$SLURMD_NODENAME $0"\n' > private/bprog
+chmod 700 private/bprog
+out=$("$C/srun" -N2 --bcast="$WORK/bcast-dest/" private/bprog | sort) || fail "srun --bcast=DIR/: $out"
+re="^node1 $WORK/bcast-dest/slurm_bcast_[0-9]+\.[0-9]+_node1 node2 $WORK/bcast-dest/slurm_bcast_[0-9]+\.[0-9]+_node2 $"
+[[ "$(echo $out) " =~ $re ]] || fail "srun --bcast=DIR/: each node runs its own copy: $out"
+for n in node1 node2; do
+  f=$(ls bcast-dest/slurm_bcast_*_$n)
+  [ "$(stat -c '%u %a' "$f")" = "$(id -u) 700" ] || fail "srun --bcast copy $f: $(stat -c '%U %a' "$f")"
+  cmp -s "$f" private/bprog || fail "srun --bcast copy $f differs from the program"
+done
+# No DEST: the step's directory; the program found in PATH, as execvp finds it.
+out=$(PATH="$WORK/private:$PATH" "$C/srun" -N2 --chdir="$WORK/bcast-cwd" --bcast bprog | sort | tr '\n' ' ')
+[[ "$out" =~ ^node1\ $WORK/bcast-cwd/slurm_bcast_[0-9]+\.[0-9]+_node1\ node2\ $WORK/bcast-cwd/slurm_bcast_[0-9]+\.[0-9]+_node2\ $ ]] ||
+  fail "srun --bcast (no DEST): $out"
+# A link planted at the destination is never written through: the step fails on each node.
+echo precious > bcast-target
+chmod 444 bcast-target
+ln -s "$WORK/bcast-target" bcast-link
+set +e
+err=$("$C/srun" -N2 --bcast="$WORK/bcast-link" private/bprog 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && [ "$(grep -c "bcast-link is a symbolic link" <<<"$err")" = 2 ] ||
+  fail "srun --bcast to a link: rc=$rc $err"
+[ "$(cat bcast-target)" = precious ] && [ -L bcast-link ] || fail "srun --bcast wrote through a link"
+grep -q "^node" <<<"$err" && fail "srun --bcast to a link ran the program: $err"
+set +e
+err=$("$C/srun" --bcast --multi-prog private/bprog 2>&1); rc=$?
+set -e
+[ $rc != 0 ] && grep -q "cannot be combined with --multi-prog" <<<"$err" ||
+  fail "srun --bcast --multi-prog: rc=$rc $err"
 # --pty: a real terminal (size, resize, Ctrl-C, Ctrl-Z), driven through one of ours.
 out=$(timeout 60 python3 "$ROOT/tests/programs/pty_session.py" "$C/srun" 2>&1) || fail "srun --pty: $out"
 grep -q "TTY=/dev/pts/[0-9]* SIZE=40 132 JOB=[0-9]" <<<"$out" || fail "srun --pty terminal: $out"

@@ -4,8 +4,8 @@
 #   - torch.distributed (gloo, CPU) over 4 agents with srun: rank, world size and the rendezvous
 #     address from SLURM_* only; the all-reduce sums right on every rank;
 #   - an MPICH hello world started by srun (srun serves PMI-1 through each task's inherited
-#     socket, and opens no port anyone could find), its MPI_Abort, and mpiexec inside salloc
-#     (hydra launches its proxies with srun);
+#     socket, and opens no port anyone could find), with -m cyclic, its MPI_Abort, and mpiexec
+#     inside salloc (hydra launches its proxies with srun);
 #   - srun --mpi=pmi2: a PMI-2 client of our own (Debian's MPICH speaks PMI-1 only) across two
 #     nodes, its abort, and MPICH's PMI-1 served under --mpi=pmi2 too; srun --mpi=list.
 #   usage: slurm_programs_stest.sh BIN_DIR
@@ -47,6 +47,12 @@ out=$(timeout 120 srun -N4 -n8 ./mpi_hello | sort)
 [ "$(wc -l <<<"$out")" = 8 ] && [ "$(grep -c ': sum 36$' <<<"$out")" = 8 ] || fail "srun mpi: $out"
 for r in 0 1 2 3 4 5 6 7; do
   grep -q "^rank $r of 8 on node$(( r / 2 + 1 )): sum 36$" <<<"$out" || fail "rank $r: $out"
+done
+
+echo "== MPICH with -m cyclic: ranks alternate over the nodes (PMI_process_mapping says so)"
+out=$(timeout 120 srun -N2 -n4 -m cyclic ./mpi_hello | sort)
+for r in 0 1 2 3; do
+  grep -q "^rank $r of 4 on node$(( r % 2 + 1 )): sum 10$" <<<"$out" || fail "cyclic rank $r: $out"
 done
 
 echo "== PMI has no port: the tasks hold their sockets, srun listens nowhere"

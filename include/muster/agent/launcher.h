@@ -43,8 +43,8 @@ struct SpawnSpec {
   // The task's PMI socket (srun's PMI relayed by the step supervisor): inherited as fd
   // keeper::kPmiFd. Not with exit_file.
   int pmi_fd = -1;
-  // The CPUs (the kernel's numbers) the process is bound to before its exec (sched_setaffinity,
-  // srun --cpu-bind); empty: it keeps ours. Not with exit_file.
+  // The CPUs (the kernel's numbers) the process is bound to before its exec (sched_setaffinity:
+  // srun --cpu-bind, a job's CPUs left by --core-spec); empty: it keeps ours.
   std::vector<uint32_t> cpus;
   // Resource limits the process sets on itself after dropping privileges, just before its exec
   // (--propagate), clamped to the node's hard limits by the caller (resource_limits.h).

@@ -46,9 +46,14 @@ class PmiServer {
   // The key-value space of one step (every rank's puts and node attributes together).
   static constexpr size_t kMaxSpaceBytes = 64u << 20;
 
-  // `size` ranks in a key-value space named `kvs` (PMI-2's job id); `tasks_per_node` (in node
-  // order) describes the layout for PMI_process_mapping, which MPI libraries use to find their
-  // node neighbours, and which ranks share PMI-2 node attributes.
+  // Ranks 0..node_of_rank.size()-1 in a key-value space named `kvs` (PMI-2's job id), rank r on
+  // node node_of_rank[r] (nodes numbered in step order): the layout PMI_process_mapping
+  // describes, which MPI libraries use to find their node neighbours, and which ranks share PMI-2
+  // node attributes.
+  PmiServer(std::string kvs, std::vector<uint32_t> node_of_rank, Send send,
+            Wire wire = Wire::kPmi1);
+  // `size` ranks in blocks: tasks_per_node[k] consecutive ranks on node k (ranks past them, if
+  // any, on its last node).
   PmiServer(uint32_t size, std::string kvs, const std::vector<uint32_t>& tasks_per_node, Send send,
             Wire wire = Wire::kPmi1);
 
@@ -62,8 +67,14 @@ class PmiServer {
   bool aborted() const { return aborted_; }
   const std::string& abort_message() const { return abort_message_; }
 
-  // The wire format of PMI_process_mapping: (vector,(first_node,nodes,tasks_per_node),...).
-  static std::string ProcessMapping(const std::vector<uint32_t>& tasks_per_node);
+  // The wire format of PMI_process_mapping: (vector,(first_node,nodes,depth),...), each tuple
+  // `depth` consecutive ranks on each of `nodes` nodes from `first_node` on, the tuples in rank
+  // order: (vector,(0,2,1),(0,2,1)) is 4 ranks cyclic over 2 nodes, as Slurm writes it.
+  static std::string ProcessMapping(const std::vector<uint32_t>& tasks_per_node);  // blocks
+  static std::string MappingOfRanks(const std::vector<uint32_t>& node_of_rank);
+  // Rank -> node for `size` ranks in blocks of tasks_per_node (the rest on the last node).
+  static std::vector<uint32_t> RanksInBlocks(uint32_t size,
+                                             const std::vector<uint32_t>& tasks_per_node);
 
  private:
   enum class Speaks : uint8_t { kUnknown, kPmi1, kPmi2 };

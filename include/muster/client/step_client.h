@@ -24,9 +24,11 @@ struct StepOptions {
   std::string work_dir;
   bool label = false;             // prefix output lines with "TASK: " (srun -l)
   bool kill_on_bad_exit = false;  // a task ending non-zero kills the others (srun -K)
-  std::string program = "srun";   // names the client in its messages
-  bool pmi = true;                // serve PMI-1 to the tasks (MPI without mpiexec); --mpi=none
-  bool pmi2 = false;              // --mpi=pmi2: serve PMI-2 as well (with pmi), set PMI_JOBID
+  // A lost node's tasks are lost, the others go on (srun -k); without it they are killed.
+  bool no_kill = false;
+  std::string program = "srun";  // names the client in its messages
+  bool pmi = true;               // serve PMI-1 to the tasks (MPI without mpiexec); --mpi=none
+  bool pmi2 = false;             // --mpi=pmi2: serve PMI-2 as well (with pmi), set PMI_JOBID
   // Standard input (srun -i): by default task 0 reads ours; STDIN_ALL sends it to every task;
   // STDIN_NONE gives /dev/null, or the file stdin_pattern names on each node.
   v1::StepLaunchRequest::StdinMode stdin_mode = v1::StepLaunchRequest::STDIN_TASK;
@@ -61,6 +63,10 @@ struct StepOptions {
   // srun --task-prolog/--task-epilog: absolute paths of programs each node runs as the job's
   // user just before and just after each task (empty: none).
   std::string task_prolog, task_epilog;
+  // srun --bcast (muster/client/bcast.h): the program file here (empty: none), copied to each
+  // node before its tasks start and run from there, at bcast_dest (absolute; ending in '/': a
+  // directory, where each node's copy is slurm_bcast_JOB.STEP_NODE).
+  std::string bcast_program, bcast_dest;
   // srun --quit-on-interrupt: one Ctrl-C ends the step at once.
   bool quit_on_interrupt = false;
   // srun -W/--wait: once the first task has ended, the others get this many seconds more, then

@@ -35,6 +35,8 @@ struct SubmitOptions {
   std::vector<std::string> gpu_types;
   std::optional<uint32_t> gpus_per_task;
   std::string gpu_bind;  // srun --gpu-bind (checked by ParseGpuBind)
+  // srun --accel-bind=g: as --gpu-bind=closest unless --gpu-bind says otherwise.
+  bool accel_bind_gpus = false;
   std::optional<uint64_t> mem_mb, mem_per_gpu_mb, mem_per_cpu_mb;
   std::optional<uint64_t> tmp_mb;            // --tmp: temporary disk per node
   std::map<std::string, uint32_t> licenses;  // -L/--licenses: name -> count
@@ -42,6 +44,9 @@ struct SubmitOptions {
   std::optional<uint32_t> min_cpus;          // --mincpus: CPUs per node at least
   std::optional<uint32_t> cpus_per_gpu;      // --cpus-per-gpu (BuildJobSpec turns it into counts)
   std::optional<uint32_t> ntasks_per_gpu;
+  // -S/--core-spec, --thread-spec: cores (threads) of each node set aside for the system; the job
+  // holds its nodes whole (also with --core-spec=0, which sets none aside).
+  std::optional<uint32_t> core_spec, thread_spec;
   // CPU shape. -B S[:C[:T]], --sockets-per-node, --cores-per-socket, --threads-per-core: nodes
   // with at least that many (0: any, -B's '*'); --ntasks-per-core/--ntasks-per-socket: at most N
   // tasks per core (socket) of a node; --hint (compute_bound, memory_bound, multithread,
@@ -103,10 +108,19 @@ struct SubmitOptions {
   // srun --cpu-bind (checked by ParseCpuBind) and -m's second level (how a node's CPUs are dealt
   // to the tasks it binds).
   std::string cpu_bind, cpu_distribution;
+  // -m/--distribution (ParseDistribution): `distribution` is the whole as Slurm writes it in
+  // SLURM_DISTRIBUTION ("cyclic:block", "plane", "" when not given); `task_distribution` its first
+  // level, how a step's task ids go over its nodes ("block", "cyclic", "plane"); `plane_size`
+  // plane's N (0 until given, or read from SLURM_DIST_PLANESIZE by ResolveDistribution).
+  std::string distribution, task_distribution;
+  uint32_t plane_size = 0;
   // srun --multi-prog: the first positional is a configuration file of each rank's command.
   bool multi_prog = false;
   // srun --task-prolog/--task-epilog: run on the nodes around each task, as its user.
   std::string task_prolog, task_epilog;
+  // srun --bcast[=DEST]: the program is copied to the step's nodes and run from there; DEST as
+  // given ("" when bare: the step's working directory).
+  std::optional<std::string> bcast;
   // srun -W/--wait=SECONDS: once the first task has ended, the others get this long (0: no
   // limit). sbatch's -W is `wait`.
   uint32_t step_wait_s = 0;
@@ -121,6 +135,8 @@ struct SubmitOptions {
   uint32_t get_user_env_timeout_s = 0;  // 0: the default (8 s)
   std::string get_user_env_mode;        // "S", "L" or "" (L)
   bool overcommit = false;              // -O/--overcommit
+  // -k/--no-kill: a failed node leaves the job (the step, for srun) running on the others.
+  bool no_kill = false;
   // Everything after the options: the script path and its arguments (command line only).
   std::vector<std::string> positional;
 };
@@ -134,6 +150,22 @@ struct SubmitOptions {
 enum class OptionSet { kBatch, kRun, kAlloc };
 Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& origin,
                        SubmitOptions* opts, OptionSet set = OptionSet::kBatch);
+
+// -m/--distribution=FIRST[:SECOND[:THIRD]][,Pack|NoPack] into `o`: FIRST block, cyclic, plane
+// or plane=N ('*': block), the others block, cyclic, fcyclic or '*'; plane takes no other level,
+// as Slurm's. INVALID_ARGUMENT for a malformed value, UNIMPLEMENTED for arbitrary (tasks placed
+// by SLURM_HOSTFILE).
+Status ParseDistribution(const std::string& value, SubmitOptions* o);
+
+// Once the options are read: with `read_variable` (srun), SLURM_DISTRIBUTION from `environment`
+// when -m was not given (sbatch and salloc -m set it for their steps); a plane without a size
+// takes SLURM_DIST_PLANESIZE's. INVALID_ARGUMENT (naming the variable) for a bad value or a plane
+// with no size anywhere.
+Status ResolveDistribution(const std::vector<std::string>& environment, bool read_variable,
+                           SubmitOptions* o);
+
+// The step's CreateStepRequest.task_distribution: "" (block), "cyclic" or "plane=N".
+std::string StepTaskDistribution(const SubmitOptions& o);
 
 // The MPI types srun serves (--mpi, SLURM_MPI_TYPE): none, pmi1 (and its other name pmi),
 // pmi2. The default is pmi1, which MPICH's own PMI client speaks.

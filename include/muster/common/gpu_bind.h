@@ -19,6 +19,7 @@ struct GpuBind {
     kSingle,   // single:N: one GPU each, N tasks to a GPU
     kMap,      // map_gpu:I,J,...: task i gets GPU list[i % size]
     kMask,     // mask_gpu:M,N,...: task i gets the GPUs of mask list[i % size]
+    kClosest,  // closest: the GPUs near the CPUs the task runs on (ClosestGpus)
   };
   Kind kind = Kind::kDefault;
   uint32_t n = 0;
@@ -26,19 +27,26 @@ struct GpuBind {
   bool verbose = false;
 };
 
-// "none", "verbose", "per_task:N", "single:N", "map_gpu:LIST", "mask_gpu:LIST", optionally after
-// "verbose," (Slurm's form). LIST items are decimal or 0x hex, each optionally *R (repeated R
-// times). INVALID_ARGUMENT for a malformed value; UNIMPLEMENTED for "closest" (a task's GPUs are
-// not chosen by the CPUs it is bound to).
+// "none", "verbose", "closest", "per_task:N", "single:N", "map_gpu:LIST", "mask_gpu:LIST",
+// optionally after "verbose," (Slurm's form). LIST items are decimal or 0x hex, each optionally
+// *R (repeated R times). INVALID_ARGUMENT for a malformed value.
 Result<GpuBind> ParseGpuBind(std::string_view value);
 
 // The GPUs the step's task `local` on this node (0 its first here) sees, out of the step's GPUs
 // here in order. Indices in map_gpu and mask_gpu count the step's GPUs on the node (0 is its
 // first), so a task never sees a GPU the step does not hold; one beyond them is
 // FAILED_PRECONDITION. Shares that run past the step's GPUs (per_task, single) start again from its
-// first.
+// first. kClosest needs the CPUs: use ClosestGpus (here it gives all of them).
 Result<std::vector<std::string>> TaskGpus(const GpuBind& bind, uint32_t gpus_per_task,
                                           const std::vector<std::string>& step_gpus,
                                           uint32_t local);
+
+// --gpu-bind=closest (and --accel-bind=g): of the step's GPUs here, those whose CPU affinity
+// (`gpu_cpus[i]` for step_gpus[i]; empty: unknown) shares a CPU with `task_cpus`, the CPUs the
+// task may run on. A GPU of unknown affinity is near every CPU, and a task near none of them sees
+// them all (as Slurm, it is never left without a GPU of the step's).
+std::vector<std::string> ClosestGpus(const std::vector<std::string>& step_gpus,
+                                     const std::vector<std::vector<uint32_t>>& gpu_cpus,
+                                     const std::vector<uint32_t>& task_cpus);
 
 }  // namespace muster

@@ -39,4 +39,9 @@ static_assert(kMaxScriptBytes + kMaxEnvironmentBytes + kMaxScriptArgsBytes + (1u
 // node stops reading srun's connection only past twice this (a client that ignores the window).
 inline constexpr size_t kStepStdinWindow = 2u << 20;
 
+// srun --bcast: the largest program srun copies to a step's nodes (refused above it, before
+// anything is allocated), and the most one frame of it (type 5) carries on a step connection.
+inline constexpr uint64_t kMaxBcastBytes = uint64_t{1} << 30;
+inline constexpr size_t kBcastChunk = 1u << 20;
+
 }  // namespace muster

@@ -20,6 +20,25 @@ struct StepRoom {
   uint32_t all_gpus = 0;
 };
 
+// -m/--distribution's first level: how a step's task ids go over its nodes. Only the ids move:
+// each node runs as many tasks as the layout gives it whatever the distribution.
+struct TaskDistribution {
+  enum class Kind { kBlock, kCyclic, kPlane };
+  Kind kind = Kind::kBlock;
+  uint32_t plane = 0;  // kPlane: ids go out in runs of this many (at least 1)
+};
+
+// CreateStepRequest.task_distribution: "" or "block", "cyclic", "plane=N". INVALID_ARGUMENT for
+// anything else (a plane of 0, or one past the bound on counts).
+Result<TaskDistribution> ParseTaskDistribution(const std::string& text);
+
+// Each node's task ids, ascending, for `tasks[k]` tasks on node k (in node order):
+//   block   node 0 gets 0..tasks[0]-1, node 1 the next, ...;
+//   cyclic  one id to each node in turn, skipping nodes that already have their share;
+//   plane   up to `plane` consecutive ids to each node in turn, likewise.
+std::vector<std::vector<uint32_t>> AssignTaskIds(const std::vector<uint32_t>& tasks,
+                                                 const TaskDistribution& d);
+
 // What srun asked for; a count of 0 means "as the job has it".
 struct StepShape {
   uint32_t nodes = 0;
@@ -34,6 +53,7 @@ struct StepShape {
   // -O/--overcommit (the job's): tasks may outnumber the CPUs, each node needs only one task's
   // CPUs, and the tasks are spread over the nodes (at most kMaxTasksPerNode on one).
   bool overcommit = false;
+  TaskDistribution distribution;  // -m: which task ids each node gets
   bool WantsGpus() const { return gpus_per_task > 0 || gpus_per_node > 0 || gpus > 0; }
 };
 
@@ -44,13 +64,14 @@ inline constexpr uint32_t kMaxTasksPerNode = 512;
 struct StepPlacement {
   size_t room = 0;  // index into the rooms given
   uint32_t tasks = 0;
-  std::vector<uint32_t> cpus;  // empty with --overlap
-  std::vector<uint32_t> gpus;  // only when the step asked for GPUs
+  std::vector<uint32_t> task_ids;  // the step's task ids here, ascending (`tasks` of them)
+  std::vector<uint32_t> cpus;      // empty with --overlap
+  std::vector<uint32_t> gpus;      // only when the step asked for GPUs
 };
 
 struct StepLayout {
   uint32_t cpus_per_task = 1;
-  std::vector<StepPlacement> nodes;  // in room order; tasks numbered in this order
+  std::vector<StepPlacement> nodes;  // in room order; task ids dealt by the shape's distribution
 };
 
 // Lays the step out on `rooms` (the job's candidate nodes, in allocation order). `job` names the

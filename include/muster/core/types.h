@@ -214,12 +214,18 @@ struct JobRequest {
   uint32_t min_threads_per_core = 0;
   uint32_t ntasks_per_core = 0;
   uint32_t ntasks_per_socket = 0;
+  // -S/--core-spec, --thread-spec: cores (threads) of every node set aside for the system (the
+  // job holds its nodes whole, `exclusive`); a node qualifies when more cores (threads) than
+  // that are left, and when its CPUs less the set-aside ones (cores times threads per core)
+  // still hold the slot. Nodes whose topology is unknown do not, as for the shape above.
+  uint32_t spec_cores = 0;
+  uint32_t spec_threads = 0;
 
   // The smallest gang the job accepts.
   uint32_t MinNodes() const { return min_nodes > 0 && min_nodes < nodes ? min_nodes : nodes; }
   bool AsksForCpuShape() const {
     return min_sockets || min_cores_per_socket || min_threads_per_core || ntasks_per_core ||
-           ntasks_per_socket;
+           ntasks_per_socket || spec_cores || spec_threads;
   }
 };
 

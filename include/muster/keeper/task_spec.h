@@ -32,8 +32,8 @@ struct TaskSpec {
   int stderr_fd = -1;
   int cgroup_procs_fd = -1;
   int output_flags = 0;
-  // The CPUs the task is bound to, bit N of word N/64 for CPU N (srun --cpu-bind); empty: the
-  // parent's affinity. Steps only: a kept process (KeeperSpec) never carries one.
+  // The CPUs the task is bound to, bit N of word N/64 for CPU N (srun --cpu-bind; a batch
+  // script's, the CPUs --core-spec leaves to its job); empty: the parent's affinity.
   std::vector<uint64_t> cpu_mask;
   // Resource limits set just before the exec (--propagate), already clamped to the node's.
   std::vector<ResourceLimitSetting> limits;

@@ -191,6 +191,66 @@ else
   echo "no hwloc topology from the agents: -B checks skipped"
 fi
 "$DIR/compat/sbatch" --hint=help | grep -q '^  nomultithread' || fail "sbatch --hint=help"
+# -S/--core-spec, --thread-spec: the node sets aside its highest-numbered core (of its highest
+# socket), every thread of it; the batch script and the steps' tasks never run there, as the
+# kernel says from inside them. (The nodes run on this machine, so it is this machine's core.)
+cores=$(muster nodes --json |
+  python3 -c 'import json, sys; print(min(n["cores"] for n in json.load(sys.stdin)["nodes"]))')
+if [ "$cores" -gt 1 ]; then
+  # What this machine sets aside (a core; a thread: that core's highest), and what is left of what
+  # this test may run on, by sysfs.
+  read -r aside left thread_left < <(python3 - <<'PY'
+import os
+def cpus(text):
+    out = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+base = "/sys/devices/system/cpu/"
+core_of = {}
+for c in cpus(open(base + "online").read()):
+    t = base + "cpu%d/topology/" % c
+    sock = int(open(t + "physical_package_id").read()) if os.path.exists(t + "physical_package_id") else 0
+    sib = t + ("core_cpus_list" if os.path.exists(t + "core_cpus_list") else "thread_siblings_list")
+    core_of[c] = (sock, min(cpus(open(sib).read())) if os.path.exists(sib) else c)
+top = max(core_of.values())
+aside = sorted(c for c, k in core_of.items() if k == top)
+mine = os.sched_getaffinity(0)
+left = sorted(mine - set(aside))
+thread_left = sorted(mine - {max(aside)})
+print(",".join(map(str, aside)), ",".join(map(str, left)), ",".join(map(str, thread_left)))
+PY
+)
+  as_list() { python3 -c 'import sys
+out = set()
+for part in sys.argv[1].split(","):
+    lo, _, hi = part.partition("-"); out.update(range(int(lo), int(hi or lo) + 1))
+print(",".join(map(str, sorted(out))))' "$1"; }
+  "$DIR/compat/sbatch" -W -S 1 -o core_spec.out --wrap \
+    'grep Cpus_allowed_list /proc/self/status | cut -f2; srun -n1 grep Cpus_allowed_list /proc/self/status | cut -f2' >/dev/null
+  [ "$(wc -l < core_spec.out)" = 2 ] || fail "sbatch -S 1: $(cat core_spec.out)"
+  while read -r line; do
+    [ "$(as_list "$line")" = "$left" ] || fail "sbatch -S 1: runs on $line; expected $left (set aside: $aside)"
+  done < core_spec.out
+  id=$("$DIR/compat/sbatch" --parsable -W -S 1 -o /dev/null --wrap true)
+  [ "$("$DIR/compat/sacct" -j "$id" -X -n -o AllocCPUS | tr -d ' ')" = 16 ] ||
+    fail "sbatch -S 1 holds the whole node: $("$DIR/compat/sacct" -j "$id" -X -n -o AllocCPUS)"
+  out=$("$DIR/compat/srun" -N1 --thread-spec=1 grep Cpus_allowed_list /proc/self/status | cut -f2)
+  [ "$(as_list "$out")" = "$thread_left" ] ||
+    fail "srun --thread-spec=1: runs on $out; expected $thread_left"
+  # More cores than a node has can never run; inside a job it is an allocation's option.
+  set +e
+  out=$("$DIR/compat/sbatch" -S "$cores" --wrap true 2>&1); rc=$?
+  set -e
+  [ $rc = 1 ] && grep -q "1 CPUs besides the $cores cores set aside (--core-spec=$cores); 0 of" <<<"$out" ||
+    fail "sbatch -S $cores: $rc $out"
+  "$DIR/compat/sbatch" -W -o core_spec_step.out --wrap 'srun -S 1 true; echo "rc $?"' >/dev/null
+  grep -q "option -S/--core-spec applies to a new allocation" core_spec_step.out &&
+    grep -q "^rc [1-9]" core_spec_step.out || fail "srun -S 1 in a job: $(cat core_spec_step.out)"
+else
+  echo "one core (or no topology) on the agents: --core-spec checks skipped"
+fi
 # srun --cpu-bind: each task runs on its own CPUs of the job's, as /proc says from inside it, with
 # Slurm's SLURM_CPU_BIND* variables; verbose reports the binding on the task's stderr first. (A
 # whole node, so that CPUs 0 and 1 are the job's; the node's other CPUs may not exist here.)

@@ -5,8 +5,10 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include "harness/test_util.h"
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
+#include "muster/common/cpu_spec.h"
 #include "muster/common/framing.h"
 #include "muster/common/node_keys.h"
 
@@ -562,6 +565,69 @@ TEST_F(AgentTest, GetUserEnvStartsTheJobFromTheLoginEnvironmentWithTheSubmittedO
   got << std::ifstream(out).rdbuf();
   EXPECT_EQ(got.str(), "profile=yes submitter=1 flag=1\n")
       << "the profile's own variable, the submitted one winning over the profile's";
+}
+
+// -S/--core-spec: the batch script runs on the job's CPUs less the core set aside, as the
+// kernel tells it from inside (no cgroup here: its own binding does it).
+TEST_F(AgentTest, CoreSpecKeepsTheBatchScriptOffTheSetAsideCore) {
+  auto machine = ReadCpuTopology();
+  ASSERT_TRUE(machine.ok()) << machine.status().ToString();
+  std::set<std::pair<uint32_t, uint32_t>> cores;
+  for (const CpuTopology::Cpu& c : machine->cpus) cores.insert({c.socket, c.core});
+  if (cores.size() < 2) GTEST_SKIP() << "one core: none to set aside and one to keep";
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  std::vector<uint32_t> allowed;  // where this test (and so the agent's children) may run
+  for (const CpuTopology::Cpu& c : machine->cpus) {
+    if (CPU_ISSET(c.id, &mine)) allowed.push_back(c.id);
+  }
+  auto aside = SpecializedCpus(*machine, 1, 0);
+  ASSERT_TRUE(aside.ok()) << aside.status().ToString();
+  const std::vector<uint32_t> left = CpusOtherThan(allowed, *aside);
+  if (left.empty()) GTEST_SKIP() << "this test may only run on the core set aside";
+
+  const std::string out = dir_ + "/job.out";
+  real_launcher_ = NewProcessLauncher();
+  StartAgent();
+  link_->Connect(1);
+  v1::ControllerMessage m = Launch(1);
+  v1::LaunchJob* l = m.mutable_launch_job();
+  l->mutable_spec()->set_core_spec(1);
+  l->mutable_spec()->set_work_dir(dir_);
+  l->mutable_spec()->set_stdout_pattern(out);
+  l->mutable_spec()->set_script("#!/bin/sh\ngrep Cpus_allowed_list /proc/self/status | cut -f2\n");
+  v1::NodeAllocation* na = l->mutable_allocation()->mutable_nodes(0);
+  na->clear_gpu_indices();
+  na->clear_cpu_ids();
+  for (const CpuTopology::Cpu& c : machine->cpus) na->add_cpu_ids(c.id);  // the whole node
+  link_->Command(m);
+  ASSERT_TRUE(Sent([](const auto& msg) {
+    return msg.has_batch_exited() && msg.batch_exited().job_id() == kJob &&
+           msg.batch_exited().exit_code() == 0;
+  })) << std::ifstream(out).rdbuf();
+  std::stringstream got;
+  got << std::ifstream(out).rdbuf();
+  EXPECT_EQ(got.str(), FormatCpuList(left) + "\n");
+  auto seen = ParseCpuList(got.str());
+  ASSERT_TRUE(seen.ok()) << got.str();
+  for (uint32_t c : *aside) {
+    EXPECT_EQ(std::count(seen->begin(), seen->end(), c), 0) << "CPU " << c << " was set aside";
+  }
+}
+
+// A count this machine cannot set aside fails the launch, saying so: never a guess.
+TEST_F(AgentTest, ACoreSpecTheNodeCannotHoldFailsTheLaunch) {
+  StartAgent();
+  link_->Connect(1);
+  v1::ControllerMessage m = Launch(1);
+  m.mutable_launch_job()->mutable_spec()->set_core_spec(65'535);
+  link_->Command(m);
+  ASSERT_TRUE(Sent([](const auto& msg) {
+    return msg.has_job_launch_failed() && msg.job_launch_failed().job_id() == kJob &&
+           msg.job_launch_failed().message().find("--core-spec=65535 leaves no core to the job") !=
+               std::string::npos;
+  }));
+  EXPECT_TRUE(launcher_->WaitForSpawns(0).empty()) << "nothing started";
 }
 
 // Anyone who can reach a node's step port can connect before proving anything: what that

@@ -126,6 +126,34 @@ TEST(JobEnvTest, TaskEnvironmentIsPerTask) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
 }
 
+// -m cyclic: the launch lists the node's task ids; SLURM_PROCID and SLURM_GTIDS are those,
+// SLURM_LOCALID stays the task's place on the node, and SLURM_DISTRIBUTION is what srun named.
+TEST(JobEnvTest, ListedTaskIdsAreTheTasksIds) {
+  v1::LaunchJob l = TwoNodeLaunch();
+  l.set_node_id(1);
+  v1::StepLaunchRequest step;
+  step.set_node_id(1);
+  step.set_first_task(1);
+  step.set_ntasks(2);
+  step.set_total_tasks(4);
+  step.set_total_nodes(2);
+  step.add_task_ids(1);
+  step.add_task_ids(3);
+  auto env = EnvMap(BuildTaskEnv(l, "node2", "", GpuList(l), step, 1));
+  EXPECT_EQ(env["SLURM_PROCID"], "3");
+  EXPECT_EQ(env["SLURM_LOCALID"], "1");
+  EXPECT_EQ(env["SLURM_GTIDS"], "1,3");
+  EXPECT_EQ(env["SLURM_DISTRIBUTION"], "block") << "srun named none";
+  step.add_environment("SLURM_DISTRIBUTION=cyclic");
+  env = EnvMap(BuildTaskEnv(l, "node2", "", GpuList(l), step, 0));
+  EXPECT_EQ(env["SLURM_PROCID"], "1");
+  EXPECT_EQ(env["SLURM_DISTRIBUTION"], "cyclic");
+  EXPECT_EQ(env["MUSTER_DISTRIBUTION"], "cyclic");
+  EXPECT_EQ(TaskIdOf(step, 1), 3u);
+  step.clear_task_ids();
+  EXPECT_EQ(TaskIdOf(step, 1), 2u) << "no list: first_task + local id";
+}
+
 TEST(JobEnvTest, ShardsShowTheirGpusAndMigSlicesTheirUuids) {
   v1::LaunchJob l = TwoNodeLaunch();
   for (auto& na : *l.mutable_allocation()->mutable_nodes()) {

@@ -38,6 +38,7 @@ KeeperSpec Full() {
   s.stderr_fd = -1;
   s.cgroup_procs_fd = 12;
   s.output_flags = 01101;
+  s.cpu_mask = {0x5, 0, uint64_t{1} << 63};
   return s;
 }
 
@@ -62,6 +63,7 @@ void ExpectSame(const KeeperSpec& a, const KeeperSpec& b) {
   EXPECT_EQ(a.stderr_fd, b.stderr_fd);
   EXPECT_EQ(a.cgroup_procs_fd, b.cgroup_procs_fd);
   EXPECT_EQ(a.output_flags, b.output_flags);
+  EXPECT_EQ(a.cpu_mask, b.cpu_mask);
 }
 
 TEST(KeeperSpecTest, EveryFieldSurvivesTheTrip) {

@@ -61,6 +61,30 @@ TEST(StepGrantTest, MoreThanTheGrantIsRefused) {
   EXPECT_EQ(CheckStepWithinGrant(r, Job(), "node1").code(), StatusCode::kInvalidArgument);
 }
 
+TEST(StepGrantTest, ListedTaskIdsAreOnePerTaskAscendingAndInTheStep) {
+  auto listed = [](std::vector<uint32_t> ids, uint32_t ntasks = 2) {
+    v1::StepLaunchRequest r = Step(ntasks);
+    r.set_total_tasks(5);
+    r.set_first_task(ids.empty() ? 0 : ids[0]);
+    for (uint32_t id : ids) r.add_task_ids(id);
+    return CheckStepWithinGrant(r, Job(), "node1");
+  };
+  EXPECT_TRUE(listed({1, 3}).ok());
+  EXPECT_TRUE(listed({0, 2, 4}, 3).ok());
+  for (auto bad : {std::vector<uint32_t>{1}, {1, 3, 4}, {3, 1}, {1, 1}, {1, 5}}) {
+    Status st = listed(bad);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad.size();
+    EXPECT_NE(st.message().find("task ids on node1 do not add up"), std::string::npos)
+        << st.message();
+  }
+  v1::StepLaunchRequest r = Step(2);
+  r.set_total_tasks(5);
+  r.set_first_task(0);  // not its first id
+  r.add_task_ids(1);
+  r.add_task_ids(3);
+  EXPECT_EQ(CheckStepWithinGrant(r, Job(), "node1").code(), StatusCode::kInvalidArgument);
+}
+
 namespace credential_tests {
 
 constexpr int64_t kNow = 1'700'000'000'000;
@@ -187,6 +211,35 @@ TEST(StepCredentialTest, TheRequestMustAskForWhatTheGrantSays) {
   r.set_gpus_given(true);
   r.add_gpu_indices(2);
   EXPECT_NE(Check(r).message().find("other tasks, CPUs or GPUs"), std::string::npos);
+}
+
+// -m cyclic: the grant names the node's task ids; a launch must name the same ones (a user
+// cannot run rank 0 on every node, or renumber the tasks the grant gave this node).
+TEST(StepCredentialTest, ListedTaskIdsMustBeTheGrants) {
+  v1::StepGrant g = Grant();
+  g.set_total_tasks(5);
+  g.set_first_task(1);
+  g.add_task_ids(1);
+  g.add_task_ids(3);
+  v1::StepLaunchRequest r = RequestFor(g);
+  r.set_total_tasks(5);
+  r.set_first_task(1);
+  r.add_task_ids(1);
+  r.add_task_ids(3);
+  EXPECT_TRUE(Check(r).ok()) << Check(r).ToString();
+  v1::StepLaunchRequest other = r;
+  other.set_task_ids(1, 4);
+  Status st = Check(other);
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find("other tasks, CPUs or GPUs"), std::string::npos) << st.message();
+  other = r;
+  other.clear_task_ids();  // as a block: tasks 1 and 2
+  EXPECT_EQ(Check(other).code(), StatusCode::kPermissionDenied);
+  // A block grant (no ids) does not let a launch list some.
+  v1::StepLaunchRequest listed = RequestFor(Grant());
+  listed.add_task_ids(0);
+  listed.add_task_ids(1);
+  EXPECT_EQ(Check(listed).code(), StatusCode::kPermissionDenied);
 }
 
 }  // namespace credential_tests

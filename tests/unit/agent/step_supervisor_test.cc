@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -61,6 +62,8 @@ class StepSupervisorTest : public ::testing::Test {
     r.set_first_task(first_task_);
     r.set_ntasks(ntasks_);
     r.set_total_tasks(first_task_ + ntasks_);
+    for (uint32_t id : task_ids_) r.add_task_ids(id);
+    if (!task_ids_.empty()) r.set_total_tasks(std::max(r.total_tasks(), task_ids_.back() + 1));
     r.set_total_nodes(1);
     r.set_pmi(pmi_);
     r.set_legacy_pmi_port(legacy_pmi_);
@@ -78,12 +81,19 @@ class StepSupervisorTest : public ::testing::Test {
     }
     r.set_task_prolog(task_prolog_);
     r.set_task_epilog(task_epilog_);
+    r.set_bcast_path(bcast_path_);
+    r.set_bcast_size(bcast_size_);
+    if (!argv_.empty()) {
+      r.clear_argv();
+      for (const auto& a : argv_) r.add_argv(a);
+    }
     for (const auto& e : environment_) r.add_environment(e);
     setup.set_visible_devices(visible_);
+    for (const auto& near : gpu_cpus_) setup.add_gpu_cpus(near);
     v1::LaunchJob& l = *setup.mutable_launch();
     l.set_job_id(7);
-    l.mutable_spec()->set_uid(::getuid());
-    l.mutable_spec()->set_gid(::getgid());
+    l.mutable_spec()->set_uid(job_uid_.value_or(::getuid()));
+    l.mutable_spec()->set_gid(job_uid_ ? *job_uid_ : ::getgid());
     l.mutable_spec()->set_work_dir(dir_.string());
     setup.set_node("node1");
     setup.set_job_dir(dir_.string());
@@ -160,6 +170,25 @@ class StepSupervisorTest : public ::testing::Test {
     return h;
   }
 
+  // What the step sends up to its error (after which a step that failed before its tasks waits
+  // for the client to close the connection).
+  Heard UntilError() {
+    Heard h;
+    while (h.error.empty()) {
+      auto f = ReadFrame(client_, 10'000);
+      if (!f.ok()) break;
+      if (f->type != 0) {
+        h.error = f->payload;
+        break;
+      }
+      v1::StepEvent ev;
+      EXPECT_TRUE(ev.ParseFromString(f->payload));
+      if (ev.has_output()) h.output[ev.output().stream()] += ev.output().data();
+      if (ev.has_exit()) h.exits.push_back(ev.exit());
+    }
+    return h;
+  }
+
   int WaitSupervisor() {
     int status = 0;
     ::waitpid(pid_, &status, 0);
@@ -176,8 +205,10 @@ class StepSupervisorTest : public ::testing::Test {
   }
 
   uint32_t first_task_ = 0, ntasks_ = 1;
+  std::vector<uint32_t> task_ids_;  // -m cyclic, plane: the tasks' ids here
   bool pmi_ = false, legacy_pmi_ = false;
-  std::string visible_;  // the step's GPUs here
+  std::string visible_;                // the step's GPUs here
+  std::vector<std::string> gpu_cpus_;  // the CPUs near each of them (--gpu-bind=closest)
   uint32_t gpus_per_task_ = 0;
   std::string gpu_bind_;
   std::string stdout_pattern_;  // srun -o
@@ -186,6 +217,10 @@ class StepSupervisorTest : public ::testing::Test {
   std::vector<uint32_t> cpu_ids_;                        // the step's CPUs here
   std::vector<std::vector<std::string>> task_commands_;  // srun --multi-prog
   std::string task_prolog_, task_epilog_;
+  std::string bcast_path_;  // srun --bcast: where the program goes, and its size
+  uint64_t bcast_size_ = 0;
+  std::vector<std::string> argv_;         // the command, instead of sh -c SCRIPT
+  std::optional<uint32_t> job_uid_;       // the job's user (and group), when not ours
   std::vector<std::string> environment_;  // the client's, besides PATH
   fs::path dir_;
   std::string setup_path_;
@@ -479,6 +514,23 @@ TEST_F(StepSupervisorTest, EachTaskIsBoundToItsOwnCpusOfTheSteps) {
       << h.output[2];
 }
 
+// --gpu-bind=closest: each task sees the step's GPUs near the CPUs it is bound to.
+TEST_F(StepSupervisorTest, ClosestGivesEachTaskTheGpusNearItsCpus) {
+  cpu_ids_ = TwoOfOurCpus();
+  if (cpu_ids_.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  const std::string a = std::to_string(cpu_ids_[0]), b = std::to_string(cpu_ids_[1]);
+  ntasks_ = 2;
+  visible_ = "4,5,6";
+  gpu_cpus_ = {a, b, ""};  // GPU 4 near CPU a, 5 near b, 6 of unknown place (near all)
+  cpu_bind_ = "map_cpu:" + b + "," + a;
+  gpu_bind_ = "closest";
+  Start("echo $SLURM_PROCID $CUDA_VISIBLE_DEVICES");
+  Heard h = Listen();
+  std::vector<std::string> lines = Split(h.output[1], '\n', true);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"0 5,6", "1 4,6"})) << h.output[1] << h.error;
+}
+
 TEST_F(StepSupervisorTest, AnAutomaticBindingDealsTheStepsCpusAndSaysSoAsMasks) {
   cpu_ids_ = TwoOfOurCpus();
   if (cpu_ids_.size() < 2) GTEST_SKIP() << "needs two CPUs";
@@ -512,6 +564,40 @@ TEST_F(StepSupervisorTest, ABindingToACpuTheStepDoesNotHoldFailsTheStepAndNamesI
                          ", which the step does not hold on this node"),
             std::string::npos)
       << h.error;
+}
+
+// -m cyclic: the tasks here are the ids the launch lists, and PMI answers reach the task they
+// name, not the one at that offset from first_task.
+TEST_F(StepSupervisorTest, ListedTaskIdsNameTheTasksAndTheirPmi) {
+  first_task_ = 1;
+  ntasks_ = 2;
+  task_ids_ = {1, 3};
+  pmi_ = true;
+  Start(
+      "printf 'cmd=init pmi_version=1\\n' >&$PMI_FD; read -r a <&$PMI_FD; "
+      "echo \"$SLURM_PROCID $SLURM_LOCALID $PMI_RANK $SLURM_GTIDS $a\"; "
+      "printf 'cmd=finalize\\n' >&$PMI_FD; exit 0");
+  Heard h = Listen([&](const v1::PmiData& got) {
+    if (got.data().find("init") == std::string::npos) return;
+    v1::PmiData bogus;  // task 2 is another node's: ignored
+    bogus.set_task(2);
+    bogus.set_data("for nobody\n");
+    Send(4, bogus.SerializeAsString());
+    v1::PmiData answer;
+    answer.set_task(got.task());
+    answer.set_data("hello" + std::to_string(got.task()) + "\n");
+    Send(4, answer.SerializeAsString());
+  });
+  EXPECT_EQ(h.error, "");
+  std::vector<std::string> lines = Split(h.output[1], '\n', true);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"1 0 1 1,3 hello1", "3 1 3 1,3 hello3"}))
+      << h.output[1] << h.output[2];
+  EXPECT_EQ(h.pmi[3], "cmd=init pmi_version=1\ncmd=finalize\n");
+  ASSERT_EQ(h.exits.size(), 2u);
+  std::set<uint32_t> exited;
+  for (const auto& e : h.exits) exited.insert(e.task());
+  EXPECT_EQ(exited, (std::set<uint32_t>{1, 3}));
 }
 
 // srun --multi-prog: each task runs its own command line.
@@ -726,6 +812,191 @@ TEST_F(StepSupervisorTest, AnUnreadableSetupIsRefused) {
   }
   const int status = WaitSupervisor();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+}
+
+// srun --bcast: the program arrives behind the launch (some before the hand-over, some after), is
+// written to its destination over what was there, mode 0700, and every task here runs that one
+// copy as its argv[0].
+TEST_F(StepSupervisorTest, BcastWritesTheProgramOnceAndTheTasksRunTheCopy) {
+  const std::string program =
+      "#!/bin/sh\necho \"$0 $1 $SLURM_PROCID\"\n" + std::string(300'000, '#') + "\n";
+  const fs::path copy = dir_ / "copy";
+  std::ofstream(copy) << "an older file";
+  fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::others_read);
+  bcast_path_ = copy.string();
+  bcast_size_ = program.size();
+  argv_ = {"prog", "one"};
+  ntasks_ = 2;
+  Start("", EncodeFrame(5, program.substr(0, 100)));
+  Send(5, program.substr(100, 200'000));
+  Send(5, program.substr(200'100));
+  Send(2, "");
+  Heard h = Listen();
+  EXPECT_EQ(h.error, "");
+  std::vector<std::string> lines = Split(h.output[1], '\n', true);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{copy.string() + " one 0", copy.string() + " one 1"}))
+      << h.output[2];
+  ASSERT_EQ(h.exits.size(), 2u);
+  for (const auto& e : h.exits) EXPECT_EQ(e.exit_code(), 0);
+  std::ifstream in(copy, std::ios::binary);
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_TRUE(got.str() == program) << "the copy has " << got.str().size() << " bytes";
+  struct stat st {};
+  ASSERT_EQ(::stat(copy.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(st.st_uid, ::getuid());
+  WaitSupervisor();
+}
+
+// The destination is never written through a symbolic link, even to a file the writer could
+// write: the step fails before anything runs, and the link's target is as it was.
+TEST_F(StepSupervisorTest, BcastNeverWritesThroughASymlink) {
+  const fs::path target = dir_ / "target", link = dir_ / "link";
+  std::ofstream(target) << "precious\n";
+  fs::create_symlink(target, link);
+  bcast_path_ = link.string();
+  bcast_size_ = 10;
+  argv_ = {"prog"};
+  Start("");
+  Send(5, "0123456789");
+  Heard h = UntilError();
+  EXPECT_NE(h.error.find("--bcast: " + link.string() + " is a symbolic link"), std::string::npos)
+      << h.error;
+  EXPECT_TRUE(h.exits.empty());
+  ::close(client_);
+  client_ = -1;
+  WaitSupervisor();
+  std::ifstream in(target);
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_EQ(got.str(), "precious\n");
+  EXPECT_TRUE(fs::is_symlink(link));
+  v1::StepEnded end;
+  ASSERT_TRUE(ReadRecord("end", &end));
+  EXPECT_EQ(end.exit_code(), 1);
+  v1::StepTaskPids pids;
+  EXPECT_FALSE(ReadRecord("tasks", &pids)) << "no task started";
+}
+
+// The node takes exactly the bytes announced: more, or fewer (srun gone), start nothing, and the
+// partial copy is removed.
+TEST_F(StepSupervisorTest, BcastTakesExactlyTheAnnouncedBytes) {
+  const fs::path copy = dir_ / "copy";
+  bcast_path_ = copy.string();
+  bcast_size_ = 10;
+  argv_ = {"prog"};
+  Start("");
+  Send(5, "012345");
+  Send(5, "6789A");
+  Heard h = UntilError();
+  EXPECT_NE(h.error.find("--bcast: srun sent more than the program's 10 bytes"), std::string::npos)
+      << h.error;
+  EXPECT_TRUE(h.exits.empty());
+  ::close(client_);
+  client_ = -1;
+  WaitSupervisor();
+  EXPECT_FALSE(fs::exists(copy)) << "the partial copy stays";
+
+  bcast_size_ = 100;
+  Start("");
+  Send(5, "0123456789");
+  ASSERT_EQ(::shutdown(client_, SHUT_WR), 0);  // srun gone, as far as the node can tell
+  h = UntilError();
+  EXPECT_NE(h.error.find("srun went away after sending 10 of the program's 100 bytes"),
+            std::string::npos)
+      << h.error;
+  EXPECT_TRUE(h.exits.empty());
+  WaitSupervisor();
+  EXPECT_FALSE(fs::exists(copy));
+  ::close(client_);
+  client_ = -1;
+
+  bcast_size_ = 5;
+  Start("");
+  Send(2, "");  // anything but the program before its last byte is refused
+  h = UntilError();
+  EXPECT_NE(h.error.find("srun sent a frame of type 2 after 0 of the program's 5 bytes"),
+            std::string::npos)
+      << h.error;
+}
+
+// A destination the node refuses outright (srun never sends one: a client of its own might).
+TEST_F(StepSupervisorTest, BcastRefusesARelativeOrDotDotDestination) {
+  argv_ = {"prog"};
+  bcast_size_ = 3;
+  for (const std::string& path : {std::string("copy"), (dir_ / "sub" / ".." / "copy").string()}) {
+    bcast_path_ = path;
+    Start("");
+    Send(5, "abc");
+    Heard h = UntilError();
+    EXPECT_NE(h.error.find(path[0] == '/' ? "has a '..' component" : "is not an absolute path"),
+              std::string::npos)
+        << h.error;
+    ::close(client_);
+    client_ = -1;
+    WaitSupervisor();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "copy"));
+}
+
+TEST_F(StepSupervisorTest, BcastToADirectoryTheUserCannotWriteFailsTheStep) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes anywhere";
+  const fs::path ro = dir_ / "ro";
+  fs::create_directories(ro);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+  bcast_path_ = (ro / "copy").string();
+  bcast_size_ = 3;
+  argv_ = {"prog"};
+  Start("");
+  Send(5, "abc");
+  Heard h = UntilError();
+  fs::permissions(ro, fs::perms::owner_all);
+  EXPECT_NE(h.error.find("--bcast: cannot create " + bcast_path_ + ": Permission denied"),
+            std::string::npos)
+      << h.error;
+  EXPECT_TRUE(h.exits.empty());
+}
+
+// The copy is made by the job's user, not by the supervisor (root): where the user may not write,
+// nothing is written; where they may, the file is theirs.
+TEST_F(StepSupervisorTest, BcastWritesAsTheJobsUserNeverAsRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to be another user";
+  constexpr uint32_t kNobody = 65534;
+  job_uid_ = kNobody;
+  argv_ = {"prog"};
+  const std::string program = "#!/bin/sh\necho \"$0 $(id -u)\"\n";
+  bcast_size_ = program.size();
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  bcast_path_ = (dir_ / "copy").string();  // root's directory: root could write here
+  Start("");
+  Send(5, program);
+  Heard h = UntilError();
+  EXPECT_NE(h.error.find("--bcast: cannot create " + bcast_path_ + ": Permission denied"),
+            std::string::npos)
+      << h.error;
+  EXPECT_FALSE(fs::exists(bcast_path_));
+  ::close(client_);
+  client_ = -1;
+  WaitSupervisor();
+
+  const fs::path theirs = dir_ / "theirs";
+  fs::create_directories(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  bcast_path_ = (theirs / "copy").string();
+  Start("");
+  Send(5, program);
+  h = Listen();
+  EXPECT_EQ(h.error, "");
+  EXPECT_EQ(h.output[1], bcast_path_ + " 65534\n") << h.output[2];
+  struct stat st {};
+  ASSERT_EQ(::stat(bcast_path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kNobody);
+  EXPECT_EQ(st.st_gid, kNobody);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
 }
 
 }  // namespace

@@ -159,6 +159,25 @@ TEST(Pmi2ServerTest, RanksOnTwoNodesExchangeCardsThroughPutFenceGet) {
   EXPECT_FALSE(server.aborted());
 }
 
+// -m cyclic: ranks 0 and 2 share node 0, ranks 1 and 3 node 1; node attributes follow the
+// ranks' nodes, not blocks of consecutive ranks.
+TEST(Pmi2ServerTest, NodeAttributesFollowACyclicLayout) {
+  Ranks r;
+  PmiServer server("7.0", {0, 1, 0, 1}, r.Sender(), PmiServer::Wire::kPmi2);
+  for (uint32_t i = 0; i < 4; ++i) Init2(server, r, i, 4);
+  server.FromTask(1, pmi2::Frame("cmd=info-getjobattr;key=PMI_process_mapping;"));
+  EXPECT_EQ(r.Message(1),
+            "cmd=info-getjobattr-response;rc=0;found=TRUE;value=(vector,(0,2,1),(0,2,1));");
+  server.FromTask(2, pmi2::Frame("cmd=info-getnodeattr;key=leader;wait=TRUE;"));
+  EXPECT_TRUE(r.Nothing(2));
+  server.FromTask(0, pmi2::Frame("cmd=info-putnodeattr;key=leader;value=0;"));
+  EXPECT_EQ(r.Message(0), "cmd=info-putnodeattr-response;rc=0;");
+  EXPECT_EQ(r.Message(2), "cmd=info-getnodeattr-response;rc=0;found=TRUE;value=0;");
+  server.FromTask(1, pmi2::Frame("cmd=info-getnodeattr;key=leader;wait=FALSE;"));
+  EXPECT_EQ(r.Message(1), "cmd=info-getnodeattr-response;rc=0;found=FALSE;")
+      << "rank 1 is on the other node";
+}
+
 TEST(Pmi2ServerTest, PmiOneAndTwoRanksShareOneSpaceAndFence) {
   // As Slurm's mpi/pmi2: a library that speaks PMI-1 (Debian's MPICH) is served too.
   Ranks r;

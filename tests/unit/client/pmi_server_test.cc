@@ -46,6 +46,24 @@ class Ranks {
   std::map<uint32_t, std::deque<std::string>> lines_;
 };
 
+// -m cyclic and plane=N: the mapping follows the ranks round the nodes, one tuple per pass, as
+// Slurm's (MPICH finds each rank's node neighbours by it).
+TEST(PmiServerTest, ProcessMappingOfCyclicAndPlaneLayouts) {
+  EXPECT_EQ(PmiServer::MappingOfRanks({0, 1, 0, 1}), "(vector,(0,2,1),(0,2,1))");
+  EXPECT_EQ(PmiServer::MappingOfRanks({0, 1, 0, 1, 0}), "(vector,(0,2,1),(0,2,1),(0,1,1))");
+  EXPECT_EQ(PmiServer::MappingOfRanks({0, 0, 1, 1, 0, 0}), "(vector,(0,2,2),(0,1,2))");
+  EXPECT_EQ(PmiServer::MappingOfRanks({0, 0, 1, 1}), "(vector,(0,2,2))") << "a block";
+  EXPECT_EQ(PmiServer::MappingOfRanks({1, 0}), "(vector,(1,1,1),(0,1,1))");
+  EXPECT_EQ(PmiServer::RanksInBlocks(5, {2, 2}), (std::vector<uint32_t>{0, 0, 1, 1, 1}));
+  // A cyclic server answers its mapping.
+  Ranks r;
+  PmiServer server("7.0", {0, 1, 0, 1}, r.Sender());
+  server.FromTask(2, "cmd=init pmi_version=1 pmi_subversion=1\n");
+  r.Line(2);
+  server.FromTask(2, "cmd=get kvsname=7.0 key=PMI_process_mapping\n");
+  EXPECT_EQ(r.Line(2), "cmd=get_result rc=0 msg=success value=(vector,(0,2,1),(0,2,1))");
+}
+
 TEST(PmiServerTest, RanksExchangeBusinessCardsThroughPutBarrierGet) {
   Ranks r;
   PmiServer server(2, "kvs_7_0", {1, 1}, r.Sender());

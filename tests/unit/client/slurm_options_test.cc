@@ -16,6 +16,31 @@ Status ParseAs(OptionSet set, const std::vector<std::string>& args, SubmitOption
   return ParseSubmitArgs(args, "command line", o, set);
 }
 
+// -k/--no-kill[=off] (every front end) and srun's --accel-bind=g (GPUs near each task's CPUs).
+TEST(SlurmOptionsTest, NoKillAndAccelBindAreTaken) {
+  for (OptionSet set : {OptionSet::kBatch, OptionSet::kRun, OptionSet::kAlloc}) {
+    SubmitOptions k, off;
+    ASSERT_TRUE(ParseAs(set, {"-k", "x.sh"}, &k).ok());
+    EXPECT_TRUE(k.no_kill);
+    EXPECT_EQ(k.positional, std::vector<std::string>{"x.sh"}) << "x.sh is no value of -k";
+    ASSERT_TRUE(ParseAs(set, {"-k", "--no-kill=off", "x.sh"}, &off).ok());
+    EXPECT_FALSE(off.no_kill);
+    SubmitOptions bad;
+    EXPECT_EQ(ParseAs(set, {"--no-kill=yes", "x.sh"}, &bad).code(), StatusCode::kInvalidArgument);
+  }
+  SubmitOptions g, none;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"--accel-bind=vg", "true"}, &g).ok());
+  EXPECT_TRUE(g.accel_bind_gpus);
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"--accel-bind=m", "true"}, &none).ok());
+  EXPECT_FALSE(none.accel_bind_gpus);
+  SubmitOptions o;
+  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--accel-bind=x", "true"}, &o).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseAs(OptionSet::kBatch, {"--accel-bind=g", "x.sh"}, &o).code(),
+            StatusCode::kInvalidArgument)
+      << "srun's alone";
+}
+
 // A refusal says why, so that a user knows whether to wait for it or to change the script.
 TEST(SlurmOptionsTest, RefusedOptionsSayWhy) {
   SubmitOptions o;
@@ -24,15 +49,25 @@ TEST(SlurmOptionsTest, RefusedOptionsSayWhy) {
   EXPECT_NE(s.message().find("option --bb is not supported: Muster has no burst buffers"),
             std::string::npos)
       << s.message();
-  s = ParseAs(OptionSet::kBatch, {"-k", "x.sh"}, &o);
-  EXPECT_NE(s.message().find("option -k is not supported yet: a job loses every node"),
+  s = ParseAs(OptionSet::kRun, {"-Z", "true"}, &o);
+  EXPECT_NE(s.message().find("option -Z is not supported: every step runs in an allocation"),
             std::string::npos)
       << s.message();
-  // getopt takes an unambiguous prefix for the whole name: --bcast must not become the
-  // accepted --bcast-exclude.
-  s = ParseAs(OptionSet::kRun, {"--bcast=/tmp/a.out", "a.out"}, &o);
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.message();
-  EXPECT_NE(s.message().find("--bcast"), std::string::npos);
+  s = ParseAs(OptionSet::kRun, {"--accel-bind=gn", "true"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("not bound to network cards"), std::string::npos) << s.message();
+  // getopt takes an unambiguous prefix for the whole name: --bcast must not become
+  // --bcast-exclude. Its DEST is optional; srun's alone (sbatch and salloc have no --bcast).
+  SubmitOptions bcast, bare;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"--bcast=/tmp/a.out", "a.out"}, &bcast).ok());
+  EXPECT_EQ(bcast.bcast.value_or("unset"), "/tmp/a.out");
+  EXPECT_EQ(bcast.positional, std::vector<std::string>{"a.out"});
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"--bcast", "a.out"}, &bare).ok());
+  EXPECT_EQ(bare.bcast.value_or("unset"), "") << "bare: the step's working directory";
+  EXPECT_EQ(bare.positional, std::vector<std::string>{"a.out"}) << "a.out is no DEST";
+  s = ParseAs(OptionSet::kBatch, {"--bcast=/tmp/a.out", "x.sh"}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  EXPECT_NE(s.message().find("unknown option --bcast"), std::string::npos) << s.message();
   // One letter, two options: salloc's -K is --kill-command, srun's --kill-on-bad-exit.
   SubmitOptions k, kusr1, klong;
   ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"-K", "bash"}, &k).ok());
@@ -116,10 +151,13 @@ TEST(SlurmOptionsTest, BindingsAndLayoutsTakeWhatTheyDoAndRefuseTheRest) {
   SubmitOptions o;
   EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--distribution=block:cyclic,Pack", "true"}, &o).ok());
   EXPECT_TRUE(ParseAs(OptionSet::kRun, {"-m", "block", "true"}, &o).ok());
-  EXPECT_EQ(ParseAs(OptionSet::kRun, {"-m", "cyclic", "true"}, &o).code(),
-            StatusCode::kUnimplemented);
-  EXPECT_EQ(ParseAs(OptionSet::kRun, {"--distribution=plane=4", "true"}, &o).code(),
-            StatusCode::kUnimplemented);
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"-m", "cyclic", "true"}, &o).ok());
+  EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--distribution=plane=4", "true"}, &o).ok());
+  EXPECT_TRUE(ParseAs(OptionSet::kBatch, {"-m", "cyclic:cyclic", "x.sh"}, &o).ok());
+  EXPECT_TRUE(ParseAs(OptionSet::kAlloc, {"-m", "plane=2", "bash"}, &o).ok());
+  Status arbitrary = ParseAs(OptionSet::kRun, {"-m", "arbitrary", "true"}, &o);
+  EXPECT_EQ(arbitrary.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(arbitrary.message().find("SLURM_HOSTFILE"), std::string::npos) << arbitrary.message();
   EXPECT_EQ(ParseAs(OptionSet::kRun, {"-m", "block,Wrong", "true"}, &o).code(),
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(ParseAs(OptionSet::kRun, {"--gpu-bind=verbose,none", "true"}, &o).ok());
@@ -127,9 +165,8 @@ TEST(SlurmOptionsTest, BindingsAndLayoutsTakeWhatTheyDoAndRefuseTheRest) {
   EXPECT_EQ(o.gpu_bind, "map_gpu:1,0");
   EXPECT_EQ(ParseAs(OptionSet::kRun, {"--gpu-bind=nearby", "true"}, &o).code(),
             StatusCode::kInvalidArgument);
-  Status s = ParseAs(OptionSet::kRun, {"--gpu-bind=closest", "true"}, &o);
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("--gpu-bind=closest"), std::string::npos);
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"--gpu-bind=closest", "true"}, &o).ok());
+  EXPECT_EQ(o.gpu_bind, "closest");
   EXPECT_TRUE(ParseAs(OptionSet::kBatch, {"--mem-bind=none", "x.sh"}, &o).ok());
   EXPECT_EQ(ParseAs(OptionSet::kBatch, {"--mem-bind=local", "x.sh"}, &o).code(),
             StatusCode::kUnimplemented);
@@ -415,6 +452,69 @@ TEST(SlurmOptionsTest, NodeShapeOptionsReachTheSpec) {
     Status s = ParseAs(OptionSet::kBatch, args, &o);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad[0] << " " << s.message();
   }
+}
+
+// -S/--core-spec, --thread-spec (sbatch, salloc, srun, #SBATCH lines): cores (threads) set
+// aside on each node, whole nodes held; bad counts, and both at once, refused saying so.
+TEST(SlurmOptionsTest, CoreSpecAndThreadSpecSetCoresAsideOnWholeNodes) {
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\ntrue\n";
+  auto directives = ParseDirectives("#!/bin/sh\n#SBATCH -S 2\ntrue\n");
+  ASSERT_TRUE(directives.ok());
+  SubmitOptions batch;
+  ASSERT_TRUE(ParseSubmitArgs((*directives)[0].args, "script line 2", &batch).ok());
+  EXPECT_EQ(batch.core_spec.value_or(99), 2u);
+  auto spec = BuildJobSpec(batch, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->core_spec(), 2u);
+  EXPECT_EQ(spec->thread_spec(), 0u);
+  EXPECT_TRUE(spec->exclusive()) << "as Slurm's: an explicit core count implies --exclusive";
+
+  SubmitOptions zero;  // none set aside, the node still whole
+  ASSERT_TRUE(ParseAs(OptionSet::kAlloc, {"--core-spec=0", "bash"}, &zero).ok());
+  ctx.interactive = true;
+  spec = BuildJobSpec(zero, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->core_spec(), 0u);
+  EXPECT_TRUE(spec->exclusive());
+
+  SubmitOptions threads;
+  ASSERT_TRUE(ParseAs(OptionSet::kRun, {"--thread-spec=3", "hostname"}, &threads).ok());
+  EXPECT_EQ(threads.thread_spec.value_or(0), 3u);
+  EXPECT_EQ(threads.positional, std::vector<std::string>{"hostname"});
+  spec = BuildJobSpec(threads, ctx);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->thread_spec(), 3u);
+  EXPECT_TRUE(spec->exclusive());
+  SubmitOptions none;  // neither: nothing set aside, nodes shared as usual
+  spec = BuildJobSpec(none, ctx);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->core_spec() + spec->thread_spec(), 0u);
+  EXPECT_FALSE(spec->exclusive());
+
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--core-spec=-1"},
+                                              {"-S", "two"},
+                                              {"--core-spec=65536"},
+                                              {"--thread-spec=0"},
+                                              {"--thread-spec=-2"},
+                                              {"--thread-spec="}}) {
+    SubmitOptions o;
+    Status s = ParseAs(OptionSet::kBatch, bad, &o);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad[0];
+    EXPECT_NE(s.message().find("invalid value for --"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("per node"), std::string::npos) << s.message();
+  }
+  SubmitOptions missing;
+  EXPECT_EQ(ParseAs(OptionSet::kBatch, {"-S"}, &missing).code(), StatusCode::kInvalidArgument);
+
+  SubmitOptions both;
+  ASSERT_TRUE(ParseAs(OptionSet::kBatch, {"-S", "1", "--thread-spec=2", "x.sh"}, &both).ok());
+  auto refused = BuildJobSpec(both, ctx);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      refused.status().message().find("--core-spec and --thread-spec cannot be used together"),
+      std::string::npos)
+      << refused.status().message();
 }
 
 TEST(SlurmOptionsTest, HintExcludesTheOptionsItSetsAndHelpListsTheHints) {

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "muster/common/framing.h"
+#include "muster/common/job_limits.h"
 
 namespace muster::client {
 namespace {
@@ -324,6 +325,68 @@ TEST_F(StepClientTest, QuitOnInterruptEndsTheStepOnTheFirstCtrlC) {
   EXPECT_EQ(first, SIGKILL) << "--quit-on-interrupt: one Ctrl-C ends the step";
   EXPECT_EQ(*rc, 128 + SIGKILL);
   EXPECT_NE(said_.find("forcing job step 42.5 to end"), std::string::npos) << said_;
+}
+
+// --bcast: each node is told where its copy goes and its size, and gets the program's bytes
+// behind its launch, in frames of type 5; its argv is left as given (the node runs its copy).
+TEST_F(StepClientTest, BcastSendsTheProgramBehindTheLaunch) {
+  std::string body = "#!/bin/sh\necho from the copy\n";
+  body += std::string(kBcastChunk + 100, '#');  // two frames
+  const std::string prog = Script("prog", body);
+  options_.bcast_program = prog;
+  options_.bcast_dest = "/tmp/somedir/";
+  std::string got;
+  agent_ = [&](int fd, const v1::StepLaunchRequest& req) {
+    std::string bytes;
+    while (bytes.size() < req.bcast_size()) {
+      auto f = ReadFrame(fd, 5000);
+      if (!f.ok() || f->type != 5) break;
+      bytes += f->payload;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      got = bytes;
+    }
+    Exit(fd, 0, 0);
+  };
+  auto rc = Run();
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString() << said_;
+  EXPECT_EQ(*rc, 0) << said_;
+  ASSERT_EQ(launches_.size(), 1u);
+  EXPECT_EQ(launches_[0].bcast_path(), "/tmp/somedir/slurm_bcast_42.5_node1");
+  EXPECT_EQ(launches_[0].bcast_size(), ReadAll(prog).size());
+  EXPECT_EQ(launches_[0].argv(0), "/bin/prog");
+  std::lock_guard<std::mutex> l(mu_);
+  EXPECT_TRUE(got == ReadAll(prog)) << "the node got " << got.size() << " bytes";
+}
+
+// A node that cannot write its copy says why, as a node that cannot start its tasks does: srun
+// reports it and fails.
+TEST_F(StepClientTest, BcastANodeThatCannotWriteTheProgramIsReported) {
+  options_.bcast_program = Script("prog", "echo never\n");
+  options_.bcast_dest = "/tmp/somedir/";
+  agent_ = [](int fd, const v1::StepLaunchRequest&) {
+    WriteFrame(fd, static_cast<uint32_t>(StatusCode::kFailedPrecondition),
+               "--bcast: cannot create /tmp/somedir/x: Permission denied")
+        .IgnoreError();
+    while (ReadFrame(fd, 5000).ok()) {  // what srun still sends, until it closes
+    }
+  };
+  auto rc = Run();
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  EXPECT_EQ(*rc, 1);
+  EXPECT_NE(said_.find("error: node node1: --bcast: cannot create /tmp/somedir/x: Permission "
+                       "denied"),
+            std::string::npos)
+      << said_;
+
+  // A program that cannot be read is refused before the step exists.
+  launches_.clear();
+  options_.bcast_program = dir_.string();
+  rc = Run();
+  ASSERT_FALSE(rc.ok());
+  EXPECT_NE(rc.status().message().find("is not a regular file"), std::string::npos);
+  EXPECT_TRUE(launches_.empty());
 }
 
 TEST(RunHostProgramTest, ExitCodesSignalsAndProgramsThatCannotRun) {

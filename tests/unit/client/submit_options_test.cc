@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include "muster/common/clock.h"
@@ -56,9 +57,79 @@ TEST(SubmitArgsTest, CpuBindTakesSlurmsFormsAndRefusesMalformedOnes) {
   // -m's second level deals the CPUs.
   EXPECT_TRUE(ParseSubmitArgs({"-m", "block:block", "x"}, "srun", &o, OptionSet::kRun).ok());
   EXPECT_EQ(o.cpu_distribution, "block");
+  EXPECT_EQ(o.task_distribution, "block");
   // As in Slurm, an srun option: sbatch does not know it.
   EXPECT_EQ(ParseSubmitArgs({"--cpu-bind=q", "x"}, "sbatch", &o, OptionSet::kBatch).code(),
             StatusCode::kInvalidArgument);
+}
+
+// -m's first level: which task ids go to which node; SLURM_DISTRIBUTION names it as Slurm does.
+TEST(SubmitArgsTest, DistributionLevelsAndHowTheStepAndTheJobSeeThem) {
+  struct Case {
+    const char* value;
+    const char* whole;  // as SLURM_DISTRIBUTION names it
+    const char* task;   // CreateStepRequest.task_distribution
+    const char* cpu;
+  };
+  for (const Case& c : {Case{"cyclic", "cyclic", "cyclic", ""},
+                        Case{"cyclic:block,NoPack", "cyclic:block,nopack", "cyclic", "block"},
+                        Case{"*:fcyclic", "block:fcyclic", "", "fcyclic"},
+                        Case{"plane=3", "plane", "plane=3", ""}, Case{"block", "block", "", ""}}) {
+    SubmitOptions o;
+    ASSERT_TRUE(ParseSubmitArgs({"-m", c.value, "x"}, "srun", &o, OptionSet::kRun).ok()) << c.value;
+    EXPECT_EQ(o.distribution, c.whole) << c.value;
+    EXPECT_EQ(StepTaskDistribution(o), c.task) << c.value;
+    EXPECT_EQ(o.cpu_distribution, c.cpu) << c.value;
+    EXPECT_EQ(BuildStepRequest(o, 7, /*in_job=*/true).task_distribution(), c.task);
+    EXPECT_EQ(BuildStepRequest(o, 7, /*in_job=*/false).task_distribution(), c.task)
+        << "srun's own allocation lays its step out likewise";
+  }
+  for (const char* bad :
+       {"plane=0", "plane=2:block", "cyclic:wide", "diagonal", "a:b:c:d", "cyclic,Wrong"}) {
+    SubmitOptions o;
+    Status s = ParseSubmitArgs({"-m", bad, "x"}, "srun", &o, OptionSet::kRun);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(std::string("--distribution=") + bad), std::string::npos)
+        << s.message();
+  }
+}
+
+// srun inside a job follows sbatch's or salloc's -m (SLURM_DISTRIBUTION) unless given its own;
+// plane's size may come from SLURM_DIST_PLANESIZE, as Slurm's.
+TEST(SubmitArgsTest, DistributionFromTheEnvironment) {
+  const std::vector<std::string> env = {"SLURM_DISTRIBUTION=plane", "SLURM_DIST_PLANESIZE=4"};
+  SubmitOptions o;
+  ASSERT_TRUE(ResolveDistribution(env, true, &o).ok());
+  EXPECT_EQ(StepTaskDistribution(o), "plane=4");
+  SubmitOptions own;
+  ASSERT_TRUE(ParseSubmitArgs({"-m", "cyclic", "x"}, "srun", &own, OptionSet::kRun).ok());
+  ASSERT_TRUE(ResolveDistribution(env, true, &own).ok());
+  EXPECT_EQ(StepTaskDistribution(own), "cyclic") << "-m wins";
+  SubmitOptions batch;  // sbatch and salloc do not read SLURM_DISTRIBUTION
+  ASSERT_TRUE(ResolveDistribution(env, false, &batch).ok());
+  EXPECT_EQ(batch.distribution, "");
+  SubmitOptions plane;
+  ASSERT_TRUE(ParseSubmitArgs({"-m", "plane", "x"}, "srun", &plane, OptionSet::kRun).ok());
+  Status none = ResolveDistribution({}, true, &plane);
+  EXPECT_EQ(none.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(none.message().find("needs a size"), std::string::npos) << none.message();
+  ASSERT_TRUE(ResolveDistribution(env, false, &plane).ok());
+  EXPECT_EQ(plane.plane_size, 4u);
+  SubmitOptions bad;
+  Status s = ResolveDistribution({"SLURM_DISTRIBUTION=arbitrary"}, true, &bad);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(s.message().rfind("SLURM_DISTRIBUTION: ", 0), 0u) << s.message();
+
+  // sbatch -m: the batch job's environment carries it to its steps.
+  SubmitOptions job;
+  ASSERT_TRUE(ParseSubmitArgs({"-m", "plane=2", "x.sh"}, "sbatch", &job).ok());
+  SubmitContext ctx;
+  ctx.script = "#!/bin/sh\n";
+  auto spec = BuildJobSpec(job, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const std::vector<std::string> got(spec->environment().begin(), spec->environment().end());
+  EXPECT_NE(std::find(got.begin(), got.end(), "SLURM_DISTRIBUTION=plane"), got.end());
+  EXPECT_NE(std::find(got.begin(), got.end(), "SLURM_DIST_PLANESIZE=2"), got.end());
 }
 
 // srun --multi-prog, --task-prolog, --task-epilog: srun's, kept for the step.
@@ -215,9 +286,9 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
-  s = ParseSubmitArgs({"--core-spec=2"}, "script line 3", &o);
+  s = ParseSubmitArgs({"--gpus-per-socket=2"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --core-spec is not supported"),
+  EXPECT_NE(s.message().find("script line 3: option --gpus-per-socket is not supported"),
             std::string::npos)
       << s.message();
   // -L: name[:count], summed per name; a choice (a|b) and remote licenses are refused.

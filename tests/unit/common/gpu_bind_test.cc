@@ -48,12 +48,28 @@ TEST(GpuBindTest, SingleMapAndMaskCountTheStepsGpus) {
   EXPECT_EQ(TaskGpus(*b, 0, kStep, 0).status().code(), StatusCode::kFailedPrecondition);
 }
 
-TEST(GpuBindTest, BadValuesAreRefusedAndClosestIsNotDoneYet) {
+TEST(GpuBindTest, BadValuesAreRefused) {
   for (const char* bad : {"bogus", "single:0", "single:x", "map_gpu:", "map_gpu:a", "mask_gpu:0",
-                          "map_gpu:1*0", "map_gpu:0*5000", "per_task:"}) {
+                          "map_gpu:1*0", "map_gpu:0*5000", "per_task:", "closest:2"}) {
     EXPECT_EQ(ParseGpuBind(bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
-  EXPECT_EQ(ParseGpuBind("closest").status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(GpuBindTest, ClosestGivesEachTaskTheGpusNearItsCpus) {
+  auto b = ParseGpuBind("verbose,closest");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->kind, GpuBind::Kind::kClosest);
+  EXPECT_TRUE(b->verbose);
+  // GPUs 4 and 5 hang off socket 0 (CPUs 0-3), 6 and 7 off socket 1 (CPUs 4-7).
+  const std::vector<std::vector<uint32_t>> near = {
+      {0, 1, 2, 3}, {0, 1, 2, 3}, {4, 5, 6, 7}, {4, 5, 6, 7}};
+  EXPECT_EQ(ClosestGpus(kStep, near, {1}), (Gpus{"4", "5"}));
+  EXPECT_EQ(ClosestGpus(kStep, near, {6, 7}), (Gpus{"6", "7"}));
+  EXPECT_EQ(ClosestGpus(kStep, near, {3, 4}), kStep) << "a task on both sockets";
+  EXPECT_EQ(ClosestGpus(kStep, near, {12}), kStep) << "near none: all, never none";
+  // A GPU whose affinity is unknown is near every CPU.
+  EXPECT_EQ(ClosestGpus(kStep, {{0}, {}, {4}, {4}}, {0}), (Gpus{"4", "5"}));
+  EXPECT_EQ(ClosestGpus(kStep, {}, {0}), kStep);
 }
 
 }  // namespace

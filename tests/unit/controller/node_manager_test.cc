@@ -133,6 +133,18 @@ class LostNodeTest : public EngineTest {
       engine_->Tick(now_);
     }
   }
+  // Every node but `silent` heartbeats every second for `seconds`.
+  void SilentFor(const std::string& silent, int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      now_ += 1000;
+      v1::AgentMessage hb;
+      hb.mutable_heartbeat();
+      for (const char* n : {"node1", "node2", "node3", "node4"}) {
+        if (n != silent) engine_->OnAgentMessage(n, hb, now_);
+      }
+      engine_->Tick(now_);
+    }
+  }
   Result<v1::UpdateNodeResponse> ConfirmDown(const std::string& nodes, Caller who = Root()) {
     v1::UpdateNodeRequest req;
     req.set_nodes(nodes);
@@ -151,6 +163,73 @@ TEST_F(LostNodeTest, NoRequeueJobEndsNodeFail) {
   EXPECT_EQ(Job(id).state(), v1::NODE_FAIL);
   EXPECT_EQ(Job(id).unconfirmed_nodes_size(), 0) << "nothing will run it again: nothing waits";
   ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+TEST_F(LostNodeTest, NoKillJobGoesOnWithoutTheLostNodeAndItsShareIsFreed) {
+  AllUp();
+  v1::JobSpec s = Gang(3, 8);
+  s.set_no_kill(true);
+  const uint64_t id = *Submit(s);
+  Pass();
+  Run(id);
+  const v1::JobInfo before = Job(id);
+  ASSERT_EQ(before.nodes_size(), 3);
+  const std::string lost = before.nodes(1);  // not the batch script's node
+  SilentFor(lost, 12);
+  EXPECT_EQ(Node(lost).state(), v1::NODE_DOWN);
+  v1::JobInfo j = Job(id);
+  EXPECT_EQ(j.state(), v1::RUNNING) << j.reason_detail();
+  EXPECT_EQ(j.requeue_count(), 0u);
+  ASSERT_EQ(j.nodes_size(), 2);
+  EXPECT_EQ(j.nodes(0), before.nodes(0));
+  EXPECT_EQ(j.nodes(1), before.nodes(2));
+  for (const auto& n : j.nodes()) {
+    for (const auto& msg : Sent(n)) EXPECT_FALSE(msg.has_terminate_job()) << "ended on " << n;
+  }
+  ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
+  // Recorded: after a restart it still runs on the two nodes it has left.
+  Restart();
+  for (const auto& n : j.nodes()) Up(n, {id});
+  for (const char* n : {"node1", "node2", "node3", "node4"}) {
+    if (n != lost && n != j.nodes(0) && n != j.nodes(1)) Up(n);
+  }
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  EXPECT_EQ(Job(id).nodes_size(), 2);
+  // The lost node comes back still running its part: that is stale there and terminated.
+  Up(lost, {id}, lost + "-new");
+  int terminated = 0;
+  for (const auto& msg : Sent(lost)) terminated += msg.has_terminate_job();
+  EXPECT_EQ(terminated, 1);
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  // What it still says of that run changes nothing: it is no longer the job's node.
+  v1::AgentMessage failed;
+  failed.mutable_job_launch_failed()->set_job_id(id);
+  failed.mutable_job_launch_failed()->set_message("late");
+  engine_->OnAgentMessage(lost, failed, now_);
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  ASSERT_TRUE(engine_->CheckInvariantsForTest().ok());
+}
+
+TEST_F(LostNodeTest, NoKillDoesNotOutliveTheBatchHostOrTheLastNode) {
+  AllUp();
+  v1::JobSpec s = Gang(2, 8);
+  s.set_no_kill(true);
+  s.set_no_requeue(true);
+  const uint64_t id = *Submit(s);
+  Pass();
+  Run(id);
+  const std::string batch_host = Job(id).nodes(0);
+  SilentFor(batch_host, 12);
+  EXPECT_EQ(Job(id).state(), v1::NODE_FAIL) << "its batch script is gone with " << batch_host;
+
+  v1::JobSpec one = Gang(1, 8);
+  one.set_no_kill(true);
+  one.set_no_requeue(true);
+  const uint64_t single = *Submit(one);
+  Pass();
+  Run(single);
+  SilentFor(Job(single).nodes(0), 12);
+  EXPECT_EQ(Job(single).state(), v1::NODE_FAIL) << "no node left to go on with";
 }
 
 TEST_F(LostNodeTest, ANodeBackWithoutTheOldRunLetsTheRequeuedJobStart) {

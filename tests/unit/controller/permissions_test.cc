@@ -409,6 +409,7 @@ name = "b"
 parent = "org"
 users = ["bob"]
 quota = { h100 = 8 }
+coordinators = ["carol"]
 [[accounts]]
 name = "c"
 users = ["carol"]
@@ -480,11 +481,44 @@ TEST_F(PrivateDataTest, AccountsLeaveAUserTheirOwnAccounts) {
   EXPECT_EQ(Accounts(Operator()).accounts, all_accounts_);
 }
 
+TEST_F(PrivateDataTest, ACoordinatorSeesTheAccountsItCoordinatesAndTheirUsers) {
+  Use({.accounts = true, .users = true});
+  // carol is in c and coordinates b: she sees both (not org above b, nor a beside it), and b's
+  // users; bob, b's user, sees his own line only.
+  const Listing carol = Accounts(Caller{1002, 1002, "carol", false});
+  EXPECT_EQ(carol.accounts, (std::set<std::string>{"root", "b", "c"}));
+  EXPECT_EQ(carol.users, (std::set<std::string>{"bob", "carol"}));
+  EXPECT_EQ(carol.quota_use, std::set<std::string>{"b"});
+  const Listing bob = Accounts(Bob());
+  EXPECT_EQ(bob.accounts, (std::set<std::string>{"root", "org", "b"}));
+  EXPECT_EQ(bob.users, std::set<std::string>{"bob"});
+  // alice joins b too: carol sees her association there, and nothing of hers in a.
+  v1::UpdateUserRequest join;
+  join.set_op(v1::ACCOUNT_OP_ADD);
+  join.set_user("alice");
+  join.set_account("b");
+  join.mutable_limits()->set_grp_jobs(3);
+  ASSERT_TRUE(engine_->UpdateUser(Root(), join, now_).ok());
+  auto r = engine_->ListAccounts(Caller{1002, 1002, "carol", false});
+  ASSERT_TRUE(r.ok());
+  bool saw_alice = false;
+  for (const v1::UserRecord& u : r->users()) {
+    if (u.name() != "alice") continue;
+    saw_alice = true;
+    EXPECT_EQ(std::vector<std::string>(u.accounts().begin(), u.accounts().end()),
+              std::vector<std::string>{"b"});
+    EXPECT_EQ(u.default_account(), "") << "her default is a, which carol does not coordinate";
+    EXPECT_EQ(u.associations().count("a"), 0u);
+    EXPECT_EQ(u.associations().count("b"), 1u);
+  }
+  EXPECT_TRUE(saw_alice);
+}
+
 TEST_F(PrivateDataTest, UsersLeaveAUserTheirOwnAssociations) {
   Use({.users = true});
-  const Listing carol = Accounts(Caller{1002, 1002, "carol", false});
-  EXPECT_EQ(carol.users, std::set<std::string>{"carol"});
-  EXPECT_EQ(carol.accounts, all_accounts_);
+  const Listing alice = Accounts(Alice());
+  EXPECT_EQ(alice.users, std::set<std::string>{"alice"});
+  EXPECT_EQ(alice.accounts, all_accounts_);
   EXPECT_EQ(Shares(Alice()), (std::set<std::string>{"org/", "a/", "a/alice"}));
   EXPECT_EQ(Accounts(Root()).users, all_users_);
 }

@@ -325,6 +325,93 @@ TEST_F(EngineTest, CpuShapeChoosesNodesByTheTopologyTheirAgentsReported) {
   EXPECT_EQ(Submit(hint).status().code(), StatusCode::kInvalidArgument);
 }
 
+// -S/--core-spec, --thread-spec: the job holds its nodes whole (charged for every CPU), and
+// only nodes with room for its tasks besides the set-aside cores take it; one no node could
+// ever hold is refused at submission.
+TEST_F(EngineTest, CoreSpecHoldsWholeNodesWithRoomBesidesTheSetAsideCores) {
+  // 2 sockets x 4 cores x 2 threads = 16 CPUs on every node.
+  for (const char* n : {"node1", "node2", "node3", "node4"}) {
+    Up(n, {}, "", [](v1::NodeInventory* inv) {
+      inv->set_packages(2);
+      inv->set_cores(8);
+      inv->set_threads(16);
+    });
+  }
+  v1::JobSpec spec = Gang(1, 0);
+  spec.set_ntasks(2);
+  spec.set_core_spec(1);
+  auto a = Submit(spec);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  Pass();
+  const v1::JobInfo job = Job(*a);
+  ASSERT_EQ(job.state(), v1::RUNNING) << job.reason_detail();
+  EXPECT_EQ(job.cpus_total(), 16u) << "the whole node, charged";
+  EXPECT_EQ(job.allocation().nodes(0).cpu_ids_size(), 16);
+  EXPECT_EQ(Node(job.nodes(0)).cpus_allocated(), 16u);
+  EXPECT_EQ(Node(job.nodes(0)).gpus_allocated(), 8u) << "nothing of it left to others";
+  // A one-CPU job goes elsewhere: the node is the core-spec job's alone.
+  auto small = Submit(Gang(1, 0));
+  ASSERT_TRUE(small.ok());
+  Pass();
+  ASSERT_EQ(Job(*small).state(), v1::RUNNING);
+  EXPECT_NE(Job(*small).nodes(0), job.nodes(0));
+
+  // 15 tasks: 16 CPUs less a core's 2 threads leave 14, on every node: never.
+  v1::JobSpec big = Gang(1, 0);
+  big.set_ntasks(15);
+  big.set_core_spec(1);
+  auto never = Submit(big);
+  ASSERT_EQ(never.status().code(), StatusCode::kFailedPrecondition) << never.status().ToString();
+  EXPECT_NE(never.status().message().find(
+                "15 CPUs besides the 1 core set aside (--core-spec=1); 0 of 4 nodes"),
+            std::string::npos)
+      << never.status().message();
+  // One thread set aside leaves 15: it runs.
+  big.set_core_spec(0);
+  big.set_thread_spec(1);
+  auto fits = Submit(big);
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  Pass();
+  EXPECT_EQ(Job(*fits).state(), v1::RUNNING) << Job(*fits).reason_detail();
+  EXPECT_EQ(Job(*fits).cpus_total(), 16u);
+  // Every core set aside leaves the job nothing; both counts at once are refused.
+  v1::JobSpec all = Gang(1, 0);
+  all.set_core_spec(8);
+  auto none = Submit(all);
+  ASSERT_EQ(none.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("8 cores set aside (--core-spec=8)"), std::string::npos)
+      << none.status().message();
+  all.set_core_spec(1);
+  all.set_thread_spec(1);
+  auto both = Submit(all);
+  ASSERT_EQ(both.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(both.status().message().find("--core-spec and --thread-spec cannot be used together"),
+            std::string::npos);
+}
+
+// A node whose agent reported no CPU topology never takes a core-spec job: which cores to set
+// aside is the machine's to say. One that reports it does.
+TEST_F(EngineTest, CoreSpecRunsOnlyOnNodesThatReportedTheirTopology) {
+  AllUp();  // no topology reported
+  v1::JobSpec spec = Gang(1, 0);
+  spec.set_core_spec(1);
+  auto id = Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::PENDING);
+  EXPECT_NE(Job(*id).reason_detail().find("1 CPUs besides the 1 core set aside (--core-spec=1)"),
+            std::string::npos)
+      << Job(*id).reason_detail();
+  Up("node3", {}, "", [](v1::NodeInventory* inv) {
+    inv->set_packages(1);
+    inv->set_cores(16);
+    inv->set_threads(16);
+  });
+  Pass();
+  EXPECT_EQ(Job(*id).state(), v1::RUNNING) << Job(*id).reason_detail();
+  EXPECT_EQ(Job(*id).nodes(0), "node3");
+}
+
 TEST_F(EngineTest, SwitchesWaitThenRelaxAfterTheConfiguredCap) {
   AllUp();
   v1::JobSpec s = Gang(3, 8);  // two nodes per leaf: three need two leaves

@@ -141,6 +141,61 @@ TEST_F(EngineTest, StepsLayOutTasksLikeSrunAndShareCpusOnlyWhenAllowed) {
             StatusCode::kInvalidArgument);
 }
 
+// -m cyclic and plane=N: each node's task ids come back, and its sealed grant names the same
+// ones, so an agent can hold a launch to them; a block step lists none (first_task and ntasks
+// say it all).
+TEST_F(EngineTest, StepTaskIdsFollowTheDistributionAndAreSealedInTheGrant) {
+  AllUp();
+  v1::JobSpec spec = Gang(2, 0);
+  spec.set_ntasks(8);
+  auto id = *Submit(spec, Alice());
+  Pass();
+  Started(id, "node1");
+  Started(id, "node2");
+  auto ids = [](const auto& repeated) {
+    return std::vector<uint32_t>(repeated.begin(), repeated.end());
+  };
+  auto step = [&](uint32_t ntasks, const std::string& dist) {
+    v1::CreateStepRequest r;
+    r.set_job_id(id);
+    r.set_nodes(2);
+    r.set_ntasks(ntasks);
+    r.set_overlap(true);
+    r.set_task_distribution(dist);
+    return engine_->CreateStep(Alice(), r, now_);
+  };
+  auto cyclic = step(5, "cyclic");
+  ASSERT_TRUE(cyclic.ok()) << cyclic.status().ToString();
+  EXPECT_EQ(cyclic->total_tasks(), 5u);
+  ASSERT_EQ(cyclic->nodes_size(), 2);
+  EXPECT_EQ(ids(cyclic->nodes(0).task_ids()), (std::vector<uint32_t>{0, 2, 4}));
+  EXPECT_EQ(ids(cyclic->nodes(1).task_ids()), (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(cyclic->nodes(1).first_task(), 1u) << "its lowest id";
+  for (const v1::StepNode& n : cyclic->nodes()) {
+    auto g = credentials::OpenStepGrant(registered_[n.node()].step_key(), n.credential());
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(ids(g->task_ids()), ids(n.task_ids())) << n.node();
+    EXPECT_EQ(g->first_task(), n.first_task());
+    EXPECT_EQ(g->ntasks(), n.ntasks());
+  }
+  auto plane = step(8, "plane=2");
+  ASSERT_TRUE(plane.ok()) << plane.status().ToString();
+  EXPECT_EQ(ids(plane->nodes(0).task_ids()), (std::vector<uint32_t>{0, 1, 4, 5}));
+  EXPECT_EQ(ids(plane->nodes(1).task_ids()), (std::vector<uint32_t>{2, 3, 6, 7}));
+  auto block = step(4, "block");
+  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  EXPECT_EQ(block->nodes(1).first_task(), 2u);
+  EXPECT_EQ(block->nodes(1).task_ids_size(), 0);
+  // plane=4 with 4 tasks a node is a block too: no list.
+  auto wide = step(8, "plane=4");
+  ASSERT_TRUE(wide.ok()) << wide.status().ToString();
+  EXPECT_EQ(wide->nodes(1).first_task(), 4u);
+  EXPECT_EQ(wide->nodes(1).task_ids_size(), 0);
+  for (const char* bad : {"plane=0", "arbitrary", "fcyclic"}) {
+    EXPECT_EQ(step(4, bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST_F(EngineTest, StepsWithGpusGetTheirOwnAndWaitWhenNoneAreLeft) {
   AllUp();
   v1::JobSpec spec = Gang(1, 4);

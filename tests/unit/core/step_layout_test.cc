@@ -167,5 +167,53 @@ TEST(StepLayoutTest, OvercommitDefaultLayoutIsTheJobsTasks) {
   EXPECT_EQ(l->nodes[0].tasks, 8u);
 }
 
+using Ids = std::vector<std::vector<uint32_t>>;
+
+TEST(StepLayoutTest, TaskIdsGoOverTheNodesAsTheDistributionSays) {
+  const TaskDistribution block, cyclic{.kind = TaskDistribution::Kind::kCyclic};
+  const TaskDistribution plane2{.kind = TaskDistribution::Kind::kPlane, .plane = 2};
+  EXPECT_EQ(AssignTaskIds({3, 2}, block), (Ids{{0, 1, 2}, {3, 4}}));
+  EXPECT_EQ(AssignTaskIds({3, 2}, cyclic), (Ids{{0, 2, 4}, {1, 3}}));
+  EXPECT_EQ(AssignTaskIds({4, 2}, plane2), (Ids{{0, 1, 4, 5}, {2, 3}}));
+  EXPECT_EQ(AssignTaskIds({3, 3}, plane2), (Ids{{0, 1, 4}, {2, 3, 5}}));
+  // A node that has its share is skipped: the others go on round robin.
+  EXPECT_EQ(AssignTaskIds({1, 3, 2}, cyclic), (Ids{{0}, {1, 3, 5}, {2, 4}}));
+  EXPECT_EQ(AssignTaskIds({5, 1}, plane2), (Ids{{0, 1, 3, 4, 5}, {2}}));
+  // One node: every distribution is a block.
+  EXPECT_EQ(AssignTaskIds({3}, cyclic), (Ids{{0, 1, 2}}));
+
+  // The layout's counts stay; only the ids move.
+  StepShape s;
+  s.nodes = 2;
+  s.ntasks = 5;
+  s.distribution = cyclic;
+  auto l = LayOutStep({Room(4, 0, 1), Room(4, 0, 1)}, s, 1, "job 7", false);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_EQ(l->nodes.size(), 2u);
+  EXPECT_EQ(l->nodes[0].tasks, 3u);
+  EXPECT_EQ(l->nodes[0].task_ids, (std::vector<uint32_t>{0, 2, 4}));
+  EXPECT_EQ(l->nodes[1].task_ids, (std::vector<uint32_t>{1, 3}));
+  s.distribution = {};
+  l = LayOutStep({Room(4, 0, 1), Room(4, 0, 1)}, s, 1, "job 7", false);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->nodes[1].task_ids, (std::vector<uint32_t>{3, 4})) << "block by default";
+}
+
+TEST(StepLayoutTest, TaskDistributionNames) {
+  auto d = ParseTaskDistribution("");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->kind, TaskDistribution::Kind::kBlock);
+  d = ParseTaskDistribution("cyclic");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->kind, TaskDistribution::Kind::kCyclic);
+  d = ParseTaskDistribution("plane=3");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->kind, TaskDistribution::Kind::kPlane);
+  EXPECT_EQ(d->plane, 3u);
+  for (const char* bad : {"plane=0", "plane=", "plane", "plane=x", "arbitrary", "Cyclic"}) {
+    EXPECT_EQ(ParseTaskDistribution(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace muster::core
