@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "muster/client/bcast.h"
+#include "muster/client/input_env.h"
 #include "muster/client/step_client.h"
 #include "muster/client/submit_options.h"
 #include "muster/common/config.h"
@@ -133,6 +134,7 @@ Status RefuseAllocationOnly(const client::SubmitOptions& o, const std::string& j
   if (o.thread_spec) return no("--thread-spec");
   if (o.run_as_uid || o.run_as_gid) return no("--uid/--gid");
   if (o.extra_node_info) return no("-B/--extra-node-info");
+  if (o.gpus_per_socket) return no("--gpus-per-socket");
   if (o.sockets_per_node) return no("--sockets-per-node");
   if (o.cores_per_socket) return no("--cores-per-socket");
   if (o.threads_per_core) return no("--threads-per-core");
@@ -457,7 +459,9 @@ int CmdAlloc(int argc, char** argv) {
   const std::string prog = ProgramName("alloc");
   std::vector<std::string> args(argv + 1, argv + argc);
   client::SubmitOptions o;
-  Status s = client::ParseSubmitArgs(args, "command line", &o, client::OptionSet::kAlloc);
+  // As salloc: the SALLOC_* variables (salloc's only) first, the command line on top of them.
+  Status s = client::ApplyInputEnv(FrontEnd(), Environment(), &o);
+  if (s.ok()) s = client::ParseSubmitArgs(args, "command line", &o, client::OptionSet::kAlloc);
   if (!s.ok()) {
     return s.code() == StatusCode::kUnimplemented ? Fail("alloc", s) : Usage("alloc", s.message());
   }

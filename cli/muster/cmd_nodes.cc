@@ -129,7 +129,8 @@ int CmdNodes(int argc, char** argv) {
         w.BeginObject().Field("index", g.index()).Field("uuid", g.uuid()).Field("model", g.model());
         w.Field("type", g.type())
             .Field("memory_mb", g.memory_mb())
-            .Field("numa_node", g.numa_node());
+            .Field("numa_node", g.numa_node())
+            .Field("socket", g.has_socket() ? int64_t{g.socket()} : int64_t{-1});
         w.Field("pci_bus_id", g.pci_bus_id()).Field("minor", g.minor_number());
         w.Field("cpu_affinity", g.cpu_affinity()).Field("health", g.health());
         w.Field("mig", g.mig_enabled()).Key("mig_devices").BeginArray();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "muster/client/input_env.h"
 #include "muster/client/submit_options.h"
 #include "muster/common/duration.h"
 #include "muster/common/hostlist.h"
@@ -113,7 +114,7 @@ int CmdSubmit(int argc, char** argv) {
     if (!ReadScript(std::cin, &ctx.script)) return Usage("submit", ScriptTooLarge("stdin"));
   }
 
-  // Directives first, then the command line on top of them.
+  // Directives first, then (as sbatch) the SBATCH_* variables, then the command line on top.
   client::SubmitOptions opts;
   if (!cli_opts.wrap) {
     auto directives = client::ParseDirectives(ctx.script);
@@ -127,11 +128,13 @@ int CmdSubmit(int argc, char** argv) {
       }
     }
   }
+  for (char** e = environ; e && *e; ++e) ctx.environment.emplace_back(*e);
+  s = client::ApplyInputEnv(FrontEnd(), ctx.environment, &opts);  // sbatch's only
+  if (!s.ok()) return Usage("submit", s.message());
   s = client::ParseSubmitArgs(args, "command line", &opts);
   if (!s.ok()) return Usage("submit", s.message());
   if (s = client::CheckRunAs(opts, ::geteuid()); !s.ok()) return Usage("submit", s.message());
 
-  for (char** e = environ; e && *e; ++e) ctx.environment.emplace_back(*e);
   // -m plane without a size: SLURM_DIST_PLANESIZE's.
   if (s = client::ResolveDistribution(ctx.environment, false, &opts); !s.ok()) {
     return Usage("submit", s.message());

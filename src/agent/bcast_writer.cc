@@ -1,8 +1,10 @@
 #include "bcast_writer.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,20 +20,24 @@
 namespace muster::agent {
 namespace {
 
-// Where the child stopped (Report::stage); kDone: the file is written whole.
+// Where the child stopped (Report::stage); kDone: the file is written whole, at its path.
 enum Stage : int32_t {
   kDone = 0,
   kGroups,
   kGid,
   kUid,
-  kOpen,
-  kNotRegular,
+  kOpen,        // the destination's directory cannot be looked at, or the copy not created
+  kSymlink,     // the destination is a symbolic link
+  kDirectory,   // ... a directory
+  kNotRegular,  // ... something else that is not a regular file
   kMode,
   kRead,
   kWrite,
   kTooLong,
   kShort,
   kClose,
+  kRename,   // the whole copy could not take the destination's name
+  kStopped,  // SIGTERM, SIGINT or SIGHUP (the job's end) stopped it
 };
 
 // What the child writes to its result pipe just before it exits.
@@ -44,6 +50,7 @@ struct Report {
 // Everything the child needs, prepared by the parent (the child works on its own copy).
 struct WriterArgs {
   const char* path;
+  const char* temp_path;
   uint64_t size;
   bool change_user;
   uid_t uid;
@@ -57,8 +64,8 @@ struct WriterArgs {
   size_t buf_size;
 };
 
-long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
-  return ::syscall(nr, a, b, c, d);
+long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
+  return ::syscall(nr, a, b, c, d, e);
 }
 
 // The child is a copy of a process that may have many threads (the agent): raw system calls only
@@ -72,8 +79,9 @@ long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
 
 [[noreturn]] MUSTER_BCAST_CHILD void Finish(WriterArgs* a, int32_t stage, int err, uint64_t written,
                                             bool remove) {
-  // A copy that stopped part way is no program to run: it goes (as the user, like the rest).
-  if (remove) Sys(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(a->path), 0);
+  // A copy that stopped part way is no program to run: it goes (as the user, like the rest). It
+  // is the child's own new file; the destination was never touched.
+  if (remove) Sys(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(a->temp_path), 0);
   Report r{stage, err, written};
   Sys(SYS_write, a->report_fd, reinterpret_cast<long>(&r), sizeof r);
   Sys(SYS_exit_group, stage == kDone ? 0 : 1);
@@ -95,9 +103,13 @@ MUSTER_BCAST_CHILD void CloseAllBut(int a, int b) {
 
 MUSTER_BCAST_CHILD int WriterMain(void* arg) {
   auto* a = static_cast<WriterArgs*>(arg);
-  // Signals held (SIGKILL still ends it): the handlers here are the parent's, meant for it.
+  // Signals held (SIGKILL still ends it): the handlers here are the parent's, meant for it. Those
+  // that end a job are read from a signalfd below instead.
   uint64_t all = ~uint64_t{0};
   Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&all), 0, 8);
+  // A process group of its own (the parent makes it one too, whichever runs first): the job's
+  // signals reach it by its group, as they reach the tasks.
+  Sys(SYS_setpgid, 0, 0);
   // Into the step's cgroup where it can go; where it cannot, the copy is made from ours all the
   // same (the cgroup only accounts for it).
   if (a->procs_fd >= 0) Sys(SYS_write, a->procs_fd, reinterpret_cast<long>("0"), 1);
@@ -110,19 +122,36 @@ MUSTER_BCAST_CHILD int WriterMain(void* arg) {
     if (Sys(SYS_setresuid, a->uid, a->uid, a->uid) != 0) Finish(a, kUid, errno, 0, false);
   }
   Sys(SYS_umask, 077);
-  // Never through a link, and never waiting on a FIFO (which O_NONBLOCK fails at once).
-  const long fd = Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(a->path),
-                      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0700);
-  if (fd < 0) Finish(a, kOpen, errno, 0, false);
+  const uint64_t stop_signals = (uint64_t{1} << (SIGTERM - 1)) | (uint64_t{1} << (SIGINT - 1)) |
+                                (uint64_t{1} << (SIGHUP - 1));
+  // Without one (no fds left?) only SIGKILL stops it, and its temporary file stays.
+  const long stop_fd =
+      Sys(SYS_signalfd4, -1, reinterpret_cast<long>(&stop_signals), 8, SFD_CLOEXEC);
+  // What is at the destination now: it is replaced only by a regular file, never followed. (What
+  // is there at the rename may differ; rename(2) replaces a name, and never writes through it.)
   struct stat st {};
-  if (Sys(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) Finish(a, kOpen, errno, 0, false);
-  if (!S_ISREG(st.st_mode)) Finish(a, kNotRegular, 0, 0, false);
-  // A file that was there keeps its mode through O_TRUNC: the copy is the user's alone.
-  if (Sys(SYS_fchmod, fd, 0700) != 0) Finish(a, kMode, errno, 0, false);
-  const long flags = Sys(SYS_fcntl, fd, F_GETFL);
-  if (flags >= 0) Sys(SYS_fcntl, fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (Sys(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(a->path), reinterpret_cast<long>(&st),
+          AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode)) Finish(a, kSymlink, 0, 0, false);
+    if (S_ISDIR(st.st_mode)) Finish(a, kDirectory, 0, 0, false);
+    if (!S_ISREG(st.st_mode)) Finish(a, kNotRegular, 0, 0, false);
+  } else if (errno != ENOENT) {
+    Finish(a, kOpen, errno, 0, false);
+  }
+  // A new file, the child's alone: never one that was there, nor through a link.
+  const long fd = Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(a->temp_path),
+                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+  if (fd < 0) Finish(a, kOpen, errno, 0, false);
+  // 0700 whatever a default ACL of the directory would give.
+  if (Sys(SYS_fchmod, fd, 0700) != 0) Finish(a, kMode, errno, 0, true);
   uint64_t written = 0;
   for (;;) {
+    struct pollfd fds[2] = {{static_cast<int>(a->in_fd), POLLIN, 0},
+                            {static_cast<int>(stop_fd), POLLIN, 0}};
+    const long ready = Sys(SYS_ppoll, reinterpret_cast<long>(fds), stop_fd >= 0 ? 2 : 1, 0, 0, 8);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) Finish(a, kRead, errno, written, true);
+    if (stop_fd >= 0 && (fds[1].revents & POLLIN)) Finish(a, kStopped, 0, written, true);
     const long n =
         Sys(SYS_read, a->in_fd, reinterpret_cast<long>(a->buf), static_cast<long>(a->buf_size));
     if (n < 0 && errno == EINTR) continue;
@@ -140,6 +169,12 @@ MUSTER_BCAST_CHILD int WriterMain(void* arg) {
   if (written != a->size) Finish(a, kShort, 0, written, true);
   // Some file systems (NFS, quotas) report a failed write only here.
   if (Sys(SYS_close, fd) != 0) Finish(a, kClose, errno, written, true);
+  // The whole copy takes the destination's name at once: whoever runs it gets all of it or what
+  // was there before.
+  if (Sys(SYS_renameat2, AT_FDCWD, reinterpret_cast<long>(a->temp_path), AT_FDCWD,
+          reinterpret_cast<long>(a->path), 0) != 0) {
+    Finish(a, kRename, errno, written, true);
+  }
   Finish(a, kDone, 0, written, false);
 }
 
@@ -156,6 +191,10 @@ Status CheckBcastRequest(const std::string& path, uint64_t size) {
     return InvalidArgument("--bcast: the destination is longer than " +
                            std::to_string(kMaxPathBytes) + " bytes");
   }
+  if (path.back() == '/') {
+    return InvalidArgument("--bcast: the destination " + path +
+                           " ends with '/': it must name the file (srun names one in a directory)");
+  }
   for (const std::string& part : Split(path, '/')) {
     if (part == "..") {
       return InvalidArgument("--bcast: the destination " + path + " has a '..' component");
@@ -166,6 +205,14 @@ Status CheckBcastRequest(const std::string& path, uint64_t size) {
                            " bytes; a node takes at most " + std::to_string(kMaxBcastBytes));
   }
   return Status::Ok();
+}
+
+std::chrono::seconds BcastDeadline(uint64_t size) {
+  return std::chrono::seconds(600 + size / (256 * 1024));
+}
+
+std::string BcastTempPath(const std::string& path) {
+  return path.substr(0, path.rfind('/') + 1) + ".muster-bcast-" + RandomHex(8);
 }
 
 Result<BcastWriter> StartBcastWriter(const BcastWriterSpec& spec) {
@@ -185,15 +232,25 @@ Result<BcastWriter> StartBcastWriter(const BcastWriterSpec& spec) {
   int err = ENOMEM;
   if (mem != MAP_FAILED) {
     char* base = static_cast<char*>(mem);
-    WriterArgs a{spec.path.c_str(),  spec.size,
-                 spec.change_user,   spec.uid,
-                 spec.gid,           spec.groups.data(),
-                 spec.groups.size(), data[0],
-                 result[1],          spec.cgroup_procs_fd,
-                 base + kStack,      kBuffer};
+    WriterArgs a{spec.path.c_str(),
+                 spec.temp_path.c_str(),
+                 spec.size,
+                 spec.change_user,
+                 spec.uid,
+                 spec.gid,
+                 spec.groups.data(),
+                 spec.groups.size(),
+                 data[0],
+                 result[1],
+                 spec.cgroup_procs_fd,
+                 base + kStack,
+                 kBuffer};
     // A copy of this process (no glibc fork handlers), on its own stack below the buffer.
     pid = ::clone(WriterMain, base + kStack, SIGCHLD, &a);
     err = errno;
+    // Its own process group from here on, before the caller hands its pid to the job: a signal to
+    // the group cannot miss it for having come before the child's own setpgid.
+    if (pid > 0) ::setpgid(pid, pid);
     ::munmap(mem, kStack + kBuffer);  // the child has its own copy
   }
   ::close(data[0]);
@@ -232,20 +289,20 @@ Status BcastOutcome(const std::string& report, int wait_status, const BcastWrite
       return PermissionDenied("--bcast: cannot switch to uid " + std::to_string(spec.uid) +
                               " to write " + p + ": " + why);
     case kOpen:
-      if (r.err == ELOOP) {
-        return FailedPrecondition("--bcast: " + p + " is a symbolic link (" + why +
-                                  "): the program is never written through one");
-      }
-      if (r.err == EISDIR) {
-        return FailedPrecondition("--bcast: " + p +
-                                  " is a directory: end the destination with '/' to write the "
-                                  "program into it");
-      }
       return FailedPrecondition("--bcast: cannot create " + p + ": " + why);
+    case kSymlink:
+      return FailedPrecondition("--bcast: " + p +
+                                " is a symbolic link: the program never replaces or goes through "
+                                "one");
+    case kDirectory:
+      return FailedPrecondition("--bcast: " + p +
+                                " is a directory: end the destination with '/' to write the "
+                                "program into it");
     case kNotRegular:
       return FailedPrecondition("--bcast: " + p + " is there already and is not a regular file");
     case kMode:
-      return FailedPrecondition("--bcast: cannot make " + p + " mode 0700: " + why);
+      return FailedPrecondition("--bcast: cannot make the copy for " + p + " mode 0700: " + why +
+                                " (it was removed)");
     case kRead:
       return Internal("--bcast: reading the program's bytes" + after + ": " + why);
     case kWrite:
@@ -258,6 +315,17 @@ Status BcastOutcome(const std::string& report, int wait_status, const BcastWrite
     case kShort:
       return Unavailable("--bcast: the copy to " + p + " stopped" + after +
                          " (the partial copy was removed)");
+    case kRename:
+      if (r.err == EISDIR || r.err == ENOTEMPTY || r.err == EEXIST) {
+        return FailedPrecondition("--bcast: " + p +
+                                  " is a directory: end the destination with '/' to write the "
+                                  "program into it");
+      }
+      return FailedPrecondition("--bcast: cannot put the program at " + p + ": " + why +
+                                " (the copy was removed, and what was there is as it was)");
+    case kStopped:
+      return Aborted("--bcast: the copy to " + p + " was stopped by a signal" + after +
+                     " (the partial copy was removed)");
     default:
       return Internal("--bcast: the process writing " + p + " reported stage " +
                       std::to_string(r.stage));

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "gpu_sockets.h"
 #include "host_topology.h"
 #include "infiniband.h"
 #include "muster/common/version.h"
@@ -62,6 +63,12 @@ Status AddHostTopology(const std::string& node, const std::string& xml,
         out->set_link_layer(p.link_layer);
       }
     }
+  }
+  // The GPUs' sockets, where the topology is of the machine the GPUs were found on: the live
+  // one's for NVML's, a captured one given with a fixture for the fixture's (whose own
+  // [gpus] sockets stay).
+  if (inventory.gpu_source() != "fixture" || !xml.empty()) {
+    AssignGpuSockets(*topo, inventory.mutable_gpus());
   }
   for (const auto& g : topo->gpus) {
     v1::PciGpu* out = inventory.add_pci_gpus();

@@ -25,6 +25,25 @@ int32_t NumaOf(hwloc_topology_t topo, hwloc_obj_t io) {
   return hwloc_bitmap_first(anc->nodeset);
 }
 
+// The logical index of the one package whose CPUs include all of `cpus`, or -1 (no CPUs, no
+// packages, or CPUs of several).
+int32_t PackageOf(hwloc_topology_t topo, hwloc_const_cpuset_t cpus) {
+  if (!cpus || hwloc_bitmap_iszero(cpus)) return -1;
+  for (hwloc_obj_t p = nullptr; (p = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, p));) {
+    if (p->cpuset && hwloc_bitmap_isincluded(cpus, p->cpuset)) {
+      return static_cast<int32_t>(p->logical_index);
+    }
+  }
+  return -1;
+}
+
+// The package an I/O object is attached under: the one holding the CPUs of its nearest normal
+// (non-I/O) ancestor.
+int32_t PackageOfIo(hwloc_topology_t topo, hwloc_obj_t io) {
+  hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, io);
+  return anc ? PackageOf(topo, anc->cpuset) : -1;
+}
+
 // The PCI device an OS device belongs to (its parent, possibly through a bridge-less chain).
 hwloc_obj_t PciOf(hwloc_obj_t osdev) {
   for (hwloc_obj_t o = osdev->parent; o; o = o->parent) {
@@ -66,6 +85,7 @@ Result<HostTopology> ProbeHostTopology(const std::string& xml_path) {
         numa.pus.push_back(static_cast<uint32_t>(pu));
       }
     }
+    numa.package = PackageOf(raw, n->cpuset);
     t.numa.push_back(std::move(numa));
   }
   std::sort(t.numa.begin(), t.numa.end(),
@@ -80,6 +100,7 @@ Result<HostTopology> ProbeHostTopology(const std::string& xml_path) {
     g.pci_bus_id = BusId(p);
     g.pci_device = p->attr->pcidev.device_id;
     g.numa = NumaOf(raw, p);
+    g.package = PackageOfIo(raw, p);
     for (hwloc_obj_t c = p->io_first_child; c; c = c->next_sibling) {
       if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) g.os_devices.push_back(c->name);
     }

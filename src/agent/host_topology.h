@@ -20,14 +20,18 @@ struct HostTopology {
   struct Numa {
     uint32_t os_index = 0;
     std::vector<uint32_t> pus;
+    int32_t package = -1;  // logical index of the package holding its PUs; -1: none (or several)
   };
   std::vector<Numa> numa;
   // NVIDIA GPUs, one per PCI function whatever OS devices (cuda, nvml, opencl, card, renderD) a
   // driver added, in PCI bus order.
   struct Gpu {
-    std::string pci_bus_id;               // "0000:34:00.0"
-    uint32_t pci_device = 0;              // device id (10de:xxxx)
-    int32_t numa = -1;                    // OS index of the closest NUMA node; -1: unknown
+    std::string pci_bus_id;   // "0000:34:00.0"
+    uint32_t pci_device = 0;  // device id (10de:xxxx)
+    int32_t numa = -1;        // OS index of the closest NUMA node; -1: unknown
+    // Logical index of the package (socket) whose CPUs are closest; -1: unknown (it hangs off
+    // the whole machine, or the export has no packages).
+    int32_t package = -1;
     std::vector<std::string> os_devices;  // "cuda0", "nvml0", ...
   };
   std::vector<Gpu> gpus;

@@ -144,17 +144,20 @@ Result<GpuFixture> ParseGpuFixture(const std::string& text, const std::string& s
   }
   const toml::table* g = root["gpus"].as_table();
   if (!g) return f;
-  int64_t count = 0, memory_mb = 0, numa_nodes = 1;
+  int64_t count = 0, memory_mb = 0, numa_nodes = 1, sockets = 0;
   std::string model = "NVIDIA H100 80GB HBM3", type, interconnect = "nvswitch";
   std::vector<std::vector<std::string>> topo;
   for (auto&& [k, v] : *g) {
     std::string key(k.str());
-    if (key == "count" || key == "memory_mb" || key == "numa_nodes") {
+    if (key == "count" || key == "memory_mb" || key == "numa_nodes" || key == "sockets") {
       int64_t max = key == "memory_mb" ? (int64_t{1} << 30) : 4096;
       if (!v.is_integer() || *v.value<int64_t>() < 0 || *v.value<int64_t>() > max) {
         return err(&v, "gpus." + key, "expected a whole number");
       }
-      (key == "count" ? count : key == "memory_mb" ? memory_mb : numa_nodes) = *v.value<int64_t>();
+      (key == "count"       ? count
+       : key == "memory_mb" ? memory_mb
+       : key == "sockets"   ? sockets
+                            : numa_nodes) = *v.value<int64_t>();
     } else if (key == "model" || key == "type" || key == "interconnect") {
       if (!v.is_string()) return err(&v, "gpus." + key, "expected a string");
       (key == "model" ? model : key == "type" ? type : interconnect) = *v.value<std::string>();
@@ -181,6 +184,9 @@ Result<GpuFixture> ParseGpuFixture(const std::string& text, const std::string& s
     d.set_type(type);
     d.set_memory_mb(static_cast<uint64_t>(memory_mb));
     d.set_numa_node(static_cast<int32_t>(i * numa_nodes / count));
+    // Spread over `sockets` as over the NUMA nodes; without it, a socket per NUMA node.
+    d.set_socket(sockets > 0 ? static_cast<uint32_t>(i * sockets / count)
+                             : static_cast<uint32_t>(d.numa_node()));
     d.set_minor_number(static_cast<int32_t>(i));
     char bus[32];
     std::snprintf(bus, sizeof bus, "00000000:%02llX:00.0", static_cast<long long>(0x10 + i));
@@ -279,8 +285,9 @@ std::string DescribeInventory(const v1::NodeInventory& inv) {
   for (const auto& g : inv.gpus()) {
     o << "gpu" << g.index() << ": uuid=" << g.uuid() << " model=\"" << g.model()
       << "\" type=" << g.type() << " memory_mb=" << g.memory_mb() << " pci=" << g.pci_bus_id()
-      << " numa=" << g.numa_node() << " minor=" << g.minor_number()
-      << " mig=" << (g.mig_enabled() ? "on" : "off");
+      << " numa=" << g.numa_node()
+      << " socket=" << (g.has_socket() ? std::to_string(g.socket()) : std::string("?"))
+      << " minor=" << g.minor_number() << " mig=" << (g.mig_enabled() ? "on" : "off");
     if (!g.fabric_state().empty()) {
       o << " fabric=\"" << g.fabric_state() << "\" clique=" << g.fabric_clique_id();
       if (!g.fabric_cluster_uuid().empty()) o << " cluster_uuid=" << g.fabric_cluster_uuid();

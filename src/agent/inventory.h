@@ -21,7 +21,8 @@ OsInventory ProbeOs();
 
 // A fixture: fake GPUs (and optionally fake CPU/memory totals). File format in docs/config.md:
 //   [node]  cpus = 16, memory_mb = 64000           (optional)
-//   [gpus]  count, model, type, memory_mb, numa_nodes, interconnect = "nvswitch"|"nvlink"|"pcie",
+//   [gpus]  count, model, type, memory_mb, numa_nodes, sockets (default: one per NUMA node),
+//           interconnect = "nvswitch"|"nvlink"|"pcie",
 //           or topo = ["X NV18 ...", ...] rows as `nvidia-smi topo -m` prints them.
 struct GpuFixture {
   uint32_t cpus = 0;       // 0: use the OS value

@@ -1,5 +1,9 @@
 #include "job_cpus.h"
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
 #include "muster/common/cpu_spec.h"
 
 namespace muster::agent {
@@ -34,6 +38,23 @@ Result<std::vector<uint32_t>> CpusLeftToJobHere(const v1::JobSpec& spec,
                               machine.status().message());
   }
   return CpusLeftToJob(spec, held, *machine);
+}
+
+bool AllOnline(const std::vector<uint32_t>& cpus, const std::vector<uint32_t>& online) {
+  if (cpus.empty()) return false;
+  for (uint32_t c : cpus) {
+    if (!std::binary_search(online.begin(), online.end(), c)) return false;
+  }
+  return true;
+}
+
+Result<std::vector<uint32_t>> OnlineCpus(const std::string& sysfs) {
+  const std::string path = sysfs + "/devices/system/cpu/online";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return NotFound("cannot read " + path + ": which CPUs are online");
+  return ParseCpuList(text.str());
 }
 
 }  // namespace muster::agent

@@ -29,4 +29,13 @@ Result<std::vector<uint32_t>> CpusLeftToJob(const v1::JobSpec& spec,
 Result<std::vector<uint32_t>> CpusLeftToJobHere(const v1::JobSpec& spec,
                                                 const std::vector<uint32_t>& held);
 
+// Whether `cpus` is not empty and each of them is one of `online` (ascending): the ids a cpuset
+// may name. The kernel's numbering may have holes (CPUs offline, or never there), so the count
+// of CPUs says nothing of which ids exist.
+bool AllOnline(const std::vector<uint32_t>& cpus, const std::vector<uint32_t>& online);
+
+// This machine's online CPUs, ascending: `sysfs`/devices/system/cpu/online (tests give a tree of
+// their own). NOT_FOUND when it cannot be read, INVALID_ARGUMENT when it is not a CPU list.
+Result<std::vector<uint32_t>> OnlineCpus(const std::string& sysfs = "/sys");
+
 }  // namespace muster::agent

@@ -176,6 +176,9 @@ void AddJobVars(EnvBuilder& env, const v1::LaunchJob& l, const std::string& node
     if (s.gpus_per_node() > 0) env.Slurm("GPUS_PER_NODE", std::to_string(s.gpus_per_node()));
     if (s.gpus_total() > 0) env.Slurm("GPUS", std::to_string(s.gpus_total()));
     if (s.gpus_per_task() > 0) env.Slurm("GPUS_PER_TASK", std::to_string(s.gpus_per_task()));
+    if (s.gpus_per_socket() > 0) {
+      env.Slurm("GPUS_PER_SOCKET", std::to_string(s.gpus_per_socket()));
+    }
     env.Set("CUDA_VISIBLE_DEVICES", visible);
     env.Set("NVIDIA_VISIBLE_DEVICES", visible);
     env.Set("GPU_DEVICE_ORDINAL", visible);

@@ -240,13 +240,13 @@ JobCgroups::Limits JobSupervisor::CgroupLimits(const LocalJob& job) const {
   }
   if (!me) return lim;
   lim.memory_mb = me->mem_mb();
-  // CPU ids are the controller's view of this node; they bind only if this machine has them.
-  // Those left by --core-spec are this machine's.
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  // CPU ids are the controller's view of this node; they bind only if this machine has each of
+  // them (its numbering may have holes: a count of CPUs would pass ids it lacks, and refuse ids it
+  // has). Those left by --core-spec are this machine's.
   std::vector<uint32_t> ids = job.cpus;
   if (ids.empty()) ids.assign(me->cpu_ids().begin(), me->cpu_ids().end());
-  bool fits = !ids.empty();
-  for (uint32_t c : ids) fits = fits && static_cast<long>(c) < online;
+  auto online = OnlineCpus();
+  const bool fits = online.ok() && AllOnline(ids, *online);
   if (fits) {
     lim.cpus = std::move(ids);
     for (const auto& n : ctx_.inventory.numa_nodes()) {
@@ -258,8 +258,10 @@ JobCgroups::Limits JobSupervisor::CgroupLimits(const LocalJob& job) const {
       }
     }
   } else if (ctx_.cgroups.limits_cpus()) {
-    spdlog::warn("job={} node={} CPU ids {} are not all on this machine ({} online): not pinned",
-                 l.job_id(), ctx_.node(), me->cpu_ids_size(), online);
+    spdlog::warn("job={} node={} {}: not pinned", l.job_id(), ctx_.node(),
+                 online.ok() ? "CPUs " + FormatCpuList(ids) + " are not all on this machine (" +
+                                   FormatCpuList(*online) + " online)"
+                             : online.status().message());
   }
   return lim;
 }
@@ -459,11 +461,27 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
     if (!left.ok()) return FailLaunch(id, left.status().message(), false);
     j.cpus = std::move(*left);
   }
+  bool cpuset = false;  // the job's CPUs are its cgroup's cpuset.cpus
   if (ctx_.cgroups.enabled()) {
-    auto cg = ctx_.cgroups.Create(id, CgroupLimits(j));
+    const JobCgroups::Limits limits = CgroupLimits(j);
+    auto cg = ctx_.cgroups.Create(id, limits);
     if (!cg.ok()) return FailLaunch(id, cg.status().message(), false);
     j.cgroup = *cg;
+    cpuset = ctx_.cgroups.limits_cpus() && !limits.cpus.empty();
     if (Status st = LimitGpuDevices(j); !st.ok()) return FailLaunch(id, st.message(), false);
+  }
+  if (!j.cpus.empty() && !cpuset) {
+    // Its processes are bound to what is left (sched_setaffinity), which they may undo. Said, not
+    // refused, as other limits this node cannot enforce are (GPU device files): the job holds
+    // the node whole, so only this node's own system CPUs pay for it.
+    spdlog::warn(
+        "job={} node={} --core-spec/--thread-spec: no cpuset here ({}); the CPUs set aside are "
+        "kept from the job only by binding it to {}, which its processes can undo",
+        id, ctx_.node(),
+        !ctx_.cgroups.enabled()       ? "no job cgroups"
+        : !ctx_.cgroups.limits_cpus() ? "the cpuset controller is not delegated"
+                                      : "its CPUs are not all online",
+        FormatCpuList(j.cpus));
   }
   PublishJobIds();
   const std::string& prolog = ctx_.options.config.agent.prolog;

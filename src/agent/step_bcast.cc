@@ -1,14 +1,19 @@
 // StepSupervisor: srun --bcast. The program arrives behind the launch request, in frames of type
 // 5, and is written here by a child process that is the job's user (bcast_writer.h), as it
-// comes: one frame at a time is held, never the file. The tasks start once the copy is whole;
-// any failure (a destination that cannot be written, too many bytes or too few) ends the step
-// here before anything of it runs, with the reason sent to srun.
+// comes: one frame at a time is held, never the file. The tasks start once the copy is whole, and
+// only if the job still takes steps here (srun may hold back the last byte until the job has
+// ended); any failure (a destination that cannot be written, too many bytes or too few, the
+// program not whole within BcastDeadline) ends the step here before anything of it runs, with
+// the reason sent to srun. The writer is the job's as its tasks are (Hooks::task_started): the
+// job's end stops it and waits for it.
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "bcast_writer.h"
 #include "muster/common/strings.h"
@@ -24,6 +29,8 @@ static_assert(kBcastChunk <= StepSupervisor::kMaxStdinFrame,
 struct StepSupervisor::Bcast {
   BcastWriterSpec spec;
   pid_t pid = -1;
+  bool writer_done = false;                                // the writer has ended (and was reaped)
+  std::unique_ptr<asio::steady_timer> deadline;            // for the whole program to be here
   std::shared_ptr<asio::posix::stream_descriptor> data;    // the writer's input
   std::shared_ptr<asio::posix::stream_descriptor> result;  // its report
   std::string report;
@@ -44,6 +51,7 @@ void StepSupervisor::ReceiveProgram() {
   }
   const v1::JobSpec& spec = setup_.launch().spec();
   b->spec.path = req_.bcast_path();
+  b->spec.temp_path = BcastTempPath(b->spec.path);
   b->spec.size = req_.bcast_size();
   b->spec.change_user = ::geteuid() == 0 && spec.uid() != 0;
   b->spec.uid = spec.uid();
@@ -59,8 +67,28 @@ void StepSupervisor::ReceiveProgram() {
   b->spec.cgroup_procs_fd = -1;
   if (!started.ok()) return ProgramFailed(started.status());
   b->pid = started->pid;
+  if (hooks_.task_started) hooks_.task_started(b->pid);
   b->data = std::make_shared<asio::posix::stream_descriptor>(io_, started->data_fd);
   b->result = std::make_shared<asio::posix::stream_descriptor>(io_, started->result_fd);
+  const std::chrono::milliseconds limit =
+      bcast_deadline_for_test_.count() > 0 ? bcast_deadline_for_test_ : BcastDeadline(b->spec.size);
+  b->deadline = std::make_unique<asio::steady_timer>(io_, limit);
+  // Not holding the supervisor: a step that is over does not wait for this.
+  std::weak_ptr<StepSupervisor> weak = shared_from_this();
+  b->deadline->async_wait([this, weak, limit](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    Bcast& bc = *bcast_;
+    if (bc.writer_done || bc.failed) return;
+    // A client that stalls is not waited for any longer, nor read: the connection closes once
+    // it is told why.
+    bc.client_done = true;
+    ProgramFailed(DeadlineExceeded(
+        "--bcast: " + std::to_string(bc.received) + " of the program's " +
+        std::to_string(bc.spec.size) + " bytes arrived in the " +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count()) +
+        " s a node waits for it (the partial copy is removed)"));
+  });
   ReadWriterResult();
   if (b->spec.size == 0) {
     boost::system::error_code ignored;
@@ -110,6 +138,14 @@ void StepSupervisor::ReadProgram() {
   socket_.async_read_some(asio::buffer(chunk_), [this, self](auto ec, size_t n) {
     Bcast& bc = *bcast_;
     bc.busy = false;
+    if (bc.failed && ec) {
+      // srun has closed its side: no read after that would ever complete (Asio waits for the
+      // next readiness, which a closed socket never gives again). The reason, once written, is
+      // the last word.
+      done_ = true;
+      if (!writing_) Close();
+      return;
+    }
     if (bc.failed) return DrainClient();
     if (ec) {
       bc.client_done = true;
@@ -139,20 +175,37 @@ void StepSupervisor::ReadWriterResult() {
                             int status = 0;
                             while (::waitpid(b.pid, &status, 0) < 0 && errno == EINTR) {
                             }
-                            const Status outcome = BcastOutcome(b.report, status, b.spec);
-                            if (b.failed) return;
-                            if (!outcome.ok()) return ProgramFailed(outcome);
-                            // The program is whole (the writer took every byte srun announced): the
-                            // tasks start.
-                            if (Status s = Launch(); !s.ok()) return Fail(s);
-                            WatchClient();
+                            ProgramWritten(status);
                           });
+}
+
+void StepSupervisor::ProgramWritten(int wait_status) {
+  Bcast& b = *bcast_;
+  b.writer_done = true;
+  if (b.deadline) b.deadline->cancel();
+  if (hooks_.task_done) hooks_.task_done(b.pid);
+  if (b.failed) return;
+  // A job that ended meanwhile (srun can hold back the last byte until then), or that takes no
+  // more steps, starts nothing: its end would never reach tasks started after it.
+  if (hooks_.job_takes_steps && !hooks_.job_takes_steps()) {
+    return ProgramFailed(FailedPrecondition(
+        "--bcast: job " + std::to_string(req_.job_id()) + " no longer takes steps on " +
+        setup_.node() +
+        " (it ended, was suspended, or its batch script ended while the program arrived): "
+        "nothing of the step was started"));
+  }
+  const Status outcome = BcastOutcome(b.report, wait_status, b.spec);
+  if (!outcome.ok()) return ProgramFailed(outcome);
+  // The program is whole (the writer took every byte srun announced): the tasks start.
+  if (Status s = Launch(); !s.ok()) return Fail(s);
+  WatchClient();
 }
 
 void StepSupervisor::ProgramFailed(const Status& s) {
   Bcast& b = *bcast_;
   if (b.failed) return;
   b.failed = true;
+  if (b.deadline) b.deadline->cancel();
   if (b.data) {
     boost::system::error_code ignored;
     b.data->close(ignored);  // the writer stops at its end of file, and removes its copy

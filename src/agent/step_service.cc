@@ -186,6 +186,11 @@ class StepSession : public std::enable_shared_from_this<StepSession> {
         jobs->CheckClean(id);
       }
     };
+    // The same job (not a later run of it under the same id), still taking steps.
+    hooks.job_takes_steps = [jobs = &jobs_, id, serial = job->serial] {
+      LocalJob* j = jobs->Find(id);
+      return j && j->serial == serial && j->TakesSteps();
+    };
     // The step counts as a session of the port until it ends.
     auto counts = counts_;
     hooks.ended = [ctx = &ctx_, counts, counted = true](const v1::StepEnded& e) mutable {

@@ -12,6 +12,7 @@
 #include <boost/asio.hpp>
 // clang-format on
 #include <array>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -39,9 +40,15 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   static constexpr size_t kMaxPmiFrame = 64u << 10;
 
   struct Hooks {
-    // A task started (its pid is also its process group) / ended with its output drained.
+    // A task started (its pid is also its process group) / ended with its output drained. Also
+    // the step's helpers: a --task-prolog or --task-epilog, and srun --bcast's writer, so that
+    // the job's end reaches them and waits for them.
     std::function<void(pid_t)> task_started;
     std::function<void(pid_t)> task_done;
+    // Whether the job still takes steps here, asked before tasks start later than the request
+    // was accepted (srun --bcast: once the program is whole). None: it is not asked (under
+    // muster-stepd, which the job's end kills, tasks and all).
+    std::function<bool()> job_takes_steps;
     // Once: every task here has ended (or the step failed to start).
     std::function<void(const v1::StepEnded&)> ended;
   };
@@ -53,6 +60,10 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   // Starts the tasks and serves the client until the step ends. A failure to start is told to
   // the client (an error frame) and ends the step.
   void Start();
+
+  // srun --bcast: how long the program may take to arrive, instead of BcastDeadline's. Before
+  // Start.
+  void SetBcastDeadlineForTest(std::chrono::milliseconds d) { bcast_deadline_for_test_ = d; }
 
  private:
   struct Task {
@@ -111,6 +122,8 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   void ReceiveProgram();
   void ReadProgram();
   void ReadWriterResult();
+  // The writer's end, with its wait status: the tasks start, or the step fails.
+  void ProgramWritten(int wait_status);
   void ProgramFailed(const Status& s);
   void DrainClient();
   // The CPUs the step holds here: its own (--exact), else the job's.
@@ -184,10 +197,11 @@ class StepSupervisor : public std::enable_shared_from_this<StepSupervisor> {
   std::vector<Task> tasks_;
   std::vector<std::unique_ptr<PendingTask>> pending_;  // by tasks_ index, until started
   std::shared_ptr<Bcast> bcast_;                       // with --bcast
-  std::vector<std::vector<std::string>> task_env_;     // by tasks_ index: for its epilog
-  bool launching_ = false;                             // in Launch: no task is reported yet
-  CpuBind cpu_bind_;                                   // --cpu-bind
-  std::vector<std::vector<uint32_t>> task_cpus_;       // each task's CPUs here (empty: not bound)
+  std::chrono::milliseconds bcast_deadline_for_test_{0};
+  std::vector<std::vector<std::string>> task_env_;  // by tasks_ index: for its epilog
+  bool launching_ = false;                          // in Launch: no task is reported yet
+  CpuBind cpu_bind_;                                // --cpu-bind
+  std::vector<std::vector<uint32_t>> task_cpus_;    // each task's CPUs here (empty: not bound)
   // -S/--core-spec, --thread-spec: the step's CPUs here less those its job sets aside, which
   // every task is bound within (empty: the job sets none aside).
   std::vector<uint32_t> cpus_left_;

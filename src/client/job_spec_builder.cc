@@ -55,6 +55,9 @@ Status ApplyPerGpuCounts(const SubmitOptions& o, v1::JobSpec* s) {
     if (o.gpus_per_task) {
       return InvalidArgument("--ntasks-per-gpu and --gpus-per-task are mutually exclusive");
     }
+    if (o.gpus_per_socket) {
+      return InvalidArgument("--ntasks-per-gpu and --gpus-per-socket are mutually exclusive");
+    }
     const uint64_t gpus = s->gpus_total() > 0 ? s->gpus_total()
                           : s->gpus_per_node() > 0
                               ? uint64_t{s->gpus_per_node()} * std::max<uint32_t>(1, s->nodes())
@@ -78,6 +81,9 @@ Status ApplyPerGpuCounts(const SubmitOptions& o, v1::JobSpec* s) {
       return InvalidArgument("--cpus-per-gpu and --cpus-per-task are mutually exclusive");
     }
     uint64_t per_node = s->gpus_per_node();
+    if (per_node == 0 && s->gpus_per_socket() > 0 && s->gpus_total() == 0) {
+      per_node = uint64_t{s->gpus_per_socket()} * o.sockets_per_node.value_or(0);
+    }
     if (per_node == 0 && s->gpus_total() > 0 && s->nodes() > 0 && s->min_nodes() == 0 &&
         s->gpus_total() % s->nodes() == 0) {
       per_node = s->gpus_total() / s->nodes();
@@ -217,6 +223,11 @@ Result<v1::JobSpec> BuildJobSpec(const SubmitOptions& o, const SubmitContext& ct
   for (const std::string& t : o.gpu_types) s.add_gpu_types(t);
   s.set_exclusive(o.exclusive);
   s.set_gpus_per_task(o.gpus_per_task.value_or(0));
+  if (o.gpus_per_socket && o.sockets_per_node.value_or(0) == 0) {
+    // As Slurm's sbatch, salloc and srun say it.
+    return InvalidArgument("--gpus-per-socket option requires --sockets-per-node specification");
+  }
+  s.set_gpus_per_socket(o.gpus_per_socket.value_or(0));
   s.set_mem_per_gpu_mb(o.mem_per_gpu_mb.value_or(0));
   s.set_mem_per_cpu_mb(o.mem_per_cpu_mb.value_or(0));
   s.set_min_tmp_disk_mb(o.tmp_mb.value_or(0));

@@ -48,6 +48,7 @@ const struct option kLongOptions[] = {
     {"topology", required_argument, nullptr, kTopology},
     {"mem-per-gpu", required_argument, nullptr, kMemPerGpu},
     {"gpus-per-task", required_argument, nullptr, kGpusPerTask},
+    {"gpus-per-socket", required_argument, nullptr, kGpusPerSocket},
     {"help", no_argument, nullptr, 'h'},
     // srun and salloc.
     {"label", no_argument, nullptr, 'l'},
@@ -235,7 +236,6 @@ bool Accepted(int c, OptionSet set) {
 // Slurm options this version does not implement, refused by name with the reason: ignoring
 // them would change what the job gets (docs/slurm-compat.md, "Every option").
 const std::map<std::string, std::string>& KnownUnsupported() {
-  static const std::string kNotYet = "is not supported yet: ";
   static const std::string kNever = "is not supported: ";
   static const std::map<std::string, std::string> k = {
       {"bb", kNever + "Muster has no burst buffers"},
@@ -244,7 +244,6 @@ const std::map<std::string, std::string>& KnownUnsupported() {
       {"het-group", kNever + "Muster has no heterogeneous jobs"},
       {"x11", kNever + "Muster does not forward X11"},
       {"no-allocate", kNever + "every step runs in an allocation"},
-      {"gpus-per-socket", kNotYet + "GPUs are not placed by socket"},
   };
   return k;
 }

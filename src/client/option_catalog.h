@@ -105,6 +105,7 @@ enum LongOnly {
   kPropagate,
   kGetUserEnv,
   kThreadSpec,
+  kGpusPerSocket,
   // Named (not left to getopt's abbreviations) so that it is never taken for --bcast-exclude.
   kBcast,
   kAccelBind,

@@ -310,6 +310,13 @@ Status ParseSubmitArgs(const std::vector<std::string>& args, const std::string& 
         o->mem_per_cpu_mb.reset();
         break;
       }
+      case kGpusPerSocket: {
+        uint32_t n = 0;
+        s = TypedCount("--gpus-per-socket", val, o, &n);
+        if (!s.ok()) return err(s.message());
+        o->gpus_per_socket = n;
+        break;
+      }
       case kGpusPerTask: {
         uint32_t n = 0;
         s = TypedCount("--gpus-per-task", val, o, &n);

@@ -52,6 +52,7 @@ first; options on the command line override them.
       --gres=gpu[:TYPE]:N    GPUs per node, Slurm's GRES form; also shard:N, MIG slices
                              (gpu:1g.10gb:N) and other GRES (nvme:N), comma-separated
       --gpus-per-task=[TYPE:]N
+      --gpus-per-socket=[TYPE:]N  GPUs on each of --sockets-per-node sockets of every node
       --mem-per-gpu=SIZE     memory per allocated GPU (instead of --mem)
       --exclusive            whole nodes
   -S, --core-spec=N          whole nodes, N cores of each set aside for the system (the

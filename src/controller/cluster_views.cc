@@ -21,6 +21,27 @@ bool SetCpuLayout(const v1::NodeInventory& inv, core::NodeView* v) {
   return changed;
 }
 
+// Each GPU's socket as its agent reported it (for --gpus-per-socket): by GPU index, unknown where
+// not reported or not one of the node's sockets; empty when none is known. True when that
+// changed the view.
+bool SetGpuSockets(const v1::NodeInventory& inv, core::NodeView* v) {
+  std::vector<uint32_t> sockets;
+  for (const v1::GpuDevice& g : inv.gpus()) {
+    if (!g.has_socket() || g.socket() >= v->sockets || g.index() >= v->gpus) continue;
+    if (sockets.empty()) sockets.assign(v->gpus, core::kUnknownSocket);
+    sockets[g.index()] = g.socket();
+  }
+  if (sockets == v->gpu_socket) return false;
+  v->gpu_socket = std::move(sockets);
+  return true;
+}
+
+// The node's layout from its agent's report: CPUs, and the sockets of its GPUs.
+bool SetLayout(const v1::NodeInventory& inv, core::NodeView* v) {
+  const bool cpus = SetCpuLayout(inv, v);
+  return SetGpuSockets(inv, v) || cpus;
+}
+
 }  // namespace
 
 ClusterViews::ClusterViews(const EngineContext& ctx, const JobManager& jobs,
@@ -58,7 +79,7 @@ core::ClusterView ClusterViews::LiveView(TimeMs now) const {
   for (size_t i = 0; i < ledger_.size(); ++i) {
     const NodeEntry& n = nodes_.at(i);
     view.nodes.push_back(ledger_.node(i));
-    SetCpuLayout(n.inventory, &view.nodes.back());
+    SetLayout(n.inventory, &view.nodes.back());
     view.nodes.back().schedulable = nodes_.Schedulable(n);
     if (!view.nodes.back().schedulable) view.nodes.back().unavailable = nodes_.WhyUnschedulable(n);
   }
@@ -96,12 +117,13 @@ Status ClusterViews::CanEverRun(const core::JobRequest& asked) {
   core::JobRequest request = asked;
   request.reservation.clear();
   if (request.AsksForCpuShape()) {
-    // The CPU layouts come from the agents, not the configuration: brought up to date here
-    // (only for the requests that ask for one), the cached answers dropped when one changed.
-    // A node that has not reported one counts as holding any (core::PlaceMode::kEver).
+    // The CPU layouts (and the GPUs' sockets) come from the agents, not the configuration:
+    // brought up to date here (only for the requests that ask for one), the cached answers
+    // dropped when one changed. A node that has not reported one counts as holding any
+    // (core::PlaceMode::kEver).
     bool changed = false;
     for (size_t i = 0; i < capacity_view_.nodes.size(); ++i) {
-      changed |= SetCpuLayout(nodes_.at(i).inventory, &capacity_view_.nodes[i]);
+      changed |= SetLayout(nodes_.at(i).inventory, &capacity_view_.nodes[i]);
     }
     if (changed) ever_cache_.clear();
   }

@@ -224,6 +224,52 @@ Status NormalizeGpuTypes(v1::JobSpec& spec, const PartitionLimitMap& limits) {
   return Status::Ok();
 }
 
+// --gpus-per-socket=N: N GPUs from each of --sockets-per-node=S sockets of every node, so N x S
+// per node. As Slurm: S is required, and a --gpus-per-node that is not N x S contradicts it;
+// --gpus must be a whole number of such nodes (NormalizeJobSpec splits it). Whole GPUs only.
+Status CheckGpusPerSocket(const v1::JobSpec& spec, const PartitionLimitMap& limits) {
+  const uint32_t per = spec.gpus_per_socket();
+  if (per == 0) return Status::Ok();
+  const uint32_t sockets = spec.cpu_shape().sockets_per_node();
+  const std::string opt = "--gpus-per-socket=" + std::to_string(per);
+  if (sockets == 0) {
+    return InvalidArgument(opt + " needs --sockets-per-node (or -B S): the number of sockets " +
+                           "of each node to take the GPUs from");
+  }
+  if (spec.gpus_per_task() > 0) {
+    return InvalidArgument("--gpus-per-socket and --gpus-per-task cannot be used together");
+  }
+  const uint64_t per_node = uint64_t{per} * sockets;
+  if (per_node > 10'000'000) {
+    return InvalidArgument(opt + " on " + std::to_string(sockets) +
+                           " sockets is too many GPUs per node");
+  }
+  const std::string gives = opt + " on --sockets-per-node=" + std::to_string(sockets) + " (" +
+                            std::to_string(per_node) + (per_node == 1 ? " GPU" : " GPUs") +
+                            " per node)";
+  if (spec.gpus_per_node() > 0 && spec.gpus_per_node() != per_node) {
+    return InvalidArgument("--gpus-per-node (--gres=gpu:N) of " +
+                           std::to_string(spec.gpus_per_node()) + " contradicts " + gives);
+  }
+  if (spec.gpus_total() > 0) {
+    const uint64_t g = spec.gpus_total();
+    if (g % per_node != 0 || (spec.nodes() > 0 && g != per_node * spec.nodes())) {
+      return InvalidArgument("--gpus=" + std::to_string(g) + " is not " +
+                             (spec.nodes() > 0 ? "-N " + std::to_string(spec.nodes()) + " times"
+                                               : std::string("a multiple of")) +
+                             " the GPUs per node of " + gives);
+    }
+  }
+  if (!spec.gpu_type().empty()) {
+    const auto [whole, mig] = KindOf(spec, limits, spec.gpu_type());
+    if (mig && !whole) {
+      return InvalidArgument(opt + " takes whole GPUs; GPU type " + spec.gpu_type() +
+                             " is a MIG profile");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const PartitionLimitMap& limits,
@@ -272,7 +318,6 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
   const uint32_t cpt = spec.cpus_per_task();
   uint32_t nodes = spec.nodes(), ntasks = spec.ntasks(), tpn = spec.ntasks_per_node();
   const uint32_t gpt = spec.gpus_per_task();
-  const bool nodes_given = nodes > 0;
 
   if (spec.gpus_total() > 0 && spec.gpus_per_node() > 0) {
     return InvalidArgument("give either --gpus or --gpus-per-node (--gres=gpu:N), not both");
@@ -281,6 +326,15 @@ Status NormalizeJobSpec(v1::JobSpec& spec, const Config& config, const Partition
     return InvalidArgument(
         "give one of --gpus-per-task, --gpus and --gpus-per-node (--gres=gpu:N), not several");
   }
+  MUSTER_RETURN_IF_ERROR(CheckGpusPerSocket(spec, limits));
+  if (spec.gpus_per_socket() > 0) {
+    const uint32_t per_node = spec.gpus_per_socket() * spec.cpu_shape().sockets_per_node();
+    // With --gpus, as many nodes as it holds of them (as -N would say); the split below gives
+    // each its share.
+    if (spec.gpus_total() > 0 && nodes == 0) nodes = spec.gpus_total() / per_node;
+    if (spec.gpus_total() == 0) spec.set_gpus_per_node(per_node);
+  }
+  const bool nodes_given = nodes > 0;
   if ((spec.mem_per_gpu_mb() > 0) + (spec.mem_per_node_mb() > 0) + (spec.mem_per_cpu_mb() > 0) >
       1) {
     return InvalidArgument("--mem, --mem-per-cpu and --mem-per-gpu are mutually exclusive");
@@ -445,6 +499,7 @@ core::JobRequest ToCoreRequest(const v1::JobRecord& rec) {
   r.ntasks_per_socket = c.ntasks_per_socket();
   r.spec_cores = s.core_spec();
   r.spec_threads = s.thread_spec();
+  r.gpus_per_socket = s.gpus_per_socket();
   // One thread of each core (nomultithread; compute_bound and memory_bound bind so too): one
   // task per core at most. multithread is what every job gets.
   if (c.hint() == "nomultithread" || c.hint() == "compute_bound" || c.hint() == "memory_bound") {

@@ -128,9 +128,9 @@ Status CheckJobSpecBounds(const v1::JobSpec& spec, size_t cluster_nodes) {
   if (spec.begin_time_ms() < 0 || spec.deadline_ms() < 0) {
     return InvalidArgument("begin and deadline times must not be negative");
   }
-  for (uint32_t n :
-       {spec.nodes(), spec.min_nodes(), spec.ntasks(), spec.ntasks_per_node(), spec.cpus_per_task(),
-        spec.gpus_per_node(), spec.gpus_total(), spec.gpus_per_task(), spec.min_cpus_per_node()}) {
+  for (uint32_t n : {spec.nodes(), spec.min_nodes(), spec.ntasks(), spec.ntasks_per_node(),
+                     spec.cpus_per_task(), spec.gpus_per_node(), spec.gpus_total(),
+                     spec.gpus_per_task(), spec.gpus_per_socket(), spec.min_cpus_per_node()}) {
     if (n > kMaxCount) return InvalidArgument("a node, task, CPU or GPU count is too large");
   }
   for (const v1::GresSpec& g : spec.gres()) {

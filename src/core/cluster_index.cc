@@ -26,20 +26,22 @@ uint32_t CountFree(const std::vector<bool>& v) {
   return static_cast<uint32_t>(std::count(v.begin(), v.end(), true));
 }
 
-// Chooses `want` free GPUs: inside the best-fitting link group when one can hold them all,
-// otherwise from the fullest groups first, so the set spans as few groups as possible.
-std::vector<uint32_t> PickGpus(const NodeView& n, uint32_t want) {
+// Chooses `want` of the GPUs marked in `free` (the node's free ones, or a subset of them): inside
+// the best-fitting link group when one can hold them all, otherwise from the fullest groups
+// first, so the set spans as few groups as possible.
+std::vector<uint32_t> PickGpusFrom(const NodeView& n, const std::vector<bool>& free,
+                                   uint32_t want) {
   std::vector<uint32_t> out;
   if (want == 0) return out;
-  if (n.gpu_link_group.size() != n.gpu_free.size()) {
-    for (uint32_t g = 0; g < n.gpu_free.size() && out.size() < want; ++g) {
-      if (n.gpu_free[g]) out.push_back(g);
+  if (n.gpu_link_group.size() != free.size()) {
+    for (uint32_t g = 0; g < free.size() && out.size() < want; ++g) {
+      if (free[g]) out.push_back(g);
     }
     return out;
   }
   std::vector<std::pair<uint32_t, uint32_t>> groups;  // (group, free)
-  for (uint32_t g = 0; g < n.gpu_free.size(); ++g) {
-    if (!n.gpu_free[g]) continue;
+  for (uint32_t g = 0; g < free.size(); ++g) {
+    if (!free[g]) continue;
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const auto& e) { return e.first == n.gpu_link_group[g]; });
     if (it == groups.end()) {
@@ -65,9 +67,53 @@ std::vector<uint32_t> PickGpus(const NodeView& n, uint32_t want) {
     for (const auto& e : groups) order.push_back(e.first);
   }
   for (uint32_t group : order) {
-    for (uint32_t g = 0; g < n.gpu_free.size() && out.size() < want; ++g) {
-      if (n.gpu_free[g] && n.gpu_link_group[g] == group) out.push_back(g);
+    for (uint32_t g = 0; g < free.size() && out.size() < want; ++g) {
+      if (free[g] && n.gpu_link_group[g] == group) out.push_back(g);
     }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<uint32_t> PickGpus(const NodeView& n, uint32_t want) {
+  return PickGpusFrom(n, n.gpu_free, want);
+}
+
+// The known sockets of the node's GPUs (free ones only with `free_only`) as (socket, GPUs there),
+// by socket.
+std::vector<std::pair<uint32_t, uint32_t>> GpusBySocket(const NodeView& n, bool free_only) {
+  std::vector<uint32_t> sockets;
+  if (n.gpu_socket.size() != n.gpu_free.size()) return {};
+  for (uint32_t g = 0; g < n.gpu_socket.size(); ++g) {
+    if (n.gpu_socket[g] != kUnknownSocket && (!free_only || n.gpu_free[g])) {
+      sockets.push_back(n.gpu_socket[g]);
+    }
+  }
+  std::sort(sockets.begin(), sockets.end());
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (uint32_t s : sockets) {
+    if (out.empty() || out.back().first != s) out.emplace_back(s, 0);
+    ++out.back().second;
+  }
+  return out;
+}
+
+// --gpus-per-socket: `per_socket` free GPUs on each of `sockets` sockets. Of the sockets that
+// have that many free, those with the fewest first (best fit: fuller sockets stay whole for the
+// next such request), then the lower socket; inside each, PickGpusFrom's link-group choice.
+// Fewer than asked for when too few sockets have them (FitsNow rules that out).
+std::vector<uint32_t> PickGpusBySocket(const NodeView& n, uint32_t per_socket, uint32_t sockets) {
+  std::vector<std::pair<uint32_t, uint32_t>> fit;  // (free GPUs, socket)
+  for (const auto& [socket, free] : GpusBySocket(n, true)) {
+    if (free >= per_socket) fit.emplace_back(free, socket);
+  }
+  std::sort(fit.begin(), fit.end());
+  if (fit.size() > sockets) fit.resize(sockets);
+  std::vector<uint32_t> out;
+  std::vector<bool> here(n.gpu_free.size());
+  for (const auto& [free, socket] : fit) {
+    for (uint32_t g = 0; g < here.size(); ++g) here[g] = n.gpu_free[g] && n.gpu_socket[g] == socket;
+    for (uint32_t g : PickGpusFrom(n, here, per_socket)) out.push_back(g);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -164,6 +210,13 @@ std::string CpuShapeMismatch(const NodeView& n, const JobRequest& r, bool unknow
   if (n.threads_per_core < r.min_threads_per_core) {
     return fewer(r.min_threads_per_core, "threads per core");
   }
+  if (r.gpus_per_socket) {
+    const uint32_t sockets = std::max<uint32_t>(1, r.min_sockets);
+    if (SocketsWithGpus(n, r.gpus_per_socket, false) < sockets) {
+      return "has fewer than " + std::to_string(sockets) + " sockets with " +
+             std::to_string(r.gpus_per_socket) + " GPUs each";
+    }
+  }
   // The slot's tasks (the fullest node's) over its cores or sockets, N per core (socket) at most.
   uint64_t tasks = 1;
   for (uint32_t t : r.tasks_per_node) tasks = std::max<uint64_t>(tasks, t);
@@ -204,6 +257,11 @@ std::string CpuShapeText(const JobRequest& r) {
   at_least(r.min_sockets, "sockets");
   at_least(r.min_cores_per_socket, "cores per socket");
   at_least(r.min_threads_per_core, "threads per core");
+  if (r.gpus_per_socket) {
+    const uint32_t sockets = std::max<uint32_t>(1, r.min_sockets);
+    parts.push_back(std::to_string(r.gpus_per_socket) + " GPUs on each of " +
+                    std::to_string(sockets) + (sockets == 1 ? " socket" : " sockets"));
+  }
   auto at_most = [&](uint32_t v, const char* per) {
     if (v)
       parts.push_back("at most " + std::to_string(v) + (v == 1 ? " task per " : " tasks per ") +
@@ -218,7 +276,18 @@ std::string CpuShapeText(const JobRequest& r) {
 }
 
 Need NeedOf(const JobRequest& r) {
-  return {MaxSlotCpus(r), r.gpus_per_node, r.mem_per_node_mb, r.exclusive, r.gres};
+  Need need{MaxSlotCpus(r), r.gpus_per_node, r.mem_per_node_mb, r.exclusive, r.gres};
+  if (r.gpus_per_socket) {
+    need.gpus_per_socket = r.gpus_per_socket;
+    need.gpu_sockets = std::max<uint32_t>(1, r.min_sockets);
+  }
+  return need;
+}
+
+uint32_t SocketsWithGpus(const NodeView& n, uint32_t per_socket, bool free_only) {
+  uint32_t count = 0;
+  for (const auto& [socket, gpus] : GpusBySocket(n, free_only)) count += gpus >= per_socket ? 1 : 0;
+  return count;
 }
 
 bool GresMatches(const GresView& pool, const GresRequest& want) {
@@ -403,7 +472,7 @@ bool ClusterIndex::FitsNow(NodeIndex n, const Need& need) const {
     if (!has_gres_[n] || GresUnits(view_->nodes[n], g, true) < g.count) return false;
   }
   return free_gpus_[n] >= need.gpus && free_cpus_[n] >= need.cpus &&
-         view_->nodes[n].memory_free_mb >= need.mem_mb;
+         view_->nodes[n].memory_free_mb >= need.mem_mb && GpuSocketsFree(view_->nodes[n], need);
 }
 
 NodeSet ClusterIndex::CapacitySet(size_t partition, const JobRequest& r, const Need& need,
@@ -432,7 +501,7 @@ void ClusterIndex::FreeNowSet(const NodeSet& base, const Need& need, NodeSet* ou
     for (uint32_t k = need.gpus; k < gpu_bucket_.size(); ++k) *out |= gpu_bucket_[k];
     *out &= base;
   }
-  if (need.cpus == 0 && need.mem_mb == 0 && need.gres.empty()) return;
+  if (need.cpus == 0 && need.mem_mb == 0 && need.gres.empty() && need.gpus_per_socket == 0) return;
   out->ForEach([&](size_t pos) {
     if (!FitsNow(node_at_[pos], need)) out->Reset(pos);
   });
@@ -666,7 +735,9 @@ Placement ClusterIndex::Build(const JobRequest& r, const std::string& partition,
         if (!n.gres[p].shards() && !all.empty()) np.gres.emplace_back(p, std::move(all));
       }
     } else {
-      np.gpus = PickGpus(n, r.gpus_per_node);
+      np.gpus = r.gpus_per_socket
+                    ? PickGpusBySocket(n, r.gpus_per_socket, std::max<uint32_t>(1, r.min_sockets))
+                    : PickGpus(n, r.gpus_per_node);
       np.cpus = PickCpus(n,
                          std::max((r.overcommit ? 1 : std::max<uint32_t>(1, np.ntasks)) *
                                       std::max<uint32_t>(1, r.cpus_per_task),

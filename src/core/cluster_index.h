@@ -20,6 +20,9 @@ struct Need {
   uint64_t mem_mb = 0;
   bool exclusive = false;  // the whole node, idle
   std::vector<GresRequest> gres;
+  // --gpus-per-socket: `gpus_per_socket` free GPUs on each of `gpu_sockets` sockets (0: any GPUs).
+  uint32_t gpus_per_socket = 0;
+  uint32_t gpu_sockets = 0;
 };
 
 // The node's GRES pools a request item may take from (name and, when given, type match).
@@ -28,6 +31,15 @@ bool GresMatches(const GresView& pool, const GresRequest& want);
 uint32_t GresUnits(const NodeView& n, const GresRequest& want, bool free_only);
 
 Need NeedOf(const JobRequest& r);
+
+// How many sockets of node `n` have at least `per_socket` GPUs (free ones only with
+// `free_only`); GPUs of an unknown socket count for none.
+uint32_t SocketsWithGpus(const NodeView& n, uint32_t per_socket, bool free_only);
+// Does the node have the slot's GPUs free on enough sockets (always, without --gpus-per-socket)?
+inline bool GpuSocketsFree(const NodeView& n, const Need& need) {
+  return need.gpus_per_socket == 0 ||
+         SocketsWithGpus(n, need.gpus_per_socket, true) >= need.gpu_sockets;
+}
 
 // Where a gang may be placed, from --switches and --topology.
 struct GangLimits {

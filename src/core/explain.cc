@@ -89,6 +89,11 @@ NodeVerdict Judge(const NodeView& n, const JobRequest& r, const Need& need, cons
     *cause = "too few free GPUs (needs " + std::to_string(need.gpus) + ")";
     return NodeVerdict::kBusy;
   }
+  if (!GpuSocketsFree(n, need)) {
+    *cause = "too few free GPUs on its sockets (needs " + std::to_string(need.gpus_per_socket) +
+             " on each of " + std::to_string(need.gpu_sockets) + ")";
+    return NodeVerdict::kBusy;
+  }
   if (n.FreeCpus() < need.cpus) {
     *cause = "too few free CPUs (needs " + std::to_string(need.cpus) + ")";
     return NodeVerdict::kBusy;

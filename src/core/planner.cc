@@ -26,7 +26,7 @@ std::string ShapeKey(const JobRequest& r) {
     key += "|c:" + std::to_string(r.min_sockets) + ':' + std::to_string(r.min_cores_per_socket) +
            ':' + std::to_string(r.min_threads_per_core) + ':' + std::to_string(r.ntasks_per_core) +
            ':' + std::to_string(r.ntasks_per_socket) + ":s" + std::to_string(r.spec_cores) + ':' +
-           std::to_string(r.spec_threads);
+           std::to_string(r.spec_threads) + ":g" + std::to_string(r.gpus_per_socket);
     if (r.ntasks_per_core || r.ntasks_per_socket) {
       // Those bound the fullest node's tasks, which MaxSlotCpus alone does not tell apart
       // (-n4 -c8 and -n32 -c1 take the same CPUs).

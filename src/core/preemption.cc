@@ -18,7 +18,8 @@ bool SlotFits(const NodeView& n, const Need& need) {
   for (const GresRequest& g : need.gres) {
     if (GresUnits(n, g, true) < g.count) return false;
   }
-  return n.FreeGpus() >= need.gpus && n.FreeCpus() >= need.cpus && n.memory_free_mb >= need.mem_mb;
+  return n.FreeGpus() >= need.gpus && n.FreeCpus() >= need.cpus &&
+         n.memory_free_mb >= need.mem_mb && GpuSocketsFree(n, need);
 }
 
 // One node's way to the slot: the candidates to end there (ranks, ascending) and what that

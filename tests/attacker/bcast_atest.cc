@@ -2,7 +2,9 @@
 // user can change, and the agent runs as root: the nodes write it as the job's user, never
 // through a symbolic link, and refuse a path that climbs out with "..", whatever srun sends. A
 // user who plants a link at the destination (to a file they could not otherwise reach, or one
-// they could) gets a failed step, and the link's target stays as it was.
+// they could) gets a failed step, and the link's target stays as it was. A hard link planted there
+// (by anyone, in a shared sticky directory without fs.protected_hardlinks) is replaced, never
+// written into: the file it names stays as it was.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +67,20 @@ TEST_F(ClusterTest, ABcastDestinationIsNeverWrittenThroughALinkNorOutsideItsPath
     EXPECT_EQ(Read(target.string()), "precious\n");
     EXPECT_TRUE(fs::is_symlink(link));
   }
+
+  // A hard link at the destination to another of the user's files: each node writes a new file
+  // and renames it over the name, so the file the link named is not touched.
+  const fs::path mine = dir / "mine-too", planted = dir / "planted";
+  std::ofstream(mine) << "precious\n";
+  fs::create_hard_link(mine, planted);
+  o.bcast_dest = planted.string();
+  run = RunCapturing(*c, o);
+  ASSERT_TRUE(run.rc.ok()) << run.rc.status().ToString() << run.err;
+  EXPECT_EQ(*run.rc, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("ran " + planted.string()), std::string::npos) << run.out;
+  EXPECT_EQ(Read(mine.string()), "precious\n");
+  EXPECT_EQ(Read(planted.string()), Read(program));
+  EXPECT_EQ(fs::hard_link_count(mine), 1u);
 
   // A client of the user's own may send what srun would refuse: the nodes refuse it too.
   o.bcast_dest = (dir / "out" / ".." / "escaped").string();

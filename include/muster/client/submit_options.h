@@ -34,6 +34,9 @@ struct SubmitOptions {
   // --gpus-per-node=h100:8|a100:8: GPU types accepted, in order of preference (gpu_type unset).
   std::vector<std::string> gpu_types;
   std::optional<uint32_t> gpus_per_task;
+  // --gpus-per-socket: GPUs from each of the --sockets-per-node sockets of every node (the
+  // controller checks it against the other GPU counts, as Slurm does).
+  std::optional<uint32_t> gpus_per_socket;
   std::string gpu_bind;  // srun --gpu-bind (checked by ParseGpuBind)
   // srun --accel-bind=g: as --gpu-bind=closest unless --gpu-bind says otherwise.
   bool accel_bind_gpus = false;

@@ -18,6 +18,9 @@ using TimeMs = int64_t;
 // "Never" on the time axis: a running job without a time limit, a forecast that cannot be made.
 inline constexpr TimeMs kNever = INT64_MAX;
 
+// A GPU whose socket (CPU package) is not known (NodeView::gpu_socket).
+inline constexpr uint32_t kUnknownSocket = UINT32_MAX;
+
 // One node as the scheduler sees it: capacity from configuration, free resources by index.
 struct NodePlacement;
 
@@ -53,6 +56,9 @@ struct NodeView {
   std::vector<uint32_t> gpu_link_group;  // size gpus, or empty
   std::vector<uint32_t> gpu_numa;        // size gpus, or empty
   std::vector<uint32_t> cpu_numa;        // size cpus, or empty
+  // The socket (CPU package, 0 .. sockets-1) each GPU hangs off, as its agent reported it: size
+  // gpus, kUnknownSocket where not known; empty when none is. For --gpus-per-socket.
+  std::vector<uint32_t> gpu_socket;
   // The CPU layout the node's agent reported (hwloc): sockets, cores per socket, hardware threads
   // per core. 0: unknown (not registered yet, or no topology there); a request for a CPU shape
   // (JobRequest::AsksForCpuShape) never takes such a node.
@@ -220,12 +226,16 @@ struct JobRequest {
   // still hold the slot. Nodes whose topology is unknown do not, as for the shape above.
   uint32_t spec_cores = 0;
   uint32_t spec_threads = 0;
+  // --gpus-per-socket: the node's GPUs are this many from each of `min_sockets` sockets (at least
+  // one), gpus_per_node being that times the sockets. Only GPUs of a known socket count; a node
+  // whose CPU topology is unknown qualifies as for the shape above.
+  uint32_t gpus_per_socket = 0;
 
   // The smallest gang the job accepts.
   uint32_t MinNodes() const { return min_nodes > 0 && min_nodes < nodes ? min_nodes : nodes; }
   bool AsksForCpuShape() const {
     return min_sockets || min_cores_per_socket || min_threads_per_core || ntasks_per_core ||
-           ntasks_per_socket || spec_cores || spec_threads;
+           ntasks_per_socket || spec_cores || spec_threads || gpus_per_socket;
   }
 };
 

@@ -310,3 +310,29 @@ out=$("$DIR/compat/srun" -n1 --task-prolog=/bin/false sh -c 'echo ran > task_pro
 set -e
 [ $rc = 1 ] && grep -q -- "--task-prolog /bin/false failed with exit code 1; the task was not started" <<<"$out" &&
   [ ! -e task_prolog_ran.out ] || fail "srun --task-prolog=/bin/false: $rc $out"
+# sbatch's input variables: over the script's #SBATCH lines, under the command line; a flag
+# (SBATCH_NO_REQUEUE=1) too. muster submit does not read them; salloc reads its SALLOC_* ones.
+printf '#!/bin/sh\n#SBATCH -J fromscript -t 5 -A scriptacct\ntrue\n' > input_env.sh
+id=$(SBATCH_JOB_NAME=fromenv SBATCH_ACCOUNT=envacct SBATCH_TIMELIMIT=7 SBATCH_PARTITION=gpu \
+  SBATCH_NO_REQUEUE=1 "$DIR/compat/sbatch" --parsable -H -t 9 -o /dev/null input_env.sh)
+job=$("$DIR/compat/scontrol" show job "$id")
+grep -q "^JobId=$id JobName=fromenv$" <<<"$job" && grep -q " Account=envacct " <<<"$job" &&
+  grep -q " TimeLimit=9:00 " <<<"$job" && grep -q "^   Partition=gpu$" <<<"$job" &&
+  grep -q "^   Requeue=0 " <<<"$job" || fail "SBATCH_* variables: $job"
+"$DIR/compat/scancel" "$id"
+set +e
+out=$(SBATCH_PARTITION=nosuch "$DIR/compat/sbatch" -o /dev/null --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 1 ] && grep -q "partition 'nosuch' does not exist" <<<"$out" || fail "SBATCH_PARTITION=nosuch: $rc $out"
+set +e
+out=$(SBATCH_CONTAINER=/images/x "$DIR/compat/sbatch" --wrap true 2>&1); rc=$?
+set -e
+[ $rc = 2 ] && grep -q "^sbatch: error: SBATCH_CONTAINER: option --container is not supported" <<<"$out" ||
+  fail "SBATCH_CONTAINER: $rc $out"
+id=$(SBATCH_PARTITION=nosuch SBATCH_JOB_NAME=fromenv muster submit --parsable -H -o /dev/null --wrap true)
+"$DIR/compat/scontrol" show job "$id" | grep -q "^JobId=$id JobName=wrap$" ||
+  fail "muster submit read SBATCH_*: $("$DIR/compat/scontrol" show job "$id")"
+"$DIR/compat/scancel" "$id"
+out=$(SALLOC_TIMELIMIT=3 SBATCH_TIMELIMIT=8 "$DIR/compat/salloc" -N1 sh -c \
+  "\"$DIR/compat/squeue\" -h -j \$SLURM_JOB_ID -o %l" 2>/dev/null)
+[ "$out" = "3:00" ] || fail "SALLOC_TIMELIMIT: $out"

@@ -217,13 +217,15 @@ class FakeLink final : public ControllerLink {
 
   // ---- The controller's side. ----
   v1::RegisterRequest Register() { return cb_.make_register(); }
-  void Connect(uint64_t epoch) {
+  // `step_key`: what the agent checks step credentials with (none: it starts no step).
+  void Connect(uint64_t epoch, const std::string& step_key = "") {
     {
       std::lock_guard<std::mutex> l(mu_);
       connected_ = true;
     }
     v1::RegisterResponse resp;
     resp.set_epoch(epoch);
+    resp.set_step_key(step_key);
     resp.set_heartbeat_interval_ms(60'000);  // heartbeats are not what these tests watch
     cb_.on_connected(resp);
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sched.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "muster/common/cpu_spec.h"
 #include "muster/common/framing.h"
 #include "muster/common/node_keys.h"
+#include "muster/credentials/step_credential.h"
 
 namespace muster::agent {
 namespace {
@@ -159,6 +161,66 @@ nodes = "node1"
     st.set_task_pid(4243);
     fs::create_directories(dir + "/job7");
     std::ofstream(dir + "/job7/state") << st.SerializeAsString();
+  }
+
+  // srun --bcast's step 1 of job 7 on node1: its launch request, with a grant sealed under
+  // `step_key` for this agent, for one task running the program copied to `path` (`size` bytes).
+  v1::StepLaunchRequest BcastStep(const std::string& step_key, const std::string& path,
+                                  uint64_t size) {
+    v1::StepGrant g;
+    g.set_job_id(kJob);
+    g.set_step_id(1);
+    g.set_uid(::geteuid());
+    g.set_node("node1");
+    g.set_ntasks(1);
+    g.set_total_tasks(1);
+    g.set_total_nodes(1);
+    g.add_cpu_ids(0);
+    g.set_expires_ms(SystemClock::Get()->NowMs() + 120'000);
+    g.set_agent_instance(link_->Register().instance_id());
+    v1::StepLaunchRequest r;
+    r.set_job_id(kJob);
+    r.set_step_id(1);
+    r.set_ntasks(1);
+    r.set_total_tasks(1);
+    r.set_total_nodes(1);
+    r.add_cpu_ids(0);
+    r.add_argv("prog");
+    r.add_environment("PATH=/usr/bin:/bin");
+    r.set_work_dir(dir_);
+    r.set_bcast_path(path);
+    r.set_bcast_size(size);
+    r.set_credential(credentials::SealStepGrant(step_key, g));
+    return r;
+  }
+
+  // What a step's connection says until the step gives its error, or closes: exits and the error.
+  struct StepHeard {
+    int exits = 0;
+    std::string error;
+  };
+  static StepHeard ListenToStep(int fd) {
+    StepHeard h;
+    for (;;) {
+      auto f = ReadFrame(fd, 5000);
+      if (!f.ok()) break;
+      if (f->type != 0) {
+        h.error = f->payload;
+        break;
+      }
+      v1::StepEvent ev;
+      if (ev.ParseFromString(f->payload) && ev.has_exit()) ++h.exits;
+    }
+    return h;
+  }
+
+  // The copies under way that `dir` holds (.muster-bcast-*).
+  static int BcastTempFiles(const std::string& dir) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      n += e.path().filename().string().rfind(".muster-bcast-", 0) == 0;
+    }
+    return n;
   }
 
   std::string dir_;
@@ -587,6 +649,9 @@ TEST_F(AgentTest, CoreSpecKeepsTheBatchScriptOffTheSetAsideCore) {
   if (left.empty()) GTEST_SKIP() << "this test may only run on the core set aside";
 
   const std::string out = dir_ + "/job.out";
+  // What the agent logs (before it starts, and until it is gone: its threads log).
+  auto logs = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(512);
+  spdlog::default_logger()->sinks().push_back(logs);
   real_launcher_ = NewProcessLauncher();
   StartAgent();
   link_->Connect(1);
@@ -613,6 +678,85 @@ TEST_F(AgentTest, CoreSpecKeepsTheBatchScriptOffTheSetAsideCore) {
   for (uint32_t c : *aside) {
     EXPECT_EQ(std::count(seen->begin(), seen->end(), c), 0) << "CPU " << c << " was set aside";
   }
+  // No cgroup here: only the binding keeps the job off those CPUs, which the job could undo.
+  // The admin hears it, once for the job.
+  agent_.reset();
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), logs), sinks.end());
+  int warned = 0;
+  for (const std::string& line : logs->last_formatted()) {
+    warned += line.find(
+                  "job=7 node=node1 --core-spec/--thread-spec: no cpuset here (no job "
+                  "cgroups); the CPUs set aside are kept from the job only by binding "
+                  "it") != std::string::npos;
+  }
+  EXPECT_EQ(warned, 1);
+}
+
+// srun --bcast with steps inside the agent: a modified srun sends all of the program but its last
+// byte and waits. Once the job takes no more steps here (its batch script ended), the last byte
+// starts nothing: the step fails, saying why.
+TEST_F(AgentTest, ABcastFinishedAfterTheBatchScriptEndedStartsNothing) {
+  const std::string key(32, 'k'), ran = dir_ + "/ran", go = dir_ + "/go";
+  real_launcher_ = NewProcessLauncher();
+  StartAgent();
+  link_->Connect(1, key);
+  v1::ControllerMessage m = Launch(1);
+  m.mutable_launch_job()->mutable_allocation()->mutable_nodes(0)->clear_gpu_indices();
+  m.mutable_launch_job()->mutable_spec()->set_work_dir(dir_);
+  m.mutable_launch_job()->mutable_spec()->set_script("#!/bin/sh\nwhile [ ! -e " + go +
+                                                     " ]; do sleep 0.05; done\n");
+  link_->Command(m);
+  ASSERT_TRUE(Sent([](const auto& msg) { return msg.has_job_started(); }));
+  const std::string program = "#!/bin/sh\ntouch " + ran + "\n";
+  auto fd = ConnectTcp(agent_->step_address(), 2000);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  const std::string copy = dir_ + "/copy";
+  ASSERT_TRUE(WriteFrame(*fd, 0, BcastStep(key, copy, program.size()).SerializeAsString()).ok());
+  ASSERT_TRUE(WriteFrame(*fd, 5, program.substr(0, program.size() - 1)).ok());
+  std::ofstream(go).close();  // the batch script ends
+  ASSERT_TRUE(Sent([](const auto& msg) { return msg.has_batch_exited(); }));
+  ASSERT_TRUE(WriteFrame(*fd, 5, program.substr(program.size() - 1)).ok());
+  StepHeard h = ListenToStep(*fd);
+  ::close(*fd);
+  EXPECT_NE(h.error.find("--bcast: job 7 no longer takes steps on node1"), std::string::npos)
+      << h.error;
+  EXPECT_EQ(h.exits, 0);
+  EXPECT_FALSE(fs::exists(ran)) << "the step's task ran after its job's batch script ended";
+}
+
+// The writer is the job's: the job's end stops it (its copy under way removed) and waits for it,
+// and the last byte, sent once the job is gone from the node, starts nothing.
+TEST_F(AgentTest, TheJobsEndStopsABcastWriterAndWaitsForIt) {
+  const std::string key(32, 'k'), ran = dir_ + "/ran", copy = dir_ + "/copy";
+  real_launcher_ = NewProcessLauncher();
+  StartAgent();
+  link_->Connect(1, key);
+  v1::ControllerMessage m = Launch(1);
+  m.mutable_launch_job()->mutable_allocation()->mutable_nodes(0)->clear_gpu_indices();
+  m.mutable_launch_job()->mutable_spec()->set_work_dir(dir_);
+  m.mutable_launch_job()->mutable_spec()->set_script("#!/bin/sh\nexec sleep 60\n");
+  link_->Command(m);
+  ASSERT_TRUE(Sent([](const auto& msg) { return msg.has_job_started(); }));
+  const std::string program = "#!/bin/sh\ntouch " + ran + "\n";
+  auto fd = ConnectTcp(agent_->step_address(), 2000);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  ASSERT_TRUE(WriteFrame(*fd, 0, BcastStep(key, copy, program.size()).SerializeAsString()).ok());
+  ASSERT_TRUE(WriteFrame(*fd, 5, program.substr(0, program.size() - 1)).ok());
+  ASSERT_TRUE(muster::testing::WaitFor([&] { return BcastTempFiles(dir_) == 1; }, 5000))
+      << "the writer never made its copy";
+  link_->Command(Terminate(1));
+  ASSERT_TRUE(Sent(
+      [](const auto& msg) { return msg.has_job_cleaned() && msg.job_cleaned().job_id() == kJob; }));
+  EXPECT_EQ(BcastTempFiles(dir_), 0) << "the job was released with its writer still running";
+  ASSERT_TRUE(WriteFrame(*fd, 5, program.substr(program.size() - 1)).ok());
+  StepHeard h = ListenToStep(*fd);
+  ::close(*fd);
+  EXPECT_NE(h.error.find("--bcast: job 7 no longer takes steps on node1"), std::string::npos)
+      << h.error;
+  EXPECT_EQ(h.exits, 0);
+  EXPECT_FALSE(fs::exists(ran)) << "the step's task ran after its job ended";
+  EXPECT_FALSE(fs::exists(copy));
 }
 
 // A count this machine cannot set aside fails the launch, saying so: never a guess.

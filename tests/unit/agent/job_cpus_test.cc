@@ -1,6 +1,10 @@
 #include "job_cpus.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace muster::agent {
 namespace {
@@ -51,6 +55,25 @@ TEST(JobCpusTest, NothingLeftOrTooFewCoresIsAFailureNotAGuess) {
   ASSERT_EQ(too_many.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(too_many.status().message().find("this node has 4 cores"), std::string::npos)
       << too_many.status().message();
+}
+
+// A cpuset names CPUs by the kernel's ids, which may have holes: each id is looked for among the
+// online ones, never compared with how many there are.
+TEST(JobCpusTest, CpusAreCheckedAgainstTheOnlineIdsNotTheirCount) {
+  namespace fs = std::filesystem;
+  const fs::path sysfs =
+      fs::temp_directory_path() / ("muster-online-" + std::to_string(::getpid()));
+  fs::create_directories(sysfs / "devices/system/cpu");
+  std::ofstream(sysfs / "devices/system/cpu/online") << "0-3,8-11\n";  // 8 CPUs, ids up to 11
+  auto online = OnlineCpus(sysfs.string());
+  ASSERT_TRUE(online.ok()) << online.status().ToString();
+  EXPECT_EQ(*online, (Ids{0, 1, 2, 3, 8, 9, 10, 11}));
+  EXPECT_TRUE(AllOnline({8, 9, 11}, *online)) << "ids past the count that the machine has";
+  EXPECT_TRUE(AllOnline({0, 3}, *online));
+  EXPECT_FALSE(AllOnline({3, 5}, *online)) << "an id under the count that the machine lacks";
+  EXPECT_FALSE(AllOnline({}, *online)) << "no CPU is nothing to pin to";
+  fs::remove_all(sysfs);
+  EXPECT_EQ(OnlineCpus(sysfs.string()).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

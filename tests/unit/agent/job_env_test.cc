@@ -229,6 +229,18 @@ TEST(JobEnvTest, CpuShapeVariablesOnlyWhenGiven) {
   EXPECT_EQ(env["SLURM_THREADS_PER_CORE"], "1");
 }
 
+// --gpus-per-socket reaches the job (and its tasks) as SLURM_GPUS_PER_SOCKET, only when given.
+TEST(JobEnvTest, GpusPerSocketOnlyWhenGiven) {
+  v1::LaunchJob l = TwoNodeLaunch();
+  auto env = EnvMap(BuildBatchEnv(l, "node1", "", GpuList(l)));
+  EXPECT_EQ(env.count("SLURM_GPUS_PER_SOCKET"), 0u);
+  l.mutable_spec()->set_gpus_per_socket(2);
+  env = EnvMap(BuildBatchEnv(l, "node1", "", GpuList(l)));
+  EXPECT_EQ(env["SLURM_GPUS_PER_SOCKET"], "2");
+  env = EnvMap(BuildTaskEnv(l, "node1", "", GpuList(l), v1::StepLaunchRequest(), 0, ""));
+  EXPECT_EQ(env["SLURM_GPUS_PER_SOCKET"], "2");
+}
+
 TEST(JobEnvTest, JobWithoutGpusSeesNone) {
   v1::LaunchJob l = TwoNodeLaunch();
   for (auto& na : *l.mutable_allocation()->mutable_nodes()) na.clear_gpu_indices();

@@ -9,11 +9,13 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -21,7 +23,9 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "harness/test_util.h"
 #include "muster/common/cpu_bind.h"
 #include "muster/common/framing.h"
 #include "muster/common/strings.h"
@@ -50,6 +54,42 @@ class StepSupervisorTest : public ::testing::Test {
   // A step of one task running `script` under sh, handed to a new muster-stepd; `early` is what
   // the client sent behind its request before the hand-over.
   void Start(const std::string& script, const std::string& early = "") {
+    const v1::StepSupervisorSetup setup = Setup(script, early);
+    setup_path_ = (dir_ / "setup").string();
+    {
+      std::ofstream out(setup_path_, std::ios::binary);
+      out << setup.SerializeAsString();
+    }
+    const int server = Connect();
+    ASSERT_GE(server, 0);
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      ::dup2(server, 0);
+      ::execl(MUSTER_STEPD, MUSTER_STEPD, setup_path_.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(server);
+  }
+
+  // A loopback connection, as srun's to the node: client_ is srun's end; the node's is returned.
+  int Connect() {
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    EXPECT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(listener, 1), 0);
+    EXPECT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    client_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::connect(client_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const int server = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    ::close(listener);
+    return server;
+  }
+
+  v1::StepSupervisorSetup Setup(const std::string& script, const std::string& early) {
     v1::StepSupervisorSetup setup;
     v1::StepLaunchRequest& r = *setup.mutable_request();
     r.set_job_id(7);
@@ -98,33 +138,7 @@ class StepSupervisorTest : public ::testing::Test {
     setup.set_node("node1");
     setup.set_job_dir(dir_.string());
     setup.set_client_bytes(early);
-    setup_path_ = (dir_ / "setup").string();
-    {
-      std::ofstream out(setup_path_, std::ios::binary);
-      out << setup.SerializeAsString();
-    }
-    // A loopback connection, as srun's to the node.
-    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(listener, 1), 0);
-    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    client_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_EQ(::connect(client_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    const int server = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    ::close(listener);
-    ASSERT_GE(server, 0);
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      ::dup2(server, 0);
-      ::execl(MUSTER_STEPD, MUSTER_STEPD, setup_path_.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(server);
+    return setup;
   }
 
   void Send(uint32_t type, const std::string& payload) {
@@ -194,6 +208,22 @@ class StepSupervisorTest : public ::testing::Test {
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
     return status;
+  }
+
+  // The copies under way that the test's directory holds (.muster-bcast-*).
+  int BcastTempFiles() const {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      n += e.path().filename().string().rfind(".muster-bcast-", 0) == 0;
+    }
+    return n;
+  }
+
+  static std::string Slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream got;
+    got << in.rdbuf();
+    return got.str();
   }
 
   template <class Msg>
@@ -878,7 +908,8 @@ TEST_F(StepSupervisorTest, BcastNeverWritesThroughASymlink) {
   ASSERT_TRUE(ReadRecord("end", &end));
   EXPECT_EQ(end.exit_code(), 1);
   v1::StepTaskPids pids;
-  EXPECT_FALSE(ReadRecord("tasks", &pids)) << "no task started";
+  ASSERT_TRUE(ReadRecord("tasks", &pids)) << "the writer is recorded, for the job's end to reach";
+  EXPECT_EQ(pids.pids_size(), 1) << "the writer alone: no task started";
 }
 
 // The node takes exactly the bytes announced: more, or fewer (srun gone), start nothing, and the
@@ -997,6 +1028,131 @@ TEST_F(StepSupervisorTest, BcastWritesAsTheJobsUserNeverAsRoot) {
   EXPECT_EQ(st.st_uid, kNobody);
   EXPECT_EQ(st.st_gid, kNobody);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
+// The copy never goes into a file that is at the destination: a hard link planted there to another
+// of the user's files (in a shared sticky directory, with fs.protected_hardlinks=0, anyone may
+// make one) leaves that file as it was; the destination's name is the new program's.
+TEST_F(StepSupervisorTest, BcastReplacesTheDestinationAndNeverWritesIntoIt) {
+  const fs::path mine = dir_ / "mine", copy = dir_ / "copy";
+  std::ofstream(mine) << "precious\n";
+  fs::create_hard_link(mine, copy);
+  const std::string program = "#!/bin/sh\necho ran\n";
+  bcast_path_ = copy.string();
+  bcast_size_ = program.size();
+  argv_ = {"prog"};
+  Start("");
+  Send(5, program);
+  Send(2, "");
+  Heard h = Listen();
+  EXPECT_EQ(h.error, "");
+  EXPECT_EQ(h.output[1], "ran\n") << h.output[2];
+  EXPECT_EQ(Slurp(mine), "precious\n");
+  EXPECT_EQ(Slurp(copy), program);
+  struct stat m {
+  }, c{};
+  ASSERT_EQ(::stat(mine.c_str(), &m), 0);
+  ASSERT_EQ(::stat(copy.c_str(), &c), 0);
+  EXPECT_NE(m.st_ino, c.st_ino);
+  EXPECT_EQ(m.st_nlink, 1u) << "the link at the destination was replaced";
+  EXPECT_EQ(c.st_mode & 07777, 0700u);
+  EXPECT_EQ(BcastTempFiles(), 0);
+  WaitSupervisor();
+}
+
+// A copy that stops part way (srun gone) changes nothing at the destination: what was there is
+// as it was, and the copy under way is gone.
+TEST_F(StepSupervisorTest, ABcastThatStopsPartWayLeavesTheDestinationAsItWas) {
+  const fs::path copy = dir_ / "copy";
+  std::ofstream(copy) << "the old program\n";
+  fs::permissions(copy, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  bcast_path_ = copy.string();
+  bcast_size_ = 100;
+  argv_ = {"prog"};
+  Start("");
+  Send(5, "0123456789");
+  ASSERT_EQ(::shutdown(client_, SHUT_WR), 0);
+  Heard h = UntilError();
+  EXPECT_NE(h.error.find("srun went away after sending 10 of the program's 100 bytes"),
+            std::string::npos)
+      << h.error;
+  WaitSupervisor();
+  EXPECT_EQ(Slurp(copy), "the old program\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(copy.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0744u);
+  EXPECT_EQ(BcastTempFiles(), 0);
+}
+
+// The writer is recorded as the step's tasks are, a process group of its own: the job's end
+// (SIGTERM to each recorded group) stops it, and it removes its copy under way.
+TEST_F(StepSupervisorTest, TheJobsEndStopsTheBcastWriterWhichRemovesItsCopy) {
+  const fs::path copy = dir_ / "copy";
+  bcast_path_ = copy.string();
+  bcast_size_ = 100;
+  argv_ = {"prog"};
+  Start("");
+  Send(5, "0123456789");
+  v1::StepTaskPids pids;
+  ASSERT_EVENTUALLY(ReadRecord("tasks", &pids) && pids.pids_size() == 1, 5000);
+  ASSERT_EVENTUALLY(BcastTempFiles() == 1, 5000);
+  ASSERT_EQ(::kill(-pids.pids(0), SIGTERM), 0) << std::strerror(errno);
+  Heard h = UntilError();
+  EXPECT_NE(
+      h.error.find("--bcast: the copy to " + copy.string() + " was stopped by a signal after"),
+      std::string::npos)
+      << h.error;
+  EXPECT_TRUE(h.exits.empty());
+  ::close(client_);
+  client_ = -1;
+  // Once srun has closed its side the supervisor ends (it read srun's end of file while the
+  // writer stopped, and waits for no more).
+  const bool ended =
+      muster::testing::WaitFor([&] { return ::waitpid(pid_, nullptr, WNOHANG) == pid_; }, 10'000);
+  if (ended) pid_ = -1;
+  EXPECT_TRUE(ended) << "the supervisor still holds a connection srun has closed";
+  EXPECT_EQ(BcastTempFiles(), 0);
+  EXPECT_FALSE(fs::exists(copy));
+}
+
+// A client that stalls part way through the program is waited for only so long (BcastDeadline,
+// shortened here): the step fails there and the connection closes; the writer, handed to the
+// job as its tasks are, is gone with its copy. (The supervisor in this process, as in the agent.)
+TEST_F(StepSupervisorTest, ABcastThatStallsFailsAtItsDeadline) {
+  bcast_path_ = (dir_ / "copy").string();
+  bcast_size_ = 10;
+  argv_ = {"prog"};
+  boost::asio::io_context io;
+  std::unique_ptr<Launcher> launcher = NewProcessLauncher();
+  const int server = Connect();
+  ASSERT_GE(server, 0);
+  boost::asio::ip::tcp::socket socket(io);
+  socket.assign(boost::asio::ip::tcp::v4(), server);
+  std::vector<pid_t> started, done;
+  bool ended = false;
+  StepSupervisor::Hooks hooks;
+  hooks.task_started = [&](pid_t pid) { started.push_back(pid); };
+  hooks.task_done = [&](pid_t pid) { done.push_back(pid); };
+  hooks.ended = [&](const v1::StepEnded&) { ended = true; };
+  auto supervisor = std::make_shared<StepSupervisor>(
+      io, *launcher, Setup("", EncodeFrame(5, "01234")), std::move(socket), std::move(hooks));
+  supervisor->SetBcastDeadlineForTest(std::chrono::seconds(1));
+  supervisor->Start();
+  supervisor.reset();
+  std::thread loop([&] { io.run(); });
+  Heard h = Listen();  // until the node closes the connection (10 s at most)
+  ::close(client_);    // (ends a supervisor that would wait on)
+  client_ = -1;
+  loop.join();
+  EXPECT_NE(h.error.find("--bcast: 5 of the program's 10 bytes arrived in the 1 s a node waits "
+                         "for it"),
+            std::string::npos)
+      << h.error;
+  EXPECT_TRUE(ended);
+  ASSERT_EQ(started.size(), 1u) << "the writer, handed to the job";
+  EXPECT_EQ(done, started);
+  EXPECT_FALSE(fs::exists(dir_ / "copy"));
+  EXPECT_EQ(BcastTempFiles(), 0);
 }
 
 }  // namespace

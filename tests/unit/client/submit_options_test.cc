@@ -256,6 +256,54 @@ TEST(SubmitArgsTest, SeveralGpuTypesInOrder) {
   EXPECT_NE(s.message().find("named twice"), std::string::npos) << s.message();
 }
 
+// --gpus-per-socket=[type:]N goes into the spec beside --sockets-per-node, which it needs (as in
+// Slurm); the controller checks it against the other GPU counts.
+TEST(SubmitArgsTest, GpusPerSocketNeedsSocketsPerNode) {
+  SubmitContext ctx;
+  ctx.cwd = "/home/u";
+  ctx.script = "#!/bin/sh\ntrue\n";
+  SubmitOptions o = Parse({"--gpus-per-socket=h100:2", "--sockets-per-node=2"});
+  EXPECT_EQ(o.gpus_per_socket.value_or(0), 2u);
+  EXPECT_EQ(o.gpu_type.value_or(""), "h100");
+  auto spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->gpus_per_socket(), 2u);
+  EXPECT_EQ(spec->cpu_shape().sockets_per_node(), 2u);
+  EXPECT_EQ(spec->gpu_type(), "h100");
+  EXPECT_EQ(spec->gpus_per_node(), 0u) << "the controller makes it 2 x 2";
+  // --cpus-per-gpu counts the node's GPUs from it: 2 on each of 2 sockets.
+  o.cpus_per_gpu = 3;
+  spec = BuildJobSpec(o, ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->min_cpus_per_node(), 12u);
+  // -B's first level is the sockets too.
+  spec = BuildJobSpec(Parse({"--gpus-per-socket=1", "-B", "2:4"}), ctx);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->cpu_shape().sockets_per_node(), 2u);
+  // Without --sockets-per-node (or with -B's '*'): Slurm's words.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--gpus-per-socket=2"}, {"--gpus-per-socket=2", "-B", "*:4"}}) {
+    spec = BuildJobSpec(Parse(args), ctx);
+    ASSERT_FALSE(spec.ok()) << args.back();
+    EXPECT_EQ(spec.status().message(),
+              "--gpus-per-socket option requires --sockets-per-node specification");
+  }
+  spec = BuildJobSpec(Parse({"--gpus-per-socket=2", "--sockets-per-node=2", "--ntasks-per-gpu=1"}),
+                      ctx);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("--ntasks-per-gpu and --gpus-per-socket"),
+            std::string::npos)
+      << spec.status().message();
+  // A count it is; salloc and srun take it too.
+  EXPECT_FALSE(ParseSubmitArgs({"--gpus-per-socket=two"}, "command line", &o).ok());
+  EXPECT_FALSE(ParseSubmitArgs({"--gpus-per-socket=0"}, "command line", &o).ok());
+  for (OptionSet set : {OptionSet::kRun, OptionSet::kAlloc}) {
+    SubmitOptions r;
+    EXPECT_TRUE(ParseSubmitArgs({"--gpus-per-socket=1", "sh"}, "command line", &r, set).ok());
+    EXPECT_EQ(r.gpus_per_socket.value_or(0), 1u);
+  }
+}
+
 TEST(SubmitArgsTest, NiceAndBegin) {
   SubmitOptions o;
   ASSERT_TRUE(ParseSubmitArgs({"--nice"}, "command line", &o).ok());
@@ -286,9 +334,9 @@ TEST(SubmitArgsTest, UnknownAndUnsupportedOptionsAreRefusedByName) {
   Status s = ParseSubmitArgs({"--frobnicate", "x"}, "command line", &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--frobnicate"), std::string::npos);
-  s = ParseSubmitArgs({"--gpus-per-socket=2"}, "script line 3", &o);
+  s = ParseSubmitArgs({"--container=img"}, "script line 3", &o);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("script line 3: option --gpus-per-socket is not supported"),
+  EXPECT_NE(s.message().find("script line 3: option --container is not supported"),
             std::string::npos)
       << s.message();
   // -L: name[:count], summed per name; a choice (a|b) and remote licenses are refused.

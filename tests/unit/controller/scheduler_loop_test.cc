@@ -325,6 +325,120 @@ TEST_F(EngineTest, CpuShapeChoosesNodesByTheTopologyTheirAgentsReported) {
   EXPECT_EQ(Submit(hint).status().code(), StatusCode::kInvalidArgument);
 }
 
+// --gpus-per-socket=2 --sockets-per-node=2 on nodes whose 8 GPUs are four on each socket (as
+// their agents reported): two from each socket, and no start while one socket has fewer than two
+// free, however many GPUs the node has free in all.
+TEST_F(EngineTest, GpusPerSocketTakesThemFromEachSocket) {
+  auto layout = [](v1::NodeInventory* inv) {
+    inv->set_packages(2);
+    inv->set_cores(16);
+    inv->set_threads(16);
+    for (auto& g : *inv->mutable_gpus()) g.set_socket(g.index() < 4 ? 0 : 1);
+  };
+  Up("node1", {}, "", layout);
+  auto gpus_of = [&](uint64_t id) {
+    const auto& ids = Job(id).allocation().nodes(0).gpu_indices();
+    return std::vector<uint32_t>(ids.begin(), ids.end());
+  };
+  auto per_socket = [](uint32_t n, uint32_t sockets) {
+    v1::JobSpec s = Gang(1, 0);
+    s.set_gpus_per_socket(n);
+    s.mutable_cpu_shape()->set_sockets_per_node(sockets);
+    return s;
+  };
+  // Three GPUs of socket 0 taken: five are free, but only one of them on socket 0.
+  auto three = Submit(Gang(1, 3));
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  Pass();
+  Run(*three);
+  ASSERT_EQ(gpus_of(*three), (std::vector<uint32_t>{0, 1, 2}));
+  auto a = Submit(per_socket(2, 2));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(Job(*a).gpus_per_node(), 4u) << "2 on each of 2 sockets";
+  Pass();
+  EXPECT_EQ(Job(*a).state(), v1::PENDING);
+  EXPECT_EQ(Job(*a).reason(), "Resources") << Job(*a).reason_detail();
+  EXPECT_NE(Job(*a).reason_detail().find("2 GPUs on each of 2 sockets"), std::string::npos)
+      << Job(*a).reason_detail();
+  // Socket 0's GPUs come back: two from each socket.
+  Exited(*three, "node1", 0);
+  CleanUp(*three, 0);
+  Pass();
+  ASSERT_EQ(Job(*a).state(), v1::RUNNING) << Job(*a).reason_detail();
+  EXPECT_EQ(gpus_of(*a), (std::vector<uint32_t>{0, 1, 4, 5}));
+  auto b = Submit(per_socket(2, 2));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  Pass();
+  ASSERT_EQ(Job(*b).state(), v1::RUNNING) << Job(*b).reason_detail();
+  EXPECT_EQ(gpus_of(*b), (std::vector<uint32_t>{2, 3, 6, 7}));
+
+  // What Slurm refuses is refused: no --sockets-per-node; a --gpus-per-node or --gpus that says
+  // otherwise; --gpus-per-task beside it.
+  auto no_sockets = Submit(per_socket(2, 0));
+  ASSERT_EQ(no_sockets.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(no_sockets.status().message().find("--gpus-per-socket=2 needs --sockets-per-node"),
+            std::string::npos)
+      << no_sockets.status().message();
+  v1::JobSpec contradicts = per_socket(2, 2);
+  contradicts.set_gpus_per_node(3);
+  auto c = Submit(contradicts);
+  ASSERT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().message(),
+            "--gpus-per-node (--gres=gpu:N) of 3 contradicts --gpus-per-socket=2 on "
+            "--sockets-per-node=2 (4 GPUs per node)");
+  contradicts.set_gpus_per_node(4);
+  EXPECT_TRUE(Submit(contradicts).ok()) << "the same count twice";
+  v1::JobSpec total = per_socket(2, 2);
+  total.set_nodes(0);
+  total.set_gpus_total(6);
+  auto six = Submit(total);
+  ASSERT_EQ(six.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(six.status().message(),
+            "--gpus=6 is not a multiple of the GPUs per node of --gpus-per-socket=2 on "
+            "--sockets-per-node=2 (4 GPUs per node)");
+  total.set_gpus_total(8);
+  auto two_nodes = Submit(total);
+  ASSERT_TRUE(two_nodes.ok()) << two_nodes.status().ToString();
+  EXPECT_EQ(Job(*two_nodes).num_nodes(), 2u);
+  EXPECT_EQ(Job(*two_nodes).gpus_per_node(), 4u);
+  total.set_nodes(3);
+  EXPECT_EQ(Submit(total).status().code(), StatusCode::kInvalidArgument) << "-N 3 holds 12";
+  v1::JobSpec per_task = per_socket(1, 2);
+  per_task.set_ntasks(2);
+  per_task.set_gpus_per_task(1);
+  EXPECT_EQ(Submit(per_task).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Nodes whose GPUs are six on one socket and two on the other: three on each of two sockets is
+// refused at submission once every node has reported; two on each come from the fuller socket
+// and the two of the other.
+TEST_F(EngineTest, GpusPerSocketNoNodeHoldsIsRefusedAtSubmission) {
+  for (const char* n : {"node1", "node2", "node3", "node4"}) {
+    Up(n, {}, "", [](v1::NodeInventory* inv) {
+      inv->set_packages(2);
+      inv->set_cores(16);
+      inv->set_threads(16);
+      for (auto& g : *inv->mutable_gpus()) g.set_socket(g.index() < 6 ? 0 : 1);
+    });
+  }
+  v1::JobSpec spec = Gang(1, 0);
+  spec.set_gpus_per_socket(3);
+  spec.mutable_cpu_shape()->set_sockets_per_node(2);
+  auto never = Submit(spec);
+  ASSERT_EQ(never.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(never.status().message(),
+            "job can never run: asks for nodes with at least 2 sockets, 3 GPUs on each of 2 "
+            "sockets; 0 of 4 nodes in partition gpu have that");
+  spec.set_gpus_per_socket(2);
+  auto fits = Submit(spec);
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  Pass();
+  const v1::JobInfo job = Job(*fits);
+  ASSERT_EQ(job.state(), v1::RUNNING) << job.reason_detail();
+  const auto& gpus = job.allocation().nodes(0).gpu_indices();
+  EXPECT_EQ(std::vector<uint32_t>(gpus.begin(), gpus.end()), (std::vector<uint32_t>{0, 1, 6, 7}));
+}
+
 // -S/--core-spec, --thread-spec: the job holds its nodes whole (charged for every CPU), and
 // only nodes with room for its tasks besides the set-aside cores take it; one no node could
 // ever hold is refused at submission.
