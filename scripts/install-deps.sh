@@ -9,7 +9,7 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config git ca-certificates procps clang-format
   # libraries
   libboost-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev
+  librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev zlib1g-dev
   # libcrypto: step credentials (HMAC-SHA256), in the daemons only
   libssl-dev
   # absl (gRPC's own dependency): the daemons turn off its mutex deadlock detection

@@ -28,15 +28,9 @@ Result<std::unique_ptr<ControllerRunner>> ControllerRunner::Create(
   if (!options.executor) return InvalidArgument("ControllerRunner needs an executor");
   auto runner = std::unique_ptr<ControllerRunner>(new ControllerRunner(std::move(options)));
   ControllerRunnerOptions& o = runner->options_;
-  if (o.store) {
-    runner->store_ = std::move(o.store);
-  } else {
-    MUSTER_ASSIGN_OR_RETURN(
-        runner->store_,
-        store::OpenRocksDbStateStore(
-            o.config.controller.state_dir,
-            {.reserve_bytes = uint64_t{o.config.controller.state_reserve_mb} << 20}));
-  }
+  // The store comes from outside, so what links the runner (muster-sim) need not link RocksDB.
+  if (!o.store) return InvalidArgument("ControllerRunner needs a state store");
+  runner->store_ = std::move(o.store);
   store::StateStore* below_group = runner->store_.get();
   if (o.replication.enabled) {
     runner->replicating_ =
@@ -191,7 +185,9 @@ void ControllerRunner::StartSync() {
 
 void ControllerRunner::ArmTick() {
   const auto& s = options_.config.scheduling;
-  const uint32_t ms = std::clamp<uint32_t>(s.heartbeat_interval_ms / 4, 20, 1000);
+  const uint32_t ms = options_.tick_ms > 0
+                          ? options_.tick_ms
+                          : std::clamp<uint32_t>(s.heartbeat_interval_ms / 4, 20, 1000);
   options_.executor->PostAfter(ms, [this, stopped = stopped_] {
     if (stopped->load()) return;
     engine_->Tick(Now());

@@ -463,13 +463,18 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
   std::vector<TimeMs> earliest;
   NodeSet feasible(index_.size());
   TimeMs t = std::max(now_, from);
+  // Each node's earliest start from the round's t, by position; -1: not yet asked. A node whose
+  // earliest start is at or after the next round's t has the same answer then (nothing in
+  // between fitted), so only the nodes passed by are asked again.
+  std::vector<TimeMs> known(index_.size(), -1);
   for (uint32_t round = 0; round < config_.max_forecast_rounds; ++round) {
     earliest.clear();
     feasible.Clear();
     TimeMs forced_at = t;  // when every required node is free
     base.ForEach([&](size_t pos) {
       NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
-      TimeMs e = profile_.EarliestStart(n, need, t, r.time_limit_ms, exempt);
+      TimeMs& e = known[pos];
+      if (e < t) e = profile_.EarliestStart(n, need, t, r.time_limit_ms, exempt);
       if (e == t) feasible.Set(pos);
       if (e != kNever) earliest.push_back(e);
       if (forced && s.forced.Test(pos)) forced_at = std::max(forced_at, e);

@@ -65,6 +65,21 @@ class Profile {
     Amount a;
     JobId job;
   };
+  // A node's availability as a step function: from `t` until the next step's t, `a` is free.
+  // Built on first use after a change (most nodes are asked many times per pass, changed
+  // rarely), so a forecast walks a node's steps once instead of re-adding its events at every
+  // candidate time. Nodes with GRES pools keep the event walk.
+  struct Step {
+    TimeMs t;
+    Amount a;
+  };
+  const std::vector<Step>& StepsOf(NodeIndex n) const;
+  // The step in force at t.
+  static size_t StepAt(const std::vector<Step>& steps, TimeMs t);
+  // Adds `a` (sign 1) or takes it away (-1) during [from, to) on node n's steps, where they are
+  // built (otherwise they are built from the events when next asked).
+  void ApplyToSteps(NodeIndex n, TimeMs from, TimeMs to, const Amount& a, int sign);
+
   // What `need` takes on node n; its GRES part (when the node has pools) in *gres.
   Amount AmountOf(NodeIndex n, const Need& need, Gres* gres) const;
   // Whole GPUs and shards exclude each other: an amount of one also takes the other.
@@ -81,6 +96,8 @@ class Profile {
   std::vector<std::vector<Hold>> holds_;      // by node
   std::vector<Gres> gres_table_;
   NodeSet held_;
+  mutable std::vector<std::vector<Step>> steps_;  // by node, see StepsOf
+  mutable std::vector<uint8_t> steps_valid_;
 };
 
 }  // namespace muster::core

@@ -95,6 +95,10 @@ Status ControllerServer::Impl::Start() {
   ro.executor = executor_.get();
   ro.replication = options_.replication;
   ro.min_epoch = options_.min_epoch;
+  MUSTER_ASSIGN_OR_RETURN(ro.store,
+                          store::OpenRocksDbStateStore(
+                              c.controller.state_dir,
+                              {.reserve_bytes = uint64_t{c.controller.state_reserve_mb} << 20}));
   MUSTER_ASSIGN_OR_RETURN(runner_, controller::ControllerRunner::Create(std::move(ro)));
   epoch_ = runner_->epoch();
   dispatcher_ = std::make_unique<ApiDispatcher>(*runner_);

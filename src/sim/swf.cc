@@ -1,7 +1,9 @@
 #include "muster/sim/swf.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <string_view>
 
 namespace muster::sim {
@@ -128,6 +130,52 @@ SwfTrace ReadSwf(std::istream& in) {
     }
     t.jobs.push_back(j);
   }
+  return t;
+}
+
+Trace SwfToTrace(const SwfTrace& swf) {
+  Trace t;
+  t.format = "swf";
+  t.max_procs = swf.max_procs.value_or(0);
+  t.max_nodes = swf.max_nodes.value_or(0);
+  t.skipped = swf.skipped_count;
+  for (const SwfSkipped& s : swf.skipped) {
+    t.notes.push_back("line " + std::to_string(s.line) + ": " + s.why);
+  }
+  if (swf.skipped_count > swf.skipped.size()) {
+    t.notes.push_back(std::to_string(swf.skipped_count - swf.skipped.size()) +
+                      " more malformed lines");
+  }
+  if (swf.time_filled > 0) {
+    t.notes.push_back(std::to_string(swf.time_filled) +
+                      " jobs had no requested time (-1): their run time was used");
+  }
+  uint64_t no_run = 0;
+  t.jobs.reserve(swf.jobs.size());
+  for (const SwfJob& j : swf.jobs) {
+    const int64_t procs = std::max(j.procs, j.req_procs);
+    if (j.run_s <= 0 || procs <= 0) {
+      ++no_run;
+      continue;
+    }
+    SimJob s;
+    s.trace_id = j.id;
+    s.submit_s = j.submit_s;
+    s.run_s = j.run_s;
+    s.req_time_s = j.req_time_s > 0 ? j.req_time_s : j.run_s;
+    s.procs = static_cast<uint32_t>(std::min<int64_t>(procs, UINT32_MAX));
+    s.user = "u" + std::to_string(j.user);
+    s.account = j.group >= 0 ? "g" + std::to_string(j.group) : "";
+    s.traced_wait_s = j.wait_s;
+    t.jobs.push_back(std::move(s));
+  }
+  if (no_run > 0) {
+    t.skipped += no_run;
+    t.notes.push_back(std::to_string(no_run) +
+                      " jobs with no run time or no processors were dropped");
+  }
+  std::stable_sort(t.jobs.begin(), t.jobs.end(),
+                   [](const SimJob& a, const SimJob& b) { return a.submit_s < b.submit_s; });
   return t;
 }
 

@@ -33,6 +33,8 @@ class ManualExecutor final : public Executor {
   // (and what it queues) at its time.
   void AdvanceMs(TimeMs ms);
   size_t queued() const { return queue_.size(); }
+  // When the earliest timer falls due; -1: none is set.
+  TimeMs next_due_ms() const { return timers_.empty() ? -1 : timers_.begin()->first.first; }
   size_t timers() const { return timers_.size(); }
 
  private:

@@ -62,12 +62,16 @@ struct ControllerRunnerOptions {
   Config config;
   Clock* clock = SystemClock::Get();
   Executor* executor = nullptr;  // required; outlives the runner
-  // The state store; empty: RocksDB in config.controller.state_dir.
+  // The state store (required): the daemon's RocksDB store, or an in-memory one.
   std::unique_ptr<store::StateStore> store;
   // Job credentials; empty: random.
   std::function<std::string()> make_credential;
   uint64_t min_epoch = 0;  // EngineOptions::min_epoch
   ControllerReplicationOptions replication;
+  // How often the tick (liveness, allocations' limits, retention) runs; 0: a quarter of the
+  // heartbeat interval, within 20 ms..1 s. muster-sim, whose agents never fall silent, ticks
+  // rarely over months of virtual time.
+  uint32_t tick_ms = 0;
 };
 
 // Create, Start, Stop and epoch() are thread-safe; everything else runs on the strand (from work

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "muster/sim/trace.h"
+
 namespace muster::sim {
 
 // One job line. Times in seconds; -1 where the trace does not know (as in the format).
@@ -57,5 +59,10 @@ inline constexpr size_t kMaxSkippedKept = 100;
 // backwards are kept: the format allows them) are skipped and reported with their numbers; the
 // reader never fails on content.
 SwfTrace ReadSwf(std::istream& in);
+
+// The jobs as the replay runs them, as the scheduling literature reads SWF: processors =
+// max(allocated, requested), one allocation unit each; jobs that never ran (run time <= 0) are
+// dropped and counted; user and group ids become users ("u153") and accounts ("g75").
+Trace SwfToTrace(const SwfTrace& swf);
 
 }  // namespace muster::sim

@@ -1,0 +1,36 @@
+// A workload as muster-sim replays it, whatever trace it came from: each job's arrival, how long
+// it really ran, what it asked for and who submitted it. The readers (SWF, Philly, openb, CSV)
+// turn their formats into this; the replay turns each job into a submission.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace muster::sim {
+
+struct SimJob {
+  int64_t trace_id = 0;    // the job's id in its trace (what reports name it by)
+  int64_t submit_s = 0;    // from the trace's start
+  int64_t run_s = 0;       // how long it ran there: it runs as long here, unless killed
+  int64_t req_time_s = 0;  // its time limit: killed when it reaches it; 0: none
+  uint32_t procs = 1;      // CPUs (processors: one allocation unit each in CPU traces)
+  uint32_t gpus = 0;       // GPUs in all; spread over `nodes` nodes evenly
+  uint32_t nodes = 0;      // 0: as many as the procs or GPUs need
+  std::string user;        // becomes the submitting user
+  std::string account;     // becomes the account charged ("" : none)
+  // The wait it had on the traced machine (-1: unknown), for comparison only.
+  int64_t traced_wait_s = -1;
+};
+
+// What a reader made of a file: the jobs in submit order and what it could not use.
+struct Trace {
+  std::string format;  // "swf", "philly", "openb", "csv"
+  std::vector<SimJob> jobs;
+  // The machine the trace was recorded on, where it says (SWF's MaxProcs / MaxNodes).
+  int64_t max_procs = 0, max_nodes = 0;
+  uint64_t skipped = 0;            // lines that were not jobs, or jobs that cannot be replayed
+  std::vector<std::string> notes;  // what was skipped (by line) or filled in, for people
+};
+
+}  // namespace muster::sim

@@ -1,0 +1,247 @@
+#include "muster/sim/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+namespace muster::sim {
+namespace {
+
+WaitStats Stats(std::vector<double> waits) {
+  WaitStats s;
+  s.jobs = waits.size();
+  if (waits.empty()) return s;
+  std::sort(waits.begin(), waits.end());
+  s.mean_s = std::accumulate(waits.begin(), waits.end(), 0.0) / static_cast<double>(waits.size());
+  s.median_s = Percentile(waits, 50);
+  s.p95_s = Percentile(waits, 95);
+  s.p99_s = Percentile(waits, 99);
+  s.max_s = waits.back();
+  return s;
+}
+
+// Size classes by powers of four: 1, 2-4, 5-16, 17-64, 65-256, ...
+size_t ClassOf(uint64_t size) {
+  size_t c = 0;
+  for (uint64_t top = 1; size > top; top *= 4) ++c;
+  return c;
+}
+
+std::string ClassName(size_t c) {
+  if (c == 0) return "1";
+  uint64_t lo = 1;
+  for (size_t i = 1; i < c; ++i) lo *= 4;
+  return std::to_string(lo + 1) + "-" + std::to_string(lo * 4);
+}
+
+std::string Num(double v) {
+  char buf[64];
+  if (std::fabs(v - std::round(v)) < 1e-9 && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.6f", v);
+  }
+  return buf;
+}
+
+std::string Quoted(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
+
+void WriteWait(const WaitStats& w, std::ostream& out) {
+  out << "{\"jobs\": " << w.jobs << ", \"mean_s\": " << Num(w.mean_s)
+      << ", \"median_s\": " << Num(w.median_s) << ", \"p95_s\": " << Num(w.p95_s)
+      << ", \"p99_s\": " << Num(w.p99_s) << ", \"max_s\": " << Num(w.max_s) << "}";
+}
+
+}  // namespace
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
+  const size_t i = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(sorted.size())));
+  return sorted[i - 1];
+}
+
+Metrics ComputeMetrics(const ReplayResult& r) {
+  Metrics m;
+  m.jobs = r.jobs.size();
+  m.passes = r.passes;
+  m.gpu_cluster = r.total_gpus > 0;
+  int64_t first_submit = -1, last_end = 0;
+  double used = 0;  // allocated unit-seconds (GPUs on a GPU cluster, else CPUs)
+  std::vector<double> waits;
+  std::vector<double> slowdowns;
+  std::vector<std::vector<double>> class_waits, class_slowdowns;
+  struct Big {
+    double size;
+    double wait;
+  };
+  std::vector<Big> bigs;
+  uint64_t leaf_ok = 0, domain_ok = 0;
+  for (const JobOutcome& j : r.jobs) {
+    if (first_submit < 0 || j.submit_ms < first_submit) first_submit = j.submit_ms;
+    if (!j.refused.empty()) {
+      ++m.refused;
+      continue;
+    }
+    if (j.start_ms < 0 || j.end_ms < 0) {
+      ++m.never_started;
+      continue;
+    }
+    ++m.started;
+    m.killed_at_limit += j.killed_at_limit;
+    last_end = std::max(last_end, j.end_ms);
+    const double run_s = static_cast<double>(j.end_ms - j.start_ms) / 1000.0;
+    const double wait_s = static_cast<double>(j.start_ms - j.submit_ms) / 1000.0;
+    const uint64_t size = m.gpu_cluster ? j.gpus : j.procs;
+    used += run_s * static_cast<double>(size);
+    waits.push_back(wait_s);
+    const double sd = std::max((wait_s + run_s) / std::max(run_s, kSlowdownTauSeconds), 1.0);
+    slowdowns.push_back(sd);
+    const size_t c = ClassOf(std::max<uint64_t>(size, 1));
+    if (class_waits.size() <= c) {
+      class_waits.resize(c + 1);
+      class_slowdowns.resize(c + 1);
+    }
+    class_waits[c].push_back(wait_s);
+    class_slowdowns[c].push_back(sd);
+    bigs.push_back({static_cast<double>(std::max<uint64_t>(size, 1)) *
+                        static_cast<double>(std::max<int64_t>(j.req_time_ms, 1)),
+                    wait_s});
+    if (j.nodes > 1 && j.one_leaf_had_room) {
+      ++m.gangs_with_leaf_room;
+      leaf_ok += j.leaves == 1;
+    }
+    if (j.nodes > 1 && j.one_domain_had_room) {
+      ++m.gangs_with_domain_room;
+      domain_ok += j.nvlink_domains == 1;
+    }
+    AccountUsage& a = m.accounts[j.account];
+    a.cpu_hours += run_s * j.procs / 3600.0;
+    a.gpu_hours += run_s * j.gpus / 3600.0;
+    ++a.jobs;
+  }
+  for (const JobOutcome& j : r.jobs) {
+    m.preemptions += j.preemptions;
+    m.lost_gpu_hours += j.lost_gpu_seconds / 3600.0;
+    m.lost_cpu_hours += j.lost_cpu_seconds / 3600.0;
+  }
+  if (first_submit < 0) first_submit = 0;
+  m.makespan_s = static_cast<double>(std::max<int64_t>(0, last_end - first_submit)) / 1000.0;
+  const double capacity =
+      static_cast<double>(m.gpu_cluster ? r.total_gpus : r.total_cpus) * m.makespan_s;
+  m.utilization = capacity > 0 ? used / capacity : 0;
+  m.wait = Stats(waits);
+  m.bounded_slowdown = slowdowns.empty()
+                           ? 0
+                           : std::accumulate(slowdowns.begin(), slowdowns.end(), 0.0) /
+                                 static_cast<double>(slowdowns.size());
+  for (size_t c = 0; c < class_waits.size(); ++c) {
+    if (class_waits[c].empty()) continue;
+    SizeClass sc;
+    sc.name = ClassName(c);
+    sc.wait = Stats(class_waits[c]);
+    sc.bounded_slowdown =
+        std::accumulate(class_slowdowns[c].begin(), class_slowdowns[c].end(), 0.0) /
+        static_cast<double>(class_slowdowns[c].size());
+    m.by_size.push_back(std::move(sc));
+  }
+  // The largest tenth: sorted by size, ties by wait so the cut does not depend on trace order.
+  std::sort(bigs.begin(), bigs.end(), [](const Big& a, const Big& b) {
+    return a.size != b.size ? a.size > b.size : a.wait > b.wait;
+  });
+  std::vector<double> big_waits;
+  for (size_t i = 0; i < (bigs.size() + 9) / 10; ++i) big_waits.push_back(bigs[i].wait);
+  m.large_wait = Stats(big_waits);
+  m.in_one_leaf = m.gangs_with_leaf_room
+                      ? static_cast<double>(leaf_ok) / static_cast<double>(m.gangs_with_leaf_room)
+                      : 0;
+  m.in_one_domain = m.gangs_with_domain_room ? static_cast<double>(domain_ok) /
+                                                   static_cast<double>(m.gangs_with_domain_room)
+                                             : 0;
+  // Time-weighted over the samples (each holds until the next).
+  double stranded = 0, waiting = 0, span = 0;
+  for (size_t i = 0; i + 1 < r.samples.size(); ++i) {
+    const double dt = static_cast<double>(r.samples[i + 1].t_ms - r.samples[i].t_ms);
+    span += dt;
+    if (r.samples[i].stranded_gpus > 0 || r.samples[i].queued > 0) {
+      stranded += dt * static_cast<double>(r.samples[i].stranded_gpus);
+    }
+    if (r.samples[i].stranded_gpus > 0) waiting += dt;
+  }
+  if (span > 0 && r.total_gpus > 0) {
+    m.stranded_gpu_share = stranded / span / static_cast<double>(r.total_gpus);
+    m.whole_node_waiting_share = waiting / span;
+  }
+  double total_use = 0;
+  for (const auto& [name, a] : m.accounts) total_use += m.gpu_cluster ? a.gpu_hours : a.cpu_hours;
+  for (auto& [name, a] : m.accounts) {
+    a.share_of_use = total_use > 0 ? (m.gpu_cluster ? a.gpu_hours : a.cpu_hours) / total_use : 0;
+  }
+  return m;
+}
+
+void WriteJson(const Metrics& m, std::ostream& out) {
+  out << "{\n";
+  out << "  \"jobs\": " << m.jobs << ",\n";
+  out << "  \"started\": " << m.started << ",\n";
+  out << "  \"refused\": " << m.refused << ",\n";
+  out << "  \"never_started\": " << m.never_started << ",\n";
+  out << "  \"killed_at_limit\": " << m.killed_at_limit << ",\n";
+  out << "  \"unit\": " << Quoted(m.gpu_cluster ? "gpus" : "cpus") << ",\n";
+  out << "  \"makespan_s\": " << Num(m.makespan_s) << ",\n";
+  out << "  \"utilization\": " << Num(m.utilization) << ",\n";
+  out << "  \"wait\": ";
+  WriteWait(m.wait, out);
+  out << ",\n";
+  out << "  \"bounded_slowdown\": " << Num(m.bounded_slowdown) << ",\n";
+  out << "  \"bounded_slowdown_tau_s\": " << Num(kSlowdownTauSeconds) << ",\n";
+  out << "  \"by_size\": [";
+  for (size_t i = 0; i < m.by_size.size(); ++i) {
+    const SizeClass& c = m.by_size[i];
+    out << (i ? ",\n    " : "\n    ") << "{\"size\": " << Quoted(c.name) << ", \"wait\": ";
+    WriteWait(c.wait, out);
+    out << ", \"bounded_slowdown\": " << Num(c.bounded_slowdown) << "}";
+  }
+  out << (m.by_size.empty() ? "],\n" : "\n  ],\n");
+  out << "  \"largest_tenth_wait\": ";
+  WriteWait(m.large_wait, out);
+  out << ",\n";
+  out << "  \"stranded_gpu_share\": " << Num(m.stranded_gpu_share) << ",\n";
+  out << "  \"whole_node_waiting_share\": " << Num(m.whole_node_waiting_share) << ",\n";
+  out << "  \"gangs_with_leaf_room\": " << m.gangs_with_leaf_room << ",\n";
+  out << "  \"in_one_leaf\": " << Num(m.in_one_leaf) << ",\n";
+  out << "  \"gangs_with_domain_room\": " << m.gangs_with_domain_room << ",\n";
+  out << "  \"in_one_domain\": " << Num(m.in_one_domain) << ",\n";
+  out << "  \"preemptions\": " << m.preemptions << ",\n";
+  out << "  \"lost_gpu_hours\": " << Num(m.lost_gpu_hours) << ",\n";
+  out << "  \"lost_cpu_hours\": " << Num(m.lost_cpu_hours) << ",\n";
+  out << "  \"passes\": " << m.passes << ",\n";
+  out << "  \"accounts\": {";
+  bool first = true;
+  for (const auto& [name, a] : m.accounts) {
+    out << (first ? "\n    " : ",\n    ") << Quoted(name) << ": {\"jobs\": " << a.jobs
+        << ", \"cpu_hours\": " << Num(a.cpu_hours) << ", \"gpu_hours\": " << Num(a.gpu_hours)
+        << ", \"share_of_use\": " << Num(a.share_of_use) << "}";
+    first = false;
+  }
+  out << (first ? "}\n" : "\n  }\n");
+  out << "}\n";
+}
+
+}  // namespace muster::sim
