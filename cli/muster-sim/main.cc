@@ -1,40 +1,64 @@
 // muster-sim: replays a workload trace through Muster's controller (engine, pass policy and
-// scheduling core) on a virtual clock, and reports what it did to the queue.
+// scheduling core) on a virtual clock, and reports what it did to the queue: one run, or every
+// named policy over the same jobs (whole, or the RLScheduler paper's sampled sequences).
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "muster/common/config.h"
 #include "muster/sim/cluster.h"
+#include "muster/sim/experiment.h"
 #include "muster/sim/metrics.h"
+#include "muster/sim/openb.h"
 #include "muster/sim/replay.h"
 #include "muster/sim/trace_file.h"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: muster-sim --trace FILE [--format swf|philly|openb|csv]
-                  (--config muster.toml | --nodes N [--cpus-per-node C] [--gpus-per-node G]
+using muster::sim::Interval;
+using muster::sim::Metrics;
+using muster::sim::PolicySpec;
+using muster::sim::SimJob;
+
+constexpr const char* kUsage =
+    R"(usage: muster-sim --trace FILE [--format swf|philly|openb|csv|sacct]
+                  (--config muster.toml | --openb-nodes FILE
+                   | --nodes N [--cpus-per-node C] [--gpus-per-node G]
                    [--gpu-type T] [--leaf-size L] [--nvlink-domain D] [--memory-mb M])
-                  [--jobs N] [--start K] [--backfill-depth N]
-                  [--json OUT|-] [--progress] [--print-config]
+                  [--policy P[,P...]] [--backfill-depth N]
+                  [--jobs N] [--start K]
+                  [--sequences K [--length 1024] [--seed S] [--sample-first N]]
+                  [--json OUT|-] [--progress] [--threads T] [--print-config]
 
 Replays the trace through the controller musterctld runs (its engine, pass policy and
 scheduling core) on a virtual clock, with stand-in agents that run each job for its recorded
 run time and kill it at its requested time. Without --config or --nodes, the cluster is the
 trace's own machine (SWF's MaxProcs), one CPU per node.
 
-  --trace FILE        the workload (SWF, plain or .gz)
+  --trace FILE        the workload, plain or .gz: SWF, Philly, openb pods, CSV, sacct -P
   --format F          the trace's format; default: from the file name
   --config FILE       the cluster and policy as a muster.toml says them
+  --openb-nodes FILE  the cluster of an Alibaba openb node list (openb_node_list_*.csv)
   --nodes N ...       or the cluster's shape: N alike nodes, in leaves of L nodes
+  --policy P,...      ORDER[+BACKFILL]: ORDER muster (the config's), fcfs, sjf, wfp3, unicep,
+                      f1; BACKFILL strict (the RLScheduler paper's), easy, conservative, none;
+                      several: each runs on the same jobs and a table compares them
+  --backfill-depth N  blocked jobs that get a reservation per pass, for every policy
   --jobs N            replay N jobs (default: all) ...
-  --start K           ... from the K-th (0-based) in submit order
-  --backfill-depth N  blocked jobs that get a reservation per pass (1: EASY)
+  --start K           ... from the K-th (0-based) in submit order; times stay the trace's
+  --sequences K       the paper's protocol: K sequences of --length consecutive jobs, each from
+                      an index drawn uniformly from [length, n - length - 1) (--seed), n the
+                      trace's jobs or the first --sample-first of them; each from an empty cluster
   --json OUT          the metrics as JSON, to OUT or - (stdout)
   --progress          a progress line on stderr
+  --threads T         replays at once (default: 2)
   --print-config      print the cluster's config (TOML) and exit
 )";
 
@@ -47,8 +71,9 @@ uint64_t Number(const std::string& flag, const char* v) {
   char* end = nullptr;
   errno = 0;
   const unsigned long long n = std::strtoull(v, &end, 10);
-  if (!*v || *end || errno || v[0] == '-')
+  if (!*v || *end || errno || v[0] == '-') {
     Fail(flag + " needs a non-negative integer, not '" + v + "'");
+  }
   return n;
 }
 
@@ -58,13 +83,38 @@ uint32_t Small(const std::string& flag, const char* v) {
   return static_cast<uint32_t>(n);
 }
 
-void PrintSummary(const muster::sim::Metrics& m, const muster::sim::ReplayResult& r) {
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// One replay to run: which policy, which jobs.
+struct Run {
+  size_t policy = 0;
+  size_t sequence = 0;
+  size_t begin = 0, end = 0;  // jobs [begin, end) of the trace
+};
+
+// What a run gave, kept for the table and the JSON.
+struct RunResult {
+  Metrics metrics;
+  std::vector<double> largest_waits;
+  double wall_seconds = 0;
+  std::string error;
+};
+
+void PrintSummary(const Metrics& m, double wall) {
   std::fprintf(stderr,
                "muster-sim: %llu jobs (%llu started, %llu refused, %llu never started) in %.2f s "
                "wall, %llu passes\n",
                static_cast<unsigned long long>(m.jobs), static_cast<unsigned long long>(m.started),
                static_cast<unsigned long long>(m.refused),
-               static_cast<unsigned long long>(m.never_started), r.wall_seconds,
+               static_cast<unsigned long long>(m.never_started), wall,
                static_cast<unsigned long long>(m.passes));
   std::fprintf(stderr,
                "  utilization %.4f  wait mean %.0f s median %.0f p95 %.0f p99 %.0f  bounded "
@@ -73,13 +123,20 @@ void PrintSummary(const muster::sim::Metrics& m, const muster::sim::ReplayResult
                m.bounded_slowdown, m.makespan_s);
 }
 
+std::string Fixed(double v, int digits = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string trace_path, format, config_path, json_path;
+  std::string trace_path, format, config_path, openb_nodes, json_path, policies_arg;
   muster::sim::ClusterShape shape;
   bool have_shape = false, progress = false, print_config = false;
-  uint64_t jobs_limit = 0, start = 0;
+  uint64_t jobs_limit = 0, start = 0, sequences = 0, length = 1024, seed = 0, sample_first = 0;
+  uint32_t threads = 2;
   int64_t backfill_depth = -1;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -97,6 +154,8 @@ int main(int argc, char** argv) {
       format = value();
     } else if (a == "--config") {
       config_path = value();
+    } else if (a == "--openb-nodes") {
+      openb_nodes = value();
     } else if (a == "--nodes") {
       shape.nodes = Small(a, value());
       have_shape = true;
@@ -112,39 +171,69 @@ int main(int argc, char** argv) {
       shape.nvlink_domain = Small(a, value());
     } else if (a == "--memory-mb") {
       shape.memory_mb = Number(a, value());
+    } else if (a == "--policy") {
+      policies_arg = value();
     } else if (a == "--jobs") {
       jobs_limit = Number(a, value());
     } else if (a == "--start") {
       start = Number(a, value());
+    } else if (a == "--sequences") {
+      sequences = Small(a, value());
+    } else if (a == "--length") {
+      length = Small(a, value());
+    } else if (a == "--seed") {
+      seed = Number(a, value());
+    } else if (a == "--sample-first") {
+      sample_first = Number(a, value());
     } else if (a == "--backfill-depth") {
       backfill_depth = Small(a, value());
     } else if (a == "--json") {
       json_path = value();
     } else if (a == "--progress") {
       progress = true;
+    } else if (a == "--threads") {
+      threads = std::max<uint32_t>(1, Small(a, value()));
     } else if (a == "--print-config") {
       print_config = true;
     } else {
       Fail("unknown option '" + a + "' (see --help)");
     }
   }
-  if (!config_path.empty() && have_shape) Fail("give --config or --nodes, not both");
+  if ((!config_path.empty()) + (!openb_nodes.empty()) + have_shape > 1) {
+    Fail("give one of --config, --openb-nodes and --nodes");
+  }
   if (trace_path.empty() && !(print_config && have_shape)) Fail("--trace FILE is required");
+  if (sequences > 0 && (start > 0 || jobs_limit > 0)) {
+    Fail("--sequences draws its own jobs: not with --start or --jobs");
+  }
+  std::vector<PolicySpec> policies;
+  for (const std::string& p : SplitCommas(policies_arg.empty() ? "muster" : policies_arg)) {
+    auto spec = muster::sim::ParsePolicy(p);
+    if (!spec.ok()) Fail(spec.status().message());
+    if (backfill_depth >= 0) spec->depth = backfill_depth;
+    policies.push_back(*spec);
+  }
 
   muster::sim::Trace trace;
   if (!trace_path.empty()) {
-    auto t = muster::sim::ReadTraceFile(trace_path, format);
+    muster::sim::TraceOptions topts;
+    if (shape.gpus_per_node > 0) topts.gpus_per_node = shape.gpus_per_node;
+    auto t = muster::sim::ReadTraceFile(trace_path, format, topts);
     if (!t.ok()) Fail(t.status().message());
     trace = std::move(*t);
     for (const std::string& note : trace.notes) {
       std::fprintf(stderr, "muster-sim: %s: %s\n", trace_path.c_str(), note.c_str());
     }
+    if (trace.jobs.empty()) Fail(trace_path + " has no job to replay");
   }
-  if (!have_shape && config_path.empty()) {
-    if (trace.max_procs <= 0) {
-      Fail("the trace does not say its machine's size (MaxProcs): give --nodes or --config");
+  if (!have_shape && config_path.empty() && openb_nodes.empty()) {
+    const int64_t size = trace.max_procs > 0 ? trace.max_procs : trace.max_nodes;
+    if (size <= 0) {
+      Fail(
+          "the trace does not say its machine's size (MaxProcs, MaxNodes): give --nodes or "
+          "--config");
     }
-    shape.nodes = static_cast<uint32_t>(trace.max_procs);
+    shape.nodes = static_cast<uint32_t>(size);
     have_shape = true;
   }
   muster::Config config;
@@ -156,54 +245,152 @@ int main(int argc, char** argv) {
     auto c = muster::sim::ShapeToConfig(shape);
     if (!c.ok()) Fail(c.status().message());
     config = std::move(*c);
+  } else if (!openb_nodes.empty()) {
+    auto c = muster::sim::ReadOpenbNodesFile(openb_nodes);
+    if (!c.ok()) Fail(c.status().ToString());
+    config = std::move(*c);
   } else {
     auto c = muster::LoadConfig(config_path);
     if (!c.ok()) Fail(c.status().ToString());
     config = std::move(*c);
   }
-  if (backfill_depth >= 0) config.scheduling.backfill_depth = static_cast<uint32_t>(backfill_depth);
 
-  std::vector<muster::sim::SimJob>& jobs = trace.jobs;
-  if (start > 0 || jobs_limit > 0) {
+  const std::vector<SimJob>& jobs = trace.jobs;
+  std::vector<Run> runs;
+  std::vector<size_t> starts;
+  if (sequences > 0) {
+    auto s = muster::sim::SampleStarts(jobs.size(), length, sequences, seed, sample_first);
+    if (!s.ok()) Fail(s.status().message());
+    starts = *s;
+    for (size_t p = 0; p < policies.size(); ++p) {
+      for (size_t k = 0; k < starts.size(); ++k)
+        runs.push_back({p, k, starts[k], starts[k] + length});
+    }
+  } else {
     if (start >= jobs.size()) Fail("--start is past the trace's last job");
     const size_t end =
         jobs_limit > 0 ? std::min<uint64_t>(jobs.size(), start + jobs_limit) : jobs.size();
-    jobs = std::vector<muster::sim::SimJob>(jobs.begin() + static_cast<ptrdiff_t>(start),
-                                            jobs.begin() + static_cast<ptrdiff_t>(end));
-    // The sequence starts with an empty cluster at its first arrival.
-    const int64_t t0 = jobs.front().submit_s;
-    for (auto& j : jobs) j.submit_s -= t0;
+    for (size_t p = 0; p < policies.size(); ++p) runs.push_back({p, 0, start, end});
   }
 
-  muster::sim::ReplayOptions options;
-  if (progress) {
-    options.progress = [](size_t done, size_t total, int64_t virtual_ms) {
-      std::fprintf(stderr, "\rmuster-sim: %zu/%zu jobs finished, %.1f days in", done, total,
-                   static_cast<double>(virtual_ms) / 86'400'000.0);
-      if (done == total) std::fputc('\n', stderr);
-    };
-  }
-  auto r = muster::sim::Replay(config, jobs, options);
-  if (progress) std::fputc('\n', stderr);
-  if (!r.ok()) Fail(r.status().ToString());
-  size_t said = 0;
-  for (const auto& o : r->jobs) {
-    const std::string& why = !o.refused.empty() ? o.refused : o.waiting;
-    if (why.empty()) continue;
-    if (said++ < 10) {
-      std::fprintf(stderr, "muster-sim: job %lld %s: %s\n", static_cast<long long>(o.trace_id),
-                   o.refused.empty() ? "never started" : "refused", why.c_str());
+  muster::sim::QuietControllerLogs();
+  std::vector<RunResult> results(runs.size());
+  std::atomic<size_t> next{0}, done{0};
+  const bool one = runs.size() == 1;
+  auto worker = [&] {
+    for (size_t i = next++; i < runs.size(); i = next++) {
+      const Run& run = runs[i];
+      const std::vector<SimJob> slice(jobs.begin() + static_cast<ptrdiff_t>(run.begin),
+                                      jobs.begin() + static_cast<ptrdiff_t>(run.end));
+      muster::sim::ReplayOptions options;
+      if (progress && one) {
+        options.progress = [](size_t finished, size_t total, int64_t virtual_ms) {
+          std::fprintf(stderr, "\rmuster-sim: %zu/%zu jobs finished, day %.1f of the trace",
+                       finished, total, static_cast<double>(virtual_ms) / 86'400'000.0);
+        };
+      }
+      auto r = muster::sim::Replay(muster::sim::WithPolicy(config, policies[run.policy]), slice,
+                                   options);
+      RunResult& out = results[i];
+      if (!r.ok()) {
+        out.error = r.status().ToString();
+      } else {
+        out.metrics = muster::sim::ComputeMetrics(*r);
+        out.largest_waits = muster::sim::LargestTenthWaits(*r);
+        out.wall_seconds = r->wall_seconds;
+        if (one) {
+          size_t said = 0;
+          for (const auto& o : r->jobs) {
+            const std::string& why = !o.refused.empty() ? o.refused : o.waiting;
+            if (why.empty()) continue;
+            if (said++ < 10) {
+              std::fprintf(stderr, "muster-sim: job %lld %s: %s\n",
+                           static_cast<long long>(o.trace_id),
+                           o.refused.empty() ? "never started" : "refused", why.c_str());
+            }
+          }
+          if (said > 10)
+            std::fprintf(stderr, "muster-sim: ... and %zu more such jobs\n", said - 10);
+        }
+      }
+      const size_t d = ++done;
+      if (progress && !one) std::fprintf(stderr, "\rmuster-sim: %zu/%zu replays", d, runs.size());
     }
+  };
+  std::vector<std::thread> pool;
+  for (uint32_t t = 1; t < std::min<size_t>(threads, runs.size()); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (progress) std::fputc('\n', stderr);
+  for (const RunResult& r : results) {
+    if (!r.error.empty()) Fail(r.error);
   }
-  if (said > 10) std::fprintf(stderr, "muster-sim: ... and %zu more such jobs\n", said - 10);
-  const muster::sim::Metrics m = muster::sim::ComputeMetrics(*r);
-  PrintSummary(m, *r);
+
+  if (one) {
+    PrintSummary(results[0].metrics, results[0].wall_seconds);
+    if (json_path == "-") {
+      muster::sim::WriteJson(results[0].metrics, std::cout);
+    } else if (!json_path.empty()) {
+      std::ofstream out(json_path);
+      muster::sim::WriteJson(results[0].metrics, out);
+      if (!out) Fail("cannot write " + json_path);
+    }
+    return 0;
+  }
+
+  // Several runs: per policy, the mean over its runs with a 95% interval, and the largest
+  // tenth's waits pooled over them.
+  std::ostringstream json;
+  json << "{\n  \"runs_per_policy\": " << runs.size() / policies.size() << ",\n";
+  if (sequences > 0) {
+    json << "  \"sequences\": {\"count\": " << sequences << ", \"length\": " << length
+         << ", \"seed\": " << seed << ", \"sample_first\": " << sample_first << ", \"starts\": [";
+    for (size_t k = 0; k < starts.size(); ++k) json << (k ? ", " : "") << starts[k];
+    json << "]},\n";
+  }
+  json << "  \"policies\": [";
+  std::printf("%-20s %22s %16s %12s %12s %12s\n", "policy", "bounded slowdown", "utilization",
+              "wait mean s", "large p99 s", "large max s");
+  for (size_t p = 0; p < policies.size(); ++p) {
+    std::vector<double> bsld, util, wait;
+    std::vector<double> large;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].policy != p) continue;
+      bsld.push_back(results[i].metrics.bounded_slowdown);
+      util.push_back(results[i].metrics.utilization);
+      wait.push_back(results[i].metrics.wait.mean_s);
+      large.insert(large.end(), results[i].largest_waits.begin(), results[i].largest_waits.end());
+    }
+    std::sort(large.begin(), large.end());
+    const Interval b = muster::sim::MeanInterval(bsld), u = muster::sim::MeanInterval(util),
+                   w = muster::sim::MeanInterval(wait);
+    const double p99 = muster::sim::Percentile(large, 99), max = large.empty() ? 0 : large.back();
+    std::printf("%-20s %12s ± %-7s %8s ± %-5s %12s %12s %12s\n", policies[p].name.c_str(),
+                Fixed(b.mean).c_str(), Fixed(b.half_width).c_str(), Fixed(u.mean, 3).c_str(),
+                Fixed(u.half_width, 3).c_str(), Fixed(w.mean, 0).c_str(), Fixed(p99, 0).c_str(),
+                Fixed(max, 0).c_str());
+    json << (p ? ",\n    " : "\n    ") << "{\"policy\": \"" << policies[p].name
+         << "\", \"bounded_slowdown\": {\"mean\": " << Fixed(b.mean, 6)
+         << ", \"ci95\": " << Fixed(b.half_width, 6)
+         << "}, \"utilization\": {\"mean\": " << Fixed(u.mean, 6)
+         << ", \"ci95\": " << Fixed(u.half_width, 6)
+         << "}, \"wait_mean_s\": {\"mean\": " << Fixed(w.mean, 6)
+         << ", \"ci95\": " << Fixed(w.half_width, 6)
+         << "}, \"largest_tenth_wait\": {\"p99_s\": " << Fixed(p99, 3)
+         << ", \"max_s\": " << Fixed(max, 3) << "}, \"bounded_slowdown_runs\": [";
+    for (size_t k = 0; k < bsld.size(); ++k) json << (k ? ", " : "") << Fixed(bsld[k], 6);
+    json << "]}";
+  }
+  json << "\n  ]\n}\n";
   if (json_path == "-") {
-    muster::sim::WriteJson(m, std::cout);
+    std::cout << json.str();
   } else if (!json_path.empty()) {
     std::ofstream out(json_path);
-    muster::sim::WriteJson(m, out);
+    out << json.str();
     if (!out) Fail("cannot write " + json_path);
   }
+  double wall = 0;
+  for (const RunResult& r : results) wall += r.wall_seconds;
+  std::fprintf(stderr, "muster-sim: %zu replays, %.1f s of replay time\n", runs.size(), wall);
   return 0;
 }

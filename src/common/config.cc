@@ -278,6 +278,22 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
             }
           }
         }
+        MUSTER_RETURN_IF_ERROR(t.String("backfill", &s.backfill));
+        if (s.backfill != "standard" && s.backfill != "strict") {
+          return t.Error(t.Get("backfill"), "backfill", "expected standard or strict");
+        }
+        MUSTER_RETURN_IF_ERROR(t.String("backfill_order", &s.backfill_order));
+        if (s.backfill_order != "priority" && s.backfill_order != "shortest" &&
+            s.backfill_order != "area") {
+          return t.Error(t.Get("backfill_order"), "backfill_order",
+                         "expected priority, shortest or area");
+        }
+        MUSTER_RETURN_IF_ERROR(t.String("order", &s.order));
+        if (s.order != "multifactor" && s.order != "fcfs" && s.order != "sjf" &&
+            s.order != "wfp3" && s.order != "unicep" && s.order != "f1" && s.order != "hrrn") {
+          return t.Error(t.Get("order"), "order",
+                         "expected multifactor, fcfs, sjf, wfp3, unicep, f1 or hrrn");
+        }
         MUSTER_RETURN_IF_ERROR(t.String("fairshare_algorithm", &s.fairshare_algorithm));
         if (s.fairshare_algorithm != "fair_tree" && s.fairshare_algorithm != "drf") {
           return t.Error(t.Get("fairshare_algorithm"), "fairshare_algorithm",

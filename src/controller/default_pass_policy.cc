@@ -24,9 +24,10 @@ core::JobReason DefaultPassPolicy::Admit(const JobEntry& job, const JobUse& use,
   return limits_.PerJobLimit(job.rec().spec(), job.rec().time_limit_ms(), use, detail);
 }
 
-void DefaultPassPolicy::Order(const v1::JobSpec& spec, core::PriorityInputs* priority) const {
-  priority->fairshare = fair_share_.FactorOf(spec);
-  priority->qos = qos_.PriorityFactor(spec.qos());
+void DefaultPassPolicy::Order(const JobEntry& job, TimeMs, core::PendingJob* pj) const {
+  const v1::JobSpec& spec = job.rec().spec();
+  pj->priority.fairshare = fair_share_.FactorOf(spec);
+  pj->priority.qos = qos_.PriorityFactor(spec.qos());
 }
 
 void DefaultPassPolicy::Charge(const JobEntry& job, const JobUse& use, core::PendingJob* pj) {

@@ -34,7 +34,7 @@ class DefaultPassPolicy final : public PassPolicy {
   void BeforePass(TimeMs now) override;
   void BeginPass(core::ClusterView* view) override;
   core::JobReason Admit(const JobEntry& job, const JobUse& use, std::string* detail) override;
-  void Order(const v1::JobSpec& spec, core::PriorityInputs* priority) const override;
+  void Order(const JobEntry& job, TimeMs now, core::PendingJob* pj) const override;
   void Charge(const JobEntry& job, const JobUse& use, core::PendingJob* pj) override;
   void Start(const core::JobStart& start, const v1::JobRecord& before, TimeMs now,
              JobChange* change) const override;

@@ -31,6 +31,7 @@
 #include "node_views.h"
 #include "preemptor.h"
 #include "qos_manager.h"
+#include "queue_orders.h"
 #include "reservation_manager.h"
 #include "resource_ledger.h"
 #include "scheduler_loop.h"
@@ -45,6 +46,17 @@ namespace {
 bool SamePlacement(const core::NodePlacement& a, const core::NodePlacement& b) {
   return a.node == b.node && a.cpus == b.cpus && a.gpus == b.gpus && a.mem_mb == b.mem_mb &&
          a.gres == b.gres;
+}
+
+// scheduling.order and backfill_order: Muster's multifactor order (the default policy itself), or
+// another order, or another backfill order, around it (the config's parser has checked the names).
+std::unique_ptr<PassPolicy> MakePassPolicy(const SchedulingConfig& s,
+                                           std::unique_ptr<PassPolicy> base, const TimeMs& origin) {
+  const auto kind = OrderedPassPolicy::Parse(s.order);
+  const auto backfill = OrderedPassPolicy::ParseBackfillOrder(s.backfill_order)
+                            .value_or(OrderedPassPolicy::BackfillOrder::kPriority);
+  if (!kind && backfill == OrderedPassPolicy::BackfillOrder::kPriority) return base;
+  return std::make_unique<OrderedPassPolicy>(kind, backfill, std::move(base), origin);
 }
 
 }  // namespace
@@ -70,8 +82,11 @@ Engine::Engine(EngineOptions options, store::StateStore* store)
       views_(std::make_unique<ClusterViews>(*ctx_, *jobs_, *nodes_, *ledger_, *reservations_)),
       preemptor_(std::make_unique<Preemptor>(*ctx_, *jobs_, *qos_, *ledger_, *views_, *quotas_)),
       licenses_(std::make_unique<LicenseBook>(*ctx_, *jobs_)),
-      policy_(std::make_unique<DefaultPassPolicy>(*fair_share_, *qos_, *limits_, *licenses_,
-                                                  *quotas_, *reservations_, *preemptor_)),
+      policy_(MakePassPolicy(
+          ctx_->config().scheduling,
+          std::make_unique<DefaultPassPolicy>(*fair_share_, *qos_, *limits_, *licenses_, *quotas_,
+                                              *reservations_, *preemptor_),
+          start_time_ms_)),
       scheduler_(
           std::make_unique<SchedulerLoop>(*ctx_, *jobs_, *nodes_, *ledger_, *views_, *policy_)),
       explainer_(std::make_unique<JobExplainer>(*jobs_, *scheduler_, *views_, *limits_, *quotas_)),

@@ -32,8 +32,10 @@ class PassPolicy {
   // 3. Admission: why a pending job is not considered in this pass at all (kNone: it is), with
   //    a detail for its reason.
   virtual core::JobReason Admit(const JobEntry& job, const JobUse& use, std::string* detail) = 0;
-  // 4. Ordering: the policy's share of a job's priority (fair share, QoS), each 0..1.
-  virtual void Order(const v1::JobSpec& spec, core::PriorityInputs* priority) const = 0;
+  // 4. Ordering: the policy's share of a job's priority (fair share, QoS, each 0..1), or an
+  //    order of its own (pj->priority.by_policy) from what the pending job says (its request,
+  //    submission, the reservation it held) at `now`.
+  virtual void Order(const JobEntry& job, TimeMs now, core::PendingJob* pj) const = 0;
   // 5. Costs: which GPU types the job may run on, each with the limit counters and quota it
   //    would charge (pj->choices), or its charges when it has no choice (pj->limits).
   virtual void Charge(const JobEntry& job, const JobUse& use, core::PendingJob* pj) = 0;

@@ -26,6 +26,8 @@ SchedulerLoop::SchedulerLoop(EngineContext& ctx, JobManager& jobs, const NodeMan
   priority_scale_ = core::PriorityScale::Of(views.capacity());
   const SchedulingConfig& sc = ctx.config().scheduling;
   config_.backfill_depth = sc.backfill_depth;
+  config_.strict_backfill = sc.backfill == "strict";
+  config_.backfill_by_rank = sc.backfill_order != "priority";
   config_.weights.age = sc.priority_weight_age;
   config_.weights.size = sc.priority_weight_size;
   config_.weights.partition = sc.priority_weight_partition;
@@ -47,12 +49,11 @@ bool SchedulerLoop::InPass(const v1::JobRecord& r) {
          r.unconfirmed_nodes_size() == 0 && r.dependency_terms_size() == 0;
 }
 
-core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
+core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job, TimeMs now) const {
   const v1::JobRecord& r = job.rec();
   core::PendingJob pj;
   pj.id = r.id();
   pj.submit_time_ms = r.submit_time_ms();
-  policy_.Order(r.spec(), &pj.priority);
   pj.request = job.request;
   pj.priority.fixed = r.priority();
   pj.priority.nice = r.spec().nice();
@@ -64,6 +65,7 @@ core::PendingJob SchedulerLoop::ToPendingJob(const JobEntry& job) const {
   }
   pj.had_reservation = job.had_reservation;
   pj.preempting = job.preempting;
+  policy_.Order(job, now, &pj);
   // --gpus-per-node=h100:8|a100:8: its types in order (the policy adds limits and quotas).
   for (const std::string& type : r.spec().gpu_types()) pj.choices.push_back({type, {}, -1});
   return pj;
@@ -143,7 +145,7 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
       jobs_.SetWaitReason(job, core::JobReason::kJobArrayTaskLimit, ThrottleDetail(job.rec()));
       continue;
     }
-    core::PendingJob pj = ToPendingJob(job);
+    core::PendingJob pj = ToPendingJob(job, now);
     policy_.Charge(job, use, &pj);
     job.priority = core::ComputePriority(pj, core::TierOf(pj.request, views_.capacity()),
                                          priority_scale_, now, config_.weights);
@@ -290,7 +292,7 @@ v1::TestOnlyResult SchedulerLoop::TestOnly(uint64_t id, const core::JobRequest& 
   in.config = config_;
   for (const auto& [pending, entry] : jobs_.pending()) {
     const JobEntry& job = *entry;
-    if (InPass(job.rec())) in.queue.push_back(ToPendingJob(job));
+    if (InPass(job.rec())) in.queue.push_back(ToPendingJob(job, now));
   }
   core::PendingJob pj;
   pj.id = id;

@@ -52,7 +52,7 @@ class SchedulerLoop {
   static bool InPass(const v1::JobRecord& rec);
 
  private:
-  core::PendingJob ToPendingJob(const JobEntry& job) const;
+  core::PendingJob ToPendingJob(const JobEntry& job, TimeMs now) const;
   // The starts of the pass that still fit, stored in one batch, then held and launched; the
   // reasons of those left waiting.
   void CommitStarts(const core::SchedulePass& pass, TimeMs now);

@@ -399,6 +399,9 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
     }
   }
   const TimeMs duration = end == kNever ? kNever : end - now_;
+  // Strict backfill: ending after the first reserved start is passing that job, wherever it runs.
+  const bool strictly_held =
+      config_.strict_backfill && first_reserved_job_ != 0 && end > first_reserved_start_;
   Attempt first_static;
   bool open = false, held = false, searched = false;
   JobId blocker = 0;
@@ -410,6 +413,11 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
     }
     open = true;
     if (ps.no_free) continue;
+    if (strictly_held) {
+      held = true;
+      blocker = first_reserved_job_;
+      continue;
+    }
     if (ps.held && duration >= ps.held_duration) {
       held = true;  // a job of this shape, no longer than this one, already collided
       blocker = ps.held_blocker;
@@ -532,6 +540,10 @@ void Planner::Reserve(JobId id, const JobRequest& r, const Forecast& f) {
   const Need need = NeedOf(r);
   const TimeMs end = Profile::EndOf(f.start, r.time_limit_ms);
   for (NodeIndex n : f.nodes) profile_.AddHold(n, need, f.start, end, id);
+  if (f.start < first_reserved_start_) {
+    first_reserved_start_ = f.start;
+    first_reserved_job_ = id;
+  }
   for (size_t i = 0; i < view_.partitions.size(); ++i) {
     if (view_.partitions[i].name == f.partition) reserved_partition_[i] = 1;
   }

@@ -45,6 +45,10 @@ PriorityFactors ComputePriority(const PendingJob& job, uint32_t tier, const Prio
     f.priority = job.priority.fixed;
     return f;
   }
+  if (job.priority.by_policy) {
+    f.priority = job.priority.policy_priority - f.nice;
+    return f;
+  }
   double sum = w.age * f.age + w.size * f.size + w.partition * f.partition + w.qos * f.qos +
                w.fairshare * f.fairshare;
   f.priority = static_cast<int64_t>(std::llround(sum)) - f.nice;

@@ -103,8 +103,18 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
   std::vector<LimitCounter> counters = view.limits;  // with this pass's starts added
   std::vector<QuotaView> quotas = view.quotas;       // likewise
 
-  for (size_t i : PriorityOrder(view, queue, now, config)) {
-    const PendingJob& job = queue[i];
+  std::vector<size_t> order = PriorityOrder(view, queue, now, config);
+  bool reranked = !backfill || !config.backfill_by_rank;
+  for (size_t at = 0; at < order.size(); ++at) {
+    if (!reranked && pass.reservations.size() >= config.backfill_depth) {
+      // The reservations are made: the jobs left go by their backfill rank, which only decides
+      // who fills the gaps around them.
+      std::stable_sort(
+          order.begin() + static_cast<ptrdiff_t>(at), order.end(),
+          [&](size_t a, size_t b) { return queue[a].backfill_rank > queue[b].backfill_rank; });
+      reranked = true;
+    }
+    const PendingJob& job = queue[order[at]];
     // --switches=N@wait: past the wait, any number of leaves will do (as Slurm).
     JobRequest relaxed;
     const JobRequest* rp = &job.request;

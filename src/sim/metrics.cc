@@ -77,6 +77,29 @@ double Percentile(const std::vector<double>& sorted, double p) {
   return sorted[i - 1];
 }
 
+std::vector<double> LargestTenthWaits(const ReplayResult& r) {
+  struct Big {
+    double size;
+    double wait;
+  };
+  std::vector<Big> bigs;
+  const bool gpus = r.total_gpus > 0;
+  for (const JobOutcome& j : r.jobs) {
+    if (!j.refused.empty() || j.start_ms < 0 || j.end_ms < 0) continue;
+    const uint64_t size = std::max<uint64_t>(1, gpus ? j.gpus : j.procs);
+    bigs.push_back(
+        {static_cast<double>(size) * static_cast<double>(std::max<int64_t>(j.req_time_ms, 1)),
+         static_cast<double>(j.start_ms - j.submit_ms) / 1000.0});
+  }
+  // Sorted by size, ties by wait, so that the cut does not depend on the trace's order.
+  std::sort(bigs.begin(), bigs.end(), [](const Big& a, const Big& b) {
+    return a.size != b.size ? a.size > b.size : a.wait > b.wait;
+  });
+  std::vector<double> waits;
+  for (size_t i = 0; i < (bigs.size() + 9) / 10; ++i) waits.push_back(bigs[i].wait);
+  return waits;
+}
+
 Metrics ComputeMetrics(const ReplayResult& r) {
   Metrics m;
   m.jobs = r.jobs.size();
@@ -87,11 +110,6 @@ Metrics ComputeMetrics(const ReplayResult& r) {
   std::vector<double> waits;
   std::vector<double> slowdowns;
   std::vector<std::vector<double>> class_waits, class_slowdowns;
-  struct Big {
-    double size;
-    double wait;
-  };
-  std::vector<Big> bigs;
   uint64_t leaf_ok = 0, domain_ok = 0;
   for (const JobOutcome& j : r.jobs) {
     if (first_submit < 0 || j.submit_ms < first_submit) first_submit = j.submit_ms;
@@ -120,9 +138,6 @@ Metrics ComputeMetrics(const ReplayResult& r) {
     }
     class_waits[c].push_back(wait_s);
     class_slowdowns[c].push_back(sd);
-    bigs.push_back({static_cast<double>(std::max<uint64_t>(size, 1)) *
-                        static_cast<double>(std::max<int64_t>(j.req_time_ms, 1)),
-                    wait_s});
     if (j.nodes > 1 && j.one_leaf_had_room) {
       ++m.gangs_with_leaf_room;
       leaf_ok += j.leaves == 1;
@@ -161,13 +176,7 @@ Metrics ComputeMetrics(const ReplayResult& r) {
         static_cast<double>(class_slowdowns[c].size());
     m.by_size.push_back(std::move(sc));
   }
-  // The largest tenth: sorted by size, ties by wait so the cut does not depend on trace order.
-  std::sort(bigs.begin(), bigs.end(), [](const Big& a, const Big& b) {
-    return a.size != b.size ? a.size > b.size : a.wait > b.wait;
-  });
-  std::vector<double> big_waits;
-  for (size_t i = 0; i < (bigs.size() + 9) / 10; ++i) big_waits.push_back(bigs[i].wait);
-  m.large_wait = Stats(big_waits);
+  m.large_wait = Stats(LargestTenthWaits(r));
   m.in_one_leaf = m.gangs_with_leaf_room
                       ? static_cast<double>(leaf_ok) / static_cast<double>(m.gangs_with_leaf_room)
                       : 0;

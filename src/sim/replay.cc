@@ -190,6 +190,8 @@ void Replayer::Submit(size_t index) {
     const uint32_t nodes = j.nodes ? j.nodes : 1;
     spec->set_gpus_per_node((j.gpus + nodes - 1) / nodes);
   }
+  for (const std::string& t : j.gpu_types) spec->add_gpu_types(t);
+  if (j.mem_mb > 0) spec->set_mem_per_node_mb(j.mem_mb);
   if (j.req_time_s > 0) spec->set_time_limit_ms(j.req_time_s * 1000);
   if (!j.account.empty()) spec->set_account(j.account);
   auto r = runner_->engine().SubmitJob(caller, req, clock_.NowMs());
@@ -434,14 +436,12 @@ Result<ReplayResult> Replayer::Run() {
 
 }  // namespace
 
+void QuietControllerLogs() { spdlog::set_level(spdlog::level::warn); }
+
 Result<ReplayResult> Replay(const Config& config, const std::vector<SimJob>& jobs,
                             const ReplayOptions& options) {
-  auto level = spdlog::get_level();
-  spdlog::set_level(spdlog::level::warn);  // a line per job would cost more than the replay
   Replayer r(config, jobs, options);
-  auto result = r.Run();
-  spdlog::set_level(level);
-  return result;
+  return r.Run();
 }
 
 }  // namespace muster::sim

@@ -4,6 +4,9 @@
 
 #include <sstream>
 
+#include "muster/sim/csv.h"
+#include "muster/sim/openb.h"
+#include "muster/sim/philly.h"
 #include "muster/sim/swf.h"
 
 namespace muster::sim {
@@ -12,6 +15,21 @@ namespace {
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The format a file's name says, or "".
+std::string FormatFromName(const std::string& path) {
+  const std::string full = EndsWith(path, ".gz") ? path.substr(0, path.size() - 3) : path;
+  const size_t slash = full.rfind('/');
+  const std::string base = slash == std::string::npos ? full : full.substr(slash + 1);
+  if (EndsWith(base, ".swf")) return "swf";
+  if (EndsWith(base, ".csv") && StartsWith(base, "philly")) return "philly";
+  if (EndsWith(base, ".csv") && StartsWith(base, "openb_pod_list")) return "openb";
+  return "";
 }
 
 }  // namespace
@@ -37,29 +55,38 @@ Result<std::string> ReadMaybeCompressed(const std::string& path) {
   return text;
 }
 
-Result<Trace> ReadTraceFile(const std::string& path, std::string format) {
+Result<Trace> ReadTraceFile(const std::string& path, std::string format,
+                            const TraceOptions& options) {
   if (format.empty()) {
-    std::string base = EndsWith(path, ".gz") ? path.substr(0, path.size() - 3) : path;
-    if (EndsWith(base, ".swf")) {
-      format = "swf";
-    } else {
+    format = FormatFromName(path);
+    if (format.empty()) {
       return InvalidArgument("cannot tell the format of " + path +
-                             " from its name: give --format swf|philly|openb|csv");
+                             " from its name: give --format swf|philly|openb|csv|sacct");
     }
+  }
+  if (format != "swf" && format != "philly" && format != "openb" && format != "csv" &&
+      format != "sacct") {
+    return InvalidArgument("unknown trace format '" + format +
+                           "' (swf, philly, openb, csv, sacct)");
   }
   MUSTER_ASSIGN_OR_RETURN(std::string text, ReadMaybeCompressed(path));
-  std::istringstream in(std::move(text));
-  if (format == "swf") {
-    SwfTrace swf = ReadSwf(in);
-    if (swf.jobs.empty() && swf.skipped_count > 0) {
-      return InvalidArgument(
-          path + " is not in the Standard Workload Format: " + std::to_string(swf.skipped_count) +
-          " lines and no job (line " + std::to_string(swf.skipped.front().line) + ": " +
-          swf.skipped.front().why + ")");
-    }
-    return SwfToTrace(swf);
+  if (format != "swf") {
+    Result<Trace> t = format == "philly"  ? ReadPhilly(text, {options.gpus_per_node})
+                      : format == "openb" ? ReadOpenbPods(text)
+                      : format == "csv"   ? ReadCsvTrace(text)
+                                          : ReadSacct(text);
+    if (!t.ok()) return t.status().Prepend(path);
+    return t;
   }
-  return InvalidArgument("unknown trace format '" + format + "' (swf, philly, openb, csv)");
+  std::istringstream in(std::move(text));
+  SwfTrace swf = ReadSwf(in);
+  if (swf.jobs.empty() && swf.skipped_count > 0) {
+    return InvalidArgument(
+        path + " is not in the Standard Workload Format: " + std::to_string(swf.skipped_count) +
+        " lines and no job (line " + std::to_string(swf.skipped.front().line) + ": " +
+        swf.skipped.front().why + ")");
+  }
+  return SwfToTrace(swf);
 }
 
 }  // namespace muster::sim

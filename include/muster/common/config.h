@@ -113,6 +113,18 @@ struct SchedulingConfig {
   uint64_t fairshare_half_life_ms = 7ULL * 86'400'000;
   // Backfill: how many blocked jobs get a reservation per pass (1 = EASY; 0 = no backfill).
   uint32_t backfill_depth = 100;
+  // "standard": a lower job starts where it touches no reservation during its time limit;
+  // "strict": only if it also ends before the earliest reserved start (the RLScheduler paper's
+  // variant, one of muster-sim's baselines).
+  std::string backfill = "standard";
+  // Who goes first: "multifactor" (the weights below, fair share and QoS: Muster's) or one of the
+  // published orderings muster-sim compares it with: "fcfs" (submission), "sjf" (shortest time
+  // limit), "wfp3", "unicep", "f1" (docs/scheduling-quality.md gives their formulas).
+  std::string order = "multifactor";
+  // The order backfill tries the jobs left once backfill_depth reservations are made:
+  // "priority" (the queue's own), "shortest" (shortest time limit first) or "area" (smallest
+  // time limit x processors first).
+  std::string backfill_order = "priority";
   // --switches=N without @time waits this long for N leaf switches (Slurm's max_switch_wait);
   // it also caps a user's @time.
   uint32_t max_switch_wait_ms = 300'000;

@@ -246,6 +246,10 @@ struct PriorityInputs {
   double fairshare = 0;  // 0..1: the account's fair-share factor
   int64_t nice = 0;      // subtracted, as Slurm's --nice
   int64_t fixed = 0;     // an admin-set priority; non-zero replaces the computed one
+  // A queue order of the pass policy's own (scheduling.order: the published heuristics
+  // muster-sim compares with): replaces the weighted sum; `fixed` still wins.
+  bool by_policy = false;
+  int64_t policy_priority = 0;
 };
 
 struct PendingJob {
@@ -262,6 +266,9 @@ struct PendingJob {
   // It preempted running jobs to make room: it is planned before every other job, so that what
   // they free is its own and no other job (one that borrows, say) takes it first.
   bool preempting = false;
+  // Where backfill tries it among the jobs left once the pass's reservations are made (higher
+  // first), when SchedulerConfig::backfill_by_rank; the pass policy sets it.
+  int64_t backfill_rank = 0;
   // Limits it counts against: it starts only while each has room for it.
   std::vector<LimitCharge> limits;
 
@@ -355,6 +362,14 @@ struct SchedulerConfig {
   PriorityWeights weights;
   // Bound on the start-time search for one job (each round moves to the next release).
   uint32_t max_forecast_rounds = 32;
+  // Strict backfill (scheduling.backfill = "strict", the RLScheduler paper's): a job may pass
+  // one holding a reservation only if its time limit ends before the earliest reserved start,
+  // not merely beside the reserved nodes.
+  bool strict_backfill = false;
+  // Once backfill_depth reservations are made, the jobs left are tried by their backfill_rank
+  // rather than their priority (EASY with shortest-first backfill: reservations go in priority
+  // order, which keeps the waiting from starving; the gaps go to the jobs that fit them best).
+  bool backfill_by_rank = false;
 };
 
 }  // namespace muster::core

@@ -61,6 +61,10 @@ struct Metrics {
 
 Metrics ComputeMetrics(const ReplayResult& r);
 
+// The waits (seconds) of the started jobs in the largest tenth by processors (GPUs) x requested
+// time, ties broken by the longer wait: what "nobody starves" is judged on.
+std::vector<double> LargestTenthWaits(const ReplayResult& r);
+
 // Percentile of sorted values (nearest rank); 0 for none.
 double Percentile(const std::vector<double>& sorted, double p);
 

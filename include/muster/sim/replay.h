@@ -67,8 +67,13 @@ struct ReplayResult {
   double wall_seconds = 0;  // how long the replay took (not part of the deterministic output)
 };
 
-// Replays `jobs` (in submit order) on the cluster `config` describes. INVALID_ARGUMENT for a
-// config the controller refuses; a job the engine refuses is reported in its outcome, not fatal.
+// Replays `jobs` (in submit order) on the cluster `config` describes. The controller logs as the
+// process's logger is set (see QuietControllerLogs). Replays on separate threads share nothing.
+// INVALID_ARGUMENT for a config the controller refuses; a job the engine refuses is reported in its
+// outcome, not fatal. The controller's log to warnings and worse: a line per job would cost more
+// than the replay.
+void QuietControllerLogs();
+
 Result<ReplayResult> Replay(const Config& config, const std::vector<SimJob>& jobs,
                             const ReplayOptions& options = {});
 

@@ -17,8 +17,11 @@ struct SimJob {
   uint32_t procs = 1;      // CPUs (processors: one allocation unit each in CPU traces)
   uint32_t gpus = 0;       // GPUs in all; spread over `nodes` nodes evenly
   uint32_t nodes = 0;      // 0: as many as the procs or GPUs need
-  std::string user;        // becomes the submitting user
-  std::string account;     // becomes the account charged ("" : none)
+  uint64_t mem_mb = 0;     // memory per node; 0: not reserved
+  // The GPU models it accepts, in order (--gpus-per-node=a:1|b:1); empty: any.
+  std::vector<std::string> gpu_types;
+  std::string user;     // becomes the submitting user
+  std::string account;  // becomes the account charged ("" : none)
   // The wait it had on the traced machine (-1: unknown), for comparison only.
   int64_t traced_wait_s = -1;
 };

@@ -1,6 +1,7 @@
 // Opens a trace file (plain or gzip-compressed) and reads it with the reader its format names.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "muster/common/status.h"
@@ -8,10 +9,26 @@
 
 namespace muster::sim {
 
-// `format`: "swf", "philly", "openb", "csv"; empty: from the file's name (".swf[.gz]" is SWF,
-// ".csv" needs naming). NOT_FOUND for a missing file, INVALID_ARGUMENT for an unknown format or
-// a file that is not what its format says at all (no line could be read).
-Result<Trace> ReadTraceFile(const std::string& path, std::string format = "");
+// What a reader needs besides the file.
+struct TraceOptions {
+  // philly: GPUs on each node of the replayed cluster (a job of more spans several nodes).
+  uint32_t gpus_per_node = 8;
+};
+
+// `format`:
+//   "swf"     the Standard Workload Format (swf.h)
+//   "philly"  Microsoft Philly's philly_df_schedule.csv (philly.h)
+//   "openb"   Alibaba openb's pod list, openb_pod_list_*.csv (openb.h; the node list is a
+//             cluster, not a trace: ReadOpenbNodesFile)
+//   "csv"     a site's own history in the documented CSV (csv.h)
+//   "sacct"   `sacct -a -X -P -n --format=JobID,Submit,Start,End,Timelimit,NCPUS,NNodes,
+//             AllocTRES,User,Account,State` output (csv.h)
+// Empty: from the file's name, without a trailing ".gz": "*.swf" is SWF, "philly*.csv" Philly,
+// "openb_pod_list*.csv" openb; other names (other .csv files too) need naming. NOT_FOUND for a
+// missing file, INVALID_ARGUMENT for an unknown format or a file that is not what its format
+// says at all (no line could be read, a column it needs missing).
+Result<Trace> ReadTraceFile(const std::string& path, std::string format = "",
+                            const TraceOptions& options = {});
 
 // The whole file, inflated when it is gzip-compressed (by its magic bytes, not its name).
 Result<std::string> ReadMaybeCompressed(const std::string& path);

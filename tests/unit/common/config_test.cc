@@ -239,6 +239,10 @@ TEST(ConfigTest, BadValuesAreErrorsWithTheirLine) {
   ExpectError("[[nodes]]\nnames = \"n[1-\"\n", "2", "missing ']'");
   ExpectError("[[partition]]\nname = \"p\"\nmax_time = \"forever\"\n", "3", "partition.max_time");
   ExpectError("[scheduling]\nkill_grace_ms = 1.5\n", "2", "scheduling.kill_grace_ms");
+  ExpectError("[scheduling]\norder = \"random\"\n", "2", "expected multifactor, fcfs");
+  ExpectError("[scheduling]\nbackfill = \"easy\"\n", "2", "expected standard or strict");
+  ExpectError("[scheduling]\nbackfill_order = \"random\"\n", "2",
+              "expected priority, shortest or area");
   ExpectError("cluster_name = \n", "1", "");  // TOML syntax error
   ExpectError("[[nodes]]\nnames = \"n1\"\nmig = [\"1g.10gb\"]\n", "3", "PROFILE:COUNT");
   ExpectError("[[nodes]]\nnames = \"n1\"\ngres = [\"nvme:0\"]\n", "3", "NAME[:TYPE]:COUNT");
@@ -258,6 +262,17 @@ TEST(ConfigTest, CrossChecks) {
   c = ParseConfig("[scheduling]\nheartbeat_interval_ms = 5000\nnode_not_responding_ms = 1000\n",
                   "x");
   ASSERT_FALSE(c.ok());
+}
+
+TEST(ConfigTest, QueueOrderAndBackfillDefaultToMustersOwn) {
+  auto c = ParseConfig("", "x");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->scheduling.order, "multifactor");
+  EXPECT_EQ(c->scheduling.backfill, "standard");
+  c = ParseConfig("[scheduling]\norder = \"wfp3\"\nbackfill = \"strict\"\n", "x");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->scheduling.order, "wfp3");
+  EXPECT_EQ(c->scheduling.backfill, "strict");
 }
 
 TEST(ConfigTest, FirstPartitionIsDefaultWhenNoneSaysSo) {

@@ -29,8 +29,8 @@ class TestPolicy final : public PassPolicy {
     *detail = "kept out by the test's policy";
     return core::JobReason::kAssocGrpJobsLimit;
   }
-  void Order(const v1::JobSpec& spec, core::PriorityInputs* priority) const override {
-    priority->qos = spec.name() == "urgent" ? 1.0 : 0.0;
+  void Order(const JobEntry& job, TimeMs, core::PendingJob* pj) const override {
+    pj->priority.qos = job.rec().spec().name() == "urgent" ? 1.0 : 0.0;
   }
   void Charge(const JobEntry& job, const JobUse&, core::PendingJob*) override {
     calls.push_back("charge " + std::to_string(job.rec().id()));

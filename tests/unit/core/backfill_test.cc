@@ -101,6 +101,68 @@ TEST(BackfillTest, EasyBackfillReservesOnlyTheFirstBlockedJob) {
   EXPECT_EQ(r3->expected_start_ms, kNow + 3 * kHour);
 }
 
+// Four 8-GPU nodes; nodes 0 and 1 are busy until now + 1h.
+ClusterView HalfBusy() {
+  ClusterView v = testing::ClusterBuilder()
+                      .Nodes(4, {}, "n", 1, testing::Under("spine1/leaf1"))
+                      .Partition("gpu")
+                      .Build();
+  for (NodeIndex n : {0u, 1u}) {
+    Placement running{"gpu",
+                      0,
+                      {{n,
+                        {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+                        0,
+                        {0, 1, 2, 3, 4, 5, 6, 7},
+                        1}}};
+    Allocate(running, v);
+    v.running.push_back({500 + n, n, kNow + kHour, 16, 8, 0});
+  }
+  return v;
+}
+
+TEST(BackfillTest, StrictBackfillStartsOnlyJobsThatEndBeforeTheFirstReservedStart) {
+  // Job 1 needs three whole nodes: reserved from +1h on three of the four. Job 2 (3 h) fits on
+  // the fourth, beside the reservation: standard backfill starts it, strict does not (it would
+  // still run when job 1 starts). Job 3 (30 min) ends before: both start it.
+  std::vector<PendingJob> q = {Job(1, 100, Req(3, 8, 2 * kHour)), Job(2, 50, Req(1, 8, 3 * kHour)),
+                               Job(3, 40, Req(1, 8, 30 * kMin))};
+  SchedulerConfig standard;
+  standard.backfill_depth = 1;
+  SchedulePass loose = Schedule(HalfBusy(), q, kNow, standard);
+  ASSERT_EQ(loose.reservations.size(), 1u);
+  EXPECT_EQ(loose.reservations[0].start_ms, kNow + kHour);
+  EXPECT_TRUE(Started(loose, 2));
+  EXPECT_TRUE(Started(loose, 3));
+
+  SchedulerConfig strict = standard;
+  strict.strict_backfill = true;
+  SchedulePass pass = Schedule(HalfBusy(), q, kNow, strict);
+  ASSERT_EQ(pass.reservations.size(), 1u);
+  EXPECT_EQ(pass.reservations[0].job, 1u);
+  EXPECT_FALSE(Started(pass, 2));
+  EXPECT_TRUE(Started(pass, 3));
+  const PendingReason* r2 = ReasonFor(pass, 2);
+  ASSERT_NE(r2, nullptr);
+  EXPECT_EQ(r2->reason, JobReason::kPriority);
+  EXPECT_NE(r2->detail.find("reserved for job 1"), std::string::npos) << r2->detail;
+}
+
+TEST(BackfillTest, APolicysOwnOrderReplacesTheWeightedSum) {
+  // Job 2 was submitted first (it would go first on equal priorities), but the policy's order
+  // puts job 1 first; one node is free, for one of them.
+  ClusterView v = Busy();
+  PendingJob a = Job(1, 0, Req(1, 8, kHour));
+  PendingJob b = Job(2, 0, Req(1, 8, kHour));
+  a.priority.by_policy = true;
+  a.priority.policy_priority = 7;
+  b.priority.by_policy = true;
+  b.priority.policy_priority = 3;
+  SchedulePass pass = Schedule(v, {b, a}, kNow, {});
+  ASSERT_EQ(pass.starts.size(), 1u);
+  EXPECT_EQ(pass.starts[0].job, 1u);
+}
+
 TEST(BackfillTest, AJobWithAReservationKeepsItAgainstNewHigherPriorityJobs) {
   ClusterView v = Busy();
   PendingJob old = Job(1, 10, Req(2, 8, 2 * kHour));

@@ -35,6 +35,9 @@ SimJob Job(int64_t id, int64_t submit_s, int64_t run_s, int64_t req_s, uint32_t 
   return j;
 }
 
+// The controller logs a line per job otherwise.
+const bool kQuiet = (QuietControllerLogs(), true);
+
 TEST(ReplayTest, JobsWaitForWhatRunsAndAreKilledAtTheirRequestedTime) {
   const std::vector<SimJob> jobs = {
       Job(1, 0, 100, 200, 4),  // the whole cluster for 100 s
@@ -93,8 +96,7 @@ TEST(ReplayTest, WhatCanNeverRunIsReportedWithTheEnginesReasonAndTheReplayStillE
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->jobs[0].refused.empty());
   EXPECT_EQ(r->jobs[0].start_ms, -1);
-  EXPECT_NE(r->jobs[0].waiting.find("PartitionNodeLimit"), std::string::npos)
-      << r->jobs[0].waiting;
+  EXPECT_NE(r->jobs[0].waiting.find("PartitionNodeLimit"), std::string::npos) << r->jobs[0].waiting;
   EXPECT_TRUE(r->jobs[1].refused.empty());
   EXPECT_FALSE(r->jobs[2].refused.empty());
   const Metrics m = ComputeMetrics(*r);

@@ -1,0 +1,108 @@
+#include "muster/sim/experiment.h"
+
+#include <cmath>
+#include <numeric>
+
+namespace muster::sim {
+
+Result<PolicySpec> ParsePolicy(std::string_view text) {
+  PolicySpec p;
+  p.name = std::string(text);
+  std::string_view order = text, backfill, fill;
+  if (auto slash = text.find('/'); slash != std::string_view::npos) {
+    fill = text.substr(slash + 1);
+    text = text.substr(0, slash);
+    order = text;
+  }
+  if (fill.empty()) {
+  } else if (fill == "priority" || fill == "shortest" || fill == "area") {
+    p.fill = std::string(fill);
+  } else {
+    return InvalidArgument("unknown backfill order '" + std::string(fill) + "' in policy '" +
+                           p.name + "' (priority, shortest, area)");
+  }
+  if (auto plus = text.find('+'); plus != std::string_view::npos) {
+    order = text.substr(0, plus);
+    backfill = text.substr(plus + 1);
+  }
+  if (order == "muster") {
+    p.order.clear();
+  } else if (order == "fcfs" || order == "sjf" || order == "wfp3" || order == "unicep" ||
+             order == "f1" || order == "hrrn") {
+    p.order = std::string(order);
+  } else {
+    return InvalidArgument("unknown order '" + std::string(order) + "' in policy '" + p.name +
+                           "' (muster, fcfs, sjf, wfp3, unicep, f1)");
+  }
+  if (backfill.empty()) {
+  } else if (backfill == "strict") {
+    p.backfill = "strict";
+    p.depth = 1;
+  } else if (backfill == "easy") {
+    p.backfill = "standard";
+    p.depth = 1;
+  } else if (backfill == "conservative") {
+    p.backfill = "standard";
+    p.depth = 100'000;
+  } else if (backfill == "none") {
+    p.depth = 0;
+  } else {
+    return InvalidArgument("unknown backfill '" + std::string(backfill) + "' in policy '" + p.name +
+                           "' (strict, easy, conservative, none)");
+  }
+  return p;
+}
+
+Config WithPolicy(Config config, const PolicySpec& p) {
+  if (!p.order.empty()) config.scheduling.order = p.order;
+  if (!p.backfill.empty()) config.scheduling.backfill = p.backfill;
+  if (p.depth >= 0) config.scheduling.backfill_depth = static_cast<uint32_t>(p.depth);
+  if (!p.fill.empty()) config.scheduling.backfill_order = p.fill;
+  return config;
+}
+
+Result<std::vector<size_t>> SampleStarts(size_t jobs, size_t length, size_t count, uint64_t seed,
+                                         size_t first) {
+  const size_t n = first > 0 ? std::min(jobs, first) : jobs;
+  if (length == 0 || n < 2 * length + 2) {
+    return InvalidArgument("sequences of " + std::to_string(length) + " jobs need at least " +
+                           std::to_string(2 * length + 2) + " jobs to draw from; the trace has " +
+                           std::to_string(n));
+  }
+  // splitmix64: the same draws on every platform for a seed (std::uniform_int_distribution's are
+  // the library's own).
+  uint64_t x = seed;
+  auto next = [&x] {
+    x += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  const uint64_t lo = length, span = n - length - 1 - lo;  // [length, n - length - 1)
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < count; ++i) starts.push_back(static_cast<size_t>(lo + next() % span));
+  return starts;
+}
+
+Interval MeanInterval(const std::vector<double>& v) {
+  Interval r;
+  r.n = v.size();
+  if (v.empty()) return r;
+  r.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  if (v.size() < 2) return r;
+  double ss = 0;
+  for (double x : v) ss += (x - r.mean) * (x - r.mean);
+  const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  // Student's t at 97.5% for n - 1 degrees of freedom (1..30), then the normal's 1.96.
+  static constexpr double kT[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                  2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                  2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                  2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  const size_t df = v.size() - 1;
+  const double t = df <= 30 ? kT[df - 1] : 1.96;
+  r.half_width = t * sd / std::sqrt(static_cast<double>(v.size()));
+  return r;
+}
+
+}  // namespace muster::sim
