@@ -1,0 +1,33 @@
+#!/bin/bash
+# muster-sim's results on a small fixed workload, per policy, against the JSON kept in
+# tests/data/sim/golden/: a change to the scheduling core, the engine or the metrics that moves a
+# figure shows up here as a diff. After a change that is meant to move them, rewrite them with
+#   tests/golden/sim_golden.sh build/release/bin/muster-sim tests/data/sim --update
+# and say in the commit why the figures moved.
+set -euo pipefail
+sim=$1
+data=$2
+update=${3:-}
+policies=(muster fcfs+none fcfs+strict sjf+strict f1+strict wfp3+strict unicep+strict fcfs+easy
+          fcfs+conservative fcfs+easy/shortest hrrn+easy)
+failed=0
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for p in "${policies[@]}"; do
+  name=${p//+/_}
+  name=${name//\//_}
+  "$sim" --trace "$data/golden.swf" --policy "$p" --threads 1 --json "$out/$name.json" 2>"$out/$name.err" ||
+    { echo "FAIL $p: muster-sim failed"; cat "$out/$name.err"; failed=1; continue; }
+  if [[ $update == --update ]]; then
+    cp "$out/$name.json" "$data/golden/$name.json"
+  elif ! diff -u "$data/golden/$name.json" "$out/$name.json" > "$out/$name.diff"; then
+    echo "FAIL $p: the figures moved (- kept, + now):"
+    cat "$out/$name.diff"
+    failed=1
+  fi
+done
+# The same run twice gives the same bytes (nothing in the replay reads a clock or a thread).
+"$sim" --trace "$data/golden.swf" --policy muster --threads 1 --json "$out/again.json" 2>/dev/null
+cmp -s "$out/again.json" "$out/muster.json" || { echo "FAIL: two runs differ"; failed=1; }
+[[ $failed == 0 ]] && echo "sim golden: ${#policies[@]} policies as kept"
+exit $failed
