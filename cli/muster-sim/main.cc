@@ -17,6 +17,7 @@
 #include "muster/sim/experiment.h"
 #include "muster/sim/metrics.h"
 #include "muster/sim/openb.h"
+#include "muster/sim/plot.h"
 #include "muster/sim/replay.h"
 #include "muster/sim/trace_file.h"
 
@@ -35,7 +36,7 @@ constexpr const char* kUsage =
                   [--policy P[,P...]] [--backfill-depth N]
                   [--jobs N] [--start K]
                   [--sequences K [--length 1024] [--seed S] [--sample-first N]]
-                  [--json OUT|-] [--progress] [--threads T] [--print-config]
+                  [--json OUT|-] [--plot OUT.svg] [--progress] [--threads T] [--print-config]
 
 Replays the trace through the controller musterctld runs (its engine, pass policy and
 scheduling core) on a virtual clock, with stand-in agents that run each job for its recorded
@@ -47,8 +48,10 @@ trace's own machine (SWF's MaxProcs), one CPU per node.
   --config FILE       the cluster and policy as a muster.toml says them
   --openb-nodes FILE  the cluster of an Alibaba openb node list (openb_node_list_*.csv)
   --nodes N ...       or the cluster's shape: N alike nodes, in leaves of L nodes
-  --policy P,...      ORDER[+BACKFILL]: ORDER muster (the config's), fcfs, sjf, wfp3, unicep,
-                      f1; BACKFILL strict (the RLScheduler paper's), easy, conservative, none;
+  --policy P,...      ORDER[+BACKFILL][/FILL][@PLACEMENT]: ORDER muster (the config's), fcfs,
+                      sjf, wfp3, unicep, f1, hrrn; BACKFILL strict (the RLScheduler paper's),
+                      easy, conservative, none; FILL (who fills backfill's gaps) priority,
+                      shortest, area; PLACEMENT topology, first_fit, random (with --seed);
                       several: each runs on the same jobs and a table compares them
   --backfill-depth N  blocked jobs that get a reservation per pass, for every policy
   --jobs N            replay N jobs (default: all) ...
@@ -57,6 +60,8 @@ trace's own machine (SWF's MaxProcs), one CPU per node.
                       an index drawn uniformly from [length, n - length - 1) (--seed), n the
                       trace's jobs or the first --sample-first of them; each from an empty cluster
   --json OUT          the metrics as JSON, to OUT or - (stdout)
+  --plot OUT.svg      utilization and queue over time and waits by job size, as an SVG
+                      (one replay: one policy, no --sequences)
   --progress          a progress line on stderr
   --threads T         replays at once (default: 2)
   --print-config      print the cluster's config (TOML) and exit
@@ -106,6 +111,7 @@ struct RunResult {
   std::vector<double> largest_waits;
   double wall_seconds = 0;
   std::string error;
+  muster::sim::ReplayResult replay;  // kept for --plot
 };
 
 void PrintSummary(const Metrics& m, double wall) {
@@ -132,7 +138,7 @@ std::string Fixed(double v, int digits = 2) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string trace_path, format, config_path, openb_nodes, json_path, policies_arg;
+  std::string trace_path, format, config_path, openb_nodes, json_path, policies_arg, plot_path;
   muster::sim::ClusterShape shape;
   bool have_shape = false, progress = false, print_config = false;
   uint64_t jobs_limit = 0, start = 0, sequences = 0, length = 1024, seed = 0, sample_first = 0;
@@ -189,6 +195,8 @@ int main(int argc, char** argv) {
       backfill_depth = Small(a, value());
     } else if (a == "--json") {
       json_path = value();
+    } else if (a == "--plot") {
+      plot_path = value();
     } else if (a == "--progress") {
       progress = true;
     } else if (a == "--threads") {
@@ -212,6 +220,9 @@ int main(int argc, char** argv) {
     if (!spec.ok()) Fail(spec.status().message());
     if (backfill_depth >= 0) spec->depth = backfill_depth;
     policies.push_back(*spec);
+  }
+  if (!plot_path.empty() && (policies.size() > 1 || sequences > 0)) {
+    Fail("--plot draws one replay: give one --policy and no --sequences");
   }
 
   muster::sim::Trace trace;
@@ -254,6 +265,8 @@ int main(int argc, char** argv) {
     if (!c.ok()) Fail(c.status().ToString());
     config = std::move(*c);
   }
+  // --seed draws the sequences and, under random placement, the nodes.
+  if (seed > 0) config.scheduling.placement_seed = seed;
 
   const std::vector<SimJob>& jobs = trace.jobs;
   std::vector<Run> runs;
@@ -312,6 +325,7 @@ int main(int argc, char** argv) {
           if (said > 10)
             std::fprintf(stderr, "muster-sim: ... and %zu more such jobs\n", said - 10);
         }
+        if (one && !plot_path.empty()) out.replay = std::move(*r);
       }
       const size_t d = ++done;
       if (progress && !one) std::fprintf(stderr, "\rmuster-sim: %zu/%zu replays", d, runs.size());
@@ -335,6 +349,14 @@ int main(int argc, char** argv) {
       muster::sim::WriteJson(results[0].metrics, out);
       if (!out) Fail("cannot write " + json_path);
     }
+    if (!plot_path.empty()) {
+      std::ofstream out(plot_path);
+      muster::sim::WritePlotSvg(
+          results[0].replay, results[0].metrics,
+          trace_path.substr(trace_path.find_last_of('/') + 1) + ", policy " + policies[0].name,
+          out);
+      if (!out) Fail("cannot write " + plot_path);
+    }
     return 0;
   }
 
@@ -352,10 +374,15 @@ int main(int argc, char** argv) {
   std::printf("%-20s %22s %16s %12s %12s %12s\n", "policy", "bounded slowdown", "utilization",
               "wait mean s", "large p99 s", "large max s");
   for (size_t p = 0; p < policies.size(); ++p) {
-    std::vector<double> bsld, util, wait;
+    std::vector<double> bsld, util, wait, stranded;
     std::vector<double> large;
+    double gangs = 0, in_leaf = 0;
     for (size_t i = 0; i < runs.size(); ++i) {
       if (runs[i].policy != p) continue;
+      const Metrics& m = results[i].metrics;
+      gangs += static_cast<double>(m.gangs_with_leaf_room);
+      in_leaf += m.in_one_leaf * static_cast<double>(m.gangs_with_leaf_room);
+      stranded.push_back(m.stranded_gpu_share);
       bsld.push_back(results[i].metrics.bounded_slowdown);
       util.push_back(results[i].metrics.utilization);
       wait.push_back(results[i].metrics.wait.mean_s);
@@ -369,6 +396,13 @@ int main(int argc, char** argv) {
                 Fixed(b.mean).c_str(), Fixed(b.half_width).c_str(), Fixed(u.mean, 3).c_str(),
                 Fixed(u.half_width, 3).c_str(), Fixed(w.mean, 0).c_str(), Fixed(p99, 0).c_str(),
                 Fixed(max, 0).c_str());
+    const Interval st = muster::sim::MeanInterval(stranded);
+    const double leaf_share = gangs > 0 ? in_leaf / gangs : 0;
+    if (results[0].metrics.gpu_cluster) {
+      std::printf("%-20s %22s %16s   gangs in one leaf when one had room %s of %.0f\n", "",
+                  ("stranded " + Fixed(st.mean * 100, 2) + "%").c_str(), "",
+                  Fixed(leaf_share * 100, 1).append("%").c_str(), gangs);
+    }
     json << (p ? ",\n    " : "\n    ") << "{\"policy\": \"" << policies[p].name
          << "\", \"bounded_slowdown\": {\"mean\": " << Fixed(b.mean, 6)
          << ", \"ci95\": " << Fixed(b.half_width, 6)
@@ -377,7 +411,11 @@ int main(int argc, char** argv) {
          << "}, \"wait_mean_s\": {\"mean\": " << Fixed(w.mean, 6)
          << ", \"ci95\": " << Fixed(w.half_width, 6)
          << "}, \"largest_tenth_wait\": {\"p99_s\": " << Fixed(p99, 3)
-         << ", \"max_s\": " << Fixed(max, 3) << "}, \"bounded_slowdown_runs\": [";
+         << ", \"max_s\": " << Fixed(max, 3)
+         << "}, \"stranded_gpu_share\": {\"mean\": " << Fixed(st.mean, 6)
+         << ", \"ci95\": " << Fixed(st.half_width, 6)
+         << "}, \"gangs_with_leaf_room\": " << Fixed(gangs, 0)
+         << ", \"in_one_leaf\": " << Fixed(leaf_share, 6) << ", \"bounded_slowdown_runs\": [";
     for (size_t k = 0; k < bsld.size(); ++k) json << (k ? ", " : "") << Fixed(bsld[k], 6);
     json << "]}";
   }

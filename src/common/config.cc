@@ -282,6 +282,11 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         if (s.backfill != "standard" && s.backfill != "strict") {
           return t.Error(t.Get("backfill"), "backfill", "expected standard or strict");
         }
+        MUSTER_RETURN_IF_ERROR(t.String("placement", &s.placement));
+        if (s.placement != "topology" && s.placement != "first_fit" && s.placement != "random") {
+          return t.Error(t.Get("placement"), "placement", "expected topology, first_fit or random");
+        }
+        MUSTER_RETURN_IF_ERROR(t.Uint("placement_seed", &s.placement_seed));
         MUSTER_RETURN_IF_ERROR(t.String("backfill_order", &s.backfill_order));
         if (s.backfill_order != "priority" && s.backfill_order != "shortest" &&
             s.backfill_order != "area") {

@@ -28,6 +28,10 @@ SchedulerLoop::SchedulerLoop(EngineContext& ctx, JobManager& jobs, const NodeMan
   config_.backfill_depth = sc.backfill_depth;
   config_.strict_backfill = sc.backfill == "strict";
   config_.backfill_by_rank = sc.backfill_order != "priority";
+  config_.placement = sc.placement == "first_fit" ? core::PlacementMode::kFirstFit
+                      : sc.placement == "random"  ? core::PlacementMode::kRandom
+                                                  : core::PlacementMode::kTopology;
+  config_.placement_seed = sc.placement_seed;
   config_.weights.age = sc.priority_weight_age;
   config_.weights.size = sc.priority_weight_size;
   config_.weights.partition = sc.priority_weight_partition;
@@ -92,6 +96,7 @@ std::optional<Engine::PassInput> SchedulerLoop::Prepare(TimeMs now) {
   Engine::PassInput in;
   in.now = now;
   in.config = config_;
+  in.queue.reserve(jobs_.pending().size());
   // Job arrays with %N: how many more of their tasks may start in this pass.
   std::map<uint64_t, int64_t> array_room;
   for (const auto& [id, job] : jobs_.pending()) {

@@ -574,6 +574,26 @@ std::vector<NodeIndex> ClusterIndex::ChooseGang(const NodeSet& cand, uint32_t co
                                                 const GangLimits& limits) const {
   std::vector<NodeIndex> out;
   if (count == 0) return out;
+  if (placement_ != PlacementMode::kTopology && !limits.any()) {
+    // The baselines, where the job asks nothing of the topology.
+    if (cand.Count() < count) return out;
+    std::vector<size_t> positions;
+    cand.ForEach([&](size_t pos) { positions.push_back(pos); });
+    if (placement_ == PlacementMode::kRandom) {
+      // A partial Fisher-Yates shuffle driven by splitmix64.
+      for (size_t i = 0; i < count; ++i) {
+        draws_ += 0x9e3779b97f4a7c15ULL;
+        uint64_t z = draws_;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        std::swap(positions[i], positions[i + z % (positions.size() - i)]);
+      }
+    }
+    for (size_t i = 0; i < count; ++i) out.push_back(node_at_[positions[i]]);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
   if (limits.nvlink && count > 1) {
     // The best-fitting NVLink domain that holds the whole gang, then the usual choice inside it.
     std::map<int32_t, uint32_t> per_domain;

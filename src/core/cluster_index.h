@@ -126,6 +126,11 @@ class ClusterIndex {
   // forced nodes' own leaves filled first. Empty when no such gang exists within the limits.
   std::vector<NodeIndex> ChooseGangWith(const NodeSet& cand, uint32_t count,
                                         const GangLimits& limits, const NodeSet& forced) const;
+  // Placement other than by topology (muster-sim's baselines); `seed` for kRandom.
+  void SetPlacement(PlacementMode mode, uint64_t seed) {
+    placement_ = mode;
+    draws_ = seed;
+  }
   // Number of distinct leaves (domains directly above nodes) the nodes span.
   uint32_t LeavesSpanned(const std::vector<NodeIndex>& nodes) const;
 
@@ -161,6 +166,8 @@ class ClusterIndex {
   mutable std::map<std::string, uint32_t> by_name_;  // filled on first FindNode
   // Scratch for ChooseGang (this object is used by one thread at a time).
   mutable std::vector<uint32_t> direct_, total_;
+  PlacementMode placement_ = PlacementMode::kTopology;
+  mutable uint64_t draws_ = 0;  // kRandom's generator state
 };
 
 }  // namespace muster::core

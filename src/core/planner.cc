@@ -8,17 +8,46 @@
 
 namespace muster::core {
 
+// Appends `prefix` and the number in decimal (the key is built for every pending job in every
+// pass: no temporaries).
+void AddNumber(std::string& key, std::string_view prefix, uint64_t v) {
+  char buf[20];
+  size_t n = 0;
+  do {
+    buf[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  key += prefix;
+  while (n > 0) key += buf[--n];
+}
+
+void AddLower(std::string& key, const std::string& s) {
+  for (char c : s) key += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
 std::string ShapeKey(const JobRequest& r) {
-  std::string key = Join(r.partitions, ",");
+  std::string key;
+  key.reserve(64);
+  for (size_t i = 0; i < r.partitions.size(); ++i) {
+    if (i) key += ',';
+    key += r.partitions[i];
+  }
   for (const auto& alt : r.features) key += "|f:" + Join(alt, "&");
   if (!r.excluded_nodes.empty()) key += "|x:" + Join(r.excluded_nodes, ",");
   if (!r.required_nodes.empty()) key += "|w:" + Join(r.required_nodes, ",");
   if (!r.reservation.empty()) key += "|r:" + r.reservation;
-  key += "|l" + std::to_string(r.max_leaves) + "s" + std::to_string(static_cast<int>(r.scope));
-  key += '|' + std::to_string(r.MinNodes()) + '-' + std::to_string(r.nodes) + '|' +
-         std::to_string(MaxSlotCpus(r)) + '|' + std::to_string(r.mem_per_node_mb) + '|' +
-         std::to_string(r.min_tmp_disk_mb) + '|' + std::to_string(r.gpus_per_node) + '|' +
-         ToLower(r.gpu_type) + '|' + (r.exclusive ? "x" : "");
+  AddNumber(key, "|l", r.max_leaves);
+  AddNumber(key, "s", static_cast<uint64_t>(r.scope));
+  AddNumber(key, "|", r.MinNodes());
+  AddNumber(key, "-", r.nodes);
+  AddNumber(key, "|", MaxSlotCpus(r));
+  AddNumber(key, "|", r.mem_per_node_mb);
+  AddNumber(key, "|", r.min_tmp_disk_mb);
+  AddNumber(key, "|", r.gpus_per_node);
+  key += '|';
+  AddLower(key, r.gpu_type);
+  key += '|';
+  if (r.exclusive) key += 'x';
   for (const GresRequest& g : r.gres) {
     key += "|g:" + ToLower(g.name) + ':' + ToLower(g.type) + ':' + std::to_string(g.count);
   }
@@ -88,6 +117,8 @@ Planner::Planner(const ClusterView& view, TimeMs now, const SchedulerConfig& con
       now_(now),
       config_(config),
       reserved_partition_(view_.partitions.size(), 0) {
+  index_.SetPlacement(config.placement,
+                      config.placement_seed ^ static_cast<uint64_t>(now) * 0x9e3779b97f4a7c15ULL);
   AddWindows();
 }
 

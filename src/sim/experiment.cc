@@ -9,6 +9,16 @@ Result<PolicySpec> ParsePolicy(std::string_view text) {
   PolicySpec p;
   p.name = std::string(text);
   std::string_view order = text, backfill, fill;
+  if (auto at = text.find('@'); at != std::string_view::npos) {
+    const std::string_view placement = text.substr(at + 1);
+    if (placement != "topology" && placement != "first_fit" && placement != "random") {
+      return InvalidArgument("unknown placement '" + std::string(placement) + "' in policy '" +
+                             p.name + "' (topology, first_fit, random)");
+    }
+    p.placement = std::string(placement);
+    text = text.substr(0, at);
+    order = text;
+  }
   if (auto slash = text.find('/'); slash != std::string_view::npos) {
     fill = text.substr(slash + 1);
     text = text.substr(0, slash);
@@ -58,6 +68,7 @@ Config WithPolicy(Config config, const PolicySpec& p) {
   if (!p.backfill.empty()) config.scheduling.backfill = p.backfill;
   if (p.depth >= 0) config.scheduling.backfill_depth = static_cast<uint32_t>(p.depth);
   if (!p.fill.empty()) config.scheduling.backfill_order = p.fill;
+  if (!p.placement.empty()) config.scheduling.placement = p.placement;
   return config;
 }
 

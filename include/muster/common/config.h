@@ -125,6 +125,11 @@ struct SchedulingConfig {
   // "priority" (the queue's own), "shortest" (shortest time limit first) or "area" (smallest
   // time limit x processors first).
   std::string backfill_order = "priority";
+  // How a job's nodes are chosen: "topology" (the smallest subtree of the fabric that holds the
+  // gang, then best fit: Muster's), or muster-sim's baselines "first_fit" (the lowest-numbered
+  // nodes that fit) and "random" (drawn from those that fit, with placement_seed).
+  std::string placement = "topology";
+  uint64_t placement_seed = 0;
   // --switches=N without @time waits this long for N leaf switches (Slurm's max_switch_wait);
   // it also caps a user's @time.
   uint32_t max_switch_wait_ms = 300'000;

@@ -354,6 +354,12 @@ struct PriorityWeights {
   TimeMs max_age_ms = 7LL * 24 * 3600 * 1000;
 };
 
+// How a gang's nodes are chosen among those that can take it. kTopology is Muster's (the
+// smallest subtree, then best fit); the others are muster-sim's baselines: the lowest-numbered
+// nodes, or nodes drawn at random (placement_seed, the pass's time and the draw's number: the
+// same inputs give the same draw).
+enum class PlacementMode { kTopology, kFirstFit, kRandom };
+
 struct SchedulerConfig {
   // How many blocked jobs (in priority order) get a reservation per pass: 1 is EASY backfill,
   // large values approach conservative backfill. 0 turns backfill off: a blocked job holds back
@@ -370,6 +376,8 @@ struct SchedulerConfig {
   // rather than their priority (EASY with shortest-first backfill: reservations go in priority
   // order, which keeps the waiting from starving; the gaps go to the jobs that fit them best).
   bool backfill_by_rank = false;
+  PlacementMode placement = PlacementMode::kTopology;
+  uint64_t placement_seed = 0;
 };
 
 }  // namespace muster::core

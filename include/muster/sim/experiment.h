@@ -14,18 +14,19 @@
 
 namespace muster::sim {
 
-// ORDER[+BACKFILL][/FILL]: ORDER is "muster" (the config's own order, multifactor by default) or
-// fcfs, sjf, wfp3, unicep, f1; BACKFILL is "strict" (the paper's: one reservation, and a job passes
-// it only if it ends before it starts), "easy" (one reservation, standard), "conservative" (a
-// reservation for every blocked job), "none", or left out (the config's); FILL is the order the
-// jobs left after the reservations are tried in: "priority", "shortest", "area" (left out: the
-// config's).
+// ORDER[+BACKFILL][/FILL][@PLACEMENT]: ORDER is "muster" (the config's own order, multifactor by
+// default) or fcfs, sjf, wfp3, unicep, f1; BACKFILL is "strict" (the paper's: one reservation, and
+// a job passes it only if it ends before it starts), "easy" (one reservation, standard),
+// "conservative" (a reservation for every blocked job), "none", or left out (the config's); FILL is
+// the order the jobs left after the reservations are tried in: "priority", "shortest", "area" (left
+// out: the config's); PLACEMENT is "topology", "first_fit" or "random" (scheduling.placement).
 struct PolicySpec {
-  std::string name;      // as given
-  std::string order;     // scheduling.order; empty: the config's
-  std::string backfill;  // scheduling.backfill; empty: the config's
-  int64_t depth = -1;    // scheduling.backfill_depth; -1: the config's
-  std::string fill;      // scheduling.backfill_order; empty: the config's
+  std::string name;       // as given
+  std::string order;      // scheduling.order; empty: the config's
+  std::string backfill;   // scheduling.backfill; empty: the config's
+  int64_t depth = -1;     // scheduling.backfill_depth; -1: the config's
+  std::string fill;       // scheduling.backfill_order; empty: the config's
+  std::string placement;  // scheduling.placement; empty: the config's
 };
 Result<PolicySpec> ParsePolicy(std::string_view text);
 // The config with the policy's settings.
