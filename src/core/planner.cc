@@ -7,6 +7,7 @@
 #include "muster/common/strings.h"
 
 namespace muster::core {
+namespace {
 
 // Appends `prefix` and the number in decimal (the key is built for every pending job in every
 // pass: no temporaries).
@@ -24,6 +25,8 @@ void AddNumber(std::string& key, std::string_view prefix, uint64_t v) {
 void AddLower(std::string& key, const std::string& s) {
   for (char c : s) key += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
+
+}  // namespace
 
 std::string ShapeKey(const JobRequest& r) {
   std::string key;

@@ -28,7 +28,18 @@ std::optional<int64_t> SubmitTime(std::string_view s) {
   return table::IsoTime(s);
 }
 
-uint32_t Clamp32(int64_t v) { return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, UINT32_MAX)); }
+// What of a job that was read is past trace.h's bounds (times in seconds, the counts
+// non-negative), or nothing.
+std::optional<std::string> OutOfRange(int64_t submit, int64_t run, int64_t limit, int64_t cpus,
+                                      int64_t gpus, int64_t nodes) {
+  if (!table::InTimeRange(submit)) return table::TimeOutOfRange("submit", submit);
+  if (!table::InTimeRange(run)) return table::TimeOutOfRange("run", run);
+  if (!table::InTimeRange(limit)) return table::TimeOutOfRange("time limit", limit);
+  if (cpus > kMaxTraceProcs) return table::CountOutOfRange("CPUs", cpus, kMaxTraceProcs);
+  if (gpus > kMaxTraceGpus) return table::CountOutOfRange("GPUs", gpus, kMaxTraceGpus);
+  if (nodes > kMaxTraceNodes) return table::CountOutOfRange("nodes", nodes, kMaxTraceNodes);
+  return std::nullopt;
+}
 
 // Job ids that are not numbers, listed (the first kMaxListed) so a report's ids can be traced back.
 struct TextIds {
@@ -141,16 +152,20 @@ Result<Trace> ReadCsvTrace(std::string_view text) {
       skips.Add(number, kNoProcs, "procs " + std::string(f[c_procs]));
       return true;
     }
+    if (auto why = OutOfRange(*submit, *run, *req, *procs, counts[0], counts[1])) {
+      skips.Add(number, table::kOutOfRange, *why);
+      return true;
+    }
     SimJob j;
     j.trace_id = *id;
     j.submit_s = *submit;
     j.run_s = *run;
     j.req_time_s = *req;
     if (*req == 0) ++unlimited;
-    j.procs = Clamp32(*procs);
-    j.gpus = Clamp32(counts[0]);
-    j.nodes = Clamp32(counts[1]);
-    j.traced_wait_s = counts[2];
+    j.procs = static_cast<uint32_t>(*procs);
+    j.gpus = static_cast<uint32_t>(counts[0]);
+    j.nodes = static_cast<uint32_t>(counts[1]);
+    j.traced_wait_s = table::InTimeRange(counts[2]) ? counts[2] : -1;
     j.user = c_user && !f[*c_user].empty() ? std::string(f[*c_user]) : "csv";
     if (c_account) j.account = std::string(f[*c_account]);
     t.jobs.push_back(std::move(j));
@@ -261,6 +276,15 @@ Result<Trace> ReadSacct(std::string_view text) {
       skips.Add(number, kNoProcs);
       return true;
     }
+    // Start too, as Submit: 1970 to 2070, or the wait would be past the bounds (End: the run is).
+    if (!table::InTimeRange(*start)) {
+      skips.Add(number, table::kOutOfRange, table::TimeOutOfRange("Start", *start));
+      return true;
+    }
+    if (auto why = OutOfRange(*submit, run, *limit, *cpus, gpus, *nodes)) {
+      skips.Add(number, table::kOutOfRange, *why);
+      return true;
+    }
     SimJob j;
     if (auto id = table::Integer(f[kJobId]); id && f[kJobId].find('.') == std::string_view::npos) {
       j.trace_id = *id;
@@ -272,9 +296,9 @@ Result<Trace> ReadSacct(std::string_view text) {
     j.run_s = run;
     j.req_time_s = *limit;
     if (*limit == 0) ++unlimited;
-    j.procs = Clamp32(*cpus);
-    j.gpus = Clamp32(gpus);
-    j.nodes = Clamp32(*nodes);
+    j.procs = static_cast<uint32_t>(*cpus);
+    j.gpus = static_cast<uint32_t>(gpus);
+    j.nodes = static_cast<uint32_t>(*nodes);
     j.user = f[kUser].empty() ? "sacct" : std::string(f[kUser]);
     j.account = std::string(f[kAccount]);
     j.traced_wait_s = *start >= *submit ? *start - *submit : -1;

@@ -123,6 +123,29 @@ Result<Trace> ReadOpenbPods(std::string_view text) {
     ++read;
     const int64_t cpu_milli = v[0], mem = v[1], gpus = v[2], gpu_milli = v[3], created = v[4];
     const std::optional<int64_t> scheduled = times[0], deleted = times[1];
+    // Past these, rounding the CPUs up and the replay's milliseconds would overflow.
+    const std::pair<size_t, std::optional<int64_t>> stamps[3] = {
+        {c_created, created}, {c_scheduled, scheduled}, {c_deleted, deleted}};
+    for (const auto& [col, stamp] : stamps) {
+      if (stamp && !table::InTimeRange(*stamp)) {
+        skips.Add(number, table::kOutOfRange, table::TimeOutOfRange(header->names[col], *stamp));
+        return true;
+      }
+    }
+    if (cpu_milli > int64_t{kMaxTraceProcs} * 1000) {
+      skips.Add(number, table::kOutOfRange,
+                table::CountOutOfRange("cpu_milli", cpu_milli, uint64_t{kMaxTraceProcs} * 1000));
+      return true;
+    }
+    if (gpus > kMaxTraceGpus) {
+      skips.Add(number, table::kOutOfRange, table::CountOutOfRange("num_gpu", gpus, kMaxTraceGpus));
+      return true;
+    }
+    if (static_cast<uint64_t>(mem) > kMaxTraceMemMb) {
+      skips.Add(number, table::kOutOfRange,
+                table::CountOutOfRange("memory_mib", mem, kMaxTraceMemMb));
+      return true;
+    }
     if (deleted) last_deletion = std::max(last_deletion, *deleted);
     if (!scheduled) {
       skips.Add(number, "never scheduled (no scheduled_time): dropped",
@@ -144,10 +167,10 @@ Result<Trace> ReadOpenbPods(std::string_view text) {
     j.submit_s = created;
     j.run_s = run;
     j.req_time_s = run;
-    j.procs = static_cast<uint32_t>(std::clamp<int64_t>((cpu_milli + 999) / 1000, 1, UINT32_MAX));
+    j.procs = static_cast<uint32_t>(std::max<int64_t>((cpu_milli + 999) / 1000, 1));
     if (cpu_milli % 1000 != 0) ++cpu_rounded;
     j.mem_mb = static_cast<uint64_t>(mem);
-    j.gpus = static_cast<uint32_t>(std::min<int64_t>(gpus, UINT32_MAX));
+    j.gpus = static_cast<uint32_t>(gpus);
     if (gpu_milli > 0 && gpu_milli < 1000) {
       ++shared;
       j.gpus = std::max<uint32_t>(j.gpus, 1);
@@ -263,8 +286,21 @@ Result<std::string> OpenbNodesToToml(std::string_view text) {
                               "memory");
       return false;
     }
-    if (n.gpus > 1024) {
-      error = InvalidArgument(where + ": more than 1024 GPUs");
+    // The controller keeps a slot for each CPU and GPU of a node: no more than it takes.
+    if (n.cpus > kMaxOpenbNodeCpus) {
+      error = InvalidArgument(where + ": more than " + std::to_string(kMaxOpenbNodeCpus) +
+                              " CPUs (cpu_milli " + table::Shown(f[c_cpu]) + ")");
+      return false;
+    }
+    if (static_cast<uint64_t>(n.mem) > kMaxTraceMemMb) {
+      error = InvalidArgument(where + ": more than 1 PiB of memory (memory_mib " +
+                              table::Shown(f[c_mem]) + ", at most " +
+                              std::to_string(kMaxTraceMemMb) + ")");
+      return false;
+    }
+    if (n.gpus > kMaxOpenbNodeGpus) {
+      error = InvalidArgument(where + ": more than " + std::to_string(kMaxOpenbNodeGpus) +
+                              " GPUs (gpu " + table::Shown(f[c_gpus]) + ")");
       return false;
     }
     if (n.gpus > 0 && c_model && !f[*c_model].empty()) {

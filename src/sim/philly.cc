@@ -78,18 +78,31 @@ Result<Trace> ReadPhilly(std::string_view text, const PhillyOptions& options) {
       skips.Add(number, "gpu_num < 0: dropped", "gpu_num " + std::to_string(gpus));
       return true;
     }
+    // Past these, the node count below and the replay's milliseconds would overflow.
+    if (!table::InTimeRange(submit)) {
+      skips.Add(number, table::kOutOfRange, table::TimeOutOfRange("submit_time", submit));
+      return true;
+    }
+    if (run > kMaxTraceSeconds) {
+      skips.Add(number, table::kOutOfRange, table::TimeOutOfRange("run_time", run));
+      return true;
+    }
+    if (gpus > kMaxTraceGpus) {
+      skips.Add(number, table::kOutOfRange, table::CountOutOfRange("gpu_num", gpus, kMaxTraceGpus));
+      return true;
+    }
     SimJob j;
     j.trace_id = index;
     j.submit_s = submit;
     j.run_s = run;
     j.req_time_s = run;
-    j.gpus = static_cast<uint32_t>(std::min<int64_t>(gpus, UINT32_MAX));
+    j.gpus = static_cast<uint32_t>(gpus);
     j.procs = std::max<uint32_t>(j.gpus, 1);
     j.nodes = static_cast<uint32_t>(std::max<int64_t>((gpus + per_node - 1) / per_node, 1));
     if (gpus == 0) ++gpuless;
     if (gpus > per_node && gpus % per_node != 0) ++uneven;
     j.user = "philly";
-    j.traced_wait_s = wait >= 0 ? wait : -1;
+    j.traced_wait_s = table::InTimeRange(wait) ? wait : -1;
     t.jobs.push_back(std::move(j));
     return true;
   });

@@ -192,7 +192,7 @@ void Replayer::Submit(size_t index) {
   }
   for (const std::string& t : j.gpu_types) spec->add_gpu_types(t);
   if (j.mem_mb > 0) spec->set_mem_per_node_mb(j.mem_mb);
-  if (j.req_time_s > 0) spec->set_time_limit_ms(j.req_time_s * 1000);
+  if (j.req_time_s > 0) spec->set_time_limit_ms(std::min(j.req_time_s, kMaxTraceSeconds) * 1000);
   if (!j.account.empty()) spec->set_account(j.account);
   auto r = runner_->engine().SubmitJob(caller, req, clock_.NowMs());
   if (!r.ok()) {
@@ -285,7 +285,7 @@ void Replayer::OnLaunch(size_t node, const v1::LaunchJob& l) {
   Send(node, std::move(started));
   if (l.batch_node()) {
     const SimJob& j = jobs_[run.index];
-    const int64_t runs_for = std::max<int64_t>(0, j.run_s) * 1000;
+    const int64_t runs_for = std::clamp<int64_t>(j.run_s, 0, kMaxTraceSeconds) * 1000;
     const bool killed = l.time_limit_ms() > 0 && runs_for > l.time_limit_ms();
     const int64_t after = killed ? l.time_limit_ms() : runs_for;
     const uint64_t id = l.job_id();
@@ -374,11 +374,11 @@ Result<ReplayResult> Replayer::Run() {
     const SimJob& j = jobs_[i];
     JobOutcome& o = result_.jobs[i];
     o.trace_id = j.trace_id;
-    o.submit_ms = j.submit_s * 1000;
+    o.submit_ms = std::clamp<int64_t>(j.submit_s, 0, kMaxTraceSeconds) * 1000;
     o.procs = j.procs;
     o.gpus = j.gpus;
     o.nodes = j.nodes;
-    o.req_time_ms = j.req_time_s * 1000;
+    o.req_time_ms = std::clamp<int64_t>(j.req_time_s, 0, kMaxTraceSeconds) * 1000;
     o.user = j.user;
     o.account = j.account;
   }
@@ -394,10 +394,16 @@ Result<ReplayResult> Replayer::Run() {
   int64_t idle_since = -1;  // nothing running and nothing left to submit, since (virtual ms)
   while (finished_ < total) {
     const int64_t due = executor_.next_due_ms();
-    const int64_t arrival = next < total ? t0_ms_ + jobs_[next].submit_s * 1000 : -1;
+    const int64_t arrival =
+        next < total
+            ? t0_ms_ + std::clamp<int64_t>(jobs_[next].submit_s, 0, kMaxTraceSeconds) * 1000
+            : -1;
     if (arrival >= 0 && (due < 0 || arrival <= due)) {
       executor_.AdvanceMs(arrival - clock_.NowMs());
-      while (next < total && t0_ms_ + jobs_[next].submit_s * 1000 <= clock_.NowMs()) Submit(next++);
+      while (next < total &&
+             t0_ms_ + std::clamp<int64_t>(jobs_[next].submit_s, 0, kMaxTraceSeconds) * 1000 <=
+                 clock_.NowMs())
+        Submit(next++);
       Record();
       runner_->AfterEvent();
       executor_.RunUntilIdle();

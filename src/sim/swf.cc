@@ -53,8 +53,16 @@ std::optional<int64_t> Whole(std::string_view w) {
   return Integer(whole);
 }
 
-// "; MaxProcs: 128" -> the value of a header key this reader keeps.
-void ReadHeader(std::string_view line, SwfTrace& t) {
+void Skip(SwfTrace& t, uint64_t line, std::string why) {
+  ++t.skipped_count;
+  if (t.skipped.size() < kMaxSkippedKept) t.skipped.push_back({line, std::move(why)});
+}
+
+// "; MaxProcs: 128" -> the value of a header key this reader keeps. A machine of more than
+// kMaxTraceNodes processors or nodes is not kept (the line is counted as skipped): muster-sim
+// builds a node for each (as many as its --nodes takes), and a larger one costs gigabytes
+// before the config refuses it.
+void ReadHeader(std::string_view line, uint64_t number, SwfTrace& t) {
   line.remove_prefix(1);  // ';'
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) return;
@@ -69,12 +77,39 @@ void ReadHeader(std::string_view line, SwfTrace& t) {
                                  : key == "UnixStartTime" ? &t.unix_start_time
                                                           : nullptr;
   if (!slot) return;
-  if (auto v = Integer(value); v && *v >= 0) *slot = *v;
+  auto v = Integer(value);
+  if (!v || *v < 0) return;
+  const int64_t max = slot == &t.unix_start_time ? kMaxTraceSeconds : int64_t{kMaxTraceNodes};
+  if (*v > max) {
+    Skip(t, number,
+         std::string(key) + " " + std::to_string(*v) + " is more than " + std::to_string(max) +
+             ": not kept");
+    return;
+  }
+  *slot = *v;
 }
 
-void Skip(SwfTrace& t, uint64_t line, std::string why) {
-  ++t.skipped_count;
-  if (t.skipped.size() < kMaxSkippedKept) t.skipped.push_back({line, std::move(why)});
+// What of a job line is past trace.h's bounds, or "". Fields that the replay does not use
+// (memory, status, ids) may hold any integer.
+std::string OutOfRange(const std::array<int64_t, kFields>& f) {
+  struct Bound {
+    size_t field;  // from 0
+    const char* what;
+    int64_t max;
+  };
+  static constexpr Bound kBounds[] = {{1, "submit time", kMaxTraceSeconds},
+                                      {3, "run time", kMaxTraceSeconds},
+                                      {4, "processors", kMaxTraceProcs},
+                                      {7, "requested processors", kMaxTraceProcs},
+                                      {8, "requested time", kMaxTraceSeconds}};
+  for (const Bound& b : kBounds) {
+    if (f[b.field] > b.max) {
+      return "field " + std::to_string(b.field + 1) + " (" + b.what + ") " +
+             std::to_string(f[b.field]) + " is more than " + std::to_string(b.max) +
+             (b.max == kMaxTraceSeconds ? " (100 years)" : "");
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -87,11 +122,13 @@ SwfTrace ReadSwf(std::istream& in) {
   while (std::getline(in, text)) {
     ++number;
     std::string_view line = text;
+    // A UTF-8 byte order mark, as some editors write before the first line.
+    if (number == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
     size_t first = 0;
     while (first < line.size() && IsSpace(line[first])) ++first;
     if (first == line.size()) continue;  // blank
     if (line[first] == ';') {
-      ReadHeader(line.substr(first), t);
+      ReadHeader(line.substr(first), number, t);
       continue;
     }
     const size_t n = Words(line, words);
@@ -120,6 +157,10 @@ SwfTrace ReadSwf(std::istream& in) {
     }
     if (f[1] < 0) {
       Skip(t, number, "a negative submit time");
+      continue;
+    }
+    if (std::string why = OutOfRange(f); !why.empty()) {
+      Skip(t, number, std::move(why));
       continue;
     }
     SwfJob j{f[0], f[1],  f[2],  f[3],  f[4],  f[5],  f[6],  f[7],  f[8],
@@ -163,10 +204,10 @@ Trace SwfToTrace(const SwfTrace& swf) {
     s.submit_s = j.submit_s;
     s.run_s = j.run_s;
     s.req_time_s = j.req_time_s > 0 ? j.req_time_s : j.run_s;
-    s.procs = static_cast<uint32_t>(std::min<int64_t>(procs, UINT32_MAX));
+    s.procs = static_cast<uint32_t>(std::min<int64_t>(procs, kMaxTraceProcs));
     s.user = "u" + std::to_string(j.user);
     s.account = j.group >= 0 ? "g" + std::to_string(j.group) : "";
-    s.traced_wait_s = j.wait_s;
+    s.traced_wait_s = j.wait_s >= 0 && j.wait_s <= kMaxTraceSeconds ? j.wait_s : -1;
     t.jobs.push_back(std::move(s));
   }
   if (no_run > 0) {

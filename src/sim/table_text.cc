@@ -155,6 +155,15 @@ std::string Shown(std::string_view s) {
   return out;
 }
 
+std::string TimeOutOfRange(std::string_view what, int64_t s) {
+  return std::string(what) + " " + std::to_string(s) + " s is not within 0 and 100 years (" +
+         std::to_string(kMaxTraceSeconds) + " s)";
+}
+
+std::string CountOutOfRange(std::string_view what, int64_t n, uint64_t max) {
+  return std::string(what) + " " + std::to_string(n) + " is more than " + std::to_string(max);
+}
+
 std::optional<size_t> Header::Find(const std::string& name) const {
   auto it = index.find(name);
   if (it == index.end()) return std::nullopt;

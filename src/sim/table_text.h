@@ -15,10 +15,14 @@
 
 namespace muster::sim::table {
 
-// Calls fn(line_number, line) for each line of `text` (numbered from 1, '\r' removed), blank
-// lines included; stops early when fn returns false.
+// A UTF-8 byte order mark, as spreadsheets write before the first line.
+inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// Calls fn(line_number, line) for each line of `text` (numbered from 1, '\r' removed, a leading
+// byte order mark passed over), blank lines included; stops early when fn returns false.
 template <typename Fn>
 void ForEachLine(std::string_view text, Fn&& fn) {
+  if (text.substr(0, kUtf8Bom.size()) == kUtf8Bom) text.remove_prefix(kUtf8Bom.size());
   uint64_t number = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -51,6 +55,14 @@ std::optional<int64_t> IsoTime(std::string_view s);
 
 // The first bytes of a field, for a message.
 std::string Shown(std::string_view s);
+
+// Values past trace.h's bounds: the reason lines holding them are skipped under, and what a
+// message says of one ("run 4000000000 s is not within 0 and 100 years (3155760000 s)", "gpus
+// 2000000 is more than 1000000").
+inline constexpr const char* kOutOfRange = "out of range: skipped";
+inline bool InTimeRange(int64_t s) { return s >= 0 && s <= kMaxTraceSeconds; }
+std::string TimeOutOfRange(std::string_view what, int64_t s);
+std::string CountOutOfRange(std::string_view what, int64_t n, uint64_t max);
 
 // Column positions in a header line, by lowercased name.
 struct Header {

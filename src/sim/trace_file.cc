@@ -34,7 +34,7 @@ std::string FormatFromName(const std::string& path) {
 
 }  // namespace
 
-Result<std::string> ReadMaybeCompressed(const std::string& path) {
+Result<std::string> ReadMaybeCompressed(const std::string& path, uint64_t max_bytes) {
   // gzopen reads plain files as they are, so one path serves both.
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) return NotFound("cannot open " + path);
@@ -49,6 +49,11 @@ Result<std::string> ReadMaybeCompressed(const std::string& path) {
       return InvalidArgument(path + ": " + what);
     }
     if (n == 0) break;
+    if (text.size() + static_cast<uint64_t>(n) > max_bytes) {
+      gzclose(f);
+      return InvalidArgument(path + " holds more than " + std::to_string(max_bytes) +
+                             " bytes (after inflating): too large a trace to read");
+    }
     text.append(buf, static_cast<size_t>(n));
   }
   gzclose(f);

@@ -21,6 +21,8 @@ struct ClusterShape {
   uint32_t nvlink_domain = 0;  // nodes in one NVLink domain; 0: none
 };
 
+inline constexpr uint32_t kMaxShapeNodes = 1'000'000;
+
 // The config's TOML text (what `muster-sim --print-config` shows, a start for a site's own).
 std::string ShapeToToml(const ClusterShape& shape);
 // Parsed, as the controller would load it. INVALID_ARGUMENT for an empty cluster.

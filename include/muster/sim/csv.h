@@ -40,17 +40,21 @@
 namespace muster::sim {
 
 // The jobs in submit order (stable), submit_s from the earliest. Jobs with a run <= 0 or no
-// CPU are dropped, malformed lines (wrong column count, a value not in its column's forms)
-// skipped: both counted in Trace::skipped and listed by line number (the first 100) in
-// Trace::notes. INVALID_ARGUMENT naming the column when a required one is missing, for a
-// column named twice, or when no line could be read.
+// CPU are dropped, malformed lines (wrong column count, a value not in its column's forms) and
+// lines past trace.h's bounds skipped: all counted in Trace::skipped and listed by line number
+// (the first 100) in Trace::notes. The bounds: submit times (seconds, or ISO times: 1970 to
+// 2070), runs and time limits 0 to 100 years; at most 10,000,000 CPUs, 1,000,000 GPUs and
+// 1,000,000 nodes. A wait outside 0 to 100 years is unknown. A leading UTF-8 byte order mark
+// (as spreadsheets write) is passed over. INVALID_ARGUMENT naming the column when a required one is
+// missing, for a column named twice, or when no line could be read.
 Result<Trace> ReadCsvTrace(std::string_view text);
 
 // sacct's lines (a header line "JobID|Submit|..." is passed over). Jobs that never started
 // (Start Unknown or None) or have not ended (End Unknown) are dropped and counted, as are runs
-// <= 0 and malformed lines. trace_id = JobID where it is a number; array tasks (1234_5) and
-// heterogeneous components (1234+0) take their line number, the id kept in the notes (the first
-// 100). traced_wait_s = Start - Submit. INVALID_ARGUMENT when no line could be read.
+// <= 0, malformed lines and lines past the bounds above (Submit and Start 1970 to 2070). trace_id =
+// JobID where it is a number; array tasks (1234_5) and heterogeneous components (1234+0) take their
+// line number, the id kept in the notes (the first 100). traced_wait_s = Start - Submit.
+// INVALID_ARGUMENT when no line could be read.
 Result<Trace> ReadSacct(std::string_view text);
 
 }  // namespace muster::sim

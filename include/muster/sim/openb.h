@@ -12,6 +12,7 @@
 // or uses ReadOpenbNodesFile.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,18 +33,25 @@ namespace muster::sim {
 //
 // Left out, counted in Trace::skipped and listed by line in Trace::notes (the first 100): pods
 // never scheduled (no scheduled_time: the 'Pending' ones, which waited until deleted), pods with
-// no deletion_time, a run <= 0, and malformed lines. Kept and noted: pods sharing a GPU (0 <
-// gpu_milli < 1000), replayed as one whole GPU; pods still Running at the trace's end (their
-// deletion_time is the trace's last one), whose run is cut there.
+// no deletion_time, a run <= 0, malformed lines, and lines past trace.h's bounds (a time over
+// 100 years, cpu_milli over 10,000,000 CPUs, num_gpu over 1,000,000, memory_mib over 1 PiB). Kept
+// and noted: pods sharing a GPU (0 < gpu_milli < 1000), replayed as one whole GPU; pods still
+// Running at the trace's end (their deletion_time is the trace's last one), whose run is cut there.
 // INVALID_ARGUMENT when the header lacks a needed column (openb_pod_list_multigpu50.csv has no
 // times), or no line could be read.
 Result<Trace> ReadOpenbPods(std::string_view text);
+
+// What a node of the node list may have (as the config takes): the controller keeps a slot for
+// each CPU and GPU. Memory: at most kMaxTraceMemMb (1 PiB).
+inline constexpr uint32_t kMaxOpenbNodeCpus = 1'000'000;
+inline constexpr uint32_t kMaxOpenbNodeGpus = 1024;
 
 // The node list as a muster.toml: one [[nodes]] entry per node (its name as the trace gives it,
 // cpus = cpu_milli / 1000, memory_mb = memory_mib, gpus, gpu_type = model lowercased, none
 // without GPUs) and one default partition "sim" of them all. INVALID_ARGUMENT for a header
 // without those columns, a malformed line (its number named), a node without a CPU or memory,
-// or a name the config would refuse.
+// or with more than the bounds above; nodes are renamed node0..nodeN when a name is one the
+// config would refuse, or named twice.
 Result<std::string> OpenbNodesToToml(std::string_view text);
 // The same, parsed as the controller would load it.
 Result<Config> ReadOpenbNodes(std::string_view text);

@@ -26,8 +26,10 @@ struct PhillyOptions {
 // = ceil(gpus / gpus_per_node) (at least 1), req_time_s = run_s (the trace has no requested
 // time: perfect estimates), user "philly", account "", traced_wait_s = wait_time; sorted by
 // submit time (stable). Jobs with run_time <= 0 or gpu_num < 0 are dropped, malformed lines
-// (wrong column count, not numbers) skipped: both counted in Trace::skipped and listed by line
-// number in Trace::notes (the first 100), as is what was filled in. The columns are found by
+// (wrong column count, not numbers) and lines past trace.h's bounds (a submit_time or run_time
+// outside 0 to 100 years, gpu_num over 1,000,000) skipped: all counted in Trace::skipped and
+// listed by line number in Trace::notes (the first 100), as is what was filled in. A wait_time
+// outside 0 to 100 years is unknown (-1). The columns are found by
 // their names in the header (index = the unnamed or "index" column, wait_time optional).
 // INVALID_ARGUMENT when the header lacks a column it needs, or no line could be read at all.
 Result<Trace> ReadPhilly(std::string_view text, const PhillyOptions& options = {});

@@ -56,8 +56,11 @@ struct SwfTrace {
 inline constexpr size_t kMaxSkippedKept = 100;
 
 // Reads a whole trace. Malformed lines (not 18 integers, a negative submit time, ids going
-// backwards are kept: the format allows them) are skipped and reported with their numbers; the
-// reader never fails on content.
+// backwards are kept: the format allows them) are skipped and reported with their numbers, as
+// are lines past trace.h's bounds (a submit, run or requested time over 100 years, more than
+// 10,000,000 processors) and a MaxProcs or MaxNodes header over 1,000,000 (muster-sim builds
+// a node for each), which is not kept. A leading UTF-8 byte order mark is passed over. The reader
+// never fails on content.
 SwfTrace ReadSwf(std::istream& in);
 
 // The jobs as the replay runs them, as the scheduling literature reads SWF: processors =

@@ -9,6 +9,17 @@
 
 namespace muster::sim {
 
+// What a reader accepts of a job. A line whose values fall outside is skipped, by line number,
+// as out of range (a traced wait outside is unknown, -1): a trace is input from anyone, and the
+// replay turns these into milliseconds after its origin and into a submission the engine checks.
+// Times in seconds, durations and times from the epoch or the trace's start alike: 0 to 100
+// years (36,525 days).
+inline constexpr int64_t kMaxTraceSeconds = int64_t{36'525} * 86'400;
+inline constexpr uint32_t kMaxTraceProcs = 10'000'000;  // processors (CPUs) of one job
+inline constexpr uint32_t kMaxTraceGpus = 1'000'000;    // GPUs of one job, in all
+inline constexpr uint32_t kMaxTraceNodes = 1'000'000;   // nodes of one job (a machine: MaxNodes)
+inline constexpr uint64_t kMaxTraceMemMb = uint64_t{1} << 30;  // memory per node: 1 PiB in MiB
+
 struct SimJob {
   int64_t trace_id = 0;    // the job's id in its trace (what reports name it by)
   int64_t submit_s = 0;    // from the trace's start

@@ -30,7 +30,13 @@ struct TraceOptions {
 Result<Trace> ReadTraceFile(const std::string& path, std::string format = "",
                             const TraceOptions& options = {});
 
+// The most a trace file may hold, inflated: a gzip file of a few megabytes can inflate to
+// terabytes, and the reader holds the text whole.
+inline constexpr uint64_t kMaxTraceFileBytes = uint64_t{4} << 30;  // 4 GiB
+
 // The whole file, inflated when it is gzip-compressed (by its magic bytes, not its name).
-Result<std::string> ReadMaybeCompressed(const std::string& path);
+// INVALID_ARGUMENT when it holds more than max_bytes.
+Result<std::string> ReadMaybeCompressed(const std::string& path,
+                                        uint64_t max_bytes = kMaxTraceFileBytes);
 
 }  // namespace muster::sim

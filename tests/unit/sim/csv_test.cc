@@ -238,5 +238,77 @@ TEST(SacctTest, TextThatIsNotSacctOutputIsAnError) {
   EXPECT_NE(t.status().message().find("line 1"), std::string::npos);
 }
 
+TEST(CsvTraceTest, AByteOrderMarkBeforeTheHeaderIsPassedOver) {
+  // As spreadsheets save "CSV UTF-8": without this the first column was '\xEF\xBB\xBFid'.
+  auto t = ReadCsvTrace("\xEF\xBB\xBFid,submit,run,procs\r\n1,0,10,1\r\n");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 1u);
+  EXPECT_EQ(t->jobs[0].trace_id, 1);
+  EXPECT_EQ(t->jobs[0].run_s, 10);
+}
+
+TEST(CsvTraceTest, ValuesPastTheBoundsAreSkippedAsOutOfRange) {
+  auto t = ReadCsvTrace(
+      "id,submit,run,req_time,procs,gpus,nodes,wait\n"  // line 1
+      "1,9223372036854775807,10,10,1,0,0,0\n"           // 2: rebasing against 3 overflowed
+      "2,-9223372036854775807,10,10,1,0,0,0\n"          // 3
+      "3,1969-12-31T23:59:59,10,10,1,0,0,0\n"           // 4: before the epoch
+      "4,0,9223372036854775807,10,1,0,0,0\n"            // 5: the replay's milliseconds
+      "5,0,10,9223372036854775807,1,0,0,0\n"            // 6
+      "6,0,10,10,10000001,0,0,0\n"                      // 7
+      "7,0,10,10,1,1000001,0,0\n"                       // 8
+      "8,0,10,10,1,0,1000001,0\n"                       // 9
+      "9,2070-01-01T00:00:00,3155760000,3155760000,10000000,1000000,1000000,"
+      "9223372036854775807\n");  // 10: at the bounds (1970 + 36,525 days); the wait unknown
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 1u);
+  const SimJob& j = t->jobs[0];
+  EXPECT_EQ(j.trace_id, 9);
+  EXPECT_EQ(j.run_s, kMaxTraceSeconds);
+  EXPECT_EQ(j.procs, kMaxTraceProcs);
+  EXPECT_EQ(j.gpus, kMaxTraceGpus);
+  EXPECT_EQ(j.nodes, kMaxTraceNodes);
+  EXPECT_EQ(j.traced_wait_s, -1);
+  EXPECT_EQ(t->skipped, 8u);
+  EXPECT_TRUE(HasNote(*t, "line 2: out of range: skipped (submit 9223372036854775807 s"));
+  EXPECT_TRUE(HasNote(*t, "line 3: out of range: skipped (submit -9223372036854775807 s"));
+  EXPECT_TRUE(HasNote(*t, "line 4: out of range: skipped (submit -1 s"));
+  EXPECT_TRUE(HasNote(*t, "line 5: out of range: skipped (run 9223372036854775807 s"));
+  EXPECT_TRUE(HasNote(*t, "line 6: out of range: skipped (time limit 9223372036854775807 s"));
+  EXPECT_TRUE(HasNote(*t, "line 7: out of range: skipped (CPUs 10000001 is more than 10000000)"));
+  EXPECT_TRUE(HasNote(*t, "line 8: out of range: skipped (GPUs 1000001 is more than 1000000)"));
+  EXPECT_TRUE(HasNote(*t, "line 9: out of range: skipped (nodes 1000001 is more than 1000000)"));
+  EXPECT_TRUE(HasNote(*t, "8 lines: out of range: skipped"));
+}
+
+TEST(SacctTest, ValuesPastTheBoundsAreSkippedAsOutOfRange) {
+  auto t = ReadSacct(
+      "1|1969-12-31T00:00:00|1970-01-01T00:00:00|1970-01-01T00:01:00|1:00:00|1|1||u|a|"
+      "COMPLETED\n"
+      "2|2024-01-01T00:00:00|2099-01-01T00:00:00|2099-01-01T00:01:00|1:00:00|1|1||u|a|"
+      "COMPLETED\n"
+      "3|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:01:00|99999999999|1|1||u|a|"
+      "COMPLETED\n"
+      "4|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:01:00|1:00:00|10000001|1||u|a|"
+      "COMPLETED\n"
+      "5|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:01:00|1:00:00|1|1000001||u|a|"
+      "COMPLETED\n"
+      "6|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:01:00|1:00:00|1|1|"
+      "gres/gpu=4294967297|u|a|COMPLETED\n"
+      "7|2024-01-01T00:00:00|2024-01-01T00:00:10|2024-01-01T00:01:00|1:00:00|1|1|gres/gpu=2|u|a|"
+      "COMPLETED\n");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 1u);
+  EXPECT_EQ(t->jobs[0].trace_id, 7);
+  EXPECT_EQ(t->jobs[0].gpus, 2u);
+  EXPECT_EQ(t->skipped, 6u);
+  EXPECT_TRUE(HasNote(*t, "line 1: out of range: skipped (submit -86400 s"));
+  EXPECT_TRUE(HasNote(*t, "line 2: out of range: skipped (Start 4070908800 s"));
+  EXPECT_TRUE(HasNote(*t, "line 3: out of range: skipped (time limit 99999999999 s"));
+  EXPECT_TRUE(HasNote(*t, "line 4: out of range: skipped (CPUs 10000001 is more than 10000000)"));
+  EXPECT_TRUE(HasNote(*t, "line 5: out of range: skipped (nodes 1000001 is more than 1000000)"));
+  EXPECT_TRUE(HasNote(*t, "line 6: out of range: skipped (GPUs 4294967297 is more than 1000000)"));
+}
+
 }  // namespace
 }  // namespace muster::sim

@@ -158,5 +158,53 @@ TEST(OpenbTest, ABadNodeListIsAnErrorNamingTheLine) {
   EXPECT_FALSE(ReadOpenbNodes("sn,cpu_milli,memory_mib,gpu,model\n").ok()) << "no node";
 }
 
+TEST(OpenbTest, PodsPastTheBoundsAreSkippedAsOutOfRange) {
+  auto t = ReadOpenbPods(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time,scheduled_time\n"
+      "p-1,9223372036854775807,1,0,0,0,10,1\n"  // 2: rounding up to whole CPUs overflowed
+      "p-2,1000,1073741825,0,0,0,10,1\n"        // 3: more than 1 PiB
+      "p-3,1000,1,1000001,0,0,10,1\n"           // 4
+      "p-4,1000,1,0,0,9223372036854775807,9223372036854775807,9223372036854775807\n"  // 5
+      "p-5,1000,1,0,0,0,3155760001,1\n"                                               // 6
+      "p-6,10000000000,1073741824,1000000,0,3155759990,3155760000,3155759999\n");     // 7
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 1u);
+  const SimJob& j = t->jobs[0];
+  EXPECT_EQ(j.trace_id, 6);
+  EXPECT_EQ(j.procs, kMaxTraceProcs);
+  EXPECT_EQ(j.mem_mb, kMaxTraceMemMb);
+  EXPECT_EQ(j.gpus, kMaxTraceGpus);
+  EXPECT_EQ(j.run_s, 1);
+  EXPECT_EQ(t->skipped, 5u);
+  EXPECT_TRUE(HasNote(*t,
+                      "line 2: out of range: skipped (cpu_milli 9223372036854775807 is more than "
+                      "10000000000)"));
+  EXPECT_TRUE(
+      HasNote(*t, "line 3: out of range: skipped (memory_mib 1073741825 is more than 1073741824)"));
+  EXPECT_TRUE(HasNote(*t, "line 4: out of range: skipped (num_gpu 1000001 is more than 1000000)"));
+  EXPECT_TRUE(HasNote(*t, "line 5: out of range: skipped (creation_time 9223372036854775807 s"));
+  EXPECT_TRUE(HasNote(*t, "line 6: out of range: skipped (deletion_time 3155760001 s"));
+}
+
+TEST(OpenbTest, ANodePastWhatTheControllerHoldsIsAnErrorNamingTheLine) {
+  // 2,000,000 CPUs: the config refuses it too, but without naming the node list's line.
+  auto cpus = OpenbNodesToToml("sn,cpu_milli,memory_mib,gpu\nn1,8000,1024,0\nn2,2000000000,1,0\n");
+  ASSERT_FALSE(cpus.ok());
+  EXPECT_EQ(cpus.status().message(),
+            "the openb node list, line 3: more than 1000000 CPUs (cpu_milli 2000000000)");
+  // Memory the config has no bound for: the replay's totals would overflow.
+  auto memory = ReadOpenbNodes("sn,cpu_milli,memory_mib,gpu\nn1,8000,9223372036854775807,0\n");
+  ASSERT_FALSE(memory.ok());
+  EXPECT_NE(memory.status().message().find("line 2: more than 1 PiB of memory"), std::string::npos)
+      << memory.status().ToString();
+  auto gpus = ReadOpenbNodes("sn,cpu_milli,memory_mib,gpu\nn1,8000,1024,4000000000\n");
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_NE(gpus.status().message().find("line 2: more than 1024 GPUs"), std::string::npos);
+  auto most = ReadOpenbNodes("sn,cpu_milli,memory_mib,gpu\nn1,1000000999,1073741824,1024\n");
+  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  EXPECT_EQ(most->nodes[0].cpus, kMaxOpenbNodeCpus);
+  EXPECT_EQ(most->nodes[0].memory_mb, kMaxTraceMemMb);
+}
+
 }  // namespace
 }  // namespace muster::sim

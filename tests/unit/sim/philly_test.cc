@@ -141,5 +141,32 @@ TEST(PhillyTest, ATableItCannotReadIsAnError) {
   EXPECT_TRUE(header_only->jobs.empty());
 }
 
+TEST(PhillyTest, ValuesPastTheBoundsAreSkippedAsOutOfRange) {
+  auto t = ReadPhilly(
+      ",run_time,wait_time,submit_time,gpu_num\n"        // line 1
+      "0,10,0,5,9223372036854775807\n"                   // 2: ceil(gpus / 8) overflowed
+      "1,10,0,9223372036854775807,1\n"                   // 3: rebasing against line 4 overflowed
+      "2,10,0,-9223372036854775807,1\n"                  // 4
+      "3,9223372036854775807,0,5,1\n"                    // 5: the replay's milliseconds overflowed
+      "4,10,0,5,1000001\n"                               // 6
+      "5,10,9223372036854775807,3155760000,1000000\n");  // 7: at the bounds; the wait unknown
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 1u);
+  EXPECT_EQ(t->jobs[0].trace_id, 5);
+  EXPECT_EQ(t->jobs[0].gpus, kMaxTraceGpus);
+  EXPECT_EQ(t->jobs[0].nodes, kMaxTraceGpus / 8);
+  EXPECT_EQ(t->jobs[0].traced_wait_s, -1);
+  EXPECT_EQ(t->skipped, 5u);
+  EXPECT_TRUE(HasNote(
+      *t, "line 2: out of range: skipped (gpu_num 9223372036854775807 is more than 1000000)"));
+  EXPECT_TRUE(HasNote(*t,
+                      "line 3: out of range: skipped (submit_time 9223372036854775807 s is not "
+                      "within 0 and 100 years (3155760000 s))"));
+  EXPECT_TRUE(HasNote(*t, "line 4: out of range: skipped (submit_time -9223372036854775807 s"));
+  EXPECT_TRUE(HasNote(*t, "line 5: out of range: skipped (run_time 9223372036854775807 s"));
+  EXPECT_TRUE(HasNote(*t, "line 6: out of range: skipped (gpu_num 1000001 is more than 1000000)"));
+  EXPECT_TRUE(HasNote(*t, "5 lines: out of range: skipped"));
+}
+
 }  // namespace
 }  // namespace muster::sim

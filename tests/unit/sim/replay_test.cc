@@ -201,6 +201,37 @@ TEST(ClusterShapeTest, LeavesAndDomainsBecomeTopologyPaths) {
   EXPECT_EQ(c->nodes[5].gpus, 8u);
   s.nodes = 0;
   EXPECT_FALSE(ShapeToConfig(s).ok());
+  s.nodes = kMaxShapeNodes + 1;
+  EXPECT_FALSE(ShapeToConfig(s).ok()) << "refused before a million-entry TOML is written";
+}
+
+TEST(ReplayTest, TimesPastTheBoundsAreHeldThereAndNeverOverflowTheMilliseconds) {
+  // Readers never give these; a caller's own jobs might. 18446744073709552 s times 1000 is
+  // 2^64 + 384: wrapped, the job arrived (ran, was killed) after 384 ms.
+  constexpr int64_t kWraps = 18'446'744'073'709'552;
+  const std::vector<SimJob> jobs = {
+      Job(1, 0, kWraps, 0, 1),           // no limit: runs for 100 years
+      Job(2, kWraps, 10, kWraps, 1),     // arrives after 100 years, its limit 100 years
+      Job(3, kWraps, kWraps, kWraps, 1)  // runs into its limit, 100 years
+  };
+  ReplayOptions options;
+  options.tick_ms = 4'000'000'000;  // 46 days: a century of ten-minute ticks takes too long
+  auto r = Replay(Cluster(3), jobs, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  constexpr int64_t kCentury = kMaxTraceSeconds * 1000;
+  const JobOutcome& a = r->jobs[0];
+  const JobOutcome& b = r->jobs[1];
+  const JobOutcome& c = r->jobs[2];
+  for (const JobOutcome& o : r->jobs) EXPECT_TRUE(o.refused.empty()) << o.refused;
+  EXPECT_EQ(a.end_ms - a.start_ms, kCentury);
+  EXPECT_FALSE(a.killed_at_limit);
+  EXPECT_EQ(b.submit_ms, kCentury);
+  EXPECT_EQ(b.req_time_ms, kCentury);
+  EXPECT_GE(b.start_ms, kCentury);
+  EXPECT_EQ(b.end_ms - b.start_ms, 10'000);
+  EXPECT_GE(c.start_ms, kCentury);
+  EXPECT_EQ(c.end_ms - c.start_ms, kCentury) << "100 years, not 384 ms";
+  EXPECT_FALSE(c.killed_at_limit) << "its run was held at the same bound";
 }
 
 }  // namespace

@@ -105,5 +105,57 @@ TEST(SwfTest, OnlyTheFirstHundredSkippedLinesAreListedButAllAreCounted) {
   EXPECT_EQ(t.skipped.back().line, kMaxSkippedKept);
 }
 
+TEST(SwfTest, ValuesPastTheBoundsAreSkippedByLineAndAHugeMachineIsNotKept) {
+  // INT64_MAX seconds times 1000 overflows the replay's milliseconds; MaxProcs becomes the
+  // number of nodes muster-sim builds when no cluster is given (5,000,000 of them with
+  // --leaf-size 1 took 7 GB before the config refused them).
+  const SwfTrace t = Read(
+      "; MaxProcs: 9223372036854775807\n"
+      "; MaxNodes: 1000001\n"
+      "1 9223372036854775807 0 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n"
+      "2 0 0 3155760001 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n"
+      "3 0 0 10 10000001 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n"
+      "4 0 0 10 1 -1 -1 4294967296 10 -1 1 1 1 -1 -1 -1 -1 -1\n"
+      "5 0 0 10 1 -1 -1 1 9223372036854775807 -1 1 1 1 -1 -1 -1 -1 -1\n"
+      "6 3155760000 9223372036854775807 3155760000 10000000 -1 -1 1 3155760000 -1 1 1 1 -1 -1 "
+      "-1 -1 -1\n");
+  EXPECT_FALSE(t.max_procs.has_value());
+  EXPECT_FALSE(t.max_nodes.has_value());
+  ASSERT_EQ(t.jobs.size(), 1u) << "the bounds themselves are kept";
+  EXPECT_EQ(t.jobs[0].id, 6);
+  EXPECT_EQ(t.skipped_count, 7u);
+  ASSERT_EQ(t.skipped.size(), 7u);
+  EXPECT_EQ(t.skipped[0].line, 1u);
+  EXPECT_EQ(t.skipped[0].why, "MaxProcs 9223372036854775807 is more than 1000000: not kept");
+  EXPECT_EQ(t.skipped[1].why, "MaxNodes 1000001 is more than 1000000: not kept");
+  EXPECT_EQ(t.skipped[2].line, 3u);
+  EXPECT_EQ(t.skipped[2].why,
+            "field 2 (submit time) 9223372036854775807 is more than 3155760000 (100 years)");
+  EXPECT_EQ(t.skipped[3].why, "field 4 (run time) 3155760001 is more than 3155760000 (100 years)");
+  EXPECT_EQ(t.skipped[4].why, "field 5 (processors) 10000001 is more than 10000000");
+  EXPECT_EQ(t.skipped[5].why, "field 8 (requested processors) 4294967296 is more than 10000000");
+  EXPECT_EQ(t.skipped[6].line, 7u);
+
+  const Trace trace = SwfToTrace(t);
+  ASSERT_EQ(trace.jobs.size(), 1u);
+  EXPECT_EQ(trace.jobs[0].procs, kMaxTraceProcs);
+  EXPECT_EQ(trace.jobs[0].traced_wait_s, -1) << "a wait past the bounds is unknown";
+  EXPECT_EQ(trace.skipped, 7u);
+}
+
+TEST(SwfTest, AByteOrderMarkBeforeTheFirstLineIsPassedOver) {
+  const SwfTrace t = Read(
+      "\xEF\xBB\xBF; MaxProcs: 64\n"
+      "1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n");
+  EXPECT_EQ(t.max_procs, 64);
+  EXPECT_EQ(t.skipped_count, 0u);
+  EXPECT_EQ(t.jobs.size(), 1u);
+  const SwfTrace job_first = Read(
+      "\xEF\xBB\xBF"
+      "7 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n");
+  ASSERT_EQ(job_first.jobs.size(), 1u);
+  EXPECT_EQ(job_first.jobs[0].id, 7);
+}
+
 }  // namespace
 }  // namespace muster::sim

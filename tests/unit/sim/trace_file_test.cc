@@ -138,5 +138,21 @@ TEST_F(TraceFileTest, GzipFilesAreInflatedAndNamedWithoutTheirGz) {
   EXPECT_EQ(csv->skipped, 0u);
 }
 
+TEST_F(TraceFileTest, AFileThatInflatesPastTheLimitIsAnErrorNotAnAllocation) {
+  // A gzip bomb in small: the reader stops at the limit rather than holding it all.
+  const std::string text(1 << 20, 'x');
+  const std::string path = Write("bomb.swf.gz", Gzip(text));
+  auto small = ReadMaybeCompressed(path, 64 << 10);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(small.status().message().find("holds more than 65536 bytes (after inflating)"),
+            std::string::npos)
+      << small.status().ToString();
+  auto whole = ReadMaybeCompressed(path, 1 << 20);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(whole->size(), text.size());
+  EXPECT_EQ(kMaxTraceFileBytes, uint64_t{4} << 30);
+}
+
 }  // namespace
 }  // namespace muster::sim
