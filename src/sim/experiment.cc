@@ -42,7 +42,7 @@ Result<PolicySpec> ParsePolicy(std::string_view text) {
     p.order = std::string(order);
   } else {
     return InvalidArgument("unknown order '" + std::string(order) + "' in policy '" + p.name +
-                           "' (muster, fcfs, sjf, wfp3, unicep, f1)");
+                           "' (muster, fcfs, sjf, wfp3, unicep, f1, hrrn)");
   }
   if (backfill.empty()) {
   } else if (backfill == "strict") {

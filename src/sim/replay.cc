@@ -228,7 +228,9 @@ void Replayer::Send(size_t node, v1::AgentMessage msg) {
 
 void Replayer::OnLaunch(size_t node, const v1::LaunchJob& l) {
   auto rit = runs_.find(l.job_id());
-  if (rit == runs_.end()) return;
+  if (rit == runs_.end() || l.node_id() >= static_cast<uint32_t>(l.allocation().nodes_size())) {
+    return;
+  }
   SimRun& run = rit->second;
   SimNode& n = nodes_[node];
   const v1::NodeAllocation& mine = l.allocation().nodes(static_cast<int>(l.node_id()));

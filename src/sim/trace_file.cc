@@ -86,10 +86,11 @@ Result<Trace> ReadTraceFile(const std::string& path, std::string format,
   std::istringstream in(std::move(text));
   SwfTrace swf = ReadSwf(in);
   if (swf.jobs.empty() && swf.skipped_count > 0) {
-    return InvalidArgument(
-        path + " is not in the Standard Workload Format: " + std::to_string(swf.skipped_count) +
-        " lines and no job (line " + std::to_string(swf.skipped.front().line) + ": " +
-        swf.skipped.front().why + ")");
+    return InvalidArgument(path + " is not in the Standard Workload Format: no job, " +
+                           std::to_string(swf.skipped_count) +
+                           (swf.skipped_count == 1 ? " line" : " lines") + " skipped (line " +
+                           std::to_string(swf.skipped.front().line) + ": " +
+                           swf.skipped.front().why + ")");
   }
   return SwfToTrace(swf);
 }
