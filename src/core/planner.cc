@@ -119,7 +119,8 @@ Planner::Planner(const ClusterView& view, TimeMs now, const SchedulerConfig& con
       profile_(index_, view_.running, now),
       now_(now),
       config_(config),
-      reserved_partition_(view_.partitions.size(), 0) {
+      reserved_partition_(view_.partitions.size(), 0),
+      first_reserved_(view_.partitions.size(), {kNever, 0}) {
   index_.SetPlacement(config.placement,
                       config.placement_seed ^ static_cast<uint64_t>(now) * 0x9e3779b97f4a7c15ULL);
   AddWindows();
@@ -342,8 +343,9 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
   JobId blocker = 0;
   std::vector<NodeIndex> nodes;
 
-  if (r.nodes == 1 && !forced) {
-    // One node: best fit straight from the free-GPU buckets, fewest free GPUs first.
+  if (r.nodes == 1 && !forced && config_.placement == PlacementMode::kTopology) {
+    // One node: best fit straight from the free-GPU buckets, fewest free GPUs first (the
+    // baselines' placements take the general path below).
     auto take = [&](size_t pos) {
       NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
       if (!index_.FitsNow(n, need)) return false;
@@ -433,9 +435,6 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
     }
   }
   const TimeMs duration = end == kNever ? kNever : end - now_;
-  // Strict backfill: ending after the first reserved start is passing that job, wherever it runs.
-  const bool strictly_held =
-      config_.strict_backfill && first_reserved_job_ != 0 && end > first_reserved_start_;
   Attempt first_static;
   bool open = false, held = false, searched = false;
   JobId blocker = 0;
@@ -447,10 +446,15 @@ Planner::Attempt Planner::TryStart(JobId id, const JobRequest& r) {
     }
     open = true;
     if (ps.no_free) continue;
-    if (strictly_held) {
-      held = true;
-      blocker = first_reserved_job_;
-      continue;
+    if (config_.strict_backfill && ps.part >= 0) {
+      // Strict backfill: ending after the partition's first reserved start is passing that job,
+      // wherever it runs.
+      const auto& [start, job] = first_reserved_[static_cast<size_t>(ps.part)];
+      if (job != 0 && end > start) {
+        held = true;
+        blocker = job;
+        continue;
+      }
     }
     if (ps.held && duration >= ps.held_duration) {
       held = true;  // a job of this shape, no longer than this one, already collided
@@ -574,12 +578,10 @@ void Planner::Reserve(JobId id, const JobRequest& r, const Forecast& f) {
   const Need need = NeedOf(r);
   const TimeMs end = Profile::EndOf(f.start, r.time_limit_ms);
   for (NodeIndex n : f.nodes) profile_.AddHold(n, need, f.start, end, id);
-  if (f.start < first_reserved_start_) {
-    first_reserved_start_ = f.start;
-    first_reserved_job_ = id;
-  }
   for (size_t i = 0; i < view_.partitions.size(); ++i) {
-    if (view_.partitions[i].name == f.partition) reserved_partition_[i] = 1;
+    if (view_.partitions[i].name != f.partition) continue;
+    reserved_partition_[i] = 1;
+    if (f.start < first_reserved_[i].first) first_reserved_[i] = {f.start, id};
   }
 }
 

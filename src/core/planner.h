@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster_index.h"
@@ -125,9 +126,9 @@ class Planner {
   SchedulerConfig config_;
   std::map<std::string, ShapeState> shapes_;
   std::vector<char> reserved_partition_;  // by partition index
-  // The earliest reserved start of this pass and its job (strict backfill measures against it).
-  TimeMs first_reserved_start_ = kNever;
-  JobId first_reserved_job_ = 0;
+  // Per partition (by index): the earliest reserved start of this pass and its job (strict
+  // backfill measures a job against those of its partitions).
+  std::vector<std::pair<TimeMs, JobId>> first_reserved_;
   uint32_t forecasts_ = 0;
   uint32_t answered_from_shape_ = 0;
   NodeSet scratch_;

@@ -109,9 +109,15 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
     if (!reranked && pass.reservations.size() >= config.backfill_depth) {
       // The reservations are made: the jobs left go by their backfill rank, which only decides
       // who fills the gaps around them.
-      std::stable_sort(
-          order.begin() + static_cast<ptrdiff_t>(at), order.end(),
-          [&](size_t a, size_t b) { return queue[a].backfill_rank > queue[b].backfill_rank; });
+      // Jobs that preempted, or held a reservation, keep going first (their reasons hold here).
+      std::stable_sort(order.begin() + static_cast<ptrdiff_t>(at), order.end(),
+                       [&](size_t a, size_t b) {
+                         const PendingJob& x = queue[a];
+                         const PendingJob& y = queue[b];
+                         if (x.preempting != y.preempting) return x.preempting;
+                         if (x.had_reservation != y.had_reservation) return x.had_reservation;
+                         return x.backfill_rank > y.backfill_rank;
+                       });
       reranked = true;
     }
     const PendingJob& job = queue[order[at]];

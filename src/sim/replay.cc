@@ -187,8 +187,15 @@ void Replayer::Submit(size_t index) {
   if (j.nodes > 0) spec->set_nodes(j.nodes);
   spec->set_ntasks(std::max<uint32_t>(1, j.procs));
   if (j.gpus > 0) {
-    const uint32_t nodes = j.nodes ? j.nodes : 1;
-    spec->set_gpus_per_node((j.gpus + nodes - 1) / nodes);
+    // Without a node count, as many of the largest nodes as its GPUs need.
+    uint32_t nodes = j.nodes;
+    if (nodes == 0) {
+      nodes = node_gpus_ > 0
+                  ? static_cast<uint32_t>((uint64_t{j.gpus} + node_gpus_ - 1) / node_gpus_)
+                  : 1;
+      spec->set_nodes(nodes);
+    }
+    spec->set_gpus_per_node(static_cast<uint32_t>((uint64_t{j.gpus} + nodes - 1) / nodes));
   }
   for (const std::string& t : j.gpu_types) spec->add_gpu_types(t);
   if (j.mem_mb > 0) spec->set_mem_per_node_mb(j.mem_mb);
@@ -323,7 +330,8 @@ void Replayer::OnTerminate(size_t node, const v1::TerminateJob& t) {
     busy_gpus_ -= held->second.second;
     auto rit = runs_.find(t.job_id());
     if (rit != runs_.end() && !rit->second.ended && rit->second.run == t.run()) {
-      // Stopped before its time was up: preempted (the replay cancels nothing and loses no node).
+      // Stopped before its time was up: preempted (the replay cancels nothing and loses no
+      // node). Requeued, it waits again; preempted in mode cancel, it has ended.
       SimRun& run = rit->second;
       run.ended = true;
       run.placed = false;
@@ -332,9 +340,17 @@ void Replayer::OnTerminate(size_t node, const v1::TerminateJob& t) {
       const double secs = static_cast<double>(clock_.NowMs() - run.start_ms) / 1000.0;
       o.lost_gpu_seconds += secs * o.gpus;
       o.lost_cpu_seconds += secs * o.procs;
-      o.start_ms = -1;
-      ++queued_;
-      if (WantsWholeNodes(jobs_[run.index], node_gpus_)) ++queued_whole_node_;
+      v1::GetJobRequest q;
+      q.set_job_id(t.job_id());
+      auto job = runner_->engine().GetJob(Caller{0, 0, "root", true}, q);
+      if (job.ok() && job->job().state() == v1::PENDING) {
+        o.start_ms = -1;
+        ++queued_;
+        if (WantsWholeNodes(jobs_[run.index], node_gpus_)) ++queued_whole_node_;
+      } else {
+        o.end_ms = clock_.NowMs() - t0_ms_;
+        ++finished_;
+      }
     }
     n.held.erase(held);
   }

@@ -148,6 +148,64 @@ TEST(BackfillTest, StrictBackfillStartsOnlyJobsThatEndBeforeTheFirstReservedStar
   EXPECT_NE(r2->detail.find("reserved for job 1"), std::string::npos) << r2->detail;
 }
 
+TEST(BackfillTest, StrictBackfillMeasuresAJobOnlyAgainstItsOwnPartitionsReservations) {
+  // Partition a (nodes 0, 1) is busy and job 1 holds a reservation there from +1h; a 3 h job in
+  // partition b (nodes 2, 3) passes nobody by running now.
+  ClusterView v = testing::ClusterBuilder()
+                      .Nodes(4, {}, "n", 1, testing::Under("spine1/leaf1"))
+                      .Partition("a", {0, 1})
+                      .Partition("b", {2, 3})
+                      .Build();
+  for (NodeIndex n : {0u, 1u}) {
+    Placement running{"a",
+                      0,
+                      {{n,
+                        {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+                        0,
+                        {0, 1, 2, 3, 4, 5, 6, 7},
+                        1}}};
+    Allocate(running, v);
+    v.running.push_back({500 + n, n, kNow + kHour, 16, 8, 0});
+  }
+  JobRequest wide = testing::Gang(2, 8, 1, "a");
+  wide.time_limit_ms = 2 * kHour;
+  JobRequest other = testing::Gang(1, 8, 1, "b");
+  other.time_limit_ms = 3 * kHour;
+  SchedulerConfig strict;
+  strict.backfill_depth = 1;
+  strict.strict_backfill = true;
+  SchedulePass pass = Schedule(v, {Job(1, 100, wide), Job(2, 50, other)}, kNow, strict);
+  ASSERT_EQ(pass.reservations.size(), 1u);
+  EXPECT_TRUE(Started(pass, 2));
+}
+
+TEST(BackfillTest, FillingByRankKeepsJobsThatPreemptedAhead) {
+  // Once job 1's reservation is made, the rest go by backfill rank, but job 2, which preempted
+  // to make room, still goes before job 3 (ranked higher): the one free node is its.
+  SchedulerConfig c;
+  c.backfill_depth = 1;
+  c.backfill_by_rank = true;
+  PendingJob wide = Job(1, 100, Req(2, 8, 2 * kHour));
+  wide.preempting = true;
+  PendingJob preemptor = Job(2, 50, Req(1, 8, 30 * kMin));
+  preemptor.preempting = true;
+  preemptor.backfill_rank = 1;
+  PendingJob shorter = Job(3, 40, Req(1, 8, 30 * kMin));
+  shorter.backfill_rank = 100;
+  SchedulePass pass = Schedule(Busy(), {wide, preemptor, shorter}, kNow, c);
+  ASSERT_EQ(pass.reservations.size(), 1u);
+  EXPECT_EQ(pass.reservations[0].job, 1u);
+  EXPECT_TRUE(Started(pass, 2));
+  EXPECT_FALSE(Started(pass, 3));
+  // Without the preemptor, the rank decides between equals: job 3 goes before job 4.
+  PendingJob low = Job(4, 50, Req(1, 8, 30 * kMin));
+  low.backfill_rank = 1;
+  PendingJob plain_wide = Job(1, 100, Req(2, 8, 2 * kHour));
+  pass = Schedule(Busy(), {plain_wide, low, shorter}, kNow, c);
+  EXPECT_TRUE(Started(pass, 3));
+  EXPECT_FALSE(Started(pass, 4));
+}
+
 TEST(BackfillTest, APolicysOwnOrderReplacesTheWeightedSum) {
   // Job 2 was submitted first (it would go first on equal priorities), but the policy's order
   // puts job 1 first; one node is free, for one of them.

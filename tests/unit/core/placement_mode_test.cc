@@ -61,6 +61,14 @@ TEST(PlacementModeTest, RandomIsTheSameDrawForTheSameSeedAndVariesWithIt) {
   EXPECT_GT(draws.size(), 1u) << "eight seeds, one draw";
 }
 
+TEST(PlacementModeTest, OneNodeJobsFollowTheModeToo) {
+  // Best fit puts a 1-GPU job on a node already in use (node 1); first fit on the first node
+  // that fits, in the cluster's order (by topology path, then name): node 0.
+  const JobRequest one = testing::Gang(1, 1);
+  EXPECT_EQ(PlaceThree(PlacementMode::kTopology, 0, one), (std::vector<NodeIndex>{1}));
+  EXPECT_EQ(PlaceThree(PlacementMode::kFirstFit, 0, one), (std::vector<NodeIndex>{0}));
+}
+
 TEST(PlacementModeTest, AJobThatAsksForOneLeafGetsOneWhateverTheMode) {
   JobRequest r = testing::Gang(3, 8);
   r.max_leaves = 1;

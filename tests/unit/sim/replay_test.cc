@@ -126,6 +126,17 @@ TEST(ReplayTest, GangsOnAGpuClusterLandInsideOneLeafWhenOneHasRoom) {
   EXPECT_EQ(r->jobs[2].gpus, 32u);
 }
 
+TEST(ReplayTest, AGpuJobWithoutANodeCountSpreadsOverAsManyNodesAsItsGpusNeed) {
+  SimJob j = Job(1, 0, 100, 200, 2);
+  j.gpus = 16;  // two 8-GPU nodes
+  auto r = Replay(Cluster(4, 8, 8), {j});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->jobs[0].refused.empty()) << r->jobs[0].refused;
+  EXPECT_GE(r->jobs[0].start_ms, 0) << r->jobs[0].waiting;
+  EXPECT_EQ(r->jobs[0].nodes, 2u);
+  EXPECT_EQ(r->jobs[0].gpus, 16u);
+}
+
 std::vector<SimJob> Busy(int n) {
   // A deterministic, busy mix: sizes 1..8 on 8 nodes, runs shorter than their requests.
   std::vector<SimJob> jobs;
