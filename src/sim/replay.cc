@@ -385,6 +385,13 @@ void Replayer::Record() {
 
 Result<ReplayResult> Replayer::Run() {
   const auto began = std::chrono::steady_clock::now();
+  for (size_t i = 1; i < jobs_.size(); ++i) {
+    // The virtual clock only moves forward.
+    if (jobs_[i].submit_s < jobs_[i - 1].submit_s) {
+      return InvalidArgument("the jobs are not in submission order (job " +
+                             std::to_string(jobs_[i].trace_id) + ")");
+    }
+  }
   MUSTER_RETURN_IF_ERROR(Boot());
   result_.jobs.resize(jobs_.size());
   job_ids_.assign(jobs_.size(), 0);

@@ -243,6 +243,8 @@ TEST(ConfigTest, BadValuesAreErrorsWithTheirLine) {
   ExpectError("[scheduling]\nbackfill = \"easy\"\n", "2", "expected standard or strict");
   ExpectError("[scheduling]\nbackfill_order = \"random\"\n", "2",
               "expected priority, shortest or area");
+  ExpectError("[scheduling]\nplacement = \"best\"\n", "2",
+              "expected topology, first_fit or random");
   ExpectError("cluster_name = \n", "1", "");  // TOML syntax error
   ExpectError("[[nodes]]\nnames = \"n1\"\nmig = [\"1g.10gb\"]\n", "3", "PROFILE:COUNT");
   ExpectError("[[nodes]]\nnames = \"n1\"\ngres = [\"nvme:0\"]\n", "3", "NAME[:TYPE]:COUNT");

@@ -1,5 +1,6 @@
 // The published queue orders (scheduling.order): their scores as the RLScheduler paper states
-// them, an integer rank in the same order, and a pass that runs them through the engine.
+// them and an integer rank in the same order. Passes under them run through the engine in
+// sim_test and the sim_golden test.
 #include "queue_orders.h"
 
 #include <gtest/gtest.h>

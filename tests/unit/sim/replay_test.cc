@@ -126,6 +126,12 @@ TEST(ReplayTest, GangsOnAGpuClusterLandInsideOneLeafWhenOneHasRoom) {
   EXPECT_EQ(r->jobs[2].gpus, 32u);
 }
 
+TEST(ReplayTest, JobsOutOfSubmissionOrderAreRefused) {
+  auto r = Replay(Cluster(2), {Job(1, 50, 10, 10, 1), Job(2, 10, 10, 10, 1)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("submission order"), std::string::npos);
+}
+
 TEST(ReplayTest, AGpuJobWithoutANodeCountSpreadsOverAsManyNodesAsItsGpusNeed) {
   SimJob j = Job(1, 0, 100, 200, 2);
   j.gpus = 16;  // two 8-GPU nodes
