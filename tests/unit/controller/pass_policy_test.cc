@@ -9,6 +9,7 @@
 #include "account_manager.h"
 #include "cluster_views.h"
 #include "manager_context.h"
+#include "queue_orders.h"
 #include "reservation_manager.h"
 #include "scheduler_loop.h"
 
@@ -132,6 +133,23 @@ TEST_F(PassPolicyTest, TheLoopRunsAPolicyOfItsOwnAndDoesWhatItSays) {
   const std::vector<std::string> want = {"before",  "begin",   "admit 1",  "charge 1",
                                          "admit 2", "admit 3", "charge 3", "after 1"};
   EXPECT_EQ(policy_.calls, want);
+}
+
+TEST_F(PassPolicyTest, AQueueOrderReplacesTheBasePolicysOrderAndKeepsTheRest) {
+  // FCFS around the test's policy: job 1 (submitted first) takes the node, not "urgent"; the
+  // base still keeps account "blocked" out and gives the start its time limit.
+  auto base = std::make_unique<TestPolicy>();
+  TestPolicy* inner = base.get();
+  const TimeMs origin = 0;
+  OrderedPassPolicy fcfs(OrderedPassPolicy::Kind::kFcfs,
+                         OrderedPassPolicy::BackfillOrder::kPriority, std::move(base), origin);
+  SchedulerLoop loop(*ctx_, table_->jobs, table_->nodes, table_->ledger, *views_, fcfs);
+  if (auto in = loop.Prepare(kNow)) loop.Apply(SchedulerLoop::Compute(*in), kNow);
+  EXPECT_EQ(Rec(1).state(), v1::RUNNING);
+  EXPECT_EQ(Rec(1).time_limit_ms(), 4242);
+  EXPECT_EQ(Rec(3).state(), v1::PENDING);
+  EXPECT_EQ(Rec(2).reason(), "AssocGrpJobsLimit");
+  EXPECT_EQ(inner->started, std::vector<uint64_t>{1});
 }
 
 }  // namespace
