@@ -23,7 +23,6 @@
 
 namespace {
 
-using muster::sim::Interval;
 using muster::sim::Metrics;
 using muster::sim::PolicySpec;
 using muster::sim::SimJob;
@@ -107,8 +106,7 @@ struct Run {
 
 // What a run gave, kept for the table and the JSON.
 struct RunResult {
-  Metrics metrics;
-  std::vector<double> largest_waits;
+  muster::sim::RunFigures figures;
   double wall_seconds = 0;
   std::string error;
   muster::sim::ReplayResult replay;  // kept for --plot
@@ -127,12 +125,6 @@ void PrintSummary(const Metrics& m, double wall) {
                "slowdown %.2f  makespan %.0f s\n",
                m.utilization, m.wait.mean_s, m.wait.median_s, m.wait.p95_s, m.wait.p99_s,
                m.bounded_slowdown, m.makespan_s);
-}
-
-std::string Fixed(double v, int digits = 2) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
 }
 
 }  // namespace
@@ -308,8 +300,8 @@ int main(int argc, char** argv) {
       if (!r.ok()) {
         out.error = r.status().ToString();
       } else {
-        out.metrics = muster::sim::ComputeMetrics(*r);
-        out.largest_waits = muster::sim::LargestTenthWaits(*r);
+        out.figures.metrics = muster::sim::ComputeMetrics(*r);
+        out.figures.largest_waits = muster::sim::LargestTenthWaits(*r);
         out.wall_seconds = r->wall_seconds;
         if (one) {
           size_t said = 0;
@@ -341,18 +333,18 @@ int main(int argc, char** argv) {
   }
 
   if (one) {
-    PrintSummary(results[0].metrics, results[0].wall_seconds);
+    PrintSummary(results[0].figures.metrics, results[0].wall_seconds);
     if (json_path == "-") {
-      muster::sim::WriteJson(results[0].metrics, std::cout);
+      muster::sim::WriteJson(results[0].figures.metrics, std::cout);
     } else if (!json_path.empty()) {
       std::ofstream out(json_path);
-      muster::sim::WriteJson(results[0].metrics, out);
+      muster::sim::WriteJson(results[0].figures.metrics, out);
       if (!out) Fail("cannot write " + json_path);
     }
     if (!plot_path.empty()) {
       std::ofstream out(plot_path);
       muster::sim::WritePlotSvg(
-          results[0].replay, results[0].metrics,
+          results[0].replay, results[0].figures.metrics,
           trace_path.substr(trace_path.find_last_of('/') + 1) + ", policy " + policies[0].name,
           out);
       if (!out) Fail("cannot write " + plot_path);
@@ -362,64 +354,20 @@ int main(int argc, char** argv) {
 
   // Several runs: per policy, the mean over its runs with a 95% interval, and the largest
   // tenth's waits pooled over them.
-  std::ostringstream json;
-  json << "{\n  \"runs_per_policy\": " << runs.size() / policies.size() << ",\n";
-  if (sequences > 0) {
-    json << "  \"sequences\": {\"count\": " << sequences << ", \"length\": " << length
-         << ", \"seed\": " << seed << ", \"sample_first\": " << sample_first << ", \"starts\": [";
-    for (size_t k = 0; k < starts.size(); ++k) json << (k ? ", " : "") << starts[k];
-    json << "]},\n";
-  }
-  json << "  \"policies\": [";
-  std::printf("%-20s %22s %16s %12s %12s %12s\n", "policy", "bounded slowdown", "utilization",
-              "wait mean s", "large p99 s", "large max s");
+  std::vector<muster::sim::PolicySummary> summaries;
   for (size_t p = 0; p < policies.size(); ++p) {
-    std::vector<double> bsld, util, wait, stranded;
-    std::vector<double> large;
-    double gangs = 0, in_leaf = 0;
+    std::vector<const muster::sim::RunFigures*> mine;
     for (size_t i = 0; i < runs.size(); ++i) {
-      if (runs[i].policy != p) continue;
-      const Metrics& m = results[i].metrics;
-      gangs += static_cast<double>(m.gangs_with_leaf_room);
-      in_leaf += m.in_one_leaf * static_cast<double>(m.gangs_with_leaf_room);
-      stranded.push_back(m.stranded_gpu_share);
-      bsld.push_back(results[i].metrics.bounded_slowdown);
-      util.push_back(results[i].metrics.utilization);
-      wait.push_back(results[i].metrics.wait.mean_s);
-      large.insert(large.end(), results[i].largest_waits.begin(), results[i].largest_waits.end());
+      if (runs[i].policy == p) mine.push_back(&results[i].figures);
     }
-    std::sort(large.begin(), large.end());
-    const Interval b = muster::sim::MeanInterval(bsld), u = muster::sim::MeanInterval(util),
-                   w = muster::sim::MeanInterval(wait);
-    const double p99 = muster::sim::Percentile(large, 99), max = large.empty() ? 0 : large.back();
-    std::printf("%-20s %12s ± %-7s %8s ± %-5s %12s %12s %12s\n", policies[p].name.c_str(),
-                Fixed(b.mean).c_str(), Fixed(b.half_width).c_str(), Fixed(u.mean, 3).c_str(),
-                Fixed(u.half_width, 3).c_str(), Fixed(w.mean, 0).c_str(), Fixed(p99, 0).c_str(),
-                Fixed(max, 0).c_str());
-    const Interval st = muster::sim::MeanInterval(stranded);
-    const double leaf_share = gangs > 0 ? in_leaf / gangs : 0;
-    if (results[0].metrics.gpu_cluster) {
-      std::printf("%-20s %22s %16s   gangs in one leaf when one had room %s of %.0f\n", "",
-                  ("stranded " + Fixed(st.mean * 100, 2) + "%").c_str(), "",
-                  Fixed(leaf_share * 100, 1).append("%").c_str(), gangs);
-    }
-    json << (p ? ",\n    " : "\n    ") << "{\"policy\": \"" << policies[p].name
-         << "\", \"bounded_slowdown\": {\"mean\": " << Fixed(b.mean, 6)
-         << ", \"ci95\": " << Fixed(b.half_width, 6)
-         << "}, \"utilization\": {\"mean\": " << Fixed(u.mean, 6)
-         << ", \"ci95\": " << Fixed(u.half_width, 6)
-         << "}, \"wait_mean_s\": {\"mean\": " << Fixed(w.mean, 6)
-         << ", \"ci95\": " << Fixed(w.half_width, 6)
-         << "}, \"largest_tenth_wait\": {\"p99_s\": " << Fixed(p99, 3)
-         << ", \"max_s\": " << Fixed(max, 3)
-         << "}, \"stranded_gpu_share\": {\"mean\": " << Fixed(st.mean, 6)
-         << ", \"ci95\": " << Fixed(st.half_width, 6)
-         << "}, \"gangs_with_leaf_room\": " << Fixed(gangs, 0)
-         << ", \"in_one_leaf\": " << Fixed(leaf_share, 6) << ", \"bounded_slowdown_runs\": [";
-    for (size_t k = 0; k < bsld.size(); ++k) json << (k ? ", " : "") << Fixed(bsld[k], 6);
-    json << "]}";
+    summaries.push_back(muster::sim::Summarize(policies[p].name, mine));
   }
-  json << "\n  ]\n}\n";
+  // With the JSON on stdout, the table goes to stderr so that stdout stays one JSON document.
+  muster::sim::WriteComparisonTable(summaries, json_path == "-" ? stderr : stdout);
+  muster::sim::SequenceDraw draw{sequences, length, sample_first, seed, starts};
+  std::ostringstream json;
+  muster::sim::WriteComparisonJson(summaries, runs.size() / policies.size(),
+                                   sequences > 0 ? &draw : nullptr, json);
   if (json_path == "-") {
     std::cout << json.str();
   } else if (!json_path.empty()) {

@@ -1,5 +1,6 @@
 #include "muster/sim/experiment.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -114,6 +115,97 @@ Interval MeanInterval(const std::vector<double>& v) {
   const double t = df <= 30 ? kT[df - 1] : 1.96;
   r.half_width = t * sd / std::sqrt(static_cast<double>(v.size()));
   return r;
+}
+
+namespace {
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+PolicySummary Summarize(const std::string& policy, const std::vector<const RunFigures*>& runs) {
+  PolicySummary s;
+  s.policy = policy;
+  std::vector<double> util, wait, stranded, large;
+  double in_leaf = 0;
+  for (const RunFigures* r : runs) {
+    const Metrics& m = r->metrics;
+    s.gpu_cluster = s.gpu_cluster || m.gpu_cluster;
+    s.bounded_slowdown_runs.push_back(m.bounded_slowdown);
+    util.push_back(m.utilization);
+    wait.push_back(m.wait.mean_s);
+    stranded.push_back(m.stranded_gpu_share);
+    s.gangs_with_leaf_room += m.gangs_with_leaf_room;
+    in_leaf += m.in_one_leaf * static_cast<double>(m.gangs_with_leaf_room);
+    large.insert(large.end(), r->largest_waits.begin(), r->largest_waits.end());
+  }
+  std::sort(large.begin(), large.end());
+  s.bounded_slowdown = MeanInterval(s.bounded_slowdown_runs);
+  s.utilization = MeanInterval(util);
+  s.wait_mean_s = MeanInterval(wait);
+  s.stranded_gpu_share = MeanInterval(stranded);
+  s.large_p99_s = Percentile(large, 99);
+  s.large_max_s = large.empty() ? 0 : large.back();
+  s.in_one_leaf =
+      s.gangs_with_leaf_room > 0 ? in_leaf / static_cast<double>(s.gangs_with_leaf_room) : 0;
+  return s;
+}
+
+void WriteComparisonJson(const std::vector<PolicySummary>& policies, size_t runs_per_policy,
+                         const SequenceDraw* draw, std::ostream& out) {
+  out << "{\n  \"runs_per_policy\": " << runs_per_policy << ",\n";
+  if (draw) {
+    out << "  \"sequences\": {\"count\": " << draw->count << ", \"length\": " << draw->length
+        << ", \"seed\": " << draw->seed << ", \"sample_first\": " << draw->sample_first
+        << ", \"starts\": [";
+    for (size_t k = 0; k < draw->starts.size(); ++k) out << (k ? ", " : "") << draw->starts[k];
+    out << "]},\n";
+  }
+  out << "  \"policies\": [";
+  for (size_t p = 0; p < policies.size(); ++p) {
+    const PolicySummary& s = policies[p];
+    out << (p ? ",\n    " : "\n    ") << "{\"policy\": \"" << s.policy
+        << "\", \"bounded_slowdown\": {\"mean\": " << Fixed(s.bounded_slowdown.mean, 6)
+        << ", \"ci95\": " << Fixed(s.bounded_slowdown.half_width, 6)
+        << "}, \"utilization\": {\"mean\": " << Fixed(s.utilization.mean, 6)
+        << ", \"ci95\": " << Fixed(s.utilization.half_width, 6)
+        << "}, \"wait_mean_s\": {\"mean\": " << Fixed(s.wait_mean_s.mean, 6)
+        << ", \"ci95\": " << Fixed(s.wait_mean_s.half_width, 6)
+        << "}, \"largest_tenth_wait\": {\"p99_s\": " << Fixed(s.large_p99_s, 3)
+        << ", \"max_s\": " << Fixed(s.large_max_s, 3)
+        << "}, \"stranded_gpu_share\": {\"mean\": " << Fixed(s.stranded_gpu_share.mean, 6)
+        << ", \"ci95\": " << Fixed(s.stranded_gpu_share.half_width, 6)
+        << "}, \"gangs_with_leaf_room\": " << s.gangs_with_leaf_room
+        << ", \"in_one_leaf\": " << Fixed(s.in_one_leaf, 6) << ", \"bounded_slowdown_runs\": [";
+    for (size_t k = 0; k < s.bounded_slowdown_runs.size(); ++k) {
+      out << (k ? ", " : "") << Fixed(s.bounded_slowdown_runs[k], 6);
+    }
+    out << "]}";
+  }
+  out << "\n  ]\n}\n";
+}
+
+void WriteComparisonTable(const std::vector<PolicySummary>& policies, std::FILE* out) {
+  std::fprintf(out, "%-20s %22s %16s %12s %12s %12s\n", "policy", "bounded slowdown", "utilization",
+               "wait mean s", "large p99 s", "large max s");
+  for (const PolicySummary& s : policies) {
+    std::fprintf(out, "%-20s %12s ± %-7s %8s ± %-5s %12s %12s %12s\n", s.policy.c_str(),
+                 Fixed(s.bounded_slowdown.mean, 2).c_str(),
+                 Fixed(s.bounded_slowdown.half_width, 2).c_str(),
+                 Fixed(s.utilization.mean, 3).c_str(), Fixed(s.utilization.half_width, 3).c_str(),
+                 Fixed(s.wait_mean_s.mean, 0).c_str(), Fixed(s.large_p99_s, 0).c_str(),
+                 Fixed(s.large_max_s, 0).c_str());
+    if (s.gpu_cluster) {
+      std::fprintf(out, "%-20s %22s %16s   gangs in one leaf when one had room %s%% of %llu\n", "",
+                   ("stranded " + Fixed(s.stranded_gpu_share.mean * 100, 2) + "%").c_str(), "",
+                   Fixed(s.in_one_leaf * 100, 1).c_str(),
+                   static_cast<unsigned long long>(s.gangs_with_leaf_room));
+    }
+  }
 }
 
 }  // namespace muster::sim

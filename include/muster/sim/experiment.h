@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,5 +46,37 @@ struct Interval {
   size_t n = 0;
 };
 Interval MeanInterval(const std::vector<double>& values);
+
+// What one replay of a comparison gave.
+struct RunFigures {
+  Metrics metrics;
+  std::vector<double> largest_waits;  // LargestTenthWaits of the replay
+};
+
+// One policy over its runs: each figure's mean with its 95% interval; the largest tenth's waits
+// pooled over the runs (p99 and maximum); gangs inside one leaf over all runs' gangs.
+struct PolicySummary {
+  std::string policy;
+  Interval bounded_slowdown, utilization, wait_mean_s, stranded_gpu_share;
+  double large_p99_s = 0, large_max_s = 0;
+  uint64_t gangs_with_leaf_room = 0;
+  double in_one_leaf = 0;
+  bool gpu_cluster = false;
+  std::vector<double> bounded_slowdown_runs;
+};
+PolicySummary Summarize(const std::string& policy, const std::vector<const RunFigures*>& runs);
+
+// How the runs' jobs were drawn (--sequences), for the JSON.
+struct SequenceDraw {
+  size_t count = 0, length = 0, sample_first = 0;
+  uint64_t seed = 0;
+  std::vector<size_t> starts;
+};
+// The comparison as JSON (fixed key order and precision); `draw` null when the runs replayed
+// the same jobs.
+void WriteComparisonJson(const std::vector<PolicySummary>& policies, size_t runs_per_policy,
+                         const SequenceDraw* draw, std::ostream& out);
+// The same as a table for people.
+void WriteComparisonTable(const std::vector<PolicySummary>& policies, std::FILE* out);
 
 }  // namespace muster::sim

@@ -101,14 +101,10 @@ TEST(BackfillTest, EasyBackfillReservesOnlyTheFirstBlockedJob) {
   EXPECT_EQ(r3->expected_start_ms, kNow + 3 * kHour);
 }
 
-// Four 8-GPU nodes; nodes 0 and 1 are busy until now + 1h.
-ClusterView HalfBusy() {
-  ClusterView v = testing::ClusterBuilder()
-                      .Nodes(4, {}, "n", 1, testing::Under("spine1/leaf1"))
-                      .Partition("gpu")
-                      .Build();
+// Nodes 0 and 1 (of partition `partition`) wholly used by jobs 500 and 501 until now + 1h.
+void FirstTwoBusyForAnHour(ClusterView& v, const std::string& partition) {
   for (NodeIndex n : {0u, 1u}) {
-    Placement running{"gpu",
+    Placement running{partition,
                       0,
                       {{n,
                         {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
@@ -118,6 +114,15 @@ ClusterView HalfBusy() {
     Allocate(running, v);
     v.running.push_back({500 + n, n, kNow + kHour, 16, 8, 0});
   }
+}
+
+// Four 8-GPU nodes; nodes 0 and 1 are busy until now + 1h.
+ClusterView HalfBusy() {
+  ClusterView v = testing::ClusterBuilder()
+                      .Nodes(4, {}, "n", 1, testing::Under("spine1/leaf1"))
+                      .Partition("gpu")
+                      .Build();
+  FirstTwoBusyForAnHour(v, "gpu");
   return v;
 }
 
@@ -156,17 +161,7 @@ TEST(BackfillTest, StrictBackfillMeasuresAJobOnlyAgainstItsOwnPartitionsReservat
                       .Partition("a", {0, 1})
                       .Partition("b", {2, 3})
                       .Build();
-  for (NodeIndex n : {0u, 1u}) {
-    Placement running{"a",
-                      0,
-                      {{n,
-                        {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-                        0,
-                        {0, 1, 2, 3, 4, 5, 6, 7},
-                        1}}};
-    Allocate(running, v);
-    v.running.push_back({500 + n, n, kNow + kHour, 16, 8, 0});
-  }
+  FirstTwoBusyForAnHour(v, "a");
   JobRequest wide = testing::Gang(2, 8, 1, "a");
   wide.time_limit_ms = 2 * kHour;
   JobRequest other = testing::Gang(1, 8, 1, "b");
