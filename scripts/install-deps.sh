@@ -10,6 +10,8 @@ PACKAGES=(
   # libraries
   libboost-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libhwloc-dev zlib1g-dev
+  # muster-sim's allocator
+  libmimalloc-dev
   # libcrypto: step credentials (HMAC-SHA256), in the daemons only
   libssl-dev
   # absl (gRPC's own dependency): the daemons turn off its mutex deadlock detection

@@ -513,6 +513,19 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
   // earliest start is at or after the next round's t has the same answer then (nothing in
   // between fitted), so only the nodes passed by are asked again.
   std::vector<TimeMs> known(index_.size(), -1);
+  // Alike nodes give alike answers (see Profile::ClassOf): one asked answers for its class, for
+  // the round's t. Not with an exempt hold, which classes do not tell apart.
+  if (exempt == 0) profile_.Classify();
+  class_answers_.assign(exempt == 0 ? profile_.classes() : 0, {-1, -1});
+  auto ask = [&](NodeIndex n) {
+    if (exempt != 0) return profile_.EarliestStart(n, need, t, r.time_limit_ms, exempt);
+    auto& [at, answer] = class_answers_[profile_.ClassOf(n)];
+    if (at != t) {
+      at = t;
+      answer = profile_.EarliestStart(n, need, t, r.time_limit_ms);
+    }
+    return answer;
+  };
   for (uint32_t round = 0; round < config_.max_forecast_rounds; ++round) {
     earliest.clear();
     feasible.Clear();
@@ -520,7 +533,7 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
     base.ForEach([&](size_t pos) {
       NodeIndex n = index_.NodeAt(static_cast<uint32_t>(pos));
       TimeMs& e = known[pos];
-      if (e < t) e = profile_.EarliestStart(n, need, t, r.time_limit_ms, exempt);
+      if (e < t) e = ask(n);
       if (e == t) feasible.Set(pos);
       if (e != kNever) earliest.push_back(e);
       if (forced && s.forced.Test(pos)) forced_at = std::max(forced_at, e);

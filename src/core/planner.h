@@ -132,6 +132,7 @@ class Planner {
   uint32_t forecasts_ = 0;
   uint32_t answered_from_shape_ = 0;
   NodeSet scratch_;
+  std::vector<std::pair<TimeMs, TimeMs>> class_answers_;  // ForecastIn's, by node class
 };
 
 }  // namespace muster::core

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 namespace muster::core {
 
@@ -12,7 +13,8 @@ Profile::Profile(const ClusterIndex& index, const std::vector<RunningUse>& runni
       holds_(index.size()),
       held_(index.size()),
       steps_(index.size()),
-      steps_valid_(index.size(), 0) {
+      steps_valid_(index.size(), 0),
+      class_(index.size(), 0) {
   for (const RunningUse& r : running) {
     if (r.node >= releases_.size()) continue;
     TimeMs t = std::max(r.end_ms, now + 1);
@@ -32,6 +34,64 @@ Profile::Profile(const ClusterIndex& index, const std::vector<RunningUse>& runni
       });
     }
   }
+}
+
+void Profile::Classify() {
+  if (classified_) return;
+  classified_ = true;
+  // By capacity, free now, releases and holds (time and amount).
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& k) const {
+      uint64_t h = 0x9e3779b97f4a7c15ULL;
+      for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 0x100000001b3ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::vector<int64_t>, uint32_t, KeyHash> by_key;
+  std::vector<int64_t> key;
+  std::vector<std::array<int64_t, 5>> holds;
+  for (NodeIndex n = 0; n < releases_.size(); ++n) {
+    if (index_.HasGres(n)) {
+      class_[n] = next_class_++;
+      continue;
+    }
+    const NodeView& v = index_.view().nodes[n];
+    const Amount free = FreeNow(n);
+    key = {static_cast<int64_t>(v.cpus), static_cast<int64_t>(v.gpus),
+           static_cast<int64_t>(v.memory_mb), free.cpus, free.gpus, free.mem};
+    for (const Event& e : releases_[n]) key.insert(key.end(), {e.t, e.a.cpus, e.a.gpus, e.a.mem});
+    holds.clear();
+    for (const Hold& h : holds_[n]) holds.push_back({h.start, h.end, h.a.cpus, h.a.gpus, h.a.mem});
+    std::sort(holds.begin(), holds.end());
+    key.push_back(-1);
+    for (const auto& h : holds) key.insert(key.end(), h.begin(), h.end());
+    auto [it, inserted] = by_key.try_emplace(key, next_class_);
+    if (inserted) ++next_class_;
+    class_[n] = it->second;
+  }
+}
+
+void Profile::Reclass(NodeIndex n, char what, TimeMs from, TimeMs to, const Amount& a) {
+  if (!classified_) return;
+  if (index_.HasGres(n)) {
+    class_[n] = next_class_++;
+    return;
+  }
+  const std::array<int64_t, 6> change{static_cast<int64_t>(class_[n]) * 2 + (what == 'h'),
+                                      from,
+                                      to,
+                                      a.cpus,
+                                      a.gpus,
+                                      a.mem};
+  // A gang's nodes change alike one after another: the last answer first.
+  if (!reclassed_.empty() && last_reclass_->first == change) {
+    class_[n] = last_reclass_->second;
+    return;
+  }
+  auto [it, inserted] = reclassed_.try_emplace(change, next_class_);
+  if (inserted) ++next_class_;
+  last_reclass_ = it;
+  class_[n] = it->second;
 }
 
 int32_t Profile::Store(Gres g) {
@@ -70,6 +130,7 @@ void Profile::AddStart(const Placement& p, JobId job, TimeMs end) {
     // What is free now changed with the start too (the index took it): build the steps anew.
     steps_valid_[np.node] = 0;
     Event e{std::max(end, now_ + 1), a, job};
+    Reclass(np.node, 'r', e.t, e.t, a);
     auto at = std::upper_bound(list.begin(), list.end(), e.t,
                                [](TimeMs t, const Event& x) { return t < x.t; });
     list.insert(at, e);
@@ -116,6 +177,7 @@ void Profile::AddHold(NodeIndex n, const Need& need, TimeMs start, TimeMs end, J
   if (index_.HasGres(n)) a.gres = Store(std::move(g));
   holds_[n].push_back({start, end, a, job});
   ApplyToSteps(n, start, end, a, -1);
+  Reclass(n, 'h', start, end, a);
   held_.Set(index_.PosOf(n));
 }
 

@@ -4,6 +4,8 @@
 // every question is a walk over a handful of events.
 #pragma once
 
+#include <array>
+#include <unordered_map>
 #include <vector>
 
 #include "cluster_index.h"
@@ -33,6 +35,17 @@ class Profile {
                        JobId exempt = 0) const;
   // A job whose release on node n happens at t (0 when none): to say what a wait is for.
   JobId ReleasedAt(NodeIndex n, TimeMs t) const;
+
+  // Nodes alike in everything EarliestStart looks at (capacity, free now, releases, holds by
+  // time and amount) share a class, so a forecast asks one node per class: on a cluster of
+  // alike nodes most free nodes, and all the nodes of one running gang, are one class. Holds
+  // are told apart by time and amount only, so answers with an `exempt` job are not shared.
+  // Nodes with GRES pools each have their own class. Classify() sorts the nodes into classes
+  // (once, on the pass's first forecast: passes that make none pay nothing); from then on every
+  // change keeps them up to date.
+  void Classify();
+  uint32_t ClassOf(NodeIndex n) const { return class_[n]; }
+  uint32_t classes() const { return next_class_; }
 
   static TimeMs EndOf(TimeMs start, TimeMs duration) {
     if (start == kNever || duration <= 0 || start > kNever - duration) return kNever;
@@ -89,6 +102,9 @@ class Profile {
   Amount AvailAt(NodeIndex n, TimeMs t, JobId exempt) const;
   Gres GresAvailAt(NodeIndex n, TimeMs t, JobId exempt) const;  // only for nodes with pools
   static bool GresCovers(const Gres& have, const Gres& want);
+  // Node n's class after it gains a release ('r') or a hold ('h') of `a` during [from, to):
+  // alike nodes that change alike stay alike.
+  void Reclass(NodeIndex n, char what, TimeMs from, TimeMs to, const Amount& a);
 
   const ClusterIndex& index_;
   TimeMs now_;
@@ -98,6 +114,19 @@ class Profile {
   NodeSet held_;
   mutable std::vector<std::vector<Step>> steps_;  // by node, see StepsOf
   mutable std::vector<uint8_t> steps_valid_;
+  bool classified_ = false;
+  std::vector<uint32_t> class_;  // by node, see ClassOf
+  uint32_t next_class_ = 0;
+  struct ChangeHash {
+    size_t operator()(const std::array<int64_t, 6>& k) const {
+      uint64_t h = 0x9e3779b97f4a7c15ULL;
+      for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 0x100000001b3ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  using Reclassed = std::unordered_map<std::array<int64_t, 6>, uint32_t, ChangeHash>;
+  Reclassed reclassed_;  // (class, change) -> class
+  Reclassed::const_iterator last_reclass_;
 };
 
 }  // namespace muster::core

@@ -4,7 +4,7 @@
 
 namespace muster::store {
 
-std::vector<std::pair<std::string, std::string>>& InMemoryStateStore::Fam(Family f) {
+std::map<std::string, std::string>& InMemoryStateStore::Fam(Family f) {
   return data_[static_cast<int>(f)];
 }
 
@@ -25,17 +25,10 @@ Status InMemoryStateStore::Commit(const Mutation& mutation, Durability durabilit
   if (guard_) MUSTER_RETURN_IF_ERROR(guard_->RoomForWrite());
   for (const auto& op : mutation.ops()) {
     auto& fam = Fam(op.family);
-    auto it = std::lower_bound(fam.begin(), fam.end(), op.key,
-                               [](const auto& kv, const std::string& k) { return kv.first < k; });
-    bool found = it != fam.end() && it->first == op.key;
     if (op.value) {
-      if (found) {
-        it->second = *op.value;
-      } else {
-        fam.insert(it, {op.key, *op.value});
-      }
-    } else if (found) {
-      fam.erase(it);
+      fam.insert_or_assign(op.key, *op.value);
+    } else {
+      fam.erase(op.key);
     }
   }
   ++commits_;
@@ -81,13 +74,9 @@ Result<LoadedState> InMemoryStateStore::LoadAll() {
   std::vector<RawRecord> quarantine;
   LoadedState state = DecodeAll(raw, &quarantine);
   for (const auto& q : quarantine) {
-    auto& fam = Fam(q.family);
-    fam.erase(
-        std::remove_if(fam.begin(), fam.end(), [&](const auto& kv) { return kv.first == q.key; }),
-        fam.end());
-    auto& qf = Fam(Family::kQuarantine);
-    qf.push_back({std::string(FamilyName(q.family)) + "/" + q.key, q.value});
-    std::sort(qf.begin(), qf.end());
+    Fam(q.family).erase(q.key);
+    Fam(Family::kQuarantine).insert_or_assign(std::string(FamilyName(q.family)) + "/" + q.key,
+                                              q.value);
   }
   return state;
 }
@@ -106,9 +95,7 @@ Status InMemoryStateStore::ScanHistory(uint64_t from_id,
                                        const std::function<bool(const v1::JobRecord&)>& fn) {
   auto& fam = Fam(Family::kJobHistory);
   const std::string from = Mutation::JobKey(from_id);
-  auto it = std::lower_bound(fam.begin(), fam.end(), from,
-                             [](const auto& kv, const std::string& k) { return kv.first < k; });
-  for (; it != fam.end(); ++it) {
+  for (auto it = fam.lower_bound(from); it != fam.end(); ++it) {
     v1::JobRecord j;
     if (j.ParseFromString(it->second) && !fn(j)) break;
   }
@@ -116,11 +103,10 @@ Status InMemoryStateStore::ScanHistory(uint64_t from_id,
 }
 
 Result<v1::JobPayload> InMemoryStateStore::ReadJobPayload(uint64_t id) {
-  const std::string key = Mutation::JobKey(id);
-  for (const auto& [k, v] : Fam(Family::kJobPayload)) {
-    if (k != key) continue;
+  const auto& fam = Fam(Family::kJobPayload);
+  if (auto it = fam.find(Mutation::JobKey(id)); it != fam.end()) {
     v1::JobPayload p;
-    if (!p.ParseFromString(v))
+    if (!p.ParseFromString(it->second))
       return DataLoss("payload of job " + std::to_string(id) + " is corrupt");
     return p;
   }
@@ -131,9 +117,7 @@ Status InMemoryStateStore::ScanAudit(
     const std::string& from_key,
     const std::function<bool(const std::string&, const v1::AuditEntry&)>& fn) {
   auto& fam = Fam(Family::kAudit);
-  auto it = std::lower_bound(fam.begin(), fam.end(), from_key,
-                             [](const auto& kv, const std::string& k) { return kv.first < k; });
-  for (; it != fam.end(); ++it) {
+  for (auto it = fam.lower_bound(from_key); it != fam.end(); ++it) {
     v1::AuditEntry e;
     if (e.ParseFromString(it->second) && !fn(it->first, e)) break;
   }
@@ -144,8 +128,7 @@ Status InMemoryStateStore::ScanAuditNewestFirst(
     const std::string& below_key,
     const std::function<bool(const std::string&, const v1::AuditEntry&)>& fn) {
   auto& fam = Fam(Family::kAudit);
-  auto end = std::lower_bound(fam.begin(), fam.end(), below_key,
-                              [](const auto& kv, const std::string& k) { return kv.first < k; });
+  auto end = fam.lower_bound(below_key);
   for (auto it = std::make_reverse_iterator(end); it != fam.rend(); ++it) {
     v1::AuditEntry e;
     if (e.ParseFromString(it->second) && !fn(it->first, e)) break;
@@ -154,8 +137,8 @@ Status InMemoryStateStore::ScanAuditNewestFirst(
 }
 
 void InMemoryStateStore::CorruptForTest(Family family, const std::string& key) {
-  for (auto& kv : Fam(family)) {
-    if (kv.first == key) kv.second = std::string("\xff\xff\xff\xff garbage", 12);
+  if (auto it = Fam(family).find(key); it != Fam(family).end()) {
+    it->second = std::string("\xff\xff\xff\xff garbage", 12);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -211,8 +212,8 @@ class InMemoryStateStore : public StateStore {
   size_t synced_commits() const { return synced_commits_; }
 
  private:
-  std::vector<std::pair<std::string, std::string>>& Fam(Family f);
-  std::vector<std::pair<std::string, std::string>> data_[kNumFamilies];  // sorted by key
+  std::map<std::string, std::string>& Fam(Family f);
+  std::map<std::string, std::string> data_[kNumFamilies];
   std::optional<SpaceGuard> guard_;
   int fail_commits_ = 0;
   size_t commits_ = 0;

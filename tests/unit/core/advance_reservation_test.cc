@@ -167,6 +167,31 @@ TEST(AdvanceReservationTest, FlexJobsMayStartEarlyAndElsewhere) {
   EXPECT_NE(StartOf(pass, 1), nullptr);
 }
 
+TEST(AdvanceReservationTest, AFlexJobsForecastTellsItsWindowFromAnotherJobsReservation) {
+  // Both nodes are full until 2h. Window "flex" holds n0 from 2h to 4h; job 1 (whole node, 2h)
+  // is planned on n1 for the same hours. The two nodes now look alike (same release, a hold of
+  // the same size and hours), but to a job of the window only n1's hold counts: its 2-node
+  // gang can start at 4h, not at 2h.
+  ClusterView v = TwoNodes();
+  for (NodeIndex n = 0; n < 2; ++n) {
+    NodePlacement np{n, {}, 0, {}, 1, {}};
+    for (uint32_t c = 0; c < 16; ++c) np.cpus.push_back(c);
+    for (uint32_t g = 0; g < 8; ++g) np.gpus.push_back(g);
+    v.nodes[n].Take(np);
+    v.running.push_back({70 + n, n, kNow + 2 * kHour, 16, 8, 0});
+  }
+  AdvanceReservation w = Window("flex", kNow + 2 * kHour, kNow + 4 * kHour, {0});
+  w.flex = true;
+  v.advance.push_back(w);
+  PendingJob whole = Job(1, 1, 8, 2 * kHour);
+  whole.request.exclusive = true;
+  SchedulePass pass = Schedule(v, {whole, Job(2, 2, 8, kHour, "flex")}, kNow, {});
+  ASSERT_EQ(pass.reservations.size(), 2u);
+  EXPECT_EQ(pass.reservations[0].start_ms, kNow + 2 * kHour);
+  EXPECT_EQ(pass.reservations[0].nodes, std::vector<NodeIndex>{1});
+  EXPECT_EQ(pass.reservations[1].start_ms, kNow + 4 * kHour);
+}
+
 TEST(AdvanceReservationTest, AJobOfAVanishedReservationSaysSo) {
   ClusterView v = TwoNodes();
   v.advance.push_back(Window("old", kNow - 3 * kHour, kNow - kHour, {0}));

@@ -127,6 +127,34 @@ TEST(GresTest, BackfillKeepsShardsOffAGpuReservedWhole) {
   EXPECT_EQ(pass.starts[0].job, 2u);
 }
 
+TEST(GresTest, AForecastTellsApartNodesThatDifferOnlyInTheirGres) {
+  // Three alike nodes with two NVMe drives each. node0 runs a 1-CPU job, node1 a 1-CPU job that
+  // also holds both its drives, both until t=5000; node2 is full until t=9000. Without their
+  // GRES the forecast cannot tell node0 from node1 (same capacity, same free CPUs, same release).
+  testing::ClusterBuilder b;
+  b.Nodes(3, {16, 64000, 0, ""}, "node", 0, testing::Under("leaf1")).Partition("gpu");
+  for (int i = 0; i < 3; ++i) b.node(i).gres = {Pool("nvme", "", 2)};
+  ClusterView v = b.Build();
+  auto run = [&](JobId job, NodeIndex n, uint32_t cpus, uint32_t drives, TimeMs end) {
+    NodePlacement np{n, {}, 0, {}, 1, {}};
+    for (uint32_t c = 0; c < cpus; ++c) np.cpus.push_back(c);
+    if (drives) np.gres = {{0, {0, 1}}};
+    v.nodes[n].Take(np);
+    v.running.push_back({job, n, end, cpus, 0, 0, {drives}});
+  };
+  run(97, 0, 1, 0, 5'000);
+  run(98, 1, 1, 2, 5'000);
+  run(99, 2, 16, 0, 9'000);
+  PendingJob gang{1, 0, Request(0, {{"nvme", "", 2}}), -1, {}, false};
+  gang.request.nodes = 2;
+  gang.request.tasks_per_node = {1, 1};
+  gang.request.time_limit_ms = 1'000;
+  SchedulePass pass = Schedule(v, {gang}, 0, {});
+  ASSERT_TRUE(pass.starts.empty());
+  ASSERT_EQ(pass.reservations.size(), 1u);
+  EXPECT_EQ(pass.reservations[0].start_ms, 5'000) << "node1's drives are busy until then";
+}
+
 TEST(GresTest, RandomTakesAndGivesNeverBindAUnitTwice) {
   std::mt19937 rng(11);
   for (int iter = 0; iter < 300; ++iter) {
