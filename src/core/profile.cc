@@ -57,8 +57,12 @@ void Profile::Classify() {
     }
     const NodeView& v = index_.view().nodes[n];
     const Amount free = FreeNow(n);
-    key = {static_cast<int64_t>(v.cpus), static_cast<int64_t>(v.gpus),
-           static_cast<int64_t>(v.memory_mb), free.cpus, free.gpus, free.mem};
+    key = {static_cast<int64_t>(v.cpus),
+           static_cast<int64_t>(v.gpus),
+           static_cast<int64_t>(v.memory_mb),
+           free.cpus,
+           free.gpus,
+           free.mem};
     for (const Event& e : releases_[n]) key.insert(key.end(), {e.t, e.a.cpus, e.a.gpus, e.a.mem});
     holds.clear();
     for (const Hold& h : holds_[n]) holds.push_back({h.start, h.end, h.a.cpus, h.a.gpus, h.a.mem});
@@ -77,12 +81,8 @@ void Profile::Reclass(NodeIndex n, char what, TimeMs from, TimeMs to, const Amou
     class_[n] = next_class_++;
     return;
   }
-  const std::array<int64_t, 6> change{static_cast<int64_t>(class_[n]) * 2 + (what == 'h'),
-                                      from,
-                                      to,
-                                      a.cpus,
-                                      a.gpus,
-                                      a.mem};
+  const std::array<int64_t, 6> change{
+      static_cast<int64_t>(class_[n]) * 2 + (what == 'h'), from, to, a.cpus, a.gpus, a.mem};
   // A gang's nodes change alike one after another: the last answer first.
   if (!reclassed_.empty() && last_reclass_->first == change) {
     class_[n] = last_reclass_->second;

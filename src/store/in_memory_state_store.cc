@@ -75,8 +75,8 @@ Result<LoadedState> InMemoryStateStore::LoadAll() {
   LoadedState state = DecodeAll(raw, &quarantine);
   for (const auto& q : quarantine) {
     Fam(q.family).erase(q.key);
-    Fam(Family::kQuarantine).insert_or_assign(std::string(FamilyName(q.family)) + "/" + q.key,
-                                              q.value);
+    Fam(Family::kQuarantine)
+        .insert_or_assign(std::string(FamilyName(q.family)) + "/" + q.key, q.value);
   }
   return state;
 }

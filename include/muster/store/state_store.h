@@ -3,9 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
-#include <map>
 #include <string>
 #include <vector>
 
