@@ -47,10 +47,12 @@ trace's own machine (SWF's MaxProcs), one CPU per node.
   --config FILE       the cluster and policy as a muster.toml says them
   --openb-nodes FILE  the cluster of an Alibaba openb node list (openb_node_list_*.csv)
   --nodes N ...       or the cluster's shape: N alike nodes, in leaves of L nodes
-  --policy P,...      ORDER[+BACKFILL][/FILL][@PLACEMENT]: ORDER muster (the config's), fcfs,
-                      sjf, wfp3, unicep, f1, hrrn; BACKFILL strict (the RLScheduler paper's),
-                      easy, conservative, none; FILL (who fills backfill's gaps) priority,
-                      shortest, area; PLACEMENT topology, first_fit, random (with --seed);
+  --policy P,...      ORDER[+BACKFILL][/FILL][@PLACEMENT][~WAIT]: ORDER muster (the config's),
+                      fcfs, sjf, wfp3, unicep, f1, hrrn; BACKFILL strict (the RLScheduler
+                      paper's), easy, conservative, none; FILL (who fills backfill's gaps)
+                      priority, shortest, area; PLACEMENT topology, first_fit, random (with
+                      --seed); WAIT (24h, 90m) protects jobs that waited that long: they go
+                      first and only they take reservations (not with muster);
                       several: each runs on the same jobs and a table compares them
   --backfill-depth N  blocked jobs that get a reservation per pass, for every policy
   --jobs N            replay N jobs (default: all) ...

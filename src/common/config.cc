@@ -299,6 +299,14 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
           return t.Error(t.Get("order"), "order",
                          "expected multifactor, fcfs, sjf, wfp3, unicep, f1 or hrrn");
         }
+        MUSTER_RETURN_IF_ERROR(
+            t.Uint("protect_after_ms", &s.protect_after_ms, 0, 3'650ULL * 86'400'000));
+        if (s.protect_after_ms > 0 && s.order == "multifactor") {
+          return t.Error(t.Get("protect_after_ms"), "protect_after_ms",
+                         "applies to a published order (scheduling.order fcfs, sjf, wfp3, unicep, "
+                         "f1 or hrrn); multifactor protects waiting jobs by their age factor and "
+                         "reservations");
+        }
         MUSTER_RETURN_IF_ERROR(t.String("fairshare_algorithm", &s.fairshare_algorithm));
         if (s.fairshare_algorithm != "fair_tree" && s.fairshare_algorithm != "drf") {
           return t.Error(t.Get("fairshare_algorithm"), "fairshare_algorithm",

@@ -56,7 +56,8 @@ std::unique_ptr<PassPolicy> MakePassPolicy(const SchedulingConfig& s,
   const auto backfill = OrderedPassPolicy::ParseBackfillOrder(s.backfill_order)
                             .value_or(OrderedPassPolicy::BackfillOrder::kPriority);
   if (!kind && backfill == OrderedPassPolicy::BackfillOrder::kPriority) return base;
-  return std::make_unique<OrderedPassPolicy>(kind, backfill, std::move(base), origin);
+  return std::make_unique<OrderedPassPolicy>(kind, backfill, std::move(base), origin,
+                                             kind ? static_cast<TimeMs>(s.protect_after_ms) : 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "queue_orders.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -82,6 +83,17 @@ void OrderedPassPolicy::Order(const JobEntry& job, TimeMs now, core::PendingJob*
   pj->priority.by_policy = true;
   pj->priority.policy_priority = RankOf(Score(*kind_, wait_s, limit_s, procs, submit_s));
   pj->had_reservation = false;
+  if (protect_after_ > 0) {
+    // Two bands: the protected above, by submission (earliest highest); the others by the
+    // order's score, halved into the lower band (RankOf's order survives a shift).
+    if (now - pj->submit_time_ms >= protect_after_) {
+      pj->priority.policy_priority =
+          (int64_t{1} << 62) - std::clamp<TimeMs>(pj->submit_time_ms, 0, (int64_t{1} << 61));
+    } else {
+      pj->priority.policy_priority = (pj->priority.policy_priority >> 1) - (int64_t{1} << 62);
+      pj->reserve = false;
+    }
+  }
 }
 
 }  // namespace muster::controller

@@ -3,7 +3,8 @@
 // paper, Zhang et al., SC'20, states them; HRRN, the highest response ratio): the default policy
 // in everything else (limits, quotas, reservations, preemption) but who goes first, a job's place
 // computed afresh every pass from its wait, a reservation it held earning it nothing (as in the
-// paper's simulator, the head of the queue is whoever the order puts there now).
+// paper's simulator, the head of the queue is whoever the order puts there now); with
+// scheduling.protect_after_ms, selective reservations for the jobs that have waited that long.
 // scheduling.backfill_order: which of the jobs left after the reservations fill the gaps first.
 //
 // Strand-confined.
@@ -29,10 +30,18 @@ class OrderedPassPolicy final : public PassPolicy {
   static std::optional<BackfillOrder> ParseBackfillOrder(std::string_view name);
 
   // `kind`: the queue's order (nullopt: the base policy's). `origin`: what F1's submission time
-  // counts from (the controller's start; in muster-sim, the trace's origin).
+  // counts from (the controller's start; in muster-sim, the trace's origin). `protect_after`
+  // (scheduling.protect_after_ms; with a kind only, 0: off): a job that has waited this long is
+  // protected: it goes before every unprotected job, protected jobs in submission order, and
+  // only protected jobs take reservations.
   OrderedPassPolicy(std::optional<Kind> kind, BackfillOrder backfill,
-                    std::unique_ptr<PassPolicy> base, const TimeMs& origin)
-      : kind_(kind), backfill_(backfill), base_(std::move(base)), origin_(origin) {}
+                    std::unique_ptr<PassPolicy> base, const TimeMs& origin,
+                    TimeMs protect_after = 0)
+      : kind_(kind),
+        backfill_(backfill),
+        base_(std::move(base)),
+        origin_(origin),
+        protect_after_(protect_after) {}
 
   void BeforePass(TimeMs now) override { base_->BeforePass(now); }
   void BeginPass(core::ClusterView* view) override { base_->BeginPass(view); }
@@ -62,6 +71,7 @@ class OrderedPassPolicy final : public PassPolicy {
   BackfillOrder backfill_;
   std::unique_ptr<PassPolicy> base_;
   const TimeMs& origin_;
+  TimeMs protect_after_;
 };
 
 }  // namespace muster::controller

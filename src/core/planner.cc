@@ -509,6 +509,12 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
   std::vector<TimeMs> earliest;
   NodeSet feasible(index_.size());
   TimeMs t = std::max(now_, from);
+  if (config_.strict_backfill && ps.part >= 0) {
+    // Strict backfill: no job starts before the partition's first reserved start unless it ends
+    // by then, which TryStart found it does not: its earliest start is that one's.
+    const auto& [first, job] = first_reserved_[static_cast<size_t>(ps.part)];
+    if (job != 0) t = std::max(t, first);
+  }
   // Each node's earliest start from the round's t, by position; -1: not yet asked. A node whose
   // earliest start is at or after the next round's t has the same answer then (nothing in
   // between fitted), so only the nodes passed by are asked again.
@@ -516,9 +522,10 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
   // Alike nodes give alike answers (see Profile::ClassOf): one asked answers for its class, for
   // the round's t. Not with an exempt hold, which classes do not tell apart.
   if (exempt == 0) profile_.Classify();
-  class_answers_.assign(exempt == 0 ? profile_.classes() : 0, {-1, -1});
+  const bool by_class = exempt == 0 && profile_.Shared();
+  class_answers_.assign(by_class ? profile_.classes() : 0, {-1, -1});
   auto ask = [&](NodeIndex n) {
-    if (exempt != 0) return profile_.EarliestStart(n, need, t, r.time_limit_ms, exempt);
+    if (!by_class) return profile_.EarliestStart(n, need, t, r.time_limit_ms, exempt);
     auto& [at, answer] = class_answers_[profile_.ClassOf(n)];
     if (at != t) {
       at = t;

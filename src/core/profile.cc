@@ -36,10 +36,24 @@ Profile::Profile(const ClusterIndex& index, const std::vector<RunningUse>& runni
   }
 }
 
+void Profile::ClassKey(NodeIndex n, std::vector<int64_t>* key) const {
+  // Capacity, free now, releases and holds (time and amount; holds sorted).
+  const NodeView& v = index_.view().nodes[n];
+  const Amount free = FreeNow(n);
+  key->assign({static_cast<int64_t>(v.cpus), static_cast<int64_t>(v.gpus),
+               static_cast<int64_t>(v.memory_mb), free.cpus, free.gpus, free.mem});
+  for (const Event& e : releases_[n]) key->insert(key->end(), {e.t, e.a.cpus, e.a.gpus, e.a.mem});
+  key->push_back(-1);
+  hold_keys_.clear();
+  for (const Hold& h : holds_[n])
+    hold_keys_.push_back({h.start, h.end, h.a.cpus, h.a.gpus, h.a.mem});
+  std::sort(hold_keys_.begin(), hold_keys_.end());
+  for (const auto& h : hold_keys_) key->insert(key->end(), h.begin(), h.end());
+}
+
 void Profile::Classify() {
   if (classified_) return;
   classified_ = true;
-  // By capacity, free now, releases and holds (time and amount).
   struct KeyHash {
     size_t operator()(const std::vector<int64_t>& k) const {
       uint64_t h = 0x9e3779b97f4a7c15ULL;
@@ -47,28 +61,33 @@ void Profile::Classify() {
       return static_cast<size_t>(h ^ (h >> 29));
     }
   };
-  std::unordered_map<std::vector<int64_t>, uint32_t, KeyHash> by_key;
   std::vector<int64_t> key;
-  std::vector<std::array<int64_t, 5>> holds;
+  // Classes pay only where nodes are alike: when hashing finds more distinct nodes than half of
+  // them (a GPU cluster with jobs ending at different times), forecasts ask every node.
+  std::vector<size_t> hashes;
+  hashes.reserve(releases_.size());
+  for (NodeIndex n = 0; n < releases_.size(); ++n) {
+    if (index_.HasGres(n)) {
+      hashes.push_back(n);
+      continue;
+    }
+    ClassKey(n, &key);
+    hashes.push_back(KeyHash{}(key));
+  }
+  std::sort(hashes.begin(), hashes.end());
+  const size_t distinct =
+      static_cast<size_t>(std::unique(hashes.begin(), hashes.end()) - hashes.begin());
+  if (distinct * 2 > releases_.size()) {
+    shared_ = false;
+    return;
+  }
+  std::unordered_map<std::vector<int64_t>, uint32_t, KeyHash> by_key;
   for (NodeIndex n = 0; n < releases_.size(); ++n) {
     if (index_.HasGres(n)) {
       class_[n] = next_class_++;
       continue;
     }
-    const NodeView& v = index_.view().nodes[n];
-    const Amount free = FreeNow(n);
-    key = {static_cast<int64_t>(v.cpus),
-           static_cast<int64_t>(v.gpus),
-           static_cast<int64_t>(v.memory_mb),
-           free.cpus,
-           free.gpus,
-           free.mem};
-    for (const Event& e : releases_[n]) key.insert(key.end(), {e.t, e.a.cpus, e.a.gpus, e.a.mem});
-    holds.clear();
-    for (const Hold& h : holds_[n]) holds.push_back({h.start, h.end, h.a.cpus, h.a.gpus, h.a.mem});
-    std::sort(holds.begin(), holds.end());
-    key.push_back(-1);
-    for (const auto& h : holds) key.insert(key.end(), h.begin(), h.end());
+    ClassKey(n, &key);
     auto [it, inserted] = by_key.try_emplace(key, next_class_);
     if (inserted) ++next_class_;
     class_[n] = it->second;
@@ -76,7 +95,7 @@ void Profile::Classify() {
 }
 
 void Profile::Reclass(NodeIndex n, char what, TimeMs from, TimeMs to, const Amount& a) {
-  if (!classified_) return;
+  if (!classified_ || !shared_) return;
   if (index_.HasGres(n)) {
     class_[n] = next_class_++;
     return;

@@ -43,7 +43,9 @@ class Profile {
   // Nodes with GRES pools each have their own class. Classify() sorts the nodes into classes
   // (once, on the pass's first forecast: passes that make none pay nothing); from then on every
   // change keeps them up to date.
+  // Whether the classes are worth asking by: false when Classify() found most nodes unalike.
   void Classify();
+  bool Shared() const { return shared_; }
   uint32_t ClassOf(NodeIndex n) const { return class_[n]; }
   uint32_t classes() const { return next_class_; }
 
@@ -105,6 +107,7 @@ class Profile {
   // Node n's class after it gains a release ('r') or a hold ('h') of `a` during [from, to):
   // alike nodes that change alike stay alike.
   void Reclass(NodeIndex n, char what, TimeMs from, TimeMs to, const Amount& a);
+  void ClassKey(NodeIndex n, std::vector<int64_t>* key) const;
 
   const ClusterIndex& index_;
   TimeMs now_;
@@ -114,8 +117,9 @@ class Profile {
   NodeSet held_;
   mutable std::vector<std::vector<Step>> steps_;  // by node, see StepsOf
   mutable std::vector<uint8_t> steps_valid_;
-  bool classified_ = false;
-  std::vector<uint32_t> class_;  // by node, see ClassOf
+  bool classified_ = false, shared_ = true;
+  mutable std::vector<std::array<int64_t, 5>> hold_keys_;  // ClassKey's scratch
+  std::vector<uint32_t> class_;                            // by node, see ClassOf
   uint32_t next_class_ = 0;
   struct ChangeHash {
     size_t operator()(const std::array<int64_t, 6>& k) const {

@@ -234,7 +234,7 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
     }
 
     const std::string& shape = *a.shape_text;
-    if (pass.reservations.size() < config.backfill_depth) {
+    if (pass.reservations.size() < config.backfill_depth && job.reserve) {
       const bool others_first = planner.HasReservationIn(rc);
       Planner::Forecast f = planner.EarliestStart(rc);
       const JobRequest* reserved = &rc;
@@ -295,13 +295,19 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
         it->second = expected;
       }
     }
-    std::string detail = a.kind == Planner::Kind::kHeldForOthers
-                             ? a.detail
+    std::string detail = a.kind == Planner::Kind::kHeldForOthers ? a.detail
+                         : !job.reserve
+                             ? "needs " + shape +
+                                   "; not enough of that is free now, and the policy reserves " +
+                                   "nothing for it yet (it starts where it fits)"
                              : "needs " + shape + "; " + std::to_string(pass.reservations.size()) +
                                    " higher-priority jobs hold reservations (backfill depth " +
                                    std::to_string(config.backfill_depth) + ")";
     if (expected != kNever) detail += "; estimated start " + When(now, expected);
-    pass.pending.push_back({job.id, JobReason::kPriority, detail, expected});
+    const JobReason reason = !job.reserve && a.kind == Planner::Kind::kNoFreeResources
+                                 ? JobReason::kResources
+                                 : JobReason::kPriority;
+    pass.pending.push_back({job.id, reason, detail, expected});
   }
   pass.stats.classes = planner.shapes();
   pass.stats.forecasts = planner.forecasts();

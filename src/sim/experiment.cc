@@ -10,6 +10,28 @@ Result<PolicySpec> ParsePolicy(std::string_view text) {
   PolicySpec p;
   p.name = std::string(text);
   std::string_view order = text, backfill, fill;
+  if (auto tilde = text.find('~'); tilde != std::string_view::npos) {
+    // ~WAIT: protect_after (24h, 90m, 3600s, 2d).
+    const std::string_view wait = text.substr(tilde + 1);
+    int64_t n = 0;
+    size_t i = 0;
+    for (; i < wait.size() && wait[i] >= '0' && wait[i] <= '9' && n < 1'000'000; ++i) {
+      n = n * 10 + (wait[i] - '0');
+    }
+    const std::string_view unit = wait.substr(i);
+    const int64_t scale = unit == "s"   ? 1'000
+                          : unit == "m" ? 60'000
+                          : unit == "h" ? 3'600'000
+                          : unit == "d" ? 86'400'000
+                                        : 0;
+    if (i == 0 || scale == 0 || n <= 0 || n >= 1'000'000) {
+      return InvalidArgument("bad wait '" + std::string(wait) + "' after ~ in policy '" + p.name +
+                             "' (a number and s, m, h or d: 24h)");
+    }
+    p.protect_after_ms = n * scale;
+    text = text.substr(0, tilde);
+    order = text;
+  }
   if (auto at = text.find('@'); at != std::string_view::npos) {
     const std::string_view placement = text.substr(at + 1);
     if (placement != "topology" && placement != "first_fit" && placement != "random") {
@@ -37,6 +59,10 @@ Result<PolicySpec> ParsePolicy(std::string_view text) {
     backfill = text.substr(plus + 1);
   }
   if (order == "muster") {
+    if (p.protect_after_ms > 0) {
+      return InvalidArgument("~WAIT in policy '" + p.name +
+                             "' applies to a published order (fcfs, sjf, wfp3, unicep, f1, hrrn)");
+    }
     p.order.clear();
   } else if (order == "fcfs" || order == "sjf" || order == "wfp3" || order == "unicep" ||
              order == "f1" || order == "hrrn") {
@@ -70,6 +96,7 @@ Config WithPolicy(Config config, const PolicySpec& p) {
   if (p.depth >= 0) config.scheduling.backfill_depth = static_cast<uint32_t>(p.depth);
   if (!p.fill.empty()) config.scheduling.backfill_order = p.fill;
   if (!p.placement.empty()) config.scheduling.placement = p.placement;
+  if (p.protect_after_ms > 0) config.scheduling.protect_after_ms = p.protect_after_ms;
   return config;
 }
 

@@ -269,6 +269,10 @@ struct PendingJob {
   // Where backfill tries it among the jobs left once the pass's reservations are made (higher
   // first), when SchedulerConfig::backfill_by_rank; the pass policy sets it.
   int64_t backfill_rank = 0;
+  // Whether it takes a reservation when blocked (within backfill_depth). False: it starts only
+  // where it fits now without touching a reservation and holds nothing meanwhile (selective
+  // reservations: the pass policy protects only the jobs it judges to have waited long enough).
+  bool reserve = true;
   // Limits it counts against: it starts only while each has room for it.
   std::vector<LimitCharge> limits;
 

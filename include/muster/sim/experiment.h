@@ -23,12 +23,13 @@ namespace muster::sim {
 // the order the jobs left after the reservations are tried in: "priority", "shortest", "area" (left
 // out: the config's); PLACEMENT is "topology", "first_fit" or "random" (scheduling.placement).
 struct PolicySpec {
-  std::string name;       // as given
-  std::string order;      // scheduling.order; empty: the config's
-  std::string backfill;   // scheduling.backfill; empty: the config's
-  int64_t depth = -1;     // scheduling.backfill_depth; -1: the config's
-  std::string fill;       // scheduling.backfill_order; empty: the config's
-  std::string placement;  // scheduling.placement; empty: the config's
+  std::string name;              // as given
+  std::string order;             // scheduling.order; empty: the config's
+  std::string backfill;          // scheduling.backfill; empty: the config's
+  int64_t depth = -1;            // scheduling.backfill_depth; -1: the config's
+  std::string fill;              // scheduling.backfill_order; empty: the config's
+  std::string placement;         // scheduling.placement; empty: the config's
+  int64_t protect_after_ms = 0;  // scheduling.protect_after_ms (~WAIT); 0: the config's
 };
 Result<PolicySpec> ParsePolicy(std::string_view text);
 // The config with the policy's settings.

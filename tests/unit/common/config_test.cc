@@ -245,6 +245,7 @@ TEST(ConfigTest, BadValuesAreErrorsWithTheirLine) {
               "expected priority, shortest or area");
   ExpectError("[scheduling]\nplacement = \"best\"\n", "2",
               "expected topology, first_fit or random");
+  ExpectError("[scheduling]\nprotect_after_ms = 3600000\n", "2", "applies to a published order");
   ExpectError("cluster_name = \n", "1", "");  // TOML syntax error
   ExpectError("[[nodes]]\nnames = \"n1\"\nmig = [\"1g.10gb\"]\n", "3", "PROFILE:COUNT");
   ExpectError("[[nodes]]\nnames = \"n1\"\ngres = [\"nvme:0\"]\n", "3", "NAME[:TYPE]:COUNT");
@@ -275,6 +276,10 @@ TEST(ConfigTest, QueueOrderAndBackfillDefaultToMustersOwn) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->scheduling.order, "wfp3");
   EXPECT_EQ(c->scheduling.backfill, "strict");
+  EXPECT_EQ(c->scheduling.protect_after_ms, 0u);
+  c = ParseConfig("[scheduling]\norder = \"f1\"\nprotect_after_ms = 86400000\n", "x");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->scheduling.protect_after_ms, 86'400'000u);
 }
 
 TEST(ConfigTest, FirstPartitionIsDefaultWhenNoneSaysSo) {

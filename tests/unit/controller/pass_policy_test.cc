@@ -152,5 +152,41 @@ TEST_F(PassPolicyTest, AQueueOrderReplacesTheBasePolicysOrderAndKeepsTheRest) {
   EXPECT_EQ(inner->started, std::vector<uint64_t>{1});
 }
 
+TEST_F(PassPolicyTest, AJobThatWaitedProtectAfterGoesFirstAndOnlyItReserves) {
+  // SJF: job 3 (a minute) before job 1 (a day); job 1 has waited 3 s, job 3 one.
+  auto limit = [&](uint64_t id, TimeMs ms) {
+    v1::JobRecord r = Rec(id);
+    r.mutable_spec()->set_time_limit_ms(ms);
+    r.set_time_limit_ms(ms);
+    return r;
+  };
+  const std::vector<v1::JobRecord> pending = {limit(1, 86'400'000), limit(3, 60'000)};
+  auto run = [&](TimeMs protect_after) {
+    world_.PutJobs(pending);  // both pending again
+    ctx_ = world_.Restart();
+    table_ = std::make_unique<JobTable>(*ctx_, world_.state(), kNow);
+    accounts_ = std::make_unique<AccountManager>(*ctx_);
+    reservations_ = std::make_unique<ReservationManager>(*ctx_, *accounts_);
+    NodeUp("node1");
+    views_ = std::make_unique<ClusterViews>(*ctx_, table_->jobs, table_->nodes, table_->ledger,
+                                            *reservations_);
+    const TimeMs origin = 0;
+    OrderedPassPolicy sjf(OrderedPassPolicy::Kind::kSjf,
+                          OrderedPassPolicy::BackfillOrder::kPriority,
+                          std::make_unique<TestPolicy>(), origin, protect_after);
+    SchedulerLoop loop(*ctx_, table_->jobs, table_->nodes, table_->ledger, *views_, sjf);
+    if (auto in = loop.Prepare(kNow)) loop.Apply(SchedulerLoop::Compute(*in), kNow);
+  };
+  run(0);
+  EXPECT_EQ(Rec(3).state(), v1::RUNNING) << "SJF alone: the shortest first";
+  EXPECT_EQ(Rec(1).state(), v1::PENDING);
+  run(2'000);
+  EXPECT_EQ(Rec(1).state(), v1::RUNNING) << "waited 3 s of the 2 it needed to be protected";
+  EXPECT_EQ(Rec(3).state(), v1::PENDING);
+  EXPECT_EQ(Rec(3).reason(), "Resources");
+  EXPECT_NE(Rec(3).reason_detail().find("reserves nothing for it"), std::string::npos)
+      << Rec(3).reason_detail();
+}
+
 }  // namespace
 }  // namespace muster::controller

@@ -101,6 +101,25 @@ TEST(BackfillTest, EasyBackfillReservesOnlyTheFirstBlockedJob) {
   EXPECT_EQ(r3->expected_start_ms, kNow + 3 * kHour);
 }
 
+TEST(BackfillTest, AJobThatTakesNoReservationHoldsNothingForLaterJobs) {
+  // As ShortJobBackfillsLongJobWaits, but job 1 takes no reservation (selective reservations):
+  // job 3 (2 h) now starts on node 1, and job 1 waits for resources with nothing reserved.
+  ClusterView v = Busy();
+  std::vector<PendingJob> q = {Job(1, 100, Req(2, 8, 2 * kHour)), Job(3, 40, Req(1, 4, 2 * kHour))};
+  q[0].reserve = false;
+  SchedulePass pass = Schedule(v, q, kNow, {});
+  EXPECT_TRUE(pass.reservations.empty());
+  EXPECT_TRUE(Started(pass, 3));
+  const PendingReason* r1 = ReasonFor(pass, 1);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_EQ(r1->reason, JobReason::kResources);
+  EXPECT_NE(r1->detail.find("reserves nothing for it"), std::string::npos) << r1->detail;
+  // With its reservation it keeps node 1 from job 3.
+  q[0].reserve = true;
+  pass = Schedule(v, q, kNow, {});
+  EXPECT_FALSE(Started(pass, 3));
+}
+
 // Nodes 0 and 1 (of partition `partition`) wholly used by jobs 500 and 501 until now + 1h.
 void FirstTwoBusyForAnHour(ClusterView& v, const std::string& partition) {
   for (NodeIndex n : {0u, 1u}) {

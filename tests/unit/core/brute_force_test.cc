@@ -5,7 +5,8 @@
 //    decisions for jobs ahead of it;
 //  - gangs are whole, on schedulable nodes, and the pass is deterministic;
 //  - gang placement spans no more leaves than the best placement at the lowest possible tier;
-//  - required (--nodelist) nodes are always in the gang, excluded ones never.
+//  - required (--nodelist) nodes are always in the gang, excluded ones never;
+//  - all of it under strict backfill and for jobs that take no reservation as well.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -139,6 +140,10 @@ World RandomWorld(std::mt19937& rng) {
     w.queue.push_back(std::move(pj));
   }
   w.config.backfill_depth = 1 + rng() % 5;
+  // Sometimes selective reservations (a job the policy lets wait without holding anything) and
+  // strict backfill: both only take starts or reservations away, never overcommit.
+  w.config.strict_backfill = rng() % 4 == 0;
+  for (PendingJob& pj : w.queue) pj.reserve = rng() % 5 != 0;
   return w;
 }
 
@@ -205,6 +210,7 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
     }
     for (const Reservation& res : pass.reservations) {
       const JobRequest& r = by_id[res.job]->request;
+      ASSERT_TRUE(by_id[res.job]->reserve) << "a reservation for a job that takes none";
       ASSERT_EQ(res.nodes.size(), r.MinNodes());
       ASSERT_GT(res.start_ms, kNow);
       std::vector<NodePlacement> at;
@@ -235,10 +241,19 @@ TEST(BruteForceTest, PlansNeverOvercommitAndReservationsAreEarliest) {
     for (const Reservation& res : pass.reservations) {
       const JobRequest& r = by_id[res.job]->request;
       const size_t me = rank[res.job] + 1;
-      std::vector<TimeMs> times = {kNow};
+      // Under strict backfill no job starts before the first reserved start ahead of it.
+      TimeMs floor = kNow;
+      if (w.config.strict_backfill) {
+        TimeMs first = kNever;
+        for (const Reservation& other : pass.reservations) {
+          if (rank[other.job] + 1 < me) first = std::min(first, other.start_ms);
+        }
+        if (first != kNever) floor = first;
+      }
+      std::vector<TimeMs> times = {floor};
       for (const auto& node_plan : plan) {
         for (const auto& [rk, iv] : node_plan) {
-          if (rk < me && iv.end != kNever) times.push_back(iv.end);
+          if (rk < me && iv.end != kNever && iv.end > floor) times.push_back(iv.end);
         }
       }
       std::sort(times.begin(), times.end());

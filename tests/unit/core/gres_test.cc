@@ -131,8 +131,10 @@ TEST(GresTest, AForecastTellsApartNodesThatDifferOnlyInTheirGres) {
   // Three alike nodes with two NVMe drives each. node0 runs a 1-CPU job, node1 a 1-CPU job that
   // also holds both its drives, both until t=5000; node2 is full until t=9000. Without their
   // GRES the forecast cannot tell node0 from node1 (same capacity, same free CPUs, same release).
+  // Six more idle nodes without drives make the cluster alike enough for forecasts to ask by
+  // node class (Profile::Classify).
   testing::ClusterBuilder b;
-  b.Nodes(3, {16, 64000, 0, ""}, "node", 0, testing::Under("leaf1")).Partition("gpu");
+  b.Nodes(9, {16, 64000, 0, ""}, "node", 0, testing::Under("leaf1")).Partition("gpu");
   for (int i = 0; i < 3; ++i) b.node(i).gres = {Pool("nvme", "", 2)};
   ClusterView v = b.Build();
   auto run = [&](JobId job, NodeIndex n, uint32_t cpus, uint32_t drives, TimeMs end) {

@@ -34,7 +34,18 @@ TEST(ExperimentTest, PolicyNamesSetTheirPartsOfTheConfig) {
   EXPECT_EQ(WithPolicy(mine, *none).scheduling.backfill_depth, 0u);
   EXPECT_EQ(WithPolicy(mine, *conservative).scheduling.backfill_depth, 100'000u);
 
-  for (const char* bad : {"fifo", "fcfs+lazy", "fcfs/biggest", "fcfs@best", ""}) {
+  // ~WAIT: protect_after.
+  p = ParsePolicy("f1+easy@first_fit~36h");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  c = WithPolicy(Config{}, *p);
+  EXPECT_EQ(c.scheduling.protect_after_ms, 36u * 3'600'000);
+  EXPECT_EQ(c.scheduling.order, "f1");
+  EXPECT_EQ(c.scheduling.placement, "first_fit");
+  EXPECT_EQ(ParsePolicy("sjf~90m")->protect_after_ms, 90 * 60'000);
+  EXPECT_EQ(WithPolicy(Config{}, *ParsePolicy("sjf")).scheduling.protect_after_ms, 0u);
+
+  for (const char* bad : {"fifo", "fcfs+lazy", "fcfs/biggest", "fcfs@best", "", "muster~1h", "f1~",
+                          "f1~12", "f1~0h", "f1~1w", "f1~99999999h"}) {
     EXPECT_FALSE(ParsePolicy(bad).ok()) << bad;
   }
 }
