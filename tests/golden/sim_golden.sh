@@ -8,15 +8,28 @@ set -euo pipefail
 sim=$1
 data=$2
 update=${3:-}
+# A 400-job SWF workload on its own 64-CPU machine, under every order and backfill; and a
+# 300-job GPU workload (tests/data/sim/golden_gpu.csv: gangs of up to 32 GPUs from four accounts)
+# on 16 nodes of 8 GPUs in leaves of 4, under each placement (random with seed 1).
 policies=(muster fcfs+none fcfs+strict sjf+strict f1+strict wfp3+strict unicep+strict fcfs+easy
-          fcfs+conservative fcfs+easy/shortest hrrn+easy)
+          fcfs+conservative fcfs+easy/shortest hrrn+easy f1+easy~1h
+          gpu:muster gpu:muster@first_fit gpu:muster@random gpu:f1+easy~2h)
+gpu_cluster=(--format csv --nodes 16 --gpus-per-node 8 --cpus-per-node 64 --leaf-size 4 --seed 1)
 failed=0
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for p in "${policies[@]}"; do
   name=${p//+/_}
   name=${name//\//_}
-  "$sim" --trace "$data/golden.swf" --policy "$p" --threads 1 --json "$out/$name.json" 2>"$out/$name.err" ||
+  name=${name//:/_}
+  name=${name//@/_}
+  name=${name//\~/_}
+  trace=("$data/golden.swf")
+  if [[ $p == gpu:* ]]; then
+    p=${p#gpu:}
+    trace=("$data/golden_gpu.csv" "${gpu_cluster[@]}")
+  fi
+  "$sim" --trace "${trace[@]}" --policy "$p" --threads 1 --json "$out/$name.json" 2>"$out/$name.err" ||
     { echo "FAIL $p: muster-sim failed"; cat "$out/$name.err"; failed=1; continue; }
   if [[ $update == --update ]]; then
     cp "$out/$name.json" "$data/golden/$name.json"
