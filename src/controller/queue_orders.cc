@@ -86,7 +86,9 @@ void OrderedPassPolicy::Order(const JobEntry& job, TimeMs now, core::PendingJob*
   if (protect_after_ > 0) {
     // Two bands: the protected above, by submission (earliest highest); the others by the
     // order's score, halved into the lower band (RankOf's order survives a shift).
-    if (now - pj->submit_time_ms >= protect_after_) {
+    // Waiting counts from when it could start (--begin), as the age factor's does.
+    const TimeMs eligible = std::max<TimeMs>(pj->submit_time_ms, job.rec().spec().begin_time_ms());
+    if (now - eligible >= protect_after_) {
       pj->priority.policy_priority =
           (int64_t{1} << 62) - std::clamp<TimeMs>(pj->submit_time_ms, 0, (int64_t{1} << 61));
     } else {

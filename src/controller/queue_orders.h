@@ -31,9 +31,10 @@ class OrderedPassPolicy final : public PassPolicy {
 
   // `kind`: the queue's order (nullopt: the base policy's). `origin`: what F1's submission time
   // counts from (the controller's start; in muster-sim, the trace's origin). `protect_after`
-  // (scheduling.protect_after_ms; with a kind only, 0: off): a job that has waited this long is
-  // protected: it goes before every unprotected job, protected jobs in submission order, and
-  // only protected jobs take reservations.
+  // (scheduling.protect_after_ms; with a kind only, 0: off): a job that has waited this long
+  // (from submission or --begin) is protected: it goes before unprotected jobs (the core's tiers
+  // and preempting jobs aside), protected jobs in submission order, and only protected jobs take
+  // reservations.
   OrderedPassPolicy(std::optional<Kind> kind, BackfillOrder backfill,
                     std::unique_ptr<PassPolicy> base, const TimeMs& origin,
                     TimeMs protect_after = 0)

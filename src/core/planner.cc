@@ -509,12 +509,19 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
   std::vector<TimeMs> earliest;
   NodeSet feasible(index_.size());
   TimeMs t = std::max(now_, from);
+  // Strict backfill: before the partition's first reserved start a job may start only if it
+  // ends by then; a later time in between would not end by then either, so the search goes on
+  // from that start.
+  TimeMs strict_first = kNever;
   if (config_.strict_backfill && ps.part >= 0) {
-    // Strict backfill: no job starts before the partition's first reserved start unless it ends
-    // by then, which TryStart found it does not: its earliest start is that one's.
     const auto& [first, job] = first_reserved_[static_cast<size_t>(ps.part)];
-    if (job != 0) t = std::max(t, first);
+    if (job != 0) strict_first = first;
   }
+  auto allowed = [&](TimeMs at) {
+    return at < strict_first && Profile::EndOf(at, r.time_limit_ms) > strict_first ? strict_first
+                                                                                   : at;
+  };
+  t = allowed(t);
   // Each node's earliest start from the round's t, by position; -1: not yet asked. A node whose
   // earliest start is at or after the next round's t has the same answer then (nothing in
   // between fitted), so only the nodes passed by are asked again.
@@ -575,7 +582,7 @@ Planner::Forecast Planner::ForecastIn(const JobRequest& r, const ShapeState& s, 
       next = later;
     }
     if (next == kNever) return f;
-    t = next;
+    t = allowed(next);
   }
   return f;
 }

@@ -116,6 +116,8 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
                          const PendingJob& y = queue[b];
                          if (x.preempting != y.preempting) return x.preempting;
                          if (x.had_reservation != y.had_reservation) return x.had_reservation;
+                         // Those the policy lets reserve (protected) stay ahead of the others.
+                         if (x.reserve != y.reserve) return x.reserve;
                          return x.backfill_rank > y.backfill_rank;
                        });
       reranked = true;
@@ -304,9 +306,10 @@ SchedulePass Schedule(const ClusterView& view, const std::vector<PendingJob>& qu
                                    " higher-priority jobs hold reservations (backfill depth " +
                                    std::to_string(config.backfill_depth) + ")";
     if (expected != kNever) detail += "; estimated start " + When(now, expected);
-    const JobReason reason = !job.reserve && a.kind == Planner::Kind::kNoFreeResources
-                                 ? JobReason::kResources
-                                 : JobReason::kPriority;
+    const JobReason reason =
+        !job.reserve && a.kind == Planner::Kind::kNoFreeResources && !planner.HasReservationIn(rc)
+            ? JobReason::kResources
+            : JobReason::kPriority;
     pass.pending.push_back({job.id, reason, detail, expected});
   }
   pass.stats.classes = planner.shapes();

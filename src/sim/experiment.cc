@@ -24,7 +24,8 @@ Result<PolicySpec> ParsePolicy(std::string_view text) {
                           : unit == "h" ? 3'600'000
                           : unit == "d" ? 86'400'000
                                         : 0;
-    if (i == 0 || scale == 0 || n <= 0 || n >= 1'000'000) {
+    // At most the config's own bound, 3,650 days.
+    if (i == 0 || scale == 0 || n <= 0 || n >= 1'000'000 || n * scale > 3'650LL * 86'400'000) {
       return InvalidArgument("bad wait '" + std::string(wait) + "' after ~ in policy '" + p.name +
                              "' (a number and s, m, h or d: 24h)");
     }
