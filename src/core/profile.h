@@ -43,8 +43,9 @@ class Profile {
   // Nodes with GRES pools each have their own class. Classify() sorts the nodes into classes
   // (once, on the pass's first forecast: passes that make none pay nothing); from then on every
   // change keeps them up to date.
-  // Whether the classes are worth asking by: false when Classify() found most nodes unalike.
   void Classify();
+  // Whether the classes are worth asking by: false when Classify() found the nodes in more
+  // distinct kinds than half their number (then forecasts ask every node).
   bool Shared() const { return shared_; }
   uint32_t ClassOf(NodeIndex n) const { return class_[n]; }
   uint32_t classes() const { return next_class_; }

@@ -121,9 +121,10 @@ struct SchedulingConfig {
   // published orderings muster-sim compares it with: "fcfs" (submission), "sjf" (shortest time
   // limit), "wfp3", "unicep", "f1" (docs/scheduling-quality.md gives their formulas).
   std::string order = "multifactor";
-  // With a published order: a job that has waited this long is protected (0: never). Protected
-  // jobs go first, in submission order, and only they take reservations; the others start only
-  // where they fit now (selective reservations). The knob that trades the orders' low slowdowns
+  // With a published order: a job that has waited this long (from submission or --begin) is
+  // protected (0: never). Protected jobs go before unprotected ones, in submission order, and
+  // only they take reservations; the others start only where they fit now (selective
+  // reservations). The knob that trades the orders' low slowdowns
   // against how long the largest jobs may wait (docs/scheduling-quality.md).
   uint64_t protect_after_ms = 0;
   // The order backfill tries the jobs left once backfill_depth reservations are made:
