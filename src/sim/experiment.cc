@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "muster/common/duration.h"
+
 namespace muster::sim {
 
 Result<PolicySpec> ParsePolicy(std::string_view text) {
@@ -11,25 +13,15 @@ Result<PolicySpec> ParsePolicy(std::string_view text) {
   p.name = std::string(text);
   std::string_view order = text, backfill, fill;
   if (auto tilde = text.find('~'); tilde != std::string_view::npos) {
-    // ~WAIT: protect_after (24h, 90m, 3600s, 2d).
+    // ~WAIT: protect_after, as a config file writes a duration (24h, 90m, 3600s), at most the
+    // config's own bound of 3,650 days.
     const std::string_view wait = text.substr(tilde + 1);
-    int64_t n = 0;
-    size_t i = 0;
-    for (; i < wait.size() && wait[i] >= '0' && wait[i] <= '9' && n < 1'000'000; ++i) {
-      n = n * 10 + (wait[i] - '0');
-    }
-    const std::string_view unit = wait.substr(i);
-    const int64_t scale = unit == "s"   ? 1'000
-                          : unit == "m" ? 60'000
-                          : unit == "h" ? 3'600'000
-                          : unit == "d" ? 86'400'000
-                                        : 0;
-    // At most the config's own bound, 3,650 days.
-    if (i == 0 || scale == 0 || n <= 0 || n >= 1'000'000 || n * scale > 3'650LL * 86'400'000) {
+    auto ms = ParseDurationMs(wait);
+    if (!ms.ok() || *ms <= 0 || *ms > 3'650LL * 86'400'000) {
       return InvalidArgument("bad wait '" + std::string(wait) + "' after ~ in policy '" + p.name +
-                             "' (a number and s, m, h or d: 24h)");
+                             "' (a duration up to 3650d: 24h, 90m)");
     }
-    p.protect_after_ms = n * scale;
+    p.protect_after_ms = *ms;
     text = text.substr(0, tilde);
     order = text;
   }

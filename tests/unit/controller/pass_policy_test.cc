@@ -56,6 +56,12 @@ class PassPolicyTest : public ::testing::Test {
     world_.PutJobs({Pending(1, "first", "science", kNow - 3000),
                     Pending(2, "blocked-job", "blocked", kNow - 2000),
                     Pending(3, "urgent", "science", kNow - 1000)});
+    Restart();
+    loop_ = std::make_unique<SchedulerLoop>(*ctx_, table_->jobs, table_->nodes, table_->ledger,
+                                            *views_, policy_);
+  }
+  // The controller's state loaded afresh from the store, node1 up again.
+  void Restart() {
     ctx_ = world_.Restart();
     table_ = std::make_unique<JobTable>(*ctx_, world_.state(), kNow);
     accounts_ = std::make_unique<AccountManager>(*ctx_);
@@ -63,8 +69,6 @@ class PassPolicyTest : public ::testing::Test {
     NodeUp("node1");
     views_ = std::make_unique<ClusterViews>(*ctx_, table_->jobs, table_->nodes, table_->ledger,
                                             *reservations_);
-    loop_ = std::make_unique<SchedulerLoop>(*ctx_, table_->jobs, table_->nodes, table_->ledger,
-                                            *views_, policy_);
   }
   static v1::JobRecord Pending(uint64_t id, const std::string& name, const std::string& account,
                                TimeMs submitted) {
@@ -163,13 +167,7 @@ TEST_F(PassPolicyTest, AJobThatWaitedProtectAfterGoesFirstAndOnlyItReserves) {
   const std::vector<v1::JobRecord> pending = {limit(1, 86'400'000), limit(3, 60'000)};
   auto run = [&](TimeMs protect_after) {
     world_.PutJobs(pending);  // both pending again
-    ctx_ = world_.Restart();
-    table_ = std::make_unique<JobTable>(*ctx_, world_.state(), kNow);
-    accounts_ = std::make_unique<AccountManager>(*ctx_);
-    reservations_ = std::make_unique<ReservationManager>(*ctx_, *accounts_);
-    NodeUp("node1");
-    views_ = std::make_unique<ClusterViews>(*ctx_, table_->jobs, table_->nodes, table_->ledger,
-                                            *reservations_);
+    Restart();
     const TimeMs origin = 0;
     OrderedPassPolicy sjf(OrderedPassPolicy::Kind::kSjf,
                           OrderedPassPolicy::BackfillOrder::kPriority,
