@@ -19,6 +19,7 @@
 #include "muster/sim/openb.h"
 #include "muster/sim/plot.h"
 #include "muster/sim/replay.h"
+#include "muster/sim/tenants.h"
 #include "muster/sim/trace_file.h"
 
 namespace {
@@ -33,7 +34,8 @@ constexpr const char* kUsage =
                    | --nodes N [--cpus-per-node C] [--gpus-per-node G]
                    [--gpu-type T] [--leaf-size L] [--nvlink-domain D] [--memory-mb M])
                   [--policy P[,P...]] [--backfill-depth N]
-                  [--jobs N] [--start K]
+                  [--jobs N] [--start K] [--procs-as-gpus]
+                  [--tenants equal[:K] [--quotas strict|lend]]
                   [--sequences K [--length 1024] [--seed S] [--sample-first N]]
                   [--json OUT|-] [--plot OUT.svg] [--progress] [--threads T] [--print-config]
 
@@ -55,6 +57,14 @@ trace's own machine (SWF's MaxProcs), one CPU per node.
                       first and only they take reservations (not with muster);
                       several: each runs on the same jobs and a table compares them
   --backfill-depth N  blocked jobs that get a reservation per pass, for every policy
+  --procs-as-gpus     a CPU trace on a GPU cluster: each processor a job asks for is a GPU
+  --tenants equal[:K] the trace's accounts (SWF groups, a CSV's account column) become the
+                      config's accounts with equal shares, so fair share applies; with :K the
+                      K-1 heaviest keep their names and the rest (and jobs with no account) are
+                      "others"; not with a --config that names accounts
+  --quotas MODE       with --tenants on a GPU cluster: each account is guaranteed an equal part
+                      of each GPU type; strict: held to it; lend: idle guaranteed GPUs are lent
+                      within one cohort and taken back by preemption when their owner needs them
   --jobs N            replay N jobs (default: all) ...
   --start K           ... from the K-th (0-based) in submit order; times stay the trace's
   --sequences K       the paper's protocol: K sequences of --length consecutive jobs, each from
@@ -127,6 +137,31 @@ void PrintSummary(const Metrics& m, double wall) {
                "slowdown %.2f  makespan %.0f s\n",
                m.utilization, m.wait.mean_s, m.wait.median_s, m.wait.p95_s, m.wait.p99_s,
                m.bounded_slowdown, m.makespan_s);
+  if (m.preemptions > 0) {
+    std::fprintf(stderr, "  %llu preemptions, %.1f GPU-hours and %.1f CPU-hours lost to them\n",
+                 static_cast<unsigned long long>(m.preemptions), m.lost_gpu_hours,
+                 m.lost_cpu_hours);
+  }
+  size_t configured = 0;
+  for (const auto& [name, a] : m.accounts) configured += a.configured;
+  if (configured == 0 || configured > 24) return;
+  // A line per account: what it was given, what it got, how long its jobs waited.
+  for (const auto& [name, a] : m.accounts) {
+    std::fprintf(stderr,
+                 "  account %-12s share %5.1f%%  used %5.1f%%  %6llu jobs  wait mean %.0f s"
+                 "  bounded slowdown %.2f",
+                 name.c_str(), a.share * 100, a.share_of_use * 100,
+                 static_cast<unsigned long long>(a.jobs), a.wait_mean_s, a.bounded_slowdown);
+    if (a.guaranteed_gpus > 0) {
+      std::fprintf(
+          stderr,
+          "  guaranteed %llu GPUs: within it %llu jobs waited median %.0f s p95 %.0f max %.0f",
+          static_cast<unsigned long long>(a.guaranteed_gpus),
+          static_cast<unsigned long long>(a.within_guarantee.jobs), a.within_guarantee.median_s,
+          a.within_guarantee.p95_s, a.within_guarantee.max_s);
+    }
+    std::fputc('\n', stderr);
+  }
 }
 
 }  // namespace
@@ -134,7 +169,8 @@ void PrintSummary(const Metrics& m, double wall) {
 int main(int argc, char** argv) {
   std::string trace_path, format, config_path, openb_nodes, json_path, policies_arg, plot_path;
   muster::sim::ClusterShape shape;
-  bool have_shape = false, progress = false, print_config = false;
+  bool have_shape = false, progress = false, print_config = false, procs_as_gpus = false;
+  std::string tenants_arg, quotas_arg;
   uint64_t jobs_limit = 0, start = 0, sequences = 0, length = 1024, seed = 0, sample_first = 0;
   uint32_t threads = 2;
   int64_t backfill_depth = -1;
@@ -195,6 +231,12 @@ int main(int argc, char** argv) {
       progress = true;
     } else if (a == "--threads") {
       threads = std::max<uint32_t>(1, Small(a, value()));
+    } else if (a == "--procs-as-gpus") {
+      procs_as_gpus = true;
+    } else if (a == "--tenants") {
+      tenants_arg = value();
+    } else if (a == "--quotas") {
+      quotas_arg = value();
     } else if (a == "--print-config") {
       print_config = true;
     } else {
@@ -207,6 +249,21 @@ int main(int argc, char** argv) {
   if (trace_path.empty() && !(print_config && have_shape)) Fail("--trace FILE is required");
   if (sequences > 0 && (start > 0 || jobs_limit > 0)) {
     Fail("--sequences draws its own jobs: not with --start or --jobs");
+  }
+  muster::sim::TenantOptions tenants;
+  if (!tenants_arg.empty()) {
+    const std::string kind = tenants_arg.substr(0, tenants_arg.find(':'));
+    if (kind != "equal") Fail("--tenants takes equal or equal:K, not '" + tenants_arg + "'");
+    if (kind.size() < tenants_arg.size()) {
+      tenants.max_accounts = Small("--tenants equal:K", tenants_arg.c_str() + kind.size() + 1);
+      if (tenants.max_accounts < 1) Fail("--tenants equal:K needs K of at least 1");
+    }
+  }
+  if (!quotas_arg.empty()) {
+    if (tenants_arg.empty()) Fail("--quotas needs --tenants (whose accounts hold the quotas)");
+    auto q = muster::sim::ParseQuotaMode(quotas_arg);
+    if (!q.ok()) Fail("--quotas: " + q.status().message());
+    tenants.quotas = *q;
   }
   std::vector<PolicySpec> policies;
   for (const std::string& p : SplitCommas(policies_arg.empty() ? "muster" : policies_arg)) {
@@ -230,6 +287,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "muster-sim: %s: %s\n", trace_path.c_str(), note.c_str());
     }
     if (trace.jobs.empty()) Fail(trace_path + " has no job to replay");
+  }
+  if (procs_as_gpus) {
+    if (!have_shape || shape.gpus_per_node == 0) {
+      Fail("--procs-as-gpus needs a cluster with GPUs: give --nodes N --gpus-per-node G");
+    }
+    // A task per GPU: each node needs a CPU for each of its GPUs.
+    shape.cpus_per_node = std::max(shape.cpus_per_node, shape.gpus_per_node);
+    for (SimJob& j : trace.jobs) {
+      if (j.gpus == 0) j.gpus = j.procs;
+    }
   }
   if (!have_shape && config_path.empty() && openb_nodes.empty()) {
     const int64_t size = trace.max_procs > 0 ? trace.max_procs : trace.max_nodes;
@@ -258,6 +325,15 @@ int main(int argc, char** argv) {
     auto c = muster::LoadConfig(config_path);
     if (!c.ok()) Fail(c.status().ToString());
     config = std::move(*c);
+  }
+  if (!tenants_arg.empty()) {
+    auto c = muster::sim::AddTenants(std::move(config), trace.jobs, tenants);
+    if (!c.ok()) Fail("--tenants: " + c.status().message());
+    config = std::move(*c);
+    std::fprintf(stderr, "muster-sim: %zu accounts with equal shares%s\n", config.accounts.size(),
+                 tenants.quotas == muster::sim::QuotaMode::kLend     ? ", GPU quotas that lend"
+                 : tenants.quotas == muster::sim::QuotaMode::kStrict ? ", strict GPU quotas"
+                                                                     : "");
   }
   // --seed draws the sequences and, under random placement, the nodes.
   if (seed > 0) config.scheduling.placement_seed = seed;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
+#include <queue>
 
 namespace muster::sim {
 namespace {
@@ -66,6 +68,58 @@ void WriteWait(const WaitStats& w, std::ostream& out) {
   out << "{\"jobs\": " << w.jobs << ", \"mean_s\": " << Num(w.mean_s)
       << ", \"median_s\": " << Num(w.median_s) << ", \"p95_s\": " << Num(w.p95_s)
       << ", \"p99_s\": " << Num(w.p99_s) << ", \"max_s\": " << Num(w.max_s) << "}";
+}
+
+// The waits of `account`'s started GPU jobs that fit within its guarantee when submitted, with
+// what it had claimed then: its jobs submitted before that had not ended (running or waiting).
+std::vector<double> WithinGuaranteeWaits(const ReplayResult& r, const std::string& account,
+                                         const AccountTerms& terms) {
+  std::vector<double> waits;
+  // (end, GPUs) of the claims still open; a job that never ended holds its claim to the end.
+  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>,
+                      std::greater<>>
+      open;
+  uint64_t claimed = 0;
+  for (const JobOutcome& j : r.jobs) {  // in submission order
+    if (j.account != account || !j.refused.empty() || j.gpus == 0) continue;
+    while (!open.empty() && open.top().first <= j.submit_ms) {
+      claimed -= open.top().second;
+      open.pop();
+    }
+    const bool started = j.start_ms >= 0 && j.end_ms >= 0;
+    if (started && claimed + j.gpus <= terms.guaranteed_gpus) {
+      waits.push_back(static_cast<double>(j.start_ms - j.submit_ms) / 1000.0);
+    }
+    claimed += j.gpus;
+    open.emplace(started ? j.end_ms : std::numeric_limits<int64_t>::max(), j.gpus);
+  }
+  return waits;
+}
+
+// Each started job's last run, spread over windows of whole hours (about 50 over the makespan).
+void UsageOverTime(const ReplayResult& r, int64_t first_submit_ms, Metrics& m) {
+  if (m.makespan_s <= 0) return;
+  const double hours = std::max(1.0, std::ceil(m.makespan_s / 3600.0 / 50.0));
+  const int64_t window_ms = static_cast<int64_t>(hours) * 3'600'000;
+  m.usage_window_s = static_cast<double>(window_ms) / 1000.0;
+  const size_t count =
+      static_cast<size_t>((static_cast<int64_t>(m.makespan_s * 1000) + window_ms - 1) / window_ms);
+  m.usage_over_time.assign(std::max<size_t>(count, 1), {});
+  for (size_t w = 0; w < m.usage_over_time.size(); ++w) {
+    m.usage_over_time[w].start_s =
+        static_cast<double>(static_cast<int64_t>(w) * window_ms) / 1000.0;
+  }
+  for (const JobOutcome& j : r.jobs) {
+    if (!j.refused.empty() || j.start_ms < 0 || j.end_ms < 0) continue;
+    const double units = static_cast<double>(m.gpu_cluster ? j.gpus : j.procs);
+    const int64_t from = j.start_ms - first_submit_ms, to = j.end_ms - first_submit_ms;
+    for (int64_t w = from / window_ms; w * window_ms < to; ++w) {
+      const size_t i = std::min(static_cast<size_t>(w), m.usage_over_time.size() - 1);
+      const int64_t lo = std::max(from, w * window_ms), hi = std::min(to, (w + 1) * window_ms);
+      m.usage_over_time[i].unit_hours[j.account] +=
+          units * static_cast<double>(hi - lo) / 3'600'000.0;
+    }
+  }
 }
 
 }  // namespace
@@ -150,6 +204,19 @@ Metrics ComputeMetrics(const ReplayResult& r) {
     a.cpu_hours += run_s * j.procs / 3600.0;
     a.gpu_hours += run_s * j.gpus / 3600.0;
     ++a.jobs;
+    a.wait_mean_s += wait_s;  // sums until every job is in
+    a.bounded_slowdown += sd;
+  }
+  for (auto& [name, a] : m.accounts) {
+    a.wait_mean_s /= static_cast<double>(std::max<uint64_t>(a.jobs, 1));
+    a.bounded_slowdown /= static_cast<double>(std::max<uint64_t>(a.jobs, 1));
+  }
+  for (const auto& [name, terms] : r.accounts) {
+    AccountUsage& a = m.accounts[name];
+    a.configured = true;
+    a.share = terms.share;
+    a.guaranteed_gpus = terms.guaranteed_gpus;
+    if (terms.guaranteed_gpus > 0) a.within_guarantee = Stats(WithinGuaranteeWaits(r, name, terms));
   }
   for (const JobOutcome& j : r.jobs) {
     m.preemptions += j.preemptions;
@@ -197,6 +264,7 @@ Metrics ComputeMetrics(const ReplayResult& r) {
     m.stranded_gpu_share = stranded / span / static_cast<double>(r.total_gpus);
     m.whole_node_waiting_share = waiting / span;
   }
+  if (!r.accounts.empty()) UsageOverTime(r, first_submit, m);
   double total_use = 0;
   for (const auto& [name, a] : m.accounts) total_use += m.gpu_cluster ? a.gpu_hours : a.cpu_hours;
   for (auto& [name, a] : m.accounts) {
@@ -246,10 +314,33 @@ void WriteJson(const Metrics& m, std::ostream& out) {
   for (const auto& [name, a] : m.accounts) {
     out << (first ? "\n    " : ",\n    ") << Quoted(name) << ": {\"jobs\": " << a.jobs
         << ", \"cpu_hours\": " << Num(a.cpu_hours) << ", \"gpu_hours\": " << Num(a.gpu_hours)
-        << ", \"share_of_use\": " << Num(a.share_of_use) << "}";
+        << ", \"share_of_use\": " << Num(a.share_of_use)
+        << ", \"wait_mean_s\": " << Num(a.wait_mean_s)
+        << ", \"bounded_slowdown\": " << Num(a.bounded_slowdown);
+    if (a.configured) out << ", \"share\": " << Num(a.share);
+    if (a.guaranteed_gpus > 0) {
+      out << ", \"guaranteed_gpus\": " << a.guaranteed_gpus << ", \"within_guarantee_wait\": ";
+      WriteWait(a.within_guarantee, out);
+    }
+    out << "}";
     first = false;
   }
-  out << (first ? "}\n" : "\n  }\n");
+  out << (first ? "}" : "\n  }");
+  if (!m.usage_over_time.empty()) {
+    out << ",\n  \"usage_window_s\": " << Num(m.usage_window_s) << ",\n  \"usage_over_time\": [";
+    for (size_t w = 0; w < m.usage_over_time.size(); ++w) {
+      out << (w ? ",\n    " : "\n    ") << "{\"start_s\": " << Num(m.usage_over_time[w].start_s)
+          << ", \"unit_hours\": {";
+      bool first_account = true;
+      for (const auto& [name, h] : m.usage_over_time[w].unit_hours) {
+        out << (first_account ? "" : ", ") << Quoted(name) << ": " << Num(h);
+        first_account = false;
+      }
+      out << "}}";
+    }
+    out << "\n  ]";
+  }
+  out << "\n";
   out << "}\n";
 }
 

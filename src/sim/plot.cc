@@ -12,6 +12,11 @@ namespace muster::sim {
 namespace {
 
 constexpr double kWidth = 900, kHeight = 900;
+constexpr double kAccountsHeight = 330;  // the accounts panel's, below the others
+// The accounts panel's colours, the heaviest account first; the rest are drawn together in grey.
+constexpr const char* kAccountColours[] = {"#4c78a8", "#f58518", "#54a24b", "#e45756",
+                                           "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6"};
+constexpr size_t kAccountsDrawn = std::size(kAccountColours);
 constexpr double kLeft = 80, kRight = 870;  // the plot areas' x range
 
 struct Box {
@@ -236,6 +241,57 @@ void WaitPanel(std::ostream& out, const Box& b, const Metrics& m) {
        " text-anchor=\"middle\"");
 }
 
+// Each window's use as stacked bars of the accounts' parts (the heaviest kAccountsDrawn on their
+// own, the rest together), with each account's share of the config beside its name.
+void AccountsPanel(std::ostream& out, const Box& b, const Metrics& m) {
+  Heading(out, b, "Use by account over time: each window's share (config shares in the legend)");
+  std::vector<std::pair<double, std::string>> heaviest;
+  for (const auto& [name, a] : m.accounts) {
+    heaviest.emplace_back(-(m.gpu_cluster ? a.gpu_hours : a.cpu_hours), name);
+  }
+  std::sort(heaviest.begin(), heaviest.end());
+  if (heaviest.size() > kAccountsDrawn) heaviest.resize(kAccountsDrawn);
+  for (int p = 0; p <= 100; p += 25) YTick(out, b, p / 100.0, std::to_string(p) + "%");
+  DaysAxis(out, b, static_cast<double>(m.usage_over_time.size()) * m.usage_window_s / 86'400);
+  YTitle(out, b, "share of the window's use");
+  const double w = b.width / static_cast<double>(m.usage_over_time.size());
+  for (size_t i = 0; i < m.usage_over_time.size(); ++i) {
+    const auto& used = m.usage_over_time[i].unit_hours;
+    double total = 0;
+    for (const auto& [name, h] : used) total += h;
+    if (total <= 0) continue;
+    double y = b.bottom(), drawn = 0;
+    auto bar = [&](double part, const char* colour) {
+      const double h = part / total * b.height;
+      out << "<rect x=\"" << C(b.left + w * static_cast<double>(i)) << "\" y=\"" << C(y - h)
+          << "\" width=\"" << C(std::max(w - 1, 0.5)) << "\" height=\"" << C(h) << "\" fill=\""
+          << colour << "\"/>\n";
+      y -= h;
+    };
+    for (size_t k = 0; k < heaviest.size(); ++k) {
+      auto it = used.find(heaviest[k].second);
+      if (it == used.end()) continue;
+      bar(it->second, kAccountColours[k]);
+      drawn += it->second;
+    }
+    if (total - drawn > 0) bar(total - drawn, "#bbb");
+  }
+  Frame(out, b);
+  // The legend, under the axis.
+  double x = b.left;
+  const double y = b.bottom() + 42;
+  for (size_t k = 0; k < heaviest.size(); ++k) {
+    const AccountUsage& a = m.accounts.at(heaviest[k].second);
+    const std::string label =
+        XmlEscape(heaviest[k].second) + (a.configured ? " (" + Percent(a.share) + ")" : "");
+    out << "<rect x=\"" << C(x) << "\" y=\"" << C(y - 10) << "\" width=\"10\" height=\"10\" fill=\""
+        << kAccountColours[k] << "\"/>\n";
+    Text(out, x + 14, y, label, " class=\"s\"");
+    x += 14 + 6.0 * static_cast<double>(label.size()) + 16;
+  }
+  if (m.accounts.size() > heaviest.size()) Text(out, x, y, "grey: the rest", " class=\"s\"");
+}
+
 }  // namespace
 
 std::vector<SeriesPoint> BucketSeries(const std::vector<Sample>& samples,
@@ -339,8 +395,10 @@ void WritePlotSvg(const ReplayResult& r, const Metrics& m, const std::string& ti
   const bool gpus = r.total_gpus > 0;
   const double total = static_cast<double>(gpus ? r.total_gpus : r.total_cpus);
   const char* unit = gpus ? "GPUs" : "CPUs";
+  // With accounts in the config, a fourth panel: their use over time.
+  const double height = m.usage_over_time.empty() ? kHeight : kHeight + kAccountsHeight;
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Num(kWidth, 0) << "\" height=\""
-      << Num(kHeight, 0) << "\" viewBox=\"0 0 " << Num(kWidth, 0) << " " << Num(kHeight, 0)
+      << Num(height, 0) << "\" viewBox=\"0 0 " << Num(kWidth, 0) << " " << Num(height, 0)
       << "\">\n";
   out << "<title>" << esc_title << "</title>\n";
   out << "<style>text{font-family:sans-serif;font-size:12px;fill:#222}"
@@ -433,6 +491,9 @@ void WritePlotSvg(const ReplayResult& r, const Metrics& m, const std::string& ti
   }
 
   WaitPanel(out, waits, m);
+  if (!m.usage_over_time.empty()) {
+    AccountsPanel(out, Box{kLeft, kHeight + 10, kRight - kLeft, kAccountsHeight - 90}, m);
+  }
   out << "</svg>\n";
 }
 

@@ -85,6 +85,32 @@ class Replayer final : public controller::AgentSessions {
   uint32_t node_gpus_ = 0;  // GPUs of the largest node (what "whole node" means)
 };
 
+std::map<std::string, AccountTerms> Terms(const std::vector<AccountConfig>& accounts) {
+  std::map<std::string, const AccountConfig*> by_name;
+  std::map<std::string, uint64_t> siblings_shares;  // by parent
+  for (const AccountConfig& a : accounts) {
+    by_name[a.name] = &a;
+    siblings_shares[a.parent] += a.shares;
+  }
+  std::map<std::string, AccountTerms> terms;
+  for (const AccountConfig& a : accounts) {
+    AccountTerms& t = terms[a.name];
+    for (const auto& [type, q] : a.quotas) t.guaranteed_gpus += q.guaranteed;
+    // Down from the root; the controller has checked that the accounts form a tree, and the
+    // walk stops after as many steps as there are accounts in any case.
+    double share = 1;
+    const AccountConfig* at = &a;
+    for (size_t steps = 0; at && steps <= accounts.size(); ++steps) {
+      share *= static_cast<double>(at->shares) /
+               static_cast<double>(std::max<uint64_t>(siblings_shares[at->parent], 1));
+      auto up = by_name.find(at->parent);
+      at = up == by_name.end() ? nullptr : up->second;
+    }
+    t.share = share;
+  }
+  return terms;
+}
+
 bool WantsWholeNodes(const SimJob& j, uint32_t node_gpus) {
   if (node_gpus == 0 || j.gpus == 0) return false;
   const uint32_t nodes = j.nodes ? j.nodes : (j.gpus + node_gpus - 1) / node_gpus;
@@ -158,6 +184,7 @@ Status Replayer::Boot() {
     MUSTER_RETURN_IF_ERROR(e.AttachSession(h, clock_.NowMs()));
   }
   result_.total_nodes = static_cast<uint32_t>(nodes_.size());
+  result_.accounts = Terms(config_.accounts);
   runner_->AfterEvent();
   executor_.RunUntilIdle();
   return Status::Ok();
@@ -467,7 +494,7 @@ Result<ReplayResult> Replayer::Run() {
 
 }  // namespace
 
-void QuietControllerLogs() { spdlog::set_level(spdlog::level::warn); }
+void QuietControllerLogs() { spdlog::set_level(spdlog::level::err); }
 
 Result<ReplayResult> Replay(const Config& config, const std::vector<SimJob>& jobs,
                             const ReplayOptions& options) {

@@ -10,10 +10,13 @@ data=$2
 update=${3:-}
 # A 400-job SWF workload on its own 64-CPU machine, under every order and backfill; and a
 # 300-job GPU workload (tests/data/sim/golden_gpu.csv: gangs of up to 32 GPUs from four accounts)
-# on 16 nodes of 8 GPUs in leaves of 4, under each placement (random with seed 1).
+# on 16 nodes of 8 GPUs in leaves of 4, under each placement (random with seed 1). Tenants: the
+# SWF's groups with equal shares (fair:), the GPU workload's accounts with equal GPU quotas that
+# lend (lend:) or hold each to its guarantee (strict:).
 policies=(muster fcfs+none fcfs+strict sjf+strict f1+strict wfp3+strict unicep+strict fcfs+easy
           fcfs+conservative fcfs+easy/shortest hrrn+easy f1+easy~1h
-          gpu:muster gpu:muster@first_fit gpu:muster@random gpu:f1+easy~2h)
+          gpu:muster gpu:muster@first_fit gpu:muster@random gpu:f1+easy~2h
+          fair:muster lend:muster strict:muster)
 gpu_cluster=(--format csv --nodes 16 --gpus-per-node 8 --cpus-per-node 64 --leaf-size 4 --seed 1)
 failed=0
 out=$(mktemp -d)
@@ -25,10 +28,13 @@ for p in "${policies[@]}"; do
   name=${name//@/_}
   name=${name//\~/_}
   trace=("$data/golden.swf")
-  if [[ $p == gpu:* ]]; then
-    p=${p#gpu:}
-    trace=("$data/golden_gpu.csv" "${gpu_cluster[@]}")
-  fi
+  case $p in
+    gpu:*) trace=("$data/golden_gpu.csv" "${gpu_cluster[@]}") ;;
+    fair:*) trace+=(--tenants equal) ;;
+    lend:*) trace=("$data/golden_gpu.csv" "${gpu_cluster[@]}" --tenants equal --quotas lend) ;;
+    strict:*) trace=("$data/golden_gpu.csv" "${gpu_cluster[@]}" --tenants equal --quotas strict) ;;
+  esac
+  p=${p#*:}
   "$sim" --trace "${trace[@]}" --policy "$p" --threads 1 --json "$out/$name.json" 2>"$out/$name.err" ||
     { echo "FAIL $p: muster-sim failed"; cat "$out/$name.err"; failed=1; continue; }
   if [[ $update == --update ]]; then

@@ -33,7 +33,22 @@ struct SizeClass {
 struct AccountUsage {
   double cpu_hours = 0, gpu_hours = 0;
   double share_of_use = 0;  // of all the replay's usage (GPU-hours on a GPU cluster, else CPU)
-  uint64_t jobs = 0;
+  uint64_t jobs = 0;        // started
+  double wait_mean_s = 0, bounded_slowdown = 0;
+  // What the config gives it (AccountTerms); false: the config names no such account.
+  bool configured = false;
+  double share = 0;
+  uint64_t guaranteed_gpus = 0;
+  // The waits of its GPU jobs that were within its guarantee when submitted: its running and
+  // still waiting jobs' GPUs with theirs no more than guaranteed_gpus. Under lending these are
+  // the reclaim delays (what taking back lent GPUs cost the owner).
+  WaitStats within_guarantee;
+};
+
+// Each account's usage (unit-hours: GPUs on a GPU cluster, else CPUs) in one window of time.
+struct UsageWindow {
+  double start_s = 0;  // from the first submission
+  std::map<std::string, double> unit_hours;
 };
 
 struct Metrics {
@@ -56,6 +71,10 @@ struct Metrics {
   uint64_t preemptions = 0;
   double lost_gpu_hours = 0, lost_cpu_hours = 0;
   std::map<std::string, AccountUsage> accounts;
+  // With accounts in the config: usage by account over time, in windows of usage_window_s (a
+  // whole number of hours, about a fiftieth of the makespan).
+  double usage_window_s = 0;
+  std::vector<UsageWindow> usage_over_time;
   uint64_t passes = 0;
 };
 

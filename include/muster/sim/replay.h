@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,17 @@ struct ReplayOptions {
   int64_t sample_every_ms = 0;
 };
 
+// An account of the config, as the metrics judge its usage: its share of the cluster (its shares
+// over its siblings', times its parent's share, down from the root) and the GPUs its quotas
+// guarantee it (all types together).
+struct AccountTerms {
+  double share = 0;
+  uint64_t guaranteed_gpus = 0;
+};
+
 struct ReplayResult {
-  std::vector<JobOutcome> jobs;  // in trace order
+  std::vector<JobOutcome> jobs;                  // in trace order
+  std::map<std::string, AccountTerms> accounts;  // the config's accounts; empty: none
   std::vector<Sample> samples;
   uint64_t total_cpus = 0, total_gpus = 0;
   uint32_t total_nodes = 0;
@@ -70,8 +80,11 @@ struct ReplayResult {
 // Replays `jobs` (in submit order) on the cluster `config` describes. The controller logs as the
 // process's logger is set (see QuietControllerLogs). Replays on separate threads share nothing.
 // INVALID_ARGUMENT for a config the controller refuses; a job the engine refuses is reported in its
-// outcome, not fatal. The controller's log to warnings and worse: a line per job would cost more
-// than the replay.
+// outcome, not fatal.
+//
+// QuietControllerLogs sets the controller's log to errors only: its info lines come per job and
+// its warnings per preemption (a quota replay has thousands), which would cost more than the
+// replay; what they say is in the outcomes and the metrics.
 void QuietControllerLogs();
 
 Result<ReplayResult> Replay(const Config& config, const std::vector<SimJob>& jobs,
