@@ -27,5 +27,7 @@ printf '%-58s %8s s\n' "SDSC-SP2 whole (54,034 jobs), Muster's default policy" "
 printf '%-58s %8s s\n' "SDSC-SP2 whole, FCFS + EASY" "$(seconds "$BIN" $sdsc --policy fcfs+easy)"
 printf '%-58s %8s s\n' "Philly, first 20,000 jobs, 250 x 8 GPUs, default policy" \
   "$(seconds "$BIN" $philly --jobs 20000)"
+printf '%-58s %8s s\n' "Philly whole (151,816 jobs), 250 x 8 GPUs, default policy" \
+  "$(seconds "$BIN" $philly)"
 printf '%-58s %8s s\n' "Lublin-1, 10 sequences x 12 policies (2 threads)" \
   "$(seconds "$BIN" --trace $T/lublin_256.swf --sequences 10 --seed 1 --policy fcfs+none,fcfs+strict,sjf+strict,f1+strict,wfp3+strict,unicep+strict,fcfs+easy,sjf+easy,f1+easy,fcfs+conservative,fcfs+easy/shortest,muster)"
