@@ -37,7 +37,8 @@ constexpr const char* kUsage =
                   [--jobs N] [--start K] [--procs-as-gpus]
                   [--tenants equal[:K] [--quotas strict|lend]]
                   [--sequences K [--length 1024] [--seed S] [--sample-first N]]
-                  [--json OUT|-] [--plot OUT.svg] [--progress] [--threads T] [--print-config]
+                  [--json OUT|-] [--plot OUT.svg] [--outcomes OUT.csv] [--progress]
+                  [--threads T] [--print-config]
 
 Replays the trace through the controller musterctld runs (its engine, pass policy and
 scheduling core) on a virtual clock, with stand-in agents that run each job for its recorded
@@ -60,8 +61,8 @@ trace's own machine (SWF's MaxProcs), one CPU per node.
   --procs-as-gpus     a CPU trace on a GPU cluster: each processor a job asks for is a GPU
   --tenants equal[:K] the trace's accounts (SWF groups, a CSV's account column) become the
                       config's accounts with equal shares, so fair share applies; with :K the
-                      K-1 heaviest keep their names and the rest (and jobs with no account) are
-                      "others"; not with a --config that names accounts
+                      K-1 heaviest (over the jobs replayed) keep their names and the rest (and
+                      jobs with no account) are "others"; not with a --config that names accounts
   --quotas MODE       with --tenants on a GPU cluster: each account is guaranteed an equal part
                       of each GPU type; strict: held to it; lend: idle guaranteed GPUs are lent
                       within one cohort and taken back by preemption when their owner needs them
@@ -73,6 +74,8 @@ trace's own machine (SWF's MaxProcs), one CPU per node.
   --json OUT          the metrics as JSON, to OUT or - (stdout)
   --plot OUT.svg      utilization and queue over time and waits by job size, as an SVG
                       (one replay: one policy, no --sequences)
+  --outcomes OUT.csv  every job's outcome (submission, start, end, wait, preemptions, why it
+                      never started) as CSV (one replay)
   --progress          a progress line on stderr
   --threads T         replays at once (default: 2)
   --print-config      print the cluster's config (TOML) and exit
@@ -167,9 +170,11 @@ void PrintSummary(const Metrics& m, double wall) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string trace_path, format, config_path, openb_nodes, json_path, policies_arg, plot_path;
+  std::string trace_path, format, config_path, openb_nodes, json_path, policies_arg, plot_path,
+      outcomes_path;
   muster::sim::ClusterShape shape;
   bool have_shape = false, progress = false, print_config = false, procs_as_gpus = false;
+  bool tenants_given = false;
   std::string tenants_arg, quotas_arg;
   uint64_t jobs_limit = 0, start = 0, sequences = 0, length = 1024, seed = 0, sample_first = 0;
   uint32_t threads = 2;
@@ -227,6 +232,8 @@ int main(int argc, char** argv) {
       json_path = value();
     } else if (a == "--plot") {
       plot_path = value();
+    } else if (a == "--outcomes") {
+      outcomes_path = value();
     } else if (a == "--progress") {
       progress = true;
     } else if (a == "--threads") {
@@ -235,6 +242,7 @@ int main(int argc, char** argv) {
       procs_as_gpus = true;
     } else if (a == "--tenants") {
       tenants_arg = value();
+      tenants_given = true;
     } else if (a == "--quotas") {
       quotas_arg = value();
     } else if (a == "--print-config") {
@@ -251,7 +259,7 @@ int main(int argc, char** argv) {
     Fail("--sequences draws its own jobs: not with --start or --jobs");
   }
   muster::sim::TenantOptions tenants;
-  if (!tenants_arg.empty()) {
+  if (tenants_given) {
     const std::string kind = tenants_arg.substr(0, tenants_arg.find(':'));
     if (kind != "equal") Fail("--tenants takes equal or equal:K, not '" + tenants_arg + "'");
     if (kind.size() < tenants_arg.size()) {
@@ -260,7 +268,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!quotas_arg.empty()) {
-    if (tenants_arg.empty()) Fail("--quotas needs --tenants (whose accounts hold the quotas)");
+    if (!tenants_given) Fail("--quotas needs --tenants (whose accounts hold the quotas)");
     auto q = muster::sim::ParseQuotaMode(quotas_arg);
     if (!q.ok()) Fail("--quotas: " + q.status().message());
     tenants.quotas = *q;
@@ -274,6 +282,9 @@ int main(int argc, char** argv) {
   }
   if (!plot_path.empty() && (policies.size() > 1 || sequences > 0)) {
     Fail("--plot draws one replay: give one --policy and no --sequences");
+  }
+  if (!outcomes_path.empty() && (policies.size() > 1 || sequences > 0)) {
+    Fail("--outcomes lists one replay's jobs: give one --policy and no --sequences");
   }
 
   muster::sim::Trace trace;
@@ -290,12 +301,13 @@ int main(int argc, char** argv) {
   }
   if (procs_as_gpus) {
     if (!have_shape || shape.gpus_per_node == 0) {
-      Fail("--procs-as-gpus needs a cluster with GPUs: give --nodes N --gpus-per-node G");
+      Fail("--procs-as-gpus needs the cluster's shape with GPUs: --nodes N --gpus-per-node G");
     }
     // A task per GPU: each node needs a CPU for each of its GPUs.
     shape.cpus_per_node = std::max(shape.cpus_per_node, shape.gpus_per_node);
     for (SimJob& j : trace.jobs) {
-      if (j.gpus == 0) j.gpus = j.procs;
+      if (j.gpus > 0) Fail("--procs-as-gpus is for CPU traces: this one asks for GPUs already");
+      j.gpus = j.procs;
     }
   }
   if (!have_shape && config_path.empty() && openb_nodes.empty()) {
@@ -326,7 +338,16 @@ int main(int argc, char** argv) {
     if (!c.ok()) Fail(c.status().ToString());
     config = std::move(*c);
   }
-  if (!tenants_arg.empty()) {
+  // One slice of the trace (--start, --jobs): only its jobs are replayed, so only they are kept
+  // (the tenants are the slice's); --sequences draws from all of them.
+  if (sequences == 0) {
+    if (start >= trace.jobs.size()) Fail("--start is past the trace's last job");
+    const size_t end = jobs_limit > 0 ? std::min<uint64_t>(trace.jobs.size(), start + jobs_limit)
+                                      : trace.jobs.size();
+    trace.jobs.erase(trace.jobs.begin() + static_cast<ptrdiff_t>(end), trace.jobs.end());
+    trace.jobs.erase(trace.jobs.begin(), trace.jobs.begin() + static_cast<ptrdiff_t>(start));
+  }
+  if (tenants_given) {
     auto c = muster::sim::AddTenants(std::move(config), trace.jobs, tenants);
     if (!c.ok()) Fail("--tenants: " + c.status().message());
     config = std::move(*c);
@@ -350,10 +371,7 @@ int main(int argc, char** argv) {
         runs.push_back({p, k, starts[k], starts[k] + length});
     }
   } else {
-    if (start >= jobs.size()) Fail("--start is past the trace's last job");
-    const size_t end =
-        jobs_limit > 0 ? std::min<uint64_t>(jobs.size(), start + jobs_limit) : jobs.size();
-    for (size_t p = 0; p < policies.size(); ++p) runs.push_back({p, 0, start, end});
+    for (size_t p = 0; p < policies.size(); ++p) runs.push_back({p, 0, 0, jobs.size()});
   }
 
   muster::sim::QuietControllerLogs();
@@ -395,7 +413,7 @@ int main(int argc, char** argv) {
           if (said > 10)
             std::fprintf(stderr, "muster-sim: ... and %zu more such jobs\n", said - 10);
         }
-        if (one && !plot_path.empty()) out.replay = std::move(*r);
+        if (one && (!plot_path.empty() || !outcomes_path.empty())) out.replay = std::move(*r);
       }
       const size_t d = ++done;
       if (progress && !one) std::fprintf(stderr, "\rmuster-sim: %zu/%zu replays", d, runs.size());
@@ -418,6 +436,11 @@ int main(int argc, char** argv) {
       std::ofstream out(json_path);
       muster::sim::WriteJson(results[0].figures.metrics, out);
       if (!out) Fail("cannot write " + json_path);
+    }
+    if (!outcomes_path.empty()) {
+      std::ofstream out(outcomes_path);
+      muster::sim::WriteOutcomesCsv(results[0].replay, out);
+      if (!out) Fail("cannot write " + outcomes_path);
     }
     if (!plot_path.empty()) {
       std::ofstream out(plot_path);

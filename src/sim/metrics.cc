@@ -71,7 +71,9 @@ void WriteWait(const WaitStats& w, std::ostream& out) {
 }
 
 // The waits of `account`'s started GPU jobs that fit within its guarantee when submitted, with
-// what it had claimed then: its jobs submitted before that had not ended (running or waiting).
+// what it had claimed then: its jobs submitted before that had not ended (running or waiting),
+// except those larger than the whole guarantee (they can only run by borrowing, or never: a
+// claim the guarantee never covered).
 std::vector<double> WithinGuaranteeWaits(const ReplayResult& r, const std::string& account,
                                          const AccountTerms& terms) {
   std::vector<double> waits;
@@ -90,6 +92,7 @@ std::vector<double> WithinGuaranteeWaits(const ReplayResult& r, const std::strin
     if (started && claimed + j.gpus <= terms.guaranteed_gpus) {
       waits.push_back(static_cast<double>(j.start_ms - j.submit_ms) / 1000.0);
     }
+    if (j.gpus > terms.guaranteed_gpus) continue;
     claimed += j.gpus;
     open.emplace(started ? j.end_ms : std::numeric_limits<int64_t>::max(), j.gpus);
   }
@@ -97,13 +100,14 @@ std::vector<double> WithinGuaranteeWaits(const ReplayResult& r, const std::strin
 }
 
 // Each started job's last run, spread over windows of whole hours (about 50 over the makespan).
-void UsageOverTime(const ReplayResult& r, int64_t first_submit_ms, Metrics& m) {
-  if (m.makespan_s <= 0) return;
-  const double hours = std::max(1.0, std::ceil(m.makespan_s / 3600.0 / 50.0));
-  const int64_t window_ms = static_cast<int64_t>(hours) * 3'600'000;
+void UsageOverTime(const ReplayResult& r, int64_t first_submit_ms, int64_t makespan_ms,
+                   Metrics& m) {
+  if (makespan_ms <= 0) return;
+  const int64_t hour_ms = 3'600'000;
+  const int64_t hours = std::max<int64_t>(1, (makespan_ms + 50 * hour_ms - 1) / (50 * hour_ms));
+  const int64_t window_ms = hours * hour_ms;
   m.usage_window_s = static_cast<double>(window_ms) / 1000.0;
-  const size_t count =
-      static_cast<size_t>((static_cast<int64_t>(m.makespan_s * 1000) + window_ms - 1) / window_ms);
+  const size_t count = static_cast<size_t>((makespan_ms + window_ms - 1) / window_ms);
   m.usage_over_time.assign(std::max<size_t>(count, 1), {});
   for (size_t w = 0; w < m.usage_over_time.size(); ++w) {
     m.usage_over_time[w].start_s =
@@ -216,7 +220,8 @@ Metrics ComputeMetrics(const ReplayResult& r) {
     a.configured = true;
     a.share = terms.share;
     a.guaranteed_gpus = terms.guaranteed_gpus;
-    if (terms.guaranteed_gpus > 0) a.within_guarantee = Stats(WithinGuaranteeWaits(r, name, terms));
+    a.has_quota = terms.has_quota;
+    if (terms.has_quota) a.within_guarantee = Stats(WithinGuaranteeWaits(r, name, terms));
   }
   for (const JobOutcome& j : r.jobs) {
     m.preemptions += j.preemptions;
@@ -264,7 +269,9 @@ Metrics ComputeMetrics(const ReplayResult& r) {
     m.stranded_gpu_share = stranded / span / static_cast<double>(r.total_gpus);
     m.whole_node_waiting_share = waiting / span;
   }
-  if (!r.accounts.empty()) UsageOverTime(r, first_submit, m);
+  if (!r.accounts.empty()) {
+    UsageOverTime(r, first_submit, std::max<int64_t>(0, last_end - first_submit), m);
+  }
   double total_use = 0;
   for (const auto& [name, a] : m.accounts) total_use += m.gpu_cluster ? a.gpu_hours : a.cpu_hours;
   for (auto& [name, a] : m.accounts) {
@@ -318,7 +325,7 @@ void WriteJson(const Metrics& m, std::ostream& out) {
         << ", \"wait_mean_s\": " << Num(a.wait_mean_s)
         << ", \"bounded_slowdown\": " << Num(a.bounded_slowdown);
     if (a.configured) out << ", \"share\": " << Num(a.share);
-    if (a.guaranteed_gpus > 0) {
+    if (a.has_quota) {
       out << ", \"guaranteed_gpus\": " << a.guaranteed_gpus << ", \"within_guarantee_wait\": ";
       WriteWait(a.within_guarantee, out);
     }
@@ -342,6 +349,37 @@ void WriteJson(const Metrics& m, std::ostream& out) {
   }
   out << "\n";
   out << "}\n";
+}
+
+namespace {
+
+// A CSV field: quoted (quotes doubled) where it holds a comma, a quote or a line break.
+std::string CsvField(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string o = "\"";
+  for (char c : v) {
+    if (c == '"') o += '"';
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string Seconds(int64_t ms) { return ms < 0 ? "-1" : Num(static_cast<double>(ms) / 1000.0); }
+
+}  // namespace
+
+void WriteOutcomesCsv(const ReplayResult& r, std::ostream& out) {
+  out << "trace_id,user,account,procs,gpus,nodes,submit_s,start_s,end_s,wait_s,killed_at_limit,"
+         "preemptions,lost_gpu_hours,leaves,reason\n";
+  for (const JobOutcome& j : r.jobs) {
+    const bool ran = j.start_ms >= 0 && j.end_ms >= 0;
+    out << j.trace_id << ',' << CsvField(j.user) << ',' << CsvField(j.account) << ',' << j.procs
+        << ',' << j.gpus << ',' << j.nodes << ',' << Seconds(j.submit_ms) << ','
+        << Seconds(j.start_ms) << ',' << Seconds(j.end_ms) << ','
+        << (ran ? Seconds(j.start_ms - j.submit_ms) : "-1") << ',' << (j.killed_at_limit ? 1 : 0)
+        << ',' << j.preemptions << ',' << Num(j.lost_gpu_seconds / 3600.0) << ',' << j.leaves << ','
+        << CsvField(!j.refused.empty() ? j.refused : j.waiting) << '\n';
+  }
 }
 
 }  // namespace muster::sim

@@ -95,6 +95,7 @@ std::map<std::string, AccountTerms> Terms(const std::vector<AccountConfig>& acco
   std::map<std::string, AccountTerms> terms;
   for (const AccountConfig& a : accounts) {
     AccountTerms& t = terms[a.name];
+    t.has_quota = !a.quotas.empty();
     for (const auto& [type, q] : a.quotas) t.guaranteed_gpus += q.guaranteed;
     // Down from the root; the controller has checked that the accounts form a tree, and the
     // walk stops after as many steps as there are accounts in any case.
@@ -290,6 +291,9 @@ void Replayer::OnLaunch(size_t node, const v1::LaunchJob& l) {
       }
     }
     out.start_ms = l.start_time_ms() - t0_ms_;
+    // The account the engine charged: under a site's config a job that named none charges
+    // its user's default account.
+    out.account = l.spec().account();
     out.procs = all_cpus;
     out.gpus = all_gpus;
     out.nodes = static_cast<uint32_t>(l.allocation().nodes_size());

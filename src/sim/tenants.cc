@@ -50,7 +50,12 @@ Result<Config> AddTenants(Config config, std::vector<SimJob>& jobs, const Tenant
   for (const auto& [name, w] : ranked) {
     if (name == kOthersAccount) continue;
     if (kept.size() >= limit) break;
-    if (!IsValidAccountName(name) || name == "root") {
+    if (name == "root") {
+      return InvalidArgument(
+          "the trace's account 'root' is the name of the account tree's root: rename it in the "
+          "trace");
+    }
+    if (!IsValidAccountName(name)) {
       return InvalidArgument("the trace's account '" + name +
                              "' is not a valid account name (letters, digits, '.', '_', '-')");
     }
@@ -67,8 +72,18 @@ Result<Config> AddTenants(Config config, std::vector<SimJob>& jobs, const Tenant
     }
     if (seen.emplace(j.account, user).second) users[j.account].push_back(user);
   }
-  // Every type's GPUs split evenly; the remainder one each to the first accounts by name.
+  // Every type's GPUs split evenly; each type's remainder one each to the next accounts by name,
+  // the first type's from the first account, the next type's from where that one stopped.
   const size_t n = users.size();
+  if (options.quotas != QuotaMode::kNone) {
+    for (const auto& [type, total] : gpus_by_type) {
+      if (total < n) {
+        return InvalidArgument("the cluster's " + std::to_string(total) + " " + type +
+                               " GPUs cannot give each of " + std::to_string(n) +
+                               " accounts a quota of one: fold them with --tenants equal:K");
+      }
+    }
+  }
   size_t index = 0;
   for (auto& [name, members] : users) {
     AccountConfig a;
@@ -77,10 +92,14 @@ Result<Config> AddTenants(Config config, std::vector<SimJob>& jobs, const Tenant
     a.description = "from the trace (muster-sim --tenants)";
     a.users = std::move(members);
     if (options.quotas != QuotaMode::kNone) {
+      size_t first = 0;  // the account the current type's remainder starts at
       for (const auto& [type, total] : gpus_by_type) {
+        const size_t extra = total % n;
+        const bool gets_one = (index + n - first) % n < extra;
         QuotaConfig q;
-        q.guaranteed = static_cast<uint32_t>(total / n + (index < total % n ? 1 : 0));
+        q.guaranteed = static_cast<uint32_t>(total / n + (gets_one ? 1 : 0));
         a.quotas[type] = q;
+        first = (first + extra) % n;
       }
       if (options.quotas == QuotaMode::kLend) a.cohort = "tenants";
     }

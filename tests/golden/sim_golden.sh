@@ -48,5 +48,25 @@ done
 # The same run twice gives the same bytes (nothing in the replay reads a clock or a thread).
 "$sim" --trace "$data/golden.swf" --policy muster --threads 1 --json "$out/again.json" 2>/dev/null
 cmp -s "$out/again.json" "$out/muster.json" || { echo "FAIL: two runs differ"; failed=1; }
-[[ $failed == 0 ]] && echo "sim golden: ${#policies[@]} policies as kept"
+# Options that cannot work are refused with a message that says why (exit 2), never run.
+refused() {  # expected words, then muster-sim's arguments
+  local want=$1
+  shift
+  local err rc=0
+  err=$("$sim" "$@" 2>&1 >/dev/null) || rc=$?
+  if [[ $rc != 2 || $err != *"$want"* ]]; then
+    echo "FAIL: muster-sim $* gave exit $rc and '$err', not exit 2 saying '$want'"
+    failed=1
+  fi
+}
+swf=(--trace "$data/golden.swf")
+refused "--tenants takes equal" "${swf[@]}" --tenants foo
+refused "--tenants takes equal" "${swf[@]}" --tenants ''
+refused "at least 1" "${swf[@]}" --tenants equal:0
+refused "--quotas needs --tenants" "${swf[@]}" --quotas lend
+refused "the cluster has no GPUs" "${swf[@]}" --tenants equal --quotas lend
+refused "quotas are 'strict'" "${swf[@]}" --tenants equal --quotas borrow
+refused "needs the cluster's shape" "${swf[@]}" --procs-as-gpus
+refused "asks for GPUs already" --trace "$data/golden_gpu.csv" "${gpu_cluster[@]}" --procs-as-gpus
+[[ $failed == 0 ]] && echo "sim golden: ${#policies[@]} policies as kept, bad options refused"
 exit $failed

@@ -38,6 +38,7 @@ struct AccountUsage {
   // What the config gives it (AccountTerms); false: the config names no such account.
   bool configured = false;
   double share = 0;
+  bool has_quota = false;  // a GPU quota of any type, even of 0 guaranteed
   uint64_t guaranteed_gpus = 0;
   // The waits of its GPU jobs that were within its guarantee when submitted: its running and
   // still waiting jobs' GPUs with theirs no more than guaranteed_gpus. Under lending these are
@@ -89,5 +90,10 @@ double Percentile(const std::vector<double>& sorted, double p);
 
 // The metrics as one JSON object (keys in a fixed order, numbers at fixed precision).
 void WriteJson(const Metrics& m, std::ostream& out);
+
+// Every job's outcome as CSV with a header, in trace order (times in seconds from the trace's
+// origin, -1 where it never started or ended; `reason` the engine's refusal or why it still
+// waited): which jobs waited, for a person with a spreadsheet or a script.
+void WriteOutcomesCsv(const ReplayResult& r, std::ostream& out);
 
 }  // namespace muster::sim

@@ -64,6 +64,7 @@ struct ReplayOptions {
 // guarantee it (all types together).
 struct AccountTerms {
   double share = 0;
+  bool has_quota = false;
   uint64_t guaranteed_gpus = 0;
 };
 

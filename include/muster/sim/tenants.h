@@ -24,17 +24,19 @@ struct TenantOptions {
   QuotaMode quotas = QuotaMode::kNone;
 };
 
-// The name of the account that holds jobs with no account, and the accounts folded together.
+// The name of the account that holds jobs with no account, and the accounts folded together (a
+// trace's own account of that name joins them).
 inline constexpr const char* kOthersAccount = "others";
 
 // Rewrites the jobs' accounts (folded as above; a job with none goes to "others") and returns the
 // config with one top-level account per remaining name, equal shares, each naming the users whose
 // jobs charge it. With quotas, every GPU type of the cluster is split evenly: each account is
-// guaranteed its part (the remainder one GPU each to the first accounts by name); kLend puts them
-// all in one cohort, kStrict in none. On a cluster without GPUs whose [billing] prices no CPU,
-// usage is billed per CPU (fair share would see none otherwise). INVALID_ARGUMENT when the config names accounts already,
-// when a name in the trace is not a valid account or user name, or for quotas on a cluster
-// without GPUs.
+// guaranteed its part (each type's remainder one GPU each to the next accounts by name, taking
+// turns across types); kLend puts them all in one cohort, kStrict in none. On a cluster without
+// GPUs whose [billing] prices no CPU, usage is billed per CPU (fair share would see none
+// otherwise). INVALID_ARGUMENT when the config names accounts already, when a name in the trace
+// is not a valid account or user name (or is "root"), for quotas on a cluster without GPUs, and
+// for quotas of a type with fewer GPUs than there are accounts.
 Result<Config> AddTenants(Config config, std::vector<SimJob>& jobs, const TenantOptions& options);
 
 // "strict" / "lend" as the CLI takes them.

@@ -103,6 +103,25 @@ TEST(ReplayTest, WhatCanNeverRunIsReportedWithTheEnginesReasonAndTheReplayStillE
   EXPECT_EQ(m.refused, 1u);
   EXPECT_EQ(m.never_started, 1u);
   EXPECT_EQ(m.started, 1u);
+
+  // The same as a table of outcomes: one line per job, its reason quoted where it has a comma.
+  std::ostringstream csv;
+  WriteOutcomesCsv(*r, csv);
+  std::vector<std::string> lines;
+  std::istringstream in(csv.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].rfind("trace_id,user,account,procs,gpus,nodes,submit_s,start_s,end_s,", 0),
+            0u);
+  EXPECT_EQ(lines[1].rfind("1,u1,g1,3,0,0,0,-1,-1,-1,0,0,0,0,PartitionNodeLimit", 0), 0u)
+      << lines[1];
+  // Started in the pass 5 ms after its submission, ran its 10 s, on no leaf (no topology).
+  EXPECT_EQ(lines[2], "2,u1,g1,1,0,1,0,0.005000,10.005000,0.005000,0,0,0,0,");
+  const std::string& refused = lines[3];
+  EXPECT_EQ(refused.rfind("3,u1,g1,1,1,0,0,-1,-1,-1,0,0,0,0,", 0), 0u) << refused;
+  if (r->jobs[2].refused.find(',') != std::string::npos) {
+    EXPECT_EQ(refused.back(), '"') << "a reason with a comma is quoted: " << refused;
+  }
 }
 
 TEST(ReplayTest, GangsOnAGpuClusterLandInsideOneLeafWhenOneHasRoom) {

@@ -95,6 +95,14 @@ TEST(TenantsTest, FoldsAllButTheHeaviestIntoOthers) {
   EXPECT_EQ(jobs[0].account, kOthersAccount);
   EXPECT_EQ(jobs[3].account, kOthersAccount);
   EXPECT_EQ(Find(*c, kOthersAccount)->users, (std::vector<std::string>{"u1", "u4"}));
+  // One account: everything in "others".
+  std::vector<SimJob> one = {Job(1, 0, 10, 1, "u1", "a"), Job(2, 0, 10, 1, "u2", "b")};
+  o.max_accounts = 1;
+  c = AddTenants(Cluster(2, 2, 0), one, o);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->accounts.size(), 1u);
+  EXPECT_EQ(c->accounts[0].name, kOthersAccount);
+  EXPECT_EQ(c->accounts[0].users, (std::vector<std::string>{"u1", "u2"}));
   // As many accounts as allowed: every one keeps its name.
   std::vector<SimJob> again = {Job(1, 0, 10, 1, "u1", "a"), Job(2, 0, 10, 1, "u2", "b")};
   o.max_accounts = 2;
@@ -120,6 +128,17 @@ TEST(TenantsTest, QuotasSplitEachGpuTypeEvenlyAndLendOnlyInACohort) {
     EXPECT_EQ(a.cohort, "tenants");
     EXPECT_FALSE(a.quotas.at("gpu").max.has_value()) << "as far as the cohort lends";
   }
+  // Two types of 4 GPUs each: each type's spare GPU goes to the next account in turn.
+  Config two = Cluster(4, 8, 2);
+  two.nodes[0].gpu_type = two.nodes[1].gpu_type = "a100";
+  c = AddTenants(two, jobs, o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(Find(*c, "a")->quotas.at("a100").guaranteed, 2u);
+  EXPECT_EQ(Find(*c, "b")->quotas.at("a100").guaranteed, 1u);
+  EXPECT_EQ(Find(*c, "a")->quotas.at("gpu").guaranteed, 1u);
+  EXPECT_EQ(Find(*c, "b")->quotas.at("gpu").guaranteed, 2u);
+  EXPECT_EQ(Find(*c, "c")->quotas.at("gpu").guaranteed, 1u);
+
   o.quotas = QuotaMode::kStrict;
   c = AddTenants(Cluster(5, 8, 2), jobs, o);
   ASSERT_TRUE(c.ok());
@@ -146,6 +165,18 @@ TEST(TenantsTest, RefusesWhatItCannotMake) {
   EXPECT_NE(c.status().message().find("'a b'"), std::string::npos);
   bad = {Job(1, 0, 10, 1, "u/1", "a")};
   EXPECT_FALSE(AddTenants(Cluster(1, 1, 0), bad, {}).ok());
+
+  bad = {Job(1, 0, 10, 1, "u1", "root")};
+  c = AddTenants(Cluster(1, 1, 0), bad, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("root"), std::string::npos);
+
+  // Three accounts and two GPUs: a quota of 0 would keep one from ever running.
+  std::vector<SimJob> three = {Job(1, 0, 10, 1, "u1", "a", 1), Job(2, 0, 10, 1, "u2", "b", 1),
+                               Job(3, 0, 10, 1, "u3", "c", 1)};
+  c = AddTenants(Cluster(1, 2, 2), three, o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("equal:K"), std::string::npos) << c.status().message();
 
   EXPECT_FALSE(ParseQuotaMode("borrow").ok());
   EXPECT_EQ(*ParseQuotaMode("lend"), QuotaMode::kLend);
@@ -199,6 +230,7 @@ TEST(TenantsTest, FairShareServesTheLightAccountFirst) {
   std::vector<SimJob> plain = jobs;
   auto none = Replay(WithOrder(Cluster(1, 1, 0), "muster"), plain);
   ASSERT_TRUE(none.ok());
+  EXPECT_NEAR(none->jobs[10].start_ms, 10'000'000, kPassMs) << "no accounts: no fair share";
   const Metrics n = ComputeMetrics(*none);
   EXPECT_TRUE(n.usage_over_time.empty());
   EXPECT_FALSE(n.accounts.at("light").configured);
@@ -247,6 +279,40 @@ TEST(TenantsTest, StrictQuotasHoldToTheGuaranteeLendingBorrowsAndReclaims) {
   WriteJson(ml, json);
   EXPECT_NE(json.str().find("\"guaranteed_gpus\": 4, \"within_guarantee_wait\": {\"jobs\": 1"),
             std::string::npos);
+}
+
+// Strict quotas of 4 GPUs each: a's 8-GPU job can never start; a's 2-GPU job after it is within
+// the guarantee all the same (the big job's claim was never the guarantee's to cover), and
+// starts at once.
+TEST(TenantsTest, AJobTooBigForTheGuaranteeClaimsNothingOfIt) {
+  std::vector<SimJob> jobs = {Job(1, 0, 100, 8, "ann", "a", 8), Job(2, 10, 100, 2, "ann", "a", 2),
+                              Job(3, 20, 100, 2, "bob", "b", 2)};
+  TenantOptions o;
+  o.quotas = QuotaMode::kStrict;
+  auto c = AddTenants(Cluster(2, 8, 4), jobs, o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto r = Replay(WithOrder(*c, "muster"), jobs);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_LT(r->jobs[0].start_ms, 0) << "more than a's guarantee, and strict";
+  EXPECT_NEAR(r->jobs[1].start_ms, 10'000, kPassMs);
+  const Metrics m = ComputeMetrics(*r);
+  EXPECT_EQ(m.never_started, 1u);
+  EXPECT_EQ(m.accounts.at("a").within_guarantee.jobs, 1u);
+  EXPECT_LT(m.accounts.at("a").within_guarantee.max_s, kPassMs / 1000);
+}
+
+// Under a site's config a job that names no account charges its user's default one, and the
+// figures say so.
+TEST(TenantsTest, AJobIsCountedUnderTheAccountTheEngineCharged) {
+  Config c = Cluster(1, 1, 0);
+  c.accounts.push_back(AccountConfig{.name = "team", .users = {"u1"}});
+  const std::vector<SimJob> jobs = {Job(1, 0, 10, 1, "u1", "")};
+  auto r = Replay(WithOrder(c, "muster"), jobs);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_GE(r->jobs[0].start_ms, 0) << r->jobs[0].refused << r->jobs[0].waiting;
+  const Metrics m = ComputeMetrics(*r);
+  ASSERT_TRUE(m.accounts.count("team"));
+  EXPECT_EQ(m.accounts.at("team").jobs, 1u);
 }
 
 }  // namespace
