@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <numeric>
 #include <queue>
 
@@ -71,35 +70,48 @@ void WriteWait(const WaitStats& w, std::ostream& out) {
 }
 
 // The waits of `account`'s started GPU jobs that fit within its guarantee when submitted, with
-// what it had claimed then: its jobs submitted before that had not ended (running or waiting),
-// except those larger than the whole guarantee (they can only run by borrowing, or never: a
-// claim the guarantee never covered).
+// what it held or had asked for then: the GPUs its running jobs held (borrowed ones too), and
+// those of its earlier jobs still waiting, except a waiting job larger than the whole guarantee
+// (it can only run by borrowing, or never: the guarantee was never going to cover it).
 std::vector<double> WithinGuaranteeWaits(const ReplayResult& r, const std::string& account,
                                          const AccountTerms& terms) {
   std::vector<double> waits;
-  // (end, GPUs) of the claims still open; a job that never ended holds its claim to the end.
-  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>,
+  // (when, GPUs taken (+) or given back (-)) of the account's earlier jobs, earliest first.
+  std::priority_queue<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>,
                       std::greater<>>
-      open;
-  uint64_t claimed = 0;
+      changes;
+  int64_t claimed = 0;
   for (const JobOutcome& j : r.jobs) {  // in submission order
     if (j.account != account || !j.refused.empty() || j.gpus == 0) continue;
-    while (!open.empty() && open.top().first <= j.submit_ms) {
-      claimed -= open.top().second;
-      open.pop();
+    while (!changes.empty() && changes.top().first <= j.submit_ms) {
+      claimed += changes.top().second;
+      changes.pop();
     }
     const bool started = j.start_ms >= 0 && j.end_ms >= 0;
-    if (started && claimed + j.gpus <= terms.guaranteed_gpus) {
+    const int64_t gpus = j.gpus;
+    if (started && claimed + gpus <= static_cast<int64_t>(terms.guaranteed_gpus)) {
       waits.push_back(static_cast<double>(j.start_ms - j.submit_ms) / 1000.0);
     }
-    if (j.gpus > terms.guaranteed_gpus) continue;
-    claimed += j.gpus;
-    open.emplace(started ? j.end_ms : std::numeric_limits<int64_t>::max(), j.gpus);
+    // What it claims from now on: from its submission to its end if the guarantee can cover
+    // it (a job that never ended claims to the end), else only while it runs.
+    if (j.gpus <= terms.guaranteed_gpus) {
+      changes.emplace(j.submit_ms, gpus);
+      if (started) changes.emplace(j.end_ms, -gpus);
+      continue;
+    }
+    // Too large for the guarantee: what its runs held (preempted ones, then its last).
+    for (const auto& [from, to] : j.preempted_runs) {
+      changes.emplace(from, gpus);
+      changes.emplace(to, -gpus);
+    }
+    if (j.start_ms >= 0) changes.emplace(j.start_ms, gpus);
+    if (started) changes.emplace(j.end_ms, -gpus);
   }
   return waits;
 }
 
-// Each started job's last run, spread over windows of whole hours (about 50 over the makespan).
+// Every run of every job (those preemption ended too), spread over windows of whole hours (about
+// 50 over the makespan).
 void UsageOverTime(const ReplayResult& r, int64_t first_submit_ms, int64_t makespan_ms,
                    Metrics& m) {
   if (makespan_ms <= 0) return;
@@ -113,16 +125,20 @@ void UsageOverTime(const ReplayResult& r, int64_t first_submit_ms, int64_t makes
     m.usage_over_time[w].start_s =
         static_cast<double>(static_cast<int64_t>(w) * window_ms) / 1000.0;
   }
-  for (const JobOutcome& j : r.jobs) {
-    if (!j.refused.empty() || j.start_ms < 0 || j.end_ms < 0) continue;
+  auto add = [&](const JobOutcome& j, int64_t start_ms, int64_t end_ms) {
     const double units = static_cast<double>(m.gpu_cluster ? j.gpus : j.procs);
-    const int64_t from = j.start_ms - first_submit_ms, to = j.end_ms - first_submit_ms;
-    for (int64_t w = from / window_ms; w * window_ms < to; ++w) {
+    const int64_t from = start_ms - first_submit_ms, to = end_ms - first_submit_ms;
+    for (int64_t w = std::max<int64_t>(from, 0) / window_ms; w * window_ms < to; ++w) {
       const size_t i = std::min(static_cast<size_t>(w), m.usage_over_time.size() - 1);
       const int64_t lo = std::max(from, w * window_ms), hi = std::min(to, (w + 1) * window_ms);
       m.usage_over_time[i].unit_hours[j.account] +=
           units * static_cast<double>(hi - lo) / 3'600'000.0;
     }
+  };
+  for (const JobOutcome& j : r.jobs) {
+    if (!j.refused.empty()) continue;
+    for (const auto& [from, to] : j.preempted_runs) add(j, from, to);
+    if (j.start_ms >= 0 && j.end_ms >= 0) add(j, j.start_ms, j.end_ms);
   }
 }
 

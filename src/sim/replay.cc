@@ -368,6 +368,7 @@ void Replayer::OnTerminate(size_t node, const v1::TerminateJob& t) {
       run.placed = false;
       JobOutcome& o = result_.jobs[run.index];
       ++o.preemptions;
+      o.preempted_runs.emplace_back(run.start_ms - t0_ms_, clock_.NowMs() - t0_ms_);
       const double secs = static_cast<double>(clock_.NowMs() - run.start_ms) / 1000.0;
       o.lost_gpu_seconds += secs * o.gpus;
       o.lost_cpu_seconds += secs * o.procs;

@@ -34,13 +34,14 @@ for p in "${policies[@]}"; do
     lend:*) trace=("$data/golden_gpu.csv" "${gpu_cluster[@]}" --tenants equal --quotas lend) ;;
     strict:*) trace=("$data/golden_gpu.csv" "${gpu_cluster[@]}" --tenants equal --quotas strict) ;;
   esac
+  label=$p
   p=${p#*:}
   "$sim" --trace "${trace[@]}" --policy "$p" --threads 1 --json "$out/$name.json" 2>"$out/$name.err" ||
-    { echo "FAIL $p: muster-sim failed"; cat "$out/$name.err"; failed=1; continue; }
+    { echo "FAIL $label: muster-sim failed"; cat "$out/$name.err"; failed=1; continue; }
   if [[ $update == --update ]]; then
     cp "$out/$name.json" "$data/golden/$name.json"
   elif ! diff -u "$data/golden/$name.json" "$out/$name.json" > "$out/$name.diff"; then
-    echo "FAIL $p: the figures moved (- kept, + now):"
+    echo "FAIL $label: the figures moved (- kept, + now):"
     cat "$out/$name.diff"
     failed=1
   fi

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "muster/common/config.h"
@@ -30,7 +31,9 @@ struct JobOutcome {
   int64_t req_time_ms = 0;
   std::string user, account;
   bool killed_at_limit = false;
-  uint32_t preemptions = 0;     // runs ended early by preemption (then requeued)
+  uint32_t preemptions = 0;  // runs ended early by preemption (then requeued)
+  // [start, end) of those runs (ms, as start_ms): what they held while they ran.
+  std::vector<std::pair<int64_t, int64_t>> preempted_runs;
   double lost_gpu_seconds = 0;  // GPU time those runs had used
   double lost_cpu_seconds = 0;
   // Where its last run went: how many leaf switches and NVLink domains its nodes span, and

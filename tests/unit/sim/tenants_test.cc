@@ -273,6 +273,15 @@ TEST(TenantsTest, StrictQuotasHoldToTheGuaranteeLendingBorrowsAndReclaims) {
   const Metrics ml = ComputeMetrics(lend);
   EXPECT_EQ(ml.preemptions, 1u);
   EXPECT_NEAR(ml.lost_gpu_hours, 4 * 100.0 / 3600, 1e-3);
+  ASSERT_EQ(lend.jobs[1].preempted_runs.size(), 1u);
+  EXPECT_NEAR(lend.jobs[1].preempted_runs[0].second - lend.jobs[1].preempted_runs[0].first, 100'000,
+              kPassMs);
+  // a's use over time counts the run preemption ended: 4 GPUs for 1,000 + 100 + 1,000 s.
+  double a_hours = 0;
+  for (const UsageWindow& w : ml.usage_over_time) {
+    if (auto it = w.unit_hours.find("a"); it != w.unit_hours.end()) a_hours += it->second;
+  }
+  EXPECT_NEAR(a_hours, 4 * 2100.0 / 3600, 1e-2);
   EXPECT_EQ(ml.accounts.at("b").within_guarantee.jobs, 1u);
   EXPECT_LT(ml.accounts.at("b").within_guarantee.max_s, kPassMs / 1000);
   std::ostringstream json;
@@ -281,9 +290,9 @@ TEST(TenantsTest, StrictQuotasHoldToTheGuaranteeLendingBorrowsAndReclaims) {
             std::string::npos);
 }
 
-// Strict quotas of 4 GPUs each: a's 8-GPU job can never start; a's 2-GPU job after it is within
-// the guarantee all the same (the big job's claim was never the guarantee's to cover), and
-// starts at once.
+// Quotas of 4 GPUs each. Strict: a's 8-GPU job can never start; a's 2-GPU job after it is
+// within the guarantee all the same (the big job, waiting, claimed nothing the guarantee was
+// ever going to cover), and starts at once.
 TEST(TenantsTest, AJobTooBigForTheGuaranteeClaimsNothingOfIt) {
   std::vector<SimJob> jobs = {Job(1, 0, 100, 8, "ann", "a", 8), Job(2, 10, 100, 2, "ann", "a", 2),
                               Job(3, 20, 100, 2, "bob", "b", 2)};
@@ -299,6 +308,22 @@ TEST(TenantsTest, AJobTooBigForTheGuaranteeClaimsNothingOfIt) {
   EXPECT_EQ(m.never_started, 1u);
   EXPECT_EQ(m.accounts.at("a").within_guarantee.jobs, 1u);
   EXPECT_LT(m.accounts.at("a").within_guarantee.max_s, kPassMs / 1000);
+
+  // Lending: the 8-GPU job runs on b's idle GPUs too, and while it runs a holds all 8, so a's
+  // 2-GPU job is beyond a's guarantee (it waits for its own team, nobody's to reclaim from);
+  // b's job is within b's and takes b's GPUs back.
+  jobs = {Job(1, 0, 100, 8, "ann", "a", 8), Job(2, 10, 100, 2, "ann", "a", 2),
+          Job(3, 20, 100, 2, "bob", "b", 2)};
+  o.quotas = QuotaMode::kLend;
+  c = AddTenants(Cluster(2, 8, 4), jobs, o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  r = Replay(WithOrder(*c, "muster"), jobs);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->jobs[0].preemptions, 1u);
+  EXPECT_NEAR(r->jobs[2].start_ms, 20'000, kPassMs);
+  const Metrics ml = ComputeMetrics(*r);
+  EXPECT_EQ(ml.accounts.at("a").within_guarantee.jobs, 0u) << "a held 8 GPUs when it came";
+  EXPECT_EQ(ml.accounts.at("b").within_guarantee.jobs, 1u);
 }
 
 // Under a site's config a job that names no account charges its user's default one, and the
