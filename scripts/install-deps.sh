@@ -18,11 +18,15 @@ PACKAGES=(
   libabsl-dev
   # `muster certs` and `muster local up` make the daemons' TLS certificates with it
   openssl
+  # sd_notify for Type=notify units (libsystemd is loaded at run time, as libmunge)
+  libsystemd0
   # MUNGE: users' credentials over TCP (libmunge is loaded at run time; the tests run munged)
   libmunge-dev munge
   # tests and benchmarks (iproute2: the multi-host test's network namespaces; etcd-server: the
   # controllers' leader election, started by the tests on loopback)
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 etcd-server
+  # the metrics' checks: promtool, and a real Prometheus scraping a local cluster (on loopback)
+  prometheus
   # real programs launched through srun in the system tests (torch.distributed, MPICH), and a
   # real workflow engine driving the Slurm commands unchanged (Toil, with cwltool)
   python3 python3-torch mpich libmpich-dev toil

@@ -56,6 +56,12 @@ void PrintJson(const v1::DiagnosticsResponse& d) {
     w.Key("submissions").Uint(u.submissions()).EndObject();
   }
   w.EndArray();
+  const v1::SchedulerStats& s = d.scheduler();
+  w.Key("scheduler").BeginObject().Key("passes").Uint(s.passes());
+  w.Key("jobs_started").Uint(s.jobs_started()).Key("jobs_backfilled").Uint(s.jobs_backfilled());
+  w.Key("forecasts").Uint(s.forecasts()).Key("last_considered").Uint(s.last_considered());
+  w.Key("last_reservations").Uint(s.last_reservations());
+  w.Key("preemptions").Uint(s.preemptions()).EndObject();
   w.Key("timings").BeginArray();
   for (const auto& t : d.timings()) {
     w.BeginObject().Key("kind").String(t.kind()).Key("count").Uint(t.count());
@@ -106,6 +112,15 @@ void PrintText(const v1::DiagnosticsResponse& d) {
     std::printf("  %-15s %12s in %llu submission(s)\n", Printable(u.user()).c_str(),
                 size(u.bytes()).c_str(), static_cast<unsigned long long>(u.submissions()));
   }
+  // sdiag's "Backfilling stats", in Muster's words; the passes' times are in the table below.
+  const v1::SchedulerStats& s = d.scheduler();
+  auto n = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::printf(
+      "Scheduler         %llu passes since the start, %llu jobs started, %llu of them "
+      "backfilled, %llu preempted\n",
+      n(s.passes()), n(s.jobs_started()), n(s.jobs_backfilled()), n(s.preemptions()));
+  std::printf("Last pass         %u pending jobs looked at, %u reservations (backfill depth)\n",
+              s.last_considered(), s.last_reservations());
   std::printf("\n");
   std::printf("%-28s %10s %10s %10s %10s %12s\n", "KIND", "COUNT", "MEAN_US", "P50_US", "P99_US",
               "MAX_US");

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "muster/common/config.h"
+#include "muster/common/service_notify.h"
 #include "muster/common/signals.h"
 #include "muster/common/version.h"
 #include "muster/ha/controller_candidate.h"
@@ -61,8 +62,17 @@ int main(int argc, char** argv) {
       spdlog::critical("cannot start: {}", st.ToString());
       return 1;
     }
+    // Ready for systemd (Type=notify) only now: state recovered, listeners bound.
+    muster::ServiceNotifier& systemd = muster::ServiceNotifier::Get();
+    if (const std::string p = systemd.problem(); !p.empty()) spdlog::warn("{}", p);
+    systemd.Ready("serving " + std::to_string(mine->nodes.size()) + " nodes, epoch " +
+                  std::to_string((*server)->epoch()));
+    auto watchdog = muster::StartSystemdWatchdog(
+        [&](std::function<void()> ping) { return (*server)->PostToLoop(std::move(ping)); });
     const int sig = muster::WaitForTerminationSignal();
     spdlog::info("signal {}: shutting down", sig);
+    systemd.Stopping("shutting down (signal " + std::to_string(sig) + ")");
+    watchdog.reset();
     (*server)->Shutdown();
     return 0;
   }
@@ -74,6 +84,17 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start: {}", st.ToString());
     return 1;
   }
+  muster::ServiceNotifier& systemd = muster::ServiceNotifier::Get();
+  if (const std::string p = systemd.problem(); !p.empty()) spdlog::warn("{}", p);
+  systemd.Ready(std::string((*candidate)->leading() ? "leading" : "standing by") + " as " + name);
+  // A leader's loop feeds the watchdog; a standby has no one loop to probe: it pings itself.
+  auto watchdog = muster::StartSystemdWatchdog([&](std::function<void()> ping) {
+    if (muster::rpc::ControllerServer* s = (*candidate)->server()) {
+      return s->PostToLoop(std::move(ping));
+    }
+    ping();
+    return true;
+  });
   std::atomic<bool> ended{false};
   muster::Status why;
   std::thread watch([&] {
@@ -83,6 +104,8 @@ int main(int argc, char** argv) {
   });
   const int sig = muster::WaitForTerminationSignal();
   if (!ended) spdlog::info("signal {}: shutting down", sig);
+  systemd.Stopping(ended ? "stopped" : "shutting down (signal " + std::to_string(sig) + ")");
+  watchdog.reset();
   (*candidate)->Shutdown(/*resign=*/true);
   watch.join();
   if (!why.ok()) {

@@ -6,6 +6,7 @@
 
 #include "muster/agent/agent.h"
 #include "muster/common/config.h"
+#include "muster/common/service_notify.h"
 #include "muster/common/signals.h"
 #include "muster/common/version.h"
 #include "muster/logging/logging.h"
@@ -60,7 +61,16 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start: {}", st.ToString());
     return 1;
   }
+  // Ready for systemd (Type=notify): the hardware probed, jobs re-adopted, the step port bound
+  // (the controller may still be out of reach: the agent keeps trying, as it does later).
+  muster::ServiceNotifier& systemd = muster::ServiceNotifier::Get();
+  if (const std::string p = systemd.problem(); !p.empty()) spdlog::warn("{}", p);
+  systemd.Ready("node " + (*agent)->node_name() + " started");
+  auto watchdog = muster::StartSystemdWatchdog(
+      [&](std::function<void()> ping) { return (*agent)->PostToLoop(std::move(ping)); });
   const int sig = muster::WaitForTerminationSignal();
+  systemd.Stopping("stopping (signal " + std::to_string(sig) + ")");
+  watchdog.reset();
   spdlog::info("signal {}: stopping ({})", sig,
                config->agent.kill_jobs_on_stop ? "ending the jobs here: kill_jobs_on_stop"
                                                : "jobs keep running");

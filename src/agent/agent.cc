@@ -68,6 +68,12 @@ class Agent::Impl {
   }
   size_t num_jobs() const { return jobs_ ? jobs_->JobIdsSnapshot().size() : 0; }
   uint64_t refused_commands() const { return session_ ? session_->refused_commands() : 0; }
+  bool PostToLoop(std::function<void()> fn) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!started_ || stopped_) return false;
+    asio::post(io_, std::move(fn));
+    return true;
+  }
 
   AgentOptions options_;
   std::unique_ptr<ControllerLink> link_;
@@ -368,6 +374,7 @@ const std::string& Agent::node_name() const { return impl_->options_.node_name; 
 std::string Agent::step_address() const { return impl_->step_address(); }
 bool Agent::connected() const { return impl_->link_ && impl_->link_->connected(); }
 size_t Agent::num_jobs() const { return impl_->num_jobs(); }
+bool Agent::PostToLoop(std::function<void()> fn) { return impl_->PostToLoop(std::move(fn)); }
 uint64_t Agent::refused_commands() const { return impl_->refused_commands(); }
 void Agent::SetSilentForTest(bool silent) {
   if (impl_->link_) impl_->link_->SetPausedForTest(silent);

@@ -172,6 +172,7 @@ struct LocalPorts {
   uint16_t standby_agents = 0;  // --standby: ctl-b's
   uint16_t etcd_client = 0;     // --standby
   uint16_t etcd_peer = 0;       // --standby: kept in the config as etcd's command line
+  uint16_t metrics = 0;         // one controller only: Prometheus' /metrics
 };
 
 std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
@@ -183,6 +184,11 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
     << "socket = \"" << dir << "/run/musterctld.sock\"\n"
     << "agent_address = \"127.0.0.1:" << ports.agents << "\"\n"
     << "state_dir = \"" << dir << "/state\"\n";
+  if (ports.metrics) {
+    c << "# Prometheus' /metrics: a scraper sends `Authorization: Bearer <the token file's line>`\n"
+      << "metrics_address = \"127.0.0.1:" << ports.metrics << "\"\n"
+      << "metrics_token_file = \"" << dir << "/metrics.token\"\n";
+  }
   if (!o.mail_prog.empty()) {
     c << "# --mail-prog: mails for sbatch --mail-type (Slurm's MailProg)\n"
       << "mail_prog = \"" << o.mail_prog << "\"\n";
@@ -350,15 +356,32 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
     }
     LocalPorts ports;
     MUSTER_ASSIGN_OR_RETURN(ports.agents, FreePort());
+    // Distinct ones (a port just closed may come round again).
+    std::set<uint16_t> taken = {ports.agents};
+    auto pick = [&](uint16_t* p) -> Status {
+      do {
+        MUSTER_ASSIGN_OR_RETURN(*p, FreePort());
+      } while (!taken.insert(*p).second);
+      return Status::Ok();
+    };
     if (o.standby) {
-      // Distinct ones (a port just closed may come round again).
-      uint16_t* more[] = {&ports.standby_agents, &ports.etcd_client, &ports.etcd_peer};
-      std::set<uint16_t> taken = {ports.agents};
-      for (uint16_t* p : more) {
-        do {
-          MUSTER_ASSIGN_OR_RETURN(*p, FreePort());
-        } while (!taken.insert(*p).second);
+      for (uint16_t* p : {&ports.standby_agents, &ports.etcd_client, &ports.etcd_peer}) {
+        MUSTER_RETURN_IF_ERROR(pick(p));
       }
+    } else {
+      // Two controllers would share the one address: metrics with a single controller only.
+      MUSTER_RETURN_IF_ERROR(pick(&ports.metrics));
+      const std::string token = dir + "/metrics.token";
+      fs::remove(token, ec);
+      // Private from its first byte.
+      const int fd =
+          ::open(token.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd < 0) return ErrnoStatus("creating " + token, errno);
+      const std::string line = RandomHex(32) + "\n";
+      const bool written =
+          ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+      ::close(fd);
+      if (!written) return Internal("cannot write " + token);
     }
     if (o.tls) {
       CertificateOptions certs;

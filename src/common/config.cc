@@ -79,6 +79,19 @@ Status Validate(Config& c, const std::string& source) {
                              "' is not host:port with a port");
     }
   }
+  if (!c.controller.metrics_address.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    if (!SplitHostPort(c.controller.metrics_address, &host, &port).ok()) {
+      return InvalidArgument(source + ": controller.metrics_address '" +
+                             c.controller.metrics_address + "' is not host:port");
+    }
+    if (c.controller.metrics_token_file.empty()) {
+      return InvalidArgument(source +
+                             ": controller.metrics_address needs metrics_token_file: every "
+                             "scraper must present its bearer token");
+    }
+  }
   if (!c.controller.api_listen.empty() && c.controller.api_address.empty()) {
     return InvalidArgument(source +
                            ": controller.api_listen needs api_address (where clients connect)");
@@ -185,6 +198,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("agent_address", &c.controller.agent_address));
         MUSTER_RETURN_IF_ERROR(t.String("api_address", &c.controller.api_address));
         MUSTER_RETURN_IF_ERROR(t.String("api_listen", &c.controller.api_listen));
+        MUSTER_RETURN_IF_ERROR(t.String("metrics_address", &c.controller.metrics_address));
+        MUSTER_RETURN_IF_ERROR(t.String("metrics_token_file", &c.controller.metrics_token_file));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("user_request_rate", &c.controller.user_request_rate, 0, 1'000'000));
         MUSTER_RETURN_IF_ERROR(

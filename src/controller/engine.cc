@@ -428,16 +428,27 @@ Result<v1::ListNodesResponse> Engine::ListNodes(const Caller& caller,
 }
 
 void Engine::FillDiagnostics(const Caller& caller, v1::DiagnosticsResponse* resp) const {
-  v1::ControllerInfoResponse info;
-  job_views_->FillControllerInfo(&info);
-  resp->set_epoch(ctx_->epoch());
-  resp->set_start_time_ms(start_time_ms_);
+  // The numbers /metrics exports, from the same count.
+  const ClusterMetrics m = Metrics();
+  resp->set_epoch(m.epoch);
+  resp->set_start_time_ms(m.start_time_ms);
   resp->set_nodes(static_cast<uint32_t>(nodes_->size()));
-  uint32_t responding = 0;
-  for (size_t i = 0; i < nodes_->size(); ++i) responding += nodes_->at(i).session;
-  resp->set_nodes_responding(responding);
-  resp->set_jobs_pending(info.jobs_pending());
-  resp->set_jobs_running(info.jobs_running());
+  resp->set_nodes_responding(m.nodes_responding);
+  uint64_t pending = 0, running = 0;
+  for (const auto& [key, n] : m.jobs) {
+    if (std::get<0>(key) == "pending") pending += n;
+    if (std::get<0>(key) == "running") running += n;
+  }
+  resp->set_jobs_pending(static_cast<uint32_t>(pending));
+  resp->set_jobs_running(static_cast<uint32_t>(running));
+  v1::SchedulerStats* s = resp->mutable_scheduler();
+  s->set_passes(m.passes);
+  s->set_jobs_started(m.jobs_started);
+  s->set_jobs_backfilled(m.jobs_backfilled);
+  s->set_forecasts(m.forecasts);
+  s->set_last_considered(m.last_pass_considered);
+  s->set_last_reservations(m.last_pass_reservations);
+  s->set_preemptions(m.preemptions);
   resp->set_records_quarantined(static_cast<uint32_t>(recovery_problems_.size()));
   resp->set_store_space_problem(space_problem_);
   const StoredBytes& stored = jobs_->stored();
@@ -455,6 +466,24 @@ void Engine::FillDiagnostics(const Caller& caller, v1::DiagnosticsResponse* resp
     own.user = caller.user;
     add(own);
   }
+}
+
+ClusterMetrics Engine::Metrics() const {
+  ClusterMetrics m;
+  job_views_->CountJobs(&m);
+  node_views_->CountResources(&m);
+  const SchedulerLoop::Totals& t = scheduler_->totals();
+  m.passes = t.passes;
+  m.jobs_started = t.jobs_started;
+  m.jobs_backfilled = t.jobs_backfilled;
+  m.forecasts = t.forecasts;
+  m.last_pass_considered = t.last_considered;
+  m.last_pass_reservations = t.last_reservations;
+  m.preemptions = preemptor_->preempted();
+  m.epoch = ctx_->epoch();
+  m.start_time_ms = start_time_ms_;
+  m.store_bytes = jobs_->stored().total();
+  return m;
 }
 
 Result<v1::ControllerInfoResponse> Engine::ControllerInfo() const {

@@ -1,6 +1,7 @@
 #include "job_views.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <map>
 #include <set>
@@ -620,14 +621,33 @@ Result<v1::ListAccountingResponse> JobViews::ScanAccounting(const Engine::Accoun
   return resp;
 }
 
+// A waiting array's tasks count one by one, as squeue lists them.
+static uint64_t JobsIn(const v1::JobRecord& r) { return r.state() == v1::PENDING ? TasksOf(r) : 1; }
+
 void JobViews::FillControllerInfo(v1::ControllerInfoResponse* info) const {
   uint32_t pending = 0, running = 0;
   for (const auto& [id, j] : jobs_.jobs()) {
-    if (j.rec().state() == v1::PENDING) pending += static_cast<uint32_t>(TasksOf(j.rec()));
+    if (j.rec().state() == v1::PENDING) pending += static_cast<uint32_t>(JobsIn(j.rec()));
     if (j.rec().state() == v1::RUNNING) ++running;
   }
   info->set_jobs_pending(pending);
   info->set_jobs_running(running);
+}
+
+void JobViews::CountJobs(ClusterMetrics* m) const {
+  for (const auto& [id, j] : jobs_.jobs()) {
+    const v1::JobRecord& r = j.rec();
+    std::string state = v1::JobState_Name(r.state());
+    std::transform(state.begin(), state.end(), state.begin(), ::tolower);
+    // Where it runs, or the partitions it waits for (squeue's "gpu,cpu").
+    std::string partition = r.allocation().partition();
+    if (partition.empty()) {
+      partition =
+          Join(std::vector<std::string>(r.spec().partitions().begin(), r.spec().partitions().end()),
+               ",");
+    }
+    m->jobs[{std::move(state), std::move(partition), r.spec().account()}] += JobsIn(r);
+  }
 }
 
 }  // namespace muster::controller

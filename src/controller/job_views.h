@@ -10,6 +10,7 @@
 #include "job_manager.h"
 #include "muster/common/clock.h"
 #include "muster/common/status.h"
+#include "muster/controller/cluster_metrics.h"
 #include "muster/controller/engine.h"
 #include "muster/core/types.h"
 #include "muster/v1/controller.pb.h"
@@ -51,6 +52,8 @@ class JobViews {
   static Result<v1::ListAccountingResponse> ScanAccounting(const Engine::AccountingQuery& query);
   // Counts for `muster info`.
   void FillControllerInfo(v1::ControllerInfoResponse* info) const;
+  // The jobs in memory by state, partition and account (ClusterMetrics::jobs).
+  void CountJobs(ClusterMetrics* m) const;
 
   // An admin-set priority, else the multifactor one of the last pass.
   static int64_t EffectivePriority(const JobEntry& job);

@@ -1,7 +1,10 @@
 #include "node_views.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <set>
+#include <vector>
 
 #include "muster/common/strings.h"
 
@@ -17,6 +20,44 @@ v1::NodeState NodeViews::StateOf(const NodeEntry& n) const {
   if (n.not_responding) return v1::NODE_NOT_RESPONDING;
   if (ledger_.held(n.index).empty()) return v1::NODE_IDLE;
   return ledger_.node(n.index).FreeCpus() == 0 ? v1::NODE_ALLOCATED : v1::NODE_MIXED;
+}
+
+void NodeViews::CountResources(ClusterMetrics* m) const {
+  std::map<std::string, std::vector<std::string>> partitions;  // node -> its partitions
+  for (const auto& p : ctx_.config().partitions) {
+    for (const std::string& n : p.nodes) partitions[n].push_back(p.name);
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const NodeEntry& n = nodes_.at(i);
+    const core::NodeView& view = ledger_.node(n.index);
+    const v1::NodeState st = StateOf(n);
+    const bool lost =
+        st == v1::NODE_DOWN || st == v1::NODE_UNKNOWN || st == v1::NODE_NOT_RESPONDING;
+    std::string state;
+    if (!lost && n.rec.drain()) {
+      state = st == v1::NODE_IDLE ? "drained" : "draining";
+    } else {
+      state = v1::NodeState_Name(st).substr(5);  // NODE_IDLE -> idle
+      std::transform(state.begin(), state.end(), state.begin(), ::tolower);
+    }
+    ++m->nodes[state];
+    m->nodes_responding += n.session;
+    if (view.gpus == 0) continue;
+    const uint32_t allocated = view.gpus - view.FreeGpus();
+    const std::string& type = view.gpu_type;
+    std::vector<std::string>& parts = partitions[n.name()];
+    if (parts.empty()) parts.push_back("");  // in no partition: counted all the same
+    for (const std::string& part : parts) {
+      if (lost) {
+        m->gpus[{"down", type, part}] += view.gpus;
+        continue;
+      }
+      if (allocated > 0) m->gpus[{"allocated", type, part}] += allocated;
+      if (view.gpus > allocated) {
+        m->gpus[{n.rec.drain() ? "drained" : "idle", type, part}] += view.gpus - allocated;
+      }
+    }
+  }
 }
 
 v1::NodeInfo NodeViews::ToNodeInfo(const NodeEntry& n) const {

@@ -6,6 +6,7 @@
 
 #include "engine_context.h"
 #include "muster/common/status.h"
+#include "muster/controller/cluster_metrics.h"
 #include "muster/v1/controller.pb.h"
 #include "node_manager.h"
 #include "resource_ledger.h"
@@ -21,6 +22,8 @@ class NodeViews {
   // The base state (DRAIN is a flag on top): DOWN, UNKNOWN (never registered), NOT_RESPONDING,
   // IDLE, MIXED or ALLOCATED.
   v1::NodeState StateOf(const NodeEntry& node) const;
+  // Nodes by state and GPUs by state, type and partition (ClusterMetrics).
+  void CountResources(ClusterMetrics* m) const;
 
  private:
   const EngineContext& ctx_;

@@ -79,6 +79,7 @@ Preemptor::GiveWay Preemptor::GiveWayOf(const v1::JobRecord& victim, Cause cause
 
 void Preemptor::Preempt(JobEntry& victim, const JobEntry& preemptor, Cause cause,
                         const std::string& why, TimeMs now, store::Mutation& m) {
+  ++preempted_;
   const GiveWay g = GiveWayOf(victim.rec(), cause);
   if (g.mode == v1::PREEMPT_SUSPEND) {
     jobs_.Suspend(victim, preemptor.id(), why, now, m);

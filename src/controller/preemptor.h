@@ -42,6 +42,8 @@ class Preemptor {
 
   // Jobs waiting for the victims they preempted to leave (for explanations and tests).
   const std::map<uint64_t, std::vector<uint64_t>>& waiting() const { return waiting_; }
+  // Jobs preempted (requeued, cancelled or suspended) since the controller started.
+  uint64_t preempted() const { return preempted_; }
 
  private:
   // Why a victim gives way: it decides the victim's preempt_mode and grace time.
@@ -85,6 +87,7 @@ class Preemptor {
   std::map<std::string, PartitionPolicy> partitions_;
   uint32_t lowest_preemptable_tier_ = UINT32_MAX;      // UINT32_MAX: no partition is preemptable
   std::map<uint64_t, std::vector<uint64_t>> waiting_;  // preemptor -> its victims
+  uint64_t preempted_ = 0;
 };
 
 }  // namespace muster::controller

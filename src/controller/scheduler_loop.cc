@@ -200,6 +200,11 @@ core::SchedulePass SchedulerLoop::Compute(const Engine::PassInput& in) {
 }
 
 void SchedulerLoop::Apply(const core::SchedulePass& pass, TimeMs now) {
+  ++totals_.passes;
+  totals_.forecasts += pass.stats.forecasts;
+  totals_.jobs_backfilled += pass.stats.backfilled;
+  totals_.last_considered = pass.stats.considered;
+  totals_.last_reservations = static_cast<uint32_t>(pass.reservations.size());
   CommitStarts(pass, now);
   // Also when the starts could not be stored: those left waiting are who preemption is for.
   policy_.AfterPass(pass, now);
@@ -251,6 +256,7 @@ void SchedulerLoop::CommitStarts(const core::SchedulePass& pass, TimeMs now) {
       ctx_.RequestPass();
       return;
     }
+    totals_.jobs_started += started.size();
   }
   for (const v1::JobRecord& r : split.new_carriers) {
     if (throttled_.count(r.array().array_job_id())) throttled_carriers.push_back(r.id());

@@ -51,6 +51,17 @@ class SchedulerLoop {
   // Pending, not held, not waiting for its previous run to leave its nodes.
   static bool InPass(const v1::JobRecord& rec);
 
+  // What the passes did since the controller started (metrics, sdiag).
+  struct Totals {
+    uint64_t passes = 0;
+    uint64_t jobs_started = 0;
+    uint64_t jobs_backfilled = 0;
+    uint64_t forecasts = 0;
+    uint32_t last_considered = 0;
+    uint32_t last_reservations = 0;
+  };
+  const Totals& totals() const { return totals_; }
+
  private:
   core::PendingJob ToPendingJob(const JobEntry& job, TimeMs now) const;
   // The starts of the pass that still fit, stored in one batch, then held and launched; the
@@ -73,6 +84,7 @@ class SchedulerLoop {
   // over from a carrier that starts waits for it too (its reason from Prepare to Apply).
   std::set<uint64_t> throttled_;
   TimeMs last_pass_ms_ = 0;
+  Totals totals_;
 };
 
 }  // namespace muster::controller

@@ -94,7 +94,9 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
   // Every request is timed from here (its arrival) to its reply, for sdiag.
   auto done = [this, method, arrived = controller::ServiceStats::Clock::now(),
                reply = std::move(reply)](ApiReply r) {
-    runner_.stats().Record(ApiKind(method), controller::ServiceStats::Clock::now() - arrived);
+    const std::string kind = ApiKind(method);
+    runner_.stats().Record(kind, controller::ServiceStats::Clock::now() - arrived);
+    runner_.stats().CountResult(kind, StatusCodeName(r.status.code()));
     reply(std::move(r));
   };
   runner_.Post([this, session = std::move(session), method, payload = std::move(payload),

@@ -8,10 +8,13 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <utility>
 
 #include "agent_service.h"
 #include "api_server.h"
 #include "mail_sender.h"
+#include "metrics_server.h"
+#include "metrics_text.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/tls_files.h"
 #include "muster/controller/controller_runner.h"
@@ -33,6 +36,13 @@ class ControllerServer::Impl {
     cv_.wait(l, [&] { return stopped_; });
   }
 
+  bool PostToLoop(std::function<void()> fn) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!started_ || stopped_) return false;
+    executor_->Post(std::move(fn));
+    return true;
+  }
+
   store::ReplicationLog* replication_log() const {
     return runner_ ? runner_->replication_log() : nullptr;
   }
@@ -40,6 +50,7 @@ class ControllerServer::Impl {
   ControllerServerOptions options_;
   int agent_port_ = 0;
   int api_port_ = 0;
+  int metrics_port_ = 0;
   uint64_t epoch_ = 0;
 
  private:
@@ -53,6 +64,7 @@ class ControllerServer::Impl {
   std::unique_ptr<ReplicationService> replication_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<ApiServer> api_;
+  std::unique_ptr<MetricsServer> metrics_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -132,6 +144,25 @@ Status ControllerServer::Impl::Start() {
         c.controller.api_listen.empty() ? c.controller.api_address : c.controller.api_listen;
     MUSTER_ASSIGN_OR_RETURN(api_port_, api_->ListenTcp(listen));
   }
+  if (!c.controller.metrics_address.empty()) {
+    MUSTER_ASSIGN_OR_RETURN(std::string token, ReadMetricsToken(c.controller.metrics_token_file));
+    // Counted on the strand, as `muster diag` counts: the same numbers.
+    metrics_ = std::make_unique<MetricsServer>(
+        executor_->io(), std::move(token), [this](std::function<void(std::string)> done) {
+          runner_->Post([this, done = std::move(done)] {
+            ControllerMetrics m;
+            m.cluster = runner_->engine().Metrics();
+            m.timings = runner_->stats().Histograms();
+            m.results = runner_->stats().Results();
+            if (const store::ReplicationLog* log = runner_->replication_log()) {
+              m.replicating = true;
+              m.standbys_in_sync = log->in_sync().size();
+            }
+            done(PrometheusText(m));
+          });
+        });
+    MUSTER_ASSIGN_OR_RETURN(metrics_port_, metrics_->Listen(c.controller.metrics_address));
+  }
 
   if (!c.controller.mail_prog.empty()) {
     MailSenderOptions mail{.program = c.controller.mail_prog, .cluster_name = c.cluster_name};
@@ -145,10 +176,13 @@ Status ControllerServer::Impl::Start() {
     started_ = true;
   }
   spdlog::info(
-      "musterctld serving: cluster={} epoch={} agents={} (port {}, {}) socket={} api={} nodes={}",
+      "musterctld serving: cluster={} epoch={} agents={} (port {}, {}) socket={} api={} "
+      "metrics={} nodes={}",
       c.cluster_name, epoch_, c.controller.agent_address, agent_port_,
       c.tls.enabled() ? "mutual TLS" : "no TLS", c.controller.socket_path,
       c.controller.api_address.empty() ? "none" : c.controller.api_address + " (MUNGE)",
+      metrics_ ? c.controller.metrics_address + " (port " + std::to_string(metrics_port_) + ")"
+               : "none",
       c.nodes.size());
   return Status::Ok();
 }
@@ -163,6 +197,7 @@ void ControllerServer::Impl::Shutdown() {
   }
   if (was_started) {
     api_->Close();
+    if (metrics_) metrics_->Close();
     executor_->RunOnStrandAndWait([this] {
       runner_->Stop();
       agents_->EndAll("controller shutting down");
@@ -184,6 +219,7 @@ void ControllerServer::Impl::Shutdown() {
     grpc_server_->Shutdown();
   }
   api_.reset();
+  metrics_.reset();
   grpc_server_.reset();
   agents_.reset();
   replication_.reset();
@@ -217,10 +253,14 @@ void ControllerServer::Shutdown() { impl_->Shutdown(); }
 void ControllerServer::Wait() { impl_->Wait(); }
 int ControllerServer::agent_port() const { return impl_->agent_port_; }
 int ControllerServer::api_port() const { return impl_->api_port_; }
+int ControllerServer::metrics_port() const { return impl_->metrics_port_; }
 uint64_t ControllerServer::epoch() const { return impl_->epoch_; }
 std::vector<std::string> ControllerServer::standbys_in_sync() const {
   auto* log = impl_->replication_log();
   return log ? log->in_sync() : std::vector<std::string>{};
+}
+bool ControllerServer::PostToLoop(std::function<void()> fn) {
+  return impl_->PostToLoop(std::move(fn));
 }
 const std::string& ControllerServer::socket_path() const {
   return impl_->options_.config.controller.socket_path;

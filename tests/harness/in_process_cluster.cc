@@ -16,6 +16,7 @@
 #include "harness/test_util.h"
 #include "muster/client/certificates.h"
 #include "muster/common/procfs.h"
+#include "muster/common/strings.h"
 
 namespace muster::testing {
 namespace fs = std::filesystem;
@@ -98,8 +99,17 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::StartOnce(InProcessC
                         "etcd_cert_file = \"" + c->etcd_->certs() + "/client.crt\"\n" +
                         "etcd_key_file = \"" + c->etcd_->certs() + "/client.key\"\n"
                   : "")
-    << (o.remote_api ? "api_address = \"127.0.0.1:" + std::to_string(FreePort()) + "\"\n" : "")
-    << "[scheduling]\nsched_min_interval_ms = 2\n"
+    << (o.remote_api ? "api_address = \"127.0.0.1:" + std::to_string(FreePort()) + "\"\n" : "");
+  if (o.metrics) {
+    c->metrics_token_ = "itest-" + RandomHex(16);
+    const std::string token_file = c->dir_ + "/metrics.token";
+    { std::ofstream(token_file) << c->metrics_token_ << "\n"; }
+    std::filesystem::permissions(
+        token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    t << "metrics_address = \"127.0.0.1:" << FreePort() << "\"\n"
+      << "metrics_token_file = \"" << token_file << "\"\n";
+  }
+  t << "[scheduling]\nsched_min_interval_ms = 2\n"
     << "heartbeat_interval_ms = " << o.heartbeat_interval_ms << "\n"
     << "node_not_responding_ms = " << o.node_not_responding_ms << "\n"
     << "node_down_ms = " << o.node_down_ms << "\n"

@@ -41,6 +41,8 @@ struct InProcessClusterOptions {
   // their leader through an etcd of the cluster's own; agents and clients know both.
   bool standby = false;
   uint32_t leader_lease_s = 2;
+  // Prometheus' /metrics on a loopback port, behind the bearer token metrics_token().
+  bool metrics = false;
 };
 
 class InProcessCluster {
@@ -56,6 +58,8 @@ class InProcessCluster {
   const std::string& dir() const { return dir_; }
   const std::string& config_path() const { return config_path_; }
   const Config& config() const { return config_; }
+  int metrics_port() const { return controller_ ? controller_->metrics_port() : 0; }
+  const std::string& metrics_token() const { return metrics_token_; }
   // Where the agents put job cgroups ("" without cgroups): <root>/<node>/job_<id>.
   const std::string& cgroup_root() const { return cgroup_root_; }
 
@@ -94,6 +98,7 @@ class InProcessCluster {
 
   InProcessClusterOptions options_;
   std::string dir_, config_path_;
+  std::string metrics_token_;
   std::string cgroup_root_;  // "" when the cluster runs without cgroups
   Config config_;
   std::unique_ptr<TestMunged> munged_;

@@ -6,6 +6,7 @@
 // reached), which tests replace with fakes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -44,6 +45,9 @@ class Agent {
   size_t num_jobs() const;
   // Commands refused because they came from a controller older than one this node obeyed.
   uint64_t refused_commands() const;
+  // Runs `fn` on the agent's event loop (its io thread), after what is queued there: a watchdog
+  // pinged from there stops when the loop is wedged. Dropped (false) once the agent has stopped.
+  bool PostToLoop(std::function<void()> fn);
 
   // Tests: stop heartbeats (the node looks dead to the controller) and drop the session.
   void SetSilentForTest(bool silent);

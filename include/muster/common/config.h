@@ -36,6 +36,10 @@ struct ControllerConfig {
   uint32_t user_request_rate = 100;
   uint32_t user_request_burst = 200;
   std::string agent_address = "127.0.0.1:6817";  // where agents connect
+  // Prometheus' /metrics over HTTP ("0.0.0.0:6820"); empty: off. Scrapers must send the bearer
+  // token in metrics_token_file (required with it).
+  std::string metrics_address;
+  std::string metrics_token_file;
   // Without [tls], an agent_address beyond loopback is refused unless this says, in so many
   // words, that the network between the hosts is trusted.
   bool insecure = false;
@@ -167,7 +171,7 @@ struct SchedulingConfig {
 struct AgentConfig {
   std::string spool_dir = "/var/spool/muster";
   // Where each job's state, batch script and exit record live (job<ID> directories, one more
-  // level per node name as the spool). Empty: inside spool_dir. A tmpfs (/run/muster) saves the
+  // level per node name as the spool). Empty: inside spool_dir. A tmpfs (/run/musterd) saves the
   // disk's inode churn of short jobs; it survives agent restarts, and after a reboot the jobs are
   // gone anyway.
   std::string job_state_dir;

@@ -38,6 +38,7 @@
 #include "muster/common/clock.h"
 #include "muster/common/config.h"
 #include "muster/common/status.h"
+#include "muster/controller/cluster_metrics.h"
 #include "muster/core/types.h"
 #include "muster/store/state_store.h"
 #include "muster/v1/controller.pb.h"
@@ -158,6 +159,8 @@ class Engine {
   // sdiag's counts (the timings are the runner's): nodes, responding ones, jobs, and who
   // stores the most scripts (admins and operators see the top users, others their own row).
   void FillDiagnostics(const Caller& caller, v1::DiagnosticsResponse* resp) const;
+  // Everything Prometheus scrapes from the engine (the runner adds its timings).
+  ClusterMetrics Metrics() const;
   // A step inside a running job (see StepManager). UNAVAILABLE while the job pends, its nodes are
   // still starting, or other steps hold what it needs ("Requested nodes are busy": the client
   // retries); FAILED_PRECONDITION when the job can never hold it; PERMISSION_DENIED unless it is

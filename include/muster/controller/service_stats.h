@@ -27,8 +27,24 @@ class ServiceStats {
   };
 
   void Record(std::string_view kind, Clock::duration took);
+  // How a request of `kind` ended ("OK", "NOT_FOUND", ...), for the metrics.
+  void CountResult(std::string_view kind, std::string_view code);
   // By kind; the counts since the start or the last Reset.
   std::vector<Timing> Snapshot() const;
+
+  // The same timings since the controller started, whatever Reset did (Prometheus' counters
+  // only grow): cumulative counts at every boundary of `kBounds`.
+  struct Histogram {
+    std::string kind;
+    uint64_t count = 0;
+    double sum_us = 0;
+    std::vector<uint64_t> at_or_below;  // per kBoundsUs entry
+  };
+  // 4 us to 2^32 us (72 minutes), each four times the one before: whole buckets of the series.
+  static const std::vector<double>& BoundsUs();
+  std::vector<Histogram> Histograms() const;
+  // (kind, code) -> requests since the controller started.
+  std::map<std::pair<std::string, std::string>, uint64_t> Results() const;
   // The counts start again; reset_ms() says when (0: never reset).
   void Reset(int64_t now_ms);
   int64_t reset_ms() const;
@@ -46,6 +62,8 @@ class ServiceStats {
 
   mutable std::mutex mu_;
   std::map<std::string, Series, std::less<>> series_;
+  std::map<std::string, Series, std::less<>> lifetime_;
+  std::map<std::pair<std::string, std::string>, uint64_t> results_;
   int64_t reset_ms_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,12 +59,17 @@ class ControllerServer {
   // Blocks until Shutdown() was called.
   void Wait();
 
-  int agent_port() const;  // the bound TCP port (useful with port 0)
-  int api_port() const;    // the user API's TCP port; 0 without controller.api_address
+  int agent_port() const;    // the bound TCP port (useful with port 0)
+  int api_port() const;      // the user API's TCP port; 0 without controller.api_address
+  int metrics_port() const;  // /metrics' port; 0 without controller.metrics_address
   uint64_t epoch() const;
   // With replication: the standbys in sync now (their acknowledgement is awaited). Thread-safe.
   std::vector<std::string> standbys_in_sync() const;
   const std::string& socket_path() const;
+  // Runs `fn` on the controller's event loop (the strand the engine runs on), after what is
+  // queued there: a watchdog pinged from there stops when the loop is wedged. Dropped unless
+  // the server is serving (false).
+  bool PostToLoop(std::function<void()> fn);
 
  private:
   class Impl;

@@ -333,7 +333,7 @@ TEST_F(AgentTest, ARestartedAgentReadoptsWhatRunsAndReportsWhatItLost) {
   }));
 }
 
-// With agent.job_state_dir set (a tmpfs such as /run/muster on a real node), each job's
+// With agent.job_state_dir set (a tmpfs such as /run/musterd on a real node), each job's
 // directory lives there, one level per node; jobs an older agent left in the spool itself (before
 // an upgrade that set it) are still re-adopted from there.
 TEST_F(AgentTest, AJobStateDirHoldsNewJobsAndJobsLeftInTheSpoolAreStillReadopted) {

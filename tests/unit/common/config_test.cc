@@ -98,6 +98,27 @@ constexpr const char* kTlsSection =
     "controller_key_file = \"/etc/muster/tls/controller.key\"\n"
     "node_cert_file = \"/etc/muster/tls/%n.crt\"\nnode_key_file = \"/etc/muster/tls/%n.key\"\n";
 
+TEST(ConfigTest, MetricsNeedATokenFileAndAnAddress) {
+  auto with = [](const std::string& controller) {
+    std::string text = kGood;
+    text.insert(text.find("[controller]\n") + 13, controller);  // into its [controller]
+    return ParseConfig(text, "m.toml");
+  };
+  auto on = with("metrics_address = \"0.0.0.0:6820\"\nmetrics_token_file = \"/etc/t\"\n");
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_EQ(on->controller.metrics_address, "0.0.0.0:6820");
+  EXPECT_EQ(on->controller.metrics_token_file, "/etc/t");
+  auto no_token = with("metrics_address = \"0.0.0.0:6820\"\n");
+  ASSERT_FALSE(no_token.ok());
+  EXPECT_NE(no_token.status().message().find("metrics_token_file"), std::string::npos);
+  auto bad = with("metrics_address = \"head01\"\nmetrics_token_file = \"/etc/t\"\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not host:port"), std::string::npos);
+  auto off = ParseConfig(kGood, "m.toml");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->controller.metrics_address, "") << "off unless configured";
+}
+
 // Without TLS, an address beyond loopback must be accepted in so many words.
 TEST(ConfigTest, AccountsFormOneTreeUnderRoot) {
   auto c = ParseConfig(std::string(kGood) + R"(
@@ -306,7 +327,7 @@ TEST(ConfigTest, ShippedExampleConfigIsValid) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->nodes.size(), 128u);
   EXPECT_EQ(c->DefaultPartition()->name, "gpu");
-  EXPECT_EQ(c->agent.job_state_dir, "/run/muster") << "as musterd.service's RuntimeDirectory";
+  EXPECT_EQ(c->agent.job_state_dir, "/run/musterd") << "as musterd.service's RuntimeDirectory";
 }
 
 constexpr const char* kTwoControllers = R"(
