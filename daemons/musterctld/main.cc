@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
                   std::to_string((*server)->epoch()));
     auto watchdog = muster::StartSystemdWatchdog(
         [&](std::function<void()> ping) { return (*server)->PostToLoop(std::move(ping)); });
-    const int sig = muster::WaitForTerminationSignal();
+    const int sig = muster::WaitForStopSignal(muster::WarnReloadNotSupported);
     spdlog::info("signal {}: shutting down", sig);
     systemd.Stopping("shutting down (signal " + std::to_string(sig) + ")");
     watchdog.reset();
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     ended = true;
     ::kill(::getpid(), SIGTERM);  // wakes the signal wait below
   });
-  const int sig = muster::WaitForTerminationSignal();
+  const int sig = muster::WaitForStopSignal(muster::WarnReloadNotSupported);
   if (!ended) spdlog::info("signal {}: shutting down", sig);
   systemd.Stopping(ended ? "stopped" : "shutting down (signal " + std::to_string(sig) + ")");
   watchdog.reset();

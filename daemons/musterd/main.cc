@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   systemd.Ready("node " + (*agent)->node_name() + " started");
   auto watchdog = muster::StartSystemdWatchdog(
       [&](std::function<void()> ping) { return (*agent)->PostToLoop(std::move(ping)); });
-  const int sig = muster::WaitForTerminationSignal();
+  const int sig = muster::WaitForStopSignal(muster::WarnReloadNotSupported);
   systemd.Stopping("stopping (signal " + std::to_string(sig) + ")");
   watchdog.reset();
   spdlog::info("signal {}: stopping ({})", sig,

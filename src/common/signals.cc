@@ -32,6 +32,14 @@ int WaitForTerminationSignal() {
   return sig;
 }
 
+int WaitForStopSignal(const std::function<void()>& on_hangup) {
+  while (true) {
+    const int sig = WaitForTerminationSignal();
+    if (sig != SIGHUP) return sig;
+    on_hangup();
+  }
+}
+
 }  // namespace muster
 
 namespace muster {

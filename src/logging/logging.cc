@@ -99,4 +99,10 @@ Status InitLogging(const std::string& program, const std::string& level, const s
   return Status::Ok();
 }
 
+void WarnReloadNotSupported() {
+  spdlog::warn(
+      "SIGHUP: reloading the configuration is not supported yet; still running with the one it "
+      "started with (restart the daemon to apply a changed muster.toml)");
+}
+
 }  // namespace muster

@@ -4,7 +4,7 @@
 # process says, by the pid the kernel attests. Checked: the controller says READY=1 only once it
 # answers commands; every agent says READY=1; both feed the watchdog from their event loops
 # (WATCHDOG=1 about every half second); a job sees none of systemd's variables; both say
-# STOPPING=1 when stopped.
+# STOPPING=1 when stopped; a SIGHUP does not stop them (reloading is not supported yet).
 #   usage: systemd_notify_stest.sh BIN_DIR
 set -euo pipefail
 BIN=$(cd "${1:?usage: $0 BIN_DIR}" && pwd)
@@ -87,6 +87,14 @@ id=$("$BIN/muster" submit --parsable -o "$DIR/job-env.txt" --wrap env)
 wait_for 20 grep -q '^PATH=' "$DIR/job-env.txt"
 ! grep -E '^(NOTIFY_SOCKET|WATCHDOG_USEC|WATCHDOG_PID)=' "$DIR/job-env.txt" ||
   fail "job $id inherited the daemon's systemd variables"
+
+# SIGHUP (a reload request) is not supported yet: the daemons say so and keep serving.
+for p in $ctld $agents; do kill -HUP "$p"; done
+wait_for 10 grep -q "SIGHUP: reloading the configuration is not supported yet" \
+  "$DIR/cluster/log/musterctld.log"
+sleep 0.5
+for p in $ctld $agents; do kill -0 "$p" 2>/dev/null || fail "pid $p stopped on SIGHUP"; done
+"$BIN/muster" queue >/dev/null || fail "the controller stopped serving after SIGHUP"
 
 "$BIN/muster" local down --dir "$DIR/cluster" >/dev/null
 for p in $ctld $agents; do

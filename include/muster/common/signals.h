@@ -2,6 +2,7 @@
 // then wait for one in main().
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace muster {
@@ -10,6 +11,9 @@ namespace muster {
 void BlockTerminationSignals();
 // Waits for one of them; returns its number.
 int WaitForTerminationSignal();
+// Waits for SIGTERM or SIGINT and returns its number; each SIGHUP meanwhile (a reload request:
+// `systemctl reload`, Slurm's habit for reconfiguring) calls `on_hangup` instead of stopping.
+int WaitForStopSignal(const std::function<void()>& on_hangup);
 
 // A signal by name (USR1, SIGUSR1) or number (1-64), as scancel --signal and sbatch --signal take
 // it; 0 when it is neither.

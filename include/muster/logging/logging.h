@@ -11,4 +11,7 @@ namespace muster {
 // level: trace, debug, info, warn, error. file empty: stderr.
 Status InitLogging(const std::string& program, const std::string& level, const std::string& file);
 
+// What a daemon says to a SIGHUP (a reload request) until reloading exists: it keeps running.
+void WarnReloadNotSupported();
+
 }  // namespace muster
