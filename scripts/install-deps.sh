@@ -25,8 +25,11 @@ PACKAGES=(
   # tests and benchmarks (iproute2: the multi-host test's network namespaces; etcd-server: the
   # controllers' leader election, started by the tests on loopback)
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 etcd-server
-  # the metrics' checks: promtool, and a real Prometheus scraping a local cluster (on loopback)
+  # the metrics' checks: promtool, and a real Prometheus scraping a local cluster (on loopback;
+  # on a host run by systemd the package also enables its own service, on port 9090)
   prometheus
+  # the manual pages' check (ctest man_pages renders them with warnings as failures)
+  man-db
   # real programs launched through srun in the system tests (torch.distributed, MPICH), and a
   # real workflow engine driving the Slurm commands unchanged (Toil, with cwltool)
   python3 python3-torch mpich libmpich-dev toil

@@ -639,12 +639,13 @@ void JobViews::CountJobs(ClusterMetrics* m) const {
     const v1::JobRecord& r = j.rec();
     std::string state = v1::JobState_Name(r.state());
     std::transform(state.begin(), state.end(), state.begin(), ::tolower);
-    // Where it runs, or the partitions it waits for (squeue's "gpu,cpu").
+    // Where it runs, or the partitions it waits for ("cpu,gpu"), in name order: the order a
+    // user listed them in must not make series of its own (what one user may add to a scrape).
     std::string partition = r.allocation().partition();
     if (partition.empty()) {
-      partition =
-          Join(std::vector<std::string>(r.spec().partitions().begin(), r.spec().partitions().end()),
-               ",");
+      std::vector<std::string> parts(r.spec().partitions().begin(), r.spec().partitions().end());
+      std::sort(parts.begin(), parts.end());
+      partition = Join(parts, ",");
     }
     m->jobs[{std::move(state), std::move(partition), r.spec().account()}] += JobsIn(r);
   }
