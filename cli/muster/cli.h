@@ -47,6 +47,11 @@ int CmdSprio(int argc, char** argv);
 int CmdReport(int argc, char** argv);
 int CmdReservation(int argc, char** argv);
 int CmdSreport(int argc, char** argv);
+int CmdReconfigure(int argc, char** argv);
+int CmdImportSlurmConf(int argc, char** argv);
+// Asks the controller to read its config file again; prints what changed unless `quiet`
+// (scontrol reconfigure says nothing when it worked). Warnings go to stderr either way.
+int Reconfigure(bool quiet);
 // scontrol show reservation [NAME] [-o]; scontrol create|update|delete reservation KEY=VALUE...
 int ShowReservations(const std::string& name, bool oneliner);
 int ReservationCommand(const std::string& verb, const std::vector<std::string>& words);

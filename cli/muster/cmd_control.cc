@@ -574,6 +574,13 @@ int Run(const std::string& verb, std::vector<std::string> rest, bool oneliner) {
     return status.find(" is UP") != std::string::npos ? kExitOk : kExitFailed;
   }
   if (verb == "update") return Update(rest);
+  if (verb == "reconfigure") {
+    if (!rest.empty()) {
+      return Fail("control",
+                  InvalidArgument("reconfigure takes no arguments, got '" + rest[0] + "'"));
+    }
+    return Reconfigure(/*quiet=*/true);
+  }
   if (verb == "create" || verb == "delete") {
     // scontrol create reservation KEY=VALUE...; scontrol delete ReservationName=NAME.
     if (!rest.empty() && (ToLower(rest[0]) == "reservation" || ToLower(rest[0]) == "res")) {
@@ -590,7 +597,8 @@ int Run(const std::string& verb, std::vector<std::string> rest, bool oneliner) {
   }
   return Fail("control", Unimplemented("'" + verb +
                                        "' is not supported (show, update, create, delete, hold, "
-                                       "release, requeue, suspend, resume, top, write)"));
+                                       "release, requeue, suspend, resume, top, write, "
+                                       "reconfigure, ping, version)"));
 }
 
 }  // namespace

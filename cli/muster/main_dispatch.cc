@@ -135,12 +135,17 @@ Accounts:
 Cluster:
   info                               controller version, epoch and counts
   diag [-r] [--json]                 what the controller spends its time on (sdiag)
+  reconfigure                        the controller reads muster.toml again: partitions, nodes,
+                                     limits, accounts, QoS, scheduling (admins)
   local up [--nodes N] [--gpus-per-node G] [--dir DIR] [--no-tls]
                                      start a local test cluster (fake GPUs) and wait for it
   local down [--dir DIR] [--purge]   stop it
   certs [--dir DIR] [--node NAME] [--renew]
                                      the CA and the daemons' TLS certificates
   topology ibnetdiscover FILE        [[nodes]] topology entries from an ibnetdiscover dump
+  import-slurm-conf SLURM_CONF [GRES_CONF] [TOPOLOGY_CONF] [-o FILE]
+                                     a muster.toml from a site's Slurm configuration, naming
+                                     every setting it cannot carry over
   compat install|remove DIR          links named like Slurm's commands (sbatch, srun, salloc,
                                      squeue, sinfo, sacct, scancel, scontrol,
                                      sacctmgr, sshare, sprio, sreport, sdiag)
@@ -236,6 +241,8 @@ int Main(int argc, char** argv) {
   if (cmd == "explain") return CmdExplain(sub_argc, sub_argv);
   if (cmd == "info") return CmdInfo(sub_argc, sub_argv);
   if (cmd == "diag") return CmdDiag(sub_argc, sub_argv);
+  if (cmd == "reconfigure") return CmdReconfigure(sub_argc, sub_argv);
+  if (cmd == "import-slurm-conf") return CmdImportSlurmConf(sub_argc, sub_argv);
   if (cmd == "local") return CmdLocal(sub_argc, sub_argv);
   if (cmd == "certs") return CmdCerts(sub_argc, sub_argv);
   if (cmd == "audit") return CmdAudit(sub_argc, sub_argv);

@@ -55,21 +55,43 @@ int main(int argc, char** argv) {
     return 1;
   }
   muster::BlockTerminationSignals();
+  muster::ServiceNotifier& systemd = muster::ServiceNotifier::Get();
+  // SIGHUP (systemctl reload, Slurm's habit): the config file again, as `muster reconfigure`.
+  auto reload_with = [&systemd](muster::rpc::ControllerServer* server) {
+    if (!server) {
+      spdlog::warn(
+          "SIGHUP: standing by; the configuration is read again when this controller "
+          "takes the lead");
+      return;
+    }
+    systemd.Reloading("reading the configuration again");
+    server->Reconfigure([&systemd](muster::Result<muster::v1::ReconfigureResponse> r) {
+      if (!r.ok()) {
+        spdlog::error("SIGHUP: {}", r.status().message());
+        systemd.Ready("serving; the last reload was refused (see the log)");
+        return;
+      }
+      spdlog::info("SIGHUP: reconfigured from {} (epoch {}, {} change(s))", r->source(), r->epoch(),
+                   r->changes_size());
+      systemd.Ready("serving, epoch " + std::to_string(r->epoch()));
+    });
+  };
   if (mine->controller.etcd_endpoints.empty()) {
-    auto server = muster::rpc::ControllerServer::Create({*mine});
+    muster::rpc::ControllerServerOptions options{*mine};
+    options.log_level_follows_config = cl->log_level.empty();
+    auto server = muster::rpc::ControllerServer::Create(std::move(options));
     muster::Status st = server.ok() ? (*server)->Start() : server.status();
     if (!st.ok()) {
       spdlog::critical("cannot start: {}", st.ToString());
       return 1;
     }
     // Ready for systemd (Type=notify) only now: state recovered, listeners bound.
-    muster::ServiceNotifier& systemd = muster::ServiceNotifier::Get();
     if (const std::string p = systemd.problem(); !p.empty()) spdlog::warn("{}", p);
     systemd.Ready("serving " + std::to_string(mine->nodes.size()) + " nodes, epoch " +
                   std::to_string((*server)->epoch()));
     auto watchdog = muster::StartSystemdWatchdog(
         [&](std::function<void()> ping) { return (*server)->PostToLoop(std::move(ping)); });
-    const int sig = muster::WaitForStopSignal(muster::WarnReloadNotSupported);
+    const int sig = muster::WaitForStopSignal([&] { reload_with(server->get()); });
     spdlog::info("signal {}: shutting down", sig);
     systemd.Stopping("shutting down (signal " + std::to_string(sig) + ")");
     watchdog.reset();
@@ -84,7 +106,6 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start: {}", st.ToString());
     return 1;
   }
-  muster::ServiceNotifier& systemd = muster::ServiceNotifier::Get();
   if (const std::string p = systemd.problem(); !p.empty()) spdlog::warn("{}", p);
   systemd.Ready(std::string((*candidate)->leading() ? "leading" : "standing by") + " as " + name);
   // A leader's loop feeds the watchdog; a standby has no one loop to probe: it pings itself.
@@ -102,7 +123,7 @@ int main(int argc, char** argv) {
     ended = true;
     ::kill(::getpid(), SIGTERM);  // wakes the signal wait below
   });
-  const int sig = muster::WaitForStopSignal(muster::WarnReloadNotSupported);
+  const int sig = muster::WaitForStopSignal([&] { reload_with((*candidate)->server()); });
   if (!ended) spdlog::info("signal {}: shutting down", sig);
   systemd.Stopping(ended ? "stopped" : "shutting down (signal " + std::to_string(sig) + ")");
   watchdog.reset();

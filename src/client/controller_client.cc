@@ -244,6 +244,9 @@ Result<v1::DiagnosticsResponse> ControllerClient::Diagnostics(bool reset) {
   r.set_reset(reset);
   return Do<v1::DiagnosticsResponse>(*this, v1::METHOD_DIAGNOSTICS, r);
 }
+Result<v1::ReconfigureResponse> ControllerClient::Reconfigure() {
+  return Do<v1::ReconfigureResponse>(*this, v1::METHOD_RECONFIGURE, v1::ReconfigureRequest());
+}
 Result<v1::CreateStepResponse> ControllerClient::CreateStep(const v1::CreateStepRequest& r) {
   return Do<v1::CreateStepResponse>(*this, v1::METHOD_CREATE_STEP, r);
 }

@@ -1,6 +1,7 @@
 #include "muster/common/service_notify.h"
 
 #include <dlfcn.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,6 +62,14 @@ bool ServiceNotifier::Ready(const std::string& status) {
 bool ServiceNotifier::Status(const std::string& status) { return Send(StatusLine(status)); }
 bool ServiceNotifier::Stopping(const std::string& status) {
   return Send("STOPPING=1\n" + StatusLine(status));
+}
+bool ServiceNotifier::Reloading(const std::string& status) {
+  // MONOTONIC_USEC: when the reload began, which systemd 253's Type=notify-reload wants.
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  const uint64_t usec =
+      static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  return Send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec) + "\n" + StatusLine(status));
 }
 bool ServiceNotifier::WatchdogPing() { return Send("WATCHDOG=1"); }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "muster/common/config_reload.h"
 #include "muster/store/group_commit_store.h"
 #include "muster/store/replicating_store.h"
 
@@ -48,10 +49,12 @@ Result<std::unique_ptr<ControllerRunner>> ControllerRunner::Create(
                           Engine::Create(std::move(eo), runner->group_.get(), runner->Now()));
   runner->group_->set_grouping(o.config.controller.group_commit);
   runner->epoch_ = runner->engine_->epoch();
+  runner->generation_ = 1;
   if (runner->replicating_) {
-    // Numbered within this epoch: a standby that followed another epoch starts from a snapshot.
+    // Numbered within this epoch (the leader's first: a reconfiguration's new epochs keep it): a
+    // standby that followed another epoch starts from a snapshot.
     runner->replication_log_ = std::make_unique<store::ReplicationLog>(
-        store::ReplicationLog::Options{.leader_epoch = runner->epoch_,
+        store::ReplicationLog::Options{.leader_epoch = runner->epoch_.load(),
                                        .ack_timeout = o.replication.ack_timeout},
         o.replication.membership);
     runner->replicating_->set_log(runner->replication_log_.get());
@@ -102,7 +105,7 @@ void ControllerRunner::AfterEvent() {
   }
   if (engine_->schedule_requested() && !sched_armed_ && !pass_running_ && !stopped_->load()) {
     sched_armed_ = true;
-    options_.executor->PostAfter(options_.config.scheduling.sched_min_interval_ms,
+    options_.executor->PostAfter(engine_->config().scheduling.sched_min_interval_ms,
                                  [this, stopped = stopped_] {
                                    if (stopped->load()) return;
                                    sched_armed_ = false;
@@ -119,15 +122,18 @@ void ControllerRunner::StartPass() {
     return;
   }
   pass_running_ = true;
+  const uint64_t generation = generation_;
   auto input = std::make_shared<Engine::PassInput>(std::move(*in));
   // The core's part runs off the strand, so requests and agents are served while it computes.
   const auto prepared = ServiceStats::Clock::now() - began;
   options_.executor->Offload(
-      Executor::Lane::kScheduling, [this, input, began, prepared, stopped = stopped_] {
+      Executor::Lane::kScheduling, [this, input, began, prepared, generation, stopped = stopped_] {
         if (stopped->load()) return;
         auto pass = std::make_shared<core::SchedulePass>(Engine::ComputePass(*input));
-        options_.executor->Post([this, pass, began, prepared, stopped] {
+        options_.executor->Post([this, pass, began, prepared, generation, stopped] {
           if (stopped->load()) return;
+          // Computed for an engine that was replaced meanwhile (its successor passes anew).
+          if (generation != generation_) return;
           pass_running_ = false;
           const auto applying = ServiceStats::Clock::now();
           engine_->ApplyPass(*pass, Now());
@@ -183,8 +189,55 @@ void ControllerRunner::StartSync() {
   });
 }
 
+Result<ControllerRunner::Reconfigured> ControllerRunner::Reconfigure(Config file) {
+  ConfigReload reload = MergeReloadedConfig(engine_->config(), std::move(file));
+  MUSTER_RETURN_IF_ERROR(engine_->CheckReconfiguration(reload.config));
+  // What the running engine decided goes out first, in order, as ever.
+  AfterEvent();
+  const TimeMs now = Now();
+  engine_->PrepareHandOver(now);
+  EngineOptions eo;
+  eo.config = reload.config;
+  eo.make_credential = options_.make_credential;
+  eo.min_epoch = options_.min_epoch;
+  auto next = Engine::Create(std::move(eo), group_.get(), now);
+  if (!next.ok()) {
+    return Status(next.status().code(),
+                  "the running configuration is kept: recovery under the new one failed: " +
+                      next.status().message());
+  }
+  std::unique_ptr<Engine> previous = std::move(engine_);
+  engine_ = std::move(*next);
+  engine_->ContinueFrom(*previous);
+  ++generation_;          // the previous engine's sessions and pass in flight are stale
+  pass_running_ = false;  // the one in flight is dropped when it returns
+  epoch_ = engine_->epoch();
+  // Every agent registers again, under the new epoch, and reports what it runs (as after a
+  // restart); after the commands the previous engine sent, which go to its sessions.
+  std::vector<Outgoing> register_again;
+  for (const NodeConfig& n : previous->config().nodes) {
+    register_again.push_back(
+        {n.name, {}, /*close_session=*/true, "the controller was reconfigured; register again"});
+  }
+  WhenDurable([this, out = std::move(register_again)]() mutable {
+    if (agents_) agents_->Deliver(std::move(out));
+  });
+  std::string changes;
+  for (const std::string& c : reload.changes) changes += (changes.empty() ? "" : "; ") + c;
+  spdlog::info("reconfigured: epoch={} nodes={} partitions={} changes: {}", epoch_.load(),
+               engine_->config().nodes.size(), engine_->config().partitions.size(),
+               changes.empty() ? "none" : changes);
+  for (const std::string& key : reload.restart_only) {
+    spdlog::warn("reconfigure: {} changed; it takes effect at the next start", key);
+  }
+  AfterEvent();
+  return Reconfigured{.epoch = epoch_.load(),
+                      .changes = std::move(reload.changes),
+                      .restart_only = std::move(reload.restart_only)};
+}
+
 void ControllerRunner::ArmTick() {
-  const auto& s = options_.config.scheduling;
+  const auto& s = engine_->config().scheduling;
   const uint32_t ms = options_.tick_ms > 0
                           ? options_.tick_ms
                           : std::clamp<uint32_t>(s.heartbeat_interval_ms / 4, 20, 1000);

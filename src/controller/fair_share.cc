@@ -74,8 +74,8 @@ void FairShare::Charge(const v1::JobSpec& spec, double units, TimeMs now) {
   u.dirty = true;
 }
 
-void FairShare::Accrue(TimeMs now) {
-  if (now - last_accrual_ms_ < kAccrueEveryMs) return;
+void FairShare::Accrue(TimeMs now, bool flush_now) {
+  if (!flush_now && now - last_accrual_ms_ < kAccrueEveryMs) return;
   last_accrual_ms_ = now;
   // Jobs charged before that are no longer running: the rest of their run.
   for (auto it = charged_until_.begin(); it != charged_until_.end();) {
@@ -105,7 +105,7 @@ void FairShare::Accrue(TimeMs now) {
     Charge(r.spec(), BillingRate(r) * static_cast<double>(now - it->second) / 1000.0, now);
     it->second = now;
   }
-  if (now - last_flush_ms_ < kFlushEveryMs) return;
+  if (!flush_now && now - last_flush_ms_ < kFlushEveryMs) return;
   last_flush_ms_ = now;
   store::Mutation m;
   std::vector<Usage*> written;

@@ -31,8 +31,8 @@ class FairShare {
     usage_factor_of_ = std::move(fn);
   }
   // Charges running jobs for the time since they were last charged, and jobs that ended since
-  // then for the rest of their run; flushes changed usage to the store every minute.
-  void Accrue(TimeMs now);
+  // then for the rest of their run; flushes changed usage to the store every minute (or now).
+  void Accrue(TimeMs now, bool flush_now = false);
   // The factors again from the usage as of `now` (the account tree is small: cheap).
   void Recompute(TimeMs now) { result_ = ComputeAt(now); }
   // The tree with each line's numbers as of `now` (sshare), without changing the factors.

@@ -44,6 +44,7 @@ class Preemptor {
   const std::map<uint64_t, std::vector<uint64_t>>& waiting() const { return waiting_; }
   // Jobs preempted (requeued, cancelled or suspended) since the controller started.
   uint64_t preempted() const { return preempted_; }
+  void ContinueCount(uint64_t preempted) { preempted_ = preempted; }
 
  private:
   // Why a victim gives way: it decides the victim's preempt_mode and grace time.

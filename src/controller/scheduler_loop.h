@@ -61,6 +61,8 @@ class SchedulerLoop {
     uint32_t last_reservations = 0;
   };
   const Totals& totals() const { return totals_; }
+  // A replacement engine's loop goes on counting from where the last one stopped.
+  void ContinueTotals(const Totals& t) { totals_ = t; }
 
  private:
   core::PendingJob ToPendingJob(const JobEntry& job, TimeMs now) const;

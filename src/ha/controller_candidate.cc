@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "muster/common/config_reload.h"
 #include "muster/common/tls_files.h"
 #include "muster/ha/etcd_election.h"
 #include "muster/ha/replication_follower.h"
@@ -148,6 +149,22 @@ Status ControllerCandidate::Impl::Serve(const Leadership& won) {
   copy_.reset();  // the server opens the state directory itself
   rpc::ControllerServerOptions so;
   so.config = o_.config;
+  // The file as it reads now: the leader may have been reconfigured since this one started. What
+  // only a start sets up (addresses, credentials, the election) stays as it started.
+  if (!o_.config.source.empty()) {
+    Result<Config> file = LoadConfig(o_.config.source);
+    if (file.ok()) file = ConfigForController(*file, o_.name);
+    if (file.ok()) {
+      ConfigReload reload = MergeReloadedConfig(o_.config, std::move(*file));
+      for (const std::string& c : reload.changes) {
+        spdlog::info("controller {}: since its start, the configuration changed: {}", o_.name, c);
+      }
+      so.config = std::move(reload.config);
+    } else {
+      spdlog::warn("controller {} leads with the configuration it started with: {}", o_.name,
+                   file.status().ToString());
+    }
+  }
   so.threads = o_.threads;
   so.clock = o_.clock;
   so.min_epoch = static_cast<uint64_t>(won.epoch);

@@ -116,6 +116,7 @@ class AgentService::AgentSession final
           }
           sessions[node_] = this;
           attached_ = true;
+          generation_ = runner.engine_generation();
           attached_once_ = true;
         }
         runner.AfterEvent();
@@ -126,7 +127,11 @@ class AgentService::AgentSession final
     } else {
       service_->runner_.Post([this, msg = std::move(msg), arrived] {
         controller::ControllerRunner& runner = service_->runner_;
-        if (attached_) runner.engine().OnAgentMessage(node_, msg, runner.Now());
+        // A session of an engine that a reconfiguration replaced is being closed: what it still
+        // says is reported again when the agent registers with the new one.
+        if (attached_ && generation_ == runner.engine_generation()) {
+          runner.engine().OnAgentMessage(node_, msg, runner.Now());
+        }
         runner.AfterEvent();
         runner.stats().Record(AgentKind(msg.msg_case()), StatsClock::now() - arrived);
       });
@@ -158,7 +163,9 @@ class AgentService::AgentSession final
       auto it = sessions.find(node_);
       if (it != sessions.end() && it->second == this) {
         sessions.erase(it);
-        service_->runner_.engine().DetachSession(node_, instance_);
+        if (generation_ == service_->runner_.engine_generation()) {
+          service_->runner_.engine().DetachSession(node_, instance_);
+        }
       }
       delete this;
     });
@@ -170,6 +177,7 @@ class AgentService::AgentSession final
   v1::AgentMessage in_;
   std::string node_, instance_;  // set by the first read, then read-only
   bool attached_ = false;        // strand-confined
+  uint64_t generation_ = 0;      // the engine it attached to (strand-confined)
   // The same, readable from gRPC threads (heartbeats of a session not yet attached take the
   // strand's way, in order behind its Hello).
   std::atomic<bool> attached_once_{false};
@@ -333,8 +341,9 @@ void AgentService::Deliver(std::vector<controller::Outgoing> commands) {
       continue;
     }
     if (out.close_session) {
-      it->second->End(
-          grpc::Status(grpc::StatusCode::UNAVAILABLE, "node was declared down; register again"));
+      it->second->End(grpc::Status(
+          grpc::StatusCode::UNAVAILABLE,
+          out.close_reason.empty() ? "node was declared down; register again" : out.close_reason));
     } else {
       it->second->Send(std::move(out.message));
     }

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <pwd.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <vector>
@@ -102,6 +103,17 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
   runner_.Post([this, session = std::move(session), method, payload = std::move(payload),
                 done = std::move(done)]() mutable {
     controller::Engine& engine = runner_.engine();
+    ApplyRoles(session->caller, engine.config());
+    if (method == v1::METHOD_RECONFIGURE) {
+      v1::ReconfigureRequest req;
+      if (!req.ParseFromString(payload)) {
+        return done({InvalidArgument("request does not parse as " + req.GetTypeName()), ""});
+      }
+      return Reconfigure(session->caller, [done](Result<v1::ReconfigureResponse> resp) {
+        done(resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
+                       : ApiReply{resp.status(), ""});
+      });
+    }
     if (method == v1::METHOD_DIAGNOSTICS) {
       auto resp = Diagnostics(runner_, session->caller, payload);
       ApiReply r = resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
@@ -136,7 +148,10 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
     if (r.status.ok() && method == v1::METHOD_ATTACH_ALLOCATION) {
       // An srun/salloc holds its allocation through this connection.
       v1::AttachAllocationRequest req;
-      if (req.ParseFromString(payload)) session->allocations.push_back(req.job_id());
+      if (req.ParseFromString(payload)) {
+        if (session->allocations.empty()) holders_.push_back(session);
+        session->allocations.push_back(req.job_id());
+      }
     }
     runner_.AfterEvent();
     // Acknowledged only once what it changed is on disk.
@@ -153,6 +168,70 @@ void ApiDispatcher::SessionClosed(std::shared_ptr<ClientSession> session) {
     session->allocations.clear();
     runner_.AfterEvent();
   });
+}
+
+void ApiDispatcher::Reconfigure(const controller::Caller& caller,
+                                std::function<void(Result<v1::ReconfigureResponse>)> done) {
+  runner_.Post([this, caller, done = std::move(done)]() mutable {
+    Result<v1::ReconfigureResponse> resp = ReconfigureOnStrand(caller);
+    runner_.AfterEvent();
+    // Answered once the new epoch (and the audit entry) is on disk.
+    runner_.WhenDurable(
+        [done = std::move(done), resp = std::move(resp)]() mutable { done(std::move(resp)); });
+  });
+}
+
+Result<v1::ReconfigureResponse> ApiDispatcher::ReconfigureOnStrand(
+    const controller::Caller& caller) {
+  const TimeMs now = runner_.Now();
+  const std::string source = runner_.engine().config().source;
+  Result<controller::ControllerRunner::Reconfigured> outcome = [&] {
+    if (Status allowed = Authorize(caller, controller::Action::kReconfigure); !allowed.ok()) {
+      return Result<controller::ControllerRunner::Reconfigured>(allowed);
+    }
+    if (!load_config_) {
+      return Result<controller::ControllerRunner::Reconfigured>(
+          Unimplemented("this controller was not told where to read its configuration again"));
+    }
+    Result<Config> file = load_config_();
+    if (!file.ok()) {
+      return Result<controller::ControllerRunner::Reconfigured>(Status(
+          file.status().code(), "the running configuration is kept: " + file.status().message()));
+    }
+    return runner_.Reconfigure(std::move(*file));
+  }();
+  std::string detail;
+  if (outcome.ok()) {
+    for (const std::string& c : outcome->changes) detail += (detail.empty() ? "" : "; ") + c;
+    if (detail.empty()) detail = "no changes";
+  }
+  // In the engine that now runs: the new one when it took over.
+  runner_.engine().AuditReconfiguration(caller, source, detail, outcome.status(), now);
+  if (!outcome.ok()) return outcome.status();
+  // The allocations open connections hold, attached to the engine that now runs.
+  std::vector<std::weak_ptr<ClientSession>> still;
+  for (const std::weak_ptr<ClientSession>& weak : holders_) {
+    std::shared_ptr<ClientSession> session = weak.lock();
+    if (!session || session->allocations.empty()) continue;
+    still.push_back(session);
+    for (uint64_t id : session->allocations) {
+      v1::AttachAllocationRequest req;
+      req.set_job_id(id);
+      auto attached = runner_.engine().AttachAllocation(session->caller, req, now);
+      if (!attached.ok() && attached.status().code() != StatusCode::kNotFound) {
+        spdlog::warn("reconfigure: allocation {} of {} not attached again: {}", id,
+                     session->caller.user, attached.status().ToString());
+      }
+    }
+  }
+  holders_.swap(still);
+  v1::ReconfigureResponse resp;
+  resp.set_epoch(outcome->epoch);
+  resp.set_source(runner_.engine().config().source);
+  for (const std::string& c : outcome->changes) resp.add_changes(c);
+  for (const std::string& k : outcome->restart_only) resp.add_restart_only(k);
+  if (reconfigured_) reconfigured_(resp);
+  return resp;
 }
 
 ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& caller, uint32_t method,
@@ -227,6 +306,8 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_LIST_ACCOUNTING:
       return Handle<v1::ListAccountingRequest>(
           payload, [&](const auto& r) { return engine.ListAccounting(caller, r, now); });
+    case v1::METHOD_RECONFIGURE:  // replaces the engine: ApiDispatcher::Reconfigure
+      return {FailedPrecondition("reconfiguring goes through the controller's dispatcher"), ""};
     default:
       return {Unimplemented("unknown method " + std::to_string(method) +
                             " (client newer than the controller?)"),
@@ -269,13 +350,18 @@ controller::Caller ResolveCaller(uint32_t uid, uint32_t gid, const Config& confi
   } else {
     c.user = std::to_string(uid);
   }
+  ApplyRoles(c, config);
+  return c;
+}
+
+void ApplyRoles(controller::Caller& c, const Config& config) {
+  const std::string uid = std::to_string(c.uid);
   const auto& a = config.admins;
-  c.is_admin = uid == 0 || std::find(a.begin(), a.end(), c.user) != a.end() ||
-               std::find(a.begin(), a.end(), std::to_string(uid)) != a.end();
+  c.is_admin = c.uid == 0 || std::find(a.begin(), a.end(), c.user) != a.end() ||
+               std::find(a.begin(), a.end(), uid) != a.end();
   const auto& o = config.operators;
   c.is_operator = std::find(o.begin(), o.end(), c.user) != o.end() ||
-                  std::find(o.begin(), o.end(), std::to_string(uid)) != o.end();
-  return c;
+                  std::find(o.begin(), o.end(), uid) != o.end();
 }
 
 }  // namespace muster::rpc

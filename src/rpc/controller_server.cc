@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -43,6 +44,17 @@ class ControllerServer::Impl {
     return true;
   }
 
+  void Reconfigure(std::function<void(Result<v1::ReconfigureResponse>)> done) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!started_ || stopped_) {
+      done(Unavailable("the controller is not serving"));
+      return;
+    }
+    controller::Caller caller = ResolveCaller(0, 0, options_.config);  // the service manager
+    caller.origin = "signal";
+    dispatcher_->Reconfigure(caller, std::move(done));
+  }
+
   store::ReplicationLog* replication_log() const {
     return runner_ ? runner_->replication_log() : nullptr;
   }
@@ -51,7 +63,7 @@ class ControllerServer::Impl {
   int agent_port_ = 0;
   int api_port_ = 0;
   int metrics_port_ = 0;
-  uint64_t epoch_ = 0;
+  std::atomic<uint64_t> epoch_{0};
 
  private:
   // Destroyed in reverse: the services before the runner they call, the runner (engine, store)
@@ -113,7 +125,25 @@ Status ControllerServer::Impl::Start() {
                               {.reserve_bytes = uint64_t{c.controller.state_reserve_mb} << 20}));
   MUSTER_ASSIGN_OR_RETURN(runner_, controller::ControllerRunner::Create(std::move(ro)));
   epoch_ = runner_->epoch();
-  dispatcher_ = std::make_unique<ApiDispatcher>(*runner_);
+  // Reconfigure reads the file the controller started from: what it may change at once is
+  // outside [controller] and [[controllers]], so this controller's entry need not be applied.
+  dispatcher_ = std::make_unique<ApiDispatcher>(
+      *runner_,
+      [source = c.source]() -> Result<Config> {
+        if (source.empty()) return FailedPrecondition("the configuration came from no file");
+        MUSTER_ASSIGN_OR_RETURN(Config next, LoadConfig(source));
+        if (next.nodes.empty()) return InvalidArgument(source + ": no [[nodes]] configured");
+        if (next.partitions.empty())
+          return InvalidArgument(source + ": no [[partition]] configured");
+        return next;
+      },
+      [this](const v1::ReconfigureResponse& done) {
+        epoch_ = done.epoch();
+        if (options_.log_level_follows_config) {
+          spdlog::set_level(
+              spdlog::level::from_str(runner_->engine().config().controller.log_level));
+        }
+      });
   agents_ = std::make_unique<AgentService>(*runner_, c.tls.enabled());
 
   // Agents' gRPC endpoint.
@@ -261,6 +291,9 @@ std::vector<std::string> ControllerServer::standbys_in_sync() const {
 }
 bool ControllerServer::PostToLoop(std::function<void()> fn) {
   return impl_->PostToLoop(std::move(fn));
+}
+void ControllerServer::Reconfigure(std::function<void(Result<v1::ReconfigureResponse>)> done) {
+  impl_->Reconfigure(std::move(done));
 }
 const std::string& ControllerServer::socket_path() const {
   return impl_->options_.config.controller.socket_path;

@@ -4,7 +4,8 @@
 # process says, by the pid the kernel attests. Checked: the controller says READY=1 only once it
 # answers commands; every agent says READY=1; both feed the watchdog from their event loops
 # (WATCHDOG=1 about every half second); a job sees none of systemd's variables; both say
-# STOPPING=1 when stopped; a SIGHUP does not stop them (reloading is not supported yet).
+# STOPPING=1 when stopped; a SIGHUP makes the controller read its file again (RELOADING=1, then
+# READY=1), and a file it cannot take is logged and changes nothing; agents keep serving.
 #   usage: systemd_notify_stest.sh BIN_DIR
 set -euo pipefail
 BIN=$(cd "${1:?usage: $0 BIN_DIR}" && pwd)
@@ -88,10 +89,43 @@ wait_for 20 grep -q '^PATH=' "$DIR/job-env.txt"
 ! grep -E '^(NOTIFY_SOCKET|WATCHDOG_USEC|WATCHDOG_PID)=' "$DIR/job-env.txt" ||
   fail "job $id inherited the daemon's systemd variables"
 
-# SIGHUP (a reload request) is not supported yet: the daemons say so and keep serving.
-for p in $ctld $agents; do kill -HUP "$p"; done
-wait_for 10 grep -q "SIGHUP: reloading the configuration is not supported yet" \
-  "$DIR/cluster/log/musterctld.log"
+# SIGHUP (systemctl reload) to the controller: RELOADING=1, the file read again, READY=1 when
+# done; the new partition is there at once.
+conf=$DIR/cluster/muster.toml
+cp "$conf" "$DIR/muster.toml.orig"
+printf '\n[[partition]]\nname = "debug"\nnodes = "node2"\n' >>"$conf"
+# Which partitions the controller says node2 is in (`control show partition` reads the file).
+parts() {
+  "$BIN/muster" nodes --json | python3 -c '
+import json, sys
+for n in json.load(sys.stdin)["nodes"]:
+    if n["name"] == sys.argv[1]: print(",".join(n.get("partitions", [])))' "$1"
+}
+[ "$(parts node2)" = gpu ] || fail "node2 is in $(parts node2) before the reload"
+kill -HUP "$ctld"
+wait_for 10 grep -q "^$ctld	READY=1|STATUS=serving, epoch" "$DIR/notify.log"
+reloading=$(grep -n "^$ctld	RELOADING=1|MONOTONIC_USEC=[0-9]*|STATUS=" "$DIR/notify.log" | cut -d: -f1 | tail -1)
+ready=$(grep -n "^$ctld	READY=1|STATUS=serving, epoch" "$DIR/notify.log" | cut -d: -f1 | tail -1)
+[ -n "$reloading" ] && [ "$reloading" -lt "$ready" ] || fail "no RELOADING=1 before READY=1"
+[ "$(parts node2)" = gpu,debug ] || fail "after the reload node2 is in $(parts node2)"
+# A file the controller cannot take: the error is logged, the unit is ready again, nothing changes.
+cp "$conf" "$DIR/muster.toml.good"
+printf '[[partition]\n' >>"$conf"
+kill -HUP "$ctld"
+wait_for 10 grep -q "SIGHUP: the running configuration is kept: $conf:" "$DIR/cluster/log/musterctld.log"
+wait_for 10 grep -q "^$ctld	READY=1|STATUS=serving; the last reload was refused" "$DIR/notify.log"
+cp "$DIR/muster.toml.good" "$conf"  # the CLI reads the file too
+[ "$(parts node2)" = gpu,debug ] || fail "a refused reload changed the config"
+# scontrol reconfigure, as the admin: silent when it works; `muster reconfigure` says what changed.
+cp "$DIR/muster.toml.orig" "$conf"
+printf '\n[[partition]]\nname = "debug"\nnodes = "node1"\n' >>"$conf"
+out=$("$BIN/muster" control reconfigure) || fail "scontrol reconfigure failed"
+[ -z "$out" ] || fail "scontrol reconfigure printed: $out"
+cp "$DIR/muster.toml.orig" "$conf"
+out=$("$BIN/muster" reconfigure) || fail "muster reconfigure failed"
+echo "$out" | grep -q "^  partition debug removed$" || fail "muster reconfigure said: $out"
+# The agents do not reload (yet): they say so and keep serving.
+for p in $agents; do kill -HUP "$p"; done
 sleep 0.5
 for p in $ctld $agents; do kill -0 "$p" 2>/dev/null || fail "pid $p stopped on SIGHUP"; done
 "$BIN/muster" queue >/dev/null || fail "the controller stopped serving after SIGHUP"
@@ -100,4 +134,4 @@ for p in $ctld $agents; do kill -0 "$p" 2>/dev/null || fail "pid $p stopped on S
 for p in $ctld $agents; do
   grep -q "^$p	STOPPING=1|STATUS=" "$DIR/notify.log" || fail "pid $p did not say STOPPING=1"
 done
-echo "PASS: READY once serving, watchdog fed from the loops, STOPPING on stop"
+echo "PASS: READY once serving, watchdog fed from the loops, reload on SIGHUP, STOPPING on stop"

@@ -59,6 +59,8 @@ class ControllerClient {
   Result<v1::ControllerInfoResponse> ControllerInfo();
   // sdiag; reset (admins) starts the counts again.
   Result<v1::DiagnosticsResponse> Diagnostics(bool reset = false);
+  // scontrol reconfigure: the controller reads its config file again (admins).
+  Result<v1::ReconfigureResponse> Reconfigure();
   Result<v1::CreateStepResponse> CreateStep(const v1::CreateStepRequest& r);
   // Binds an srun/salloc allocation to this connection: closing it ends the allocation.
   Result<v1::AttachAllocationResponse> AttachAllocation(uint64_t job_id);

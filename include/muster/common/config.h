@@ -70,6 +70,8 @@ struct ControllerConfig {
   std::string mail_prog;
   // Who it runs as when the controller runs as root (never root itself; Slurm's SlurmUser).
   std::string mail_prog_user = "nobody";
+
+  bool operator==(const ControllerConfig&) const = default;
 };
 
 // One of several controllers ([[controllers]]): one leads, the others follow its state and take
@@ -81,6 +83,8 @@ struct ControllerHostConfig {
   std::string api_listen;
   std::string socket_path;
   std::string state_dir;
+
+  bool operator==(const ControllerHostConfig&) const = default;
 };
 
 struct SchedulingConfig {
@@ -166,6 +170,8 @@ struct SchedulingConfig {
   // let them exceed their own hard limits.
   std::string propagate_resource_limits = "ALL";
   std::string propagate_resource_limits_except;
+
+  bool operator==(const SchedulingConfig&) const = default;
 };
 
 struct AgentConfig {
@@ -198,6 +204,8 @@ struct AgentConfig {
   std::string epilog;
   uint32_t prolog_timeout_s = 300;
   uint32_t epilog_timeout_s = 300;
+
+  bool operator==(const AgentConfig&) const = default;
 };
 
 // Mutual TLS between musterctld and the agents. Either every file is set or none is. "%n" in
@@ -216,6 +224,8 @@ struct TlsConfig {
   // node_cert_file / node_key_file with %n replaced.
   std::string NodeCertFile(const std::string& node) const;
   std::string NodeKeyFile(const std::string& node) const;
+
+  bool operator==(const TlsConfig&) const = default;
 };
 
 // Without [tls], how an agent proves it speaks for its node ([node_auth]): each node has its own
@@ -227,6 +237,8 @@ struct NodeAuthConfig {
 
   bool enabled() const { return !key_file.empty(); }
   std::string KeyFile(const std::string& node) const;
+
+  bool operator==(const NodeAuthConfig&) const = default;
 };
 
 // What a job's usage costs, in billing units per second, for fair-share ([billing]).
@@ -235,6 +247,8 @@ struct BillingConfig {
   double mem_gb = 0;                        // per GB of allocated memory
   double gpu = 1.0;                         // per GPU of a type gpu_types does not name
   std::map<std::string, double> gpu_types;  // per GPU of that type, e.g. h100 = 2.0
+
+  bool operator==(const BillingConfig&) const = default;
 };
 
 struct MungeConfig {
@@ -242,6 +256,8 @@ struct MungeConfig {
   // The longest-lived credential the controller accepts (`muster` makes 60 s ones): one made to
   // live for days is a bearer token for whoever copies it before it is used.
   uint32_t max_ttl_s = 60;
+
+  bool operator==(const MungeConfig&) const = default;
 };
 
 struct PartitionConfig {
@@ -261,6 +277,8 @@ struct PartitionConfig {
   // never those in denied_uids. Admins always may.
   std::vector<std::string> allowed_uids;
   std::vector<std::string> denied_uids;
+
+  bool operator==(const PartitionConfig&) const = default;
 };
 
 // Limits of an account (with its sub-accounts) or of a QoS: Slurm's Grp* (the whole account or
@@ -278,6 +296,8 @@ struct LimitsConfig {
   std::optional<int64_t> max_wall_ms;
   std::optional<uint32_t> grp_stored_mb;           // stored scripts and environments (MiB)
   std::optional<uint32_t> max_stored_mb_per_user;  // the same, of one user
+
+  bool operator==(const LimitsConfig&) const = default;
 };
 
 // An account's quota of one GPU type (quota = { h100 = { guaranteed = 16, max = 32 } }).
@@ -285,6 +305,8 @@ struct QuotaConfig {
   uint32_t guaranteed = 0;
   std::optional<uint32_t> max;            // unset: only the cohort bounds it (without: guaranteed)
   std::optional<uint32_t> lending_limit;  // unset: all its idle guaranteed GPUs
+
+  bool operator==(const QuotaConfig&) const = default;
 };
 
 // An account of the sharing tree ([[accounts]]); the tree's root, "root", is implicit.
@@ -302,6 +324,8 @@ struct AccountConfig {
   std::string cohort;  // accounts of one cohort lend each other idle guaranteed GPUs
   // Users who manage its sub-accounts and the users under it (sacctmgr add coordinator).
   std::vector<std::string> coordinators;
+
+  bool operator==(const AccountConfig&) const = default;
 };
 
 // A quality of service ([[qos]]). "normal" exists unless the config defines it.
@@ -315,6 +339,8 @@ struct QosConfig {
   uint64_t grace_time_ms = 0;
   bool deny_on_limit = false;  // flags = ["DenyOnLimit"]
   LimitsConfig limits;
+
+  bool operator==(const QosConfig&) const = default;
 };
 
 struct NodeConfig {
@@ -334,9 +360,12 @@ struct NodeConfig {
   struct Gres {
     std::string name, type;
     uint32_t count = 0;
+    bool operator==(const Gres&) const = default;
   };
   std::vector<Gres> gres;
   uint32_t shards_per_gpu = 0;
+
+  bool operator==(const NodeConfig&) const = default;
 };
 
 struct Config {
@@ -354,6 +383,7 @@ struct Config {
     bool usage = false;
     bool accounts = false;
     bool users = false;
+    bool operator==(const PrivateData&) const = default;
   } private_data;
   ControllerConfig controller;
   std::vector<ControllerHostConfig> controllers;  // a hot standby's controllers, in order

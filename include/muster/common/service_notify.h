@@ -1,7 +1,7 @@
 // What a daemon tells systemd about itself (a Type=notify unit): READY once it serves, STOPPING
-// when it begins to stop, a STATUS line, and the watchdog's keep-alives. libsystemd is loaded at
-// run time: a host without it, or a daemon not started by systemd (no NOTIFY_SOCKET), runs the
-// same, and every call is then a no-op.
+// when it begins to stop, RELOADING while it reads its config again, a STATUS line, and the
+// watchdog's keep-alives. libsystemd is loaded at run time: a host without it, or a daemon not
+// started by systemd (no NOTIFY_SOCKET), runs the same, and every call is then a no-op.
 #pragma once
 
 #include <atomic>
@@ -29,6 +29,9 @@ class ServiceNotifier {
   bool Ready(const std::string& status);
   bool Status(const std::string& status);
   bool Stopping(const std::string& status);
+  // A reload began (systemctl reload, SIGHUP): systemd shows the unit reloading until the next
+  // Ready.
+  bool Reloading(const std::string& status);
   bool WatchdogPing();
   // How often the watchdog wants a keep-alive: half its timeout (WatchdogSec=), as systemd
   // advises; 0 when no watchdog is set for this process.

@@ -32,6 +32,7 @@ enum class Action {
   kManageReservations,  // scontrol create/update/delete reservation
   kConfirmNodeDown,     // scontrol update State=DOWN of a node that may still run jobs
   kResetStatistics,     // sdiag -r
+  kReconfigure,         // scontrol reconfigure: read the config file again
   // Operators (listed in `operators`) and admins.
   kDrainResumeNodes,      // scontrol update State=DRAIN/RESUME
   kSuspendJobs,           // scontrol suspend/resume

@@ -106,12 +106,29 @@ class ControllerRunner {
   // sync. A failed sync ends the controller (recovery restarts from what is on disk).
   void WhenDurable(std::function<void()> fn);
 
-  uint64_t epoch() const { return epoch_; }
+  uint64_t epoch() const { return epoch_.load(); }
+
+  // Takes a changed config file (`muster reconfigure`, SIGHUP): what it may change at once
+  // (MergeReloadedConfig) replaces the engine with one recovered from the store under it, as a
+  // restart would recover, while the listeners, the store and the clients' connections stay.
+  // The new engine starts a new epoch; every agent is told to register again, and reports what
+  // it runs. Refused, the running engine kept, when the new config would take something away
+  // from an active job (Engine::CheckReconfiguration), or when recovery under it fails.
+  struct Reconfigured {
+    uint64_t epoch = 0;
+    std::vector<std::string> changes;       // what changed (ConfigReload::changes)
+    std::vector<std::string> restart_only;  // changed, but kept until the next start
+  };
+  Result<Reconfigured> Reconfigure(Config file);
+  // Counts the engines this runner has had: a session or a pass of an earlier one is stale.
+  uint64_t engine_generation() const { return generation_; }
   // With replication: the store standbys read from, and the log of changes (thread-safe).
   store::ReplicatingStore* replicating_store() { return replicating_.get(); }
   store::ReplicationLog* replication_log() { return replication_log_.get(); }
   // Thread-safe: what the controller spent its time on (sdiag).
   ServiceStats& stats() { return stats_; }
+  // The config the controller started with: what its transports were set up from (listeners,
+  // credentials). What the engine runs now is engine().config().
   const Config& config() const { return options_.config; }
 
  private:
@@ -127,8 +144,9 @@ class ControllerRunner {
   std::unique_ptr<store::ReplicatingStore> replicating_;  // over store_, with replication
   std::unique_ptr<store::GroupCommitStore> group_;  // over store_; the engine writes through it
   std::unique_ptr<Engine> engine_;                  // strand-confined
-  uint64_t epoch_ = 0;
+  std::atomic<uint64_t> epoch_{0};
   // Strand-confined.
+  uint64_t generation_ = 0;
   AgentSessions* agents_ = nullptr;
   MailSink* mail_ = nullptr;
   bool sched_armed_ = false;

@@ -64,6 +64,7 @@ struct Outgoing {
   std::string node;
   v1::ControllerMessage message;
   bool close_session = false;
+  std::string close_reason;  // what the agent is told; empty: its node was declared down
 };
 
 // A mail a job's --mail-type asked for (Slurm's MailProg): what goes out once the change behind
@@ -267,6 +268,20 @@ class Engine {
   // The mails decided since the last call (none unless controller.mail_prog is set); the runner
   // hands them to its mail sender once what they report is durable.
   std::vector<MailNotice> TakeMail();
+
+  // ---- Reconfiguration (ControllerRunner::Reconfigure replaces the engine with one made from
+  // the store under the new config, as a restart would). ----
+  // FAILED_PRECONDITION, naming every conflict and the jobs behind it, when `next` would take
+  // away what an active job names or holds: a partition, account, QoS or license it names, a
+  // node it runs on, or node resources below what it holds there.
+  Status CheckReconfiguration(const Config& next) const;
+  // Writes what only memory holds yet (fair-share usage since the last flush).
+  void PrepareHandOver(TimeMs now);
+  // A replacement takes over the counters since the start (metrics, sdiag) and the start time.
+  void ContinueFrom(const Engine& previous);
+  // The audit log's entry for a reconfiguration (or an attempt): `detail` says what changed.
+  void AuditReconfiguration(const Caller& caller, const std::string& source,
+                            const std::string& detail, const Status& result, TimeMs now);
 
   uint64_t epoch() const;
   TimeMs start_time_ms() const { return start_time_ms_; }

@@ -32,10 +32,19 @@ struct ClientSession {
   std::vector<uint64_t> allocations;  // strand-confined
 };
 
+// How the controller reads its config file again (the daemon's: the same file and
+// [[controllers]] entry it started with).
+using ConfigLoader = std::function<Result<Config>()>;
+
 // Thread-safe entry points; the work runs on the runner's strand.
 class ApiDispatcher {
  public:
-  explicit ApiDispatcher(controller::ControllerRunner& runner) : runner_(runner) {}
+  // `reconfigured` (optional) hears of each reconfiguration that took effect, on the strand.
+  explicit ApiDispatcher(controller::ControllerRunner& runner, ConfigLoader load_config = nullptr,
+                         std::function<void(const v1::ReconfigureResponse&)> reconfigured = nullptr)
+      : runner_(runner),
+        load_config_(std::move(load_config)),
+        reconfigured_(std::move(reconfigured)) {}
 
   // One request. `done` gets the reply, on the strand (or on the query worker for sacct).
   // INVALID_ARGUMENT for a payload that does not parse, UNIMPLEMENTED for an unknown method,
@@ -44,9 +53,21 @@ class ApiDispatcher {
                 std::function<void(ApiReply)> done);
   // The connection closed: the allocations it held end.
   void SessionClosed(std::shared_ptr<ClientSession> session);
+  // scontrol reconfigure (METHOD_RECONFIGURE), and SIGHUP on the caller's behalf: reads the
+  // config file again and hands it to ControllerRunner::Reconfigure (admins only; audited). The
+  // allocations open connections hold are attached to the new engine. `done` runs on the
+  // strand, once the new epoch is durable.
+  void Reconfigure(const controller::Caller& caller,
+                   std::function<void(Result<v1::ReconfigureResponse>)> done);
 
  private:
+  Result<v1::ReconfigureResponse> ReconfigureOnStrand(const controller::Caller& caller);
+
   controller::ControllerRunner& runner_;
+  ConfigLoader load_config_;
+  std::function<void(const v1::ReconfigureResponse&)> reconfigured_;
+  // Connections that attached allocations (strand-confined; expired ones are skipped).
+  std::vector<std::weak_ptr<ClientSession>> holders_;
 };
 
 // The synchronous part of Dispatch, for every method but sacct's two-part scan. Strand-confined.
@@ -67,5 +88,8 @@ std::string EncodeJobList(const controller::Engine& engine, const controller::Ca
 // Builds the caller from peer credentials: the user name from the passwd database, admin when
 // root or listed (by name or uid) in config.admins. Thread-safe.
 controller::Caller ResolveCaller(uint32_t uid, uint32_t gid, const Config& config);
+// The caller's admin and operator flags as `config` lists them (each request takes them from
+// the running config, so that a reconfiguration that removes an admin applies at once).
+void ApplyRoles(controller::Caller& caller, const Config& config);
 
 }  // namespace muster::rpc

@@ -25,6 +25,9 @@ struct ControllerServerOptions {
   // agents' port.
   controller::ControllerReplicationOptions replication;
   uint64_t min_epoch = 0;  // a leader elected through etcd: its leader key's revision
+  // A reconfiguration sets the log level to the file's controller.log_level (false: musterctld
+  // --log-level fixed it).
+  bool log_level_follows_config = true;
 };
 
 // musterctld's command line.
@@ -70,6 +73,10 @@ class ControllerServer {
   // queued there: a watchdog pinged from there stops when the loop is wedged. Dropped unless
   // the server is serving (false).
   bool PostToLoop(std::function<void()> fn);
+  // Reads config.source again and applies it as `muster reconfigure` does, on the service
+  // manager's behalf (SIGHUP, systemctl reload). `done` runs on the event loop; UNAVAILABLE
+  // unless the server is serving.
+  void Reconfigure(std::function<void(Result<v1::ReconfigureResponse>)> done);
 
  private:
   class Impl;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "muster/common/manual_executor.h"
 
 namespace muster::controller {
@@ -77,14 +79,14 @@ class ControllerRunnerTest : public ::testing::Test {
     executor_.RunUntilIdle();
   }
 
-  void Up(const std::string& node) {
+  void Up(const std::string& node, uint32_t gpus = 4) {
     OnStrand([&](Engine& e) {
       v1::RegisterRequest r;
       r.set_instance_id(node + "-1");
       r.mutable_inventory()->set_name(node);
       r.mutable_inventory()->set_cpus(8);
       r.mutable_inventory()->set_memory_mb(16000);
-      for (uint32_t i = 0; i < 4; ++i) {
+      for (uint32_t i = 0; i < gpus; ++i) {
         v1::GpuDevice* g = r.mutable_inventory()->add_gpus();
         g->set_index(i);
         g->set_type("h100");
@@ -199,6 +201,130 @@ TEST_F(ControllerRunnerTest, AfterStopNothingMoves) {
                 ->job()
                 .state(),
             v1::PENDING);
+}
+
+// The same cluster with more: a node n3 ("node3") and a partition "debug" on it.
+constexpr const char* kGrown = R"(
+[[nodes]]
+names = "node3"
+cpus = 8
+memory_mb = 16000
+[[partition]]
+name = "debug"
+nodes = "node3"
+)";
+
+Config ParsedConfig(const std::string& text) {
+  auto c = ParseConfig(text, "sim.toml");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? *c : Config{};
+}
+
+TEST_F(ControllerRunnerTest, ReconfigureAddsAPartitionAndANodeWhileAGangRuns) {
+  Up("node1");
+  Up("node2");
+  const uint64_t id = Submit(2);
+  executor_.AdvanceMs(50);
+  ASSERT_EQ(Job(id).state(), v1::RUNNING);
+  const uint64_t epoch = runner_->epoch();
+  const uint64_t passes = runner_->engine().Metrics().passes;
+  ASSERT_GT(passes, 0u);
+  agents_.sent.clear();
+
+  Result<ControllerRunner::Reconfigured> r = InvalidArgument("not run");
+  runner_->Post([&] { r = runner_->Reconfigure(ParsedConfig(std::string(kConfig) + kGrown)); });
+  executor_.RunUntilIdle();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->epoch, epoch);
+  EXPECT_EQ(runner_->epoch(), r->epoch);
+  EXPECT_NE(std::find(r->changes.begin(), r->changes.end(), "partition debug added"),
+            r->changes.end());
+  EXPECT_NE(std::find(r->changes.begin(), r->changes.end(), "node node3 added"), r->changes.end());
+  EXPECT_EQ(runner_->engine().config().partitions.size(), 2u);
+  // Every agent of the previous engine is told to register again, and why.
+  for (const char* n : {"node1", "node2"}) {
+    bool told = false;
+    for (const auto& o : agents_.sent) {
+      told |= o.node == n && o.close_session &&
+              o.close_reason.find("reconfigured") != std::string::npos;
+    }
+    EXPECT_TRUE(told) << n;
+  }
+  // The gang runs on, on the same nodes; the counters go on from where they were.
+  const v1::JobInfo job = Job(id);
+  EXPECT_EQ(job.state(), v1::RUNNING);
+  EXPECT_EQ(job.allocation().nodes_size(), 2);
+  EXPECT_GE(runner_->engine().Metrics().passes, passes);
+  EXPECT_TRUE(runner_->engine().CheckInvariantsForTest().ok());
+
+  // The agents come back under the new epoch; a job for the new partition starts there.
+  Up("node1");
+  Up("node2");
+  Up("node3", /*gpus=*/0);
+  uint64_t debug_job = 0;
+  OnStrand([&](Engine& e) {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->add_partitions("debug");
+    req.mutable_spec()->set_nodes(1);
+    req.mutable_spec()->set_script("#!/bin/sh\ntrue\n");
+    req.mutable_spec()->set_work_dir("/tmp");
+    auto s = e.SubmitJob(Caller{1000, 1000, "alice", false}, req, clock_.NowMs());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    debug_job = s->job_id();
+  });
+  executor_.AdvanceMs(50);
+  EXPECT_EQ(Job(debug_job).state(), v1::RUNNING);
+  EXPECT_EQ(agents_.Launches("node3"), 1u);
+}
+
+TEST_F(ControllerRunnerTest, ReconfigureRefusesToTakeAwayWhatJobsHoldAndKeepsTheRunningEngine) {
+  Up("node1");
+  Up("node2");
+  const uint64_t running = Submit(1);
+  executor_.AdvanceMs(50);
+  ASSERT_EQ(Job(running).state(), v1::RUNNING);
+  const std::string node = Job(running).allocation().nodes(0).node();
+  const uint64_t epoch = runner_->epoch();
+  const uint64_t generation = runner_->engine_generation();
+
+  auto reconfigure = [&](const std::string& text) {
+    Result<ControllerRunner::Reconfigured> r = InvalidArgument("not run");
+    runner_->Post([&] { r = runner_->Reconfigure(ParsedConfig(text)); });
+    executor_.RunUntilIdle();
+    return r;
+  };
+  // Fewer GPUs than the job holds there.
+  std::string fewer = kConfig;
+  fewer.replace(fewer.find("gpus = 4"), 8, "gpus = 2");
+  auto r = reconfigure(fewer);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("node " + node + " changes gpus 2 < GPU"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("job " + std::to_string(running)), std::string::npos);
+
+  // The partition the job runs in, gone.
+  std::string renamed = kConfig;
+  renamed.replace(renamed.find("name = \"gpu\""), 12, "name = \"gpu2\"");
+  r = reconfigure(renamed);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("partition gpu is removed but job " +
+                                      std::to_string(running) + " needs it"),
+            std::string::npos)
+      << r.status().message();
+
+  EXPECT_EQ(runner_->epoch(), epoch) << "a refused config changes nothing";
+  EXPECT_EQ(runner_->engine_generation(), generation);
+  EXPECT_EQ(runner_->engine().config().partitions[0].name, "gpu");
+  EXPECT_EQ(Job(running).state(), v1::RUNNING);
+  for (const auto& o : agents_.sent) EXPECT_FALSE(o.close_session) << o.node;
+
+  // More GPUs, or a feature, are fine while it runs.
+  std::string more = kConfig;
+  more.replace(more.find("gpus = 4"), 8, "gpus = 8");
+  r = reconfigure(more + "\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Job(running).state(), v1::RUNNING);
 }
 
 }  // namespace

@@ -270,7 +270,7 @@ TEST_F(ApiDispatchTest, DiagnosticsCountEachKindOfWorkAndOnlyAdminsResetThem) {
     EXPECT_LE(t.p99_us(), t.max_us()) << t.kind();
   }
   EXPECT_EQ(diag(true).first.code(), StatusCode::kPermissionDenied);
-  session_->caller.is_admin = true;
+  session_->caller = kRoot;  // roles come from the running config at each request
   auto [reset_st, before_reset] = diag(true);
   ASSERT_TRUE(reset_st.ok()) << reset_st.ToString();
   EXPECT_EQ(count(before_reset, "api/SUBMIT_JOB"), 3u) << "the reset's reply covers what it ends";
@@ -301,6 +301,90 @@ TEST_F(ApiDispatchTest, AnAllocationEndsWhenTheConnectionThatAttachedItCloses) {
   EXPECT_EQ(Call(v1::METHOD_ATTACH_ALLOCATION, attach).status.code(),
             StatusCode::kPermissionDenied);
   EXPECT_TRUE(session_->allocations.empty());
+}
+
+// scontrol reconfigure through the dispatcher: admins only, audited either way; the config the
+// loader reads replaces the running one, and an allocation a connection holds stays attached
+// (its grace for a missing client does not start: the new engine knows its connection).
+TEST_F(ApiDispatchTest, ReconfigureIsForAdminsAuditedAndKeepsAllocationsAttached) {
+  auto next = testing::OneNodeConfig();
+  ASSERT_TRUE(next.ok());
+  next->partitions.push_back(next->partitions[0]);
+  next->partitions[1].name = "more";
+  next->partitions[1].is_default = false;
+  next->scheduling.allocation_grace_ms = 1000;
+  int reads = 0;
+  dispatcher_ = std::make_unique<ApiDispatcher>(*runner_, [&]() -> Result<Config> {
+    ++reads;
+    return *next;
+  });
+  const uint64_t id = Submit(/*interactive=*/true);
+  v1::AttachAllocationRequest attach;
+  attach.set_job_id(id);
+  ASSERT_TRUE(Call(v1::METHOD_ATTACH_ALLOCATION, attach).status.ok());
+
+  ApiReply denied = Call(v1::METHOD_RECONFIGURE, v1::ReconfigureRequest());
+  EXPECT_EQ(denied.status.code(), StatusCode::kPermissionDenied) << denied.status.ToString();
+  EXPECT_EQ(reads, 0) << "a user's request does not even read the file";
+  EXPECT_EQ(runner_->engine().config().partitions.size(), 1u);
+
+  auto admin = std::make_shared<ClientSession>();
+  admin->caller = kRoot;
+  std::optional<ApiReply> reply;
+  dispatcher_->Dispatch(admin, v1::METHOD_RECONFIGURE, v1::ReconfigureRequest().SerializeAsString(),
+                        [&](ApiReply r) { reply = std::move(r); });
+  executor_.RunUntilIdle();
+  ASSERT_TRUE(reply.has_value());
+  ASSERT_TRUE(reply->status.ok()) << reply->status.ToString();
+  v1::ReconfigureResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(reply->payload));
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(resp.epoch(), runner_->epoch());
+  EXPECT_NE(std::find(resp.changes().begin(), resp.changes().end(), "partition more added"),
+            resp.changes().end());
+  EXPECT_EQ(runner_->engine().config().partitions.size(), 2u);
+
+  // Well past the new grace: the allocation still has its client.
+  executor_.AdvanceMs(5000);
+  EXPECT_EQ(Job(id).state(), v1::PENDING) << Job(id).reason_detail();
+  // Without it, the grace ends an allocation whose client is gone (the check is a real one).
+  dispatcher_->SessionClosed(session_);
+  executor_.RunUntilIdle();
+  EXPECT_EQ(Job(id).state(), v1::CANCELLED);
+
+  // Both attempts are in the audit log, the refused one as refused.
+  v1::ListAuditRequest audit;
+  audit.set_oldest_first(true);
+  reply.reset();
+  dispatcher_->Dispatch(admin, v1::METHOD_LIST_AUDIT, audit.SerializeAsString(),
+                        [&](ApiReply r) { reply = std::move(r); });
+  executor_.RunUntilIdle();
+  ASSERT_TRUE(reply.has_value() && reply->status.ok());
+  v1::ListAuditResponse entries;
+  ASSERT_TRUE(entries.ParseFromString(reply->payload));
+  std::vector<std::pair<std::string, bool>> seen;
+  for (const auto& e : entries.entries()) {
+    if (e.action() == "reconfigure") seen.emplace_back(e.user(), e.allowed());
+  }
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, bool>>{{"alice", false}, {"root", true}}));
+}
+
+// A file the controller cannot take (here: it no longer parses) is refused with its error, and
+// the running config stays.
+TEST_F(ApiDispatchTest, AFileThatDoesNotParseIsRefusedAndTheRunningConfigKept) {
+  dispatcher_ = std::make_unique<ApiDispatcher>(*runner_, []() -> Result<Config> {
+    return ParseConfig("[[nodes]\nnames = \"x\"\n", "/etc/muster/muster.toml");
+  });
+  session_->caller = kRoot;
+  const uint64_t epoch = runner_->epoch();
+  ApiReply r = Call(v1::METHOD_RECONFIGURE, v1::ReconfigureRequest());
+  EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status.message().find("the running configuration is kept"), std::string::npos)
+      << r.status.message();
+  EXPECT_NE(r.status.message().find("/etc/muster/muster.toml:1"), std::string::npos)
+      << r.status.message();
+  EXPECT_EQ(runner_->epoch(), epoch);
+  EXPECT_EQ(runner_->engine().config().partitions.size(), 1u);
 }
 
 // private_data = ["jobs"]: a user's views hold its own jobs only; operators and admins see all.
