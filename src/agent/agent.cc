@@ -35,13 +35,16 @@ namespace fs = std::filesystem;
 namespace {
 
 // A helper program (muster-stepd, muster-keeper): beside this musterd (a build tree, a local
-// cluster), else where the package puts it; "none" when neither exists.
+// cluster), else in PREFIX/libexec/muster for a musterd in PREFIX/sbin (an install anywhere),
+// else where the package puts it; "none" when none exists.
 std::string FindHelper(const std::string& name) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const fs::path beside = self.parent_path() / name;
-    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+    for (const fs::path& p : {self.parent_path() / name,
+                              self.parent_path().parent_path() / "libexec" / "muster" / name}) {
+      if (::access(p.c_str(), X_OK) == 0) return p.string();
+    }
   }
   const std::string packaged = "/usr/libexec/muster/" + name;
   if (::access(packaged.c_str(), X_OK) == 0) return packaged;

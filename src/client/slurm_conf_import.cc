@@ -61,6 +61,12 @@ Result<std::vector<ConfLine>> ParseConf(const std::string& text, const std::stri
     }
     std::string_view t = Trim(raw);
     if (pending.empty()) first = number;
+    // "Include FILE" (no '='): kept as one setting, which the importer names as not followed.
+    if (pending.empty() && t.size() > 8 && EqualsIgnoreCase(t.substr(0, 8), "include ")) {
+      lines.push_back(
+          ConfLine{file, first, {Setting{"Include", "include", std::string(Trim(t.substr(8)))}}});
+      continue;
+    }
     if (!t.empty() && t.back() == '\\') {
       pending += std::string(t.substr(0, t.size() - 1)) + " ";
       continue;
@@ -99,6 +105,7 @@ Result<std::vector<ConfLine>> ParseConf(const std::string& text, const std::stri
     }
     MUSTER_RETURN_IF_ERROR(flush());
     pending.clear();
+    if (line.settings.empty()) continue;  // only quotes, nothing said
     lines.push_back(std::move(line));
   }
   return lines;
@@ -123,8 +130,21 @@ std::vector<std::string> SplitOutsideBrackets(const std::string& s) {
   return out;
 }
 
-// TOML's basic strings take JSON's escapes.
-std::string Quote(const std::string& s) { return JsonQuote(s); }
+// TOML's basic strings take JSON's escapes (and DEL, which TOML wants escaped too).
+std::string Quote(const std::string& s) {
+  std::string q = JsonQuote(s);
+  for (size_t at; (at = q.find('\x7f')) != std::string::npos;) q.replace(at, 1, "\\u007f");
+  return q;
+}
+
+// Text for a '#' comment: control characters (a newline would end the comment and let what
+// follows be read as keys) become '?'.
+std::string CommentText(std::string s) {
+  for (char& ch : s) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  }
+  return s;
+}
 
 std::string QuotedList(const std::vector<std::string>& items) {
   std::string out = "[";
@@ -207,6 +227,10 @@ class Importer {
         MUSTER_RETURN_IF_ERROR(ReadPartition(line));
       } else if (head == "nodeset") {
         MUSTER_RETURN_IF_ERROR(ReadNodeSet(line));
+      } else if (head == "include") {
+        Left(line, line.settings.front(),
+             "not followed: the importer reads the files it is given; append the included "
+             "file's lines to slurm.conf (or import it as its own file) and run it again");
       } else if (head == "downnodes" || head == "frontendname" || head == "switchname") {
         Left(line, line.settings.front(),
              "not carried: Muster has no " + line.settings.front().key + " lines");
@@ -287,18 +311,28 @@ class Importer {
         }
       }
     }
+    // Each leaf switch's path from the top, once (a fabric has far fewer switches than nodes).
+    constexpr size_t kMaxDepth = 64;
+    std::map<std::string, std::string> path_of_leaf;
     for (const auto& [node, leaf] : leaf_of) {
-      std::vector<std::string> chain{leaf};
-      std::set<std::string> seen{leaf};
-      for (auto it = parent.find(leaf); it != parent.end(); it = parent.find(it->second)) {
-        if (!seen.insert(it->second).second) {
-          return InvalidArgument(files_.topology_conf_name + ": switch " + it->second +
-                                 " is above itself");
+      auto known = path_of_leaf.find(leaf);
+      if (known == path_of_leaf.end()) {
+        std::vector<std::string> chain{leaf};
+        for (auto it = parent.find(leaf); it != parent.end(); it = parent.find(it->second)) {
+          if (std::find(chain.begin(), chain.end(), it->second) != chain.end()) {
+            return InvalidArgument(files_.topology_conf_name + ": switch " + it->second +
+                                   " is above itself");
+          }
+          if (chain.size() == kMaxDepth) {
+            return InvalidArgument(files_.topology_conf_name + ": switch " + leaf +
+                                   " is more than " + std::to_string(kMaxDepth) + " levels deep");
+          }
+          chain.push_back(it->second);
         }
-        chain.push_back(it->second);
+        std::reverse(chain.begin(), chain.end());
+        known = path_of_leaf.emplace(leaf, Join(chain, "/")).first;
       }
-      std::reverse(chain.begin(), chain.end());
-      switch_of_node_[node] = Join(chain, "/");
+      switch_of_node_[node] = known->second;
     }
     return Status::Ok();
   }
@@ -390,6 +424,10 @@ class Importer {
           // name[:type][:count], the count possibly with a K/M/G suffix, a "(S:0-1)" after it.
           std::string text = item.substr(0, item.find('('));
           std::vector<std::string> f = Split(text, ':');
+          if (std::erase(f, "no_consume") > 0) {
+            Left(where, s, "not carried: " + item + ": a GRES that is not consumed");
+            continue;
+          }
           uint64_t count = 1;
           if (f.size() >= 2) {
             std::string c = f.back();
@@ -399,6 +437,9 @@ class Importer {
             if (!c.empty() && (c.back() == 'G' || c.back() == 'g')) scale = 1024ULL * 1024 * 1024;
             if (scale > 1) c.pop_back();
             if (auto n = ParseUint(c)) {
+              if (*n > (uint64_t{1} << 34)) {
+                return InvalidArgument(where.Where() + ": Gres: count too large in '" + item + "'");
+              }
               count = *n * scale;
               f.pop_back();
             }
@@ -448,7 +489,17 @@ class Importer {
         Left(where, s, "not carried");
       }
     }
-    proto.cpus = static_cast<uint32_t>(cpus.value_or(boards * sockets * cores * threads));
+    const uint64_t cpu_count = cpus.value_or(boards * sockets * cores * threads);
+    if (cpu_count == 0 || cpu_count > 1'000'000) {
+      return InvalidArgument(line.Where() + ": " + std::to_string(cpu_count) +
+                             " CPUs per node: expected 1 to 1,000,000");
+    }
+    proto.cpus = static_cast<uint32_t>(cpu_count);
+    uint64_t gpu_total = untyped_gpus;
+    for (const auto& [type, count] : gpu_types) gpu_total += count;
+    if (gpu_total > 1024 || shards > 1024ULL * 1024) {
+      return InvalidArgument(line.Where() + ": more than 1024 GPUs (or their shards) per node");
+    }
     if (!gpu_types.empty()) {
       proto.gpu_type = gpu_types.front().first;
       for (const auto& [type, count] : gpu_types) {
@@ -477,6 +528,9 @@ class Importer {
              "not carried: " + std::to_string(shards) + " shards that do not divide evenly over " +
                  std::to_string(proto.gpus) + " whole GPUs");
       }
+    }
+    if (known_nodes_.size() + names.size() > 1'000'000) {
+      return InvalidArgument(line.Where() + ": more than a million nodes");
     }
     for (const std::string& n : names) {
       if (!known_nodes_.insert(n).second) {
@@ -632,9 +686,23 @@ class Importer {
   // ---- Everything else: one KEY=VALUE of the cluster.
   Status ReadGlobal(const ConfLine& line, const Setting& s) {
     const std::string& k = s.lower;
-    auto seconds_as_ms = [&](const char* key) -> Status {
+    // Seconds as a [scheduling] key in milliseconds, within what muster.toml takes: 0 (Slurm's
+    // "never") where `zero_means` says what Muster does instead, out of range clamped; both
+    // named.
+    auto seconds_as_ms = [&](const char* key, uint64_t min_s, uint64_t max_s,
+                             const char* zero_means) -> Status {
       MUSTER_ASSIGN_OR_RETURN(uint64_t v, Number(line, s, 86'400ULL * 365));
-      scheduling_[key] = std::to_string(v * 1000);
+      if (v == 0 && zero_means) {
+        Left(line, s, std::string("not carried: ") + zero_means);
+        return Status::Ok();
+      }
+      const uint64_t kept = std::clamp(v, min_s, max_s);
+      if (kept != v) {
+        Left(line, s,
+             "not carried as it is: " + std::string(key) + " takes " + std::to_string(min_s) +
+                 " to " + std::to_string(max_s) + " s; " + std::to_string(kept) + " s is used");
+      }
+      scheduling_[key] = std::to_string(kept * 1000);
       return Status::Ok();
     };
     auto time_as_ms = [&](const char* key) -> Status {
@@ -663,11 +731,15 @@ class Importer {
       if (!ParseUint(port)) return InvalidArgument(line.Where() + ": SlurmctldPort: not a port");
       agent_port_ = port;
     } else if (k == "killwait") {
-      return seconds_as_ms("kill_grace_ms");
+      return seconds_as_ms("kill_grace_ms", 0, 3600, nullptr);
     } else if (k == "minjobage") {
-      return seconds_as_ms("finished_job_retention_ms");
+      return seconds_as_ms("finished_job_retention_ms", 1, 86'400,
+                           "finished jobs stay in the queue's view at most a day "
+                           "(finished_job_retention_ms); sacct keeps them for "
+                           "accounting_retention_days");
     } else if (k == "slurmdtimeout") {
-      return seconds_as_ms("node_down_ms");
+      return seconds_as_ms("node_down_ms", 30, 86'400,
+                           "a silent node is declared down after node_down_ms (at most a day)");
     } else if (k == "maxjobcount") {
       MUSTER_ASSIGN_OR_RETURN(uint64_t v, Number(line, s, 100'000'000));
       scheduling_["max_job_count"] = std::to_string(v);
@@ -887,13 +959,14 @@ class Importer {
   // ---- The muster.toml.
   std::string Write() const {
     std::ostringstream o;
-    o << "# muster.toml made by `muster import-slurm-conf` from " << files_.slurm_conf_name;
-    if (!files_.gres_conf.empty()) o << ", " << files_.gres_conf_name;
-    if (!files_.topology_conf.empty()) o << ", " << files_.topology_conf_name;
+    o << "# muster.toml made by `muster import-slurm-conf` from "
+      << CommentText(files_.slurm_conf_name);
+    if (!files_.gres_conf.empty()) o << ", " << CommentText(files_.gres_conf_name);
+    if (!files_.topology_conf.empty()) o << ", " << CommentText(files_.topology_conf_name);
     o << ".\n# Every key: docs/config.md.";
     if (!not_carried_.empty()) {
       o << " Settings not carried over (" << not_carried_.size() << "):\n";
-      for (const std::string& n : not_carried_) o << "#   " << n << "\n";
+      for (const std::string& n : not_carried_) o << "#   " << CommentText(n) << "\n";
     } else {
       o << "\n";
     }

@@ -1,8 +1,6 @@
 // Engine: what a new configuration may not take away from the jobs the controller holds, and
 // what a replacement engine carries over from the one it replaces (ControllerRunner::Reconfigure
 // builds the new engine from the store, as a restart would).
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <map>
 #include <set>
@@ -16,6 +14,7 @@
 #include "job_manager.h"
 #include "muster/controller/engine.h"
 #include "preemptor.h"
+#include "reservation_manager.h"
 #include "scheduler_loop.h"
 
 namespace muster::controller {
@@ -69,8 +68,16 @@ Status Engine::CheckReconfiguration(const Config& next) const {
   for (const AccountConfig& a : next.accounts) next_accounts.insert(a.name);
   for (const QosConfig& q : next.qos) next_qos.insert(q.name);
   std::set<std::string> dropped_accounts, dropped_qos;
+  // (user, account) pairs the running file associates and the new one does not.
+  std::set<std::pair<std::string, std::string>> dropped_users;
+  std::map<std::string, std::set<std::string>> next_users;  // account -> its users
+  for (const AccountConfig& a : next.accounts)
+    next_users[a.name].insert(a.users.begin(), a.users.end());
   for (const AccountConfig& a : running.accounts) {
     if (!next_accounts.count(a.name)) dropped_accounts.insert(a.name);
+    for (const std::string& u : a.users) {
+      if (!next_users[a.name].count(u)) dropped_users.insert({u, a.name});
+    }
   }
   for (const QosConfig& q : running.qos) {
     if (!next_qos.count(q.name)) dropped_qos.insert(q.name);
@@ -89,6 +96,16 @@ Status Engine::CheckReconfiguration(const Config& next) const {
     }
     if (dropped_qos.count(r.spec().qos())) {
       problems["qos " + r.spec().qos() + " is removed"].insert(id);
+    }
+    if (dropped_users.count({r.spec().user(), r.spec().account()})) {
+      problems["user " + r.spec().user() + " leaves account " + r.spec().account()].insert(id);
+    }
+    // A node it asks for by name (--nodelist), or one its previous run may still be on.
+    for (const std::string& n : r.spec().required_nodes()) {
+      if (!next_nodes.count(n)) problems["node " + n + " is removed"].insert(id);
+    }
+    for (const std::string& n : r.unconfirmed_nodes()) {
+      if (!next_nodes.count(n)) problems["node " + n + " is removed"].insert(id);
     }
     for (const auto& [license, count] : r.spec().licenses()) {
       if (!next.licenses.count(license)) problems["license " + license + " is removed"].insert(id);
@@ -110,6 +127,14 @@ Status Engine::CheckReconfiguration(const Config& next) const {
   for (const auto& [what, ids] : problems) {
     lines.push_back(what + " but " + SomeJobs(ids) + (ids.size() == 1 ? " needs" : " need") +
                     " it");
+  }
+  // A reservation holding a node the file no longer has would lose it without a word.
+  for (const auto& [name, res] : reservations_->all()) {
+    for (const std::string& n : res.nodes()) {
+      if (!next_nodes.count(n)) {
+        lines.push_back("node " + n + " is removed but reservation " + name + " holds it");
+      }
+    }
   }
   // An account sacctmgr made under one the file no longer has would lose its parent.
   for (const auto& [name, a] : accounts_->accounts()) {
@@ -139,8 +164,11 @@ void Engine::PrepareHandOver(TimeMs now) {
 }
 
 void Engine::ContinueFrom(const Engine& previous) {
+  nodes_->ContinueLiveness(*previous.nodes_);
+  jobs_->ContinueOrphanTimes(*previous.jobs_);
   scheduler_->ContinueTotals(previous.scheduler_->totals());
   preemptor_->ContinueCount(previous.preemptor_->preempted());
+  preemptor_->ContinueWaiting(*previous.preemptor_);
   // The orders that age jobs from the controller's start (F1's origin) keep theirs.
   start_time_ms_ = previous.start_time_ms_;
 }

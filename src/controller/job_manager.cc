@@ -69,6 +69,14 @@ const JobEntry* JobManager::Find(uint64_t id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+void JobManager::ContinueOrphanTimes(const JobManager& previous) {
+  for (uint64_t id : interactive_) {
+    const JobEntry* before = previous.Find(id);
+    JobEntry* now = Find(id);
+    if (before && now && !before->client_attached) now->orphan_since_ms = before->orphan_since_ms;
+  }
+}
+
 void JobManager::IndexNames(const v1::JobRecord& rec, bool add) {
   const std::string* names[3] = {&rec.spec().account(), &rec.spec().qos(),
                                  &rec.spec().reservation()};

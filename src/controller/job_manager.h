@@ -72,6 +72,9 @@ class JobManager {
   // How many PENDING jobs a user has (array tasks each count, waiting ones too).
   uint64_t PendingOf(uint32_t uid) const;
   const std::set<uint64_t>& interactive() const { return interactive_; }
+  // A replacement engine's srun/salloc allocations: one whose client had gone under the previous
+  // engine keeps the time it went (its grace does not start again at each reconfiguration).
+  void ContinueOrphanTimes(const JobManager& previous);
   size_t size() const { return jobs_.size(); }
   // The scripts and environments the jobs in the table keep stored, by owner.
   const StoredBytes& stored() const { return stored_; }

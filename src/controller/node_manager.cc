@@ -41,6 +41,16 @@ void NodeManager::StartLiveness(TimeMs now) {
   for (auto& n : nodes_) n.last_heard_ms = now;
 }
 
+void NodeManager::ContinueLiveness(const NodeManager& previous) {
+  for (auto& n : nodes_) {
+    const NodeEntry* before = previous.Find(n.name());
+    if (!before) continue;
+    n.last_heard_ms = before->last_heard_ms;
+    n.not_responding = before->not_responding;
+    n.down = before->down;
+  }
+}
+
 NodeEntry* NodeManager::Find(const std::string& name) {
   std::optional<size_t> i = ctx_.NodeIndex(name);
   return i ? &nodes_[*i] : nullptr;

@@ -55,6 +55,10 @@ class NodeManager {
   bool Restore(const v1::NodeRecord& rec);
   // Every node gets node_down_ms from `now` to register.
   void StartLiveness(TimeMs now);
+  // A replacement engine's nodes (ControllerRunner::Reconfigure): each node both configs define
+  // goes on being silent, not responding or down since when the previous engine saw it so, so
+  // that a dead node still goes down however often the controller is reconfigured.
+  void ContinueLiveness(const NodeManager& previous);
 
   // muster node confirm-down: the named nodes, none with an agent session (admins).
   Result<std::vector<NodeEntry*>> ConfirmableDown(const Caller& caller,

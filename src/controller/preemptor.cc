@@ -135,6 +135,15 @@ bool Preemptor::EndsWithinGuarantee(const JobEntry& preemptor, const std::string
   return quotas_.MayReclaim(preemptor.rec().spec().account(), on, gpus, after);
 }
 
+void Preemptor::ContinueWaiting(const Preemptor& previous) {
+  for (const auto& [id, victims] : previous.waiting_) {
+    JobEntry* job = jobs_.Find(id);
+    if (!job || job->rec().state() != v1::PENDING) continue;
+    waiting_[id] = victims;
+    job->preempting = true;
+  }
+}
+
 void Preemptor::AfterPass(const core::SchedulePass& pass, TimeMs now) {
   // Forget preemptors that started, ended or whose victims have all left.
   for (auto it = waiting_.begin(); it != waiting_.end();) {

@@ -45,6 +45,9 @@ class Preemptor {
   // Jobs preempted (requeued, cancelled or suspended) since the controller started.
   uint64_t preempted() const { return preempted_; }
   void ContinueCount(uint64_t preempted) { preempted_ = preempted; }
+  // A replacement engine's (ControllerRunner::Reconfigure): the preemptors whose victims are
+  // still leaving stay first in line, and preempt no second set meanwhile.
+  void ContinueWaiting(const Preemptor& previous);
 
  private:
   // Why a victim gives way: it decides the victim's preempt_mode and grace time.

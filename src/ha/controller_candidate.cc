@@ -149,6 +149,7 @@ Status ControllerCandidate::Impl::Serve(const Leadership& won) {
   copy_.reset();  // the server opens the state directory itself
   rpc::ControllerServerOptions so;
   so.config = o_.config;
+  so.controller_name = o_.name;
   // The file as it reads now: the leader may have been reconfigured since this one started. What
   // only a start sets up (addresses, credentials, the election) stays as it started.
   if (!o_.config.source.empty()) {

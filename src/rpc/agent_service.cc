@@ -155,6 +155,9 @@ class AgentService::AgentSession final
 
   void OnCancel() override { End(grpc::Status::CANCELLED); }
 
+  // The engine it attached to (on the strand).
+  uint64_t generation() const { return generation_; }
+
   void OnDone() override {
     // The last callback: forget and free this session on the strand, where Send is called from.
     // Posted past a stop too (never dropped), so that the session is always freed.
@@ -212,7 +215,12 @@ grpc::Status AgentService::CheckPeerIsNode(const grpc::AuthContext* auth, const 
 grpc::Status AgentService::CheckNodeProof(const v1::RegisterRequest& req) {
   const std::string& node = req.inventory().name();
   // Nothing from an unproven request is looked up, or logged, before it names a node we have.
-  if (!configured_nodes_.count(node)) {
+  bool known;
+  {
+    std::lock_guard l(configured_mu_);
+    known = configured_nodes_.count(node) > 0;
+  }
+  if (!known) {
     if (refusals_.Allow()) {
       spdlog::warn("refused a registration as an unknown node '{}'",
                    node.substr(0, kMaxShortStringBytes));
@@ -319,8 +327,13 @@ void AgentService::DrainHeard() {
   }();
   const auto now = runner_.Now();
   for (const auto& [node, first_and_count] : heard) {
-    // A node whose session ended meanwhile is not heard from (its replacement says so itself).
-    if (!sessions_.count(node)) continue;
+    // A node whose session ended meanwhile is not heard from (its replacement says so itself),
+    // nor one whose session belongs to an engine a reconfiguration replaced.
+    auto session = sessions_.find(node);
+    if (session == sessions_.end() ||
+        session->second->generation() != runner_.engine_generation()) {
+      continue;
+    }
     runner_.engine().OnAgentMessage(node, kHeartbeat, now);
   }
   runner_.AfterEvent();

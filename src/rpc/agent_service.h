@@ -31,7 +31,14 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
         verify_node_names_(verify_node_names),
         heartbeat_batch_ms_(
             std::clamp<int64_t>(runner.config().scheduling.heartbeat_interval_ms / 10, 1, 50)) {
-    for (const auto& n : runner.config().nodes) configured_nodes_.insert(n.name);
+    SetConfiguredNodes(runner.config().nodes);
+  }
+  // The nodes that may register: the config's (again after a reconfiguration). Thread-safe.
+  void SetConfiguredNodes(const std::vector<NodeConfig>& nodes) {
+    std::unordered_set<std::string> names;
+    for (const auto& n : nodes) names.insert(n.name);
+    std::lock_guard l(configured_mu_);
+    configured_nodes_ = std::move(names);
   }
 
   grpc::ServerUnaryReactor* Challenge(grpc::CallbackServerContext* ctx,
@@ -71,7 +78,8 @@ class AgentService final : public v1::NodeRegistry::CallbackService,
   const int64_t heartbeat_batch_ms_;
   std::map<std::string, AgentSession*> sessions_;  // strand-confined
   credentials::NodeChallenges challenges_;
-  std::unordered_set<std::string> configured_nodes_;  // the config's, read-only after start
+  std::mutex configured_mu_;
+  std::unordered_set<std::string> configured_nodes_;  // configured_mu_
   LogLimiter refusals_{"{} more refused agent registrations not logged"};
   // Per registered node: the instance and ticket of its last registration (strand-confined;
   // configured nodes only).

@@ -162,6 +162,10 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
 void ApiDispatcher::SessionClosed(std::shared_ptr<ClientSession> session) {
   runner_.Post([this, session = std::move(session)] {
     if (session->allocations.empty()) return;
+    std::erase_if(holders_, [&](const std::weak_ptr<ClientSession>& w) {
+      std::shared_ptr<ClientSession> s = w.lock();
+      return !s || s == session;
+    });
     for (uint64_t id : session->allocations) {
       runner_.engine().AllocationClientGone(id, runner_.Now());
     }
@@ -182,8 +186,12 @@ void ApiDispatcher::Reconfigure(const controller::Caller& caller,
 }
 
 Result<v1::ReconfigureResponse> ApiDispatcher::ReconfigureOnStrand(
-    const controller::Caller& caller) {
+    const controller::Caller& asked_by) {
   const TimeMs now = runner_.Now();
+  // Its rights as the config says now (an earlier reconfiguration queued ahead may have removed
+  // them since the request arrived).
+  controller::Caller caller = asked_by;
+  ApplyRoles(caller, runner_.engine().config());
   const std::string source = runner_.engine().config().source;
   Result<controller::ControllerRunner::Reconfigured> outcome = [&] {
     if (Status allowed = Authorize(caller, controller::Action::kReconfigure); !allowed.ok()) {
@@ -214,6 +222,7 @@ Result<v1::ReconfigureResponse> ApiDispatcher::ReconfigureOnStrand(
     std::shared_ptr<ClientSession> session = weak.lock();
     if (!session || session->allocations.empty()) continue;
     still.push_back(session);
+    ApplyRoles(session->caller, runner_.engine().config());
     for (uint64_t id : session->allocations) {
       v1::AttachAllocationRequest req;
       req.set_job_id(id);

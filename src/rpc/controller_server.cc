@@ -125,20 +125,25 @@ Status ControllerServer::Impl::Start() {
                               {.reserve_bytes = uint64_t{c.controller.state_reserve_mb} << 20}));
   MUSTER_ASSIGN_OR_RETURN(runner_, controller::ControllerRunner::Create(std::move(ro)));
   epoch_ = runner_->epoch();
-  // Reconfigure reads the file the controller started from: what it may change at once is
-  // outside [controller] and [[controllers]], so this controller's entry need not be applied.
+  // Reconfigure reads the file the controller started from, as this controller's entry of
+  // [[controllers]] has it.
   dispatcher_ = std::make_unique<ApiDispatcher>(
       *runner_,
-      [source = c.source]() -> Result<Config> {
+      [source = c.source, name = options_.controller_name]() -> Result<Config> {
         if (source.empty()) return FailedPrecondition("the configuration came from no file");
         MUSTER_ASSIGN_OR_RETURN(Config next, LoadConfig(source));
+        if (!name.empty()) {
+          MUSTER_ASSIGN_OR_RETURN(next, ConfigForController(next, name));
+        }
         if (next.nodes.empty()) return InvalidArgument(source + ": no [[nodes]] configured");
-        if (next.partitions.empty())
+        if (next.partitions.empty()) {
           return InvalidArgument(source + ": no [[partition]] configured");
+        }
         return next;
       },
       [this](const v1::ReconfigureResponse& done) {
         epoch_ = done.epoch();
+        agents_->SetConfiguredNodes(runner_->engine().config().nodes);
         if (options_.log_level_follows_config) {
           spdlog::set_level(
               spdlog::level::from_str(runner_->engine().config().controller.log_level));

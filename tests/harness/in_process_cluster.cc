@@ -253,6 +253,19 @@ Status InProcessCluster::StartAgent(int i) {
   return agents_[static_cast<size_t>(i)]->Start();
 }
 
+Status InProcessCluster::AddAgent(int i) {
+  const std::string node = "node" + std::to_string(i + 1);
+  if (!options_.tls) {
+    client::CertificateOptions keys;
+    keys.dir = dir_ + "/node-keys";
+    keys.nodes.push_back(node);
+    MUSTER_RETURN_IF_ERROR(client::MakeNodeKeys(keys).status());
+  }
+  MUSTER_ASSIGN_OR_RETURN(config_, LoadConfig(config_path_));
+  if (agents_.size() <= static_cast<size_t>(i)) agents_.resize(static_cast<size_t>(i) + 1);
+  return StartAgent(i);
+}
+
 void InProcessCluster::StopAgent(int i) {
   auto& a = agents_[static_cast<size_t>(i)];
   if (a) a->Shutdown();

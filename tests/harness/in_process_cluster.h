@@ -75,6 +75,9 @@ class InProcessCluster {
   // Stops agent i as a musterd restart does: its batch jobs keep running (StartAgent re-adopts).
   void DetachAgent(int i);
   Status StartAgent(int i);
+  // A node the config file gained after the start (a reconfiguration): its agent (node<i+1>),
+  // with a node key made for it, started from the file as it reads now.
+  Status AddAgent(int i);
   // A silent agent sends nothing and drops its session: to the controller it looks dead.
   void SilenceAgent(int i, bool silent);
   // Stops the controller and starts a new one on the same state dir (a new epoch).

@@ -25,16 +25,31 @@ TEST_F(ClusterTest, ReconfigureAddsAPartitionWhileAJobRunsOnAndRefusesWhatItCann
 
   const std::string original = Read(cluster_->config_path());
   Append(cluster_->config_path(), "[[partition]]\nname = \"debug\"\nnodes = \"node[3-4]\"\n");
+  // And a node with its own partition: its agent (proving itself with a key of its own) may
+  // register once the controller has read the file.
+  Append(cluster_->config_path(),
+         "[[nodes]]\nnames = \"node5\"\ncpus = 16\nmemory_mb = 64000\ngpus = 8\n"
+         "gpu_type = \"h100\"\n[[partition]]\nname = \"fifth\"\nnodes = \"node5\"\n");
   auto r = c->Reconfigure();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->source(), cluster_->config_path());
   EXPECT_GT(r->epoch(), before->epoch());
-  ASSERT_EQ(r->changes_size(), 1) << r->DebugString();
-  EXPECT_EQ(r->changes(0), "partition debug added");
+  ASSERT_EQ(r->changes_size(), 3) << r->DebugString();
+  EXPECT_EQ(r->changes(0), "node node5 added");
+  EXPECT_EQ(r->changes(1), "partition debug added");
+  EXPECT_EQ(r->changes(2), "partition fifth added");
   EXPECT_EQ(r->restart_only_size(), 0);
 
-  // Every agent registers again (under the new epoch) and reports the job, which runs on.
+  // Every agent registers again (under the new epoch) and reports the job, which runs on; the
+  // new node's agent registers too.
+  ASSERT_TRUE(cluster_->AddAgent(4).ok());
   ASSERT_TRUE(cluster_->WaitForNodesUp(10'000).ok());
+  v1::JobSpec fifth = Gang(1, 8);
+  fifth.add_partitions("fifth");
+  auto on_fifth = cluster_->Submit("#!/bin/sh\ntrue\n", fifth);
+  ASSERT_TRUE(on_fifth.ok()) << on_fifth.status().ToString();
+  ASSERT_EVENTUALLY(cluster_->State(*on_fifth) == v1::COMPLETED, 10'000);
+  EXPECT_EQ(cluster_->Job(*on_fifth)->nodes(0), "node5");
   auto node3 = cluster_->Node("node3");
   ASSERT_TRUE(node3.ok());
   EXPECT_NE(std::find(node3->partitions().begin(), node3->partitions().end(), "debug"),
@@ -84,8 +99,11 @@ TEST_F(ClusterTest, ReconfigureAddsAPartitionWhileAJobRunsOnAndRefusesWhatItCann
   ASSERT_EVENTUALLY(cluster_->State(*waiting) == v1::CANCELLED, 5'000);
   auto back = c->Reconfigure();
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(back->changes_size(), 1);
-  EXPECT_EQ(back->changes(0), "partition debug removed");
+  EXPECT_EQ(back->changes_size(), 3) << back->DebugString();
+  EXPECT_EQ(back->changes(0), "node node5 removed");
+  EXPECT_EQ(back->changes(1), "partition debug removed");
+  EXPECT_EQ(back->changes(2), "partition fifth removed");
+  cluster_->StopAgent(4);
   ASSERT_TRUE(cluster_->WaitForNodesUp(10'000).ok());
 }
 

@@ -61,7 +61,7 @@ class ApiDispatcher {
                    std::function<void(Result<v1::ReconfigureResponse>)> done);
 
  private:
-  Result<v1::ReconfigureResponse> ReconfigureOnStrand(const controller::Caller& caller);
+  Result<v1::ReconfigureResponse> ReconfigureOnStrand(const controller::Caller& asked_by);
 
   controller::ControllerRunner& runner_;
   ConfigLoader load_config_;

@@ -28,6 +28,9 @@ struct ControllerServerOptions {
   // A reconfiguration sets the log level to the file's controller.log_level (false: musterctld
   // --log-level fixed it).
   bool log_level_follows_config = true;
+  // With a hot standby: which [[controllers]] entry this is, applied to the file a
+  // reconfiguration reads as at the start (ConfigForController).
+  std::string controller_name;
 };
 
 // musterctld's command line.

@@ -216,6 +216,66 @@ TEST(SlurmConfImportTest, WhatSlurmWouldRefuseIsRefusedWithItsLine) {
   EXPECT_NE(r.status().message().find("node n1 is defined twice"), std::string::npos);
 }
 
+// What a hostile or broken file cannot do: crash the importer, add keys through a file name or
+// a value, or loop in its topology.
+TEST(SlurmConfImportTest, HostileInputIsRefusedOrKeptInsideItsString) {
+  SlurmConfFiles f;
+  f.slurm_conf =
+      "\"\"\nNodeName=n1 CPUs=2\nHealthCheckProgram=/opt/a\x7f"
+      "b\nPartitionName=p Nodes=n1\n";
+  f.slurm_conf_name = "s\nadmins = [\"mallory\"]\n#.conf";
+  const Imported r = Import(f);
+  EXPECT_TRUE(r.config.admins.empty()) << r.out.toml;
+  EXPECT_EQ(r.config.agent.health_check_program,
+            "/opt/a\x7f"
+            "b");
+  EXPECT_EQ(r.out.toml.find("\nadmins"), std::string::npos) << r.out.toml;
+
+  f = {};
+  f.slurm_conf = "NodeName=n1 CPUs=2\nPartitionName=p Nodes=n1\n";
+  f.topology_conf = "SwitchName=l Nodes=n1\nSwitchName=a Switches=l,b\nSwitchName=b Switches=a\n";
+  auto cycle = ImportSlurmConf(f);
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_NE(cycle.status().message().find("is above itself"), std::string::npos)
+      << cycle.status().message();
+
+  std::string deep = "SwitchName=s0 Nodes=n1\n";
+  for (int i = 1; i <= 70; ++i) {
+    deep += "SwitchName=s" + std::to_string(i) + " Switches=s" + std::to_string(i - 1) + "\n";
+  }
+  f.topology_conf = deep;
+  auto too_deep = ImportSlurmConf(f);
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_NE(too_deep.status().message().find("levels deep"), std::string::npos);
+
+  f.topology_conf.clear();
+  f.slurm_conf = "NodeName=n1 Sockets=4096 CoresPerSocket=4096 ThreadsPerCore=64\n";
+  auto huge = ImportSlurmConf(f);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("CPUs per node"), std::string::npos);
+}
+
+// Values muster.toml cannot take as they are: named, and clamped or left out; Include lines
+// are named as not followed.
+TEST(SlurmConfImportTest, OutOfRangeValuesAndIncludesAreNamed) {
+  SlurmConfFiles f;
+  f.slurm_conf =
+      "Include /etc/slurm/nodes.conf\nSlurmdTimeout=0\nKillWait=7200\nMinJobAge=0\n"
+      "NodeName=n1 CPUs=2 Gres=bandwidth:lustre:no_consume:4\nPartitionName=p Nodes=n1\n";
+  const Imported r = Import(f);
+  EXPECT_NE(LeftBehind(r.out, "Include=/etc/slurm/nodes.conf").find("slurm.conf:1: "),
+            std::string::npos);
+  EXPECT_NE(LeftBehind(r.out, "Include=").find("not followed"), std::string::npos);
+  EXPECT_NE(LeftBehind(r.out, "SlurmdTimeout=0"), "");
+  EXPECT_EQ(r.config.scheduling.node_down_ms, SchedulingConfig{}.node_down_ms);
+  EXPECT_NE(LeftBehind(r.out, "KillWait=7200").find("3600 s is used"), std::string::npos);
+  EXPECT_EQ(r.config.scheduling.kill_grace_ms, 3'600'000u);
+  EXPECT_NE(LeftBehind(r.out, "MinJobAge=0"), "");
+  EXPECT_NE(LeftBehind(r.out, "Gres=bandwidth:lustre:no_consume:4").find("not consumed"),
+            std::string::npos);
+  EXPECT_TRUE(r.config.nodes[0].gres.empty());
+}
+
 TEST(SlurmConfImportTest, QuotedValuesCommentsAndContinuations) {
   SlurmConfFiles f;
   f.slurm_conf =
