@@ -28,6 +28,8 @@ PACKAGES=(
   # the metrics' checks: promtool, and a real Prometheus scraping a local cluster (on loopback;
   # on a host run by systemd the package also enables its own service, on port 9090)
   prometheus
+  # the Debian packages: CPack's dependencies (dpkg-shlibdeps), and lintian's checks of them
+  dpkg-dev lintian
   # the manual pages' check (ctest man_pages renders them with warnings as failures)
   man-db
   # real programs launched through srun in the system tests (torch.distributed, MPICH), and a
