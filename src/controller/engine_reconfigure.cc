@@ -145,7 +145,11 @@ Status Engine::CheckReconfiguration(const Config& next) const {
   }
   if (lines.empty()) return Status::Ok();
   std::string msg = "the new configuration is refused, the running one kept: ";
-  for (size_t i = 0; i < lines.size(); ++i) msg += (i ? "; " : "") + lines[i];
+  constexpr size_t kNamed = 20;  // a reply (and an audit entry) of bounded size
+  for (size_t i = 0; i < lines.size() && i < kNamed; ++i) msg += (i ? "; " : "") + lines[i];
+  if (lines.size() > kNamed) {
+    msg += "; and " + std::to_string(lines.size() - kNamed) + " more conflicts";
+  }
   msg +=
       ". Wait for those jobs to end (or cancel, move or requeue them), drain what is to go, "
       "and reconfigure again";
