@@ -34,7 +34,7 @@ set(CPACK_DEBIAN_CONTROLLER_PACKAGE_CONTROL_EXTRA
 
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME muster-agent)
 set(CPACK_DEBIAN_AGENT_DESCRIPTION "Muster batch scheduler: node agent (musterd)\n${_long}This package holds the agent that runs on every GPU node and\nlaunches its jobs.")
-set(CPACK_DEBIAN_AGENT_PACKAGE_RECOMMENDS "libsystemd0, hwloc")
+set(CPACK_DEBIAN_AGENT_PACKAGE_RECOMMENDS "libsystemd0")
 set(CPACK_DEBIAN_AGENT_PACKAGE_SUGGESTS "libnvidia-ml1")
 set(CPACK_DEBIAN_AGENT_PACKAGE_CONTROL_EXTRA
     "${_deb}/agent/postinst;${_deb}/agent/prerm;${_deb}/agent/postrm")
@@ -46,7 +46,8 @@ set(CPACK_DEBIAN_CLIENT_PACKAGE_RECOMMENDS "munge, openssl")
 
 set(CPACK_DEBIAN_SLURMCOMPAT_PACKAGE_NAME muster-slurm-compat)
 set(CPACK_DEBIAN_SLURMCOMPAT_DESCRIPTION "Muster batch scheduler: Slurm's command names\n${_long}This package puts sbatch, srun, salloc, squeue and Slurm's other\ncommands in /usr/bin as Muster's front ends.")
-set(CPACK_DEBIAN_SLURMCOMPAT_PACKAGE_DEPENDS "muster-client (= ${PROJECT_VERSION}-1)")
+set(CPACK_DEBIAN_SLURMCOMPAT_PACKAGE_DEPENDS
+    "muster-client (= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE})")
 set(CPACK_DEBIAN_SLURMCOMPAT_PACKAGE_CONFLICTS "slurm-client")
 set(CPACK_DEBIAN_SLURMCOMPAT_PACKAGE_ARCHITECTURE all)
 

@@ -56,7 +56,8 @@ holds muster-client /usr/bin/muster /usr/bin/muster-sim /usr/libexec/muster/slur
 holds muster-slurm-compat /usr/bin/sbatch /usr/bin/srun /usr/bin/scontrol \
   /usr/share/man/man1/sbatch.1.gz
 for p in muster-controller muster-agent muster-client; do
-  if dpkg-deb -c "$(deb $p)" | awk '{print $6}' | grep -qE '^\./usr/bin/s(batch|run|alloc|queue|info|acct|cancel|control)$'; then
+  if dpkg-deb -c "$(deb $p)" | awk '{print $6}' |
+    grep -qE '^\./usr/bin/(sbatch|srun|salloc|squeue|sinfo|sacct|sacctmgr|scancel|scontrol|sshare|sprio|sreport|sdiag)$'; then
     fail "$p puts a Slurm command in /usr/bin"
   fi
 done
@@ -88,6 +89,10 @@ fi
 # The packaged programs, unpacked: a local cluster, a batch job, a step.
 for d in "$DIR"/debs/*.deb; do dpkg-deb -x "$d" "$DIR/root"; done
 R=$DIR/root
+# The changelog speaks of the version the packages carry.
+version=$(dpkg-deb -f "$(deb muster-agent)" Version)
+zcat "$R/usr/share/doc/muster-agent/changelog.Debian.gz" | head -1 | grep -qF "($version)" ||
+  fail "the changelog's first entry is not version $version"
 "$R/usr/bin/muster" local up --dir "$DIR/cluster" --nodes 2 --gpus-per-node 2 >/dev/null 2>&1
 ctld=$(cat "$DIR/cluster/run/musterctld.pid")
 [ "$(readlink "/proc/$ctld/exe")" = "$R/usr/sbin/musterctld" ] ||

@@ -41,18 +41,25 @@ on_system() {
   fi
 }
 mkdir -p "$DIR/out"
+# The Slurm side must be Slurm's own commands (not Muster's muster-slurm-compat in /usr/bin).
+if on_system slurm sbatch --version | grep -q muster; then
+  echo "run.sh: /usr/bin/sbatch is Muster's (muster-slurm-compat): no Slurm to compare with" >&2
+  exit 2
+fi
 
 # The floor: N sequential fork+execs of /bin/true, and the parallel ceiling.
 t0=${EPOCHREALTIME/./}
 for ((i = 0; i < N; i++)); do /bin/true; done
 t1=${EPOCHREALTIME/./}
 floor_call_ms=$(awk -v a="$t0" -v b="$t1" -v n="$N" 'BEGIN { printf "%.2f", (b - a) / n / 1e3 }')
-# The ceiling of a drain: trivial job scripts as another user, two at a time (one per core).
+# A drain's reference: trivial job scripts as another user, two at a time (one per core).
 ceiling=$(N=$N bash "$here/../process_ceiling.sh" | awk '/as user nobody/ { print $(NF-5) }')
 
-# REPS rounds of the throughput and latency phases, alternating the systems.
+# REPS rounds of the throughput and latency phases, alternating which system goes first.
 for ((r = 1; r <= REPS; r++)); do
-  for sys in slurm muster; do
+  order="slurm muster"
+  [ $((r % 2)) = 0 ] && order="muster slurm"
+  for sys in $order; do
     on_system "$sys" WORK="$DIR/out/$sys-$r" bash "$here/workload.sh" rounds >>"$DIR/out/$sys.tsv"
   done
 done
@@ -60,12 +67,12 @@ done
 for sys in slurm muster; do
   on_system "$sys" WORK="$DIR/out/$sys-q" bash "$here/workload.sh" queue >>"$DIR/out/$sys.tsv"
 done
-# Resident memory of each system's daemons now (kB, summed).
-rss() { ps -o rss= -C "$1" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
-echo -e "rss_ctld_mb\t$(rss slurmctld | awk '{ printf "%.1f", $1 / 1024 }')" >>"$DIR/out/slurm.tsv"
-echo -e "rss_nodes_mb\t$(rss slurmd | awk '{ printf "%.1f", $1 / 1024 }')" >>"$DIR/out/slurm.tsv"
-echo -e "rss_ctld_mb\t$(rss musterctld | awk '{ printf "%.1f", $1 / 1024 }')" >>"$DIR/out/muster.tsv"
-echo -e "rss_nodes_mb\t$(rss musterd | awk '{ printf "%.1f", $1 / 1024 }')" >>"$DIR/out/muster.tsv"
+# Resident memory of each system's daemons now (MB, summed over the pids this run started).
+rss() { cat "$@" | xargs ps -o rss= -p 2>/dev/null | awk '{ s += $1 } END { printf "%.1f", s / 1024 }'; }
+echo -e "rss_ctld_mb\t$(rss "$DIR"/slurm/run/slurmctld.mypid)" >>"$DIR/out/slurm.tsv"
+echo -e "rss_nodes_mb\t$(rss "$DIR"/slurm/run/slurmd-*.mypid)" >>"$DIR/out/slurm.tsv"
+echo -e "rss_ctld_mb\t$(rss "$DIR"/muster/run/musterctld.pid)" >>"$DIR/out/muster.tsv"
+echo -e "rss_nodes_mb\t$(rss "$DIR"/muster/run/musterd-*.pid)" >>"$DIR/out/muster.tsv"
 
 # The table: the median of each metric per system, their ratio, and the floor beside it.
 python3 - "$DIR/out/slurm.tsv" "$DIR/out/muster.tsv" "$floor_call_ms" "$ceiling" "$N" "$BIG" \
@@ -81,9 +88,9 @@ def load(path):
 s, m = load(slurm_f), load(muster_f)
 rows = [
     ("seq_sbatch_per_s", f"{n} sequential sbatch, jobs/s", "higher", f"{1000 / float(floor_ms):.0f} fork+exec/s"),
-    ("seq_done_per_s", f"{n} trivial jobs, first submit -> all finished, jobs/s", "higher", f"{ceiling} jobs/s ceiling"),
+    ("seq_done_per_s", f"{n} trivial jobs, first submit -> all finished, jobs/s", "higher", f"{ceiling} jobs/s reference"),
     ("array_call_ms", f"one sbatch --array=1-{n} call, ms", "lower", f"{floor_ms} ms per exec"),
-    ("array_done_per_s", f"array of {n} -> all finished, tasks/s", "higher", f"{ceiling} jobs/s ceiling"),
+    ("array_done_per_s", f"array of {n} -> all finished, tasks/s", "higher", f"{ceiling} jobs/s reference"),
     ("latency_p50_ms", "submit -> job start, idle cluster, p50 ms", "lower", f"{floor_ms} ms per exec"),
     ("gang_p50_ms", "4-node gang submit -> all 4 srun tasks started, p50 ms", "lower", f"{floor_ms} ms per exec"),
     ("squeue_1k_ms", f"squeue, {n} jobs queued, p50 ms", "lower", f"{floor_ms} ms per exec"),

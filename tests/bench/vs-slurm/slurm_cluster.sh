@@ -3,7 +3,8 @@
 # benchmark: munged on a socket of its own, slurmctld, and one slurmd per node (Debian builds
 # Slurm with multiple-slurmd), every process started and stopped here by pid. Fake GPUs are
 # inert character devices (Slurm gives jobs CUDA_VISIBLE_DEVICES only for device files); no
-# cgroups, no accounting daemon (slurmdbd needs MariaDB), Slurm's default scheduler settings.
+# cgroups, no accounting daemon (slurmdbd needs MariaDB), Slurm's default scheduler settings
+# (but MinJobAge, below).
 #   usage: slurm_cluster.sh start DIR [NODES] | stop DIR        (as root)
 # After start, DIR/slurm.conf is the cluster's (export SLURM_CONF=DIR/slurm.conf).
 set -euo pipefail
@@ -74,6 +75,9 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 MaxJobCount=100000
+# Finished jobs leave the controller's memory after 2 s (Slurm's default: 300 s): squeue --json
+# lists them too (22.05 ignores its filters), and Muster's lists pending and running jobs only.
+MinJobAge=2
 MaxArraySize=10001
 GresTypes=gpu
 NodeName=node[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=[17001-$((17000 + NODES))] CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=64000 Gres=gpu:8
