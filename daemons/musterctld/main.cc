@@ -57,24 +57,14 @@ int main(int argc, char** argv) {
   muster::BlockTerminationSignals();
   muster::ServiceNotifier& systemd = muster::ServiceNotifier::Get();
   // SIGHUP (systemctl reload, Slurm's habit): the config file again, as `muster reconfigure`.
-  auto reload_with = [&systemd](muster::rpc::ControllerServer* server) {
+  auto reload_with = [](muster::rpc::ControllerServer* server) {
     if (!server) {
       spdlog::warn(
           "SIGHUP: standing by; the configuration is read again when this controller "
           "takes the lead");
       return;
     }
-    systemd.Reloading("reading the configuration again");
-    server->Reconfigure([&systemd](muster::Result<muster::v1::ReconfigureResponse> r) {
-      if (!r.ok()) {
-        spdlog::error("SIGHUP: {}", r.status().message());
-        systemd.Ready("serving; the last reload was refused (see the log)");
-        return;
-      }
-      spdlog::info("SIGHUP: reconfigured from {} (epoch {}, {} change(s))", r->source(), r->epoch(),
-                   r->changes_size());
-      systemd.Ready("serving, epoch " + std::to_string(r->epoch()));
-    });
+    server->ReloadForServiceManager();
   };
   if (mine->controller.etcd_endpoints.empty()) {
     muster::rpc::ControllerServerOptions options{*mine};

@@ -17,6 +17,7 @@
 #include "metrics_server.h"
 #include "metrics_text.h"
 #include "muster/common/job_limits.h"
+#include "muster/common/service_notify.h"
 #include "muster/common/tls_files.h"
 #include "muster/controller/controller_runner.h"
 #include "muster/rpc/api_dispatch.h"
@@ -299,6 +300,20 @@ bool ControllerServer::PostToLoop(std::function<void()> fn) {
 }
 void ControllerServer::Reconfigure(std::function<void(Result<v1::ReconfigureResponse>)> done) {
   impl_->Reconfigure(std::move(done));
+}
+void ControllerServer::ReloadForServiceManager() {
+  ServiceNotifier& systemd = ServiceNotifier::Get();
+  systemd.Reloading("reading the configuration again");
+  Reconfigure([&systemd](Result<v1::ReconfigureResponse> r) {
+    if (!r.ok()) {
+      spdlog::error("SIGHUP: {}", r.status().message());
+      systemd.Ready("serving; the last reload was refused (see the log)");
+      return;
+    }
+    spdlog::info("SIGHUP: reconfigured from {} (epoch {}, {} change(s))", r->source(), r->epoch(),
+                 r->changes_size());
+    systemd.Ready("serving, epoch " + std::to_string(r->epoch()));
+  });
 }
 const std::string& ControllerServer::socket_path() const {
   return impl_->options_.config.controller.socket_path;

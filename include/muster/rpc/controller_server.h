@@ -80,6 +80,9 @@ class ControllerServer {
   // manager's behalf (SIGHUP, systemctl reload). `done` runs on the event loop; UNAVAILABLE
   // unless the server is serving.
   void Reconfigure(std::function<void(Result<v1::ReconfigureResponse>)> done);
+  // SIGHUP, `systemctl reload`: Reconfigure, with systemd told RELOADING and then READY (and the
+  // outcome logged: a refused file's error, or the new epoch).
+  void ReloadForServiceManager();
 
  private:
   class Impl;
