@@ -51,7 +51,10 @@ std::string NodeStateUpper(const v1::NodeInfo& n) {
       s = "UNKNOWN";
   }
   if (!n.reservation().empty()) s += n.maint() ? "+MAINT" : "+RESERVED";
-  return n.drain() ? s + "+DRAIN" : s;
+  if (n.drain()) s += "+DRAIN";
+  if (n.reboot() == "requested") s += "+REBOOT_REQUESTED";
+  if (n.reboot() == "issued") s += "+REBOOT_ISSUED";
+  return s;
 }
 
 // `explain`: the Explain= line (muster explain's one-line summary); empty: the reason's sentence.
@@ -459,6 +462,14 @@ int UpdateJob(std::map<std::string, std::string> kv) {
   return SendJobUpdate(req);
 }
 
+int SendNodeUpdate(const v1::UpdateNodeRequest& req) {
+  auto controller = ConnectController();
+  if (!controller.ok()) return Fail("control", controller.status());
+  auto resp = controller->UpdateNode(req);
+  if (!resp.ok()) return Fail("control", resp.status());
+  return kExitOk;
+}
+
 int Update(const std::vector<std::string>& args) {
   auto kv = KeyValues(args);
   if (kv.count("jobid") || kv.count("job")) return UpdateJob(kv);
@@ -486,15 +497,51 @@ int Update(const std::vector<std::string>& args) {
     req.set_reason(kv["reason"]);
   } else if (state == "RESUME" || state == "UNDRAIN" || state == "IDLE") {
     req.set_action(v1::UpdateNodeRequest::RESUME);
+  } else if (state == "CANCEL_REBOOT") {
+    req.set_action(v1::UpdateNodeRequest::CANCEL_REBOOT);
   } else {
-    return Fail("control",
-                Unimplemented("State=" + state + " is not supported (DRAIN, RESUME or UNDRAIN)"));
+    return Fail("control", Unimplemented("State=" + state +
+                                         " is not supported (DRAIN, RESUME, UNDRAIN or "
+                                         "CANCEL_REBOOT)"));
   }
-  auto controller = ConnectController();
-  if (!controller.ok()) return Fail("control", controller.status());
-  auto resp = controller->UpdateNode(req);
-  if (!resp.ok()) return Fail("control", resp.status());
-  return kExitOk;
+  return SendNodeUpdate(req);
+}
+
+// scontrol reboot [ASAP] [nextstate=RESUME|DOWN] [reason=TEXT] ALL|NODES, and cancel_reboot.
+int Reboot(const std::string& verb, const std::vector<std::string>& args) {
+  v1::UpdateNodeRequest req;
+  req.set_action(verb == "reboot" ? v1::UpdateNodeRequest::REBOOT
+                                  : v1::UpdateNodeRequest::CANCEL_REBOOT);
+  std::vector<std::string> nodes;
+  for (const std::string& a : args) {
+    const size_t eq = a.find('=');
+    const std::string key = ToLower(a.substr(0, eq));
+    if (eq == std::string::npos) {
+      if (verb == "reboot" && key == "asap") {
+        req.set_asap(true);
+      } else {
+        nodes.push_back(key == "all" && verb == "reboot" ? "ALL" : a);
+      }
+    } else if (verb == "reboot" && key == "nextstate") {
+      const std::string next = ToLower(a.substr(eq + 1));
+      if (next != "resume" && next != "down") {
+        return Fail("control", InvalidArgument("nextstate takes RESUME or DOWN, not '" +
+                                               a.substr(eq + 1) + "'"));
+      }
+      req.set_next_state(next);
+    } else if (verb == "reboot" && key == "reason") {
+      req.set_reason(a.substr(eq + 1));
+    } else {
+      return Usage("control", "unknown " + verb + " argument '" + a + "'");
+    }
+  }
+  if (nodes.size() != 1) {
+    return Usage("control", verb == "reboot"
+                                ? "reboot [ASAP] [nextstate=RESUME|DOWN] [reason=TEXT] ALL|NODES"
+                                : "cancel_reboot NODES");
+  }
+  req.set_nodes(nodes[0]);
+  return SendNodeUpdate(req);
 }
 
 int JobAction(const std::string& verb, const std::vector<std::string>& args) {
@@ -574,6 +621,9 @@ int Run(const std::string& verb, std::vector<std::string> rest, bool oneliner) {
     return status.find(" is UP") != std::string::npos ? kExitOk : kExitFailed;
   }
   if (verb == "update") return Update(rest);
+  if (verb == "reboot" || verb == "reboot_nodes" || verb == "cancel_reboot") {
+    return Reboot(verb == "reboot_nodes" ? "reboot" : verb, rest);
+  }
   if (verb == "reconfigure") {
     if (!rest.empty()) {
       return Fail("control",
@@ -598,7 +648,7 @@ int Run(const std::string& verb, std::vector<std::string> rest, bool oneliner) {
   return Fail("control", Unimplemented("'" + verb +
                                        "' is not supported (show, update, create, delete, hold, "
                                        "release, requeue, suspend, resume, top, write, "
-                                       "reconfigure, ping, version)"));
+                                       "reboot, cancel_reboot, reconfigure, ping, version)"));
 }
 
 }  // namespace
@@ -689,6 +739,8 @@ int CmdControl(int argc, char** argv) {
         "  show hostnames [LIST]      one name per line (LIST defaults to $SLURM_JOB_NODELIST)\n"
         "  show hostlist NAMES        the compressed form of a comma-separated list\n"
         "  update NodeName=NODES State=DRAIN Reason=TEXT | State=RESUME (admins)\n"
+        "  reboot [ASAP] [nextstate=RESUME|DOWN] [reason=TEXT] ALL|NODES   once their jobs end\n"
+        "  cancel_reboot NODES        a reboot not yet issued (admins)\n"
         "  update JobId=ID[,ID] [Priority=N] [Nice=N] [TimeLimit=T] [Partition=P] [QOS=Q]\n"
         "         [Account=A] [Dependency=D] [BeginTime=T]   (a pending job)\n"
         "  hold ID... | release ID... | requeue ID...\n"

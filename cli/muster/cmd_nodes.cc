@@ -1,4 +1,4 @@
-// muster nodes, muster node drain|resume, muster info.
+// muster nodes, muster node drain|resume|confirm-down|reboot|cancel-reboot, muster info.
 #include <cstdio>
 #include <optional>
 
@@ -35,13 +35,15 @@ std::string NodeStateText(const v1::NodeInfo& n) {
       base = "unknown";
       break;
   }
+  // Slurm's suffixes: @ a reboot waits, ^ it was issued.
+  const std::string reboot = n.reboot() == "issued" ? "^" : n.reboot().empty() ? "" : "@";
   if (n.drain()) {
     bool busy = n.state() == v1::NODE_MIXED || n.state() == v1::NODE_ALLOCATED;
-    if (n.state() == v1::NODE_DOWN) return "down+drain";
-    return busy ? "draining" : "drained";
+    if (n.state() == v1::NODE_DOWN) return "down+drain" + reboot;
+    return (busy ? "draining" : "drained") + reboot;
   }
   if (!n.reservation().empty()) base += n.maint() ? "+maint" : "+reserved";
-  return base;
+  return base + reboot;
 }
 
 const char* LinkName(v1::GpuLinkType t) {
@@ -82,6 +84,7 @@ int CmdNodes(int argc, char** argv) {
       if (!n.reservation().empty()) w.Field("reservation", n.reservation());
       w.Field("drain", n.drain()).Field("reason", n.reason()).Field("reason_user", n.reason_user());
       w.Field("drained_by", n.drained_by()).Field("isolation", n.isolation());
+      w.Field("reboot", n.reboot());
       w.Key("partitions").BeginArray();
       for (const auto& p : n.partitions()) w.String(p);
       w.EndArray();
@@ -182,8 +185,10 @@ int CmdNodes(int argc, char** argv) {
 int CmdNode(int argc, char** argv) {
   if (argc < 3)
     return Usage("node",
-                 "expected 'muster node drain NODES --reason TEXT', 'muster node resume NODES' or "
-                 "'muster node confirm-down NODES'");
+                 "expected 'muster node drain NODES --reason TEXT', 'muster node resume NODES', "
+                 "'muster node confirm-down NODES', 'muster node reboot NODES [--asap] "
+                 "[--next-state resume|down] [--reason TEXT]' or 'muster node cancel-reboot "
+                 "NODES'");
   std::string action = argv[1];
   v1::UpdateNodeRequest req;
   if (action == "drain") {
@@ -192,17 +197,34 @@ int CmdNode(int argc, char** argv) {
     req.set_action(v1::UpdateNodeRequest::RESUME);
   } else if (action == "confirm-down") {
     req.set_action(v1::UpdateNodeRequest::CONFIRM_DOWN);
+  } else if (action == "reboot") {
+    req.set_action(v1::UpdateNodeRequest::REBOOT);
+  } else if (action == "cancel-reboot") {
+    req.set_action(v1::UpdateNodeRequest::CANCEL_REBOOT);
   } else {
-    return Usage("node", "unknown action '" + action + "' (drain, resume or confirm-down)");
+    return Usage("node", "unknown action '" + action +
+                             "' (drain, resume, confirm-down, reboot or cancel-reboot)");
   }
+  const bool reboot = req.action() == v1::UpdateNodeRequest::REBOOT;
   std::vector<std::string> names;
   const struct option opts[] = {{"reason", required_argument, nullptr, 'r'},
+                                {"asap", no_argument, nullptr, 'a'},
+                                {"next-state", required_argument, nullptr, 'n'},
                                 {nullptr, 0, nullptr, 0}};
   OptionReader in(argc - 1, argv + 1, "", opts);  // from the action on
   // Node names come in order, options after them still count.
   for (int c; (c = in.Next()) != -1;) {
     if (c == 'r') {
       req.set_reason(optarg);
+    } else if (reboot && c == 'a') {
+      req.set_asap(true);
+    } else if (reboot && c == 'n') {
+      const std::string next = ToLower(optarg);
+      if (next != "resume" && next != "down") {
+        return Usage("node",
+                     "--next-state takes resume or down, not '" + std::string(optarg) + "'");
+      }
+      req.set_next_state(next);
     } else if (c == OptionReader::kWord) {
       names.push_back(in.Word());
     } else {  // not an option of node's, or --reason with nothing after it

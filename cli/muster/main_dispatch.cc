@@ -120,6 +120,9 @@ Nodes:
   node resume NODES                  undo a drain (operators, admins)
   node confirm-down NODES            lost nodes are off for good: jobs requeued from them may
                                      start elsewhere (admins)
+  node reboot NODES|ALL [--asap] [--next-state resume|down] [--reason TEXT]
+                                     reboot once their jobs end (admins; --asap: drain first)
+  node cancel-reboot NODES           drop a reboot not yet issued (admins)
   audit [--since TIME] [--user U]    what admins and operators did (admins, operators)
 
 Accounts:

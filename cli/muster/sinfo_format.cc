@@ -27,8 +27,17 @@ bool Busy(const v1::NodeInfo& n) {
   return n.state() == v1::NODE_MIXED || n.state() == v1::NODE_ALLOCATED;
 }
 
-// sinfo's short (%t) state name (SinfoLongState: the long one, %T).
+std::string ShortStateOf(const v1::NodeInfo& n);
+
+// sinfo's short (%t) state name (SinfoLongState: the long one, %T), with Slurm's reboot marks:
+// @ a reboot waits, boot^ it was issued.
 std::string ShortState(const v1::NodeInfo& n) {
+  if (n.reboot() == "issued") return "boot^";
+  if (n.reboot() == "requested") return ShortStateOf(n) + "@";
+  return ShortStateOf(n);
+}
+
+std::string ShortStateOf(const v1::NodeInfo& n) {
   if (n.drain()) return n.state() == v1::NODE_DOWN ? "down" : Busy(n) ? "drng" : "drain";
   switch (n.state()) {
     case v1::NODE_IDLE:
@@ -71,7 +80,9 @@ std::string CompleteState(const v1::NodeInfo& n) {
       s = "unknown";
   }
   if (!n.reservation().empty()) s += n.maint() ? "+maint" : "+reserved";
-  return n.drain() ? s + "+drain" : s;
+  if (n.drain()) s += "+drain";
+  if (!n.reboot().empty()) s += "+reboot_" + n.reboot();
+  return s;
 }
 
 std::string Gres(const v1::NodeInfo& n, bool used) {

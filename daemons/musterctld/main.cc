@@ -41,8 +41,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& cc = config->controller;
-  auto log = muster::InitLogging("musterctld", cl->log_level.empty() ? cc.log_level : cl->log_level,
-                                 cc.log_file);
+  muster::LogOptions logging;
+  logging.program = "musterctld";
+  logging.level = cl->log_level.empty() ? cc.log_level : cl->log_level;
+  logging.file = cc.log_file;
+  logging.format = cc.log_format;
+  auto log = muster::InitLogging(logging);
   if (!log.ok()) {
     std::fprintf(stderr, "musterctld: %s\n", log.message().c_str());
     return 1;

@@ -48,8 +48,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   o.config = *config;
-  auto log = muster::InitLogging(
-      "musterd", cl->log_level.empty() ? config->agent.log_level : cl->log_level, cl->log_file);
+  muster::LogOptions logging;
+  logging.program = "musterd";
+  logging.level = cl->log_level.empty() ? config->agent.log_level : cl->log_level;
+  logging.file = cl->log_file;
+  logging.format = config->agent.log_format;
+  auto log = muster::InitLogging(logging);
   if (!log.ok()) {
     std::fprintf(stderr, "musterd: %s\n", log.message().c_str());
     return 1;

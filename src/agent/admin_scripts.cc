@@ -12,6 +12,7 @@
 
 #include "job_env.h"
 #include "muster/common/hostlist.h"
+#include "muster/common/own_files.h"
 #include "muster/common/strings.h"
 #include "spawn.h"
 
@@ -97,6 +98,28 @@ void RunAdminScript(AgentContext& ctx, const std::string& what, const std::strin
     run->status = status;
     finish();
   });
+}
+
+void RunRebootProgram(AgentContext& ctx, const std::string& reason) {
+  auto failed = [&ctx](const std::string& error) {
+    spdlog::error("node={} cannot reboot: {}", ctx.node(), error);
+    v1::AgentMessage m;
+    m.mutable_reboot_failed()->set_error(error);
+    ctx.Send(m);
+  };
+  const std::string& program = ctx.options.config.agent.reboot_program;
+  if (program.empty()) return failed("no [agent] reboot_program on this node");
+  // Checked at the start, and again now: it runs as root, maybe days later.
+  if (Status st = CheckTrustedProgram(program); !st.ok()) {
+    return failed("reboot_program: " + st.message());
+  }
+  ++ctx.counters.reboots_issued;
+  spdlog::warn("node={} rebooting ({}): running {}", ctx.node(), reason, program);
+  constexpr uint32_t kRebootProgramTimeoutS = 300;
+  RunAdminScript(ctx, "reboot program", program, {"MUSTER_REBOOT_REASON=" + reason.substr(0, 1024)},
+                 kRebootProgramTimeoutS, [failed](const std::string& error) {
+                   if (!error.empty()) failed(error);
+                 });
 }
 
 std::vector<std::string> AdminScriptEnv(const v1::LaunchJob& l, const std::string& node,

@@ -29,6 +29,12 @@ std::vector<std::string> AdminScriptEnv(const v1::LaunchJob& launch, const std::
                                         const std::string& visible_devices,
                                         const std::string& cgroup);
 
+// `muster node reboot`, issued once the node has no job: [agent] reboot_program, checked again
+// (CheckTrustedProgram), as root with MUSTER_REBOOT_REASON. A failure (no program, one another
+// user could change, an exit, its timeout) is told to the controller, which drains the node
+// with it; success is the host going down.
+void RunRebootProgram(AgentContext& ctx, const std::string& reason);
+
 // health_check_program every health_check_interval_s; each result goes to the controller, which
 // drains the node on failure and resumes it when the check passes again.
 class HealthCheck {

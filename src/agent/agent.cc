@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 #include <vector>
@@ -24,7 +25,10 @@
 #include "job_supervisor.h"
 #include "muster/common/clock.h"
 #include "muster/common/node_keys.h"
+#include "muster/common/own_files.h"
 #include "muster/common/strings.h"
+#include "muster/common/version.h"
+#include "muster/metrics/metrics_server.h"
 #include "step_service.h"
 
 namespace muster::agent {
@@ -51,6 +55,17 @@ std::string FindHelper(const std::string& name) {
   return "none";
 }
 
+// The boot id (one line); "" when unreadable (a reboot of such a node is never seen done: it
+// times out, drained).
+std::string ReadBootId(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  line = std::string(Trim(line));
+  if (line.empty()) spdlog::warn("cannot read this host's boot id from {}", path);
+  return line.substr(0, 64);
+}
+
 }  // namespace
 
 class Agent::Impl {
@@ -70,6 +85,7 @@ class Agent::Impl {
     return step_address_;
   }
   size_t num_jobs() const { return jobs_ ? jobs_->JobIdsSnapshot().size() : 0; }
+  int metrics_port() const { return metrics_port_; }
   uint64_t refused_commands() const { return session_ ? session_->refused_commands() : 0; }
   bool PostToLoop(std::function<void()> fn) {
     std::lock_guard<std::mutex> l(mu_);
@@ -90,6 +106,9 @@ class Agent::Impl {
   size_t RunOnIo(const std::function<size_t()>& fn);
   void StopAccepting();  // io thread: no heartbeats, checks or new steps
   void StopIoThread();
+  // [agent] metrics_address: /metrics, read on the io thread.
+  Status ServeMetrics();
+  std::string MetricsText() const;
 
   std::shared_ptr<Launcher> launcher_;
   asio::io_context io_;
@@ -102,6 +121,9 @@ class Agent::Impl {
   std::unique_ptr<ControllerSession> session_;
   std::unique_ptr<StepService> steps_;
   std::unique_ptr<GpuHealthWatch> gpu_watch_;
+  std::unique_ptr<metrics::MetricsServer> metrics_;
+  int metrics_port_ = 0;
+  int64_t start_time_ms_ = 0;
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread io_thread_;
 
@@ -215,6 +237,14 @@ Status Agent::Impl::Start() {
   gpu_source_ = std::move(found.health);
   ctx_.cgroups = JobCgroups::Detect(o.config.agent.cgroup_root, o.node_name);
   ctx_.inventory.set_isolation(ctx_.cgroups.description());
+  ctx_.inventory.set_boot_id(ReadBootId(o.boot_id_file));
+  if (!o.config.agent.reboot_program.empty()) {
+    // Run as root at the controller's word: nothing another user could change.
+    if (Status st = CheckTrustedProgram(o.config.agent.reboot_program); !st.ok()) {
+      return FailedPrecondition("agent.reboot_program: " + st.message());
+    }
+    ctx_.inventory.set_can_reboot(true);
+  }
   if (ctx_.cgroups.enabled()) {
     spdlog::info("node={} isolation: {}", o.node_name, ctx_.cgroups.description());
   } else {
@@ -229,6 +259,8 @@ Status Agent::Impl::Start() {
   steps_ = std::make_unique<StepService>(ctx_, *jobs_);
   gpu_watch_ = std::make_unique<GpuHealthWatch>(ctx_, gpu_source_);
   MUSTER_RETURN_IF_ERROR(steps_->Listen(o.step_address, os.hostname));
+  start_time_ms_ = SystemClock::Get()->NowMs();
+  MUSTER_RETURN_IF_ERROR(ServeMetrics());  // before `started_`: a failure leaves nothing to stop
   {
     std::lock_guard<std::mutex> l(mu_);
     step_address_ = steps_->address();
@@ -276,7 +308,50 @@ bool Agent::Impl::BeginStop() {
     if (!started_) return false;
   }
   link_->Stop();
+  if (metrics_) metrics_->Close();  // the io thread still runs: Close waits on it
   return true;
+}
+
+Status Agent::Impl::ServeMetrics() {
+  const AgentConfig& a = options_.config.agent;
+  if (a.metrics_address.empty()) return Status::Ok();
+  MUSTER_ASSIGN_OR_RETURN(std::string token, metrics::ReadMetricsToken(a.metrics_token_file));
+  metrics_ = std::make_unique<metrics::MetricsServer>(
+      io_, "musterd", std::move(token), [this](std::function<void(std::string)> done) {
+        asio::post(io_, [this, done = std::move(done)] { done(MetricsText()); });
+      });
+  auto port = metrics_->Listen(a.metrics_address);
+  if (!port.ok()) {
+    metrics_.reset();
+    return port.status();
+  }
+  metrics_port_ = *port;
+  spdlog::info("musterd node={} serves /metrics on port {}", options_.node_name, metrics_port_);
+  return Status::Ok();
+}
+
+std::string Agent::Impl::MetricsText() const {
+  AgentMetrics m;
+  m.node = options_.node_name;
+  m.version = kVersion;
+  m.start_time_ms = start_time_ms_;
+  m.counters = ctx_.counters;
+  for (const auto& [id, job] : jobs_->jobs()) {
+    std::string phase = PhaseName(job->phase());
+    ++m.jobs_by_phase[phase];
+    m.steps += static_cast<uint32_t>(job->supervised_steps.size());
+    m.job_cgroups += !job->cgroup.empty();
+  }
+  m.cgroups = ctx_.cgroups.enabled();
+  m.connected = link_ && link_->connected();
+  m.epoch = session_->epoch();
+  m.commands_refused = session_->refused_commands();
+  if (health_->last()) m.health_check = health_->last()->ok() ? 1 : 0;
+  {
+    std::lock_guard<std::mutex> l(ctx_.mu);
+    m.gpus.assign(ctx_.inventory.gpus().begin(), ctx_.inventory.gpus().end());
+  }
+  return AgentMetricsText(m);
 }
 
 size_t Agent::Impl::RunOnIo(const std::function<size_t()>& fn) {
@@ -379,6 +454,7 @@ bool Agent::connected() const { return impl_->link_ && impl_->link_->connected()
 size_t Agent::num_jobs() const { return impl_->num_jobs(); }
 bool Agent::PostToLoop(std::function<void()> fn) { return impl_->PostToLoop(std::move(fn)); }
 uint64_t Agent::refused_commands() const { return impl_->refused_commands(); }
+int Agent::metrics_port() const { return impl_->metrics_port(); }
 void Agent::SetSilentForTest(bool silent) {
   if (impl_->link_) impl_->link_->SetPausedForTest(silent);
 }

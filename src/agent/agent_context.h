@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "agent_metrics.h"
 #include "cgroup.h"
 #include "muster/agent/agent_options.h"
 #include "muster/agent/launcher.h"
@@ -53,6 +54,7 @@ class AgentContext {
   std::string step_key;
   // This agent process's instance (new at each start): a step grant names the one it is for.
   std::string instance_id;
+  AgentCounters counters;  // for /metrics
   mutable std::mutex mu;
   v1::NodeInventory inventory;  // mu
 };

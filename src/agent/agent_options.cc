@@ -7,6 +7,7 @@ namespace muster::agent {
 std::string AgentUsage() {
   return "Usage: musterd [--config FILE] [--name NODE] [--gpu-fixture FILE] [--spool DIR]\n"
          "               [--topology-xml HWLOC_XML] [--gpu-faults FILE] [--probe]\n"
+         "               [--boot-id-file FILE]\n"
          "               [--step-address HOST:PORT]\n"
          "               [--controller HOST:PORT[,HOST:PORT...]]\n"
          "               [--log-level LEVEL] [--log-file FILE]\n";
@@ -21,6 +22,7 @@ Result<AgentCommandLine> ParseAgentCommandLine(int argc, char** argv) {
                                 {"spool", required_argument, nullptr, 's'},
                                 {"topology-xml", required_argument, nullptr, 'x'},
                                 {"gpu-faults", required_argument, nullptr, 'F'},
+                                {"boot-id-file", required_argument, nullptr, 'B'},
                                 {"probe", no_argument, nullptr, 'P'},
                                 {"step-address", required_argument, nullptr, 'a'},
                                 {"controller", required_argument, nullptr, 'C'},
@@ -31,7 +33,7 @@ Result<AgentCommandLine> ParseAgentCommandLine(int argc, char** argv) {
                                 {nullptr, 0, nullptr, 0}};
   optind = 0;  // getopt's state is global: start over (tests parse several command lines)
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":c:n:g:s:x:F:Pa:C:l:L:Vh", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":c:n:g:s:x:F:B:Pa:C:l:L:Vh", opts, nullptr)) != -1;) {
     switch (c) {
       case 'c':
         cl.config_path = optarg;
@@ -50,6 +52,9 @@ Result<AgentCommandLine> ParseAgentCommandLine(int argc, char** argv) {
         break;
       case 'F':
         o.gpu_faults = optarg;
+        break;
+      case 'B':
+        o.boot_id_file = optarg;
         break;
       case 'P':
         cl.probe = true;

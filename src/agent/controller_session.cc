@@ -39,6 +39,18 @@ void ControllerSession::OnMessage(const v1::ControllerMessage& msg) {
     case v1::ControllerMessage::kSuspendJob:
       jobs_.Suspend(msg.suspend_job());
       break;
+    case v1::ControllerMessage::kRebootNode:
+      if (!jobs_.jobs().empty()) {
+        // The controller issues a reboot only to a node without jobs; whatever still runs here
+        // is not the reboot's to end.
+        v1::AgentMessage m;
+        m.mutable_reboot_failed()->set_error(std::to_string(jobs_.jobs().size()) +
+                                             " job(s) still on the node");
+        ctx_.Send(m);
+        break;
+      }
+      RunRebootProgram(ctx_, msg.reboot_node().reason());
+      break;
     default:
       spdlog::warn("node={} got an unknown command; ignored", ctx_.node());
   }

@@ -437,6 +437,7 @@ void JobSupervisor::Launch(const v1::LaunchJob& l) {
   job->serial = ++serials_;
   job->launch = l;
   job->dir = spool_.JobDir(id);
+  job->launch_received = std::chrono::steady_clock::now();
   LocalJob& j = *job;
   jobs_[id] = std::move(job);
   const v1::JobSpec& spec = l.spec();
@@ -551,6 +552,8 @@ void JobSupervisor::FailLaunch(uint64_t id, const std::string& why, bool node_fa
   // controller could not parse the message and would drop this node's whole session.
   m.mutable_job_launch_failed()->set_message(Printable(why));
   m.mutable_job_launch_failed()->set_node_fault(node_fault);
+  ++ctx_.counters.launches_failed;
+  ctx_.counters.launches_node_fault += node_fault;
   jobs_.erase(id);
   PublishJobIds();
   ctx_.Send(m);
@@ -642,6 +645,8 @@ void JobSupervisor::StartJob(uint64_t id) {
   } else {
     ArmTimeLimit(j);
   }
+  ctx_.counters.Started(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - j.launch_received).count());
   v1::AgentMessage m;
   m.mutable_job_started()->set_job_id(id);
   m.mutable_job_started()->set_run(l.requeue_count());

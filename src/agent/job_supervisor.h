@@ -49,6 +49,7 @@ class JobSupervisor {
 
   // ---- For the other parts. ----
   LocalJob* Find(uint64_t id);
+  const std::map<uint64_t, std::unique_ptr<LocalJob>>& jobs() const { return jobs_; }
   std::vector<uint64_t> RunningJobIds() const;  // io thread (heartbeats)
   // Thread-safe snapshots for the registration.
   std::vector<uint64_t> JobIdsSnapshot() const;

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -86,6 +87,8 @@ struct LocalJob {
   KillStage kill = KillStage::kNone;
   // Suspended while its prolog ran (nothing of it to stop yet): it starts stopped.
   bool suspend_at_start = false;
+  // When its LaunchJob came (the launch latency of the agent's metrics).
+  std::chrono::steady_clock::time_point launch_received{};
 
   JobPhase phase() const { return phase_; }
   // Moves to `to`; false (and no move) where the state machine has no such move.

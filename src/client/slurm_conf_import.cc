@@ -724,6 +724,15 @@ class Importer {
       agent_["prolog_timeout_s"] = agent_["epilog_timeout_s"] = std::to_string(v);
     } else if (k == "healthcheckprogram") {
       agent_["health_check_program"] = Quote(s.value);
+    } else if (k == "rebootprogram") {
+      if (s.value.empty() || s.value[0] != '/') {
+        Left(line, s, "not carried: [agent] reboot_program needs an absolute path");
+      } else {
+        agent_["reboot_program"] = Quote(s.value);
+      }
+    } else if (k == "resumetimeout") {
+      MUSTER_ASSIGN_OR_RETURN(uint64_t v, Number(line, s, 86'400));
+      if (v > 0) scheduling_["reboot_timeout_s"] = std::to_string(v);
     } else if (k == "healthcheckinterval") {
       MUSTER_ASSIGN_OR_RETURN(uint64_t v, Number(line, s, 86'400 * 7));
       if (v > 0) agent_["health_check_interval_s"] = std::to_string(v);

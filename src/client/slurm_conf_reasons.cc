@@ -24,7 +24,6 @@ std::string NotCarried(const std::string& k) {
       {"suspendprogram", "no power saving"},
       {"resumeprogram", "no power saving"},
       {"suspendtime", "no power saving"},
-      {"rebootprogram", "no node reboots by the scheduler yet"},
       {"unkillablesteptimeout", "a step's processes are killed through its cgroup"},
       {"overtimelimit", "jobs end at their time limit (after kill_grace_ms)"},
   };

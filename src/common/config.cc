@@ -92,6 +92,22 @@ Status Validate(Config& c, const std::string& source) {
                              "scraper must present its bearer token");
     }
   }
+  if (!c.agent.metrics_address.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    if (!SplitHostPort(c.agent.metrics_address, &host, &port).ok()) {
+      return InvalidArgument(source + ": agent.metrics_address '" + c.agent.metrics_address +
+                             "' is not host:port");
+    }
+    if (c.agent.metrics_token_file.empty()) {
+      return InvalidArgument(source +
+                             ": agent.metrics_address needs metrics_token_file: every scraper "
+                             "must present its bearer token");
+    }
+  }
+  if (!c.agent.reboot_program.empty() && c.agent.reboot_program[0] != '/') {
+    return InvalidArgument(source + ": agent.reboot_program must be an absolute path");
+  }
   if (!c.controller.api_listen.empty() && c.controller.api_address.empty()) {
     return InvalidArgument(source +
                            ": controller.api_listen needs api_address (where clients connect)");
@@ -224,6 +240,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         if (!c.controller.mail_prog.empty() && c.controller.mail_prog[0] != '/') {
           return t.Error(t.Get("mail_prog"), "mail_prog", "expected an absolute path");
         }
+        MUSTER_RETURN_IF_ERROR(t.String("log_format", &c.controller.log_format));
+        if (c.controller.log_format != "text" && c.controller.log_format != "json") {
+          return t.Error(t.Get("log_format"), "log_format", "expected text or json");
+        }
         return t.String("log_file", &c.controller.log_file);
       },
       source));
@@ -242,6 +262,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(
             t.Uint("node_not_responding_ms", &s.node_not_responding_ms, 100, 3'600'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("node_down_ms", &s.node_down_ms, 100, 86'400'000));
+        MUSTER_RETURN_IF_ERROR(t.Uint("reboot_timeout_s", &s.reboot_timeout_s, 1, 86'400));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("finished_job_retention_ms", &s.finished_job_retention_ms, 0, 86'400'000));
         MUSTER_RETURN_IF_ERROR(t.Uint("max_job_count", &s.max_job_count, 1, 100'000'000));
@@ -353,6 +374,13 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("epilog", &c.agent.epilog));
         MUSTER_RETURN_IF_ERROR(t.Uint("prolog_timeout_s", &c.agent.prolog_timeout_s, 1, 86'400));
         MUSTER_RETURN_IF_ERROR(t.Uint("epilog_timeout_s", &c.agent.epilog_timeout_s, 1, 86'400));
+        MUSTER_RETURN_IF_ERROR(t.String("reboot_program", &c.agent.reboot_program));
+        MUSTER_RETURN_IF_ERROR(t.String("metrics_address", &c.agent.metrics_address));
+        MUSTER_RETURN_IF_ERROR(t.String("metrics_token_file", &c.agent.metrics_token_file));
+        MUSTER_RETURN_IF_ERROR(t.String("log_format", &c.agent.log_format));
+        if (c.agent.log_format != "text" && c.agent.log_format != "json") {
+          return t.Error(t.Get("log_format"), "log_format", "expected text or json");
+        }
         return t.String("log_level", &c.agent.log_level);
       },
       source));

@@ -27,6 +27,7 @@ std::vector<std::string> ChangedControllerKeys(const ControllerConfig& a,
   MUSTER_CHANGED(state_reserve_mb);
   MUSTER_CHANGED(log_level);
   MUSTER_CHANGED(log_file);
+  MUSTER_CHANGED(log_format);
   MUSTER_CHANGED(etcd_endpoints);
   MUSTER_CHANGED(etcd_prefix);
   MUSTER_CHANGED(etcd_ca_file);

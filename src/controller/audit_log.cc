@@ -39,7 +39,7 @@ void AuditLog::Record(const Caller& caller, std::string action, std::string targ
   e.set_detail(std::move(detail));
   e.set_allowed(allowed);
   e.set_result(result.ok() ? "OK" : result.message());
-  spdlog::info("audit: {} ({}, {}) {} {}{}: {}", e.user(), e.role(), e.origin(), e.action(),
+  spdlog::info("audit: user={} ({}, {}) {} {}{}: {}", e.user(), e.role(), e.origin(), e.action(),
                e.target(), allowed ? "" : " REFUSED", e.result());
   store::Mutation m;
   m.PutAudit(store::Mutation::AuditKey(now, static_cast<uint32_t>(ctx_.epoch()), seq_++), e);

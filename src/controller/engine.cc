@@ -245,18 +245,24 @@ Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
   const bool drain = req.action() == v1::UpdateNodeRequest::DRAIN;
   const bool resume = req.action() == v1::UpdateNodeRequest::RESUME;
   const bool confirm = req.action() == v1::UpdateNodeRequest::CONFIRM_DOWN;
+  const bool reboot = req.action() == v1::UpdateNodeRequest::REBOOT;
+  const bool cancel_reboot = req.action() == v1::UpdateNodeRequest::CANCEL_REBOOT;
   Result<v1::UpdateNodeResponse> resp = [&]() -> Result<v1::UpdateNodeResponse> {
+    if (reboot) return nodes_->RequestReboot(caller, req, now);
+    if (cancel_reboot) return nodes_->CancelReboot(caller, req);
     if (!confirm) return nodes_->Update(caller, req, now);
     MUSTER_ASSIGN_OR_RETURN(auto lost, nodes_->ConfirmableDown(caller, req.nodes()));
     return jobs_->ConfirmDown(lost, caller.user);
   }();
   audit_->Record(caller,
-                 drain     ? "drain"
-                 : resume  ? "resume"
-                 : confirm ? "confirm-down"
-                           : "update",
+                 drain           ? "drain"
+                 : resume        ? "resume"
+                 : confirm       ? "confirm-down"
+                 : reboot        ? "reboot"
+                 : cancel_reboot ? "cancel-reboot"
+                                 : "update",
                  "nodes " + std::string(req.nodes().substr(0, 1024)),
-                 drain ? std::string(req.reason().substr(0, 1024)) : "",
+                 drain || reboot ? std::string(req.reason().substr(0, 1024)) : "",
                  resp.status().code() != StatusCode::kPermissionDenied, resp.status(), now);
   return resp;
 }
@@ -480,6 +486,8 @@ ClusterMetrics Engine::Metrics() const {
   m.last_pass_considered = t.last_considered;
   m.last_pass_reservations = t.last_reservations;
   m.preemptions = preemptor_->preempted();
+  m.queue_waits = t.queue_waits;
+  m.heartbeats_late = nodes_->late_heartbeats();
   m.epoch = ctx_->epoch();
   m.start_time_ms = start_time_ms_;
   m.store_bytes = jobs_->stored().total();
@@ -616,6 +624,12 @@ void Engine::OnAgentMessage(const std::string& name, const v1::AgentMessage& msg
     case v1::AgentMessage::kStepEnded:
       steps_->OnStepEnded(*node, msg.step_ended(), now);
       break;
+    case v1::AgentMessage::kRebootFailed: {
+      store::Mutation m;
+      nodes_->OnRebootFailed(*node, msg.reboot_failed(), now, m);
+      ctx_->CommitOrDie(m);
+      break;
+    }
     case v1::AgentMessage::kHello:
     case v1::AgentMessage::MSG_NOT_SET:
       spdlog::warn("node={} sent an unexpected message ({}); ignored", name,
@@ -631,6 +645,11 @@ void Engine::Tick(TimeMs now) {
   scheduler_->Tick(now);
   fair_share_->Accrue(now);
   for (auto& [node, why] : nodes_->Sweep(now)) jobs_->NodeLost(*node, why, now);
+  nodes_->AdvanceReboots(
+      [this](const NodeEntry& n) {
+        return !ledger_->held(n.index).empty() || !ledger_->parked(n.index).empty();
+      },
+      now);
   jobs_->Archive(now);
   if (!jobs_->interactive().empty()) allocations_->Check(now);
   history_->Purge(now);

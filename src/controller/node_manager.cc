@@ -39,6 +39,7 @@ bool NodeManager::Restore(const v1::NodeRecord& rec) {
 
 void NodeManager::StartLiveness(TimeMs now) {
   for (auto& n : nodes_) n.last_heard_ms = now;
+  liveness_start_ms_ = now;
 }
 
 void NodeManager::ContinueLiveness(const NodeManager& previous) {
@@ -49,6 +50,8 @@ void NodeManager::ContinueLiveness(const NodeManager& previous) {
     n.not_responding = before->not_responding;
     n.down = before->down;
   }
+  late_heartbeats_ = previous.late_heartbeats_;
+  liveness_start_ms_ = previous.liveness_start_ms_;
 }
 
 NodeEntry* NodeManager::Find(const std::string& name) {
@@ -89,6 +92,7 @@ Result<v1::RegisterResponse> NodeManager::Register(const v1::RegisterRequest& re
   node->reported_jobs.assign(req.running_job_ids().begin(), req.running_job_ids().end());
   node->lost_jobs = {req.lost_job_ids().begin(), req.lost_job_ids().end()};
   node->adopted_jobs.assign(req.adopted_jobs().begin(), req.adopted_jobs().end());
+  CompleteReboot(*node, now, m);
   ApplyChecks(*node, now, m);
 
   const NodeConfig& c = node->config;
@@ -150,6 +154,10 @@ NodeEntry* NodeManager::Heard(const std::string& name, TimeMs now) {
     ctx_.CloseSession(name);
     return nullptr;
   }
+  const TimeMs gap = now - node->last_heard_ms;
+  if (node->session && gap > 2 * static_cast<TimeMs>(ctx_.scheduling().heartbeat_interval_ms)) {
+    ++late_heartbeats_;
+  }
   node->last_heard_ms = now;
   if (node->not_responding) {
     node->not_responding = false;
@@ -194,8 +202,11 @@ void NodeManager::MarkDown(NodeEntry& node) {
 }
 
 bool NodeManager::Schedulable(const NodeEntry& node) const {
+  // A reboot issued, or asked for ASAP, takes no new work whatever became of its drain (a
+  // check's drain lifted, an operator's resume).
   return node.registered && node.session && !node.down && !node.not_responding &&
-         !node.rec.drain() && node.stale_jobs.empty();
+         !node.rec.drain() && node.stale_jobs.empty() && node.rec.reboot().issued_ms() == 0 &&
+         !node.rec.reboot().asap();
 }
 
 std::string NodeManager::WhyUnschedulable(const NodeEntry& node) const {
@@ -206,6 +217,8 @@ std::string NodeManager::WhyUnschedulable(const NodeEntry& node) const {
     return "drained" + (node.rec.reason().empty() ? "" : ": " + node.rec.reason());
   }
   if (!node.stale_jobs.empty()) return "cleaning up jobs it should not run";
+  if (node.rec.reboot().issued_ms() != 0) return "rebooting";
+  if (node.rec.reboot().asap()) return "to reboot as soon as its jobs end";
   return "";
 }
 
@@ -230,20 +243,37 @@ Result<std::vector<NodeEntry*>> NodeManager::ConfirmableDown(const Caller& calle
   return out;
 }
 
+Result<std::vector<NodeEntry*>> NodeManager::NodesOf(const std::string& hostlist) {
+  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(hostlist));
+  if (names.empty()) return InvalidArgument("no node names given");
+  std::vector<std::string> unknown;
+  std::vector<NodeEntry*> out;
+  for (const auto& n : names) {
+    if (NodeEntry* node = Find(n)) {
+      out.push_back(node);
+    } else {
+      unknown.push_back(n);
+    }
+  }
+  if (!unknown.empty()) return NotFound("unknown node(s): " + CompressHostlist(unknown));
+  return out;
+}
+
+Result<std::vector<NodeEntry*>> NodeManager::NodesOrAll(const std::string& hostlist) {
+  if (hostlist != "ALL") return NodesOf(hostlist);
+  std::vector<NodeEntry*> all;
+  for (NodeEntry& n : nodes_) all.push_back(&n);
+  return all;
+}
+
 Result<v1::UpdateNodeResponse> NodeManager::Update(const Caller& caller,
                                                    const v1::UpdateNodeRequest& req, TimeMs now) {
   MUSTER_RETURN_IF_ERROR(Authorize(caller, Action::kDrainResumeNodes));
-  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(req.nodes()));
-  if (names.empty()) return InvalidArgument("no node names given");
-  std::vector<std::string> unknown;
-  for (const auto& n : names) {
-    if (!Find(n)) unknown.push_back(n);
-  }
-  if (!unknown.empty()) return NotFound("unknown node(s): " + CompressHostlist(unknown));
+  MUSTER_ASSIGN_OR_RETURN(std::vector<NodeEntry*> nodes, NodesOf(req.nodes()));
   store::Mutation m;
   std::vector<v1::NodeRecord> next;
-  for (const auto& n : names) {
-    NodeEntry* node = Find(n);
+  for (NodeEntry* node : nodes) {
+    const std::string& n = node->name();
     v1::NodeRecord r = node->rec;
     if (req.action() == v1::UpdateNodeRequest::DRAIN) {
       if (Trim(req.reason()).empty()) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -119,6 +120,26 @@ class NodeManager {
   // The admin's health check passed or failed.
   void OnNodeHealth(NodeEntry& node, const v1::NodeHealth& h, TimeMs now, store::Mutation& m);
 
+  // ---- Reboots (node_reboots.cc). ----
+  // muster node reboot (admins): each node is told to run its reboot program once it has no
+  // job; with `asap` it takes no new work meanwhile. INVALID_ARGUMENT for a bad next state or a
+  // node whose agent has no reboot program; FAILED_PRECONDITION for one already rebooting.
+  Result<v1::UpdateNodeResponse> RequestReboot(const Caller& caller,
+                                               const v1::UpdateNodeRequest& req, TimeMs now);
+  // muster node cancel-reboot (admins): reboots not yet issued are dropped, and an ASAP drain
+  // lifted. FAILED_PRECONDITION for a node whose reboot was issued (it cannot be called back).
+  Result<v1::UpdateNodeResponse> CancelReboot(const Caller& caller,
+                                              const v1::UpdateNodeRequest& req);
+  // Every tick: tells each node whose reboot waits and that holds no job (`busy` says which do)
+  // to reboot, and drains those that did not come back within reboot_timeout_s.
+  void AdvanceReboots(const std::function<bool(const NodeEntry&)>& busy, TimeMs now);
+  // The agent could not run its reboot program: the node is drained with why.
+  void OnRebootFailed(NodeEntry& node, const v1::RebootFailed& f, TimeMs now, store::Mutation& m);
+
+  // Heartbeats (any message) that came more than two heartbeat intervals after the one before
+  // on the same session, since this controller started.
+  uint64_t late_heartbeats() const { return late_heartbeats_; }
+
   // Whether the scheduler may place work on the node, and if not, why ("drained: bad fan").
   bool Schedulable(const NodeEntry& node) const;
   std::string WhyUnschedulable(const NodeEntry& node) const;
@@ -128,9 +149,17 @@ class NodeManager {
   std::string HardwareShortfall(const NodeEntry& node) const;
   // The drains (or automatic resumes) that follow from its hardware and its GPUs' health.
   void ApplyChecks(NodeEntry& node, TimeMs now, store::Mutation& m);
+  // At registration: a node back from a new boot has its reboot done (node_reboots.cc).
+  void CompleteReboot(NodeEntry& node, TimeMs now, store::Mutation& m);
+  // The nodes a hostlist names, each configured. NOT_FOUND names the unknown ones.
+  Result<std::vector<NodeEntry*>> NodesOf(const std::string& hostlist);
+  // The same, or every node for "ALL" (scontrol reboot's word).
+  Result<std::vector<NodeEntry*>> NodesOrAll(const std::string& hostlist);
 
   EngineContext& ctx_;
   std::vector<NodeEntry> nodes_;  // configuration order
+  uint64_t late_heartbeats_ = 0;
+  TimeMs liveness_start_ms_ = 0;  // when this controller started counting silences
 };
 
 }  // namespace muster::controller

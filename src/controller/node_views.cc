@@ -42,6 +42,13 @@ void NodeViews::CountResources(ClusterMetrics* m) const {
     }
     ++m->nodes[state];
     m->nodes_responding += n.session;
+    if (n.inventory.gpus_size() > 0) {
+      auto& [reported, unhealthy] = m->node_gpu_health[n.name()];
+      for (const auto& g : n.inventory.gpus()) {
+        ++reported;
+        unhealthy += !g.health().empty();
+      }
+    }
     if (view.gpus == 0) continue;
     const uint32_t allocated = view.gpus - view.FreeGpus();
     const std::string& type = view.gpu_type;
@@ -71,6 +78,10 @@ v1::NodeInfo NodeViews::ToNodeInfo(const NodeEntry& n) const {
   info.set_reason_time_ms(n.rec.reason_time_ms());
   info.set_drained_by(n.rec.drained_by());
   if (!n.rec.drain() && n.down) info.set_reason("Not responding");
+  if (n.rec.has_reboot()) {
+    info.set_reboot(n.rec.reboot().issued_ms() != 0 ? "issued" : "requested");
+    if (info.reason().empty()) info.set_reason(n.rec.reboot().reason());
+  }
   for (const auto& p : ctx_.config().partitions) {
     if (std::find(p.nodes.begin(), p.nodes.end(), n.name()) != p.nodes.end()) {
       info.add_partitions(p.name);

@@ -234,6 +234,7 @@ void SchedulerLoop::CommitStarts(const core::SchedulePass& pass, TimeMs now) {
   for (const core::JobStart* s : valid) ids.push_back(s->job);
   JobManager::ArraySplit split = jobs_.SplitForStart(ids, m);
   std::vector<Start> started;
+  std::vector<TimeMs> waits;  // each start's time in the queue
   std::vector<uint64_t> throttled_carriers;
   for (const core::JobStart* sp : valid) {
     const core::JobStart& s = *sp;
@@ -245,6 +246,7 @@ void SchedulerLoop::CommitStarts(const core::SchedulePass& pass, TimeMs now) {
                 .allocation = ledger_.ToAllocation(s.placement),
                 .credential = ctx_.MakeCredential()};
     policy_.Start(s, before, now, &c);
+    waits.push_back(now - std::max(before.submit_time_ms(), before.spec().begin_time_ms()));
     v1::JobRecord next = jobs_.StageNext(before, c, now, m);
     started.push_back({s.job, &s.placement, std::move(next)});
   }
@@ -257,6 +259,8 @@ void SchedulerLoop::CommitStarts(const core::SchedulePass& pass, TimeMs now) {
       return;
     }
     totals_.jobs_started += started.size();
+    for (TimeMs w : waits)
+      totals_.queue_waits.Add(static_cast<double>(std::max<TimeMs>(w, 0)) / 1000.0);
   }
   for (const v1::JobRecord& r : split.new_carriers) {
     if (throttled_.count(r.array().array_job_id())) throttled_carriers.push_back(r.id());

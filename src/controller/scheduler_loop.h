@@ -20,6 +20,7 @@
 #include "job_manager.h"
 #include "muster/common/clock.h"
 #include "muster/common/status.h"
+#include "muster/controller/cluster_metrics.h"
 #include "muster/controller/engine.h"
 #include "muster/core/priority.h"
 #include "muster/core/types.h"
@@ -59,6 +60,7 @@ class SchedulerLoop {
     uint64_t forecasts = 0;
     uint32_t last_considered = 0;
     uint32_t last_reservations = 0;
+    QueueWaits queue_waits;
   };
   const Totals& totals() const { return totals_; }
   // A replacement engine's loop goes on counting from where the last one stopped.

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "journal_sink.h"
+#include "json_formatter.h"
 #include "muster/common/own_files.h"
 #include "muster/common/strings.h"
 
@@ -73,30 +75,51 @@ Status PrepareLogFile(const std::string& path) {
 
 }  // namespace
 
-Status InitLogging(const std::string& program, const std::string& level, const std::string& file) {
-  auto lvl = spdlog::level::from_str(level);
-  if (lvl == spdlog::level::off && level != "off") {
-    return InvalidArgument("unknown log level '" + level +
+Status InitLogging(const LogOptions& o) {
+  auto lvl = spdlog::level::from_str(o.level);
+  if (lvl == spdlog::level::off && o.level != "off") {
+    return InvalidArgument("unknown log level '" + o.level +
                            "': use trace, debug, info, warn, error");
   }
-  if (!file.empty()) MUSTER_RETURN_IF_ERROR(PrepareLogFile(file));
+  if (o.format != "text" && o.format != "json") {
+    return InvalidArgument("unknown log format '" + o.format + "': use text or json");
+  }
+  if (!o.file.empty()) MUSTER_RETURN_IF_ERROR(PrepareLogFile(o.file));
+  const bool journal = o.file.empty() && o.format == "text" && JournalSink::StderrIsJournal();
   std::shared_ptr<spdlog::logger> logger;
   try {
-    if (file.empty()) {
-      logger = spdlog::stderr_logger_mt(program);
+    spdlog::drop(o.program);
+    if (journal) {
+      logger = std::make_shared<spdlog::logger>(
+          o.program, std::make_shared<JournalSink>(o.journal_socket, o.program));
+      spdlog::register_logger(logger);
+    } else if (o.file.empty()) {
+      logger = spdlog::stderr_logger_mt(o.program);
     } else {
-      logger = spdlog::basic_logger_mt(program, file);
+      logger = spdlog::basic_logger_mt(o.program, o.file);
     }
   } catch (const spdlog::spdlog_ex& e) {
     return Internal(std::string("cannot set up logging: ") + e.what());
   }
-  auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<PrintablePayload>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %n: %*");
-  logger->set_formatter(std::move(formatter));
+  if (o.format == "json") {
+    logger->set_formatter(std::make_unique<JsonLogFormatter>(o.program));
+  } else if (!journal) {
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<PrintablePayload>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %n: %*");
+    logger->set_formatter(std::move(formatter));
+  }
   logger->set_level(lvl);
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
   return Status::Ok();
+}
+
+Status InitLogging(const std::string& program, const std::string& level, const std::string& file) {
+  LogOptions o;
+  o.program = program;
+  o.level = level;
+  o.file = file;
+  return InitLogging(o);
 }
 
 void WarnReloadNotSupported() {

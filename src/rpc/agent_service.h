@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "log_limiter.h"
 #include "muster/controller/controller_runner.h"
 #include "muster/credentials/node_proof.h"
+#include "muster/logging/log_limiter.h"
 #include "muster/v1/node.grpc.pb.h"
 
 namespace muster::rpc {

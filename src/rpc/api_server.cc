@@ -19,10 +19,10 @@
 #include <memory>
 #include <mutex>
 
-#include "log_limiter.h"
 #include "munge_verifier.h"
 #include "muster/common/framing.h"
 #include "muster/common/job_limits.h"
+#include "muster/logging/log_limiter.h"
 #include "request_rate.h"
 
 namespace muster::rpc {

@@ -14,12 +14,12 @@
 #include "agent_service.h"
 #include "api_server.h"
 #include "mail_sender.h"
-#include "metrics_server.h"
 #include "metrics_text.h"
 #include "muster/common/job_limits.h"
 #include "muster/common/service_notify.h"
 #include "muster/common/tls_files.h"
 #include "muster/controller/controller_runner.h"
+#include "muster/metrics/metrics_server.h"
 #include "muster/rpc/api_dispatch.h"
 #include "muster/rpc/asio_executor.h"
 #include "replication_service.h"
@@ -77,7 +77,7 @@ class ControllerServer::Impl {
   std::unique_ptr<ReplicationService> replication_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<ApiServer> api_;
-  std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<metrics::MetricsServer> metrics_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -181,10 +181,12 @@ Status ControllerServer::Impl::Start() {
     MUSTER_ASSIGN_OR_RETURN(api_port_, api_->ListenTcp(listen));
   }
   if (!c.controller.metrics_address.empty()) {
-    MUSTER_ASSIGN_OR_RETURN(std::string token, ReadMetricsToken(c.controller.metrics_token_file));
+    MUSTER_ASSIGN_OR_RETURN(std::string token,
+                            metrics::ReadMetricsToken(c.controller.metrics_token_file));
     // Counted on the strand, as `muster diag` counts: the same numbers.
-    metrics_ = std::make_unique<MetricsServer>(
-        executor_->io(), std::move(token), [this](std::function<void(std::string)> done) {
+    metrics_ = std::make_unique<metrics::MetricsServer>(
+        executor_->io(), "musterctld", std::move(token),
+        [this](std::function<void(std::string)> done) {
           runner_->Post([this, done = std::move(done)] {
             ControllerMetrics m;
             m.cluster = runner_->engine().Metrics();

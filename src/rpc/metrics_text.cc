@@ -1,55 +1,14 @@
 #include "metrics_text.h"
 
-#include <cstdio>
 #include <map>
 #include <utility>
+
+#include "muster/metrics/prometheus_text.h"
 
 namespace muster::rpc {
 namespace {
 
-// Label values escaped as the format wants: backslash, double quote, newline.
-std::string Escaped(const std::string& v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string Number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.15g", v);
-  return buf;
-}
-
-class Writer {
- public:
-  void Family(const std::string& name, const char* type, const char* help) {
-    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-  }
-  // labels: "" or `a="x",b="y"` (already escaped).
-  void Sample(const std::string& name, const std::string& labels, double value) {
-    out_ += name;
-    if (!labels.empty()) out_ += "{" + labels + "}";
-    out_ += " " + Number(value) + "\n";
-  }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-std::string Label(const char* name, const std::string& value) {
-  return std::string(name) + "=\"" + Escaped(value) + "\"";
-}
+using metrics::Label;
 
 // A timing kind ("api/SUBMIT_JOB") as its metric family and label.
 struct Family {
@@ -91,7 +50,7 @@ Family FamilyOf(const std::string& kind) {
 
 std::string PrometheusText(const ControllerMetrics& m) {
   const controller::ClusterMetrics& c = m.cluster;
-  Writer w;
+  metrics::PrometheusWriter w;
   w.Family("muster_jobs", "gauge",
            "Jobs in the controller's memory by state, partition and account (an array's waiting "
            "tasks one by one).");
@@ -118,14 +77,8 @@ std::string PrometheusText(const ControllerMetrics& m) {
         Label("state", state) + "," + Label("type", type) + "," + Label("partition", partition),
         static_cast<double>(n));
   }
-  auto counter = [&](const char* name, const char* help, double v) {
-    w.Family(name, "counter", help);
-    w.Sample(name, "", v);
-  };
-  auto gauge = [&](const char* name, const char* help, double v) {
-    w.Family(name, "gauge", help);
-    w.Sample(name, "", v);
-  };
+  auto counter = [&](const char* name, const char* help, double v) { w.Counter(name, help, v); };
+  auto gauge = [&](const char* name, const char* help, double v) { w.Gauge(name, help, v); };
   counter("muster_scheduler_passes_total", "Scheduling passes run.", static_cast<double>(c.passes));
   counter("muster_scheduler_jobs_started_total", "Jobs the scheduler started.",
           static_cast<double>(c.jobs_started));
@@ -142,6 +95,26 @@ std::string PrometheusText(const ControllerMetrics& m) {
         c.last_pass_reservations);
   counter("muster_preemptions_total", "Running jobs preempted (requeued, cancelled or suspended).",
           static_cast<double>(c.preemptions));
+  w.Family("muster_queue_wait_seconds", "histogram",
+           "Jobs the scheduler started: their time from submission (or --begin, when later) to "
+           "the start.");
+  w.Histogram("muster_queue_wait_seconds", "",
+              {controller::kQueueWaitBoundsS.begin(), controller::kQueueWaitBoundsS.end()},
+              {c.queue_waits.at_or_below.begin(), c.queue_waits.at_or_below.end()},
+              c.queue_waits.count, c.queue_waits.sum_s);
+  counter("muster_heartbeats_late_total",
+          "Agent messages that came more than two heartbeat intervals after the one before "
+          "(the node's link or agent is slow).",
+          static_cast<double>(c.heartbeats_late));
+  w.Family("muster_node_gpus", "gauge", "GPUs each node's agent reports.");
+  for (const auto& [node, counts] : c.node_gpu_health) {
+    w.Sample("muster_node_gpus", Label("node", node), counts.first);
+  }
+  w.Family("muster_node_gpus_unhealthy", "gauge",
+           "GPUs each node's agent reports unhealthy (XID, ECC, fallen off the bus).");
+  for (const auto& [node, counts] : c.node_gpu_health) {
+    w.Sample("muster_node_gpus_unhealthy", Label("node", node), counts.second);
+  }
   gauge("muster_controller_epoch", "This controller's epoch (one more at every start).",
         static_cast<double>(c.epoch));
   gauge("muster_controller_start_time_seconds", "When this controller started (Unix time).",
@@ -156,7 +129,8 @@ std::string PrometheusText(const ControllerMetrics& m) {
 
   // Timings: one histogram family per kind of work (its kinds gathered: a family is written
   // once), its buckets in seconds.
-  const std::vector<double>& bounds = controller::ServiceStats::BoundsUs();
+  std::vector<double> bounds_s;
+  for (double us : controller::ServiceStats::BoundsUs()) bounds_s.push_back(us / 1e6);
   std::map<std::string, std::vector<std::pair<Family, const controller::ServiceStats::Histogram*>>>
       families;
   for (const auto& h : m.timings) {
@@ -166,14 +140,7 @@ std::string PrometheusText(const ControllerMetrics& m) {
   for (const auto& [name, members] : families) {
     w.Family(name, "histogram", members.front().first.help);
     for (const auto& [f, h] : members) {
-      const std::string sep = f.labels.empty() ? "" : ",";
-      for (size_t i = 0; i < bounds.size(); ++i) {
-        w.Sample(name + "_bucket", f.labels + sep + Label("le", Number(bounds[i] / 1e6)),
-                 static_cast<double>(h->at_or_below[i]));
-      }
-      w.Sample(name + "_bucket", f.labels + sep + "le=\"+Inf\"", static_cast<double>(h->count));
-      w.Sample(name + "_sum", f.labels, h->sum_us / 1e6);
-      w.Sample(name + "_count", f.labels, static_cast<double>(h->count));
+      w.Histogram(name, f.labels, bounds_s, h->at_or_below, h->count, h->sum_us / 1e6);
     }
   }
   w.Family("muster_api_requests_total", "counter",

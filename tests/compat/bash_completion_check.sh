@@ -24,6 +24,8 @@ expect() {  # expect "WORDS..." "WANTED" : completing the last word offers exact
 expect "muster rec" "reconfigure"
 expect "muster import" "import-slurm-conf"
 expect "muster node d" "drain"
+expect "muster node reb" "reboot"
+expect "muster control cancel" "cancel_reboot"
 expect "muster control reco" "reconfigure"
 expect "muster submit --parsa" "--parsable"
 expect "muster import-slurm-conf --fo" "--force"

@@ -118,6 +118,7 @@ Result<std::unique_ptr<InProcessCluster>> InProcessCluster::StartOnce(InProcessC
     << "gpu_health_interval_ms = " << o.gpu_health_interval_ms << "\n";
   if (!o.prolog.empty()) t << "prolog = \"" << o.prolog << "\"\n";
   if (!o.epilog.empty()) t << "epilog = \"" << o.epilog << "\"\n";
+  if (!o.reboot_program.empty()) t << "reboot_program = \"" << o.reboot_program << "\"\n";
   if (o.cgroups) c->cgroup_root_ = PrivateCgroupRoot(c->dir_);
   t << "cgroup_root = \"" << (c->cgroup_root_.empty() ? "none" : c->cgroup_root_) << "\"\n";
   if (!o.health_check_program.empty()) {
@@ -249,6 +250,10 @@ Status InProcessCluster::StartAgent(int i) {
   a.spool_dir = dir_ + "/spool/" + a.node_name;
   a.step_supervisor = MUSTER_BIN_DIR "/muster-stepd";  // steps outlive their agent, as on a node
   a.keeper_program = MUSTER_BIN_DIR "/muster-keeper";
+  a.boot_id_file = dir_ + "/boot-id." + a.node_name;
+  if (!std::filesystem::exists(a.boot_id_file)) {
+    std::ofstream(a.boot_id_file) << a.node_name << "-boot-1\n";
+  }
   MUSTER_ASSIGN_OR_RETURN(agents_[static_cast<size_t>(i)], agent::Agent::Create(a));
   return agents_[static_cast<size_t>(i)]->Start();
 }

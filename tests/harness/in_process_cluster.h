@@ -31,6 +31,9 @@ struct InProcessClusterOptions {
   // (removed at the end), never the shared default place; false or unwritable: "none".
   bool cgroups = true;
   std::string prolog, epilog;  // [agent] prolog / epilog
+  // [agent] reboot_program. Each agent reads its host's boot id from dir()/boot-id.NODE (made
+  // at the start), which a stand-in reboot program may rewrite before the test restarts it.
+  std::string reboot_program;
   // Mutual TLS between the controller and the agents, with a CA and certificates made by
   // `muster certs`'s code in dir()/tls.
   bool tls = false;

@@ -15,36 +15,10 @@
 #include <thread>
 
 #include "harness/cluster_test.h"
+#include "harness/http_client.h"
 
 namespace muster::testing {
 namespace {
-
-int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Everything the server sends until it closes (or 5 s pass).
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[65536];
-  while (true) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 5000) <= 0) break;
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
 
 // Whether the server closes (or resets) `fd` within `ms` without a word.
 bool ClosedWithin(int fd, int ms) {
@@ -52,41 +26,6 @@ bool ClosedWithin(int fd, int ms) {
   if (::poll(&p, 1, ms) <= 0) return false;
   char c;
   return ::read(fd, &c, 1) <= 0;
-}
-
-std::string Http(int port, const std::string& request) {
-  int fd = Connect(port);
-  if (fd < 0) return "";
-  (void)!::write(fd, request.data(), request.size());
-  std::string out = ReadAll(fd);
-  ::close(fd);
-  return out;
-}
-
-std::string Get(int port, const std::string& path, const std::string& authorization) {
-  return Http(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                        (authorization.empty() ? "" : "Authorization: " + authorization + "\r\n") +
-                        "\r\n");
-}
-
-std::string StatusLine(const std::string& response) {
-  return response.substr(0, response.find("\r\n"));
-}
-
-std::string Body(const std::string& response) {
-  const size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? "" : response.substr(at + 4);
-}
-
-// The value of the sample `name{labels}` (labels exactly as written), or -1.
-double Sample(const std::string& body, const std::string& series) {
-  const std::string prefix = series + " ";
-  size_t at = 0;
-  while ((at = body.find(prefix, at)) != std::string::npos) {
-    if (at == 0 || body[at - 1] == '\n') return std::stod(body.substr(at + prefix.size()));
-    at += prefix.size();
-  }
-  return -1;
 }
 
 class MetricsTest : public ::testing::Test {
@@ -100,26 +39,26 @@ class MetricsTest : public ::testing::Test {
     port_ = cluster_->metrics_port();
     ASSERT_GT(port_, 0);
   }
-  std::string Scrape() { return Get(port_, "/metrics", "Bearer " + cluster_->metrics_token()); }
+  std::string Scrape() { return HttpGet(port_, "/metrics", "Bearer " + cluster_->metrics_token()); }
   std::unique_ptr<InProcessCluster> cluster_;
   int port_ = 0;
 };
 
 TEST_F(MetricsTest, OnlyAScraperWithTheTokenGetsThem) {
-  EXPECT_EQ(StatusLine(Get(port_, "/metrics", "")), "HTTP/1.1 401 Unauthorized");
-  EXPECT_EQ(StatusLine(Get(port_, "/metrics", "Bearer wrong")), "HTTP/1.1 401 Unauthorized");
-  EXPECT_EQ(StatusLine(Get(port_, "/metrics", "Bearer " + cluster_->metrics_token() + "x")),
+  EXPECT_EQ(StatusLine(HttpGet(port_, "/metrics", "")), "HTTP/1.1 401 Unauthorized");
+  EXPECT_EQ(StatusLine(HttpGet(port_, "/metrics", "Bearer wrong")), "HTTP/1.1 401 Unauthorized");
+  EXPECT_EQ(StatusLine(HttpGet(port_, "/metrics", "Bearer " + cluster_->metrics_token() + "x")),
             "HTTP/1.1 401 Unauthorized");
-  EXPECT_EQ(StatusLine(Get(port_, "/metrics", "Basic " + cluster_->metrics_token())),
+  EXPECT_EQ(StatusLine(HttpGet(port_, "/metrics", "Basic " + cluster_->metrics_token())),
             "HTTP/1.1 401 Unauthorized");
-  const std::string denied = Get(port_, "/metrics", "");
+  const std::string denied = HttpGet(port_, "/metrics", "");
   EXPECT_EQ(Body(denied).find("muster_"), std::string::npos) << "nothing leaks with a refusal";
   EXPECT_EQ(StatusLine(Scrape()), "HTTP/1.1 200 OK");
 }
 
 TEST_F(MetricsTest, OnlyGetOfMetrics) {
   const std::string auth = "Authorization: Bearer " + cluster_->metrics_token() + "\r\n";
-  EXPECT_EQ(StatusLine(Get(port_, "/", "Bearer " + cluster_->metrics_token())),
+  EXPECT_EQ(StatusLine(HttpGet(port_, "/", "Bearer " + cluster_->metrics_token())),
             "HTTP/1.1 404 Not Found");
   EXPECT_EQ(StatusLine(Http(port_, "POST /metrics HTTP/1.1\r\nHost: x\r\n" + auth +
                                        "Content-Length: 0\r\n\r\n")),
@@ -136,15 +75,15 @@ TEST_F(MetricsTest, OnlyGetOfMetrics) {
 TEST_F(MetricsTest, CountsAreWhatTheClusterAndMusterDiagSay) {
   // 4 nodes of 8 GPUs, idle.
   std::string body = Body(Scrape());
-  EXPECT_EQ(Sample(body, "muster_nodes{state=\"idle\"}"), 4) << body;
-  EXPECT_EQ(Sample(body, "muster_nodes_responding"), 4);
+  EXPECT_EQ(MetricSample(body, "muster_nodes{state=\"idle\"}"), 4) << body;
+  EXPECT_EQ(MetricSample(body, "muster_nodes_responding"), 4);
   const std::string& part = cluster_->config().partitions.front().name;
   const std::string type = cluster_->config().nodes.front().gpu_type;
   const std::string gpus = "{state=\"%s\",type=\"" + type + "\",partition=\"" + part + "\"}";
   auto gpu_series = [&](const char* state) {
     return "muster_gpus" + std::regex_replace(gpus, std::regex("%s"), state);
   };
-  EXPECT_EQ(Sample(body, gpu_series("idle")), 32) << body;
+  EXPECT_EQ(MetricSample(body, gpu_series("idle")), 32) << body;
 
   // A 2-node gang of 16 GPUs runs.
   v1::JobSpec spec;
@@ -154,15 +93,15 @@ TEST_F(MetricsTest, CountsAreWhatTheClusterAndMusterDiagSay) {
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   ASSERT_EVENTUALLY(cluster_->State(*id) == v1::RUNNING, 10000);
   body = Body(Scrape());
-  EXPECT_EQ(Sample(body, gpu_series("allocated")), 16) << body;
-  EXPECT_EQ(Sample(body, gpu_series("idle")), 16);
-  EXPECT_EQ(std::max(0.0, Sample(body, "muster_nodes{state=\"allocated\"}")) +
-                std::max(0.0, Sample(body, "muster_nodes{state=\"mixed\"}")),
+  EXPECT_EQ(MetricSample(body, gpu_series("allocated")), 16) << body;
+  EXPECT_EQ(MetricSample(body, gpu_series("idle")), 16);
+  EXPECT_EQ(std::max(0.0, MetricSample(body, "muster_nodes{state=\"allocated\"}")) +
+                std::max(0.0, MetricSample(body, "muster_nodes{state=\"mixed\"}")),
             2)
       << "the gang's two nodes are busy";
-  EXPECT_GE(Sample(body, "muster_scheduler_jobs_started_total"), 1);
-  EXPECT_GE(Sample(body, "muster_scheduler_passes_total"), 1);
-  EXPECT_GE(Sample(body, "muster_api_requests_total{method=\"SUBMIT_JOB\",code=\"OK\"}"), 1);
+  EXPECT_GE(MetricSample(body, "muster_scheduler_jobs_started_total"), 1);
+  EXPECT_GE(MetricSample(body, "muster_scheduler_passes_total"), 1);
+  EXPECT_GE(MetricSample(body, "muster_api_requests_total{method=\"SUBMIT_JOB\",code=\"OK\"}"), 1);
   EXPECT_NE(body.find("muster_scheduler_pass_duration_seconds_bucket{le=\"+Inf\"}"),
             std::string::npos);
   EXPECT_NE(body.find("muster_api_request_duration_seconds_count{method=\"SUBMIT_JOB\"}"),
@@ -200,7 +139,7 @@ TEST_F(MetricsTest, APeerHoldingConnectionsOpenCannotBlockAScrape) {
   // Sixteen connections, each with half a request, held open: the most the server keeps.
   std::vector<int> idle;
   for (int i = 0; i < 16; ++i) {
-    int fd = Connect(port_);
+    int fd = ConnectLoopback(port_);
     ASSERT_GE(fd, 0);
     (void)!::write(fd, "GET /metrics HTTP/1.1\r\n", 23);
     idle.push_back(fd);
@@ -213,7 +152,7 @@ TEST_F(MetricsTest, APeerHoldingConnectionsOpenCannotBlockAScrape) {
   EXPECT_TRUE(ClosedWithin(idle.front(), 2000)) << "the oldest made room";
   EXPECT_FALSE(ClosedWithin(idle[1], 10)) << "only the oldest";
   // Full again: the next scrape takes the next oldest's place.
-  int refill = Connect(port_);
+  int refill = ConnectLoopback(port_);
   ASSERT_GE(refill, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(StatusLine(Scrape()), "HTTP/1.1 200 OK");

@@ -1,5 +1,5 @@
 // What nodes report and what follows: hwloc layout, GPU faults, the health check, prolog and
-// epilog.
+// epilog, reboots.
 #include "harness/cluster_test.h"
 
 namespace muster::testing {
@@ -75,6 +75,65 @@ TEST(ClusterHealthTest, HealthCheckProgramDrainsAndResumesItsNode) {
   EXPECT_FALSE((*c)->Node("node1")->drain());
   std::filesystem::remove(dir + "/sick.node2");
   ASSERT_EVENTUALLY(!(*c)->Node("node2")->drain(), 10'000);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ClusterRebootTest, ANodeRebootsAfterItsJobAndComesBackFromTheNewBootToWork) {
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("muster-rb-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // The stand-in reboot program: says it ran (node2's fails, as a broken IPMI would).
+  const std::string program = dir + "/reboot";
+  std::ofstream(program) << "#!/bin/sh\n"
+                         << "[ \"$MUSTER_NODE\" = node2 ] && { echo 'ipmitool: no BMC'; exit 3; }\n"
+                         << "echo \"$MUSTER_REBOOT_REASON\" > " << dir
+                         << "/rebooted.$MUSTER_NODE\n";
+  std::filesystem::permissions(program, std::filesystem::perms(0755));
+  InProcessClusterOptions o;
+  o.nodes = 2;
+  o.reboot_program = program;
+  auto c = InProcessCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  InProcessCluster& cluster = **c;
+  v1::JobSpec on1 = Gang(1, 1);
+  on1.add_required_nodes("node1");
+  auto id = cluster.Submit("#!/bin/sh\nsleep 2\n", on1);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_EVENTUALLY(cluster.State(*id) == v1::RUNNING, 10'000);
+  auto client = cluster.Client();
+  ASSERT_TRUE(client.ok());
+  v1::UpdateNodeRequest reboot;
+  reboot.set_nodes("node[1-2]");
+  reboot.set_action(v1::UpdateNodeRequest::REBOOT);
+  reboot.set_asap(true);
+  reboot.set_reason("kernel 6.1");
+  ASSERT_TRUE(client->UpdateNode(reboot).ok());
+  EXPECT_TRUE(cluster.Node("node1")->drain());
+  EXPECT_EQ(cluster.Node("node1")->reboot(), "requested");
+  // node2 is idle: its program runs at once, fails, and the node is drained with why.
+  ASSERT_EVENTUALLY(cluster.Node("node2")->reboot().empty(), 10'000);
+  EXPECT_TRUE(cluster.Node("node2")->drain());
+  EXPECT_NE(cluster.Node("node2")->reason().find("reboot failed: ipmitool: no BMC"),
+            std::string::npos)
+      << cluster.Node("node2")->reason();
+  // node1 waits for its job.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/rebooted.node1"));
+  ASSERT_EVENTUALLY(std::filesystem::exists(dir + "/rebooted.node1"), 15'000);
+  EXPECT_EQ(cluster.State(*id), v1::COMPLETED);
+  std::ifstream said(dir + "/rebooted.node1");
+  std::string reason;
+  std::getline(said, reason);
+  EXPECT_EQ(reason, "kernel 6.1");
+  EXPECT_EQ(cluster.Node("node1")->reboot(), "issued");
+  // The host comes back from a new boot, and its agent with it: node1 resumes.
+  std::ofstream(cluster.dir() + "/boot-id.node1") << "node1-boot-2\n";
+  cluster.DetachAgent(0);
+  ASSERT_TRUE(cluster.StartAgent(0).ok());
+  ASSERT_EVENTUALLY(cluster.Node("node1")->reboot().empty(), 10'000);
+  EXPECT_FALSE(cluster.Node("node1")->drain()) << cluster.Node("node1")->reason();
+  auto again = cluster.Submit("#!/bin/sh\ntrue\n", on1);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EVENTUALLY(cluster.State(*again) == v1::COMPLETED, 10'000);
   std::filesystem::remove_all(dir);
 }
 

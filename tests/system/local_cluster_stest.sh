@@ -513,6 +513,13 @@ grep -q "^rma  .* node3$" <<<"$(sinfo -R -h)" || fail "sinfo -R: $(sinfo -R)"
 [ "$(sinfo -N -h -n node1 -o '%N %f')" = "node1 h100,leaf1" ] || fail "sinfo %f: $(sinfo -N -h -o '%N %f')"
 [ -z "$(sinfo -d -h)" ] && [ "$(sinfo -r -N -h -o %N | wc -l)" = 4 ] || fail "sinfo -d/-r: $(sinfo -d)"
 scontrol update NodeName=node3 State=RESUME
+# scontrol reboot: the local cluster's agents have no reboot program, so it is refused with why;
+# cancel_reboot with none pending likewise.
+out=$(scontrol reboot ASAP nextstate=RESUME reason=kernel node4 2>&1) && fail "reboot without a reboot_program: $out"
+grep -q "reboot_program" <<<"$out" || fail "reboot refusal: $out"
+out=$(scontrol cancel_reboot node4 2>&1) && fail "cancel_reboot with none pending: $out"
+grep -q "no reboot pending" <<<"$out" || fail "cancel_reboot: $out"
+grep -q "State=IDLE " <<<"$(scontrol show node node4)" || fail "refused reboot changed node4: $(scontrol show node node4)"
 
 echo "== --dependency: afterok runs after success, afternotok never does"
 d1=$("$DIR/compat/sbatch" --parsable -o /dev/null --wrap 'sleep 1')

@@ -45,6 +45,8 @@ class Agent {
   size_t num_jobs() const;
   // Commands refused because they came from a controller older than one this node obeyed.
   uint64_t refused_commands() const;
+  // The port of its /metrics ([agent] metrics_address); 0 when it serves none.
+  int metrics_port() const;
   // Runs `fn` on the agent's event loop (its io thread), after what is queued there: a watchdog
   // pinged from there stops when the loop is wedged. Dropped (false) once the agent has stopped.
   bool PostToLoop(std::function<void()> fn);

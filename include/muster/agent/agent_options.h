@@ -19,7 +19,10 @@ struct AgentOptions {
   std::string gpu_fixture;   // fake GPUs from this file instead of NVML
   std::string topology_xml;  // CPU/PCI layout from this hwloc XML instead of the machine
   std::string gpu_faults;    // fixture mode: injected GPU faults (default spool/gpu-faults)
-  std::string spool_dir;     // default: config.agent.spool_dir/<node>
+  // This host's boot id (a reboot changes it). Tests and fixtures: a file a stand-in reboot
+  // program rewrites.
+  std::string boot_id_file = "/proc/sys/kernel/random/boot_id";
+  std::string spool_dir;  // default: config.agent.spool_dir/<node>
   // default: config.agent.job_state_dir/<node>, or spool_dir when that is empty
   std::string job_state_dir;
   std::string step_address;  // default: config.agent.step_address

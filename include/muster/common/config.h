@@ -52,6 +52,10 @@ struct ControllerConfig {
   uint32_t state_reserve_mb = 128;
   std::string log_level = "info";
   std::string log_file;  // empty: stderr (journald under systemd)
+  // "text" (a line of key=value fields) or "json" (an object a line, job=/node=/user= fields
+  // lifted into keys); under systemd without a log_file, text goes to the journal with them as
+  // MUSTER_JOB=, MUSTER_NODE=, ... fields.
+  std::string log_format = "text";
   // A hot standby: the [[controllers]] elect their leader through etcd (its v3 API, host:port
   // of its client URLs, loopback only yet). Empty: one controller, no election.
   std::vector<std::string> etcd_endpoints;
@@ -92,8 +96,11 @@ struct SchedulingConfig {
   uint32_t sched_max_interval_ms = 1000;  // a pass at least this often
   uint32_t kill_grace_ms = 30'000;        // SIGTERM -> SIGKILL (Slurm's KillWait)
   uint32_t heartbeat_interval_ms = 5'000;
-  uint32_t node_not_responding_ms = 15'000;      // silence before NOT_RESPONDING
-  uint32_t node_down_ms = 60'000;                // silence before DOWN (jobs requeued)
+  uint32_t node_not_responding_ms = 15'000;  // silence before NOT_RESPONDING
+  uint32_t node_down_ms = 60'000;            // silence before DOWN (jobs requeued)
+  // A node told to reboot (`muster node reboot`) must register again, from a new agent, within
+  // this long; else it is drained "reboot timed out" (Slurm's ResumeTimeout for reboots).
+  uint32_t reboot_timeout_s = 600;
   uint32_t finished_job_retention_ms = 300'000;  // finished jobs stay visible (Slurm's MinJobAge)
   uint32_t max_job_count = 1'000'000;            // pending + running jobs
   uint32_t max_array_size = 1001;                // job array task ids are below this (MaxArraySize)
@@ -183,6 +190,7 @@ struct AgentConfig {
   std::string job_state_dir;
   std::string step_address = "127.0.0.1:0";  // `muster run` connects here; port 0 = any
   std::string log_level = "info";
+  std::string log_format = "text";  // as [controller] log_format
   // GPU health (NVML XID events, ECC, row remapping, fallen off the bus) is checked this often.
   uint32_t gpu_health_interval_ms = 5000;
   // The admin's node check: run every health_check_interval_s; a non-zero exit drains the node
@@ -204,6 +212,14 @@ struct AgentConfig {
   std::string epilog;
   uint32_t prolog_timeout_s = 300;
   uint32_t epilog_timeout_s = 300;
+  // What `muster node reboot` runs, as root, once the node has no job (Slurm's RebootProgram):
+  // e.g. "/usr/sbin/reboot". Empty: this node refuses reboots.
+  std::string reboot_program;
+  // The agent's own `/metrics` for Prometheus (tasks, GPU health and XIDs, cgroups, launch
+  // latency): host:port, empty for none. Scrapers present the bearer token of
+  // metrics_token_file (root's, mode 0600), as the controller's.
+  std::string metrics_address;
+  std::string metrics_token_file;
 
   bool operator==(const AgentConfig&) const = default;
 };

@@ -20,6 +20,14 @@ Status CheckOwnFile(const std::string& path);
 Result<std::string> ReadProtectedFile(const std::string& path, const std::string& what, bool secret,
                                       size_t max_bytes);
 
+// A program a daemon runs as root (a reboot program), as configured: the path walked from /
+// entry by entry, each directory root's (or this process's user's) and writable by no one else
+// (a sticky directory of root's, as /tmp, counts: no one may replace another's entry there), each
+// link on the way found in such a directory and its target walked the same way, and at the end
+// an executable regular file only root (or this user) can change. Check it again right before
+// each run. FAILED_PRECONDITION saying why.
+Status CheckTrustedProgram(const std::string& path);
+
 // The permission bits as ls -l's octal: "0755".
 std::string OctalMode(unsigned mode);
 

@@ -33,6 +33,7 @@ enum class Action {
   kConfirmNodeDown,     // scontrol update State=DOWN of a node that may still run jobs
   kResetStatistics,     // sdiag -r
   kReconfigure,         // scontrol reconfigure: read the config file again
+  kRebootNodes,         // scontrol reboot / cancel_reboot
   // Operators (listed in `operators`) and admins.
   kDrainResumeNodes,      // scontrol update State=DRAIN/RESUME
   kSuspendJobs,           // scontrol suspend/resume

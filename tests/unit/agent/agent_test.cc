@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "agent_fakes.h"
+#include "harness/http_client.h"
 #include "harness/test_user.h"
 #include "harness/test_util.h"
 #include "muster/common/clock.h"
@@ -89,6 +90,7 @@ nodes = "node1"
     if (real_launcher_) o.launcher = real_launcher_;
     o.login_shell_for_tests = login_shell_;
     o.step_request_deadline_ms = step_deadline_ms_;
+    if (!boot_id_file_.empty()) o.boot_id_file = boot_id_file_;
     o.controller_link = [this](const std::string&, const std::string&, const std::string&,
                                ControllerLink::Callbacks cb) {
       auto link = std::make_unique<FakeLink>(std::move(cb));
@@ -229,6 +231,7 @@ nodes = "node1"
   std::shared_ptr<Launcher> real_launcher_;  // set before StartAgent: processes for real
   std::string login_shell_;                  // --get-user-env's shell, for a test's own
   int step_deadline_ms_ = 30'000;
+  std::string boot_id_file_;  // set before StartAgent: this host's boot id from there
   FakeLink* link_ = nullptr;
   std::unique_ptr<Agent> agent_;
 };
@@ -862,9 +865,105 @@ TEST_F(AgentTest, AControllerBeyondLoopbackNeedsInsecure) {
   EXPECT_NE(st.message().find("insecure = true"), std::string::npos) << st.message();
 }
 
+TEST_F(AgentTest, ItsMetricsNeedTheTokenAndCountLaunchesJobsAndGpus) {
+  const std::string token_file = dir_ + "/metrics.token";
+  std::ofstream(token_file) << "0123456789abcdef0123456789abcdef\n";
+  fs::permissions(token_file, fs::perms::owner_read | fs::perms::owner_write);
+  config_.agent.metrics_address = "127.0.0.1:0";
+  config_.agent.metrics_token_file = token_file;
+  StartAgent();
+  const int port = agent_->metrics_port();
+  ASSERT_GT(port, 0);
+  link_->Connect(1);
+  link_->Command(Launch(1));
+  ASSERT_TRUE(Sent([](const auto& m) { return m.has_job_started(); }));
+  using muster::testing::HttpGet;
+  using muster::testing::MetricSample;
+  EXPECT_EQ(muster::testing::StatusLine(HttpGet(port, "/metrics", "")),
+            "HTTP/1.1 401 Unauthorized");
+  EXPECT_EQ(muster::testing::StatusLine(HttpGet(port, "/metrics", "Bearer nope")),
+            "HTTP/1.1 401 Unauthorized");
+  const std::string response = HttpGet(port, "/metrics", "Bearer 0123456789abcdef0123456789abcdef");
+  ASSERT_EQ(muster::testing::StatusLine(response), "HTTP/1.1 200 OK") << response;
+  const std::string body = muster::testing::Body(response);
+  EXPECT_EQ(MetricSample(body, "muster_agent_launches_total"), 1) << body;
+  EXPECT_EQ(MetricSample(body, "muster_agent_launch_duration_seconds_count"), 1);
+  EXPECT_EQ(MetricSample(body, "muster_agent_jobs{phase=\"running\"}"), 1);
+  EXPECT_EQ(MetricSample(body, "muster_agent_connected"), 1);
+  EXPECT_EQ(MetricSample(body, "muster_agent_controller_epoch"), 1);
+  EXPECT_EQ(MetricSample(body, "muster_agent_cgroups_enabled"), 0) << "cgroup_root = none";
+  EXPECT_NE(body.find("muster_agent_gpu_healthy{gpu=\"3\","), std::string::npos);
+  EXPECT_EQ(body.find("muster_agent_gpu_fault{"), std::string::npos) << "all healthy";
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    std::ofstream(dir_ + "/scrape.txt") << body;
+    EXPECT_EQ(std::system(("promtool check metrics < " + dir_ + "/scrape.txt").c_str()), 0);
+  }
+}
+
+TEST_F(AgentTest, ARebootRunsTheRebootProgramAndAFailureIsToldToTheController) {
+  boot_id_file_ = dir_ + "/boot_id";
+  std::ofstream(boot_id_file_) << "1b2c3d\n";
+  const std::string program = dir_ + "/reboot";
+  std::ofstream(program) << "#!/bin/sh\nexit 1\n";
+  fs::permissions(program, fs::perms(0755));
+  config_.agent.reboot_program = program;
+  StartAgent();
+  EXPECT_TRUE(link_->Register().inventory().can_reboot());
+  EXPECT_EQ(link_->Register().inventory().boot_id(), "1b2c3d");
+  link_->Connect(1);
+  v1::ControllerMessage reboot;
+  reboot.set_epoch(1);
+  reboot.mutable_reboot_node()->set_reason("kernel update");
+  link_->Command(reboot);
+  auto spawned = launcher_->WaitForSpawns(1);
+  ASSERT_EQ(spawned.size(), 1u);
+  EXPECT_EQ(spawned[0].spec.argv.at(0), program);
+  EXPECT_EQ(Env(spawned[0].spec)["MUSTER_REBOOT_REASON"], "kernel update");
+  launcher_->Exit(spawned[0].pid, 1 << 8);
+  ASSERT_TRUE(Sent([](const auto& m) {
+    return m.has_reboot_failed() && m.reboot_failed().error().find("exit") != std::string::npos;
+  }));
+}
+
+TEST_F(AgentTest, ARebootProgramAnotherUserCouldChangeKeepsTheAgentFromStarting) {
+  const std::string program = dir_ + "/reboot";
+  std::ofstream(program) << "#!/bin/sh\nexit 0\n";
+  fs::permissions(program, fs::perms(0775));  // group-writable
+  config_.agent.reboot_program = program;
+  auto start = [&]() -> Status {
+    AgentOptions o = BaseOptions();
+    o.controller_link = [](const std::string&, const std::string&, const std::string&,
+                           ControllerLink::Callbacks cb) {
+      return std::make_unique<FakeLink>(std::move(cb));
+    };
+    auto a = Agent::Create(std::move(o));
+    if (!a.ok()) return a.status();
+    return (*a)->Start();
+  };
+  Status st = start();
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("reboot_program"), std::string::npos) << st.ToString();
+  // A link to it from a directory others may write: the link could be turned anywhere.
+  fs::permissions(program, fs::perms(0755));
+  fs::create_directories(dir_ + "/open");
+  fs::permissions(dir_ + "/open", fs::perms(0777));
+  fs::create_symlink(program, dir_ + "/open/reboot");
+  config_.agent.reboot_program = dir_ + "/open/reboot";
+  st = start();
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << "through a link in a shared directory";
+  EXPECT_NE(st.message().find(dir_ + "/open"), std::string::npos) << st.ToString();
+  // A trusted link to it is followed and its target checked.
+  fs::create_symlink(program, dir_ + "/link");
+  config_.agent.reboot_program = dir_ + "/link";
+  EXPECT_TRUE(start().ok());
+  fs::permissions(dir_, fs::perms(0777));  // now the program's own directory is open to all
+  EXPECT_EQ(start().code(), StatusCode::kFailedPrecondition);
+  fs::permissions(dir_, fs::perms(0755));
+}
+
 TEST(AgentCommandLineTest, OptionsAndMistakes) {
-  std::vector<std::string> args = {"musterd", "--name", "gpu7",      "--spool",
-                                   "/var/x",  "-a",     "0.0.0.0:0", "--probe"};
+  std::vector<std::string> args = {"musterd", "--name",    "gpu7",    "--spool",        "/var/x",
+                                   "-a",      "0.0.0.0:0", "--probe", "--boot-id-file", "/b"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   auto cl = ParseAgentCommandLine(static_cast<int>(argv.size()), argv.data());
@@ -873,6 +972,7 @@ TEST(AgentCommandLineTest, OptionsAndMistakes) {
   EXPECT_EQ(cl->options.spool_dir, "/var/x");
   EXPECT_EQ(cl->options.step_address, "0.0.0.0:0");
   EXPECT_TRUE(cl->probe);
+  EXPECT_EQ(cl->options.boot_id_file, "/b");
   for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
            {"musterd", "--nmae", "x"}, {"musterd", "--name"}, {"musterd", "stray"}}) {
     std::vector<char*> bargv;

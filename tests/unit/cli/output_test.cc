@@ -200,6 +200,19 @@ TEST(CommandOptionsTest, ValuesGluedOrSeparate) {
   Ran r = RunCmd(CmdNode, {"node", "drain", "n1", "--reason="});
   EXPECT_EQ(r.rc, kExitUsage);
   EXPECT_TRUE(Has(r.err, "a reason is required")) << r.err;
+  // node reboot: its options past their checks (to the missing controller), and only its own.
+  EXPECT_EQ(RunCmd(CmdNode,
+                   {"node", "reboot", "n1", "--asap", "--next-state=RESUME", "--reason", "kernel"})
+                .rc,
+            kExitFailed);
+  r = RunCmd(CmdNode, {"node", "reboot", "n1", "--next-state", "sideways"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "--next-state takes resume or down")) << r.err;
+  r = RunCmd(CmdNode, {"node", "drain", "n1", "--asap", "--reason=x"});
+  EXPECT_EQ(r.rc, kExitUsage);
+  EXPECT_TRUE(Has(r.err, "unknown option '--asap'")) << r.err;
+  r = RunCmd(CmdNode, {"node", "cancel-reboot"});
+  EXPECT_EQ(r.rc, kExitUsage);
   // sreport -t: read either way, then refused for want of a report.
   for (std::vector<std::string> args : {std::vector<std::string>{"sreport", "-t", "hours"},
                                         {"sreport", "--time-format", "hours"},

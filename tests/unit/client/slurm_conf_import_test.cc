@@ -92,6 +92,8 @@ TEST(SlurmConfImportTest, AnH100ClusterWithAFatTree) {
   EXPECT_EQ(c.agent.prolog, "/etc/slurm/prolog.d/gpu-reset.sh");
   EXPECT_EQ(c.agent.epilog_timeout_s, 180u);
   EXPECT_EQ(c.agent.health_check_program, "/usr/sbin/nhc");
+  EXPECT_EQ(c.agent.reboot_program, "/usr/sbin/reboot");
+  EXPECT_EQ(c.scheduling.reboot_timeout_s, 900u);
   EXPECT_EQ(c.agent.health_check_interval_s, 600u);
   EXPECT_EQ(c.controller.mail_prog, "/usr/bin/s-nail");
   // Named, with file and line, and why.

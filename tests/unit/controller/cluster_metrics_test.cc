@@ -1,5 +1,6 @@
 // What /metrics and `muster diag` read from the engine (Engine::Metrics): jobs, nodes and GPUs
-// by state, counted in every partition they belong to.
+// by state, counted in every partition they belong to; queue waits, late heartbeats, each node's
+// GPU health.
 #include "engine_fixture.h"
 
 namespace muster::controller {
@@ -68,6 +69,48 @@ TEST_F(ClusterMetricsTest, APendingJobsPartitionsInNameOrderWhateverTheUsersOrde
   const ClusterMetrics m = engine_->Metrics();
   EXPECT_EQ(Jobs(m, "pending", "gpu,small"), 2u) << "one series, not one per order";
   EXPECT_EQ(Jobs(m, "pending", "small,gpu"), 0u);
+}
+
+TEST_F(ClusterMetricsTest, QueueWaitsAreCountedFromSubmissionToStart) {
+  auto first = *Submit(Gang(4, 8));  // starts at once: waits 0 s
+  Pass();
+  ASSERT_EQ(Job(first).state(), v1::RUNNING);
+  auto second = *Submit(Gang(1, 8));  // waits for the first to end
+  now_ += 90'000;
+  Pass();
+  ASSERT_EQ(Job(second).state(), v1::PENDING);
+  Run(first);
+  Exited(first, Job(first).nodes(0), 0);  // the batch script's node
+  CleanUp(first, 0);
+  Pass();
+  ASSERT_EQ(Job(second).state(), v1::RUNNING);
+  const QueueWaits& w = engine_->Metrics().queue_waits;
+  EXPECT_EQ(w.count, 2u);
+  EXPECT_DOUBLE_EQ(w.sum_s, 90.0);
+  // Bounds 1, 5, 15, 60, 300 ...: the 0 s wait in every bucket, the 90 s one from 300 on.
+  EXPECT_EQ(w.at_or_below[0], 1u);
+  EXPECT_EQ(w.at_or_below[3], 1u);
+  EXPECT_EQ(w.at_or_below[4], 2u);
+  EXPECT_EQ(w.at_or_below.back(), 2u);
+}
+
+TEST_F(ClusterMetricsTest, LateHeartbeatsAndEachNodesGpuHealth) {
+  v1::AgentMessage hb;
+  hb.mutable_heartbeat()->set_seq(1);
+  now_ += 1'000;  // on time (interval 1 s)
+  Agent("node1", hb);
+  now_ += 2'500;  // late: more than two intervals since the last
+  Agent("node1", hb);
+  Agent("node2", hb);
+  ClusterMetrics m = engine_->Metrics();
+  EXPECT_EQ(m.heartbeats_late, 2u) << "node1's second and node2's first after 3.5 s";
+  EXPECT_EQ(m.node_gpu_health["node3"], std::make_pair(8u, 0u));
+  v1::AgentMessage sick;
+  sick.mutable_gpu_health()->set_index(2);
+  sick.mutable_gpu_health()->set_health("XID 79: fallen off the bus");
+  Agent("node3", sick);
+  m = engine_->Metrics();
+  EXPECT_EQ(m.node_gpu_health["node3"], std::make_pair(8u, 1u));
 }
 
 }  // namespace

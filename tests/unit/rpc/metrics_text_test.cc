@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "metrics_server.h"
+#include "muster/metrics/metrics_server.h"
 
 namespace muster::rpc {
 namespace {
@@ -49,6 +49,10 @@ ControllerMetrics Sample() {
   m.cluster.nodes["idle"] = 2;
   m.cluster.gpus[{"allocated", "h100", "gpu"}] = 8;
   m.cluster.passes = 5;
+  m.cluster.queue_waits.Add(0.5);
+  m.cluster.queue_waits.Add(100);
+  m.cluster.heartbeats_late = 3;
+  m.cluster.node_gpu_health["node1"] = {8, 1};
   ServiceStats stats;
   for (const char* kind : {"agent/heartbeat", "aaa/other", "api/SUBMIT_JOB", "scheduler/pass",
                            "store/sync", "store/write", "zzz/other"}) {
@@ -64,9 +68,9 @@ ControllerMetrics Sample() {
 TEST(MetricsTextTest, LabelsEscapedFamiliesOnceSamplesAsCounted) {
   const std::string text = PrometheusText(Sample());
   EXPECT_NE(text.find("muster_jobs{state=\"pending\",partition=\"gpu,cpu\",account=\"phys\\\"ics"
-                      "\\\\\\nx\"} 3\n"),
+                      "\\\\\\\\nx\"} 3\n"),
             std::string::npos)
-      << text;
+      << text << "(the newline made printable first, then escaped)";
   EXPECT_NE(text.find("muster_gpus{state=\"allocated\",type=\"h100\",partition=\"gpu\"} 8\n"),
             std::string::npos);
   EXPECT_NE(text.find("muster_scheduler_passes_total 5\n"), std::string::npos);
@@ -82,6 +86,11 @@ TEST(MetricsTextTest, LabelsEscapedFamiliesOnceSamplesAsCounted) {
       text.find("muster_api_requests_total{method=\"SUBMIT_JOB\",code=\"INVALID_ARGUMENT\"} 1"),
       std::string::npos);
   EXPECT_NE(text.find("muster_store_commit_duration_seconds_count 1"), std::string::npos);
+  EXPECT_NE(text.find("muster_queue_wait_seconds_bucket{le=\"1\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("muster_queue_wait_seconds_bucket{le=\"300\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("muster_queue_wait_seconds_sum 100.5\n"), std::string::npos);
+  EXPECT_NE(text.find("muster_heartbeats_late_total 3\n"), std::string::npos);
+  EXPECT_NE(text.find("muster_node_gpus_unhealthy{node=\"node1\"} 1\n"), std::string::npos);
   for (const char* family : {"muster_jobs", "muster_gpus", "muster_api_requests_total"}) {
     EXPECT_EQ(Count(text, std::string("# TYPE ") + family + " "), 1u) << family;
   }
@@ -111,21 +120,21 @@ TEST(MetricsTokenTest, OnlyAPrivateFileOfAProperToken) {
     ::chmod(file.c_str(), mode);
   };
   write("0123456789abcdef0123\nignored\n", 0600);
-  auto ok = ReadMetricsToken(file);
+  auto ok = metrics::ReadMetricsToken(file);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(*ok, "0123456789abcdef0123") << "the first line";
   write("0123456789abcdef0123\n", 0644);
-  EXPECT_FALSE(ReadMetricsToken(file).ok()) << "others may read it";
+  EXPECT_FALSE(metrics::ReadMetricsToken(file).ok()) << "others may read it";
   write("0123456789abcdef0123\n", 0620);
-  EXPECT_FALSE(ReadMetricsToken(file).ok()) << "others may write it";
+  EXPECT_FALSE(metrics::ReadMetricsToken(file).ok()) << "others may write it";
   write("short\n", 0600);
-  auto s = ReadMetricsToken(file);
+  auto s = metrics::ReadMetricsToken(file);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("shorter than 16"), std::string::npos);
   write("0123456789abcdef 0123\n", 0600);
-  EXPECT_FALSE(ReadMetricsToken(file).ok()) << "a space cannot go in a header's token";
+  EXPECT_FALSE(metrics::ReadMetricsToken(file).ok()) << "a space cannot go in a header's token";
   std::filesystem::remove(file);
-  EXPECT_FALSE(ReadMetricsToken(file).ok()) << "missing";
+  EXPECT_FALSE(metrics::ReadMetricsToken(file).ok()) << "missing";
 }
 
 }  // namespace

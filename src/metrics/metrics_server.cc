@@ -1,4 +1,4 @@
-#include "metrics_server.h"
+#include "muster/metrics/metrics_server.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,12 +11,12 @@
 #include <list>
 #include <mutex>
 
-#include "log_limiter.h"
 #include "muster/common/framing.h"
 #include "muster/common/own_files.h"
 #include "muster/common/strings.h"
+#include "muster/logging/log_limiter.h"
 
-namespace muster::rpc {
+namespace muster::metrics {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -27,6 +27,7 @@ class Connection;
 }  // namespace
 
 struct MetricsServer::Shared {
+  std::string server;
   std::string token;
   Render render;
   std::atomic<bool> closed{false};
@@ -102,7 +103,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!TokenMatches(shared_->token, req[http::field::authorization])) {
       return Reply(http::status::unauthorized, "a bearer token is required\n");
     }
-    // The body comes from the controller's strand; the reply goes out on this connection's.
+    // The body comes from the daemon's strand; the reply goes out on this connection's.
     const bool head = req.method() == http::verb::head;
     shared_->render([self = shared_from_this(), head](std::string body) {
       asio::post(self->stream_.get_executor(), [self, head, body = std::move(body)]() mutable {
@@ -116,7 +117,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
              bool head = false) {
     res_.result(status);
     res_.version(11);
-    res_.set(http::field::server, "musterctld");
+    res_.set(http::field::server, shared_->server);
     res_.set(http::field::content_type, type);
     res_.set(http::field::connection, "close");
     if (status == http::status::unauthorized) {
@@ -148,11 +149,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 }  // namespace
 
-MetricsServer::MetricsServer(asio::io_context& io, std::string token, Render render)
+MetricsServer::MetricsServer(asio::io_context& io, std::string server, std::string token,
+                             Render render)
     : io_(io),
       acceptor_(asio::make_strand(io)),
       retry_(acceptor_.get_executor()),
       shared_(std::make_shared<Shared>()) {
+  shared_->server = std::move(server);
   shared_->token = std::move(token);
   shared_->render = std::move(render);
 }
@@ -258,4 +261,4 @@ Result<std::string> ReadMetricsToken(const std::string& path) {
   return token;
 }
 
-}  // namespace muster::rpc
+}  // namespace muster::metrics

@@ -1,4 +1,5 @@
-// LogLimit with the line for what it left out. Thread-safe.
+// LogLimit with the line for what it left out: a daemon's refusals of hostile peers are logged,
+// but never faster than a peer can make them cost. Thread-safe.
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -7,7 +8,7 @@
 
 #include "muster/common/log_limit.h"
 
-namespace muster::rpc {
+namespace muster {
 
 class LogLimiter {
  public:
@@ -26,4 +27,4 @@ class LogLimiter {
   LogLimit limit_;
 };
 
-}  // namespace muster::rpc
+}  // namespace muster
