@@ -55,6 +55,12 @@ int Reconfigure(bool quiet);
 // scontrol show reservation [NAME] [-o]; scontrol create|update|delete reservation KEY=VALUE...
 int ShowReservations(const std::string& name, bool oneliner);
 int ReservationCommand(const std::string& verb, const std::vector<std::string>& words);
+// muster partition ...; scontrol show partition [NAME] [-o]; scontrol create|update|delete
+// partition KEY=VALUE...; the controller's partitions in place of `config`'s (sinfo).
+int CmdPartition(int argc, char** argv);
+int ShowPartitions(const std::string& name, bool oneliner);
+int PartitionCommand(const std::string& verb, const std::vector<std::string>& words);
+Status UseControllerPartitions(client::ControllerClient& c, Config* config);
 
 // The controller of the cluster named by $MUSTER_CONF (or /etc/muster/muster.toml).
 Result<client::ControllerClient> ConnectController();

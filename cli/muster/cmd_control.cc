@@ -212,35 +212,6 @@ void PrintNode(const v1::NodeInfo& n, bool oneliner) {
   Emit(out, oneliner);
 }
 
-void PrintPartition(const PartitionConfig& p, const Config& c, bool oneliner) {
-  uint32_t cpus = 0;
-  uint64_t mem = 0;
-  for (const auto& name : p.nodes) {
-    if (const NodeConfig* n = c.FindNode(name)) {
-      cpus += n->cpus;
-      mem += n->memory_mb;
-    }
-  }
-  std::string out;
-  out += "PartitionName=" + p.name + "\n";
-  out += "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL\n";
-  out += std::string("   AllocNodes=ALL Default=") + (p.is_default ? "YES" : "NO") + " QoS=N/A\n";
-  out +=
-      "   DefaultTime=" + (p.default_time_ms ? FormatDuration(p.default_time_ms) : "NONE") +
-      " DisableRootJobs=NO ExclusiveUser=NO GraceTime=" + std::to_string(p.grace_time_ms / 1000) +
-      " Hidden=NO\n";
-  out += "   MaxNodes=UNLIMITED MaxTime=" + Limit(p.max_time_ms) + " MinNodes=0\n";
-  out += "   Nodes=" + CompressHostlist(p.nodes) + "\n";
-  out += "   OverTimeLimit=NONE PreemptMode=" + ToUpper(p.preempt_mode) + "\n";
-  out += "   PriorityJobFactor=1 PriorityTier=" + std::to_string(p.priority_tier) +
-         " RootOnly=NO ReqResv=NO OverSubscribe=NO\n";
-  out += "   State=UP TotalCPUs=" + std::to_string(cpus) +
-         " TotalNodes=" + std::to_string(p.nodes.size()) + "\n";
-  out += "   TRES=cpu=" + std::to_string(cpus) + ",mem=" + std::to_string(mem) +
-         "M,node=" + std::to_string(p.nodes.size()) + "\n";
-  Emit(out, oneliner);
-}
-
 // scontrol ping's lines (and the end of show config): whether the controller answers. With a
 // hot standby, the controllers are named together: the client reaches whichever leads.
 std::string ControllerStatus(const Config& c) {
@@ -293,18 +264,7 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
     std::printf("%s\n", CompressHostlist(names).c_str());
     return kExitOk;
   }
-  if (what == "partition" || what == "partitions") {
-    auto config = LoadConfig(ResolveConfigPath(""));
-    if (!config.ok()) return Fail("control", config.status());
-    bool any = false;
-    for (const auto& p : config->partitions) {
-      if (!arg.empty() && p.name != arg) continue;
-      PrintPartition(p, *config, oneliner);
-      any = true;
-    }
-    if (!any) return Fail("control", NotFound("Partition " + arg + " not found"));
-    return kExitOk;
-  }
+  if (what == "partition" || what == "partitions") return ShowPartitions(arg, oneliner);
   auto controller = ConnectController();
   if (!controller.ok()) return Fail("control", controller.status());
   if (what == "licenses" || what == "license" || what == "lic") {
@@ -473,6 +433,7 @@ int SendNodeUpdate(const v1::UpdateNodeRequest& req) {
 int Update(const std::vector<std::string>& args) {
   auto kv = KeyValues(args);
   if (kv.count("jobid") || kv.count("job")) return UpdateJob(kv);
+  if (kv.count("partitionname")) return PartitionCommand("update", args);
   if (kv.count("reservationname") || kv.count("reservation")) {
     return ReservationCommand("update", args);
   }
@@ -632,12 +593,21 @@ int Run(const std::string& verb, std::vector<std::string> rest, bool oneliner) {
     return Reconfigure(/*quiet=*/true);
   }
   if (verb == "create" || verb == "delete") {
+    // scontrol create partition KEY=VALUE...; scontrol delete PartitionName=NAME.
+    if (!rest.empty() && (ToLower(rest[0]) == "partition" || ToLower(rest[0]) == "part")) {
+      rest.erase(rest.begin());
+      return PartitionCommand(verb, rest);
+    }
+    if (!rest.empty() && StartsWith(ToLower(rest[0]), "partitionname=")) {
+      return PartitionCommand(verb, rest);
+    }
     // scontrol create reservation KEY=VALUE...; scontrol delete ReservationName=NAME.
     if (!rest.empty() && (ToLower(rest[0]) == "reservation" || ToLower(rest[0]) == "res")) {
       rest.erase(rest.begin());
     } else if (verb == "create") {
       return Fail("control", Unimplemented("create " + (rest.empty() ? "" : rest[0]) +
-                                           " is not supported (create reservation)"));
+                                           " is not supported (create reservation, create "
+                                           "partition)"));
     }
     return ReservationCommand(verb, rest);
   }
@@ -738,6 +708,9 @@ int CmdControl(int argc, char** argv) {
         "  delete ReservationName=NAME   advance reservations (admins; see muster reservation)\n"
         "  show hostnames [LIST]      one name per line (LIST defaults to $SLURM_JOB_NODELIST)\n"
         "  show hostlist NAMES        the compressed form of a comma-separated list\n"
+        "  create partition PartitionName=P Nodes=N [MaxTime=T] [DefaultTime=T] [Default=YES]\n"
+        "         [PriorityTier=N] [PreemptMode=M] [GraceTime=S] | update PartitionName=P ...\n"
+        "  delete PartitionName=P     partitions changed live (admins; see muster partition)\n"
         "  update NodeName=NODES State=DRAIN Reason=TEXT | State=RESUME (admins)\n"
         "  reboot [ASAP] [nextstate=RESUME|DOWN] [reason=TEXT] ALL|NODES   once their jobs end\n"
         "  cancel_reboot NODES        a reboot not yet issued (admins)\n"

@@ -329,6 +329,11 @@ int CmdSinfo(int argc, char** argv) {
     } else {
       auto resp = controller->ListNodes(v1::ListNodesRequest());
       if (!resp.ok()) return Fail("sinfo", resp.status());
+      // The partitions as the controller has them (changed live, or by a reconfiguration that
+      // this host's copy of the file has not seen).
+      if (Status st = UseControllerPartitions(*controller, &*config); !st.ok()) {
+        return Fail("sinfo", st);
+      }
       std::map<std::string, const v1::NodeInfo*> by_name;
       for (const auto& n : resp->nodes()) by_name[n.name()] = &n;
       auto wanted = [&](const v1::NodeInfo& n) {

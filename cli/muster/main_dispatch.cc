@@ -123,6 +123,8 @@ Nodes:
   node reboot NODES|ALL [--asap] [--next-state resume|down] [--reason TEXT]
                                      reboot once their jobs end (admins; --asap: drain first)
   node cancel-reboot NODES           drop a reboot not yet issued (admins)
+  partition list|create|update|delete|reset   partitions, changed live beside the config
+                                     file (admins; scontrol create|update|delete partition)
   audit [--since TIME] [--user U]    what admins and operators did (admins, operators)
 
 Accounts:
@@ -256,6 +258,7 @@ int Main(int argc, char** argv) {
   if (cmd == "share") return CmdShare(sub_argc, sub_argv);
   if (cmd == "report") return CmdReport(sub_argc, sub_argv);
   if (cmd == "reservation") return CmdReservation(sub_argc, sub_argv);
+  if (cmd == "partition") return CmdPartition(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {

@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start: {}", mine.status().ToString());
     return 1;
   }
+  // One-shot: this controller's state directory, restored from a backup.
+  if (cl->after_restore) return muster::rpc::AfterRestoreCommand(*mine, cl->job_id_gap, stdout);
   muster::BlockTerminationSignals();
   muster::ServiceNotifier& systemd = muster::ServiceNotifier::Get();
   // SIGHUP (systemctl reload, Slurm's habit): the config file again, as `muster reconfigure`.

@@ -16,11 +16,11 @@ namespace muster::agent {
 
 // Launch latency histogram's upper bounds, seconds.
 inline constexpr std::array<double, 12> kLaunchBoundsS = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                                         0.5,   1,    2.5,   5,    10,  30};
+                                                          0.5,   1,    2.5,   5,    10,  30};
 
 struct AgentCounters {
   uint64_t launches_started = 0;
-  uint64_t launches_failed = 0;     // of them, those the node was to blame for:
+  uint64_t launches_failed = 0;  // of them, those the node was to blame for:
   uint64_t launches_node_fault = 0;
   std::array<uint64_t, kLaunchBoundsS.size()> launch_at_or_below{};  // cumulative
   double launch_sum_s = 0;

@@ -25,6 +25,7 @@ const std::vector<PrivilegedAction>& PrivilegedActions() {
       {Action::kResetStatistics, false, "resetting the statistics (sdiag -r)"},
       {Action::kReconfigure, false, "reconfiguring the controller (scontrol reconfigure)"},
       {Action::kRebootNodes, false, "rebooting nodes"},
+      {Action::kManagePartitions, false, "creating, changing and deleting partitions"},
       {Action::kDrainResumeNodes, true, "draining and resuming nodes"},
       {Action::kSuspendJobs, true, "suspending and resuming jobs"},
       {Action::kReadAudit, true, "reading the audit log"},

@@ -9,6 +9,7 @@
 #include "muster/common/config_reload.h"
 #include "muster/store/group_commit_store.h"
 #include "muster/store/replicating_store.h"
+#include "partition_overlay.h"
 
 namespace muster::controller {
 
@@ -190,8 +191,17 @@ void ControllerRunner::StartSync() {
 }
 
 Result<ControllerRunner::Reconfigured> ControllerRunner::Reconfigure(Config file) {
-  ConfigReload reload = MergeReloadedConfig(engine_->config(), std::move(file));
-  MUSTER_RETURN_IF_ERROR(engine_->CheckReconfiguration(reload.config));
+  // File against file: the partitions changed live are laid over the new one as over the old.
+  ConfigReload reload = MergeReloadedConfig(engine_->file_config(), std::move(file));
+  Overlaid overlaid = OverlayPartitions(reload.config, engine_->partition_records());
+  if (!overlaid.problems.empty()) {
+    // A file that undoes a live definition (takes a node of its away) would silently change
+    // who may use the partition: it waits until an admin settles the live one.
+    std::string why;
+    for (const std::string& p : overlaid.problems) why += (why.empty() ? "" : "; ") + p;
+    return FailedPrecondition("the running configuration is kept: " + why);
+  }
+  MUSTER_RETURN_IF_ERROR(engine_->CheckReconfiguration(overlaid.config));
   // What the running engine decided goes out first, in order, as ever.
   AfterEvent();
   const TimeMs now = Now();
@@ -234,6 +244,36 @@ Result<ControllerRunner::Reconfigured> ControllerRunner::Reconfigure(Config file
   return Reconfigured{.epoch = epoch_.load(),
                       .changes = std::move(reload.changes),
                       .restart_only = std::move(reload.restart_only)};
+}
+
+Result<ControllerRunner::Reconfigured> ControllerRunner::ChangePartition(
+    const Caller& caller, const v1::UpdatePartitionRequest& req) {
+  const TimeMs now = Now();
+  std::string summary;
+  Result<Reconfigured> outcome = [&]() -> Result<Reconfigured> {
+    MUSTER_ASSIGN_OR_RETURN(Engine::PartitionPlan plan,
+                            engine_->PlanPartitionChange(caller, req, now));
+    summary = plan.summary;
+    // What the store holds for it now, to put back if the new engine cannot be made.
+    Engine::PartitionPlan undo{.name = plan.name, .records = engine_->partition_records()};
+    for (const v1::PartitionRecord& r : undo.records) {
+      if (r.name() == plan.name) undo.record = r;
+    }
+    MUSTER_RETURN_IF_ERROR(engine_->CommitPartitionChange(plan));
+    Result<Reconfigured> swapped = Reconfigure(engine_->file_config());
+    if (!swapped.ok()) {
+      if (Status back = engine_->CommitPartitionChange(undo); !back.ok()) {
+        spdlog::error("{}: not taken ({}), and the stored change could not be undone: {}", summary,
+                      swapped.status().ToString(), back.ToString());
+      }
+      return swapped.status();
+    }
+    spdlog::info("{} by user={}", summary, caller.user);
+    return swapped;
+  }();
+  // In the engine that now runs: the new one when it took over.
+  engine_->AuditPartitionChange(caller, req, summary, outcome.status(), now);
+  return outcome;
 }
 
 void ControllerRunner::ArmTick() {

@@ -29,6 +29,7 @@
 #include "muster/credentials/step_credential.h"
 #include "node_manager.h"
 #include "node_views.h"
+#include "partition_overlay.h"
 #include "preemptor.h"
 #include "qos_manager.h"
 #include "queue_orders.h"
@@ -110,15 +111,22 @@ Engine::~Engine() = default;
 Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options, store::StateStore* store,
                                                TimeMs now) {
   const uint64_t min_epoch = options.min_epoch;
+  MUSTER_ASSIGN_OR_RETURN(store::LoadedState state, store->LoadAll());
+  // The file's partitions with those changed live laid over them: what every part sees.
+  Config file = options.config;
+  Overlaid overlaid = OverlayPartitions(file, state.partitions);
+  options.config = std::move(overlaid.config);
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(options), store));
-  MUSTER_RETURN_IF_ERROR(engine->Recover(now, min_epoch));
+  engine->file_config_ = std::move(file);
+  engine->partition_records_ = state.partitions;
+  engine->recovery_problems_ = std::move(overlaid.problems);
+  MUSTER_RETURN_IF_ERROR(engine->Recover(std::move(state), now, min_epoch));
   engine->WatchSpace();  // a start on a nearly full disk says so at once
   return engine;
 }
 
-Status Engine::Recover(TimeMs now, uint64_t min_epoch) {
-  MUSTER_ASSIGN_OR_RETURN(store::LoadedState state, ctx_->store().LoadAll());
-  recovery_problems_ = state.problems;
+Status Engine::Recover(store::LoadedState state, TimeMs now, uint64_t min_epoch) {
+  recovery_problems_.insert(recovery_problems_.end(), state.problems.begin(), state.problems.end());
   for (const auto& p : recovery_problems_) spdlog::error("recovery: {}", p);
 
   uint64_t max_id = state.max_history_job_id;

@@ -81,8 +81,8 @@ Result<v1::UpdateNodeResponse> NodeManager::RequestReboot(const Caller& caller,
   v1::UpdateNodeResponse resp;
   for (v1::NodeRecord& r : next) {
     NodeEntry* node = Find(r.name());
-    spdlog::info("node={} reboot requested by user={} asap={} next_state={} reason='{}'",
-                 r.name(), caller.user, r.reboot().asap(),
+    spdlog::info("node={} reboot requested by user={} asap={} next_state={} reason='{}'", r.name(),
+                 caller.user, r.reboot().asap(),
                  r.reboot().next_state().empty() ? "as before" : r.reboot().next_state(),
                  r.reboot().reason());
     node->rec = std::move(r);
@@ -195,13 +195,14 @@ void NodeManager::CompleteReboot(NodeEntry& node, TimeMs now, store::Mutation& m
     return;
   }
   const std::string next_state = rb.next_state();
-  if (next_state == "resume" || (next_state.empty() && rb.asap() && r.drained_by() == kRebootDrain)) {
+  if (next_state == "resume" ||
+      (next_state.empty() && rb.asap() && r.drained_by() == kRebootDrain)) {
     Undrain(r);
   } else if (next_state == "down") {
     DrainForAdmin(r, rb.reason() + ": reboot complete", rb.user(), now);
   }
-  spdlog::info("node={} is back from its reboot (boot {}){}", node.name(),
-               node.inventory.boot_id(), r.drain() ? "; still drained: " + r.reason() : "");
+  spdlog::info("node={} is back from its reboot (boot {}){}", node.name(), node.inventory.boot_id(),
+               r.drain() ? "; still drained: " + r.reason() : "");
   r.clear_reboot();
   m.PutNode(r);
   ctx_.RequestPass();

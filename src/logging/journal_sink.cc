@@ -76,8 +76,7 @@ bool JournalSink::StderrIsJournal() {
 void JournalSink::sink_it_(const spdlog::details::log_msg& msg) {
   // A datagram the journal takes whole: the message is cut well below its limits.
   constexpr size_t kMaxMessage = 48 * 1024;
-  const std::string_view payload(msg.payload.data(),
-                                 std::min(msg.payload.size(), kMaxMessage));
+  const std::string_view payload(msg.payload.data(), std::min(msg.payload.size(), kMaxMessage));
   // Printable, as the text and JSON formats make it: what a user put in a job name can neither
   // hide the record from journalctl (a control byte makes it a blob) nor start a line of its own.
   std::string message;

@@ -29,7 +29,8 @@ bool Name(std::string_view v) {
 bool Lifted(std::string_view key, std::string_view v) {
   if (key == "job") {
     const size_t u = v.find('_');
-    return u == std::string_view::npos ? Digits(v) : Digits(v.substr(0, u)) && Digits(v.substr(u + 1));
+    return u == std::string_view::npos ? Digits(v)
+                                       : Digits(v.substr(0, u)) && Digits(v.substr(u + 1));
   }
   if (key == "step" || key == "uid" || key == "epoch") return Digits(v);
   if (key == "node" || key == "user" || key == "account" || key == "partition") return Name(v);
@@ -67,8 +68,8 @@ std::vector<std::pair<std::string, std::string>> LogFields(std::string_view m) {
     i = end;
     // "job=7:" or "node=gpu1," as prose writes them (a colon there ends the fields too).
     bool colon = false;
-    while (!value.empty() && (value.back() == ',' || value.back() == ';' ||
-                              value.back() == ':' || value.back() == '.')) {
+    while (!value.empty() && (value.back() == ',' || value.back() == ';' || value.back() == ':' ||
+                              value.back() == '.')) {
       colon = colon || value.back() == ':';
       value.pop_back();
     }

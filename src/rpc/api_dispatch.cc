@@ -114,6 +114,19 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
                        : ApiReply{resp.status(), ""});
       });
     }
+    if (method == v1::METHOD_UPDATE_PARTITION) {
+      // Replaces the engine, as a reconfiguration does: not the engine's to answer alone.
+      v1::UpdatePartitionRequest req;
+      if (!req.ParseFromString(payload)) {
+        return done({InvalidArgument("request does not parse as " + req.GetTypeName()), ""});
+      }
+      if (Status bounds = CheckRequestBounds(req); !bounds.ok()) return done({bounds, ""});
+      Result<v1::UpdatePartitionResponse> resp = ChangePartitionOnStrand(session->caller, req);
+      runner_.AfterEvent();
+      ApiReply r = resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
+                             : ApiReply{resp.status(), ""};
+      return runner_.WhenDurable([done, r = std::move(r)]() mutable { done(std::move(r)); });
+    }
     if (method == v1::METHOD_DIAGNOSTICS) {
       auto resp = Diagnostics(runner_, session->caller, payload);
       ApiReply r = resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
@@ -216,7 +229,36 @@ Result<v1::ReconfigureResponse> ApiDispatcher::ReconfigureOnStrand(
   // In the engine that now runs: the new one when it took over.
   runner_.engine().AuditReconfiguration(caller, source, detail, outcome.status(), now);
   if (!outcome.ok()) return outcome.status();
-  // The allocations open connections hold, attached to the engine that now runs.
+  ReattachAllocations(now);
+  v1::ReconfigureResponse resp;
+  resp.set_epoch(outcome->epoch);
+  resp.set_source(runner_.engine().config().source);
+  for (const std::string& c : outcome->changes) resp.add_changes(c);
+  for (const std::string& k : outcome->restart_only) resp.add_restart_only(k);
+  if (reconfigured_) reconfigured_(resp);
+  return resp;
+}
+
+Result<v1::UpdatePartitionResponse> ApiDispatcher::ChangePartitionOnStrand(
+    const controller::Caller& asked_by, const v1::UpdatePartitionRequest& req) {
+  const TimeMs now = runner_.Now();
+  controller::Caller caller = asked_by;
+  ApplyRoles(caller, runner_.engine().config());
+  MUSTER_ASSIGN_OR_RETURN(controller::ControllerRunner::Reconfigured outcome,
+                          runner_.ChangePartition(caller, req));
+  ReattachAllocations(now);
+  if (reconfigured_) {  // the server's view of the epoch, as after a reconfiguration
+    v1::ReconfigureResponse told;
+    told.set_epoch(outcome.epoch);
+    told.set_source(runner_.engine().config().source);
+    reconfigured_(told);
+  }
+  v1::UpdatePartitionResponse resp;
+  resp.set_epoch(outcome.epoch);
+  return resp;
+}
+
+void ApiDispatcher::ReattachAllocations(TimeMs now) {
   std::vector<std::weak_ptr<ClientSession>> still;
   for (const std::weak_ptr<ClientSession>& weak : holders_) {
     std::shared_ptr<ClientSession> session = weak.lock();
@@ -234,13 +276,6 @@ Result<v1::ReconfigureResponse> ApiDispatcher::ReconfigureOnStrand(
     }
   }
   holders_.swap(still);
-  v1::ReconfigureResponse resp;
-  resp.set_epoch(outcome->epoch);
-  resp.set_source(runner_.engine().config().source);
-  for (const std::string& c : outcome->changes) resp.add_changes(c);
-  for (const std::string& k : outcome->restart_only) resp.add_restart_only(k);
-  if (reconfigured_) reconfigured_(resp);
-  return resp;
 }
 
 ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& caller, uint32_t method,
@@ -315,7 +350,11 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_LIST_ACCOUNTING:
       return Handle<v1::ListAccountingRequest>(
           payload, [&](const auto& r) { return engine.ListAccounting(caller, r, now); });
-    case v1::METHOD_RECONFIGURE:  // replaces the engine: ApiDispatcher::Reconfigure
+    case v1::METHOD_LIST_PARTITIONS:
+      return Handle<v1::ListPartitionsRequest>(
+          payload, [&](const auto&) { return engine.ListPartitions(caller); });
+    case v1::METHOD_UPDATE_PARTITION:  // replaces the engine: ApiDispatcher::Run
+    case v1::METHOD_RECONFIGURE:       // replaces the engine: ApiDispatcher::Reconfigure
       return {FailedPrecondition("reconfiguring goes through the controller's dispatcher"), ""};
     default:
       return {Unimplemented("unknown method " + std::to_string(method) +

@@ -1,7 +1,11 @@
 #include <getopt.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "muster/common/config.h"
+#include "muster/common/strings.h"
 #include "muster/rpc/controller_server.h"
+#include "muster/store/restored_state.h"
 #include "muster/store/state_store.h"
 
 namespace muster::rpc {
@@ -12,6 +16,10 @@ std::string ControllerUsage() {
          "                     host's name)\n" +
          "       musterctld --check-state DIR   verify a state directory (read-only) and exit:\n"
          "                                      0 sound, 1 problems found, 2 unreadable\n" +
+         "       musterctld --after-restore [--job-id-gap N] [--config FILE]\n"
+         "                     the state directory was restored from a backup: move its epoch\n"
+         "                     and job ids past what the cluster has seen, then exit (run it\n"
+         "                     once, with musterctld stopped, before starting it)\n" +
          "Config: --config, else $MUSTER_CONF, else " + kDefaultConfigPath + "\n";
 }
 
@@ -23,10 +31,13 @@ Result<ControllerCommandLine> ParseControllerCommandLine(int argc, char** argv) 
                                 {"help", no_argument, nullptr, 'h'},
                                 {"check-state", required_argument, nullptr, 's'},
                                 {"name", required_argument, nullptr, 'n'},
+                                {"after-restore", no_argument, nullptr, 'R'},
+                                {"job-id-gap", required_argument, nullptr, 'G'},
                                 {nullptr, 0, nullptr, 0}};
+  bool gap_given = false;
   optind = 0;  // getopt's state is global: start over
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":c:l:Vhs:n:", opts, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":c:l:Vhs:n:RG:", opts, nullptr)) != -1;) {
     switch (c) {
       case 'c':
         cl.config_path = optarg;
@@ -46,6 +57,19 @@ Result<ControllerCommandLine> ParseControllerCommandLine(int argc, char** argv) 
       case 'n':
         cl.name = optarg;
         break;
+      case 'R':
+        cl.after_restore = true;
+        break;
+      case 'G': {
+        gap_given = true;
+        auto gap = ParseUint(optarg);
+        if (!gap || *gap > 1'000'000'000'000ULL) {
+          return InvalidArgument(std::string("--job-id-gap: expected a number of job ids, got '") +
+                                 optarg + "'");
+        }
+        cl.job_id_gap = *gap;
+        break;
+      }
       case ':':
         return InvalidArgument(std::string("option ") + argv[optind - 1] + " needs a value");
       default:
@@ -53,7 +77,51 @@ Result<ControllerCommandLine> ParseControllerCommandLine(int argc, char** argv) 
     }
   }
   if (optind < argc) return InvalidArgument(std::string("unexpected argument ") + argv[optind]);
+  if (gap_given && !cl.after_restore)
+    return InvalidArgument("--job-id-gap goes with --after-restore");
   return cl;
+}
+
+int AfterRestoreCommand(const Config& config, uint64_t job_id_gap, std::FILE* out) {
+  const std::string& dir = config.controller.state_dir;
+  // The copy as the controller's user put it back: opening would make a missing one, and files
+  // made by another user (root) would keep the controller from opening it.
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::fprintf(out, "musterctld --after-restore: no state directory at %s\n", dir.c_str());
+    return 1;
+  }
+  if (st.st_uid != ::geteuid()) {
+    std::fprintf(out,
+                 "musterctld --after-restore: %s belongs to uid %u: run this as its owner, the "
+                 "controller's user (sudo -u muster musterctld --after-restore)\n",
+                 dir.c_str(), static_cast<unsigned>(st.st_uid));
+    return 1;
+  }
+  // Opening takes the store's lock: a controller running on it refuses this.
+  auto store = store::OpenRocksDbStateStore(dir, {});
+  if (!store.ok()) {
+    std::fprintf(out, "musterctld --after-restore: %s (stop musterctld first)\n",
+                 store.status().message().c_str());
+    return 1;
+  }
+  auto r = store::PrepareRestoredState(**store, job_id_gap);
+  if (!r.ok()) {
+    std::fprintf(out, "musterctld --after-restore: %s: %s\n", dir.c_str(),
+                 r.status().message().c_str());
+    return 1;
+  }
+  std::fprintf(
+      out,
+      "%s: restored state prepared: epoch %llu -> %llu (agents obey it), next job id "
+      "%llu -> %llu.\nJobs submitted after the backup was taken are not known to it (those "
+      "still running are ended as their nodes register), and jobs it has as running that "
+      "ended since are requeued as if their node had failed. Start musterctld now.\n",
+      dir.c_str(), static_cast<unsigned long long>(r->epoch_before),
+      static_cast<unsigned long long>(r->epoch_after),
+      static_cast<unsigned long long>(r->next_job_id_before),
+      static_cast<unsigned long long>(r->next_job_id_after));
+  return 0;
 }
 
 int CheckStateCommand(const std::string& dir, std::FILE* out) {

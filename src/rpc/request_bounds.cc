@@ -164,4 +164,16 @@ Status CheckRequestBounds(const v1::ListReservationsRequest& r) {
   return CheckText("reservation", r.name(), kMaxShortStringBytes);
 }
 
+Status CheckRequestBounds(const v1::UpdatePartitionRequest& r) {
+  if (!v1::UpdatePartitionRequest::Action_IsValid(r.action()) ||
+      r.action() == v1::UpdatePartitionRequest::ACTION_UNSPECIFIED) {
+    return InvalidArgument("unknown partition action " + std::to_string(r.action()));
+  }
+  MUSTER_RETURN_IF_ERROR(CheckText("partition", r.name(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("nodes", r.nodes(), kMaxExpressionBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("preempt mode", r.preempt_mode(), kMaxShortStringBytes));
+  MUSTER_RETURN_IF_ERROR(CheckText("allowed users", r.allowed_uids(), kMaxExpressionBytes * 16));
+  return CheckText("denied users", r.denied_uids(), kMaxExpressionBytes * 16);
+}
+
 }  // namespace muster::rpc

@@ -23,6 +23,7 @@ Status CheckRequestBounds(const v1::UpdateUserRequest& r);
 Status CheckRequestBounds(const v1::ListSharesRequest& r);
 Status CheckRequestBounds(const v1::UpdateReservationRequest& r);
 Status CheckRequestBounds(const v1::ListReservationsRequest& r);
+Status CheckRequestBounds(const v1::UpdatePartitionRequest& r);
 // Requests with nothing of variable size.
 template <typename Request>
 Status CheckRequestBounds(const Request&) {

@@ -28,6 +28,8 @@ const char* FamilyName(Family f) {
       return "qos";
     case Family::kReservations:
       return "reservations";
+    case Family::kPartitions:
+      return "partitions";
     case Family::kReplica:
       return "replica";
   }
@@ -90,6 +92,14 @@ void Mutation::DeleteQos(const std::string& name) {
 
 void Mutation::PutReservation(const v1::ReservationRecord& reservation) {
   ops_.push_back({Family::kReservations, reservation.name(), reservation.SerializeAsString()});
+}
+
+void Mutation::PutPartition(const v1::PartitionRecord& partition) {
+  ops_.push_back({Family::kPartitions, partition.name(), partition.SerializeAsString()});
+}
+
+void Mutation::DeletePartition(const std::string& name) {
+  ops_.push_back({Family::kPartitions, name, std::nullopt});
 }
 
 void Mutation::DeleteReservation(const std::string& name) {
@@ -246,6 +256,15 @@ LoadedState DecodeAll(const std::vector<RawRecord>& raw, std::vector<RawRecord>*
           bad(r, "does not parse, does not match its key or has no time span");
         } else {
           out.reservations.push_back(std::move(rr));
+        }
+        break;
+      }
+      case Family::kPartitions: {
+        v1::PartitionRecord p;
+        if (!p.ParseFromString(r.value) || p.name() != r.key) {
+          bad(r, "does not parse or its name does not match its key");
+        } else {
+          out.partitions.push_back(std::move(p));
         }
         break;
       }

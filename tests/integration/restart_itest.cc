@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "harness/cluster_test.h"
+#include "muster/rpc/controller_server.h"
 
 namespace muster::testing {
 namespace {
@@ -259,6 +260,48 @@ TEST_F(ClusterTest, AgentsRefuseCommandsFromAControllerOlderThanOneTheyObeyed) {
   ASSERT_EVENTUALLY(refused() > refused_before, 10'000);
   EXPECT_FALSE(fs::exists(jobs_ + "ran")) << "a fenced-off controller started a job";
   for (int i = 0; i < 4; ++i) EXPECT_EQ(cluster_->agent(i)->num_jobs(), 0u);
+}
+
+// A backup restored the supported way (musterctld --after-restore, then a start): its epoch is
+// past the agents' and its job ids past those issued since the copy.
+TEST_F(ClusterTest, ARestoredBackupIsObeyedAndReusesNoJobId) {
+  namespace fs = std::filesystem;
+  const std::string state = cluster_->dir() + "/state";
+  cluster_->StopController();
+  fs::copy(state, state + ".backup", fs::copy_options::recursive);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(cluster_->RestartController().ok());
+    ASSERT_TRUE(cluster_->WaitForNodesUp(30'000).ok());
+  }
+  auto after = cluster_->Submit("#!/bin/sh\ntrue\n", Gang(1, 1));  // after the backup
+  ASSERT_TRUE(after.ok());
+  ASSERT_EVENTUALLY(cluster_->State(*after) == v1::COMPLETED, 10'000);
+  // The disk is lost; the backup comes back, prepared, and the controller starts on it.
+  cluster_->StopController();
+  fs::remove_all(state);
+  fs::rename(state + ".backup", state);
+  const std::string said = cluster_->dir() + "/after-restore.txt";
+  std::FILE* out = std::fopen(said.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(rpc::AfterRestoreCommand(cluster_->config(), 1000, out), 0);
+  std::fclose(out);
+  EXPECT_NE(Read(said).find("epoch 1 -> 1000001"), std::string::npos) << Read(said);
+  ASSERT_TRUE(cluster_->RestartController().ok());
+  ASSERT_TRUE(cluster_->WaitForNodesUp(10'000).ok());
+  uint64_t refused = 0;
+  for (int i = 0; i < 4; ++i) refused += cluster_->agent(i)->refused_commands();
+  auto id = cluster_->Submit("#!/bin/sh\ntouch " + jobs_ + "ran\n", Gang(1, 1));
+  ASSERT_TRUE(id.ok());
+  EXPECT_GE(*id, *after + 1000) << "ids issued after the backup are not handed out again";
+  ASSERT_EVENTUALLY(cluster_->State(*id) == v1::COMPLETED, 10'000);
+  EXPECT_TRUE(fs::exists(jobs_ + "ran")) << "the agents obey the restored controller";
+  uint64_t refused_now = 0;
+  for (int i = 0; i < 4; ++i) refused_now += cluster_->agent(i)->refused_commands();
+  EXPECT_EQ(refused_now, refused);
+  // A running controller's store is not touched.
+  out = std::fopen(said.c_str(), "w");
+  EXPECT_EQ(rpc::AfterRestoreCommand(cluster_->config(), 1000, out), 1);
+  std::fclose(out);
 }
 
 TEST_F(ClusterTest, LostAgentRequeuesTheWholeGang) {

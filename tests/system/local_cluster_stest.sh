@@ -520,6 +520,19 @@ grep -q "reboot_program" <<<"$out" || fail "reboot refusal: $out"
 out=$(scontrol cancel_reboot node4 2>&1) && fail "cancel_reboot with none pending: $out"
 grep -q "no reboot pending" <<<"$out" || fail "cancel_reboot: $out"
 grep -q "State=IDLE " <<<"$(scontrol show node node4)" || fail "refused reboot changed node4: $(scontrol show node node4)"
+# A partition made live: used, shown as the controller has it (sinfo too), then deleted.
+scontrol create PartitionName=debug Nodes=node[3-4] MaxTime=10 PriorityTier=2
+show=$(scontrol show partition debug)
+grep -q "^   Origin=live$" <<<"$show" && grep -q "^   Nodes=node\[3-4\]$" <<<"$show" || fail "show partition: $show"
+[ "$(sinfo -h -p debug -o '%P %D')" = "debug 2" ] || fail "sinfo -p debug: $(sinfo -h -o '%P %D')"
+pj=$("$DIR/compat/sbatch" --parsable -p debug -o /dev/null --wrap true)
+wait_for 30 is_state "$pj" COMPLETED
+[ "$(muster job show "$pj" --json | sed -n 's/.*"partition":"\([a-z]*\)".*/\1/p')" = debug ] || fail "job $pj not in debug"
+out=$(muster partition create debug --nodes node1 2>&1) && fail "a second debug: $out"
+grep -q "exists" <<<"$out" || fail "create twice: $out"
+scontrol delete PartitionName=debug
+out=$(scontrol show partition debug 2>&1) && fail "deleted partition still shown: $out"
+[ "$(muster partition list --json | grep -o '"name":"[a-z]*"' | tr '\n' ' ')" = '"name":"gpu" ' ] || fail "partition list: $(muster partition list)"
 
 echo "== --dependency: afterok runs after success, afternotok never does"
 d1=$("$DIR/compat/sbatch" --parsable -o /dev/null --wrap 'sleep 1')

@@ -34,6 +34,7 @@ enum class Action {
   kResetStatistics,     // sdiag -r
   kReconfigure,         // scontrol reconfigure: read the config file again
   kRebootNodes,         // scontrol reboot / cancel_reboot
+  kManagePartitions,    // scontrol create|update|delete partition
   // Operators (listed in `operators`) and admins.
   kDrainResumeNodes,      // scontrol update State=DRAIN/RESUME
   kSuspendJobs,           // scontrol suspend/resume

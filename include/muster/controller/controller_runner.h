@@ -120,6 +120,10 @@ class ControllerRunner {
     std::vector<std::string> restart_only;  // changed, but kept until the next start
   };
   Result<Reconfigured> Reconfigure(Config file);
+  // muster partition create|update|delete|reset (scontrol's too): the engine plans and checks
+  // the change, it is stored, and the engine is replaced as Reconfigure replaces it (the same
+  // file, the new records), audited either way.
+  Result<Reconfigured> ChangePartition(const Caller& caller, const v1::UpdatePartitionRequest& req);
   // Counts the engines this runner has had: a session or a pass of an earlier one is stale.
   uint64_t engine_generation() const { return generation_; }
   // With replication: the store standbys read from, and the log of changes (thread-safe).

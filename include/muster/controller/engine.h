@@ -78,6 +78,7 @@ struct MailNotice {
 };
 
 struct EngineOptions {
+  // The config file's; the engine lays the partitions changed live (stored) over it.
   Config config;
   // Produces job credentials; tests inject a deterministic one.
   std::function<std::string()> make_credential;
@@ -283,6 +284,30 @@ class Engine {
   void AuditReconfiguration(const Caller& caller, const std::string& source,
                             const std::string& detail, const Status& result, TimeMs now);
 
+  // ---- Partitions changed live (`muster partition`, scontrol create|update|delete partition;
+  // engine_partitions.cc). ControllerRunner::ChangePartition plans, commits, then replaces the
+  // engine as a reconfiguration does. ----
+  struct PartitionPlan {
+    std::string name;
+    std::optional<v1::PartitionRecord> record;  // none: the partition's record goes
+    std::string summary;                        // "partition debug created"
+    std::vector<v1::PartitionRecord> records;   // every stored record after the change
+  };
+  // PERMISSION_DENIED for non-admins; the change's own errors (partition_overlay.h); and
+  // FAILED_PRECONDITION, naming the jobs, when it would take away what an active job names or
+  // holds (as CheckReconfiguration).
+  Result<PartitionPlan> PlanPartitionChange(const Caller& caller,
+                                            const v1::UpdatePartitionRequest& req,
+                                            TimeMs now) const;
+  // Stores the change (and this engine's list of records follows it).
+  Status CommitPartitionChange(const PartitionPlan& plan);
+  void AuditPartitionChange(const Caller& caller, const v1::UpdatePartitionRequest& req,
+                            const std::string& summary, const Status& result, TimeMs now);
+  Result<v1::ListPartitionsResponse> ListPartitions(const Caller& caller) const;
+  // The config file's, before the live partitions were laid over it (config() is with them).
+  const Config& file_config() const { return file_config_; }
+  const std::vector<v1::PartitionRecord>& partition_records() const { return partition_records_; }
+
   uint64_t epoch() const;
   TimeMs start_time_ms() const { return start_time_ms_; }
   const std::vector<std::string>& recovery_problems() const { return recovery_problems_; }
@@ -301,7 +326,7 @@ class Engine {
   v1::ListAccountingRequest ScopedToCaller(const Caller& caller,
                                            const v1::ListAccountingRequest& req) const;
   Status CheckJobVisible(const Caller& caller, uint64_t job_id) const;
-  Status Recover(TimeMs now, uint64_t min_epoch);
+  Status Recover(store::LoadedState state, TimeMs now, uint64_t min_epoch);
   // Logs when the store's disk runs short of, or has again, room for new jobs (each tick).
   void WatchSpace();
 
@@ -337,6 +362,8 @@ class Engine {
   std::unique_ptr<JobModifier> modifier_;
   std::unique_ptr<SubmissionPipeline> submissions_;
   TimeMs start_time_ms_ = 0;
+  Config file_config_;
+  std::vector<v1::PartitionRecord> partition_records_;  // as stored, laid over file_config_
   std::vector<std::string> recovery_problems_;
   std::string space_problem_;  // why new jobs are refused (a nearly full disk); empty: they are not
 };

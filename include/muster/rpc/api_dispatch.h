@@ -62,6 +62,12 @@ class ApiDispatcher {
 
  private:
   Result<v1::ReconfigureResponse> ReconfigureOnStrand(const controller::Caller& asked_by);
+  // muster partition ...: ControllerRunner::ChangePartition, then as after a reconfiguration.
+  Result<v1::UpdatePartitionResponse> ChangePartitionOnStrand(
+      const controller::Caller& asked_by, const v1::UpdatePartitionRequest& req);
+  // After the engine was replaced: the allocations open connections hold, attached to the one
+  // that now runs.
+  void ReattachAllocations(TimeMs now);
 
   controller::ControllerRunner& runner_;
   ConfigLoader load_config_;

@@ -41,6 +41,10 @@ struct ControllerCommandLine {
   bool version = false;
   std::string check_state;  // --check-state DIR: verify a state directory offline and exit
   std::string name;         // --name: which [[controllers]] entry this is; empty: the host's name
+  // --after-restore [--job-id-gap N]: make the config's state directory, restored from a
+  // backup, safe to start on, and exit.
+  bool after_restore = false;
+  uint64_t job_id_gap = 10'000'000;
 };
 // Parses musterctld's arguments (argv[0] is the program). INVALID_ARGUMENT, naming the option,
 // for an unknown option, a missing value or a stray argument.
@@ -49,6 +53,11 @@ std::string ControllerUsage();
 // --check-state DIR: prints what the state directory holds and every problem found, read-only.
 // Returns the exit code: 0 sound, 1 problems found, 2 unreadable.
 int CheckStateCommand(const std::string& dir, std::FILE* out);
+// --after-restore: the state directory of `config` (a copy restored from a backup; the
+// controller stopped) gets an epoch past any the agents can have obeyed and job ids past any
+// issued since the copy (store::PrepareRestoredState). Says what it did; returns the exit code:
+// 0 done, 1 not (the store is in use, unreadable, or not a controller's).
+int AfterRestoreCommand(const Config& config, uint64_t job_id_gap, std::FILE* out);
 
 // Thread-safe: Start/Shutdown/Wait may be called from any thread (once each).
 class ControllerServer {

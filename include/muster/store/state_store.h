@@ -29,6 +29,7 @@ enum class Family {
   kUsage,
   kQos,
   kReservations,
+  kPartitions,
   // A standby's position in the leader's change stream (ReplicaPosition); never replicated.
   kReplica
 };
@@ -38,7 +39,7 @@ enum class Family {
 // can re-learn (a launch was acknowledged, a node finished cleaning up), so losing them to a crash
 // is harmless and they need not pay for an fsync.
 enum class Durability { kSync, kBuffered };
-inline constexpr int kNumFamilies = 13;
+inline constexpr int kNumFamilies = 14;
 const char* FamilyName(Family f);
 
 // A set of changes applied atomically (one RocksDB WriteBatch). Not thread-safe.
@@ -78,6 +79,9 @@ class Mutation {
   // Advance reservations, by name.
   void PutReservation(const v1::ReservationRecord& reservation);
   void DeleteReservation(const std::string& name);
+  // Partitions made, changed or removed live, by name.
+  void PutPartition(const v1::PartitionRecord& partition);
+  void DeletePartition(const std::string& name);
 
   // A standby's copy: the leader's keys and values as they are, and where the copy stands.
   void PutRaw(Family family, std::string key, std::string value);
@@ -106,6 +110,7 @@ struct LoadedState {
   std::vector<v1::UsageRecord> usage;
   std::vector<v1::QosRecord> qos;
   std::vector<v1::ReservationRecord> reservations;
+  std::vector<v1::PartitionRecord> partitions;
   uint64_t max_history_job_id = 0;    // so ids are never reused even if meta is lost
   std::vector<std::string> problems;  // corrupt records found, reported and quarantined
 };

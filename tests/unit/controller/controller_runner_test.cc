@@ -370,6 +370,76 @@ TEST_F(ControllerRunnerTest, ReconfigureRefusesToTakeAwayWhatJobsHoldAndKeepsThe
 namespace muster::controller {
 namespace {
 
+// muster partition create: planned, stored, and taken as a reconfiguration is (the engine
+// replaced, the agents told to register again, a running gang untouched); audited either way.
+TEST_F(ControllerRunnerTest, APartitionCreatedLiveReplacesTheEngineAndARunningGangStays) {
+  Up("node1");
+  Up("node2");
+  const uint64_t id = Submit(2);
+  executor_.AdvanceMs(50);
+  ASSERT_EQ(Job(id).state(), v1::RUNNING);
+  const uint64_t epoch = runner_->epoch();
+  v1::UpdatePartitionRequest req;
+  req.set_action(v1::UpdatePartitionRequest::CREATE);
+  req.set_name("short");
+  req.set_nodes("node2");
+  req.set_max_time_ms(600'000);
+  Result<ControllerRunner::Reconfigured> r = InvalidArgument("not run");
+  const Caller alice{1000, 1000, "alice", false};
+  runner_->Post([&] { r = runner_->ChangePartition(alice, req); });
+  executor_.RunUntilIdle();
+  EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(runner_->epoch(), epoch) << "nothing replaced";
+  runner_->Post([&] { r = runner_->ChangePartition(Caller{0, 0, "root", true}, req); });
+  executor_.RunUntilIdle();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(runner_->epoch(), epoch);
+  ASSERT_NE(runner_->engine().config().FindPartition("short"), nullptr);
+  EXPECT_EQ(runner_->engine().file_config().FindPartition("short"), nullptr);
+  EXPECT_TRUE(agents_.Closed("node1"));
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  EXPECT_TRUE(runner_->engine().CheckInvariantsForTest().ok());
+  // A reconfiguration with the same file keeps it: it is laid over whatever the file says.
+  runner_->Post([&] { r = runner_->Reconfigure(ParsedConfig(kConfig)); });
+  executor_.RunUntilIdle();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(runner_->engine().config().FindPartition("short"), nullptr);
+  // Both attempts are in the audit log.
+  v1::ListAuditRequest audit;
+  audit.set_oldest_first(true);
+  auto log = runner_->engine().ListAudit(Caller{0, 0, "root", true}, audit, clock_.NowMs());
+  ASSERT_TRUE(log.ok());
+  int entries = 0;
+  for (const auto& e : log->entries()) entries += e.action() == "partition create";
+  EXPECT_EQ(entries, 2);
+}
+
+// A file that would undo a live partition (removing a node of its) waits: who may use the
+// partition must not change behind the admin's back.
+TEST_F(ControllerRunnerTest, AFileThatUndoesALivePartitionIsRefused) {
+  v1::UpdatePartitionRequest req;
+  req.set_action(v1::UpdatePartitionRequest::CREATE);
+  req.set_name("short");
+  req.set_nodes("node2");
+  req.set_allowed_uids("alice");
+  Result<ControllerRunner::Reconfigured> r = InvalidArgument("not run");
+  runner_->Post([&] { r = runner_->ChangePartition(Caller{0, 0, "root", true}, req); });
+  executor_.RunUntilIdle();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::string smaller = kConfig;
+  for (const char* from : {"names = \"node[1-2]\"", "nodes = \"node[1-2]\""}) {
+    const size_t at = smaller.find(from);
+    ASSERT_NE(at, std::string::npos);
+    smaller.replace(at, std::string(from).size(),
+                    std::string(from).substr(0, std::string(from).find('"')) + "\"node1\"");
+  }
+  runner_->Post([&] { r = runner_->Reconfigure(ParsedConfig(smaller)); });
+  executor_.RunUntilIdle();
+  ASSERT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("'short'"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(runner_->engine().config().nodes.size(), 2u) << "the running configuration is kept";
+}
+
 TEST(ServiceStatsTest, PercentilesAreNeverBelowTheTruthAndAtMostAQuarterOctaveAbove) {
   ServiceStats stats;
   for (int us = 1; us <= 1000; ++us) stats.Record("agent/heartbeat", std::chrono::microseconds(us));

@@ -185,7 +185,8 @@ TEST_F(RebootTest, ANodeWithoutARebootProgramIsRefusedAndAllMeansEveryNode) {
   EXPECT_EQ(Reboot("node9", false).code(), StatusCode::kNotFound);
   AllUpRebootable();
   ASSERT_TRUE(Reboot("ALL", false).ok());
-  for (const char* n : {"node1", "node2", "node3", "node4"}) EXPECT_EQ(Node(n).reboot(), "requested");
+  for (const char* n : {"node1", "node2", "node3", "node4"})
+    EXPECT_EQ(Node(n).reboot(), "requested");
   // Audited as the admin's reboot.
   auto log = engine_->ListAudit(Root(), Chronological(), now_);
   ASSERT_TRUE(log.ok());
