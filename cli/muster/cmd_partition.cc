@@ -40,9 +40,10 @@ void PrintPartition(const v1::PartitionInfo& p, bool oneliner) {
     out += "   DenyUsers=" + Join({p.denied_uids().begin(), p.denied_uids().end()}, ",") + "\n";
   }
   out += std::string("   AllocNodes=ALL Default=") + (p.is_default() ? "YES" : "NO") + " QoS=N/A\n";
-  out += "   DefaultTime=" + (p.default_time_ms() ? FormatDuration(p.default_time_ms()) : "NONE") +
-         " DisableRootJobs=NO ExclusiveUser=NO GraceTime=" +
-         std::to_string(p.grace_time_ms() / 1000) + " Hidden=NO\n";
+  out +=
+      "   DefaultTime=" + (p.default_time_ms() ? FormatDuration(p.default_time_ms()) : "NONE") +
+      " DisableRootJobs=NO ExclusiveUser=NO GraceTime=" + std::to_string(p.grace_time_ms() / 1000) +
+      " Hidden=NO\n";
   out += "   MaxNodes=UNLIMITED MaxTime=" + Limit(p.max_time_ms()) + " MinNodes=0\n";
   out += "   Nodes=" + CompressHostlist({p.nodes().begin(), p.nodes().end()}) + "\n";
   out += "   OverTimeLimit=NONE PreemptMode=" + ToUpper(p.preempt_mode()) + "\n";
@@ -51,8 +52,8 @@ void PrintPartition(const v1::PartitionInfo& p, bool oneliner) {
   out += "   State=UP TotalCPUs=" + std::to_string(p.total_cpus()) +
          " TotalNodes=" + std::to_string(p.nodes_size()) + "\n";
   out += "   TRES=cpu=" + std::to_string(p.total_cpus()) +
-         ",mem=" + std::to_string(p.total_memory_mb()) + "M,node=" +
-         std::to_string(p.nodes_size()) +
+         ",mem=" + std::to_string(p.total_memory_mb()) +
+         "M,node=" + std::to_string(p.nodes_size()) +
          (p.total_gpus() ? ",gres/gpu=" + std::to_string(p.total_gpus()) : "") + "\n";
   out += "   Origin=" + p.origin() + "\n";  // Muster's: where the definition comes from
   if (oneliner) {
@@ -205,8 +206,8 @@ int CmdPartition(int argc, char** argv) {
   }
   if (action == "list") {
     bool json = false;
-    if (std::optional<int> rc =
-            ReadJsonOption("partition list", "unknown argument", argc - 1, argv + 1, kUsage, &json)) {
+    if (std::optional<int> rc = ReadJsonOption("partition list", "unknown argument", argc - 1,
+                                               argv + 1, kUsage, &json)) {
       return *rc;
     }
     auto controller = ConnectController();
@@ -230,12 +231,12 @@ int CmdPartition(int argc, char** argv) {
       std::printf("%s\n", w.str().c_str());
       return kExitOk;
     }
-    std::printf("%-14s %-8s %-11s %-5s %-8s %-20s %s\n", "PARTITION", "DEFAULT", "MAXTIME",
-                "TIER", "PREEMPT", "ORIGIN", "NODES");
+    std::printf("%-14s %-8s %-11s %-5s %-8s %-20s %s\n", "PARTITION", "DEFAULT", "MAXTIME", "TIER",
+                "PREEMPT", "ORIGIN", "NODES");
     for (const auto& p : resp->partitions()) {
       std::printf("%-14s %-8s %-11s %-5u %-8s %-20s %s\n", p.name().c_str(),
-                  p.is_default() ? "yes" : "no", Limit(p.max_time_ms()).c_str(),
-                  p.priority_tier(), p.preempt_mode().c_str(), p.origin().c_str(),
+                  p.is_default() ? "yes" : "no", Limit(p.max_time_ms()).c_str(), p.priority_tier(),
+                  p.preempt_mode().c_str(), p.origin().c_str(),
                   CompressHostlist({p.nodes().begin(), p.nodes().end()}).c_str());
     }
     for (const auto& problem : resp->problems()) {

@@ -67,7 +67,8 @@ Status CheckPartition(PartitionConfig& p, const Config& c) {
   if (p.preempt_mode != "off" && p.preempt_mode != "requeue" && p.preempt_mode != "cancel" &&
       p.preempt_mode != "suspend") {
     return InvalidArgument("partition '" + p.name + "': preempt mode '" +
-                           p.preempt_mode.substr(0, 32) + "' is not off, requeue, cancel or suspend");
+                           p.preempt_mode.substr(0, 32) +
+                           "' is not off, requeue, cancel or suspend");
   }
   if (p.priority_tier > 65'535) {
     return InvalidArgument("partition '" + p.name + "': priority tier above 65535");
@@ -137,8 +138,8 @@ Overlaid OverlayPartitions(const Config& file, const std::vector<v1::PartitionRe
       kept.nodes_expr = CompressHostlist(left);
       const bool keeps = !left.empty() && CheckPartition(kept, out.config).ok();
       out.problems.push_back("the live definition of partition '" + r.name() +
-                             "' no longer holds (" + st.message() + "): " +
-                             (keeps ? "kept on " + kept.nodes_expr + " only" : "left out") +
+                             "' no longer holds (" + st.message() +
+                             "): " + (keeps ? "kept on " + kept.nodes_expr + " only" : "left out") +
                              "; update, reset or delete it");
       if (keeps) {
         Place(out.config, std::move(kept));

@@ -40,7 +40,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <numeric>
 #include <optional>
 #include <random>
 #include <set>
@@ -397,12 +396,14 @@ bool Harness::DrainQueue(int timeout_s) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
-    v1::UpdateNodeRequest resume;
-    resume.set_nodes(std::accumulate(
-        nodes_.begin(), nodes_.end(), std::string(),
-        [](std::string a, const std::string& b) { return a.empty() ? b : a + "," + b; }));
-    resume.set_action(v1::UpdateNodeRequest::RESUME);
-    (void)c->UpdateNode(resume);
+    // One node at a time: a resume naming a node that is not drained is refused whole, and a
+    // gang that needs the drained ones would wait for ever.
+    for (const std::string& node : nodes_) {
+      v1::UpdateNodeRequest resume;
+      resume.set_nodes(node);
+      resume.set_action(v1::UpdateNodeRequest::RESUME);
+      (void)c->UpdateNode(resume);
+    }
     auto live = c->ListJobs({});
     if (live.ok()) {
       if (live->jobs().empty()) return true;
