@@ -337,7 +337,8 @@ std::string Agent::Impl::MetricsText() const {
   m.start_time_ms = start_time_ms_;
   m.counters = ctx_.counters;
   for (const auto& [id, job] : jobs_->jobs()) {
-    std::string phase = PhaseName(job->phase());
+    std::string phase = PhaseName(job->phase());  // "timed out" -> timed_out, as labels go
+    std::replace(phase.begin(), phase.end(), ' ', '_');
     ++m.jobs_by_phase[phase];
     m.steps += static_cast<uint32_t>(job->supervised_steps.size());
     m.job_cgroups += !job->cgroup.empty();
