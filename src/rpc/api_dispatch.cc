@@ -353,7 +353,7 @@ ApiReply DispatchApi(controller::Engine& engine, const controller::Caller& calle
     case v1::METHOD_LIST_PARTITIONS:
       return Handle<v1::ListPartitionsRequest>(
           payload, [&](const auto&) { return engine.ListPartitions(caller); });
-    case v1::METHOD_UPDATE_PARTITION:  // replaces the engine: ApiDispatcher::Run
+    case v1::METHOD_UPDATE_PARTITION:  // replaces the engine: ApiDispatcher::Dispatch
     case v1::METHOD_RECONFIGURE:       // replaces the engine: ApiDispatcher::Reconfigure
       return {FailedPrecondition("reconfiguring goes through the controller's dispatcher"), ""};
     default:
