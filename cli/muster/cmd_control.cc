@@ -27,7 +27,6 @@ namespace {
 
 std::string OrNull(const std::string& v) { return v.empty() ? "(null)" : v; }
 std::string When(int64_t ms) { return ms > 0 ? FormatTimestamp(ms) : "Unknown"; }
-std::string Limit(int64_t ms) { return ms > 0 ? FormatDuration(ms) : "UNLIMITED"; }
 
 std::string NodeStateUpper(const v1::NodeInfo& n) {
   std::string s;
@@ -57,27 +56,6 @@ std::string NodeStateUpper(const v1::NodeInfo& n) {
   return s;
 }
 
-// `explain`: the Explain= line (muster explain's one-line summary); empty: the reason's sentence.
-// One record of scontrol show: its lines, then a blank line; with -o/--oneliner all of it on one
-// line, its fields separated by single spaces, as scontrol -o prints it.
-void Emit(const std::string& record, bool oneliner) {
-  if (!oneliner) {
-    std::fputs((record + "\n").c_str(), stdout);
-    return;
-  }
-  std::string line;
-  for (size_t i = 0; i < record.size(); ++i) {
-    if (record[i] != '\n') {
-      line += record[i];
-      continue;
-    }
-    while (i + 1 < record.size() && record[i + 1] == ' ') ++i;  // the next line's indent
-    if (i + 1 < record.size() && record[i + 1] != '\n') line += ' ';
-  }
-  while (!line.empty() && line.back() == ' ') line.pop_back();
-  std::printf("%s\n", line.c_str());
-}
-
 // "BEGIN,END,FAIL": the names of --mail-type's bits, as scontrol shows them.
 std::string MailTypeNames(uint32_t bits) {
   std::vector<std::string> names;
@@ -87,6 +65,7 @@ std::string MailTypeNames(uint32_t bits) {
   return Join(names, ",");
 }
 
+// `explain`: the Explain= line (muster explain's one-line summary); empty: the reason's sentence.
 void PrintJob(const v1::JobInfo& j, int64_t now, bool oneliner, const std::string& explain = "") {
   std::string out;
   auto line = [&](const std::string& l) {  // users' text in it shown, never obeyed
@@ -112,7 +91,8 @@ void PrintJob(const v1::JobInfo& j, int64_t now, bool oneliner, const std::strin
        std::to_string(j.requeue_count()) + " BatchFlag=" + (j.interactive() ? "0" : "1") +
        " Reboot=0 ExitCode=" + std::to_string(j.exit_code()) + ":" +
        std::to_string(j.exit_signal()));
-  line("   RunTime=" + FormatHms(run) + " TimeLimit=" + Limit(j.time_limit_ms()) + " TimeMin=N/A");
+  line("   RunTime=" + FormatHms(run) + " TimeLimit=" + TimeLimitText(j.time_limit_ms()) +
+       " TimeMin=N/A");
   line("   SubmitTime=" + When(j.submit_time_ms()) +
        " EligibleTime=" + When(std::max(j.submit_time_ms(), j.begin_time_ms())));
   std::string start = When(j.start_time_ms());
@@ -166,7 +146,7 @@ void PrintJob(const v1::JobInfo& j, int64_t now, bool oneliner, const std::strin
   } else if (!j.reason_detail().empty()) {
     line("   Explain=" + j.reason_detail());
   }
-  Emit(out, oneliner);
+  EmitRecord(out, oneliner);
 }
 
 void PrintNode(const v1::NodeInfo& n, bool oneliner) {
@@ -209,7 +189,7 @@ void PrintNode(const v1::NodeInfo& n, bool oneliner) {
     line("   Reason=" + n.reason() + " [" + (n.reason_user().empty() ? "muster" : n.reason_user()) +
          "@" + (n.reason_time_ms() ? FormatTimestamp(n.reason_time_ms()) : "Unknown") + "]");
   }
-  Emit(out, oneliner);
+  EmitRecord(out, oneliner);
 }
 
 // scontrol ping's lines (and the end of show config): whether the controller answers. With a
@@ -275,10 +255,10 @@ int Show(const std::vector<std::string>& args, bool oneliner) {
       if (!arg.empty() && l.name() != arg) continue;
       any = true;
       const uint64_t free = l.used() < l.total() ? l.total() - l.used() : 0;
-      Emit("LicenseName=" + l.name() + "\n    Total=" + std::to_string(l.total()) +
-               " Used=" + std::to_string(l.used()) + " Free=" + std::to_string(free) +
-               " Reserved=0 Remote=no\n",
-           oneliner);
+      EmitRecord("LicenseName=" + l.name() + "\n    Total=" + std::to_string(l.total()) +
+                     " Used=" + std::to_string(l.used()) + " Free=" + std::to_string(free) +
+                     " Reserved=0 Remote=no\n",
+                 oneliner);
     }
     if (!any && !arg.empty()) return Fail("control", NotFound("license " + arg + " not found"));
     if (!any) std::printf("No licenses configured in Slurm.\n");

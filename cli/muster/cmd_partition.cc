@@ -17,8 +17,6 @@
 namespace muster::cli {
 namespace {
 
-std::string Limit(int64_t ms) { return ms > 0 ? FormatDuration(ms) : "UNLIMITED"; }
-
 Result<v1::ListPartitionsResponse> Fetch(client::ControllerClient& c) {
   v1::ListPartitionsResponse resp;
   MUSTER_RETURN_IF_ERROR(c.Call(v1::METHOD_LIST_PARTITIONS, v1::ListPartitionsRequest(), &resp));
@@ -44,7 +42,7 @@ void PrintPartition(const v1::PartitionInfo& p, bool oneliner) {
       "   DefaultTime=" + (p.default_time_ms() ? FormatDuration(p.default_time_ms()) : "NONE") +
       " DisableRootJobs=NO ExclusiveUser=NO GraceTime=" + std::to_string(p.grace_time_ms() / 1000) +
       " Hidden=NO\n";
-  out += "   MaxNodes=UNLIMITED MaxTime=" + Limit(p.max_time_ms()) + " MinNodes=0\n";
+  out += "   MaxNodes=UNLIMITED MaxTime=" + TimeLimitText(p.max_time_ms()) + " MinNodes=0\n";
   out += "   Nodes=" + CompressHostlist({p.nodes().begin(), p.nodes().end()}) + "\n";
   out += "   OverTimeLimit=NONE PreemptMode=" + ToUpper(p.preempt_mode()) + "\n";
   out += "   PriorityJobFactor=1 PriorityTier=" + std::to_string(p.priority_tier()) +
@@ -56,16 +54,7 @@ void PrintPartition(const v1::PartitionInfo& p, bool oneliner) {
          "M,node=" + std::to_string(p.nodes_size()) +
          (p.total_gpus() ? ",gres/gpu=" + std::to_string(p.total_gpus()) : "") + "\n";
   out += "   Origin=" + p.origin() + "\n";  // Muster's: where the definition comes from
-  if (oneliner) {
-    std::string line;
-    for (const std::string& l : Split(out, '\n', true)) {
-      line += (line.empty() ? "" : " ") + std::string(Trim(l));
-    }
-    out = line + "\n";
-  } else {
-    out += "\n";
-  }
-  std::fputs(out.c_str(), stdout);
+  EmitRecord(out, oneliner);
 }
 
 // KEY=VALUE words (scontrol's) into a request; keys case-insensitive.
@@ -235,8 +224,8 @@ int CmdPartition(int argc, char** argv) {
                 "PREEMPT", "ORIGIN", "NODES");
     for (const auto& p : resp->partitions()) {
       std::printf("%-14s %-8s %-11s %-5u %-8s %-20s %s\n", p.name().c_str(),
-                  p.is_default() ? "yes" : "no", Limit(p.max_time_ms()).c_str(), p.priority_tier(),
-                  p.preempt_mode().c_str(), p.origin().c_str(),
+                  p.is_default() ? "yes" : "no", TimeLimitText(p.max_time_ms()).c_str(),
+                  p.priority_tier(), p.preempt_mode().c_str(), p.origin().c_str(),
                   CompressHostlist({p.nodes().begin(), p.nodes().end()}).c_str());
     }
     for (const auto& problem : resp->problems()) {

@@ -31,6 +31,24 @@ int64_t ElapsedMs(const v1::JobInfo& j, int64_t now) {
 
 std::string TimeLimitText(int64_t ms) { return ms <= 0 ? "UNLIMITED" : FormatDuration(ms); }
 
+void EmitRecord(const std::string& record, bool oneliner) {
+  if (!oneliner) {
+    std::fputs((record + "\n").c_str(), stdout);
+    return;
+  }
+  std::string line;
+  for (size_t i = 0; i < record.size(); ++i) {
+    if (record[i] != '\n') {
+      line += record[i];
+      continue;
+    }
+    while (i + 1 < record.size() && record[i + 1] == ' ') ++i;  // the next line's indent
+    if (i + 1 < record.size() && record[i + 1] != '\n') line += ' ';
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  std::printf("%s\n", line.c_str());
+}
+
 int ParseSignalName(const std::string& v) { return SignalNumber(v); }
 
 std::string Right(const std::string& s, size_t width) {

@@ -29,6 +29,10 @@ std::string NodeList(const v1::JobInfo& j);
 int64_t ElapsedMs(const v1::JobInfo& j, int64_t now_ms);
 // A time limit as squeue prints it: "UNLIMITED" or a duration.
 std::string TimeLimitText(int64_t ms);
+// One record of scontrol show (its Key=Value lines) to stdout, then a blank line; with
+// -o/--oneliner all of it on one line, its fields separated by single spaces, as scontrol -o
+// prints it.
+void EmitRecord(const std::string& record, bool oneliner);
 // A signal by name (USR1, SIGUSR1) or number (1-64), as scancel --signal takes it; 0 when
 // unknown.
 int ParseSignalName(const std::string& name);

@@ -30,6 +30,25 @@ class RebootTest : public EngineTest {
     r.set_reason(reason);
     return engine_->UpdateNode(who, r, now_).status();
   }
+  void Drain(const std::string& node, const std::string& reason) {
+    v1::UpdateNodeRequest r;
+    r.set_nodes(node);
+    r.set_action(v1::UpdateNodeRequest::DRAIN);
+    r.set_reason(reason);
+    ASSERT_TRUE(engine_->UpdateNode(Root(), r, now_).ok());
+  }
+  void Resume(const std::string& node) {
+    v1::UpdateNodeRequest r;
+    r.set_nodes(node);
+    r.set_action(v1::UpdateNodeRequest::RESUME);
+    ASSERT_TRUE(engine_->UpdateNode(Root(), r, now_).ok());
+  }
+  // The node's agent says its reboot program failed.
+  void RebootFailed(const std::string& node, const std::string& error) {
+    v1::AgentMessage m;
+    m.mutable_reboot_failed()->set_error(error);
+    Agent(node, m);
+  }
   Status Cancel(const std::string& nodes, Caller who = Root()) {
     v1::UpdateNodeRequest r;
     r.set_nodes(nodes);
@@ -87,11 +106,7 @@ TEST_F(RebootTest, AnAsapRebootDrainsWaitsForTheJobThenResumesFromTheNewBoot) {
 
 TEST_F(RebootTest, WithoutAsapTheNodeKeepsTakingWorkUntilIdleAndKeepsItsAdminDrain) {
   AllUpRebootable();
-  v1::UpdateNodeRequest drain;
-  drain.set_nodes("node2");
-  drain.set_action(v1::UpdateNodeRequest::DRAIN);
-  drain.set_reason("bad fan");
-  ASSERT_TRUE(engine_->UpdateNode(Root(), drain, now_).ok());
+  Drain("node2", "bad fan");
   ASSERT_TRUE(Reboot("node[1-2]", false, "", "kernel update").ok());
   EXPECT_FALSE(Node("node1").drain());
   EXPECT_EQ(Node("node1").reason(), "kernel update");
@@ -113,11 +128,7 @@ TEST_F(RebootTest, WithoutAsapTheNodeKeepsTakingWorkUntilIdleAndKeepsItsAdminDra
 TEST_F(RebootTest, NextStateDownLeavesItDrainedAndResumeLiftsAnyDrain) {
   AllUpRebootable();
   ASSERT_TRUE(Reboot("node1", false, "down", "firmware").ok());
-  v1::UpdateNodeRequest drain;
-  drain.set_nodes("node2");
-  drain.set_action(v1::UpdateNodeRequest::DRAIN);
-  drain.set_reason("bad fan");
-  ASSERT_TRUE(engine_->UpdateNode(Root(), drain, now_).ok());
+  Drain("node2", "bad fan");
   ASSERT_TRUE(Reboot("node2", false, "RESUME").ok());
   EXPECT_EQ(Reboot("node3", false, "sideways").code(), StatusCode::kInvalidArgument);
   Tick();
@@ -135,9 +146,7 @@ TEST_F(RebootTest, ARebootThatNeverComesBackOrFailsDrainsTheNodeWithWhy) {
   ASSERT_EQ(RebootsSent("node1"), 1u);
   ASSERT_EQ(RebootsSent("node2"), 1u);
   // node2's agent could not run its program.
-  v1::AgentMessage failed;
-  failed.mutable_reboot_failed()->set_error("reboot program exited 1: no permission");
-  Agent("node2", failed);
+  RebootFailed("node2", "reboot program exited 1: no permission");
   EXPECT_TRUE(Node("node2").drain());
   EXPECT_EQ(Node("node2").reboot(), "");
   EXPECT_NE(Node("node2").reason().find("reboot failed: reboot program exited 1"),
@@ -202,10 +211,7 @@ TEST_F(RebootTest, AnAsapRebootTakesNoNewWorkEvenOnceItsDrainIsLifted) {
   const std::string node = Job(id).nodes(0);
   Run(id);
   ASSERT_TRUE(Reboot(node, true).ok());
-  v1::UpdateNodeRequest resume;
-  resume.set_nodes(node);
-  resume.set_action(v1::UpdateNodeRequest::RESUME);
-  ASSERT_TRUE(engine_->UpdateNode(Root(), resume, now_).ok());
+  Resume(node);
   EXPECT_FALSE(Node(node).drain());
   auto other = *Submit(Gang(4, 1));  // needs every node
   Pass();
@@ -229,9 +235,7 @@ TEST_F(RebootTest, NoTimeOutWhileNoControllerRanAndAnUnreadableBootIsNoReboot) {
   EXPECT_EQ(Node("node1").reboot(), "");
   // A failure report for a reboot never issued changes nothing.
   ASSERT_TRUE(Reboot("node2", false, "", "x").ok());
-  v1::AgentMessage failed;
-  failed.mutable_reboot_failed()->set_error("bogus");
-  Agent("node2", failed);
+  RebootFailed("node2", "bogus");
   EXPECT_EQ(Node("node2").reboot(), "requested");
   EXPECT_FALSE(Node("node2").drain());
 }
