@@ -32,6 +32,9 @@ PACKAGES=(
   dpkg-dev lintian
   # the manual pages' check (ctest man_pages renders them with warnings as failures)
   man-db
+  # the web view's system test loads every page in a headless browser (and takes the docs'
+  # screenshot)
+  chromium
   # real programs launched through srun in the system tests (torch.distributed, MPICH), and a
   # real workflow engine driving the Slurm commands unchanged (Toil, with cwltool)
   python3 python3-torch mpich libmpich-dev toil

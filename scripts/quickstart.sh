@@ -34,6 +34,7 @@ cat <<EOT
 The cluster is still running. To use it from this shell:
   export PATH=$BIN:\$PATH MUSTER_CONF=$MUSTER_CONF
   muster submit --wrap 'hostname'; muster queue; muster nodes
+  muster web      # an address for your browser: the nodes as a map, the queue, each job
 Stop it with:  muster local down
 EOT
 [ "$state" = COMPLETED ]

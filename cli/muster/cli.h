@@ -2,6 +2,7 @@
 // own name ("submit", "queue", ...) and returns the process exit code: 0 ok, 1 failed, 2 usage.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ int CmdCancel(int argc, char** argv);
 int CmdJob(int argc, char** argv);
 int CmdNodes(int argc, char** argv);
 int CmdNode(int argc, char** argv);
+// muster node update|reset NODES ... (argv[1] is the action).
+int CmdNodeSettings(int argc, char** argv);
+// scontrol update NodeName='s Features= (AvailableFeatures=, ActiveFeatures=), Weight= and Gres=
+// (keys lower-cased) into `s`; INVALID_ARGUMENT for a bad value.
+Status NodeSettingsFromKeys(const std::map<std::string, std::string>& kv, v1::NodeSettings* s);
 int CmdRun(int argc, char** argv);
 int CmdAlloc(int argc, char** argv);
 int CmdAcct(int argc, char** argv);
@@ -58,6 +64,8 @@ int ReservationCommand(const std::string& verb, const std::vector<std::string>& 
 // muster partition ...; scontrol show partition [NAME] [-o]; scontrol create|update|delete
 // partition KEY=VALUE...; the controller's partitions in place of `config`'s (sinfo).
 int CmdPartition(int argc, char** argv);
+// muster web: a one-time login address for the controller's web view.
+int CmdWeb(int argc, char** argv);
 int ShowPartitions(const std::string& name, bool oneliner);
 int PartitionCommand(const std::string& verb, const std::vector<std::string>& words);
 Status UseControllerPartitions(client::ControllerClient& c, Config* config);

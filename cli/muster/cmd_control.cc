@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "cli.h"
 #include "muster/common/clock.h"
@@ -158,6 +159,9 @@ void PrintNode(const v1::NodeInfo& n, bool oneliner) {
   line("NodeName=" + n.name() + " CoresPerSocket=" + std::to_string(CoresPerSocket(n)));
   line("   CPUAlloc=" + std::to_string(n.cpus_allocated()) +
        " CPUEfctv=" + std::to_string(n.cpus()) + " CPUTot=" + std::to_string(n.cpus()));
+  const std::string features = OrNull(n.features());
+  line("   AvailableFeatures=" + features);
+  line("   ActiveFeatures=" + features);
   line("   Gres=" + OrNull(n.gpus() ? "gpu:" + (n.gpu_type().empty() ? "" : n.gpu_type() + ":") +
                                           std::to_string(n.gpus())
                                     : ""));
@@ -168,7 +172,8 @@ void PrintNode(const v1::NodeInfo& n, bool oneliner) {
        " AllocMem=" + std::to_string(n.memory_allocated_mb()) +
        " Sockets=" + std::to_string(Sockets(n)) + " Boards=1");
   line("   State=" + NodeStateUpper(n) + " ThreadsPerCore=" + std::to_string(ThreadsPerCore(n)) +
-       " TmpDisk=" + std::to_string(n.tmp_disk_mb()) + " Weight=1");
+       " TmpDisk=" + std::to_string(n.tmp_disk_mb()) +
+       " Weight=" + std::to_string(n.has_features() ? n.weight() : 1));
   line("   Partitions=" + Join({n.partitions().begin(), n.partitions().end()}, ","));
   std::string cfg =
       "cpu=" + std::to_string(n.cpus()) + ",mem=" + std::to_string(n.memory_mb()) + "M";
@@ -421,14 +426,25 @@ int Update(const std::vector<std::string>& args) {
   if (nodes.empty()) return Usage("control", "update needs NodeName=NODES State=...");
   std::string state = kv["state"];
   for (char& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  static const std::set<std::string> kSettings = {"features", "availablefeatures", "activefeatures",
+                                                  "weight", "gres"};
   for (const auto& [k, v] : kv) {
-    if (k != "nodename" && k != "node" && k != "state" && k != "reason") {
+    if (k != "nodename" && k != "node" && k != "state" && k != "reason" && !kSettings.count(k)) {
       return Fail("control", Unimplemented("update " + k + "=... is not supported (NodeName, " +
-                                           "State=DRAIN|RESUME|UNDRAIN, Reason)"));
+                                           "State=DRAIN|RESUME|UNDRAIN, Reason, Features, " +
+                                           "Weight, Gres)"));
     }
   }
   v1::UpdateNodeRequest req;
   req.set_nodes(nodes);
+  v1::UpdateNodeRequest settings = req;
+  settings.set_action(v1::UpdateNodeRequest::SET);
+  if (Status st = NodeSettingsFromKeys(kv, settings.mutable_settings()); !st.ok()) {
+    return Fail("control", st);
+  }
+  const v1::NodeSettings& s = settings.settings();
+  const bool set = s.has_features() || s.has_weight() || s.has_gres();
+  if (set && state.empty()) return SendNodeUpdate(settings);
   if (state == "DRAIN") {
     if (kv["reason"].empty()) {
       return Fail("control", InvalidArgument("You must specify a reason when DOWNING or DRAINING "
@@ -444,6 +460,10 @@ int Update(const std::vector<std::string>& args) {
     return Fail("control", Unimplemented("State=" + state +
                                          " is not supported (DRAIN, RESUME, UNDRAIN or "
                                          "CANCEL_REBOOT)"));
+  }
+  // Both checked: features, weight and GRES first (kept live by the controller), then the state.
+  if (set) {
+    if (int rc = SendNodeUpdate(settings); rc != kExitOk) return rc;
   }
   return SendNodeUpdate(req);
 }

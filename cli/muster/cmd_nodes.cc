@@ -1,4 +1,5 @@
-// muster nodes, muster node drain|resume|confirm-down|reboot|cancel-reboot, muster info.
+// muster nodes, muster node drain|resume|confirm-down|reboot|cancel-reboot, muster info
+// (muster node update|reset: cmd_node_settings.cc).
 #include <cstdio>
 #include <optional>
 
@@ -93,6 +94,13 @@ int CmdNodes(int argc, char** argv) {
       w.Field("gpus", n.gpus()).Field("gpus_allocated", n.gpus_allocated());
       w.Field("gpu_type", n.gpu_type()).Field("topology", n.topology());
       w.Field("gres", n.gres()).Field("gres_used", n.gres_used());
+      w.Key("features").BeginArray();
+      for (const std::string& f : Split(n.features(), ',', /*skip_empty=*/true)) w.String(f);
+      w.EndArray();
+      w.Field("weight", n.has_features() ? n.weight() : 1u);
+      w.Key("live").BeginArray();  // settings set live (muster node update)
+      for (const auto& l : n.live()) w.String(l);
+      w.EndArray();
       w.Field("topology_source", n.topology_source()).Field("packages", n.packages());
       w.Field("cores", n.cores()).Field("threads", n.threads());
       w.Key("numa_nodes").BeginArray();
@@ -187,9 +195,11 @@ int CmdNode(int argc, char** argv) {
     return Usage("node",
                  "expected 'muster node drain NODES --reason TEXT', 'muster node resume NODES', "
                  "'muster node confirm-down NODES', 'muster node reboot NODES [--asap] "
-                 "[--next-state resume|down] [--reason TEXT]' or 'muster node cancel-reboot "
-                 "NODES'");
+                 "[--next-state resume|down] [--reason TEXT]', 'muster node cancel-reboot "
+                 "NODES', 'muster node update NODES [--features LIST] [--weight N] [--gres "
+                 "SPEC]' or 'muster node reset NODES [--features] [--weight] [--gres]'");
   std::string action = argv[1];
+  if (action == "update" || action == "reset") return CmdNodeSettings(argc, argv);
   v1::UpdateNodeRequest req;
   if (action == "drain") {
     req.set_action(v1::UpdateNodeRequest::DRAIN);
@@ -203,7 +213,8 @@ int CmdNode(int argc, char** argv) {
     req.set_action(v1::UpdateNodeRequest::CANCEL_REBOOT);
   } else {
     return Usage("node", "unknown action '" + action +
-                             "' (drain, resume, confirm-down, reboot or cancel-reboot)");
+                             "' (drain, resume, confirm-down, reboot, cancel-reboot, update "
+                             "or reset)");
   }
   const bool reboot = req.action() == v1::UpdateNodeRequest::REBOOT;
   std::vector<std::string> names;

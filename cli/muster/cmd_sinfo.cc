@@ -314,7 +314,7 @@ int CmdSinfo(int argc, char** argv) {
   }
   auto controller = client::ControllerClient::ConnectTo(*config);
   if (!controller.ok()) return Fail("sinfo", controller.status());
-  std::map<std::string, std::string> features;  // node -> its features, from the configuration
+  std::map<std::string, std::string> features;  // node -> its features (the controller's)
   for (const NodeConfig& nc : config->nodes) features[nc.name] = Join(nc.features, ",");
   std::set<char> shown;
   for (const FormatItem& i : *items) shown.insert(i.letter);
@@ -335,7 +335,10 @@ int CmdSinfo(int argc, char** argv) {
         return Fail("sinfo", st);
       }
       std::map<std::string, const v1::NodeInfo*> by_name;
-      for (const auto& n : resp->nodes()) by_name[n.name()] = &n;
+      for (const auto& n : resp->nodes()) {
+        by_name[n.name()] = &n;
+        if (n.has_features()) features[n.name()] = n.features();  // as set live
+      }
       auto wanted = [&](const v1::NodeInfo& n) {
         if (!names.empty() && !names.count(n.name())) return false;
         if ((responding && !SinfoNodeResponding(n)) || (dead && SinfoNodeResponding(n))) {

@@ -123,6 +123,9 @@ Nodes:
   node reboot NODES|ALL [--asap] [--next-state resume|down] [--reason TEXT]
                                      reboot once their jobs end (admins; --asap: drain first)
   node cancel-reboot NODES           drop a reboot not yet issued (admins)
+  node update NODES [--features L] [--weight N] [--gres G]
+                                     features, weight and GRES set live (admins)
+  node reset NODES [--features] [--weight] [--gres]   back to the config file's (admins)
   partition list|create|update|delete|reset   partitions, changed live beside the config
                                      file (admins; scontrol create|update|delete partition)
   audit [--since TIME] [--user U]    what admins and operators did (admins, operators)
@@ -139,6 +142,8 @@ Accounts:
 
 Cluster:
   info                               controller version, epoch and counts
+  web                                a one-time address that logs your browser in to the web
+                                     view (when the controller serves one)
   diag [-r] [--json]                 what the controller spends its time on (sdiag)
   reconfigure                        the controller reads muster.toml again: partitions, nodes,
                                      limits, accounts, QoS, scheduling (admins)
@@ -259,6 +264,7 @@ int Main(int argc, char** argv) {
   if (cmd == "report") return CmdReport(sub_argc, sub_argv);
   if (cmd == "reservation") return CmdReservation(sub_argc, sub_argv);
   if (cmd == "partition") return CmdPartition(sub_argc, sub_argv);
+  if (cmd == "web") return CmdWeb(sub_argc, sub_argv);
   if (cmd == "topology") return CmdTopology(sub_argc, sub_argv);
   if (cmd == "compat") return CmdCompat(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version" || cmd == "-V") {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "muster/common/json_writer.h"
 #include "muster/common/status.h"
 #include "muster/v1/common.pb.h"
 #include "muster/v1/controller.pb.h"
@@ -80,51 +81,7 @@ std::string CurrentUserName();
 // "7", or "7_3" for a job array's task (squeue's %i, sacct's JobID).
 std::string JobIdText(const v1::JobInfo& j);
 
-// Builds JSON text with commas handled. Not validating: callers nest correctly.
-class JsonWriter {
- public:
-  JsonWriter& BeginObject();
-  JsonWriter& EndObject();
-  JsonWriter& BeginArray();
-  JsonWriter& EndArray();
-  JsonWriter& Key(std::string_view k);
-  JsonWriter& String(std::string_view v);
-  JsonWriter& Int(int64_t v);
-  JsonWriter& Uint(uint64_t v);
-  JsonWriter& Double(double v);
-  JsonWriter& Bool(bool v);
-  JsonWriter& Null();
-  template <typename T>
-  JsonWriter& Field(std::string_view k, const T& v);
-  const std::string& str() const { return out_; }
-  // Writes what is built so far to `f` and forgets it (long documents stream out in pieces).
-  void FlushTo(std::FILE* f);
-  size_t size() const { return out_.size(); }
-
- private:
-  void Sep();
-  std::string out_;
-  std::vector<bool> first_{true};
-  bool after_key_ = false;
-};
-
-template <>
-inline JsonWriter& JsonWriter::Field(std::string_view k, const std::string& v) {
-  return Key(k).String(v);
-}
-template <>
-inline JsonWriter& JsonWriter::Field(std::string_view k, const bool& v) {
-  return Key(k).Bool(v);
-}
-template <typename T>
-JsonWriter& JsonWriter::Field(std::string_view k, const T& v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return Key(k).Double(static_cast<double>(v));
-  } else if constexpr (std::is_signed_v<T>) {
-    return Key(k).Int(static_cast<int64_t>(v));
-  } else {
-    return Key(k).Uint(static_cast<uint64_t>(v));
-  }
-}
+// The JSON writer is common (muster/common/json_writer.h): the web view writes the same JSON.
+using ::muster::JsonWriter;
 
 }  // namespace muster::cli

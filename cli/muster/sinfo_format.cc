@@ -224,8 +224,8 @@ std::string Field(char letter, const SinfoRow& r, const std::string& cluster) {
           r, [](const v1::NodeInfo& x) { return x.memory_allocated_mb(); }, true);
     case 'd':
       return Spread(r, [](const v1::NodeInfo& x) { return x.tmp_disk_mb(); });  // TmpDisk
-    case 'w':
-      return "1";  // every node weighs the same
+    case 'w':  // an older controller sends no weight: every node weighed 1 then
+      return Spread(r, [](const v1::NodeInfo& x) { return x.has_features() ? x.weight() : 1u; });
     case 'O':
     case 'v':
       return "N/A";  // no load figures; agents' versions are not recorded

@@ -173,6 +173,7 @@ struct LocalPorts {
   uint16_t etcd_client = 0;     // --standby
   uint16_t etcd_peer = 0;       // --standby: kept in the config as etcd's command line
   uint16_t metrics = 0;         // one controller only: Prometheus' /metrics
+  uint16_t web = 0;             // one controller only: the web view (`muster web` logs in)
 };
 
 std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
@@ -188,6 +189,10 @@ std::string ConfigText(const LocalClusterOptions& o, const std::string& dir,
     c << "# Prometheus' /metrics: a scraper sends `Authorization: Bearer <the token file's line>`\n"
       << "metrics_address = \"127.0.0.1:" << ports.metrics << "\"\n"
       << "metrics_token_file = \"" << dir << "/metrics.token\"\n";
+  }
+  if (ports.web) {
+    c << "# The web view: `muster web` prints an address that logs your browser in\n"
+      << "web_address = \"127.0.0.1:" << ports.web << "\"\n";
   }
   if (!o.mail_prog.empty()) {
     c << "# --mail-prog: mails for sbatch --mail-type (Slurm's MailProg)\n"
@@ -371,6 +376,7 @@ Result<std::string> LocalUp(const LocalClusterOptions& opts, FILE* progress) {
     } else {
       // Two controllers would share the one address: metrics with a single controller only.
       MUSTER_RETURN_IF_ERROR(pick(&ports.metrics));
+      MUSTER_RETURN_IF_ERROR(pick(&ports.web));
       const std::string token = dir + "/metrics.token";
       fs::remove(token, ec);
       // Private from its first byte.

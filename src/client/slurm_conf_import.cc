@@ -55,6 +55,7 @@ struct NodeDef {
   uint32_t shards_per_gpu = 0;
   std::vector<std::string> features;
   uint64_t tmp_disk_mb = 0;
+  uint32_t weight = 1;
   std::string topology;
   int line = 0;  // the NodeName line that defined it (one [[nodes]] entry per line and path)
 
@@ -63,7 +64,7 @@ struct NodeDef {
     return line == o.line && topology == o.topology && cpus == o.cpus && memory_mb == o.memory_mb &&
            gpus == o.gpus && gpu_type == o.gpu_type && mig == o.mig && gres == o.gres &&
            shards_per_gpu == o.shards_per_gpu && features == o.features &&
-           tmp_disk_mb == o.tmp_disk_mb;
+           tmp_disk_mb == o.tmp_disk_mb && weight == o.weight;
   }
 };
 
@@ -370,9 +371,8 @@ class Importer {
                "node drain` (FUTURE/CLOUD nodes: leave them out until they exist)");
         }
       } else if (k == "weight") {
-        Left(where, s,
-             "not carried: Muster places jobs by topology and best fit, not by node "
-             "weights");
+        MUSTER_ASSIGN_OR_RETURN(uint64_t w, Number(where, s, 4'294'967'280ULL));
+        proto.weight = static_cast<uint32_t>(w);
       } else if (k == "reason") {
       } else {
         Left(where, s, "not carried");
@@ -844,6 +844,7 @@ class Importer {
       if (!n.gres.empty()) o << "gres = " << QuotedList(n.gres) << "\n";
       if (!n.features.empty()) o << "features = " << QuotedList(n.features) << "\n";
       if (n.tmp_disk_mb > 0) o << "tmp_disk_mb = " << n.tmp_disk_mb << "\n";
+      if (n.weight != 1) o << "weight = " << n.weight << "\n";
       if (!n.topology.empty()) o << "topology = " << Quote(n.topology) << "\n";
       i = j;
     }

@@ -92,6 +92,19 @@ Status Validate(Config& c, const std::string& source) {
                              "scraper must present its bearer token");
     }
   }
+  if (!c.controller.web_address.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    if (!SplitHostPort(c.controller.web_address, &host, &port).ok()) {
+      return InvalidArgument(source + ": controller.web_address '" + c.controller.web_address +
+                             "' is not host:port");
+    }
+  }
+  if (!c.controller.web_url.empty() && c.controller.web_url.rfind("http://", 0) != 0 &&
+      c.controller.web_url.rfind("https://", 0) != 0) {
+    return InvalidArgument(source + ": controller.web_url '" + c.controller.web_url +
+                           "' must start with http:// or https://");
+  }
   if (!c.agent.metrics_address.empty()) {
     std::string host;
     uint16_t port = 0;
@@ -216,6 +229,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("api_listen", &c.controller.api_listen));
         MUSTER_RETURN_IF_ERROR(t.String("metrics_address", &c.controller.metrics_address));
         MUSTER_RETURN_IF_ERROR(t.String("metrics_token_file", &c.controller.metrics_token_file));
+        MUSTER_RETURN_IF_ERROR(t.String("web_address", &c.controller.web_address));
+        MUSTER_RETURN_IF_ERROR(t.String("web_url", &c.controller.web_url));
         MUSTER_RETURN_IF_ERROR(
             t.Uint("user_request_rate", &c.controller.user_request_rate, 0, 1'000'000));
         MUSTER_RETURN_IF_ERROR(
@@ -435,6 +450,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         MUSTER_RETURN_IF_ERROR(t.String("nvlink_domain", &proto.nvlink_domain));
         MUSTER_RETURN_IF_ERROR(t.Uint("tmp_disk_mb", &proto.tmp_disk_mb, 0));
         MUSTER_RETURN_IF_ERROR(t.Uint("shards_per_gpu", &proto.shards_per_gpu, 0, 1024));
+        MUSTER_RETURN_IF_ERROR(t.Uint("weight", &proto.weight, 0, 4'294'967'280));
         std::vector<std::string> mig, gres;
         MUSTER_RETURN_IF_ERROR(t.StringList("mig", &mig));
         MUSTER_RETURN_IF_ERROR(t.StringList("gres", &gres));

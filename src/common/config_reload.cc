@@ -21,6 +21,8 @@ std::vector<std::string> ChangedControllerKeys(const ControllerConfig& a,
   MUSTER_CHANGED(agent_address);
   MUSTER_CHANGED(metrics_address);
   MUSTER_CHANGED(metrics_token_file);
+  MUSTER_CHANGED(web_address);
+  MUSTER_CHANGED(web_url);
   MUSTER_CHANGED(insecure);
   MUSTER_CHANGED(state_dir);
   MUSTER_CHANGED(group_commit);
@@ -96,6 +98,7 @@ std::vector<std::string> ChangedNodeFields(const NodeConfig& a, const NodeConfig
   MUSTER_CHANGED(tmp_disk_mb);
   MUSTER_CHANGED(gres);
   MUSTER_CHANGED(shards_per_gpu);
+  MUSTER_CHANGED(weight);
   if (out.empty() && !(a == b)) out.push_back("(a key this list does not name)");
   return out;
 }

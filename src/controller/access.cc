@@ -26,6 +26,7 @@ const std::vector<PrivilegedAction>& PrivilegedActions() {
       {Action::kReconfigure, false, "reconfiguring the controller (scontrol reconfigure)"},
       {Action::kRebootNodes, false, "rebooting nodes"},
       {Action::kManagePartitions, false, "creating, changing and deleting partitions"},
+      {Action::kConfigureNodes, false, "setting nodes' features, weights and GRES"},
       {Action::kDrainResumeNodes, true, "draining and resuming nodes"},
       {Action::kSuspendJobs, true, "suspending and resuming jobs"},
       {Action::kReadAudit, true, "reading the audit log"},

@@ -9,6 +9,7 @@
 #include "muster/common/config_reload.h"
 #include "muster/store/group_commit_store.h"
 #include "muster/store/replicating_store.h"
+#include "node_overlay.h"
 #include "partition_overlay.h"
 
 namespace muster::controller {
@@ -194,6 +195,7 @@ Result<ControllerRunner::Reconfigured> ControllerRunner::Reconfigure(Config file
   // File against file: the partitions changed live are laid over the new one as over the old.
   ConfigReload reload = MergeReloadedConfig(engine_->file_config(), std::move(file));
   Overlaid overlaid = OverlayPartitions(reload.config, engine_->partition_records());
+  OverlayNodeSettings(overlaid.config, engine_->node_settings(), &overlaid.problems);
   if (!overlaid.problems.empty()) {
     // A file that undoes a live definition (takes a node of its away) would silently change
     // who may use the partition: it waits until an admin settles the live one.
@@ -246,6 +248,22 @@ Result<ControllerRunner::Reconfigured> ControllerRunner::Reconfigure(Config file
                       .restart_only = std::move(reload.restart_only)};
 }
 
+Result<ControllerRunner::Reconfigured> ControllerRunner::TakeStoredChange(
+    const std::string& summary, const std::string& user, const std::function<Status()>& store,
+    const std::function<Status()>& undo) {
+  MUSTER_RETURN_IF_ERROR(store());
+  Result<Reconfigured> swapped = Reconfigure(engine_->file_config());
+  if (!swapped.ok()) {
+    if (Status back = undo(); !back.ok()) {
+      spdlog::error("{}: not taken ({}), and the stored change could not be undone: {}", summary,
+                    swapped.status().ToString(), back.ToString());
+    }
+    return swapped.status();
+  }
+  spdlog::info("{} by user={}", summary, user);
+  return swapped;
+}
+
 Result<ControllerRunner::Reconfigured> ControllerRunner::ChangePartition(
     const Caller& caller, const v1::UpdatePartitionRequest& req) {
   const TimeMs now = Now();
@@ -259,20 +277,34 @@ Result<ControllerRunner::Reconfigured> ControllerRunner::ChangePartition(
     for (const v1::PartitionRecord& r : undo.records) {
       if (r.name() == plan.name) undo.record = r;
     }
-    MUSTER_RETURN_IF_ERROR(engine_->CommitPartitionChange(plan));
-    Result<Reconfigured> swapped = Reconfigure(engine_->file_config());
-    if (!swapped.ok()) {
-      if (Status back = engine_->CommitPartitionChange(undo); !back.ok()) {
-        spdlog::error("{}: not taken ({}), and the stored change could not be undone: {}", summary,
-                      swapped.status().ToString(), back.ToString());
-      }
-      return swapped.status();
-    }
-    spdlog::info("{} by user={}", summary, caller.user);
-    return swapped;
+    return TakeStoredChange(
+        summary, caller.user, [&] { return engine_->CommitPartitionChange(plan); },
+        [&] { return engine_->CommitPartitionChange(undo); });
   }();
   // In the engine that now runs: the new one when it took over.
   engine_->AuditPartitionChange(caller, req, summary, outcome.status(), now);
+  return outcome;
+}
+
+Result<ControllerRunner::Reconfigured> ControllerRunner::ChangeNodes(
+    const Caller& caller, const v1::UpdateNodeRequest& req) {
+  const TimeMs now = Now();
+  std::string summary;
+  Result<Reconfigured> outcome = [&]() -> Result<Reconfigured> {
+    MUSTER_ASSIGN_OR_RETURN(Engine::NodeSettingsPlan plan,
+                            engine_->PlanNodeSettings(caller, req, now));
+    summary = plan.summary;
+    // The nodes' settings as stored now, to put back if the new engine cannot be made.
+    Engine::NodeSettingsPlan undo{.nodes = plan.nodes};
+    const std::map<std::string, v1::NodeSettings> before = engine_->node_settings();
+    for (const std::string& n : plan.nodes) {
+      if (auto it = before.find(n); it != before.end()) undo.settings[n] = it->second;
+    }
+    return TakeStoredChange(
+        summary, caller.user, [&] { return engine_->CommitNodeSettings(plan); },
+        [&] { return engine_->CommitNodeSettings(undo); });
+  }();
+  engine_->AuditNodeSettings(caller, req, summary, outcome.status(), now);
   return outcome;
 }
 

@@ -28,6 +28,7 @@
 #include "muster/controller/access.h"
 #include "muster/credentials/step_credential.h"
 #include "node_manager.h"
+#include "node_overlay.h"
 #include "node_views.h"
 #include "partition_overlay.h"
 #include "preemptor.h"
@@ -115,6 +116,12 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options, store::Sta
   // The file's partitions with those changed live laid over them: what every part sees.
   Config file = options.config;
   Overlaid overlaid = OverlayPartitions(file, state.partitions);
+  // ...and the nodes' live features, weights and GRES.
+  NodeSettingsMap settings;
+  for (const v1::NodeRecord& r : state.nodes) {
+    if (HasLiveSettings(r.settings())) settings[r.name()] = r.settings();
+  }
+  OverlayNodeSettings(overlaid.config, settings, &overlaid.problems);
   options.config = std::move(overlaid.config);
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(options), store));
   engine->file_config_ = std::move(file);
@@ -147,12 +154,15 @@ Status Engine::Recover(store::LoadedState state, TimeMs now, uint64_t min_epoch)
   fair_share_->Restore(state.usage);
   MUSTER_RETURN_IF_ERROR_PREPEND(ctx_->Commit(m), "cannot record the new controller epoch");
 
+  store::Mutation forgotten;
   for (const auto& nr : state.nodes) {
-    if (!nodes_->Restore(nr)) {
+    if (!nodes_->Restore(nr, forgotten)) {
       spdlog::warn("recovery: node record for '{}', which the config no longer defines; ignored",
                    nr.name());
     }
   }
+  MUSTER_RETURN_IF_ERROR_PREPEND(ctx_->Commit(forgotten),
+                                 "cannot drop the live settings of removed nodes");
   auto index_of = [this](const std::string& name) { return ctx_->NodeIndex(name); };
   for (auto& rec : state.jobs) {
     ledger_->HoldRecovered(rec, index_of);
@@ -256,6 +266,11 @@ Result<v1::UpdateNodeResponse> Engine::UpdateNode(const Caller& caller,
   const bool reboot = req.action() == v1::UpdateNodeRequest::REBOOT;
   const bool cancel_reboot = req.action() == v1::UpdateNodeRequest::CANCEL_REBOOT;
   Result<v1::UpdateNodeResponse> resp = [&]() -> Result<v1::UpdateNodeResponse> {
+    if (req.action() == v1::UpdateNodeRequest::SET ||
+        req.action() == v1::UpdateNodeRequest::RESET) {
+      // They replace the engine: ControllerRunner::ChangeNodes takes them.
+      return InvalidArgument("node settings are not changed here");
+    }
     if (reboot) return nodes_->RequestReboot(caller, req, now);
     if (cancel_reboot) return nodes_->CancelReboot(caller, req);
     if (!confirm) return nodes_->Update(caller, req, now);

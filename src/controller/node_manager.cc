@@ -30,11 +30,20 @@ NodeManager::NodeManager(EngineContext& ctx) : ctx_(ctx) {
   }
 }
 
-bool NodeManager::Restore(const v1::NodeRecord& rec) {
+bool NodeManager::Restore(const v1::NodeRecord& rec, store::Mutation& m) {
   NodeEntry* node = Find(rec.name());
-  if (!node) return false;
-  node->rec = rec;
-  return true;
+  if (node) {
+    node->rec = rec;
+    return true;
+  }
+  // Its live settings go with it: a node the file defines again later starts from the file's,
+  // as a reconfiguration that brings it back has checked.
+  if (rec.has_settings()) {
+    v1::NodeRecord kept = rec;
+    kept.clear_settings();
+    m.PutNode(kept);
+  }
+  return false;
 }
 
 void NodeManager::StartLiveness(TimeMs now) {
@@ -264,6 +273,28 @@ Result<std::vector<NodeEntry*>> NodeManager::NodesOrAll(const std::string& hostl
   std::vector<NodeEntry*> all;
   for (NodeEntry& n : nodes_) all.push_back(&n);
   return all;
+}
+
+Status NodeManager::StoreSettings(const std::vector<std::string>& names,
+                                  const std::map<std::string, v1::NodeSettings>& settings) {
+  store::Mutation m;
+  std::vector<std::pair<NodeEntry*, v1::NodeRecord>> next;
+  for (const std::string& name : names) {
+    NodeEntry* node = Find(name);
+    if (!node) return NotFound("no node named '" + name + "'");
+    v1::NodeRecord r = node->rec;
+    auto it = settings.find(name);
+    if (it == settings.end()) {
+      r.clear_settings();
+    } else {
+      *r.mutable_settings() = it->second;
+    }
+    m.PutNode(r);
+    next.emplace_back(node, std::move(r));
+  }
+  MUSTER_RETURN_IF_ERROR(ctx_.Commit(m));
+  for (auto& [node, r] : next) node->rec = std::move(r);
+  return Status::Ok();
 }
 
 Result<v1::UpdateNodeResponse> NodeManager::Update(const Caller& caller,

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -52,8 +53,9 @@ class NodeManager {
  public:
   explicit NodeManager(EngineContext& ctx);
 
-  // Recovery: the admin state a node had. False when the config no longer defines it.
-  bool Restore(const v1::NodeRecord& rec);
+  // Recovery: the admin state a node had. False when the config no longer defines it (its live
+  // settings are then dropped, into `m`).
+  bool Restore(const v1::NodeRecord& rec, store::Mutation& m);
   // Every node gets node_down_ms from `now` to register.
   void StartLiveness(TimeMs now);
   // A replacement engine's nodes (ControllerRunner::Reconfigure): each node both configs define
@@ -108,6 +110,11 @@ class NodeManager {
   // for a resume of a node that still reports an unhealthy GPU.
   Result<v1::UpdateNodeResponse> Update(const Caller& caller, const v1::UpdateNodeRequest& req,
                                         TimeMs now);
+
+  // Stores each named node's live settings (none left for a node `settings` lacks), the record's
+  // other fields as they are (Engine::CommitNodeSettings).
+  Status StoreSettings(const std::vector<std::string>& nodes,
+                       const std::map<std::string, v1::NodeSettings>& settings);
 
   // ---- Checks and health (node_health.cc). ----
   // Drains the node for check `by` ("hardware", "gpu_health", "health_check", "prolog",

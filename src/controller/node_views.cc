@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "muster/common/strings.h"
+#include "node_overlay.h"
 
 namespace muster::controller {
 
@@ -96,6 +97,9 @@ v1::NodeInfo NodeViews::ToNodeInfo(const NodeEntry& n) const {
   info.set_gpu_type(view.gpu_type);
   info.set_topology(n.config.topology);
   info.set_tmp_disk_mb(n.config.tmp_disk_mb);
+  info.set_features(Join(n.config.features, ","));
+  info.set_weight(n.config.weight);
+  for (const std::string& s : LiveSettingNames(n.rec.settings())) info.add_live(s);
   std::set<uint32_t> whole;  // GPUs taken whole on this node
   for (const auto& [id, placement] : ledger_.held(n.index)) {
     info.add_job_ids(id);

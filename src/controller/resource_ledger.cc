@@ -54,6 +54,7 @@ ResourceLedger::ResourceLedger(const Config& config) {
     n.view.features = nc.features;
     n.view.tmp_disk_mb = nc.tmp_disk_mb;
     n.view.nvlink_domain = nc.nvlink_domain;
+    n.view.weight = nc.weight;
     n.view.gres = GresPools(nc);
     nodes_.push_back(std::move(n));
   }

@@ -422,6 +422,18 @@ ClusterIndex::ClusterIndex(ClusterView* view) : view_(view) {
   for (uint32_t i = 0; i < n; ++i) {
     gpu_bucket_[std::min(free_gpus_[i], max_gpus)].Set(pos_of_[i]);
   }
+  // Weight tiers: nearly always one (every node weighs 1), which costs no sort and no sets.
+  bool one_weight = true;
+  for (uint32_t i = 1; i < n && one_weight; ++i) one_weight = nodes[i].weight == nodes[0].weight;
+  if (!one_weight) {
+    std::map<uint32_t, std::vector<uint32_t>> by_weight;
+    for (uint32_t p = 0; p < n; ++p) by_weight[nodes[node_at_[p]].weight].push_back(p);
+    NodeSet upto(n);
+    for (const auto& [w, positions] : by_weight) {
+      for (uint32_t p : positions) upto.Set(p);
+      weight_tiers_.push_back(upto);
+    }
+  }
   std::map<std::string, int32_t> nvlink_ids;
   nvlink_of_.assign(n, -1);
   for (uint32_t i = 0; i < n; ++i) {

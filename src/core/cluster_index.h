@@ -107,6 +107,13 @@ class ClusterIndex {
   uint32_t MaxGpus() const { return static_cast<uint32_t>(gpu_bucket_.size()) - 1; }
   // Positions with exactly k free GPUs (k <= MaxGpus()).
   const NodeSet& GpuBucket(uint32_t k) const { return gpu_bucket_[k]; }
+  // Slurm's Weight: the positions whose weight is at most the k-th lowest of the nodes' distinct
+  // weights (k < WeightTiers()). One tier when every node weighs the same: placement need not
+  // look at weights then (WeightAtMost is not built).
+  uint32_t WeightTiers() const {
+    return weight_tiers_.empty() ? 1 : static_cast<uint32_t>(weight_tiers_.size());
+  }
+  const NodeSet& WeightAtMost(uint32_t k) const { return weight_tiers_[k]; }
 
   // Positions of the partition's nodes that could ever hold the slot (capacity, GPU type,
   // features, not excluded); with `up_only`, only those that are schedulable now.
@@ -162,7 +169,8 @@ class ClusterIndex {
   std::vector<NodeSet> partition_sets_;
   std::vector<NodeSet> gpu_bucket_;
   NodeSet up_, idle_;
-  std::vector<int32_t> nvlink_of_;                   // position -> NVLink domain id, -1: none
+  std::vector<NodeSet> weight_tiers_;  // cumulative, lightest first; empty: one weight
+  std::vector<int32_t> nvlink_of_;     // position -> NVLink domain id, -1: none
   mutable std::map<std::string, uint32_t> by_name_;  // filled on first FindNode
   // Scratch for ChooseGang (this object is used by one thread at a time).
   mutable std::vector<uint32_t> direct_, total_;

@@ -343,6 +343,10 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
   JobId blocker = 0;
   std::vector<NodeIndex> nodes;
 
+  // Slurm's Weight: the lightest nodes that can hold the job, heavier ones a tier at a time;
+  // topology and best fit choose within a tier.
+  const uint32_t tiers = index_.WeightTiers();
+  const bool weighed = tiers > 1;
   if (r.nodes == 1 && !forced && config_.placement == PlacementMode::kTopology) {
     // One node: best fit straight from the free-GPU buckets, fewest free GPUs first (the
     // baselines' placements take the general path below).
@@ -357,11 +361,18 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
       nodes.push_back(n);
       return true;
     };
-    if (need.exclusive) {
-      base.FindInBoth(index_.IdleSet(), take);
-    } else {
-      for (uint32_t g = need.gpus; g <= index_.MaxGpus() && nodes.empty(); ++g) {
-        base.FindInBoth(index_.GpuBucket(g), take);
+    for (uint32_t k = 0; k < tiers && nodes.empty(); ++k) {
+      const NodeSet* cand = &base;
+      if (weighed) {
+        lighter_.AssignAnd(base, index_.WeightAtMost(k));
+        cand = &lighter_;
+      }
+      if (need.exclusive) {
+        cand->FindInBoth(index_.IdleSet(), take);
+      } else {
+        for (uint32_t g = need.gpus; g <= index_.MaxGpus() && nodes.empty(); ++g) {
+          cand->FindInBoth(index_.GpuBucket(g), take);
+        }
       }
     }
   } else {
@@ -379,10 +390,33 @@ bool Planner::TryIn(JobId id, const JobRequest& r, const ShapeState& s, PartStat
       // -N min-max takes as many nodes as are free, up to the maximum; under topology limits a
       // smaller gang may fit where the largest does not.
       const GangLimits limits = GangLimits::Of(r);
-      const uint32_t avail = static_cast<uint32_t>(scratch_.Count());
-      for (uint32_t want = std::min(r.nodes, avail); want >= min_nodes && want > 0; --want) {
-        nodes = index_.ChooseGangWith(scratch_, want, limits, s.forced);
-        if (!nodes.empty() || !limits.any()) break;
+      auto choose = [&](const NodeSet& cand, const NodeSet& must) {
+        const uint32_t avail = static_cast<uint32_t>(cand.Count());
+        for (uint32_t want = std::min(r.nodes, avail); want >= min_nodes && want > 0; --want) {
+          nodes = index_.ChooseGangWith(cand, want, limits, must);
+          if (!nodes.empty() || !limits.any()) break;
+        }
+      };
+      if (!weighed) {
+        choose(scratch_, s.forced);
+      } else {
+        // The lightest tiers that hold the most nodes the job takes; failing that (-N
+        // min-max), the lightest that hold the fewest. The free nodes of the tiers below the
+        // one that holds it go into the gang first (topology fills the rest), unless topology
+        // limits leave no such gang.
+        for (uint32_t least : {r.nodes, min_nodes}) {
+          for (uint32_t k = 0; k < tiers && nodes.empty(); ++k) {
+            lighter_.AssignAnd(scratch_, index_.WeightAtMost(k));
+            if (lighter_.Count() < least || (forced && !lighter_.Contains(s.forced))) continue;
+            if (k > 0) {
+              lightest_.AssignAnd(scratch_, index_.WeightAtMost(k - 1));
+              lightest_ |= s.forced;
+              choose(lighter_, lightest_);
+            }
+            if (nodes.empty()) choose(lighter_, s.forced);
+          }
+          if (!nodes.empty() || least == min_nodes) break;
+        }
       }
     }
   }

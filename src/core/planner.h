@@ -132,6 +132,8 @@ class Planner {
   uint32_t forecasts_ = 0;
   uint32_t answered_from_shape_ = 0;
   NodeSet scratch_;
+  NodeSet lighter_;   // TryIn: the free nodes up to a weight tier
+  NodeSet lightest_;  // TryIn: those of the tiers below it (the gang takes them first)
   std::vector<std::pair<TimeMs, TimeMs>> class_answers_;  // ForecastIn's, by node class
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "muster/common/hostlist.h"
 #include "muster/controller/access.h"
 #include "muster/store/replication_log.h"
 #include "muster/v1/controller.pb.h"
@@ -127,6 +128,29 @@ void ApiDispatcher::Dispatch(std::shared_ptr<ClientSession> session, uint32_t me
                              : ApiReply{resp.status(), ""};
       return runner_.WhenDurable([done, r = std::move(r)]() mutable { done(std::move(r)); });
     }
+    if (method == v1::METHOD_WEB_LOGIN) {
+      Result<v1::WebLoginResponse> resp =
+          web_login_ ? web_login_(session->caller)
+                     : Result<v1::WebLoginResponse>(
+                           Unavailable("this controller serves no web view ([controller] "
+                                       "web_address)"));
+      ApiReply r = resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
+                             : ApiReply{resp.status(), ""};
+      return runner_.WhenDurable([done, r = std::move(r)]() mutable { done(std::move(r)); });
+    }
+    if (method == v1::METHOD_UPDATE_NODE) {
+      // A node's features, weight or GRES set live replace the engine too.
+      v1::UpdateNodeRequest req;
+      if (req.ParseFromString(payload) && (req.action() == v1::UpdateNodeRequest::SET ||
+                                           req.action() == v1::UpdateNodeRequest::RESET)) {
+        if (Status bounds = CheckRequestBounds(req); !bounds.ok()) return done({bounds, ""});
+        Result<v1::UpdateNodeResponse> resp = ChangeNodesOnStrand(session->caller, req);
+        runner_.AfterEvent();
+        ApiReply r = resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
+                               : ApiReply{resp.status(), ""};
+        return runner_.WhenDurable([done, r = std::move(r)]() mutable { done(std::move(r)); });
+      }
+    }
     if (method == v1::METHOD_DIAGNOSTICS) {
       auto resp = Diagnostics(runner_, session->caller, payload);
       ApiReply r = resp.ok() ? ApiReply{Status::Ok(), resp->SerializeAsString()}
@@ -246,16 +270,38 @@ Result<v1::UpdatePartitionResponse> ApiDispatcher::ChangePartitionOnStrand(
   ApplyRoles(caller, runner_.engine().config());
   MUSTER_ASSIGN_OR_RETURN(controller::ControllerRunner::Reconfigured outcome,
                           runner_.ChangePartition(caller, req));
-  ReattachAllocations(now);
-  if (reconfigured_) {  // the server's view of the epoch, as after a reconfiguration
-    v1::ReconfigureResponse told;
-    told.set_epoch(outcome.epoch);
-    told.set_source(runner_.engine().config().source);
-    reconfigured_(told);
-  }
+  AfterEngineReplaced(now, outcome.epoch);
   v1::UpdatePartitionResponse resp;
   resp.set_epoch(outcome.epoch);
   return resp;
+}
+
+Result<v1::UpdateNodeResponse> ApiDispatcher::ChangeNodesOnStrand(
+    const controller::Caller& asked_by, const v1::UpdateNodeRequest& req) {
+  const TimeMs now = runner_.Now();
+  controller::Caller caller = asked_by;
+  ApplyRoles(caller, runner_.engine().config());
+  MUSTER_ASSIGN_OR_RETURN(controller::ControllerRunner::Reconfigured outcome,
+                          runner_.ChangeNodes(caller, req));
+  AfterEngineReplaced(now, outcome.epoch);
+  v1::UpdateNodeResponse resp;
+  if (req.nodes() == "ALL") {
+    for (const NodeConfig& n : runner_.engine().config().nodes) resp.add_updated(n.name);
+    return resp;
+  }
+  MUSTER_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandHostlist(req.nodes()));
+  for (const std::string& n : names) resp.add_updated(n);
+  return resp;
+}
+
+void ApiDispatcher::AfterEngineReplaced(TimeMs asked_at, uint64_t epoch) {
+  ReattachAllocations(asked_at);
+  if (reconfigured_) {  // the server's view of the epoch, as after a reconfiguration
+    v1::ReconfigureResponse told;
+    told.set_epoch(epoch);
+    told.set_source(runner_.engine().config().source);
+    reconfigured_(told);
+  }
 }
 
 void ApiDispatcher::ReattachAllocations(TimeMs now) {

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <boost/asio/post.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -22,7 +24,9 @@
 #include "muster/metrics/metrics_server.h"
 #include "muster/rpc/api_dispatch.h"
 #include "muster/rpc/asio_executor.h"
+#include "muster/web/web_server.h"
 #include "replication_service.h"
+#include "request_rate.h"
 
 namespace muster::rpc {
 
@@ -64,6 +68,7 @@ class ControllerServer::Impl {
   int agent_port_ = 0;
   int api_port_ = 0;
   int metrics_port_ = 0;
+  int web_port_ = 0;
   std::atomic<uint64_t> epoch_{0};
 
  private:
@@ -78,6 +83,8 @@ class ControllerServer::Impl {
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<metrics::MetricsServer> metrics_;
+  std::unique_ptr<web::WebServer> web_;
+  std::unique_ptr<RequestRateLimiter> web_rate_;  // the web view's users
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -201,6 +208,48 @@ Status ControllerServer::Impl::Start() {
         });
     MUSTER_ASSIGN_OR_RETURN(metrics_port_, metrics_->Listen(c.controller.metrics_address));
   }
+  if (!c.controller.web_address.empty()) {
+    web::WebOptions wo;
+    wo.address = c.controller.web_address;
+    wo.url = c.controller.web_url;
+    wo.cluster_name = c.cluster_name;
+    // The pages ask what `muster` would, as the logged-in user, through the one dispatch layer:
+    // the same rules, only reading methods.
+    wo.fetch = [this](const web::WebUser& u, uint32_t method, std::string payload,
+                      std::function<void(Status, std::string)> done) {
+      if (method != v1::METHOD_LIST_NODES && method != v1::METHOD_LIST_JOBS &&
+          method != v1::METHOD_GET_JOB && method != v1::METHOD_LIST_SHARES) {
+        return done(PermissionDenied("the web view only reads"), "");
+      }
+      // A user's rate on the web view is the user API's (a bucket of its own); over it, the
+      // page is refused rather than held.
+      if (u.uid != 0 && !web_rate_->Reserve(u.uid, std::chrono::steady_clock::now(),
+                                            std::chrono::steady_clock::duration::zero())) {
+        return done(ResourceExhausted("over your request rate (controller.user_request_rate); "
+                                      "slow down"),
+                    "");
+      }
+      auto session = std::make_shared<ClientSession>();
+      session->caller.uid = u.uid;
+      session->caller.gid = u.gid;
+      session->caller.user = u.name;
+      session->caller.origin = "web";
+      session->origin = "web";
+      // The answer is parsed and the page rendered off the controller's strand.
+      dispatcher_->Dispatch(
+          session, method, std::move(payload), [done, &io = executor_->io()](ApiReply r) {
+            boost::asio::post(
+                io, [done, r = std::move(r)]() mutable { done(r.status, std::move(r.payload)); });
+          });
+    };
+    web_rate_ = std::make_unique<RequestRateLimiter>(c.controller.user_request_rate,
+                                                     c.controller.user_request_burst);
+    web_ = std::make_unique<web::WebServer>(executor_->io(), std::move(wo));
+    MUSTER_ASSIGN_OR_RETURN(web_port_, web_->Listen());
+    dispatcher_->SetWebLogin([this](const controller::Caller& caller) {
+      return web_->Login({caller.uid, caller.gid, caller.user});
+    });
+  }
 
   if (!c.controller.mail_prog.empty()) {
     MailSenderOptions mail{.program = c.controller.mail_prog, .cluster_name = c.cluster_name};
@@ -215,12 +264,13 @@ Status ControllerServer::Impl::Start() {
   }
   spdlog::info(
       "musterctld serving: cluster={} epoch={} agents={} (port {}, {}) socket={} api={} "
-      "metrics={} nodes={}",
+      "metrics={} web={} nodes={}",
       c.cluster_name, epoch_, c.controller.agent_address, agent_port_,
       c.tls.enabled() ? "mutual TLS" : "no TLS", c.controller.socket_path,
       c.controller.api_address.empty() ? "none" : c.controller.api_address + " (MUNGE)",
       metrics_ ? c.controller.metrics_address + " (port " + std::to_string(metrics_port_) + ")"
                : "none",
+      web_ ? c.controller.web_address + " (port " + std::to_string(web_port_) + ")" : "none",
       c.nodes.size());
   return Status::Ok();
 }
@@ -236,6 +286,7 @@ void ControllerServer::Impl::Shutdown() {
   if (was_started) {
     api_->Close();
     if (metrics_) metrics_->Close();
+    if (web_) web_->Close();
     executor_->RunOnStrandAndWait([this] {
       runner_->Stop();
       agents_->EndAll("controller shutting down");
@@ -258,6 +309,7 @@ void ControllerServer::Impl::Shutdown() {
   }
   api_.reset();
   metrics_.reset();
+  web_.reset();
   grpc_server_.reset();
   agents_.reset();
   replication_.reset();
@@ -292,6 +344,7 @@ void ControllerServer::Wait() { impl_->Wait(); }
 int ControllerServer::agent_port() const { return impl_->agent_port_; }
 int ControllerServer::api_port() const { return impl_->api_port_; }
 int ControllerServer::metrics_port() const { return impl_->metrics_port_; }
+int ControllerServer::web_port() const { return impl_->web_port_; }
 uint64_t ControllerServer::epoch() const { return impl_->epoch_; }
 std::vector<std::string> ControllerServer::standbys_in_sync() const {
   auto* log = impl_->replication_log();

@@ -50,7 +50,16 @@ Status CheckRequestBounds(const v1::UpdateNodeRequest& r) {
     return InvalidArgument("unknown node action " + std::to_string(r.action()));
   }
   MUSTER_RETURN_IF_ERROR(CheckText("node list", r.nodes(), kMaxExpressionBytes));
-  return CheckText("reason", r.reason(), kMaxNameBytes);
+  MUSTER_RETURN_IF_ERROR(CheckText("reason", r.reason(), kMaxNameBytes));
+  // Live settings: a feature list and a GRES text of a node (node_overlay.cc checks each).
+  if (r.settings().features().names_size() > 64 || r.reset_size() > 8) {
+    return InvalidArgument("at most 64 features and 8 settings to reset");
+  }
+  for (const std::string& f : r.settings().features().names()) {
+    MUSTER_RETURN_IF_ERROR(CheckText("feature", f, kMaxNameBytes));
+  }
+  for (const std::string& f : r.reset()) MUSTER_RETURN_IF_ERROR(CheckText("reset", f, 64));
+  return CheckText("GRES", r.settings().gres(), kMaxExpressionBytes);
 }
 
 // (The engine bounds the ids of a cancel or update itself: controller/spec_bounds.h.)

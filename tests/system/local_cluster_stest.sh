@@ -533,6 +533,29 @@ grep -q "exists" <<<"$out" || fail "create twice: $out"
 scontrol delete PartitionName=debug
 out=$(scontrol show partition debug 2>&1) && fail "deleted partition still shown: $out"
 [ "$(muster partition list --json | grep -o '"name":"[a-z]*"' | tr '\n' ' ')" = '"name":"gpu" ' ] || fail "partition list: $(muster partition list)"
+# Node features and weights set live: a constrained job finds them, sinfo and scontrol show
+# them, the light node is used first, and a reset gives the file's back.
+scontrol update NodeName=node2 Features=fast,ib Weight=5
+show=$(scontrol show node node2)
+grep -q "^   AvailableFeatures=fast,ib$" <<<"$show" && grep -q " Weight=5$" <<<"$show" || fail "show node: $show"
+[ "$(sinfo -h -n node2 -N -o '%N %f %w')" = "node2 fast,ib 5" ] || fail "sinfo %f %w: $(sinfo -h -N -o '%N %f %w')"
+fj=$("$DIR/compat/sbatch" --parsable -C fast -o /dev/null --wrap true)
+wait_for 30 is_state "$fj" COMPLETED
+muster job show "$fj" --json | grep -q '"nodes":\["node2"\]' || fail "job $fj not on node2"
+muster node update node[1-3] --weight 9
+# The agents register again under the new engine: until node4 has, the heavier nodes are all there is.
+wait_for 30 sh -c '[ "$(muster nodes --json | grep -o "\"state\":\"idle\"" | wc -l)" = 4 ]'
+wj=$("$DIR/compat/sbatch" --parsable -o /dev/null --wrap true)
+wait_for 30 is_state "$wj" COMPLETED
+muster job show "$wj" --json | grep -q '"nodes":\["node4"\]' || fail "job $wj not on the light node4"
+muster node update node3 --gres gpu:h100:6,nvme:2
+[ "$(muster nodes --json | grep -o '"name":"node3"[^}]*' | grep -o '"gpus":[0-9]*')" = '"gpus":6' ] ||
+  fail "live GRES: $(muster nodes --json)"
+out=$(muster node update node1 --gres gpu:h100:8:x 2>&1) && fail "bad GRES taken: $out"
+grep -q "NAME\[:TYPE\]\[:COUNT\]" <<<"$out" || fail "bad GRES: $out"
+muster node reset node[1-3]
+[ "$(muster nodes --json | grep -o '"live":\[[^]]*\]' | sort -u)" = '"live":[]' ] || fail "reset left live settings: $(muster nodes --json)"
+out=$("$DIR/compat/sbatch" --parsable -C fast -o /dev/null --wrap true 2>&1) && fail "feature kept after reset: $out"
 
 echo "== --dependency: afterok runs after success, afternotok never does"
 d1=$("$DIR/compat/sbatch" --parsable -o /dev/null --wrap 'sleep 1')

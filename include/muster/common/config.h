@@ -40,6 +40,12 @@ struct ControllerConfig {
   // token in metrics_token_file (required with it).
   std::string metrics_address;
   std::string metrics_token_file;
+  // The read-only web view ("127.0.0.1:6821"); empty: off. Users log in through `muster web`,
+  // which asks the controller (authenticated as for any command) for a one-time login address.
+  std::string web_address;
+  // The address users' browsers reach it by (behind a TLS proxy: "https://muster.example.org");
+  // empty: http:// and web_address.
+  std::string web_url;
   // Without [tls], an agent_address beyond loopback is refused unless this says, in so many
   // words, that the network between the hosts is trusted.
   bool insecure = false;
@@ -380,6 +386,9 @@ struct NodeConfig {
   };
   std::vector<Gres> gres;
   uint32_t shards_per_gpu = 0;
+  // Slurm's Weight: of the nodes that could take a job, those of the lowest weight are used
+  // first (topology choosing among them), heavier ones only when those are not enough.
+  uint32_t weight = 1;
 
   bool operator==(const NodeConfig&) const = default;
 };

@@ -35,6 +35,7 @@ enum class Action {
   kReconfigure,         // scontrol reconfigure: read the config file again
   kRebootNodes,         // scontrol reboot / cancel_reboot
   kManagePartitions,    // scontrol create|update|delete partition
+  kConfigureNodes,      // scontrol update NodeName= Features=/Weight=/Gres=
   // Operators (listed in `operators`) and admins.
   kDrainResumeNodes,      // scontrol update State=DRAIN/RESUME
   kSuspendJobs,           // scontrol suspend/resume

@@ -124,6 +124,9 @@ class ControllerRunner {
   // the change, it is stored, and the engine is replaced as Reconfigure replaces it (the same
   // file, the new records), audited either way.
   Result<Reconfigured> ChangePartition(const Caller& caller, const v1::UpdatePartitionRequest& req);
+  // muster node update|reset (scontrol update NodeName= Features=/Weight=/Gres=): the same for
+  // nodes' live settings.
+  Result<Reconfigured> ChangeNodes(const Caller& caller, const v1::UpdateNodeRequest& req);
   // Counts the engines this runner has had: a session or a pass of an earlier one is stale.
   uint64_t engine_generation() const { return generation_; }
   // With replication: the store standbys read from, and the log of changes (thread-safe).
@@ -141,6 +144,11 @@ class ControllerRunner {
   void StartPass();
   void StartSync();
   void ReleaseDurable();
+  // A planned live change (partitions, node settings): `store` it, then replace the engine as a
+  // reconfiguration with the same file does; when that fails, `undo` puts the store back.
+  Result<Reconfigured> TakeStoredChange(const std::string& summary, const std::string& user,
+                                        const std::function<Status()>& store,
+                                        const std::function<Status()>& undo);
 
   ControllerRunnerOptions options_;
   std::unique_ptr<store::StateStore> store_;

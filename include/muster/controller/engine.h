@@ -308,6 +308,25 @@ class Engine {
   const Config& file_config() const { return file_config_; }
   const std::vector<v1::PartitionRecord>& partition_records() const { return partition_records_; }
 
+  // ---- Node features, weights and GRES set live (`muster node update|reset`, scontrol update
+  // NodeName= Features=/Weight=/Gres=; engine_node_settings.cc). ControllerRunner::ChangeNodes
+  // plans, commits, then replaces the engine as for a partition. ----
+  struct NodeSettingsPlan {
+    std::vector<std::string> nodes;  // the nodes whose settings change
+    // Their settings after the change (a node without an entry has none left).
+    std::map<std::string, v1::NodeSettings> settings;
+    std::string summary;  // "node1,node2: weight 10", for the audit log
+  };
+  // PERMISSION_DENIED for non-admins; the change's own errors (node_overlay.h); and
+  // FAILED_PRECONDITION, naming the jobs, when a node would have less than its jobs hold.
+  Result<NodeSettingsPlan> PlanNodeSettings(const Caller& caller, const v1::UpdateNodeRequest& req,
+                                            TimeMs now) const;
+  Status CommitNodeSettings(const NodeSettingsPlan& plan);
+  void AuditNodeSettings(const Caller& caller, const v1::UpdateNodeRequest& req,
+                         const std::string& summary, const Status& result, TimeMs now);
+  // Every node's live settings, from the node records (nodes without any left out).
+  std::map<std::string, v1::NodeSettings> node_settings() const;
+
   uint64_t epoch() const;
   TimeMs start_time_ms() const { return start_time_ms_; }
   const std::vector<std::string>& recovery_problems() const { return recovery_problems_; }

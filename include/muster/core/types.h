@@ -47,6 +47,7 @@ struct NodeView {
   std::vector<std::string> features;  // for --constraint
   uint64_t tmp_disk_mb = 0;           // for --tmp (configured, not counted)
   std::string nvlink_domain;          // a multi-node NVLink domain (NVL72 rack); empty: none
+  uint32_t weight = 1;                // lower weights are allocated first (Slurm's Weight)
   bool schedulable = false;  // registered, responding, not drained, nothing stale to clean up
   std::string unavailable;   // when not schedulable, why ("drained: bad fan"), for explanations
 

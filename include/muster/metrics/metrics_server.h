@@ -8,21 +8,20 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "muster/common/status.h"
+#include "muster/metrics/http_server.h"
 
 namespace muster::metrics {
 
 class MetricsServer {
  public:
   static constexpr int kMaxConnections = 16;
-  static constexpr size_t kMaxHeaderBytes = 8192;
-  static constexpr int kRequestTimeoutMs = 5'000;
+  static constexpr size_t kMaxHeaderBytes = HttpServer::kMaxHeaderBytes;
+  static constexpr int kRequestTimeoutMs = HttpServer::kRequestTimeoutMs;
 
   // Produces the body, later if it must (from the daemon's own strand or thread), on any thread.
   using Render = std::function<void(std::function<void(std::string)> done)>;
@@ -32,19 +31,12 @@ class MetricsServer {
   ~MetricsServer();
 
   // Binds host:port and accepts; returns the bound port.
-  Result<int> Listen(const std::string& host_port);
-  // Stops accepting, and waits for that on the io_context (which must run on another thread than
-  // the caller's); connections under way finish or time out.
-  void Close();
-
-  struct Shared;  // what connections share with the server (metrics_server.cc)
+  Result<int> Listen(const std::string& host_port) { return http_.Listen(host_port); }
+  // Stops accepting (HttpServer::Close).
+  void Close() { http_.Close(); }
 
  private:
-  void Accept();
-  boost::asio::io_context& io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::steady_timer retry_;  // after an accept error, on the acceptor's strand
-  std::shared_ptr<Shared> shared_;
+  HttpServer http_;
 };
 
 // Reads the token file a daemon's metrics require: its first line, at least 16 characters, in

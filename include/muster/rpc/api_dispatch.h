@@ -51,6 +51,10 @@ class ApiDispatcher {
   // INTERNAL for an unexpected exception (never fatal to the controller).
   void Dispatch(std::shared_ptr<ClientSession> session, uint32_t method, std::string payload,
                 std::function<void(ApiReply)> done);
+  // METHOD_WEB_LOGIN answers through this when the controller serves the web view (set before
+  // any request; web/web_server.h). Without it the method is UNAVAILABLE.
+  using WebLogin = std::function<Result<v1::WebLoginResponse>(const controller::Caller&)>;
+  void SetWebLogin(WebLogin login) { web_login_ = std::move(login); }
   // The connection closed: the allocations it held end.
   void SessionClosed(std::shared_ptr<ClientSession> session);
   // scontrol reconfigure (METHOD_RECONFIGURE), and SIGHUP on the caller's behalf: reads the
@@ -65,11 +69,18 @@ class ApiDispatcher {
   // muster partition ...: ControllerRunner::ChangePartition, then as after a reconfiguration.
   Result<v1::UpdatePartitionResponse> ChangePartitionOnStrand(
       const controller::Caller& asked_by, const v1::UpdatePartitionRequest& req);
+  // muster node update|reset: ControllerRunner::ChangeNodes, then the same.
+  Result<v1::UpdateNodeResponse> ChangeNodesOnStrand(const controller::Caller& asked_by,
+                                                     const v1::UpdateNodeRequest& req);
+  // What follows a change that replaced the engine: the open allocations reattached and the
+  // server told the new epoch, as after a reconfiguration.
+  void AfterEngineReplaced(TimeMs asked_at, uint64_t epoch);
   // After the engine was replaced: the allocations open connections hold, attached to the one
   // that now runs.
   void ReattachAllocations(TimeMs now);
 
   controller::ControllerRunner& runner_;
+  WebLogin web_login_;
   ConfigLoader load_config_;
   std::function<void(const v1::ReconfigureResponse&)> reconfigured_;
   // Connections that attached allocations (strand-confined; expired ones are skipped).

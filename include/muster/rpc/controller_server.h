@@ -77,6 +77,7 @@ class ControllerServer {
   int agent_port() const;    // the bound TCP port (useful with port 0)
   int api_port() const;      // the user API's TCP port; 0 without controller.api_address
   int metrics_port() const;  // /metrics' port; 0 without controller.metrics_address
+  int web_port() const;      // the web view's port; 0 without controller.web_address
   uint64_t epoch() const;
   // With replication: the standbys in sync now (their acknowledgement is awaited). Thread-safe.
   std::vector<std::string> standbys_in_sync() const;

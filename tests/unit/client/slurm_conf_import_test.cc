@@ -141,7 +141,9 @@ TEST(SlurmConfImportTest, MigSlicesShardsAndGpuTypesFromGresConf) {
   EXPECT_EQ(c.partitions.size(), 3u);
   EXPECT_EQ(c.partitions[2].max_time_ms, 0) << "UNLIMITED";
   EXPECT_NE(LeftBehind(r.out, "Gres=gpu:l4:4,shard:32,mps:400").find("MPS"), std::string::npos);
-  EXPECT_NE(LeftBehind(r.out, "Weight=10"), "");
+  EXPECT_EQ(LeftBehind(r.out, "Weight=10"), "") << "node weights are carried";
+  EXPECT_EQ(l4->weight, 10u);
+  EXPECT_EQ(whole->weight, 1u) << "Slurm's default weight";
   EXPECT_NE(LeftBehind(r.out, "AllowGroups=ml-staff").find("by group"), std::string::npos);
   EXPECT_NE(LeftBehind(r.out, "OverSubscribe=FORCE:4"), "");
   EXPECT_NE(LeftBehind(r.out, "PrivateData=cloud"), "");

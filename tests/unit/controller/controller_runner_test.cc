@@ -414,6 +414,54 @@ TEST_F(ControllerRunnerTest, APartitionCreatedLiveReplacesTheEngineAndARunningGa
   EXPECT_EQ(entries, 2);
 }
 
+// Node settings set live go the way of a live partition: planned, stored, the engine replaced
+// (the gang goes on), kept by a reconfiguration, refused whole when they would take what a job
+// holds, and every attempt audited.
+TEST_F(ControllerRunnerTest, NodeSettingsSetLiveReplaceTheEngineAndAreAudited) {
+  Up("node1");
+  Up("node2");
+  const uint64_t id = Submit(2);
+  executor_.AdvanceMs(50);
+  ASSERT_EQ(Job(id).state(), v1::RUNNING);
+  v1::UpdateNodeRequest req;
+  req.set_action(v1::UpdateNodeRequest::SET);
+  req.set_nodes("node2");
+  req.mutable_settings()->set_weight(4);
+  req.mutable_settings()->mutable_features()->add_names("fast");
+  const Caller root{0, 0, "root", true};
+  Result<ControllerRunner::Reconfigured> r = InvalidArgument("not run");
+  runner_->Post([&] { r = runner_->ChangeNodes(Caller{1000, 1000, "alice", false}, req); });
+  executor_.RunUntilIdle();
+  EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
+  const uint64_t epoch = runner_->epoch();
+  runner_->Post([&] { r = runner_->ChangeNodes(root, req); });
+  executor_.RunUntilIdle();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(runner_->epoch(), epoch);
+  EXPECT_EQ(runner_->engine().config().FindNode("node2")->weight, 4u);
+  EXPECT_EQ(runner_->engine().file_config().FindNode("node2")->weight, 1u);
+  EXPECT_EQ(Job(id).state(), v1::RUNNING);
+  v1::UpdateNodeRequest fewer = req;
+  fewer.clear_settings();
+  fewer.mutable_settings()->set_gres("gpu:h100:2");
+  runner_->Post([&] { r = runner_->ChangeNodes(root, fewer); });
+  executor_.RunUntilIdle();
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_FALSE(runner_->engine().node_settings().at("node2").has_gres()) << "nothing stored";
+  runner_->Post([&] { r = runner_->Reconfigure(ParsedConfig(kConfig)); });
+  executor_.RunUntilIdle();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(runner_->engine().config().FindNode("node2")->features,
+            (std::vector<std::string>{"fast"}));
+  v1::ListAuditRequest audit;
+  audit.set_oldest_first(true);
+  auto log = runner_->engine().ListAudit(root, audit, clock_.NowMs());
+  ASSERT_TRUE(log.ok());
+  int sets = 0;
+  for (const auto& e : log->entries()) sets += e.action() == "set";
+  EXPECT_EQ(sets, 3);
+}
+
 // A file that would undo a live partition (removing a node of its) waits: who may use the
 // partition must not change behind the admin's back.
 TEST_F(ControllerRunnerTest, AFileThatUndoesALivePartitionIsRefused) {
