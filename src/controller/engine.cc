@@ -45,6 +45,24 @@
 namespace muster::controller {
 namespace {
 
+// What a scontrol update asked for, as the audit log shows it ("TimeLimit=60 Nice=5"; the
+// protobuf lite runtime has no text format of its own).
+std::string ModificationText(const v1::JobModification& m) {
+  std::string out;
+  auto add = [&](const std::string& kv) { out += (out.empty() ? "" : " ") + kv; };
+  if (m.has_priority()) add("Priority=" + std::to_string(m.priority()));
+  if (m.has_nice()) add("Nice=" + std::to_string(m.nice()));
+  if (m.has_time_limit_ms()) add("TimeLimit=" + std::to_string(m.time_limit_ms() / 60'000));
+  if (m.partitions_size() > 0) {
+    add("Partition=" + Join({m.partitions().begin(), m.partitions().end()}, ","));
+  }
+  if (m.has_qos()) add("QOS=" + m.qos());
+  if (m.has_account()) add("Account=" + m.account());
+  if (m.has_dependency()) add("Dependency=" + m.dependency());
+  if (m.has_begin_time_ms()) add("StartTime=" + std::to_string(m.begin_time_ms() / 1000));
+  return out.substr(0, 1024);
+}
+
 bool SamePlacement(const core::NodePlacement& a, const core::NodePlacement& b) {
   return a.node == b.node && a.cpus == b.cpus && a.gpus == b.gpus && a.mem_mb == b.mem_mb &&
          a.gres == b.gres;
@@ -228,7 +246,7 @@ Result<v1::UpdateJobResponse> Engine::UpdateJob(const Caller& caller,
       }
     }
     AuditForeignJobs(caller, req.action() == v1::UpdateJobRequest::TOP ? "top" : "update",
-                     req.modify().ShortDebugString(), resp.results(), now);
+                     ModificationText(req.modify()), resp.results(), now);
     return resp;
   }
   v1::UpdateJobResponse resp = jobs_->Update(caller, req, now);

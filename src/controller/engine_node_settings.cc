@@ -48,7 +48,7 @@ void Engine::AuditNodeSettings(const Caller& caller, const v1::UpdateNodeRequest
                                const std::string& summary, const Status& result, TimeMs now) {
   const std::string action = req.action() == v1::UpdateNodeRequest::SET ? "set" : "reset";
   audit_->Record(caller, action, "nodes " + req.nodes().substr(0, 1024),
-                 summary.empty() ? req.ShortDebugString().substr(0, 1024) : summary,
+                 summary.empty() ? NodeSettingsRequestText(req) : summary,
                  result.code() != StatusCode::kPermissionDenied, result, now);
 }
 

@@ -57,7 +57,7 @@ void Engine::AuditPartitionChange(const Caller& caller, const v1::UpdatePartitio
   const std::string action =
       "partition " + ToLower(v1::UpdatePartitionRequest::Action_Name(req.action()));
   audit_->Record(caller, action, "partition " + req.name().substr(0, 64),
-                 summary.empty() ? req.ShortDebugString().substr(0, 1024) : summary,
+                 summary.empty() ? "nodes=" + req.nodes().substr(0, 1024) : summary,
                  result.code() != StatusCode::kPermissionDenied, result, now);
 }
 

@@ -176,7 +176,15 @@ Result<NodeSettingsChange> PlanNodeSettingsChange(const v1::UpdateNodeRequest& r
       return InvalidArgument("weight " + std::to_string(s.weight()) + " is above " +
                              std::to_string(kMaxWeight));
     }
-    if (s.has_gres() && s.gres().size() > 4096) return InvalidArgument("GRES text too long");
+    if (s.has_gres()) {
+      if (s.gres().size() > 4096) return InvalidArgument("GRES text too long");
+      for (char c : s.gres()) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          return InvalidArgument("GRES text has a control character");
+        }
+      }
+      if (Split(s.gres(), ',').size() > 64) return InvalidArgument("at most 64 GRES a node");
+    }
     for (const std::string& n : change.nodes) {
       if (s.has_gres()) {
         NodeConfig probe = *config.FindNode(n);
@@ -232,6 +240,17 @@ Result<NodeSettingsChange> PlanNodeSettingsChange(const v1::UpdateNodeRequest& r
   if (!any) return InvalidArgument("nothing to reset: " + who + " has no " + what + " set live");
   change.summary = "node " + who + ": " + what + " back to the config file's";
   return change;
+}
+
+std::string NodeSettingsRequestText(const v1::UpdateNodeRequest& req) {
+  std::string text;
+  if (req.action() == v1::UpdateNodeRequest::RESET) {
+    text = "reset " + (req.reset().empty() ? std::string("all")
+                                           : Join({req.reset().begin(), req.reset().end()}, ","));
+  } else {
+    text = SettingsText(req.settings());
+  }
+  return Printable(text.substr(0, 1024));
 }
 
 std::vector<std::string> LiveSettingNames(const v1::NodeSettings& s) {

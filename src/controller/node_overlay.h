@@ -43,6 +43,10 @@ Result<NodeSettingsChange> PlanNodeSettingsChange(const v1::UpdateNodeRequest& r
                                                   const NodeSettingsMap& current,
                                                   const std::string& user, TimeMs now);
 
+// What a SET or RESET asked for, for the audit log when it is refused ("weight 10; gres gpu:4",
+// "reset features").
+std::string NodeSettingsRequestText(const v1::UpdateNodeRequest& req);
+
 // Which settings a node has set live: "features", "weight", "gres" (for `muster nodes`).
 std::vector<std::string> LiveSettingNames(const v1::NodeSettings& s);
 bool HasLiveSettings(const v1::NodeSettings& s);

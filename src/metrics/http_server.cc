@@ -10,6 +10,7 @@
 #include <future>
 #include <list>
 #include <mutex>
+#include <utility>
 
 #include "muster/common/framing.h"
 #include "muster/logging/log_limiter.h"
@@ -45,9 +46,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(std::shared_ptr<HttpServer::Shared> shared, asio::ip::tcp::socket socket)
       : shared_(std::move(shared)), stream_(std::move(socket)) {}
   ~Connection() {
-    std::lock_guard<std::mutex> l(shared_->mu);
-    if (counted_) --shared_->connections;
-    if (listed_) shared_->reading.erase(at_);
+    {
+      std::lock_guard<std::mutex> l(shared_->mu);
+      if (counted_) --shared_->connections;
+      if (listed_) shared_->reading.erase(at_);
+    }
+    if (finished_) finished_();  // never written (the io_context stopped first)
   }
 
   // Counted, and listed among those reading (both under shared->mu).
@@ -104,6 +108,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Reply(HttpResponse r, bool head) {
+    finished_ = std::move(r.finished);
     res_.result(static_cast<http::status>(r.status));
     res_.version(11);
     res_.set(http::field::server, shared_->server);
@@ -121,6 +126,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code, size_t) {
       beast::error_code ignored;
       self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+      // Sent or given up on: the answer is over, whoever still holds this connection.
+      if (auto done = std::exchange(self->finished_, nullptr)) done();
     });
   }
 
@@ -132,6 +139,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::list<std::weak_ptr<Connection>>::iterator at_;  // in shared_->reading (its mu)
   bool listed_ = false;                                // shared_->mu
   bool counted_ = false;                               // shared_->mu
+  std::function<void()> finished_;                     // the reply's
 };
 
 }  // namespace

@@ -17,6 +17,12 @@ constexpr size_t kMaxQueueRows = 2000;  // a longer queue is for `muster queue`
 
 std::string Num(uint64_t n) { return std::to_string(n); }
 
+// A user's text cut to `max` bytes for a table cell (a page stays bounded however long the
+// names); the whole is in the job's own page and in `muster job show`.
+std::string_view Cut(std::string_view text, size_t max) {
+  return text.size() <= max ? text : text.substr(0, max);
+}
+
 std::string StateName(v1::JobState s) {
   return v1::JobState_IsValid(s) ? v1::JobState_Name(s) : "UNKNOWN";
 }
@@ -201,7 +207,9 @@ std::string NodesPage(const PageContext& ctx, const v1::ListNodesResponse& nodes
           b += "<span class=\"gpu " + cls + "\" title=\"" + Html(title) + "\"></span>";
         }
         b += "</div>";
-        if (!n->reason().empty()) b += "<div class=\"reason\">" + Html(n->reason()) + "</div>";
+        if (!n->reason().empty()) {
+          b += "<div class=\"reason\">" + Html(Cut(n->reason(), 256)) + "</div>";
+        }
         b += "</div>\n";
       }
       b += "</div></section>\n";
@@ -243,16 +251,17 @@ std::string QueuePage(const PageContext& ctx, const v1::ListJobsResponse& jobs) 
     std::string why;
     if (waits) {
       why = Html(j.reason().empty() ? "None" : j.reason());
-      if (!j.reason_detail().empty()) why += ": " + Html(j.reason_detail());
+      if (!j.reason_detail().empty()) why += ": " + Html(Cut(j.reason_detail(), 512));
     } else {
       why = Html(Join({j.nodes().begin(), j.nodes().end()}, ","));
     }
     b += "<tr data-job=\"" + Num(j.id()) + "\" data-state=\"" + StateName(j.state()) + "\">" +
-         "<td>" + JobLink(ctx, j.id()) + "</td><td>" + Html(j.name()) + "</td><td class=\"" +
-         OwnerClass(j.user()) + "\">" + Html(j.user()) + "</td><td>" + Html(j.account()) +
-         "</td><td>" + Html(j.partition()) + "</td><td>" + StateName(j.state()) + "</td><td>" +
-         Num(j.num_nodes()) + "</td><td>" + Num(j.gpus_total()) + "</td><td>" +
-         (used > 0 ? Html(FormatDuration(used)) : "&ndash;") + "</td><td>" +
+         "<td>" + JobLink(ctx, j.id()) + "</td><td>" + Html(Cut(j.name(), 128)) +
+         "</td><td class=\"" + OwnerClass(j.user()) + "\">" + Html(j.user()) + "</td><td>" +
+         Html(j.account()) + "</td><td>" + Html(j.partition()) + "</td><td>" +
+         StateName(j.state()) + "</td><td>" + Num(j.num_nodes()) + "</td><td>" +
+         Num(j.gpus_total()) + "</td><td>" + (used > 0 ? Html(FormatDuration(used)) : "&ndash;") +
+         "</td><td>" +
          (j.time_limit_ms() > 0 ? Html(FormatDuration(j.time_limit_ms())) : "UNLIMITED") +
          "</td><td class=\"why\">" + why + "</td></tr>\n";
   }

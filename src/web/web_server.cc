@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -167,7 +169,11 @@ class WebServer::Impl {
       return reply(std::move(r));
     }
     const TimeMs now = options_.clock->NowMs();
-    if (path == "/login") return LogIn(QueryValue(query, "token"), now, std::move(reply));
+    if (path == "/login") {
+      // A HEAD (a link preview, a prefetch) must not use the address up.
+      if (req.head) return reply(Page(200, ""));
+      return LogIn(QueryValue(query, "token"), now, std::move(reply));
+    }
     const std::optional<WebSessions::Session> session =
         sessions_.Find(CookieValue(req.cookie, kCookie), now);
     const std::string prefix = session ? "/s/" + session->path + "/" : "";
@@ -177,7 +183,28 @@ class WebServer::Impl {
                                          "Run `muster web` on a host of the cluster and open the "
                                          "address it prints (it is good for one minute).")));
     }
-    Route(*session, path.substr(prefix.size()), std::move(reply));
+    // A user's connections at once are bounded (a reader who never reads its big answers would
+    // otherwise hold every connection): each one counts until its connection is over.
+    const std::string user = session->user.name;
+    {
+      std::lock_guard<std::mutex> l(busy_->mu);
+      int& n = busy_->by_user[user];
+      if (n >= kMaxRequestsPerUser) {
+        HttpResponse r = Page(429, MessagePage(Context(&*session, ""), "Too many requests",
+                                               "Too many pages at once; try again."));
+        r.headers.push_back({"Retry-After", "1"});
+        return reply(std::move(r));
+      }
+      ++n;
+    }
+    Reply counted = [busy = busy_, user, reply = std::move(reply)](HttpResponse r) {
+      r.finished = [busy, user] {
+        std::lock_guard<std::mutex> l(busy->mu);
+        if (--busy->by_user[user] <= 0) busy->by_user.erase(user);
+      };
+      reply(std::move(r));
+    };
+    Route(*session, path.substr(prefix.size()), std::move(counted));
   }
 
   void LogIn(const std::string& token, TimeMs now, Reply reply) {
@@ -301,7 +328,15 @@ class WebServer::Impl {
     reply(Page(404, MessagePage(Context(&s, ""), "Not found", "There is no such page.")));
   }
 
+  // Connections a user holds now; shared with the connections, which may outlive this object.
+  struct Busy {
+    std::mutex mu;
+    std::map<std::string, int> by_user;
+  };
+  static constexpr int kMaxRequestsPerUser = 4;
+
   WebOptions options_;
+  std::shared_ptr<Busy> busy_ = std::make_shared<Busy>();
   WebSessions sessions_;
   metrics::HttpServer http_;
   std::mutex mu_;

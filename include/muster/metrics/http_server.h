@@ -30,6 +30,8 @@ struct HttpResponse {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // Set-Cookie, Location, ...
+  // Called once the connection that carried it is over (sent, or given up on), on any thread.
+  std::function<void()> finished;
 };
 
 class HttpServer {

@@ -458,7 +458,14 @@ TEST_F(ControllerRunnerTest, NodeSettingsSetLiveReplaceTheEngineAndAreAudited) {
   auto log = runner_->engine().ListAudit(root, audit, clock_.NowMs());
   ASSERT_TRUE(log.ok());
   int sets = 0;
-  for (const auto& e : log->entries()) sets += e.action() == "set";
+  for (const auto& e : log->entries()) {
+    if (e.action() != "set") continue;
+    ++sets;
+    // What was asked is in words, the refused attempts' too.
+    EXPECT_TRUE(e.detail().find("weight 4") != std::string::npos ||
+                e.detail().find("gres gpu:h100:2") != std::string::npos)
+        << e.detail();
+  }
   EXPECT_EQ(sets, 3);
 }
 

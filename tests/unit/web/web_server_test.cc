@@ -9,7 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace muster::web {
 namespace {
@@ -75,6 +79,11 @@ class WebServerTest : public ::testing::Test {
       if (method == v1::METHOD_GET_JOB) {
         return done(PermissionDenied("job 6 is another user's"), "");
       }
+      if (method == v1::METHOD_LIST_SHARES && hold_shares) {  // answered when the test says
+        std::lock_guard<std::mutex> l(held_mu);
+        held.push_back(std::move(done));
+        return;
+      }
       v1::ListNodesResponse nodes;  // LIST_NODES; LIST_SHARES parses as an empty answer too
       nodes.add_nodes()->set_name("node1");
       done(Status::Ok(), method == v1::METHOD_LIST_NODES ? nodes.SerializeAsString() : "");
@@ -118,6 +127,9 @@ class WebServerTest : public ::testing::Test {
   std::thread thread_;
   int port_ = 0;
   std::vector<std::string> asked;
+  std::atomic<bool> hold_shares{false};
+  std::mutex held_mu;
+  std::vector<std::function<void(Status, std::string)>> held;  // held_mu
 };
 
 TEST_F(WebServerTest, ALoginOpensASessionBoundToACookieAndAPath) {
@@ -148,6 +160,52 @@ TEST_F(WebServerTest, ALoginOpensASessionBoundToACookieAndAPath) {
   // Logging out ends the session.
   EXPECT_EQ(Get(port_, root + "logout", cookie).status, 303);
   EXPECT_EQ(Get(port_, root + "queue", cookie).status, 401);
+}
+
+// One user's pages at once are bounded: the fifth waits for none of the four to end.
+TEST_F(WebServerTest, AUsersConnectionsAtOnceAreBounded) {
+  auto [cookie, root] = LogIn({1002, 1002, "carol"});
+  hold_shares = true;
+  std::vector<std::thread> waiting;
+  std::vector<int> codes(4);
+  for (int i = 0; i < 4; ++i) {
+    waiting.emplace_back([&, i] { codes[i] = Get(port_, root + "accounts", cookie).status; });
+  }
+  for (int tries = 0; tries < 500; ++tries) {
+    {
+      std::lock_guard<std::mutex> l(held_mu);
+      if (held.size() == 4) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Reply fifth = Get(port_, root + "queue", cookie);
+  EXPECT_EQ(fifth.status, 429);
+  EXPECT_EQ(fifth.Header("Retry-After"), "1");
+  auto [other, other_root] = LogIn({1003, 1003, "dave"});
+  EXPECT_EQ(Get(port_, other_root + "queue", other).status, 200) << "another user is not held";
+  hold_shares = false;
+  {
+    std::lock_guard<std::mutex> l(held_mu);
+    // Answered, and still held here: the count goes when the answer is sent, not when every
+    // copy of the reply is gone.
+    for (auto& done : held) done(Status::Ok(), "");
+  }
+  for (auto& t : waiting) t.join();
+  for (int c : codes) EXPECT_EQ(c, 200);
+  // The four ended (their connections close just after their answers): room again.
+  int again = 0;
+  for (int tries = 0; tries < 100 && again != 200; ++tries) {
+    if ((again = Get(port_, root + "queue", cookie).status) != 200) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  EXPECT_EQ(again, 200);
+  // A HEAD of a login address does not use it up.
+  auto login = server_->Login({1004, 1004, "erin"});
+  ASSERT_TRUE(login.ok());
+  const std::string target = login->url().substr(login->url().find("/login"));
+  EXPECT_EQ(Get(port_, target, "", "HEAD").status, 200);
+  EXPECT_EQ(Get(port_, target).status, 303);
 }
 
 TEST_F(WebServerTest, WhatTheApiRefusesIsRefusedAndOnlyGetIsServed) {
