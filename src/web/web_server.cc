@@ -162,7 +162,7 @@ class WebServer::Impl {
     const std::string query = q == std::string::npos ? "" : req.target.substr(q + 1);
     if (path == "/static/muster.css" || path == "/static/muster.js") {
       HttpResponse r;
-      const bool css = path.back() == 's' && path[path.size() - 2] == 's';
+      const bool css = path == "/static/muster.css";
       r.content_type = css ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8";
       r.body = css ? StyleSheet() : Script();
       Harden(r);

@@ -5,8 +5,9 @@
 // script refreshes them from the same answers as JSON (/api/...).
 //
 // Logging in: `muster web` asks the controller, over the authenticated user API, for a one-time
-// address (Login); opening it within a minute sets an HttpOnly, SameSite=Strict session cookie
-// for that user (8 hours). Nothing else logs anyone in.
+// address (Login); opening it within a minute opens a session for that user (8 hours): an
+// HttpOnly, SameSite=Strict cookie, good only under the session's own random path (/s/PATH/),
+// where its pages are. Nothing else logs anyone in. A user's connections at once are bounded.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
