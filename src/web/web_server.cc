@@ -252,6 +252,24 @@ class WebServer::Impl {
                    });
   }
 
+  // Every page of the running and suspended jobs the user may see, from `after` on, into `all`
+  // (a listing comes in pages of 20,000; at most kMaxRunningPages of them).
+  void AskRunning(const WebUser& user, std::shared_ptr<v1::ListJobsResponse> all, uint64_t after,
+                  std::function<void(Status)> done, int page = 0) {
+    v1::ListJobsRequest req;
+    req.add_states(v1::RUNNING);
+    req.add_states(v1::SUSPENDED);
+    req.set_after_id(after);
+    Ask<v1::ListJobsResponse>(
+        user, v1::METHOD_LIST_JOBS, req,
+        [this, user, all, done = std::move(done), page](Result<v1::ListJobsResponse> r) mutable {
+          if (!r.ok()) return done(r.status());
+          for (v1::JobInfo& j : *r->mutable_jobs()) *all->add_jobs() = std::move(j);
+          if (r->next_after_id() == 0 || page + 1 >= kMaxRunningPages) return done(Status::Ok());
+          AskRunning(user, all, r->next_after_id(), std::move(done), page + 1);
+        });
+  }
+
   // The page for an error the API gave.
   void Failed(const WebSessions::Session& s, const Status& st, Reply& reply) {
     reply(Page(HttpStatusOf(st), MessagePage(Context(&s, ""), "Not shown", st.message())));
@@ -271,16 +289,12 @@ class WebServer::Impl {
           u, v1::METHOD_LIST_NODES, v1::ListNodesRequest(),
           [this, s, reply](Result<v1::ListNodesResponse> nodes) mutable {
             if (!nodes.ok()) return Failed(s, nodes.status(), reply);
-            v1::ListJobsRequest jobs;
-            jobs.add_states(v1::RUNNING);
-            jobs.add_states(v1::SUSPENDED);
-            Ask<v1::ListJobsResponse>(
-                s.user, v1::METHOD_LIST_JOBS, jobs,
-                [this, s, reply,
-                 nodes = std::move(*nodes)](Result<v1::ListJobsResponse> running) mutable {
-                  if (!running.ok()) return Failed(s, running.status(), reply);
-                  reply(Page(200, NodesPage(Context(&s, "nodes"), nodes, *running)));
-                });
+            auto running = std::make_shared<v1::ListJobsResponse>();
+            AskRunning(s.user, running, 0,
+                       [this, s, reply, running, nodes = std::move(*nodes)](Status st) mutable {
+                         if (!st.ok()) return Failed(s, st, reply);
+                         reply(Page(200, NodesPage(Context(&s, "nodes"), nodes, *running)));
+                       });
           });
     }
     if (rest == "queue" || rest == "api/jobs") {
@@ -334,6 +348,7 @@ class WebServer::Impl {
     std::map<std::string, int> by_user;
   };
   static constexpr int kMaxRequestsPerUser = 4;
+  static constexpr int kMaxRunningPages = 50;
 
   WebOptions options_;
   std::shared_ptr<Busy> busy_ = std::make_shared<Busy>();

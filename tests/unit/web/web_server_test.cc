@@ -69,6 +69,12 @@ class WebServerTest : public ::testing::Test {
         v1::ListJobsRequest req;
         EXPECT_TRUE(req.ParseFromString(payload));
         v1::ListJobsResponse resp;
+        if (req.states_size() > 0) {  // the map's running jobs: two pages
+          running_pages.push_back(req.after_id());
+          resp.add_jobs()->set_id(req.after_id() == 0 ? 3 : 4);
+          resp.set_next_after_id(req.after_id() == 0 ? 3 : 0);
+          return done(Status::Ok(), resp.SerializeAsString());
+        }
         v1::JobInfo* j = resp.add_jobs();
         j->set_id(5);
         j->set_user(user.name);
@@ -127,6 +133,7 @@ class WebServerTest : public ::testing::Test {
   std::thread thread_;
   int port_ = 0;
   std::vector<std::string> asked;
+  std::vector<uint64_t> running_pages;  // after_id of each page of running jobs asked
   std::atomic<bool> hold_shares{false};
   std::mutex held_mu;
   std::vector<std::function<void(Status, std::string)>> held;  // held_mu
@@ -148,6 +155,7 @@ TEST_F(WebServerTest, ALoginOpensASessionBoundToACookieAndAPath) {
   Reply map = Get(port_, root, cookie);
   ASSERT_EQ(map.status, 200);
   EXPECT_NE(map.body.find("data-node=\"node1\""), std::string::npos);
+  EXPECT_EQ(running_pages, (std::vector<uint64_t>{0, 3})) << "every page of the running jobs";
   // Either secret alone is nothing.
   EXPECT_EQ(Get(port_, root + "queue").status, 401) << "no cookie";
   EXPECT_EQ(Get(port_, "/s/0123456789abcdef0123456789abcdef/queue", cookie).status, 401)
