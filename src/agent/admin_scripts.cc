@@ -23,6 +23,10 @@ namespace asio = boost::asio;
 void RunAdminScript(AgentContext& ctx, const std::string& what, const std::string& program,
                     std::vector<std::string> env, uint32_t timeout_s,
                     std::function<void(const std::string&)> done) {
+  // Checked at the agent's start and again at each run: it runs as root, maybe days later.
+  if (Status st = CheckTrustedProgram(program); !st.ok()) {
+    return done(what + " not run: " + st.message());
+  }
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
     return done(what + ": pipe: " + std::strerror(errno));
@@ -109,10 +113,6 @@ void RunRebootProgram(AgentContext& ctx, const std::string& reason) {
   };
   const std::string& program = ctx.options.config.agent.reboot_program;
   if (program.empty()) return failed("no [agent] reboot_program on this node");
-  // Checked at the start, and again now: it runs as root, maybe days later.
-  if (Status st = CheckTrustedProgram(program); !st.ok()) {
-    return failed("reboot_program: " + st.message());
-  }
   ++ctx.counters.reboots_issued;
   spdlog::warn("node={} rebooting ({}): running {}", ctx.node(), reason, program);
   constexpr uint32_t kRebootProgramTimeoutS = 300;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <future>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "admin_scripts.h"
@@ -238,13 +239,18 @@ Status Agent::Impl::Start() {
   ctx_.cgroups = JobCgroups::Detect(o.config.agent.cgroup_root, o.node_name);
   ctx_.inventory.set_isolation(ctx_.cgroups.description());
   ctx_.inventory.set_boot_id(ReadBootId(o.boot_id_file));
-  if (!o.config.agent.reboot_program.empty()) {
-    // Run as root at the controller's word: nothing another user could change.
-    if (Status st = CheckTrustedProgram(o.config.agent.reboot_program); !st.ok()) {
-      return FailedPrecondition("agent.reboot_program: " + st.message());
+  // The admin's programs run as root: none may be one another user could change.
+  const AgentConfig& ac = o.config.agent;
+  for (const auto& [key, program] :
+       {std::pair{"reboot_program", &ac.reboot_program}, std::pair{"prolog", &ac.prolog},
+        std::pair{"epilog", &ac.epilog},
+        std::pair{"health_check_program", &ac.health_check_program}}) {
+    if (program->empty()) continue;
+    if (Status st = CheckTrustedProgram(*program); !st.ok()) {
+      return FailedPrecondition(std::string("agent.") + key + ": " + st.message());
     }
-    ctx_.inventory.set_can_reboot(true);
   }
+  ctx_.inventory.set_can_reboot(!ac.reboot_program.empty());
   if (ctx_.cgroups.enabled()) {
     spdlog::info("node={} isolation: {}", o.node_name, ctx_.cgroups.description());
   } else {

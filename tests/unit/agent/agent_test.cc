@@ -925,7 +925,7 @@ TEST_F(AgentTest, ARebootRunsTheRebootProgramAndAFailureIsToldToTheController) {
   }));
 }
 
-TEST_F(AgentTest, ARebootProgramAnotherUserCouldChangeKeepsTheAgentFromStarting) {
+TEST_F(AgentTest, AnAdminProgramAnotherUserCouldChangeKeepsTheAgentFromStarting) {
   const std::string program = dir_ + "/reboot";
   std::ofstream(program) << "#!/bin/sh\nexit 0\n";
   fs::permissions(program, fs::perms(0775));  // group-writable
@@ -943,6 +943,18 @@ TEST_F(AgentTest, ARebootProgramAnotherUserCouldChangeKeepsTheAgentFromStarting)
   Status st = start();
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("reboot_program"), std::string::npos) << st.ToString();
+  // The prolog, the epilog and the health check run as root too.
+  config_.agent.reboot_program.clear();
+  for (std::string* field :
+       {&config_.agent.prolog, &config_.agent.epilog, &config_.agent.health_check_program}) {
+    *field = program;
+    st = start();
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+    EXPECT_NE(st.message().find("could be changed by another user"), std::string::npos)
+        << st.ToString();
+    field->clear();
+  }
+  config_.agent.reboot_program = program;
   // A link to it from a directory others may write: the link could be turned anywhere.
   fs::permissions(program, fs::perms(0755));
   fs::create_directories(dir_ + "/open");

@@ -36,11 +36,19 @@ class JobSupervisorTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ + "/spool");
+    fs::create_directories(dir_ + "/etc");
+    for (const char* name : {"prolog", "epilog"}) {
+      std::ofstream(Program(name)) << "#!/bin/sh\nexit 0\n";  // never run: the launcher is fake
+      fs::permissions(Program(name), fs::perms(0755));
+    }
   }
   void TearDown() override {
     jobs_.reset();
     fs::remove_all(dir_);
   }
+
+  // An admin's program only root and this user can change: the agent refuses any other.
+  std::string Program(const std::string& name) const { return dir_ + "/etc/" + name; }
 
   // The supervisor over this test's spool, with `agent` lines in the config's [agent] table.
   void Start(const std::string& agent = "") {
@@ -254,13 +262,13 @@ TEST_F(JobSupervisorTest, SuspendStopsTheLimitClockAndResumeExtendsTheLimit) {
 }
 
 TEST_F(JobSupervisorTest, ATerminateDuringThePrologEndsTheJobOnceThePrologReturns) {
-  Start("prolog = \"/etc/muster/prolog\"\n");
+  Start("prolog = \"" + Program("prolog") + "\"\n");
   jobs_->Launch(Launch());
   Settle();
   auto spawned = launcher_.WaitForSpawns(1);
   ASSERT_EQ(spawned.size(), 1u);
   const pid_t prolog = spawned[0].pid;
-  EXPECT_EQ(spawned[0].spec.argv.at(0), "/etc/muster/prolog");
+  EXPECT_EQ(spawned[0].spec.argv.at(0), Program("prolog"));
   EXPECT_EQ(Phase(), JobPhase::kProlog);
   Terminate();
   EXPECT_EQ(Phase(), JobPhase::kCancelledInProlog);
@@ -279,7 +287,7 @@ TEST_F(JobSupervisorTest, ATerminateDuringThePrologEndsTheJobOnceThePrologReturn
 }
 
 TEST_F(JobSupervisorTest, APrologThatOutlivesItsTimeoutIsKilledAndFailsTheLaunch) {
-  Start("prolog = \"/etc/muster/prolog\"\nprolog_timeout_s = 5\n");
+  Start("prolog = \"" + Program("prolog") + "\"\nprolog_timeout_s = 5\n");
   jobs_->Launch(Launch());
   Settle();
   const pid_t prolog = launcher_.WaitForSpawns(1).at(0).pid;
@@ -296,8 +304,33 @@ TEST_F(JobSupervisorTest, APrologThatOutlivesItsTimeoutIsKilledAndFailsTheLaunch
   EXPECT_EQ(jobs_->Find(kJob), nullptr);
 }
 
+// The prolog runs as root long after the agent checked it at its start: one another user could
+// now change is not run, and the launch fails as a node fault (the node drains), naming why.
+TEST_F(JobSupervisorTest, APrologAnotherUserCouldChangeSinceTheStartIsNotRun) {
+  Start("prolog = \"" + Program("prolog") + "\"\n");
+  fs::permissions(Program("prolog"), fs::perms(0777));
+  jobs_->Launch(Launch());
+  Settle();
+  EXPECT_EQ(launcher_.WaitForSpawns(0).size(), 0u) << "neither the prolog nor the job ran";
+  const v1::AgentMessage* failed = Last(&v1::AgentMessage::has_job_launch_failed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_TRUE(failed->job_launch_failed().node_fault());
+  EXPECT_NE(failed->job_launch_failed().message().find("could be changed by another user"),
+            std::string::npos)
+      << failed->job_launch_failed().message();
+  EXPECT_EQ(jobs_->Find(kJob), nullptr);
+  // A prolog moved into a directory anyone may write is refused the same way.
+  fs::permissions(Program("prolog"), fs::perms(0755));
+  fs::permissions(dir_ + "/etc", fs::perms(0777));
+  jobs_->Launch(Launch());
+  Settle();
+  EXPECT_EQ(launcher_.WaitForSpawns(0).size(), 0u);
+  EXPECT_EQ(Count(&v1::AgentMessage::has_job_launch_failed), 2u);
+  fs::permissions(dir_ + "/etc", fs::perms(0755));
+}
+
 TEST_F(JobSupervisorTest, TheEpilogRunsOnceEveryProcessIsGoneAndThenTheJobIsReleased) {
-  Start("epilog = \"/etc/muster/epilog\"\n");
+  Start("epilog = \"" + Program("epilog") + "\"\n");
   jobs_->Launch(Launch());
   Settle();
   ASSERT_EQ(launcher_.WaitForSpawns(1).size(), 1u);
@@ -306,7 +339,7 @@ TEST_F(JobSupervisorTest, TheEpilogRunsOnceEveryProcessIsGoneAndThenTheJobIsRele
   auto spawned = launcher_.WaitForSpawns(2);
   ASSERT_EQ(spawned.size(), 2u);
   const pid_t epilog = spawned[1].pid;
-  EXPECT_EQ(spawned[1].spec.argv.at(0), "/etc/muster/epilog");
+  EXPECT_EQ(spawned[1].spec.argv.at(0), Program("epilog"));
   EXPECT_EQ(Phase(), JobPhase::kEpilog);
   // Commands meanwhile change nothing: it ended.
   Suspend(false);
@@ -383,7 +416,7 @@ TEST_F(JobSupervisorTest, TheWarningSignalReachesStepsOnNodesWithoutTheBatchScri
 
 TEST_F(JobSupervisorTest, AStubbornJobIsKilledAfterTheControllersGraceAndItsLimitNeverFires) {
   // Its epilog never returns here, so the job is still on the node when its limit comes.
-  Start("epilog = \"/etc/muster/epilog\"\n");
+  Start("epilog = \"" + Program("epilog") + "\"\n");
   launcher_.SetStubborn(true);
   jobs_->Launch(Launch(/*time_limit_ms=*/60'000));
   Settle();
@@ -432,7 +465,7 @@ TEST_F(JobSupervisorTest, TimersOfAReleasedJobNeverTouchItsNextLaunchWithTheSame
 }
 
 TEST_F(JobSupervisorTest, AJobSuspendedDuringItsPrologStartsStopped) {
-  Start("prolog = \"/etc/muster/prolog\"\n");
+  Start("prolog = \"" + Program("prolog") + "\"\n");
   jobs_->Launch(Launch(/*time_limit_ms=*/300));
   Settle();
   const pid_t prolog = launcher_.WaitForSpawns(1).at(0).pid;
@@ -452,7 +485,7 @@ TEST_F(JobSupervisorTest, AJobSuspendedDuringItsPrologStartsStopped) {
 }
 
 TEST_F(JobSupervisorTest, ARepeatedLaunchIsConfirmedOnlyWhileTheJobRuns) {
-  Start("prolog = \"/etc/muster/prolog\"\n");
+  Start("prolog = \"" + Program("prolog") + "\"\n");
   jobs_->Launch(Launch());
   Settle();
   jobs_->Launch(Launch());  // during the prolog: it answers when done
