@@ -8,9 +8,13 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "job_env.h"
+#include "job_spool.h"
 #include "muster/common/hostlist.h"
 #include "muster/common/own_files.h"
 #include "muster/common/strings.h"
@@ -104,8 +108,11 @@ void RunAdminScript(AgentContext& ctx, const std::string& what, const std::strin
   });
 }
 
-void RunRebootProgram(AgentContext& ctx, const std::string& reason) {
-  auto failed = [&ctx](const std::string& error) {
+void RunRebootProgram(AgentContext& ctx, const v1::RebootNode& order) {
+  const std::string marker = ctx.options.job_state_dir + "/reboot-issued";
+  auto failed = [&ctx, marker](const std::string& error) {
+    std::error_code ignored;
+    std::filesystem::remove(marker, ignored);  // a failed reboot may be asked for again
     spdlog::error("node={} cannot reboot: {}", ctx.node(), error);
     v1::AgentMessage m;
     m.mutable_reboot_failed()->set_error(error);
@@ -113,7 +120,25 @@ void RunRebootProgram(AgentContext& ctx, const std::string& reason) {
   };
   const std::string& program = ctx.options.config.agent.reboot_program;
   if (program.empty()) return failed("no [agent] reboot_program on this node");
+  const std::string& boot = ctx.inventory.boot_id();
+  const std::string mark = boot + " " + std::to_string(order.issued_ms()) + "\n";
+  if (!boot.empty() && order.issued_ms() != 0 && !ctx.options.job_state_dir.empty()) {
+    std::ifstream in(marker);
+    std::string seen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (seen == mark) {
+      spdlog::info("node={} this reboot was already started in this boot; not run again",
+                   ctx.node());
+      return;
+    }
+    if (!WriteFileCloexec(marker, mark, 0600)) {
+      spdlog::warn(
+          "node={} cannot remember this reboot in {} ({}): an order repeated in this boot "
+          "would run it again",
+          ctx.node(), marker, std::strerror(errno));
+    }
+  }
   ++ctx.counters.reboots_issued;
+  const std::string reason = order.reason();
   spdlog::warn("node={} rebooting ({}): running {}", ctx.node(), reason, program);
   constexpr uint32_t kRebootProgramTimeoutS = 300;
   RunAdminScript(ctx, "reboot program", program, {"MUSTER_REBOOT_REASON=" + reason.substr(0, 1024)},

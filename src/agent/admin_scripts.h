@@ -32,8 +32,11 @@ std::vector<std::string> AdminScriptEnv(const v1::LaunchJob& launch, const std::
 // `muster node reboot`, issued once the node has no job: [agent] reboot_program, checked again
 // (CheckTrustedProgram), as root with MUSTER_REBOOT_REASON. A failure (no program, one another
 // user could change, an exit, its timeout) is told to the controller, which drains the node
-// with it; success is the host going down.
-void RunRebootProgram(AgentContext& ctx, const std::string& reason);
+// with it; success is the host going down. The same order sent again in the same boot (the
+// controller repeats it at each new session until the node is back from a new boot) is run
+// once: a file in the job state directory holds the boot id and the order's issued_ms (a new
+// boot makes it stale wherever it lives), and a failed run removes it.
+void RunRebootProgram(AgentContext& ctx, const v1::RebootNode& order);
 
 // health_check_program every health_check_interval_s; each result goes to the controller, which
 // drains the node on failure and resumes it when the check passes again.

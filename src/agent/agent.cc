@@ -251,6 +251,7 @@ Status Agent::Impl::Start() {
     }
   }
   ctx_.inventory.set_can_reboot(!ac.reboot_program.empty());
+  ctx_.inventory.set_reboot_once_per_boot(true);  // RunRebootProgram's marker
   if (ctx_.cgroups.enabled()) {
     spdlog::info("node={} isolation: {}", o.node_name, ctx_.cgroups.description());
   } else {

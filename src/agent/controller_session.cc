@@ -49,7 +49,7 @@ void ControllerSession::OnMessage(const v1::ControllerMessage& msg) {
         ctx_.Send(m);
         break;
       }
-      RunRebootProgram(ctx_, msg.reboot_node().reason());
+      RunRebootProgram(ctx_, msg.reboot_node());
       break;
     default:
       spdlog::warn("node={} got an unknown command; ignored", ctx_.node());

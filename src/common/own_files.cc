@@ -43,9 +43,9 @@ namespace {
 
 // Walks `path` from / one entry at a time (lstat, never following a link unseen): each directory
 // must be root's or ours and writable by no one else (a sticky one of root's, as /tmp, counts:
-// no one may replace another's entry there); a link, found in such a directory, is followed by
-// walking its target the same way; the end must be an executable regular file that only root
-// or we can change.
+// no one may replace another's entry there, so every entry must be root's or ours); a link,
+// root's or ours and found in such a directory, is followed by walking its target the same way;
+// the end must be an executable regular file that only root or we can change.
 Status CheckTrustedPath(const std::string& path, int links) {
   if (links > 16) return FailedPrecondition(path + ": too many links");
   if (path.empty() || path[0] != '/') {
@@ -85,6 +85,12 @@ Status CheckTrustedPath(const std::string& path, int links) {
       return FailedPrecondition("cannot examine " + prefix + ": " + std::strerror(errno));
     }
     if (S_ISLNK(st.st_mode)) {
+      // Another's link, even in a sticky directory such as /tmp, is theirs to replace (with a
+      // file of theirs) between this check and the run.
+      if (!trusted_owner(st)) {
+        return FailedPrecondition(prefix + " is a link that uid " + std::to_string(st.st_uid) +
+                                  " owns, who could replace it");
+      }
       char target[4096];
       const ssize_t n = ::readlink(prefix.c_str(), target, sizeof(target) - 1);
       if (n <= 0) return FailedPrecondition("cannot read the link " + prefix);

@@ -143,6 +143,7 @@ Result<NodeEntry*> NodeManager::AttachSession(const v1::Hello& hello, TimeMs now
   }
   node->session = true;
   node->last_heard_ms = now;
+  RepeatIssuedReboot(*node, now);
   return node;
 }
 

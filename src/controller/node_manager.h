@@ -158,6 +158,12 @@ class NodeManager {
   void ApplyChecks(NodeEntry& node, TimeMs now, store::Mutation& m);
   // At registration: a node back from a new boot has its reboot done (node_reboots.cc).
   void CompleteReboot(NodeEntry& node, TimeMs now, store::Mutation& m);
+  // At a new session: an issued reboot whose node is still in the boot it was issued in is sent
+  // again (the first order may have been lost with the last session), to an agent that runs
+  // each reboot once per boot, and not within the last minute before it would time out.
+  void RepeatIssuedReboot(const NodeEntry& node, TimeMs now);
+  // The order to the agent for the node's issued reboot.
+  static v1::ControllerMessage RebootOrder(const v1::NodeReboot& reboot);
   // The nodes a hostlist names, each configured. NOT_FOUND names the unknown ones.
   Result<std::vector<NodeEntry*>> NodesOf(const std::string& hostlist);
   // The same, or every node for "ALL" (scontrol reboot's word).

@@ -179,11 +179,36 @@ void NodeManager::AdvanceReboots(const std::function<bool(const NodeEntry&)>& bu
   for (auto& [node, r] : next) node->rec = std::move(r);
   for (NodeEntry* node : issue) {
     spdlog::info("node={} reboot issued (boot {})", node->name(), node->rec.reboot().boot_id());
-    v1::ControllerMessage msg;
-    msg.mutable_reboot_node()->set_reason(node->rec.reboot().reason());
-    ctx_.Send(node->name(), std::move(msg));
+    ctx_.Send(node->name(), RebootOrder(node->rec.reboot()));
   }
   ctx_.RequestPass();
+}
+
+v1::ControllerMessage NodeManager::RebootOrder(const v1::NodeReboot& reboot) {
+  v1::ControllerMessage msg;
+  msg.mutable_reboot_node()->set_reason(reboot.reason());
+  msg.mutable_reboot_node()->set_issued_ms(static_cast<uint64_t>(reboot.issued_ms()));
+  return msg;
+}
+
+void NodeManager::RepeatIssuedReboot(const NodeEntry& node, TimeMs now) {
+  const v1::NodeReboot& rb = node.rec.reboot();
+  if (rb.issued_ms() == 0 || rb.boot_id().empty() || node.inventory.boot_id() != rb.boot_id()) {
+    return;
+  }
+  if (!node.inventory.reboot_once_per_boot()) {
+    spdlog::warn(
+        "node={} is still in boot {}, but its agent would run a repeated reboot again: "
+        "not sent again (it times out if the first order was lost)",
+        node.name(), rb.boot_id());
+    return;
+  }
+  // A reboot started now could come back after the timeout drained the node.
+  constexpr TimeMs kLastMinute = 60'000;
+  const TimeMs timeout = static_cast<TimeMs>(ctx_.scheduling().reboot_timeout_s) * 1000;
+  if (now - std::max(rb.issued_ms(), liveness_start_ms_) > timeout - kLastMinute) return;
+  spdlog::info("node={} is still in boot {}: its reboot is sent again", node.name(), rb.boot_id());
+  ctx_.Send(node.name(), RebootOrder(rb));
 }
 
 void NodeManager::CompleteReboot(NodeEntry& node, TimeMs now, store::Mutation& m) {

@@ -93,6 +93,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       r.status = 405;
       r.body = "only GET\n";
       r.headers.push_back({"Allow", "GET, HEAD"});
+      // Plain text that no browser may read as anything else, as every page of the web view.
+      r.headers.push_back({"X-Content-Type-Options", "nosniff"});
+      r.headers.push_back({"Content-Security-Policy", "default-src 'none'"});
+      r.headers.push_back({"Cache-Control", "no-store"});
       return Reply(std::move(r), false);
     }
     HttpRequest in;

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -925,6 +926,67 @@ TEST_F(AgentTest, ARebootRunsTheRebootProgramAndAFailureIsToldToTheController) {
   }));
 }
 
+// The controller repeats an issued reboot at every new session from the same boot: the agent
+// runs each reboot once in a boot (a failed one may run again).
+TEST_F(AgentTest, TheSameRebootOrderRunsOnceInABootAndAFailedOneAgain) {
+  boot_id_file_ = dir_ + "/boot_id";
+  std::ofstream(boot_id_file_) << "1b2c3d\n";
+  const std::string program = dir_ + "/reboot";
+  std::ofstream(program) << "#!/bin/sh\nexit 0\n";
+  fs::permissions(program, fs::perms(0755));
+  config_.agent.reboot_program = program;
+  StartAgent();
+  EXPECT_TRUE(link_->Register().inventory().reboot_once_per_boot());
+  link_->Connect(1);
+  auto order = [&](uint64_t issued, const std::string& reason) {
+    v1::ControllerMessage reboot;
+    reboot.set_epoch(1);
+    reboot.mutable_reboot_node()->set_reason(reason);
+    reboot.mutable_reboot_node()->set_issued_ms(issued);
+    link_->Command(reboot);
+  };
+  order(5, "first");
+  auto spawned = launcher_->WaitForSpawns(1);
+  ASSERT_EQ(spawned.size(), 1u);
+  launcher_->Exit(spawned[0].pid, 0);  // started: the host goes down next
+  order(5, "first");                   // repeated at a new session: not run again
+  order(9, "second");                  // another reboot (the first timed out)
+  spawned = launcher_->WaitForSpawns(2);
+  ASSERT_EQ(spawned.size(), 2u);
+  EXPECT_EQ(Env(spawned[1].spec)["MUSTER_REBOOT_REASON"], "second");
+  launcher_->Exit(spawned[1].pid, 1 << 8);  // it fails: told, and may be asked for again
+  ASSERT_TRUE(Sent([](const auto& m) { return m.has_reboot_failed(); }));
+  order(9, "second");
+  spawned = launcher_->WaitForSpawns(3);
+  ASSERT_EQ(spawned.size(), 3u);
+  launcher_->Exit(spawned[2].pid, 0);
+  // A new agent in the same boot (restarted while the host went down) does not run it again,
+  // and a controller that sends no identity (issued_ms 0) is obeyed every time.
+  agent_->Shutdown();
+  agent_.reset();
+  auto fresh = std::make_shared<FakeLauncher>();
+  launcher_ = fresh;
+  StartAgent();
+  link_->Connect(1);
+  order(9, "second");
+  order(0, "old controller");
+  order(0, "old controller");
+  spawned = fresh->WaitForSpawns(2);
+  ASSERT_EQ(spawned.size(), 2u);
+  EXPECT_EQ(Env(spawned[0].spec)["MUSTER_REBOOT_REASON"], "old controller");
+  // Once the host is back from a new boot, the old order's memory means nothing.
+  fresh->Exit(spawned[0].pid, 0);
+  fresh->Exit(spawned[1].pid, 0);
+  agent_->Shutdown();
+  agent_.reset();
+  std::ofstream(boot_id_file_) << "4e5f60\n";
+  launcher_ = std::make_shared<FakeLauncher>();
+  StartAgent();
+  link_->Connect(1);
+  order(9, "second");
+  EXPECT_EQ(launcher_->WaitForSpawns(1).size(), 1u);
+}
+
 TEST_F(AgentTest, AnAdminProgramAnotherUserCouldChangeKeepsTheAgentFromStarting) {
   const std::string program = dir_ + "/reboot";
   std::ofstream(program) << "#!/bin/sh\nexit 0\n";
@@ -945,11 +1007,14 @@ TEST_F(AgentTest, AnAdminProgramAnotherUserCouldChangeKeepsTheAgentFromStarting)
   EXPECT_NE(st.message().find("reboot_program"), std::string::npos) << st.ToString();
   // The prolog, the epilog and the health check run as root too.
   config_.agent.reboot_program.clear();
-  for (std::string* field :
-       {&config_.agent.prolog, &config_.agent.epilog, &config_.agent.health_check_program}) {
+  for (const auto& [field, key] :
+       {std::pair{&config_.agent.prolog, "agent.prolog: "},
+        std::pair{&config_.agent.epilog, "agent.epilog: "},
+        std::pair{&config_.agent.health_check_program, "agent.health_check_program: "}}) {
     *field = program;
     st = start();
     EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+    EXPECT_EQ(st.message().rfind(key, 0), 0u) << "names the key: " << st.ToString();
     EXPECT_NE(st.message().find("could be changed by another user"), std::string::npos)
         << st.ToString();
     field->clear();
@@ -968,6 +1033,17 @@ TEST_F(AgentTest, AnAdminProgramAnotherUserCouldChangeKeepsTheAgentFromStarting)
   fs::create_symlink(program, dir_ + "/link");
   config_.agent.reboot_program = dir_ + "/link";
   EXPECT_TRUE(start().ok());
+  // A link another user owns (made in a sticky directory such as /tmp) could be replaced by a
+  // file of theirs between the check and the run.
+  if (::geteuid() == 0) {
+    fs::create_symlink(program, dir_ + "/theirs");
+    ASSERT_EQ(::lchown((dir_ + "/theirs").c_str(), 65534, 65534), 0);
+    config_.agent.reboot_program = dir_ + "/theirs";
+    st = start();
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(st.message().find("is a link that uid 65534 owns"), std::string::npos)
+        << st.ToString();
+  }
   fs::permissions(dir_, fs::perms(0777));  // now the program's own directory is open to all
   EXPECT_EQ(start().code(), StatusCode::kFailedPrecondition);
   fs::permissions(dir_, fs::perms(0755));

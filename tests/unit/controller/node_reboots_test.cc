@@ -13,6 +13,7 @@ class RebootTest : public EngineTest {
     Up(node, {}, instance, [&](v1::NodeInventory* inv) {
       inv->set_boot_id(boot);
       inv->set_can_reboot(true);
+      inv->set_reboot_once_per_boot(true);
     });
   }
   void AllUpRebootable() {
@@ -55,12 +56,15 @@ class RebootTest : public EngineTest {
     r.set_action(v1::UpdateNodeRequest::CANCEL_REBOOT);
     return engine_->UpdateNode(who, r, now_).status();
   }
-  // The reboot commands sent to `node` since the last look.
-  size_t RebootsSent(const std::string& node) {
-    size_t n = 0;
-    for (const auto& m : Sent(node)) n += m.has_reboot_node();
-    return n;
+  // The reboot orders sent to `node` since the last look.
+  std::vector<v1::RebootNode> RebootOrders(const std::string& node) {
+    std::vector<v1::RebootNode> out;
+    for (const auto& m : Sent(node)) {
+      if (m.has_reboot_node()) out.push_back(m.reboot_node());
+    }
+    return out;
   }
+  size_t RebootsSent(const std::string& node) { return RebootOrders(node).size(); }
   void Tick(TimeMs dt = 100) {
     now_ += dt;
     engine_->Tick(now_);
@@ -159,6 +163,54 @@ TEST_F(RebootTest, ARebootThatNeverComesBackOrFailsDrainsTheNodeWithWhy) {
   EXPECT_EQ(Node("node1").reboot(), "");
   EXPECT_TRUE(Node("node1").drain());
   EXPECT_NE(Node("node1").reason().find("reboot timed out"), std::string::npos);
+}
+
+// The order may be lost with a session that drops as it is sent: every new session from the
+// boot the reboot was issued in gets it again, the same reboot (its issued time), until the
+// node is back from a new boot; the timeout still counts from the first issue.
+TEST_F(RebootTest, AnIssuedRebootIsSentAgainToEachNewSessionFromTheSameBoot) {
+  AllUpRebootable();
+  ASSERT_TRUE(Reboot("node1", false).ok());
+  Tick();
+  std::vector<v1::RebootNode> first = RebootOrders("node1");
+  ASSERT_EQ(first.size(), 1u);
+  const uint64_t issued = first[0].issued_ms();
+  EXPECT_NE(issued, 0u);
+  // The agent restarted (a new instance), still in boot 1.
+  UpIn("node1", "node1-boot1", "node1-b");
+  std::vector<v1::RebootNode> again = RebootOrders("node1");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].issued_ms(), issued) << "the same reboot, not a new one";
+  Tick();
+  EXPECT_EQ(RebootsSent("node1"), 0u) << "sent at the new session only";
+  EXPECT_EQ(RebootsSent("node2"), 0u);
+  Tick(500'000);
+  UpIn("node1", "node1-boot1", "node1-c");
+  EXPECT_EQ(RebootsSent("node1"), 1u);
+  // Within the last minute before the timeout: a reboot started now could come back after it.
+  Tick(50'000);
+  UpIn("node1", "node1-boot1", "node1-d");
+  EXPECT_EQ(RebootsSent("node1"), 0u);
+  Tick(51'000);
+  EXPECT_EQ(Node("node1").reboot(), "") << "timed out from the first issue";
+  EXPECT_NE(Node("node1").reason().find("reboot timed out"), std::string::npos);
+  UpIn("node1", "node1-boot1", "node1-e");
+  EXPECT_EQ(RebootsSent("node1"), 0u) << "nothing issued any more";
+}
+
+// An agent that does not say it runs each reboot once per boot (one from before that) would run
+// a repeated order again: it is not repeated to it.
+TEST_F(RebootTest, AnAgentThatWouldRunARepeatedRebootAgainIsNotSentItAgain) {
+  AllUpRebootable();
+  ASSERT_TRUE(Reboot("node1", false).ok());
+  Tick();
+  ASSERT_EQ(RebootsSent("node1"), 1u);
+  Up("node1", {}, "node1-old", [&](v1::NodeInventory* inv) {
+    inv->set_boot_id("node1-boot1");
+    inv->set_can_reboot(true);
+  });
+  EXPECT_EQ(RebootsSent("node1"), 0u);
+  EXPECT_EQ(Node("node1").reboot(), "issued");
 }
 
 TEST_F(RebootTest, CancelDropsAWaitingRebootAndItsAsapDrainButNotAnIssuedOne) {

@@ -223,7 +223,10 @@ TEST_F(WebServerTest, WhatTheApiRefusesIsRefusedAndOnlyGetIsServed) {
   EXPECT_NE(other.body.find("another user"), std::string::npos);
   EXPECT_EQ(Get(port_, root + "job/x", cookie).status, 404);
   EXPECT_EQ(Get(port_, root + "nosuch", cookie).status, 404);
-  EXPECT_EQ(Get(port_, root + "queue", cookie, "POST").status, 405);
+  Reply post = Get(port_, root + "queue", cookie, "POST");
+  EXPECT_EQ(post.status, 405);
+  EXPECT_EQ(post.Header("X-Content-Type-Options"), "nosniff");
+  EXPECT_EQ(post.Header("Content-Security-Policy"), "default-src 'none'");
   EXPECT_EQ(Get(port_, "/login?token=" + std::string(64, '0')).status, 401);
   Reply css = Get(port_, "/static/muster.css");
   EXPECT_EQ(css.status, 200) << "the stylesheet needs no session";
