@@ -15,6 +15,16 @@ if(MUSTER_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+if(MUSTER_HARDEN AND NOT MUSTER_SANITIZE AND NOT MUSTER_FUZZ)
+  # The daemons run as root on every node: the flags dpkg-buildflags gives Debian's own packages.
+  # _FORTIFY_SOURCE needs optimisation: only the optimised configurations have it.
+  add_compile_options(-fstack-protector-strong -fstack-clash-protection
+                      "$<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:-D_FORTIFY_SOURCE=2>")
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+    add_compile_options(-fcf-protection)
+  endif()
+  add_link_options(-Wl,-z,relro -Wl,-z,now)
+endif()
 if(MUSTER_FUZZ)
   # Coverage for libFuzzer in every library the targets link; the targets add the fuzzer itself.
   add_compile_options(-fsanitize=fuzzer-no-link)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Debian packages (muster-controller, muster-agent, muster-client, muster-slurm-compat) of a
-# build, made by CPack (cmake/packaging.cmake), into OUT_DIR (default BUILD_DIR/packages).
+# The Debian packages (muster-controller, muster-agent, muster-client, muster-slurm-compat,
+# muster-sim) of a build, made by CPack (cmake/packaging.cmake), into OUT_DIR (default BUILD_DIR/packages).
 #   usage: build-packages.sh [OUT_DIR]      BUILD_DIR (default build/release) must be built.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -34,7 +34,7 @@ trap cleanup EXIT
 
 BUILD_DIR=$BUILD "$src/scripts/build-packages.sh" "$DIR/debs" >/dev/null
 deb() { ls "$DIR"/debs/"$1"_*.deb; }
-for p in muster-controller muster-agent muster-client muster-slurm-compat; do
+for p in muster-controller muster-agent muster-client muster-slurm-compat muster-sim; do
   [ -f "$(deb $p)" ] || fail "no $p package"
 done
 
@@ -50,12 +50,16 @@ holds muster-controller /usr/sbin/musterctld /usr/lib/systemd/system/musterctld.
 holds muster-agent /usr/sbin/musterd /usr/libexec/muster/muster-stepd \
   /usr/libexec/muster/muster-keeper /usr/lib/systemd/system/musterd.service \
   /usr/lib/tmpfiles.d/muster.conf /usr/share/man/man8/musterd.8.gz
-holds muster-client /usr/bin/muster /usr/bin/muster-sim /usr/libexec/muster/slurm/sbatch \
+holds muster-client /usr/bin/muster /usr/libexec/muster/slurm/sbatch \
   /usr/share/man/man1/muster.1.gz /usr/share/man/man5/muster.toml.5.gz \
   /usr/share/bash-completion/completions/muster /usr/share/doc/muster/admin-guide.md
 holds muster-slurm-compat /usr/bin/sbatch /usr/bin/srun /usr/bin/scontrol \
   /usr/share/man/man1/sbatch.1.gz
-for p in muster-controller muster-agent muster-client; do
+holds muster-sim /usr/bin/muster-sim /usr/share/man/man1/muster-sim.1.gz \
+  /usr/share/doc/muster/simulator.md /usr/share/doc/muster-sim/copyright
+# The simulator (the controller's engine inside) stays off login and compute nodes.
+! dpkg-deb -c "$(deb muster-client)" | grep -q muster-sim || fail "muster-client holds muster-sim"
+for p in muster-controller muster-agent muster-client muster-sim; do
   if dpkg-deb -c "$(deb $p)" | awk '{print $6}' |
     grep -qE '^\./usr/bin/(sbatch|srun|salloc|squeue|sinfo|sacct|sacctmgr|scancel|scontrol|sshare|sprio|sreport|sdiag)$'; then
     fail "$p puts a Slurm command in /usr/bin"
@@ -107,7 +111,8 @@ wait_for 30 sh -c "'$R/usr/bin/muster' acct -j $id -n -X -o State | grep -q COMP
 "$R/usr/bin/muster" local down --dir "$DIR/cluster" >/dev/null
 # Manual pages (a Slurm name's page is muster's) and the completion.
 if command -v man >/dev/null; then
-  for page in man1/muster.1.gz man1/sbatch.1.gz man5/muster.toml.5.gz man8/musterctld.8.gz; do
+  for page in man1/muster.1.gz man1/sbatch.1.gz man1/muster-sim.1.gz man5/muster.toml.5.gz \
+    man8/musterctld.8.gz; do
     MANWIDTH=80 man -l "$R/usr/share/man/$page" 2>/dev/null | grep -q NAME || fail "$page does not render"
   done
 fi
@@ -125,7 +130,7 @@ if [ "${MUSTER_FRESH_ROOT:-0}" = 1 ]; then
   mount -t proc proc "$fresh/proc"
   chroot "$fresh" sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
     /tmp/muster-controller_*.deb /tmp/muster-agent_*.deb /tmp/muster-client_*.deb \
-    /tmp/muster-slurm-compat_*.deb' >"$DIR/apt.log" 2>&1 || { tail -20 "$DIR/apt.log"; fail "apt could not install the packages"; }
+    /tmp/muster-slurm-compat_*.deb /tmp/muster-sim_*.deb' >"$DIR/apt.log" 2>&1 || { tail -20 "$DIR/apt.log"; fail "apt could not install the packages"; }
   chroot "$fresh" getent passwd muster >/dev/null || fail "the controller's user was not made"
   chroot "$fresh" /usr/bin/muster local up --dir /tmp/cluster --nodes 2 --gpus-per-node 1 >/dev/null
   chroot "$fresh" env MUSTER_CONF=/tmp/cluster/muster.toml sbatch --parsable -N2 --wait -o /tmp/fresh.out \

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -47,7 +48,10 @@ class TraceFileTest : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/trace-file-test." + std::to_string(::getpid());
     ASSERT_EQ(std::system(("mkdir -p '" + dir_ + "'").c_str()), 0);
   }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
   std::string Write(const std::string& name, const std::string& bytes) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << bytes;
